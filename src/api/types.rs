@@ -1,0 +1,290 @@
+//! Public message, handle and result types.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// A message attribute to send (S8). `value` is UTF-8 text for `String` and `Number` types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MessageAttribute<'a> {
+    /// Name: 1–256 of `[A-Za-z0-9_.-]`, no `AWS.`/`Amazon.` prefix.
+    pub name: &'a str,
+    /// `String`, `Number` or `Binary`, optionally with a `.label` suffix.
+    pub data_type: &'a str,
+    /// The value's bytes.
+    pub value: &'a [u8],
+}
+
+impl<'a> MessageAttribute<'a> {
+    /// A `String` attribute.
+    pub fn string(name: &'a str, value: &'a str) -> Self {
+        MessageAttribute { name, data_type: "String", value: value.as_bytes() }
+    }
+    /// A `Number` attribute (its text form).
+    pub fn number(name: &'a str, value: &'a str) -> Self {
+        MessageAttribute { name, data_type: "Number", value: value.as_bytes() }
+    }
+    /// A `Binary` attribute.
+    pub fn binary(name: &'a str, value: &'a [u8]) -> Self {
+        MessageAttribute { name, data_type: "Binary", value }
+    }
+}
+
+/// An attribute of a received message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReceivedAttribute {
+    /// Name.
+    pub name: String,
+    /// Data type.
+    pub data_type: String,
+    /// Value bytes.
+    pub value: Vec<u8>,
+}
+
+/// A message to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendMessage<'a> {
+    /// `MessageGroupId` (S1, S2): required; `None` is reported as `MissingParameter`.
+    pub group_id: Option<&'a str>,
+    /// `MessageDeduplicationId` (S3), stored and returned as a system attribute.
+    pub dedup_id: Option<&'a str>,
+    /// `MessageBody` (S6, S7).
+    pub body: &'a str,
+    /// Message attributes (S8), at most 10.
+    pub attributes: &'a [MessageAttribute<'a>],
+    /// Per-message `DelaySeconds`: only `None` or `Some(0)` are accepted on a FIFO queue (S5).
+    pub delay_seconds: Option<u32>,
+}
+
+impl<'a> SendMessage<'a> {
+    /// A message for `group_id` with `body`.
+    pub fn new(group_id: &'a str, body: &'a str) -> Self {
+        SendMessage { group_id: Some(group_id), dedup_id: None, body, attributes: &[], delay_seconds: None }
+    }
+    /// Sets the deduplication id.
+    pub fn dedup_id(mut self, id: &'a str) -> Self {
+        self.dedup_id = Some(id);
+        self
+    }
+    /// Sets the attributes.
+    pub fn attributes(mut self, attributes: &'a [MessageAttribute<'a>]) -> Self {
+        self.attributes = attributes;
+        self
+    }
+}
+
+/// A message id: 128 bits, unique within the queue's life, shown in UUID form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct MessageId(pub u128);
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        write!(
+            f,
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            (v >> 96) as u32,
+            (v >> 80) as u16,
+            (v >> 64) as u16,
+            (v >> 48) as u16,
+            v & 0xFFFF_FFFF_FFFF
+        )
+    }
+}
+
+/// What a successful send returns (S10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendResult {
+    /// The message id.
+    pub message_id: MessageId,
+    /// The sequence number: increasing within the group (M1).
+    pub sequence_number: u128,
+}
+
+/// One entry of a batch request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchEntry<'a, T> {
+    /// Entry id, 1–80 of `[A-Za-z0-9_-]`, unique in the request (S11).
+    pub id: &'a str,
+    /// The entry.
+    pub entry: T,
+}
+
+/// The outcome of one batch entry.
+#[derive(Debug)]
+pub struct BatchResult<T> {
+    /// The entry id.
+    pub id: String,
+    /// The entry's result.
+    pub result: Result<T, Error>,
+}
+
+/// Options of a receive (R1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReceiveOptions {
+    /// `MaxNumberOfMessages`, 1–10 (default 1).
+    pub max_messages: u32,
+    /// `VisibilityTimeout` override, 0–12 h (default: the queue's).
+    pub visibility_timeout: Option<Duration>,
+    /// `WaitTimeSeconds` override, 0–20 s (default: the queue's).
+    pub wait_time: Option<Duration>,
+}
+
+impl Default for ReceiveOptions {
+    fn default() -> Self {
+        ReceiveOptions { max_messages: 1, visibility_timeout: None, wait_time: None }
+    }
+}
+
+impl ReceiveOptions {
+    /// Receive up to `n` messages.
+    pub fn max(n: u32) -> Self {
+        ReceiveOptions { max_messages: n, ..Self::default() }
+    }
+    /// Sets the visibility timeout.
+    pub fn visibility_timeout(mut self, d: Duration) -> Self {
+        self.visibility_timeout = Some(d);
+        self
+    }
+    /// Sets the long-poll wait.
+    pub fn wait(mut self, d: Duration) -> Self {
+        self.wait_time = Some(d);
+        self
+    }
+}
+
+/// A receipt handle: names one receive of one message. Its text form
+/// (`sf1` + 38 hex digits) can be handed to another process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ReceiptHandle {
+    pub(crate) nonce: u64,
+    pub(crate) idx: u32,
+    pub(crate) inc: u32,
+    pub(crate) epoch: u32,
+}
+
+impl fmt::Display for ReceiptHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sf1{:016x}{:08x}{:08x}{:06x}", self.nonce, self.idx, self.inc, self.epoch)
+    }
+}
+
+impl FromStr for ReceiptHandle {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let invalid = || Error::ReceiptHandleIsInvalid { handle: s.chars().take(200).collect() };
+        let hex = s.strip_prefix("sf1").ok_or_else(invalid)?;
+        if hex.len() != 38 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(invalid());
+        }
+        let p = |r: std::ops::Range<usize>| u64::from_str_radix(&hex[r], 16).map_err(|_| invalid());
+        Ok(ReceiptHandle { nonce: p(0..16)?, idx: p(16..24)? as u32, inc: p(24..32)? as u32, epoch: p(32..38)? as u32 })
+    }
+}
+
+/// A received message with its system attributes (M3).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Message {
+    /// `MessageId`.
+    pub message_id: MessageId,
+    /// The receipt handle of this receive.
+    pub receipt_handle: ReceiptHandle,
+    /// `Body`.
+    pub body: String,
+    /// `MessageGroupId`.
+    pub group_id: String,
+    /// `MessageDeduplicationId`, if one was sent.
+    pub dedup_id: Option<String>,
+    /// `SequenceNumber`.
+    pub sequence_number: u128,
+    /// `SentTimestamp`, ms since the Unix epoch.
+    pub sent_timestamp: u64,
+    /// `ApproximateFirstReceiveTimestamp`, ms since the Unix epoch.
+    pub first_receive_timestamp: u64,
+    /// `ApproximateReceiveCount`, 1 on the first receive.
+    pub receive_count: u32,
+    /// Message attributes.
+    pub attributes: Vec<ReceivedAttribute>,
+}
+
+/// Reusable storage for [`crate::Queue::receive_into`]: keeps each message's allocations so a
+/// steady stream of receives allocates nothing.
+#[derive(Debug, Default)]
+pub struct ReceiveBuffer {
+    pub(crate) msgs: Vec<Message>,
+    pub(crate) len: usize,
+}
+
+impl ReceiveBuffer {
+    /// An empty buffer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The messages of the last receive.
+    pub fn messages(&self) -> &[Message] {
+        &self.msgs[..self.len]
+    }
+    pub(crate) fn next_slot(&mut self) -> &mut Message {
+        if self.len == self.msgs.len() {
+            self.msgs.push(Message::default());
+        }
+        self.len += 1;
+        &mut self.msgs[self.len - 1]
+    }
+}
+
+/// Queue attributes and counters (C1, Q6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueAttributes {
+    /// `ApproximateNumberOfMessages`: visible, including those behind an in-flight message of
+    /// their group.
+    pub approximate_number_of_messages: u64,
+    /// `ApproximateNumberOfMessagesNotVisible`: in flight.
+    pub approximate_number_of_messages_not_visible: u64,
+    /// `ApproximateNumberOfMessagesDelayed` (always 0: queue delay is not configurable yet).
+    pub approximate_number_of_messages_delayed: u64,
+    /// `VisibilityTimeout`.
+    pub visibility_timeout: Duration,
+    /// `ReceiveMessageWaitTimeSeconds`.
+    pub receive_message_wait_time: Duration,
+    /// `MaximumMessageSize`.
+    pub maximum_message_size: u32,
+    /// `CreatedTimestamp`, ms since the Unix epoch.
+    pub created_timestamp: u64,
+    /// `FifoQueue`: always true.
+    pub fifo_queue: bool,
+    /// Groups with messages now.
+    pub active_groups: u64,
+    /// Most groups at once.
+    pub max_groups: u64,
+    /// Most participants at once.
+    pub max_participants: u32,
+    /// `(payload bytes, slots)` of each size class.
+    pub size_classes: Vec<(u32, u32)>,
+    /// Bytes of the arena.
+    pub arena_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn receipt_handle_text_round_trips() {
+        let h = ReceiptHandle { nonce: 0xdead_beef_0123_4567, idx: 7, inc: 0xffff_fffe, epoch: 0xabcdef };
+        let s = h.to_string();
+        assert_eq!(s.len(), 41);
+        assert_eq!(s.parse::<ReceiptHandle>().unwrap(), h);
+        for bad in ["garbage", "", "sf1", &s[..40], &format!("{s}0"), &s.replace("sf1", "sf2")] {
+            assert!(matches!(bad.parse::<ReceiptHandle>(), Err(Error::ReceiptHandleIsInvalid { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn message_id_is_uuid_shaped() {
+        let s = MessageId(0x0123_4567_89ab_cdef_0011_2233_4455_6677).to_string();
+        assert_eq!(s, "01234567-89ab-cdef-0011-223344556677");
+    }
+}

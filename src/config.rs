@@ -1,0 +1,229 @@
+//! Queue configuration: SQS-style settings with documented defaults, validated into a geometry.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::layout::{Geometry, MAX_CLASSES, MAX_ID_LEN};
+
+/// Largest `maximum_message_size` (S6: 1 MiB, like SQS since 2025).
+pub const MAX_MESSAGE_SIZE_LIMIT: u32 = 1_048_576;
+/// Smallest `maximum_message_size` (Q4).
+pub const MIN_MESSAGE_SIZE_LIMIT: u32 = 1_024;
+/// Longest visibility timeout (V1: 12 hours).
+pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(43_200);
+/// Longest receive wait (R1: 20 seconds).
+pub const MAX_WAIT_TIME: Duration = Duration::from_secs(20);
+/// Most message attributes per message (S8).
+pub const MAX_ATTRIBUTES: usize = 10;
+/// Bytes of framing per stored attribute (lengths).
+pub const ATTRIBUTE_FRAMING: usize = 8;
+/// Most participants an arena can have.
+pub const MAX_PARTICIPANTS: u32 = 65_534;
+/// Most active groups an arena can have.
+pub const MAX_GROUPS: u32 = 1 << 23;
+/// Most message slots an arena can have, over all classes.
+pub const MAX_SLOTS: u64 = (1 << 31) - 1;
+
+/// Settings of a queue, fixed at creation. Names follow SQS's attributes.
+///
+/// | setting | default | range |
+/// |---|---|---|
+/// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision |
+/// | `receive_message_wait_time` | 0 s | 0 – 20 s |
+/// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
+/// | `max_messages` | 16,384 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
+/// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
+/// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
+/// | `mode` | `0o600` | file permissions (owner-only by default) |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueConfig {
+    pub(crate) visibility_timeout: Duration,
+    pub(crate) receive_message_wait_time: Duration,
+    pub(crate) maximum_message_size: u32,
+    pub(crate) max_messages: u32,
+    pub(crate) size_classes: Option<Vec<(u32, u32)>>,
+    pub(crate) max_groups: u32,
+    pub(crate) max_participants: u32,
+    pub(crate) mode: u32,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig {
+            visibility_timeout: Duration::from_secs(30),
+            receive_message_wait_time: Duration::ZERO,
+            maximum_message_size: 262_144,
+            max_messages: 16_384,
+            size_classes: None,
+            max_groups: 4_096,
+            max_participants: 64,
+            mode: 0o600,
+        }
+    }
+}
+
+impl QueueConfig {
+    /// The defaults (see the table above).
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Default visibility timeout of received messages (SQS `VisibilityTimeout`).
+    pub fn visibility_timeout(mut self, d: Duration) -> Self {
+        self.visibility_timeout = d;
+        self
+    }
+    /// Default long-poll wait of `receive` (SQS `ReceiveMessageWaitTimeSeconds`).
+    pub fn receive_message_wait_time(mut self, d: Duration) -> Self {
+        self.receive_message_wait_time = d;
+        self
+    }
+    /// Largest message (body plus attributes) in bytes (SQS `MaximumMessageSize`).
+    pub fn maximum_message_size(mut self, bytes: u32) -> Self {
+        self.maximum_message_size = bytes;
+        self
+    }
+    /// Slots of the smallest size class; larger classes are derived (see the table).
+    pub fn max_messages(mut self, n: u32) -> Self {
+        self.max_messages = n;
+        self
+    }
+    /// Explicit size classes: `(payload bytes, slots)`, ascending, at most 8; the last must
+    /// hold a message of `maximum_message_size` (plus up to 128 B dedup id and attribute
+    /// framing: see [`QueueConfig::stored_size_limit`]).
+    pub fn size_classes(mut self, classes: Vec<(u32, u32)>) -> Self {
+        self.size_classes = Some(classes);
+        self
+    }
+    /// Most groups with messages at once.
+    pub fn max_groups(mut self, n: u32) -> Self {
+        self.max_groups = n;
+        self
+    }
+    /// Most processes (queue handles) at once.
+    pub fn max_participants(mut self, n: u32) -> Self {
+        self.max_participants = n;
+        self
+    }
+    /// Permission bits of the arena file.
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Bytes a message of `maximum_message_size` may need in a slot: body and attributes, the
+    /// dedup id and the attribute framing.
+    pub fn stored_size_limit(&self) -> u32 {
+        self.maximum_message_size + MAX_ID_LEN as u32 + (MAX_ATTRIBUTES * ATTRIBUTE_FRAMING) as u32
+    }
+
+    /// Validates the settings and derives the arena geometry.
+    pub fn geometry(&self) -> Result<Geometry> {
+        let bad = |setting, reason: String| Err(Error::InvalidConfig { setting, reason });
+        if self.visibility_timeout > MAX_VISIBILITY_TIMEOUT {
+            return bad("visibility_timeout", "at most 12 hours".into());
+        }
+        if self.receive_message_wait_time > MAX_WAIT_TIME {
+            return bad("receive_message_wait_time", "at most 20 seconds".into());
+        }
+        if !(MIN_MESSAGE_SIZE_LIMIT..=MAX_MESSAGE_SIZE_LIMIT).contains(&self.maximum_message_size) {
+            return bad("maximum_message_size", "1,024 to 1,048,576 bytes".into());
+        }
+        if self.max_groups == 0 || self.max_groups > MAX_GROUPS {
+            return bad("max_groups", format!("1 to {MAX_GROUPS}"));
+        }
+        if self.max_participants == 0 || self.max_participants > MAX_PARTICIPANTS {
+            return bad("max_participants", format!("1 to {MAX_PARTICIPANTS}"));
+        }
+        if self.mode & !0o777 != 0 {
+            return bad("mode", "permission bits only (0o000 to 0o777)".into());
+        }
+        let need = self.stored_size_limit();
+        let classes = match &self.size_classes {
+            Some(c) => c.clone(),
+            None => {
+                if self.max_messages == 0 {
+                    return bad("max_messages", "at least 1".into());
+                }
+                let mut v = Vec::new();
+                let mut cap: u64 = 192;
+                let mut k = 0;
+                loop {
+                    let slots = (self.max_messages >> (2 * k)).max(4);
+                    if cap >= u64::from(need) {
+                        v.push((need, slots));
+                        break;
+                    }
+                    v.push((cap as u32, slots));
+                    cap = (cap + 64) * 4 - 64;
+                    k += 1;
+                }
+                v
+            }
+        };
+        if classes.is_empty() || classes.len() > MAX_CLASSES {
+            return bad("size_classes", format!("1 to {MAX_CLASSES} classes"));
+        }
+        for w in classes.windows(2) {
+            if w[1].0 <= w[0].0 {
+                return bad("size_classes", "payload sizes must ascend".into());
+            }
+        }
+        if classes.iter().any(|&(cap, n)| cap == 0 || n == 0) {
+            return bad("size_classes", "every class needs a size and at least one slot".into());
+        }
+        if classes.last().map(|c| c.0) < Some(need) {
+            return bad(
+                "size_classes",
+                format!("the largest class must hold {need} bytes for maximum_message_size"),
+            );
+        }
+        let total: u64 = classes.iter().map(|&(_, n)| u64::from(n)).sum();
+        if total > MAX_SLOTS {
+            return bad("max_messages", format!("at most {MAX_SLOTS} slots in all"));
+        }
+        let group_slots = (u64::from(self.max_groups) * 2).next_power_of_two() as u32;
+        let g = Geometry {
+            participants: self.max_participants,
+            max_groups: self.max_groups,
+            group_slots,
+            ready_slots: group_slots,
+            classes,
+        };
+        if g.offsets().is_none() {
+            return bad("size_classes", "the arena would be larger than 2^64 bytes".into());
+        }
+        Ok(g)
+    }
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_geometry() {
+        let g = QueueConfig::new().geometry().unwrap();
+        assert_eq!(g.classes.first(), Some(&(192, 16_384)));
+        assert_eq!(g.classes.last().unwrap().0, 262_144 + 128 + 80);
+        assert!(g.classes.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(g.group_slots, 8192);
+    }
+
+    #[test]
+    fn one_mib_messages_are_allowed() {
+        let g = QueueConfig::new().maximum_message_size(1_048_576).geometry().unwrap();
+        assert_eq!(g.classes.last().unwrap().0, 1_048_576 + 208);
+    }
+
+    #[test]
+    fn bad_settings_name_themselves() {
+        let e = QueueConfig::new().maximum_message_size(1_048_577).geometry().unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { setting: "maximum_message_size", .. }));
+        let e = QueueConfig::new().visibility_timeout(Duration::from_secs(43_201)).geometry().unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { setting: "visibility_timeout", .. }));
+        let e = QueueConfig::new().size_classes(vec![(100, 1)]).geometry().unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { setting: "size_classes", .. }));
+        let e = QueueConfig::new().max_groups(0).geometry().unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { setting: "max_groups", .. }));
+    }
+}

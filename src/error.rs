@@ -1,0 +1,265 @@
+//! Errors. Each variant that corresponds to an SQS error says so in [`Error::sqs_code`].
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Everything an operation can fail with.
+///
+/// Variants named after an SQS error carry the same meaning; `sqs_code` returns the SQS query
+/// code. shmfifo-specific variants (arena format, capacity, OS) have no SQS equivalent.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter value is out of range or malformed (SQS `InvalidParameterValue`).
+    InvalidParameterValue {
+        /// The parameter.
+        parameter: &'static str,
+        /// Why, in SQS's words where SQS has them.
+        reason: String,
+    },
+    /// A required parameter is absent (SQS `MissingParameter`).
+    MissingParameter {
+        /// The parameter.
+        parameter: &'static str,
+    },
+    /// The body has characters SQS does not allow (S7; SQS `InvalidMessageContents`).
+    InvalidMessageContents {
+        /// The first offending character and its byte offset.
+        reason: String,
+    },
+    /// The receipt handle is not a receipt handle of this queue (H4; SQS
+    /// `ReceiptHandleIsInvalid`).
+    ReceiptHandleIsInvalid {
+        /// The handle as given.
+        handle: String,
+    },
+    /// The receipt handle is no longer the current one of an in-flight message: its visibility
+    /// timeout passed, the message was received again, deleted or purged (H2, H3). SQS reports
+    /// this as `InvalidParameterValue` "The receipt handle has expired."
+    ReceiptHandleExpired {
+        /// The handle as given.
+        handle: String,
+    },
+    /// A batch has no entries (SQS `EmptyBatchRequest`).
+    EmptyBatchRequest,
+    /// A batch has more than 10 entries (SQS `TooManyEntriesInBatchRequest`).
+    TooManyEntriesInBatchRequest {
+        /// Entries sent.
+        entries: usize,
+    },
+    /// A batch entry id is not 1–80 of `[A-Za-z0-9_-]` (SQS `InvalidBatchEntryId`).
+    InvalidBatchEntryId {
+        /// The id.
+        id: String,
+    },
+    /// Two batch entries share an id (SQS `BatchEntryIdsNotDistinct`).
+    BatchEntryIdsNotDistinct {
+        /// The repeated id.
+        id: String,
+    },
+    /// The batch's total payload exceeds 1 MiB (SQS `BatchRequestTooLong`).
+    BatchRequestTooLong {
+        /// Bytes sent.
+        bytes: usize,
+    },
+    /// No queue at this location (SQS `QueueDoesNotExist`).
+    QueueDoesNotExist {
+        /// Where we looked.
+        path: PathBuf,
+    },
+    /// A file already exists at this location (SQS `QueueNameExists`).
+    QueueNameExists {
+        /// The location.
+        path: PathBuf,
+    },
+    /// The queue name is not 1–200 of `[A-Za-z0-9_.-]` (or not a valid path).
+    InvalidQueueName {
+        /// The name.
+        name: String,
+    },
+    /// A configuration value is out of range.
+    InvalidConfig {
+        /// The setting.
+        setting: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// The file is not a shmfifo arena (wrong magic).
+    NotAnArena {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The arena was made by a different layout version of shmfifo.
+    LayoutVersionMismatch {
+        /// Version in the file.
+        found: u64,
+        /// Version this library speaks.
+        expected: u64,
+    },
+    /// The file is shorter than its header says (or than a header).
+    Truncated {
+        /// Bytes the arena needs.
+        expected: u64,
+        /// Bytes the file has.
+        found: u64,
+    },
+    /// The arena's creator has not finished initialising it (or died while doing so).
+    NotReady,
+    /// A value in the arena is out of range or inconsistent: another process wrote garbage.
+    Corrupted {
+        /// What was wrong.
+        what: &'static str,
+    },
+    /// Not enough space on the file system for the arena (`/dev/shm` too small).
+    NoSpace {
+        /// Bytes the arena needs.
+        needed: u64,
+    },
+    /// Every slot of the size class that fits this message is in use.
+    SizeClassFull {
+        /// Payload capacity of the class.
+        class_bytes: u32,
+    },
+    /// The group table is full: `max_groups` groups have messages.
+    GroupLimitReached {
+        /// The configured maximum.
+        max_groups: u64,
+    },
+    /// Every participant slot is held by a live process.
+    ParticipantLimitReached {
+        /// The configured maximum.
+        max_participants: u32,
+    },
+    /// An operating-system call failed.
+    Io(std::io::Error),
+}
+
+impl Error {
+    /// The SQS error code this corresponds to, or a shmfifo code for extensions.
+    pub fn sqs_code(&self) -> &'static str {
+        match self {
+            Error::InvalidParameterValue { .. } | Error::ReceiptHandleExpired { .. } => "InvalidParameterValue",
+            Error::MissingParameter { .. } => "MissingParameter",
+            Error::InvalidMessageContents { .. } => "InvalidMessageContents",
+            Error::ReceiptHandleIsInvalid { .. } => "ReceiptHandleIsInvalid",
+            Error::EmptyBatchRequest => "AWS.SimpleQueueService.EmptyBatchRequest",
+            Error::TooManyEntriesInBatchRequest { .. } => "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+            Error::InvalidBatchEntryId { .. } => "AWS.SimpleQueueService.InvalidBatchEntryId",
+            Error::BatchEntryIdsNotDistinct { .. } => "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+            Error::BatchRequestTooLong { .. } => "AWS.SimpleQueueService.BatchRequestTooLong",
+            Error::QueueDoesNotExist { .. } => "AWS.SimpleQueueService.NonExistentQueue",
+            Error::QueueNameExists { .. } => "QueueAlreadyExists",
+            Error::InvalidQueueName { .. } => "InvalidParameterValue",
+            Error::InvalidConfig { .. } => "InvalidAttributeValue",
+            Error::NotAnArena { .. } => "shmfifo.NotAnArena",
+            Error::LayoutVersionMismatch { .. } => "shmfifo.LayoutVersionMismatch",
+            Error::Truncated { .. } => "shmfifo.Truncated",
+            Error::NotReady => "shmfifo.NotReady",
+            Error::Corrupted { .. } => "shmfifo.Corrupted",
+            Error::NoSpace { .. } => "shmfifo.NoSpace",
+            Error::SizeClassFull { .. } => "shmfifo.SizeClassFull",
+            Error::GroupLimitReached { .. } => "shmfifo.GroupLimitReached",
+            Error::ParticipantLimitReached { .. } => "shmfifo.ParticipantLimitReached",
+            Error::Io(_) => "shmfifo.Io",
+        }
+    }
+
+    pub(crate) fn invalid(parameter: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameterValue { parameter, reason: reason.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidParameterValue { parameter, reason } => {
+                write!(f, "invalid value for parameter {parameter}: {reason}")
+            }
+            Error::MissingParameter { parameter } => {
+                write!(f, "the request must contain the parameter {parameter}")
+            }
+            Error::InvalidMessageContents { reason } => write!(f, "invalid message contents: {reason}"),
+            Error::ReceiptHandleIsInvalid { handle } => {
+                write!(f, "the input receipt handle \"{handle}\" is not a valid receipt handle")
+            }
+            Error::ReceiptHandleExpired { handle } => write!(
+                f,
+                "value {handle} for parameter ReceiptHandle is invalid: the receipt handle has expired"
+            ),
+            Error::EmptyBatchRequest => write!(f, "there should be at least one entry in the request"),
+            Error::TooManyEntriesInBatchRequest { entries } => write!(
+                f,
+                "maximum number of entries per request are 10; you have sent {entries}"
+            ),
+            Error::InvalidBatchEntryId { id } => write!(
+                f,
+                "batch entry id {id:?} is invalid: a batch entry id can only contain alphanumeric characters, hyphens and underscores, and can be at most 80 letters long"
+            ),
+            Error::BatchEntryIdsNotDistinct { id } => write!(f, "two or more batch entries have the id {id:?}"),
+            Error::BatchRequestTooLong { bytes } => write!(
+                f,
+                "batch requests cannot be longer than 1048576 bytes; you have sent {bytes} bytes"
+            ),
+            Error::QueueDoesNotExist { path } => write!(f, "no queue at {}", path.display()),
+            Error::QueueNameExists { path } => write!(
+                f,
+                "a file already exists at {} (open it, or unlink it first)",
+                path.display()
+            ),
+            Error::InvalidQueueName { name } => write!(
+                f,
+                "invalid queue name {name:?}: use 1-200 of A-Z a-z 0-9 _ . - (or a path)"
+            ),
+            Error::InvalidConfig { setting, reason } => write!(f, "invalid setting {setting}: {reason}"),
+            Error::NotAnArena { path } => write!(f, "{} is not a shmfifo queue", path.display()),
+            Error::LayoutVersionMismatch { found, expected } => write!(
+                f,
+                "the queue has layout version {found}, this library speaks {expected}: use a shmfifo build of the same layout version, or drain and re-create the queue"
+            ),
+            Error::Truncated { expected, found } => write!(
+                f,
+                "the queue file is truncated: it needs {expected} bytes and has {found}"
+            ),
+            Error::NotReady => write!(
+                f,
+                "the queue is not initialised (its creator is still writing it, or died while doing so: unlink and re-create it)"
+            ),
+            Error::Corrupted { what } => write!(f, "the queue's shared memory is corrupted: {what}"),
+            Error::NoSpace { needed } => write!(
+                f,
+                "not enough space for a {needed}-byte queue (is /dev/shm large enough? `df -h /dev/shm`)"
+            ),
+            Error::SizeClassFull { class_bytes } => write!(
+                f,
+                "the queue has no free slot for messages of up to {class_bytes} bytes (raise its capacity or consume faster)"
+            ),
+            Error::GroupLimitReached { max_groups } => write!(
+                f,
+                "the queue already has {max_groups} message groups with messages (its max_groups)"
+            ),
+            Error::ParticipantLimitReached { max_participants } => write!(
+                f,
+                "{max_participants} processes already have this queue open (its max_participants)"
+            ),
+            Error::Io(e) => write!(f, "operating system error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,318 @@
+//! The arena format: `#[repr(C)]` types, their encodings and the geometry arithmetic.
+//!
+//! All multi-byte integers are little-endian (the only supported targets are little-endian
+//! Linux). Fields are fixed-width atomics; no pointer or `usize` is ever stored.
+//!
+//! ```text
+//! offset 0              Header            (static settings, then hot lines, padded to 4 KiB)
+//! participants_off      Participant × P   (64 B each)
+//! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
+//! ready_off             u64 × R           (ready-hint ring, R = G)
+//! class k, k < C:
+//!   headers_off[k]      MsgHeader × N_k   (64 B each)
+//!   payload_off[k]      [u8; stride_k] × N_k
+//! total_size            rounded up to 4 KiB
+//! ```
+#![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
+/// catches text-mode mangling and `cat`).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
+/// Bumped on any change to the layout or to a protocol.
+pub const LAYOUT_VERSION: u64 = 1;
+/// The most size classes an arena may have.
+pub const MAX_CLASSES: usize = 8;
+/// Bytes of message header in front of each payload (in its own array).
+pub const MSG_HEADER_SIZE: usize = 64;
+/// Bytes of a group table entry.
+pub const GROUP_ENTRY_SIZE: usize = 256;
+/// Bytes of a participant record.
+pub const PARTICIPANT_SIZE: usize = 64;
+/// Page granularity of the arena.
+pub const PAGE: u64 = 4096;
+/// Longest group id or dedup id (S2, S3).
+pub const MAX_ID_LEN: usize = 128;
+
+/// `Header::state` while the creator is still writing the arena.
+pub const STATE_INITIALISING: u64 = 0;
+/// `Header::state` once the arena is ready; written last, with Release.
+pub const STATE_READY: u64 = u64::from_le_bytes(*b"READY\0\0\0");
+
+/// A value on its own 128-byte line (two 64-byte lines: adjacent-line prefetch).
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct Padded<T>(pub T);
+
+/// The arena header. The static part is written once by the creator before `state`.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct Header {
+    /// [`MAGIC`].
+    pub magic: AtomicU64,
+    /// [`LAYOUT_VERSION`].
+    pub layout_version: AtomicU64,
+    /// Size of the whole arena in bytes.
+    pub total_size: AtomicU64,
+    /// Hash algorithm id (1 = SipHash-2-4) for group ids.
+    pub hash_alg: AtomicU64,
+    /// SipHash key, random per arena.
+    pub hash_k0: AtomicU64,
+    /// SipHash key, second half.
+    pub hash_k1: AtomicU64,
+    /// Random arena nonce, part of every receipt handle and message id.
+    pub nonce: AtomicU64,
+    /// Boot id of the creating boot (128 bits).
+    pub boot_id: [AtomicU64; 2],
+    /// Wall-clock creation time, ms since the Unix epoch.
+    pub created_wall_ms: AtomicU64,
+    /// CLOCK_MONOTONIC (ns) that arena times are measured from.
+    pub time_base_ns: AtomicU64,
+    /// Participant registry slots.
+    pub participants: AtomicU64,
+    /// Maximum number of active groups.
+    pub max_groups: AtomicU64,
+    /// Group table slots (power of two).
+    pub group_slots: AtomicU64,
+    /// Ready ring entries (power of two).
+    pub ready_slots: AtomicU64,
+    /// Number of size classes.
+    pub class_count: AtomicU64,
+    /// Payload capacity of each class.
+    pub class_payload: [AtomicU64; MAX_CLASSES],
+    /// Slot count of each class.
+    pub class_slots: [AtomicU64; MAX_CLASSES],
+    /// Maximum message size (body + attributes), bytes.
+    pub max_message_size: AtomicU64,
+    /// Default visibility timeout, ms.
+    pub visibility_timeout_ms: AtomicU64,
+    /// Default receive wait time, ms.
+    pub receive_wait_ms: AtomicU64,
+    /// Reserved settings words (zero).
+    pub reserved: [AtomicU64; 8],
+    /// [`STATE_INITIALISING`] or [`STATE_READY`]. SYNC POINT(arena-ready): stored last with
+    /// Release by the creator, loaded with Acquire by `open`.
+    pub state: AtomicU64,
+    /// The futex doorbell and the number of sleeping receivers.
+    pub wake: Padded<WakeLine>,
+    /// Earliest visibility deadline (ms) that may make a group ready without an event.
+    pub next_expiry: Padded<AtomicU64>,
+    /// Time (ms) of the last sweep.
+    pub last_sweep: Padded<AtomicU64>,
+    /// Counter from which each group incarnation takes its sequence-number base.
+    pub group_seq: Padded<AtomicU64>,
+    /// Number of group entries in use (inserting or active).
+    pub active_groups: Padded<AtomicU64>,
+    /// Ready ring consumer position (a hint, helped forward).
+    pub ready_head: Padded<AtomicU64>,
+    /// Ready ring producer position (a hint, helped forward).
+    pub ready_tail: Padded<AtomicU64>,
+    /// Per-class allocation cursors (hints).
+    pub alloc_cursor: [Padded<AtomicU64>; MAX_CLASSES],
+}
+
+/// The futex doorbell line.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct WakeLine {
+    /// Bumped by a producer that saw `waiters > 0`; receivers sleep on it.
+    pub doorbell: AtomicU32,
+    /// Number of receivers announced as (about to be) asleep.
+    pub waiters: AtomicU32,
+}
+
+/// A participant registry record. `state` = `[gen:32][status:32]`.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct Participant {
+    /// `[gen:32][status:32]`, status `PART_FREE` or `PART_ALIVE`.
+    pub state: AtomicU64,
+    /// Process id, for display only (never trusted as identity).
+    pub pid: AtomicU64,
+    /// Receivers of this participant counted in `WakeLine::waiters`.
+    pub waiting: AtomicU64,
+}
+
+/// One entry of the group table.
+///
+/// `state` word (`[ginc:24][kind:2][owner:38]`):
+///
+/// | kind        | owner       | meaning                                                   |
+/// |-------------|-------------|-----------------------------------------------------------|
+/// | `FREE`      | 0           | never used; ends every probe chain                        |
+/// | `INSERTING` | inserter    | being initialised by `owner` (who holds the home claim)   |
+/// | `ACTIVE`    | 0           | group `id` lives here, incarnation `ginc`                 |
+/// | `TOMBSTONE` | 0           | was a group; reusable, does not end probe chains          |
+///
+/// The `claim` word grants its owner exclusive right to take messages of the group and to
+/// advance `head` (free consumed nodes). Bit 63 (`DIRTY`) asks the owner to clean up again.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct GroupEntry {
+    /// Kind, incarnation and inserter, see the table above.
+    pub state: AtomicU64,
+    /// Insert claim for keys whose home slot this is (owner code or 0).
+    pub home_claim: AtomicU64,
+    /// Receive/cleanup claim (owner code, plus `DIRTY`).
+    pub claim: AtomicU64,
+    /// 1 while a ready hint for this group is (believed) queued.
+    pub hint: AtomicU64,
+    /// Node ref of the dummy (last consumed node, or the sentinel).
+    pub head: AtomicU64,
+    /// Node ref of the last node (a hint helped forward, never behind `head`).
+    pub tail: AtomicU64,
+    /// The sentinel node's link word.
+    pub sentinel: AtomicU64,
+    /// High 64 bits of this incarnation's sequence numbers.
+    pub seq_base: AtomicU64,
+    /// Node ref of an old dummy being freed by the claim holder (0 = none).
+    pub pending_free: AtomicU64,
+    /// Keyed hash of the id.
+    pub hash: AtomicU64,
+    /// Length of the id in bytes.
+    pub id_len: AtomicU64,
+    /// The id bytes, 8 per word, little-endian.
+    pub id: [AtomicU64; MAX_ID_LEN / 8],
+}
+
+/// The header of one message slot (payload lives in a parallel array).
+///
+/// `vis` = `[epoch:24][field:40]`, see `protocol::vis`. `link` = `[inc:32][next:32]`.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct MsgHeader {
+    /// Visibility / allocation state with its epoch.
+    pub vis: AtomicU64,
+    /// Incarnation of this slot and index of the next node of its group.
+    pub link: AtomicU64,
+    /// Position in the group incarnation (low 64 bits of the sequence number).
+    pub pos: AtomicU64,
+    /// `[epoch0:32][group:32]`: epoch at publication and group table index.
+    pub group_epoch0: AtomicU64,
+    /// Wall-clock send time, ms since the Unix epoch.
+    pub sent_ms: AtomicU64,
+    /// Wall-clock time of the first receive (0 = never received).
+    pub first_recv_ms: AtomicU64,
+    /// Arena time (ms) of the latest receive, for the 12-hour visibility cap (H6).
+    pub recv_ms: AtomicU64,
+    /// `[body_len:32][attr_len:24][dedup_len:8]`.
+    pub lens: AtomicU64,
+}
+
+#[cfg(not(shmfifo_loom))]
+const _: () = {
+    assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
+    assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
+    assert!(core::mem::size_of::<Participant>() == PARTICIPANT_SIZE);
+    assert!(core::mem::size_of::<Header>() <= PAGE as usize);
+    assert!(core::mem::offset_of!(Header, magic) == 0);
+    assert!(core::mem::offset_of!(Header, layout_version) == 8);
+    assert!(core::mem::offset_of!(Header, total_size) == 16);
+    assert!(core::mem::offset_of!(Header, state) == 0x158);
+    assert!(core::mem::offset_of!(Header, wake) == 0x180);
+};
+
+/// Sizes of one arena, derived from the configuration and echoed in the header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Geometry {
+    /// Participant slots.
+    pub participants: u32,
+    /// Maximum active groups.
+    pub max_groups: u32,
+    /// Group table slots (power of two, ≥ 2 × max_groups).
+    pub group_slots: u32,
+    /// Ready ring entries.
+    pub ready_slots: u32,
+    /// `(payload capacity, slot count)` of each size class, ascending.
+    pub classes: Vec<(u32, u32)>,
+}
+
+/// Byte offsets of each region, computed from a [`Geometry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offsets {
+    /// Participant array.
+    pub participants: u64,
+    /// Group table.
+    pub groups: u64,
+    /// Ready ring.
+    pub ready: u64,
+    /// Per class: (headers offset, payload offset, payload stride).
+    pub classes: Vec<(u64, u64, u64)>,
+    /// Total arena size.
+    pub total: u64,
+}
+
+fn round_up(x: u64, to: u64) -> u64 {
+    x.div_ceil(to) * to
+}
+
+impl Geometry {
+    /// Computes the offsets of every region. Returns `None` on arithmetic overflow.
+    pub fn offsets(&self) -> Option<Offsets> {
+        let mut off = PAGE;
+        let participants = off;
+        off = off.checked_add(u64::from(self.participants) * PARTICIPANT_SIZE as u64)?;
+        off = round_up(off, 128);
+        let groups = off;
+        off = off.checked_add(u64::from(self.group_slots) * GROUP_ENTRY_SIZE as u64)?;
+        let ready = off;
+        off = off.checked_add(u64::from(self.ready_slots) * 8)?;
+        let mut classes = Vec::with_capacity(self.classes.len());
+        for &(payload, count) in &self.classes {
+            off = round_up(off, 128);
+            let headers = off;
+            off = off.checked_add(u64::from(count) * MSG_HEADER_SIZE as u64)?;
+            let stride = round_up(u64::from(payload), 64);
+            let pay = off;
+            off = off.checked_add(u64::from(count).checked_mul(stride)?)?;
+            classes.push((headers, pay, stride));
+        }
+        Some(Offsets { participants, groups, ready, classes, total: round_up(off, PAGE) })
+    }
+
+    /// Total number of message slots over all classes.
+    pub fn total_slots(&self) -> u64 {
+        self.classes.iter().map(|&(_, n)| u64::from(n)).sum()
+    }
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_aligned_and_disjoint() {
+        let g = Geometry {
+            participants: 3,
+            max_groups: 5,
+            group_slots: 16,
+            ready_slots: 16,
+            classes: vec![(192, 7), (960, 3)],
+        };
+        let o = g.offsets().unwrap();
+        assert_eq!(o.participants, PAGE);
+        assert_eq!(o.groups % 128, 0);
+        assert!(o.groups >= o.participants + 3 * 64);
+        assert_eq!(o.ready, o.groups + 16 * 256);
+        assert_eq!(o.classes[0].0 % 128, 0);
+        assert_eq!(o.classes[0].1, o.classes[0].0 + 7 * 64);
+        assert_eq!(o.classes[0].2, 192);
+        assert!(o.classes[1].0 >= o.classes[0].1 + 7 * 192);
+        assert_eq!(o.total % PAGE, 0);
+        assert!(o.total >= o.classes[1].1 + 3 * 960);
+    }
+
+    #[test]
+    fn overflow_is_detected() {
+        let g = Geometry {
+            participants: 1,
+            max_groups: 1,
+            group_slots: 2,
+            ready_slots: 2,
+            classes: vec![(u32::MAX, u32::MAX); 8],
+        };
+        // 8 × 4 GiB × 4 GiB overflows u64.
+        assert!(g.offsets().is_none());
+    }
+}

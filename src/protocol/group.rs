@@ -1,0 +1,251 @@
+//! The group table and the two owner-tagged claims (insert claim, group claim).
+//!
+//! Open addressing with linear probing from the home slot `hash & (G - 1)`. Entries go
+//! `FREE → INSERTING → ACTIVE → TOMBSTONE → INSERTING → …`, never back to `FREE`, so a probe
+//! chain only grows and a lookup may stop at the first `FREE`. All inserters of one key hold the
+//! *insert claim* of the key's home slot, so a key is never inserted twice; a retiring group
+//! closes its list first (no append can succeed after), so a lookup that finds a retiring group
+//! and fails to append simply looks again.
+
+use super::{gstate, node, owner, Arena, Env, Fault, PResult};
+use crate::layout::{GroupEntry, MAX_ID_LEN};
+use crate::sync::{AtomicU64, Ordering};
+
+/// Maximum probe steps and spin rounds before declaring a structure corrupted.
+const MAX_SPINS: u32 = 1 << 20;
+
+/// Result of trying to take a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum TryClaim {
+    /// The claim is ours. `stolen` is set when it was taken from a dead owner.
+    Acquired {
+        /// Whether a dead owner held it.
+        stolen: bool,
+    },
+    /// A live participant holds it.
+    Busy(u64),
+}
+
+/// Tries once to take `word` for `me`, stealing it from a proven-dead owner.
+pub fn try_claim(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> TryClaim {
+    // SYNC POINT(claim): Acquire pairs with the releasing CAS/store of the previous holder.
+    match word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
+        Ok(_) => TryClaim::Acquired { stolen: false },
+        Err(cur) => {
+            let holder = cur & owner::MASK;
+            if holder == me {
+                // Re-entrant use is a bug in the caller; treat as busy rather than deadlock.
+                return TryClaim::Busy(cur);
+            }
+            if a.owner_dead(env, holder)
+                && word.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            {
+                return TryClaim::Acquired { stolen: true };
+            }
+            TryClaim::Busy(cur)
+        }
+    }
+}
+
+/// Takes `word`, waiting for a live holder to give it up (it holds it for a few hundred
+/// nanoseconds) and stealing it from a dead one.
+pub fn claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PResult<bool> {
+    for spin in 0..MAX_SPINS {
+        if let TryClaim::Acquired { stolen } = try_claim(a, env, word, me) {
+            return Ok(stolen);
+        }
+        if spin < 64 {
+            crate::sync::spin_hint();
+        } else {
+            crate::sync::yield_hint();
+        }
+    }
+    Err(Fault::Corrupted("claim held too long by a live participant"))
+}
+
+/// Releases an insert claim (no dirty protocol).
+pub fn release_plain(word: &AtomicU64, me: u64) {
+    // SYNC POINT(claim): Release hands our writes to the next holder's Acquire.
+    let _ = word.compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed);
+}
+
+fn id_matches(e: &GroupEntry, id: &[u8]) -> bool {
+    // Relaxed: the caller loaded `state` with Acquire (SYNC POINT(group-publish)) before, and
+    // re-checks it after, so a torn read of a reused entry is discarded.
+    if e.id_len.load(Ordering::Relaxed) != id.len() as u64 {
+        return false;
+    }
+    for (k, chunk) in id.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        if e.id[k].load(Ordering::Relaxed) != u64::from_le_bytes(b) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Reads a group's id into `out` (up to 128 bytes); returns its length.
+pub fn read_id(e: &GroupEntry, out: &mut [u8; MAX_ID_LEN]) -> usize {
+    // Relaxed: callers validate the entry's state around the read.
+    let len = (e.id_len.load(Ordering::Relaxed) as usize).min(MAX_ID_LEN);
+    for k in 0..len.div_ceil(8) {
+        let w = e.id[k].load(Ordering::Relaxed).to_le_bytes();
+        let n = (len - 8 * k).min(8);
+        out[8 * k..8 * k + n].copy_from_slice(&w[..n]);
+    }
+    len
+}
+
+/// Finds the active group `id` (with keyed hash `hash`). Returns `(index, incarnation)`.
+pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> {
+    let slots = a.groups.len();
+    let mask = slots as u64 - 1;
+    let mut i = hash & mask;
+    for _ in 0..slots {
+        let e = &a.groups[i as usize];
+        // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
+        let st = e.state.load(Ordering::Acquire);
+        match gstate::kind(st) {
+            gstate::FREE => return Ok(None),
+            gstate::ACTIVE => {
+                // Relaxed: see `id_matches`.
+                if e.hash.load(Ordering::Relaxed) == hash && id_matches(e, id) {
+                    // Acquire re-check (seqlock): the entry was not retired and reused while we
+                    // compared.
+                    if e.state.load(Ordering::Acquire) == st {
+                        return Ok(Some((i as u32, gstate::ginc(st))));
+                    }
+                    // Retired and reused while we compared: not this key any more. The caller
+                    // falls back to the insert path, which re-scans under the home claim.
+                }
+            }
+            _ => {}
+        }
+        i = (i + 1) & mask;
+    }
+    Ok(None)
+}
+
+/// Finds or inserts the group `id`. Returns `(index, incarnation)`.
+pub fn find_or_insert(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    hash: u64,
+    id: &[u8],
+) -> PResult<(u32, u32)> {
+    if let Some(found) = find(a, hash, id)? {
+        return Ok(found);
+    }
+    let slots = a.groups.len();
+    let mask = slots as u64 - 1;
+    let home = &a.groups[(hash & mask) as usize];
+    claim_wait(a, env, &home.home_claim, me)?;
+    let r = insert_locked(a, env, me, hash, id);
+    release_plain(&home.home_claim, me);
+    r
+}
+
+fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) -> PResult<(u32, u32)> {
+    let slots = a.groups.len();
+    let mask = slots as u64 - 1;
+    'rescan: for _ in 0..MAX_SPINS {
+        let mut i = hash & mask;
+        let mut reusable: Option<(u64, u64)> = None;
+        let mut end = None;
+        for _ in 0..slots {
+            let e = &a.groups[i as usize];
+            // Acquire: SYNC POINT(group-publish), as in `find`.
+            let st = e.state.load(Ordering::Acquire);
+            match gstate::kind(st) {
+                gstate::FREE => {
+                    end = Some((i, st));
+                    break;
+                }
+                gstate::ACTIVE => {
+                    // Relaxed: see `id_matches`; nobody else may insert or retire-and-reuse
+                    // this key while we hold its home claim, but another key may reuse the
+                    // entry, hence the re-check.
+                    if e.hash.load(Ordering::Relaxed) == hash
+                        && id_matches(e, id)
+                        && e.state.load(Ordering::Acquire) == st
+                    {
+                        return Ok((i as u32, gstate::ginc(st)));
+                    }
+                }
+                gstate::INSERTING => {
+                    // Another key's inserter (ours all hold our home claim). If it died, turn
+                    // its half-made entry into a tombstone.
+                    if a.owner_dead(env, gstate::owner(st)) {
+                        let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
+                        // Release: orders nothing of ours; Relaxed would do, Release keeps the
+                        // state word's writers uniform.
+                        if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+                            // Relaxed: a counter, no data depends on it.
+                            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+                        }
+                        continue 'rescan;
+                    }
+                }
+                _ => {
+                    if reusable.is_none() {
+                        reusable = Some((i, st));
+                    }
+                }
+            }
+            i = (i + 1) & mask;
+        }
+        let Some((target, st)) = reusable.or(end) else {
+            return Err(Fault::GroupsFull);
+        };
+        // Relaxed: a capacity counter; an over-count after a crash is corrected by recovery.
+        let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
+        if active >= a.max_groups {
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            return Err(Fault::GroupsFull);
+        }
+        let e = &a.groups[target as usize];
+        let ginc = (gstate::ginc(st) + 1) & 0xFF_FFFF;
+        // Acquire: orders our initialisation after the previous incarnation's last use.
+        if e
+            .state
+            .compare_exchange(st, gstate::pack(ginc, gstate::INSERTING, me), Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            continue 'rescan;
+        }
+        // Relaxed stores: all published by the Release store of ACTIVE below.
+        e.hash.store(hash, Ordering::Relaxed);
+        e.id_len.store(id.len() as u64, Ordering::Relaxed);
+        for (k, chunk) in id.chunks(8).enumerate() {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
+        let g = target as u32;
+        let sentinel = node::pack(ginc, a.sentinel_index(g));
+        e.sentinel.store(node::pack(ginc, node::NIL), Ordering::Relaxed);
+        e.head.store(sentinel, Ordering::Relaxed);
+        e.tail.store(sentinel, Ordering::Relaxed);
+        e.claim.store(0, Ordering::Relaxed);
+        e.hint.store(0, Ordering::Relaxed);
+        e.pending_free.store(0, Ordering::Relaxed);
+        // Relaxed: a unique-value counter; uniqueness needs no ordering.
+        let base = a.hdr.group_seq.0.fetch_add(1, Ordering::Relaxed) + 1;
+        e.seq_base.store(base, Ordering::Relaxed);
+        // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
+        e.state.store(gstate::pack(ginc, gstate::ACTIVE, 0), Ordering::Release);
+        return Ok((g, ginc));
+    }
+    Err(Fault::Corrupted("group table insert did not converge"))
+}
+
+/// Loads group `g`'s state and checks it is the active incarnation `ginc`.
+pub fn is_active(e: &GroupEntry, ginc: u32) -> bool {
+    // Acquire: pairs with the inserter's Release store (SYNC POINT(group-publish)).
+    let st = e.state.load(Ordering::Acquire);
+    gstate::kind(st) == gstate::ACTIVE && gstate::ginc(st) == ginc
+}

@@ -1,0 +1,115 @@
+//! An arena on the heap, for unit tests and loom models: the same protocol code, no mapping.
+
+use super::{pstate, Arena, Class, Env};
+use crate::layout::{Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
+
+/// Heap storage for one arena.
+#[derive(Debug)]
+pub struct HeapArena {
+    hdr: Box<Header>,
+    parts: Box<[Participant]>,
+    groups: Box<[GroupEntry]>,
+    ready: Box<[AtomicU64]>,
+    headers: Vec<Box<[MsgHeader]>>,
+    payload: Vec<Box<[UnsafeCell<u8>]>>,
+    caps: Vec<u32>,
+    max_groups: u64,
+}
+
+// SAFETY: the payload cells are accessed only through the protocol, which gives one
+// participant at a time the right to write a slot (CLAIMED) and readers access only after
+// publication (SYNC POINT(node-link)); everything else is atomics.
+unsafe impl Sync for HeapArena {}
+// SAFETY: as above; the storage owns no thread-bound resources.
+unsafe impl Send for HeapArena {}
+
+fn boxed<T: Default>(n: usize) -> Box<[T]> {
+    (0..n).map(|_| T::default()).collect()
+}
+
+impl HeapArena {
+    /// Allocates a zeroed arena of this geometry with `participants` registered as alive
+    /// (generation 1).
+    pub fn new(g: &Geometry) -> Self {
+        assert!(g.classes.len() <= MAX_CLASSES);
+        let hdr: Box<Header> = Box::default();
+        hdr.next_expiry.0.store(u64::MAX, Ordering::Relaxed);
+        let parts = boxed::<Participant>(g.participants as usize);
+        for p in parts.iter() {
+            p.state.store(pstate::pack(1, pstate::ALIVE), Ordering::Relaxed);
+        }
+        HeapArena {
+            hdr,
+            parts,
+            groups: boxed(g.group_slots as usize),
+            ready: boxed(g.ready_slots as usize),
+            headers: g.classes.iter().map(|&(_, n)| boxed(n as usize)).collect(),
+            payload: g.classes.iter().map(|&(cap, n)| boxed(cap as usize * n as usize)).collect(),
+            caps: g.classes.iter().map(|&(cap, _)| cap).collect(),
+            max_groups: u64::from(g.max_groups),
+        }
+    }
+
+    /// The typed view.
+    pub fn arena(&self) -> Arena<'_> {
+        let mut classes = [None; MAX_CLASSES];
+        let mut base = 0u32;
+        for (k, h) in self.headers.iter().enumerate() {
+            classes[k] = Some(Class {
+                headers: h,
+                payload: self.payload[k].as_ptr() as *mut u8,
+                stride: self.caps[k] as usize,
+                cap: self.caps[k],
+                base,
+            });
+            base += h.len() as u32;
+        }
+        Arena {
+            hdr: &self.hdr,
+            parts: &self.parts,
+            groups: &self.groups,
+            ready: &self.ready,
+            classes,
+            nclasses: self.headers.len(),
+            total: base,
+            max_groups: self.max_groups,
+        }
+    }
+}
+
+/// A mock environment: a manual clock and a set of dead participants.
+#[derive(Debug, Default)]
+pub struct MockEnv {
+    /// Current time, ms.
+    pub now: AtomicU64,
+    /// Bit i set: participant i is dead.
+    pub dead: AtomicU64,
+}
+
+impl MockEnv {
+    /// Marks participant `i` (< 64) dead.
+    pub fn kill(&self, i: u32) {
+        // SeqCst: the mock's own bookkeeping; tests read it from other threads.
+        self.dead.fetch_or(1 << i, Ordering::SeqCst);
+    }
+    /// Advances the clock.
+    pub fn advance(&self, ms: u64) {
+        self.now.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Env for MockEnv {
+    fn now_ms(&self) -> u64 {
+        // SeqCst: mock bookkeeping.
+        self.now.load(Ordering::SeqCst)
+    }
+    fn wall_ms(&self) -> u64 {
+        1_700_000_000_000 + self.now_ms()
+    }
+    fn participant_alive(&self, index: u32) -> bool {
+        // SeqCst: mock bookkeeping.
+        index >= 64 || self.dead.load(Ordering::SeqCst) & (1 << index) == 0
+    }
+    fn wake(&self, _word: &AtomicU32) {}
+}

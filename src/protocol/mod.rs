@@ -1,0 +1,352 @@
+//! The lock-free protocols, on typed references into any memory (a mapping or the heap).
+//!
+//! `protocol` never calls the OS: time, liveness and wake-ups come through [`Env`], so loom can
+//! drive the same code with mocks.
+//!
+//! # Structures
+//!
+//! * **Message slots** (`pool`): size-classed; a slot's `vis` word is its allocation and
+//!   visibility state, its `link` word its incarnation and the next node of its group.
+//! * **Groups** (`group`): an open-addressing table of [`GroupEntry`]; each active group is a
+//!   Michael–Scott list of message nodes behind a dummy (`head`), appended lock-free by
+//!   producers, consumed under the group's short, owner-tagged, stealable `claim`.
+//! * **Ready hints** (`ring`): a bounded MPMC ring of group indices, one CAS per push or pop;
+//!   hints may be lost or duplicated, consumers re-validate, a sweep re-derives lost ones.
+//!
+//! # Invariants
+//!
+//! 1. A node reachable from a group's `head` is never freed; only the claim holder moves
+//!    `head`, and frees the old dummy only after the move (`pending_free` records it first).
+//! 2. `tail` never points at a freed node: `head` is moved past a node only after `tail` has
+//!    been helped past it.
+//! 3. A node's `link` word carries its incarnation; every reference (`head`, `tail`, receipt
+//!    handles) carries the incarnation it expects, so a stale reference fails its CAS.
+//! 4. A message's `vis` epoch only grows (mod 2^24) over the slot's whole life; a receipt handle
+//!    names the epoch it was issued under, so any later receive, delete or free expires it.
+//! 5. Every claim carries its claimer's owner code (participant, generation) and is taken over
+//!    only with proof of death ([`Env::participant_alive`] false, or a changed generation).
+//!
+//! # Sync points
+//!
+//! * `SYNC POINT(arena-ready)`: creator's Release store of `Header::state` ↔ `open`'s Acquire load.
+//! * `SYNC POINT(slot-free)`: the Release CAS that frees a slot ↔ the Acquire CAS of the next
+//!   allocation, so the old incarnation's reads of the payload happen before the new writes.
+//! * `SYNC POINT(node-link)`: a producer's SeqCst link CAS (after writing payload and header) ↔
+//!   every Acquire load of a link word that finds the node.
+//! * `SYNC POINT(group-publish)`: an inserter's Release store of `ACTIVE` ↔ lookups' Acquire
+//!   load of the state word before they read the id.
+//! * `SYNC POINT(claim)`: Acquire on taking a group claim ↔ Release (SeqCst) on giving it up, so
+//!   each holder sees the previous holder's head moves and frees.
+//! * `SYNC POINT(ready-check)`: the producer's SeqCst (publish `vis`, load `head`) against the
+//!   cleaner's SeqCst (store `head`, load `vis`): at least one of them sees the other and hints.
+//! * `SYNC POINT(doorbell)`: a receiver's SeqCst `waiters` increment before its last check ↔ a
+//!   producer's SeqCst fence after publishing and before loading `waiters`.
+#![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
+
+pub mod group;
+#[cfg(any(test, feature = "loom"))]
+pub mod heap;
+pub mod ops;
+pub mod pool;
+pub mod ring;
+
+use crate::layout::{GroupEntry, Header, MsgHeader, Participant};
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Time, liveness and wake-ups, provided by the OS layer (or by loom mocks).
+pub trait Env {
+    /// Milliseconds since the arena's time base (monotonic, shared by all processes).
+    fn now_ms(&self) -> u64;
+    /// Milliseconds since the Unix epoch (for timestamps shown to users).
+    fn wall_ms(&self) -> u64;
+    /// Whether the process registered in participant slot `index` still holds its liveness
+    /// lock. `false` must be proof of death.
+    fn participant_alive(&self, index: u32) -> bool;
+    /// Wakes one receiver sleeping on `word`.
+    fn wake(&self, word: &AtomicU32);
+}
+
+/// A fault found in shared memory or a capacity limit reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A value read from the arena is out of range or inconsistent.
+    Corrupted(&'static str),
+    /// No free slot in the size class with this index.
+    ClassFull(usize),
+    /// The group table has no room for another active group.
+    GroupsFull,
+    /// The receipt handle is stale (expired, superseded, deleted).
+    Expired,
+    /// The visibility change would pass 12 hours after the receive (H6).
+    VisibilityCap,
+    /// Time went beyond what the arena can represent.
+    ClockRange,
+}
+
+/// Result type of the protocol layer.
+pub type PResult<T> = Result<T, Fault>;
+
+/// Owner codes: `((participant + 1) << 22) | (generation & 0x3F_FFFF)`, always non-zero, < 2^38.
+pub mod owner {
+    /// Bits of generation kept in an owner code.
+    pub const GEN_BITS: u32 = 22;
+    /// Mask of an owner code inside a claim word.
+    pub const MASK: u64 = (1 << 38) - 1;
+    /// Bit asking a claim holder to clean up again.
+    pub const DIRTY: u64 = 1 << 63;
+
+    /// The owner code of participant `index` at generation `gen`.
+    pub fn code(index: u32, gen: u32) -> u64 {
+        ((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1))
+    }
+    /// `(participant index, generation bits)` of a non-zero code.
+    pub fn decode(code: u64) -> (u32, u32) {
+        let code = code & MASK;
+        (((code >> GEN_BITS) as u32).wrapping_sub(1), (code & ((1 << GEN_BITS) - 1)) as u32)
+    }
+}
+
+/// The `vis` word of a message slot: `[epoch:24][field:40]`.
+///
+/// | field                      | state                                               |
+/// |----------------------------|-----------------------------------------------------|
+/// | `FREE` (0)                 | in the pool; epoch is the slot's last epoch          |
+/// | `DELETED` (1)              | deleted or purged, still a node until `head` passes  |
+/// | `CLAIMED + owner`          | being written by a producer (owner code)             |
+/// | `DEADLINE + d`             | published; visible if `d <= now`, else in flight     |
+///
+/// `d = 0` means never received. The epoch grows on allocation, on every receive, on purge
+/// and on free: a receipt handle names `(slot, incarnation, epoch)`.
+pub mod vis {
+    /// Width of the field.
+    pub const FIELD_BITS: u32 = 40;
+    /// Mask of the field.
+    pub const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
+    /// Mask of the epoch (24 bits).
+    pub const EPOCH_MASK: u32 = (1 << 24) - 1;
+    /// Free slot.
+    pub const FREE: u64 = 0;
+    /// Deleted message.
+    pub const DELETED: u64 = 1;
+    /// Base of claimed states.
+    pub const CLAIMED: u64 = 2;
+    /// Base of published states.
+    pub const DEADLINE: u64 = 1 << 39;
+    /// Largest representable deadline (ms since the arena time base; about 17 years).
+    pub const MAX_DEADLINE: u64 = (1 << 39) - 1;
+
+    /// Decoded field.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum State {
+        /// In the pool.
+        Free,
+        /// Deleted.
+        Deleted,
+        /// Claimed by a producer.
+        Claimed(u64),
+        /// Published with this visibility deadline.
+        Published(u64),
+    }
+
+    /// Packs a word.
+    pub fn pack(epoch: u32, field: u64) -> u64 {
+        (u64::from(epoch & EPOCH_MASK) << FIELD_BITS) | (field & FIELD_MASK)
+    }
+    /// The epoch of a word.
+    pub fn epoch(w: u64) -> u32 {
+        (w >> FIELD_BITS) as u32
+    }
+    /// The decoded field of a word.
+    pub fn state(w: u64) -> State {
+        match w & FIELD_MASK {
+            FREE => State::Free,
+            DELETED => State::Deleted,
+            f if f >= DEADLINE => State::Published(f - DEADLINE),
+            f => State::Claimed(f - CLAIMED),
+        }
+    }
+    /// A published field with deadline `d`.
+    pub fn published(d: u64) -> u64 {
+        DEADLINE + d.min(MAX_DEADLINE)
+    }
+    /// A claimed field for an owner code.
+    pub fn claimed(owner: u64) -> u64 {
+        CLAIMED + owner
+    }
+    /// The next epoch.
+    pub fn next(epoch: u32) -> u32 {
+        epoch.wrapping_add(1) & EPOCH_MASK
+    }
+}
+
+/// Node references and link words: `[inc:32][index:32]`.
+pub mod node {
+    /// No next node.
+    pub const NIL: u32 = u32::MAX;
+    /// The list is closed: the group is being retired.
+    pub const CLOSED: u32 = u32::MAX - 1;
+    /// Packs a reference or link word.
+    pub fn pack(inc: u32, index: u32) -> u64 {
+        (u64::from(inc) << 32) | u64::from(index)
+    }
+    /// The incarnation part.
+    pub fn inc(w: u64) -> u32 {
+        (w >> 32) as u32
+    }
+    /// The index part.
+    pub fn index(w: u64) -> u32 {
+        w as u32
+    }
+}
+
+/// Group state words: `[ginc:24][kind:2][owner:38]`.
+pub mod gstate {
+    /// Never used.
+    pub const FREE: u64 = 0;
+    /// Being initialised.
+    pub const INSERTING: u64 = 1;
+    /// Live group.
+    pub const ACTIVE: u64 = 2;
+    /// Retired, reusable.
+    pub const TOMBSTONE: u64 = 3;
+    /// Packs a state word.
+    pub fn pack(ginc: u32, kind: u64, owner: u64) -> u64 {
+        (u64::from(ginc & 0xFF_FFFF) << 40) | (kind << 38) | (owner & super::owner::MASK)
+    }
+    /// Incarnation.
+    pub fn ginc(w: u64) -> u32 {
+        (w >> 40) as u32
+    }
+    /// Kind.
+    pub fn kind(w: u64) -> u64 {
+        (w >> 38) & 3
+    }
+    /// Owner (for `INSERTING`).
+    pub fn owner(w: u64) -> u64 {
+        w & super::owner::MASK
+    }
+}
+
+/// Participant state words: `[gen:32][status:32]`.
+pub mod pstate {
+    /// Slot unused.
+    pub const FREE: u32 = 0;
+    /// Slot held by a live (or not yet proven dead) process.
+    pub const ALIVE: u32 = 1;
+    /// Packs.
+    pub fn pack(gen: u32, status: u32) -> u64 {
+        (u64::from(gen) << 32) | u64::from(status)
+    }
+    /// Generation.
+    pub fn gen(w: u64) -> u32 {
+        (w >> 32) as u32
+    }
+    /// Status.
+    pub fn status(w: u64) -> u32 {
+        w as u32
+    }
+}
+
+/// One size class of message slots.
+#[derive(Debug, Clone, Copy)]
+pub struct Class<'a> {
+    /// Slot headers.
+    pub headers: &'a [MsgHeader],
+    /// Start of the payload array (`headers.len() * stride` bytes).
+    pub payload: *mut u8,
+    /// Bytes between consecutive payloads.
+    pub stride: usize,
+    /// Usable payload bytes per slot.
+    pub cap: u32,
+    /// Global index of the first slot.
+    pub base: u32,
+}
+
+/// Typed view of one arena. Every index read from shared memory is checked against it.
+#[derive(Debug, Clone, Copy)]
+pub struct Arena<'a> {
+    /// The header.
+    pub hdr: &'a Header,
+    /// Participant registry.
+    pub parts: &'a [Participant],
+    /// Group table (length a power of two).
+    pub groups: &'a [GroupEntry],
+    /// Ready ring (length a power of two).
+    pub ready: &'a [AtomicU64],
+    /// Size classes (only the first `nclasses` are meaningful).
+    pub classes: [Option<Class<'a>>; crate::layout::MAX_CLASSES],
+    /// Number of classes.
+    pub nclasses: usize,
+    /// Total message slots.
+    pub total: u32,
+    /// Maximum active groups.
+    pub max_groups: u64,
+}
+
+impl<'a> Arena<'a> {
+    /// `(class, slot)` of a global message index.
+    pub fn locate(&self, idx: u32) -> PResult<(usize, usize)> {
+        if idx >= self.total {
+            return Err(Fault::Corrupted("message index out of range"));
+        }
+        for c in (0..self.nclasses).rev() {
+            if let Some(cl) = &self.classes[c] {
+                if idx >= cl.base {
+                    return Ok((c, (idx - cl.base) as usize));
+                }
+            }
+        }
+        Err(Fault::Corrupted("message index below every class"))
+    }
+
+    /// The header of message `idx`.
+    pub fn msg(&self, idx: u32) -> PResult<&'a MsgHeader> {
+        let (c, i) = self.locate(idx)?;
+        let cl = self.classes[c].as_ref().ok_or(Fault::Corrupted("class"))?;
+        cl.headers.get(i).ok_or(Fault::Corrupted("slot index"))
+    }
+
+    /// The class of message `idx`.
+    pub fn class_of(&self, idx: u32) -> PResult<(Class<'a>, usize)> {
+        let (c, i) = self.locate(idx)?;
+        Ok((self.classes[c].ok_or(Fault::Corrupted("class"))?, i))
+    }
+
+    /// The group entry `g`.
+    pub fn group(&self, g: u32) -> PResult<&'a GroupEntry> {
+        self.groups.get(g as usize).ok_or(Fault::Corrupted("group index out of range"))
+    }
+
+    /// The link word of node `idx` (a message, or the sentinel of group `idx - total`).
+    pub fn link(&self, idx: u32) -> PResult<&'a AtomicU64> {
+        if idx < self.total {
+            Ok(&self.msg(idx)?.link)
+        } else {
+            Ok(&self.group(idx - self.total)?.sentinel)
+        }
+    }
+
+    /// Node index of group `g`'s sentinel.
+    pub fn sentinel_index(&self, g: u32) -> u32 {
+        self.total + g
+    }
+
+    /// Whether the owner code names a participant proven dead.
+    pub fn owner_dead(&self, env: &dyn Env, code: u64) -> bool {
+        let (index, gen) = owner::decode(code);
+        let Some(p) = self.parts.get(index as usize) else {
+            // A code naming no slot can only come from corruption; nobody can hold it.
+            return true;
+        };
+        // Relaxed: the registry word is re-checked by the OS lock below; a stale value errs
+        // towards "alive" (a newer generation is only written after the old holder died).
+        let st = p.state.load(crate::sync::Ordering::Relaxed);
+        if pstate::status(st) != pstate::ALIVE {
+            return true;
+        }
+        if pstate::gen(st) & ((1 << owner::GEN_BITS) - 1) != gen {
+            return true;
+        }
+        !env.participant_alive(index)
+    }
+}

@@ -1,0 +1,952 @@
+//! The queue operations: send, receive, delete, change visibility, purge, sweep, recovery.
+//!
+//! Hot paths (send, receive, delete with no waiting) make no system call and allocate nothing;
+//! their cost depends on the message, never on the number of groups or the backlog.
+
+use super::group::{self, TryClaim};
+use super::ring::Ring;
+use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult};
+use crate::layout::{GroupEntry, MsgHeader};
+use crate::sync::{fence, Ordering};
+
+/// Bound on loop iterations over shared structures; reaching it means corruption.
+const MAX_STEPS: u32 = 1 << 24;
+/// The longest a message may stay in flight after a receive (H6: 12 hours).
+pub const MAX_VISIBILITY_MS: u64 = 12 * 3600 * 1000;
+/// A receiver that finds no hint sweeps at least this often, re-deriving lost hints.
+pub const SWEEP_PERIOD_MS: u64 = 1000;
+
+/// The ready ring of an arena.
+pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
+    Ring { entries: a.ready, head: &a.hdr.ready_head.0, tail: &a.hdr.ready_tail.0 }
+}
+
+/// What a successful send produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    /// Global slot index.
+    pub idx: u32,
+    /// Slot incarnation.
+    pub inc: u32,
+    /// High 64 bits of the sequence number (group incarnation base).
+    pub seq_hi: u64,
+    /// Low 64 bits of the sequence number (position in the group incarnation).
+    pub pos: u64,
+}
+
+/// A message description for [`send`].
+#[derive(Debug)]
+pub struct Outgoing<'x> {
+    /// Size class to allocate from.
+    pub class: usize,
+    /// Allocation cursor (per handle).
+    pub cursor: u64,
+    /// Keyed hash of the group id.
+    pub hash: u64,
+    /// Group id bytes.
+    pub group_id: &'x [u8],
+    /// Packed lengths for `MsgHeader::lens`.
+    pub lens: u64,
+    /// Payload pieces (dedup id, encoded attributes, body), copied in back to back.
+    pub parts: &'x [&'x [u8]],
+}
+
+fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
+    if idx >= a.total {
+        return Ok(0);
+    }
+    // Relaxed: read between an Acquire load of the node's link and a CAS on it that fails if
+    // the node changed incarnation (`append`).
+    Ok(a.msg(idx)?.pos.load(Ordering::Relaxed))
+}
+
+/// Sends one message: allocate, copy, find or insert the group, append, publish, hint.
+pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResult<Sent> {
+    let (idx, inc, epoch0) = pool::alloc(a, out.class, out.cursor, me)?;
+    let claimed = vis::pack(epoch0, vis::claimed(me));
+    let (cl, slot) = a.class_of(idx)?;
+    let total: usize = out.parts.iter().map(|p| p.len()).sum();
+    if total > cl.cap as usize {
+        pool::free(a, idx, claimed)?;
+        return Err(Fault::Corrupted("payload larger than its class"));
+    }
+    // SAFETY: `slot < cl.headers.len()` and the payload array holds `headers.len() * stride`
+    // bytes with `stride >= cap >= total`, so the range is inside the arena; the slot is
+    // CLAIMED by us, so no other participant reads or writes these bytes until we publish it.
+    unsafe {
+        let mut dst = cl.payload.add(slot * cl.stride);
+        for p in out.parts.iter() {
+            core::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
+            dst = dst.add(p.len());
+        }
+    }
+    let h = &cl.headers[slot];
+    // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)).
+    h.lens.store(out.lens, Ordering::Relaxed);
+    h.sent_ms.store(env.wall_ms(), Ordering::Relaxed);
+    h.first_recv_ms.store(0, Ordering::Relaxed);
+    h.recv_ms.store(0, Ordering::Relaxed);
+    for _ in 0..MAX_STEPS {
+        let (g, ginc) = match group::find_or_insert(a, env, me, out.hash, out.group_id) {
+            Ok(x) => x,
+            Err(f) => {
+                pool::free(a, idx, claimed)?;
+                return Err(f);
+            }
+        };
+        // Relaxed: published by the link CAS.
+        h.group_epoch0.store((u64::from(epoch0) << 32) | u64::from(g), Ordering::Relaxed);
+        let e = a.group(g)?;
+        match append(a, e, ginc, idx, inc)? {
+            Some((pred, pos)) => {
+                // SYNC POINT(ready-check): SeqCst publish, then SeqCst load of `head`.
+                let _ = h.vis.compare_exchange(
+                    claimed,
+                    vis::pack(epoch0, vis::published(0)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                );
+                // Relaxed: the base was written before the group was published (Acquire).
+                let seq_hi = e.seq_base.load(Ordering::Relaxed);
+                if e.head.load(Ordering::SeqCst) == pred && hint(a, g)? {
+                    notify(a, env);
+                }
+                return Ok(Sent { idx, inc, seq_hi, pos });
+            }
+            None => help_retire(a, env, me, g, ginc)?,
+        }
+    }
+    pool::free(a, idx, claimed)?;
+    Err(Fault::Corrupted("send did not converge"))
+}
+
+/// Appends node `idx` to the group's list. Returns `(predecessor ref, position)`, or `None`
+/// if the group is closed (being retired) and the caller must look it up again.
+fn append(a: &Arena<'_>, e: &GroupEntry, ginc: u32, idx: u32, inc: u32) -> PResult<Option<(u64, u64)>> {
+    let m = a.msg(idx)?;
+    for _ in 0..MAX_STEPS {
+        if !group::is_active(e, ginc) {
+            return Ok(None);
+        }
+        // Acquire: pairs with the Release CAS that moved `tail`.
+        let t = e.tail.load(Ordering::Acquire);
+        let tl = a.link(node::index(t))?;
+        // Acquire: SYNC POINT(node-link), the predecessor's fields are visible.
+        let l = tl.load(Ordering::Acquire);
+        if node::inc(l) != node::inc(t) {
+            // Relaxed re-read: if `tail` still names a freed node, only a retire can have freed
+            // it (invariant 2): the group is closing.
+            if e.tail.load(Ordering::Relaxed) == t {
+                return Ok(None);
+            }
+            continue;
+        }
+        match node::index(l) {
+            node::CLOSED => return Ok(None),
+            node::NIL => {
+                let pos = node_pos(a, node::index(t))?.wrapping_add(1);
+                // Relaxed: published by the CAS below.
+                m.pos.store(pos, Ordering::Relaxed);
+                // SYNC POINT(node-link): SeqCst makes the payload and header visible to anyone
+                // who loads this link with Acquire, and orders it before `head` checks.
+                if tl
+                    .compare_exchange(l, node::pack(node::inc(l), idx), Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    // Release: pairs with the Acquire loads of `tail`. Failure: helped already.
+                    let _ = e.tail.compare_exchange(t, node::pack(inc, idx), Ordering::Release, Ordering::Relaxed);
+                    return Ok(Some((t, pos)));
+                }
+            }
+            next => {
+                // Help the tail forward (Michael–Scott).
+                let nl = a.link(next)?.load(Ordering::Acquire);
+                let _ = e.tail.compare_exchange(t, node::pack(node::inc(nl), next), Ordering::Release, Ordering::Relaxed);
+            }
+        }
+    }
+    Err(Fault::Corrupted("append did not converge"))
+}
+
+/// A sender found the group closing: make sure the retire completes (its holder may be dead).
+fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<()> {
+    let e = a.group(g)?;
+    if !group::is_active(e, ginc) {
+        return Ok(());
+    }
+    match group::try_claim(a, env, &e.claim, me) {
+        TryClaim::Acquired { .. } => {
+            if group::is_active(e, ginc) {
+                if cleanup(a, env, me, e)? == Cleaned::Kept {
+                    release(a, env, me, g)?;
+                }
+            } else {
+                release_claim_word(e, me);
+            }
+        }
+        TryClaim::Busy(_) => crate::sync::yield_hint(),
+    }
+    Ok(())
+}
+
+/// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
+pub fn hint(a: &Arena<'_>, g: u32) -> PResult<bool> {
+    let e = a.group(g)?;
+    // SeqCst: orders the flag against the receiver's clearing store and its later scan
+    // (SYNC POINT(ready-check)).
+    if e.hint.compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+        return Ok(false);
+    }
+    if ring(a).push(g) {
+        return Ok(true);
+    }
+    // Ring full (only under corruption: it has one entry per group slot): drop the hint and
+    // ask the next idle receiver to sweep.
+    e.hint.store(0, Ordering::SeqCst);
+    a.hdr.next_expiry.0.store(0, Ordering::SeqCst);
+    Ok(false)
+}
+
+/// Rings the doorbell if a receiver may be asleep.
+pub fn notify(a: &Arena<'_>, env: &dyn Env) {
+    let w = &a.hdr.wake.0;
+    // SYNC POINT(doorbell): the fence orders our publication before the `waiters` load, against
+    // the receiver's SeqCst increment before its last check.
+    fence(Ordering::SeqCst);
+    if w.waiters.load(Ordering::Relaxed) > 0 {
+        // Release: a woken receiver's Acquire load of the doorbell sees our publication.
+        w.doorbell.fetch_add(1, Ordering::Release);
+        env.wake(&w.doorbell);
+    }
+}
+
+/// A message taken by [`receive`], handed to the sink while the group claim is held.
+#[derive(Debug)]
+pub struct Taken<'t> {
+    /// Global slot index.
+    pub idx: u32,
+    /// Slot incarnation.
+    pub inc: u32,
+    /// Epoch of this receive (goes into the receipt handle).
+    pub epoch: u32,
+    /// Receive count including this one.
+    pub receive_count: u32,
+    /// The message header.
+    pub header: &'t MsgHeader,
+    /// The group entry.
+    pub group: &'t GroupEntry,
+    /// The payload bytes (dedup id, attributes, body).
+    pub payload: &'t [u8],
+}
+
+/// Takes up to `max` messages, group by group in ready order, each group's visible prefix
+/// (R3, R5, R6). Calls `sink` for each while the group is claimed. Returns the count.
+pub fn receive(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    max: usize,
+    vt_ms: u64,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<usize> {
+    let r = ring(a);
+    let mut n = 0;
+    let mut swept = false;
+    // Groups already served by this call: with a zero visibility timeout a group is ready again
+    // at once, and one response must not hold a message twice.
+    let mut seen = [u32::MAX; 10];
+    let mut nseen = 0;
+    while n < max {
+        let Some(g) = r.pop() else {
+            if swept || !maybe_sweep(a, env, me)? {
+                break;
+            }
+            swept = true;
+            continue;
+        };
+        let Ok(e) = a.group(g) else { continue };
+        // SeqCst store + fence: SYNC POINT(ready-check) with `hint`; a producer whose flag CAS
+        // failed before this store relies on our scan below seeing its message.
+        e.hint.store(0, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if seen[..nseen].contains(&g) {
+            continue;
+        }
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        if let TryClaim::Busy(_) = group::try_claim(a, env, &e.claim, me) {
+            continue; // the holder re-checks readiness when it releases
+        }
+        if !group::is_active(e, gstate::ginc(st)) {
+            release_claim_word(e, me);
+            continue;
+        }
+        let got = take(a, env, me, e, max - n, vt_ms, sink);
+        if got.as_ref().is_ok_and(|&k| k > 0) && nseen < seen.len() {
+            seen[nseen] = g;
+            nseen += 1;
+        }
+        release(a, env, me, g)?;
+        n += got?;
+    }
+    Ok(n)
+}
+
+/// Under the claim: cleans up, then takes the group's visible prefix.
+fn take(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    e: &GroupEntry,
+    want: usize,
+    vt_ms: u64,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<usize> {
+    if cleanup(a, env, me, e)? == Cleaned::Retired {
+        return Ok(0);
+    }
+    let now = env.now_ms();
+    let deadline = now.checked_add(vt_ms).filter(|&d| d <= vis::MAX_DEADLINE).ok_or(Fault::ClockRange)?;
+    let wall = env.wall_ms();
+    // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
+    let mut cur = e.head.load(Ordering::Acquire);
+    let mut taken = 0;
+    for _ in 0..MAX_STEPS {
+        if taken == want {
+            break;
+        }
+        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+        if node::inc(l) != node::inc(cur) {
+            return Err(Fault::Corrupted("group node freed under its claim"));
+        }
+        let next = node::index(l);
+        if next == node::NIL || next == node::CLOSED {
+            break;
+        }
+        let m = a.msg(next)?;
+        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        // SeqCst: SYNC POINT(ready-check) (see `receive`).
+        let w = m.vis.load(Ordering::SeqCst);
+        match vis::state(w) {
+            vis::State::Deleted => cur = node::pack(ninc, next),
+            vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
+            vis::State::Claimed(o) => {
+                if !a.owner_dead(env, o) {
+                    break; // its producer is publishing it right now
+                }
+                // Linked by a producer that died before publishing: the send committed at the
+                // link CAS, so publish it on its behalf.
+                let _ = m.vis.compare_exchange(w, vis::pack(vis::epoch(w), vis::published(0)), Ordering::SeqCst, Ordering::Relaxed);
+            }
+            vis::State::Published(d) => {
+                if d > now {
+                    break; // in flight: the group is locked from here on (R3)
+                }
+                let epoch = vis::next(vis::epoch(w));
+                // AcqRel: Acquire orders our payload reads after the producer's writes;
+                // Release publishes the new deadline to deleters and other receivers.
+                if m.vis
+                    .compare_exchange(w, vis::pack(epoch, vis::published(deadline)), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue; // changed under us (purge); look again
+                }
+                // Relaxed: informational fields of a message we now hold.
+                let _ = m.first_recv_ms.compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
+                m.recv_ms.store(now, Ordering::Relaxed);
+                let ge = m.group_epoch0.load(Ordering::Relaxed);
+                let receive_count = epoch.wrapping_sub((ge >> 32) as u32) & vis::EPOCH_MASK;
+                let (cl, slot) = a.class_of(next)?;
+                let lens = m.lens.load(Ordering::Relaxed);
+                let len = payload_len(lens).min(cl.cap as usize);
+                // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
+                // stride`, so the bytes are inside the payload array. We hold the group claim,
+                // so no participant can receive, delete or free this message while we read.
+                let payload = unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+                sink(&Taken { idx: next, inc: ninc, epoch, receive_count, header: m, group: e, payload });
+                taken += 1;
+                cur = node::pack(ninc, next);
+            }
+        }
+    }
+    if taken > 0 && vt_ms > 0 {
+        // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
+        a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+    }
+    Ok(taken)
+}
+
+/// Packed `MsgHeader::lens`: `[body:32][attrs:24][dedup:8]`.
+pub fn pack_lens(body: usize, attrs: usize, dedup: usize) -> u64 {
+    ((body as u64) << 32) | (((attrs as u64) & 0xFF_FFFF) << 8) | (dedup as u64 & 0xFF)
+}
+
+/// `(body, attrs, dedup)` of a packed lens word.
+pub fn unpack_lens(w: u64) -> (usize, usize, usize) {
+    ((w >> 32) as usize, ((w >> 8) & 0xFF_FFFF) as usize, (w & 0xFF) as usize)
+}
+
+fn payload_len(w: u64) -> usize {
+    let (b, at, d) = unpack_lens(w);
+    b + at + d
+}
+
+/// Outcome of a cleanup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cleaned {
+    /// The group is still active.
+    Kept,
+    /// The group was retired and our claim released.
+    Retired,
+}
+
+/// Under the claim: frees a dead holder's pending dummy, moves `head` past deleted nodes, and
+/// retires the group if it is empty.
+fn cleanup(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResult<Cleaned> {
+    let r = cleanup_inner(a, env, e)?;
+    if r == Cleaned::Retired {
+        release_claim_word(e, me);
+    }
+    Ok(r)
+}
+
+fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleaned> {
+    let _ = env;
+    // Acquire: SYNC POINT(claim); a dead holder's pending free is visible.
+    let p = e.pending_free.load(Ordering::Acquire);
+    if p != 0 && p != e.head.load(Ordering::Acquire) {
+        pool::free_dummy(a, p)?;
+    }
+    if p != 0 {
+        e.pending_free.store(0, Ordering::Release);
+    }
+    for _ in 0..MAX_STEPS {
+        let h = e.head.load(Ordering::Acquire);
+        let hlw = a.link(node::index(h))?;
+        let hl = hlw.load(Ordering::Acquire);
+        if node::inc(hl) != node::inc(h) {
+            // Only a retire frees the dummy (invariant 1): finish it.
+            finish_retire(a, e, h)?;
+            return Ok(Cleaned::Retired);
+        }
+        match node::index(hl) {
+            node::CLOSED => {
+                finish_retire(a, e, h)?;
+                return Ok(Cleaned::Retired);
+            }
+            node::NIL => {
+                // Empty: close the list so no append can succeed, then retire. SeqCst: orders
+                // the close against appenders' SeqCst link CAS (exactly one of them wins).
+                if hlw
+                    .compare_exchange(hl, node::pack(node::inc(hl), node::CLOSED), Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    finish_retire(a, e, h)?;
+                    return Ok(Cleaned::Retired);
+                }
+                continue; // an append won: look again
+            }
+            next => {
+                let m = a.msg(next)?;
+                // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release check.
+                let w = m.vis.load(Ordering::SeqCst);
+                if vis::state(w) != vis::State::Deleted {
+                    return Ok(Cleaned::Kept);
+                }
+                let nref = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
+                // Invariant 2: never leave `tail` on a node about to be freed. AcqRel pairs
+                // with appenders' Acquire loads of `tail`.
+                let _ = e.tail.compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                if node::index(h) < a.total {
+                    // Release: a stealer that takes the claim (Acquire) sees what to free.
+                    e.pending_free.store(h, Ordering::Release);
+                }
+                // SYNC POINT(ready-check): SeqCst store of head, then SeqCst loads of `vis`.
+                e.head.store(nref, Ordering::SeqCst);
+                pool::free_dummy(a, h)?;
+                if node::index(h) < a.total {
+                    e.pending_free.store(0, Ordering::Release);
+                }
+            }
+        }
+    }
+    Err(Fault::Corrupted("cleanup did not converge"))
+}
+
+/// Frees the dummy `h` of a closed list and turns the entry into a tombstone.
+fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
+    pool::free_dummy(a, h)?;
+    // Acquire: the state word as of our claim.
+    let st = e.state.load(Ordering::Acquire);
+    if gstate::kind(st) == gstate::ACTIVE {
+        let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
+        // Release: our frees happen before a reuser's Acquire CAS of the state word.
+        if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+            // Relaxed: a capacity counter.
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
+fn release_claim_word(e: &GroupEntry, me: u64) {
+    for _ in 0..64 {
+        // Relaxed: the CAS below carries the ordering.
+        let cur = e.claim.load(Ordering::Relaxed);
+        if cur & owner::MASK != me {
+            return;
+        }
+        // SYNC POINT(claim): Release hands our writes to the next holder.
+        if e.claim.compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed).is_ok() {
+            return;
+        }
+    }
+}
+
+/// Releases group `g`'s claim, cleaning up again for every DIRTY request, then re-hints the
+/// group if it has a deliverable message (H5: a delete that unlocks a group wakes a receiver).
+fn release(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
+    let e = a.group(g)?;
+    for _ in 0..MAX_STEPS {
+        // Acquire: a deleter's DIRTY request carries its delete (Release CAS).
+        let cur = e.claim.load(Ordering::Acquire);
+        if cur & owner::MASK != me {
+            return Ok(()); // taken from us (we were presumed dead) or corrupted
+        }
+        if cur & owner::DIRTY != 0 {
+            if e.claim.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && cleanup(a, env, me, e)? == Cleaned::Retired
+            {
+                return Ok(());
+            }
+            continue;
+        }
+        // SYNC POINT(claim): SeqCst release; also orders it before the readiness check.
+        if e.claim.compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+            break;
+        }
+    }
+    if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+        notify(a, env);
+    }
+    Ok(())
+}
+
+/// Readiness of a group, read without its claim (a hint; the claim holder re-validates).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    /// Its first live message is visible.
+    Deliverable,
+    /// Its first live message is in flight until this deadline.
+    Locked(u64),
+    /// No message.
+    Empty,
+    /// Its first message is still being published by a live producer.
+    Pending,
+}
+
+fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
+    // Acquire: SYNC POINT(group-publish).
+    if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
+        return Ok(Status::Empty);
+    }
+    let now = env.now_ms();
+    // SeqCst: SYNC POINT(ready-check).
+    let mut cur = e.head.load(Ordering::SeqCst);
+    for _ in 0..1024 {
+        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+        if node::inc(l) != node::inc(cur) {
+            return Ok(Status::Deliverable); // moved under us: let a claim holder look
+        }
+        let next = node::index(l);
+        if next == node::NIL || next == node::CLOSED {
+            return Ok(Status::Empty);
+        }
+        let m = a.msg(next)?;
+        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        // SeqCst: SYNC POINT(ready-check).
+        match vis::state(m.vis.load(Ordering::SeqCst)) {
+            vis::State::Deleted => cur = node::pack(ninc, next),
+            vis::State::Published(d) if d <= now => return Ok(Status::Deliverable),
+            vis::State::Published(d) => return Ok(Status::Locked(d)),
+            vis::State::Claimed(o) if a.owner_dead(env, o) => return Ok(Status::Deliverable),
+            vis::State::Claimed(_) => return Ok(Status::Pending),
+            vis::State::Free => return Ok(Status::Deliverable),
+        }
+    }
+    Ok(Status::Deliverable)
+}
+
+/// A receipt handle decoded: which slot incarnation, which receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    /// Global slot index.
+    pub idx: u32,
+    /// Slot incarnation.
+    pub inc: u32,
+    /// Epoch of the receive.
+    pub epoch: u32,
+}
+
+/// Loads the current `vis` word if `h` is the live in-flight handle of its message.
+fn current(env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
+    // Acquire: pairs with the allocation's link store published by the link CAS.
+    if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+        return Err(Fault::Expired);
+    }
+    // Acquire: pairs with the receiver's AcqRel CAS that issued the handle.
+    let w = m.vis.load(Ordering::Acquire);
+    if vis::epoch(w) != h.epoch {
+        return Err(Fault::Expired);
+    }
+    match vis::state(w) {
+        vis::State::Published(d) if d > env.now_ms() => Ok(w),
+        _ => Err(Fault::Expired),
+    }
+}
+
+/// Deletes the message of a live handle (H1–H5), then cleans up its group.
+pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
+    let m = a.msg(h.idx)?;
+    let mut g = 0;
+    for _ in 0..MAX_STEPS {
+        let w = current(env, m, h)?;
+        // Relaxed: stable while the message is in flight under our handle.
+        g = m.group_epoch0.load(Ordering::Relaxed) as u32;
+        // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
+        // of `group_epoch0` before it.
+        if m.vis
+            .compare_exchange(w, vis::pack(h.epoch, vis::DELETED), Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return after_delete(a, env, me, g);
+        }
+    }
+    let _ = g;
+    Err(Fault::Corrupted("delete did not converge"))
+}
+
+/// Gets group `g` cleaned after a delete: take its claim, or ask its holder to clean (DIRTY).
+fn after_delete(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
+    let e = a.group(g)?;
+    for _ in 0..MAX_STEPS {
+        // Acquire: SYNC POINT(claim).
+        let cur = e.claim.load(Ordering::Acquire);
+        let mine = if cur == 0 {
+            e.claim.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        } else if cur & owner::DIRTY != 0 {
+            return Ok(()); // the holder will clean again before it releases
+        } else if a.owner_dead(env, cur & owner::MASK) {
+            e.claim.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        } else {
+            // Release: our DELETED store happens before the holder's Acquire load of DIRTY.
+            if e.claim.compare_exchange(cur, cur | owner::DIRTY, Ordering::Release, Ordering::Relaxed).is_ok() {
+                return Ok(());
+            }
+            false
+        };
+        if mine {
+            // Acquire: SYNC POINT(group-publish).
+            if gstate::kind(e.state.load(Ordering::Acquire)) == gstate::ACTIVE
+                && cleanup(a, env, me, e)? == Cleaned::Retired
+            {
+                return Ok(());
+            }
+            return release(a, env, me, g);
+        }
+        crate::sync::spin_hint();
+    }
+    Err(Fault::Corrupted("claim did not converge"))
+}
+
+/// Changes the visibility timeout of a live handle's message to `vt_ms` from now (H6, V1).
+pub fn change_visibility(a: &Arena<'_>, env: &dyn Env, h: Handle, vt_ms: u64) -> PResult<()> {
+    let m = a.msg(h.idx)?;
+    for _ in 0..MAX_STEPS {
+        let w = current(env, m, h)?;
+        let now = env.now_ms();
+        // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
+        let recv = m.recv_ms.load(Ordering::Relaxed);
+        let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?;
+        if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
+            return Err(Fault::VisibilityCap);
+        }
+        if deadline > vis::MAX_DEADLINE {
+            return Err(Fault::ClockRange);
+        }
+        // SeqCst: a zero timeout publishes visibility; SYNC POINT(ready-check) with `status`.
+        if m.vis
+            .compare_exchange(w, vis::pack(h.epoch, vis::published(deadline)), Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            if vt_ms == 0 {
+                // The group may be unlocked now (R3): hint it if its first message is visible.
+                let g = m.group_epoch0.load(Ordering::Relaxed) as u32;
+                let e = a.group(g)?;
+                if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+                    notify(a, env);
+                }
+            } else {
+                a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+            }
+            return Ok(());
+        }
+    }
+    Err(Fault::Corrupted("change visibility did not converge"))
+}
+
+/// Sweeps if a visibility deadline has passed or the last sweep is old. Returns whether it did.
+pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
+    let now = env.now_ms();
+    // Acquire: pairs with the fetch_min of receivers.
+    let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
+    // Relaxed: the CAS below decides who sweeps.
+    let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
+    let due = now >= ne || now >= ls.saturating_add(SWEEP_PERIOD_MS);
+    if !due || (now == ls && ne != 0) {
+        return Ok(false);
+    }
+    // AcqRel: one sweeper per millisecond.
+    if a.hdr.last_sweep.0.compare_exchange(ls, now, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+        return Ok(false);
+    }
+    sweep(a, env, me)?;
+    Ok(true)
+}
+
+/// Re-derives ready hints for every group, repairs dead claims and inserts, retires empty
+/// groups and recomputes the next visibility deadline. O(group table); runs only when a
+/// receiver is idle. Returns the number of hints pushed.
+pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
+    // SeqCst swap-then-fetch_min: deadlines registered while we scan are kept.
+    a.hdr.next_expiry.0.store(u64::MAX, Ordering::SeqCst);
+    let mut min = u64::MAX;
+    let mut pushed = 0;
+    for (g, e) in a.groups.iter().enumerate() {
+        let g = g as u32;
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        match gstate::kind(st) {
+            gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
+                let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
+                if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+                    a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+                }
+                continue;
+            }
+            gstate::ACTIVE => {}
+            _ => continue,
+        }
+        // Acquire: SYNC POINT(claim).
+        let c = e.claim.load(Ordering::Acquire);
+        if c != 0 && !a.owner_dead(env, c & owner::MASK) {
+            // A live holder re-checks readiness when it releases; keep its lock deadline.
+            if let Status::Locked(d) = status(a, env, e)? {
+                min = min.min(d);
+            }
+            continue;
+        }
+        match status(a, env, e)? {
+            Status::Deliverable => {
+                // Forced: a flag left set by a participant that died before pushing is reset.
+                e.hint.store(1, Ordering::SeqCst);
+                if ring(a).push(g) {
+                    pushed += 1;
+                }
+            }
+            Status::Locked(d) => min = min.min(d),
+            Status::Pending => {}
+            Status::Empty => {
+                if let TryClaim::Acquired { .. } = group::try_claim(a, env, &e.claim, me) {
+                    if !group::is_active(e, gstate::ginc(st)) {
+                        release_claim_word(e, me);
+                    } else if cleanup(a, env, me, e)? == Cleaned::Kept {
+                        release(a, env, me, g)?;
+                    }
+                }
+            }
+        }
+        if c != 0 {
+            // Dead holder: take the claim over, clean up and release (which re-hints).
+            if let TryClaim::Acquired { .. } = group::try_claim(a, env, &e.claim, me) {
+                if cleanup(a, env, me, e)? == Cleaned::Kept {
+                    release(a, env, me, g)?;
+                }
+            }
+        }
+    }
+    a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);
+    if pushed > 0 {
+        notify(a, env);
+    }
+    Ok(pushed)
+}
+
+/// Deletes every published message (visible or in flight) and retires emptied groups (P1).
+/// Returns the number of messages deleted.
+pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
+    let mut n = 0;
+    for (g, e) in a.groups.iter().enumerate() {
+        // Acquire: SYNC POINT(group-publish).
+        if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
+            continue;
+        }
+        group::claim_wait(a, env, &e.claim, me)?;
+        if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
+            release_claim_word(e, me);
+            continue;
+        }
+        let mut cur = e.head.load(Ordering::Acquire);
+        for _ in 0..MAX_STEPS {
+            let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+            let next = node::index(l);
+            if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+                break;
+            }
+            let m = a.msg(next)?;
+            let ninc = node::inc(m.link.load(Ordering::Acquire));
+            // Acquire: the message's latest state.
+            let w = m.vis.load(Ordering::Acquire);
+            if let vis::State::Published(_) = vis::state(w) {
+                // AcqRel: bumping the epoch expires every handle (H2); Release hands the
+                // deletion to the cleanup below and to handle holders.
+                if m.vis
+                    .compare_exchange(w, vis::pack(vis::next(vis::epoch(w)), vis::DELETED), Ordering::AcqRel, Ordering::Relaxed)
+                    .is_err()
+                {
+                    continue;
+                }
+                n += 1;
+            }
+            cur = node::pack(ninc, next);
+        }
+        if cleanup(a, env, me, e)? == Cleaned::Kept {
+            release(a, env, me, g as u32)?;
+        }
+    }
+    Ok(n)
+}
+
+/// Approximate message counts (C1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Visible (including those behind an in-flight message of their group).
+    pub visible: u64,
+    /// In flight.
+    pub in_flight: u64,
+    /// Being written by a producer.
+    pub sending: u64,
+    /// Deleted but not yet reclaimed.
+    pub deleted: u64,
+}
+
+/// Counts messages by state, scanning every slot (O(capacity)).
+pub fn counts(a: &Arena<'_>, env: &dyn Env) -> Counts {
+    let now = env.now_ms();
+    let mut c = Counts::default();
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for h in cl.headers {
+            // Relaxed: an approximate snapshot, as C1 allows.
+            match vis::state(h.vis.load(Ordering::Relaxed)) {
+                vis::State::Published(d) if d <= now => c.visible += 1,
+                vis::State::Published(_) => c.in_flight += 1,
+                vis::State::Claimed(_) => c.sending += 1,
+                vis::State::Deleted => c.deleted += 1,
+                vis::State::Free => {}
+            }
+        }
+    }
+    c
+}
+
+/// What [`recover`] repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Dead participants whose waiting count was removed.
+    pub dead_participants: u64,
+    /// Messages of dead producers published (their link CAS had committed them).
+    pub published: u64,
+    /// Half-made messages of dead producers freed (never published).
+    pub freed: u64,
+}
+
+/// Repairs what dead participants left: their waiter counts, their half-made sends, and (through
+/// a sweep) their claims, inserts and lost hints.
+pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
+    let mut r = Recovered::default();
+    for (i, p) in a.parts.iter().enumerate() {
+        // Acquire: pairs with the registration CAS.
+        let st = p.state.load(Ordering::Acquire);
+        if super::pstate::status(st) == super::pstate::ALIVE
+            && owner::code(i as u32, super::pstate::gen(st)) != me
+            && a.owner_dead(env, owner::code(i as u32, super::pstate::gen(st)))
+        {
+            // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
+            let w = p.waiting.swap(0, Ordering::AcqRel);
+            if w > 0 {
+                a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
+                r.dead_participants += 1;
+            }
+        }
+    }
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for (i, h) in cl.headers.iter().enumerate() {
+            // Acquire: the slot's current state.
+            let w = h.vis.load(Ordering::Acquire);
+            let vis::State::Claimed(o) = vis::state(w) else { continue };
+            if o == me || !a.owner_dead(env, o) {
+                continue;
+            }
+            let idx = cl.base + i as u32;
+            if linked(a, env, me, h, idx)? {
+                if h.vis
+                    .compare_exchange(w, vis::pack(vis::epoch(w), vis::published(0)), Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    r.published += 1;
+                    let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
+                    if let Ok(e) = a.group(g) {
+                        if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+                            notify(a, env);
+                        }
+                    }
+                }
+            } else if pool::free(a, idx, w)? {
+                r.freed += 1;
+            }
+        }
+    }
+    sweep(a, env, me)?;
+    Ok(r)
+}
+
+/// Whether node `idx` is reachable in the group its header names (walks under the claim).
+fn linked(a: &Arena<'_>, env: &dyn Env, me: u64, h: &MsgHeader, idx: u32) -> PResult<bool> {
+    // Relaxed: a dead producer's last write; validated by the walk.
+    let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
+    let Ok(e) = a.group(g) else { return Ok(false) };
+    if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
+        return Ok(false);
+    }
+    group::claim_wait(a, env, &e.claim, me)?;
+    let mut found = false;
+    let mut cur = e.head.load(Ordering::Acquire);
+    for _ in 0..MAX_STEPS {
+        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+        let next = node::index(l);
+        if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+            break;
+        }
+        if next == idx {
+            found = true;
+            break;
+        }
+        cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
+    }
+    release(a, env, me, g)?;
+    Ok(found)
+}

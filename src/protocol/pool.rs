@@ -1,0 +1,83 @@
+//! Size-classed message slots: allocation by CAS on the `vis` word, owner-tagged.
+//!
+//! A slot is free when its `vis` field is `FREE`. Allocation scans from a caller-chosen start
+//! (each handle keeps its own cursor, so processes spread out) and claims the first free slot
+//! with one CAS to `CLAIMED(owner)`; a producer that dies while holding a claim leaves a slot
+//! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
+
+use super::{node, vis, Arena, Fault, PResult};
+use crate::sync::Ordering;
+
+/// Claims a free slot of class `class` for `owner`, scanning from `start`.
+///
+/// Returns the global index, the new incarnation and the epoch the slot was claimed at.
+pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u32, u32, u32)> {
+    let cl = a.classes.get(class).copied().flatten().ok_or(Fault::Corrupted("class"))?;
+    let n = cl.headers.len();
+    if n == 0 {
+        return Err(Fault::ClassFull(class));
+    }
+    let start = (start % n as u64) as usize;
+    for k in 0..n {
+        let i = if start + k >= n { start + k - n } else { start + k };
+        let h = &cl.headers[i];
+        // Relaxed: only a hint; the CAS below is what decides.
+        let w = h.vis.load(Ordering::Relaxed);
+        if vis::state(w) != vis::State::Free {
+            continue;
+        }
+        let epoch = vis::next(vis::epoch(w));
+        // SYNC POINT(slot-free): Acquire pairs with the Release CAS in `free`, so the previous
+        // incarnation's last reads of header and payload happen before our writes.
+        if h
+            .vis
+            .compare_exchange(w, vis::pack(epoch, vis::claimed(owner)), Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            // Relaxed: the slot is ours; the new incarnation is published to others by the
+            // SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)).
+            let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);
+            h.link.store(node::pack(inc, node::NIL), Ordering::Relaxed);
+            return Ok((cl.base + i as u32, inc, epoch));
+        }
+    }
+    Err(Fault::ClassFull(class))
+}
+
+/// Frees slot `idx` if its `vis` word still equals `expected` (a `DELETED` or `CLAIMED` word).
+/// Returns whether this call freed it.
+pub fn free(a: &Arena<'_>, idx: u32, expected: u64) -> PResult<bool> {
+    let h = a.msg(idx)?;
+    let epoch = vis::next(vis::epoch(expected));
+    // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
+    // Acquire CAS in `alloc`.
+    Ok(h.vis
+        .compare_exchange(expected, vis::pack(epoch, vis::FREE), Ordering::Release, Ordering::Relaxed)
+        .is_ok())
+}
+
+/// Frees a node that was a group's dummy, if it is a message in the `DELETED` state of the
+/// expected incarnation. Idempotent: a second call finds it freed and does nothing.
+pub fn free_dummy(a: &Arena<'_>, node_ref: u64) -> PResult<()> {
+    let idx = node::index(node_ref);
+    if idx >= a.total {
+        return Ok(()); // a sentinel, not a slot
+    }
+    let h = a.msg(idx)?;
+    // Acquire: pairs with the Release/SeqCst CAS that set DELETED, so freeing is ordered after
+    // the deleter's last access.
+    let l = h.link.load(Ordering::Acquire);
+    if node::inc(l) != node::inc(node_ref) {
+        return Ok(()); // already freed and reused
+    }
+    let w = h.vis.load(Ordering::Acquire);
+    // Re-check the incarnation: a reallocation stores a new `link` before its node can be
+    // deleted, so an unchanged incarnation proves `w` belongs to the dummy we were given.
+    if node::inc(h.link.load(Ordering::Acquire)) != node::inc(node_ref) {
+        return Ok(());
+    }
+    if vis::state(w) == vis::State::Deleted {
+        free(a, idx, w)?;
+    }
+    Ok(())
+}

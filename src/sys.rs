@@ -1,0 +1,171 @@
+//! OS glue: files, mappings, futexes, clocks, liveness locks, randomness. Linux only.
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::path::Path;
+
+use crate::sync::AtomicU32;
+
+/// File offset of participant 0's liveness lock byte (far beyond any arena size).
+const LOCK_BASE: i64 = 1 << 40;
+
+/// Creates `path` exclusively with `mode`, reserving `size` bytes.
+pub fn create_file(path: &Path, mode: u32, size: u64) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    // fchmod: the umask may have removed bits the caller asked for.
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+    let file = File::from(fd);
+    if let Err(e) = reserve(&file, size) {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(file)
+}
+
+/// Reserves `size` bytes so that a full file system is an error now, not SIGBUS later.
+pub fn reserve(file: &File, size: u64) -> io::Result<()> {
+    file.set_len(size)?;
+    rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), 0, size)?;
+    Ok(())
+}
+
+/// Opens an existing arena file read-write.
+pub fn open_file(path: &Path) -> io::Result<File> {
+    std::fs::OpenOptions::new().read(true).write(true).open(path)
+}
+
+/// Creates an anonymous arena file (memfd) of `size` bytes, inheritable by children.
+pub fn memfd(name: &str, size: u64) -> io::Result<File> {
+    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::empty())?;
+    let file = File::from(fd);
+    reserve(&file, size)?;
+    Ok(file)
+}
+
+/// Opens a new open file description of an inherited descriptor (so that liveness locks of
+/// this process are distinct from its parent's).
+pub fn reopen_fd(fd: i32) -> io::Result<File> {
+    open_file(Path::new(&format!("/proc/self/fd/{fd}")))
+}
+
+/// Clears close-on-exec on a descriptor so children inherit it.
+pub fn set_inheritable(file: &File) -> io::Result<()> {
+    rustix::io::fcntl_setfd(file, rustix::io::FdFlags::empty())?;
+    Ok(())
+}
+
+/// Maps the whole file shared, read-write.
+pub fn map(file: &File, len: u64) -> io::Result<memmap2::MmapRaw> {
+    let len = usize::try_from(len).map_err(|_| io::Error::other("arena larger than the address space"))?;
+    memmap2::MmapOptions::new().len(len).map_raw(file)
+}
+
+fn flock(kind: i32, index: u32) -> libc::flock {
+    // SAFETY: `flock` is plain old data; all-zero is a valid value.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = LOCK_BASE + i64::from(index);
+    fl.l_len = 1;
+    fl
+}
+
+/// Takes participant `index`'s liveness lock (an OFD write lock on one byte) without waiting.
+/// Returns `false` if another open file description holds it. The kernel releases it when the
+/// last descriptor of this open file description closes, in particular when the process dies.
+pub fn try_lock_participant(file: &File, index: u32) -> io::Result<bool> {
+    let fl = flock(libc::F_WRLCK, index);
+    // SAFETY: F_OFD_SETLK reads a valid `flock`; the descriptor is open for this call.
+    let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
+    if r == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) | Some(libc::EACCES) => Ok(false),
+        _ => Err(e),
+    }
+}
+
+/// Releases participant `index`'s liveness lock.
+pub fn unlock_participant(file: &File, index: u32) {
+    let fl = flock(libc::F_UNLCK, index);
+    // SAFETY: as in `try_lock_participant`.
+    let _ = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
+}
+
+/// Whether another open file description holds participant `index`'s lock. Errors count as
+/// "held": only a definite answer may prove death.
+pub fn participant_locked(file: &File, index: u32) -> bool {
+    let mut fl = flock(libc::F_WRLCK, index);
+    // SAFETY: F_OFD_GETLK writes into a valid `flock` we own.
+    let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_GETLK, &mut fl) };
+    r != 0 || i32::from(fl.l_type) != libc::F_UNLCK
+}
+
+/// Sleeps on a futex in shared memory (never `FUTEX_PRIVATE`) while it holds `expected`, at most
+/// `timeout_ms`.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
+    let ts = rustix::time::Timespec {
+        tv_sec: (timeout_ms / 1000) as i64,
+        tv_nsec: ((timeout_ms % 1000) * 1_000_000) as i64,
+    };
+    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+}
+
+/// Wakes up to `n` sleepers on a shared futex.
+pub fn futex_wake(word: &AtomicU32, n: u32) {
+    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);
+}
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// CLOCK_REALTIME in milliseconds since the Unix epoch.
+pub fn realtime_ms() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    t.tv_sec as u64 * 1000 + t.tv_nsec as u64 / 1_000_000
+}
+
+/// The kernel's boot id (128 bits), or zeros if unavailable.
+pub fn boot_id() -> [u64; 2] {
+    let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else { return [0, 0] };
+    let hex: String = s.trim().chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    if hex.len() != 32 {
+        return [0, 0];
+    }
+    [
+        u64::from_str_radix(&hex[..16], 16).unwrap_or(0),
+        u64::from_str_radix(&hex[16..], 16).unwrap_or(0),
+    ]
+}
+
+/// Random bytes from the kernel.
+pub fn random_u64() -> io::Result<u64> {
+    let mut b = [0u8; 8];
+    let mut filled = 0;
+    while filled < 8 {
+        filled += rustix::rand::getrandom(&mut b[filled..], rustix::rand::GetRandomFlags::empty())?;
+    }
+    Ok(u64::from_le_bytes(b))
+}
+
+/// This process's id (display only).
+pub fn pid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}
+
+/// Duplicates a descriptor into an owned file.
+pub fn dup(file: &File) -> io::Result<File> {
+    Ok(File::from(file.as_fd().try_clone_to_owned()?))
+}

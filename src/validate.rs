@@ -1,0 +1,164 @@
+//! Validation of ids, bodies and attributes (S2, S3, S6, S7, S8, S11).
+
+use crate::error::{Error, Result};
+use crate::layout::MAX_ID_LEN;
+
+/// S2/S3: 1–128 characters of printable ASCII 0x21–0x7E.
+pub(crate) fn id(parameter: &'static str, v: &str) -> Result<()> {
+    if v.is_empty() || v.len() > MAX_ID_LEN || !v.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Err(Error::invalid(
+            parameter,
+            format!(
+                "Value {v} for parameter {parameter} is invalid. Reason: {parameter} can only include alphanumeric and punctuation characters. 1 to 128 in length."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// S7: `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`, at least one.
+pub(crate) fn body(v: &str) -> Result<()> {
+    if v.is_empty() {
+        return Err(Error::invalid("MessageBody", "The message body must be at least 1 character long."));
+    }
+    // ASCII fast path: only control characters other than tab, LF, CR are invalid.
+    let bytes = v.as_bytes();
+    if let Some(pos) = bytes.iter().position(|&b| b < 0x20 && b != 0x9 && b != 0xA && b != 0xD) {
+        return Err(Error::InvalidMessageContents {
+            reason: format!("character U+{:04X} at byte {pos} is not allowed", bytes[pos]),
+        });
+    }
+    if !v.is_ascii() {
+        for (pos, c) in v.char_indices() {
+            let ok = matches!(c as u32, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
+            if !ok {
+                return Err(Error::InvalidMessageContents {
+                    reason: format!("character U+{:04X} at byte {pos} is not allowed", c as u32),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// S8: name ≤ 256 of `[A-Za-z0-9_.-]`, not starting with `AWS.`/`Amazon.` (any case), no
+/// leading or trailing `.`, no `..`; type `String`, `Number` or `Binary`, optionally `.label`
+/// (≤ 256 in all).
+pub(crate) fn attribute(name: &str, data_type: &str, value: &[u8]) -> Result<()> {
+    let bad = |r: String| Err(Error::invalid("MessageAttribute", r));
+    if name.is_empty() || name.len() > 256 {
+        return bad(format!("Message attribute name '{name}' must be 1 to 256 characters."));
+    }
+    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') {
+        return bad(format!("Message attribute name '{name}' has characters outside A-Z a-z 0-9 _ - ."));
+    }
+    let lower = name.to_ascii_lowercase();
+    if lower.starts_with("aws.") || lower.starts_with("amazon.") {
+        return bad(format!("Message attribute name '{name}' uses a reserved prefix."));
+    }
+    if name.starts_with('.') || name.ends_with('.') || name.contains("..") {
+        return bad(format!("Message attribute name '{name}' has a misplaced period."));
+    }
+    let base = data_type.split_once('.').map_or(data_type, |(b, _)| b);
+    if data_type.len() > 256 || !matches!(base, "String" | "Number" | "Binary") {
+        return bad(format!("Message attribute '{name}' has invalid data type '{data_type}'."));
+    }
+    if value.is_empty() {
+        return bad(format!("Message attribute '{name}' must contain a non-empty value."));
+    }
+    if base != "Binary" {
+        let Ok(s) = std::str::from_utf8(value) else {
+            return bad(format!("Message attribute '{name}' of type {base} must be UTF-8 text."));
+        };
+        if base == "Number" && s.parse::<f64>().is_err() {
+            return bad(format!("Message attribute '{name}' is not a valid Number."));
+        }
+    }
+    Ok(())
+}
+
+/// S11: batch entry id, 1–80 of `[A-Za-z0-9_-]`.
+pub(crate) fn batch_entry_id(v: &str) -> Result<()> {
+    if v.is_empty() || v.len() > 80 || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+        return Err(Error::InvalidBatchEntryId { id: v.to_owned() });
+    }
+    Ok(())
+}
+
+/// Request-level batch checks shared by every batch call (S11, S12, H8).
+pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str> + Clone) -> Result<()> {
+    let n = ids.len();
+    if n == 0 {
+        return Err(Error::EmptyBatchRequest);
+    }
+    if n > 10 {
+        return Err(Error::TooManyEntriesInBatchRequest { entries: n });
+    }
+    for id in ids.clone() {
+        batch_entry_id(id)?;
+    }
+    for (i, a) in ids.clone().enumerate() {
+        if ids.clone().skip(i + 1).any(|b| b == a) {
+            return Err(Error::BatchEntryIdsNotDistinct { id: a.to_owned() });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s2_s3_ids() {
+        assert!(id("MessageGroupId", &"a".repeat(128)).is_ok());
+        assert!(id("MessageGroupId", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").is_ok());
+        for bad in ["", "group 123", "é", "a\u{8}", &"a".repeat(129)] {
+            let e = id("MessageGroupId", bad).unwrap_err();
+            assert!(matches!(e, Error::InvalidParameterValue { parameter: "MessageGroupId", .. }), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn s7_body_characters() {
+        assert!(body("hello\t\n\r \u{D7FF}\u{E000}\u{FFFD}\u{10000}").is_ok());
+        assert!(matches!(body("a\u{0}b"), Err(Error::InvalidMessageContents { .. })));
+        assert!(matches!(body("\u{FFFE}"), Err(Error::InvalidMessageContents { .. })));
+        assert!(matches!(body(""), Err(Error::InvalidParameterValue { .. })));
+    }
+
+    #[test]
+    fn s8_attributes() {
+        assert!(attribute("trace.id", "String", b"x").is_ok());
+        assert!(attribute("n", "Number.int", b"12.5").is_ok());
+        assert!(attribute("b", "Binary", &[0, 255]).is_ok());
+        for (n, t, v) in [
+            ("AWS.x", "String", &b"x"[..]),
+            ("amazon.x", "String", b"x"),
+            (".x", "String", b"x"),
+            ("x.", "String", b"x"),
+            ("a..b", "String", b"x"),
+            ("a b", "String", b"x"),
+            ("x", "Text", b"x"),
+            ("x", "Number", b"abc"),
+            ("x", "String", b""),
+        ] {
+            assert!(attribute(n, t, v).is_err(), "{n} {t}");
+        }
+    }
+
+    #[test]
+    fn s11_s12_batch_ids() {
+        assert!(batch_ids(["a", "b-1", "C_2"].into_iter()).is_ok());
+        assert!(matches!(batch_ids(std::iter::empty()), Err(Error::EmptyBatchRequest)));
+        let many: Vec<String> = (0..11).map(|i| i.to_string()).collect();
+        assert!(matches!(
+            batch_ids(many.iter().map(|s| s.as_str())),
+            Err(Error::TooManyEntriesInBatchRequest { entries: 11 })
+        ));
+        assert!(matches!(batch_ids(["a", "a"].into_iter()), Err(Error::BatchEntryIdsNotDistinct { .. })));
+        assert!(matches!(batch_ids(["a!"].into_iter()), Err(Error::InvalidBatchEntryId { .. })));
+        let long = "x".repeat(81);
+        assert!(matches!(batch_ids([long.as_str()].into_iter()), Err(Error::InvalidBatchEntryId { .. })));
+    }
+}
