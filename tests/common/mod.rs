@@ -1,0 +1,58 @@
+//! Shared helpers for integration tests: unique queue names that are unlinked on drop.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use shmfifo::{Message, Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// A queue under /dev/shm with a unique name, unlinked when dropped.
+pub struct TestQueue {
+    pub name: String,
+    pub q: Queue,
+}
+
+impl std::ops::Deref for TestQueue {
+    type Target = Queue;
+    fn deref(&self) -> &Queue {
+        &self.q
+    }
+}
+
+impl Drop for TestQueue {
+    fn drop(&mut self) {
+        let _ = Queue::unlink(&self.name);
+    }
+}
+
+pub fn unique(tag: &str) -> String {
+    format!("shmfifo-test-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+}
+
+pub fn small() -> QueueConfig {
+    QueueConfig::new().max_messages(1024).max_groups(256).maximum_message_size(4096)
+}
+
+pub fn queue(tag: &str, cfg: &QueueConfig) -> TestQueue {
+    let name = unique(tag);
+    let q = Queue::create(&name, cfg).expect("create");
+    TestQueue { name, q }
+}
+
+pub fn send(q: &Queue, group: &str, body: &str) -> shmfifo::SendResult {
+    q.send(&SendMessage::new(group, body)).expect("send")
+}
+
+pub fn recv(q: &Queue, max: u32) -> Vec<Message> {
+    q.receive(&ReceiveOptions::max(max)).expect("receive")
+}
+
+pub fn recv_vt(q: &Queue, max: u32, vt: Duration) -> Vec<Message> {
+    q.receive(&ReceiveOptions::max(max).visibility_timeout(vt)).expect("receive")
+}
+
+pub fn bodies(ms: &[Message]) -> Vec<&str> {
+    ms.iter().map(|m| m.body.as_str()).collect()
+}
