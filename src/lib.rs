@@ -20,6 +20,7 @@
 //! The rules implemented are numbered in the project's `SQS-FIFO.md`; the arena format and the
 //! protocols are described in `ARCHITECTURE.md`.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
+#![cfg_attr(shmfifo_loom, allow(dead_code))]
 #![warn(
     missing_docs,
     missing_debug_implementations,

@@ -32,3 +32,22 @@ pub fn yield_hint() {
     #[cfg(shmfifo_loom)]
     loom::thread::yield_now();
 }
+
+/// Loads `a` after a SeqCst fence: the reader half of a store-buffering (Dekker) pair whose
+/// writer half is an RMW or SeqCst store followed by a SeqCst fence.
+///
+/// loom does not model SeqCst fences precisely, so under loom this is an RMW (`fetch_add(0)`),
+/// which reads the latest value in modification order and gives the same guarantee (thingbuf
+/// does the same).
+#[inline]
+pub fn fence_then_load_u32(a: &AtomicU32) -> u32 {
+    #[cfg(not(shmfifo_loom))]
+    {
+        fence(Ordering::SeqCst);
+        a.load(Ordering::Relaxed)
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        a.fetch_add(0, Ordering::SeqCst)
+    }
+}

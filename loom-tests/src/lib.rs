@@ -1,1 +1,151 @@
+//! Harness for the loom models: heap arenas, a mock environment, and short-hand operations.
+//!
+//! Run with `RUSTFLAGS="--cfg shmfifo_loom" cargo test -p shmfifo-loom-tests --release`
+//! (see `ci/loom.sh`). Without the cfg this crate compiles to nothing.
+#![cfg(shmfifo_loom)]
+#![allow(missing_docs)]
 
+pub use loom::sync::Arc;
+
+/// `loom::thread` with a `spawn` that works around tokio-rs/loom#392: a spawned thread whose
+/// first operation is an atomic load is never preempted, so every model thread starts with an
+/// RMW on a private atomic.
+pub mod thread {
+    pub use loom::thread::{yield_now, JoinHandle};
+
+    /// Spawns a model thread (see the module docs).
+    pub fn spawn<F, T>(f: F) -> JoinHandle<T>
+    where
+        F: FnOnce() -> T + 'static,
+        T: 'static,
+    {
+        loom::thread::spawn(move || {
+            let first = shmfifo::sync::AtomicU64::new(0);
+            first.fetch_add(1, shmfifo::sync::Ordering::Relaxed);
+            f()
+        })
+    }
+}
+pub use shmfifo::layout::Geometry;
+pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
+pub use shmfifo::protocol::ops::{self, Handle, Outgoing};
+pub use shmfifo::protocol::{crash, gstate, owner, vis, Arena, Fault, PResult};
+pub use shmfifo::sync::Ordering;
+
+/// Runs `f` and `g` on two model threads and returns both results. The main thread only
+/// sets up and checks: a model thread that starts with a load while the main thread works is
+/// never preempted (tokio-rs/loom#392), so all concurrent work runs on spawned threads.
+pub fn par<A, B>(f: impl FnOnce() -> A + 'static, g: impl FnOnce() -> B + 'static) -> (A, B)
+where
+    A: 'static,
+    B: 'static,
+{
+    let t = thread::spawn(f);
+    let u = thread::spawn(g);
+    (t.join().unwrap(), u.join().unwrap())
+}
+
+/// An arena with `participants` participants, `groups` max groups and one class of `slots`
+/// 16-byte slots.
+pub fn arena(participants: u32, groups: u32, slots: u32) -> Arc<HeapArena> {
+    let group_slots = (groups * 2).next_power_of_two();
+    Arc::new(HeapArena::new(&Geometry {
+        participants,
+        max_groups: groups,
+        group_slots,
+        ready_slots: group_slots,
+        classes: vec![(16, slots)],
+    }))
+}
+
+/// Owner code of participant `i` (heap arenas register everyone at generation 1).
+pub fn me(i: u32) -> u64 {
+    owner::code(i, 1)
+}
+
+/// A deterministic hash (the protocol is generic over it; the API uses keyed SipHash).
+pub fn hash(id: &[u8]) -> u64 {
+    id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
+/// Sends `body` to `group` as participant `who`.
+pub fn send(a: &Arena<'_>, env: &MockEnv, who: u32, group: &str, body: &[u8]) -> PResult<ops::Sent> {
+    let parts = [body];
+    ops::send(
+        a,
+        env,
+        me(who),
+        &Outgoing {
+            class: 0,
+            cursor: u64::from(who),
+            hash: hash(group.as_bytes()),
+            group_id: group.as_bytes(),
+            lens: ops::pack_lens(body.len(), 0, 0),
+            parts: &parts,
+        },
+    )
+}
+
+/// Receives up to `max` messages as `who`; returns (handle, body) pairs.
+pub fn recv(a: &Arena<'_>, env: &MockEnv, who: u32, max: usize, vt: u64) -> PResult<Vec<(Handle, Vec<u8>)>> {
+    let mut out = Vec::new();
+    ops::receive(a, env, me(who), max, vt, &mut |t| {
+        out.push((Handle { idx: t.idx, inc: t.inc, epoch: t.epoch }, t.payload.to_vec()))
+    })?;
+    Ok(out)
+}
+
+/// Receives and deletes everything, as `who`, sweeping once if hints run out. Returns bodies in
+/// delivery order.
+pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    let mut swept = false;
+    loop {
+        let batch = recv(a, env, who, 10, 1_000).expect("receive");
+        if batch.is_empty() {
+            if swept {
+                return got;
+            }
+            ops::sweep(a, env, me(who)).expect("sweep");
+            swept = true;
+            continue;
+        }
+        swept = false;
+        for (h, body) in batch {
+            ops::delete(a, env, me(who), h).expect("delete");
+            got.push(body);
+        }
+    }
+}
+
+/// Asserts that every slot is free and no group is active.
+pub fn assert_clean(a: &Arena<'_>) {
+    for cl in a.classes.iter().flatten() {
+        for h in cl.headers {
+            let w = h.vis.load(Ordering::SeqCst);
+            assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
+        }
+    }
+    for e in a.groups {
+        let k = gstate::kind(e.state.load(Ordering::SeqCst));
+        assert!(k != gstate::ACTIVE && k != gstate::INSERTING, "a group was not retired");
+    }
+    assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 0);
+}
+
+/// Runs `f` under loom with the project's bounds.
+pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    RUNS.store(0, std::sync::atomic::Ordering::Relaxed);
+    b.check(move || {
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    if std::env::var_os("SHMFIFO_LOOM_VERBOSE").is_some() {
+        eprintln!("explored {} executions", RUNS.load(std::sync::atomic::Ordering::Relaxed));
+    }
+}

@@ -639,14 +639,7 @@ impl Queue {
             if now >= deadline {
                 return Ok(0);
             }
-            let wake = &hdr.wake.0;
-            let part = &inner.view.parts[inner.index as usize];
-            // SYNC POINT(doorbell): SeqCst increment before the last check, against the
-            // producer's fence then `waiters` load.
-            part.waiting.fetch_add(1, Ordering::SeqCst);
-            wake.waiters.fetch_add(1, Ordering::SeqCst);
-            // Acquire: pairs with the producer's Release increment.
-            let bell = wake.doorbell.load(Ordering::Acquire);
+            let bell = ops::begin_wait(&self.arena(), inner.index as usize);
             let n = self.try_receive(max, vt, buf);
             if matches!(n, Ok(0)) {
                 // Relaxed: a sleep bound only.
@@ -658,10 +651,9 @@ impl Queue {
                     t = t.min(1);
                 }
                 t = t.clamp(1, ops::SWEEP_PERIOD_MS);
-                sys::futex_wait(&wake.doorbell, bell, t);
+                sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
             }
-            wake.waiters.fetch_sub(1, Ordering::SeqCst);
-            part.waiting.fetch_sub(1, Ordering::SeqCst);
+            ops::end_wait(&self.arena(), inner.index as usize);
             let n = n?;
             if n > 0 {
                 return Ok(n);

@@ -143,6 +143,7 @@ pub fn find_or_insert(
     let mask = slots as u64 - 1;
     let home = &a.groups[(hash & mask) as usize];
     claim_wait(a, env, &home.home_claim, me)?;
+    crash_point!();
     let r = insert_locked(a, env, me, hash, id);
     release_plain(&home.home_claim, me);
     r
@@ -151,6 +152,7 @@ pub fn find_or_insert(
 fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) -> PResult<(u32, u32)> {
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
+    let mut full_retries = 0;
     'rescan: for _ in 0..MAX_SPINS {
         let mut i = hash & mask;
         let mut reusable: Option<(u64, u64)> = None;
@@ -204,6 +206,13 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
         let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
         if active >= a.max_groups {
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            // A retiring group turns into a tombstone a moment before it leaves the count:
+            // give such a retire a few rounds to finish before reporting the table full.
+            full_retries += 1;
+            if full_retries < 16 {
+                crate::sync::yield_hint();
+                continue 'rescan;
+            }
             return Err(Fault::GroupsFull);
         }
         let e = &a.groups[target as usize];
@@ -217,6 +226,7 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
             continue 'rescan;
         }
+        crash_point!();
         // Relaxed stores: all published by the Release store of ACTIVE below.
         e.hash.store(hash, Ordering::Relaxed);
         e.id_len.store(id.len() as u64, Ordering::Relaxed);

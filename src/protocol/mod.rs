@@ -43,6 +43,58 @@
 //!   producer's SeqCst fence after publishing and before loading `waiters`.
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
+/// Stops the calling participant here when a loom model armed a crash for this step: the
+/// function returns `Fault::Crashed` and the model thread stops forever, leaving the shared
+/// state exactly as at this instruction. Compiled to nothing outside loom.
+macro_rules! crash_point {
+    () => {
+        #[cfg(shmfifo_loom)]
+        {
+            if $crate::protocol::crash::hit() {
+                return Err($crate::protocol::Fault::Crashed);
+            }
+        }
+    };
+    ($ret:expr) => {
+        #[cfg(shmfifo_loom)]
+        {
+            if $crate::protocol::crash::hit() {
+                return $ret;
+            }
+        }
+    };
+}
+
+/// Crash injection for loom models: a per-thread countdown of crash points.
+#[cfg(shmfifo_loom)]
+pub mod crash {
+    loom::thread_local! {
+        static LEFT: core::cell::Cell<u32> = core::cell::Cell::new(u32::MAX);
+    }
+    /// Crash at the `k`-th crash point this thread reaches from now on (0 = the next one).
+    pub fn arm(k: u32) {
+        LEFT.with(|c| c.set(k));
+    }
+    /// Whether this thread has crashed (it stays crashed).
+    pub fn hit() -> bool {
+        LEFT.with(|c| {
+            let v = c.get();
+            if v == 0 {
+                true
+            } else {
+                if v != u32::MAX {
+                    c.set(v - 1);
+                }
+                false
+            }
+        })
+    }
+    /// Whether this thread has crashed, without counting a step.
+    pub fn crashed() -> bool {
+        LEFT.with(|c| c.get() == 0)
+    }
+}
+
 pub mod group;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
@@ -81,6 +133,9 @@ pub enum Fault {
     VisibilityCap,
     /// Time went beyond what the arena can represent.
     ClockRange,
+    /// A loom model stopped this participant here (it "died").
+    #[cfg(shmfifo_loom)]
+    Crashed,
 }
 
 /// Result type of the protocol layer.

@@ -80,6 +80,7 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
             dst = dst.add(p.len());
         }
     }
+    crash_point!();
     let h = &cl.headers[slot];
     // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)).
     h.lens.store(out.lens, Ordering::Relaxed);
@@ -97,8 +98,10 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
         // Relaxed: published by the link CAS.
         h.group_epoch0.store((u64::from(epoch0) << 32) | u64::from(g), Ordering::Relaxed);
         let e = a.group(g)?;
+        crash_point!();
         match append(a, e, ginc, idx, inc)? {
             Some((pred, pos)) => {
+                crash_point!();
                 // SYNC POINT(ready-check): SeqCst publish, then SeqCst load of `head`.
                 let _ = h.vis.compare_exchange(
                     claimed,
@@ -106,9 +109,13 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
                     Ordering::SeqCst,
                     Ordering::Relaxed,
                 );
+                crash_point!();
                 // Relaxed: the base was written before the group was published (Acquire).
                 let seq_hi = e.seq_base.load(Ordering::Relaxed);
-                if e.head.load(Ordering::SeqCst) == pred && hint(a, g)? {
+                // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
+                // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
+                // or its swap reads ours and it then sees our publication.
+                if e.head.fetch_add(0, Ordering::AcqRel) == pred && hint(a, g)? {
                     notify(a, env);
                 }
                 return Ok(Sent { idx, inc, seq_hi, pos });
@@ -192,18 +199,21 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PRes
 /// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
 pub fn hint(a: &Arena<'_>, g: u32) -> PResult<bool> {
     let e = a.group(g)?;
-    // SeqCst: orders the flag against the receiver's clearing store and its later scan
-    // (SYNC POINT(ready-check)).
-    if e.hint.compare_exchange(0, 1, Ordering::SeqCst, Ordering::Relaxed).is_err() {
+    // SYNC POINT(ready-check): a swap, not a CAS, so that it always writes: the receiver's
+    // clearing swap then either reads our 1 (and so sees what we published before) or comes
+    // first (and we read 0 and push).
+    if e.hint.swap(1, Ordering::AcqRel) != 0 {
         return Ok(false);
     }
-    if ring(a).push(g) {
+    let pushed = ring(a).push(g);
+    crash_point!();
+    if pushed {
         return Ok(true);
     }
     // Ring full (only under corruption: it has one entry per group slot): drop the hint and
     // ask the next idle receiver to sweep.
-    e.hint.store(0, Ordering::SeqCst);
-    a.hdr.next_expiry.0.store(0, Ordering::SeqCst);
+    e.hint.store(0, Ordering::Release);
+    a.hdr.next_expiry.0.store(0, Ordering::Release);
     Ok(false)
 }
 
@@ -211,12 +221,37 @@ pub fn hint(a: &Arena<'_>, g: u32) -> PResult<bool> {
 pub fn notify(a: &Arena<'_>, env: &dyn Env) {
     let w = &a.hdr.wake.0;
     // SYNC POINT(doorbell): the fence orders our publication before the `waiters` load, against
-    // the receiver's SeqCst increment before its last check.
-    fence(Ordering::SeqCst);
-    if w.waiters.load(Ordering::Relaxed) > 0 {
+    // the receiver's SeqCst increment and fence before its last check.
+    if crate::sync::fence_then_load_u32(&w.waiters) > 0 {
         // Release: a woken receiver's Acquire load of the doorbell sees our publication.
         w.doorbell.fetch_add(1, Ordering::Release);
         env.wake(&w.doorbell);
+    }
+}
+
+/// Announces participant `part` as about to sleep on the doorbell; returns the doorbell value
+/// to sleep on. The caller must re-check for messages after this, then sleep, then call
+/// [`end_wait`].
+pub fn begin_wait(a: &Arena<'_>, part: usize) -> u32 {
+    let w = &a.hdr.wake.0;
+    if let Some(p) = a.parts.get(part) {
+        // Relaxed: bookkeeping for recovery of a dead waiter's count.
+        p.waiting.fetch_add(1, Ordering::Relaxed);
+    }
+    // SYNC POINT(doorbell): SeqCst increment and fence before the caller's re-check, against
+    // the producer's publication, fence, then `waiters` load: one of the two sees the other.
+    w.waiters.fetch_add(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    // Acquire: pairs with the producer's Release increment of the doorbell.
+    w.doorbell.load(Ordering::Acquire)
+}
+
+/// Ends a wait begun with [`begin_wait`].
+pub fn end_wait(a: &Arena<'_>, part: usize) {
+    // Relaxed: a count only; the doorbell carries the synchronisation.
+    a.hdr.wake.0.waiters.fetch_sub(1, Ordering::Relaxed);
+    if let Some(p) = a.parts.get(part) {
+        p.waiting.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -257,7 +292,9 @@ pub fn receive(
     let mut seen = [u32::MAX; 10];
     let mut nseen = 0;
     while n < max {
-        let Some(g) = r.pop() else {
+        let popped = r.pop();
+        crash_point!();
+        let Some(g) = popped else {
             if swept || !maybe_sweep(a, env, me)? {
                 break;
             }
@@ -265,10 +302,9 @@ pub fn receive(
             continue;
         };
         let Ok(e) = a.group(g) else { continue };
-        // SeqCst store + fence: SYNC POINT(ready-check) with `hint`; a producer whose flag CAS
-        // failed before this store relies on our scan below seeing its message.
-        e.hint.store(0, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        // SYNC POINT(ready-check) with `hint`: if a producer's swap found the flag set, our
+        // swap reads its 1 (AcqRel) and our scan below sees its message.
+        e.hint.swap(0, Ordering::AcqRel);
         if seen[..nseen].contains(&g) {
             continue;
         }
@@ -278,8 +314,13 @@ pub fn receive(
             continue;
         }
         if let TryClaim::Busy(_) = group::try_claim(a, env, &e.claim, me) {
-            continue; // the holder re-checks readiness when it releases
+            // Ask the holder to re-check before it releases (DIRTY): the RMW chain on `claim`
+            // carries whatever made the group ready to it. (If it released meanwhile, `poke`
+            // takes the claim, cleans up and re-hints the group itself.)
+            poke(a, env, me, g)?;
+            continue;
         }
+        crash_point!();
         if !group::is_active(e, gstate::ginc(st)) {
             release_claim_word(e, me);
             continue;
@@ -354,6 +395,7 @@ fn take(
                 {
                     continue; // changed under us (purge); look again
                 }
+                crash_point!();
                 // Relaxed: informational fields of a message we now hold.
                 let _ = m.first_recv_ms.compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
                 m.recv_ms.store(now, Ordering::Relaxed);
@@ -444,6 +486,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                     .compare_exchange(hl, node::pack(node::inc(hl), node::CLOSED), Ordering::SeqCst, Ordering::Relaxed)
                     .is_ok()
                 {
+                    crash_point!();
                     finish_retire(a, e, h)?;
                     return Ok(Cleaned::Retired);
                 }
@@ -464,8 +507,11 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                     // Release: a stealer that takes the claim (Acquire) sees what to free.
                     e.pending_free.store(h, Ordering::Release);
                 }
-                // SYNC POINT(ready-check): SeqCst store of head, then SeqCst loads of `vis`.
-                e.head.store(nref, Ordering::SeqCst);
+                crash_point!();
+                // SYNC POINT(ready-check): a swap (AcqRel) against the producer's RMW on `head`;
+                // our later loads of `vis` see any producer whose RMW came first.
+                e.head.swap(nref, Ordering::AcqRel);
+                crash_point!();
                 pool::free_dummy(a, h)?;
                 if node::index(h) < a.total {
                     e.pending_free.store(0, Ordering::Release);
@@ -479,6 +525,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
 /// Frees the dummy `h` of a closed list and turns the entry into a tombstone.
 fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
     pool::free_dummy(a, h)?;
+    crash_point!();
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) == gstate::ACTIVE {
@@ -623,15 +670,17 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
             .compare_exchange(w, vis::pack(h.epoch, vis::DELETED), Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
-            return after_delete(a, env, me, g);
+            crash_point!();
+            return poke(a, env, me, g);
         }
     }
     let _ = g;
     Err(Fault::Corrupted("delete did not converge"))
 }
 
-/// Gets group `g` cleaned after a delete: take its claim, or ask its holder to clean (DIRTY).
-fn after_delete(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
+/// Gets group `g` cleaned up and re-checked for readiness (after a delete, or when a hint met
+/// a busy claim): take its claim, or ask its live holder to do it (DIRTY) before it releases.
+fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {
         // Acquire: SYNC POINT(claim).

@@ -34,6 +34,7 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u3
             .compare_exchange(w, vis::pack(epoch, vis::claimed(owner)), Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
+            crash_point!();
             // Relaxed: the slot is ours; the new incarnation is published to others by the
             // SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)).
             let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);

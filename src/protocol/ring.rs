@@ -66,6 +66,7 @@ impl Ring<'_> {
                     .compare_exchange(w, pack(2 * lap + 1, value), Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
                 {
+                    crash_point!(true);
                     // Release: pairs with the Acquire loads of `tail` above. Failure means
                     // someone already helped.
                     let _ = self.tail.compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
@@ -105,6 +106,7 @@ impl Ring<'_> {
                     .compare_exchange(w, pack(2 * lap + 2, 0), Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
                 {
+                    crash_point!(Some((w & VALUE_MASK) as u32));
                     let _ = self.head.compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
                     return Some((w & VALUE_MASK) as u32);
                 }

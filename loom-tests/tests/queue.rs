@@ -1,0 +1,309 @@
+//! Models of the queue protocols on a heap arena: slot allocation, per-group lists, group
+//! table insert and reuse, receive claim, visibility expiry and takeover, delete and cleanup,
+//! ready hints, the doorbell, and participants that stop forever mid-step.
+//!
+//! Concurrent work always runs on two spawned threads (`par`); the main thread prepares and
+//! checks. A thread that "dies" is marked dead in the mock environment (as the kernel drops its
+//! liveness lock) only after it stopped.
+#![cfg(shmfifo_loom)]
+
+use shmfifo_loom_tests::*;
+
+type Env = Arc<MockEnv>;
+
+fn setup(participants: u32, groups: u32, slots: u32) -> (Arc<HeapArena>, Env) {
+    (arena(participants, groups, slots), Arc::new(MockEnv::default()))
+}
+
+/// Runs `f` as participant `who`, stopping it forever at its `k`-th crash point (if `k` is
+/// given); marks it dead if it stopped.
+fn as_participant<T>(env: &Env, who: u32, k: Option<u32>, f: impl FnOnce() -> T) -> T {
+    if let Some(k) = k {
+        crash::arm(k);
+    }
+    let r = f();
+    if crash::crashed() {
+        env.kill(who);
+    }
+    r
+}
+
+/// Two producers create the same new group at once: one entry, both messages, delivered in
+/// sequence order; everything reclaimed after draining.
+#[test]
+fn concurrent_sends_to_a_new_group() {
+    model(|| {
+        let (h, env) = setup(3, 2, 3);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (s0, s1) = par(
+            move || send(&h1.arena(), &e1, 0, "g", b"a").unwrap(),
+            move || send(&h2.arena(), &e2, 1, "g", b"b").unwrap(),
+        );
+        assert_eq!(s0.seq_hi, s1.seq_hi, "one group incarnation");
+        assert_ne!(s0.pos, s1.pos);
+        let a = h.arena();
+        let got = drain(&a, &env, 2);
+        let want: Vec<Vec<u8>> =
+            if s0.pos < s1.pos { vec![b"a".to_vec(), b"b".to_vec()] } else { vec![b"b".to_vec(), b"a".to_vec()] };
+        assert_eq!(got, want, "delivery follows sequence order (M1, R3)");
+        assert_clean(&a);
+    });
+}
+
+/// A delete that empties and retires a group races with a send to the same group: the send
+/// lands in the old incarnation (before the close) or in a new one; never lost.
+#[test]
+fn send_races_with_retire() {
+    model(|| {
+        let (h, env) = setup(3, 2, 3);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (s, d) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"2"),
+            move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+        );
+        s.unwrap();
+        d.unwrap();
+        assert_eq!(drain(&a, &env, 2), vec![b"2".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// Two receivers on one group: at most one holds its messages (R3), and it is the first.
+#[test]
+fn receivers_of_one_group_are_exclusive() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        send(&a, &env, 0, "g", b"2").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (x, y) = par(
+            move || recv(&h1.arena(), &e1, 1, 1, 1_000).unwrap(),
+            move || recv(&h2.arena(), &e2, 2, 1, 1_000).unwrap(),
+        );
+        assert_eq!(x.len() + y.len(), 1, "the group is locked by its first in-flight message");
+        assert_eq!(x.iter().chain(y.iter()).next().unwrap().1, b"1");
+    });
+}
+
+/// A receiver dies at each step of a receive (holding the claim, or after taking a message);
+/// another receiver runs meanwhile. After the visibility timeout everything is delivered, in
+/// order, and reclaimed.
+#[test]
+fn receiver_dies_at_every_step() {
+    for k in 0..4 {
+        model(move || {
+            let (h, env) = setup(3, 1, 2);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"1").unwrap();
+            send(&a, &env, 0, "g", b"2").unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (dead, live) = par(
+                move || as_participant(&e1.clone(), 1, Some(k), || recv(&h1.arena(), &e1, 1, 2, 1_000)),
+                move || recv(&h2.arena(), &e2, 2, 2, 1_000).unwrap(),
+            );
+            env.kill(1);
+            let mut first: Vec<Vec<u8>> = live.iter().map(|(_, b)| b.clone()).collect();
+            if let Ok(v) = &dead {
+                first.extend(v.iter().map(|(_, b)| b.clone()));
+            }
+            assert!(first.len() <= 2);
+            env.advance(2_000); // every visibility timeout has passed
+            let rest = drain(&a, &env, 2);
+            assert_eq!(rest, vec![b"1".to_vec(), b"2".to_vec()], "redelivered in order (V3), nothing lost");
+            assert_clean(&a);
+        });
+    }
+}
+
+/// Visibility expiry and takeover race with the old holder's delete: exactly one wins (H2).
+#[test]
+fn expiry_takeover_races_with_delete() {
+    model(|| {
+        let (h, env) = setup(3, 1, 1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let handle = recv(&a, &env, 0, 1, 10).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (deleted, taken) = par(
+            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || {
+                e2.advance(20);
+                recv(&h2.arena(), &e2, 1, 1, 1_000).unwrap()
+            },
+        );
+        match deleted {
+            Ok(()) => assert!(taken.is_empty(), "deleted, so not delivered again"),
+            Err(Fault::Expired) => assert_eq!(taken.len(), 1, "expired, so delivered again"),
+            Err(e) => panic!("{e:?}"),
+        }
+    });
+}
+
+/// A delete while another receiver holds the group claim: the DIRTY request makes the holder
+/// clean up, and the next message is hinted (no sweep: a lost hint fails here).
+#[test]
+fn delete_while_the_claim_is_held() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        send(&a, &env, 0, "g", b"2").unwrap();
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (d, theirs) = par(
+            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
+        );
+        d.unwrap();
+        let mut got: Vec<Vec<u8>> = theirs.iter().map(|(_, b)| b.clone()).collect();
+        for (h2, _) in &theirs {
+            ops::delete(&a, &*env, me(1), *h2).unwrap();
+        }
+        for (h2, b) in recv(&a, &env, 2, 10, 1_000).unwrap() {
+            ops::delete(&a, &*env, me(2), h2).unwrap();
+            got.push(b);
+        }
+        assert_eq!(got, vec![b"2".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// SYNC POINT(ready-check): a producer publishing while a deleter cleans up and advances the
+/// head; afterwards the message is reachable through a hint alone (no sweep).
+#[test]
+fn publish_races_with_cleanup_hint_not_lost() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (s, d) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"2"),
+            move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+        );
+        s.unwrap();
+        d.unwrap();
+        let got = recv(&a, &env, 2, 10, 1_000).unwrap();
+        assert_eq!(got.len(), 1, "hint present without a sweep");
+        assert_eq!(got[0].1, b"2");
+    });
+}
+
+/// SYNC POINT(doorbell): a receiver announces itself and re-checks while a producer sends; if
+/// the re-check found nothing, the producer saw the waiter and rang the bell.
+#[test]
+fn doorbell_has_no_lost_wakeup() {
+    model(|| {
+        let (h, env) = setup(2, 1, 1);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let ((bell, got), ()) = par(
+            move || {
+                let a = h1.arena();
+                let bell = ops::begin_wait(&a, 0);
+                (bell, recv(&a, &e1, 0, 1, 1_000).unwrap())
+            },
+            move || {
+                send(&h2.arena(), &e2, 1, "g", b"x").unwrap();
+            },
+        );
+        // The receiver is still counted as a waiter: had it slept, would it be woken?
+        let a = h.arena();
+        if got.is_empty() {
+            assert_ne!(a.hdr.wake.0.doorbell.load(Ordering::Acquire), bell, "the sleeper is woken");
+        }
+        ops::end_wait(&a, 0);
+    });
+}
+
+/// A producer stops forever at each step of a send while a consumer runs. After its death is
+/// known, recovery publishes a committed message or frees a half-made one: nothing wedges, an
+/// acknowledged send is never lost, nothing is duplicated, everything is reclaimed.
+#[test]
+fn producer_dies_at_every_step() {
+    for k in 0..9 {
+        model(move || {
+            let (h, env) = setup(3, 1, 2);
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (acked, early) = par(
+                move || as_participant(&e1.clone(), 1, Some(k), || send(&h1.arena(), &e1, 1, "g", b"x").is_ok()),
+                move || {
+                    let a = h2.arena();
+                    let got = recv(&a, &e2, 0, 1, 1_000).unwrap();
+                    for (hd, _) in &got {
+                        ops::delete(&a, &*e2, me(0), *hd).unwrap();
+                    }
+                    got.len()
+                },
+            );
+            env.kill(1);
+            let a = h.arena();
+            ops::recover(&a, &*env, me(2)).unwrap();
+            let n = early + drain(&a, &env, 2).len();
+            assert!(n <= 1, "never duplicated");
+            if acked {
+                assert_eq!(n, 1, "an acknowledged send is never lost");
+            }
+            assert_clean(&a);
+        });
+    }
+}
+
+/// A deleter stops forever at each step of its delete and cleanup while a producer sends to the
+/// group; another participant recovers: the new message is delivered, nothing is reclaimed
+/// twice or leaked.
+#[test]
+fn deleter_dies_at_every_step() {
+    for k in 0..8 {
+        model(move || {
+            let (h, env) = setup(3, 1, 2);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"1").unwrap();
+            let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (del, s) = par(
+                move || as_participant(&e1.clone(), 1, Some(k), || ops::delete(&h1.arena(), &*e1, me(1), handle)),
+                move || send(&h2.arena(), &e2, 2, "g", b"2"),
+            );
+            s.unwrap();
+            env.kill(1);
+            env.advance(2_000);
+            ops::recover(&a, &*env, me(2)).unwrap();
+            let rest = drain(&a, &env, 2);
+            match del {
+                Ok(()) => assert_eq!(rest, vec![b"2".to_vec()]),
+                // Died before or after its DELETED CAS: "1" comes back after its timeout or not.
+                Err(_) => assert!(
+                    rest == vec![b"2".to_vec()] || rest == vec![b"1".to_vec(), b"2".to_vec()],
+                    "{rest:?}"
+                ),
+            }
+            assert_clean(&a);
+        });
+    }
+}
+
+/// Two allocators race for the slots of a class; one dies right after claiming: slots are
+/// never shared, and recovery frees the dead claim.
+#[test]
+fn slot_allocation_is_exclusive_and_recoverable() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        let (h1, e1, h2) = (h.clone(), env.clone(), h.clone());
+        let (x, y) = par(
+            move || as_participant(&e1.clone(), 1, Some(0), || shmfifo::protocol::pool::alloc(&h1.arena(), 0, 0, me(1))),
+            move || shmfifo::protocol::pool::alloc(&h2.arena(), 0, 0, me(0)).unwrap(),
+        );
+        assert!(matches!(x, Err(Fault::Crashed)));
+        let a = h.arena();
+        // The survivor's slot is claimed by it; the dead one's claim is freed by recovery.
+        let r = ops::recover(&a, &*env, me(2)).unwrap();
+        assert_eq!(r.freed, 1);
+        let w = a.classes[0].unwrap().headers[y.0 as usize].vis.load(Ordering::SeqCst);
+        assert_eq!(vis::state(w), vis::State::Claimed(me(0)));
+    });
+}
