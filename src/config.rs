@@ -32,6 +32,10 @@ pub const MAX_SLOTS: u64 = (1 << 31) - 1;
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
 /// | `max_messages` | 16,384 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
+///
+/// A consumed message's slot stays in use as its group's list head until the group's next
+/// message is consumed or the group empties: a class of N slots always holds N messages minus
+/// one per group whose head was consumed (at most `max_groups`).
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
@@ -169,7 +173,10 @@ impl QueueConfig {
             }
         }
         if classes.iter().any(|&(cap, n)| cap == 0 || n == 0) {
-            return bad("size_classes", "every class needs a size and at least one slot".into());
+            return bad(
+                "size_classes",
+                "every class needs a size and at least one slot".into(),
+            );
         }
         if classes.last().map(|c| c.0) < Some(need) {
             return bad(
@@ -190,7 +197,10 @@ impl QueueConfig {
             classes,
         };
         if g.offsets().is_none() {
-            return bad("size_classes", "the arena would be larger than 2^64 bytes".into());
+            return bad(
+                "size_classes",
+                "the arena would be larger than 2^64 bytes".into(),
+            );
         }
         Ok(g)
     }
@@ -211,19 +221,55 @@ mod tests {
 
     #[test]
     fn one_mib_messages_are_allowed() {
-        let g = QueueConfig::new().maximum_message_size(1_048_576).geometry().unwrap();
+        let g = QueueConfig::new()
+            .maximum_message_size(1_048_576)
+            .geometry()
+            .unwrap();
         assert_eq!(g.classes.last().unwrap().0, 1_048_576 + 208);
     }
 
     #[test]
     fn bad_settings_name_themselves() {
-        let e = QueueConfig::new().maximum_message_size(1_048_577).geometry().unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { setting: "maximum_message_size", .. }));
-        let e = QueueConfig::new().visibility_timeout(Duration::from_secs(43_201)).geometry().unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { setting: "visibility_timeout", .. }));
-        let e = QueueConfig::new().size_classes(vec![(100, 1)]).geometry().unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { setting: "size_classes", .. }));
+        let e = QueueConfig::new()
+            .maximum_message_size(1_048_577)
+            .geometry()
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidConfig {
+                setting: "maximum_message_size",
+                ..
+            }
+        ));
+        let e = QueueConfig::new()
+            .visibility_timeout(Duration::from_secs(43_201))
+            .geometry()
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidConfig {
+                setting: "visibility_timeout",
+                ..
+            }
+        ));
+        let e = QueueConfig::new()
+            .size_classes(vec![(100, 1)])
+            .geometry()
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidConfig {
+                setting: "size_classes",
+                ..
+            }
+        ));
         let e = QueueConfig::new().max_groups(0).geometry().unwrap_err();
-        assert!(matches!(e, Error::InvalidConfig { setting: "max_groups", .. }));
+        assert!(matches!(
+            e,
+            Error::InvalidConfig {
+                setting: "max_groups",
+                ..
+            }
+        ));
     }
 }

@@ -138,14 +138,20 @@ impl Error {
     /// The SQS error code this corresponds to, or a shmfifo code for extensions.
     pub fn sqs_code(&self) -> &'static str {
         match self {
-            Error::InvalidParameterValue { .. } | Error::ReceiptHandleExpired { .. } => "InvalidParameterValue",
+            Error::InvalidParameterValue { .. } | Error::ReceiptHandleExpired { .. } => {
+                "InvalidParameterValue"
+            }
             Error::MissingParameter { .. } => "MissingParameter",
             Error::InvalidMessageContents { .. } => "InvalidMessageContents",
             Error::ReceiptHandleIsInvalid { .. } => "ReceiptHandleIsInvalid",
             Error::EmptyBatchRequest => "AWS.SimpleQueueService.EmptyBatchRequest",
-            Error::TooManyEntriesInBatchRequest { .. } => "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+            Error::TooManyEntriesInBatchRequest { .. } => {
+                "AWS.SimpleQueueService.TooManyEntriesInBatchRequest"
+            }
             Error::InvalidBatchEntryId { .. } => "AWS.SimpleQueueService.InvalidBatchEntryId",
-            Error::BatchEntryIdsNotDistinct { .. } => "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+            Error::BatchEntryIdsNotDistinct { .. } => {
+                "AWS.SimpleQueueService.BatchEntryIdsNotDistinct"
+            }
             Error::BatchRequestTooLong { .. } => "AWS.SimpleQueueService.BatchRequestTooLong",
             Error::QueueDoesNotExist { .. } => "AWS.SimpleQueueService.NonExistentQueue",
             Error::QueueNameExists { .. } => "QueueAlreadyExists",
@@ -165,7 +171,10 @@ impl Error {
     }
 
     pub(crate) fn invalid(parameter: &'static str, reason: impl Into<String>) -> Self {
-        Error::InvalidParameterValue { parameter, reason: reason.into() }
+        Error::InvalidParameterValue {
+            parameter,
+            reason: reason.into(),
+        }
     }
 }
 

@@ -268,7 +268,13 @@ impl Geometry {
             off = off.checked_add(u64::from(count).checked_mul(stride)?)?;
             classes.push((headers, pay, stride));
         }
-        Some(Offsets { participants, groups, ready, classes, total: round_up(off, PAGE) })
+        Some(Offsets {
+            participants,
+            groups,
+            ready,
+            classes,
+            total: round_up(off, PAGE),
+        })
     }
 
     /// Total number of message slots over all classes.

@@ -38,7 +38,10 @@ pub fn reserve(file: &File, size: u64) -> io::Result<()> {
 
 /// Opens an existing arena file read-write.
 pub fn open_file(path: &Path) -> io::Result<File> {
-    std::fs::OpenOptions::new().read(true).write(true).open(path)
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
 }
 
 /// Creates an anonymous arena file (memfd) of `size` bytes, inheritable by children.
@@ -63,7 +66,8 @@ pub fn set_inheritable(file: &File) -> io::Result<()> {
 
 /// Maps the whole file shared, read-write.
 pub fn map(file: &File, len: u64) -> io::Result<memmap2::MmapRaw> {
-    let len = usize::try_from(len).map_err(|_| io::Error::other("arena larger than the address space"))?;
+    let len = usize::try_from(len)
+        .map_err(|_| io::Error::other("arena larger than the address space"))?;
     memmap2::MmapOptions::new().len(len).map_raw(file)
 }
 
@@ -117,7 +121,12 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
         tv_sec: (timeout_ms / 1000) as i64,
         tv_nsec: ((timeout_ms % 1000) * 1_000_000) as i64,
     };
-    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+    let _ = rustix::thread::futex::wait(
+        word,
+        rustix::thread::futex::Flags::empty(),
+        expected,
+        Some(&ts),
+    );
 }
 
 /// Wakes up to `n` sleepers on a shared futex.
@@ -139,7 +148,9 @@ pub fn realtime_ms() -> u64 {
 
 /// The kernel's boot id (128 bits), or zeros if unavailable.
 pub fn boot_id() -> [u64; 2] {
-    let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else { return [0, 0] };
+    let Ok(s) = std::fs::read_to_string("/proc/sys/kernel/random/boot_id") else {
+        return [0, 0];
+    };
     let hex: String = s.trim().chars().filter(|c| c.is_ascii_hexdigit()).collect();
     if hex.len() != 32 {
         return [0, 0];

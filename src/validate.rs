@@ -19,13 +19,22 @@ pub(crate) fn id(parameter: &'static str, v: &str) -> Result<()> {
 /// S7: `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`, at least one.
 pub(crate) fn body(v: &str) -> Result<()> {
     if v.is_empty() {
-        return Err(Error::invalid("MessageBody", "The message body must be at least 1 character long."));
+        return Err(Error::invalid(
+            "MessageBody",
+            "The message body must be at least 1 character long.",
+        ));
     }
     // ASCII fast path: only control characters other than tab, LF, CR are invalid.
     let bytes = v.as_bytes();
-    if let Some(pos) = bytes.iter().position(|&b| b < 0x20 && b != 0x9 && b != 0xA && b != 0xD) {
+    if let Some(pos) = bytes
+        .iter()
+        .position(|&b| b < 0x20 && b != 0x9 && b != 0xA && b != 0xD)
+    {
         return Err(Error::InvalidMessageContents {
-            reason: format!("character U+{:04X} at byte {pos} is not allowed", bytes[pos]),
+            reason: format!(
+                "character U+{:04X} at byte {pos} is not allowed",
+                bytes[pos]
+            ),
         });
     }
     if !v.is_ascii() {
@@ -47,28 +56,45 @@ pub(crate) fn body(v: &str) -> Result<()> {
 pub(crate) fn attribute(name: &str, data_type: &str, value: &[u8]) -> Result<()> {
     let bad = |r: String| Err(Error::invalid("MessageAttribute", r));
     if name.is_empty() || name.len() > 256 {
-        return bad(format!("Message attribute name '{name}' must be 1 to 256 characters."));
+        return bad(format!(
+            "Message attribute name '{name}' must be 1 to 256 characters."
+        ));
     }
-    if !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.') {
-        return bad(format!("Message attribute name '{name}' has characters outside A-Z a-z 0-9 _ - ."));
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+    {
+        return bad(format!(
+            "Message attribute name '{name}' has characters outside A-Z a-z 0-9 _ - ."
+        ));
     }
     let lower = name.to_ascii_lowercase();
     if lower.starts_with("aws.") || lower.starts_with("amazon.") {
-        return bad(format!("Message attribute name '{name}' uses a reserved prefix."));
+        return bad(format!(
+            "Message attribute name '{name}' uses a reserved prefix."
+        ));
     }
     if name.starts_with('.') || name.ends_with('.') || name.contains("..") {
-        return bad(format!("Message attribute name '{name}' has a misplaced period."));
+        return bad(format!(
+            "Message attribute name '{name}' has a misplaced period."
+        ));
     }
     let base = data_type.split_once('.').map_or(data_type, |(b, _)| b);
     if data_type.len() > 256 || !matches!(base, "String" | "Number" | "Binary") {
-        return bad(format!("Message attribute '{name}' has invalid data type '{data_type}'."));
+        return bad(format!(
+            "Message attribute '{name}' has invalid data type '{data_type}'."
+        ));
     }
     if value.is_empty() {
-        return bad(format!("Message attribute '{name}' must contain a non-empty value."));
+        return bad(format!(
+            "Message attribute '{name}' must contain a non-empty value."
+        ));
     }
     if base != "Binary" {
         let Ok(s) = std::str::from_utf8(value) else {
-            return bad(format!("Message attribute '{name}' of type {base} must be UTF-8 text."));
+            return bad(format!(
+                "Message attribute '{name}' of type {base} must be UTF-8 text."
+            ));
         };
         if base == "Number" && s.parse::<f64>().is_err() {
             return bad(format!("Message attribute '{name}' is not a valid Number."));
@@ -79,7 +105,12 @@ pub(crate) fn attribute(name: &str, data_type: &str, value: &[u8]) -> Result<()>
 
 /// S11: batch entry id, 1–80 of `[A-Za-z0-9_-]`.
 pub(crate) fn batch_entry_id(v: &str) -> Result<()> {
-    if v.is_empty() || v.len() > 80 || !v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
+    if v.is_empty()
+        || v.len() > 80
+        || !v
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
         return Err(Error::InvalidBatchEntryId { id: v.to_owned() });
     }
     Ok(())
@@ -115,15 +146,30 @@ mod tests {
         assert!(id("MessageGroupId", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").is_ok());
         for bad in ["", "group 123", "é", "a\u{8}", &"a".repeat(129)] {
             let e = id("MessageGroupId", bad).unwrap_err();
-            assert!(matches!(e, Error::InvalidParameterValue { parameter: "MessageGroupId", .. }), "{bad:?}");
+            assert!(
+                matches!(
+                    e,
+                    Error::InvalidParameterValue {
+                        parameter: "MessageGroupId",
+                        ..
+                    }
+                ),
+                "{bad:?}"
+            );
         }
     }
 
     #[test]
     fn s7_body_characters() {
         assert!(body("hello\t\n\r \u{D7FF}\u{E000}\u{FFFD}\u{10000}").is_ok());
-        assert!(matches!(body("a\u{0}b"), Err(Error::InvalidMessageContents { .. })));
-        assert!(matches!(body("\u{FFFE}"), Err(Error::InvalidMessageContents { .. })));
+        assert!(matches!(
+            body("a\u{0}b"),
+            Err(Error::InvalidMessageContents { .. })
+        ));
+        assert!(matches!(
+            body("\u{FFFE}"),
+            Err(Error::InvalidMessageContents { .. })
+        ));
         assert!(matches!(body(""), Err(Error::InvalidParameterValue { .. })));
     }
 
@@ -150,15 +196,27 @@ mod tests {
     #[test]
     fn s11_s12_batch_ids() {
         assert!(batch_ids(["a", "b-1", "C_2"].into_iter()).is_ok());
-        assert!(matches!(batch_ids(std::iter::empty()), Err(Error::EmptyBatchRequest)));
+        assert!(matches!(
+            batch_ids(std::iter::empty()),
+            Err(Error::EmptyBatchRequest)
+        ));
         let many: Vec<String> = (0..11).map(|i| i.to_string()).collect();
         assert!(matches!(
             batch_ids(many.iter().map(|s| s.as_str())),
             Err(Error::TooManyEntriesInBatchRequest { entries: 11 })
         ));
-        assert!(matches!(batch_ids(["a", "a"].into_iter()), Err(Error::BatchEntryIdsNotDistinct { .. })));
-        assert!(matches!(batch_ids(["a!"].into_iter()), Err(Error::InvalidBatchEntryId { .. })));
+        assert!(matches!(
+            batch_ids(["a", "a"].into_iter()),
+            Err(Error::BatchEntryIdsNotDistinct { .. })
+        ));
+        assert!(matches!(
+            batch_ids(["a!"].into_iter()),
+            Err(Error::InvalidBatchEntryId { .. })
+        ));
         let long = "x".repeat(81);
-        assert!(matches!(batch_ids([long.as_str()].into_iter()), Err(Error::InvalidBatchEntryId { .. })));
+        assert!(matches!(
+            batch_ids([long.as_str()].into_iter()),
+            Err(Error::InvalidBatchEntryId { .. })
+        ));
     }
 }

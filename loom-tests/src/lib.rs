@@ -65,11 +65,19 @@ pub fn me(i: u32) -> u64 {
 
 /// A deterministic hash (the protocol is generic over it; the API uses keyed SipHash).
 pub fn hash(id: &[u8]) -> u64 {
-    id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    id.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Sends `body` to `group` as participant `who`.
-pub fn send(a: &Arena<'_>, env: &MockEnv, who: u32, group: &str, body: &[u8]) -> PResult<ops::Sent> {
+pub fn send(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    body: &[u8],
+) -> PResult<ops::Sent> {
     let parts = [body];
     ops::send(
         a,
@@ -87,10 +95,23 @@ pub fn send(a: &Arena<'_>, env: &MockEnv, who: u32, group: &str, body: &[u8]) ->
 }
 
 /// Receives up to `max` messages as `who`; returns (handle, body) pairs.
-pub fn recv(a: &Arena<'_>, env: &MockEnv, who: u32, max: usize, vt: u64) -> PResult<Vec<(Handle, Vec<u8>)>> {
+pub fn recv(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    max: usize,
+    vt: u64,
+) -> PResult<Vec<(Handle, Vec<u8>)>> {
     let mut out = Vec::new();
     ops::receive(a, env, me(who), max, vt, &mut |t| {
-        out.push((Handle { idx: t.idx, inc: t.inc, epoch: t.epoch }, t.payload.to_vec()))
+        out.push((
+            Handle {
+                idx: t.idx,
+                inc: t.inc,
+                epoch: t.epoch,
+            },
+            t.payload.to_vec(),
+        ))
     })?;
     Ok(out)
 }
@@ -128,7 +149,10 @@ pub fn assert_clean(a: &Arena<'_>) {
     }
     for e in a.groups {
         let k = gstate::kind(e.state.load(Ordering::SeqCst));
-        assert!(k != gstate::ACTIVE && k != gstate::INSERTING, "a group was not retired");
+        assert!(
+            k != gstate::ACTIVE && k != gstate::INSERTING,
+            "a group was not retired"
+        );
     }
     assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 0);
 }
@@ -146,6 +170,9 @@ pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
         f()
     });
     if std::env::var_os("SHMFIFO_LOOM_VERBOSE").is_some() {
-        eprintln!("explored {} executions", RUNS.load(std::sync::atomic::Ordering::Relaxed));
+        eprintln!(
+            "explored {} executions",
+            RUNS.load(std::sync::atomic::Ordering::Relaxed)
+        );
     }
 }

@@ -12,7 +12,10 @@ use shmfifo_loom_tests::*;
 type Env = Arc<MockEnv>;
 
 fn setup(participants: u32, groups: u32, slots: u32) -> (Arc<HeapArena>, Env) {
-    (arena(participants, groups, slots), Arc::new(MockEnv::default()))
+    (
+        arena(participants, groups, slots),
+        Arc::new(MockEnv::default()),
+    )
 }
 
 /// Runs `f` as participant `who`, stopping it forever at its `k`-th crash point (if `k` is
@@ -43,8 +46,11 @@ fn concurrent_sends_to_a_new_group() {
         assert_ne!(s0.pos, s1.pos);
         let a = h.arena();
         let got = drain(&a, &env, 2);
-        let want: Vec<Vec<u8>> =
-            if s0.pos < s1.pos { vec![b"a".to_vec(), b"b".to_vec()] } else { vec![b"b".to_vec(), b"a".to_vec()] };
+        let want: Vec<Vec<u8>> = if s0.pos < s1.pos {
+            vec![b"a".to_vec(), b"b".to_vec()]
+        } else {
+            vec![b"b".to_vec(), b"a".to_vec()]
+        };
         assert_eq!(got, want, "delivery follows sequence order (M1, R3)");
         assert_clean(&a);
     });
@@ -84,7 +90,11 @@ fn receivers_of_one_group_are_exclusive() {
             move || recv(&h1.arena(), &e1, 1, 1, 1_000).unwrap(),
             move || recv(&h2.arena(), &e2, 2, 1, 1_000).unwrap(),
         );
-        assert_eq!(x.len() + y.len(), 1, "the group is locked by its first in-flight message");
+        assert_eq!(
+            x.len() + y.len(),
+            1,
+            "the group is locked by its first in-flight message"
+        );
         assert_eq!(x.iter().chain(y.iter()).next().unwrap().1, b"1");
     });
 }
@@ -102,7 +112,11 @@ fn receiver_dies_at_every_step() {
             send(&a, &env, 0, "g", b"2").unwrap();
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (dead, live) = par(
-                move || as_participant(&e1.clone(), 1, Some(k), || recv(&h1.arena(), &e1, 1, 2, 1_000)),
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        recv(&h1.arena(), &e1, 1, 2, 1_000)
+                    })
+                },
                 move || recv(&h2.arena(), &e2, 2, 2, 1_000).unwrap(),
             );
             env.kill(1);
@@ -113,7 +127,11 @@ fn receiver_dies_at_every_step() {
             assert!(first.len() <= 2);
             env.advance(2_000); // every visibility timeout has passed
             let rest = drain(&a, &env, 2);
-            assert_eq!(rest, vec![b"1".to_vec(), b"2".to_vec()], "redelivered in order (V3), nothing lost");
+            assert_eq!(
+                rest,
+                vec![b"1".to_vec(), b"2".to_vec()],
+                "redelivered in order (V3), nothing lost"
+            );
             assert_clean(&a);
         });
     }
@@ -214,7 +232,11 @@ fn doorbell_has_no_lost_wakeup() {
         // The receiver is still counted as a waiter: had it slept, would it be woken?
         let a = h.arena();
         if got.is_empty() {
-            assert_ne!(a.hdr.wake.0.doorbell.load(Ordering::Acquire), bell, "the sleeper is woken");
+            assert_ne!(
+                a.hdr.wake.0.doorbell.load(Ordering::Acquire),
+                bell,
+                "the sleeper is woken"
+            );
         }
         ops::end_wait(&a, 0);
     });
@@ -230,7 +252,11 @@ fn producer_dies_at_every_step() {
             let (h, env) = setup(3, 1, 2);
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (acked, early) = par(
-                move || as_participant(&e1.clone(), 1, Some(k), || send(&h1.arena(), &e1, 1, "g", b"x").is_ok()),
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        send(&h1.arena(), &e1, 1, "g", b"x").is_ok()
+                    })
+                },
                 move || {
                     let a = h2.arena();
                     let got = recv(&a, &e2, 0, 1, 1_000).unwrap();
@@ -266,7 +292,11 @@ fn deleter_dies_at_every_step() {
             let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (del, s) = par(
-                move || as_participant(&e1.clone(), 1, Some(k), || ops::delete(&h1.arena(), &*e1, me(1), handle)),
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        ops::delete(&h1.arena(), &*e1, me(1), handle)
+                    })
+                },
                 move || send(&h2.arena(), &e2, 2, "g", b"2"),
             );
             s.unwrap();
@@ -295,7 +325,11 @@ fn slot_allocation_is_exclusive_and_recoverable() {
         let (h, env) = setup(3, 1, 2);
         let (h1, e1, h2) = (h.clone(), env.clone(), h.clone());
         let (x, y) = par(
-            move || as_participant(&e1.clone(), 1, Some(0), || shmfifo::protocol::pool::alloc(&h1.arena(), 0, 0, me(1))),
+            move || {
+                as_participant(&e1.clone(), 1, Some(0), || {
+                    shmfifo::protocol::pool::alloc(&h1.arena(), 0, 0, me(1))
+                })
+            },
             move || shmfifo::protocol::pool::alloc(&h2.arena(), 0, 0, me(0)).unwrap(),
         );
         assert!(matches!(x, Err(Fault::Crashed)));
@@ -303,7 +337,9 @@ fn slot_allocation_is_exclusive_and_recoverable() {
         // The survivor's slot is claimed by it; the dead one's claim is freed by recovery.
         let r = ops::recover(&a, &*env, me(2)).unwrap();
         assert_eq!(r.freed, 1);
-        let w = a.classes[0].unwrap().headers[y.0 as usize].vis.load(Ordering::SeqCst);
+        let w = a.classes[0].unwrap().headers[y.0 as usize]
+            .vis
+            .load(Ordering::SeqCst);
         assert_eq!(vis::state(w), vis::State::Claimed(me(0)));
     });
 }

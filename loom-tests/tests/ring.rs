@@ -14,10 +14,18 @@ struct R {
 
 impl R {
     fn new(n: usize) -> Arc<R> {
-        Arc::new(R { entries: (0..n).map(|_| AtomicU64::new(0)).collect(), head: AtomicU64::new(0), tail: AtomicU64::new(0) })
+        Arc::new(R {
+            entries: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+        })
     }
     fn ring(&self) -> Ring<'_> {
-        Ring { entries: &self.entries, head: &self.head, tail: &self.tail }
+        Ring {
+            entries: &self.entries,
+            head: &self.head,
+            tail: &self.tail,
+        }
     }
 }
 

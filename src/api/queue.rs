@@ -10,11 +10,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::types::*;
-use crate::config::{QueueConfig, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
+use crate::config::{
+    QueueConfig, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME,
+};
 use crate::error::{Error, Result};
 use crate::layout::{
-    GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES, MAX_ID_LEN, PAGE,
-    STATE_INITIALISING, STATE_READY,
+    GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES, MAX_ID_LEN,
+    PAGE, STATE_INITIALISING, STATE_READY,
 };
 use crate::protocol::ops::{self, Handle, Outgoing, Taken};
 use crate::protocol::{group, owner, pstate, Arena, Class, Env, Fault};
@@ -86,9 +88,17 @@ impl Drop for Inner {
             let st = p.state.load(Ordering::Acquire);
             let w = p.waiting.swap(0, Ordering::AcqRel);
             if w > 0 {
-                self.view.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
+                self.view
+                    .hdr
+                    .wake
+                    .0
+                    .waiters
+                    .fetch_sub(w as u32, Ordering::AcqRel);
             }
-            p.state.store(pstate::pack(pstate::gen(st), pstate::FREE), Ordering::Release);
+            p.state.store(
+                pstate::pack(pstate::gen(st), pstate::FREE),
+                Ordering::Release,
+            );
         }
         sys::unlock_participant(&self.file, self.index);
     }
@@ -97,14 +107,22 @@ impl Drop for Inner {
 fn fault(f: Fault, inner: &Inner) -> Error {
     match f {
         Fault::Corrupted(what) => Error::Corrupted { what },
-        Fault::ClassFull(c) => Error::SizeClassFull { class_bytes: inner.caps.get(c).map_or(0, |c| c.0) },
-        Fault::GroupsFull => Error::GroupLimitReached { max_groups: inner.view.max_groups },
-        Fault::Expired => Error::ReceiptHandleExpired { handle: String::new() },
+        Fault::ClassFull(c) => Error::SizeClassFull {
+            class_bytes: inner.caps.get(c).map_or(0, |c| c.0),
+        },
+        Fault::GroupsFull => Error::GroupLimitReached {
+            max_groups: inner.view.max_groups,
+        },
+        Fault::Expired => Error::ReceiptHandleExpired {
+            handle: String::new(),
+        },
         Fault::VisibilityCap => Error::invalid(
             "VisibilityTimeout",
             "the visibility timeout would end more than 12 hours after the message was received",
         ),
-        Fault::ClockRange => Error::Corrupted { what: "clock beyond the arena's time range" },
+        Fault::ClockRange => Error::Corrupted {
+            what: "clock beyond the arena's time range",
+        },
     }
 }
 
@@ -113,9 +131,13 @@ fn shm_path(name: &str) -> Result<PathBuf> {
         && name.len() <= 200
         && name != "."
         && name != ".."
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
     if !ok {
-        return Err(Error::InvalidQueueName { name: name.to_owned() });
+        return Err(Error::InvalidQueueName {
+            name: name.to_owned(),
+        });
     }
     Ok(Path::new("/dev/shm").join(name))
 }
@@ -135,7 +157,12 @@ fn hash_id(keys: (u64, u64), id: &[u8]) -> u64 {
 /// # Safety
 /// `base` must point to a zeroed, page-aligned mapping of at least `total` bytes that no other
 /// process uses yet.
-unsafe fn initialise(base: *mut u8, cfg: &QueueConfig, g: &crate::layout::Geometry, total: u64) -> io::Result<()> {
+unsafe fn initialise(
+    base: *mut u8,
+    cfg: &QueueConfig,
+    g: &crate::layout::Geometry,
+    total: u64,
+) -> io::Result<()> {
     // SAFETY: the caller guarantees a page-aligned mapping of at least PAGE bytes; `Header` is
     // made of atomics, valid for the all-zero bit pattern.
     let hdr = unsafe { &*(base as *const Header) };
@@ -161,9 +188,12 @@ unsafe fn initialise(base: *mut u8, cfg: &QueueConfig, g: &crate::layout::Geomet
         hdr.class_payload[k].store(u64::from(cap), r);
         hdr.class_slots[k].store(u64::from(n), r);
     }
-    hdr.max_message_size.store(u64::from(cfg.maximum_message_size), r);
-    hdr.visibility_timeout_ms.store(ms(cfg.visibility_timeout), r);
-    hdr.receive_wait_ms.store(ms(cfg.receive_message_wait_time), r);
+    hdr.max_message_size
+        .store(u64::from(cfg.maximum_message_size), r);
+    hdr.visibility_timeout_ms
+        .store(ms(cfg.visibility_timeout), r);
+    hdr.receive_wait_ms
+        .store(ms(cfg.receive_message_wait_time), r);
     hdr.next_expiry.0.store(u64::MAX, r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
@@ -195,9 +225,13 @@ impl Queue {
             reason: "too large".into(),
         })?;
         let file = sys::create_file(path, cfg.mode, total).map_err(|e| match e.raw_os_error() {
-            Some(libc::EEXIST) => Error::QueueNameExists { path: path.to_owned() },
+            Some(libc::EEXIST) => Error::QueueNameExists {
+                path: path.to_owned(),
+            },
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
-            Some(libc::ENOENT) => Error::QueueDoesNotExist { path: path.to_owned() },
+            Some(libc::ENOENT) => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
             _ => Error::Io(e),
         })?;
         let r = Self::init_and_attach(file, cfg, &g, total, Some(path.to_owned()));
@@ -241,7 +275,9 @@ impl Queue {
     pub fn open_at(path: impl AsRef<Path>) -> Result<Queue> {
         let path = path.as_ref();
         let file = sys::open_file(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::QueueDoesNotExist { path: path.to_owned() },
+            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
             _ => Error::Io(e),
         })?;
         Self::attach(file, Some(path.to_owned()))
@@ -267,7 +303,9 @@ impl Queue {
     pub fn unlink_at(path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         std::fs::remove_file(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::QueueDoesNotExist { path: path.to_owned() },
+            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
             _ => Error::Io(e),
         })
     }
@@ -286,7 +324,10 @@ impl Queue {
             } else {
                 return Err(Error::NotAnArena { path: shown });
             }
-            return Err(Error::Truncated { expected: PAGE, found: len });
+            return Err(Error::Truncated {
+                expected: PAGE,
+                found: len,
+            });
         }
         let map = sys::map(&file, len)?;
         let base = map.as_mut_ptr();
@@ -299,16 +340,25 @@ impl Queue {
         }
         let found = hdr.layout_version.load(r);
         if found != LAYOUT_VERSION {
-            return Err(Error::LayoutVersionMismatch { found, expected: LAYOUT_VERSION });
+            return Err(Error::LayoutVersionMismatch {
+                found,
+                expected: LAYOUT_VERSION,
+            });
         }
         let start = Instant::now();
         loop {
             // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
             match hdr.state.load(Ordering::Acquire) {
                 STATE_READY => break,
-                STATE_INITIALISING if start.elapsed() < READY_WAIT => std::thread::sleep(Duration::from_millis(1)),
+                STATE_INITIALISING if start.elapsed() < READY_WAIT => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
                 STATE_INITIALISING => return Err(Error::NotReady),
-                _ => return Err(Error::Corrupted { what: "unknown arena state word" }),
+                _ => {
+                    return Err(Error::Corrupted {
+                        what: "unknown arena state word",
+                    })
+                }
             }
         }
         let corrupt = |what| Err(Error::Corrupted { what });
@@ -354,13 +404,18 @@ impl Queue {
         if g.total_slots() > crate::config::MAX_SLOTS {
             return corrupt("too many message slots");
         }
-        let Some(o) = g.offsets() else { return corrupt("geometry overflows") };
+        let Some(o) = g.offsets() else {
+            return corrupt("geometry overflows");
+        };
         let declared = hdr.total_size.load(r);
         if declared != o.total {
             return corrupt("total size does not match the geometry");
         }
         if len < o.total {
-            return Err(Error::Truncated { expected: o.total, found: len });
+            return Err(Error::Truncated {
+                expected: o.total,
+                found: len,
+            });
         }
         let max_message_size = hdr.max_message_size.load(r);
         if !(1024..=1_048_576).contains(&max_message_size) {
@@ -376,22 +431,33 @@ impl Queue {
         // which we checked is at most the mapped length; the element types are atomics, valid
         // for any bit pattern; the mapping lives as long as `Inner`, which owns it.
         let parts: &'static [Participant] = unsafe {
-            std::slice::from_raw_parts(base.add(o.participants as usize) as *const Participant, g.participants as usize)
+            std::slice::from_raw_parts(
+                base.add(o.participants as usize) as *const Participant,
+                g.participants as usize,
+            )
         };
         // SAFETY: as above.
         let groups: &'static [GroupEntry] = unsafe {
-            std::slice::from_raw_parts(base.add(o.groups as usize) as *const GroupEntry, g.group_slots as usize)
+            std::slice::from_raw_parts(
+                base.add(o.groups as usize) as *const GroupEntry,
+                g.group_slots as usize,
+            )
         };
         // SAFETY: as above.
-        let ready: &'static [AtomicU64] =
-            unsafe { std::slice::from_raw_parts(base.add(o.ready as usize) as *const AtomicU64, g.ready_slots as usize) };
+        let ready: &'static [AtomicU64] = unsafe {
+            std::slice::from_raw_parts(
+                base.add(o.ready as usize) as *const AtomicU64,
+                g.ready_slots as usize,
+            )
+        };
         let mut cls = [None; MAX_CLASSES];
         let mut gbase = 0u32;
         for (k, &(cap, n)) in classes.iter().enumerate() {
             let (ho, po, stride) = o.classes[k];
             // SAFETY: as above.
-            let headers: &'static [MsgHeader] =
-                unsafe { std::slice::from_raw_parts(base.add(ho as usize) as *const MsgHeader, n as usize) };
+            let headers: &'static [MsgHeader] = unsafe {
+                std::slice::from_raw_parts(base.add(ho as usize) as *const MsgHeader, n as usize)
+            };
             cls[k] = Some(Class {
                 headers,
                 // SAFETY: inside the mapping, as above.
@@ -423,7 +489,8 @@ impl Queue {
                 // writes, and before any claim tagged with the new generation is seen.
                 let st = p.state.load(Ordering::Acquire);
                 let gen = pstate::gen(st).wrapping_add(1).max(1);
-                p.state.store(pstate::pack(gen, pstate::ALIVE), Ordering::Release);
+                p.state
+                    .store(pstate::pack(gen, pstate::ALIVE), Ordering::Release);
                 p.pid.store(u64::from(sys::pid()), Ordering::Relaxed);
                 let stale = p.waiting.swap(0, Ordering::AcqRel);
                 if stale > 0 {
@@ -434,7 +501,9 @@ impl Queue {
             }
         }
         let Some((index, gen)) = reg else {
-            return Err(Error::ParticipantLimitReached { max_participants: g.participants });
+            return Err(Error::ParticipantLimitReached {
+                max_participants: g.participants,
+            });
         };
         let inner = Inner {
             keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
@@ -453,7 +522,9 @@ impl Queue {
             map,
             path,
         };
-        let q = Queue { inner: Arc::new(inner) };
+        let q = Queue {
+            inner: Arc::new(inner),
+        };
         // Repair what dead participants left behind (half-made sends, claims, lost hints).
         q.recover()?;
         Ok(q)
@@ -470,7 +541,9 @@ impl Queue {
 
     /// Sends one message (S1–S8, M1).
     pub fn send(&self, msg: &SendMessage<'_>) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or(Error::MissingParameter { parameter: "MessageGroupId" })?;
+        let group_id = msg.group_id.ok_or(Error::MissingParameter {
+            parameter: "MessageGroupId",
+        })?;
         self.send_checked(group_id, msg)
     }
 
@@ -488,13 +561,19 @@ impl Queue {
         }
         validate::body(msg.body)?;
         if msg.attributes.len() > MAX_ATTRIBUTES {
-            return Err(Error::invalid("MessageAttributes", "Number of message attributes cannot exceed 10."));
+            return Err(Error::invalid(
+                "MessageAttributes",
+                "Number of message attributes cannot exceed 10.",
+            ));
         }
         let mut size = msg.body.len();
         for (i, a) in msg.attributes.iter().enumerate() {
             validate::attribute(a.name, a.data_type, a.value)?;
             if msg.attributes[..i].iter().any(|b| b.name == a.name) {
-                return Err(Error::invalid("MessageAttributes", format!("Message attribute name '{}' is repeated.", a.name)));
+                return Err(Error::invalid(
+                    "MessageAttributes",
+                    format!("Message attribute name '{}' is repeated.", a.name),
+                ));
             }
             size += a.name.len() + a.data_type.len() + a.value.len();
         }
@@ -534,7 +613,9 @@ impl Queue {
             .caps
             .iter()
             .position(|&(cap, _)| cap as usize >= stored)
-            .ok_or(Error::Corrupted { what: "no size class fits a valid message" })?;
+            .ok_or(Error::Corrupted {
+                what: "no size class fits a valid message",
+            })?;
         let out = Outgoing {
             class,
             // Relaxed: a process-local spreading hint.
@@ -561,22 +642,35 @@ impl Queue {
 
     /// Sends up to 10 messages (S11–S13). Request-level errors reject the whole batch; other
     /// failures are reported per entry; entries of one group are enqueued in order.
-    pub fn send_batch(&self, entries: &[BatchEntry<'_, SendMessage<'_>>]) -> Result<Vec<BatchResult<SendResult>>> {
+    pub fn send_batch(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+    ) -> Result<Vec<BatchResult<SendResult>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         let mut total = 0;
         for e in entries {
             if e.entry.group_id.is_none() {
-                return Err(Error::invalid("MessageGroupId", "The request must contain the parameter MessageGroupId."));
+                return Err(Error::invalid(
+                    "MessageGroupId",
+                    "The request must contain the parameter MessageGroupId.",
+                ));
             }
             total += e.entry.body.len()
-                + e.entry.attributes.iter().map(|a| a.name.len() + a.data_type.len() + a.value.len()).sum::<usize>();
+                + e.entry
+                    .attributes
+                    .iter()
+                    .map(|a| a.name.len() + a.data_type.len() + a.value.len())
+                    .sum::<usize>();
         }
         if total > 1_048_576 {
             return Err(Error::BatchRequestTooLong { bytes: total });
         }
         Ok(entries
             .iter()
-            .map(|e| BatchResult { id: e.id.to_owned(), result: self.send(&e.entry) })
+            .map(|e| BatchResult {
+                id: e.id.to_owned(),
+                result: self.send(&e.entry),
+            })
             .collect())
     }
 
@@ -589,13 +683,21 @@ impl Queue {
         }
         let vt = match opts.visibility_timeout {
             Some(d) if d > MAX_VISIBILITY_TIMEOUT => {
-                return Err(Error::invalid("VisibilityTimeout", "Must be between 0 and 43200 seconds."))
+                return Err(Error::invalid(
+                    "VisibilityTimeout",
+                    "Must be between 0 and 43200 seconds.",
+                ))
             }
             Some(d) => ms(d),
             None => self.inner.vt_ms,
         };
         let wait = match opts.wait_time {
-            Some(d) if d > MAX_WAIT_TIME => return Err(Error::invalid("WaitTimeSeconds", "Must be between 0 and 20 seconds.")),
+            Some(d) if d > MAX_WAIT_TIME => {
+                return Err(Error::invalid(
+                    "WaitTimeSeconds",
+                    "Must be between 0 and 20 seconds.",
+                ))
+            }
             Some(d) => ms(d),
             None => self.inner.wait_ms,
         };
@@ -670,7 +772,8 @@ impl Queue {
                 bad = Some(e);
             }
         };
-        let n = ops::receive(&self.arena(), inner, inner.me, max, vt, &mut sink).map_err(|f| fault(f, inner))?;
+        let n = ops::receive(&self.arena(), inner, inner.me, max, vt, &mut sink)
+            .map_err(|f| fault(f, inner))?;
         if let Some(what) = bad {
             return Err(Error::Corrupted { what });
         }
@@ -680,14 +783,25 @@ impl Queue {
     fn handle(&self, text: &str) -> Result<(ReceiptHandle, Handle)> {
         let h: ReceiptHandle = text.parse()?;
         if h.nonce != self.inner.nonce || h.idx >= self.inner.view.total {
-            return Err(Error::ReceiptHandleIsInvalid { handle: text.to_owned() });
+            return Err(Error::ReceiptHandleIsInvalid {
+                handle: text.to_owned(),
+            });
         }
-        Ok((h, Handle { idx: h.idx, inc: h.inc, epoch: h.epoch }))
+        Ok((
+            h,
+            Handle {
+                idx: h.idx,
+                inc: h.inc,
+                epoch: h.epoch,
+            },
+        ))
     }
 
     fn handle_fault(&self, f: Fault, h: &ReceiptHandle) -> Error {
         match f {
-            Fault::Expired => Error::ReceiptHandleExpired { handle: h.to_string() },
+            Fault::Expired => Error::ReceiptHandleExpired {
+                handle: h.to_string(),
+            },
             f => fault(f, &self.inner),
         }
     }
@@ -707,7 +821,13 @@ impl Queue {
     /// Deletes up to 10 messages by handle text (H8).
     pub fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
-        Ok(entries.iter().map(|e| BatchResult { id: e.id.to_owned(), result: self.delete_str(e.entry) }).collect())
+        Ok(entries
+            .iter()
+            .map(|e| BatchResult {
+                id: e.id.to_owned(),
+                result: self.delete_str(e.entry),
+            })
+            .collect())
     }
 
     /// Changes the visibility timeout of the message received with `handle` to `timeout` from
@@ -719,19 +839,29 @@ impl Queue {
     /// Changes visibility by the text form of a receipt handle.
     pub fn change_visibility_str(&self, handle: &str, timeout: Duration) -> Result<()> {
         if timeout > MAX_VISIBILITY_TIMEOUT {
-            return Err(Error::invalid("VisibilityTimeout", "Must be between 0 and 43200 seconds."));
+            return Err(Error::invalid(
+                "VisibilityTimeout",
+                "Must be between 0 and 43200 seconds.",
+            ));
         }
         let (rh, h) = self.handle(handle)?;
         let inner = &*self.inner;
-        ops::change_visibility(&self.arena(), inner, h, ms(timeout)).map_err(|f| self.handle_fault(f, &rh))
+        ops::change_visibility(&self.arena(), inner, inner.me, h, ms(timeout))
+            .map_err(|f| self.handle_fault(f, &rh))
     }
 
     /// Changes the visibility of up to 10 messages (H8).
-    pub fn change_visibility_batch(&self, entries: &[BatchEntry<'_, (&str, Duration)>]) -> Result<Vec<BatchResult<()>>> {
+    pub fn change_visibility_batch(
+        &self,
+        entries: &[BatchEntry<'_, (&str, Duration)>],
+    ) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         Ok(entries
             .iter()
-            .map(|e| BatchResult { id: e.id.to_owned(), result: self.change_visibility_str(e.entry.0, e.entry.1) })
+            .map(|e| BatchResult {
+                id: e.id.to_owned(),
+                result: self.change_visibility_str(e.entry.0, e.entry.1),
+            })
             .collect())
     }
 
@@ -779,8 +909,14 @@ fn fill(m: &mut Message, t: &Taken<'_>, nonce: u64) -> std::result::Result<(), &
     if dedup_len + attr_len + body_len != p.len() {
         return Err("message lengths exceed the slot");
     }
-    m.message_id = MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc));
-    m.receipt_handle = ReceiptHandle { nonce, idx: t.idx, inc: t.inc, epoch: t.epoch };
+    m.message_id =
+        MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc));
+    m.receipt_handle = ReceiptHandle {
+        nonce,
+        idx: t.idx,
+        inc: t.inc,
+        epoch: t.epoch,
+    };
     fn text(b: &[u8]) -> std::result::Result<&str, &'static str> {
         std::str::from_utf8(b).map_err(|_| "message text is not UTF-8")
     }

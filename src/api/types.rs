@@ -20,15 +20,27 @@ pub struct MessageAttribute<'a> {
 impl<'a> MessageAttribute<'a> {
     /// A `String` attribute.
     pub fn string(name: &'a str, value: &'a str) -> Self {
-        MessageAttribute { name, data_type: "String", value: value.as_bytes() }
+        MessageAttribute {
+            name,
+            data_type: "String",
+            value: value.as_bytes(),
+        }
     }
     /// A `Number` attribute (its text form).
     pub fn number(name: &'a str, value: &'a str) -> Self {
-        MessageAttribute { name, data_type: "Number", value: value.as_bytes() }
+        MessageAttribute {
+            name,
+            data_type: "Number",
+            value: value.as_bytes(),
+        }
     }
     /// A `Binary` attribute.
     pub fn binary(name: &'a str, value: &'a [u8]) -> Self {
-        MessageAttribute { name, data_type: "Binary", value }
+        MessageAttribute {
+            name,
+            data_type: "Binary",
+            value,
+        }
     }
 }
 
@@ -61,7 +73,13 @@ pub struct SendMessage<'a> {
 impl<'a> SendMessage<'a> {
     /// A message for `group_id` with `body`.
     pub fn new(group_id: &'a str, body: &'a str) -> Self {
-        SendMessage { group_id: Some(group_id), dedup_id: None, body, attributes: &[], delay_seconds: None }
+        SendMessage {
+            group_id: Some(group_id),
+            dedup_id: None,
+            body,
+            attributes: &[],
+            delay_seconds: None,
+        }
     }
     /// Sets the deduplication id.
     pub fn dedup_id(mut self, id: &'a str) -> Self {
@@ -134,14 +152,21 @@ pub struct ReceiveOptions {
 
 impl Default for ReceiveOptions {
     fn default() -> Self {
-        ReceiveOptions { max_messages: 1, visibility_timeout: None, wait_time: None }
+        ReceiveOptions {
+            max_messages: 1,
+            visibility_timeout: None,
+            wait_time: None,
+        }
     }
 }
 
 impl ReceiveOptions {
     /// Receive up to `n` messages.
     pub fn max(n: u32) -> Self {
-        ReceiveOptions { max_messages: n, ..Self::default() }
+        ReceiveOptions {
+            max_messages: n,
+            ..Self::default()
+        }
     }
     /// Sets the visibility timeout.
     pub fn visibility_timeout(mut self, d: Duration) -> Self {
@@ -167,20 +192,31 @@ pub struct ReceiptHandle {
 
 impl fmt::Display for ReceiptHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sf1{:016x}{:08x}{:08x}{:06x}", self.nonce, self.idx, self.inc, self.epoch)
+        write!(
+            f,
+            "sf1{:016x}{:08x}{:08x}{:06x}",
+            self.nonce, self.idx, self.inc, self.epoch
+        )
     }
 }
 
 impl FromStr for ReceiptHandle {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        let invalid = || Error::ReceiptHandleIsInvalid { handle: s.chars().take(200).collect() };
+        let invalid = || Error::ReceiptHandleIsInvalid {
+            handle: s.chars().take(200).collect(),
+        };
         let hex = s.strip_prefix("sf1").ok_or_else(invalid)?;
         if hex.len() != 38 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(invalid());
         }
         let p = |r: std::ops::Range<usize>| u64::from_str_radix(&hex[r], 16).map_err(|_| invalid());
-        Ok(ReceiptHandle { nonce: p(0..16)?, idx: p(16..24)? as u32, inc: p(24..32)? as u32, epoch: p(32..38)? as u32 })
+        Ok(ReceiptHandle {
+            nonce: p(0..16)?,
+            idx: p(16..24)? as u32,
+            inc: p(24..32)? as u32,
+            epoch: p(32..38)? as u32,
+        })
     }
 }
 
@@ -273,12 +309,30 @@ mod tests {
 
     #[test]
     fn receipt_handle_text_round_trips() {
-        let h = ReceiptHandle { nonce: 0xdead_beef_0123_4567, idx: 7, inc: 0xffff_fffe, epoch: 0xabcdef };
+        let h = ReceiptHandle {
+            nonce: 0xdead_beef_0123_4567,
+            idx: 7,
+            inc: 0xffff_fffe,
+            epoch: 0xabcdef,
+        };
         let s = h.to_string();
         assert_eq!(s.len(), 41);
         assert_eq!(s.parse::<ReceiptHandle>().unwrap(), h);
-        for bad in ["garbage", "", "sf1", &s[..40], &format!("{s}0"), &s.replace("sf1", "sf2")] {
-            assert!(matches!(bad.parse::<ReceiptHandle>(), Err(Error::ReceiptHandleIsInvalid { .. })), "{bad}");
+        for bad in [
+            "garbage",
+            "",
+            "sf1",
+            &s[..40],
+            &format!("{s}0"),
+            &s.replace("sf1", "sf2"),
+        ] {
+            assert!(
+                matches!(
+                    bad.parse::<ReceiptHandle>(),
+                    Err(Error::ReceiptHandleIsInvalid { .. })
+                ),
+                "{bad}"
+            );
         }
     }
 

@@ -39,7 +39,9 @@ pub fn try_claim(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> Try
                 return TryClaim::Busy(cur);
             }
             if a.owner_dead(env, holder)
-                && word.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+                && word
+                    .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
             {
                 return TryClaim::Acquired { stolen: true };
             }
@@ -61,7 +63,9 @@ pub fn claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PR
             crate::sync::yield_hint();
         }
     }
-    Err(Fault::Corrupted("claim held too long by a live participant"))
+    Err(Fault::Corrupted(
+        "claim held too long by a live participant",
+    ))
 }
 
 /// Releases an insert claim (no dirty protocol).
@@ -149,7 +153,13 @@ pub fn find_or_insert(
     r
 }
 
-fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) -> PResult<(u32, u32)> {
+fn insert_locked(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    hash: u64,
+    id: &[u8],
+) -> PResult<(u32, u32)> {
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
     let mut full_retries = 0;
@@ -184,7 +194,10 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
                         let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
                         // Release: orders nothing of ours; Relaxed would do, Release keeps the
                         // state word's writers uniform.
-                        if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+                        if e.state
+                            .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
+                            .is_ok()
+                        {
                             // Relaxed: a counter, no data depends on it.
                             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
                         }
@@ -218,9 +231,13 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
         let e = &a.groups[target as usize];
         let ginc = (gstate::ginc(st) + 1) & 0xFF_FFFF;
         // Acquire: orders our initialisation after the previous incarnation's last use.
-        if e
-            .state
-            .compare_exchange(st, gstate::pack(ginc, gstate::INSERTING, me), Ordering::Acquire, Ordering::Relaxed)
+        if e.state
+            .compare_exchange(
+                st,
+                gstate::pack(ginc, gstate::INSERTING, me),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .is_err()
         {
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
@@ -237,7 +254,8 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
         }
         let g = target as u32;
         let sentinel = node::pack(ginc, a.sentinel_index(g));
-        e.sentinel.store(node::pack(ginc, node::NIL), Ordering::Relaxed);
+        e.sentinel
+            .store(node::pack(ginc, node::NIL), Ordering::Relaxed);
         e.head.store(sentinel, Ordering::Relaxed);
         e.tail.store(sentinel, Ordering::Relaxed);
         e.claim.store(0, Ordering::Relaxed);
@@ -247,7 +265,8 @@ fn insert_locked(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8]) ->
         let base = a.hdr.group_seq.0.fetch_add(1, Ordering::Relaxed) + 1;
         e.seq_base.store(base, Ordering::Relaxed);
         // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
-        e.state.store(gstate::pack(ginc, gstate::ACTIVE, 0), Ordering::Release);
+        e.state
+            .store(gstate::pack(ginc, gstate::ACTIVE, 0), Ordering::Release);
         return Ok((g, ginc));
     }
     Err(Fault::Corrupted("group table insert did not converge"))

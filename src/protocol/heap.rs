@@ -37,7 +37,8 @@ impl HeapArena {
         hdr.next_expiry.0.store(u64::MAX, Ordering::Relaxed);
         let parts = boxed::<Participant>(g.participants as usize);
         for p in parts.iter() {
-            p.state.store(pstate::pack(1, pstate::ALIVE), Ordering::Relaxed);
+            p.state
+                .store(pstate::pack(1, pstate::ALIVE), Ordering::Relaxed);
         }
         HeapArena {
             hdr,
@@ -45,7 +46,11 @@ impl HeapArena {
             groups: boxed(g.group_slots as usize),
             ready: boxed(g.ready_slots as usize),
             headers: g.classes.iter().map(|&(_, n)| boxed(n as usize)).collect(),
-            payload: g.classes.iter().map(|&(cap, n)| boxed(cap as usize * n as usize)).collect(),
+            payload: g
+                .classes
+                .iter()
+                .map(|&(cap, n)| boxed(cap as usize * n as usize))
+                .collect(),
             caps: g.classes.iter().map(|&(cap, _)| cap).collect(),
             max_groups: u64::from(g.max_groups),
         }

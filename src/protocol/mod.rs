@@ -157,7 +157,10 @@ pub mod owner {
     /// `(participant index, generation bits)` of a non-zero code.
     pub fn decode(code: u64) -> (u32, u32) {
         let code = code & MASK;
-        (((code >> GEN_BITS) as u32).wrapping_sub(1), (code & ((1 << GEN_BITS) - 1)) as u32)
+        (
+            ((code >> GEN_BITS) as u32).wrapping_sub(1),
+            (code & ((1 << GEN_BITS) - 1)) as u32,
+        )
     }
 }
 
@@ -369,7 +372,9 @@ impl<'a> Arena<'a> {
 
     /// The group entry `g`.
     pub fn group(&self, g: u32) -> PResult<&'a GroupEntry> {
-        self.groups.get(g as usize).ok_or(Fault::Corrupted("group index out of range"))
+        self.groups
+            .get(g as usize)
+            .ok_or(Fault::Corrupted("group index out of range"))
     }
 
     /// The link word of node `idx` (a message, or the sentinel of group `idx - total`).

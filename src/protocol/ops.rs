@@ -18,7 +18,11 @@ pub const SWEEP_PERIOD_MS: u64 = 1000;
 
 /// The ready ring of an arena.
 pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
-    Ring { entries: a.ready, head: &a.hdr.ready_head.0, tail: &a.hdr.ready_tail.0 }
+    Ring {
+        entries: a.ready,
+        head: &a.hdr.ready_head.0,
+        tail: &a.hdr.ready_tail.0,
+    }
 }
 
 /// What a successful send produced.
@@ -96,7 +100,8 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
             }
         };
         // Relaxed: published by the link CAS.
-        h.group_epoch0.store((u64::from(epoch0) << 32) | u64::from(g), Ordering::Relaxed);
+        h.group_epoch0
+            .store((u64::from(epoch0) << 32) | u64::from(g), Ordering::Relaxed);
         let e = a.group(g)?;
         crash_point!();
         match append(a, e, ginc, idx, inc)? {
@@ -115,10 +120,15 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
                 // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
                 // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
                 // or its swap reads ours and it then sees our publication.
-                if e.head.fetch_add(0, Ordering::AcqRel) == pred && hint(a, g)? {
+                if e.head.fetch_add(0, Ordering::AcqRel) == pred && hint(a, env, me, g)? {
                     notify(a, env);
                 }
-                return Ok(Sent { idx, inc, seq_hi, pos });
+                return Ok(Sent {
+                    idx,
+                    inc,
+                    seq_hi,
+                    pos,
+                });
             }
             None => help_retire(a, env, me, g, ginc)?,
         }
@@ -129,7 +139,13 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
 
 /// Appends node `idx` to the group's list. Returns `(predecessor ref, position)`, or `None`
 /// if the group is closed (being retired) and the caller must look it up again.
-fn append(a: &Arena<'_>, e: &GroupEntry, ginc: u32, idx: u32, inc: u32) -> PResult<Option<(u64, u64)>> {
+fn append(
+    a: &Arena<'_>,
+    e: &GroupEntry,
+    ginc: u32,
+    idx: u32,
+    inc: u32,
+) -> PResult<Option<(u64, u64)>> {
     let m = a.msg(idx)?;
     for _ in 0..MAX_STEPS {
         if !group::is_active(e, ginc) {
@@ -157,18 +173,33 @@ fn append(a: &Arena<'_>, e: &GroupEntry, ginc: u32, idx: u32, inc: u32) -> PResu
                 // SYNC POINT(node-link): SeqCst makes the payload and header visible to anyone
                 // who loads this link with Acquire, and orders it before `head` checks.
                 if tl
-                    .compare_exchange(l, node::pack(node::inc(l), idx), Ordering::SeqCst, Ordering::Relaxed)
+                    .compare_exchange(
+                        l,
+                        node::pack(node::inc(l), idx),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
                     .is_ok()
                 {
                     // Release: pairs with the Acquire loads of `tail`. Failure: helped already.
-                    let _ = e.tail.compare_exchange(t, node::pack(inc, idx), Ordering::Release, Ordering::Relaxed);
+                    let _ = e.tail.compare_exchange(
+                        t,
+                        node::pack(inc, idx),
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
                     return Ok(Some((t, pos)));
                 }
             }
             next => {
                 // Help the tail forward (Michael–Scott).
                 let nl = a.link(next)?.load(Ordering::Acquire);
-                let _ = e.tail.compare_exchange(t, node::pack(node::inc(nl), next), Ordering::Release, Ordering::Relaxed);
+                let _ = e.tail.compare_exchange(
+                    t,
+                    node::pack(node::inc(nl), next),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
             }
         }
     }
@@ -197,7 +228,15 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PRes
 }
 
 /// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
-pub fn hint(a: &Arena<'_>, g: u32) -> PResult<bool> {
+///
+/// Groups that became ready by visibility expiry (no event) are found by a sweep; running a due
+/// sweep first keeps them ahead of `g` in ready order (R6: a group is ready from the moment its
+/// head became visible).
+pub fn hint(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<bool> {
+    // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire.
+    if env.now_ms() >= a.hdr.next_expiry.0.load(Ordering::Relaxed) {
+        maybe_sweep(a, env, me)?;
+    }
     let e = a.group(g)?;
     // SYNC POINT(ready-check): a swap, not a CAS, so that it always writes: the receiver's
     // clearing swap then either reads our 1 (and so sees what we published before) or comes
@@ -291,6 +330,8 @@ pub fn receive(
     // at once, and one response must not hold a message twice.
     let mut seen = [u32::MAX; 10];
     let mut nseen = 0;
+    let mut requeue = [u32::MAX; 10];
+    let mut nrequeue = 0;
     while n < max {
         let popped = r.pop();
         crash_point!();
@@ -302,12 +343,18 @@ pub fn receive(
             continue;
         };
         let Ok(e) = a.group(g) else { continue };
+        if seen[..nseen].contains(&g) {
+            // Served already in this call (ready again after a zero visibility timeout): leave
+            // it for the next receive, re-hinted after the loop (its flag stays set meanwhile).
+            if nrequeue < requeue.len() {
+                requeue[nrequeue] = g;
+                nrequeue += 1;
+            }
+            continue;
+        }
         // SYNC POINT(ready-check) with `hint`: if a producer's swap found the flag set, our
         // swap reads its 1 (AcqRel) and our scan below sees its message.
         e.hint.swap(0, Ordering::AcqRel);
-        if seen[..nseen].contains(&g) {
-            continue;
-        }
         // Acquire: SYNC POINT(group-publish).
         let st = e.state.load(Ordering::Acquire);
         if gstate::kind(st) != gstate::ACTIVE {
@@ -333,6 +380,15 @@ pub fn receive(
         release(a, env, me, g)?;
         n += got?;
     }
+    for &g in &requeue[..nrequeue] {
+        // The flag is still 1 from the hint we popped: push directly, no flag change needed.
+        if !ring(a).push(g) {
+            a.group(g)?.hint.store(0, Ordering::Release);
+        }
+    }
+    if nrequeue > 0 {
+        notify(a, env);
+    }
     Ok(n)
 }
 
@@ -350,7 +406,10 @@ fn take(
         return Ok(0);
     }
     let now = env.now_ms();
-    let deadline = now.checked_add(vt_ms).filter(|&d| d <= vis::MAX_DEADLINE).ok_or(Fault::ClockRange)?;
+    let deadline = now
+        .checked_add(vt_ms)
+        .filter(|&d| d <= vis::MAX_DEADLINE)
+        .ok_or(Fault::ClockRange)?;
     let wall = env.wall_ms();
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
@@ -380,7 +439,12 @@ fn take(
                 }
                 // Linked by a producer that died before publishing: the send committed at the
                 // link CAS, so publish it on its behalf.
-                let _ = m.vis.compare_exchange(w, vis::pack(vis::epoch(w), vis::published(0)), Ordering::SeqCst, Ordering::Relaxed);
+                let _ = m.vis.compare_exchange(
+                    w,
+                    vis::pack(vis::epoch(w), vis::published(0)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                );
             }
             vis::State::Published(d) => {
                 if d > now {
@@ -390,14 +454,21 @@ fn take(
                 // AcqRel: Acquire orders our payload reads after the producer's writes;
                 // Release publishes the new deadline to deleters and other receivers.
                 if m.vis
-                    .compare_exchange(w, vis::pack(epoch, vis::published(deadline)), Ordering::AcqRel, Ordering::Relaxed)
+                    .compare_exchange(
+                        w,
+                        vis::pack(epoch, vis::published(deadline)),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
                     .is_err()
                 {
                     continue; // changed under us (purge); look again
                 }
                 crash_point!();
                 // Relaxed: informational fields of a message we now hold.
-                let _ = m.first_recv_ms.compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
+                let _ =
+                    m.first_recv_ms
+                        .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
                 m.recv_ms.store(now, Ordering::Relaxed);
                 let ge = m.group_epoch0.load(Ordering::Relaxed);
                 let receive_count = epoch.wrapping_sub((ge >> 32) as u32) & vis::EPOCH_MASK;
@@ -407,8 +478,17 @@ fn take(
                 // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
                 // stride`, so the bytes are inside the payload array. We hold the group claim,
                 // so no participant can receive, delete or free this message while we read.
-                let payload = unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
-                sink(&Taken { idx: next, inc: ninc, epoch, receive_count, header: m, group: e, payload });
+                let payload =
+                    unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+                sink(&Taken {
+                    idx: next,
+                    inc: ninc,
+                    epoch,
+                    receive_count,
+                    header: m,
+                    group: e,
+                    payload,
+                });
                 taken += 1;
                 cur = node::pack(ninc, next);
             }
@@ -428,7 +508,11 @@ pub fn pack_lens(body: usize, attrs: usize, dedup: usize) -> u64 {
 
 /// `(body, attrs, dedup)` of a packed lens word.
 pub fn unpack_lens(w: u64) -> (usize, usize, usize) {
-    ((w >> 32) as usize, ((w >> 8) & 0xFF_FFFF) as usize, (w & 0xFF) as usize)
+    (
+        (w >> 32) as usize,
+        ((w >> 8) & 0xFF_FFFF) as usize,
+        (w & 0xFF) as usize,
+    )
 }
 
 fn payload_len(w: u64) -> usize {
@@ -483,7 +567,12 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                 // Empty: close the list so no append can succeed, then retire. SeqCst: orders
                 // the close against appenders' SeqCst link CAS (exactly one of them wins).
                 if hlw
-                    .compare_exchange(hl, node::pack(node::inc(hl), node::CLOSED), Ordering::SeqCst, Ordering::Relaxed)
+                    .compare_exchange(
+                        hl,
+                        node::pack(node::inc(hl), node::CLOSED),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
                     .is_ok()
                 {
                     crash_point!();
@@ -502,7 +591,9 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                 let nref = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
                 // Invariant 2: never leave `tail` on a node about to be freed. AcqRel pairs
                 // with appenders' Acquire loads of `tail`.
-                let _ = e.tail.compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                let _ = e
+                    .tail
+                    .compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
                 if node::index(h) < a.total {
                     // Release: a stealer that takes the claim (Acquire) sees what to free.
                     e.pending_free.store(h, Ordering::Release);
@@ -531,7 +622,10 @@ fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
     if gstate::kind(st) == gstate::ACTIVE {
         let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
         // Release: our frees happen before a reuser's Acquire CAS of the state word.
-        if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+        if e.state
+            .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
             // Relaxed: a capacity counter.
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
         }
@@ -548,7 +642,10 @@ fn release_claim_word(e: &GroupEntry, me: u64) {
             return;
         }
         // SYNC POINT(claim): Release hands our writes to the next holder.
-        if e.claim.compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed).is_ok() {
+        if e.claim
+            .compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
             return;
         }
     }
@@ -565,7 +662,9 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
             return Ok(()); // taken from us (we were presumed dead) or corrupted
         }
         if cur & owner::DIRTY != 0 {
-            if e.claim.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            if e.claim
+                .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
                 && cleanup(a, env, me, e)? == Cleaned::Retired
             {
                 return Ok(());
@@ -573,11 +672,14 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
             continue;
         }
         // SYNC POINT(claim): SeqCst release; also orders it before the readiness check.
-        if e.claim.compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed).is_ok() {
+        if e.claim
+            .compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
             break;
         }
     }
-    if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+    if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
         notify(a, env);
     }
     Ok(())
@@ -667,7 +769,12 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
         // of `group_epoch0` before it.
         if m.vis
-            .compare_exchange(w, vis::pack(h.epoch, vis::DELETED), Ordering::AcqRel, Ordering::Relaxed)
+            .compare_exchange(
+                w,
+                vis::pack(h.epoch, vis::DELETED),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             crash_point!();
@@ -686,14 +793,26 @@ fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
         // Acquire: SYNC POINT(claim).
         let cur = e.claim.load(Ordering::Acquire);
         let mine = if cur == 0 {
-            e.claim.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            e.claim
+                .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
         } else if cur & owner::DIRTY != 0 {
             return Ok(()); // the holder will clean again before it releases
         } else if a.owner_dead(env, cur & owner::MASK) {
-            e.claim.compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed).is_ok()
+            e.claim
+                .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
         } else {
             // Release: our DELETED store happens before the holder's Acquire load of DIRTY.
-            if e.claim.compare_exchange(cur, cur | owner::DIRTY, Ordering::Release, Ordering::Relaxed).is_ok() {
+            if e.claim
+                .compare_exchange(
+                    cur,
+                    cur | owner::DIRTY,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
                 return Ok(());
             }
             false
@@ -713,7 +832,13 @@ fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
 }
 
 /// Changes the visibility timeout of a live handle's message to `vt_ms` from now (H6, V1).
-pub fn change_visibility(a: &Arena<'_>, env: &dyn Env, h: Handle, vt_ms: u64) -> PResult<()> {
+pub fn change_visibility(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    h: Handle,
+    vt_ms: u64,
+) -> PResult<()> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
         let w = current(env, m, h)?;
@@ -729,14 +854,19 @@ pub fn change_visibility(a: &Arena<'_>, env: &dyn Env, h: Handle, vt_ms: u64) ->
         }
         // SeqCst: a zero timeout publishes visibility; SYNC POINT(ready-check) with `status`.
         if m.vis
-            .compare_exchange(w, vis::pack(h.epoch, vis::published(deadline)), Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(
+                w,
+                vis::pack(h.epoch, vis::published(deadline)),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             if vt_ms == 0 {
                 // The group may be unlocked now (R3): hint it if its first message is visible.
                 let g = m.group_epoch0.load(Ordering::Relaxed) as u32;
                 let e = a.group(g)?;
-                if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+                if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
                     notify(a, env);
                 }
             } else {
@@ -760,10 +890,18 @@ pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
         return Ok(false);
     }
     // AcqRel: one sweeper per millisecond.
-    if a.hdr.last_sweep.0.compare_exchange(ls, now, Ordering::AcqRel, Ordering::Relaxed).is_err() {
+    if a.hdr
+        .last_sweep
+        .0
+        .compare_exchange(ls, now, Ordering::AcqRel, Ordering::Relaxed)
+        .is_err()
+    {
         return Ok(false);
     }
-    sweep(a, env, me)?;
+    // Only expiries are due: hint just the groups whose visibility ended. Periodically, or when
+    // asked (`next_expiry == 0`), re-derive every hint (lost by a participant that died).
+    let full = ne == 0 || now >= ls.saturating_add(SWEEP_PERIOD_MS);
+    sweep_with(a, env, me, full)?;
     Ok(true)
 }
 
@@ -771,10 +909,17 @@ pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
 /// groups and recomputes the next visibility deadline. O(group table); runs only when a
 /// receiver is idle. Returns the number of hints pushed.
 pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
+    sweep_with(a, env, me, true)
+}
+
+/// A sweep; `full` also hints ready groups whose head was never received (normally hinted by
+/// their producer). Groups ready by visibility expiry are hinted in deadline order (R6).
+fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usize> {
     // SeqCst swap-then-fetch_min: deadlines registered while we scan are kept.
     a.hdr.next_expiry.0.store(u64::MAX, Ordering::SeqCst);
     let mut min = u64::MAX;
     let mut pushed = 0;
+    let mut expired: Vec<(u64, u32)> = Vec::new();
     for (g, e) in a.groups.iter().enumerate() {
         let g = g as u32;
         // Acquire: SYNC POINT(group-publish).
@@ -782,7 +927,10 @@ pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
         match gstate::kind(st) {
             gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
                 let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
-                if e.state.compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed).is_ok() {
+                if e.state
+                    .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
                     a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
                 }
                 continue;
@@ -801,10 +949,11 @@ pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
         }
         match status(a, env, e)? {
             Status::Deliverable => {
-                // Forced: a flag left set by a participant that died before pushing is reset.
-                e.hint.store(1, Ordering::SeqCst);
-                if ring(a).push(g) {
-                    pushed += 1;
+                let d = head_deadline(a, e);
+                if d > 0 {
+                    expired.push((d, g));
+                } else if full {
+                    expired.push((0, g));
                 }
             }
             Status::Locked(d) => min = min.min(d),
@@ -828,11 +977,42 @@ pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
             }
         }
     }
+    // Ready order (R6): by the moment each head became visible again.
+    expired.sort_unstable();
+    for (_, g) in expired {
+        // Forced: a flag left set by a participant that died before pushing is reset.
+        a.group(g)?.hint.store(1, Ordering::SeqCst);
+        if ring(a).push(g) {
+            pushed += 1;
+        }
+    }
     a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);
     if pushed > 0 {
         notify(a, env);
     }
     Ok(pushed)
+}
+
+/// The visibility deadline of a group's first live message (0 if never received), a hint.
+fn head_deadline(a: &Arena<'_>, e: &GroupEntry) -> u64 {
+    // Acquire loads: a racy read for ordering hints only; every step is validated.
+    let mut cur = e.head.load(Ordering::Acquire);
+    for _ in 0..1024 {
+        let Ok(l) = a.link(node::index(cur)).map(|l| l.load(Ordering::Acquire)) else {
+            return 0;
+        };
+        let next = node::index(l);
+        let Ok(m) = a.msg(next) else { return 0 };
+        let w = m.vis.load(Ordering::Acquire);
+        match vis::state(w) {
+            vis::State::Deleted => {
+                cur = node::pack(node::inc(m.link.load(Ordering::Acquire)), next)
+            }
+            vis::State::Published(d) => return d,
+            _ => return 0,
+        }
+    }
+    0
 }
 
 /// Deletes every published message (visible or in flight) and retires emptied groups (P1).
@@ -864,7 +1044,12 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
                 // AcqRel: bumping the epoch expires every handle (H2); Release hands the
                 // deletion to the cleanup below and to handle holders.
                 if m.vis
-                    .compare_exchange(w, vis::pack(vis::next(vis::epoch(w)), vis::DELETED), Ordering::AcqRel, Ordering::Relaxed)
+                    .compare_exchange(
+                        w,
+                        vis::pack(vis::next(vis::epoch(w)), vis::DELETED),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
                     .is_err()
                 {
                     continue;
@@ -946,20 +1131,28 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
         for (i, h) in cl.headers.iter().enumerate() {
             // Acquire: the slot's current state.
             let w = h.vis.load(Ordering::Acquire);
-            let vis::State::Claimed(o) = vis::state(w) else { continue };
+            let vis::State::Claimed(o) = vis::state(w) else {
+                continue;
+            };
             if o == me || !a.owner_dead(env, o) {
                 continue;
             }
             let idx = cl.base + i as u32;
             if linked(a, env, me, h, idx)? {
                 if h.vis
-                    .compare_exchange(w, vis::pack(vis::epoch(w), vis::published(0)), Ordering::SeqCst, Ordering::Relaxed)
+                    .compare_exchange(
+                        w,
+                        vis::pack(vis::epoch(w), vis::published(0)),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
                     .is_ok()
                 {
                     r.published += 1;
                     let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
                     if let Ok(e) = a.group(g) {
-                        if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, g)? {
+                        if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)?
+                        {
                             notify(a, env);
                         }
                     }

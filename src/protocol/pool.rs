@@ -12,14 +12,23 @@ use crate::sync::Ordering;
 ///
 /// Returns the global index, the new incarnation and the epoch the slot was claimed at.
 pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u32, u32, u32)> {
-    let cl = a.classes.get(class).copied().flatten().ok_or(Fault::Corrupted("class"))?;
+    let cl = a
+        .classes
+        .get(class)
+        .copied()
+        .flatten()
+        .ok_or(Fault::Corrupted("class"))?;
     let n = cl.headers.len();
     if n == 0 {
         return Err(Fault::ClassFull(class));
     }
     let start = (start % n as u64) as usize;
     for k in 0..n {
-        let i = if start + k >= n { start + k - n } else { start + k };
+        let i = if start + k >= n {
+            start + k - n
+        } else {
+            start + k
+        };
         let h = &cl.headers[i];
         // Relaxed: only a hint; the CAS below is what decides.
         let w = h.vis.load(Ordering::Relaxed);
@@ -29,9 +38,13 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u3
         let epoch = vis::next(vis::epoch(w));
         // SYNC POINT(slot-free): Acquire pairs with the Release CAS in `free`, so the previous
         // incarnation's last reads of header and payload happen before our writes.
-        if h
-            .vis
-            .compare_exchange(w, vis::pack(epoch, vis::claimed(owner)), Ordering::Acquire, Ordering::Relaxed)
+        if h.vis
+            .compare_exchange(
+                w,
+                vis::pack(epoch, vis::claimed(owner)),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             crash_point!();
@@ -53,7 +66,12 @@ pub fn free(a: &Arena<'_>, idx: u32, expected: u64) -> PResult<bool> {
     // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
     // Acquire CAS in `alloc`.
     Ok(h.vis
-        .compare_exchange(expected, vis::pack(epoch, vis::FREE), Ordering::Release, Ordering::Relaxed)
+        .compare_exchange(
+            expected,
+            vis::pack(epoch, vis::FREE),
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
         .is_ok())
 }
 

@@ -62,19 +62,27 @@ impl Ring<'_> {
             if s == empty {
                 // AcqRel: Release publishes the value to the popper's Acquire load; Acquire
                 // orders us after the pop that emptied the entry.
-                if e
-                    .compare_exchange(w, pack(2 * lap + 1, value), Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
+                if e.compare_exchange(
+                    w,
+                    pack(2 * lap + 1, value),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
                 {
                     crash_point!(true);
                     // Release: pairs with the Acquire loads of `tail` above. Failure means
                     // someone already helped.
-                    let _ = self.tail.compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
+                    let _ =
+                        self.tail
+                            .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
                     return true;
                 }
             } else if s == (2 * lap + 1) & SEQ_MASK || s == (2 * lap + 2) & SEQ_MASK {
                 // Filled at position t (and maybe already popped): help the tail forward.
-                let _ = self.tail.compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
+                let _ = self
+                    .tail
+                    .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
             } else if s.wrapping_add(1) & SEQ_MASK == empty {
                 // Still holds the value of position t - R: full, unless `tail` moved meanwhile.
                 // Relaxed: a re-read to rule out a stale `t`.
@@ -102,12 +110,13 @@ impl Ring<'_> {
             if s == (2 * lap + 1) & SEQ_MASK {
                 // AcqRel: Acquire takes the pushed value; Release hands the emptied entry to
                 // the next lap's pusher.
-                if e
-                    .compare_exchange(w, pack(2 * lap + 2, 0), Ordering::AcqRel, Ordering::Relaxed)
+                if e.compare_exchange(w, pack(2 * lap + 2, 0), Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
                 {
                     crash_point!(Some((w & VALUE_MASK) as u32));
-                    let _ = self.head.compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+                    let _ =
+                        self.head
+                            .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
                     return Some((w & VALUE_MASK) as u32);
                 }
             } else if s == (2 * lap) & SEQ_MASK {
@@ -117,7 +126,9 @@ impl Ring<'_> {
                 }
             } else if s == (2 * lap + 2) & SEQ_MASK {
                 // Already popped: help the head forward.
-                let _ = self.head.compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+                let _ = self
+                    .head
+                    .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
             }
             crate::sync::spin_hint();
         }

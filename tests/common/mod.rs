@@ -28,11 +28,18 @@ impl Drop for TestQueue {
 }
 
 pub fn unique(tag: &str) -> String {
-    format!("shmfifo-test-{tag}-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "shmfifo-test-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 pub fn small() -> QueueConfig {
-    QueueConfig::new().max_messages(1024).max_groups(256).maximum_message_size(4096)
+    QueueConfig::new()
+        .max_messages(1024)
+        .max_groups(256)
+        .maximum_message_size(4096)
 }
 
 pub fn queue(tag: &str, cfg: &QueueConfig) -> TestQueue {
@@ -50,7 +57,8 @@ pub fn recv(q: &Queue, max: u32) -> Vec<Message> {
 }
 
 pub fn recv_vt(q: &Queue, max: u32, vt: Duration) -> Vec<Message> {
-    q.receive(&ReceiveOptions::max(max).visibility_timeout(vt)).expect("receive")
+    q.receive(&ReceiveOptions::max(max).visibility_timeout(vt))
+        .expect("receive")
 }
 
 pub fn bodies(ms: &[Message]) -> Vec<&str> {

@@ -1,0 +1,335 @@
+//! Multi-process demo and test worker.
+//!
+//! `shmfifo-demo` (no arguments) creates a queue under /dev/shm, starts producer and consumer
+//! processes (this binary again), checks per-group order and exactly-once deletion, prints the
+//! throughput and removes the queue. Options: `--producers N --consumers N --groups N
+//! --messages N`.
+//!
+//! Worker modes (used by the demo and the multi-process tests), one line per event on stdout:
+//! * `produce QUEUE ID GROUPS N [flush]`: sends N messages round-robin over GROUPS groups named
+//!   `p{ID}-g{j}`, body `p{ID}:{j}:{k}`; prints `ACK group k seq` after each acknowledged send.
+//! * `consume QUEUE VT_MS [flush] [stall]`: receives (max 10, visibility VT_MS) and deletes until
+//!   the file `/dev/shm/QUEUE.done` exists and the queue looks drained; prints `RECV group k seq
+//!   t_ns` after each receive and `DEL group k` after each delete. `stall` makes it stop forever
+//!   after its first batch (to be killed).
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+
+fn mono_ns() -> u64 {
+    // CLOCK_MONOTONIC is shared by all processes of the host, so receive times of different
+    // processes can be compared.
+    let mut ts = libc_timespec();
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { clock_gettime(1, &mut ts) };
+    ts.0 as u64 * 1_000_000_000 + ts.1 as u64
+}
+
+#[repr(C)]
+struct Timespec(i64, i64);
+fn libc_timespec() -> Timespec {
+    Timespec(0, 0)
+}
+extern "C" {
+    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+}
+
+fn out(flush: bool) -> Box<dyn Write> {
+    if flush {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(BufWriter::with_capacity(1 << 16, std::io::stdout()))
+    }
+}
+
+fn produce(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let id: u32 = args[1].parse().expect("id");
+    let groups: u32 = args[2].parse().expect("groups");
+    let n: u64 = args[3].parse().expect("n");
+    let flush = args.iter().any(|a| a == "flush");
+    let mut w = out(flush);
+    let mut k = vec![0u64; groups as usize];
+    for i in 0..n {
+        let j = (i % u64::from(groups)) as usize;
+        let group = format!("p{id}-g{j}");
+        let body = format!("p{id}:{j}:{}", k[j]);
+        loop {
+            match q.send(&SendMessage::new(&group, &body)) {
+                Ok(r) => {
+                    writeln!(w, "ACK {group} {} {}", k[j], r.sequence_number).unwrap();
+                    break;
+                }
+                Err(shmfifo::Error::SizeClassFull { .. })
+                | Err(shmfifo::Error::GroupLimitReached { .. }) => {
+                    std::thread::sleep(Duration::from_micros(200)); // back-pressure: wait for consumers
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        k[j] += 1;
+    }
+    w.flush().unwrap();
+    Ok(())
+}
+
+fn consume(args: &[String]) -> shmfifo::Result<()> {
+    let name = &args[0];
+    let q = Queue::open(name)?;
+    let vt: u64 = args[1].parse().expect("vt");
+    let flush = args.iter().any(|a| a == "flush");
+    let stall = args.iter().any(|a| a == "stall");
+    let done = format!("/dev/shm/{name}.done");
+    let mut w = out(flush);
+    let mut buf = ReceiveBuffer::new();
+    let opts = ReceiveOptions::max(10)
+        .visibility_timeout(Duration::from_millis(vt))
+        .wait(Duration::from_millis(50));
+    let mut idle = 0;
+    loop {
+        let n = q.receive_into(&opts, &mut buf)?;
+        if n == 0 {
+            if std::path::Path::new(&done).exists() {
+                idle += 1;
+                if idle >= 4 {
+                    break;
+                }
+            }
+            continue;
+        }
+        idle = 0;
+        let t = mono_ns();
+        for m in buf.messages() {
+            let k = m.body.rsplit(':').next().unwrap_or("?");
+            writeln!(w, "RECV {} {k} {} {t}", m.group_id, m.sequence_number).unwrap();
+        }
+        if stall {
+            w.flush().unwrap();
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        for m in buf.messages() {
+            match q.delete(&m.receipt_handle) {
+                Ok(()) => {
+                    let k = m.body.rsplit(':').next().unwrap_or("?");
+                    writeln!(w, "DEL {} {k}", m.group_id).unwrap();
+                }
+                // Our visibility timeout passed and someone else has it now: not ours to delete.
+                Err(shmfifo::Error::ReceiptHandleExpired { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    w.flush().unwrap();
+    Ok(())
+}
+
+/// What the demo (or a test) learns from the workers' logs.
+#[derive(Debug, Default)]
+struct Report {
+    acked: HashMap<(String, u64), u128>,
+    deleted: HashMap<(String, u64), u32>,
+    receives: HashMap<String, Vec<(u64, u64, u128)>>,
+}
+
+fn parse(report: &mut Report, text: &str) {
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f.as_slice() {
+            ["ACK", g, k, seq] => {
+                report
+                    .acked
+                    .insert((g.to_string(), k.parse().unwrap()), seq.parse().unwrap());
+            }
+            ["DEL", g, k] => {
+                *report
+                    .deleted
+                    .entry((g.to_string(), k.parse().unwrap()))
+                    .or_default() += 1
+            }
+            ["RECV", g, k, seq, t] => report.receives.entry(g.to_string()).or_default().push((
+                t.parse().unwrap(),
+                k.parse().unwrap(),
+                seq.parse().unwrap(),
+            )),
+            _ => {}
+        }
+    }
+}
+
+/// Starts a worker with its stdout in a log file (pipes could fill up and stall it).
+fn spawn(args: &[String], log: &str) -> Child {
+    Command::new(std::env::current_exe().expect("current exe"))
+        .args(args)
+        .stdout(Stdio::from(std::fs::File::create(log).expect("create log")))
+        .spawn()
+        .expect("spawn worker")
+}
+
+fn collect(mut child: Child, log: &str) -> String {
+    let status = child.wait().expect("wait");
+    let s = std::fs::read_to_string(log).expect("read log");
+    let _ = std::fs::remove_file(log);
+    if !status.success() {
+        eprintln!("worker failed: {status}");
+    }
+    s
+}
+
+fn demo(args: &[String]) -> Result<(), String> {
+    let opt = |name: &str, default: u64| -> u64 {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .map_or(default, |v| v.parse().expect(name))
+    };
+    let producers = opt("--producers", 4);
+    let consumers = opt("--consumers", 4);
+    let groups = opt("--groups", 1000);
+    let messages = opt("--messages", 200_000);
+    let name = format!("shmfifo-demo-{}", std::process::id());
+    let cfg = QueueConfig::new()
+        .max_messages(65_536)
+        .max_groups((groups as u32).max(16) * 2);
+    let q = Queue::create(&name, &cfg).map_err(|e| e.to_string())?;
+    println!(
+        "shmfifo demo: {producers} producer and {consumers} consumer processes, {} groups, {messages} messages, queue /dev/shm/{name}",
+        groups
+    );
+    let per = messages / producers;
+    let gpp = (groups / producers).max(1);
+    let start = Instant::now();
+    let log = |role: &str, i: u64| format!("/tmp/{name}.{role}{i}.log");
+    let cons: Vec<(Child, String)> = (0..consumers)
+        .map(|i| {
+            (
+                spawn(
+                    &["consume".into(), name.clone(), "30000".into()],
+                    &log("c", i),
+                ),
+                log("c", i),
+            )
+        })
+        .collect();
+    let prods: Vec<(Child, String)> = (0..producers)
+        .map(|i| {
+            let args = [
+                "produce".into(),
+                name.clone(),
+                i.to_string(),
+                gpp.to_string(),
+                per.to_string(),
+            ];
+            (spawn(&args, &log("p", i)), log("p", i))
+        })
+        .collect();
+    let mut report = Report::default();
+    for (p, l) in prods {
+        parse(&mut report, &collect(p, &l));
+    }
+    let sent_at = start.elapsed();
+    std::fs::write(format!("/dev/shm/{name}.done"), b"").map_err(|e| e.to_string())?;
+    for (c, l) in cons {
+        parse(&mut report, &collect(c, &l));
+    }
+    let elapsed = start.elapsed();
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}.done"));
+    let attrs = q.attributes();
+    drop(q);
+    let _ = Queue::unlink(&name);
+    let problems = verify(&report);
+    let total = report.acked.len();
+    println!(
+        "sent {total} in {:.2?}, delivered and deleted {} in {:.2?}: {:.0} messages/s end to end",
+        sent_at,
+        report.deleted.len(),
+        elapsed,
+        total as f64 / elapsed.as_secs_f64()
+    );
+    println!(
+        "left in queue: {} visible, {} in flight",
+        attrs.approximate_number_of_messages, attrs.approximate_number_of_messages_not_visible
+    );
+    if problems.is_empty() && total as u64 == per * producers {
+        println!("OK: per-group order kept, every message deleted exactly once");
+        Ok(())
+    } else {
+        Err(format!("FAILED: {}", problems.join("; ")))
+    }
+}
+
+/// Checks the logs: every acknowledged message deleted exactly once, nothing else deleted, and
+/// within each group receives in k order (by receive time) with increasing sequence numbers.
+fn verify(r: &Report) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (key, _) in r.acked.iter() {
+        match r.deleted.get(key) {
+            Some(1) => {}
+            Some(n) => problems.push(format!("{key:?} deleted {n} times")),
+            None => problems.push(format!("{key:?} acknowledged but never deleted")),
+        }
+    }
+    for (key, n) in &r.deleted {
+        if !r.acked.contains_key(key) && *n > 1 {
+            problems.push(format!("{key:?} (unacknowledged) deleted {n} times"));
+        }
+    }
+    for (g, ev) in &r.receives {
+        let mut ev = ev.clone();
+        ev.sort();
+        let mut last: Option<(u64, u128)> = None;
+        for &(_, k, seq) in &ev {
+            if let Some((lk, ls)) = last {
+                // A redelivery (visibility expiry) repeats k; order must never go backwards
+                // past a message that was deleted.
+                if k < lk && r.deleted.get(&(g.clone(), lk)).is_some() {
+                    problems.push(format!("group {g}: k {k} received after {lk}"));
+                }
+                if k > lk && seq <= ls {
+                    problems.push(format!(
+                        "group {g}: sequence number not increasing at k {k}"
+                    ));
+                }
+            }
+            last = Some((k, seq));
+        }
+        if problems.len() > 20 {
+            break;
+        }
+    }
+    problems
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let r = match args.first().map(String::as_str) {
+        Some("produce") => produce(&args[1..]).map_err(|e| e.to_string()),
+        Some("consume") => consume(&args[1..]).map_err(|e| e.to_string()),
+        Some("verify") => {
+            let mut report = Report::default();
+            for f in &args[1..] {
+                parse(&mut report, &std::fs::read_to_string(f).expect("read log"));
+            }
+            let p = verify(&report);
+            if p.is_empty() {
+                println!(
+                    "OK {} acknowledged, {} deleted",
+                    report.acked.len(),
+                    report.deleted.len()
+                );
+                Ok(())
+            } else {
+                Err(p.join("\n"))
+            }
+        }
+        _ => demo(&args),
+    };
+    if let Err(e) = r {
+        eprintln!("{e}");
+        std::process::exit(1);
+    }
+}
