@@ -426,10 +426,11 @@ impl Queue {
         if vt_ms > ms(MAX_VISIBILITY_TIMEOUT) || wait_ms > ms(MAX_WAIT_TIME) {
             return corrupt("default timeouts out of range");
         }
-        // SAFETY (all slices below): offsets come from `Geometry::offsets`, which lays regions
-        // out disjointly, aligned (128 B for tables, 64 B for headers) and inside `o.total`,
-        // which we checked is at most the mapped length; the element types are atomics, valid
-        // for any bit pattern; the mapping lives as long as `Inner`, which owns it.
+        // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned
+        // (128 B for tables, 64 B for headers) and inside `o.total`, which we checked is at
+        // most the mapped length; the element types are atomics, valid for any bit pattern;
+        // the mapping lives as long as `Inner`, which owns it.
+        // SAFETY: as just said.
         let parts: &'static [Participant] = unsafe {
             std::slice::from_raw_parts(
                 base.add(o.participants as usize) as *const Participant,

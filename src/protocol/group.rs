@@ -113,17 +113,15 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
         let st = e.state.load(Ordering::Acquire);
         match gstate::kind(st) {
             gstate::FREE => return Ok(None),
-            gstate::ACTIVE => {
-                // Relaxed: see `id_matches`.
-                if e.hash.load(Ordering::Relaxed) == hash && id_matches(e, id) {
-                    // Acquire re-check (seqlock): the entry was not retired and reused while we
-                    // compared.
-                    if e.state.load(Ordering::Acquire) == st {
-                        return Ok(Some((i as u32, gstate::ginc(st))));
-                    }
-                    // Retired and reused while we compared: not this key any more. The caller
-                    // falls back to the insert path, which re-scans under the home claim.
-                }
+            // Relaxed loads in the guard: see `id_matches`. The Acquire re-check (seqlock)
+            // proves the entry was not retired and reused while we compared; if it was, this is
+            // not our key any more, and the caller's insert path re-scans under the home claim.
+            gstate::ACTIVE
+                if e.hash.load(Ordering::Relaxed) == hash
+                    && id_matches(e, id)
+                    && e.state.load(Ordering::Acquire) == st =>
+            {
+                return Ok(Some((i as u32, gstate::ginc(st))));
             }
             _ => {}
         }
