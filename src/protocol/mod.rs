@@ -386,6 +386,14 @@ impl<'a> Arena<'a> {
         }
     }
 
+    /// Bound on walking a group list: longer than the number of nodes means a cycle, which
+    /// only corruption can make.
+    pub fn steps(&self) -> u32 {
+        self.total
+            .saturating_add(self.groups.len() as u32)
+            .saturating_add(64)
+    }
+
     /// Node index of group `g`'s sentinel.
     pub fn sentinel_index(&self, g: u32) -> u32 {
         self.total + g

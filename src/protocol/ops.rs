@@ -9,7 +9,8 @@ use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};
 
-/// Bound on loop iterations over shared structures; reaching it means corruption.
+/// Bound on retry loops (each failed CAS means another participant progressed); reaching it
+/// means corruption.
 const MAX_STEPS: u32 = 1 << 24;
 /// The longest a message may stay in flight after a receive (H6: 12 hours).
 pub const MAX_VISIBILITY_MS: u64 = 12 * 3600 * 1000;
@@ -414,7 +415,7 @@ fn take(
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
     let mut taken = 0;
-    for _ in 0..MAX_STEPS {
+    for _ in 0..a.steps() {
         if taken == want {
             break;
         }
@@ -549,7 +550,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
     if p != 0 {
         e.pending_free.store(0, Ordering::Release);
     }
-    for _ in 0..MAX_STEPS {
+    for _ in 0..a.steps() {
         let h = e.head.load(Ordering::Acquire);
         let hlw = a.link(node::index(h))?;
         let hl = hlw.load(Ordering::Acquire);
@@ -1030,7 +1031,7 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
             continue;
         }
         let mut cur = e.head.load(Ordering::Acquire);
-        for _ in 0..MAX_STEPS {
+        for _ in 0..a.steps() {
             let l = a.link(node::index(cur))?.load(Ordering::Acquire);
             let next = node::index(l);
             if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
@@ -1177,7 +1178,7 @@ fn linked(a: &Arena<'_>, env: &dyn Env, me: u64, h: &MsgHeader, idx: u32) -> PRe
     group::claim_wait(a, env, &e.claim, me)?;
     let mut found = false;
     let mut cur = e.head.load(Ordering::Acquire);
-    for _ in 0..MAX_STEPS {
+    for _ in 0..a.steps() {
         let l = a.link(node::index(cur))?.load(Ordering::Acquire);
         let next = node::index(l);
         if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {

@@ -58,13 +58,13 @@ impl Ring<'_> {
             // Acquire: pairs with the AcqRel CAS of the last push or pop of this entry.
             let w = e.load(Ordering::Acquire);
             let s = seq(w);
-            let empty = (2 * lap) & SEQ_MASK;
+            let empty = lap.wrapping_mul(2) & SEQ_MASK;
             if s == empty {
                 // AcqRel: Release publishes the value to the popper's Acquire load; Acquire
                 // orders us after the pop that emptied the entry.
                 if e.compare_exchange(
                     w,
-                    pack(2 * lap + 1, value),
+                    pack(lap.wrapping_mul(2).wrapping_add(1), value),
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 )
@@ -73,16 +73,24 @@ impl Ring<'_> {
                     crash_point!(true);
                     // Release: pairs with the Acquire loads of `tail` above. Failure means
                     // someone already helped.
-                    let _ =
-                        self.tail
-                            .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
+                    let _ = self.tail.compare_exchange(
+                        t,
+                        t.wrapping_add(1),
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
                     return true;
                 }
-            } else if s == (2 * lap + 1) & SEQ_MASK || s == (2 * lap + 2) & SEQ_MASK {
+            } else if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK
+                || s == lap.wrapping_mul(2).wrapping_add(2) & SEQ_MASK
+            {
                 // Filled at position t (and maybe already popped): help the tail forward.
-                let _ = self
-                    .tail
-                    .compare_exchange(t, t + 1, Ordering::Release, Ordering::Relaxed);
+                let _ = self.tail.compare_exchange(
+                    t,
+                    t.wrapping_add(1),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
             } else if s.wrapping_add(1) & SEQ_MASK == empty {
                 // Still holds the value of position t - R: full, unless `tail` moved meanwhile.
                 // Relaxed: a re-read to rule out a stale `t`.
@@ -107,28 +115,39 @@ impl Ring<'_> {
             // Acquire: pairs with the AcqRel CAS of the push that filled this entry.
             let w = e.load(Ordering::Acquire);
             let s = seq(w);
-            if s == (2 * lap + 1) & SEQ_MASK {
+            if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK {
                 // AcqRel: Acquire takes the pushed value; Release hands the emptied entry to
                 // the next lap's pusher.
-                if e.compare_exchange(w, pack(2 * lap + 2, 0), Ordering::AcqRel, Ordering::Relaxed)
-                    .is_ok()
+                if e.compare_exchange(
+                    w,
+                    pack(lap.wrapping_mul(2).wrapping_add(2), 0),
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
                 {
                     crash_point!(Some((w & VALUE_MASK) as u32));
-                    let _ =
-                        self.head
-                            .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+                    let _ = self.head.compare_exchange(
+                        h,
+                        h.wrapping_add(1),
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    );
                     return Some((w & VALUE_MASK) as u32);
                 }
-            } else if s == (2 * lap) & SEQ_MASK {
+            } else if s == lap.wrapping_mul(2) & SEQ_MASK {
                 // Relaxed: a re-read to rule out a stale `h`.
                 if self.head.load(Ordering::Relaxed) == h {
                     return None;
                 }
-            } else if s == (2 * lap + 2) & SEQ_MASK {
+            } else if s == lap.wrapping_mul(2).wrapping_add(2) & SEQ_MASK {
                 // Already popped: help the head forward.
-                let _ = self
-                    .head
-                    .compare_exchange(h, h + 1, Ordering::Release, Ordering::Relaxed);
+                let _ = self.head.compare_exchange(
+                    h,
+                    h.wrapping_add(1),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
             }
             crate::sync::spin_hint();
         }
