@@ -189,16 +189,7 @@ fn insert_locked(
                     // Another key's inserter (ours all hold our home claim). If it died, turn
                     // its half-made entry into a tombstone.
                     if a.owner_dead(env, gstate::owner(st)) {
-                        let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
-                        // Release: orders nothing of ours; Relaxed would do, Release keeps the
-                        // state word's writers uniform.
-                        if e.state
-                            .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
-                            .is_ok()
-                        {
-                            // Relaxed: a counter, no data depends on it.
-                            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-                        }
+                        tombstone(a, e, st);
                         continue 'rescan;
                     }
                 }
@@ -268,6 +259,22 @@ fn insert_locked(
         return Ok((g, ginc));
     }
     Err(Fault::Corrupted("group table insert did not converge"))
+}
+
+/// Turns the entry whose state word is `st` (ACTIVE, or INSERTING by a dead inserter) into a
+/// tombstone and takes it out of the active count. Returns whether this call did it.
+pub fn tombstone(a: &Arena<'_>, e: &GroupEntry, st: u64) -> bool {
+    let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
+    // Release: our last writes to the entry happen before a reuser's Acquire CAS of `state`.
+    if e.state
+        .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
+        .is_ok()
+    {
+        // Relaxed: a capacity counter, no data depends on it.
+        a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+        return true;
+    }
+    false
 }
 
 /// Loads group `g`'s state and checks it is the active incarnation `ginc`.

@@ -621,15 +621,7 @@ fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) == gstate::ACTIVE {
-        let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
-        // Release: our frees happen before a reuser's Acquire CAS of the state word.
-        if e.state
-            .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-        {
-            // Relaxed: a capacity counter.
-            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-        }
+        group::tombstone(a, e, st);
     }
     Ok(())
 }
@@ -927,13 +919,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
         let st = e.state.load(Ordering::Acquire);
         match gstate::kind(st) {
             gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
-                let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
-                if e.state
-                    .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-                }
+                group::tombstone(a, e, st);
                 continue;
             }
             gstate::ACTIVE => {}
