@@ -7,12 +7,16 @@
 //! * `inproc/per_batch_10/G`: `send_batch` of 10 (10 consecutive groups of the round robin),
 //!   `receive` of max 10, `delete` of each; the backlog is at least 10 messages. Criterion's
 //!   time is per batch; its throughput line counts messages.
-//! * `pingpong/round_trip/{spin,sleep}`: two processes. This binary re-executes itself as an
-//!   echo peer (see [`PEER_ENV`]) that receives from `ping`, sends the body to `pong` and
-//!   deletes; the bench times `send(ping)` → `receive(pong)` → `delete`. `spin`: both sides
-//!   poll with a zero wait in a loop; `sleep`: both long-poll with a 1 s wait (the library spins
-//!   briefly, then sleeps on the futex). After criterion's run, a fixed number of round trips
-//!   is timed one by one into an HdrHistogram and its percentiles are printed to stdout.
+//! * `pingpong/round_trip/{spin,sleep,longpoll_busy}`: two processes. This binary re-executes
+//!   itself as an echo peer (see [`PEER_ENV`]) that receives from `ping`, sends the body to
+//!   `pong` and deletes; the bench times `send(ping)` → `receive(pong)` → `delete`. `spin`: both
+//!   sides poll with a zero wait in a loop. `sleep`: both long-poll with a 1 s wait and the bench
+//!   idles 100 µs (untimed) before each ping, so both are asleep on the futex when their message
+//!   comes (two futex wake-ups per round trip). `longpoll_busy`: 1 s wait, back to back (the
+//!   library's short spin before sleeping usually catches the message). After criterion's run,
+//!   a fixed number of round trips is timed one by one into an HdrHistogram whose percentiles
+//!   are printed to stdout, with both processes' context switches per round trip (from
+//!   `/proc`), which show whether the receivers really slept.
 //!
 //! Quick sanity mode (`-- --quick`, or `SHMFIFO_BENCH_QUICK=1`): small samples and short
 //! times, the whole file runs in seconds. Queue names carry the pid and are unlinked after
@@ -69,9 +73,12 @@ fn main() {
     c.final_summary();
 }
 
-/// `--quick` or `--test` on the command line, or `SHMFIFO_BENCH_QUICK` set and not `0`.
+/// `--quick` or `--test` on the command line, or no `--bench` (criterion's test mode, as under
+/// `cargo test --benches`), or `SHMFIFO_BENCH_QUICK` set and not `0`.
 fn quick_mode() -> bool {
-    std::env::args().any(|a| a == "--quick" || a == "--test")
+    let args: Vec<String> = std::env::args().collect();
+    args.iter().any(|a| a == "--quick" || a == "--test")
+        || !args.iter().any(|a| a == "--bench")
         || std::env::var("SHMFIFO_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
@@ -82,7 +89,7 @@ fn base_criterion(quick: bool) -> Criterion {
         c.sample_size(10)
             .warm_up_time(Duration::from_millis(50))
             .measurement_time(Duration::from_millis(200))
-            .nresamples(1_000)
+            .nresamples(10_000)
     } else {
         c
     }
@@ -275,25 +282,62 @@ fn inproc(c: &mut Criterion) {
 
 #[derive(Debug, Clone, Copy)]
 enum Mode {
-    /// Receivers poll with a zero wait in a loop.
+    /// Receivers poll with a zero wait in a loop; round trips back to back.
     Spin,
-    /// Receivers long-poll (1 s): asleep on the futex between messages.
+    /// Receivers long-poll (1 s wait) and the bench idles [`SLEEP_GAP`] (busy, untimed) before
+    /// each ping, longer than the library's pre-sleep spin: both receivers are asleep on the
+    /// futex when their message arrives, so a round trip includes two futex wake-ups.
     Sleep,
+    /// Receivers long-poll (1 s wait); round trips back to back. The library's short spin
+    /// before sleeping usually catches the next message, so this is mostly the spin path.
+    LongPollBusy,
 }
+
+/// Idle time before each ping in [`Mode::Sleep`].
+const SLEEP_GAP: Duration = Duration::from_micros(100);
 
 impl Mode {
     fn name(self) -> &'static str {
         match self {
             Mode::Spin => "spin",
             Mode::Sleep => "sleep",
+            Mode::LongPollBusy => "longpoll_busy",
         }
     }
     fn wait(self) -> Duration {
         match self {
             Mode::Spin => Duration::ZERO,
-            Mode::Sleep => Duration::from_secs(1),
+            Mode::Sleep | Mode::LongPollBusy => Duration::from_secs(1),
         }
     }
+    fn gap(self) -> Option<Duration> {
+        match self {
+            Mode::Sleep => Some(SLEEP_GAP),
+            Mode::Spin | Mode::LongPollBusy => None,
+        }
+    }
+}
+
+/// Busy-waits `d` (a sleep would itself be a context switch, muddying the counts).
+fn idle(d: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+/// `(voluntary, involuntary)` context switches of process `pid` so far.
+fn ctx_switches(pid: u32) -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((
+        field("voluntary_ctxt_switches:")?,
+        field("nonvoluntary_ctxt_switches:")?,
+    ))
 }
 
 /// The two queues and the echo peer process. Dropping it stops the peer and unlinks the queues.
@@ -303,6 +347,7 @@ struct PingPong {
     child: Option<Child>,
     opts: ReceiveOptions,
     spin: bool,
+    gap: Option<Duration>,
     buf: ReceiveBuffer,
 }
 
@@ -329,6 +374,7 @@ impl PingPong {
             child: Some(child),
             opts: ReceiveOptions::max(1).wait(mode.wait()),
             spin: matches!(mode, Mode::Spin),
+            gap: mode.gap(),
             buf: ReceiveBuffer::new(),
         };
         // The first round trip also waits for the peer to start and open the queues.
@@ -382,25 +428,54 @@ impl PingPong {
         );
     }
 
-    /// `iters` round trips, timed as a whole.
+    /// `iters` round trips: timed as a whole, or one by one leaving the idle gaps out.
     fn run(&mut self, iters: u64) -> Duration {
-        let start = Instant::now();
+        let Some(gap) = self.gap else {
+            let start = Instant::now();
+            for _ in 0..iters {
+                self.round_trip();
+            }
+            return start.elapsed();
+        };
+        let mut total = Duration::ZERO;
         for _ in 0..iters {
+            idle(gap);
+            let t = Instant::now();
             self.round_trip();
+            total += t.elapsed();
         }
-        start.elapsed()
+        total
     }
 
-    /// `n` round trips, each timed into a histogram (ns).
-    fn histogram(&mut self, n: u64) -> Histogram<u64> {
+    /// `n` round trips, each timed into a histogram (ns), and the context switches of both
+    /// processes over them.
+    fn histogram(&mut self, n: u64) -> (Histogram<u64>, Option<Switches>) {
         let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram");
+        let me = std::process::id();
+        let peer = self.child.as_ref().map_or(0, Child::id);
+        let before = ctx_switches(me).zip(ctx_switches(peer));
         for _ in 0..n {
+            if let Some(gap) = self.gap {
+                idle(gap);
+            }
             let t = Instant::now();
             self.round_trip();
             h.saturating_record(t.elapsed().as_nanos() as u64);
         }
-        h
+        let after = ctx_switches(me).zip(ctx_switches(peer));
+        let per = |a: u64, b: u64| (b - a) as f64 / n as f64;
+        let sw = before.zip(after).map(|((b0, b1), (a0, a1))| Switches {
+            bench: (per(b0.0, a0.0), per(b0.1, a0.1)),
+            peer: (per(b1.0, a1.0), per(b1.1, a1.1)),
+        });
+        (h, sw)
     }
+}
+
+/// Context switches per round trip, `(voluntary, involuntary)`.
+struct Switches {
+    bench: (f64, f64),
+    peer: (f64, f64),
 }
 
 impl Drop for PingPong {
@@ -426,16 +501,20 @@ impl Drop for PingPong {
 }
 
 fn pingpong(c: &mut Criterion, quick: bool) {
-    let hist_n: u64 = if quick { 2_000 } else { 100_000 };
     let mut g = c.benchmark_group("pingpong");
-    for mode in [Mode::Spin, Mode::Sleep] {
+    for mode in [Mode::Spin, Mode::Sleep, Mode::LongPollBusy] {
+        let hist_n: u64 = match (quick, mode) {
+            (true, _) => 2_000,
+            (false, Mode::Sleep) => 50_000,
+            (false, _) => 100_000,
+        };
         let mut pp: Option<PingPong> = None;
         g.bench_function(BenchmarkId::new("round_trip", mode.name()), |b| {
             let p = pp.get_or_insert_with(|| PingPong::start(mode));
             b.iter_custom(|iters| p.run(iters));
         });
         if let Some(p) = &mut pp {
-            let h = p.histogram(hist_n);
+            let (h, sw) = p.histogram(hist_n);
             let us = |ns: u64| ns as f64 / 1_000.0;
             println!(
                 "pingpong/round_trip/{}: hdrhistogram over {} round trips (µs): \
@@ -449,6 +528,17 @@ fn pingpong(c: &mut Criterion, quick: bool) {
                 us(h.max()),
                 h.mean() / 1_000.0,
             );
+            if let Some(sw) = sw {
+                println!(
+                    "pingpong/round_trip/{}: context switches per round trip \
+                     (voluntary/involuntary): bench {:.2}/{:.2}, echo peer {:.2}/{:.2}",
+                    mode.name(),
+                    sw.bench.0,
+                    sw.bench.1,
+                    sw.peer.0,
+                    sw.peer.1,
+                );
+            }
         }
         drop(pp);
     }

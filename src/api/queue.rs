@@ -781,21 +781,17 @@ impl Queue {
         Ok(n)
     }
 
-    fn handle(&self, text: &str) -> Result<(ReceiptHandle, Handle)> {
-        let h: ReceiptHandle = text.parse()?;
+    fn handle(&self, h: &ReceiptHandle) -> Result<Handle> {
         if h.nonce != self.inner.nonce || h.idx >= self.inner.view.total {
             return Err(Error::ReceiptHandleIsInvalid {
-                handle: text.to_owned(),
+                handle: h.to_string(),
             });
         }
-        Ok((
-            h,
-            Handle {
-                idx: h.idx,
-                inc: h.inc,
-                epoch: h.epoch,
-            },
-        ))
+        Ok(Handle {
+            idx: h.idx,
+            inc: h.inc,
+            epoch: h.epoch,
+        })
     }
 
     fn handle_fault(&self, f: Fault, h: &ReceiptHandle) -> Error {
@@ -809,14 +805,14 @@ impl Queue {
 
     /// Deletes the message received with `handle` (H1–H5).
     pub fn delete(&self, handle: &ReceiptHandle) -> Result<()> {
-        self.delete_str(&handle.to_string())
+        let h = self.handle(handle)?;
+        let inner = &*self.inner;
+        ops::delete(&self.arena(), inner, inner.me, h).map_err(|f| self.handle_fault(f, handle))
     }
 
     /// Deletes by the text form of a receipt handle.
     pub fn delete_str(&self, handle: &str) -> Result<()> {
-        let (rh, h) = self.handle(handle)?;
-        let inner = &*self.inner;
-        ops::delete(&self.arena(), inner, inner.me, h).map_err(|f| self.handle_fault(f, &rh))
+        self.delete(&handle.parse()?)
     }
 
     /// Deletes up to 10 messages by handle text (H8).
@@ -834,21 +830,21 @@ impl Queue {
     /// Changes the visibility timeout of the message received with `handle` to `timeout` from
     /// now (H6, V1); zero makes it visible at once.
     pub fn change_visibility(&self, handle: &ReceiptHandle, timeout: Duration) -> Result<()> {
-        self.change_visibility_str(&handle.to_string(), timeout)
-    }
-
-    /// Changes visibility by the text form of a receipt handle.
-    pub fn change_visibility_str(&self, handle: &str, timeout: Duration) -> Result<()> {
         if timeout > MAX_VISIBILITY_TIMEOUT {
             return Err(Error::invalid(
                 "VisibilityTimeout",
                 "Must be between 0 and 43200 seconds.",
             ));
         }
-        let (rh, h) = self.handle(handle)?;
+        let h = self.handle(handle)?;
         let inner = &*self.inner;
         ops::change_visibility(&self.arena(), inner, inner.me, h, ms(timeout))
-            .map_err(|f| self.handle_fault(f, &rh))
+            .map_err(|f| self.handle_fault(f, handle))
+    }
+
+    /// Changes visibility by the text form of a receipt handle.
+    pub fn change_visibility_str(&self, handle: &str, timeout: Duration) -> Result<()> {
+        self.change_visibility(&handle.parse()?, timeout)
     }
 
     /// Changes the visibility of up to 10 messages (H8).
