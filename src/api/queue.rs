@@ -5,7 +5,6 @@ use std::fs::File;
 use std::hash::Hasher;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64 as StdAtomicU64, Ordering as StdOrdering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,7 +54,7 @@ struct Inner {
     max_message_size: u32,
     created_wall_ms: u64,
     caps: Vec<(u32, u32)>,
-    cursor: StdAtomicU64,
+    cursor: AtomicU64,
     path: Option<PathBuf>,
 }
 
@@ -515,7 +514,7 @@ impl Queue {
             max_message_size: max_message_size as u32,
             created_wall_ms: hdr.created_wall_ms.load(r),
             caps: classes,
-            cursor: StdAtomicU64::new(sys::random_u64().unwrap_or(0)),
+            cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
             index,
             me: owner::code(index, gen),
@@ -620,7 +619,7 @@ impl Queue {
         let out = Outgoing {
             class,
             // Relaxed: a process-local spreading hint.
-            cursor: inner.cursor.fetch_add(1, StdOrdering::Relaxed),
+            cursor: inner.cursor.fetch_add(1, Ordering::Relaxed),
             hash: hash_id(inner.keys, group_id.as_bytes()),
             group_id: group_id.as_bytes(),
             lens: ops::pack_lens(msg.body.len(), attr_len, dedup.len()),
@@ -629,7 +628,7 @@ impl Queue {
         let sent = ops::send(&self.arena(), inner, inner.me, &out).map_err(|f| fault(f, inner))?;
         if let Ok((_, slot)) = self.arena().locate(sent.idx) {
             // Relaxed: process-local hint. Next time, start just past the slot that was free.
-            inner.cursor.store(slot as u64 + 1, StdOrdering::Relaxed);
+            inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
         }
         Ok(SendResult {
             message_id: self.message_id(sent.idx, sent.inc),
