@@ -343,3 +343,86 @@ fn slot_allocation_is_exclusive_and_recoverable() {
         assert_eq!(vis::state(w), vis::State::Claimed(me(0)));
     });
 }
+
+/// Two keys with the same home slot: one group retires (its last message deleted) while a
+/// producer inserts the other and a third sends to the first again: each key has at most one
+/// active entry, tombstones are reused, every message is delivered once.
+#[test]
+fn colliding_groups_insert_retire_and_reuse() {
+    // Keys whose hashes share the home slot of a 4-slot table.
+    let keys: Vec<String> = (0..64).map(|i| format!("k{i}")).collect();
+    let a0 = keys[0].clone();
+    let b0 = keys
+        .iter()
+        .skip(1)
+        .find(|k| hash(k.as_bytes()) % 4 == hash(a0.as_bytes()) % 4)
+        .unwrap()
+        .clone();
+    model(move || {
+        let (h, env) = setup(3, 2, 4);
+        let a = h.arena();
+        send(&a, &env, 0, &a0, b"a1").unwrap();
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (b, d) = {
+            let b0 = b0.clone();
+            par(
+                move || send(&h1.arena(), &e1, 1, &b0, b"b1"),
+                move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+            )
+        };
+        b.unwrap();
+        d.unwrap();
+        send(&a, &env, 2, &a0, b"a2").unwrap();
+        let mut active = 0;
+        for e in a.groups {
+            if gstate::kind(e.state.load(Ordering::SeqCst)) == gstate::ACTIVE {
+                active += 1;
+            }
+        }
+        assert_eq!(active, 2, "one entry per key");
+        let mut got = drain(&a, &env, 2);
+        got.sort();
+        assert_eq!(got, vec![b"a2".to_vec(), b"b1".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// Purge (P1) racing with a receive and delete: every message is either purged or delivered
+/// and deleted once; the purged messages' handles are expired; nothing leaks.
+#[test]
+fn purge_races_with_receive() {
+    model(|| {
+        let (h, env) = setup(3, 1, 3);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        send(&a, &env, 0, "g", b"2").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (purged, delivered) = par(
+            move || ops::purge(&h1.arena(), &*e1, me(1)).unwrap(),
+            move || {
+                let a = h2.arena();
+                let got = recv(&a, &e2, 2, 10, 1_000).unwrap();
+                let mut deleted = 0;
+                for (hd, _) in &got {
+                    match ops::delete(&a, &*e2, me(2), *hd) {
+                        Ok(()) => deleted += 1,
+                        Err(Fault::Expired) => {} // purged under us
+                        Err(e) => panic!("{e:?}"),
+                    }
+                }
+                (got.len() as u64, deleted)
+            },
+        );
+        let (received, deleted) = delivered;
+        assert!(
+            purged + deleted <= 2 && purged + received >= 2,
+            "purged {purged}, received {received}"
+        );
+        assert!(
+            drain(&a, &env, 0).is_empty(),
+            "nothing survives a purge that ran after the sends"
+        );
+        assert_clean(&a);
+    });
+}
