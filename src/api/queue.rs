@@ -32,7 +32,9 @@ const SPIN_ROUNDS: u32 = 200;
 /// A handle on one shmfifo queue. `Send + Sync`, cheap to clone (an `Arc`); each
 /// [`Queue::create`]/[`Queue::open`] registers one participant, released on the last drop.
 ///
-/// After `fork`, a child must open the queue again rather than use the parent's handle.
+/// After `fork`, a child must open the queue again rather than use the parent's handle. A child
+/// forked without `exec` also inherits the handle's liveness lock, so while it lives the parent
+/// is never seen as dead (its claims are not taken over); children that `exec` do not.
 #[derive(Debug, Clone)]
 pub struct Queue {
     inner: Arc<Inner>,
@@ -41,6 +43,8 @@ pub struct Queue {
 #[derive(Debug)]
 struct Inner {
     file: File,
+    /// Private open file description holding our liveness lock.
+    lock_file: File,
     map: memmap2::MmapRaw,
     /// Points into `map`, which lives as long as `self`.
     view: Arena<'static>,
@@ -99,7 +103,7 @@ impl Drop for Inner {
                 Ordering::Release,
             );
         }
-        sys::unlock_participant(&self.file, self.index);
+        sys::unlock_participant(&self.lock_file, self.index);
     }
 }
 
@@ -311,23 +315,32 @@ impl Queue {
 
     fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<anonymous>"));
-        let len = file.metadata()?.len();
-        if len < PAGE {
-            if len >= 8 {
-                let mut m = [0u8; 8];
-                use std::os::unix::fs::FileExt;
-                file.read_exact_at(&mut m, 0)?;
-                if u64::from_le_bytes(m) != MAGIC {
-                    return Err(Error::NotAnArena { path: shown });
+        // A creator sizes the file, then writes the header, magic first and the state word
+        // last: an empty or all-zero beginning may be a creator still at work, so wait for it.
+        let start = Instant::now();
+        let len = loop {
+            use std::os::unix::fs::FileExt;
+            let len = file.metadata()?.len();
+            let mut m = [0u8; 8];
+            let n = file.read_at(&mut m, 0)?;
+            let magic = u64::from_le_bytes(m);
+            if n == 8 && magic == MAGIC {
+                if len < PAGE {
+                    return Err(Error::Truncated {
+                        expected: PAGE,
+                        found: len,
+                    });
                 }
-            } else {
+                break len;
+            }
+            if m[..n].iter().any(|&b| b != 0) {
                 return Err(Error::NotAnArena { path: shown });
             }
-            return Err(Error::Truncated {
-                expected: PAGE,
-                found: len,
-            });
-        }
+            if start.elapsed() >= READY_WAIT {
+                return Err(Error::NotReady);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
         let map = sys::map(&file, len)?;
         let base = map.as_mut_ptr();
         // SAFETY: the mapping is page-aligned and at least PAGE bytes; `Header` fits in a page
@@ -481,9 +494,15 @@ impl Queue {
             max_groups,
         };
         // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
+        // The liveness lock lives on a private open file description (CLOEXEC, never handed
+        // out): a descriptor shared with a child (dup, fork) must not keep us "alive".
+        let lock_file = {
+            use std::os::fd::AsRawFd;
+            sys::reopen_fd(file.as_raw_fd())?
+        };
         let mut reg = None;
         for i in 0..g.participants {
-            if sys::try_lock_participant(&file, i)? {
+            if sys::try_lock_participant(&lock_file, i)? {
                 let p = &parts[i as usize];
                 // Acquire/Release: our registration happens after the previous holder's last
                 // writes, and before any claim tagged with the new generation is seen.
@@ -519,6 +538,7 @@ impl Queue {
             index,
             me: owner::code(index, gen),
             file,
+            lock_file,
             map,
             path,
         };
@@ -625,7 +645,15 @@ impl Queue {
             lens: ops::pack_lens(msg.body.len(), attr_len, dedup.len()),
             parts: &parts[..n],
         };
-        let sent = ops::send(&self.arena(), inner, inner.me, &out).map_err(|f| fault(f, inner))?;
+        let sent = match ops::send(&self.arena(), inner, inner.me, &out) {
+            // Slots claimed by producers that died are reclaimed by recovery: run it before
+            // reporting the class full.
+            Err(Fault::ClassFull(_)) if self.recover().is_ok_and(|r| r.freed > 0) => {
+                ops::send(&self.arena(), inner, inner.me, &out)
+            }
+            r => r,
+        }
+        .map_err(|f| fault(f, inner))?;
         if let Ok((_, slot)) = self.arena().locate(sent.idx) {
             // Relaxed: process-local hint. Next time, start just past the slot that was free.
             inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
@@ -913,21 +941,33 @@ fn fill(m: &mut Message, t: &Taken<'_>, nonce: u64) -> std::result::Result<(), &
         inc: t.inc,
         epoch: t.epoch,
     };
-    fn text(b: &[u8]) -> std::result::Result<&str, &'static str> {
-        std::str::from_utf8(b).map_err(|_| "message text is not UTF-8")
+    // Shared bytes are copied first and the copy is validated: another process could change
+    // them between a check in place and a copy. The destination's allocation is reused.
+    fn set_text(dst: &mut String, src: &[u8]) -> std::result::Result<(), &'static str> {
+        let mut v = std::mem::take(dst).into_bytes();
+        v.clear();
+        v.extend_from_slice(src);
+        match String::from_utf8(v) {
+            Ok(t) => {
+                *dst = t;
+                Ok(())
+            }
+            Err(e) => {
+                let mut v = e.into_bytes();
+                v.clear();
+                *dst = String::from_utf8(v).unwrap_or_default();
+                Err("message text is not UTF-8")
+            }
+        }
     }
-    m.body.clear();
-    m.body.push_str(text(&p[dedup_len + attr_len..])?);
+    set_text(&mut m.body, &p[dedup_len + attr_len..])?;
     let mut id = [0u8; MAX_ID_LEN];
     let n = group::read_id(t.group, &mut id);
-    m.group_id.clear();
-    m.group_id.push_str(text(&id[..n])?);
+    set_text(&mut m.group_id, &id[..n])?;
     if dedup_len == 0 {
         m.dedup_id = None;
     } else {
-        let d = m.dedup_id.get_or_insert_with(String::new);
-        d.clear();
-        d.push_str(text(&p[..dedup_len])?);
+        set_text(m.dedup_id.get_or_insert_with(String::new), &p[..dedup_len])?;
     }
     let seq_hi = t.group.seq_base.load(r);
     m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
@@ -951,10 +991,8 @@ fn fill(m: &mut Message, t: &Taken<'_>, nonce: u64) -> std::result::Result<(), &
             m.attributes.push(ReceivedAttribute::default());
         }
         let at = &mut m.attributes[k];
-        at.name.clear();
-        at.name.push_str(text(&a[..nl])?);
-        at.data_type.clear();
-        at.data_type.push_str(text(&a[nl..nl + tl])?);
+        set_text(&mut at.name, &a[..nl])?;
+        set_text(&mut at.data_type, &a[nl..nl + tl])?;
         at.value.clear();
         at.value.extend_from_slice(&a[nl + tl..nl + tl + vl]);
         a = &a[nl + tl + vl..];

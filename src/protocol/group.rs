@@ -14,48 +14,77 @@ use crate::sync::{AtomicU64, Ordering};
 /// Maximum probe steps and spin rounds before declaring a structure corrupted.
 const MAX_SPINS: u32 = 1 << 20;
 
-/// Result of trying to take a claim.
+/// Result of trying to take a group claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
 pub enum TryClaim {
-    /// The claim is ours. `stolen` is set when it was taken from a dead owner.
+    /// The claim is ours, for the incarnation we asked for, which is still active. `cw` is the
+    /// claim word to release with.
     Acquired {
-        /// Whether a dead owner held it.
+        /// Whether it was taken over (from a dead owner, or left from an older incarnation).
         stolen: bool,
+        /// Our claim word (incarnation and owner code).
+        cw: u64,
     },
-    /// A live participant holds it.
+    /// A live participant holds it for this incarnation.
     Busy(u64),
+    /// The incarnation is no longer active (retired, or the entry was reused).
+    Gone,
 }
 
-/// Tries once to take `word` for `me`, stealing it from a proven-dead owner.
-pub fn try_claim(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> TryClaim {
-    // SYNC POINT(claim): Acquire pairs with the releasing CAS/store of the previous holder.
-    match word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed) {
-        Ok(_) => TryClaim::Acquired { stolen: false },
+/// Tries once to take group `e`'s claim for incarnation `ginc`.
+///
+/// The claim word carries the incarnation, so a claim left over from an older incarnation of
+/// the entry never counts as holding the current one: it is taken over without proof of death
+/// (nobody can act on an incarnation other than the one in its word, see below). A claim of the
+/// current incarnation is taken over only from a proven-dead owner. After acquiring, the state
+/// is re-checked: only while the entry is ACTIVE with `ginc` may the holder act, and then
+/// nobody else can retire it.
+pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: u64, ginc: u32) -> TryClaim {
+    let cw = owner::claim(ginc, me);
+    let word = &e.claim;
+    // SYNC POINT(claim): AcqRel/Acquire pairs with the releasing CAS of the previous holder;
+    // Release also publishes our registration (owner code) to whoever reads this word.
+    let stolen = match word.compare_exchange(0, cw, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => false,
         Err(cur) => {
             let holder = cur & owner::MASK;
-            if holder == me {
-                // Re-entrant use is a bug in the caller; treat as busy rather than deadlock.
+            let stale = owner::claim_ginc(cur) != owner::claim_ginc(cw) && is_active(e, ginc);
+            if !stale && (holder == me || !a.owner_dead(env, holder)) {
+                // Live (another thread of this process shares our code: also busy).
                 return TryClaim::Busy(cur);
             }
-            if a.owner_dead(env, holder)
-                && word
-                    .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
+            if word
+                .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
             {
-                return TryClaim::Acquired { stolen: true };
+                return TryClaim::Busy(cur);
             }
-            TryClaim::Busy(cur)
+            true
         }
+    };
+    if is_active(e, ginc) {
+        TryClaim::Acquired { stolen, cw }
+    } else {
+        release_plain(word, cw);
+        TryClaim::Gone
     }
 }
 
-/// Takes `word`, waiting for a live holder to give it up (it holds it for a few hundred
-/// nanoseconds) and stealing it from a dead one.
-pub fn claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PResult<bool> {
+/// Takes group `e`'s claim for `ginc`, waiting for a live holder to give it up (it holds it for
+/// a few hundred nanoseconds). Returns the claim word, or `None` if the incarnation is gone.
+pub fn claim_wait(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    e: &GroupEntry,
+    me: u64,
+    ginc: u32,
+) -> PResult<Option<u64>> {
     for spin in 0..MAX_SPINS {
-        if let TryClaim::Acquired { stolen } = try_claim(a, env, word, me) {
-            return Ok(stolen);
+        match try_claim(a, env, e, me, ginc) {
+            TryClaim::Acquired { cw, .. } => return Ok(Some(cw)),
+            TryClaim::Gone => return Ok(None),
+            TryClaim::Busy(_) => {}
         }
         if spin < 64 {
             crate::sync::spin_hint();
@@ -68,10 +97,39 @@ pub fn claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PR
     ))
 }
 
-/// Releases an insert claim (no dirty protocol).
-pub fn release_plain(word: &AtomicU64, me: u64) {
+/// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner.
+pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PResult<()> {
+    for spin in 0..MAX_SPINS {
+        // SYNC POINT(claim): as in `try_claim`.
+        match word.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return Ok(()),
+            Err(cur) => {
+                let holder = cur & owner::MASK;
+                if holder != me
+                    && a.owner_dead(env, holder)
+                    && word
+                        .compare_exchange(cur, me, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                {
+                    return Ok(());
+                }
+            }
+        }
+        if spin < 64 {
+            crate::sync::spin_hint();
+        } else {
+            crate::sync::yield_hint();
+        }
+    }
+    Err(Fault::Corrupted(
+        "insert claim held too long by a live participant",
+    ))
+}
+
+/// Releases a claim word if it still holds exactly `cw` (no DIRTY request pending).
+pub fn release_plain(word: &AtomicU64, cw: u64) {
     // SYNC POINT(claim): Release hands our writes to the next holder's Acquire.
-    let _ = word.compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed);
+    let _ = word.compare_exchange(cw, 0, Ordering::Release, Ordering::Relaxed);
 }
 
 fn id_matches(e: &GroupEntry, id: &[u8]) -> bool {
@@ -144,7 +202,7 @@ pub fn find_or_insert(
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
     let home = &a.groups[(hash & mask) as usize];
-    claim_wait(a, env, &home.home_claim, me)?;
+    home_claim_wait(a, env, &home.home_claim, me)?;
     crash_point!();
     let r = insert_locked(a, env, me, hash, id);
     release_plain(&home.home_claim, me);
@@ -186,11 +244,13 @@ fn insert_locked(
                     }
                 }
                 gstate::INSERTING => {
-                    // Another key's inserter (ours all hold our home claim). If it died, turn
-                    // its half-made entry into a tombstone.
-                    if a.owner_dead(env, gstate::owner(st)) {
-                        tombstone(a, e, st);
-                        continue 'rescan;
+                    // Another key's inserter (ours all hold our home claim). If it died, its
+                    // half-made entry becomes a tombstone, reusable like any other.
+                    if a.owner_dead(env, gstate::owner(st))
+                        && tombstone(a, e, st)
+                        && reusable.is_none()
+                    {
+                        reusable = Some((i, e.state.load(Ordering::Acquire)));
                     }
                 }
                 _ => {
@@ -213,6 +273,23 @@ fn insert_locked(
             full_retries += 1;
             if full_retries < 16 {
                 crate::sync::yield_hint();
+                continue 'rescan;
+            }
+            // The counter is over by one for each participant that died between counting and
+            // inserting: recount once (a racy snapshot, corrected again the next time).
+            let real = a
+                .groups
+                .iter()
+                // Relaxed: a census for the capacity counter only.
+                .filter(|e| {
+                    matches!(
+                        gstate::kind(e.state.load(Ordering::Relaxed)),
+                        gstate::ACTIVE | gstate::INSERTING
+                    )
+                })
+                .count() as u64;
+            if full_retries == 16 && real < a.max_groups {
+                a.hdr.active_groups.0.store(real, Ordering::Relaxed);
                 continue 'rescan;
             }
             return Err(Fault::GroupsFull);
@@ -247,11 +324,15 @@ fn insert_locked(
             .store(node::pack(ginc, node::NIL), Ordering::Relaxed);
         e.head.store(sentinel, Ordering::Relaxed);
         e.tail.store(sentinel, Ordering::Relaxed);
-        e.claim.store(0, Ordering::Relaxed);
         e.hint.store(0, Ordering::Relaxed);
         e.pending_free.store(0, Ordering::Relaxed);
         // Relaxed: a unique-value counter; uniqueness needs no ordering.
-        let base = a.hdr.group_seq.0.fetch_add(1, Ordering::Relaxed) + 1;
+        let base = a
+            .hdr
+            .group_seq
+            .0
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
         e.seq_base.store(base, Ordering::Relaxed);
         // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
         e.state

@@ -154,6 +154,19 @@ pub mod owner {
     pub fn code(index: u32, gen: u32) -> u64 {
         ((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1))
     }
+    /// A group claim word: the group incarnation (bits 38..62) and the owner code.
+    pub fn claim(ginc: u32, me: u64) -> u64 {
+        (u64::from(ginc & 0xFF_FFFF) << 38) | (me & MASK)
+    }
+    /// The incarnation of a group claim word.
+    pub fn claim_ginc(w: u64) -> u32 {
+        ((w >> 38) & 0xFF_FFFF) as u32
+    }
+    /// A claim word without its DIRTY bit.
+    pub fn clean(w: u64) -> u64 {
+        w & !DIRTY
+    }
+
     /// `(participant index, generation bits)` of a non-zero code.
     pub fn decode(code: u64) -> (u32, u32) {
         let code = code & MASK;
@@ -406,13 +419,17 @@ impl<'a> Arena<'a> {
             // A code naming no slot can only come from corruption; nobody can hold it.
             return true;
         };
-        // Relaxed: the registry word is re-checked by the OS lock below; a stale value errs
-        // towards "alive" (a newer generation is only written after the old holder died).
-        let st = p.state.load(crate::sync::Ordering::Relaxed);
-        if pstate::status(st) != pstate::ALIVE {
-            return true;
+        // Acquire: pairs with the registration's Release store, which happens before the
+        // owner code appears in any claim (claims are taken with AcqRel). A stale (older)
+        // generation is read as "alive": only a newer generation, or our own generation marked
+        // FREE, proves that the owner is gone.
+        let st = p.state.load(crate::sync::Ordering::Acquire);
+        let reg = pstate::gen(st) & ((1 << owner::GEN_BITS) - 1);
+        if reg != gen {
+            let ahead = reg.wrapping_sub(gen) & ((1 << owner::GEN_BITS) - 1);
+            return ahead < (1 << (owner::GEN_BITS - 1));
         }
-        if pstate::gen(st) & ((1 << owner::GEN_BITS) - 1) != gen {
+        if pstate::status(st) != pstate::ALIVE {
             return true;
         }
         !env.participant_alive(index)

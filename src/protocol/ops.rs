@@ -121,7 +121,11 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
                 // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
                 // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
                 // or its swap reads ours and it then sees our publication.
-                if e.head.fetch_add(0, Ordering::AcqRel) == pred && hint(a, env, me, g)? {
+                // The send is committed: a fault while hinting (corruption elsewhere) must not
+                // turn it into an error the caller would retry.
+                if e.head.fetch_add(0, Ordering::AcqRel) == pred
+                    && hint(a, env, me, g).unwrap_or(false)
+                {
                     notify(a, env);
                 }
                 return Ok(Sent {
@@ -213,17 +217,14 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PRes
     if !group::is_active(e, ginc) {
         return Ok(());
     }
-    match group::try_claim(a, env, &e.claim, me) {
-        TryClaim::Acquired { .. } => {
-            if group::is_active(e, ginc) {
-                if cleanup(a, env, me, e)? == Cleaned::Kept {
-                    release(a, env, me, g)?;
-                }
-            } else {
-                release_claim_word(e, me);
+    match group::try_claim(a, env, e, me, ginc) {
+        TryClaim::Acquired { cw, .. } => {
+            if cleanup(a, env, cw, e)? == Cleaned::Kept {
+                release(a, env, me, cw, g)?;
             }
         }
         TryClaim::Busy(_) => crate::sync::yield_hint(),
+        TryClaim::Gone => {}
     }
     Ok(())
 }
@@ -274,13 +275,14 @@ pub fn notify(a: &Arena<'_>, env: &dyn Env) {
 /// [`end_wait`].
 pub fn begin_wait(a: &Arena<'_>, part: usize) -> u32 {
     let w = &a.hdr.wake.0;
-    if let Some(p) = a.parts.get(part) {
-        // Relaxed: bookkeeping for recovery of a dead waiter's count.
-        p.waiting.fetch_add(1, Ordering::Relaxed);
-    }
     // SYNC POINT(doorbell): SeqCst increment and fence before the caller's re-check, against
     // the producer's publication, fence, then `waiters` load: one of the two sees the other.
     w.waiters.fetch_add(1, Ordering::SeqCst);
+    if let Some(p) = a.parts.get(part) {
+        // Relaxed: bookkeeping for recovery of a dead waiter's count (incremented after the
+        // global count, so a crash between the two over-counts rather than wraps).
+        p.waiting.fetch_add(1, Ordering::Relaxed);
+    }
     fence(Ordering::SeqCst);
     // Acquire: pairs with the producer's Release increment of the doorbell.
     w.doorbell.load(Ordering::Acquire)
@@ -288,11 +290,12 @@ pub fn begin_wait(a: &Arena<'_>, part: usize) -> u32 {
 
 /// Ends a wait begun with [`begin_wait`].
 pub fn end_wait(a: &Arena<'_>, part: usize) {
-    // Relaxed: a count only; the doorbell carries the synchronisation.
-    a.hdr.wake.0.waiters.fetch_sub(1, Ordering::Relaxed);
+    // Relaxed: counts only; the doorbell carries the synchronisation. Per-participant first,
+    // so that a crash in between over-counts (a spurious wake-up) rather than wraps.
     if let Some(p) = a.parts.get(part) {
         p.waiting.fetch_sub(1, Ordering::Relaxed);
     }
+    a.hdr.wake.0.waiters.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// A message taken by [`receive`], handed to the sink while the group claim is held.
@@ -337,7 +340,7 @@ pub fn receive(
         let popped = r.pop();
         crash_point!();
         let Some(g) = popped else {
-            if swept || !maybe_sweep(a, env, me)? {
+            if swept || !maybe_sweep(a, env, me).unwrap_or(false) {
                 break;
             }
             swept = true;
@@ -361,25 +364,39 @@ pub fn receive(
         if gstate::kind(st) != gstate::ACTIVE {
             continue;
         }
-        if let TryClaim::Busy(_) = group::try_claim(a, env, &e.claim, me) {
-            // Ask the holder to re-check before it releases (DIRTY): the RMW chain on `claim`
-            // carries whatever made the group ready to it. (If it released meanwhile, `poke`
-            // takes the claim, cleans up and re-hints the group itself.)
-            poke(a, env, me, g)?;
-            continue;
-        }
+        let cw = match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+            TryClaim::Acquired { cw, .. } => cw,
+            TryClaim::Gone => continue,
+            TryClaim::Busy(_) => {
+                // Ask the holder to re-check before it releases (DIRTY): the RMW chain on
+                // `claim` carries whatever made the group ready to it. (If it released
+                // meanwhile, `poke` takes the claim, cleans up and re-hints the group itself.)
+                // An error here concerns that group only: keep what we already took.
+                if poke(a, env, me, g).is_err() && n > 0 {
+                    break;
+                }
+                continue;
+            }
+        };
         crash_point!();
-        if !group::is_active(e, gstate::ginc(st)) {
-            release_claim_word(e, me);
-            continue;
-        }
-        let got = take(a, env, me, e, max - n, vt_ms, sink);
-        if got.as_ref().is_ok_and(|&k| k > 0) && nseen < seen.len() {
+        let got = take(a, env, cw, e, max - n, vt_ms, sink);
+        let got = match got {
+            Ok(Some(k)) => k,
+            Ok(None) => continue, // retired (and released) during cleanup
+            Err(f) => {
+                release_claim_word(e, cw);
+                return if n > 0 { Ok(n) } else { Err(f) };
+            }
+        };
+        if got > 0 && nseen < seen.len() {
             seen[nseen] = g;
             nseen += 1;
         }
-        release(a, env, me, g)?;
-        n += got?;
+        n += got;
+        // The messages are taken: a fault while releasing must not lose them for the caller.
+        if release(a, env, me, cw, g).is_err() {
+            break;
+        }
     }
     for &g in &requeue[..nrequeue] {
         // The flag is still 1 from the hint we popped: push directly, no flag change needed.
@@ -397,14 +414,14 @@ pub fn receive(
 fn take(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    cw: u64,
     e: &GroupEntry,
     want: usize,
     vt_ms: u64,
     sink: &mut dyn FnMut(&Taken<'_>),
-) -> PResult<usize> {
-    if cleanup(a, env, me, e)? == Cleaned::Retired {
-        return Ok(0);
+) -> PResult<Option<usize>> {
+    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+        return Ok(None);
     }
     let now = env.now_ms();
     let deadline = now
@@ -452,6 +469,10 @@ fn take(
                     break; // in flight: the group is locked from here on (R3)
                 }
                 let epoch = vis::next(vis::epoch(w));
+                // Relaxed, before the CAS that publishes it: `change_visibility` reads it after
+                // an Acquire load of `vis`. Nobody else can take this visible message: we hold
+                // the group claim.
+                m.recv_ms.store(now, Ordering::Relaxed);
                 // AcqRel: Acquire orders our payload reads after the producer's writes;
                 // Release publishes the new deadline to deleters and other receivers.
                 if m.vis
@@ -470,7 +491,6 @@ fn take(
                 let _ =
                     m.first_recv_ms
                         .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
-                m.recv_ms.store(now, Ordering::Relaxed);
                 let ge = m.group_epoch0.load(Ordering::Relaxed);
                 let receive_count = epoch.wrapping_sub((ge >> 32) as u32) & vis::EPOCH_MASK;
                 let (cl, slot) = a.class_of(next)?;
@@ -499,7 +519,7 @@ fn take(
         // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
         a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
     }
-    Ok(taken)
+    Ok(Some(taken))
 }
 
 /// Packed `MsgHeader::lens`: `[body:32][attrs:24][dedup:8]`.
@@ -532,10 +552,10 @@ enum Cleaned {
 
 /// Under the claim: frees a dead holder's pending dummy, moves `head` past deleted nodes, and
 /// retires the group if it is empty.
-fn cleanup(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResult<Cleaned> {
+fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> PResult<Cleaned> {
     let r = cleanup_inner(a, env, e)?;
     if r == Cleaned::Retired {
-        release_claim_word(e, me);
+        release_claim_word(e, cw);
     }
     Ok(r)
 }
@@ -627,11 +647,11 @@ fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
 }
 
 /// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
-fn release_claim_word(e: &GroupEntry, me: u64) {
+fn release_claim_word(e: &GroupEntry, cw: u64) {
     for _ in 0..64 {
         // Relaxed: the CAS below carries the ordering.
         let cur = e.claim.load(Ordering::Relaxed);
-        if cur & owner::MASK != me {
+        if owner::clean(cur) != cw {
             return;
         }
         // SYNC POINT(claim): Release hands our writes to the next holder.
@@ -644,21 +664,22 @@ fn release_claim_word(e: &GroupEntry, me: u64) {
     }
 }
 
-/// Releases group `g`'s claim, cleaning up again for every DIRTY request, then re-hints the
-/// group if it has a deliverable message (H5: a delete that unlocks a group wakes a receiver).
-fn release(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
+/// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
+/// the group if it has a deliverable message (H5: a delete that unlocks a group wakes a
+/// receiver).
+fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {
         // Acquire: a deleter's DIRTY request carries its delete (Release CAS).
         let cur = e.claim.load(Ordering::Acquire);
-        if cur & owner::MASK != me {
+        if owner::clean(cur) != cw {
             return Ok(()); // taken from us (we were presumed dead) or corrupted
         }
         if cur & owner::DIRTY != 0 {
             if e.claim
-                .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
-                && cleanup(a, env, me, e)? == Cleaned::Retired
+                && cleanup(a, env, cw, e)? == Cleaned::Retired
             {
                 return Ok(());
             }
@@ -666,7 +687,7 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
         }
         // SYNC POINT(claim): SeqCst release; also orders it before the readiness check.
         if e.claim
-            .compare_exchange(me, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(cw, 0, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
             break;
@@ -771,7 +792,9 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
             .is_ok()
         {
             crash_point!();
-            return poke(a, env, me, g);
+            // Deleted: a fault while cleaning up concerns the group, not this delete.
+            let _ = poke(a, env, me, g);
+            return Ok(());
         }
     }
     let _ = g;
@@ -783,19 +806,21 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
 fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            return Ok(()); // retired: nothing left to clean
+        }
+        let ginc = gstate::ginc(st);
         // Acquire: SYNC POINT(claim).
         let cur = e.claim.load(Ordering::Acquire);
-        let mine = if cur == 0 {
-            e.claim
-                .compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        } else if cur & owner::DIRTY != 0 {
-            return Ok(()); // the holder will clean again before it releases
-        } else if a.owner_dead(env, cur & owner::MASK) {
-            e.claim
-                .compare_exchange(cur, me, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
-        } else {
+        let live_holder = cur != 0
+            && owner::claim_ginc(cur) == owner::claim_ginc(owner::claim(ginc, 0))
+            && (cur & owner::MASK == me || !a.owner_dead(env, cur & owner::MASK));
+        if live_holder {
+            if cur & owner::DIRTY != 0 {
+                return Ok(()); // the holder will clean again before it releases
+            }
             // Release: our DELETED store happens before the holder's Acquire load of DIRTY.
             if e.claim
                 .compare_exchange(
@@ -808,16 +833,17 @@ fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
             {
                 return Ok(());
             }
-            false
-        };
-        if mine {
-            // Acquire: SYNC POINT(group-publish).
-            if gstate::kind(e.state.load(Ordering::Acquire)) == gstate::ACTIVE
-                && cleanup(a, env, me, e)? == Cleaned::Retired
-            {
-                return Ok(());
+        } else {
+            match group::try_claim(a, env, e, me, ginc) {
+                TryClaim::Acquired { cw, .. } => {
+                    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+                        return Ok(());
+                    }
+                    return release(a, env, me, cw, g);
+                }
+                TryClaim::Gone => return Ok(()),
+                TryClaim::Busy(_) => {}
             }
-            return release(a, env, me, g);
         }
         crate::sync::spin_hint();
     }
@@ -908,69 +934,35 @@ pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
 /// A sweep; `full` also hints ready groups whose head was never received (normally hinted by
 /// their producer). Groups ready by visibility expiry are hinted in deadline order (R6).
 fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usize> {
-    // SeqCst swap-then-fetch_min: deadlines registered while we scan are kept.
-    a.hdr.next_expiry.0.store(u64::MAX, Ordering::SeqCst);
+    // Swap (an RMW, AcqRel) then fetch_min: a receiver's fetch_min before the swap is acquired
+    // by it, so the scan below sees that receiver's in-flight message; later ones are kept.
+    a.hdr.next_expiry.0.swap(u64::MAX, Ordering::AcqRel);
     let mut min = u64::MAX;
     let mut pushed = 0;
     let mut expired: Vec<(u64, u32)> = Vec::new();
     for (g, e) in a.groups.iter().enumerate() {
         let g = g as u32;
-        // Acquire: SYNC POINT(group-publish).
-        let st = e.state.load(Ordering::Acquire);
-        match gstate::kind(st) {
-            gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
-                group::tombstone(a, e, st);
-                continue;
-            }
-            gstate::ACTIVE => {}
-            _ => continue,
-        }
-        // Acquire: SYNC POINT(claim).
-        let c = e.claim.load(Ordering::Acquire);
-        if c != 0 && !a.owner_dead(env, c & owner::MASK) {
-            // A live holder re-checks readiness when it releases; keep its lock deadline.
-            if let Status::Locked(d) = status(a, env, e)? {
-                min = min.min(d);
-            }
-            continue;
-        }
-        match status(a, env, e)? {
-            Status::Deliverable => {
-                let d = head_deadline(a, e);
-                if d > 0 {
-                    expired.push((d, g));
-                } else if full {
-                    expired.push((0, g));
-                }
-            }
-            Status::Locked(d) => min = min.min(d),
-            Status::Pending => {}
-            Status::Empty => {
-                if let TryClaim::Acquired { .. } = group::try_claim(a, env, &e.claim, me) {
-                    if !group::is_active(e, gstate::ginc(st)) {
-                        release_claim_word(e, me);
-                    } else if cleanup(a, env, me, e)? == Cleaned::Kept {
-                        release(a, env, me, g)?;
-                    }
-                }
-            }
-        }
-        if c != 0 {
-            // Dead holder: take the claim over, clean up and release (which re-hints).
-            if let TryClaim::Acquired { .. } = group::try_claim(a, env, &e.claim, me) {
-                if cleanup(a, env, me, e)? == Cleaned::Kept {
-                    release(a, env, me, g)?;
-                }
-            }
+        // A corrupted group is skipped: it must not stop the sweep for every other group.
+        match sweep_group(a, env, me, g, e, full, &mut min) {
+            Ok(Some(d)) => expired.push((d, g)),
+            Ok(None) => {}
+            Err(_) => min = min.min(env.now_ms().saturating_add(SWEEP_PERIOD_MS)),
         }
     }
     // Ready order (R6): by the moment each head became visible again.
     expired.sort_unstable();
-    for (_, g) in expired {
-        // Forced: a flag left set by a participant that died before pushing is reset.
-        a.group(g)?.hint.store(1, Ordering::SeqCst);
+    for (d, g) in expired {
+        let e = a.group(g)?;
+        if full {
+            // Forced: a flag left set by a participant that died before pushing is reset.
+            e.hint.store(1, Ordering::SeqCst);
+        } else if e.hint.swap(1, Ordering::AcqRel) != 0 && d > 0 {
+            continue; // already queued
+        }
         if ring(a).push(g) {
             pushed += 1;
+        } else {
+            e.hint.store(0, Ordering::Release);
         }
     }
     a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);
@@ -978,6 +970,63 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
         notify(a, env);
     }
     Ok(pushed)
+}
+
+/// One group of a sweep. Returns the group's ready time if it should be hinted.
+fn sweep_group(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    g: u32,
+    e: &GroupEntry,
+    full: bool,
+    min: &mut u64,
+) -> PResult<Option<u64>> {
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    match gstate::kind(st) {
+        gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
+            group::tombstone(a, e, st);
+            return Ok(None);
+        }
+        gstate::ACTIVE => {}
+        _ => return Ok(None),
+    }
+    let ginc = gstate::ginc(st);
+    // Acquire: SYNC POINT(claim).
+    let c = e.claim.load(Ordering::Acquire);
+    let held = c != 0
+        && owner::claim_ginc(c) == owner::claim_ginc(owner::claim(ginc, 0))
+        && !a.owner_dead(env, c & owner::MASK);
+    let status = status(a, env, e)?;
+    if held {
+        // A live holder re-checks readiness when it releases; keep its lock deadline.
+        if let Status::Locked(d) = status {
+            *min = (*min).min(d);
+        }
+        return Ok(None);
+    }
+    if c != 0 || status == Status::Empty {
+        // Dead (or stale) holder, or an empty group nobody will touch: take the claim over,
+        // clean up (which retires an empty group) and release (which re-hints).
+        if let TryClaim::Acquired { cw, .. } = group::try_claim(a, env, e, me, ginc) {
+            if cleanup(a, env, cw, e)? == Cleaned::Kept {
+                release(a, env, me, cw, g)?;
+            }
+        }
+        return Ok(None);
+    }
+    match status {
+        Status::Deliverable => {
+            let d = head_deadline(a, e);
+            Ok((d > 0 || full).then_some(d))
+        }
+        Status::Locked(d) => {
+            *min = (*min).min(d);
+            Ok(None)
+        }
+        Status::Pending | Status::Empty => Ok(None),
+    }
 }
 
 /// The visibility deadline of a group's first live message (0 if never received), a hint.
@@ -1008,14 +1057,13 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
     let mut n = 0;
     for (g, e) in a.groups.iter().enumerate() {
         // Acquire: SYNC POINT(group-publish).
-        if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
             continue;
         }
-        group::claim_wait(a, env, &e.claim, me)?;
-        if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
-            release_claim_word(e, me);
-            continue;
-        }
+        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
+            continue; // retired meanwhile
+        };
         let mut cur = e.head.load(Ordering::Acquire);
         for _ in 0..a.steps() {
             let l = a.link(node::index(cur))?.load(Ordering::Acquire);
@@ -1045,8 +1093,8 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
             }
             cur = node::pack(ninc, next);
         }
-        if cleanup(a, env, me, e)? == Cleaned::Kept {
-            release(a, env, me, g as u32)?;
+        if cleanup(a, env, cw, e)? == Cleaned::Kept {
+            release(a, env, me, cw, g as u32)?;
         }
     }
     Ok(n)
@@ -1125,7 +1173,10 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
                 continue;
             }
             let idx = cl.base + i as u32;
-            if linked(a, env, me, h, idx)? {
+            let Some(linked) = linked(a, env, me, h, idx)? else {
+                continue; // its group is claimed by a live participant: next recovery
+            };
+            if linked {
                 if h.vis
                     .compare_exchange(
                         w,
@@ -1154,14 +1205,24 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
 }
 
 /// Whether node `idx` is reachable in the group its header names (walks under the claim).
-fn linked(a: &Arena<'_>, env: &dyn Env, me: u64, h: &MsgHeader, idx: u32) -> PResult<bool> {
+/// `None` when the group's claim is held by a live participant: the check is left for a later
+/// recovery rather than waiting (its holder may be stopped).
+fn linked(a: &Arena<'_>, env: &dyn Env, me: u64, h: &MsgHeader, idx: u32) -> PResult<Option<bool>> {
     // Relaxed: a dead producer's last write; validated by the walk.
     let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
-    let Ok(e) = a.group(g) else { return Ok(false) };
-    if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
-        return Ok(false);
+    let Ok(e) = a.group(g) else {
+        return Ok(Some(false));
+    };
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    if gstate::kind(st) != gstate::ACTIVE {
+        return Ok(Some(false));
     }
-    group::claim_wait(a, env, &e.claim, me)?;
+    let cw = match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+        TryClaim::Acquired { cw, .. } => cw,
+        TryClaim::Gone => return Ok(Some(false)),
+        TryClaim::Busy(_) => return Ok(None),
+    };
     let mut found = false;
     let mut cur = e.head.load(Ordering::Acquire);
     for _ in 0..a.steps() {
@@ -1176,6 +1237,6 @@ fn linked(a: &Arena<'_>, env: &dyn Env, me: u64, h: &MsgHeader, idx: u32) -> PRe
         }
         cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
     }
-    release(a, env, me, g)?;
-    Ok(found)
+    release(a, env, me, cw, g)?;
+    Ok(Some(found))
 }
