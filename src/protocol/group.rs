@@ -86,15 +86,20 @@ pub fn claim_wait(
             TryClaim::Gone => return Ok(None),
             TryClaim::Busy(_) => {}
         }
-        if spin < 64 {
-            crate::sync::spin_hint();
-        } else {
-            crate::sync::yield_hint();
-        }
+        backoff(spin);
     }
     Err(Fault::Corrupted(
         "claim held too long by a live participant",
     ))
+}
+
+/// Waits a little for a claim holder: spin first, then yield the CPU.
+fn backoff(spin: u32) {
+    if spin < 64 {
+        crate::sync::spin_hint();
+    } else {
+        crate::sync::yield_hint();
+    }
 }
 
 /// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner.
@@ -115,11 +120,7 @@ pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) 
                 }
             }
         }
-        if spin < 64 {
-            crate::sync::spin_hint();
-        } else {
-            crate::sync::yield_hint();
-        }
+        backoff(spin);
     }
     Err(Fault::Corrupted(
         "insert claim held too long by a live participant",
