@@ -108,8 +108,6 @@ pub struct Header {
     pub ready_head: Padded<AtomicU64>,
     /// Ready ring producer position (a hint, helped forward).
     pub ready_tail: Padded<AtomicU64>,
-    /// Per-class allocation cursors (hints).
-    pub alloc_cursor: [Padded<AtomicU64>; MAX_CLASSES],
 }
 
 /// The futex doorbell line.

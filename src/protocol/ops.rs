@@ -235,8 +235,10 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PRes
 /// sweep first keeps them ahead of `g` in ready order (R6: a group is ready from the moment its
 /// head became visible).
 pub fn hint(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<bool> {
-    // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire.
-    if env.now_ms() >= a.hdr.next_expiry.0.load(Ordering::Relaxed) {
+    // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire. The clock is read only
+    // when some deadline is pending.
+    let ne = a.hdr.next_expiry.0.load(Ordering::Relaxed);
+    if ne != u64::MAX && env.now_ms() >= ne {
         maybe_sweep(a, env, me)?;
     }
     let e = a.group(g)?;
