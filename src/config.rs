@@ -24,6 +24,25 @@ pub const MAX_GROUPS: u32 = 1 << 23;
 /// Most message slots an arena can have, over all classes.
 pub const MAX_SLOTS: u64 = (1 << 31) - 1;
 
+/// Longest dedup interval (14 days, SQS's longest retention).
+pub const MAX_DEDUP_INTERVAL: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Most dedup table entries.
+pub const MAX_DEDUP_ENTRIES: u32 = 1 << 26;
+
+/// Deduplication scope (D2), or no deduplication at all (a shmfifo extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Deduplication {
+    /// A dedup id is deduplicated across the whole queue (SQS `DeduplicationScope=queue`).
+    #[default]
+    Queue,
+    /// A dedup id is deduplicated within its message group (SQS
+    /// `DeduplicationScope=messageGroup`).
+    MessageGroup,
+    /// No dedup table: sends need no dedup id, and a dedup id is rejected (as SQS rejects one
+    /// on a queue type without deduplication, S9). For callers who want the last nanoseconds.
+    Off,
+}
+
 /// Settings of a queue, fixed at creation. Names follow SQS's attributes.
 ///
 /// | setting | default | range |
@@ -39,6 +58,10 @@ pub const MAX_SLOTS: u64 = (1 << 31) - 1;
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
+/// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
+/// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
+/// | `dedup_entries` | 65,536 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). A send fails with `DedupTableFull` when every entry holds an id accepted within the interval: size it as sends per second × interval |
+/// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5) |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueConfig {
     pub(crate) visibility_timeout: Duration,
@@ -49,6 +72,10 @@ pub struct QueueConfig {
     pub(crate) max_groups: u32,
     pub(crate) max_participants: u32,
     pub(crate) mode: u32,
+    pub(crate) deduplication: Deduplication,
+    pub(crate) deduplication_interval: Duration,
+    pub(crate) dedup_entries: u32,
+    pub(crate) content_based_deduplication: bool,
 }
 
 impl Default for QueueConfig {
@@ -62,6 +89,10 @@ impl Default for QueueConfig {
             max_groups: 4_096,
             max_participants: 64,
             mode: 0o600,
+            deduplication: Deduplication::Queue,
+            deduplication_interval: Duration::from_secs(300),
+            dedup_entries: 65_536,
+            content_based_deduplication: false,
         }
     }
 }
@@ -114,6 +145,28 @@ impl QueueConfig {
         self
     }
 
+    /// Deduplication scope, or `Off` (see [`Deduplication`]).
+    pub fn deduplication(mut self, d: Deduplication) -> Self {
+        self.deduplication = d;
+        self
+    }
+    /// How long an accepted dedup id makes later sends with the same id duplicates (D1).
+    pub fn deduplication_interval(mut self, d: Duration) -> Self {
+        self.deduplication_interval = d;
+        self
+    }
+    /// How many dedup ids the table remembers at once (rounded up to a power of two).
+    pub fn dedup_entries(mut self, n: u32) -> Self {
+        self.dedup_entries = n;
+        self
+    }
+    /// Content-based deduplication (SQS `ContentBasedDeduplication`, D5): a send without a
+    /// dedup id uses the lowercase hex SHA-256 of its body.
+    pub fn content_based_deduplication(mut self, on: bool) -> Self {
+        self.content_based_deduplication = on;
+        self
+    }
+
     /// Bytes a message of `maximum_message_size` may need in a slot: body and attributes, the
     /// dedup id and the attribute framing.
     pub fn stored_size_limit(&self) -> u32 {
@@ -140,6 +193,21 @@ impl QueueConfig {
         }
         if self.mode & !0o777 != 0 {
             return bad("mode", "permission bits only (0o000 to 0o777)".into());
+        }
+        if self.deduplication != Deduplication::Off {
+            if self.deduplication_interval < Duration::from_millis(1)
+                || self.deduplication_interval > MAX_DEDUP_INTERVAL
+            {
+                return bad("deduplication_interval", "1 ms to 14 days".into());
+            }
+            if self.dedup_entries == 0 || self.dedup_entries > MAX_DEDUP_ENTRIES {
+                return bad("dedup_entries", format!("1 to {MAX_DEDUP_ENTRIES}"));
+            }
+        } else if self.content_based_deduplication {
+            return bad(
+                "content_based_deduplication",
+                "needs deduplication (it is Off)".into(),
+            );
         }
         let need = self.stored_size_limit();
         let classes = match &self.size_classes {
@@ -195,6 +263,14 @@ impl QueueConfig {
             group_slots,
             ready_slots: group_slots,
             classes,
+            dedup_slots: match self.deduplication {
+                Deduplication::Off => 0,
+                _ => self.dedup_entries.next_power_of_two(),
+            },
+            dedup_key_words: match self.deduplication {
+                Deduplication::MessageGroup => 2 * MAX_ID_LEN as u32 / 8,
+                _ => MAX_ID_LEN as u32 / 8,
+            },
         };
         if g.offsets().is_none() {
             return bad(

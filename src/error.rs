@@ -125,6 +125,19 @@ pub enum Error {
         /// The configured maximum.
         max_groups: u64,
     },
+    /// Every dedup table entry holds a dedup id accepted within the dedup interval (none can
+    /// be reclaimed before its interval ends). Nothing was sent; retry later, or create the
+    /// queue with more `dedup_entries` or a shorter `deduplication_interval`.
+    DedupTableFull {
+        /// The table's capacity.
+        entries: u64,
+        /// The dedup interval, ms.
+        interval_ms: u64,
+    },
+    /// A send with the same dedup id is in progress in a live process that has not finished it
+    /// for a long time (it may be stopped): whether that send will be delivered is not known
+    /// yet. Nothing was sent; retry later.
+    DedupInProgress,
     /// Every participant slot is held by a live process.
     ParticipantLimitReached {
         /// The configured maximum.
@@ -166,6 +179,8 @@ impl Error {
             Error::SizeClassFull { .. } => "shmfifo.SizeClassFull",
             Error::GroupLimitReached { .. } => "shmfifo.GroupLimitReached",
             Error::ParticipantLimitReached { .. } => "shmfifo.ParticipantLimitReached",
+            Error::DedupTableFull { .. } => "shmfifo.DedupTableFull",
+            Error::DedupInProgress => "shmfifo.DedupInProgress",
             Error::Io(_) => "shmfifo.Io",
         }
     }
@@ -249,6 +264,14 @@ impl fmt::Display for Error {
             Error::ParticipantLimitReached { max_participants } => write!(
                 f,
                 "{max_participants} processes already have this queue open (its max_participants)"
+            ),
+            Error::DedupTableFull { entries, interval_ms } => write!(
+                f,
+                "all {entries} dedup table entries hold dedup ids accepted in the last {interval_ms} ms (raise dedup_entries, shorten deduplication_interval, or retry later)"
+            ),
+            Error::DedupInProgress => write!(
+                f,
+                "a send with this dedup id is still in progress in another live process (is it stopped?); retry later"
             ),
             Error::Io(e) => write!(f, "operating system error: {e}"),
         }

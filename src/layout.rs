@@ -8,6 +8,8 @@
 //! participants_off      Participant × P   (64 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
+//! dedup_off             DedupEntry × D    (64 B each, D a power of two; D = 0: dedup off)
+//! dedup_keys_off        u64 × D × K       (key words: K = 16, or 32 with messageGroup scope)
 //! class k, k < C:
 //!   headers_off[k]      MsgHeader × N_k   (64 B each)
 //!   payload_off[k]      [u8; stride_k] × N_k
@@ -21,13 +23,15 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 1;
+pub const LAYOUT_VERSION: u64 = 2;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
 pub const MSG_HEADER_SIZE: usize = 64;
 /// Bytes of a group table entry.
 pub const GROUP_ENTRY_SIZE: usize = 256;
+/// Bytes of a dedup table entry (its key lives in a parallel array).
+pub const DEDUP_ENTRY_SIZE: usize = 64;
 /// Bytes of a participant record.
 pub const PARTICIPANT_SIZE: usize = 64;
 /// Page granularity of the arena.
@@ -89,8 +93,16 @@ pub struct Header {
     pub visibility_timeout_ms: AtomicU64,
     /// Default receive wait time, ms.
     pub receive_wait_ms: AtomicU64,
+    /// Dedup mode: 0 off (no table), 1 queue scope, 2 message-group scope (D2).
+    pub dedup_mode: AtomicU64,
+    /// Dedup interval, ms (D1).
+    pub dedup_interval_ms: AtomicU64,
+    /// Dedup table entries (power of two; 0 with dedup off).
+    pub dedup_slots: AtomicU64,
+    /// Content-based dedup (D5): 0 or 1. A live setting: loaded Relaxed by every send.
+    pub content_based_dedup: AtomicU64,
     /// Reserved settings words (zero).
-    pub reserved: [AtomicU64; 8],
+    pub reserved: [AtomicU64; 4],
     /// [`STATE_INITIALISING`] or [`STATE_READY`]. SYNC POINT(arena-ready): stored last with
     /// Release by the creator, loaded with Acquire by `open`.
     pub state: AtomicU64,
@@ -174,6 +186,40 @@ pub struct GroupEntry {
     pub id: [AtomicU64; MAX_ID_LEN / 8],
 }
 
+/// One entry of the dedup table. Its key (dedup id, then the group id with messageGroup
+/// scope) lives in the parallel key array, 8 bytes per word, little-endian.
+///
+/// `state` word (`[inc:24][kind:2][owner:38]`), see `protocol::dedup`:
+///
+/// | kind      | owner  | meaning                                                              |
+/// |-----------|--------|----------------------------------------------------------------------|
+/// | `FREE`    | 0      | reusable (never used, aborted, or cleared by purge)                   |
+/// | `WRITING` | sender | reserved by `owner` (who holds the home claim); key being written     |
+/// | `PENDING` | sender | key written; `owner`'s message `msg` is being sent                    |
+/// | `DONE`    | 0      | message `msg` accepted with sequence `(seq_hi, pos)`, until `expires` |
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct DedupEntry {
+    /// Kind, incarnation and owner, see the table above.
+    pub state: AtomicU64,
+    /// Insert claim for keys whose home entry this is (owner code or 0).
+    pub home_claim: AtomicU64,
+    /// One more than the largest probe distance of any key whose home entry this is (0: none).
+    /// Only grows (lookups scan `probe` entries from the home).
+    pub probe: AtomicU64,
+    /// Keyed hash of the key.
+    pub hash: AtomicU64,
+    /// Node ref `[inc:32][idx:32]` of the message (idx `u32::MAX`: none yet).
+    pub msg: AtomicU64,
+    /// High 64 bits of the message's sequence number.
+    pub seq_hi: AtomicU64,
+    /// Low 64 bits of the message's sequence number.
+    pub pos: AtomicU64,
+    /// `[dedup_len:8][group_len:8][expires:48]`: key lengths and the arena time (ms) at which
+    /// a `DONE` entry stops deduplicating.
+    pub meta: AtomicU64,
+}
+
 /// The header of one message slot (payload lives in a parallel array).
 ///
 /// `vis` = `[epoch:24][field:40]`, see `protocol::vis`. `link` = `[inc:32][next:32]`.
@@ -192,7 +238,8 @@ pub struct MsgHeader {
     pub sent_ms: AtomicU64,
     /// Wall-clock time of the first receive (0 = never received).
     pub first_recv_ms: AtomicU64,
-    /// Arena time (ms) of the latest receive, for the 12-hour visibility cap (H6).
+    /// Arena time (ms) of the latest receive, for the 12-hour visibility cap (H6). While the
+    /// slot is claimed by its producer: index + 1 of the producer's dedup entry (0 = none).
     pub recv_ms: AtomicU64,
     /// `[body_len:32][attr_len:24][dedup_len:8]`.
     pub lens: AtomicU64,
@@ -203,6 +250,7 @@ const _: () = {
     assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<Participant>() == PARTICIPANT_SIZE);
+    assert!(core::mem::size_of::<DedupEntry>() == DEDUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<Header>() <= PAGE as usize);
     assert!(core::mem::offset_of!(Header, magic) == 0);
     assert!(core::mem::offset_of!(Header, layout_version) == 8);
@@ -224,6 +272,10 @@ pub struct Geometry {
     pub ready_slots: u32,
     /// `(payload capacity, slot count)` of each size class, ascending.
     pub classes: Vec<(u32, u32)>,
+    /// Dedup table entries (power of two, or 0: no table).
+    pub dedup_slots: u32,
+    /// Key words per dedup entry (16 for queue scope, 32 for messageGroup scope).
+    pub dedup_key_words: u32,
 }
 
 /// Byte offsets of each region, computed from a [`Geometry`].
@@ -235,6 +287,10 @@ pub struct Offsets {
     pub groups: u64,
     /// Ready ring.
     pub ready: u64,
+    /// Dedup table.
+    pub dedup: u64,
+    /// Dedup key words.
+    pub dedup_keys: u64,
     /// Per class: (headers offset, payload offset, payload stride).
     pub classes: Vec<(u64, u64, u64)>,
     /// Total arena size.
@@ -256,6 +312,13 @@ impl Geometry {
         off = off.checked_add(u64::from(self.group_slots) * GROUP_ENTRY_SIZE as u64)?;
         let ready = off;
         off = off.checked_add(u64::from(self.ready_slots) * 8)?;
+        off = round_up(off, 128);
+        let dedup = off;
+        off = off.checked_add(u64::from(self.dedup_slots) * DEDUP_ENTRY_SIZE as u64)?;
+        let dedup_keys = off;
+        off = off.checked_add(
+            u64::from(self.dedup_slots).checked_mul(u64::from(self.dedup_key_words) * 8)?,
+        )?;
         let mut classes = Vec::with_capacity(self.classes.len());
         for &(payload, count) in &self.classes {
             off = round_up(off, 128);
@@ -270,6 +333,8 @@ impl Geometry {
             participants,
             groups,
             ready,
+            dedup,
+            dedup_keys,
             classes,
             total: round_up(off, PAGE),
         })
@@ -293,12 +358,18 @@ mod tests {
             group_slots: 16,
             ready_slots: 16,
             classes: vec![(192, 7), (960, 3)],
+            dedup_slots: 4,
+            dedup_key_words: 16,
         };
         let o = g.offsets().unwrap();
         assert_eq!(o.participants, PAGE);
         assert_eq!(o.groups % 128, 0);
         assert!(o.groups >= o.participants + 3 * 64);
         assert_eq!(o.ready, o.groups + 16 * 256);
+        assert_eq!(o.dedup % 128, 0);
+        assert!(o.dedup >= o.ready + 16 * 8);
+        assert_eq!(o.dedup_keys, o.dedup + 4 * 64);
+        assert!(o.classes[0].0 >= o.dedup_keys + 4 * 128);
         assert_eq!(o.classes[0].0 % 128, 0);
         assert_eq!(o.classes[0].1, o.classes[0].0 + 7 * 64);
         assert_eq!(o.classes[0].2, 192);
@@ -315,6 +386,8 @@ mod tests {
             group_slots: 2,
             ready_slots: 2,
             classes: vec![(u32::MAX, u32::MAX); 8],
+            dedup_slots: 0,
+            dedup_key_words: 16,
         };
         // 8 × 4 GiB × 4 GiB overflows u64.
         assert!(g.offsets().is_none());

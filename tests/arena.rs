@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+use shmfifo::{Deduplication, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
 /// A file (or directory) under /dev/shm removed on drop.
 struct Scratch(PathBuf);
@@ -389,6 +389,7 @@ fn settings_are_read_from_the_arena() {
 fn size_class_full_leaves_other_classes_and_groups_working() {
     // Class 0: 4 slots of 192 B; class 1: 4 slots big enough for a 1024-byte message.
     let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
         .size_classes(vec![(192, 4), (1232, 4)])
         .max_groups(16);
@@ -513,6 +514,7 @@ fn participant_limit_reached_and_freed_on_drop() {
 #[test]
 fn slot_of_deleted_head_returns_at_the_next_delete_of_its_group() {
     let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
         .size_classes(vec![(192, 4), (1232, 4)])
         .max_groups(16);

@@ -9,7 +9,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use shmfifo::{Queue, QueueConfig};
+use shmfifo::{Deduplication, Queue, QueueConfig};
 
 const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-demo");
 
@@ -21,7 +21,10 @@ struct Run {
 impl Run {
     fn new(tag: &str) -> Run {
         let name = common::unique(tag);
-        let cfg = QueueConfig::new().max_messages(4096).max_groups(256);
+        let cfg = QueueConfig::new()
+            .deduplication(Deduplication::Off)
+            .max_messages(4096)
+            .max_groups(256);
         drop(Queue::create(&name, &cfg).expect("create"));
         Run {
             name,
@@ -179,4 +182,78 @@ fn killed_consumer_messages_are_redelivered() {
         report.contains("OK 1600 acknowledged, 1600 deleted"),
         "{report}"
     );
+}
+
+/// D1, D6 and crash safety across processes: four producers send the same dedup ids in
+/// different orders at once; two are SIGKILLed mid-run, and two more then send every id again.
+/// Exactly one message per id is delivered, and every acknowledged send names it.
+#[test]
+fn overlapping_dedup_ids_with_killed_producers_deliver_exactly_once() {
+    use shmfifo::ReceiveOptions;
+    let name = common::unique("mpdedup");
+    let n: u32 = 20_000;
+    let cfg = QueueConfig::new()
+        .max_messages(32_768)
+        .max_groups(256)
+        .dedup_entries(32_768);
+    let q = Queue::create(&name, &cfg).expect("create");
+    let spawn = |seed: u32| {
+        Command::new(BIN)
+            .args([
+                "dedup-produce",
+                &name,
+                &seed.to_string(),
+                &n.to_string(),
+                "50",
+            ])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn worker")
+    };
+    let mut first: Vec<Child> = (0..4).map(spawn).collect();
+    std::thread::sleep(Duration::from_millis(30));
+    first[0].kill().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    first[1].kill().unwrap();
+    for (i, c) in first.iter_mut().enumerate() {
+        let st = c.wait().unwrap();
+        if i >= 2 {
+            assert!(st.success(), "producer {i}: {st:?}");
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(st.signal(), Some(9), "producer {i} was killed mid-run");
+        }
+    }
+    for seed in [4, 5] {
+        assert!(spawn(seed).wait().unwrap().success(), "retry producer");
+    }
+    // Messages of killed producers whose sends had been committed are published by recovery.
+    q.recover().unwrap();
+    let mut seen = vec![0u32; n as usize];
+    let opts = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(60));
+    let mut empty = 0;
+    while empty < 3 {
+        let ms = q.receive(&opts).unwrap();
+        if ms.is_empty() {
+            empty += 1;
+            q.recover().unwrap();
+            continue;
+        }
+        empty = 0;
+        for m in ms {
+            let k: usize = m.body.strip_prefix("id-").unwrap().parse().unwrap();
+            assert_eq!(m.dedup_id.as_deref(), Some(m.body.as_str()));
+            seen[k] += 1;
+            q.delete(&m.receipt_handle).unwrap();
+        }
+    }
+    let missing = seen.iter().filter(|&&c| c == 0).count();
+    let doubled = seen.iter().filter(|&&c| c > 1).count();
+    assert_eq!(
+        (missing, doubled),
+        (0, 0),
+        "every id delivered exactly once"
+    );
+    drop(q);
+    Queue::unlink(&name).unwrap();
 }

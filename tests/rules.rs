@@ -8,7 +8,8 @@ use common::*;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use shmfifo::{
-    BatchEntry, Error, Message, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage,
+    BatchEntry, Deduplication, Error, Message, MessageAttribute, Queue, QueueConfig,
+    ReceiveOptions, SendMessage,
 };
 
 const LONG: Duration = Duration::from_secs(30);
@@ -144,7 +145,7 @@ fn s2_long_group_ids_differing_at_the_end_are_distinct() {
 
 #[test]
 fn s3_dedup_id_charset_and_length() {
-    let q = queue("s3", &small());
+    let q = queue("s3", &small_dedup());
     let a128 = "a".repeat(128);
     try_send(&q, SendMessage::new("g", "x").dedup_id(&a128)).expect("128 x 'a' accepted");
     let d129 = "a".repeat(129);
@@ -236,6 +237,7 @@ fn s6_size_limit_counts_body_and_attributes() {
         .sum();
     let fill = "f".repeat(4096 - attr_bytes);
     let d128 = "d".repeat(128);
+    let q = queue("s6max", &small_dedup());
     let r = try_send(
         &q,
         SendMessage::new("full", &fill)
@@ -440,6 +442,7 @@ fn s11_s12_batch_request_level_errors() {
 #[test]
 fn s12_batch_request_too_long() {
     let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
         .maximum_message_size(1_048_576)
         .max_messages(16);
     let q = queue("s12long", &cfg);
@@ -572,7 +575,8 @@ fn m1_sequence_numbers_increase_within_group_across_emptying() {
 
 #[test]
 fn m3_system_attributes() {
-    let q = queue("m3", &small());
+    // Content-based dedup gives the message sent without an id a generated one (D5).
+    let q = queue("m3", &small_dedup().content_based_deduplication(true));
     let before = wall_ms();
     let r1 = try_send(&q, SendMessage::new("grp-A", "with dedup").dedup_id("dd-1")).unwrap();
     let r2 = send(&q, "grp-A", "no dedup");
@@ -584,7 +588,11 @@ fn m3_system_attributes() {
     assert_eq!(a.group_id, "grp-A");
     assert_eq!(b.group_id, "grp-A");
     assert_eq!(a.dedup_id.as_deref(), Some("dd-1"));
-    assert_eq!(b.dedup_id, None);
+    let generated = b.dedup_id.as_deref().expect("generated dedup id");
+    assert_eq!(generated.len(), 64);
+    assert!(generated
+        .bytes()
+        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)));
     assert_eq!(
         (a.message_id, a.sequence_number),
         (r1.message_id, r1.sequence_number)
@@ -817,6 +825,7 @@ fn r6_group_returning_from_visibility_timeout_is_ready_from_its_expiry() {
 #[test]
 fn r7_no_scan_window_backlog_never_blocks_other_groups() {
     let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
         .max_messages(2048)
         .max_groups(64)
         .maximum_message_size(1024);
@@ -844,6 +853,7 @@ fn r7_no_scan_window_backlog_never_blocks_other_groups() {
 #[test]
 fn r7_backlog_not_in_flight_does_not_delay_group_sent_later() {
     let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
         .max_messages(2048)
         .max_groups(64)
         .maximum_message_size(1024);

@@ -33,7 +33,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use hdrhistogram::Histogram;
-use shmfifo::{BatchEntry, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+use shmfifo::{
+    BatchEntry, Deduplication, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage,
+};
 
 /// The message body: 64 bytes.
 const BODY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -122,7 +124,9 @@ impl Drop for NamedQueue {
 /// (64-byte bodies all go to the first class; the last class is only there because it must
 /// hold a maximum-size message).
 fn config(groups: u32, backlog: usize) -> QueueConfig {
-    let cfg = QueueConfig::new().max_groups(groups.max(4_096));
+    let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .max_groups(groups.max(4_096));
     // The backlog, a batch in flight, and one list-head slot per group whose head was consumed.
     let slots = backlog + groups as usize + 2 * BATCH + 1_024;
     let slots = u32::try_from(slots).expect("slot count fits u32");
@@ -353,7 +357,7 @@ struct PingPong {
 
 impl PingPong {
     fn start(mode: Mode) -> PingPong {
-        let cfg = QueueConfig::new();
+        let cfg = QueueConfig::new().deduplication(Deduplication::Off);
         let ping = NamedQueue::create(&format!("ping-{}", mode.name()), &cfg);
         let pong = NamedQueue::create(&format!("pong-{}", mode.name()), &cfg);
         let exe = std::env::current_exe().expect("current_exe");

@@ -29,7 +29,7 @@ pub mod thread {
 pub use shmfifo::layout::Geometry;
 pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
 pub use shmfifo::protocol::ops::{self, Handle, Outgoing};
-pub use shmfifo::protocol::{crash, gstate, owner, vis, Arena, Fault, PResult};
+pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, PResult};
 pub use shmfifo::sync::Ordering;
 
 /// Runs `f` and `g` on two model threads and returns both results. The main thread only
@@ -46,8 +46,13 @@ where
 }
 
 /// An arena with `participants` participants, `groups` max groups and one class of `slots`
-/// 16-byte slots.
+/// 16-byte slots, without a dedup table.
 pub fn arena(participants: u32, groups: u32, slots: u32) -> Arc<HeapArena> {
+    arena_dedup(participants, groups, slots, 0)
+}
+
+/// As [`arena`], with a dedup table of `dedup_slots` entries (queue scope).
+pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Arc<HeapArena> {
     let group_slots = (groups * 2).next_power_of_two();
     Arc::new(HeapArena::new(&Geometry {
         participants,
@@ -55,6 +60,8 @@ pub fn arena(participants: u32, groups: u32, slots: u32) -> Arc<HeapArena> {
         group_slots,
         ready_slots: group_slots,
         classes: vec![(16, slots)],
+        dedup_slots,
+        dedup_key_words: 16,
     }))
 }
 
@@ -90,6 +97,39 @@ pub fn send(
             group_id: group.as_bytes(),
             lens: ops::pack_lens(body.len(), 0, 0),
             parts: &parts,
+            dedup: None,
+        },
+    )
+}
+
+/// Sends `body` to `group` with dedup id `key` as participant `who`. `home` forces the key's
+/// hash (so that different keys can share a home entry, or collide outright).
+pub fn send_dedup(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    body: &[u8],
+    key: &str,
+    home: u64,
+) -> PResult<ops::Sent> {
+    let parts = [body];
+    ops::send(
+        a,
+        env,
+        me(who),
+        &Outgoing {
+            class: 0,
+            cursor: u64::from(who),
+            hash: hash(group.as_bytes()),
+            group_id: group.as_bytes(),
+            lens: ops::pack_lens(body.len(), 0, 0),
+            parts: &parts,
+            dedup: Some(dedup::Key {
+                hash: home,
+                dedup: key.as_bytes(),
+                group: &[],
+            }),
         },
     )
 }

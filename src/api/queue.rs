@@ -10,15 +10,16 @@ use std::time::{Duration, Instant};
 
 use super::types::*;
 use crate::config::{
-    QueueConfig, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME,
+    Deduplication, QueueConfig, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_DEDUP_ENTRIES,
+    MAX_DEDUP_INTERVAL, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME,
 };
 use crate::error::{Error, Result};
 use crate::layout::{
-    GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES, MAX_ID_LEN,
-    PAGE, STATE_INITIALISING, STATE_READY,
+    DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES,
+    MAX_ID_LEN, PAGE, STATE_INITIALISING, STATE_READY,
 };
 use crate::protocol::ops::{self, Handle, Outgoing, Taken};
-use crate::protocol::{group, owner, pstate, Arena, Class, Env, Fault};
+use crate::protocol::{dedup, group, owner, pstate, Arena, Class, Env, Fault};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{sys, validate};
 
@@ -60,6 +61,8 @@ struct Inner {
     caps: Vec<(u32, u32)>,
     cursor: AtomicU64,
     path: Option<PathBuf>,
+    dedup: Deduplication,
+    dedup_interval_ms: u64,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -126,6 +129,11 @@ fn fault(f: Fault, inner: &Inner) -> Error {
         Fault::ClockRange => Error::Corrupted {
             what: "clock beyond the arena's time range",
         },
+        Fault::DedupFull => Error::DedupTableFull {
+            entries: inner.view.dedup.len() as u64,
+            interval_ms: inner.dedup_interval_ms,
+        },
+        Fault::DedupBusy => Error::DedupInProgress,
     }
 }
 
@@ -153,6 +161,30 @@ fn hash_id(keys: (u64, u64), id: &[u8]) -> u64 {
     let mut h = siphasher::sip::SipHasher24::new_with_keys(keys.0, keys.1);
     h.write(id);
     h.finish()
+}
+
+/// The keyed hash of a dedup key: SipHash-2-4 over `[b'D', group_len] ‖ group ‖ dedup` (the
+/// group is empty with queue scope). Specified byte for byte, so every build agrees.
+fn hash_dedup(keys: (u64, u64), group: &[u8], dedup: &[u8]) -> u64 {
+    let mut buf = [0u8; 2 + 2 * MAX_ID_LEN];
+    let (g, d) = (group.len().min(MAX_ID_LEN), dedup.len().min(MAX_ID_LEN));
+    buf[0] = b'D';
+    buf[1] = g as u8;
+    buf[2..2 + g].copy_from_slice(&group[..g]);
+    buf[2 + g..2 + g + d].copy_from_slice(&dedup[..d]);
+    hash_id(keys, &buf[..2 + g + d])
+}
+
+/// Lowercase hex of the SHA-256 of `body` (the content-based dedup id, D5).
+fn content_dedup_id(body: &[u8]) -> [u8; 64] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(body);
+    let mut out = [0u8; 64];
+    for (i, b) in digest.iter().enumerate() {
+        out[2 * i] = b"0123456789abcdef"[usize::from(b >> 4)];
+        out[2 * i + 1] = b"0123456789abcdef"[usize::from(b & 15)];
+    }
+    out
 }
 
 /// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
@@ -197,6 +229,19 @@ unsafe fn initialise(
         .store(ms(cfg.visibility_timeout), r);
     hdr.receive_wait_ms
         .store(ms(cfg.receive_message_wait_time), r);
+    hdr.dedup_mode.store(
+        match cfg.deduplication {
+            Deduplication::Off => 0,
+            Deduplication::Queue => 1,
+            Deduplication::MessageGroup => 2,
+        },
+        r,
+    );
+    hdr.dedup_interval_ms
+        .store(ms(cfg.deduplication_interval), r);
+    hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
+    hdr.content_based_dedup
+        .store(u64::from(cfg.content_based_deduplication), r);
     hdr.next_expiry.0.store(u64::MAX, r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
@@ -397,6 +442,25 @@ impl Queue {
         if nclasses == 0 || nclasses > MAX_CLASSES as u64 {
             return corrupt("size class count out of range");
         }
+        let dedup_mode = hdr.dedup_mode.load(r);
+        let dedup_slots = hdr.dedup_slots.load(r);
+        let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
+        let (dedup_cfg, dedup_key_words) = match dedup_mode {
+            0 => (Deduplication::Off, MAX_ID_LEN as u32 / 8),
+            1 => (Deduplication::Queue, MAX_ID_LEN as u32 / 8),
+            2 => (Deduplication::MessageGroup, 2 * MAX_ID_LEN as u32 / 8),
+            _ => return corrupt("unknown dedup mode"),
+        };
+        let dedup_ok = if dedup_mode == 0 {
+            dedup_slots == 0
+        } else {
+            dedup_slots.is_power_of_two()
+                && dedup_slots <= u64::from(MAX_DEDUP_ENTRIES.next_power_of_two())
+                && (1..=ms(MAX_DEDUP_INTERVAL)).contains(&dedup_interval_ms)
+        };
+        if !dedup_ok {
+            return corrupt("dedup table settings out of range");
+        }
         let mut classes = Vec::new();
         for k in 0..nclasses as usize {
             let cap = hdr.class_payload[k].load(r);
@@ -412,6 +476,8 @@ impl Queue {
             group_slots: group_slots as u32,
             ready_slots: ready_slots as u32,
             classes: classes.clone(),
+            dedup_slots: dedup_slots as u32,
+            dedup_key_words,
         };
         if g.total_slots() > crate::config::MAX_SLOTS {
             return corrupt("too many message slots");
@@ -463,6 +529,20 @@ impl Queue {
                 g.ready_slots as usize,
             )
         };
+        // SAFETY: as above.
+        let dedup_entries: &'static [DedupEntry] = unsafe {
+            std::slice::from_raw_parts(
+                base.add(o.dedup as usize) as *const DedupEntry,
+                g.dedup_slots as usize,
+            )
+        };
+        // SAFETY: as above.
+        let dedup_keys: &'static [AtomicU64] = unsafe {
+            std::slice::from_raw_parts(
+                base.add(o.dedup_keys as usize) as *const AtomicU64,
+                g.dedup_slots as usize * dedup_key_words as usize,
+            )
+        };
         let mut cls = [None; MAX_CLASSES];
         let mut gbase = 0u32;
         for (k, &(cap, n)) in classes.iter().enumerate() {
@@ -492,6 +572,9 @@ impl Queue {
             nclasses: nclasses as usize,
             total: gbase,
             max_groups,
+            dedup: dedup_entries,
+            dedup_keys,
+            dedup_key_words: dedup_key_words as usize,
         };
         // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
         // The liveness lock lives on a private open file description (CLOEXEC, never handed
@@ -535,6 +618,8 @@ impl Queue {
             caps: classes,
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
+            dedup: dedup_cfg,
+            dedup_interval_ms,
             index,
             me: owner::code(index, gen),
             file,
@@ -579,6 +664,23 @@ impl Queue {
         if let Some(d) = msg.dedup_id {
             validate::id("MessageDeduplicationId", d)?;
         }
+        // Relaxed: a live setting; a send racing with its change may see either value.
+        let content_based = inner.view.hdr.content_based_dedup.load(Ordering::Relaxed) != 0;
+        match (inner.dedup, msg.dedup_id) {
+            (Deduplication::Off, Some(d)) => {
+                return Err(Error::invalid(
+                    "MessageDeduplicationId",
+                    format!("Value {d} for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type (its deduplication is off)."),
+                ))
+            }
+            (Deduplication::Queue | Deduplication::MessageGroup, None) if !content_based => {
+                return Err(Error::invalid(
+                    "MessageDeduplicationId",
+                    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+                ))
+            }
+            _ => {}
+        }
         validate::body(msg.body)?;
         if msg.attributes.len() > MAX_ATTRIBUTES {
             return Err(Error::invalid(
@@ -615,7 +717,17 @@ impl Queue {
             f[4..8].copy_from_slice(&(a.value.len() as u32).to_le_bytes());
         }
         let mut parts: [&[u8]; 2 + 4 * MAX_ATTRIBUTES] = [&[]; 2 + 4 * MAX_ATTRIBUTES];
-        let dedup = msg.dedup_id.unwrap_or("").as_bytes();
+        let generated;
+        let dedup: &[u8] = match msg.dedup_id {
+            Some(d) => d.as_bytes(),
+            None if inner.dedup != Deduplication::Off => {
+                // D5: SHA-256 of the body only (attributes excluded), stored as the message's
+                // dedup id.
+                generated = content_dedup_id(msg.body.as_bytes());
+                &generated
+            }
+            None => &[],
+        };
         parts[0] = dedup;
         let mut n = 1;
         let mut attr_len = 0;
@@ -644,6 +756,19 @@ impl Queue {
             group_id: group_id.as_bytes(),
             lens: ops::pack_lens(msg.body.len(), attr_len, dedup.len()),
             parts: &parts[..n],
+            dedup: match inner.dedup {
+                Deduplication::Off => None,
+                Deduplication::Queue => Some(dedup::Key {
+                    hash: hash_dedup(inner.keys, &[], dedup),
+                    dedup,
+                    group: &[],
+                }),
+                Deduplication::MessageGroup => Some(dedup::Key {
+                    hash: hash_dedup(inner.keys, group_id.as_bytes(), dedup),
+                    dedup,
+                    group: group_id.as_bytes(),
+                }),
+            },
         };
         let sent = match ops::send(&self.arena(), inner, inner.me, &out) {
             // Slots claimed by producers that died are reclaimed by recovery: run it before
@@ -654,13 +779,17 @@ impl Queue {
             r => r,
         }
         .map_err(|f| fault(f, inner))?;
-        if let Ok((_, slot)) = self.arena().locate(sent.idx) {
-            // Relaxed: process-local hint. Next time, start just past the slot that was free.
-            inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+        if !sent.duplicate {
+            if let Ok((_, slot)) = self.arena().locate(sent.idx) {
+                // Relaxed: process-local hint. Next time, start just past the slot that was
+                // free.
+                inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+            }
         }
         Ok(SendResult {
             message_id: self.message_id(sent.idx, sent.inc),
             sequence_number: (u128::from(sent.seq_hi) << 64) | u128::from(sent.pos),
+            duplicate: sent.duplicate,
         })
     }
 
@@ -676,11 +805,29 @@ impl Queue {
     ) -> Result<Vec<BatchResult<SendResult>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         let mut total = 0;
+        // Relaxed: a live setting.
+        let content_based = self
+            .inner
+            .view
+            .hdr
+            .content_based_dedup
+            .load(Ordering::Relaxed)
+            != 0;
         for e in entries {
             if e.entry.group_id.is_none() {
                 return Err(Error::invalid(
                     "MessageGroupId",
                     "The request must contain the parameter MessageGroupId.",
+                ));
+            }
+            // S12: a missing dedup id rejects the whole batch.
+            if e.entry.dedup_id.is_none()
+                && !content_based
+                && self.inner.dedup != Deduplication::Off
+            {
+                return Err(Error::invalid(
+                    "MessageDeduplicationId",
+                    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
                 ));
             }
             total += e.entry.body.len()
@@ -920,6 +1067,16 @@ impl Queue {
             max_participants: inner.view.parts.len() as u32,
             size_classes: inner.caps.clone(),
             arena_bytes: inner.map.len() as u64,
+            deduplication: inner.dedup,
+            // Relaxed: a live setting.
+            content_based_deduplication: inner.view.hdr.content_based_dedup.load(Ordering::Relaxed)
+                != 0,
+            deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
+            dedup_entries: inner.view.dedup.len() as u64,
+            dedup_entries_in_use: {
+                let (live, pending) = dedup::count(&self.arena(), inner.now_ms());
+                live + pending
+            },
         }
     }
 }

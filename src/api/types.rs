@@ -119,6 +119,9 @@ pub struct SendResult {
     pub message_id: MessageId,
     /// The sequence number: increasing within the group (M1).
     pub sequence_number: u128,
+    /// shmfifo extension: `true` when the send was a duplicate (D1): nothing was enqueued and
+    /// the id and sequence number are the original message's (D6). SQS does not say.
+    pub duplicate: bool,
 }
 
 /// One entry of a batch request.
@@ -301,6 +304,17 @@ pub struct QueueAttributes {
     pub size_classes: Vec<(u32, u32)>,
     /// Bytes of the arena.
     pub arena_bytes: u64,
+    /// `DeduplicationScope` (D2), or `Off`.
+    pub deduplication: crate::Deduplication,
+    /// `ContentBasedDeduplication` (D5).
+    pub content_based_deduplication: bool,
+    /// The dedup interval (D1).
+    pub deduplication_interval: Duration,
+    /// Capacity of the dedup table (0 with deduplication off).
+    pub dedup_entries: u64,
+    /// Dedup ids accepted within the interval, and sends with a dedup id in progress (a
+    /// scan of the table).
+    pub dedup_entries_in_use: u64,
 }
 
 #[cfg(test)]

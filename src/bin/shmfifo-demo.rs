@@ -8,6 +8,8 @@
 //! Worker modes (used by the demo and the multi-process tests), one line per event on stdout:
 //! * `produce QUEUE ID GROUPS N [flush]`: sends N messages round-robin over GROUPS groups named
 //!   `p{ID}-g{j}`, body `p{ID}:{j}:{k}`; prints `ACK group k seq` after each acknowledged send.
+//! * `dedup-produce QUEUE SEED N GROUPS`: sends ids `0..N` in an order picked by SEED, each with
+//!   dedup id and body `id-{k}` in group `g{k % GROUPS}`; prints `ACK k dup` (dup 0 or 1).
 //! * `consume QUEUE VT_MS [flush] [stall]`: receives (max 10, visibility VT_MS) and deletes until
 //!   the file `/dev/shm/QUEUE.done` exists and the queue is empty; prints `RECV group k seq
 //!   t_ns` for each message received (t_ns: CLOCK_MONOTONIC before the receive call) and
@@ -52,6 +54,7 @@ fn produce(args: &[String]) -> shmfifo::Result<()> {
     let groups: u32 = args[2].parse().expect("groups");
     let n: u64 = args[3].parse().expect("n");
     let flush = args.iter().any(|a| a == "flush");
+    let dedup = q.attributes().deduplication != shmfifo::Deduplication::Off;
     let mut w = out(flush);
     let mut k = vec![0u64; groups as usize];
     for i in 0..n {
@@ -59,7 +62,10 @@ fn produce(args: &[String]) -> shmfifo::Result<()> {
         let group = format!("p{id}-g{j}");
         let body = format!("p{id}:{j}:{}", k[j]);
         loop {
-            match q.send(&SendMessage::new(&group, &body)) {
+            // The body is unique: it doubles as the dedup id where the queue deduplicates.
+            let msg = SendMessage::new(&group, &body);
+            let msg = if dedup { msg.dedup_id(&body) } else { msg };
+            match q.send(&msg) {
                 Ok(r) => {
                     writeln!(w, "ACK {group} {} {}", k[j], r.sequence_number).unwrap();
                     break;
@@ -72,6 +78,39 @@ fn produce(args: &[String]) -> shmfifo::Result<()> {
             }
         }
         k[j] += 1;
+    }
+    w.flush().unwrap();
+    Ok(())
+}
+
+fn dedup_produce(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let seed: u64 = args[1].parse().expect("seed");
+    let n: u64 = args[2].parse().expect("n");
+    let groups: u64 = args[3].parse().expect("groups");
+    let mut w = out(true);
+    // A stride coprime with n visits every id once, in an order that differs per seed.
+    let stride = [7919u64, 104_729, 1_299_709, 15_485_863]
+        .into_iter()
+        .find(|s| n % s != 0)
+        .unwrap_or(1);
+    for i in 0..n {
+        let k = (i * stride + seed * 977) % n;
+        let id = format!("id-{k}");
+        let group = format!("g{}", k % groups);
+        loop {
+            match q.send(&SendMessage::new(&group, &id).dedup_id(&id)) {
+                Ok(r) => {
+                    writeln!(w, "ACK {k} {}", u8::from(r.duplicate)).unwrap();
+                    break;
+                }
+                Err(shmfifo::Error::SizeClassFull { .. })
+                | Err(shmfifo::Error::GroupLimitReached { .. }) => {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     w.flush().unwrap();
     Ok(())
@@ -211,9 +250,12 @@ fn demo(args: &[String]) -> Result<(), String> {
     let groups = opt("--groups", 1000);
     let messages = opt("--messages", 200_000);
     let name = format!("shmfifo-demo-{}", std::process::id());
+    // Every message has its own dedup id, remembered for SQS's 5 minutes: the table holds
+    // them all.
     let cfg = QueueConfig::new()
         .max_messages(65_536)
-        .max_groups((groups as u32).max(16) * 2);
+        .max_groups((groups as u32).max(16) * 2)
+        .dedup_entries((messages as u32).max(1024));
     let q = Queue::create(&name, &cfg).map_err(|e| e.to_string())?;
     println!(
         "shmfifo demo: {producers} producer and {consumers} consumer processes, {} groups, {messages} messages, queue /dev/shm/{name}",
@@ -332,6 +374,7 @@ fn main() {
     let r = match args.first().map(String::as_str) {
         Some("produce") => produce(&args[1..]).map_err(|e| e.to_string()),
         Some("consume") => consume(&args[1..]).map_err(|e| e.to_string()),
+        Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();
             for f in &args[1..] {

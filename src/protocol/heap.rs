@@ -1,7 +1,9 @@
 //! An arena on the heap, for unit tests and loom models: the same protocol code, no mapping.
 
 use super::{pstate, Arena, Class, Env};
-use crate::layout::{Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES};
+use crate::layout::{
+    DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES,
+};
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
 /// Heap storage for one arena.
@@ -15,6 +17,9 @@ pub struct HeapArena {
     payload: Vec<Box<[UnsafeCell<u8>]>>,
     caps: Vec<u32>,
     max_groups: u64,
+    dedup: Box<[DedupEntry]>,
+    dedup_keys: Box<[AtomicU64]>,
+    dedup_key_words: usize,
 }
 
 // SAFETY: the payload cells are accessed only through the protocol, which gives one
@@ -35,6 +40,8 @@ impl HeapArena {
         assert!(g.classes.len() <= MAX_CLASSES);
         let hdr: Box<Header> = Box::default();
         hdr.next_expiry.0.store(u64::MAX, Ordering::Relaxed);
+        // Dedup interval: SQS's 5 minutes (D1); models change it through the header.
+        hdr.dedup_interval_ms.store(300_000, Ordering::Relaxed);
         let parts = boxed::<Participant>(g.participants as usize);
         for p in parts.iter() {
             p.state
@@ -53,6 +60,9 @@ impl HeapArena {
                 .collect(),
             caps: g.classes.iter().map(|&(cap, _)| cap).collect(),
             max_groups: u64::from(g.max_groups),
+            dedup: boxed(g.dedup_slots as usize),
+            dedup_keys: boxed(g.dedup_slots as usize * g.dedup_key_words as usize),
+            dedup_key_words: g.dedup_key_words as usize,
         }
     }
 
@@ -79,6 +89,9 @@ impl HeapArena {
             nclasses: self.headers.len(),
             total: base,
             max_groups: self.max_groups,
+            dedup: &self.dedup,
+            dedup_keys: &self.dedup_keys,
+            dedup_key_words: self.dedup_key_words,
         }
     }
 }
@@ -132,6 +145,8 @@ mod tests {
             group_slots: 8,
             ready_slots: 8,
             classes: vec![(16, 8)],
+            dedup_slots: 8,
+            dedup_key_words: 16,
         }
     }
 
@@ -150,6 +165,7 @@ mod tests {
             group_id: g.as_bytes(),
             lens: ops::pack_lens(body.len(), 0, 0),
             parts: &parts,
+            dedup: None,
         };
         ops::send(a, env, owner::code(who, 1), &out)
     }

@@ -95,6 +95,7 @@ pub mod crash {
     }
 }
 
+pub mod dedup;
 pub mod group;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
@@ -102,7 +103,7 @@ pub mod ops;
 pub mod pool;
 pub mod ring;
 
-use crate::layout::{GroupEntry, Header, MsgHeader, Participant};
+use crate::layout::{DedupEntry, GroupEntry, Header, MsgHeader, Participant};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Time, liveness and wake-ups, provided by the OS layer (or by loom mocks).
@@ -133,6 +134,11 @@ pub enum Fault {
     VisibilityCap,
     /// Time went beyond what the arena can represent.
     ClockRange,
+    /// Every dedup table entry holds a key accepted within the interval.
+    DedupFull,
+    /// A live participant has been sending the same dedup key for too long (it may be
+    /// stopped); the outcome is unknown.
+    DedupBusy,
     /// A loom model stopped this participant here (it "died").
     #[cfg(shmfifo_loom)]
     Crashed,
@@ -352,6 +358,12 @@ pub struct Arena<'a> {
     pub total: u32,
     /// Maximum active groups.
     pub max_groups: u64,
+    /// Dedup table (empty with dedup off; else length a power of two).
+    pub dedup: &'a [DedupEntry],
+    /// Dedup key words, `dedup_key_words` per entry.
+    pub dedup_keys: &'a [AtomicU64],
+    /// Key words per dedup entry.
+    pub dedup_key_words: usize,
 }
 
 impl<'a> Arena<'a> {

@@ -3,6 +3,7 @@
 //! Hot paths (send, receive, delete with no waiting) make no system call and allocate nothing;
 //! their cost depends on the message, never on the number of groups or the backlog.
 
+use super::dedup::{self, Reserved};
 use super::group::{self, TryClaim};
 use super::ring::Ring;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult};
@@ -37,6 +38,9 @@ pub struct Sent {
     pub seq_hi: u64,
     /// Low 64 bits of the sequence number (position in the group incarnation).
     pub pos: u64,
+    /// The send was a duplicate (D1): nothing was enqueued, and the fields above name the
+    /// original message.
+    pub duplicate: bool,
 }
 
 /// A message description for [`send`].
@@ -54,6 +58,8 @@ pub struct Outgoing<'x> {
     pub lens: u64,
     /// Payload pieces (dedup id, encoded attributes, body), copied in back to back.
     pub parts: &'x [&'x [u8]],
+    /// The dedup key, if the queue deduplicates.
+    pub dedup: Option<dedup::Key<'x>>,
 }
 
 fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
@@ -65,14 +71,62 @@ fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
     Ok(a.msg(idx)?.pos.load(Ordering::Relaxed))
 }
 
-/// Sends one message: allocate, copy, find or insert the group, append, publish, hint.
+/// Sends one message: reserve its dedup key, allocate, copy, find or insert the group, append,
+/// commit the dedup entry, publish, hint.
 pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResult<Sent> {
+    let entry = match &out.dedup {
+        None => None,
+        Some(k) => match dedup::reserve(a, env, me, k)? {
+            Reserved::Duplicate(o) => {
+                return Ok(Sent {
+                    idx: o.idx,
+                    inc: o.inc,
+                    seq_hi: o.seq_hi,
+                    pos: o.pos,
+                    duplicate: true,
+                })
+            }
+            Reserved::New { index, word } => Some((index, word)),
+        },
+    };
+    let r = send_reserved(a, env, me, out, entry);
+    #[cfg(shmfifo_loom)]
+    if super::crash::crashed() {
+        return r;
+    }
+    if r.is_err() {
+        if let Some((index, word)) = entry {
+            // Every error of `send_reserved` comes before the link CAS, so nothing was
+            // enqueued and the key may be sent again. Our slot is freed (after `give_up`
+            // aborted the entry) or still claimed by us: invariant D holds either way.
+            dedup::abort(a, index, word)?;
+        }
+    }
+    r
+}
+
+/// Frees a slot we claimed, aborting our dedup entry first (invariant D).
+fn give_up(a: &Arena<'_>, idx: u32, claimed: u64, entry: Option<(u32, u64)>) -> PResult<()> {
+    if let Some((index, word)) = entry {
+        dedup::abort(a, index, word)?;
+    }
+    pool::free(a, idx, claimed)?;
+    Ok(())
+}
+
+fn send_reserved(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    out: &Outgoing<'_>,
+    entry: Option<(u32, u64)>,
+) -> PResult<Sent> {
     let (idx, inc, epoch0) = pool::alloc(a, out.class, out.cursor, me)?;
     let claimed = vis::pack(epoch0, vis::claimed(me));
     let (cl, slot) = a.class_of(idx)?;
     let total: usize = out.parts.iter().map(|p| p.len()).sum();
     if total > cl.cap as usize {
-        pool::free(a, idx, claimed)?;
+        give_up(a, idx, claimed, entry)?;
         return Err(Fault::Corrupted("payload larger than its class"));
     }
     // SAFETY: `slot < cl.headers.len()` and the payload array holds `headers.len() * stride`
@@ -91,12 +145,26 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
     h.lens.store(out.lens, Ordering::Relaxed);
     h.sent_ms.store(env.wall_ms(), Ordering::Relaxed);
     h.first_recv_ms.store(0, Ordering::Relaxed);
-    h.recv_ms.store(0, Ordering::Relaxed);
+    // While we produce, `recv_ms` points back to our dedup entry (for settlers), made visible
+    // by `set_msg`'s Release store.
+    h.recv_ms.store(
+        entry.map_or(0, |(i, _)| u64::from(i) + 1),
+        Ordering::Relaxed,
+    );
+    if let Some((index, _)) = entry {
+        dedup::set_msg(a, index, idx, inc)?;
+        crash_point!();
+    }
+    let mut stuck = 0;
     for _ in 0..MAX_STEPS {
         let (g, ginc) = match group::find_or_insert(a, env, me, out.hash, out.group_id) {
             Ok(x) => x,
             Err(f) => {
-                pool::free(a, idx, claimed)?;
+                #[cfg(shmfifo_loom)]
+                if f == Fault::Crashed {
+                    return Err(f);
+                }
+                give_up(a, idx, claimed, entry)?;
                 return Err(f);
             }
         };
@@ -108,6 +176,22 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
         match append(a, e, ginc, idx, inc)? {
             Some((pred, pos)) => {
                 crash_point!();
+                // Relaxed: the base was written before the group was published (Acquire).
+                let seq_hi = e.seq_base.load(Ordering::Relaxed);
+                if let Some((index, word)) = entry {
+                    // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault
+                    // here must not undo a committed send: the entry is left for a settler.
+                    let _ = dedup::commit(a, env, index, word, seq_hi, pos);
+                    crash_point!(Ok(Sent {
+                        idx,
+                        inc,
+                        seq_hi,
+                        pos,
+                        duplicate: false,
+                    }));
+                }
+                // Relaxed: no longer a back-pointer once published (receive overwrites it).
+                h.recv_ms.store(0, Ordering::Relaxed);
                 // SYNC POINT(ready-check): SeqCst publish, then SeqCst load of `head`.
                 let _ = h.vis.compare_exchange(
                     claimed,
@@ -115,9 +199,13 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
                     Ordering::SeqCst,
                     Ordering::Relaxed,
                 );
-                crash_point!();
-                // Relaxed: the base was written before the group was published (Acquire).
-                let seq_hi = e.seq_base.load(Ordering::Relaxed);
+                crash_point!(Ok(Sent {
+                    idx,
+                    inc,
+                    seq_hi,
+                    pos,
+                    duplicate: false,
+                }));
                 // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
                 // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
                 // or its swap reads ours and it then sees our publication.
@@ -133,12 +221,20 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
                     inc,
                     seq_hi,
                     pos,
+                    duplicate: false,
                 });
             }
-            None => help_retire(a, env, me, g, ginc)?,
+            None => {
+                if help_retire(a, env, me, g, ginc)? {
+                    stuck += 1;
+                    if stuck >= 64 {
+                        break;
+                    }
+                }
+            }
         }
     }
-    pool::free(a, idx, claimed)?;
+    give_up(a, idx, claimed, entry)?;
     Err(Fault::Corrupted("send did not converge"))
 }
 
@@ -212,21 +308,24 @@ fn append(
 }
 
 /// A sender found the group closing: make sure the retire completes (its holder may be dead).
-fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<()> {
+fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<bool> {
     let e = a.group(g)?;
     if !group::is_active(e, ginc) {
-        return Ok(());
+        return Ok(false);
     }
     match group::try_claim(a, env, e, me, ginc) {
         TryClaim::Acquired { cw, .. } => {
             if cleanup(a, env, cw, e)? == Cleaned::Kept {
                 release(a, env, me, cw, g)?;
+                // The group is live under our claim, yet an append found it closing: only
+                // corruption does that persistently.
+                return Ok(true);
             }
         }
         TryClaim::Busy(_) => crate::sync::yield_hint(),
         TryClaim::Gone => {}
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
@@ -1099,6 +1198,8 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
             release(a, env, me, cw, g as u32)?;
         }
     }
+    // D7: the dedup table is cleared too.
+    dedup::clear(a);
     Ok(n)
 }
 
@@ -1174,36 +1275,86 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
             if o == me || !a.owner_dead(env, o) {
                 continue;
             }
-            let idx = cl.base + i as u32;
-            let Some(linked) = linked(a, env, me, h, idx)? else {
-                continue; // its group is claimed by a live participant: next recovery
-            };
-            if linked {
-                if h.vis
-                    .compare_exchange(
-                        w,
-                        vis::pack(vis::epoch(w), vis::published(0)),
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    r.published += 1;
-                    let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
-                    if let Ok(e) = a.group(g) {
-                        if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)?
-                        {
-                            notify(a, env);
-                        }
-                    }
-                }
-            } else if pool::free(a, idx, w)? {
-                r.freed += 1;
+            match settle_dead_send(a, env, me, cl.base + i as u32, w)? {
+                Settled::Published => r.published += 1,
+                Settled::Freed => r.freed += 1,
+                // Another settler won, or the group's claim is held by a live participant
+                // (next recovery).
+                Settled::Raced | Settled::Busy => {}
             }
         }
     }
     sweep(a, env, me)?;
     Ok(r)
+}
+
+/// Settles a dead producer's slot `idx`, claimed in vis word `w`: its dedup entry first
+/// (invariant D), then the slot: published if its link CAS had committed it, else freed.
+pub fn settle_dead_send(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    idx: u32,
+    w: u64,
+) -> PResult<Settled> {
+    let vis::State::Claimed(o) = vis::state(w) else {
+        return Ok(Settled::Raced);
+    };
+    let h = a.msg(idx)?;
+    let Some(linked) = linked(a, env, me, h, idx)? else {
+        return Ok(Settled::Busy);
+    };
+    // Relaxed: the dead producer's last writes, ordered before its link CAS (if any), which
+    // `linked` read with Acquire; a stale value names no matching entry.
+    let back = h.recv_ms.load(Ordering::Relaxed);
+    let inc = node::inc(h.link.load(Ordering::Acquire));
+    let seq = if linked {
+        let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
+        // Relaxed: written before the group was published.
+        let hi = a.group(g)?.seq_base.load(Ordering::Relaxed);
+        Some((hi, h.pos.load(Ordering::Relaxed)))
+    } else {
+        None
+    };
+    dedup::settle_for_slot(a, env, back, o, idx, inc, seq)?;
+    if linked {
+        h.recv_ms.store(0, Ordering::Relaxed);
+        if h.vis
+            .compare_exchange(
+                w,
+                vis::pack(vis::epoch(w), vis::published(0)),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return Ok(Settled::Raced);
+        }
+        let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
+        if let Ok(e) = a.group(g) {
+            if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
+                notify(a, env);
+            }
+        }
+        Ok(Settled::Published)
+    } else if pool::free(a, idx, w)? {
+        Ok(Settled::Freed)
+    } else {
+        Ok(Settled::Raced)
+    }
+}
+
+/// What [`settle_dead_send`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The message had been linked: we published it.
+    Published,
+    /// The message had not been linked: we freed its slot.
+    Freed,
+    /// Another settler changed the slot first.
+    Raced,
+    /// Its group's claim is held by a live participant: try later.
+    Busy,
 }
 
 /// Whether node `idx` is reachable in the group its header names (walks under the claim).

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use shmfifo::{Message, Queue, QueueConfig, ReceiveOptions, SendMessage};
+use shmfifo::{Deduplication, Message, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
 static N: AtomicU32 = AtomicU32::new(0);
 
@@ -35,11 +35,19 @@ pub fn unique(tag: &str) -> String {
     )
 }
 
+/// A small queue without deduplication (a shmfifo extension), so that tests of other rules
+/// can send without dedup ids. Dedup tests use [`small_dedup`].
 pub fn small() -> QueueConfig {
+    small_dedup().deduplication(Deduplication::Off)
+}
+
+/// A small queue with SQS's default deduplication (queue scope, 5 minutes).
+pub fn small_dedup() -> QueueConfig {
     QueueConfig::new()
         .max_messages(1024)
         .max_groups(256)
         .maximum_message_size(4096)
+        .dedup_entries(1024)
 }
 
 pub fn queue(tag: &str, cfg: &QueueConfig) -> TestQueue {

@@ -1,0 +1,492 @@
+//! The deduplication table (D1–D9): which dedup keys were accepted within the interval, and
+//! which message each one produced.
+//!
+//! Open addressing with linear probing from the home entry `hash & (D - 1)`. All reservations
+//! of one key hold the *home claim* of its home entry, so a key is never reserved twice at
+//! once; the home entry's `probe` word (only growing) bounds how far its keys lie, so lookups
+//! never depend on `FREE` entries ending a chain (expired and aborted entries are reused in
+//! place).
+//!
+//! An entry goes `FREE/expired → WRITING → PENDING → DONE`, or `PENDING → FREE` (abort):
+//!
+//! 1. *Reserve* (under the home claim): a live `DONE` entry with the key means a duplicate; a
+//!    `PENDING` one means the same key is being sent: a live sender is waited for, a dead one's
+//!    send is settled first (see below). Otherwise the first reusable entry is taken
+//!    (`WRITING`), the key written, the home's `probe` raised, and the entry marked `PENDING`.
+//! 2. The sender allocates its slot, records the entry in the slot (`MsgHeader::recv_ms`) and
+//!    the slot in the entry (`msg`), then appends the message: the link CAS commits it.
+//! 3. *Commit*: sequence number and expiry are written and the entry becomes `DONE`, **before**
+//!    the slot is published. On any failure before the link, the entry is aborted (`FREE`)
+//!    before the slot is freed.
+//!
+//! Invariant D: an entry leaves `PENDING` before its message's slot leaves `CLAIMED`. While the
+//! slot stays claimed by its (dead) producer nobody can deliver, delete or free it, so whoever
+//! settles a dead sender's entry can still find out whether the message was linked (by walking
+//! its group) and make the entry `DONE` (linked: the retry is a duplicate) or `FREE` (not
+//! linked: the retry is sent). Recovery settles a dead producer's slot the same way, entry
+//! first.
+
+use super::{gstate, node, ops, vis, Arena, Env, Fault, PResult};
+use crate::layout::DedupEntry;
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// Reusable entry (its incarnation is kept).
+pub const FREE: u64 = 0;
+/// Reserved, key being written by the owner.
+pub const WRITING: u64 = 1;
+/// Key written; the owner's message is being sent.
+pub const PENDING: u64 = 2;
+/// Message accepted; deduplicates until `expires`.
+pub const DONE: u64 = 3;
+
+/// Spin rounds before a wait for a live participant is given up.
+const MAX_SPINS: u32 = 1 << 20;
+/// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
+const MAX_EXPIRES: u64 = (1 << 48) - 1;
+
+/// A dedup key: the dedup id, and the group id with messageGroup scope (empty otherwise).
+#[derive(Debug, Clone, Copy)]
+pub struct Key<'x> {
+    /// Keyed hash of the whole key (the API layer hashes `group` and `dedup` together).
+    pub hash: u64,
+    /// Dedup id bytes (1–128).
+    pub dedup: &'x [u8],
+    /// Group id bytes (0–128).
+    pub group: &'x [u8],
+}
+
+/// The message a dedup key produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Original {
+    /// Global slot index of the message (part of its message id).
+    pub idx: u32,
+    /// Slot incarnation (part of its message id).
+    pub inc: u32,
+    /// High 64 bits of its sequence number.
+    pub seq_hi: u64,
+    /// Low 64 bits of its sequence number.
+    pub pos: u64,
+}
+
+/// Outcome of [`reserve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserved {
+    /// Entry `index` is ours, in state word `word` (`PENDING`).
+    New {
+        /// Entry index.
+        index: u32,
+        /// Its `PENDING` state word (to commit or abort with).
+        word: u64,
+    },
+    /// The key was accepted within the interval: the send is a duplicate of this message.
+    Duplicate(Original),
+}
+
+/// The entry kind of a state word.
+pub fn kind(w: u64) -> u64 {
+    gstate::kind(w)
+}
+
+fn entry<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a DedupEntry> {
+    a.dedup
+        .get(i)
+        .ok_or(Fault::Corrupted("dedup index out of range"))
+}
+
+fn key_words<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a [AtomicU64]> {
+    let k = a.dedup_key_words;
+    a.dedup_keys
+        .get(i * k..(i + 1) * k)
+        .ok_or(Fault::Corrupted("dedup key index out of range"))
+}
+
+fn pack_meta(dedup_len: usize, group_len: usize, expires: u64) -> u64 {
+    ((dedup_len as u64 & 0xFF) << 56) | ((group_len as u64 & 0xFF) << 48) | expires.min(MAX_EXPIRES)
+}
+
+fn meta_lens(m: u64) -> (usize, usize) {
+    ((m >> 56) as usize, ((m >> 48) & 0xFF) as usize)
+}
+
+fn meta_expires(m: u64) -> u64 {
+    m & MAX_EXPIRES
+}
+
+fn key_bytes<'k>(key: &'k Key<'k>) -> impl Iterator<Item = u64> + 'k {
+    let total = key.dedup.len() + key.group.len();
+    let byte = move |n: usize| {
+        if n < key.dedup.len() {
+            key.dedup[n]
+        } else {
+            key.group[n - key.dedup.len()]
+        }
+    };
+    (0..total.div_ceil(8)).map(move |w| {
+        let mut b = [0u8; 8];
+        for (j, x) in b.iter_mut().enumerate() {
+            if 8 * w + j < total {
+                *x = byte(8 * w + j);
+            }
+        }
+        u64::from_le_bytes(b)
+    })
+}
+
+/// Whether entry `i` (read in state `st`) holds `key`. Relaxed loads: the caller loaded `st`
+/// with Acquire and validates it afterwards ([`still`]), so a torn read of a reused entry is
+/// discarded.
+fn matches(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<bool> {
+    let e = entry(a, i)?;
+    if e.hash.load(Ordering::Relaxed) != key.hash {
+        return Ok(false);
+    }
+    let (dl, gl) = meta_lens(e.meta.load(Ordering::Relaxed));
+    if dl != key.dedup.len() || gl != key.group.len() {
+        return Ok(false);
+    }
+    let words = key_words(a, i)?;
+    if (dl + gl).div_ceil(8) > words.len() {
+        return Ok(false);
+    }
+    Ok(key_bytes(key)
+        .zip(words)
+        .all(|(k, w)| w.load(Ordering::Relaxed) == k))
+}
+
+/// Seqlock validation: whether entry `e` is still in state `st` after the Relaxed reads made
+/// since `st` was loaded.
+fn still(e: &DedupEntry, st: u64) -> bool {
+    // SYNC POINT(dedup-seqlock): the Acquire fence orders our earlier Relaxed reads before
+    // this load; a writer changes `state` (CAS, then a Release fence) before touching any field,
+    // so if we read a field it wrote, this load sees its state change.
+    fence(Ordering::Acquire);
+    e.state.load(Ordering::Relaxed) == st
+}
+
+fn original(e: &DedupEntry) -> Original {
+    // Relaxed: validated by the caller with `still`.
+    let m = e.msg.load(Ordering::Relaxed);
+    Original {
+        idx: node::index(m),
+        inc: node::inc(m),
+        seq_hi: e.seq_hi.load(Ordering::Relaxed),
+        pos: e.pos.load(Ordering::Relaxed),
+    }
+}
+
+/// Whether an entry in state `st` may be taken by a new key at time `now`.
+fn reusable(a: &Arena<'_>, env: &dyn Env, e: &DedupEntry, st: u64, now: u64) -> bool {
+    match kind(st) {
+        FREE => true,
+        // Relaxed: if the entry changed since `st`, the reserving CAS fails.
+        DONE => meta_expires(e.meta.load(Ordering::Relaxed)) <= now,
+        WRITING => a.owner_dead(env, gstate::owner(st)),
+        _ => false, // PENDING: settled first (its message may be linked)
+    }
+}
+
+/// What one pass under the home claim found.
+enum Pass {
+    Done(Reserved),
+    /// A live participant is sending the same key: wait for it.
+    Wait,
+    /// Something changed under us: look again.
+    Again,
+}
+
+/// Reserves `key`: either a new `PENDING` entry, or the original message of a duplicate.
+pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<Reserved> {
+    let n = a.dedup.len();
+    if n == 0 || !n.is_power_of_two() {
+        return Err(Fault::Corrupted("no dedup table"));
+    }
+    let home = key.hash as usize & (n - 1);
+    let he = entry(a, home)?;
+    let mut waits = 0u32;
+    for _ in 0..MAX_SPINS {
+        super::group::home_claim_wait(a, env, &he.home_claim, me)?;
+        crash_point!();
+        let r = pass(a, env, me, key, home);
+        crash_point!();
+        super::group::release_plain(&he.home_claim, me);
+        match r? {
+            Pass::Done(r) => return Ok(r),
+            Pass::Again => {}
+            Pass::Wait => {
+                waits += 1;
+                if waits >= MAX_SPINS {
+                    return Err(Fault::DedupBusy);
+                }
+                if waits < 64 {
+                    crate::sync::spin_hint();
+                } else {
+                    crate::sync::yield_hint();
+                }
+            }
+        }
+    }
+    Err(Fault::DedupBusy)
+}
+
+fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PResult<Pass> {
+    let n = a.dedup.len();
+    let mask = n - 1;
+    let he = entry(a, home)?;
+    // Acquire: pairs with the Release `fetch_max` of earlier reservations of this home (also
+    // carried by the home claim).
+    let probe = (he.probe.load(Ordering::Acquire) as usize).min(n);
+    let now = env.now_ms();
+    let mut cand: Option<(usize, u64)> = None;
+    for d in 0..probe {
+        let i = (home + d) & mask;
+        let e = entry(a, i)?;
+        // Acquire: SYNC POINT(dedup-publish), the key and fields of a PENDING/DONE entry.
+        let st = e.state.load(Ordering::Acquire);
+        let k = kind(st);
+        if (k == PENDING || k == DONE) && matches(a, i, key)? {
+            // Relaxed: validated by `still` below.
+            let expires = meta_expires(e.meta.load(Ordering::Relaxed));
+            let orig = original(e);
+            if !still(e, st) {
+                return Ok(Pass::Again);
+            }
+            if k == DONE {
+                if expires > now {
+                    return Ok(Pass::Done(Reserved::Duplicate(orig)));
+                }
+                // Expired (D1): the key may be accepted again; reuse this very entry.
+                if cand.is_none() {
+                    cand = Some((d, st));
+                }
+                continue;
+            }
+            let holder = gstate::owner(st);
+            if holder == me || !a.owner_dead(env, holder) {
+                return Ok(Pass::Wait);
+            }
+            settle_entry(a, env, me, i, st)?;
+            return Ok(Pass::Again);
+        }
+        if cand.is_none() && reusable(a, env, e, st, now) {
+            cand = Some((d, st));
+        }
+    }
+    if cand.is_none() {
+        for d in probe..n {
+            let e = entry(a, (home + d) & mask)?;
+            // Acquire: as above.
+            let st = e.state.load(Ordering::Acquire);
+            if reusable(a, env, e, st, now) {
+                cand = Some((d, st));
+                break;
+            }
+        }
+    }
+    let Some((d, st)) = cand else {
+        return Err(Fault::DedupFull);
+    };
+    let i = (home + d) & mask;
+    let e = entry(a, i)?;
+    let inc = gstate::ginc(st).wrapping_add(1);
+    // AcqRel: Acquire orders our field writes after the previous incarnation's readers' view
+    // of the state (SYNC POINT(dedup-seqlock)); Release publishes our registration.
+    if e.state
+        .compare_exchange(
+            st,
+            gstate::pack(inc, WRITING, me),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return Ok(Pass::Again);
+    }
+    // SYNC POINT(dedup-seqlock): Release fence after the state change, before the field
+    // writes: a reader that sees any of them sees the state change after its Acquire fence.
+    fence(Ordering::Release);
+    crash_point!();
+    // Relaxed: published by the Release store of PENDING below.
+    e.hash.store(key.hash, Ordering::Relaxed);
+    e.meta.store(
+        pack_meta(key.dedup.len(), key.group.len(), 0),
+        Ordering::Relaxed,
+    );
+    e.msg.store(node::pack(0, node::NIL), Ordering::Relaxed);
+    e.seq_hi.store(0, Ordering::Relaxed);
+    e.pos.store(0, Ordering::Relaxed);
+    let words = key_words(a, i)?;
+    if (key.dedup.len() + key.group.len()).div_ceil(8) > words.len() {
+        return Err(Fault::Corrupted("dedup key longer than its entry"));
+    }
+    for (w, k) in words.iter().zip(key_bytes(key)) {
+        w.store(k, Ordering::Relaxed);
+    }
+    // Release: pairs with the Acquire load of `probe` by later passes (which hold the home
+    // claim, also Release/Acquire) and by lock-free readers.
+    he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+    crash_point!();
+    let word = gstate::pack(inc, PENDING, me);
+    // SYNC POINT(dedup-publish): Release publishes the key and fields.
+    e.state.store(word, Ordering::Release);
+    Ok(Pass::Done(Reserved::New {
+        index: i as u32,
+        word,
+    }))
+}
+
+/// Records the sender's message slot in its `PENDING` entry (before the message is linked).
+pub fn set_msg(a: &Arena<'_>, index: u32, idx: u32, inc: u32) -> PResult<()> {
+    // Release: a settler that reads it (Acquire) also sees the slot's `recv_ms` back-pointer.
+    entry(a, index as usize)?
+        .msg
+        .store(node::pack(inc, idx), Ordering::Release);
+    Ok(())
+}
+
+/// Writes the outcome into a `PENDING` entry (in state `word`) and makes it `DONE`. Fails
+/// silently if the entry was settled meanwhile (it was then settled to the same outcome).
+pub fn commit(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    index: u32,
+    word: u64,
+    seq_hi: u64,
+    pos: u64,
+) -> PResult<()> {
+    let e = entry(a, index as usize)?;
+    if e.state.load(Ordering::Relaxed) != word {
+        return Ok(());
+    }
+    let interval = a.hdr.dedup_interval_ms.load(Ordering::Relaxed);
+    // Relaxed: published by the Release CAS below.
+    e.seq_hi.store(seq_hi, Ordering::Relaxed);
+    e.pos.store(pos, Ordering::Relaxed);
+    let (dl, gl) = meta_lens(e.meta.load(Ordering::Relaxed));
+    e.meta.store(
+        pack_meta(dl, gl, env.now_ms().saturating_add(interval)),
+        Ordering::Relaxed,
+    );
+    // SYNC POINT(dedup-publish): Release publishes the outcome to readers' Acquire loads.
+    let _ = e.state.compare_exchange(
+        word,
+        gstate::pack(gstate::ginc(word), DONE, 0),
+        Ordering::Release,
+        Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+/// Gives a `PENDING` entry (in state `word`) up: the send did not happen.
+pub fn abort(a: &Arena<'_>, index: u32, word: u64) -> PResult<()> {
+    let e = entry(a, index as usize)?;
+    // Release: orders the abort before the slot's free (invariant D).
+    let _ = e.state.compare_exchange(
+        word,
+        gstate::pack(gstate::ginc(word), FREE, 0),
+        Ordering::Release,
+        Ordering::Relaxed,
+    );
+    Ok(())
+}
+
+/// Settles the `PENDING` entry `i` (state `st`) of a dead sender: through its slot if it
+/// recorded one (the slot is settled too), else by aborting it.
+fn settle_entry(a: &Arena<'_>, env: &dyn Env, me: u64, i: usize, st: u64) -> PResult<()> {
+    let e = entry(a, i)?;
+    // Acquire: pairs with `set_msg`.
+    let m = e.msg.load(Ordering::Acquire);
+    let idx = node::index(m);
+    if idx == node::NIL {
+        // Never appended: its slot (if any) is freed by recovery.
+        return abort(a, i as u32, st);
+    }
+    let h = a.msg(idx)?;
+    // Acquire: the slot's current state.
+    let w = h.vis.load(Ordering::Acquire);
+    // Relaxed: an incarnation changes only after a free, which comes after the settle.
+    let inc = node::inc(h.link.load(Ordering::Relaxed));
+    if vis::state(w) == vis::State::Claimed(gstate::owner(st)) && inc == node::inc(m) {
+        // `None`: the group's claim is held by a live participant; the caller looks again.
+        let _ = ops::settle_dead_send(a, env, me, idx, w)?;
+        return Ok(());
+    }
+    if e.state.load(Ordering::Acquire) == st {
+        return Err(Fault::Corrupted(
+            "dedup entry names a message its sender no longer holds",
+        ));
+    }
+    Ok(())
+}
+
+/// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`),
+/// before the slot itself is published (`linked`) or freed. Called by
+/// [`ops::settle_dead_send`].
+#[allow(clippy::too_many_arguments)]
+pub fn settle_for_slot(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    back: u64,
+    o: u64,
+    idx: u32,
+    inc: u32,
+    linked: Option<(u64, u64)>,
+) -> PResult<()> {
+    let Some(i) = back.checked_sub(1) else {
+        return Ok(());
+    };
+    // A stale or hostile back-pointer names no entry, or an entry that is not this send's.
+    let Some(e) = a.dedup.get(i as usize) else {
+        return Ok(());
+    };
+    // Acquire: SYNC POINT(dedup-publish).
+    let st = e.state.load(Ordering::Acquire);
+    if kind(st) != PENDING
+        || gstate::owner(st) != o
+        || e.msg.load(Ordering::Acquire) != node::pack(inc, idx)
+    {
+        return Ok(());
+    }
+    match linked {
+        Some((seq_hi, pos)) => commit(a, env, i as u32, st, seq_hi, pos),
+        None => abort(a, i as u32, st),
+    }
+}
+
+/// Purge (D7): every accepted key may be accepted again. Sends in progress keep their entries.
+pub fn clear(a: &Arena<'_>) -> u64 {
+    let mut n = 0;
+    for e in a.dedup {
+        // Acquire: the entry's current state.
+        let st = e.state.load(Ordering::Acquire);
+        // Release: as any state change (readers validate with `still`).
+        if kind(st) == DONE
+            && e.state
+                .compare_exchange(
+                    st,
+                    gstate::pack(gstate::ginc(st), FREE, 0),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Number of entries that deduplicate at time `now` (`DONE`, not expired) and of sends in
+/// progress (`WRITING`, `PENDING`).
+pub fn count(a: &Arena<'_>, now: u64) -> (u64, u64) {
+    let (mut live, mut pending) = (0, 0);
+    for e in a.dedup {
+        // Relaxed: a statistic.
+        let st = e.state.load(Ordering::Relaxed);
+        match kind(st) {
+            DONE if meta_expires(e.meta.load(Ordering::Relaxed)) > now => live += 1,
+            WRITING | PENDING => pending += 1,
+            _ => {}
+        }
+    }
+    (live, pending)
+}
