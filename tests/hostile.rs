@@ -24,8 +24,17 @@ impl Rng {
 /// validated once at open; the rest is live state), interleaved with every operation.
 #[test]
 fn random_writes_into_a_live_arena_never_crash_a_well_behaved_process() {
-    let cfg = small();
-    for seed in 1..=16u64 {
+    // Without and with a dedup table (content-based ids: the sends below carry none).
+    for (seed, cfg) in (1..=16u64).map(|s| {
+        let c = if s % 2 == 0 {
+            small()
+        } else {
+            small_dedup()
+                .dedup_entries(64)
+                .content_based_deduplication(true)
+        };
+        (s, c)
+    }) {
         let q = queue("hostile", &cfg);
         let path = format!("/dev/shm/{}", q.name);
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -34,7 +43,8 @@ fn random_writes_into_a_live_arena_never_crash_a_well_behaved_process() {
         let opts = ReceiveOptions::max(10).visibility_timeout(Duration::from_millis(1));
         for round in 0..400 {
             for i in 0..3 {
-                let _ = q.send(&SendMessage::new(&format!("g{}", (round + i) % 7), "body"));
+                let body = format!("body {}", round % 50);
+                let _ = q.send(&SendMessage::new(&format!("g{}", (round + i) % 7), &body));
             }
             let off = 0x180 + rng.next() % (len - 0x180 - 8);
             let word = match rng.next() % 4 {

@@ -41,6 +41,10 @@ pub const DONE: u64 = 3;
 
 /// Spin rounds before a wait for a live participant is given up.
 const MAX_SPINS: u32 = 1 << 20;
+/// Longest wait (ms) for a live participant sending the same key (a send holds its entry
+/// `PENDING` for the time of a copy and an append: microseconds, unless it is descheduled or
+/// stopped).
+pub const MAX_WAIT_MS: u64 = 1_000;
 /// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
 const MAX_EXPIRES: u64 = (1 << 48) - 1;
 
@@ -203,6 +207,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
     let home = key.hash as usize & (n - 1);
     let he = entry(a, home)?;
     let mut waits = 0u32;
+    let mut since = None;
     for _ in 0..MAX_SPINS {
         super::group::home_claim_wait(a, env, &he.home_claim, me)?;
         crash_point!();
@@ -214,7 +219,9 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
             Pass::Again => {}
             Pass::Wait => {
                 waits += 1;
-                if waits >= MAX_SPINS {
+                let now = env.now_ms();
+                let t0 = *since.get_or_insert(now);
+                if waits >= MAX_SPINS || now.saturating_sub(t0) >= MAX_WAIT_MS {
                     return Err(Fault::DedupBusy);
                 }
                 if waits < 64 {
@@ -323,7 +330,9 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
     }
     // Release: pairs with the Acquire load of `probe` by later passes (which hold the home
     // claim, also Release/Acquire) and by lock-free readers.
-    he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+    if d + 1 > probe {
+        he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+    }
     crash_point!();
     let word = gstate::pack(inc, PENDING, me);
     // SYNC POINT(dedup-publish): Release publishes the key and fields.
