@@ -1,0 +1,339 @@
+//! Builds the C tests and examples with the system C compiler against the committed header
+//! (`ffi/include/shmfifo.h`) and the built `libshmfifo.so`, and runs them:
+//!
+//! * `test_ffi.c`: every function and every provokable result code, also under valgrind
+//!   (memcheck, leaks) with no error;
+//! * C producer processes → a Rust consumer, and a Rust producer → C consumer processes:
+//!   per-group order and exactly-once deletion;
+//! * the Python ctypes example sending, received in Rust and in C.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use shmfifo_core::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>`, where cargo put `libshmfifo.so` (this binary is in its `deps/`).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("libshmfifo.so").exists(),
+        "libshmfifo.so not found in {}",
+        dir.display()
+    );
+    dir
+}
+
+/// Compiles one C file into an executable under the test's scratch directory.
+fn compile(src: &str, out: &str) -> PathBuf {
+    let lib = lib_dir();
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(out);
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let st = Command::new(&cc)
+        .args([
+            "-std=c11",
+            "-D_DEFAULT_SOURCE",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-g",
+        ])
+        .arg("-I")
+        .arg(root().join("include"))
+        .arg(root().join(src))
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lshmfifo")
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap_or_else(|e| panic!("running the C compiler {cc}: {e}"));
+    assert!(st.success(), "compiling {src} failed");
+    exe
+}
+
+fn unique(tag: &str) -> String {
+    format!(
+        "shmfifo-ctest-{}-{tag}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos()
+    )
+}
+
+struct Named(String);
+impl Drop for Named {
+    fn drop(&mut self) {
+        let _ = Queue::unlink(&self.0);
+        let _ = std::fs::remove_file(format!("/dev/shm/{}.done", self.0));
+    }
+}
+
+fn queue(tag: &str) -> (Named, Queue) {
+    let name = unique(tag);
+    let q = Queue::create(
+        &name,
+        &QueueConfig::new()
+            .max_messages(4096)
+            .max_groups(256)
+            .dedup_entries(16_384),
+    )
+    .expect("create");
+    (Named(name), q)
+}
+
+#[test]
+fn c_test_suite_passes_and_is_clean_under_valgrind() {
+    let exe = compile("tests/test_ffi.c", "test_ffi");
+    let scratch = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ffi-scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let out = Command::new(&exe).arg(&scratch).output().unwrap();
+    assert!(
+        out.status.success(),
+        "test_ffi failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("valgrind")
+        .args([
+            "-q",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite,indirect",
+            "--error-exitcode=9",
+        ])
+        .arg(&exe)
+        .arg(&scratch)
+        .output()
+        .expect("valgrind must be installed (apt-get install valgrind)");
+    assert!(
+        out.status.success(),
+        "test_ffi under valgrind: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Receives and deletes until `want` messages came, checking per-group order (one consumer,
+/// long visibility: each group's bodies arrive with k = 0, 1, 2, …). Returns the count.
+fn consume_in_rust(q: &Queue, want: usize) -> HashMap<String, u64> {
+    let mut next: HashMap<String, u64> = HashMap::new();
+    let mut got = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let opts = ReceiveOptions::max(10)
+        .visibility_timeout(Duration::from_secs(60))
+        .wait(Duration::from_millis(200));
+    while got < want {
+        assert!(
+            Instant::now() < deadline,
+            "only {got} of {want} messages came"
+        );
+        for m in q.receive(&opts).unwrap() {
+            let (group, k) = m.body.rsplit_once(':').unwrap();
+            assert_eq!(group, m.group_id);
+            let k: u64 = k.parse().unwrap();
+            let e = next.entry(group.to_owned()).or_insert(0);
+            assert_eq!(k, *e, "group {group}: per-group order (and no duplicate)");
+            *e += 1;
+            q.delete(&m.receipt_handle).unwrap();
+            got += 1;
+        }
+    }
+    next
+}
+
+#[test]
+fn c_producers_rust_consumer() {
+    let exe = compile("examples/producer.c", "producer");
+    let (name, q) = queue("c2r");
+    let producers: Vec<_> = (0..2)
+        .map(|id| {
+            Command::new(&exe)
+                .args([&name.0, &id.to_string(), "20", "2000"])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let counts = consume_in_rust(&q, 4000);
+    for mut p in producers {
+        assert!(p.wait().unwrap().success());
+    }
+    assert_eq!(counts.len(), 40);
+    assert!(counts.values().all(|&n| n == 100));
+    assert!(q.receive(&ReceiveOptions::max(10)).unwrap().is_empty());
+}
+
+/// What the logs say of one message.
+#[derive(Default, Clone, Copy)]
+struct Seen {
+    recv: u64,
+    del: u64,
+    deletes: u32,
+    log: usize,
+    line: usize,
+}
+
+/// Checks consumer logs: every message of `groups` deleted exactly once; within a group,
+/// message k+1 was received after k was deleted, or in the same receive (same consumer, same
+/// batch), after it in the batch (R3, R5).
+fn check_consumer_logs(logs: &[String], groups: &[(String, u64)]) {
+    let mut seen: HashMap<String, Seen> = HashMap::new();
+    for (li, log) in logs.iter().enumerate() {
+        for (n, line) in log.lines().enumerate() {
+            let mut w = line.split(' ');
+            let (kind, body, t) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+            let t: u64 = t.parse().unwrap();
+            let e = seen.entry(body.to_owned()).or_default();
+            match kind {
+                "RECV" => {
+                    e.recv = t;
+                    e.log = li;
+                    e.line = n;
+                }
+                "DEL" => {
+                    e.del = t;
+                    e.deletes += 1;
+                }
+                _ => panic!("bad log line {line}"),
+            }
+        }
+    }
+    for (group, n) in groups {
+        for k in 0..*n {
+            let body = format!("{group}:{k}");
+            let e = *seen
+                .get(&body)
+                .unwrap_or_else(|| panic!("{body} never deleted"));
+            assert_eq!(e.deletes, 1, "{body} deleted exactly once");
+            if k + 1 < *n {
+                let next = seen[&format!("{group}:{}", k + 1)];
+                let same_batch = next.log == e.log && next.recv == e.recv;
+                assert!(
+                    if same_batch {
+                        next.line > e.line
+                    } else {
+                        next.recv >= e.del
+                    },
+                    "{group}: message {} received before {k} was deleted",
+                    k + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn rust_producer_c_consumers() {
+    let exe = compile("examples/consumer.c", "consumer");
+    let (name, q) = queue("r2c");
+    let consumers: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(&exe)
+                .arg(&name.0)
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let groups: Vec<(String, u64)> = (0..20).map(|j| (format!("r-g{j}"), 150)).collect();
+    for k in 0..150 {
+        for (g, _) in &groups {
+            let body = format!("{g}:{k}");
+            q.send(&SendMessage::new(g, &body).dedup_id(&body)).unwrap();
+        }
+    }
+    std::fs::write(format!("/dev/shm/{}.done", name.0), b"").unwrap();
+    let logs: Vec<String> = consumers
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect();
+    assert!(logs.iter().all(|l| !l.is_empty()), "both consumers worked");
+    check_consumer_logs(&logs, &groups);
+}
+
+/// Runs the Python example; returns its report line.
+fn python(queue: &str, n: u32) -> String {
+    let lib = lib_dir().join("libshmfifo.so");
+    let out = Command::new("python3")
+        .arg(root().join("examples/python/send.py"))
+        .args([queue, &n.to_string()])
+        .env("SHMFIFO_LIB", &lib)
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        out.status.success(),
+        "send.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[test]
+fn python_sends_rust_and_c_receive() {
+    let (name, q) = queue("py");
+    assert_eq!(python(&name.0, 400), "sent 400, duplicates 0");
+    let counts = consume_in_rust(&q, 400);
+    assert_eq!(counts.len(), 4);
+    let exe = compile("examples/consumer.c", "consumer_py");
+    // The same bodies, hence the same dedup ids, within the interval: duplicates (D1).
+    assert_eq!(python(&name.0, 200), "sent 200, duplicates 200");
+    assert!(q.receive(&ReceiveOptions::max(10)).unwrap().is_empty());
+    drop(q);
+    let _ = Queue::unlink(&name.0);
+    let (name, q) = queue("py2");
+    assert_eq!(python(&name.0, 200), "sent 200, duplicates 0");
+    std::fs::write(format!("/dev/shm/{}.done", name.0), b"").unwrap();
+    let out = Command::new(&exe).arg(&name.0).output().unwrap();
+    assert!(out.status.success());
+    let log = String::from_utf8(out.stdout).unwrap();
+    let groups: Vec<(String, u64)> = (0..4).map(|j| (format!("py-g{j}"), 50)).collect();
+    check_consumer_logs(&[log], &groups);
+    drop(q);
+}
+
+/// The documented install step and pkg-config line build a program.
+#[test]
+fn install_and_pkg_config() {
+    let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("prefix");
+    let st = Command::new("bash")
+        .arg(root().join("install.sh"))
+        .arg(&prefix)
+        .arg(lib_dir())
+        .status()
+        .unwrap();
+    assert!(st.success(), "install.sh failed");
+    let pc = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "shmfifo"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .expect("pkg-config must be installed");
+    assert!(pc.status.success());
+    let flags = String::from_utf8(pc.stdout).unwrap().trim().to_owned();
+    let exe = prefix.join("producer");
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cc -std=c11 -D_DEFAULT_SOURCE {} $0 {flags} -o {}",
+            "-Wall -Werror",
+            exe.display()
+        ))
+        .arg(root().join("examples/producer.c"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc with pkg-config flags failed");
+    let (name, q) = queue("pc");
+    let st = Command::new(&exe)
+        .args([&name.0, "0", "2", "10"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert_eq!(consume_in_rust(&q, 10).len(), 2);
+}

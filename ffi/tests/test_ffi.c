@@ -1,0 +1,384 @@
+/* C tests of the shmfifo C ABI: every function, and every result code that a caller can
+ * provoke (see ffi/README.md for the three that cannot be: DEDUP_IN_PROGRESS, PANIC,
+ * UNKNOWN_ERROR). Built and run (also under valgrind) by ffi/tests/c.rs.
+ * Usage: test_ffi SCRATCH_DIR */
+#include "shmfifo.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int failures = 0;
+static int reached[200];
+
+#define CHECK(cond)                                                                        \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);       \
+            failures++;                                                                    \
+        }                                                                                  \
+    } while (0)
+
+/* Expects result code `want` from expression `r`; records that `want` was reached. */
+#define EXPECT(r, want)                                                                    \
+    do {                                                                                   \
+        shmfifo_result got_ = (r);                                                         \
+        if (got_ != (want)) {                                                              \
+            char msg_[512];                                                                \
+            shmfifo_last_error_message(msg_, sizeof msg_);                                 \
+            fprintf(stderr, "%s:%d: %s returned %s, expected %s (%s)\n", __FILE__,         \
+                    __LINE__, #r, shmfifo_result_name(got_), shmfifo_result_name(want),    \
+                    msg_);                                                                 \
+            failures++;                                                                    \
+        } else if ((want) < 200) {                                                         \
+            reached[(want)] = 1;                                                           \
+        }                                                                                  \
+    } while (0)
+
+static shmfifo_str s(const char *c) {
+    shmfifo_str r = {c, strlen(c)};
+    return r;
+}
+
+static shmfifo_str absent(void) {
+    shmfifo_str r = {NULL, 0};
+    return r;
+}
+
+static shmfifo_send_message msg(const char *group, const char *body, const char *dedup) {
+    shmfifo_send_message m;
+    memset(&m, 0, sizeof m);
+    m.group_id = group ? s(group) : absent();
+    m.body = s(body);
+    m.dedup_id = dedup ? s(dedup) : absent();
+    return m;
+}
+
+static int streq(shmfifo_str v, const char *c) {
+    return v.data && v.len == strlen(c) && memcmp(v.data, c, v.len) == 0;
+}
+
+/* A queue name unique to this process (static storage: 8 names in rotation). */
+static const char *qname(const char *tag) {
+    static char bufs[8][128];
+    static int next = 0;
+    char *b = bufs[next++ % 8];
+    snprintf(b, sizeof bufs[0], "shmfifo-ctest-%d-%s", (int)getpid(), tag);
+    return b;
+}
+
+static void write_file(const char *path, const void *data, size_t len, size_t total) {
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    CHECK(fd >= 0);
+    CHECK(write(fd, data, len) == (ssize_t)len);
+    if (total > len) CHECK(ftruncate(fd, (off_t)total) == 0);
+    close(fd);
+}
+
+static void test_versions_and_names(void) {
+    CHECK(strlen(shmfifo_version()) > 0);
+    CHECK(shmfifo_layout_version() == 2);
+    CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
+    CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
+    CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
+    shmfifo_config c = shmfifo_config_default();
+    CHECK(c.visibility_timeout_ms == 30000 && c.deduplication == 1 && c.mode == 0600);
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    CHECK(o.max_messages == 1 && o.wait_time_ms == -1 && o.attempt_id.data == NULL);
+}
+
+/* Send, receive, attributes, delete, change visibility, batches, purge, attributes. */
+static void test_round_trip(void) {
+    const char *name = qname("rt");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = shmfifo_config_default();
+    c.max_messages = 64;
+    c.max_groups = 16;
+    c.maximum_message_size = 4096;
+    c.dedup_entries = 64;
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    CHECK(q != NULL);
+    if (!q) return;
+    char errbuf[64];
+    CHECK(shmfifo_last_error_message(errbuf, sizeof errbuf) == 0 && errbuf[0] == 0);
+
+    shmfifo_attribute attrs[2] = {
+        {s("color"), s("String"), (const uint8_t *)"blue", 4},
+        {s("raw"), s("Binary"), (const uint8_t *)"\x00\x01\x02", 3},
+    };
+    shmfifo_send_message m = msg("g1", "hello", "d-1");
+    m.attributes = attrs;
+    m.attribute_count = 2;
+    shmfifo_send_result r1, r2;
+    EXPECT(shmfifo_send(q, &m, &r1), SHMFIFO_OK);
+    CHECK(strlen(r1.message_id) == 36 && r1.duplicate == 0);
+    /* D1: the same dedup id again is a duplicate naming the original. */
+    shmfifo_send_message dup = msg("g1", "other", "d-1");
+    EXPECT(shmfifo_send(q, &dup, &r2), SHMFIFO_OK);
+    CHECK(r2.duplicate == 1 && strcmp(r1.message_id, r2.message_id) == 0);
+    CHECK(strcmp(r1.sequence_number, r2.sequence_number) == 0);
+    shmfifo_send_message m2 = msg("g1", "world", "d-2");
+    EXPECT(shmfifo_send(q, &m2, NULL), SHMFIFO_OK);
+
+    /* A second handle in the same process: handles are independent participants. */
+    shmfifo_queue *q2 = NULL;
+    EXPECT(shmfifo_queue_open(name, &q2), SHMFIFO_OK);
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    CHECK(buf != NULL);
+    shmfifo_message out[10];
+    size_t n = 0;
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    o.visibility_timeout_ms = 60000;
+    o.wait_time_ms = 100;
+    EXPECT(shmfifo_receive(q2, &o, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 2);
+    if (n == 2) {
+        CHECK(streq(out[0].body, "hello") && streq(out[1].body, "world"));
+        CHECK(streq(out[0].group_id, "g1") && streq(out[0].dedup_id, "d-1"));
+        CHECK(strcmp(out[0].message_id, r1.message_id) == 0);
+        CHECK(strcmp(out[0].sequence_number, r1.sequence_number) == 0);
+        CHECK(out[0].receive_count == 1 && out[0].sent_timestamp_ms > 0);
+        CHECK(out[0].first_receive_timestamp_ms >= out[0].sent_timestamp_ms);
+        CHECK(out[0].attribute_count == 2);
+        CHECK(streq(out[0].attributes[0].name, "color"));
+        CHECK(streq(out[0].attributes[0].data_type, "String"));
+        CHECK(out[0].attributes[1].value_len == 3 &&
+              memcmp(out[0].attributes[1].value, "\x00\x01\x02", 3) == 0);
+        CHECK(strncmp(out[0].receipt_handle, "sf1", 3) == 0);
+        /* The group is locked while in flight (R3): nothing more to receive. */
+        size_t n2 = 9;
+        shmfifo_message more[10];
+        shmfifo_receive_options quick = shmfifo_receive_options_default();
+        quick.wait_time_ms = 0;
+        EXPECT(shmfifo_receive(q, &quick, buf, more, 10, &n2), SHMFIFO_OK);
+        CHECK(n2 == 0);
+        /* Change visibility of the second, then delete both from the first handle. */
+        EXPECT(shmfifo_change_visibility(q, out[1].receipt_handle, 120000), SHMFIFO_OK);
+        EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_OK);
+        EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_RECEIPT_HANDLE_EXPIRED);
+        shmfifo_handle_entry cv[1] = {{s("a"), s(out[1].receipt_handle), 0}};
+        shmfifo_result codes[2];
+        EXPECT(shmfifo_change_visibility_batch(q, cv, 1, codes), SHMFIFO_OK);
+        CHECK(codes[0] == SHMFIFO_OK);
+        /* Visible again at once: receive it again, then delete it with a batch. */
+        n2 = 0;
+        EXPECT(shmfifo_receive(q, &quick, buf, more, 10, &n2), SHMFIFO_OK);
+        CHECK(n2 == 1 && more[0].receive_count == 2 && streq(more[0].body, "world"));
+        if (n2 == 1) {
+            shmfifo_handle_entry del[2] = {{s("x"), s(more[0].receipt_handle), 0},
+                                           {s("y"), s("sf1-not-a-handle"), 0}};
+            EXPECT(shmfifo_delete_batch(q, del, 2, codes), SHMFIFO_OK);
+            CHECK(codes[0] == SHMFIFO_OK && codes[1] == SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+            reached[SHMFIFO_RECEIPT_HANDLE_IS_INVALID] = 1;
+        }
+    }
+    /* A batch: two entries, the second a duplicate of the first (D9). */
+    shmfifo_batch_entry be[2] = {{s("e1"), msg("g2", "b1", "same")},
+                                 {s("e2"), msg("g2", "b2", "same")}};
+    shmfifo_batch_result br[2];
+    EXPECT(shmfifo_send_batch(q, be, 2, br), SHMFIFO_OK);
+    CHECK(br[0].code == SHMFIFO_OK && br[1].code == SHMFIFO_OK);
+    CHECK(br[0].result.duplicate == 0 && br[1].result.duplicate == 1);
+    shmfifo_queue_attributes a;
+    EXPECT(shmfifo_queue_get_attributes(q, &a), SHMFIFO_OK);
+    CHECK(a.approximate_number_of_messages == 1 && a.dedup_entries == 64);
+    CHECK(a.maximum_message_size == 4096 && a.deduplication == 1 && a.arena_bytes > 0);
+    uint64_t purged = 0;
+    EXPECT(shmfifo_purge(q, &purged), SHMFIFO_OK);
+    CHECK(purged == 1);
+    EXPECT(shmfifo_recover(q), SHMFIFO_OK);
+    shmfifo_receive_buffer_free(buf);
+    shmfifo_queue_close(q2);
+    shmfifo_queue_close(q);
+    shmfifo_queue_close(NULL);
+    shmfifo_receive_buffer_free(NULL);
+    EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
+}
+
+/* Every error code a caller can provoke. */
+static void test_errors(const char *dir) {
+    const char *name = qname("err");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = shmfifo_config_default();
+    c.max_messages = 4;
+    c.max_groups = 1;
+    c.max_participants = 1;
+    c.maximum_message_size = 1048576;
+    c.dedup_entries = 1;
+    shmfifo_queue *q = NULL, *other = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    EXPECT(shmfifo_queue_create(name, &c, &other), SHMFIFO_QUEUE_NAME_EXISTS);
+    CHECK(other == NULL);
+    EXPECT(shmfifo_queue_open(name, &other), SHMFIFO_PARTICIPANT_LIMIT_REACHED);
+    EXPECT(shmfifo_queue_open(qname("nonexistent"), &other), SHMFIFO_QUEUE_DOES_NOT_EXIST);
+    EXPECT(shmfifo_queue_create("bad name", NULL, &other), SHMFIFO_INVALID_QUEUE_NAME);
+    shmfifo_config bad = shmfifo_config_default();
+    bad.max_groups = 0;
+    EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
+    bad = shmfifo_config_default();
+    bad.deduplication = 7;
+    EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
+    bad = shmfifo_config_default();
+    bad.max_messages = 1u << 30; /* a 256 GiB arena: more than /dev/shm holds */
+    EXPECT(shmfifo_queue_create(qname("huge"), &bad, &other), SHMFIFO_NO_SPACE);
+    EXPECT(shmfifo_queue_create("/etc/hostname/not-a-directory", NULL, &other), SHMFIFO_IO);
+
+    /* Files that are not (good) arenas. */
+    char path[512];
+    snprintf(path, sizeof path, "%s/text", dir);
+    write_file(path, "hello world, not an arena", 25, 0);
+    EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_NOT_AN_ARENA);
+    unsigned char hdr[4096];
+    memset(hdr, 0, sizeof hdr);
+    memcpy(hdr, "SHMFIFO\x1a", 8);
+    snprintf(path, sizeof path, "%s/short", dir);
+    write_file(path, hdr, 8, 0);
+    EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_TRUNCATED);
+    hdr[8] = 99; /* layout version */
+    snprintf(path, sizeof path, "%s/version", dir);
+    write_file(path, hdr, sizeof hdr, 0);
+    EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_LAYOUT_VERSION_MISMATCH);
+    hdr[8] = 2;
+    snprintf(path, sizeof path, "%s/notready", dir);
+    write_file(path, hdr, sizeof hdr, 0); /* state word 0: a creator still at work */
+    EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_NOT_READY);
+    memcpy(hdr + 0x158, "READY\0\0\0", 8); /* ready, but hash algorithm 0 */
+    snprintf(path, sizeof path, "%s/corrupt", dir);
+    write_file(path, hdr, sizeof hdr, 0);
+    EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_CORRUPTED);
+    CHECK(other == NULL);
+
+    /* Send errors. */
+    shmfifo_send_message m = msg("has space", "x", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m = msg(NULL, "x", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_MISSING_PARAMETER);
+    m = msg("g", "bell\x07", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_MESSAGE_CONTENTS);
+    m = msg("g", "\xff\xfe", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_UTF8);
+    EXPECT(shmfifo_send(NULL, &m, NULL), SHMFIFO_NULL_ARGUMENT);
+    EXPECT(shmfifo_send(q, NULL, NULL), SHMFIFO_NULL_ARGUMENT);
+    char err[256];
+    size_t full = shmfifo_last_error_message(err, sizeof err);
+    CHECK(full > 0 && strstr(err, "NULL") != NULL);
+    CHECK(shmfifo_last_error_message(NULL, 0) == full);
+    m = msg("g", "one", "d1");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    m = msg("g", "two", "d2");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_DEDUP_TABLE_FULL);
+    EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
+
+    /* Batch request-level errors. */
+    shmfifo_batch_entry be[11];
+    shmfifo_batch_result br[11];
+    for (int i = 0; i < 11; i++) {
+        be[i].id = s(i % 2 ? "odd" : "even");
+        be[i].message = msg("g", "b", "d");
+    }
+    EXPECT(shmfifo_send_batch(q, be, 0, br), SHMFIFO_EMPTY_BATCH_REQUEST);
+    EXPECT(shmfifo_send_batch(q, be, 11, br), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    EXPECT(shmfifo_send_batch(q, be, 3, br), SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT);
+    be[0].id = s("bad id!");
+    EXPECT(shmfifo_send_batch(q, be, 1, br), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    char *big = malloc(600001);
+    memset(big, 'b', 600000);
+    big[600000] = 0;
+    be[0].id = s("a");
+    be[0].message = msg("g", big, "x1");
+    be[1].id = s("b");
+    be[1].message = msg("g", big, "x2");
+    EXPECT(shmfifo_send_batch(q, be, 2, br), SHMFIFO_BATCH_REQUEST_TOO_LONG);
+    free(big);
+    /* SIZE_CLASS_FULL, on a dedup-off queue (this one's table holds one id). */
+    EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
+    shmfifo_queue_close(q);
+    EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
+    c = shmfifo_config_default();
+    c.max_messages = 4;
+    c.max_groups = 1;
+    c.deduplication = 0;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    m = msg("g", "first", NULL);
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    m = msg("g2", "other group", NULL);
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_GROUP_LIMIT_REACHED);
+    EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
+    shmfifo_result last = SHMFIFO_OK;
+    int sent = 0;
+    for (int i = 0; i < 10 && last == SHMFIFO_OK; i++) {
+        m = msg("g", "small", NULL);
+        last = shmfifo_send(q, &m, NULL);
+        sent += last == SHMFIFO_OK;
+    }
+    EXPECT(last, SHMFIFO_SIZE_CLASS_FULL);
+    CHECK(sent == 4);
+    m = msg("g", "x", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE); /* dedup id when off */
+
+    /* Receive errors. */
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    shmfifo_message out[10];
+    size_t n = 0;
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    EXPECT(shmfifo_receive(q, &o, buf, out, 1, &n), SHMFIFO_BUFFER_TOO_SMALL);
+    o.max_messages = 11;
+    EXPECT(shmfifo_receive(q, &o, buf, out, 11, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    o.max_messages = 1;
+    o.attempt_id = s("attempt-1");
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    EXPECT(shmfifo_receive(q, NULL, NULL, out, 10, &n), SHMFIFO_NULL_ARGUMENT);
+    EXPECT(shmfifo_delete(q, "not-a-handle"), SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+    EXPECT(shmfifo_delete(q, NULL), SHMFIFO_NULL_ARGUMENT);
+    EXPECT(shmfifo_receive(q, NULL, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1);
+    if (n == 1) {
+        char handle[48];
+        memcpy(handle, out[0].receipt_handle, sizeof handle);
+        EXPECT(shmfifo_delete(q, handle), SHMFIFO_OK);
+        EXPECT(shmfifo_change_visibility(q, handle, 10), SHMFIFO_RECEIPT_HANDLE_EXPIRED);
+    }
+    shmfifo_receive_buffer_free(buf);
+    shmfifo_queue_close(q);
+    EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = argc > 1 ? argv[1] : "/tmp";
+    test_versions_and_names();
+    test_round_trip();
+    test_errors(dir);
+    /* Every provokable code was reached. */
+    const shmfifo_result all[] = {
+        SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,
+        SHMFIFO_INVALID_MESSAGE_CONTENTS, SHMFIFO_RECEIPT_HANDLE_IS_INVALID,
+        SHMFIFO_RECEIPT_HANDLE_EXPIRED, SHMFIFO_EMPTY_BATCH_REQUEST,
+        SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST, SHMFIFO_INVALID_BATCH_ENTRY_ID,
+        SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT, SHMFIFO_BATCH_REQUEST_TOO_LONG,
+        SHMFIFO_QUEUE_DOES_NOT_EXIST, SHMFIFO_QUEUE_NAME_EXISTS, SHMFIFO_INVALID_QUEUE_NAME,
+        SHMFIFO_INVALID_CONFIG, SHMFIFO_NOT_AN_ARENA, SHMFIFO_LAYOUT_VERSION_MISMATCH,
+        SHMFIFO_TRUNCATED, SHMFIFO_NOT_READY, SHMFIFO_CORRUPTED, SHMFIFO_NO_SPACE,
+        SHMFIFO_SIZE_CLASS_FULL, SHMFIFO_GROUP_LIMIT_REACHED,
+        SHMFIFO_PARTICIPANT_LIMIT_REACHED, SHMFIFO_DEDUP_TABLE_FULL, SHMFIFO_IO,
+        SHMFIFO_NULL_ARGUMENT, SHMFIFO_INVALID_UTF8, SHMFIFO_BUFFER_TOO_SMALL,
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (!reached[all[i]]) {
+            fprintf(stderr, "result code %s was never reached\n", shmfifo_result_name(all[i]));
+            failures++;
+        }
+    }
+    if (failures) {
+        fprintf(stderr, "%d failures\n", failures);
+        return 1;
+    }
+    printf("test_ffi: all checks passed\n");
+    return 0;
+}
