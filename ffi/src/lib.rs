@@ -574,7 +574,7 @@ pub unsafe extern "C" fn shmfifo_queue_create(
         let name = unsafe { cstr(name, "name") }?;
         // SAFETY: NULL or valid, per the contract.
         let cfg = match unsafe { config.as_ref() } {
-            Some(c) => config_of(c)?,
+            Some(c) => config(c)?,
             None => QueueConfig::new(),
         };
         let q = if name.contains('/') {
@@ -585,10 +585,6 @@ pub unsafe extern "C" fn shmfifo_queue_create(
         *out = Box::into_raw(Box::new(shmfifo_queue { q }));
         Ok(())
     })
-}
-
-fn config_of(c: &shmfifo_config) -> R<QueueConfig> {
-    config(c)
 }
 
 /// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). Waits up to

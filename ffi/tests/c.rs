@@ -337,3 +337,22 @@ fn install_and_pkg_config() {
     assert!(st.success());
     assert_eq!(consume_in_rust(&q, 10).len(), 2);
 }
+
+/// The header also compiles as C++ (extern "C" guards, no C-only constructs).
+#[test]
+fn header_compiles_as_cpp() {
+    let src = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("header.cpp");
+    std::fs::write(
+        &src,
+        "#include \"shmfifo.h\"\nint main() { shmfifo_config c = shmfifo_config_default(); return (int)c.mode == 0; }\n",
+    )
+    .unwrap();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let st = Command::new(&cxx)
+        .args(["-std=c++11", "-Wall", "-Werror", "-fsyntax-only", "-I"])
+        .arg(root().join("include"))
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("running the C++ compiler {cxx}: {e}"));
+    assert!(st.success(), "shmfifo.h does not compile as C++");
+}
