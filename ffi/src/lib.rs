@@ -339,7 +339,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
     }
 }
 
-fn config(c: &shmfifo_config) -> R<QueueConfig> {
+fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
     let dedup = match c.deduplication {
         0 => Deduplication::Off,
         1 => Deduplication::Queue,
@@ -574,7 +574,7 @@ pub unsafe extern "C" fn shmfifo_queue_create(
         let name = unsafe { cstr(name, "name") }?;
         // SAFETY: NULL or valid, per the contract.
         let cfg = match unsafe { config.as_ref() } {
-            Some(c) => config(c)?,
+            Some(c) => queue_config(c)?,
             None => QueueConfig::new(),
         };
         let q = if name.contains('/') {
