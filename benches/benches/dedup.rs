@@ -15,7 +15,10 @@
 
 use std::time::{Duration, Instant};
 
-use criterion::{BenchmarkId, Criterion, Throughput};
+mod common;
+
+use common::{base_criterion, quick_mode};
+use criterion::{BenchmarkId, Throughput};
 use shmfifo::{Deduplication, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
 
 /// Body sizes.
@@ -36,13 +39,6 @@ impl Mode {
             Mode::Content => "content",
         }
     }
-}
-
-fn quick_mode() -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().any(|a| a == "--quick" || a == "--test")
-        || !args.iter().any(|a| a == "--bench")
-        || std::env::var("SHMFIFO_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
 }
 
 struct Fixture {
@@ -145,16 +141,7 @@ impl Fixture {
 }
 
 fn main() {
-    let quick = quick_mode();
-    let mut c = Criterion::default();
-    if quick {
-        c = c
-            .sample_size(10)
-            .warm_up_time(Duration::from_millis(50))
-            .measurement_time(Duration::from_millis(200))
-            .nresamples(10_000);
-    }
-    let mut c = c.configure_from_args();
+    let mut c = base_criterion(quick_mode()).configure_from_args();
     let mut g = c.benchmark_group("send");
     for (size, label) in SIZES {
         g.throughput(Throughput::Bytes(size as u64));

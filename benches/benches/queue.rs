@@ -31,6 +31,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{base_criterion, quick_mode};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use hdrhistogram::Histogram;
 use shmfifo::{
@@ -73,28 +76,6 @@ fn main() {
     inproc(&mut c);
     pingpong(&mut c, quick);
     c.final_summary();
-}
-
-/// `--quick` or `--test` on the command line, or no `--bench` (criterion's test mode, as under
-/// `cargo test --benches`), or `SHMFIFO_BENCH_QUICK` set and not `0`.
-fn quick_mode() -> bool {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter().any(|a| a == "--quick" || a == "--test")
-        || !args.iter().any(|a| a == "--bench")
-        || std::env::var("SHMFIFO_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Criterion's settings before the command line's (which win).
-fn base_criterion(quick: bool) -> Criterion {
-    let c = Criterion::default();
-    if quick {
-        c.sample_size(10)
-            .warm_up_time(Duration::from_millis(50))
-            .measurement_time(Duration::from_millis(200))
-            .nresamples(10_000)
-    } else {
-        c
-    }
 }
 
 /// A queue under `/dev/shm` with a pid-unique name, unlinked on drop.

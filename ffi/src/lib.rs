@@ -426,6 +426,15 @@ pub struct shmfifo_send_result {
     pub duplicate: u32,
 }
 
+/// The (all-zero) result of a batch entry that failed.
+const NO_SEND_RESULT: shmfifo_send_result = shmfifo_send_result {
+    message_id: [0; 40],
+    sequence_number: [0; 40],
+    sequence_hi: 0,
+    sequence_lo: 0,
+    duplicate: 0,
+};
+
 fn put(dst: &mut [c_char], s: &str) {
     let n = s.len().min(dst.len() - 1);
     for (d, &b) in dst.iter_mut().zip(&s.as_bytes()[..n]) {
@@ -436,11 +445,10 @@ fn put(dst: &mut [c_char], s: &str) {
 
 fn send_result(r: &core_api::SendResult) -> shmfifo_send_result {
     let mut out = shmfifo_send_result {
-        message_id: [0; 40],
-        sequence_number: [0; 40],
         sequence_hi: (r.sequence_number >> 64) as u64,
         sequence_lo: r.sequence_number as u64,
         duplicate: u32::from(r.duplicate),
+        ..NO_SEND_RESULT
     };
     put(&mut out.message_id, &r.message_id.to_string());
     put(&mut out.sequence_number, &r.sequence_number.to_string());
@@ -505,8 +513,12 @@ unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
         .ok_or_else(|| null("queue"))
 }
 
-fn out_ptr<T>(p: *mut T, what: &str) -> R<&'static mut T> {
-    // SAFETY: out-parameters are documented as valid, writable and unaliased when non-NULL.
+/// Reads a required out-parameter.
+///
+/// # Safety
+/// `p` must be NULL or valid for writing and unaliased for `'a`.
+unsafe fn out_ptr<'a, T>(p: *mut T, what: &str) -> R<&'a mut T> {
+    // SAFETY: guaranteed by the caller.
     unsafe { p.as_mut() }.ok_or_else(|| null(what))
 }
 
@@ -568,7 +580,8 @@ pub unsafe extern "C" fn shmfifo_queue_create(
     out: *mut *mut shmfifo_queue,
 ) -> shmfifo_result {
     guard(|| {
-        let out = out_ptr(out, "out")?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
         *out = core::ptr::null_mut();
         // SAFETY: the caller guarantees a NUL-terminated string.
         let name = unsafe { cstr(name, "name") }?;
@@ -598,7 +611,8 @@ pub unsafe extern "C" fn shmfifo_queue_open(
     out: *mut *mut shmfifo_queue,
 ) -> shmfifo_result {
     guard(|| {
-        let out = out_ptr(out, "out")?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
         *out = core::ptr::null_mut();
         // SAFETY: the caller guarantees a NUL-terminated string.
         let name = unsafe { cstr(name, "name") }?;
@@ -741,11 +755,7 @@ pub unsafe extern "C" fn shmfifo_send_batch(
                 },
                 Err(e) => shmfifo_batch_result {
                     code: code_of(&e),
-                    result: send_result(&core_api::SendResult {
-                        message_id: core_api::MessageId(0),
-                        sequence_number: 0,
-                        duplicate: false,
-                    }),
+                    result: NO_SEND_RESULT,
                 },
             };
         }
@@ -852,7 +862,8 @@ pub unsafe extern "C" fn shmfifo_receive(
     count: *mut usize,
 ) -> shmfifo_result {
     guard(|| {
-        let count = out_ptr(count, "count")?;
+        // SAFETY: per the contract.
+        let count = unsafe { out_ptr(count, "count") }?;
         *count = 0;
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
@@ -1153,7 +1164,8 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
     guard(|| {
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
-        let out = out_ptr(out, "out")?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
         let a = q.attributes();
         *out = shmfifo_queue_attributes {
             approximate_number_of_messages: a.approximate_number_of_messages,

@@ -85,21 +85,7 @@ pub fn send(
     group: &str,
     body: &[u8],
 ) -> PResult<ops::Sent> {
-    let parts = [body];
-    ops::send(
-        a,
-        env,
-        me(who),
-        &Outgoing {
-            class: 0,
-            cursor: u64::from(who),
-            hash: hash(group.as_bytes()),
-            group_id: group.as_bytes(),
-            lens: ops::pack_lens(body.len(), 0, 0),
-            parts: &parts,
-            dedup: None,
-        },
-    )
+    send_with(a, env, who, group, body, None)
 }
 
 /// Sends `body` to `group` with dedup id `key` as participant `who`. `home` forces the key's
@@ -113,6 +99,22 @@ pub fn send_dedup(
     key: &str,
     home: u64,
 ) -> PResult<ops::Sent> {
+    let key = dedup::Key {
+        hash: home,
+        dedup: key.as_bytes(),
+        group: &[],
+    };
+    send_with(a, env, who, group, body, Some(key))
+}
+
+fn send_with(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    body: &[u8],
+    dedup: Option<dedup::Key<'_>>,
+) -> PResult<ops::Sent> {
     let parts = [body];
     ops::send(
         a,
@@ -125,11 +127,7 @@ pub fn send_dedup(
             group_id: group.as_bytes(),
             lens: ops::pack_lens(body.len(), 0, 0),
             parts: &parts,
-            dedup: Some(dedup::Key {
-                hash: home,
-                dedup: key.as_bytes(),
-                group: &[],
-            }),
+            dedup,
         },
     )
 }

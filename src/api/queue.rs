@@ -137,6 +137,24 @@ fn fault(f: Fault, inner: &Inner) -> Error {
     }
 }
 
+impl Inner {
+    /// Whether a send must carry a dedup id (S4): the queue deduplicates and content-based
+    /// dedup is off.
+    fn needs_dedup_id(&self) -> bool {
+        // Relaxed: a live setting; a send racing with its change may see either value.
+        self.dedup != Deduplication::Off
+            && self.view.hdr.content_based_dedup.load(Ordering::Relaxed) == 0
+    }
+}
+
+/// S4's error for a send without a dedup id on a queue that needs one.
+fn missing_dedup_id() -> Error {
+    Error::invalid(
+        "MessageDeduplicationId",
+        "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
+    )
+}
+
 fn shm_path(name: &str) -> Result<PathBuf> {
     let ok = !name.is_empty()
         && name.len() <= 200
@@ -185,6 +203,16 @@ fn content_dedup_id(body: &[u8]) -> [u8; 64] {
         out[2 * i + 1] = b"0123456789abcdef"[usize::from(b & 15)];
     }
     out
+}
+
+/// The `n` elements of type `T` at byte offset `off` of the mapping at `base`.
+///
+/// # Safety
+/// `off + n * size_of::<T>()` must lie inside a mapping that outlives the returned slice,
+/// `base + off` must be aligned for `T`, and `T` must be valid for any bit pattern (atomics).
+unsafe fn region<T>(base: *mut u8, off: u64, n: usize) -> &'static [T] {
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(base.add(off as usize) as *const T, n) }
 }
 
 /// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
@@ -508,39 +536,18 @@ impl Queue {
         // (128 B for tables, 64 B for headers) and inside `o.total`, which we checked is at
         // most the mapped length; the element types are atomics, valid for any bit pattern;
         // the mapping lives as long as `Inner`, which owns it.
-        // SAFETY: as just said.
-        let parts: &'static [Participant] = unsafe {
-            std::slice::from_raw_parts(
-                base.add(o.participants as usize) as *const Participant,
-                g.participants as usize,
-            )
-        };
-        // SAFETY: as above.
-        let groups: &'static [GroupEntry] = unsafe {
-            std::slice::from_raw_parts(
-                base.add(o.groups as usize) as *const GroupEntry,
-                g.group_slots as usize,
-            )
-        };
-        // SAFETY: as above.
-        let ready: &'static [AtomicU64] = unsafe {
-            std::slice::from_raw_parts(
-                base.add(o.ready as usize) as *const AtomicU64,
-                g.ready_slots as usize,
-            )
-        };
-        // SAFETY: as above.
-        let dedup_entries: &'static [DedupEntry] = unsafe {
-            std::slice::from_raw_parts(
-                base.add(o.dedup as usize) as *const DedupEntry,
-                g.dedup_slots as usize,
-            )
-        };
-        // SAFETY: as above.
-        let dedup_keys: &'static [AtomicU64] = unsafe {
-            std::slice::from_raw_parts(
-                base.add(o.dedup_keys as usize) as *const AtomicU64,
-                g.dedup_slots as usize * dedup_key_words as usize,
+        // SAFETY: as just said, for each region below.
+        let (parts, groups, ready, dedup_entries, dedup_keys) = unsafe {
+            (
+                region::<Participant>(base, o.participants, g.participants as usize),
+                region::<GroupEntry>(base, o.groups, g.group_slots as usize),
+                region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
+                region::<DedupEntry>(base, o.dedup, g.dedup_slots as usize),
+                region::<AtomicU64>(
+                    base,
+                    o.dedup_keys,
+                    g.dedup_slots as usize * dedup_key_words as usize,
+                ),
             )
         };
         let mut cls = [None; MAX_CLASSES];
@@ -548,9 +555,7 @@ impl Queue {
         for (k, &(cap, n)) in classes.iter().enumerate() {
             let (ho, po, stride) = o.classes[k];
             // SAFETY: as above.
-            let headers: &'static [MsgHeader] = unsafe {
-                std::slice::from_raw_parts(base.add(ho as usize) as *const MsgHeader, n as usize)
-            };
+            let headers = unsafe { region::<MsgHeader>(base, ho, n as usize) };
             cls[k] = Some(Class {
                 headers,
                 // SAFETY: inside the mapping, as above.
@@ -664,21 +669,14 @@ impl Queue {
         if let Some(d) = msg.dedup_id {
             validate::id("MessageDeduplicationId", d)?;
         }
-        // Relaxed: a live setting; a send racing with its change may see either value.
-        let content_based = inner.view.hdr.content_based_dedup.load(Ordering::Relaxed) != 0;
-        match (inner.dedup, msg.dedup_id) {
-            (Deduplication::Off, Some(d)) => {
+        match msg.dedup_id {
+            Some(d) if inner.dedup == Deduplication::Off => {
                 return Err(Error::invalid(
                     "MessageDeduplicationId",
                     format!("Value {d} for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type (its deduplication is off)."),
                 ))
             }
-            (Deduplication::Queue | Deduplication::MessageGroup, None) if !content_based => {
-                return Err(Error::invalid(
-                    "MessageDeduplicationId",
-                    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
-                ))
-            }
+            None if inner.needs_dedup_id() => return Err(missing_dedup_id()),
             _ => {}
         }
         validate::body(msg.body)?;
@@ -805,14 +803,6 @@ impl Queue {
     ) -> Result<Vec<BatchResult<SendResult>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         let mut total = 0;
-        // Relaxed: a live setting.
-        let content_based = self
-            .inner
-            .view
-            .hdr
-            .content_based_dedup
-            .load(Ordering::Relaxed)
-            != 0;
         for e in entries {
             if e.entry.group_id.is_none() {
                 return Err(Error::invalid(
@@ -821,14 +811,8 @@ impl Queue {
                 ));
             }
             // S12: a missing dedup id rejects the whole batch.
-            if e.entry.dedup_id.is_none()
-                && !content_based
-                && self.inner.dedup != Deduplication::Off
-            {
-                return Err(Error::invalid(
-                    "MessageDeduplicationId",
-                    "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly",
-                ));
+            if e.entry.dedup_id.is_none() && self.inner.needs_dedup_id() {
+                return Err(missing_dedup_id());
             }
             total += e.entry.body.len()
                 + e.entry

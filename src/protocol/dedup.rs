@@ -430,7 +430,6 @@ fn settle_entry(a: &Arena<'_>, env: &dyn Env, me: u64, i: usize, st: u64) -> PRe
 /// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`),
 /// before the slot itself is published (`linked`) or freed. Called by
 /// [`ops::settle_dead_send`].
-#[allow(clippy::too_many_arguments)]
 pub fn settle_for_slot(
     a: &Arena<'_>,
     env: &dyn Env,

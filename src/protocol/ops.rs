@@ -189,9 +189,9 @@ fn send_reserved(
                         pos,
                         duplicate: false,
                     }));
+                    // Relaxed: published by the CAS below; no back-pointer once published.
+                    h.recv_ms.store(0, Ordering::Relaxed);
                 }
-                // Relaxed: no longer a back-pointer once published (receive overwrites it).
-                h.recv_ms.store(0, Ordering::Relaxed);
                 // SYNC POINT(ready-check): SeqCst publish, then SeqCst load of `head`.
                 let _ = h.vis.compare_exchange(
                     claimed,
