@@ -3,5 +3,7 @@
 # models. This is the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
+cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches
 bash ci/loom.sh

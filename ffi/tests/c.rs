@@ -24,7 +24,8 @@ fn lib_dir() -> PathBuf {
     let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
     assert!(
         dir.join("libshmfifo.so").exists(),
-        "libshmfifo.so not found in {}",
+        "libshmfifo.so not found in {}: run `cargo build -p shmfifo-ffi` first \
+         (`bash ci/test-all.sh` does)",
         dir.display()
     );
     dir
