@@ -28,6 +28,75 @@ pub const MAX_SLOTS: u64 = (1 << 31) - 1;
 pub const MAX_DEDUP_INTERVAL: Duration = Duration::from_secs(14 * 24 * 3600);
 /// Most dedup table entries.
 pub const MAX_DEDUP_ENTRIES: u32 = 1 << 26;
+/// Longest queue delay (L1: 15 minutes).
+pub const MAX_DELAY: Duration = Duration::from_secs(900);
+/// Longest retention period (T1: 14 days).
+pub const MAX_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Most `maxReceiveCount` of a redrive policy (X1).
+pub const MAX_RECEIVE_COUNT: u32 = 1000;
+
+/// A redrive policy (X1): after `max_receive_count` receives, the receive that would deliver
+/// a message again moves it to the dead-letter queue instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedrivePolicy {
+    /// The dead-letter queue: a name under `/dev/shm`, or a path (containing `/`).
+    pub dead_letter_queue: String,
+    /// `maxReceiveCount`, 1 to 1,000.
+    pub max_receive_count: u32,
+}
+
+impl RedrivePolicy {
+    /// A policy naming `dead_letter_queue` (a name or a path) and `maxReceiveCount`.
+    pub fn new(dead_letter_queue: impl Into<String>, max_receive_count: u32) -> Self {
+        RedrivePolicy {
+            dead_letter_queue: dead_letter_queue.into(),
+            max_receive_count,
+        }
+    }
+}
+
+/// Settings that can be changed on a queue in use, from any process (SQS's mutable
+/// attributes); see [`crate::Queue::set_attributes`]. Unset fields are left as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueueSettings {
+    pub(crate) visibility_timeout: Option<Duration>,
+    pub(crate) delay: Option<Duration>,
+    pub(crate) message_retention_period: Option<Duration>,
+    pub(crate) content_based_deduplication: Option<bool>,
+    pub(crate) redrive_policy: Option<Option<RedrivePolicy>>,
+}
+
+impl QueueSettings {
+    /// No change.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The default visibility timeout (V1), up to 12 hours.
+    pub fn visibility_timeout(mut self, d: Duration) -> Self {
+        self.visibility_timeout = Some(d);
+        self
+    }
+    /// The queue delay (L1), up to 15 minutes; retroactive.
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.delay = Some(d);
+        self
+    }
+    /// The retention period (T1), 1 ms to 14 days; applies to messages already queued.
+    pub fn message_retention_period(mut self, d: Duration) -> Self {
+        self.message_retention_period = Some(d);
+        self
+    }
+    /// Content-based deduplication (D5).
+    pub fn content_based_deduplication(mut self, on: bool) -> Self {
+        self.content_based_deduplication = Some(on);
+        self
+    }
+    /// Sets (`Some`) or removes (`None`) the redrive policy (X1).
+    pub fn redrive_policy(mut self, p: Option<RedrivePolicy>) -> Self {
+        self.redrive_policy = Some(p);
+        self
+    }
+}
 
 /// Deduplication scope (D2), or no deduplication at all (a shmfifo extension).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,7 +130,13 @@ pub enum Deduplication {
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
 /// | `dedup_entries` | 65,536 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). A send fails with `DedupTableFull` when every entry holds an id accepted within the interval: size it as sends per second × interval |
-/// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5) |
+/// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
+/// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
+/// | `message_retention_period` | 4 days | 1 ms – 14 days (T1; SQS's minimum is 1 min); changeable later |
+/// | `max_in_flight` | 120,000 | messages received and not yet deleted (R8); at the limit receives return fewer messages. Free when it is at least the slot count |
+/// | `redrive_policy` | none | dead-letter queue and `maxReceiveCount` (X1); changeable later |
+///
+/// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueConfig {
     pub(crate) visibility_timeout: Duration,
@@ -76,6 +151,10 @@ pub struct QueueConfig {
     pub(crate) deduplication_interval: Duration,
     pub(crate) dedup_entries: u32,
     pub(crate) content_based_deduplication: bool,
+    pub(crate) delay: Duration,
+    pub(crate) message_retention_period: Duration,
+    pub(crate) max_in_flight: u32,
+    pub(crate) redrive_policy: Option<RedrivePolicy>,
 }
 
 impl Default for QueueConfig {
@@ -93,6 +172,10 @@ impl Default for QueueConfig {
             deduplication_interval: Duration::from_secs(300),
             dedup_entries: 65_536,
             content_based_deduplication: false,
+            delay: Duration::ZERO,
+            message_retention_period: Duration::from_secs(345_600),
+            max_in_flight: 120_000,
+            redrive_policy: None,
         }
     }
 }
@@ -170,7 +253,30 @@ impl QueueConfig {
     /// Bytes a message of `maximum_message_size` may need in a slot: body and attributes, the
     /// dedup id and the attribute framing.
     pub fn stored_size_limit(&self) -> u32 {
-        self.maximum_message_size + MAX_ID_LEN as u32 + (MAX_ATTRIBUTES * ATTRIBUTE_FRAMING) as u32
+        self.maximum_message_size
+            + MAX_ID_LEN as u32
+            + (MAX_ATTRIBUTES * ATTRIBUTE_FRAMING) as u32
+            + crate::layout::MAX_REDRIVE_PATH as u32
+    }
+    /// Queue delay (SQS `DelaySeconds`, L1).
+    pub fn delay(mut self, d: Duration) -> Self {
+        self.delay = d;
+        self
+    }
+    /// Retention period (SQS `MessageRetentionPeriod`, T1).
+    pub fn message_retention_period(mut self, d: Duration) -> Self {
+        self.message_retention_period = d;
+        self
+    }
+    /// In-flight limit (R8).
+    pub fn max_in_flight(mut self, n: u32) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+    /// Redrive policy (X1); the dead-letter queue must exist when the queue is created.
+    pub fn redrive_policy(mut self, p: RedrivePolicy) -> Self {
+        self.redrive_policy = Some(p);
+        self
     }
 
     /// Validates the settings and derives the arena geometry.
@@ -190,6 +296,17 @@ impl QueueConfig {
         }
         if self.max_participants == 0 || self.max_participants > MAX_PARTICIPANTS {
             return bad("max_participants", format!("1 to {MAX_PARTICIPANTS}"));
+        }
+        if self.delay > MAX_DELAY {
+            return bad("delay", "at most 15 minutes".into());
+        }
+        if self.message_retention_period < Duration::from_millis(1)
+            || self.message_retention_period > MAX_RETENTION
+        {
+            return bad("message_retention_period", "1 ms to 14 days".into());
+        }
+        if self.max_in_flight == 0 {
+            return bad("max_in_flight", "at least 1".into());
         }
         if self.mode & !0o777 != 0 {
             return bad("mode", "permission bits only (0o000 to 0o777)".into());
@@ -290,7 +407,7 @@ mod tests {
     fn default_geometry() {
         let g = QueueConfig::new().geometry().unwrap();
         assert_eq!(g.classes.first(), Some(&(192, 16_384)));
-        assert_eq!(g.classes.last().unwrap().0, 262_144 + 128 + 80);
+        assert_eq!(g.classes.last().unwrap().0, 262_144 + 128 + 80 + 256);
         assert!(g.classes.windows(2).all(|w| w[0].0 < w[1].0));
         assert_eq!(g.group_slots, 8192);
     }
@@ -301,7 +418,7 @@ mod tests {
             .maximum_message_size(1_048_576)
             .geometry()
             .unwrap();
-        assert_eq!(g.classes.last().unwrap().0, 1_048_576 + 208);
+        assert_eq!(g.classes.last().unwrap().0, 1_048_576 + 208 + 256);
     }
 
     #[test]
@@ -347,5 +464,119 @@ mod tests {
                 ..
             }
         ));
+    }
+}
+
+/// Parses SQS's `RedrivePolicy` JSON (X1): an object with `deadLetterTargetArn` (here a queue
+/// name or path) and `maxReceiveCount` (a JSON number or a string of digits). Other keys are
+/// rejected. Returns a reason on error.
+pub fn parse_redrive_policy(json: &str) -> std::result::Result<RedrivePolicy, String> {
+    let mut p = JsonCursor {
+        s: json.as_bytes(),
+        i: 0,
+    };
+    let (mut target, mut count) = (None, None);
+    p.expect(b'{')?;
+    if !p.eat(b'}') {
+        loop {
+            let key = p.string()?;
+            p.expect(b':')?;
+            match key.as_str() {
+                "deadLetterTargetArn" => target = Some(p.string()?),
+                "maxReceiveCount" => {
+                    let v = if p.peek() == Some(b'"') {
+                        p.string()?
+                    } else {
+                        p.digits()?
+                    };
+                    count = Some(
+                        v.parse::<u32>()
+                            .map_err(|_| format!("maxReceiveCount {v:?} is not an integer"))?,
+                    );
+                }
+                other => return Err(format!("unknown key {other:?} in RedrivePolicy")),
+            }
+            if p.eat(b'}') {
+                break;
+            }
+            p.expect(b',')?;
+        }
+    }
+    p.ws();
+    if p.i != p.s.len() {
+        return Err("trailing characters after the JSON object".into());
+    }
+    Ok(RedrivePolicy {
+        dead_letter_queue: target.ok_or("deadLetterTargetArn is missing")?,
+        max_receive_count: count.ok_or("maxReceiveCount is missing")?,
+    })
+}
+
+/// A cursor over a flat JSON object of strings and numbers.
+struct JsonCursor<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl JsonCursor<'_> {
+    fn ws(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+            self.i += 1;
+        }
+    }
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.s.get(self.i).copied()
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, c: u8) -> std::result::Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(format!("expected '{}' at byte {}", c as char, self.i))
+        }
+    }
+    fn digits(&mut self) -> std::result::Result<String, String> {
+        self.ws();
+        let start = self.i;
+        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        if start == self.i {
+            return Err(format!("expected a number at byte {start}"));
+        }
+        Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
+    }
+    /// A JSON string; escapes `\"`, `\\`, `\/` only (names and paths need no others).
+    fn string(&mut self) -> std::result::Result<String, String> {
+        self.expect(b'"')?;
+        let mut out = Vec::new();
+        loop {
+            match self.s.get(self.i).copied() {
+                None => return Err("unterminated string".into()),
+                Some(b'"') => {
+                    self.i += 1;
+                    return String::from_utf8(out).map_err(|_| "string is not UTF-8".into());
+                }
+                Some(b'\\') => {
+                    match self.s.get(self.i + 1).copied() {
+                        Some(c @ (b'"' | b'\\' | b'/')) => out.push(c),
+                        _ => return Err(format!("unsupported escape at byte {}", self.i)),
+                    }
+                    self.i += 2;
+                }
+                Some(c) => {
+                    out.push(c);
+                    self.i += 1;
+                }
+            }
+        }
     }
 }

@@ -145,6 +145,24 @@ pub enum Error {
     },
     /// An operating-system call failed.
     Io(std::io::Error),
+    /// `set_attribute` with a name that is not a queue attribute (C2).
+    InvalidAttributeName {
+        /// The name given.
+        name: String,
+    },
+    /// A setting fixed at creation cannot be changed on a queue in use.
+    AttributeNotMutable {
+        /// The setting.
+        name: String,
+    },
+    /// The dead-letter queue of a redrive policy cannot be used: it does not exist, is not
+    /// compatible (X2), or refused a moved message.
+    DeadLetterQueue {
+        /// The dead-letter queue's path.
+        path: PathBuf,
+        /// What is wrong, and the fix where there is one.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -182,6 +200,9 @@ impl Error {
             Error::DedupTableFull { .. } => "shmfifo.DedupTableFull",
             Error::DedupInProgress => "shmfifo.DedupInProgress",
             Error::Io(_) => "shmfifo.Io",
+            Error::InvalidAttributeName { .. } => "InvalidAttributeName",
+            Error::AttributeNotMutable { .. } => "InvalidAttributeValue",
+            Error::DeadLetterQueue { .. } => "shmfifo.DeadLetterQueue",
         }
     }
 
@@ -274,6 +295,14 @@ impl fmt::Display for Error {
                 "a send with this dedup id is still in progress in another live process (is it stopped?); retry later"
             ),
             Error::Io(e) => write!(f, "operating system error: {e}"),
+            Error::InvalidAttributeName { name } => write!(f, "Unknown Attribute {name}."),
+            Error::AttributeNotMutable { name } => write!(
+                f,
+                "the attribute {name} is fixed when the queue is created; create a new queue to change it"
+            ),
+            Error::DeadLetterQueue { path, reason } => {
+                write!(f, "dead-letter queue {}: {reason}", path.display())
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 2;
+pub const LAYOUT_VERSION: u64 = 3;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -89,7 +89,7 @@ pub struct Header {
     pub class_slots: [AtomicU64; MAX_CLASSES],
     /// Maximum message size (body + attributes), bytes.
     pub max_message_size: AtomicU64,
-    /// Default visibility timeout, ms.
+    /// Default visibility timeout, ms. A live setting: loaded Relaxed by every receive.
     pub visibility_timeout_ms: AtomicU64,
     /// Default receive wait time, ms.
     pub receive_wait_ms: AtomicU64,
@@ -101,8 +101,16 @@ pub struct Header {
     pub dedup_slots: AtomicU64,
     /// Content-based dedup (D5): 0 or 1. A live setting: loaded Relaxed by every send.
     pub content_based_dedup: AtomicU64,
-    /// Reserved settings words (zero).
-    pub reserved: [AtomicU64; 4],
+    /// Queue delay, ms (L1). A live setting, retroactive: a message is delayed while
+    /// `now < sent + delay_ms` and it was never received.
+    pub delay_ms: AtomicU64,
+    /// Retention period, ms (T1). A live setting: a message is gone once `now >= sent +
+    /// retention_ms`, visible or in flight.
+    pub retention_ms: AtomicU64,
+    /// In-flight limit (R8): most messages received and not yet deleted.
+    pub max_in_flight: AtomicU64,
+    /// Correction added to the participants' in-flight deltas (set by a census, wrapping).
+    pub in_flight_fix: AtomicU64,
     /// [`STATE_INITIALISING`] or [`STATE_READY`]. SYNC POINT(arena-ready): stored last with
     /// Release by the creator, loaded with Acquire by `open`.
     pub state: AtomicU64,
@@ -120,6 +128,47 @@ pub struct Header {
     pub ready_head: Padded<AtomicU64>,
     /// Ready ring producer position (a hint, helped forward).
     pub ready_tail: Padded<AtomicU64>,
+    /// Arena time (ms) of the last in-flight census, and the receives that found the limit.
+    pub census: Padded<CensusLine>,
+    /// The redrive policy (X1), a live setting in two buffers, see `protocol::settings`.
+    pub redrive: RedriveControl,
+}
+
+/// The in-flight census line.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct CensusLine {
+    /// Arena time (ms) of the last census.
+    pub last_ms: AtomicU64,
+    /// Receives that returned fewer messages because of the in-flight limit (R8).
+    pub limit_hits: AtomicU64,
+}
+
+/// Longest dead-letter queue path in a redrive policy, bytes.
+pub const MAX_REDRIVE_PATH: usize = 256;
+
+/// The redrive policy: a version word naming the current buffer, a writer claim, two buffers.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct RedriveControl {
+    /// `[version:63][buffer:1]`: bumped by each change. SYNC POINT(settings-publish).
+    pub current: AtomicU64,
+    /// Owner code of the participant writing the other buffer (0 = none).
+    pub writer: AtomicU64,
+    /// The two buffers.
+    pub buffers: [RedrivePolicyWords; 2],
+}
+
+/// One redrive policy buffer.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct RedrivePolicyWords {
+    /// `maxReceiveCount` (1–1000); 0 = no redrive policy.
+    pub max_receive_count: AtomicU64,
+    /// Length of the dead-letter queue's path, bytes.
+    pub path_len: AtomicU64,
+    /// The path bytes, 8 per word, little-endian.
+    pub path: [AtomicU64; MAX_REDRIVE_PATH / 8],
 }
 
 /// The futex doorbell line.
@@ -142,6 +191,13 @@ pub struct Participant {
     pub pid: AtomicU64,
     /// Receivers of this participant counted in `WakeLine::waiters`.
     pub waiting: AtomicU64,
+    /// This slot's contribution to the in-flight count (wrapping; +1 per first receive, -1
+    /// per removal of a received message). Kept across registrations: only the sum counts.
+    pub in_flight: AtomicU64,
+    /// Messages moved to the dead-letter queue by this slot's participants (X1).
+    pub moved_to_dead_letter: AtomicU64,
+    /// Messages removed by retention by this slot's participants (T1).
+    pub retention_expiries: AtomicU64,
 }
 
 /// One entry of the group table.
@@ -232,16 +288,19 @@ pub struct MsgHeader {
     pub link: AtomicU64,
     /// Position in the group incarnation (low 64 bits of the sequence number).
     pub pos: AtomicU64,
-    /// `[epoch0:32][group:32]`: epoch at publication and group table index.
+    /// `[source_len:8][epoch0:24][group:32]`: length of the dead-letter source path at the
+    /// start of the payload (0: none), the epoch minus receives before this queue (M4), and
+    /// the group table index.
     pub group_epoch0: AtomicU64,
-    /// Wall-clock send time, ms since the Unix epoch.
-    pub sent_ms: AtomicU64,
+    /// Arena time (ms) of the enqueue: delay and retention count from it (L1, T1, T3).
+    pub sent: AtomicU64,
     /// Wall-clock time of the first receive (0 = never received).
     pub first_recv_ms: AtomicU64,
     /// Arena time (ms) of the latest receive, for the 12-hour visibility cap (H6). While the
     /// slot is claimed by its producer: index + 1 of the producer's dedup entry (0 = none).
     pub recv_ms: AtomicU64,
-    /// `[body_len:32][attr_len:24][dedup_len:8]`.
+    /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`; flag `MOVED` (1): the message id
+    /// is the dedup id (a dead-lettered message, D8).
     pub lens: AtomicU64,
 }
 

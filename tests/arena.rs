@@ -391,10 +391,10 @@ fn size_class_full_leaves_other_classes_and_groups_working() {
     let cfg = QueueConfig::new()
         .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
-        .size_classes(vec![(192, 4), (1232, 4)])
+        .size_classes(vec![(192, 4), (1488, 4)])
         .max_groups(16);
     let q = queue("classfull", &cfg);
-    assert_eq!(q.attributes().size_classes, vec![(192, 4), (1232, 4)]);
+    assert_eq!(q.attributes().size_classes, vec![(192, 4), (1488, 4)]);
     for i in 0..4 {
         send(&q, "g1", &format!("small-{i}"));
     }
@@ -516,7 +516,7 @@ fn slot_of_deleted_head_returns_at_the_next_delete_of_its_group() {
     let cfg = QueueConfig::new()
         .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
-        .size_classes(vec![(192, 4), (1232, 4)])
+        .size_classes(vec![(192, 4), (1488, 4)])
         .max_groups(16);
     let q = queue("slotreuse", &cfg);
     for i in 0..4 {

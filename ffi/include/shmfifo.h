@@ -496,6 +496,21 @@ typedef struct {
 #define SHMFIFO_IO 26
 
 /*
+ `set_attribute` with a name that is not a queue attribute.
+ */
+#define SHMFIFO_INVALID_ATTRIBUTE_NAME 27
+
+/*
+ A setting fixed at creation cannot be changed on a queue in use.
+ */
+#define SHMFIFO_ATTRIBUTE_NOT_MUTABLE 28
+
+/*
+ The dead-letter queue of a redrive policy cannot be used (missing, incompatible, refused).
+ */
+#define SHMFIFO_DEAD_LETTER_QUEUE 29
+
+/*
  A required pointer argument was NULL.
  */
 #define SHMFIFO_NULL_ARGUMENT 100

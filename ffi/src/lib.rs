@@ -78,6 +78,12 @@ pub const SHMFIFO_DEDUP_TABLE_FULL: shmfifo_result = 24;
 pub const SHMFIFO_DEDUP_IN_PROGRESS: shmfifo_result = 25;
 /// An operating-system call failed.
 pub const SHMFIFO_IO: shmfifo_result = 26;
+/// `set_attribute` with a name that is not a queue attribute.
+pub const SHMFIFO_INVALID_ATTRIBUTE_NAME: shmfifo_result = 27;
+/// A setting fixed at creation cannot be changed on a queue in use.
+pub const SHMFIFO_ATTRIBUTE_NOT_MUTABLE: shmfifo_result = 28;
+/// The dead-letter queue of a redrive policy cannot be used (missing, incompatible, refused).
+pub const SHMFIFO_DEAD_LETTER_QUEUE: shmfifo_result = 29;
 /// A required pointer argument was NULL.
 pub const SHMFIFO_NULL_ARGUMENT: shmfifo_result = 100;
 /// A string argument is not UTF-8.
@@ -150,6 +156,15 @@ const NAMES: &[(shmfifo_result, &str)] = &[
     (SHMFIFO_DEDUP_TABLE_FULL, "SHMFIFO_DEDUP_TABLE_FULL\0"),
     (SHMFIFO_DEDUP_IN_PROGRESS, "SHMFIFO_DEDUP_IN_PROGRESS\0"),
     (SHMFIFO_IO, "SHMFIFO_IO\0"),
+    (
+        SHMFIFO_INVALID_ATTRIBUTE_NAME,
+        "SHMFIFO_INVALID_ATTRIBUTE_NAME\0",
+    ),
+    (
+        SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
+        "SHMFIFO_ATTRIBUTE_NOT_MUTABLE\0",
+    ),
+    (SHMFIFO_DEAD_LETTER_QUEUE, "SHMFIFO_DEAD_LETTER_QUEUE\0"),
     (SHMFIFO_NULL_ARGUMENT, "SHMFIFO_NULL_ARGUMENT\0"),
     (SHMFIFO_INVALID_UTF8, "SHMFIFO_INVALID_UTF8\0"),
     (SHMFIFO_BUFFER_TOO_SMALL, "SHMFIFO_BUFFER_TOO_SMALL\0"),
@@ -185,6 +200,9 @@ fn code_of(e: &Error) -> shmfifo_result {
         Error::DedupTableFull { .. } => SHMFIFO_DEDUP_TABLE_FULL,
         Error::DedupInProgress => SHMFIFO_DEDUP_IN_PROGRESS,
         Error::Io(_) => SHMFIFO_IO,
+        Error::InvalidAttributeName { .. } => SHMFIFO_INVALID_ATTRIBUTE_NAME,
+        Error::AttributeNotMutable { .. } => SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
+        Error::DeadLetterQueue { .. } => SHMFIFO_DEAD_LETTER_QUEUE,
         _ => SHMFIFO_UNKNOWN_ERROR,
     }
 }

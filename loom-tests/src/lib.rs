@@ -125,9 +125,11 @@ fn send_with(
             cursor: u64::from(who),
             hash: hash(group.as_bytes()),
             group_id: group.as_bytes(),
-            lens: ops::pack_lens(body.len(), 0, 0),
+            lens: ops::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup,
+            source_len: 0,
+            prior_receives: 0,
         },
     )
 }
@@ -141,7 +143,7 @@ pub fn recv(
     vt: u64,
 ) -> PResult<Vec<(Handle, Vec<u8>)>> {
     let mut out = Vec::new();
-    ops::receive(a, env, me(who), max, vt, &mut |t| {
+    ops::receive(a, env, me(who), max, &mut ops::Policy::new(vt), &mut |t| {
         out.push((
             Handle {
                 idx: t.idx,
@@ -201,6 +203,8 @@ pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
     }
+    // Sequential set-up and draining count as branches too; bounded work, not spinning.
+    b.max_branches = 20_000;
     static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     RUNS.store(0, std::sync::atomic::Ordering::Relaxed);
     b.check(move || {

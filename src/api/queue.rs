@@ -4,22 +4,24 @@
 use std::fs::File;
 use std::hash::Hasher;
 use std::io;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::types::*;
 use crate::config::{
-    Deduplication, QueueConfig, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_DEDUP_ENTRIES,
-    MAX_DEDUP_INTERVAL, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME,
+    Deduplication, QueueConfig, QueueSettings, RedrivePolicy, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES,
+    MAX_DEDUP_ENTRIES, MAX_DEDUP_INTERVAL, MAX_DELAY, MAX_RECEIVE_COUNT, MAX_RETENTION,
+    MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME,
 };
 use crate::error::{Error, Result};
 use crate::layout::{
     DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES,
-    MAX_ID_LEN, PAGE, STATE_INITIALISING, STATE_READY,
+    MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
 };
 use crate::protocol::ops::{self, Handle, Outgoing, Taken};
-use crate::protocol::{dedup, group, owner, pstate, Arena, Class, Env, Fault};
+use crate::protocol::{dedup, group, owner, pstate, settings, Arena, Class, Env, Fault};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{sys, validate};
 
@@ -54,7 +56,6 @@ struct Inner {
     keys: (u64, u64),
     nonce: u64,
     base_ns: u64,
-    vt_ms: u64,
     wait_ms: u64,
     max_message_size: u32,
     created_wall_ms: u64,
@@ -63,6 +64,13 @@ struct Inner {
     path: Option<PathBuf>,
     dedup: Deduplication,
     dedup_interval_ms: u64,
+    /// This queue's canonical path, the dead-letter source of messages it moves (X3); empty
+    /// for an anonymous queue or a path longer than `MAX_REDRIVE_PATH`.
+    source: Vec<u8>,
+    /// The last redrive-policy `current` word seen without a policy (a fast path).
+    no_policy: AtomicU64,
+    /// The dead-letter queue of the current policy, opened on first use.
+    dlq: std::sync::Mutex<Option<(u64, Queue)>>,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -73,8 +81,9 @@ unsafe impl Send for Inner {}
 unsafe impl Sync for Inner {}
 
 impl Env for Inner {
+    /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {
-        sys::monotonic_ns().saturating_sub(self.base_ns) / 1_000_000
+        sys::monotonic_ns().saturating_sub(self.base_ns) / 1_000_000 + 1
     }
     fn wall_ms(&self) -> u64 {
         sys::realtime_ms()
@@ -215,6 +224,70 @@ unsafe fn region<T>(base: *mut u8, off: u64, n: usize) -> &'static [T] {
     unsafe { std::slice::from_raw_parts(base.add(off as usize) as *const T, n) }
 }
 
+/// A queue name (under `/dev/shm`) or a path (anything containing `/`).
+fn queue_path(s: &str) -> Result<PathBuf> {
+    if s.contains('/') {
+        Ok(PathBuf::from(s))
+    } else {
+        shm_path(s)
+    }
+}
+
+/// Checks a redrive policy's target (X1, X2): it exists, is a shmfifo queue other than this
+/// one, deduplicates (for exactly-once moves, D8) and takes every message this queue can
+/// hold. Returns its canonical path and the opened queue.
+fn check_dead_letter(
+    p: &RedrivePolicy,
+    own_nonce: Option<u64>,
+    own_max_message_size: u32,
+) -> Result<(PathBuf, Queue)> {
+    if !(1..=MAX_RECEIVE_COUNT).contains(&p.max_receive_count) {
+        return Err(Error::invalid(
+            "RedrivePolicy",
+            format!(
+                "Value {} for parameter RedrivePolicy is invalid. Reason: maxReceiveCount must be an integer from 1 to {MAX_RECEIVE_COUNT}.",
+                p.max_receive_count
+            ),
+        ));
+    }
+    let given = queue_path(&p.dead_letter_queue)?;
+    let dl = |path: &Path, reason: String| Error::DeadLetterQueue {
+        path: path.to_owned(),
+        reason,
+    };
+    let path = std::fs::canonicalize(&given)
+        .map_err(|e| dl(&given, format!("does not exist ({e}); create it first")))?;
+    if path.as_os_str().len() > MAX_REDRIVE_PATH {
+        return Err(dl(
+            &path,
+            format!("its path is longer than {MAX_REDRIVE_PATH} bytes"),
+        ));
+    }
+    let q = Queue::open_at(&path).map_err(|e| dl(&path, format!("cannot be opened: {e}")))?;
+    if Some(q.inner.nonce) == own_nonce {
+        return Err(dl(
+            &path,
+            "a queue cannot be its own dead-letter queue".into(),
+        ));
+    }
+    if q.inner.dedup == Deduplication::Off {
+        return Err(dl(
+            &path,
+            "its deduplication is off, so a move could not be made exactly once (D8); create it with deduplication on".into(),
+        ));
+    }
+    if q.inner.max_message_size < own_max_message_size {
+        return Err(dl(
+            &path,
+            format!(
+                "its maximum_message_size {} is smaller than this queue's {own_max_message_size}",
+                q.inner.max_message_size
+            ),
+        ));
+    }
+    Ok((path, q))
+}
+
 /// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
 ///
 /// # Safety
@@ -225,6 +298,7 @@ unsafe fn initialise(
     cfg: &QueueConfig,
     g: &crate::layout::Geometry,
     total: u64,
+    redrive: Option<(u32, &[u8])>,
 ) -> io::Result<()> {
     // SAFETY: the caller guarantees a page-aligned mapping of at least PAGE bytes; `Header` is
     // made of atomics, valid for the all-zero bit pattern.
@@ -255,6 +329,20 @@ unsafe fn initialise(
         .store(u64::from(cfg.maximum_message_size), r);
     hdr.visibility_timeout_ms
         .store(ms(cfg.visibility_timeout), r);
+    hdr.delay_ms.store(ms(cfg.delay), r);
+    hdr.retention_ms.store(ms(cfg.message_retention_period), r);
+    hdr.max_in_flight.store(u64::from(cfg.max_in_flight), r);
+    if let Some((max, path)) = redrive {
+        // Buffer 0 is the current one (`current` is 0): published with the state word below.
+        let b = &hdr.redrive.buffers[0];
+        b.max_receive_count.store(u64::from(max), r);
+        b.path_len.store(path.len() as u64, r);
+        for (k, chunk) in path.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            b.path[k].store(u64::from_le_bytes(w), r);
+        }
+    }
     hdr.receive_wait_ms
         .store(ms(cfg.receive_message_wait_time), r);
     hdr.dedup_mode.store(
@@ -296,6 +384,11 @@ impl Queue {
     pub fn create_at(path: impl AsRef<Path>, cfg: &QueueConfig) -> Result<Queue> {
         let path = path.as_ref();
         let g = cfg.geometry()?;
+        let dlq = cfg
+            .redrive_policy
+            .as_ref()
+            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .transpose()?;
         let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
             setting: "size_classes",
             reason: "too large".into(),
@@ -310,7 +403,7 @@ impl Queue {
             },
             _ => Error::Io(e),
         })?;
-        let r = Self::init_and_attach(file, cfg, &g, total, Some(path.to_owned()));
+        let r = Self::init_and_attach(file, cfg, &g, total, Some(path.to_owned()), dlq);
         if r.is_err() {
             let _ = std::fs::remove_file(path);
         }
@@ -321,6 +414,11 @@ impl Queue {
     /// and [`Queue::open_fd`].
     pub fn create_anonymous(cfg: &QueueConfig) -> Result<Queue> {
         let g = cfg.geometry()?;
+        let dlq = cfg
+            .redrive_policy
+            .as_ref()
+            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .transpose()?;
         let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
             setting: "size_classes",
             reason: "too large".into(),
@@ -329,7 +427,7 @@ impl Queue {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             _ => Error::Io(e),
         })?;
-        Self::init_and_attach(file, cfg, &g, total, None)
+        Self::init_and_attach(file, cfg, &g, total, None, dlq)
     }
 
     fn init_and_attach(
@@ -338,11 +436,18 @@ impl Queue {
         g: &crate::layout::Geometry,
         total: u64,
         path: Option<PathBuf>,
+        dlq: Option<(PathBuf, Queue)>,
     ) -> Result<Queue> {
         let map = sys::map(&file, total)?;
+        let redrive = match (&cfg.redrive_policy, &dlq) {
+            (Some(p), Some((path, _))) => {
+                Some((p.max_receive_count, path.as_os_str().as_encoded_bytes()))
+            }
+            _ => None,
+        };
         // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named to
         // anyone but by a file nobody can have opened validly before `state` is READY.
-        unsafe { initialise(map.as_mut_ptr(), cfg, g, total)? };
+        unsafe { initialise(map.as_mut_ptr(), cfg, g, total, redrive)? };
         drop(map);
         Self::attach(file, path)
     }
@@ -527,9 +632,8 @@ impl Queue {
         if !(1024..=1_048_576).contains(&max_message_size) {
             return corrupt("maximum message size out of range");
         }
-        let vt_ms = hdr.visibility_timeout_ms.load(r);
         let wait_ms = hdr.receive_wait_ms.load(r);
-        if vt_ms > ms(MAX_VISIBILITY_TIMEOUT) || wait_ms > ms(MAX_WAIT_TIME) {
+        if wait_ms > ms(MAX_WAIT_TIME) {
             return corrupt("default timeouts out of range");
         }
         // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned
@@ -616,7 +720,6 @@ impl Queue {
             keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
             nonce: hdr.nonce.load(r),
             base_ns: hdr.time_base_ns.load(r),
-            vt_ms,
             wait_ms,
             max_message_size: max_message_size as u32,
             created_wall_ms: hdr.created_wall_ms.load(r),
@@ -625,6 +728,14 @@ impl Queue {
             view,
             dedup: dedup_cfg,
             dedup_interval_ms,
+            source: path
+                .as_ref()
+                .and_then(|p| std::fs::canonicalize(p).ok())
+                .map(|p| p.into_os_string().into_encoded_bytes())
+                .filter(|p| p.len() <= MAX_REDRIVE_PATH)
+                .unwrap_or_default(),
+            no_policy: AtomicU64::new(u64::MAX),
+            dlq: std::sync::Mutex::new(None),
             index,
             me: owner::code(index, gen),
             file,
@@ -714,7 +825,6 @@ impl Queue {
             f[2..4].copy_from_slice(&(a.data_type.len() as u16).to_le_bytes());
             f[4..8].copy_from_slice(&(a.value.len() as u32).to_le_bytes());
         }
-        let mut parts: [&[u8]; 2 + 4 * MAX_ATTRIBUTES] = [&[]; 2 + 4 * MAX_ATTRIBUTES];
         let generated;
         let dedup: &[u8] = match msg.dedup_id {
             Some(d) => d.as_bytes(),
@@ -726,19 +836,54 @@ impl Queue {
             }
             None => &[],
         };
-        parts[0] = dedup;
-        let mut n = 1;
+        let mut pieces: [&[u8]; 4 * MAX_ATTRIBUTES] = [&[]; 4 * MAX_ATTRIBUTES];
+        let mut n = 0;
         let mut attr_len = 0;
         for (f, a) in frames.iter().zip(msg.attributes) {
             for p in [&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value] {
-                parts[n] = p;
+                pieces[n] = p;
                 attr_len += p.len();
                 n += 1;
             }
         }
-        parts[n] = msg.body.as_bytes();
+        self.send_parts(
+            group_id.as_bytes(),
+            &[],
+            dedup,
+            &pieces[..n],
+            attr_len,
+            msg.body.as_bytes(),
+            0,
+            0,
+        )
+    }
+
+    /// Enqueues a validated message from its pieces: dead-letter source, dedup id (also the
+    /// dedup key when the queue deduplicates), attribute pieces, body.
+    #[allow(clippy::too_many_arguments)]
+    fn send_parts(
+        &self,
+        group_id: &[u8],
+        source: &[u8],
+        dedup: &[u8],
+        attr_pieces: &[&[u8]],
+        attr_len: usize,
+        body: &[u8],
+        flags: u8,
+        prior_receives: u32,
+    ) -> Result<SendResult> {
+        let inner = &*self.inner;
+        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
+        parts[0] = source;
+        parts[1] = dedup;
+        let mut n = 2;
+        for p in attr_pieces {
+            parts[n] = p;
+            n += 1;
+        }
+        parts[n] = body;
         n += 1;
-        let stored = dedup.len() + attr_len + msg.body.len();
+        let stored = source.len() + dedup.len() + attr_len + body.len();
         let class = inner
             .caps
             .iter()
@@ -750,9 +895,9 @@ impl Queue {
             class,
             // Relaxed: a process-local spreading hint.
             cursor: inner.cursor.fetch_add(1, Ordering::Relaxed),
-            hash: hash_id(inner.keys, group_id.as_bytes()),
-            group_id: group_id.as_bytes(),
-            lens: ops::pack_lens(msg.body.len(), attr_len, dedup.len()),
+            hash: hash_id(inner.keys, group_id),
+            group_id,
+            lens: ops::pack_lens(body.len(), attr_len, dedup.len(), flags),
             parts: &parts[..n],
             dedup: match inner.dedup {
                 Deduplication::Off => None,
@@ -762,11 +907,13 @@ impl Queue {
                     group: &[],
                 }),
                 Deduplication::MessageGroup => Some(dedup::Key {
-                    hash: hash_dedup(inner.keys, group_id.as_bytes(), dedup),
+                    hash: hash_dedup(inner.keys, group_id, dedup),
                     dedup,
-                    group: group_id.as_bytes(),
+                    group: group_id,
                 }),
             },
+            source_len: source.len() as u8,
+            prior_receives,
         };
         let sent = match ops::send(&self.arena(), inner, inner.me, &out) {
             // Slots claimed by producers that died are reclaimed by recovery: run it before
@@ -848,7 +995,7 @@ impl Queue {
                 ))
             }
             Some(d) => ms(d),
-            None => self.inner.vt_ms,
+            None => self.default_vt_ms(),
         };
         let wait = match opts.wait_time {
             Some(d) if d > MAX_WAIT_TIME => {
@@ -922,21 +1069,206 @@ impl Queue {
         }
     }
 
+    /// The live default visibility timeout (clamped: the arena is untrusted).
+    fn default_vt_ms(&self) -> u64 {
+        // Relaxed: a live setting; a receive racing with its change may use either value.
+        let v = self
+            .inner
+            .view
+            .hdr
+            .visibility_timeout_ms
+            .load(Ordering::Relaxed);
+        v.min(ms(MAX_VISIBILITY_TIMEOUT))
+    }
+
+    /// Room left under the in-flight limit (R8), correcting the count by a census (at most
+    /// once a second) when it says there is none.
+    fn fresh_budget(&self) -> usize {
+        let a = self.arena();
+        // Relaxed: a setting fixed at creation.
+        let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
+        if limit >= u64::from(a.total) {
+            return usize::MAX; // never reached: cost nothing
+        }
+        let room = limit.saturating_sub(ops::in_flight(&a));
+        if room > 0 {
+            return room as usize;
+        }
+        let now = self.inner.now_ms();
+        let c = &a.hdr.census.0;
+        // Relaxed load, AcqRel CAS: one census per second among all participants.
+        let last = c.last_ms.load(Ordering::Relaxed);
+        if now >= last.saturating_add(1000)
+            && c.last_ms
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            ops::in_flight_census(&a);
+            return limit.saturating_sub(ops::in_flight(&a)) as usize;
+        }
+        0
+    }
+
+    /// The dead-letter queue and `maxReceiveCount` of the live redrive policy, if any.
+    fn dead_letter(&self) -> Result<Option<(u32, u64)>> {
+        let inner = &*self.inner;
+        // Acquire: SYNC POINT(settings-publish) (the full read below validates).
+        let c = inner.view.hdr.redrive.current.load(Ordering::Acquire);
+        // Relaxed: a process-local cache of that word.
+        if inner.no_policy.load(Ordering::Relaxed) == c {
+            return Ok(None);
+        }
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        if p.max_receive_count == 0 {
+            // Relaxed: as above.
+            inner.no_policy.store(c, Ordering::Relaxed);
+            return Ok(None);
+        }
+        Ok(Some((p.max_receive_count, p.version)))
+    }
+
+    /// The opened dead-letter queue of policy `version` (opened on first use, then cached).
+    fn dead_letter_queue(&self, version: u64) -> Result<Queue> {
+        let inner = &*self.inner;
+        let mut cache = inner.dlq.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((v, q)) = cache.as_ref() {
+            if *v == version {
+                return Ok(q.clone());
+            }
+        }
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(&p.path[..p.path_len]));
+        let q = Queue::open_at(&path).map_err(|e| Error::DeadLetterQueue {
+            path: path.clone(),
+            reason: format!("cannot be opened: {e}"),
+        })?;
+        if q.inner.dedup == Deduplication::Off {
+            return Err(Error::DeadLetterQueue {
+                path,
+                reason: "its deduplication is off".into(),
+            });
+        }
+        *cache = Some((p.version, q.clone()));
+        Ok(q)
+    }
+
+    /// Sends a taken message to the dead-letter queue (X1, X3, D8, M2, M4, T2).
+    fn move_to(&self, dlq: &Queue, t: &Taken<'_>) -> Result<()> {
+        let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
+        let h = t.header;
+        let (body_len, attr_len, dedup_len, flags) = ops::unpack_lens(h.lens.load(r));
+        let (src_len, _, _) = ops::unpack_group_epoch0(h.group_epoch0.load(r));
+        let p = t.payload;
+        let corrupt = || Error::Corrupted {
+            what: "message lengths exceed the slot",
+        };
+        if src_len + dedup_len + attr_len + body_len != p.len() {
+            return Err(corrupt());
+        }
+        let dedup = &p[src_len..src_len + dedup_len];
+        // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
+        // it had: its dedup id).
+        let mut id_text = [0u8; 36];
+        if flags & ops::LENS_MOVED != 0 {
+            if dedup.len() != 36 {
+                return Err(corrupt());
+            }
+            id_text.copy_from_slice(dedup);
+        } else {
+            let id = self.message_id(t.idx, t.inc).to_string();
+            id_text.copy_from_slice(id.as_bytes());
+        }
+        let attrs = &p[src_len + dedup_len..src_len + dedup_len + attr_len];
+        let body = &p[src_len + dedup_len + attr_len..];
+        if attr_len + body.len() > dlq.inner.max_message_size as usize {
+            return Err(Error::DeadLetterQueue {
+                path: dlq.path().map(Path::to_owned).unwrap_or_default(),
+                reason: format!(
+                    "a {}-byte message does not fit its maximum_message_size {}",
+                    attr_len + body.len(),
+                    dlq.inner.max_message_size
+                ),
+            });
+        }
+        let mut gid = [0u8; MAX_ID_LEN];
+        let glen = group::read_id(t.group, &mut gid);
+        dlq.send_parts(
+            &gid[..glen],
+            &self.inner.source,
+            &id_text,
+            &[attrs],
+            attr_len,
+            body,
+            ops::LENS_MOVED,
+            t.receive_count,
+        )
+        .map(|_| ())
+        .map_err(|e| Error::DeadLetterQueue {
+            path: dlq.path().map(Path::to_owned).unwrap_or_default(),
+            reason: format!("refused a moved message: {e}"),
+        })
+    }
+
     fn try_receive(&self, max: usize, vt: u64, buf: &mut ReceiveBuffer) -> Result<usize> {
         let inner = &*self.inner;
         let nonce = inner.nonce;
+        let created = inner.created_wall_ms;
         let mut bad = None;
         let mut sink = |t: &Taken<'_>| {
-            if let Err(e) = fill(buf.next_slot(), t, nonce) {
+            if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
                 bad = Some(e);
             }
         };
-        let n = ops::receive(&self.arena(), inner, inner.me, max, vt, &mut sink)
+        let budget = self.fresh_budget();
+        let dl = self.dead_letter()?;
+        let mut move_err = None;
+        let mut dlq: Option<Queue> = None;
+        let mut mover = |t: &Taken<'_>| -> bool {
+            let Some((_, version)) = dl else { return false };
+            if dlq.is_none() {
+                match self.dead_letter_queue(version) {
+                    Ok(q) => dlq = Some(q),
+                    Err(e) => {
+                        move_err = Some(e);
+                        return false;
+                    }
+                }
+            }
+            let Some(q) = dlq.as_ref() else { return false };
+            match self.move_to(q, t) {
+                Ok(()) => true,
+                Err(e) => {
+                    move_err = Some(e);
+                    false
+                }
+            }
+        };
+        let mut policy = ops::Policy {
+            vt_ms: vt,
+            fresh_budget: budget,
+            dead_letter: dl.map(|(max, _)| (max, &mut mover as ops::Mover<'_>)),
+        };
+        let rep = ops::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
             .map_err(|f| fault(f, inner))?;
+        if rep.limited {
+            // Relaxed: a statistic (rare: only at the limit).
+            inner
+                .view
+                .hdr
+                .census
+                .0
+                .limit_hits
+                .fetch_add(1, Ordering::Relaxed);
+        }
         if let Some(what) = bad {
             return Err(Error::Corrupted { what });
         }
-        Ok(n)
+        if rep.taken == 0 {
+            if let Some(e) = move_err {
+                return Err(e);
+            }
+        }
+        Ok(rep.taken)
     }
 
     fn handle(&self, h: &ReceiptHandle) -> Result<Handle> {
@@ -1032,6 +1364,240 @@ impl Queue {
         ops::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
+    /// Changes the settings SQS lets you change on a queue in use (visibility timeout,
+    /// delay, retention, content-based dedup, redrive policy), for every process at once.
+    /// Nothing is changed if any value is invalid. A delay change is retroactive (L1); a
+    /// retention change applies to messages already queued (Q5, T1).
+    pub fn set_attributes(&self, s: &QueueSettings) -> Result<()> {
+        let inner = &*self.inner;
+        let hdr = inner.view.hdr;
+        if s.visibility_timeout
+            .is_some_and(|d| d > MAX_VISIBILITY_TIMEOUT)
+        {
+            return Err(Error::InvalidConfig {
+                setting: "visibility_timeout",
+                reason: "at most 12 hours".into(),
+            });
+        }
+        if s.delay.is_some_and(|d| d > MAX_DELAY) {
+            return Err(Error::InvalidConfig {
+                setting: "delay",
+                reason: "at most 15 minutes".into(),
+            });
+        }
+        if s.message_retention_period
+            .is_some_and(|d| d < Duration::from_millis(1) || d > MAX_RETENTION)
+        {
+            return Err(Error::InvalidConfig {
+                setting: "message_retention_period",
+                reason: "1 ms to 14 days".into(),
+            });
+        }
+        if s.content_based_deduplication == Some(true) && inner.dedup == Deduplication::Off {
+            return Err(Error::AttributeNotMutable {
+                name: "ContentBasedDeduplication (the queue was created with deduplication off)"
+                    .into(),
+            });
+        }
+        let redrive = match &s.redrive_policy {
+            Some(Some(p)) => Some(Some(check_dead_letter(
+                p,
+                Some(inner.nonce),
+                inner.max_message_size,
+            )?)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        // Relaxed stores: single-word live settings; each operation reads each once.
+        if let Some(d) = s.visibility_timeout {
+            hdr.visibility_timeout_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(d) = s.delay {
+            hdr.delay_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(d) = s.message_retention_period {
+            hdr.retention_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(on) = s.content_based_deduplication {
+            hdr.content_based_dedup
+                .store(u64::from(on), Ordering::Relaxed);
+        }
+        if let Some(r) = redrive {
+            let (max, path) = match &r {
+                Some((path, _)) => (
+                    s.redrive_policy
+                        .as_ref()
+                        .and_then(|p| p.as_ref())
+                        .map_or(0, |p| p.max_receive_count),
+                    path.as_os_str().as_encoded_bytes(),
+                ),
+                None => (0, &[][..]),
+            };
+            settings::write(&self.arena(), inner, inner.me, max, path)
+                .map_err(|f| fault(f, inner))?;
+        }
+        if s.delay.is_some() || s.message_retention_period.is_some() {
+            // Messages may be ready (or gone) at other times now: ask the next receiver for a
+            // full sweep, and wake every sleeper to recompute its sleep.
+            // Release: pairs with `maybe_sweep`'s Acquire load.
+            hdr.next_expiry.0.store(0, Ordering::Release);
+            // Release: a woken receiver's Acquire load of the doorbell sees the change.
+            hdr.wake.0.doorbell.fetch_add(1, Ordering::Release);
+            sys::futex_wake(&hdr.wake.0.doorbell, u32::MAX);
+        }
+        Ok(())
+    }
+
+    /// Changes one setting by its SQS attribute name, with SQS's units and text values
+    /// (`VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` in seconds; shmfifo's
+    /// millisecond forms `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs`;
+    /// `ContentBasedDeduplication` `true`/`false`; `RedrivePolicy` as SQS's JSON, with
+    /// `deadLetterTargetArn` a queue name or path, or empty to remove it). Settings fixed at
+    /// creation give [`Error::AttributeNotMutable`]; unknown names
+    /// [`Error::InvalidAttributeName`].
+    pub fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
+        let bad = |why: &str| {
+            Error::invalid(
+                "Attributes",
+                format!("Invalid value for the parameter {name}. Reason: {why}"),
+            )
+        };
+        let number = |scale: u64| -> Result<Duration> {
+            let v: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| bad("must be a non-negative integer"))?;
+            Ok(Duration::from_millis(v.saturating_mul(scale)))
+        };
+        let s = QueueSettings::new();
+        let s = match name {
+            "VisibilityTimeout" => s.visibility_timeout(number(1000)?),
+            "VisibilityTimeoutMs" => s.visibility_timeout(number(1)?),
+            "DelaySeconds" => s.delay(number(1000)?),
+            "DelayMs" => s.delay(number(1)?),
+            "MessageRetentionPeriod" => s.message_retention_period(number(1000)?),
+            "MessageRetentionPeriodMs" => s.message_retention_period(number(1)?),
+            "ContentBasedDeduplication" => match value.trim() {
+                "true" => s.content_based_deduplication(true),
+                "false" => s.content_based_deduplication(false),
+                _ => return Err(bad("must be true or false")),
+            },
+            "RedrivePolicy" if value.trim().is_empty() => s.redrive_policy(None),
+            "RedrivePolicy" => {
+                let p = crate::config::parse_redrive_policy(value).map_err(|why| bad(&why))?;
+                s.redrive_policy(Some(p))
+            }
+            "MaximumMessageSize"
+            | "ReceiveMessageWaitTimeSeconds"
+            | "DeduplicationScope"
+            | "FifoQueue"
+            | "FifoThroughputLimit"
+            | "MaxInFlight" => {
+                return Err(Error::AttributeNotMutable {
+                    name: name.to_owned(),
+                })
+            }
+            _ => {
+                return Err(Error::InvalidAttributeName {
+                    name: name.to_owned(),
+                })
+            }
+        };
+        self.set_attributes(&s)
+    }
+
+    /// The live redrive policy (X1), if any.
+    pub fn redrive_policy(&self) -> Result<Option<RedrivePolicy>> {
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, &self.inner))?;
+        Ok((p.max_receive_count > 0).then(|| RedrivePolicy {
+            dead_letter_queue: String::from_utf8_lossy(&p.path[..p.path_len]).into_owned(),
+            max_receive_count: p.max_receive_count,
+        }))
+    }
+
+    /// Moves messages from this (dead-letter) queue back to their source queues, or to
+    /// `opts.destination` (X6): oldest first (each group in order, groups in ready order), as
+    /// new messages (new message id, sequence number, receive count and retention, M2), at
+    /// most `max_per_second`, until no message is visible here, `limit` is reached or
+    /// `cancel` is set. Each message is sent before it is deleted here: a redrive killed in
+    /// between leaves a copy here that becomes visible again after the visibility timeout;
+    /// moving it again is a duplicate (dropped) in a destination that deduplicates and was
+    /// sent it within its dedup interval, since the dedup id sent is this queue's message id.
+    pub fn redrive(&self, opts: &RedriveOptions) -> Result<RedriveReport> {
+        let mut rep = RedriveReport::default();
+        let fixed = opts.destination.as_deref().map(queue_path).transpose()?;
+        let mut dests: std::collections::HashMap<PathBuf, Queue> = Default::default();
+        let started = Instant::now();
+        let mut buf = ReceiveBuffer::new();
+        loop {
+            let want = opts
+                .limit
+                .map_or(10, |l| l.saturating_sub(rep.moved).min(10)) as u32;
+            if want == 0 {
+                return Ok(rep);
+            }
+            let ro = ReceiveOptions::max(want)
+                .visibility_timeout(Duration::from_secs(30))
+                .wait(Duration::ZERO);
+            if self.receive_into(&ro, &mut buf)? == 0 {
+                return Ok(rep);
+            }
+            for m in buf.messages() {
+                if opts
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                {
+                    // Put back what this batch has not moved.
+                    let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);
+                    rep.cancelled = true;
+                    continue;
+                }
+                let Some(path) = fixed
+                    .clone()
+                    .or_else(|| m.dead_letter_source.as_deref().map(PathBuf::from))
+                else {
+                    rep.skipped += 1;
+                    continue;
+                };
+                if let Some(rate) = opts.max_per_second.filter(|&r| r > 0) {
+                    let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                }
+                let dest = match dests.get(&path) {
+                    Some(q) => q.clone(),
+                    None => {
+                        let q = Queue::open_at(&path)?;
+                        dests.insert(path.clone(), q.clone());
+                        q
+                    }
+                };
+                let attrs: Vec<MessageAttribute<'_>> = m
+                    .attributes
+                    .iter()
+                    .map(|a| MessageAttribute {
+                        name: &a.name,
+                        data_type: &a.data_type,
+                        value: &a.value,
+                    })
+                    .collect();
+                let id = m.message_id.to_string();
+                let mut out = SendMessage::new(&m.group_id, &m.body).attributes(&attrs);
+                if dest.inner.dedup != Deduplication::Off {
+                    out = out.dedup_id(&id);
+                }
+                dest.send(&out)?;
+                self.delete(&m.receipt_handle)?;
+                rep.moved += 1;
+            }
+            if rep.cancelled {
+                return Ok(rep);
+            }
+        }
+    }
+
     /// Settings and approximate counters (C1). Counting scans every slot.
     pub fn attributes(&self) -> QueueAttributes {
         let inner = &*self.inner;
@@ -1039,8 +1605,29 @@ impl Queue {
         QueueAttributes {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
-            approximate_number_of_messages_delayed: 0,
-            visibility_timeout: Duration::from_millis(inner.vt_ms),
+            approximate_number_of_messages_delayed: c.delayed,
+            visibility_timeout: Duration::from_millis(self.default_vt_ms()),
+            // Relaxed: live settings and statistics.
+            delay: Duration::from_millis(inner.view.hdr.delay_ms.load(Ordering::Relaxed)),
+            message_retention_period: Duration::from_millis(
+                inner.view.hdr.retention_ms.load(Ordering::Relaxed),
+            ),
+            redrive_policy: self.redrive_policy().ok().flatten(),
+            max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
+            in_flight_count: ops::in_flight(&self.arena()),
+            in_flight_limit_hits: inner.view.hdr.census.0.limit_hits.load(Ordering::Relaxed),
+            moved_to_dead_letter: inner
+                .view
+                .parts
+                .iter()
+                .map(|p| p.moved_to_dead_letter.load(Ordering::Relaxed))
+                .fold(0, u64::wrapping_add),
+            retention_expiries: inner
+                .view
+                .parts
+                .iter()
+                .map(|p| p.retention_expiries.load(Ordering::Relaxed))
+                .fold(0, u64::wrapping_add),
             receive_message_wait_time: Duration::from_millis(inner.wait_ms),
             maximum_message_size: inner.max_message_size,
             created_timestamp: inner.created_wall_ms,
@@ -1066,16 +1653,30 @@ impl Queue {
 }
 
 /// Copies a taken message into `m`, reusing its allocations. Errors name corrupted framing.
-fn fill(m: &mut Message, t: &Taken<'_>, nonce: u64) -> std::result::Result<(), &'static str> {
+fn fill(
+    m: &mut Message,
+    t: &Taken<'_>,
+    nonce: u64,
+    created_wall_ms: u64,
+) -> std::result::Result<(), &'static str> {
     let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
     let h = t.header;
-    let (body_len, attr_len, dedup_len) = ops::unpack_lens(h.lens.load(r));
-    let p = t.payload;
-    if dedup_len + attr_len + body_len != p.len() {
+    let (body_len, attr_len, dedup_len, flags) = ops::unpack_lens(h.lens.load(r));
+    let (src_len, _, _) = ops::unpack_group_epoch0(h.group_epoch0.load(r));
+    let full = t.payload;
+    if src_len + dedup_len + attr_len + body_len != full.len() {
         return Err("message lengths exceed the slot");
     }
-    m.message_id =
-        MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc));
+    let (src, p) = full.split_at(src_len);
+    m.message_id = if flags & ops::LENS_MOVED != 0 {
+        // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
+        std::str::from_utf8(&p[..dedup_len])
+            .ok()
+            .and_then(MessageId::parse)
+            .ok_or("moved message id")?
+    } else {
+        MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc))
+    };
     m.receipt_handle = ReceiptHandle {
         nonce,
         idx: t.idx,
@@ -1110,9 +1711,16 @@ fn fill(m: &mut Message, t: &Taken<'_>, nonce: u64) -> std::result::Result<(), &
     } else {
         set_text(m.dedup_id.get_or_insert_with(String::new), &p[..dedup_len])?;
     }
+    if src.is_empty() {
+        m.dead_letter_source = None;
+    } else {
+        set_text(m.dead_letter_source.get_or_insert_with(String::new), src)?;
+    }
     let seq_hi = t.group.seq_base.load(r);
     m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
-    m.sent_timestamp = h.sent_ms.load(r);
+    // The enqueue's arena time on the creation's wall clock: stable across receives (M3),
+    // immune to wall-clock steps after creation, within 1 ms of the wall clock otherwise.
+    m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r));
     m.first_receive_timestamp = h.first_recv_ms.load(r);
     m.receive_count = t.receive_count;
     let mut a = &p[dedup_len..dedup_len + attr_len];

@@ -112,6 +112,24 @@ impl fmt::Display for MessageId {
     }
 }
 
+impl MessageId {
+    /// Parses the UUID form written by `Display` (lowercase or uppercase hex).
+    pub fn parse(s: &str) -> Option<MessageId> {
+        let b = s.as_bytes();
+        if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
+            return None;
+        }
+        let mut v: u128 = 0;
+        for (i, &c) in b.iter().enumerate() {
+            if [8, 13, 18, 23].contains(&i) {
+                continue;
+            }
+            v = (v << 4) | u128::from((c as char).to_digit(16)?);
+        }
+        Some(MessageId(v))
+    }
+}
+
 /// What a successful send returns (S10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SendResult {
@@ -246,6 +264,9 @@ pub struct Message {
     pub receive_count: u32,
     /// Message attributes.
     pub attributes: Vec<ReceivedAttribute>,
+    /// `DeadLetterQueueSourceArn`: for a message moved here by a redrive policy (X3), the path
+    /// of the queue it came from (`None` otherwise, or when that queue was anonymous).
+    pub dead_letter_source: Option<String>,
 }
 
 /// Reusable storage for [`crate::Queue::receive_into`]: keeps each message's allocations so a
@@ -282,10 +303,26 @@ pub struct QueueAttributes {
     pub approximate_number_of_messages: u64,
     /// `ApproximateNumberOfMessagesNotVisible`: in flight.
     pub approximate_number_of_messages_not_visible: u64,
-    /// `ApproximateNumberOfMessagesDelayed` (always 0: queue delay is not configurable yet).
+    /// `ApproximateNumberOfMessagesDelayed` (L2).
     pub approximate_number_of_messages_delayed: u64,
-    /// `VisibilityTimeout`.
+    /// `VisibilityTimeout` (live).
     pub visibility_timeout: Duration,
+    /// `DelaySeconds` (live, L1).
+    pub delay: Duration,
+    /// `MessageRetentionPeriod` (live, T1).
+    pub message_retention_period: Duration,
+    /// `RedrivePolicy` (live, X1).
+    pub redrive_policy: Option<crate::RedrivePolicy>,
+    /// The in-flight limit (R8).
+    pub max_in_flight: u64,
+    /// Messages received and not yet deleted, as counted for the in-flight limit.
+    pub in_flight_count: u64,
+    /// Receives that returned fewer messages because of the in-flight limit (R8).
+    pub in_flight_limit_hits: u64,
+    /// Messages moved to the dead-letter queue over the queue's life (X1).
+    pub moved_to_dead_letter: u64,
+    /// Messages removed by retention over the queue's life (T1; counted when reclaimed).
+    pub retention_expiries: u64,
     /// `ReceiveMessageWaitTimeSeconds`.
     pub receive_message_wait_time: Duration,
     /// `MaximumMessageSize`.
@@ -315,6 +352,31 @@ pub struct QueueAttributes {
     /// Dedup ids accepted within the interval, and sends with a dedup id in progress (a
     /// scan of the table).
     pub dedup_entries_in_use: u64,
+}
+
+/// Options of [`crate::Queue::redrive`] (X6).
+#[derive(Debug, Clone, Default)]
+pub struct RedriveOptions {
+    /// Where to move messages: a queue name or path. `None`: each message's source queue.
+    pub destination: Option<String>,
+    /// Most messages moved per second (`None`: as fast as possible).
+    pub max_per_second: Option<u32>,
+    /// Most messages to move (`None`: until the dead-letter queue has no visible message).
+    pub limit: Option<u64>,
+    /// Set to `true` (from any thread) to stop after the current message.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+/// What a redrive did (X6).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RedriveReport {
+    /// Messages moved (sent to their destination and deleted here).
+    pub moved: u64,
+    /// Messages left here because they name no source queue and no destination was given;
+    /// they are visible again after the visibility timeout.
+    pub skipped: u64,
+    /// The redrive stopped because it was cancelled.
+    pub cancelled: bool,
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ impl HeapArena {
         hdr.next_expiry.0.store(u64::MAX, Ordering::Relaxed);
         // Dedup interval: SQS's 5 minutes (D1); models change it through the header.
         hdr.dedup_interval_ms.store(300_000, Ordering::Relaxed);
+        // Retention: SQS's 4 days (T1); models change it through the header.
+        hdr.retention_ms.store(345_600_000, Ordering::Relaxed);
         let parts = boxed::<Participant>(g.participants as usize);
         for p in parts.iter() {
             p.state
@@ -163,26 +165,35 @@ mod tests {
             cursor: 0,
             hash: g.len() as u64,
             group_id: g.as_bytes(),
-            lens: ops::pack_lens(body.len(), 0, 0),
+            lens: ops::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup: None,
+            source_len: 0,
+            prior_receives: 0,
         };
         ops::send(a, env, owner::code(who, 1), &out)
     }
 
     fn recv(a: &Arena<'_>, env: &MockEnv, max: usize, vt: u64) -> Vec<(Handle, Vec<u8>, u32)> {
         let mut v = Vec::new();
-        ops::receive(a, env, owner::code(0, 1), max, vt, &mut |t| {
-            v.push((
-                Handle {
-                    idx: t.idx,
-                    inc: t.inc,
-                    epoch: t.epoch,
-                },
-                t.payload.to_vec(),
-                t.receive_count,
-            ))
-        })
+        ops::receive(
+            a,
+            env,
+            owner::code(0, 1),
+            max,
+            &mut ops::Policy::new(vt),
+            &mut |t| {
+                v.push((
+                    Handle {
+                        idx: t.idx,
+                        inc: t.inc,
+                        epoch: t.epoch,
+                    },
+                    t.payload.to_vec(),
+                    t.receive_count,
+                ))
+            },
+        )
         .unwrap();
         v
     }

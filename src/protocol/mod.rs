@@ -102,6 +102,7 @@ pub mod heap;
 pub mod ops;
 pub mod pool;
 pub mod ring;
+pub mod settings;
 
 use crate::layout::{DedupEntry, GroupEntry, Header, MsgHeader, Participant};
 use crate::sync::{AtomicU32, AtomicU64};

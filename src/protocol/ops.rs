@@ -60,6 +60,11 @@ pub struct Outgoing<'x> {
     pub parts: &'x [&'x [u8]],
     /// The dedup key, if the queue deduplicates.
     pub dedup: Option<dedup::Key<'x>>,
+    /// Bytes of dead-letter source path at the start of the payload (the first part).
+    pub source_len: u8,
+    /// Receives the message had before this queue (M4: a dead-lettered message keeps its
+    /// count); 0 for a new message.
+    pub prior_receives: u32,
 }
 
 fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
@@ -143,7 +148,7 @@ fn send_reserved(
     let h = &cl.headers[slot];
     // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)).
     h.lens.store(out.lens, Ordering::Relaxed);
-    h.sent_ms.store(env.wall_ms(), Ordering::Relaxed);
+    h.sent.store(env.now_ms(), Ordering::Relaxed);
     h.first_recv_ms.store(0, Ordering::Relaxed);
     // While we produce, `recv_ms` points back to our dedup entry (for settlers), made visible
     // by `set_msg`'s Release store.
@@ -169,8 +174,10 @@ fn send_reserved(
             }
         };
         // Relaxed: published by the link CAS.
-        h.group_epoch0
-            .store((u64::from(epoch0) << 32) | u64::from(g), Ordering::Relaxed);
+        h.group_epoch0.store(
+            pack_group_epoch0(out.source_len, epoch0.wrapping_sub(out.prior_receives), g),
+            Ordering::Relaxed,
+        );
         let e = a.group(g)?;
         crash_point!();
         match append(a, e, ginc, idx, inc)? {
@@ -418,18 +425,178 @@ pub struct Taken<'t> {
     pub payload: &'t [u8],
 }
 
+/// The dead-letter mover of a [`Policy`]: returns whether the dead-letter queue has the
+/// message now.
+pub type Mover<'p> = &'p mut dyn FnMut(&Taken<'_>) -> bool;
+
+/// What a receive applies beyond its count: the caller reads these from the arena's live
+/// settings (and its own request).
+pub struct Policy<'p> {
+    /// Visibility timeout of the messages taken, ms.
+    pub vt_ms: u64,
+    /// Never-received messages this receive may take (R8: the in-flight limit's room);
+    /// `usize::MAX` without a limit.
+    pub fresh_budget: usize,
+    /// `maxReceiveCount` and the mover (X1): called, under the group claim, with a message
+    /// whose next receive would exceed the count (its `receive_count` is the receives so
+    /// far); returns whether the dead-letter queue has it now (sent, or a duplicate of an
+    /// earlier move). The message is then removed here.
+    pub dead_letter: Option<(u32, Mover<'p>)>,
+}
+
+#[cfg(any(test, feature = "loom"))]
+impl Policy<'_> {
+    /// A receive with visibility timeout `vt_ms`, no in-flight limit and no dead-letter queue.
+    pub fn new(vt_ms: u64) -> Self {
+        Policy {
+            vt_ms,
+            fresh_budget: usize::MAX,
+            dead_letter: None,
+        }
+    }
+}
+
+/// What a receive did besides returning messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Messages taken (handed to the sink).
+    pub taken: usize,
+    /// The in-flight limit stopped the receive early (R8).
+    pub limited: bool,
+    /// Messages moved to the dead-letter queue (X1).
+    pub moved: u64,
+    /// A move failed: the message stays, and its group yields nothing this time.
+    pub move_failed: bool,
+    /// Messages removed by retention (T1).
+    pub expired: u64,
+}
+
+/// The live time settings of an arena, read once per operation.
+#[derive(Debug, Clone, Copy)]
+pub struct Times {
+    /// Arena time now, ms.
+    pub now: u64,
+    /// Queue delay, ms (L1).
+    pub delay: u64,
+    /// Retention period, ms (T1).
+    pub retention: u64,
+}
+
+impl Times {
+    /// Reads the settings (Relaxed: live settings; an operation racing with a change may
+    /// apply either value).
+    pub fn load(a: &Arena<'_>, env: &dyn Env) -> Times {
+        Times {
+            now: env.now_ms(),
+            delay: a.hdr.delay_ms.load(Ordering::Relaxed),
+            retention: a.hdr.retention_ms.load(Ordering::Relaxed).max(1),
+        }
+    }
+    /// Whether a message enqueued at `sent` is past its retention period (T1, T3).
+    pub fn expired(&self, sent: u64) -> bool {
+        self.now.saturating_sub(sent) >= self.retention
+    }
+    /// The arena time at which a message enqueued at `sent` expires.
+    pub fn expiry(&self, sent: u64) -> u64 {
+        sent.saturating_add(self.retention)
+    }
+    /// Whether a never-received message enqueued at `sent` is still delayed (L1).
+    pub fn delayed(&self, sent: u64) -> bool {
+        self.now < sent.saturating_add(self.delay)
+    }
+}
+
+/// Adds `delta` to participant `me`'s share of the in-flight count (R8).
+pub fn account_in_flight(a: &Arena<'_>, me: u64, delta: i64) {
+    if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
+        // Relaxed: a statistic summed by readers; corrected by a census after a crash.
+        p.in_flight.fetch_add(delta as u64, Ordering::Relaxed);
+    }
+}
+
+/// The in-flight count: the participants' shares plus the census correction (R8).
+pub fn in_flight(a: &Arena<'_>) -> u64 {
+    // Relaxed: an approximate sum of counters.
+    let sum = a.parts.iter().fold(0u64, |s, p| {
+        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
+    });
+    let v = sum.wrapping_add(a.hdr.in_flight_fix.load(Ordering::Relaxed));
+    if (v as i64) < 0 {
+        0
+    } else {
+        v
+    }
+}
+
+/// Recounts messages received and not yet removed, and corrects the in-flight count to it (a
+/// participant that died between a receive or delete and its count left it off). O(slots).
+pub fn in_flight_census(a: &Arena<'_>) {
+    let mut real = 0u64;
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for h in cl.headers {
+            // Relaxed: a census; concurrent operations make it approximate.
+            if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::Relaxed)) {
+                real += u64::from(d > 0);
+            }
+        }
+    }
+    // Relaxed: as in `in_flight`.
+    let sum = a.parts.iter().fold(0u64, |s, p| {
+        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
+    });
+    a.hdr
+        .in_flight_fix
+        .store(real.wrapping_sub(sum), Ordering::Relaxed);
+}
+
+/// Bumps a per-participant statistic.
+fn count_stat(
+    a: &Arena<'_>,
+    me: u64,
+    pick: fn(&crate::layout::Participant) -> &crate::sync::AtomicU64,
+    n: u64,
+) {
+    if n == 0 {
+        return;
+    }
+    if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
+        // Relaxed: a statistic.
+        pick(p).fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Removes a published message (retention, dead-letter move): its epoch is bumped so every
+/// receipt handle expires (H2). Returns whether this call removed it.
+fn remove(a: &Arena<'_>, me: u64, m: &MsgHeader, w: u64) -> bool {
+    // AcqRel: as a delete (Release hands the removal to the cleaner and handle holders).
+    let ok = m
+        .vis
+        .compare_exchange(
+            w,
+            vis::pack(vis::next(vis::epoch(w)), vis::DELETED),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_ok();
+    if ok && matches!(vis::state(w), vis::State::Published(d) if d > 0) {
+        account_in_flight(a, me, -1);
+    }
+    ok
+}
+
 /// Takes up to `max` messages, group by group in ready order, each group's visible prefix
-/// (R3, R5, R6). Calls `sink` for each while the group is claimed. Returns the count.
+/// (R3, R5, R6), applying delay, retention, the in-flight limit and the dead-letter move.
+/// Calls `sink` for each while the group is claimed.
 pub fn receive(
     a: &Arena<'_>,
     env: &dyn Env,
     me: u64,
     max: usize,
-    vt_ms: u64,
+    policy: &mut Policy<'_>,
     sink: &mut dyn FnMut(&Taken<'_>),
-) -> PResult<usize> {
+) -> PResult<Received> {
     let r = ring(a);
-    let mut n = 0;
+    let mut rep = Received::default();
     let mut swept = false;
     // Groups already served by this call: with a zero visibility timeout a group is ready again
     // at once, and one response must not hold a message twice.
@@ -437,7 +604,7 @@ pub fn receive(
     let mut nseen = 0;
     let mut requeue = [u32::MAX; 10];
     let mut nrequeue = 0;
-    while n < max {
+    while rep.taken < max && !rep.limited {
         let popped = r.pop();
         crash_point!();
         let Some(g) = popped else {
@@ -473,27 +640,27 @@ pub fn receive(
                 // `claim` carries whatever made the group ready to it. (If it released
                 // meanwhile, `poke` takes the claim, cleans up and re-hints the group itself.)
                 // An error here concerns that group only: keep what we already took.
-                if poke(a, env, me, g).is_err() && n > 0 {
+                if poke(a, env, me, g).is_err() && rep.taken > 0 {
                     break;
                 }
                 continue;
             }
         };
         crash_point!();
-        let got = take(a, env, cw, e, max - n, vt_ms, sink);
+        let got = take(a, env, me, cw, e, max - rep.taken, policy, &mut rep, sink);
         let got = match got {
             Ok(Some(k)) => k,
             Ok(None) => continue, // retired (and released) during cleanup
             Err(f) => {
                 release_claim_word(e, cw);
-                return if n > 0 { Ok(n) } else { Err(f) };
+                return if rep.taken > 0 { Ok(rep) } else { Err(f) };
             }
         };
         if got > 0 && nseen < seen.len() {
             seen[nseen] = g;
             nseen += 1;
         }
-        n += got;
+        rep.taken += got;
         // The messages are taken: a fault while releasing must not lose them for the caller.
         if release(a, env, me, cw, g).is_err() {
             break;
@@ -508,31 +675,40 @@ pub fn receive(
     if nrequeue > 0 {
         notify(a, env);
     }
-    Ok(n)
+    Ok(rep)
 }
 
-/// Under the claim: cleans up, then takes the group's visible prefix.
+/// Under the claim: cleans up, then takes the group's visible prefix, removing expired
+/// messages (T1) and moving those past `maxReceiveCount` (X1) on the way.
+#[allow(clippy::too_many_arguments)]
 fn take(
     a: &Arena<'_>,
     env: &dyn Env,
+    me: u64,
     cw: u64,
     e: &GroupEntry,
     want: usize,
-    vt_ms: u64,
+    policy: &mut Policy<'_>,
+    rep: &mut Received,
     sink: &mut dyn FnMut(&Taken<'_>),
 ) -> PResult<Option<usize>> {
     if cleanup(a, env, cw, e)? == Cleaned::Retired {
         return Ok(None);
     }
-    let now = env.now_ms();
+    let t = Times::load(a, env);
+    let now = t.now;
+    let vt_ms = policy.vt_ms;
+    // A deadline is never 0 (that means "never received").
     let deadline = now
         .checked_add(vt_ms)
         .filter(|&d| d <= vis::MAX_DEADLINE)
-        .ok_or(Fault::ClockRange)?;
+        .ok_or(Fault::ClockRange)?
+        .max(1);
     let wall = env.wall_ms();
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
     let mut taken = 0;
+    let (mut moved, mut expired) = (0, 0);
     for _ in 0..a.steps() {
         if taken == want {
             break;
@@ -566,10 +742,85 @@ fn take(
                 );
             }
             vis::State::Published(d) => {
+                // Relaxed: written before the link CAS that published the node (Acquire above).
+                let sent = m.sent.load(Ordering::Relaxed);
+                if t.expired(sent) {
+                    // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                    if remove(a, me, m, w) {
+                        expired += 1;
+                        cur = node::pack(ninc, next);
+                    }
+                    continue;
+                }
                 if d > now {
-                    break; // in flight: the group is locked from here on (R3)
+                    // In flight: the group is locked from here on (R3). Retention may end
+                    // before the visibility timeout: wake a sweep for it.
+                    if t.expiry(sent) < d {
+                        // AcqRel: as the deadline's fetch_min below.
+                        a.hdr
+                            .next_expiry
+                            .0
+                            .fetch_min(t.expiry(sent), Ordering::AcqRel);
+                    }
+                    break;
+                }
+                if d == 0 && t.delayed(sent) {
+                    // L1, R4: delayed messages are at the tail and lock nothing; a sweep
+                    // hints the group when the delay ends.
+                    // AcqRel: as the deadline's fetch_min below.
+                    a.hdr
+                        .next_expiry
+                        .0
+                        .fetch_min(sent.saturating_add(t.delay), Ordering::AcqRel);
+                    break;
                 }
                 let epoch = vis::next(vis::epoch(w));
+                // Relaxed: stable while the message is published; we hold the claim.
+                let ge = m.group_epoch0.load(Ordering::Relaxed);
+                let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
+                let (cl, slot) = a.class_of(next)?;
+                let lens = m.lens.load(Ordering::Relaxed);
+                let len = payload_len(lens, ge).min(cl.cap as usize);
+                // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
+                // stride`, so the bytes are inside the payload array. We hold the group claim,
+                // so no participant can receive, delete or free this message while we read.
+                let payload =
+                    unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+                if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
+                    if receive_count > *max_count {
+                        // X1: this receive would deliver it for the (max+1)-th time: move it
+                        // instead. A mover that dies after its send and before the removal
+                        // leaves the message here; the next mover's send is a duplicate
+                        // (the dead-letter queue dedups on the message id, D8).
+                        let moved_ok = mover(&Taken {
+                            idx: next,
+                            inc: ninc,
+                            epoch: vis::epoch(w),
+                            receive_count: receive_count.wrapping_sub(1),
+                            header: m,
+                            group: e,
+                            payload,
+                        });
+                        crash_point!();
+                        if !moved_ok {
+                            rep.move_failed = true;
+                            break;
+                        }
+                        if remove(a, me, m, w) {
+                            moved += 1;
+                            cur = node::pack(ninc, next);
+                        }
+                        continue; // X4: the group goes on with its next message
+                    }
+                }
+                if d == 0 {
+                    // R8: a first receive adds to the in-flight count.
+                    if policy.fresh_budget == 0 {
+                        rep.limited = true;
+                        break;
+                    }
+                    policy.fresh_budget -= 1;
+                }
                 // Relaxed, before the CAS that publishes it: `change_visibility` reads it after
                 // an Acquire load of `vis`. Nobody else can take this visible message: we hold
                 // the group claim.
@@ -585,23 +836,19 @@ fn take(
                     )
                     .is_err()
                 {
+                    if d == 0 {
+                        policy.fresh_budget += 1;
+                    }
                     continue; // changed under us (purge); look again
+                }
+                if d == 0 {
+                    account_in_flight(a, me, 1);
                 }
                 crash_point!();
                 // Relaxed: informational fields of a message we now hold.
                 let _ =
                     m.first_recv_ms
                         .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
-                let ge = m.group_epoch0.load(Ordering::Relaxed);
-                let receive_count = epoch.wrapping_sub((ge >> 32) as u32) & vis::EPOCH_MASK;
-                let (cl, slot) = a.class_of(next)?;
-                let lens = m.lens.load(Ordering::Relaxed);
-                let len = payload_len(lens).min(cl.cap as usize);
-                // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
-                // stride`, so the bytes are inside the payload array. We hold the group claim,
-                // so no participant can receive, delete or free this message while we read.
-                let payload =
-                    unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
                 sink(&Taken {
                     idx: next,
                     inc: ninc,
@@ -620,26 +867,52 @@ fn take(
         // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
         a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
     }
+    rep.moved += moved;
+    rep.expired += expired;
+    count_stat(a, me, |p| &p.moved_to_dead_letter, moved);
+    count_stat(a, me, |p| &p.retention_expiries, expired);
     Ok(Some(taken))
 }
 
-/// Packed `MsgHeader::lens`: `[body:32][attrs:24][dedup:8]`.
-pub fn pack_lens(body: usize, attrs: usize, dedup: usize) -> u64 {
-    ((body as u64) << 32) | (((attrs as u64) & 0xFF_FFFF) << 8) | (dedup as u64 & 0xFF)
+/// Flag of `MsgHeader::lens`: the message id is the dedup id (a dead-lettered message, D8).
+pub const LENS_MOVED: u8 = 1;
+
+/// Packed `MsgHeader::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
+pub fn pack_lens(body: usize, attrs: usize, dedup: usize, flags: u8) -> u64 {
+    (u64::from(flags) << 56)
+        | (((body as u64) & 0xFF_FFFF) << 32)
+        | (((attrs as u64) & 0xFF_FFFF) << 8)
+        | (dedup as u64 & 0xFF)
 }
 
-/// `(body, attrs, dedup)` of a packed lens word.
-pub fn unpack_lens(w: u64) -> (usize, usize, usize) {
+/// `(body, attrs, dedup, flags)` of a packed lens word.
+pub fn unpack_lens(w: u64) -> (usize, usize, usize, u8) {
     (
-        (w >> 32) as usize,
+        ((w >> 32) & 0xFF_FFFF) as usize,
         ((w >> 8) & 0xFF_FFFF) as usize,
         (w & 0xFF) as usize,
+        (w >> 56) as u8,
     )
 }
 
-fn payload_len(w: u64) -> usize {
-    let (b, at, d) = unpack_lens(w);
-    b + at + d
+/// Packed `MsgHeader::group_epoch0`: `[source_len:8][epoch0:24][group:32]`.
+pub fn pack_group_epoch0(source_len: u8, epoch0: u32, g: u32) -> u64 {
+    (u64::from(source_len) << 56) | (u64::from(epoch0 & vis::EPOCH_MASK) << 32) | u64::from(g)
+}
+
+/// `(source_len, epoch0, group)` of a packed `group_epoch0` word.
+pub fn unpack_group_epoch0(w: u64) -> (usize, u32, u32) {
+    (
+        (w >> 56) as usize,
+        ((w >> 32) as u32) & vis::EPOCH_MASK,
+        w as u32,
+    )
+}
+
+/// Bytes of payload: dead-letter source, dedup id, attributes, body.
+fn payload_len(lens: u64, ge: u64) -> usize {
+    let (b, at, d, _) = unpack_lens(lens);
+    b + at + d + unpack_group_epoch0(ge).0
 }
 
 /// Outcome of a cleanup.
@@ -794,7 +1067,7 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) -> PResult<()
             break;
         }
     }
-    if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
+    if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired) && hint(a, env, me, g)? {
         notify(a, env);
     }
     Ok(())
@@ -811,6 +1084,9 @@ enum Status {
     Empty,
     /// Its first message is still being published by a live producer.
     Pending,
+    /// Its first live message is past its retention period (T1): whoever takes the claim
+    /// removes it.
+    Expired,
 }
 
 fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
@@ -818,7 +1094,8 @@ fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
     if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
         return Ok(Status::Empty);
     }
-    let now = env.now_ms();
+    let t = Times::load(a, env);
+    let now = t.now;
     // SeqCst: SYNC POINT(ready-check).
     let mut cur = e.head.load(Ordering::SeqCst);
     for _ in 0..1024 {
@@ -835,8 +1112,19 @@ fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
         // SeqCst: SYNC POINT(ready-check).
         match vis::state(m.vis.load(Ordering::SeqCst)) {
             vis::State::Deleted => cur = node::pack(ninc, next),
-            vis::State::Published(d) if d <= now => return Ok(Status::Deliverable),
-            vis::State::Published(d) => return Ok(Status::Locked(d)),
+            vis::State::Published(d) => {
+                // Relaxed: a hint (the claim holder re-validates).
+                let sent = m.sent.load(Ordering::Relaxed);
+                return Ok(if t.expired(sent) {
+                    Status::Expired
+                } else if d > now {
+                    Status::Locked(d.min(t.expiry(sent)))
+                } else if d == 0 && t.delayed(sent) {
+                    Status::Locked(sent.saturating_add(t.delay))
+                } else {
+                    Status::Deliverable
+                });
+            }
             vis::State::Claimed(o) if a.owner_dead(env, o) => return Ok(Status::Deliverable),
             vis::State::Claimed(_) => return Ok(Status::Pending),
             vis::State::Free => return Ok(Status::Deliverable),
@@ -856,8 +1144,9 @@ pub struct Handle {
     pub epoch: u32,
 }
 
-/// Loads the current `vis` word if `h` is the live in-flight handle of its message.
-fn current(env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
+/// Loads the current `vis` word if `h` is the live in-flight handle of its message (and the
+/// message is within its retention period, T1).
+fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
     // Acquire: pairs with the allocation's link store published by the link CAS.
     if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
         return Err(Fault::Expired);
@@ -867,8 +1156,13 @@ fn current(env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
     if vis::epoch(w) != h.epoch {
         return Err(Fault::Expired);
     }
+    let t = Times::load(a, env);
     match vis::state(w) {
-        vis::State::Published(d) if d > env.now_ms() => Ok(w),
+        // Relaxed: `sent` was written before the node was published, which the receive that
+        // issued the handle observed; it does not change while the handle is live.
+        vis::State::Published(d) if d > t.now && !t.expired(m.sent.load(Ordering::Relaxed)) => {
+            Ok(w)
+        }
         _ => Err(Fault::Expired),
     }
 }
@@ -878,7 +1172,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
     let m = a.msg(h.idx)?;
     let mut g = 0;
     for _ in 0..MAX_STEPS {
-        let w = current(env, m, h)?;
+        let w = current(a, env, m, h)?;
         // Relaxed: stable while the message is in flight under our handle.
         g = m.group_epoch0.load(Ordering::Relaxed) as u32;
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
@@ -892,6 +1186,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
             )
             .is_ok()
         {
+            account_in_flight(a, me, -1);
             crash_point!();
             // Deleted: a fault while cleaning up concerns the group, not this delete.
             let _ = poke(a, env, me, g);
@@ -961,11 +1256,12 @@ pub fn change_visibility(
 ) -> PResult<()> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
-        let w = current(env, m, h)?;
+        let w = current(a, env, m, h)?;
         let now = env.now_ms();
         // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
         let recv = m.recv_ms.load(Ordering::Relaxed);
-        let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?;
+        // Never 0 (that means "never received").
+        let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?.max(1);
         if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
             return Err(Fault::VisibilityCap);
         }
@@ -986,7 +1282,9 @@ pub fn change_visibility(
                 // The group may be unlocked now (R3): hint it if its first message is visible.
                 let g = m.group_epoch0.load(Ordering::Relaxed) as u32;
                 let e = a.group(g)?;
-                if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
+                if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired)
+                    && hint(a, env, me, g)?
+                {
                     notify(a, env);
                 }
             } else {
@@ -1107,11 +1405,18 @@ fn sweep_group(
         }
         return Ok(None);
     }
-    if c != 0 || status == Status::Empty {
+    if c != 0 || status == Status::Empty || status == Status::Expired {
         // Dead (or stale) holder, or an empty group nobody will touch: take the claim over,
         // clean up (which retires an empty group) and release (which re-hints).
+        // An expired head (T1) is removed here, so memory comes back without any receiver.
         if let TryClaim::Acquired { cw, .. } = group::try_claim(a, env, e, me, ginc) {
             if cleanup(a, env, cw, e)? == Cleaned::Kept {
+                if status == Status::Expired {
+                    trim_expired(a, env, me, e)?;
+                    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+                        return Ok(None);
+                    }
+                }
                 release(a, env, me, cw, g)?;
             }
         }
@@ -1126,8 +1431,41 @@ fn sweep_group(
             *min = (*min).min(d);
             Ok(None)
         }
-        Status::Pending | Status::Empty => Ok(None),
+        Status::Pending | Status::Empty | Status::Expired => Ok(None),
     }
+}
+
+/// Under the claim: removes the messages past their retention period at the front of the
+/// group (T1). Returns how many.
+fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResult<u64> {
+    let t = Times::load(a, env);
+    // Acquire: SYNC POINT(claim), as in `take`.
+    let mut cur = e.head.load(Ordering::Acquire);
+    let mut n = 0;
+    for _ in 0..a.steps() {
+        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+        let next = node::index(l);
+        if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+            break;
+        }
+        let m = a.msg(next)?;
+        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        // Acquire: the message's latest state.
+        let w = m.vis.load(Ordering::Acquire);
+        match vis::state(w) {
+            vis::State::Deleted => cur = node::pack(ninc, next),
+            // Relaxed: written before the node was published (Acquire above).
+            vis::State::Published(_) if t.expired(m.sent.load(Ordering::Relaxed)) => {
+                if remove(a, me, m, w) {
+                    n += 1;
+                    cur = node::pack(ninc, next);
+                }
+            }
+            _ => break,
+        }
+    }
+    count_stat(a, me, |p| &p.retention_expiries, n);
+    Ok(n)
 }
 
 /// The visibility deadline of a group's first live message (0 if never received), a hint.
@@ -1190,6 +1528,9 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
                 {
                     continue;
                 }
+                if matches!(vis::state(w), vis::State::Published(d) if d > 0) {
+                    account_in_flight(a, me, -1);
+                }
                 n += 1;
             }
             cur = node::pack(ninc, next);
@@ -1210,6 +1551,8 @@ pub struct Counts {
     pub visible: u64,
     /// In flight.
     pub in_flight: u64,
+    /// Delayed (L2): never received, within the queue delay.
+    pub delayed: u64,
     /// Being written by a producer.
     pub sending: u64,
     /// Deleted but not yet reclaimed.
@@ -1218,14 +1561,25 @@ pub struct Counts {
 
 /// Counts messages by state, scanning every slot (O(capacity)).
 pub fn counts(a: &Arena<'_>, env: &dyn Env) -> Counts {
-    let now = env.now_ms();
+    let t = Times::load(a, env);
     let mut c = Counts::default();
     for cl in a.classes.iter().take(a.nclasses).flatten() {
         for h in cl.headers {
             // Relaxed: an approximate snapshot, as C1 allows.
             match vis::state(h.vis.load(Ordering::Relaxed)) {
-                vis::State::Published(d) if d <= now => c.visible += 1,
-                vis::State::Published(_) => c.in_flight += 1,
+                vis::State::Published(d) => {
+                    // Relaxed: as above.
+                    let sent = h.sent.load(Ordering::Relaxed);
+                    if t.expired(sent) {
+                        // Gone (T1), removed by the next receive or sweep that passes it.
+                    } else if d > t.now {
+                        c.in_flight += 1;
+                    } else if d == 0 && t.delayed(sent) {
+                        c.delayed += 1;
+                    } else {
+                        c.visible += 1;
+                    }
+                }
                 vis::State::Claimed(_) => c.sending += 1,
                 vis::State::Deleted => c.deleted += 1,
                 vis::State::Free => {}
@@ -1332,7 +1686,9 @@ pub fn settle_dead_send(
         }
         let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
         if let Ok(e) = a.group(g) {
-            if matches!(status(a, env, e)?, Status::Deliverable) && hint(a, env, me, g)? {
+            if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired)
+                && hint(a, env, me, g)?
+            {
                 notify(a, env);
             }
         }
