@@ -916,9 +916,10 @@ impl Queue {
             prior_receives,
         };
         let sent = match ops::send(&self.arena(), inner, inner.me, &out) {
-            // Slots claimed by producers that died are reclaimed by recovery: run it before
-            // reporting the class full.
-            Err(Fault::ClassFull(_)) if self.recover().is_ok_and(|r| r.freed > 0) => {
+            // Slots claimed by producers that died, and messages past their retention
+            // period, are reclaimed by recovery (and its sweep): run it before reporting the
+            // class full.
+            Err(Fault::ClassFull(_)) if self.recover().is_ok() => {
                 ops::send(&self.arena(), inner, inner.me, &out)
             }
             r => r,

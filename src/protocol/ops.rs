@@ -604,7 +604,10 @@ pub fn receive(
     let mut nseen = 0;
     let mut requeue = [u32::MAX; 10];
     let mut nrequeue = 0;
-    while rep.taken < max && !rep.limited {
+    // Groups whose first message needed room under the in-flight limit (R8): each is
+    // re-hinted when released, so stop after a few rather than meet them again.
+    let mut limited_pops = 0;
+    while rep.taken < max && limited_pops < 16 {
         let popped = r.pop();
         crash_point!();
         let Some(g) = popped else {
@@ -659,6 +662,9 @@ pub fn receive(
         if got > 0 && nseen < seen.len() {
             seen[nseen] = g;
             nseen += 1;
+        }
+        if rep.limited {
+            limited_pops += 1;
         }
         rep.taken += got;
         // The messages are taken: a fault while releasing must not lose them for the caller.
@@ -871,6 +877,13 @@ fn take(
     rep.expired += expired;
     count_stat(a, me, |p| &p.moved_to_dead_letter, moved);
     count_stat(a, me, |p| &p.retention_expiries, expired);
+    // Removed messages are deleted nodes: move `head` past them now, as a delete's cleanup
+    // would, so that a producer appending behind them sees its predecessor at `head` and
+    // hints the group (SYNC POINT(ready-check)). Taken messages stop the cleanup, so a retire
+    // here means nothing was taken.
+    if (moved > 0 || expired > 0) && cleanup(a, env, cw, e)? == Cleaned::Retired {
+        return Ok(None);
+    }
     Ok(Some(taken))
 }
 
@@ -1350,12 +1363,12 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
     }
     // Ready order (R6): by the moment each head became visible again.
     expired.sort_unstable();
-    for (d, g) in expired {
+    for (_, g) in expired {
         let e = a.group(g)?;
         if full {
             // Forced: a flag left set by a participant that died before pushing is reset.
             e.hint.store(1, Ordering::SeqCst);
-        } else if e.hint.swap(1, Ordering::AcqRel) != 0 && d > 0 {
+        } else if e.hint.swap(1, Ordering::AcqRel) != 0 {
             continue; // already queued
         }
         if ring(a).push(g) {
@@ -1425,7 +1438,11 @@ fn sweep_group(
     match status {
         Status::Deliverable => {
             let d = head_deadline(a, e);
-            Ok((d > 0 || full).then_some(d))
+            // A never-received head is hinted by its producer, except when it was delayed
+            // (L1): that hint was consumed while it was, so a sweep hints it now.
+            // Relaxed: a live setting.
+            let delayed_queue = a.hdr.delay_ms.load(Ordering::Relaxed) > 0;
+            Ok((d > 0 || full || delayed_queue).then_some(d))
         }
         Status::Locked(d) => {
             *min = (*min).min(d);

@@ -1,0 +1,472 @@
+//! Message lifecycle, rule by rule: queue delay (L1, L2, R4), retention (T1–T3), the in-flight
+//! limit (R8), dead-letter queues (X1–X5, D8, M2, M4), redrive back (X6) and live settings
+//! (Q3–Q5). Short configured durations stand in for SQS's seconds.
+
+mod common;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use common::*;
+use shmfifo::{
+    Error, MessageAttribute, Queue, QueueConfig, QueueSettings, ReceiveOptions, RedriveOptions,
+    RedrivePolicy, SendMessage,
+};
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn counts(q: &Queue) -> (u64, u64, u64) {
+    let a = q.attributes();
+    (
+        a.approximate_number_of_messages,
+        a.approximate_number_of_messages_not_visible,
+        a.approximate_number_of_messages_delayed,
+    )
+}
+
+/// L1, L2: with a queue delay, a new message is delayed (counted as Delayed, not returned)
+/// until the delay has passed.
+#[test]
+fn l1_l2_queue_delay_hides_and_counts_new_messages() {
+    let q = queue("l1", &small().delay(Duration::from_millis(300)));
+    send(&q, "g", "a");
+    send(&q, "g", "b");
+    assert!(recv(&q, 10).is_empty(), "delayed messages are not returned");
+    assert_eq!(counts(&q), (0, 0, 2), "L2: counted as delayed");
+    let start = Instant::now();
+    let got = q
+        .receive(&ReceiveOptions::max(10).wait(Duration::from_secs(5)))
+        .unwrap();
+    assert_eq!(bodies(&got), ["a", "b"], "in order once the delay ends");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "a waiting receiver is woken"
+    );
+    assert_eq!(q.attributes().delay, Duration::from_millis(300));
+}
+
+/// L1: the queue delay is retroactive on FIFO queues: shortening it releases waiting messages,
+/// lengthening it delays messages not yet received.
+#[test]
+fn l1_delay_change_is_retroactive() {
+    let q = queue("l1retro", &small().delay(Duration::from_secs(600)));
+    send(&q, "g", "a");
+    assert!(recv(&q, 1).is_empty());
+    q.set_attributes(&QueueSettings::new().delay(Duration::ZERO))
+        .unwrap();
+    assert_eq!(bodies(&recv_vt(&q, 1, Duration::ZERO)), ["a"]);
+    send(&q, "g2", "b");
+    q.set_attribute("DelaySeconds", "600").unwrap();
+    assert_eq!(q.attributes().delay, Duration::from_secs(600));
+    let got = recv(&q, 10);
+    assert_eq!(
+        bodies(&got),
+        ["a"],
+        "b (never received) is delayed again; a was received already"
+    );
+    assert_eq!(counts(&q).2, 1);
+}
+
+/// R4: delayed messages do not lock their group; only in-flight ones do. A delayed message
+/// behind a deleted head is simply not yet deliverable, and becomes so when its delay ends.
+#[test]
+fn r4_delayed_messages_lock_nothing() {
+    let q = queue("r4delay", &small().delay(Duration::from_millis(200)));
+    send(&q, "g", "a");
+    sleep(Duration::from_millis(250));
+    send(&q, "g", "b");
+    send(&q, "h", "c");
+    let got = recv_vt(&q, 10, LONG);
+    assert_eq!(bodies(&got), ["a"], "b and c are still delayed");
+    q.delete(&got[0].receipt_handle).unwrap();
+    assert_eq!(counts(&q), (0, 0, 2));
+    sleep(Duration::from_millis(250));
+    let mut got = bodies(&recv(&q, 10))
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    got.sort();
+    assert_eq!(got, ["b", "c"]);
+}
+
+/// S5: a per-message delay is rejected on FIFO queues (only the queue delay exists, L1).
+#[test]
+fn s5_per_message_delay_is_rejected() {
+    let q = queue("s5delay", &small());
+    let mut m = SendMessage::new("g", "x");
+    m.delay_seconds = Some(5);
+    assert!(matches!(
+        q.send(&m),
+        Err(Error::InvalidParameterValue {
+            parameter: "DelaySeconds",
+            ..
+        })
+    ));
+}
+
+/// T1: messages older than the retention period disappear, visible or in flight; a later
+/// delete with an in-flight message's handle gets the expired-handle error.
+#[test]
+fn t1_retention_removes_visible_and_in_flight_messages() {
+    let q = queue(
+        "t1",
+        &small().message_retention_period(Duration::from_millis(300)),
+    );
+    send(&q, "g1", "visible");
+    send(&q, "g2", "in-flight");
+    let held = recv_vt(&q, 1, LONG);
+    assert_eq!(bodies(&held), ["visible"]);
+    let held2 = recv_vt(&q, 1, LONG);
+    assert_eq!(bodies(&held2), ["in-flight"]);
+    q.change_visibility(&held[0].receipt_handle, Duration::ZERO)
+        .unwrap();
+    assert_eq!(counts(&q), (1, 1, 0));
+    sleep(Duration::from_millis(350));
+    assert_eq!(counts(&q), (0, 0, 0), "both are gone");
+    assert!(recv(&q, 10).is_empty());
+    assert!(matches!(
+        q.delete(&held2[0].receipt_handle),
+        Err(Error::ReceiptHandleExpired { .. })
+    ));
+    // A sweep (run by an idle receiver, or here by recover) reclaims what nobody received.
+    q.recover().unwrap();
+    assert_eq!(q.attributes().retention_expiries, 2);
+    assert_eq!(q.attributes().active_groups, 0);
+}
+
+/// T1, Q5: changing the retention period applies to messages already in the queue.
+#[test]
+fn t1_retention_change_applies_to_existing_messages() {
+    let q = queue("t1change", &small());
+    send(&q, "g", "old");
+    sleep(Duration::from_millis(120));
+    q.set_attribute("MessageRetentionPeriodMs", "100").unwrap();
+    assert!(recv(&q, 10).is_empty(), "older than the new period: gone");
+    q.set_attributes(&QueueSettings::new().message_retention_period(Duration::from_secs(60)))
+        .unwrap();
+    send(&q, "g", "new");
+    assert_eq!(bodies(&recv(&q, 10)), ["new"]);
+}
+
+/// T1: expired messages give their memory back without any receiver (a full class runs
+/// recovery, whose sweep removes them).
+#[test]
+fn t1_expired_messages_are_reclaimed_without_receivers() {
+    let cfg = small()
+        .maximum_message_size(1024)
+        .size_classes(vec![(1488, 4)])
+        .message_retention_period(Duration::from_millis(100));
+    let q = queue("t1reclaim", &cfg);
+    for i in 0..4 {
+        send(&q, &format!("g{i}"), "x");
+    }
+    assert!(matches!(
+        q.send(&SendMessage::new("g9", "y")),
+        Err(Error::SizeClassFull { .. })
+    ));
+    sleep(Duration::from_millis(150));
+    send(&q, "g9", "y");
+    assert_eq!(bodies(&recv(&q, 10)), ["y"]);
+}
+
+/// R8: at the in-flight limit receives return fewer messages, with no error, and a counter
+/// records it; deleting makes room again; re-receiving a message that timed out needs none.
+#[test]
+fn r8_in_flight_limit_shortens_receives() {
+    let q = queue("r8", &small().max_in_flight(3));
+    for i in 0..5 {
+        send(&q, &format!("g{i}"), &format!("m{i}"));
+    }
+    let got = recv_vt(&q, 10, LONG);
+    assert_eq!(got.len(), 3, "limited to 3 in flight");
+    assert!(recv_vt(&q, 10, LONG).is_empty(), "no error, just nothing");
+    let a = q.attributes();
+    assert_eq!((a.max_in_flight, a.in_flight_count), (3, 3));
+    assert!(a.in_flight_limit_hits >= 1);
+    q.delete(&got[0].receipt_handle).unwrap();
+    assert_eq!(
+        recv_vt(&q, 10, LONG).len(),
+        1,
+        "a delete makes room for one"
+    );
+    q.change_visibility(&got[1].receipt_handle, Duration::ZERO)
+        .unwrap();
+    let again = recv_vt(&q, 10, LONG);
+    assert_eq!(
+        again.len(),
+        1,
+        "a message received before is not new to the count"
+    );
+    assert_eq!(again[0].body, got[1].body);
+}
+
+fn dlq_pair(tag: &str, max_receive_count: u32) -> (TestQueue, TestQueue) {
+    let dlq = queue(&format!("{tag}-dlq"), &small_dedup());
+    let src = queue(
+        tag,
+        &small().redrive_policy(RedrivePolicy::new(dlq.name.clone(), max_receive_count)),
+    );
+    (src, dlq)
+}
+
+/// X1, X3, M2, M4, D8, T2: the receive that would deliver a message for the
+/// (maxReceiveCount+1)-th time moves it instead and does not return it; in the dead-letter
+/// queue it keeps id, body, attributes and group, its dedup id is its message id, its receive
+/// count goes on, and it names its source.
+#[test]
+fn x1_message_moves_on_the_receive_after_max_receive_count() {
+    let (src, dlq) = dlq_pair("x1", 2);
+    let attrs = [MessageAttribute::string("color", "red")];
+    let sent = src
+        .send(&SendMessage::new("g", "poison").attributes(&attrs))
+        .unwrap();
+    for k in 1..=2 {
+        let got = recv_vt(&src, 10, Duration::ZERO);
+        assert_eq!(bodies(&got), ["poison"], "delivery {k}");
+        assert_eq!(got[0].receive_count, k);
+    }
+    assert!(
+        recv_vt(&src, 10, Duration::ZERO).is_empty(),
+        "moved, not returned"
+    );
+    assert_eq!(counts(&src), (0, 0, 0));
+    assert_eq!(src.attributes().moved_to_dead_letter, 1);
+    let got = recv(&dlq, 10);
+    assert_eq!(got.len(), 1);
+    let m = &got[0];
+    assert_eq!(m.message_id, sent.message_id, "M2: the id is kept");
+    assert_eq!(m.body, "poison");
+    assert_eq!(m.group_id, "g");
+    assert_eq!(m.attributes.len(), 1);
+    assert_eq!(m.attributes[0].name, "color");
+    assert_eq!(m.attributes[0].value, b"red");
+    assert_eq!(
+        m.dedup_id.as_deref(),
+        Some(sent.message_id.to_string().as_str()),
+        "D8"
+    );
+    assert_eq!(m.receive_count, 3, "M4: counting goes on");
+    let source = std::fs::canonicalize(src.path().unwrap()).unwrap();
+    assert_eq!(
+        m.dead_letter_source.as_deref(),
+        Some(source.to_str().unwrap())
+    );
+}
+
+/// X4: moving a group's head unblocks the group; our choice for the [AMB] part: the same
+/// receive goes on with the group's next message.
+#[test]
+fn x4_moving_the_head_unblocks_the_group_at_once() {
+    let (src, dlq) = dlq_pair("x4", 1);
+    send(&src, "g", "bad");
+    send(&src, "g", "good");
+    let first = recv_vt(&src, 1, Duration::ZERO);
+    assert_eq!(bodies(&first), ["bad"]);
+    let got = recv_vt(&src, 10, LONG);
+    assert_eq!(
+        bodies(&got),
+        ["good"],
+        "bad moved, good returned by the same receive"
+    );
+    assert_eq!(bodies(&recv(&dlq, 10)), ["bad"]);
+}
+
+/// X1, X2: a bad redrive target is a clear error when the policy is set, and nothing changes.
+#[test]
+fn x2_bad_dead_letter_targets_are_rejected() {
+    let nodedup = queue("x2-nodedup", &small());
+    let missing = unique("x2-missing");
+    let q = queue("x2", &small());
+    for (target, max) in [(missing.as_str(), 3), (nodedup.name.as_str(), 3)] {
+        let r = q.set_attributes(
+            &QueueSettings::new().redrive_policy(Some(RedrivePolicy::new(target, max))),
+        );
+        assert!(matches!(r, Err(Error::DeadLetterQueue { .. })), "{r:?}");
+    }
+    let r = q.set_attributes(
+        &QueueSettings::new().redrive_policy(Some(RedrivePolicy::new(q.name.clone(), 3))),
+    );
+    assert!(
+        matches!(r, Err(Error::DeadLetterQueue { .. })),
+        "itself: {r:?}"
+    );
+    let dlq = queue("x2-ok", &small_dedup());
+    for max in [0, 1001] {
+        let r = q.set_attributes(
+            &QueueSettings::new().redrive_policy(Some(RedrivePolicy::new(dlq.name.clone(), max))),
+        );
+        assert!(
+            matches!(r, Err(Error::InvalidParameterValue { .. })),
+            "{max}: {r:?}"
+        );
+    }
+    assert_eq!(q.redrive_policy().unwrap(), None, "nothing changed");
+    let r = Queue::create(
+        &unique("x2-create"),
+        &small().redrive_policy(RedrivePolicy::new(missing.clone(), 3)),
+    );
+    assert!(matches!(r, Err(Error::DeadLetterQueue { .. })), "{r:?}");
+}
+
+/// X1, Q3: the redrive policy is a live setting, in SQS's JSON (maxReceiveCount as a number
+/// or a string), seen by every handle; removing it stops moves.
+#[test]
+fn x1_redrive_policy_is_live_and_takes_sqs_json() {
+    let dlq = queue("x1live-dlq", &small_dedup());
+    let q = queue("x1live", &small());
+    let other = Queue::open(&q.name).unwrap();
+    let json = format!(
+        r#"{{"deadLetterTargetArn": "{}", "maxReceiveCount": "1"}}"#,
+        dlq.name
+    );
+    other.set_attribute("RedrivePolicy", &json).unwrap();
+    let p = q.redrive_policy().unwrap().expect("policy");
+    assert_eq!(p.max_receive_count, 1);
+    send(&q, "g", "m");
+    assert_eq!(recv_vt(&q, 1, Duration::ZERO).len(), 1);
+    assert!(recv_vt(&q, 1, Duration::ZERO).is_empty(), "moved");
+    assert_eq!(recv(&dlq, 10).len(), 1);
+    other.set_attribute("RedrivePolicy", "").unwrap();
+    assert_eq!(q.redrive_policy().unwrap(), None);
+    send(&q, "g", "n");
+    for _ in 0..3 {
+        assert_eq!(
+            recv_vt(&q, 1, Duration::ZERO).len(),
+            1,
+            "no policy: no move"
+        );
+    }
+    for bad in ["{", r#"{"maxReceiveCount": 2}"#, r#"{"x": 1}"#] {
+        assert!(matches!(
+            q.set_attribute("RedrivePolicy", bad),
+            Err(Error::InvalidParameterValue { .. })
+        ));
+    }
+    let json = format!(
+        r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":5}}"#,
+        dlq.name
+    );
+    q.set_attribute("RedrivePolicy", &json).unwrap();
+    assert_eq!(
+        other.redrive_policy().unwrap().unwrap().max_receive_count,
+        5
+    );
+}
+
+/// X6, M2: redrive moves dead-lettered messages back to their source, oldest first, as new
+/// messages (new id, receive count from 1), and reports how many.
+#[test]
+fn x6_redrive_back_to_the_source() {
+    let (src, dlq) = dlq_pair("x6", 1);
+    for b in ["a", "b", "c"] {
+        send(&src, "g", b);
+    }
+    for _ in 0..3 {
+        // Deliver each once (VT 0), then the next receive moves it.
+        let _ = recv_vt(&src, 1, Duration::ZERO);
+    }
+    while !recv_vt(&src, 10, Duration::ZERO).is_empty() {}
+    assert_eq!(dlq.attributes().approximate_number_of_messages, 3);
+    let old_ids: Vec<_> = {
+        let m = dlq
+            .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::ZERO))
+            .unwrap();
+        assert_eq!(bodies(&m), ["a", "b", "c"]);
+        m.iter().map(|m| m.message_id).collect()
+    };
+    let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
+    assert_eq!((rep.moved, rep.skipped, rep.cancelled), (3, 0, false));
+    assert_eq!(counts(&dlq), (0, 0, 0));
+    let back = recv_vt(&src, 10, LONG);
+    assert_eq!(bodies(&back), ["a", "b", "c"]);
+    assert!(back.iter().all(|m| m.receive_count == 1));
+    assert!(
+        back.iter().all(|m| !old_ids.contains(&m.message_id)),
+        "new ids"
+    );
+}
+
+/// X6: redrive to a named queue, rate-limited, limited in count, and cancellable.
+#[test]
+fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
+    let dlq = queue("x6d-dlq", &small_dedup());
+    let dest = queue("x6d-dest", &small());
+    for i in 0..6 {
+        dlq.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&format!("d{i}")))
+            .unwrap();
+    }
+    let start = Instant::now();
+    let rep = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(dest.name.clone()),
+            max_per_second: Some(20),
+            limit: Some(4),
+            cancel: None,
+        })
+        .unwrap();
+    assert_eq!(rep.moved, 4);
+    assert!(
+        start.elapsed() >= Duration::from_millis(140),
+        "4 messages at 20/s take at least 150 ms"
+    );
+    assert_eq!(bodies(&recv(&dest, 10)), ["m0", "m1", "m2", "m3"]);
+    let cancel = Arc::new(AtomicBool::new(true));
+    let rep = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(dest.name.clone()),
+            cancel: Some(cancel),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((rep.moved, rep.cancelled), (0, true));
+    assert_eq!(counts(&dlq).0, 2, "cancelled messages are put back");
+    // A message without a source and no destination is skipped, not lost.
+    let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
+    assert_eq!((rep.moved, rep.skipped), (0, 2));
+    assert_eq!(counts(&dlq).1, 2);
+}
+
+/// Q3–Q5: the visibility default and content-based dedup are live settings seen by every
+/// handle; settings fixed at creation and unknown names are clear errors.
+#[test]
+fn live_settings_apply_to_every_handle_and_fixed_ones_are_refused() {
+    let q = queue("live", &small_dedup());
+    let other = Queue::open(&q.name).unwrap();
+    other.set_attribute("VisibilityTimeout", "7").unwrap();
+    assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(7));
+    assert!(matches!(
+        q.send(&SendMessage::new("g", "x")),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    other
+        .set_attributes(&QueueSettings::new().content_based_deduplication(true))
+        .unwrap();
+    assert!(q.attributes().content_based_deduplication);
+    q.send(&SendMessage::new("g", "x")).unwrap();
+    assert!(q.send(&SendMessage::new("g", "x")).unwrap().duplicate);
+    for name in ["MaximumMessageSize", "DeduplicationScope", "FifoQueue"] {
+        assert!(matches!(
+            q.set_attribute(name, "1"),
+            Err(Error::AttributeNotMutable { .. })
+        ));
+    }
+    assert!(matches!(
+        q.set_attribute("NoSuchThing", "1"),
+        Err(Error::InvalidAttributeName { .. })
+    ));
+    assert!(matches!(
+        q.set_attribute("VisibilityTimeout", "43201"),
+        Err(Error::InvalidConfig { .. })
+    ));
+    assert!(matches!(
+        q.set_attribute("DelaySeconds", "soon"),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    assert_eq!(
+        other.attributes().visibility_timeout,
+        Duration::from_secs(7)
+    );
+    let _ = QueueConfig::new();
+}
