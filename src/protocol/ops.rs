@@ -655,6 +655,10 @@ pub fn receive(
             Ok(Some(k)) => k,
             Ok(None) => continue, // retired (and released) during cleanup
             Err(f) => {
+                #[cfg(shmfifo_loom)]
+                if f == Fault::Crashed {
+                    return Err(f); // stopped forever, still holding the claim
+                }
                 release_claim_word(e, cw);
                 return if rep.taken > 0 { Ok(rep) } else { Err(f) };
             }
