@@ -257,3 +257,71 @@ fn overlapping_dedup_ids_with_killed_producers_deliver_exactly_once() {
     drop(q);
     Queue::unlink(&name).unwrap();
 }
+
+/// X1, X4 across processes: two consumer processes never delete the messages of group
+/// "poison" (each is received twice, then moved to the dead-letter queue by whichever
+/// consumer's receive comes next), while the other groups flow and are deleted exactly once.
+/// The dead-letter queue ends with every poison message exactly once, in order, received twice.
+#[test]
+fn consumers_that_never_delete_drive_poison_to_the_dead_letter_queue() {
+    use shmfifo::{RedrivePolicy, SendMessage};
+    let dlq_name = common::unique("mpdlq-dlq");
+    let dlq = Queue::create(&dlq_name, &QueueConfig::new().max_messages(1024)).expect("dlq");
+    let mut r = Run {
+        name: common::unique("mpdlq"),
+        logs: Vec::new(),
+    };
+    let q = Queue::create(
+        &r.name,
+        &QueueConfig::new()
+            .deduplication(Deduplication::Off)
+            .max_messages(4096)
+            .max_groups(256)
+            .redrive_policy(RedrivePolicy::new(dlq_name.clone(), 2)),
+    )
+    .expect("create");
+    let (poison, normal) = (8, 400);
+    for i in 0..poison {
+        q.send(&SendMessage::new("poison", &format!("p:{i}")))
+            .unwrap();
+    }
+    for i in 0..normal {
+        q.send(&SendMessage::new(
+            &format!("g{}", i % 16),
+            &format!("n:{i}"),
+        ))
+        .unwrap();
+    }
+    r.producers_done();
+    let name = r.name.clone();
+    let cons: Vec<Child> = (0..2)
+        .map(|_| r.spawn(&["consume", &name, "40", "flush", "hold-poison"]))
+        .collect();
+    for mut c in cons {
+        assert!(c.wait().unwrap().success());
+    }
+    r.verify();
+    assert_eq!(r.count("DEL "), normal, "every other message deleted once");
+    let a = q.attributes();
+    assert_eq!(a.moved_to_dead_letter, poison as u64);
+    assert_eq!(
+        a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+        0
+    );
+    let mut got = Vec::new();
+    loop {
+        let ms = dlq.receive(&shmfifo::ReceiveOptions::max(10)).unwrap();
+        if ms.is_empty() {
+            break;
+        }
+        for m in ms {
+            assert_eq!(m.group_id, "poison");
+            assert_eq!(m.receive_count, 3, "received twice before the move (M4)");
+            got.push(m.body.clone());
+            dlq.delete(&m.receipt_handle).unwrap();
+        }
+    }
+    let want: Vec<String> = (0..poison).map(|i| format!("p:{i}")).collect();
+    assert_eq!(got, want, "each poison message exactly once, in order");
+    let _ = Queue::unlink(&dlq_name);
+}

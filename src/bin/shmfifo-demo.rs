@@ -122,6 +122,8 @@ fn consume(args: &[String]) -> shmfifo::Result<()> {
     let vt: u64 = args[1].parse().expect("vt");
     let flush = args.iter().any(|a| a == "flush");
     let stall = args.iter().any(|a| a == "stall");
+    // Never delete messages of groups named "poison…" (they go to the dead-letter queue).
+    let hold_poison = args.iter().any(|a| a == "hold-poison");
     let done = format!("/dev/shm/{name}.done");
     let mut w = out(flush);
     let mut buf = ReceiveBuffer::new();
@@ -160,6 +162,9 @@ fn consume(args: &[String]) -> shmfifo::Result<()> {
             }
         }
         for m in buf.messages() {
+            if hold_poison && m.group_id.starts_with("poison") {
+                continue;
+            }
             match q.delete(&m.receipt_handle) {
                 Ok(()) => {
                     let k = m.body.rsplit(':').next().unwrap_or("?");
