@@ -32,6 +32,8 @@ pub const MAX_DEDUP_ENTRIES: u32 = 1 << 26;
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
 /// Longest retention period (T1: 14 days).
 pub const MAX_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
+/// Most ReceiveRequestAttemptId records (R11).
+pub const MAX_ATTEMPT_ENTRIES: u32 = 1 << 20;
 /// Most `maxReceiveCount` of a redrive policy (X1).
 pub const MAX_RECEIVE_COUNT: u32 = 1000;
 
@@ -135,6 +137,7 @@ pub enum Deduplication {
 /// | `message_retention_period` | 4 days | 1 ms – 14 days (T1; SQS's minimum is 1 min); changeable later |
 /// | `max_in_flight` | 120,000 | messages received and not yet deleted (R8); at the limit receives return fewer messages. Free when it is at least the slot count |
 /// | `redrive_policy` | none | dead-letter queue and `maxReceiveCount` (X1); changeable later |
+/// | `attempt_entries` | 1,024 | ReceiveRequestAttemptId records (R11), 384 B each, kept 5 min; a record that finds no room (8 entries searched) is not kept |
 ///
 /// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,6 +158,7 @@ pub struct QueueConfig {
     pub(crate) message_retention_period: Duration,
     pub(crate) max_in_flight: u32,
     pub(crate) redrive_policy: Option<RedrivePolicy>,
+    pub(crate) attempt_entries: u32,
 }
 
 impl Default for QueueConfig {
@@ -176,6 +180,7 @@ impl Default for QueueConfig {
             message_retention_period: Duration::from_secs(345_600),
             max_in_flight: 120_000,
             redrive_policy: None,
+            attempt_entries: 1024,
         }
     }
 }
@@ -273,6 +278,12 @@ impl QueueConfig {
         self.max_in_flight = n;
         self
     }
+    /// ReceiveRequestAttemptId records kept (R11), rounded up to a power of two; 0 keeps none
+    /// (every retry is then a fresh receive).
+    pub fn attempt_entries(mut self, n: u32) -> Self {
+        self.attempt_entries = n;
+        self
+    }
     /// Redrive policy (X1); the dead-letter queue must exist when the queue is created.
     pub fn redrive_policy(mut self, p: RedrivePolicy) -> Self {
         self.redrive_policy = Some(p);
@@ -304,6 +315,9 @@ impl QueueConfig {
             || self.message_retention_period > MAX_RETENTION
         {
             return bad("message_retention_period", "1 ms to 14 days".into());
+        }
+        if self.attempt_entries > MAX_ATTEMPT_ENTRIES {
+            return bad("attempt_entries", format!("at most {MAX_ATTEMPT_ENTRIES}"));
         }
         if self.max_in_flight == 0 {
             return bad("max_in_flight", "at least 1".into());
@@ -387,6 +401,11 @@ impl QueueConfig {
             dedup_key_words: match self.deduplication {
                 Deduplication::MessageGroup => 2 * MAX_ID_LEN as u32 / 8,
                 _ => MAX_ID_LEN as u32 / 8,
+            },
+            attempt_slots: if self.attempt_entries == 0 {
+                0
+            } else {
+                self.attempt_entries.next_power_of_two()
             },
         };
         if g.offsets().is_none() {

@@ -10,6 +10,7 @@
 //! ready_off             u64 × R           (ready-hint ring, R = G)
 //! dedup_off             DedupEntry × D    (64 B each, D a power of two; D = 0: dedup off)
 //! dedup_keys_off        u64 × D × K       (key words: K = 16, or 32 with messageGroup scope)
+//! attempts_off          AttemptEntry × A  (384 B each, A a power of two or 0)
 //! class k, k < C:
 //!   headers_off[k]      MsgHeader × N_k   (64 B each)
 //!   payload_off[k]      [u8; stride_k] × N_k
@@ -132,7 +133,32 @@ pub struct Header {
     pub census: Padded<CensusLine>,
     /// The redrive policy (X1), a live setting in two buffers, see `protocol::settings`.
     pub redrive: RedriveControl,
+    /// ReceiveRequestAttemptId records (R11): entries (a power of two, or 0: none).
+    pub attempt_slots: AtomicU64,
 }
+
+/// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.
+#[repr(C, align(128))]
+#[derive(Debug, Default)]
+pub struct AttemptEntry {
+    /// `[inc:24][kind:2][owner:38]`: FREE, WRITING(owner) or DONE.
+    pub state: AtomicU64,
+    /// Keyed hash of the attempt id.
+    pub hash: AtomicU64,
+    /// Arena time (ms) of the receive.
+    pub created: AtomicU64,
+    /// `[count:8][id_len:8][vt_ms:48]`.
+    pub meta: AtomicU64,
+    /// Node refs `[inc:32][idx:32]` of the messages.
+    pub refs: [AtomicU64; 10],
+    /// Each message's `vis` word as the receive left it.
+    pub vis: [AtomicU64; 10],
+    /// The attempt id bytes, 8 per word, little-endian.
+    pub id: [AtomicU64; MAX_ID_LEN / 8],
+}
+
+/// Bytes of an attempt record.
+pub const ATTEMPT_ENTRY_SIZE: usize = 384;
 
 /// The in-flight census line.
 #[repr(C)]
@@ -310,6 +336,7 @@ const _: () = {
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<Participant>() == PARTICIPANT_SIZE);
     assert!(core::mem::size_of::<DedupEntry>() == DEDUP_ENTRY_SIZE);
+    assert!(core::mem::size_of::<AttemptEntry>() == ATTEMPT_ENTRY_SIZE);
     assert!(core::mem::size_of::<Header>() <= PAGE as usize);
     assert!(core::mem::offset_of!(Header, magic) == 0);
     assert!(core::mem::offset_of!(Header, layout_version) == 8);
@@ -335,6 +362,8 @@ pub struct Geometry {
     pub dedup_slots: u32,
     /// Key words per dedup entry (16 for queue scope, 32 for messageGroup scope).
     pub dedup_key_words: u32,
+    /// Attempt-id records (power of two, or 0).
+    pub attempt_slots: u32,
 }
 
 /// Byte offsets of each region, computed from a [`Geometry`].
@@ -350,6 +379,8 @@ pub struct Offsets {
     pub dedup: u64,
     /// Dedup key words.
     pub dedup_keys: u64,
+    /// Attempt-id records.
+    pub attempts: u64,
     /// Per class: (headers offset, payload offset, payload stride).
     pub classes: Vec<(u64, u64, u64)>,
     /// Total arena size.
@@ -378,6 +409,9 @@ impl Geometry {
         off = off.checked_add(
             u64::from(self.dedup_slots).checked_mul(u64::from(self.dedup_key_words) * 8)?,
         )?;
+        off = round_up(off, 128);
+        let attempts = off;
+        off = off.checked_add(u64::from(self.attempt_slots) * ATTEMPT_ENTRY_SIZE as u64)?;
         let mut classes = Vec::with_capacity(self.classes.len());
         for &(payload, count) in &self.classes {
             off = round_up(off, 128);
@@ -394,6 +428,7 @@ impl Geometry {
             ready,
             dedup,
             dedup_keys,
+            attempts,
             classes,
             total: round_up(off, PAGE),
         })
@@ -419,6 +454,7 @@ mod tests {
             classes: vec![(192, 7), (960, 3)],
             dedup_slots: 4,
             dedup_key_words: 16,
+            attempt_slots: 2,
         };
         let o = g.offsets().unwrap();
         assert_eq!(o.participants, PAGE);
@@ -428,7 +464,9 @@ mod tests {
         assert_eq!(o.dedup % 128, 0);
         assert!(o.dedup >= o.ready + 16 * 8);
         assert_eq!(o.dedup_keys, o.dedup + 4 * 64);
-        assert!(o.classes[0].0 >= o.dedup_keys + 4 * 128);
+        assert_eq!(o.attempts % 128, 0);
+        assert!(o.attempts >= o.dedup_keys + 4 * 128);
+        assert!(o.classes[0].0 >= o.attempts + 2 * 384);
         assert_eq!(o.classes[0].0 % 128, 0);
         assert_eq!(o.classes[0].1, o.classes[0].0 + 7 * 64);
         assert_eq!(o.classes[0].2, 192);
@@ -447,6 +485,7 @@ mod tests {
             classes: vec![(u32::MAX, u32::MAX); 8],
             dedup_slots: 0,
             dedup_key_words: 16,
+            attempt_slots: 0,
         };
         // 8 × 4 GiB × 4 GiB overflows u64.
         assert!(g.offsets().is_none());

@@ -470,3 +470,60 @@ fn live_settings_apply_to_every_handle_and_fixed_ones_are_refused() {
     );
     let _ = QueueConfig::new();
 }
+
+/// R11: a receive retried with the same attempt id returns the same messages and receipt
+/// handles and restarts their visibility, without counting another receive.
+#[test]
+fn r11_retry_with_attempt_id_returns_the_same_batch() {
+    let q = queue("r11", &small());
+    for b in ["a", "b", "c"] {
+        send(&q, "g", b);
+    }
+    let opts = ReceiveOptions::max(2).visibility_timeout(Duration::from_millis(400));
+    let first = q.receive_with_attempt_id(&opts, "try-1").unwrap();
+    assert_eq!(bodies(&first), ["a", "b"]);
+    sleep(Duration::from_millis(250));
+    let again = q.receive_with_attempt_id(&opts, "try-1").unwrap();
+    assert_eq!(
+        again, first,
+        "same messages, same handles, same receive counts"
+    );
+    sleep(Duration::from_millis(250));
+    // 500 ms after the first receive: its timeout (400 ms) has passed, but the retry restarted it.
+    assert!(recv(&q, 10).is_empty(), "still in flight");
+    for m in &again {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    // After a delete, the id no longer replays: a fresh receive.
+    let fresh = q.receive_with_attempt_id(&opts, "try-1").unwrap();
+    assert_eq!(bodies(&fresh), ["c"]);
+    assert_ne!(fresh[0].receipt_handle, first[0].receipt_handle);
+}
+
+/// R11: a visibility change, a timeout or another id each make the retry a fresh receive;
+/// an invalid id is rejected like other ids.
+#[test]
+fn r11_changed_messages_make_a_fresh_receive() {
+    let q = queue("r11b", &small());
+    send(&q, "g", "a");
+    send(&q, "h", "b");
+    let opts = ReceiveOptions::max(1).visibility_timeout(LONG);
+    let first = q.receive_with_attempt_id(&opts, "x").unwrap();
+    q.change_visibility(&first[0].receipt_handle, Duration::ZERO)
+        .unwrap();
+    let second = q.receive_with_attempt_id(&opts, "x").unwrap();
+    assert_eq!(second.len(), 1);
+    assert_ne!(second[0].receipt_handle, first[0].receipt_handle, "fresh");
+    let other = q.receive_with_attempt_id(&opts, "y").unwrap();
+    assert_eq!(other.len(), 1);
+    assert_ne!(other[0].body, second[0].body, "another id: another receive");
+    let short = ReceiveOptions::max(1).visibility_timeout(Duration::from_millis(50));
+    let z = q.receive_with_attempt_id(&short, "z");
+    assert!(z.unwrap().is_empty(), "everything is in flight");
+    for bad in ["", "has space", &"x".repeat(129)] {
+        assert!(matches!(
+            q.receive_with_attempt_id(&opts, bad),
+            Err(Error::InvalidParameterValue { .. })
+        ));
+    }
+}

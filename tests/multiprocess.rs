@@ -325,3 +325,51 @@ fn consumers_that_never_delete_drive_poison_to_the_dead_letter_queue() {
     assert_eq!(got, want, "each poison message exactly once, in order");
     let _ = Queue::unlink(&dlq_name);
 }
+
+/// R11 across processes: a consumer killed after its receive (before it recorded anything)
+/// is replaced by another process that retries with the same attempt id and gets the same
+/// batch, with the same receipt handles, at once rather than after the visibility timeout.
+#[test]
+fn killed_consumer_recovers_its_batch_by_attempt_id() {
+    use shmfifo::{ReceiveOptions, SendMessage};
+    use std::io::BufRead;
+    let name = common::unique("mpattempt");
+    let q = Queue::create(
+        &name,
+        &QueueConfig::new()
+            .deduplication(Deduplication::Off)
+            .max_messages(1024),
+    )
+    .expect("create");
+    for i in 0..5 {
+        q.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
+    }
+    let mut child = Command::new(BIN)
+        .args(["attempt-receive", &name, "batch-7"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut handles = Vec::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line == "READY" {
+            break;
+        }
+        handles.push(line.strip_prefix("HANDLE ").unwrap().to_owned());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(handles.len(), 5);
+    let opts = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(30));
+    assert!(
+        q.receive(&opts).unwrap().is_empty(),
+        "the batch is in flight"
+    );
+    let again = q.receive_with_attempt_id(&opts, "batch-7").unwrap();
+    let got: Vec<String> = again.iter().map(|m| m.receipt_handle.to_string()).collect();
+    assert_eq!(got, handles, "the same batch, the same handles");
+    for m in &again {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    let _ = Queue::unlink(&name);
+}

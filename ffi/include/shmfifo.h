@@ -23,6 +23,22 @@ typedef struct shmfifo_queue shmfifo_queue;
 typedef struct shmfifo_receive_buffer shmfifo_receive_buffer;
 
 /*
+ A string argument or view: `len` bytes at `data` (UTF-8, not NUL-terminated). `data` NULL
+ means "absent" (for optional parameters); a non-NULL `data` with `len` 0 is the empty
+ string.
+ */
+typedef struct {
+  /*
+   The bytes (NULL: absent).
+   */
+  const char *data;
+  /*
+   Number of bytes.
+   */
+  size_t len;
+} shmfifo_str;
+
+/*
  Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
  change fields; every field is documented with its default there.
  */
@@ -71,28 +87,37 @@ typedef struct {
    Content-based dedup: 0 (default) or 1.
    */
   uint32_t content_based_deduplication;
+  /*
+   Queue delay (`DelaySeconds`), ms (default 0; 0–900,000). Changeable later.
+   */
+  uint64_t delay_ms;
+  /*
+   Retention period (`MessageRetentionPeriod`), ms (default 345,600,000: 4 days;
+   1 ms – 14 days). Changeable later.
+   */
+  uint64_t message_retention_period_ms;
+  /*
+   Most messages received and not yet deleted (default 120,000; at least 1): at the limit
+   receives return fewer messages.
+   */
+  uint32_t max_in_flight;
+  /*
+   Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000). Set together
+   with `dead_letter_queue`.
+   */
+  uint32_t max_receive_count;
+  /*
+   Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
+   or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
+   Set together with `max_receive_count`. Changeable later.
+   */
+  shmfifo_str dead_letter_queue;
 } shmfifo_config;
 
 /*
  Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
  */
 typedef uint32_t shmfifo_result;
-
-/*
- A string argument or view: `len` bytes at `data` (UTF-8, not NUL-terminated). `data` NULL
- means "absent" (for optional parameters); a non-NULL `data` with `len` 0 is the empty
- string.
- */
-typedef struct {
-  /*
-   The bytes (NULL: absent).
-   */
-  const char *data;
-  /*
-   Number of bytes.
-   */
-  size_t len;
-} shmfifo_str;
 
 /*
  A message attribute, to send or as received (views into the buffer).
@@ -215,8 +240,9 @@ typedef struct {
    */
   int64_t wait_time_ms;
   /*
-   `ReceiveRequestAttemptId` (`data` NULL: none). Reserved: not supported by this version
-   (a non-NULL value is `SHMFIFO_INVALID_PARAMETER_VALUE`).
+   `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
+   within 5 minutes returns the same messages and receipt handles and restarts their
+   visibility, if none of them changed since; otherwise it is a fresh receive.
    */
   shmfifo_str attempt_id;
 } shmfifo_receive_options;
@@ -270,6 +296,12 @@ typedef struct {
    The attributes (views into the buffer).
    */
   const shmfifo_attribute *attributes;
+  /*
+   `DeadLetterQueueSourceArn`: for a message moved to this (dead-letter) queue by a
+   redrive policy, the path of the queue it came from (a view into the buffer; `data` NULL
+   and `len` 0 otherwise, or when that queue was anonymous).
+   */
+  shmfifo_str dead_letter_source;
 } shmfifo_message;
 
 /*
@@ -358,7 +390,92 @@ typedef struct {
    Dedup entries in use.
    */
   uint64_t dedup_entries_in_use;
+  /*
+   Queue delay (`DelaySeconds`, live), ms.
+   */
+  uint64_t delay_ms;
+  /*
+   Retention period (`MessageRetentionPeriod`, live), ms.
+   */
+  uint64_t message_retention_period_ms;
+  /*
+   In-flight limit.
+   */
+  uint64_t max_in_flight;
+  /*
+   Messages received and not yet deleted, as counted for the in-flight limit.
+   */
+  uint64_t in_flight_count;
+  /*
+   Receives that returned fewer messages because of the in-flight limit.
+   */
+  uint64_t in_flight_limit_hits;
+  /*
+   Messages moved to the dead-letter queue over the queue's life.
+   */
+  uint64_t moved_to_dead_letter;
+  /*
+   Messages removed by retention over the queue's life (counted when reclaimed).
+   */
+  uint64_t retention_expiries;
+  /*
+   Redrive policy's `maxReceiveCount` (live); 0: no redrive policy.
+   */
+  uint32_t max_receive_count;
+  /*
+   Redrive policy's dead-letter queue (live): its canonical path, NUL-terminated (at most
+   256 bytes); empty when there is no redrive policy.
+   */
+  char dead_letter_queue[257];
 } shmfifo_queue_attributes;
+
+/*
+ Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
+ */
+typedef struct {
+  /*
+   Where to move the messages: a queue name or path. Empty (default; `data` NULL or `len`
+   0): each message's source queue (its `dead_letter_source`).
+   */
+  shmfifo_str destination;
+  /*
+   Most messages moved per second; 0 (default): as fast as possible.
+   */
+  uint32_t max_per_second;
+  /*
+   Most messages to move; 0 (default): until this queue has no visible message.
+   */
+  uint64_t limit;
+  /*
+   Cancellation flag; NULL (default): none. While the redrive runs, the library polls
+   `*cancel` (an atomic load, every millisecond) and, once it is nonzero, stops before the
+   next message it takes up (a message it is already waiting to send under
+   `max_per_second` is still moved), putting the rest of its batch back. Set it from
+   another thread with an atomic store (C11 `atomic_store`, or
+   `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`). Already nonzero at the call: nothing is
+   moved and the report says cancelled.
+   */
+  const int32_t *cancel;
+} shmfifo_redrive_options;
+
+/*
+ What a redrive did.
+ */
+typedef struct {
+  /*
+   Messages moved (sent to their destination and deleted here).
+   */
+  uint64_t moved;
+  /*
+   Messages left here because they name no source queue and no destination was given;
+   they are visible again after 30 s.
+   */
+  uint64_t skipped;
+  /*
+   1 when the redrive stopped because it was cancelled, else 0.
+   */
+  uint32_t cancelled;
+} shmfifo_redrive_report;
 
 /*
  Success.
@@ -575,7 +692,8 @@ size_t shmfifo_last_error_message(char *buf, size_t len);
  exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
 
  # Safety
- `name` must be a NUL-terminated string; `config` NULL or valid; `out` valid for writing.
+ `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
+ view too); `out` valid for writing.
  */
 shmfifo_result shmfifo_queue_create(const char *name,
                                     const shmfifo_config *config,
@@ -733,6 +851,48 @@ shmfifo_result shmfifo_recover(const shmfifo_queue *q);
  `q` a live handle; `out` writable.
  */
 shmfifo_result shmfifo_queue_get_attributes(const shmfifo_queue *q, shmfifo_queue_attributes *out);
+
+/*
+ Changes one live setting, for every process at once, by its SQS attribute name and text
+ value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
+ `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`
+ (`true` or `false`); `RedrivePolicy` as SQS's JSON
+ (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
+ remove it. Nothing changes on error: an invalid value is `SHMFIFO_INVALID_PARAMETER_VALUE`
+ or `SHMFIFO_INVALID_CONFIG`, a setting fixed at creation (`MaximumMessageSize`,
+ `ReceiveMessageWaitTimeSeconds`, `DeduplicationScope`, `FifoQueue`, `FifoThroughputLimit`,
+ `MaxInFlight`) `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+ `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
+ does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
+ is retroactive; a retention change applies to messages already queued.
+
+ # Safety
+ `q` a live handle; `name` and `value` valid views (both required: `data` non-NULL).
+ */
+shmfifo_result shmfifo_queue_set_attribute(const shmfifo_queue *q,
+                                           shmfifo_str name,
+                                           shmfifo_str value);
+
+/*
+ The default redrive options: to each message's source, unlimited, not cancellable.
+ */
+shmfifo_redrive_options shmfifo_redrive_options_default(void);
+
+/*
+ Moves messages from this (dead-letter) queue back to their source queues, or to
+ `opts->destination` (`opts` NULL: the defaults): oldest first, as new messages (new message
+ id, sequence number, receive count and retention), at most `max_per_second`, until no
+ message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
+ before it is deleted here. `out` (may be NULL) receives the report; on error it is
+ unspecified, and messages moved before the error stay moved.
+
+ # Safety
+ `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
+ an `int32_t` that stays valid during the call); `out` NULL or writable.
+ */
+shmfifo_result shmfifo_queue_redrive(const shmfifo_queue *q,
+                                     const shmfifo_redrive_options *opts,
+                                     shmfifo_redrive_report *out);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -13,12 +13,14 @@
 use core::ffi::c_char;
 use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use shmfifo_core as core_api;
 use shmfifo_core::{
     BatchEntry, Deduplication, Error, MessageAttribute, Queue, QueueConfig, ReceiveBuffer,
-    ReceiveOptions, SendMessage,
+    ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
 };
 
 /// Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
@@ -337,6 +339,21 @@ pub struct shmfifo_config {
     pub dedup_entries: u32,
     /// Content-based dedup: 0 (default) or 1.
     pub content_based_deduplication: u32,
+    /// Queue delay (`DelaySeconds`), ms (default 0; 0–900,000). Changeable later.
+    pub delay_ms: u64,
+    /// Retention period (`MessageRetentionPeriod`), ms (default 345,600,000: 4 days;
+    /// 1 ms – 14 days). Changeable later.
+    pub message_retention_period_ms: u64,
+    /// Most messages received and not yet deleted (default 120,000; at least 1): at the limit
+    /// receives return fewer messages.
+    pub max_in_flight: u32,
+    /// Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000). Set together
+    /// with `dead_letter_queue`.
+    pub max_receive_count: u32,
+    /// Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
+    /// or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
+    /// Set together with `max_receive_count`. Changeable later.
+    pub dead_letter_queue: shmfifo_str,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -354,10 +371,19 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         deduplication_interval_ms: 300_000,
         dedup_entries: 65_536,
         content_based_deduplication: 0,
+        delay_ms: 0,
+        message_retention_period_ms: 345_600_000,
+        max_in_flight: 120_000,
+        max_receive_count: 0,
+        dead_letter_queue: shmfifo_str::ABSENT,
     }
 }
 
-fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
+/// Builds the Rust configuration of a C one.
+///
+/// # Safety
+/// `c.dead_letter_queue` must be valid as documented on [`shmfifo_str`].
+unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
     let dedup = match c.deduplication {
         0 => Deduplication::Off,
         1 => Deduplication::Queue,
@@ -369,7 +395,9 @@ fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
             ))
         }
     };
-    Ok(QueueConfig::new()
+    // SAFETY: forwarded from the caller.
+    let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue") }?.filter(|s| !s.is_empty());
+    let mut cfg = QueueConfig::new()
         .visibility_timeout(Duration::from_millis(c.visibility_timeout_ms))
         .receive_message_wait_time(Duration::from_millis(c.receive_wait_ms))
         .maximum_message_size(c.maximum_message_size)
@@ -380,7 +408,31 @@ fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .deduplication(dedup)
         .deduplication_interval(Duration::from_millis(c.deduplication_interval_ms))
         .dedup_entries(c.dedup_entries)
-        .content_based_deduplication(c.content_based_deduplication != 0))
+        .content_based_deduplication(c.content_based_deduplication != 0)
+        .delay(Duration::from_millis(c.delay_ms))
+        .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
+        .max_in_flight(c.max_in_flight);
+    match (dlq, c.max_receive_count) {
+        (None, 0) => {}
+        (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),
+        (None, _) => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                "invalid setting dead_letter_queue: empty, but max_receive_count is set \
+                 (set both for a redrive policy, or neither)"
+                    .into(),
+            ))
+        }
+        (Some(_), _) => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                "invalid setting max_receive_count: 0, but dead_letter_queue is set \
+                 (set both for a redrive policy, or neither)"
+                    .into(),
+            ))
+        }
+    }
+    Ok(cfg)
 }
 
 /// An open queue. Thread-safe: one handle may be used by many threads at once. Close it with
@@ -590,7 +642,8 @@ pub unsafe extern "C" fn shmfifo_last_error_message(buf: *mut c_char, len: usize
 /// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
 ///
 /// # Safety
-/// `name` must be a NUL-terminated string; `config` NULL or valid; `out` valid for writing.
+/// `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
+/// view too); `out` valid for writing.
 #[no_mangle]
 pub unsafe extern "C" fn shmfifo_queue_create(
     name: *const c_char,
@@ -605,7 +658,8 @@ pub unsafe extern "C" fn shmfifo_queue_create(
         let name = unsafe { cstr(name, "name") }?;
         // SAFETY: NULL or valid, per the contract.
         let cfg = match unsafe { config.as_ref() } {
-            Some(c) => queue_config(c)?,
+            // SAFETY: its views are valid, per the contract.
+            Some(c) => unsafe { queue_config(c) }?,
             None => QueueConfig::new(),
         };
         let q = if name.contains('/') {
@@ -792,8 +846,9 @@ pub struct shmfifo_receive_options {
     /// Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
     /// call: it never blocks longer.
     pub wait_time_ms: i64,
-    /// `ReceiveRequestAttemptId` (`data` NULL: none). Reserved: not supported by this version
-    /// (a non-NULL value is `SHMFIFO_INVALID_PARAMETER_VALUE`).
+    /// `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
+    /// within 5 minutes returns the same messages and receipt handles and restarts their
+    /// visibility, if none of them changed since; otherwise it is a fresh receive.
     pub attempt_id: shmfifo_str,
 }
 
@@ -835,6 +890,10 @@ pub struct shmfifo_message {
     pub attribute_count: u32,
     /// The attributes (views into the buffer).
     pub attributes: *const shmfifo_attribute,
+    /// `DeadLetterQueueSourceArn`: for a message moved to this (dead-letter) queue by a
+    /// redrive policy, the path of the queue it came from (a view into the buffer; `data` NULL
+    /// and `len` 0 otherwise, or when that queue was anonymous).
+    pub dead_letter_source: shmfifo_str,
 }
 
 /// A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). Returns NULL only if
@@ -892,12 +951,7 @@ pub unsafe extern "C" fn shmfifo_receive(
             .copied()
             .unwrap_or_else(|| shmfifo_receive_options_default());
         // SAFETY: per the contract.
-        if unsafe { o.attempt_id.get("attempt_id") }?.is_some() {
-            return Err(Fail(
-                SHMFIFO_INVALID_PARAMETER_VALUE,
-                "ReceiveRequestAttemptId is not supported by this version".into(),
-            ));
-        }
+        let attempt_id = unsafe { o.attempt_id.get("attempt_id") }?;
         if out.is_null() {
             return Err(null("out"));
         }
@@ -917,7 +971,10 @@ pub unsafe extern "C" fn shmfifo_receive(
         if o.wait_time_ms >= 0 {
             ro = ro.wait(Duration::from_millis(o.wait_time_ms as u64));
         }
-        let n = q.receive_into(&ro, &mut b.rb)?;
+        let n = match attempt_id {
+            Some(id) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
+            None => q.receive_into(&ro, &mut b.rb)?,
+        };
         // SAFETY: `out_cap >= max_messages >= n` writable entries, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
         if b.attrs.len() < n {
@@ -946,6 +1003,10 @@ pub unsafe extern "C" fn shmfifo_receive(
                 receive_count: m.receive_count,
                 attribute_count: av.len() as u32,
                 attributes: av.as_ptr(),
+                dead_letter_source: m
+                    .dead_letter_source
+                    .as_deref()
+                    .map_or(shmfifo_str::ABSENT, shmfifo_str::of),
             };
             put(&mut o.message_id, &m.message_id.to_string());
             put(&mut o.receipt_handle, &m.receipt_handle.to_string());
@@ -1134,7 +1195,7 @@ pub unsafe extern "C" fn shmfifo_recover(q: *const shmfifo_queue) -> shmfifo_res
 
 /// Settings and approximate counters of a queue.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct shmfifo_queue_attributes {
     /// Visible messages.
     pub approximate_number_of_messages: u64,
@@ -1168,6 +1229,25 @@ pub struct shmfifo_queue_attributes {
     pub dedup_entries: u64,
     /// Dedup entries in use.
     pub dedup_entries_in_use: u64,
+    /// Queue delay (`DelaySeconds`, live), ms.
+    pub delay_ms: u64,
+    /// Retention period (`MessageRetentionPeriod`, live), ms.
+    pub message_retention_period_ms: u64,
+    /// In-flight limit.
+    pub max_in_flight: u64,
+    /// Messages received and not yet deleted, as counted for the in-flight limit.
+    pub in_flight_count: u64,
+    /// Receives that returned fewer messages because of the in-flight limit.
+    pub in_flight_limit_hits: u64,
+    /// Messages moved to the dead-letter queue over the queue's life.
+    pub moved_to_dead_letter: u64,
+    /// Messages removed by retention over the queue's life (counted when reclaimed).
+    pub retention_expiries: u64,
+    /// Redrive policy's `maxReceiveCount` (live); 0: no redrive policy.
+    pub max_receive_count: u32,
+    /// Redrive policy's dead-letter queue (live): its canonical path, NUL-terminated (at most
+    /// 256 bytes); empty when there is no redrive policy.
+    pub dead_letter_queue: [c_char; 257],
 }
 
 /// Reads a queue's settings and counters (a scan of the arena).
@@ -1207,7 +1287,238 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             deduplication_interval_ms: a.deduplication_interval.as_millis() as u64,
             dedup_entries: a.dedup_entries,
             dedup_entries_in_use: a.dedup_entries_in_use,
+            delay_ms: a.delay.as_millis() as u64,
+            message_retention_period_ms: a.message_retention_period.as_millis() as u64,
+            max_in_flight: a.max_in_flight,
+            in_flight_count: a.in_flight_count,
+            in_flight_limit_hits: a.in_flight_limit_hits,
+            moved_to_dead_letter: a.moved_to_dead_letter,
+            retention_expiries: a.retention_expiries,
+            max_receive_count: a.redrive_policy.as_ref().map_or(0, |p| p.max_receive_count),
+            dead_letter_queue: [0; 257],
         };
+        if let Some(p) = &a.redrive_policy {
+            put(&mut out.dead_letter_queue, &p.dead_letter_queue);
+        }
+        Ok(())
+    })
+}
+
+/// Changes one live setting, for every process at once, by its SQS attribute name and text
+/// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
+/// `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`
+/// (`true` or `false`); `RedrivePolicy` as SQS's JSON
+/// (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
+/// remove it. Nothing changes on error: an invalid value is `SHMFIFO_INVALID_PARAMETER_VALUE`
+/// or `SHMFIFO_INVALID_CONFIG`, a setting fixed at creation (`MaximumMessageSize`,
+/// `ReceiveMessageWaitTimeSeconds`, `DeduplicationScope`, `FifoQueue`, `FifoThroughputLimit`,
+/// `MaxInFlight`) `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+/// `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
+/// does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
+/// is retroactive; a retention change applies to messages already queued.
+///
+/// # Safety
+/// `q` a live handle; `name` and `value` valid views (both required: `data` non-NULL).
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_set_attribute(
+    q: *const shmfifo_queue,
+    name: shmfifo_str,
+    value: shmfifo_str,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let name = unsafe { name.required("name") }?;
+        // SAFETY: per the contract.
+        let value = unsafe { value.required("value") }?;
+        q.set_attribute(name, value)?;
+        Ok(())
+    })
+}
+
+/// Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmfifo_redrive_options {
+    /// Where to move the messages: a queue name or path. Empty (default; `data` NULL or `len`
+    /// 0): each message's source queue (its `dead_letter_source`).
+    pub destination: shmfifo_str,
+    /// Most messages moved per second; 0 (default): as fast as possible.
+    pub max_per_second: u32,
+    /// Most messages to move; 0 (default): until this queue has no visible message.
+    pub limit: u64,
+    /// Cancellation flag; NULL (default): none. While the redrive runs, the library polls
+    /// `*cancel` (an atomic load, every millisecond) and, once it is nonzero, stops before the
+    /// next message it takes up (a message it is already waiting to send under
+    /// `max_per_second` is still moved), putting the rest of its batch back. Set it from
+    /// another thread with an atomic store (C11 `atomic_store`, or
+    /// `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`). Already nonzero at the call: nothing is
+    /// moved and the report says cancelled.
+    pub cancel: *const i32,
+}
+
+/// The default redrive options: to each message's source, unlimited, not cancellable.
+#[no_mangle]
+pub extern "C" fn shmfifo_redrive_options_default() -> shmfifo_redrive_options {
+    shmfifo_redrive_options {
+        destination: shmfifo_str::ABSENT,
+        max_per_second: 0,
+        limit: 0,
+        cancel: core::ptr::null(),
+    }
+}
+
+/// What a redrive did.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct shmfifo_redrive_report {
+    /// Messages moved (sent to their destination and deleted here).
+    pub moved: u64,
+    /// Messages left here because they name no source queue and no destination was given;
+    /// they are visible again after 30 s.
+    pub skipped: u64,
+    /// 1 when the redrive stopped because it was cancelled, else 0.
+    pub cancelled: u32,
+}
+
+/// How often a redrive polls a C cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(1);
+
+/// The address of a C cancellation flag, handed to the watcher thread. Made only by
+/// [`CancelFlag::new`].
+struct CancelFlag(*const AtomicI32);
+
+// SAFETY: the flag is only loaded atomically, and the caller of `shmfifo_queue_redrive` keeps
+// it valid during the call, which joins the watcher before it returns (`Watcher::drop`).
+unsafe impl Send for CancelFlag {}
+
+impl CancelFlag {
+    /// # Safety
+    /// `p` must point to an `int32_t` that stays valid, and is written only atomically, while
+    /// the flag is used.
+    unsafe fn new(p: *const i32) -> CancelFlag {
+        // `AtomicI32` has the size and alignment of `i32`; the flag is only loaded.
+        CancelFlag(p.cast::<AtomicI32>())
+    }
+    fn is_set(&self) -> bool {
+        // SAFETY: valid during the call (see the `Send` impl). Relaxed: a flag; nothing else
+        // is published through it.
+        unsafe { &*self.0 }.load(Ordering::Relaxed) != 0
+    }
+}
+
+/// The watcher thread of a cancellable redrive: dropping it (also while unwinding) stops and
+/// joins the thread, so that it never outlives the call and its flag.
+struct Watcher {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // Release: pairs with the watcher's Acquire load.
+        self.done.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs `q.redrive(opts)` with a watcher thread that copies the C flag into the Rust
+/// cancellation flag while the redrive runs. (A plain thread, not a scoped one: a scope would
+/// give the calling thread a `Thread` handle that lives until it exits.)
+fn redrive_watched(
+    q: &Queue,
+    mut opts: RedriveOptions,
+    flag: CancelFlag,
+) -> R<core_api::RedriveReport> {
+    if flag.is_set() {
+        return Ok(core_api::RedriveReport {
+            cancelled: true,
+            ..Default::default()
+        });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    opts.cancel = Some(stop.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let done = done.clone();
+        std::thread::Builder::new()
+            .name("shmfifo-redrive-cancel".into())
+            .spawn(move || {
+                // Acquire: pairs with `Watcher::drop`'s Release store.
+                while !done.load(Ordering::Acquire) {
+                    if flag.is_set() {
+                        // Relaxed: the redrive loads it Relaxed; nothing is published.
+                        stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    std::thread::park_timeout(CANCEL_POLL);
+                }
+            })
+            .map_err(|e| {
+                Fail(
+                    SHMFIFO_IO,
+                    format!("starting the cancellation watcher: {e}"),
+                )
+            })?
+    };
+    let _watcher = Watcher {
+        done,
+        thread: Some(thread),
+    };
+    Ok(q.redrive(&opts)?)
+}
+
+/// Moves messages from this (dead-letter) queue back to their source queues, or to
+/// `opts->destination` (`opts` NULL: the defaults): oldest first, as new messages (new message
+/// id, sequence number, receive count and retention), at most `max_per_second`, until no
+/// message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
+/// before it is deleted here. `out` (may be NULL) receives the report; on error it is
+/// unspecified, and messages moved before the error stay moved.
+///
+/// # Safety
+/// `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
+/// an `int32_t` that stays valid during the call); `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_redrive(
+    q: *const shmfifo_queue,
+    opts: *const shmfifo_redrive_options,
+    out: *mut shmfifo_redrive_report,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let o = unsafe { opts.as_ref() }
+            .copied()
+            .unwrap_or_else(|| shmfifo_redrive_options_default());
+        // SAFETY: per the contract.
+        let dest = unsafe { o.destination.get("destination") }?.filter(|d| !d.is_empty());
+        let ro = RedriveOptions {
+            destination: dest.map(str::to_owned),
+            max_per_second: (o.max_per_second > 0).then_some(o.max_per_second),
+            limit: (o.limit > 0).then_some(o.limit),
+            cancel: None,
+        };
+        let rep = if o.cancel.is_null() {
+            q.redrive(&ro)?
+        } else {
+            // SAFETY: `cancel` points to an `int32_t` valid during the call, per the contract;
+            // `redrive_watched` uses it only during the call.
+            let flag = unsafe { CancelFlag::new(o.cancel) };
+            redrive_watched(q, ro, flag)?
+        };
+        // SAFETY: NULL or writable, per the contract.
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = shmfifo_redrive_report {
+                moved: rep.moved,
+                skipped: rep.skipped,
+                cancelled: u32::from(rep.cancelled),
+            };
+        }
         Ok(())
     })
 }

@@ -44,6 +44,7 @@ fn compile(src: &str, out: &str) -> PathBuf {
             "-Wextra",
             "-Werror",
             "-g",
+            "-pthread",
         ])
         .arg("-I")
         .arg(root().join("include"))

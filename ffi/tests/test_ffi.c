@@ -5,6 +5,7 @@
 #include "shmfifo.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,8 +86,14 @@ static void test_versions_and_names(void) {
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
     shmfifo_config c = shmfifo_config_default();
     CHECK(c.visibility_timeout_ms == 30000 && c.deduplication == 1 && c.mode == 0600);
+    CHECK(c.delay_ms == 0 && c.message_retention_period_ms == 345600000);
+    CHECK(c.max_in_flight == 120000 && c.max_receive_count == 0);
+    CHECK(c.dead_letter_queue.data == NULL && c.dead_letter_queue.len == 0);
     shmfifo_receive_options o = shmfifo_receive_options_default();
     CHECK(o.max_messages == 1 && o.wait_time_ms == -1 && o.attempt_id.data == NULL);
+    shmfifo_redrive_options ro = shmfifo_redrive_options_default();
+    CHECK(ro.destination.data == NULL && ro.max_per_second == 0 && ro.limit == 0);
+    CHECK(ro.cancel == NULL);
 }
 
 /* Send, receive, attributes, delete, change visibility, batches, purge, attributes. */
@@ -332,13 +339,21 @@ static void test_errors(const char *dir) {
     o.max_messages = 11;
     EXPECT(shmfifo_receive(q, &o, buf, out, 11, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
     o.max_messages = 1;
-    o.attempt_id = s("attempt-1");
+    o.attempt_id = s("not valid");
     EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
     EXPECT(shmfifo_receive(q, NULL, NULL, out, 10, &n), SHMFIFO_NULL_ARGUMENT);
     EXPECT(shmfifo_delete(q, "not-a-handle"), SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
     EXPECT(shmfifo_delete(q, NULL), SHMFIFO_NULL_ARGUMENT);
-    EXPECT(shmfifo_receive(q, NULL, buf, out, 10, &n), SHMFIFO_OK);
+    /* R11: a retry with the same attempt id returns the same message and receipt handle. */
+    o.attempt_id = s("attempt-1");
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
     CHECK(n == 1);
+    char first_handle[48] = {0};
+    if (n == 1) {
+        memcpy(first_handle, out[0].receipt_handle, sizeof first_handle);
+    }
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && strcmp(out[0].receipt_handle, first_handle) == 0);
     if (n == 1) {
         char handle[48];
         memcpy(handle, out[0].receipt_handle, sizeof handle);
@@ -350,11 +365,278 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
 }
 
+/* A small queue configuration for the lifecycle tests. */
+static shmfifo_config small_config(void) {
+    shmfifo_config c = shmfifo_config_default();
+    c.max_messages = 64;
+    c.max_groups = 16;
+    c.maximum_message_size = 4096;
+    c.dedup_entries = 64;
+    return c;
+}
+
+/* Receives what is visible now (no wait) with visibility `vt_ms`; returns the count. */
+static size_t receive_now(shmfifo_queue *q, shmfifo_receive_buffer *buf, shmfifo_message *out,
+                          int64_t vt_ms) {
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    o.visibility_timeout_ms = vt_ms;
+    o.wait_time_ms = 0;
+    size_t n = 0;
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
+    return n;
+}
+
+static shmfifo_queue_attributes attributes(shmfifo_queue *q) {
+    shmfifo_queue_attributes a;
+    memset(&a, 0, sizeof a);
+    EXPECT(shmfifo_queue_get_attributes(q, &a), SHMFIFO_OK);
+    return a;
+}
+
+/* Sets the cancellation flag of a redrive after 20 ms, from another thread. */
+static void *cancel_later(void *flag) {
+    usleep(20000);
+    __atomic_store_n((int32_t *)flag, 1, __ATOMIC_RELAXED);
+    return NULL;
+}
+
+/* Dead-letter queue, redrive, live settings (set_attribute), delay, retention, in-flight
+ * limit, and the lifecycle fields of the attributes. */
+static void test_lifecycle(void) {
+    const char *dlq_name = qname("dlq");
+    const char *src_name = qname("src");
+    shmfifo_queue_unlink(dlq_name);
+    shmfifo_queue_unlink(src_name);
+    shmfifo_config c = small_config();
+    shmfifo_queue *dlq = NULL, *src = NULL, *other = NULL;
+    EXPECT(shmfifo_queue_create(dlq_name, &c, &dlq), SHMFIFO_OK);
+    if (!dlq) return;
+    /* A redrive policy needs both halves. */
+    c.max_receive_count = 1;
+    EXPECT(shmfifo_queue_create(src_name, &c, &other), SHMFIFO_INVALID_CONFIG);
+    c.max_receive_count = 0;
+    c.dead_letter_queue = s(dlq_name);
+    EXPECT(shmfifo_queue_create(src_name, &c, &other), SHMFIFO_INVALID_CONFIG);
+    c.max_receive_count = 1;
+    c.dead_letter_queue = s(qname("no-such-dlq"));
+    EXPECT(shmfifo_queue_create(src_name, &c, &other), SHMFIFO_DEAD_LETTER_QUEUE);
+    CHECK(other == NULL);
+    c.dead_letter_queue = s(dlq_name);
+    c.message_retention_period_ms = 3600000;
+    c.max_in_flight = 1000;
+    EXPECT(shmfifo_queue_create(src_name, &c, &src), SHMFIFO_OK);
+    if (!src) return;
+
+    shmfifo_queue_attributes a = attributes(src);
+    char dlq_path[300];
+    snprintf(dlq_path, sizeof dlq_path, "/dev/shm/%s", dlq_name);
+    CHECK(a.max_receive_count == 1 && strcmp(a.dead_letter_queue, dlq_path) == 0);
+    CHECK(a.delay_ms == 0 && a.message_retention_period_ms == 3600000);
+    CHECK(a.max_in_flight == 1000 && a.in_flight_count == 0 && a.moved_to_dead_letter == 0);
+    a = attributes(dlq);
+    CHECK(a.max_receive_count == 0 && a.dead_letter_queue[0] == 0);
+    CHECK(a.message_retention_period_ms == 345600000 && a.max_in_flight == 120000);
+
+    /* Received twice with visibility 0: the second receive moves it to the DLQ (X1). */
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    shmfifo_message out[10];
+    shmfifo_send_message m = msg("g", "poison", "p-1");
+    shmfifo_send_result sent;
+    EXPECT(shmfifo_send(src, &m, &sent), SHMFIFO_OK);
+    size_t n = receive_now(src, buf, out, 0);
+    CHECK(n == 1 && out[0].receive_count == 1);
+    CHECK(n == 1 && out[0].dead_letter_source.data == NULL && out[0].dead_letter_source.len == 0);
+    n = receive_now(src, buf, out, 0);
+    CHECK(n == 0);
+    a = attributes(src);
+    CHECK(a.moved_to_dead_letter == 1 && a.approximate_number_of_messages == 0);
+    n = receive_now(dlq, buf, out, 0);
+    CHECK(n == 1);
+    if (n == 1) {
+        char src_path[300];
+        snprintf(src_path, sizeof src_path, "/dev/shm/%s", src_name);
+        CHECK(out[0].dead_letter_source.len > 0 && streq(out[0].dead_letter_source, src_path));
+        CHECK(out[0].receive_count == 2 && streq(out[0].body, "poison"));
+        CHECK(strcmp(out[0].message_id, sent.message_id) == 0); /* it keeps its id */
+    }
+
+    /* Redrive it back to its source (visible again: received with visibility 0). */
+    shmfifo_redrive_report rep;
+    memset(&rep, 0xff, sizeof rep);
+    EXPECT(shmfifo_queue_redrive(dlq, NULL, &rep), SHMFIFO_OK);
+    CHECK(rep.moved == 1 && rep.skipped == 0 && rep.cancelled == 0);
+    n = receive_now(src, buf, out, 60000);
+    CHECK(n == 1 && streq(out[0].body, "poison") && out[0].receive_count == 1);
+    CHECK(n == 1 && out[0].dead_letter_source.data == NULL);
+    if (n == 1) EXPECT(shmfifo_delete(src, out[0].receipt_handle), SHMFIFO_OK);
+    CHECK(attributes(dlq).approximate_number_of_messages == 0);
+
+    /* A message sent straight to the DLQ names no source: skipped (in flight for 30 s). */
+    m = msg("direct", "no source", "d-1");
+    EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
+    shmfifo_redrive_options ro = shmfifo_redrive_options_default();
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_OK);
+    CHECK(rep.moved == 0 && rep.skipped == 1 && rep.cancelled == 0);
+    EXPECT(shmfifo_purge(dlq, NULL), SHMFIFO_OK);
+    /* A destination that does not exist. */
+    EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
+    ro.destination = s(qname("no-such-destination"));
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_QUEUE_DOES_NOT_EXIST);
+    EXPECT(shmfifo_purge(dlq, NULL), SHMFIFO_OK);
+    /* To a named destination, at most 2 of 3 (three groups: none waits behind another). */
+    const char *groups[3] = {"r0", "r1", "r2"};
+    char dedup[16];
+    for (int i = 0; i < 3; i++) {
+        snprintf(dedup, sizeof dedup, "r-%d", i);
+        m = msg(groups[i], "redrive me", dedup);
+        EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
+    }
+    ro = shmfifo_redrive_options_default();
+    ro.destination = s(src_name);
+    ro.limit = 2;
+    ro.max_per_second = 1000;
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, NULL), SHMFIFO_OK);
+    CHECK(attributes(src).approximate_number_of_messages == 2);
+    CHECK(attributes(dlq).approximate_number_of_messages == 1);
+    /* A cancellation flag already set: nothing moves. */
+    int32_t flag = 1;
+    ro.limit = 0;
+    ro.cancel = &flag;
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_OK);
+    CHECK(rep.moved == 0 && rep.cancelled == 1);
+    CHECK(attributes(dlq).approximate_number_of_messages == 1);
+    /* Cancelled from another thread while it runs (4 per second: 0, 250, 500 ms). */
+    for (int i = 0; i < 2; i++) {
+        snprintf(dedup, sizeof dedup, "r-%d", 3 + i);
+        m = msg(groups[i], "redrive me too", dedup);
+        EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
+    }
+    flag = 0;
+    ro.max_per_second = 4;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, cancel_later, &flag) == 0);
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_OK);
+    pthread_join(t, NULL);
+    CHECK(rep.cancelled == 1 && rep.moved < 3);
+    a = attributes(dlq);
+    CHECK(a.approximate_number_of_messages + rep.moved == 3); /* the rest is visible again */
+    EXPECT(shmfifo_purge(dlq, NULL), SHMFIFO_OK);
+    EXPECT(shmfifo_purge(src, NULL), SHMFIFO_OK);
+
+    /* Live settings by SQS attribute name. */
+    EXPECT(shmfifo_queue_set_attribute(src, s("VisibilityTimeoutMs"), s("1500")), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_set_attribute(src, s("MessageRetentionPeriod"), s("60")), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_set_attribute(src, s("ContentBasedDeduplication"), s("true")),
+           SHMFIFO_OK);
+    EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s("")), SHMFIFO_OK);
+    a = attributes(src);
+    CHECK(a.visibility_timeout_ms == 1500 && a.message_retention_period_ms == 60000);
+    CHECK(a.content_based_deduplication == 1);
+    CHECK(a.max_receive_count == 0 && a.dead_letter_queue[0] == 0);
+    char policy[512];
+    snprintf(policy, sizeof policy, "{\"deadLetterTargetArn\":\"%s\",\"maxReceiveCount\":3}",
+             dlq_name);
+    EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s(policy)), SHMFIFO_OK);
+    a = attributes(src);
+    CHECK(a.max_receive_count == 3 && strcmp(a.dead_letter_queue, dlq_path) == 0);
+    EXPECT(shmfifo_queue_set_attribute(src, s("NoSuchAttribute"), s("1")),
+           SHMFIFO_INVALID_ATTRIBUTE_NAME);
+    EXPECT(shmfifo_queue_set_attribute(src, s("MaximumMessageSize"), s("2048")),
+           SHMFIFO_ATTRIBUTE_NOT_MUTABLE);
+    snprintf(policy, sizeof policy, "{\"deadLetterTargetArn\":\"%s\",\"maxReceiveCount\":3}",
+             qname("no-such-dlq"));
+    EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s(policy)),
+           SHMFIFO_DEAD_LETTER_QUEUE);
+    snprintf(policy, sizeof policy, "{\"deadLetterTargetArn\":\"%s\",\"maxReceiveCount\":3}",
+             src_name);
+    EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s(policy)),
+           SHMFIFO_DEAD_LETTER_QUEUE); /* its own dead-letter queue */
+    EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s("{\"maxReceiveCount\":3}")),
+           SHMFIFO_INVALID_PARAMETER_VALUE);
+    EXPECT(shmfifo_queue_set_attribute(src, s("DelaySeconds"), s("soon")),
+           SHMFIFO_INVALID_PARAMETER_VALUE);
+    EXPECT(shmfifo_queue_set_attribute(src, s("DelaySeconds"), s("901")), SHMFIFO_INVALID_CONFIG);
+    EXPECT(shmfifo_queue_set_attribute(src, absent(), s("1")), SHMFIFO_NULL_ARGUMENT);
+    EXPECT(shmfifo_queue_set_attribute(src, s("DelayMs"), absent()), SHMFIFO_NULL_ARGUMENT);
+    EXPECT(shmfifo_queue_set_attribute(NULL, s("DelayMs"), s("0")), SHMFIFO_NULL_ARGUMENT);
+    a = attributes(src); /* nothing changed by the failures */
+    CHECK(a.max_receive_count == 3 && a.delay_ms == 0 && a.message_retention_period_ms == 60000);
+
+    /* Queue delay (changed live): a message sent now is delayed, then delivered. */
+    EXPECT(shmfifo_queue_set_attribute(src, s("DelayMs"), s("300")), SHMFIFO_OK);
+    m = msg("g", "late", NULL); /* content-based dedup id */
+    EXPECT(shmfifo_send(src, &m, NULL), SHMFIFO_OK);
+    a = attributes(src);
+    CHECK(a.delay_ms == 300 && a.approximate_number_of_messages_delayed == 1);
+    CHECK(a.approximate_number_of_messages == 0);
+    CHECK(receive_now(src, buf, out, 60000) == 0);
+    shmfifo_receive_options wait = shmfifo_receive_options_default();
+    wait.wait_time_ms = 5000;
+    n = 0;
+    EXPECT(shmfifo_receive(src, &wait, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && streq(out[0].body, "late") && out[0].dedup_id.len == 64);
+    a = attributes(src);
+    CHECK(a.in_flight_count == 1 && a.approximate_number_of_messages_not_visible == 1);
+    if (n == 1) EXPECT(shmfifo_delete(src, out[0].receipt_handle), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_set_attribute(src, s("DelaySeconds"), s("0")), SHMFIFO_OK);
+    shmfifo_queue_close(src);
+    shmfifo_queue_close(dlq);
+    EXPECT(shmfifo_queue_unlink(src_name), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_unlink(dlq_name), SHMFIFO_OK);
+
+    /* Retention (1 ms) and the in-flight limit (1), set at creation; a delay at creation. */
+    const char *name = qname("limits");
+    shmfifo_queue_unlink(name);
+    c = small_config();
+    c.message_retention_period_ms = 1;
+    c.max_in_flight = 1;
+    EXPECT(shmfifo_queue_create(name, &c, &src), SHMFIFO_OK);
+    if (!src) {
+        shmfifo_receive_buffer_free(buf);
+        return;
+    }
+    m = msg("g", "short-lived", "t-1");
+    EXPECT(shmfifo_send(src, &m, NULL), SHMFIFO_OK);
+    usleep(20000);
+    CHECK(receive_now(src, buf, out, 60000) == 0);
+    a = attributes(src);
+    CHECK(a.retention_expiries == 1 && a.approximate_number_of_messages == 0);
+    EXPECT(shmfifo_queue_set_attribute(src, s("MessageRetentionPeriodMs"), s("60000")),
+           SHMFIFO_OK);
+    for (int i = 0; i < 2; i++) {
+        m = msg(groups[i], "limited", i ? "l-1" : "l-0");
+        EXPECT(shmfifo_send(src, &m, NULL), SHMFIFO_OK);
+    }
+    n = receive_now(src, buf, out, 60000);
+    CHECK(n == 1); /* two visible groups, but only one message may be in flight */
+    a = attributes(src);
+    CHECK(a.in_flight_count == 1 && a.in_flight_limit_hits >= 1 && a.max_in_flight == 1);
+    EXPECT(shmfifo_purge(src, NULL), SHMFIFO_OK);
+    shmfifo_queue_close(src);
+    EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
+    c = small_config();
+    c.delay_ms = 900001;
+    EXPECT(shmfifo_queue_create(name, &c, &src), SHMFIFO_INVALID_CONFIG);
+    c.delay_ms = 60000;
+    EXPECT(shmfifo_queue_create(name, &c, &src), SHMFIFO_OK);
+    if (src) {
+        m = msg("g", "delayed", "x-1");
+        EXPECT(shmfifo_send(src, &m, NULL), SHMFIFO_OK);
+        a = attributes(src);
+        CHECK(a.delay_ms == 60000 && a.approximate_number_of_messages_delayed == 1);
+        shmfifo_queue_close(src);
+        EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
+    }
+    shmfifo_receive_buffer_free(buf);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
     test_round_trip();
     test_errors(dir);
+    test_lifecycle();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,
@@ -367,7 +649,9 @@ int main(int argc, char **argv) {
         SHMFIFO_TRUNCATED, SHMFIFO_NOT_READY, SHMFIFO_CORRUPTED, SHMFIFO_NO_SPACE,
         SHMFIFO_SIZE_CLASS_FULL, SHMFIFO_GROUP_LIMIT_REACHED,
         SHMFIFO_PARTICIPANT_LIMIT_REACHED, SHMFIFO_DEDUP_TABLE_FULL, SHMFIFO_IO,
-        SHMFIFO_NULL_ARGUMENT, SHMFIFO_INVALID_UTF8, SHMFIFO_BUFFER_TOO_SMALL,
+        SHMFIFO_INVALID_ATTRIBUTE_NAME, SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
+        SHMFIFO_DEAD_LETTER_QUEUE, SHMFIFO_NULL_ARGUMENT, SHMFIFO_INVALID_UTF8,
+        SHMFIFO_BUFFER_TOO_SMALL,
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (!reached[all[i]]) {

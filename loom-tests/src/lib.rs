@@ -62,6 +62,7 @@ pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32)
         classes: vec![(16, slots)],
         dedup_slots,
         dedup_key_words: 16,
+        attempt_slots: 2,
     }))
 }
 

@@ -184,3 +184,79 @@ fn redrive_policy_writer_dies_mid_write() {
         });
     }
 }
+
+/// R11: an attempt-id recorder stops forever at each step while a reader looks the id up (it
+/// finds nothing or the whole record); a later recorder takes the entry over; then a replay
+/// races with a delete of the recorded message: the replay returns it with the same receipt or
+/// reports a fresh receive is due, and everything is reclaimed.
+#[test]
+fn attempt_record_and_replay() {
+    use shmfifo::protocol::attempt::{self, Record};
+    for k in 0..3 {
+        model(move || {
+            let env: Env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let h = arena(3, 1, 2);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"m").unwrap();
+            let mut rec = Record {
+                vt_ms: 1_000,
+                count: 0,
+                refs: [0; 10],
+                vis: [0; 10],
+            };
+            let mut handle = None;
+            ops::receive(&a, &*env, me(0), 1, &mut Policy::new(1_000), &mut |t| {
+                rec.refs[0] = (u64::from(t.inc) << 32) | u64::from(t.idx);
+                rec.vis[0] = t.vis;
+                handle = Some(Handle {
+                    idx: t.idx,
+                    inc: t.inc,
+                    epoch: t.epoch,
+                });
+            })
+            .unwrap();
+            rec.count = 1;
+            let handle = handle.unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, seen) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        attempt::record(&h1.arena(), &*e1, me(1), 7, b"id", &rec)
+                    })
+                },
+                move || attempt::find(&h2.arena(), e2.now.load(Ordering::SeqCst), 7, b"id"),
+            );
+            if let Some(r) = seen {
+                assert_eq!(r, rec, "never a torn record");
+            }
+            env.kill(1);
+            assert!(attempt::record(&a, &*env, me(2), 7, b"id", &rec));
+            let found =
+                attempt::find(&a, env.now.load(Ordering::SeqCst), 7, b"id").expect("recorded");
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (replayed, deleted) = par(
+                move || {
+                    let mut got = Vec::new();
+                    let ok = ops::replay(&h1.arena(), &*e1, me(2), &found, 1_000, &mut |t| {
+                        got.push(t.epoch)
+                    })
+                    .unwrap();
+                    (ok, got)
+                },
+                move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+            );
+            if replayed.0 {
+                assert_eq!(replayed.1, vec![handle.epoch], "the same receipt");
+            }
+            assert!(
+                deleted.is_ok(),
+                "a replay keeps the receipt, so its holder can still delete"
+            );
+            ops::recover(&a, &*env, me(2)).unwrap();
+            assert!(drain(&a, &env, 2).is_empty());
+            assert_clean(&a);
+            assert_eq!(ops::in_flight(&a), 0);
+        });
+    }
+}

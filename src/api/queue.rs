@@ -17,11 +17,11 @@ use crate::config::{
 };
 use crate::error::{Error, Result};
 use crate::layout::{
-    DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC, MAX_CLASSES,
-    MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC,
+    MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
 };
 use crate::protocol::ops::{self, Handle, Outgoing, Taken};
-use crate::protocol::{dedup, group, owner, pstate, settings, Arena, Class, Env, Fault};
+use crate::protocol::{attempt, dedup, group, owner, pstate, settings, Arena, Class, Env, Fault};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{sys, validate};
 
@@ -359,6 +359,7 @@ unsafe fn initialise(
     hdr.content_based_dedup
         .store(u64::from(cfg.content_based_deduplication), r);
     hdr.next_expiry.0.store(u64::MAX, r);
+    hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
     Ok(())
@@ -594,6 +595,13 @@ impl Queue {
         if !dedup_ok {
             return corrupt("dedup table settings out of range");
         }
+        let attempt_slots = hdr.attempt_slots.load(r);
+        if attempt_slots != 0
+            && (!attempt_slots.is_power_of_two()
+                || attempt_slots > u64::from(crate::config::MAX_ATTEMPT_ENTRIES))
+        {
+            return corrupt("attempt record count out of range");
+        }
         let mut classes = Vec::new();
         for k in 0..nclasses as usize {
             let cap = hdr.class_payload[k].load(r);
@@ -611,6 +619,7 @@ impl Queue {
             classes: classes.clone(),
             dedup_slots: dedup_slots as u32,
             dedup_key_words,
+            attempt_slots: attempt_slots as u32,
         };
         if g.total_slots() > crate::config::MAX_SLOTS {
             return corrupt("too many message slots");
@@ -641,7 +650,7 @@ impl Queue {
         // most the mapped length; the element types are atomics, valid for any bit pattern;
         // the mapping lives as long as `Inner`, which owns it.
         // SAFETY: as just said, for each region below.
-        let (parts, groups, ready, dedup_entries, dedup_keys) = unsafe {
+        let (parts, groups, ready, dedup_entries, dedup_keys, attempts) = unsafe {
             (
                 region::<Participant>(base, o.participants, g.participants as usize),
                 region::<GroupEntry>(base, o.groups, g.group_slots as usize),
@@ -652,6 +661,7 @@ impl Queue {
                     o.dedup_keys,
                     g.dedup_slots as usize * dedup_key_words as usize,
                 ),
+                region::<AttemptEntry>(base, o.attempts, g.attempt_slots as usize),
             )
         };
         let mut cls = [None; MAX_CLASSES];
@@ -684,6 +694,7 @@ impl Queue {
             dedup: dedup_entries,
             dedup_keys,
             dedup_key_words: dedup_key_words as usize,
+            attempts,
         };
         // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
         // The liveness lock lives on a private open file description (CLOEXEC, never handed
@@ -1020,6 +1031,90 @@ impl Queue {
         Ok(buf.msgs)
     }
 
+    /// A receive with a `ReceiveRequestAttemptId` (R11): retried with the same id within
+    /// 5 minutes, it returns the same messages with the same receipt handles and restarts
+    /// their visibility timeout, if none of them was deleted, had its visibility changed or
+    /// timed out since; otherwise it is a fresh receive (recorded under the id in turn). A
+    /// consumer that crashed between receiving and recording its batch gets the batch back at
+    /// once. The receive count does not grow on a replay. The id: 1–128 characters of
+    /// alphanumerics and punctuation.
+    pub fn receive_with_attempt_id(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+    ) -> Result<Vec<Message>> {
+        let mut buf = ReceiveBuffer::new();
+        self.receive_with_attempt_id_into(opts, attempt_id, &mut buf)?;
+        buf.msgs.truncate(buf.len);
+        Ok(buf.msgs)
+    }
+
+    /// Like [`Queue::receive_with_attempt_id`], into reusable storage.
+    pub fn receive_with_attempt_id_into(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        let (_, vt, _) = self.receive_params(opts)?;
+        validate::id("ReceiveRequestAttemptId", attempt_id)?;
+        let inner = &*self.inner;
+        let mut key = [0u8; 1 + MAX_ID_LEN];
+        key[0] = b'A';
+        key[1..1 + attempt_id.len()].copy_from_slice(attempt_id.as_bytes());
+        let hash = hash_id(inner.keys, &key[..1 + attempt_id.len()]);
+        let a = self.arena();
+        if let Some(rec) = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes()) {
+            buf.len = 0;
+            let nonce = inner.nonce;
+            let created = inner.created_wall_ms;
+            let mut bad = None;
+            let mut new = rec;
+            let mut k = 0;
+            let mut sink = |t: &Taken<'_>| {
+                if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
+                    bad = Some(e);
+                }
+                if k < new.vis.len() {
+                    new.vis[k] = t.vis;
+                    k += 1;
+                }
+            };
+            let replayed = ops::replay(&a, inner, inner.me, &rec, vt, &mut sink)
+                .map_err(|f| fault(f, inner))?;
+            if let Some(what) = bad {
+                return Err(Error::Corrupted { what });
+            }
+            if replayed {
+                // The deadlines moved: record them, so a further retry replays too.
+                new.vt_ms = vt;
+                attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+                return Ok(buf.len);
+            }
+        }
+        let n = self.receive_into(opts, buf)?;
+        if n > 0 {
+            let mut rec = attempt::Record {
+                vt_ms: vt,
+                count: n.min(attempt::MAX_MESSAGES),
+                refs: [0; attempt::MAX_MESSAGES],
+                vis: [0; attempt::MAX_MESSAGES],
+            };
+            for (k, m) in buf
+                .messages()
+                .iter()
+                .take(attempt::MAX_MESSAGES)
+                .enumerate()
+            {
+                let h = &m.receipt_handle;
+                rec.refs[k] = (u64::from(h.inc) << 32) | u64::from(h.idx);
+                rec.vis[k] = buf.vis[k];
+            }
+            attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &rec);
+        }
+        Ok(n)
+    }
+
     /// Like [`Queue::receive`], into reusable storage (no allocation once warm).
     pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
         let (max, vt, wait) = self.receive_params(opts)?;
@@ -1216,8 +1311,12 @@ impl Queue {
         let created = inner.created_wall_ms;
         let mut bad = None;
         let mut sink = |t: &Taken<'_>| {
+            let k = buf.len;
             if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
                 bad = Some(e);
+            }
+            if let Some(v) = buf.vis.get_mut(k) {
+                *v = t.vis;
             }
         };
         let budget = self.fresh_budget();
@@ -1565,6 +1664,16 @@ impl Queue {
                     let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
                     if let Some(wait) = due.checked_sub(started.elapsed()) {
                         std::thread::sleep(wait);
+                    }
+                    // A cancel that came during the wait stops before this message moves.
+                    if opts
+                        .cancel
+                        .as_ref()
+                        .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                    {
+                        let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);
+                        rep.cancelled = true;
+                        continue;
                     }
                 }
                 let dest = match dests.get(&path) {

@@ -275,6 +275,8 @@ pub struct Message {
 pub struct ReceiveBuffer {
     pub(crate) msgs: Vec<Message>,
     pub(crate) len: usize,
+    /// Each message's `vis` word as the receive left it (for attempt-id records).
+    pub(crate) vis: [u64; 10],
 }
 
 impl ReceiveBuffer {

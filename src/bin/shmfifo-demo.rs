@@ -374,12 +374,32 @@ fn verify(r: &Report) -> Vec<String> {
     problems
 }
 
+/// Worker: receives up to 10 messages with attempt id `ID` (30 s visibility), prints their
+/// receipt handles, then hangs until killed (a consumer that dies before recording its batch).
+fn attempt_receive(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let opts = ReceiveOptions::max(10)
+        .visibility_timeout(Duration::from_secs(30))
+        .wait(Duration::from_secs(5));
+    let ms = q.receive_with_attempt_id(&opts, &args[1])?;
+    let mut w = out(true);
+    for m in &ms {
+        writeln!(w, "HANDLE {}", m.receipt_handle).unwrap();
+    }
+    writeln!(w, "READY").unwrap();
+    w.flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let r = match args.first().map(String::as_str) {
         Some("produce") => produce(&args[1..]).map_err(|e| e.to_string()),
         Some("consume") => consume(&args[1..]).map_err(|e| e.to_string()),
         Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
+        Some("attempt-receive") => attempt_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();
             for f in &args[1..] {

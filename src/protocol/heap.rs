@@ -20,6 +20,7 @@ pub struct HeapArena {
     dedup: Box<[DedupEntry]>,
     dedup_keys: Box<[AtomicU64]>,
     dedup_key_words: usize,
+    attempts: Box<[crate::layout::AttemptEntry]>,
 }
 
 // SAFETY: the payload cells are accessed only through the protocol, which gives one
@@ -65,6 +66,7 @@ impl HeapArena {
             dedup: boxed(g.dedup_slots as usize),
             dedup_keys: boxed(g.dedup_slots as usize * g.dedup_key_words as usize),
             dedup_key_words: g.dedup_key_words as usize,
+            attempts: boxed(g.attempt_slots as usize),
         }
     }
 
@@ -94,6 +96,7 @@ impl HeapArena {
             dedup: &self.dedup,
             dedup_keys: &self.dedup_keys,
             dedup_key_words: self.dedup_key_words,
+            attempts: &self.attempts,
         }
     }
 }
@@ -149,6 +152,7 @@ mod tests {
             classes: vec![(16, 8)],
             dedup_slots: 8,
             dedup_key_words: 16,
+            attempt_slots: 4,
         }
     }
 

@@ -95,6 +95,7 @@ pub mod crash {
     }
 }
 
+pub mod attempt;
 pub mod dedup;
 pub mod group;
 #[cfg(any(test, feature = "loom"))]
@@ -104,7 +105,7 @@ pub mod pool;
 pub mod ring;
 pub mod settings;
 
-use crate::layout::{DedupEntry, GroupEntry, Header, MsgHeader, Participant};
+use crate::layout::{AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Time, liveness and wake-ups, provided by the OS layer (or by loom mocks).
@@ -365,6 +366,8 @@ pub struct Arena<'a> {
     pub dedup_keys: &'a [AtomicU64],
     /// Key words per dedup entry.
     pub dedup_key_words: usize,
+    /// Attempt-id records (R11; empty: none, else length a power of two).
+    pub attempts: &'a [AttemptEntry],
 }
 
 impl<'a> Arena<'a> {

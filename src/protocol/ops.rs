@@ -421,8 +421,10 @@ pub struct Taken<'t> {
     pub header: &'t MsgHeader,
     /// The group entry.
     pub group: &'t GroupEntry,
-    /// The payload bytes (dedup id, attributes, body).
+    /// The payload bytes (dead-letter source, dedup id, attributes, body).
     pub payload: &'t [u8],
+    /// The message's `vis` word as this receive left it (epoch and deadline).
+    pub vis: u64,
 }
 
 /// The dead-letter mover of a [`Policy`]: returns whether the dead-letter queue has the
@@ -442,6 +444,16 @@ pub struct Policy<'p> {
     /// far); returns whether the dead-letter queue has it now (sent, or a duplicate of an
     /// earlier move). The message is then removed here.
     pub dead_letter: Option<(u32, Mover<'p>)>,
+}
+
+impl core::fmt::Debug for Policy<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Policy")
+            .field("vt_ms", &self.vt_ms)
+            .field("fresh_budget", &self.fresh_budget)
+            .field("max_receive_count", &self.dead_letter.as_ref().map(|d| d.0))
+            .finish()
+    }
 }
 
 #[cfg(any(test, feature = "loom"))]
@@ -688,6 +700,97 @@ pub fn receive(
     Ok(rep)
 }
 
+/// Replays a recorded receive (R11): if every message is still in flight exactly as that
+/// receive left it (same incarnation, epoch and deadline: not deleted, not changed, not
+/// expired), restarts each one's visibility for `vt_ms` and hands it to `sink` again, with the
+/// same receipt (epoch) and receive count. Returns `false` (a fresh receive is due) as soon as
+/// one is not; messages already handed over stay in flight under their restarted timeout.
+pub fn replay(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    rec: &super::attempt::Record,
+    vt_ms: u64,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<bool> {
+    let t = Times::load(a, env);
+    let unchanged = |m: &MsgHeader, r: u64, w: u64| {
+        // Acquire: pairs with the link store published by the link CAS.
+        node::inc(m.link.load(Ordering::Acquire)) == node::inc(r)
+            // Acquire: the message's latest state.
+            && m.vis.load(Ordering::Acquire) == w
+            && matches!(vis::state(w), vis::State::Published(d) if d > t.now)
+            // Relaxed: written before publication, stable while published.
+            && !t.expired(m.sent.load(Ordering::Relaxed))
+    };
+    let n = rec.count.min(super::attempt::MAX_MESSAGES);
+    for k in 0..n {
+        if !unchanged(a.msg(node::index(rec.refs[k]))?, rec.refs[k], rec.vis[k]) {
+            return Ok(false);
+        }
+    }
+    let deadline = t
+        .now
+        .checked_add(vt_ms)
+        .filter(|&d| d <= vis::MAX_DEADLINE)
+        .ok_or(Fault::ClockRange)?
+        .max(1);
+    for k in 0..n {
+        let (r, w) = (rec.refs[k], rec.vis[k]);
+        let idx = node::index(r);
+        let m = a.msg(idx)?;
+        // Relaxed: stable while the message is in flight under the recorded receipt.
+        let ge = m.group_epoch0.load(Ordering::Relaxed);
+        let (_, epoch0, g) = unpack_group_epoch0(ge);
+        let e = a.group(g)?;
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            return Ok(false);
+        }
+        // The payload is read under the group claim: nobody frees the message meanwhile.
+        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
+            return Ok(false);
+        };
+        let epoch = vis::epoch(w);
+        let new = vis::pack(epoch, vis::published(deadline));
+        // AcqRel: as a visibility change (Acquire orders the payload reads below after the
+        // producer's writes; Release publishes the new deadline).
+        let ok = unchanged(m, r, w)
+            && m.vis
+                .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        if ok {
+            let (cl, slot) = a.class_of(idx)?;
+            // Relaxed: read under the claim, after the Acquire CAS.
+            let len = payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
+            // SAFETY: as in `take`: inside the class's payload array, and we hold the group
+            // claim, so the message cannot be freed while we read.
+            let payload =
+                unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+            sink(&Taken {
+                idx,
+                inc: node::inc(r),
+                epoch,
+                receive_count: epoch.wrapping_sub(epoch0) & vis::EPOCH_MASK,
+                header: m,
+                group: e,
+                payload,
+                vis: new,
+            });
+            if vt_ms > 0 {
+                // AcqRel: as in `take`.
+                a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+            }
+        }
+        release(a, env, me, cw, g)?;
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// Under the claim: cleans up, then takes the group's visible prefix, removing expired
 /// messages (T1) and moving those past `maxReceiveCount` (X1) on the way.
 #[allow(clippy::too_many_arguments)]
@@ -810,6 +913,7 @@ fn take(
                             header: m,
                             group: e,
                             payload,
+                            vis: w,
                         });
                         crash_point!();
                         if !moved_ok {
@@ -867,6 +971,7 @@ fn take(
                     header: m,
                     group: e,
                     payload,
+                    vis: vis::pack(epoch, vis::published(deadline)),
                 });
                 taken += 1;
                 cur = node::pack(ninc, next);
