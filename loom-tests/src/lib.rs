@@ -66,6 +66,19 @@ pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32)
     }))
 }
 
+/// Runs `f` as participant `who`, stopping it forever at its `k`-th crash point (if `k` is
+/// given); marks it dead in `env` if it stopped (as the kernel drops its liveness lock).
+pub fn as_participant<T>(env: &MockEnv, who: u32, k: Option<u32>, f: impl FnOnce() -> T) -> T {
+    if let Some(k) = k {
+        crash::arm(k);
+    }
+    let r = f();
+    if crash::crashed() {
+        env.kill(who);
+    }
+    r
+}
+
 /// Owner code of participant `i` (heap arenas register everyone at generation 1).
 pub fn me(i: u32) -> u64 {
     owner::code(i, 1)

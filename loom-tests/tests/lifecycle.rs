@@ -10,17 +10,6 @@ use shmfifo_loom_tests::*;
 
 type Env = Arc<MockEnv>;
 
-fn as_participant<T>(env: &Env, who: u32, k: Option<u32>, f: impl FnOnce() -> T) -> T {
-    if let Some(k) = k {
-        crash::arm(k);
-    }
-    let r = f();
-    if crash::crashed() {
-        env.kill(who);
-    }
-    r
-}
-
 /// Receives from `src` as `who` with a redrive policy of `max` receives whose mover sends into
 /// `dlq` with the message's slot and incarnation as dedup id (as the API sends its message
 /// id, D8). Returns the bodies taken.
@@ -259,4 +248,33 @@ fn attempt_record_and_replay() {
             assert_eq!(ops::in_flight(&a), 0);
         });
     }
+}
+
+/// L1, R4: a receive that meets a delayed head consumed its hint; a send to the same group
+/// races with it. Once the delay ends, a plain receive (no explicit sweep: its own due sweep
+/// must hint the delay-ended group) returns both messages in order.
+#[test]
+fn delayed_group_is_hinted_when_its_delay_ends() {
+    model(|| {
+        let env: Env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let h = arena(3, 1, 2);
+        let a = h.arena();
+        a.hdr.delay_ms.store(10, Ordering::Relaxed);
+        send(&a, &env, 0, "g", b"a").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (got, sent) = par(
+            move || recv(&h1.arena(), &e1, 1, 10, 1_000).unwrap(),
+            move || send(&h2.arena(), &e2, 2, "g", b"b"),
+        );
+        assert!(got.is_empty(), "delayed");
+        sent.unwrap();
+        env.advance(20);
+        let got: Vec<Vec<u8>> = recv(&a, &env, 1, 10, 1_000)
+            .unwrap()
+            .into_iter()
+            .map(|(_, b)| b)
+            .collect();
+        assert_eq!(got, vec![b"a".to_vec(), b"b".to_vec()]);
+    });
 }

@@ -18,19 +18,6 @@ fn setup(participants: u32, groups: u32, slots: u32) -> (Arc<HeapArena>, Env) {
     )
 }
 
-/// Runs `f` as participant `who`, stopping it forever at its `k`-th crash point (if `k` is
-/// given); marks it dead if it stopped.
-fn as_participant<T>(env: &Env, who: u32, k: Option<u32>, f: impl FnOnce() -> T) -> T {
-    if let Some(k) = k {
-        crash::arm(k);
-    }
-    let r = f();
-    if crash::crashed() {
-        env.kill(who);
-    }
-    r
-}
-
 /// Two producers create the same new group at once: one entry, both messages, delivered in
 /// sequence order; everything reclaimed after draining.
 #[test]

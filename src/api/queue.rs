@@ -1643,6 +1643,14 @@ impl Queue {
                 return Ok(rep);
             }
             for m in buf.messages() {
+                if let Some(rate) = opts.max_per_second.filter(|&r| r > 0) {
+                    let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                }
+                // Checked after the rate wait: a cancel that came during it stops before this
+                // message moves.
                 if opts
                     .cancel
                     .as_ref()
@@ -1660,22 +1668,6 @@ impl Queue {
                     rep.skipped += 1;
                     continue;
                 };
-                if let Some(rate) = opts.max_per_second.filter(|&r| r > 0) {
-                    let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
-                    if let Some(wait) = due.checked_sub(started.elapsed()) {
-                        std::thread::sleep(wait);
-                    }
-                    // A cancel that came during the wait stops before this message moves.
-                    if opts
-                        .cancel
-                        .as_ref()
-                        .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
-                    {
-                        let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);
-                        rep.cancelled = true;
-                        continue;
-                    }
-                }
                 let dest = match dests.get(&path) {
                     Some(q) => q.clone(),
                     None => {

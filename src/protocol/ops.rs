@@ -1641,21 +1641,9 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
             // Acquire: the message's latest state.
             let w = m.vis.load(Ordering::Acquire);
             if let vis::State::Published(_) = vis::state(w) {
-                // AcqRel: bumping the epoch expires every handle (H2); Release hands the
-                // deletion to the cleanup below and to handle holders.
-                if m.vis
-                    .compare_exchange(
-                        w,
-                        vis::pack(vis::next(vis::epoch(w)), vis::DELETED),
-                        Ordering::AcqRel,
-                        Ordering::Relaxed,
-                    )
-                    .is_err()
-                {
+                // Bumping the epoch expires every handle (H2); a failed CAS: look again.
+                if !remove(a, me, m, w) {
                     continue;
-                }
-                if matches!(vis::state(w), vis::State::Published(d) if d > 0) {
-                    account_in_flight(a, me, -1);
                 }
                 n += 1;
             }
