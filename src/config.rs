@@ -138,6 +138,7 @@ pub enum Deduplication {
 /// | `max_in_flight` | 120,000 | messages received and not yet deleted (R8); at the limit receives return fewer messages. Free when it is at least the slot count |
 /// | `redrive_policy` | none | dead-letter queue and `maxReceiveCount` (X1); changeable later |
 /// | `attempt_entries` | 1,024 | ReceiveRequestAttemptId records (R11), 384 B each, kept 5 min; a record that finds no room (8 entries searched) is not kept |
+/// | `release_on_death` | `true` | a receiver process that dies (killed, crashed; not one that closes the queue) has its in-flight messages made visible at once, within about 100 ms once a receiver is idle, instead of at their visibility timeout. Turn it off if receipt handles outlive their receiving process (handed to another process that deletes them) |
 ///
 /// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +160,7 @@ pub struct QueueConfig {
     pub(crate) max_in_flight: u32,
     pub(crate) redrive_policy: Option<RedrivePolicy>,
     pub(crate) attempt_entries: u32,
+    pub(crate) release_on_death: bool,
 }
 
 impl Default for QueueConfig {
@@ -181,6 +183,7 @@ impl Default for QueueConfig {
             max_in_flight: 120_000,
             redrive_policy: None,
             attempt_entries: 1024,
+            release_on_death: true,
         }
     }
 }
@@ -282,6 +285,13 @@ impl QueueConfig {
     /// (every retry is then a fresh receive).
     pub fn attempt_entries(mut self, n: u32) -> Self {
         self.attempt_entries = n;
+        self
+    }
+    /// Whether a dead receiver's in-flight messages are made visible at once (default `true`)
+    /// rather than at their visibility timeout. Only death counts: a process that drops its
+    /// `Queue` leaves its messages in flight.
+    pub fn release_on_death(mut self, on: bool) -> Self {
+        self.release_on_death = on;
         self
     }
     /// Redrive policy (X1); the dead-letter queue must exist when the queue is created.

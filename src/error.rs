@@ -103,7 +103,9 @@ pub enum Error {
         /// Bytes the file has.
         found: u64,
     },
-    /// The arena's creator has not finished initialising it (or died while doing so).
+    /// The arena file was never finished (a stale file: empty, all zeros, or a header never
+    /// set ready). Creators name an arena only once it is complete, so this is not a creator
+    /// at work; `create` at the same path replaces such a file.
     NotReady,
     /// A value in the arena is out of range or inconsistent: another process wrote garbage.
     Corrupted {
@@ -267,7 +269,7 @@ impl fmt::Display for Error {
             ),
             Error::NotReady => write!(
                 f,
-                "the queue is not initialised (its creator is still writing it, or died while doing so: unlink and re-create it)"
+                "the queue file was never finished by its creator (it died while creating it, or the file is empty): create the queue again at the same path, which replaces it"
             ),
             Error::Corrupted { what } => write!(f, "the queue's shared memory is corrupted: {what}"),
             Error::NoSpace { needed } => write!(

@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 3;
+pub const LAYOUT_VERSION: u64 = 4;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -72,8 +72,11 @@ pub struct Header {
     pub boot_id: [AtomicU64; 2],
     /// Wall-clock creation time, ms since the Unix epoch.
     pub created_wall_ms: AtomicU64,
-    /// CLOCK_MONOTONIC (ns) that arena times are measured from.
-    pub time_base_ns: AtomicU64,
+    /// The arena clock, `[boot_tag:24][base_ms:40]`: arena time is `(CLOCK_MONOTONIC ms −
+    /// base_ms) mod 2^40 + 1` on the boot whose id folds to `boot_tag`. The first opener on
+    /// another boot rebases it (one CAS) so that arena time goes on from the wall-clock age
+    /// of the arena, never backwards, and makes every in-flight message visible.
+    pub clock: AtomicU64,
     /// Participant registry slots.
     pub participants: AtomicU64,
     /// Maximum number of active groups.
@@ -135,6 +138,11 @@ pub struct Header {
     pub redrive: RedriveControl,
     /// ReceiveRequestAttemptId records (R11): entries (a power of two, or 0: none).
     pub attempt_slots: AtomicU64,
+    /// Release a dead receiver's in-flight messages at once (1, the default) or leave them to
+    /// their visibility timeout (0). Fixed at creation.
+    pub release_on_death: AtomicU64,
+    /// Arena time (ms) of the last liveness check (one checker per period, by CAS).
+    pub liveness: Padded<AtomicU64>,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.

@@ -53,6 +53,59 @@ mod error;
 mod sys;
 mod validate;
 
+#[cfg(all(feature = "failpoints", not(shmfifo_loom)))]
+pub mod failpoint {
+    //! Deterministic kill points for tests (the `failpoints` feature; never in a release build).
+    //!
+    //! Every step of every shared-memory protocol is a crash point (the same points the loom
+    //! models stop a participant at). [`arm`]`(k)` makes the process SIGKILL itself at the
+    //! `k`-th crash point it reaches from then on (0: the next one), so a test can stop a real
+    //! process exactly between two steps and check that the others recover.
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    static LEFT: AtomicU64 = AtomicU64::new(u64::MAX);
+    static PASSED: AtomicU64 = AtomicU64::new(0);
+
+    /// Kill this process at the `k`-th crash point from now on.
+    pub fn arm(k: u64) {
+        // Relaxed: a process-local countdown; tests arm it before the operation they stop.
+        PASSED.store(0, Ordering::Relaxed);
+        LEFT.store(k, Ordering::Relaxed);
+    }
+
+    /// Stop counting (no kill).
+    pub fn disarm() {
+        // Relaxed: as in `arm`.
+        LEFT.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Crash points passed since [`arm`].
+    pub fn passed() -> u64 {
+        // Relaxed: as in `arm`.
+        PASSED.load(Ordering::Relaxed)
+    }
+
+    /// A crash point: counts down, and at zero kills the process.
+    pub(crate) fn hit() {
+        // Relaxed: as in `arm`. `fetch_update` so that concurrent threads take distinct counts.
+        let prev = LEFT.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| match v {
+            u64::MAX => None,
+            0 => Some(0),
+            v => Some(v - 1),
+        });
+        if prev.is_ok() {
+            PASSED.fetch_add(1, Ordering::Relaxed);
+        }
+        if prev == Ok(0) {
+            // SAFETY: raise(3) has no preconditions; SIGKILL ends the process at once.
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+        }
+    }
+}
+
 #[cfg(not(shmfifo_loom))]
 pub use api::*;
 pub use config::*;

@@ -157,8 +157,7 @@ fn garbage_file_is_not_an_arena() {
         Queue::open(tiny.name()),
         Err(Error::NotAnArena { .. })
     ));
-    // Empty or all-zero: possibly a creator still at work, so open waits (~2 s), then reports
-    // the arena as not initialised.
+    // Empty or all-zero: a stale file (creators name an arena only once it is complete).
     let empty = Scratch::file("garbage-empty", b"");
     assert!(matches!(Queue::open(empty.name()), Err(Error::NotReady)));
     let zeros = Scratch::file("garbage-zeros", &vec![0; 64 * 1024]);
@@ -221,9 +220,11 @@ fn other_layout_version_is_mismatch() {
     );
 }
 
-/// ARCHITECTURE §3: the state word is stored last; open waits ~2 s, then `NotReady`.
+/// ARCHITECTURE §3: the state word is stored last, and a creator names the arena only once it is
+/// complete; a file whose state was never set ready is stale: `open` says `NotReady` at once, and
+/// `create` at its path replaces it (issue 6: stale arenas). A live arena is never replaced.
 #[test]
-fn uninitialised_arena_is_not_ready() {
+fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
     let q = queue("readysrc", &small());
     let mut bytes = arena_bytes(&q);
     bytes[0x158..0x160].copy_from_slice(&0u64.to_le_bytes());
@@ -232,10 +233,26 @@ fn uninitialised_arena_is_not_ready() {
     let r = Queue::open(f.name());
     assert!(matches!(r, Err(Error::NotReady)), "{r:?}");
     assert!(
-        t.elapsed() >= Duration::from_millis(1500),
-        "gave up after {:?}",
-        t.elapsed()
+        t.elapsed() < Duration::from_secs(1),
+        "no wait for a creator"
     );
+    let fresh = Queue::create(f.name(), &small()).expect("create replaces a stale arena");
+    send(&fresh, "g", "after");
+    let again = Queue::open(f.name()).expect("the new arena opens");
+    assert_eq!(bodies(&recv(&again, 10)), ["after"]);
+    // Now live: create refuses it.
+    assert!(matches!(
+        Queue::create(f.name(), &small()),
+        Err(Error::QueueNameExists { .. })
+    ));
+    // Empty and all-zero files are stale too.
+    for (tag, content) in [("stale-empty", vec![]), ("stale-zeros", vec![0u8; 8192])] {
+        let s = Scratch::file(tag, &content);
+        assert!(matches!(Queue::open(s.name()), Err(Error::NotReady)));
+        let q = Queue::create(s.name(), &small()).expect("replaces");
+        send(&q, "g", tag);
+        assert_eq!(bodies(&recv(&Queue::open(s.name()).unwrap(), 10)), [tag]);
+    }
 }
 
 /// ARCHITECTURE §3/§6: owner-only permissions by default, configurable.

@@ -112,6 +112,12 @@ typedef struct {
    Set together with `max_receive_count`. Changeable later.
    */
   shmfifo_str dead_letter_queue;
+  /*
+   1 (default): a receiver process that dies has its in-flight messages made visible at
+   once (about 100 ms later, once a receiver is idle) instead of at their visibility
+   timeout; 0: they wait for it. A process that closes the queue keeps them in flight.
+   */
+  uint32_t release_on_death;
 } shmfifo_config;
 
 /*
@@ -427,6 +433,10 @@ typedef struct {
    256 bytes); empty when there is no redrive policy.
    */
   char dead_letter_queue[257];
+  /*
+   Whether a dead receiver's messages are released at once: 0 or 1.
+   */
+  uint32_t release_on_death;
 } shmfifo_queue_attributes;
 
 /*

@@ -354,6 +354,10 @@ pub struct shmfifo_config {
     /// or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
     /// Set together with `max_receive_count`. Changeable later.
     pub dead_letter_queue: shmfifo_str,
+    /// 1 (default): a receiver process that dies has its in-flight messages made visible at
+    /// once (about 100 ms later, once a receiver is idle) instead of at their visibility
+    /// timeout; 0: they wait for it. A process that closes the queue keeps them in flight.
+    pub release_on_death: u32,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -376,6 +380,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         max_in_flight: 120_000,
         max_receive_count: 0,
         dead_letter_queue: shmfifo_str::ABSENT,
+        release_on_death: 1,
     }
 }
 
@@ -411,7 +416,8 @@ unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .content_based_deduplication(c.content_based_deduplication != 0)
         .delay(Duration::from_millis(c.delay_ms))
         .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
-        .max_in_flight(c.max_in_flight);
+        .max_in_flight(c.max_in_flight)
+        .release_on_death(c.release_on_death != 0);
     match (dlq, c.max_receive_count) {
         (None, 0) => {}
         (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),
@@ -1248,6 +1254,8 @@ pub struct shmfifo_queue_attributes {
     /// Redrive policy's dead-letter queue (live): its canonical path, NUL-terminated (at most
     /// 256 bytes); empty when there is no redrive policy.
     pub dead_letter_queue: [c_char; 257],
+    /// Whether a dead receiver's messages are released at once: 0 or 1.
+    pub release_on_death: u32,
 }
 
 /// Reads a queue's settings and counters (a scan of the arena).
@@ -1296,6 +1304,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             retention_expiries: a.retention_expiries,
             max_receive_count: a.redrive_policy.as_ref().map_or(0, |p| p.max_receive_count),
             dead_letter_queue: [0; 257],
+            release_on_death: u32::from(a.release_on_death),
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

@@ -80,14 +80,14 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 3);
+    CHECK(shmfifo_layout_version() == 4);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
     shmfifo_config c = shmfifo_config_default();
     CHECK(c.visibility_timeout_ms == 30000 && c.deduplication == 1 && c.mode == 0600);
     CHECK(c.delay_ms == 0 && c.message_retention_period_ms == 345600000);
-    CHECK(c.max_in_flight == 120000 && c.max_receive_count == 0);
+    CHECK(c.max_in_flight == 120000 && c.max_receive_count == 0 && c.release_on_death == 1);
     CHECK(c.dead_letter_queue.data == NULL && c.dead_letter_queue.len == 0);
     shmfifo_receive_options o = shmfifo_receive_options_default();
     CHECK(o.max_messages == 1 && o.wait_time_ms == -1 && o.attempt_id.data == NULL);
@@ -250,9 +250,9 @@ static void test_errors(const char *dir) {
     snprintf(path, sizeof path, "%s/version", dir);
     write_file(path, hdr, sizeof hdr, 0);
     EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_LAYOUT_VERSION_MISMATCH);
-    hdr[8] = 3;
+    hdr[8] = (unsigned char)shmfifo_layout_version();
     snprintf(path, sizeof path, "%s/notready", dir);
-    write_file(path, hdr, sizeof hdr, 0); /* state word 0: a creator still at work */
+    write_file(path, hdr, sizeof hdr, 0); /* state word 0: a stale, never finished arena */
     EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_NOT_READY);
     memcpy(hdr + 0x158, "READY\0\0\0", 8); /* ready, but hash algorithm 0 */
     snprintf(path, sizeof path, "%s/corrupt", dir);
@@ -425,6 +425,7 @@ static void test_lifecycle(void) {
     c.dead_letter_queue = s(dlq_name);
     c.message_retention_period_ms = 3600000;
     c.max_in_flight = 1000;
+    c.release_on_death = 0;
     EXPECT(shmfifo_queue_create(src_name, &c, &src), SHMFIFO_OK);
     if (!src) return;
 
@@ -434,9 +435,11 @@ static void test_lifecycle(void) {
     CHECK(a.max_receive_count == 1 && strcmp(a.dead_letter_queue, dlq_path) == 0);
     CHECK(a.delay_ms == 0 && a.message_retention_period_ms == 3600000);
     CHECK(a.max_in_flight == 1000 && a.in_flight_count == 0 && a.moved_to_dead_letter == 0);
+    CHECK(a.release_on_death == 0);
     a = attributes(dlq);
     CHECK(a.max_receive_count == 0 && a.dead_letter_queue[0] == 0);
     CHECK(a.message_retention_period_ms == 345600000 && a.max_in_flight == 120000);
+    CHECK(a.release_on_death == 1);
 
     /* Received twice with visibility 0: the second receive moves it to the DLQ (X1). */
     shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();

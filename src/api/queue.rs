@@ -27,8 +27,6 @@ use crate::{sys, validate};
 
 /// Id of the keyed hash used for group ids (SipHash-2-4).
 const HASH_SIPHASH24: u64 = 1;
-/// How long `open` waits for a creator to finish initialising.
-const READY_WAIT: Duration = Duration::from_secs(2);
 /// Spin rounds before a long-polling receiver goes to sleep.
 const SPIN_ROUNDS: u32 = 200;
 
@@ -55,7 +53,8 @@ struct Inner {
     me: u64,
     keys: (u64, u64),
     nonce: u64,
-    base_ns: u64,
+    /// CLOCK_MONOTONIC ms of arena time 0 on this boot (see `Header::clock`).
+    base_ms: u64,
     wait_ms: u64,
     max_message_size: u32,
     created_wall_ms: u64,
@@ -83,7 +82,7 @@ unsafe impl Sync for Inner {}
 impl Env for Inner {
     /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {
-        sys::monotonic_ns().saturating_sub(self.base_ns) / 1_000_000 + 1
+        arena_now(self.base_ms) + 1
     }
     fn wall_ms(&self) -> u64 {
         sys::realtime_ms()
@@ -315,7 +314,12 @@ unsafe fn initialise(
     hdr.boot_id[0].store(boot[0], r);
     hdr.boot_id[1].store(boot[1], r);
     hdr.created_wall_ms.store(sys::realtime_ms(), r);
-    hdr.time_base_ns.store(sys::monotonic_ns(), r);
+    hdr.clock.store(
+        clock_word(boot_tag(boot), sys::monotonic_ns() / 1_000_000),
+        r,
+    );
+    hdr.release_on_death
+        .store(u64::from(cfg.release_on_death), r);
     hdr.participants.store(u64::from(g.participants), r);
     hdr.max_groups.store(u64::from(g.max_groups), r);
     hdr.group_slots.store(u64::from(g.group_slots), r);
@@ -365,6 +369,25 @@ unsafe fn initialise(
     Ok(())
 }
 
+/// Mask of the arena clock's base (ms) and of arena times derived from it.
+const CLOCK_MASK: u64 = (1 << 40) - 1;
+
+/// The 24-bit tag of a boot id kept in the clock word.
+fn boot_tag(b: [u64; 2]) -> u64 {
+    let x = b[0] ^ b[1];
+    (x ^ (x >> 24) ^ (x >> 48)) & 0xFF_FFFF
+}
+
+/// The clock word `[boot_tag:24][base_ms:40]`.
+fn clock_word(tag: u64, base_ms: u64) -> u64 {
+    (tag << 40) | (base_ms & CLOCK_MASK)
+}
+
+/// Arena time (ms, from 1) on this boot for a clock base.
+fn arena_now(base_ms: u64) -> u64 {
+    (sys::monotonic_ns() / 1_000_000).wrapping_sub(base_ms) & CLOCK_MASK
+}
+
 impl Queue {
     /// Creates the queue `name` under `/dev/shm` (exclusively, mode from the config).
     pub fn create(name: &str, cfg: &QueueConfig) -> Result<Queue> {
@@ -394,21 +417,120 @@ impl Queue {
             setting: "size_classes",
             reason: "too large".into(),
         })?;
-        let file = sys::create_file(path, cfg.mode, total).map_err(|e| match e.raw_os_error() {
-            Some(libc::EEXIST) => Error::QueueNameExists {
-                path: path.to_owned(),
-            },
+        let no_space = |e: io::Error, dir: &Path| match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             Some(libc::ENOENT) => Error::QueueDoesNotExist {
-                path: path.to_owned(),
+                path: dir.to_owned(),
             },
             _ => Error::Io(e),
-        })?;
-        let r = Self::init_and_attach(file, cfg, &g, total, Some(path.to_owned()), dlq);
+        };
+        // The arena is made complete in an unnamed file (or, where the file system has none, a
+        // hidden temporary name) and only then named `path`: a creator that dies half-way
+        // leaves nothing at `path`, and `open` never meets a half-made arena of ours.
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let (file, tmp) = match sys::create_unnamed(dir, cfg.mode, total) {
+            Ok(Some(f)) => (f, None),
+            Ok(None) => {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let tmp = dir.join(format!(
+                    ".{name}.{}.{:x}.shmfifo-tmp",
+                    sys::pid(),
+                    sys::random_u64().unwrap_or(0)
+                ));
+                let f = sys::create_file(&tmp, cfg.mode, total).map_err(|e| no_space(e, dir))?;
+                (f, Some(tmp))
+            }
+            Err(e) => return Err(no_space(e, dir)),
+        };
+        let made = Self::initialise_file(&file, cfg, &g, total, dlq.as_ref())
+            .and_then(|()| Self::place(&file, tmp.as_deref(), path));
+        if let Some(t) = &tmp {
+            let _ = std::fs::remove_file(t);
+        }
+        made?;
+        drop(dlq);
+        let r = Self::attach(file, Some(path.to_owned()));
         if r.is_err() {
             let _ = std::fs::remove_file(path);
         }
         r
+    }
+
+    /// Names the complete arena `file` (unnamed, or named `tmp`) `path`, replacing a stale
+    /// arena found there (one its creator never finished), never a live one.
+    fn place(file: &File, tmp: Option<&Path>, path: &Path) -> Result<()> {
+        for _ in 0..64 {
+            let linked = match tmp {
+                None => sys::link_unnamed(file, path),
+                Some(t) => std::fs::hard_link(t, path),
+            };
+            match linked {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    if !Self::remove_stale(path)? {
+                        return Err(Error::QueueNameExists {
+                            path: path.to_owned(),
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(match e.raw_os_error() {
+                        Some(libc::ENOENT) => Error::QueueDoesNotExist {
+                            path: path.to_owned(),
+                        },
+                        _ => Error::Io(e),
+                    })
+                }
+            }
+        }
+        Err(Error::QueueNameExists {
+            path: path.to_owned(),
+        })
+    }
+
+    /// If `path` names a stale arena (empty, all zeros where a header should be, or a header of
+    /// this layout whose state was never set ready), removes it and returns `true` (also when
+    /// it is gone already, or another creator is replacing it: try again); `false` if it is
+    /// anything else.
+    fn remove_stale(path: &Path) -> Result<bool> {
+        let f = match sys::open_file(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(Error::Io(e)),
+        };
+        if !Self::is_stale(&f)? {
+            return Ok(false);
+        }
+        // One replacer at a time, and only of this very file: another may have put a fresh
+        // arena at `path` since we opened it.
+        if !sys::try_lock_replace(&f)? {
+            std::thread::sleep(Duration::from_millis(1));
+            return Ok(true);
+        }
+        if sys::same_file(&f, path) && Self::is_stale(&f)? {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether an arena file is stale: see [`Queue::remove_stale`].
+    fn is_stale(f: &File) -> Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let mut head = vec![0u8; 0x160];
+        let n = f.read_at(&mut head, 0)?;
+        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or([0; 8]));
+        Ok(head[..n].iter().all(|&b| b == 0)
+            || (n == head.len()
+                && word(0) == MAGIC
+                && word(8) == LAYOUT_VERSION
+                && word(0x158) == STATE_INITIALISING))
     }
 
     /// Creates an anonymous queue (a memfd). Children get it through [`Queue::inheritable_fd`]
@@ -439,18 +561,30 @@ impl Queue {
         path: Option<PathBuf>,
         dlq: Option<(PathBuf, Queue)>,
     ) -> Result<Queue> {
-        let map = sys::map(&file, total)?;
-        let redrive = match (&cfg.redrive_policy, &dlq) {
+        Self::initialise_file(&file, cfg, g, total, dlq.as_ref())?;
+        drop(dlq);
+        Self::attach(file, path)
+    }
+
+    /// Writes a new arena into the fresh, zero-filled `file` of `total` bytes.
+    fn initialise_file(
+        file: &File,
+        cfg: &QueueConfig,
+        g: &crate::layout::Geometry,
+        total: u64,
+        dlq: Option<&(PathBuf, Queue)>,
+    ) -> Result<()> {
+        let map = sys::map(file, total)?;
+        let redrive = match (&cfg.redrive_policy, dlq) {
             (Some(p), Some((path, _))) => {
                 Some((p.max_receive_count, path.as_os_str().as_encoded_bytes()))
             }
             _ => None,
         };
         // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named to
-        // anyone but by a file nobody can have opened validly before `state` is READY.
+        // anyone (an unnamed or hidden file, or a memfd not yet handed out).
         unsafe { initialise(map.as_mut_ptr(), cfg, g, total, redrive)? };
-        drop(map);
-        Self::attach(file, path)
+        Ok(())
     }
 
     /// Opens the queue at `path`, validating its header.
@@ -494,31 +628,27 @@ impl Queue {
 
     fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<anonymous>"));
-        // A creator sizes the file, then writes the header, magic first and the state word
-        // last: an empty or all-zero beginning may be a creator still at work, so wait for it.
-        let start = Instant::now();
-        let len = loop {
+        // Creators name an arena only once it is complete (see `create_at`): an empty or
+        // all-zero beginning is a stale file, never a creator still at work.
+        let len = {
             use std::os::unix::fs::FileExt;
             let len = file.metadata()?.len();
             let mut m = [0u8; 8];
             let n = file.read_at(&mut m, 0)?;
             let magic = u64::from_le_bytes(m);
-            if n == 8 && magic == MAGIC {
-                if len < PAGE {
-                    return Err(Error::Truncated {
-                        expected: PAGE,
-                        found: len,
-                    });
-                }
-                break len;
-            }
-            if m[..n].iter().any(|&b| b != 0) {
-                return Err(Error::NotAnArena { path: shown });
-            }
-            if start.elapsed() >= READY_WAIT {
+            if m[..n].iter().all(|&b| b == 0) {
                 return Err(Error::NotReady);
             }
-            std::thread::sleep(Duration::from_millis(1));
+            if n < 8 || magic != MAGIC {
+                return Err(Error::NotAnArena { path: shown });
+            }
+            if len < PAGE {
+                return Err(Error::Truncated {
+                    expected: PAGE,
+                    found: len,
+                });
+            }
+            len
         };
         let map = sys::map(&file, len)?;
         let base = map.as_mut_ptr();
@@ -536,20 +666,14 @@ impl Queue {
                 expected: LAYOUT_VERSION,
             });
         }
-        let start = Instant::now();
-        loop {
-            // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
-            match hdr.state.load(Ordering::Acquire) {
-                STATE_READY => break,
-                STATE_INITIALISING if start.elapsed() < READY_WAIT => {
-                    std::thread::sleep(Duration::from_millis(1))
-                }
-                STATE_INITIALISING => return Err(Error::NotReady),
-                _ => {
-                    return Err(Error::Corrupted {
-                        what: "unknown arena state word",
-                    })
-                }
+        // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
+        match hdr.state.load(Ordering::Acquire) {
+            STATE_READY => {}
+            STATE_INITIALISING => return Err(Error::NotReady),
+            _ => {
+                return Err(Error::Corrupted {
+                    what: "unknown arena state word",
+                })
             }
         }
         let corrupt = |what| Err(Error::Corrupted { what });
@@ -696,6 +820,40 @@ impl Queue {
             dedup_key_words: dedup_key_words as usize,
             attempts,
         };
+        // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
+        // opener on a new boot rebases it (see `Header::clock`).
+        let boot = sys::boot_id();
+        let tag = boot_tag(boot);
+        let mut rebased = false;
+        let base_ms = loop {
+            // Acquire: pairs with a rebaser's AcqRel CAS (and the creator's publication).
+            let c = hdr.clock.load(Ordering::Acquire);
+            if c >> 40 == tag {
+                break c & CLOCK_MASK;
+            }
+            // Made on another boot, so every process of that boot is gone. Arena time goes on
+            // from the arena's wall-clock age, never below its last sweep or liveness check.
+            let age = sys::realtime_ms().saturating_sub(hdr.created_wall_ms.load(r));
+            let floor = hdr.last_sweep.0.load(r).max(hdr.liveness.0.load(r)) + 1;
+            let t = age.max(floor).min(CLOCK_MASK / 2);
+            let base = (sys::monotonic_ns() / 1_000_000).wrapping_sub(t) & CLOCK_MASK;
+            // AcqRel: one rebaser per boot; a loser reloads the winner's word.
+            if hdr
+                .clock
+                .compare_exchange(
+                    c,
+                    clock_word(tag, base),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                hdr.boot_id[0].store(boot[0], r);
+                hdr.boot_id[1].store(boot[1], r);
+                rebased = true;
+                break base;
+            }
+        };
         // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
         // The liveness lock lives on a private open file description (CLOEXEC, never handed
         // out): a descriptor shared with a child (dup, fork) must not keep us "alive".
@@ -704,12 +862,28 @@ impl Queue {
             sys::reopen_fd(file.as_raw_fd())?
         };
         let mut reg = None;
-        for i in 0..g.participants {
-            if sys::try_lock_participant(&lock_file, i)? {
+        let mut prev_dead = None;
+        // First pass: slots closed cleanly or repaired (FREE). A slot still registered to a
+        // dead process is left to recovery (below, or by anyone), which releases what that
+        // process held before it frees the slot; only when every slot is such a one does the
+        // second pass take it over, releasing the dead holder's messages itself.
+        'passes: for pass in 0..2 {
+            for i in 0..g.participants {
+                if !sys::try_lock_participant(&lock_file, i)? {
+                    continue;
+                }
                 let p = &parts[i as usize];
                 // Acquire/Release: our registration happens after the previous holder's last
                 // writes, and before any claim tagged with the new generation is seen.
                 let st = p.state.load(Ordering::Acquire);
+                if pstate::status(st) == pstate::ALIVE {
+                    if pass == 0 {
+                        sys::unlock_participant(&lock_file, i);
+                        continue;
+                    }
+                    // Registered and unlocked: its holder died, unnoticed so far.
+                    prev_dead = Some((i, pstate::gen(st)));
+                }
                 let gen = pstate::gen(st).wrapping_add(1).max(1);
                 p.state
                     .store(pstate::pack(gen, pstate::ALIVE), Ordering::Release);
@@ -719,7 +893,7 @@ impl Queue {
                     hdr.wake.0.waiters.fetch_sub(stale as u32, Ordering::AcqRel);
                 }
                 reg = Some((i, gen));
-                break;
+                break 'passes;
             }
         }
         let Some((index, gen)) = reg else {
@@ -730,7 +904,7 @@ impl Queue {
         let inner = Inner {
             keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
             nonce: hdr.nonce.load(r),
-            base_ns: hdr.time_base_ns.load(r),
+            base_ms,
             wait_ms,
             max_message_size: max_message_size as u32,
             created_wall_ms: hdr.created_wall_ms.load(r),
@@ -757,7 +931,16 @@ impl Queue {
         let q = Queue {
             inner: Arc::new(inner),
         };
-        // Repair what dead participants left behind (half-made sends, claims, lost hints).
+        let inner = &*q.inner;
+        let a = q.arena();
+        if rebased {
+            // After a reboot no receiver of the old boot holds anything.
+            ops::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
+        } else if let (Some(dead), true) = (prev_dead, ops::release_on_death(&a)) {
+            ops::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
+        }
+        // Repair what dead participants left behind (half-made sends, held messages, claims,
+        // lost hints).
         q.recover()?;
         Ok(q)
     }
@@ -1154,7 +1337,13 @@ impl Queue {
                 } else {
                     t = t.min(1);
                 }
-                t = t.clamp(1, ops::SWEEP_PERIOD_MS);
+                // Wake for the liveness check too: a dead receiver's messages are due back.
+                let cap = if ops::release_on_death(&self.arena()) {
+                    ops::LIVENESS_PERIOD_MS
+                } else {
+                    ops::SWEEP_PERIOD_MS
+                };
+                t = t.clamp(1, cap);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
             }
             ops::end_wait(&self.arena(), inner.index as usize);
@@ -1716,6 +1905,7 @@ impl Queue {
             ),
             redrive_policy: self.redrive_policy().ok().flatten(),
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
+            release_on_death: ops::release_on_death(&self.arena()),
             in_flight_count: ops::in_flight(&self.arena()),
             in_flight_limit_hits: inner.view.hdr.census.0.limit_hits.load(Ordering::Relaxed),
             moved_to_dead_letter: inner
@@ -1822,7 +2012,8 @@ fn fill(
     m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
     // The enqueue's arena time on the creation's wall clock: stable across receives (M3),
     // immune to wall-clock steps after creation, within 1 ms of the wall clock otherwise.
-    m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r));
+    // Arena time 1 is the creation instant (see `now_ms`).
+    m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r).saturating_sub(1));
     m.first_receive_timestamp = h.first_recv_ms.load(r);
     m.receive_count = t.receive_count;
     let mut a = &p[dedup_len..dedup_len + attr_len];

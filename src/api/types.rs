@@ -325,6 +325,8 @@ pub struct QueueAttributes {
     pub moved_to_dead_letter: u64,
     /// Messages removed by retention over the queue's life (T1; counted when reclaimed).
     pub retention_expiries: u64,
+    /// Whether a dead receiver's in-flight messages are released at once (a creation setting).
+    pub release_on_death: bool,
     /// `ReceiveMessageWaitTimeSeconds`.
     pub receive_message_wait_time: Duration,
     /// `MaximumMessageSize`.

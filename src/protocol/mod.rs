@@ -46,6 +46,10 @@
 /// Stops the calling participant here when a loom model armed a crash for this step: the
 /// function returns `Fault::Crashed` and the model thread stops forever, leaving the shared
 /// state exactly as at this instruction. Compiled to nothing outside loom.
+///
+/// With the `failpoints` feature (tests only), the same points kill the calling process with
+/// SIGKILL when [`crate::failpoint::arm`] counted down to them: a real process stops at exactly
+/// that instruction boundary, and the multi-process tests show that the others recover.
 macro_rules! crash_point {
     () => {
         #[cfg(shmfifo_loom)]
@@ -54,6 +58,8 @@ macro_rules! crash_point {
                 return Err($crate::protocol::Fault::Crashed);
             }
         }
+        #[cfg(all(feature = "failpoints", not(shmfifo_loom)))]
+        $crate::failpoint::hit();
     };
     ($ret:expr) => {
         #[cfg(shmfifo_loom)]
@@ -62,6 +68,8 @@ macro_rules! crash_point {
                 return $ret;
             }
         }
+        #[cfg(all(feature = "failpoints", not(shmfifo_loom)))]
+        $crate::failpoint::hit();
     };
 }
 
@@ -255,6 +263,36 @@ pub mod vis {
     /// The next epoch.
     pub fn next(epoch: u32) -> u32 {
         epoch.wrapping_add(1) & EPOCH_MASK
+    }
+}
+
+/// The `recv_ms` word of a published message: `[holder:16][gen:8][ms:40]`, who received it
+/// last and when. `holder` is the receiving participant's index + 1 (0: nobody) and `gen` the
+/// low 8 bits of its registration generation; `ms` is the arena time of the receive (H6 caps a
+/// visibility change 12 hours after it). A dead holder's messages are released at once
+/// ([`ops::release_held`]). While a producer holds the slot (`vis` claimed) the word is its
+/// dedup back-pointer instead (see `dedup`).
+pub mod recv {
+    use super::owner;
+
+    /// Mask of the time field.
+    pub const MS_MASK: u64 = (1 << 40) - 1;
+
+    /// The word for a receive by owner code `me` at arena time `now`.
+    pub fn pack(me: u64, now: u64) -> u64 {
+        let (index, gen) = owner::decode(me);
+        (u64::from(index.wrapping_add(1) & 0xFFFF) << 48)
+            | (u64::from(gen & 0xFF) << 40)
+            | (now & MS_MASK)
+    }
+    /// The arena time of the receive.
+    pub fn ms(w: u64) -> u64 {
+        w & MS_MASK
+    }
+    /// `(participant index, low 8 bits of its generation)` of the holder, if any.
+    pub fn holder(w: u64) -> Option<(u32, u32)> {
+        let h = (w >> 48) as u32;
+        (h != 0).then(|| (h - 1, ((w >> 40) & 0xFF) as u32))
     }
 }
 

@@ -623,7 +623,13 @@ pub fn receive(
         let popped = r.pop();
         crash_point!();
         let Some(g) = popped else {
-            if swept || !maybe_sweep(a, env, me).unwrap_or(false) {
+            if swept {
+                break;
+            }
+            // Idle: release dead receivers' messages (at most once per liveness period), then
+            // sweep if a deadline passed. Either may have hinted groups: look once more.
+            let released = release_on_death(a) && maybe_check_liveness(a, env, me).unwrap_or(false);
+            if !maybe_sweep(a, env, me).unwrap_or(false) && !released {
                 break;
             }
             swept = true;
@@ -754,6 +760,18 @@ pub fn replay(
         };
         let epoch = vis::epoch(w);
         let new = vis::pack(epoch, vis::published(deadline));
+        // We hold the message now (its first holder died or gave up): record us as holder, at
+        // the original receive time (H6's cap). Relaxed, before the CAS that publishes it, so a
+        // releaser that reads the new `vis` (Acquire) reads us, not the dead holder. If the CAS
+        // fails, the message was deleted, released or changed meanwhile: naming us as holder
+        // then costs at most an early release should we die.
+        let rw = m.recv_ms.load(Ordering::Relaxed);
+        if unchanged(m, r, w) {
+            m.recv_ms.store(
+                super::recv::pack(me, super::recv::ms(rw)),
+                Ordering::Relaxed,
+            );
+        }
         // AcqRel: as a visibility change (Acquire orders the payload reads below after the
         // producer's writes; Release publishes the new deadline).
         let ok = unchanged(m, r, w)
@@ -938,7 +956,8 @@ fn take(
                 // Relaxed, before the CAS that publishes it: `change_visibility` reads it after
                 // an Acquire load of `vis`. Nobody else can take this visible message: we hold
                 // the group claim.
-                m.recv_ms.store(now, Ordering::Relaxed);
+                m.recv_ms
+                    .store(super::recv::pack(me, now), Ordering::Relaxed);
                 // AcqRel: Acquire orders our payload reads after the producer's writes;
                 // Release publishes the new deadline to deleters and other receivers.
                 if m.vis
@@ -1381,7 +1400,7 @@ pub fn change_visibility(
         let w = current(a, env, m, h)?;
         let now = env.now_ms();
         // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
-        let recv = m.recv_ms.load(Ordering::Relaxed);
+        let recv = super::recv::ms(m.recv_ms.load(Ordering::Relaxed));
         // Never 0 (that means "never received").
         let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?.max(1);
         if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
@@ -1706,31 +1725,158 @@ pub fn counts(a: &Arena<'_>, env: &dyn Env) -> Counts {
 /// What [`recover`] repaired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recovered {
-    /// Dead participants whose waiting count was removed.
+    /// Participants found dead while registered (liveness lock gone, never closed).
     pub dead_participants: u64,
     /// Messages of dead producers published (their link CAS had committed them).
     pub published: u64,
     /// Half-made messages of dead producers freed (never published).
     pub freed: u64,
+    /// In-flight messages of dead receivers made visible at once (`release_on_death`).
+    pub released: u64,
 }
 
-/// Repairs what dead participants left: their waiter counts, their half-made sends, and (through
-/// a sweep) their claims, inserts and lost hints.
+/// Period of the liveness check that idle receivers run (ms): a dead receiver's messages are
+/// released about this long after its death, once some receiver is idle.
+pub const LIVENESS_PERIOD_MS: u64 = 100;
+
+/// Participants that died while registered: status `ALIVE` and no liveness lock (a clean close
+/// stores `FREE` before unlocking, and a registrant locks before it stores `ALIVE`), as
+/// `(index, generation)`.
+pub fn dead_participants(a: &Arena<'_>, env: &dyn Env, me: u64) -> Vec<(u32, u32)> {
+    let mut dead = Vec::new();
+    for (i, p) in a.parts.iter().enumerate() {
+        // Acquire: pairs with the registration's Release store.
+        let st = p.state.load(Ordering::Acquire);
+        if super::pstate::status(st) != super::pstate::ALIVE {
+            continue;
+        }
+        let gen = super::pstate::gen(st);
+        if owner::code(i as u32, gen) == me || env.participant_alive(i as u32) {
+            continue;
+        }
+        dead.push((i as u32, gen));
+    }
+    dead
+}
+
+/// Whether dead receivers' messages are released at once (a creation setting).
+pub fn release_on_death(a: &Arena<'_>) -> bool {
+    // Relaxed: written before the arena was published (SYNC POINT(arena-ready)).
+    a.hdr.release_on_death.load(Ordering::Relaxed) != 0
+}
+
+/// Releases the in-flight messages of dead receivers at once instead of at their visibility
+/// deadline: each published message in flight whose `recv_ms` names one of `dead` (index and
+/// the low 8 bits of the generation) becomes visible, keeping its epoch (its receipt handle
+/// stays valid until it is received again, as after an expiry), and its group is hinted.
+/// Returns how many were released.
+pub fn release_held(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<u64> {
+    if dead.is_empty() {
+        return Ok(0);
+    }
+    release_where(a, env, me, &|r| {
+        super::recv::holder(r)
+            .is_some_and(|(hi, hg)| dead.iter().any(|&(di, dg)| di == hi && dg & 0xFF == hg))
+    })
+}
+
+/// Makes visible every in-flight message whose `recv_ms` word satisfies `pick` (see
+/// [`release_held`]); `|_| true` releases them all (after a reboot every holder is gone).
+pub fn release_where(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    pick: &dyn Fn(u64) -> bool,
+) -> PResult<u64> {
+    // A deadline that passes during the scan is released at `now` all the same: visible either way.
+    let now = env.now_ms().max(1);
+    let mut n = 0;
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for h in cl.headers {
+            // Acquire: pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
+            // before that CAS) is visible below: the holder we read is at least as new as `w`.
+            let w = h.vis.load(Ordering::Acquire);
+            let vis::State::Published(d) = vis::state(w) else {
+                continue;
+            };
+            if d <= now {
+                continue;
+            }
+            // Relaxed: ordered by the Acquire load above.
+            if !pick(h.recv_ms.load(Ordering::Relaxed)) {
+                continue;
+            }
+            crash_point!();
+            // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
+            // visibility change). A failed CAS: deleted, changed or released meanwhile.
+            if h.vis
+                .compare_exchange(
+                    w,
+                    vis::pack(vis::epoch(w), vis::published(now)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            n += 1;
+            crash_point!();
+            // Relaxed: stable while the message is published.
+            let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
+            if let Ok(e) = a.group(g) {
+                // A corrupted group is left to the sweep: the scan goes on.
+                if matches!(status(a, env, e), Ok(Status::Deliverable | Status::Expired))
+                    && hint(a, env, me, g).unwrap_or(false)
+                {
+                    notify(a, env);
+                }
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Runs [`recover`] if the liveness period has passed and some registered participant has died
+/// (one checker per period, by CAS on `Header::liveness`). Called by idle receivers, so that a
+/// dead receiver's messages come back within about [`LIVENESS_PERIOD_MS`]. Returns whether it
+/// repaired anything.
+pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
+    let now = env.now_ms();
+    // Relaxed: the CAS below decides who checks; a stale value only delays or repeats a check.
+    let last = a.hdr.liveness.0.load(Ordering::Relaxed);
+    if now < last.saturating_add(LIVENESS_PERIOD_MS) && last <= now {
+        return Ok(false);
+    }
+    // Relaxed: the word orders nothing; the participant and slot loads carry their own.
+    if a.hdr
+        .liveness
+        .0
+        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return Ok(false);
+    }
+    if dead_participants(a, env, me).is_empty() {
+        return Ok(false);
+    }
+    let r = recover(a, env, me)?;
+    Ok(r != Recovered::default())
+}
+
+/// Repairs what dead participants left: their waiter counts, their half-made sends, their
+/// in-flight messages (released at once with `release_on_death`), and (through a sweep) their
+/// claims, inserts and lost hints. Then marks each dead registration `FREE`, so that later
+/// checks skip it.
 pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
     let mut r = Recovered::default();
-    for (i, p) in a.parts.iter().enumerate() {
-        // Acquire: pairs with the registration CAS.
-        let st = p.state.load(Ordering::Acquire);
-        if super::pstate::status(st) == super::pstate::ALIVE
-            && owner::code(i as u32, super::pstate::gen(st)) != me
-            && a.owner_dead(env, owner::code(i as u32, super::pstate::gen(st)))
-        {
-            // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
-            let w = p.waiting.swap(0, Ordering::AcqRel);
-            if w > 0 {
-                a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
-                r.dead_participants += 1;
-            }
+    let dead = dead_participants(a, env, me);
+    for &(i, _) in &dead {
+        r.dead_participants += 1;
+        // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
+        let w = a.parts[i as usize].waiting.swap(0, Ordering::AcqRel);
+        if w > 0 {
+            a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
         }
     }
     for cl in a.classes.iter().take(a.nclasses).flatten() {
@@ -1752,7 +1898,20 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
             }
         }
     }
+    if release_on_death(a) {
+        r.released = release_held(a, env, me, &dead)?;
+    }
     sweep(a, env, me)?;
+    for &(i, gen) in &dead {
+        // Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
+        // another recoverer did it, or a new registrant took the slot (its own generation).
+        let _ = a.parts[i as usize].state.compare_exchange(
+            super::pstate::pack(gen, super::pstate::ALIVE),
+            super::pstate::pack(gen, super::pstate::FREE),
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
+    }
     Ok(r)
 }
 

@@ -29,6 +29,60 @@ pub fn create_file(path: &Path, mode: u32, size: u64) -> io::Result<File> {
     Ok(file)
 }
 
+/// Creates an unnamed file (`O_TMPFILE`) in `dir` with `mode`, reserving `size` bytes, to be
+/// named by [`link_unnamed`] once complete: a creator that dies first leaves nothing behind.
+/// `Ok(None)` where the file system has no unnamed files.
+pub fn create_unnamed(dir: &Path, mode: u32, size: u64) -> io::Result<Option<File>> {
+    use rustix::fs::{Mode, OFlags};
+    let fd = match rustix::fs::open(
+        dir,
+        OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    ) {
+        Ok(fd) => fd,
+        Err(e)
+            if e == rustix::io::Errno::OPNOTSUPP
+                || e == rustix::io::Errno::ISDIR
+                || e == rustix::io::Errno::INVAL =>
+        {
+            return Ok(None)
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // fchmod: the umask may have removed bits the caller asked for.
+    rustix::fs::fchmod(&fd, Mode::from_raw_mode(mode))?;
+    let file = File::from(fd);
+    reserve(&file, size)?;
+    Ok(Some(file))
+}
+
+/// Names an unnamed file `path`; fails with `EEXIST` rather than replace anything.
+pub fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
+    let src = format!("/proc/self/fd/{}", file.as_raw_fd());
+    rustix::fs::linkat(
+        rustix::fs::CWD,
+        src.as_str(),
+        rustix::fs::CWD,
+        path,
+        rustix::fs::AtFlags::SYMLINK_FOLLOW,
+    )?;
+    Ok(())
+}
+
+/// Whether `path` names the same file as the open `file`.
+pub fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Takes the lock that serialises replacing a stale arena file, without waiting.
+pub fn try_lock_replace(file: &File) -> io::Result<bool> {
+    try_lock_at(file, LOCK_BASE - 1)
+}
+
 /// Reserves `size` bytes so that a full file system is an error now, not SIGBUS later.
 pub fn reserve(file: &File, size: u64) -> io::Result<()> {
     file.set_len(size)?;
@@ -72,11 +126,15 @@ pub fn map(file: &File, len: u64) -> io::Result<memmap2::MmapRaw> {
 }
 
 fn flock(kind: i32, index: u32) -> libc::flock {
+    flock_at(kind, LOCK_BASE + i64::from(index))
+}
+
+fn flock_at(kind: i32, at: i64) -> libc::flock {
     // SAFETY: `flock` is plain old data; all-zero is a valid value.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind as libc::c_short;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = LOCK_BASE + i64::from(index);
+    fl.l_start = at;
     fl.l_len = 1;
     fl
 }
@@ -85,7 +143,11 @@ fn flock(kind: i32, index: u32) -> libc::flock {
 /// Returns `false` if another open file description holds it. The kernel releases it when the
 /// last descriptor of this open file description closes, in particular when the process dies.
 pub fn try_lock_participant(file: &File, index: u32) -> io::Result<bool> {
-    let fl = flock(libc::F_WRLCK, index);
+    try_lock_at(file, LOCK_BASE + i64::from(index))
+}
+
+fn try_lock_at(file: &File, at: i64) -> io::Result<bool> {
+    let fl = flock_at(libc::F_WRLCK, at);
     // SAFETY: F_OFD_SETLK reads a valid `flock`; the descriptor is open for this call.
     let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
     if r == 0 {

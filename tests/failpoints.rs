@@ -1,0 +1,484 @@
+//! Issue 6, deterministic kill points: for each queue operation, a real process is SIGKILLed at
+//! each step of it in turn (the `failpoints` feature turns every protocol crash point, the ones
+//! the loom models stop a participant at, into a countdown that ends in `raise(SIGKILL)`), and
+//! the survivors check that the queue recovers: nothing acknowledged lost, nothing duplicated,
+//! per-group order kept, nothing left in flight or leaked, settings never torn.
+//!
+//! Run with `cargo test --features failpoints --test failpoints` (the README's test command
+//! does). The binary is its own child: `SHMFIFO_FP_CHILD="op queue k"` runs one operation
+//! armed to die at its `k`-th crash point. For each operation `k` goes 0, 1, 2 … until the
+//! child completes, so every step is a kill point once.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::time::Duration;
+
+use shmfifo::{failpoint, Error, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage};
+
+/// The queue every case uses: small, deduplicating, with a long visibility timeout (so only a
+/// release or an explicit change makes a message visible again within the test).
+fn config() -> QueueConfig {
+    QueueConfig::new()
+        .max_messages(64)
+        .max_groups(16)
+        .maximum_message_size(1024)
+        .dedup_entries(512)
+        .visibility_timeout(Duration::from_secs(600))
+}
+
+/// The child side: open, arm, run one operation, report what was acknowledged on stdout.
+fn child(spec: &str) {
+    let f: Vec<&str> = spec.split(' ').collect();
+    let (op, name, k) = (f[0], f[1], f[2].parse::<u64>().unwrap());
+    if op == "release" {
+        // Opening repairs what dead participants left (here: releases a dead holder's
+        // messages), so the kill points of the release are those of the open.
+        failpoint::arm(k);
+    }
+    let q = Queue::open(name).expect("child open");
+    let long = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600));
+    let say = |s: String| {
+        use std::io::Write;
+        let mut o = std::io::stdout().lock();
+        writeln!(o, "{s}").unwrap();
+        o.flush().unwrap();
+    };
+    match op {
+        "send" | "send-new-group" => {
+            let g = if op == "send" { "g" } else { "h" };
+            failpoint::arm(k);
+            let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
+            failpoint::disarm();
+            say(format!("ACK {}", r.message_id));
+        }
+        "receive-delete" => {
+            failpoint::arm(k);
+            let got = q.receive(&long).unwrap();
+            for m in &got {
+                say(format!("RECV {}", m.body));
+            }
+            for m in &got {
+                q.delete(&m.receipt_handle).unwrap();
+                say(format!("DEL {}", m.body));
+            }
+        }
+        "change-visibility" => {
+            let got = q.receive(&long).unwrap();
+            failpoint::arm(k);
+            q.change_visibility(&got[0].receipt_handle, Duration::ZERO)
+                .unwrap();
+        }
+        "purge" => {
+            failpoint::arm(k);
+            q.purge().unwrap();
+        }
+        "dead-letter-move" => {
+            failpoint::arm(k);
+            let got = q.receive(&long).unwrap();
+            assert!(got.is_empty(), "moved, never delivered a 2nd time");
+        }
+        "attempt-receive" => {
+            failpoint::arm(k);
+            let got = q.receive_with_attempt_id(&long, "t1").unwrap();
+            for m in &got {
+                say(format!("RECV {}", m.body));
+            }
+        }
+        "hold" => {
+            let got = q.receive(&long).unwrap();
+            say(format!("HELD {}", got.len()));
+            // SAFETY: raise(3) has no preconditions; the process dies holding its messages.
+            unsafe {
+                libc::raise(libc::SIGKILL);
+            }
+        }
+        "release" => {
+            q.recover().unwrap();
+        }
+        "set-redrive-policy" => {
+            failpoint::arm(k);
+            q.set_attribute("RedrivePolicy", &policy_json(f[3], 3))
+                .unwrap();
+        }
+        _ => panic!("unknown op {op}"),
+    }
+    failpoint::disarm();
+    say("DONE".into());
+}
+
+fn policy_json(dlq: &str, n: u32) -> String {
+    format!(r#"{{"deadLetterTargetArn":"{dlq}","maxReceiveCount":{n}}}"#)
+}
+
+/// What a child did: killed at its kill point or completed, and its report lines.
+struct Outcome {
+    killed: bool,
+    lines: Vec<String>,
+}
+
+impl Outcome {
+    fn with(&self, prefix: &str) -> Vec<String> {
+        self.lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+            .collect()
+    }
+}
+
+fn run_child(op: &str, name: &str, k: u64, extra: &str) -> Outcome {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} {extra}"))
+        .output()
+        .expect("spawn child");
+    let killed = out.status.signal() == Some(libc::SIGKILL);
+    assert!(
+        killed || out.status.success(),
+        "{op} k={k}: child failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(
+        !killed,
+        lines.iter().any(|l| l == "DONE"),
+        "{op} k={k}: completed exactly when not killed"
+    );
+    Outcome { killed, lines }
+}
+
+/// Receives and deletes everything visible (after a recovery, which releases what dead
+/// receivers held), returning bodies in delivery order; checks per-group order by the
+/// sequence numbers.
+fn drain(q: &Queue) -> Vec<String> {
+    q.recover().unwrap();
+    let mut out = Vec::new();
+    let mut empty = 0;
+    while empty < 2 {
+        let got = q
+            .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600)))
+            .unwrap();
+        if got.is_empty() {
+            empty += 1;
+            q.recover().unwrap();
+            continue;
+        }
+        for m in got {
+            q.delete(&m.receipt_handle).unwrap();
+            out.push(m.body);
+        }
+    }
+    out
+}
+
+/// Messages of one small size that fit before the size class is full.
+fn capacity(q: &Queue) -> usize {
+    let mut n = 0;
+    loop {
+        match q.send(&SendMessage::new("cap", "c").dedup_id(&format!("cap-{n}"))) {
+            Ok(_) => n += 1,
+            Err(Error::SizeClassFull { .. }) => break,
+            Err(e) => panic!("capacity: {e}"),
+        }
+    }
+    assert_eq!(drain(q).len(), n);
+    n
+}
+
+/// After a case: nothing visible, in flight or delayed, and no slot leaked.
+fn assert_clean(q: &Queue, full: usize, what: &str) {
+    let a = q.attributes();
+    assert_eq!(
+        (
+            a.approximate_number_of_messages,
+            a.approximate_number_of_messages_not_visible,
+            a.approximate_number_of_messages_delayed
+        ),
+        (0, 0, 0),
+        "{what}: counts"
+    );
+    // One slot per group may stay as its list head until the group retires (documented).
+    let c = capacity(q);
+    assert!(
+        c + 2 >= full,
+        "{what}: capacity {c} of {full}: slots leaked"
+    );
+}
+
+/// Runs `op` killed at each of its steps in turn; `case` sets up a fresh queue, runs the child
+/// and checks. Returns the number of kill points.
+fn each_step(op: &str, full: usize, case: &dyn Fn(&str, u64, usize) -> bool) -> u64 {
+    for k in 0..500 {
+        if !case(op, k, full) {
+            return k;
+        }
+    }
+    panic!("{op}: still killed after 500 steps");
+}
+
+fn fresh(tag: &str, cfg: &QueueConfig) -> (String, Queue) {
+    let name = common::unique(tag);
+    let q = Queue::create(&name, cfg).expect("create");
+    (name, q)
+}
+
+fn send(q: &Queue, g: &str, body: &str) {
+    q.send(&SendMessage::new(g, body).dedup_id(body)).unwrap();
+}
+
+/// Send and send to a new group: the retry with the same dedup id (as a producer that was not
+/// acknowledged does) leaves exactly one "x", after "a" in its group; an acknowledged send is
+/// a duplicate of itself.
+fn case_send(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpsend", &config());
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let g = if op == "send" { "g" } else { "h" };
+    let again = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
+    if let Some(id) = o.with("ACK ").first() {
+        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
+        assert_eq!(&again.message_id.to_string(), id);
+    }
+    let got = drain(&q);
+    assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// Receive, then delete each: a message is deleted by the child or delivered afterwards, never
+/// both, never lost (at most the one being deleted at the kill is in neither list), in order.
+fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fprd", &config());
+    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
+        send(&q, g, b);
+    }
+    let o = run_child(op, &name, k, "");
+    let deleted: BTreeSet<String> = o.with("DEL ").into_iter().collect();
+    let received: BTreeSet<String> = o.with("RECV ").into_iter().collect();
+    let got = drain(&q);
+    let set: BTreeSet<String> = got.iter().cloned().collect();
+    assert_eq!(set.len(), got.len(), "{op} k={k}: no duplicate");
+    assert!(
+        set.is_disjoint(&deleted),
+        "{op} k={k}: deleted, then delivered"
+    );
+    let missing: Vec<&str> = ["a", "b", "c"]
+        .into_iter()
+        .filter(|b| !set.contains(*b) && !deleted.contains(*b))
+        .collect();
+    assert!(
+        missing.len() <= 1 && missing.iter().all(|b| received.contains(*b)),
+        "{op} k={k}: lost {missing:?}"
+    );
+    let pos = |b: &str| got.iter().position(|x| x == b);
+    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
+        assert!(x < y, "{op} k={k}: group order");
+    }
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A visibility change to zero killed at each step: the message comes back exactly once.
+fn case_change_visibility(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpcmv", &config());
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    let got = drain(&q);
+    assert_eq!(got, ["a"], "{op} k={k}");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// Purge killed at each step (with one message in flight to a live holder): what survives is
+/// delivered once, in group order; the in-flight one is purged or still ours to delete.
+fn case_purge(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fppurge", &config());
+    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c"), ("i", "d")] {
+        send(&q, g, b);
+    }
+    let held = q
+        .receive(
+            &ReceiveOptions::max(1)
+                .visibility_timeout(Duration::from_secs(600))
+                .wait(Duration::ZERO),
+        )
+        .unwrap();
+    assert_eq!(held.len(), 1);
+    let o = run_child(op, &name, k, "");
+    let ours = q.delete(&held[0].receipt_handle);
+    assert!(
+        ours.is_ok() || matches!(ours, Err(Error::ReceiptHandleExpired { .. })),
+        "{op} k={k}: {ours:?}"
+    );
+    if !o.killed {
+        assert!(
+            ours.is_err(),
+            "{op} k={k}: a completed purge expires handles"
+        );
+    }
+    let got = drain(&q);
+    if !o.killed {
+        assert!(
+            got.is_empty(),
+            "{op} k={k}: a completed purge leaves nothing"
+        );
+    }
+    let set: BTreeSet<&String> = got.iter().collect();
+    assert_eq!(set.len(), got.len(), "{op} k={k}: no duplicate");
+    assert!(
+        !set.contains(&held[0].body),
+        "{op} k={k}: purged or deleted"
+    );
+    let pos = |b: &str| got.iter().position(|x| x == b);
+    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
+        assert!(x < y, "{op} k={k}: group order");
+    }
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// The dead-letter move inside a receive, killed at each step: afterwards (one more receive
+/// finishes any move) the message is in the dead-letter queue exactly once and gone from the
+/// source.
+fn case_dead_letter_move(op: &str, k: u64, full: usize) -> bool {
+    let (dname, dlq) = fresh("fpdlq", &config());
+    let (name, q) = fresh(
+        "fpsrc",
+        &config().redrive_policy(RedrivePolicy::new(dname.clone(), 1)),
+    );
+    send(&q, "g", "a");
+    let once = q
+        .receive(&ReceiveOptions::max(1).visibility_timeout(Duration::ZERO))
+        .unwrap();
+    assert_eq!(once.len(), 1);
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let rest = q.receive(&ReceiveOptions::max(10)).unwrap();
+    assert!(rest.is_empty(), "{op} k={k}: moved, never delivered again");
+    let moved = drain(&dlq);
+    assert_eq!(
+        moved,
+        ["a"],
+        "{op} k={k}: in the dead-letter queue exactly once"
+    );
+    assert_clean(&q, full, &format!("{op} k={k} source"));
+    let _ = Queue::unlink(&name);
+    let _ = Queue::unlink(&dname);
+    o.killed
+}
+
+/// A receive with an attempt id killed at each step (its record half written): a retry with
+/// the same id, or a plain receive, delivers everything exactly once in order.
+fn case_attempt_receive(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpattempt", &config());
+    send(&q, "g", "a");
+    send(&q, "g", "b");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let retry = q
+        .receive_with_attempt_id(
+            &ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600)),
+            "t1",
+        )
+        .unwrap();
+    let mut got: Vec<String> = Vec::new();
+    for m in retry {
+        q.delete(&m.receipt_handle).unwrap();
+        got.push(m.body);
+    }
+    got.extend(drain(&q));
+    assert_eq!(got, ["a", "b"], "{op} k={k}");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// Releasing a dead receiver's messages, killed at each step: a later recovery finishes; each
+/// message comes back exactly once, in order, its receive count going on.
+fn case_release(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fprelease", &config());
+    for b in ["a", "b", "c"] {
+        send(&q, "g", b);
+    }
+    let held = run_child("hold", &name, 0, "");
+    assert!(held.killed && held.with("HELD ") == ["3"]);
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let got = q
+        .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600)))
+        .unwrap();
+    assert_eq!(
+        got.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        ["a", "b", "c"],
+        "{op} k={k}"
+    );
+    assert!(got.iter().all(|m| m.receive_count == 2));
+    for m in &got {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// The redrive policy writer killed at each step of its two-buffer write: readers see the old
+/// policy or the new one, never a torn one, and the next writer takes the dead one's claim.
+fn case_set_redrive_policy(op: &str, k: u64, _full: usize) -> bool {
+    let (dname, _dlq) = fresh("fprpdlq", &config());
+    let (name, q) = fresh("fprp", &config());
+    let o = run_child(op, &name, k, &dname);
+    let p = q.redrive_policy().unwrap();
+    match &p {
+        None => assert!(o.killed, "{op} k={k}: a completed write is seen"),
+        Some(p) => {
+            assert_eq!(p.max_receive_count, 3, "{op} k={k}");
+            assert!(p.dead_letter_queue.ends_with(&dname), "{op} k={k}: {p:?}");
+        }
+    }
+    q.set_attribute("RedrivePolicy", &policy_json(&dname, 5))
+        .expect("the next writer is never wedged");
+    assert_eq!(q.redrive_policy().unwrap().unwrap().max_receive_count, 5);
+    let _ = Queue::unlink(&name);
+    let _ = Queue::unlink(&dname);
+    o.killed
+}
+
+fn main() {
+    if let Ok(spec) = std::env::var("SHMFIFO_FP_CHILD") {
+        child(&spec);
+        return;
+    }
+    let (name, q) = fresh("fpcap", &config());
+    let full = capacity(&q);
+    drop(q);
+    let _ = Queue::unlink(&name);
+    type Case = fn(&str, u64, usize) -> bool;
+    let cases: [(&str, Case); 9] = [
+        ("send", case_send),
+        ("send-new-group", case_send),
+        ("receive-delete", case_receive_delete),
+        ("change-visibility", case_change_visibility),
+        ("purge", case_purge),
+        ("dead-letter-move", case_dead_letter_move),
+        ("attempt-receive", case_attempt_receive),
+        ("release", case_release),
+        ("set-redrive-policy", case_set_redrive_policy),
+    ];
+    let mut total = 0;
+    for (op, case) in cases {
+        let n = each_step(op, full, &case);
+        assert!(n > 0, "{op}: no kill point reached (is the feature on?)");
+        println!("{op}: killed at each of its {n} steps, recovered every time");
+        total += n;
+    }
+    println!("failpoints: {total} kills, all recovered");
+}

@@ -1,0 +1,232 @@
+//! Issue 6, deterministic recovery cases: a dead receiver's in-flight messages come back at once
+//! (not at their visibility timeout), a closed one's do not, an arena whose processes are all
+//! dead reopens with nothing lost, and an arena carried across a reboot (boot id) makes every
+//! in-flight message visible while its clock goes on forward.
+
+mod common;
+
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use shmfifo::{Deduplication, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-demo");
+
+/// Starts `shmfifo-demo attempt-receive` on `name` (a receive of up to 10 messages with a 30 s
+/// visibility timeout, then a sleep), waits for its receipt handles, and SIGKILLs it.
+fn receive_and_die(name: &str) -> Vec<String> {
+    let mut child = Command::new(BIN)
+        .args(["attempt-receive", name, "victim"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut handles = Vec::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line == "READY" {
+            break;
+        }
+        handles.push(line.strip_prefix("HANDLE ").unwrap().to_owned());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    handles
+}
+
+fn config() -> QueueConfig {
+    QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .max_messages(1024)
+        .visibility_timeout(Duration::from_secs(600))
+}
+
+/// A dead receiver's messages are released at once (issue 6, `release_on_death`, on by
+/// default): with every other participant closed when it dies, the next `open` releases them;
+/// they come back in group order with their receive count going on (R1, R2), and the dead
+/// receiver's receipts are expired by the new receive (H3).
+#[test]
+fn dead_receivers_messages_come_back_at_once() {
+    let name = unique("release");
+    let q = Queue::create(&name, &config()).expect("create");
+    for i in 0..5 {
+        send(&q, "g", &format!("m{i}"));
+    }
+    drop(q); // closed: the victim will be the only participant
+    let handles = receive_and_die(&name);
+    assert_eq!(handles.len(), 5);
+    let q = Queue::open(&name).expect("reopen an arena whose participants are all dead");
+    let got = q
+        .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(60)))
+        .unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        ["m0", "m1", "m2", "m3", "m4"],
+        "released in group order"
+    );
+    assert!(got.iter().all(|m| m.receive_count == 2));
+    for h in &handles {
+        assert!(matches!(
+            q.delete_str(h),
+            Err(Error::ReceiptHandleExpired { .. })
+        ));
+    }
+    for m in &got {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    let _ = Queue::unlink(&name);
+}
+
+/// The same with a live participant: an idle receiver's liveness check releases the dead
+/// receiver's messages long before their 30 s visibility timeout, and `recover` reports it.
+#[test]
+fn idle_receiver_releases_a_dead_receivers_messages() {
+    let q = queue("release-live", &config());
+    for i in 0..3 {
+        send(&q, &format!("g{i}"), "x");
+    }
+    let handles = receive_and_die(&q.name);
+    assert_eq!(handles.len(), 3);
+    let t = Instant::now();
+    let mut got = Vec::new();
+    while got.len() < 3 && t.elapsed() < Duration::from_secs(20) {
+        got.extend(
+            q.receive(&ReceiveOptions::max(10).wait(Duration::from_secs(1)))
+                .unwrap(),
+        );
+    }
+    assert_eq!(
+        got.len(),
+        3,
+        "released within the wait, well before the 30 s timeout"
+    );
+    assert!(got.iter().all(|m| m.receive_count == 2));
+}
+
+/// `release_on_death(false)`: a dead receiver's messages wait for their visibility timeout,
+/// and `recover` releases nothing (it still frees the dead registration).
+#[test]
+fn without_release_on_death_messages_wait_for_their_timeout() {
+    let q = queue("norelease", &config().release_on_death(false));
+    send(&q, "g", "x");
+    assert_eq!(receive_and_die(&q.name).len(), 1);
+    let r = q.recover().unwrap();
+    assert_eq!(r.released, 0);
+    assert_eq!(r.dead_participants, 1);
+    let got = q
+        .receive(&ReceiveOptions::max(10).wait(Duration::from_millis(500)))
+        .unwrap();
+    assert!(got.is_empty(), "still in flight");
+    assert_eq!(q.attributes().approximate_number_of_messages_not_visible, 1);
+}
+
+/// Only death releases: a receiver that closes its queue leaves its messages in flight (its
+/// receipts stay valid for another process, as in SQS).
+#[test]
+fn closed_receiver_keeps_its_messages_in_flight() {
+    let q = queue("closed", &config());
+    send(&q, "g", "x");
+    let other = Queue::open(&q.name).unwrap();
+    let got = other.receive(&ReceiveOptions::max(1)).unwrap();
+    let handle = got[0].receipt_handle.to_string();
+    drop(other);
+    let r = q.recover().unwrap();
+    assert_eq!((r.released, r.dead_participants), (0, 0));
+    assert!(q
+        .receive(&ReceiveOptions::max(10).wait(Duration::from_millis(300)))
+        .unwrap()
+        .is_empty());
+    q.delete_str(&handle).expect("the handle is still valid");
+}
+
+/// A scratch directory on a persistent-style path (not /dev/shm), removed on drop.
+struct Dir(PathBuf);
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn word(path: &Path, at: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 8];
+    std::fs::File::open(path)
+        .unwrap()
+        .read_exact_at(&mut b, at)
+        .unwrap();
+    u64::from_le_bytes(b)
+}
+
+fn set_word(path: &Path, at: u64, v: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&v.to_le_bytes(), at).unwrap();
+}
+
+/// Header offsets (ARCHITECTURE.md, layout 4): `created_wall_ms` and `clock`.
+const CREATED_WALL: u64 = 72;
+const CLOCK: u64 = 80;
+
+/// Issue 6, boot id: an arena on a persistent path carried across a reboot. The reboot is
+/// simulated by changing the boot tag of the arena's clock word and moving its creation an
+/// hour back (an hour of downtime). On open, every in-flight message is visible (no process of
+/// the old boot holds anything), nothing is lost, order holds, and the arena clock goes on from
+/// the arena's age: a new message's SentTimestamp is now, after the old ones.
+#[test]
+fn arena_survives_a_reboot() {
+    let dir = Dir(std::env::temp_dir().join(unique("reboot")));
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let path = dir.0.join("q");
+    let q = Queue::create_at(
+        &path,
+        &config().visibility_timeout(Duration::from_secs(3600)),
+    )
+    .expect("create on a persistent path");
+    for i in 0..3 {
+        q.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
+    }
+    let old_sent = q.receive(&ReceiveOptions::max(2)).unwrap();
+    assert_eq!(old_sent.len(), 2);
+    drop(q);
+    let clock = word(&path, CLOCK);
+    let tag = clock >> 40;
+    let hour = 3_600_000u64;
+    set_word(
+        &path,
+        CLOCK,
+        ((tag ^ 0x5A5A5A) << 40) | (clock & ((1 << 40) - 1)),
+    );
+    set_word(&path, CREATED_WALL, word(&path, CREATED_WALL) - hour);
+
+    let q = Queue::open_at(&path).expect("open after the reboot");
+    assert_eq!(word(&path, CLOCK) >> 40, tag, "rebased on this boot");
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(
+        bodies,
+        ["m0", "m1", "m2"],
+        "in-flight messages visible, in order"
+    );
+    let counts: Vec<u32> = got.iter().map(|m| m.receive_count).collect();
+    assert_eq!(counts, [2, 2, 1]);
+    for m in &got {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    let r = q.send(&SendMessage::new("g", "new")).unwrap();
+    let new = q.receive(&ReceiveOptions::max(1)).unwrap();
+    assert_eq!(new[0].message_id, r.message_id);
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    assert!(
+        new[0].sent_timestamp.abs_diff(wall) < 5_000,
+        "the clock went on from the arena's age"
+    );
+    assert!(old_sent
+        .iter()
+        .all(|m| new[0].sent_timestamp > m.sent_timestamp));
+}
