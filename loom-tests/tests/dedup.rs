@@ -59,25 +59,32 @@ fn dying_send(h: &Arc<HeapArena>, env: &Env, k: u32, body: &[u8]) -> bool {
 }
 
 /// A sender stops forever at each step of a dedup send; afterwards a retry with the same id
-/// (with or without a recovery first) is a duplicate exactly when the dead send's message was
-/// linked, and exactly one message is delivered.
+/// (with a recovery first, a receive first, or neither) is a duplicate exactly when the dead
+/// send's message was linked, and exactly one message is delivered. (The receive first is the
+/// torture harness's find: a receiver that publishes a dead producer's linked node must settle
+/// its dedup entry first, or the retry fails.)
 #[test]
 fn sender_dies_at_every_step_then_a_retry() {
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     // How many stopped sends had (not) been linked: both outcomes must be covered.
     static LINKED: AtomicUsize = AtomicUsize::new(0);
     static UNLINKED: AtomicUsize = AtomicUsize::new(0);
-    for recover_first in [false, true] {
+    for first in ["nothing", "recover", "receive"] {
         for k in 0..16 {
             model(move || {
                 let (h, env) = setup(2);
                 let stopped = dying_send(&h, &env, k, b"dead");
                 let a = h.arena();
-                if recover_first {
-                    ops::recover(&a, &*env, me(1)).unwrap();
+                let mut got = Vec::new();
+                match first {
+                    "recover" => {
+                        ops::recover(&a, &*env, me(1)).unwrap();
+                    }
+                    "receive" => got = drain(&a, &env, 2),
+                    _ => {}
                 }
                 let r = send_dedup(&a, &env, 1, "g", b"retry", "k", 0).unwrap();
-                let got = drain(&a, &env, 2);
+                got.extend(drain(&a, &env, 2));
                 assert_eq!(got.len(), 1, "exactly one message (k = {k})");
                 let want: &[u8] = if r.duplicate { b"dead" } else { b"retry" };
                 assert_eq!(got[0], want, "a duplicate names the delivered message");

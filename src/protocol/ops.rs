@@ -864,13 +864,18 @@ fn take(
                     break; // its producer is publishing it right now
                 }
                 // Linked by a producer that died before publishing: the send committed at the
-                // link CAS, so publish it on its behalf.
-                let _ = m.vis.compare_exchange(
-                    w,
-                    vis::pack(vis::epoch(w), vis::published(0)),
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                );
+                // link CAS, so publish it on its behalf, its dedup entry settled first
+                // (invariant D: a retry of its dedup id must find the message). We hold the
+                // claim, so no hint: the loop looks at the message again.
+                // A corrupted dedup entry must not wedge the group: publish all the same.
+                if settle_known(a, env, me, next, w, true, false).is_err() {
+                    let _ = m.vis.compare_exchange(
+                        w,
+                        vis::pack(vis::epoch(w), vis::published(0)),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    );
+                }
             }
             vis::State::Published(d) => {
                 // Relaxed: written before the link CAS that published the node (Acquire above).
@@ -1924,13 +1929,32 @@ pub fn settle_dead_send(
     idx: u32,
     w: u64,
 ) -> PResult<Settled> {
-    let vis::State::Claimed(o) = vis::state(w) else {
+    if !matches!(vis::state(w), vis::State::Claimed(_)) {
         return Ok(Settled::Raced);
-    };
+    }
     let h = a.msg(idx)?;
     let Some(linked) = linked(a, env, me, h, idx)? else {
         return Ok(Settled::Busy);
     };
+    settle_known(a, env, me, idx, w, linked, true)
+}
+
+/// Settles a dead producer's slot `idx` (claimed in `w`) once it is known whether its node is
+/// linked (found in its group's list under the claim): its dedup entry first (invariant D),
+/// then the slot: published (and its group hinted if `hint`) if linked, else freed.
+fn settle_known(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    idx: u32,
+    w: u64,
+    linked: bool,
+    hint_group: bool,
+) -> PResult<Settled> {
+    let vis::State::Claimed(o) = vis::state(w) else {
+        return Ok(Settled::Raced);
+    };
+    let h = a.msg(idx)?;
     // Relaxed: the dead producer's last writes, ordered before its link CAS (if any), which
     // `linked` read with Acquire; a stale value names no matching entry.
     let back = h.recv_ms.load(Ordering::Relaxed);
@@ -1958,7 +1982,7 @@ pub fn settle_dead_send(
             return Ok(Settled::Raced);
         }
         let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
-        if let Ok(e) = a.group(g) {
+        if let (true, Ok(e)) = (hint_group, a.group(g)) {
             if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired)
                 && hint(a, env, me, g)?
             {
