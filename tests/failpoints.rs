@@ -209,6 +209,17 @@ fn assert_clean(q: &Queue, full: usize, what: &str) {
     );
 }
 
+/// The end of a case: "a" before "b" if both were delivered (one group), the queue clean, and
+/// removed.
+fn finish(q: &Queue, name: &str, got: &[String], full: usize, what: &str) {
+    let pos = |b: &str| got.iter().position(|x| x == b);
+    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
+        assert!(x < y, "{what}: group order");
+    }
+    assert_clean(q, full, what);
+    let _ = Queue::unlink(name);
+}
+
 /// Runs `op` killed at each of its steps in turn; `case` sets up a fresh queue, runs the child
 /// and checks. Returns the number of kill points.
 fn each_step(op: &str, full: usize, case: &dyn Fn(&str, u64, usize) -> bool) -> u64 {
@@ -276,12 +287,7 @@ fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
         missing.len() <= 1 && missing.iter().all(|b| received.contains(*b)),
         "{op} k={k}: lost {missing:?}"
     );
-    let pos = |b: &str| got.iter().position(|x| x == b);
-    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
-        assert!(x < y, "{op} k={k}: group order");
-    }
-    assert_clean(&q, full, &format!("{op} k={k}"));
-    let _ = Queue::unlink(&name);
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
     o.killed
 }
 
@@ -337,12 +343,7 @@ fn case_purge(op: &str, k: u64, full: usize) -> bool {
         !set.contains(&held[0].body),
         "{op} k={k}: purged or deleted"
     );
-    let pos = |b: &str| got.iter().position(|x| x == b);
-    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
-        assert!(x < y, "{op} k={k}: group order");
-    }
-    assert_clean(&q, full, &format!("{op} k={k}"));
-    let _ = Queue::unlink(&name);
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
     o.killed
 }
 

@@ -332,7 +332,6 @@ fn consumers_that_never_delete_drive_poison_to_the_dead_letter_queue() {
 #[test]
 fn killed_consumer_recovers_its_batch_by_attempt_id() {
     use shmfifo::{ReceiveOptions, SendMessage};
-    use std::io::BufRead;
     let name = common::unique("mpattempt");
     let q = Queue::create(
         &name,
@@ -347,21 +346,7 @@ fn killed_consumer_recovers_its_batch_by_attempt_id() {
     for i in 0..5 {
         q.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
     }
-    let mut child = Command::new(BIN)
-        .args(["attempt-receive", &name, "batch-7"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut handles = Vec::new();
-    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if line == "READY" {
-            break;
-        }
-        handles.push(line.strip_prefix("HANDLE ").unwrap().to_owned());
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
+    let handles = common::receive_and_die(BIN, &name, "batch-7");
     assert_eq!(handles.len(), 5);
     let opts = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(30));
     assert!(

@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -15,25 +13,8 @@ use shmfifo::{Deduplication, Error, Queue, QueueConfig, ReceiveOptions, SendMess
 
 const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-demo");
 
-/// Starts `shmfifo-demo attempt-receive` on `name` (a receive of up to 10 messages with a 30 s
-/// visibility timeout, then a sleep), waits for its receipt handles, and SIGKILLs it.
 fn receive_and_die(name: &str) -> Vec<String> {
-    let mut child = Command::new(BIN)
-        .args(["attempt-receive", name, "victim"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let mut handles = Vec::new();
-    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if line == "READY" {
-            break;
-        }
-        handles.push(line.strip_prefix("HANDLE ").unwrap().to_owned());
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    handles
+    common::receive_and_die(BIN, name, "victim")
 }
 
 fn config() -> QueueConfig {

@@ -72,3 +72,27 @@ pub fn recv_vt(q: &Queue, max: u32, vt: Duration) -> Vec<Message> {
 pub fn bodies(ms: &[Message]) -> Vec<&str> {
     ms.iter().map(|m| m.body.as_str()).collect()
 }
+
+/// Starts `shmfifo-demo attempt-receive QUEUE ID` (`bin`: the demo binary; a receive of up to 10
+/// messages with a 30 s visibility timeout, then a sleep), reads its receipt handles up to its
+/// `READY` line, and SIGKILLs it. Returns the handles.
+pub fn receive_and_die(bin: &str, name: &str, attempt_id: &str) -> Vec<String> {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(bin)
+        .args(["attempt-receive", name, attempt_id])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut handles = Vec::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line == "READY" {
+            break;
+        }
+        handles.push(line.strip_prefix("HANDLE ").unwrap().to_owned());
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    handles
+}
