@@ -527,3 +527,49 @@ fn r11_changed_messages_make_a_fresh_receive() {
         ));
     }
 }
+
+/// X1 with attributes at the size limit (a fuzzing find): a message as large as the queue
+/// allows, attributes included, moves to a dead-letter queue of the same maximum size (sizes
+/// are counted as `send` counts them, without the arena's attribute framing).
+#[test]
+fn x1_a_message_at_the_size_limit_moves_with_its_attributes() {
+    let (src, dlq) = dlq_pair("x1size", 1);
+    let attrs = [
+        MessageAttribute::string("a", "1"),
+        MessageAttribute::string("b", "2"),
+    ];
+    // small() has maximum_message_size 4096; "a" "String" "1" twice is 16 bytes.
+    let body = "x".repeat(4096 - 16);
+    src.send(&SendMessage::new("g", &body).attributes(&attrs))
+        .expect("at the limit");
+    assert_eq!(recv_vt(&src, 1, Duration::ZERO).len(), 1);
+    assert!(recv(&src, 10).is_empty(), "moved");
+    let moved = recv(&dlq, 10);
+    assert_eq!(moved.len(), 1);
+    assert_eq!(moved[0].body.len(), body.len());
+    assert_eq!(moved[0].attributes.len(), 2);
+}
+
+/// X1, our choice where SQS cannot fail: a move to a dead-letter queue that is gone fails; the
+/// receive returns `DeadLetterQueue` at once (a fuzzing find: it used to retry the group
+/// forever), the message stays, and other groups are still served.
+#[test]
+fn x1_a_failed_move_returns_an_error_and_serves_other_groups() {
+    let (src, dlq) = dlq_pair("x1gone", 1);
+    src.send(&SendMessage::new("poison", "p")).unwrap();
+    assert_eq!(recv_vt(&src, 1, Duration::ZERO).len(), 1);
+    drop(dlq); // unlinks the dead-letter queue
+    let t = Instant::now();
+    let r = src.receive(&ReceiveOptions::max(10));
+    assert!(matches!(r, Err(Error::DeadLetterQueue { .. })), "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    src.send(&SendMessage::new("other", "o")).unwrap();
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        if let Ok(ms) = src.receive(&ReceiveOptions::max(10)) {
+            got.extend(ms);
+        }
+    }
+    assert_eq!(bodies(&got), ["o"], "other groups flow");
+    assert_eq!(counts(&src).0, 1, "the poison message stays");
+}

@@ -369,6 +369,31 @@ unsafe fn initialise(
     Ok(())
 }
 
+/// The size SQS counts for stored attributes (names, types and values; not our per-attribute
+/// framing). Framing that does not parse (corruption) counts whole.
+fn attr_size(attrs: &[u8]) -> usize {
+    let (mut at, mut frames) = (0usize, 0usize);
+    while at < attrs.len() {
+        let Some(f) = attrs.get(at..at + ATTRIBUTE_FRAMING) else {
+            return attrs.len();
+        };
+        let name = usize::from(u16::from_le_bytes([f[0], f[1]]));
+        let ty = usize::from(u16::from_le_bytes([f[2], f[3]]));
+        let value = u32::from_le_bytes([f[4], f[5], f[6], f[7]]) as usize;
+        at = at
+            .saturating_add(ATTRIBUTE_FRAMING)
+            .saturating_add(name)
+            .saturating_add(ty)
+            .saturating_add(value);
+        frames += 1;
+    }
+    if at == attrs.len() {
+        attrs.len() - frames * ATTRIBUTE_FRAMING
+    } else {
+        attrs.len()
+    }
+}
+
 /// Mask of the arena clock's base (ms) and of arena times derived from it.
 const CLOCK_MASK: u64 = (1 << 40) - 1;
 
@@ -1465,12 +1490,13 @@ impl Queue {
         }
         let attrs = &p[src_len + dedup_len..src_len + dedup_len + attr_len];
         let body = &p[src_len + dedup_len + attr_len..];
-        if attr_len + body.len() > dlq.inner.max_message_size as usize {
+        // Measured as `send` measures it: names, types and values, without our framing.
+        let size = attr_size(attrs) + body.len();
+        if size > dlq.inner.max_message_size as usize {
             return Err(Error::DeadLetterQueue {
                 path: dlq.path().map(Path::to_owned).unwrap_or_default(),
                 reason: format!(
-                    "a {}-byte message does not fit its maximum_message_size {}",
-                    attr_len + body.len(),
+                    "a {size}-byte message does not fit its maximum_message_size {}",
                     dlq.inner.max_message_size
                 ),
             });

@@ -94,7 +94,7 @@ pub fn claim_wait(
 }
 
 /// Waits a little for a claim holder: spin first, then yield the CPU.
-fn backoff(spin: u32) {
+pub fn backoff(spin: u32) {
     if spin < 64 {
         crate::sync::spin_hint();
     } else {

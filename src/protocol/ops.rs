@@ -13,6 +13,8 @@ use crate::sync::{fence, Ordering};
 /// Bound on retry loops (each failed CAS means another participant progressed); reaching it
 /// means corruption.
 const MAX_STEPS: u32 = 1 << 24;
+/// Rounds a send waits (with backoff) for a live claim holder to finish retiring a closed group.
+const MAX_BUSY_ROUNDS: u32 = 1 << 16;
 /// The longest a message may stay in flight after a receive (H6: 12 hours).
 pub const MAX_VISIBILITY_MS: u64 = 12 * 3600 * 1000;
 /// A receiver that finds no hint sweeps at least this often, re-deriving lost hints.
@@ -160,7 +162,7 @@ fn send_reserved(
         dedup::set_msg(a, index, idx, inc)?;
         crash_point!();
     }
-    let mut stuck = 0;
+    let (mut stuck, mut busy) = (0, 0);
     for _ in 0..MAX_STEPS {
         let (g, ginc) = match group::find_or_insert(a, env, me, out.hash, out.group_id) {
             Ok(x) => x,
@@ -231,14 +233,27 @@ fn send_reserved(
                     duplicate: false,
                 });
             }
-            None => {
-                if help_retire(a, env, me, g, ginc)? {
+            None => match help_retire(a, env, me, g, ginc)? {
+                Some(true) => {
                     stuck += 1;
                     if stuck >= 64 {
                         break;
                     }
                 }
-            }
+                Some(false) => {}
+                None => {
+                    // A live holder is finishing the retire (a few hundred ns); one that keeps
+                    // the list closed far longer is stopped, or the arena is corrupted.
+                    busy += 1;
+                    if busy >= MAX_BUSY_ROUNDS {
+                        give_up(a, idx, claimed, entry)?;
+                        return Err(Fault::Corrupted(
+                            "group closed too long under a live participant's claim",
+                        ));
+                    }
+                    group::backoff(busy);
+                }
+            },
         }
     }
     give_up(a, idx, claimed, entry)?;
@@ -315,10 +330,13 @@ fn append(
 }
 
 /// A sender found the group closing: make sure the retire completes (its holder may be dead).
-fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<bool> {
+/// `Some(true)`: the group is live under our claim yet its list is closed (corruption);
+/// `Some(false)`: helped, or the incarnation is gone (look it up again); `None`: a live
+/// participant holds the claim (wait for it).
+fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<Option<bool>> {
     let e = a.group(g)?;
     if !group::is_active(e, ginc) {
-        return Ok(false);
+        return Ok(Some(false));
     }
     match group::try_claim(a, env, e, me, ginc) {
         TryClaim::Acquired { cw, .. } => {
@@ -326,13 +344,13 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PRes
                 release(a, env, me, cw, g)?;
                 // The group is live under our claim, yet an append found it closing: only
                 // corruption does that persistently.
-                return Ok(true);
+                return Ok(Some(true));
             }
         }
-        TryClaim::Busy(_) => crate::sync::yield_hint(),
+        TryClaim::Busy(_) => return Ok(None),
         TryClaim::Gone => {}
     }
-    Ok(false)
+    Ok(Some(false))
 }
 
 /// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
@@ -619,7 +637,8 @@ pub fn receive(
     // Groups whose first message needed room under the in-flight limit (R8): each is
     // re-hinted when released, so stop after a few rather than meet them again.
     let mut limited_pops = 0;
-    while rep.taken < max && limited_pops < 16 {
+    let mut move_failures = 0;
+    while rep.taken < max && limited_pops < 16 && move_failures < 4 {
         let popped = r.pop();
         crash_point!();
         let Some(g) = popped else {
@@ -668,7 +687,13 @@ pub fn receive(
             }
         };
         crash_point!();
+        let failed_before = core::mem::take(&mut rep.move_failed);
         let got = take(a, env, me, cw, e, max - rep.taken, policy, &mut rep, sink);
+        // A dead-letter move that failed here leaves the group deliverable, and `release`
+        // re-hints it: serve it no more in this call (it is seen), and stop after a few such
+        // groups (the dead-letter queue is gone or full for all of them).
+        let failed_here = core::mem::replace(&mut rep.move_failed, failed_before);
+        rep.move_failed |= failed_here;
         let got = match got {
             Ok(Some(k)) => k,
             Ok(None) => continue, // retired (and released) during cleanup
@@ -681,9 +706,12 @@ pub fn receive(
                 return if rep.taken > 0 { Ok(rep) } else { Err(f) };
             }
         };
-        if got > 0 && nseen < seen.len() {
+        if (got > 0 || failed_here) && nseen < seen.len() {
             seen[nseen] = g;
             nseen += 1;
+        }
+        if failed_here {
+            move_failures += 1;
         }
         if rep.limited {
             limited_pops += 1;

@@ -1,0 +1,116 @@
+//! Hostile memory (issue 6), replayed without libFuzzer: every input kept under
+//! `fuzz/regressions/<target>/` (crashes found by `cargo fuzz`, and seeds), then a few hundred
+//! pseudo-random inputs from a fixed seed, through the fuzz targets' own bodies
+//! (`fuzz/common/targets.rs`). A failure is a panic inside a target (a library call that
+//! panicked, or returned `Error::Corrupted` although nothing had written into the arena), or an
+//! input still running after [`HANG`] (libFuzzer's `-timeout`, here).
+
+#[path = "../fuzz/common/targets.rs"]
+mod targets;
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
+
+/// How long one input may run before it counts as a hang: libFuzzer's `-timeout` of the runs
+/// in `fuzz/README.md`. (Inputs take milliseconds, also in a debug build.)
+const HANG: Duration = Duration::from_secs(10);
+
+/// Deterministic pseudo-random numbers (xorshift64), so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// The inputs kept for `target`, sorted by name; there must be some.
+fn regressions(target: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/regressions")
+        .join(target);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no inputs under {}", dir.display());
+    files
+}
+
+/// Runs `f(data)` on a thread of its own and waits at most [`HANG`] for it; a panic in `f`
+/// is passed on. A hung thread is left spinning: the test fails, and the process ends after
+/// the other tests.
+fn guarded(what: &str, f: fn(&[u8]), data: Vec<u8>) {
+    let (tx, rx) = mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        f(&data);
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(HANG) {
+        Ok(()) => {}
+        Err(RecvTimeoutError::Timeout) => panic!("{what}: still running after {HANG:?} (a hang)"),
+        Err(RecvTimeoutError::Disconnected) => match worker.join() {
+            Err(panic) => {
+                eprintln!("{what}: panicked");
+                std::panic::resume_unwind(panic)
+            }
+            Ok(()) => unreachable!("the worker sends before it ends"),
+        },
+    }
+}
+
+fn replay(target: &str, f: fn(&[u8])) {
+    for p in regressions(target) {
+        let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        guarded(&p.display().to_string(), f, data);
+    }
+}
+
+#[test]
+fn open_arena_regressions() {
+    replay("open_arena", targets::open_arena);
+}
+
+#[test]
+fn live_scribble_regressions() {
+    replay("live_scribble", targets::live_scribble);
+}
+
+/// Random inputs: mostly patches over a valid arena (odd first byte), some raw files.
+#[test]
+fn open_arena_pseudo_random_inputs() {
+    let mut rng = Rng(0x5EED_0FA1_2E4A);
+    for i in 0..300 {
+        let len = 1 + (rng.next() % 400) as usize;
+        let mut data = rng.bytes(len);
+        if i % 5 != 0 {
+            data[0] |= 1;
+        }
+        guarded(
+            &format!("open_arena pseudo-random input {i}"),
+            targets::open_arena,
+            data,
+        );
+    }
+}
+
+/// Random operation sequences with random writes into the arena.
+#[test]
+fn live_scribble_pseudo_random_inputs() {
+    let mut rng = Rng(0x5C21_BB1E_0000_0001);
+    for i in 0..300 {
+        let len = 1 + (rng.next() % 600) as usize;
+        let data = rng.bytes(len);
+        let what = format!("live_scribble pseudo-random input {i}");
+        guarded(&what, targets::live_scribble, data);
+    }
+}
