@@ -71,7 +71,11 @@ fn guarded(what: &str, f: fn(&[u8]), data: Vec<u8>) {
 fn replay(target: &str, f: fn(&[u8])) {
     for p in regressions(target) {
         let data = std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let t = std::time::Instant::now();
         guarded(&p.display().to_string(), f, data);
+        if t.elapsed() > Duration::from_secs(1) {
+            eprintln!("{}: slow, {:?}", p.display(), t.elapsed());
+        }
     }
 }
 

@@ -1536,6 +1536,10 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
             pushed += 1;
         } else {
             e.hint.store(0, Ordering::Release);
+            // Full (or corrupted): the rest would fail too, each after a bounded spin. The
+            // next sweep finds them again.
+            min = min.min(env.now_ms().saturating_add(1));
+            break;
         }
     }
     a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);

@@ -18,6 +18,8 @@ const VALUE_MASK: u64 = (1 << 24) - 1;
 /// Retries before a push or pop gives up (only reached under corruption or extreme contention;
 /// a lost hint is repaired by the sweep).
 const MAX_SPINS: u32 = 1 << 16;
+/// Rounds a push waits on an entry in an impossible state before it calls the ring corrupted.
+const ODD_ROUNDS: u32 = 256;
 
 fn pack(seq: u64, value: u32) -> u64 {
     ((seq & SEQ_MASK) << 24) | (u64::from(value) & VALUE_MASK)
@@ -50,6 +52,9 @@ impl Ring<'_> {
         if self.entries.is_empty() {
             return false;
         }
+        // Rounds in a row that found `tail` unmoved on an entry in no state a live ring gives
+        // it at that position: only corruption persists in that (a stale `tail` moves on).
+        let mut odd = 0;
         for _ in 0..MAX_SPINS {
             // Acquire: pairs with the Release CAS that advanced `tail`, so the entry we then
             // load is at least as new as the one that was filled before the advance.
@@ -97,6 +102,14 @@ impl Ring<'_> {
                 if self.tail.load(Ordering::Relaxed) == t {
                     return false;
                 }
+            } else if self.tail.load(Ordering::Relaxed) == t {
+                // Relaxed: as above.
+                odd += 1;
+                if odd >= ODD_ROUNDS {
+                    return false;
+                }
+            } else {
+                odd = 0;
             }
             crate::sync::spin_hint();
         }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fuzz smoke (issue 6): each cargo-fuzz target for FUZZ_SECONDS (default 30) over its kept
+# inputs. cargo-fuzz passes nightly flags (-Zsanitizer=address); the stable toolchain takes them
+# through RUSTC_BOOTSTRAP=1 and ships the ASan runtime. See fuzz/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 0.13.2
+export RUSTC_BOOTSTRAP=1
+for t in open_arena live_scribble; do
+    mkdir -p "corpus/$t" "artifacts/$t"
+    cargo fuzz run "$t" "corpus/$t" "regressions/$t" -- \
+        -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -artifact_prefix="artifacts/$t/"
+done
