@@ -27,11 +27,6 @@ use shmfifo::{
     ReceiveBuffer, ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
 };
 
-/// The arena magic (`layout::MAGIC`, not public): an opener that does not find it in a file
-/// whose first bytes are zero waits up to 2 s for a creator.
-const MAGIC: [u8; 8] = *b"SHMFIFO\x1a";
-/// The ready state word (`layout::STATE_READY`); its offset is found in a fresh arena.
-const STATE_READY: [u8; 8] = *b"READY\0\0\0";
 /// Most handles (participants) a context keeps open at once.
 const MAX_HANDLES: usize = 3;
 /// Most receipt handles remembered.
@@ -55,11 +50,6 @@ pub fn open_arena(data: &[u8]) {
     } else {
         patched_image(&mut inp)
     };
-    if opener_would_wait(&bytes) {
-        // A documented 2 s wait for a creator that never comes, then `NotReady`: nothing to
-        // learn, and it would only slow the fuzzer down.
-        return;
-    }
     fs::write(&path, &bytes).expect("write the arena file");
     if mode & 1 == 1 {
         // Optionally size the file to what its (patched) header declares, so that patched
@@ -276,36 +266,10 @@ fn images() -> &'static [Vec<u8>] {
     })
 }
 
-/// Offset of the state word in the header, found in a fresh arena.
-fn state_offset() -> usize {
-    static OFF: OnceLock<usize> = OnceLock::new();
-    *OFF.get_or_init(|| {
-        let img = &images()[0];
-        (0..4096)
-            .step_by(8)
-            .find(|&o| img[o..o + 8] == STATE_READY)
-            .expect("the state word of a fresh arena")
-    })
-}
-
 /// The total size the header declares (the third word), if the file has a header.
 fn declared_size(bytes: &[u8]) -> Option<u64> {
     let w = bytes.get(16..24)?;
     Some(u64::from_le_bytes(w.try_into().ok()?))
-}
-
-/// Whether `Queue::open_at` would wait for a creator: a file whose first (up to 8) bytes are
-/// zero, or a header with the magic whose state word is still "initialising" (zero).
-fn opener_would_wait(bytes: &[u8]) -> bool {
-    let head = &bytes[..bytes.len().min(8)];
-    if head.iter().all(|&b| b == 0) {
-        return true;
-    }
-    let s = state_offset();
-    head == MAGIC
-        && bytes
-            .get(s..s + 8)
-            .is_some_and(|w| w.iter().all(|&b| b == 0))
 }
 
 /// Patch mode of `open_arena`: a base image, an optional resize, then patches until a zero
@@ -809,20 +773,9 @@ impl Ctx {
         };
         let at = at.min(len);
         let end = (at + bytes.len()).min(len);
-        let saved = m[at..end].to_vec();
         m[at..end].copy_from_slice(&bytes[..end - at]);
-        // An arena whose opener would wait 2 s for its creator (the documented NotReady
-        // wait, in every open of it, e.g. each dead-letter move) only slows the fuzzer down.
-        let undone = opener_would_wait(&m[..]);
-        if undone {
-            m[at..end].copy_from_slice(&saved);
-        }
         if self.trace {
-            let how = if undone { " (undone)" } else { "" };
-            eprintln!("  scribble: arena {which}, {} bytes at {at}{how}", end - at);
-        }
-        if undone {
-            return;
+            eprintln!("  scribble: arena {which}, {} bytes at {at}", end - at);
         }
         self.clean = false;
     }
