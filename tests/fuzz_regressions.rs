@@ -5,6 +5,7 @@
 //! panicked, or returned `Error::Corrupted` although nothing had written into the arena), or an
 //! input still running after [`HANG`] (libFuzzer's `-timeout`, here).
 
+mod common;
 #[path = "../fuzz/common/targets.rs"]
 mod targets;
 
@@ -12,24 +13,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
+use common::Rng;
+
 /// How long one input may run before it counts as a hang: libFuzzer's `-timeout` of the runs
 /// in `fuzz/README.md`. (Inputs take milliseconds, also in a debug build.)
 const HANG: Duration = Duration::from_secs(10);
-
-/// Deterministic pseudo-random numbers (xorshift64), so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 /// The inputs kept for `target`, sorted by name; there must be some.
 fn regressions(target: &str) -> Vec<PathBuf> {

@@ -9,17 +9,6 @@ use std::time::Duration;
 use common::*;
 use shmfifo::{Error, ReceiveOptions, SendMessage};
 
-/// Deterministic pseudo-random bytes (xorshift), so a failure reproduces.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 /// Writes random words at random offsets past the header's static part (the geometry is
 /// validated once at open; the rest is live state), interleaved with every operation.
 #[test]

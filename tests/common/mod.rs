@@ -96,3 +96,18 @@ pub fn receive_and_die(bin: &str, name: &str, attempt_id: &str) -> Vec<String> {
     child.wait().unwrap();
     handles
 }
+
+/// Deterministic pseudo-random numbers (xorshift64), so a failure reproduces.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
