@@ -1934,18 +1934,8 @@ impl Queue {
             release_on_death: ops::release_on_death(&self.arena()),
             in_flight_count: ops::in_flight(&self.arena()),
             in_flight_limit_hits: inner.view.hdr.census.0.limit_hits.load(Ordering::Relaxed),
-            moved_to_dead_letter: inner
-                .view
-                .parts
-                .iter()
-                .map(|p| p.moved_to_dead_letter.load(Ordering::Relaxed))
-                .fold(0, u64::wrapping_add),
-            retention_expiries: inner
-                .view
-                .parts
-                .iter()
-                .map(|p| p.retention_expiries.load(Ordering::Relaxed))
-                .fold(0, u64::wrapping_add),
+            moved_to_dead_letter: ops::stat_sum(&self.arena(), |p| &p.moved_to_dead_letter),
+            retention_expiries: ops::stat_sum(&self.arena(), |p| &p.retention_expiries),
             receive_message_wait_time: Duration::from_millis(inner.wait_ms),
             maximum_message_size: inner.max_message_size,
             created_timestamp: inner.created_wall_ms,

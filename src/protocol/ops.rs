@@ -546,10 +546,7 @@ pub fn account_in_flight(a: &Arena<'_>, me: u64, delta: i64) {
 
 /// The in-flight count: the participants' shares plus the census correction (R8).
 pub fn in_flight(a: &Arena<'_>) -> u64 {
-    // Relaxed: an approximate sum of counters.
-    let sum = a.parts.iter().fold(0u64, |s, p| {
-        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
-    });
+    let sum = stat_sum(a, |p| &p.in_flight);
     let v = sum.wrapping_add(a.hdr.in_flight_fix.load(Ordering::Relaxed));
     if (v as i64) < 0 {
         0
@@ -570,10 +567,7 @@ pub fn in_flight_census(a: &Arena<'_>) {
             }
         }
     }
-    // Relaxed: as in `in_flight`.
-    let sum = a.parts.iter().fold(0u64, |s, p| {
-        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
-    });
+    let sum = stat_sum(a, |p| &p.in_flight);
     a.hdr
         .in_flight_fix
         .store(real.wrapping_sub(sum), Ordering::Relaxed);
@@ -593,6 +587,18 @@ fn count_stat(
         // Relaxed: a statistic.
         pick(p).fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// Sums a per-participant statistic over every registry slot (wrapping: shares may be
+/// negative).
+pub fn stat_sum(
+    a: &Arena<'_>,
+    pick: fn(&crate::layout::Participant) -> &crate::sync::AtomicU64,
+) -> u64 {
+    a.parts.iter().fold(0, |s, p| {
+        // Relaxed: statistics, approximate while operations run.
+        s.wrapping_add(pick(p).load(Ordering::Relaxed))
+    })
 }
 
 /// Removes a published message (retention, dead-letter move): its epoch is bumped so every
@@ -837,6 +843,34 @@ pub fn replay(
     Ok(true)
 }
 
+/// One step of a group-list walk from node reference `cur`.
+enum Next<'a> {
+    /// `cur`'s link no longer carries `cur`'s incarnation: it was freed (under the group's
+    /// claim, only corruption does that).
+    Stale,
+    /// The end of the list (`NIL`, or `CLOSED`: being retired).
+    End,
+    /// The next node: its index, its header and its current incarnation.
+    Node(u32, &'a MsgHeader, u32),
+}
+
+/// The node after `cur` in its group's list.
+fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
+    // Acquire: SYNC POINT(node-link), so the node found is seen as its producer wrote it.
+    let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+    if node::inc(l) != node::inc(cur) {
+        return Ok(Next::Stale);
+    }
+    let next = node::index(l);
+    if next == node::NIL || next == node::CLOSED {
+        return Ok(Next::End);
+    }
+    let m = a.msg(next)?;
+    // Acquire: pairs with the allocation's link store, published by the link CAS.
+    let ninc = node::inc(m.link.load(Ordering::Acquire));
+    Ok(Next::Node(next, m, ninc))
+}
+
 /// Under the claim: cleans up, then takes the group's visible prefix, removing expired
 /// messages (T1) and moving those past `maxReceiveCount` (X1) on the way.
 #[allow(clippy::too_many_arguments)]
@@ -872,16 +906,11 @@ fn take(
         if taken == want {
             break;
         }
-        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
-        if node::inc(l) != node::inc(cur) {
-            return Err(Fault::Corrupted("group node freed under its claim"));
-        }
-        let next = node::index(l);
-        if next == node::NIL || next == node::CLOSED {
-            break;
-        }
-        let m = a.msg(next)?;
-        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        let (next, m, ninc) = match successor(a, cur)? {
+            Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
+            Next::End => break,
+            Next::Node(next, m, ninc) => (next, m, ninc),
+        };
         // SeqCst: SYNC POINT(ready-check) (see `receive`).
         let w = m.vis.load(Ordering::SeqCst);
         match vis::state(w) {
@@ -1241,6 +1270,12 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) -> PResult<()
             break;
         }
     }
+    hint_if_ready(a, env, me, g, e)
+}
+
+/// Hints group `g` (entry `e`) and rings the doorbell if its first message can be received now:
+/// after a release of its claim, or a message made visible outside a receive.
+fn hint_if_ready(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, e: &GroupEntry) -> PResult<()> {
     if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired) && hint(a, env, me, g)? {
         notify(a, env);
     }
@@ -1273,16 +1308,12 @@ fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
     // SeqCst: SYNC POINT(ready-check).
     let mut cur = e.head.load(Ordering::SeqCst);
     for _ in 0..1024 {
-        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
-        if node::inc(l) != node::inc(cur) {
-            return Ok(Status::Deliverable); // moved under us: let a claim holder look
-        }
-        let next = node::index(l);
-        if next == node::NIL || next == node::CLOSED {
-            return Ok(Status::Empty);
-        }
-        let m = a.msg(next)?;
-        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        let (next, m, ninc) = match successor(a, cur)? {
+            // Moved under us: let a claim holder look.
+            Next::Stale => return Ok(Status::Deliverable),
+            Next::End => return Ok(Status::Empty),
+            Next::Node(next, m, ninc) => (next, m, ninc),
+        };
         // SeqCst: SYNC POINT(ready-check).
         match vis::state(m.vis.load(Ordering::SeqCst)) {
             vis::State::Deleted => cur = node::pack(ninc, next),
@@ -1455,12 +1486,7 @@ pub fn change_visibility(
             if vt_ms == 0 {
                 // The group may be unlocked now (R3): hint it if its first message is visible.
                 let g = m.group_epoch0.load(Ordering::Relaxed) as u32;
-                let e = a.group(g)?;
-                if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired)
-                    && hint(a, env, me, g)?
-                {
-                    notify(a, env);
-                }
+                hint_if_ready(a, env, me, g, a.group(g)?)?;
             } else {
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
             }
@@ -1625,13 +1651,9 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResul
     let mut cur = e.head.load(Ordering::Acquire);
     let mut n = 0;
     for _ in 0..a.steps() {
-        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
-        let next = node::index(l);
-        if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+        let Next::Node(next, m, ninc) = successor(a, cur)? else {
             break;
-        }
-        let m = a.msg(next)?;
-        let ninc = node::inc(m.link.load(Ordering::Acquire));
+        };
         // Acquire: the message's latest state.
         let w = m.vis.load(Ordering::Acquire);
         match vis::state(w) {
@@ -1687,13 +1709,9 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
         };
         let mut cur = e.head.load(Ordering::Acquire);
         for _ in 0..a.steps() {
-            let l = a.link(node::index(cur))?.load(Ordering::Acquire);
-            let next = node::index(l);
-            if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+            let Next::Node(next, m, ninc) = successor(a, cur)? else {
                 break;
-            }
-            let m = a.msg(next)?;
-            let ninc = node::inc(m.link.load(Ordering::Acquire));
+            };
             // Acquire: the message's latest state.
             let w = m.vis.load(Ordering::Acquire);
             if let vis::State::Published(_) = vis::state(w) {
@@ -1863,11 +1881,7 @@ pub fn release_where(
             let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
             if let Ok(e) = a.group(g) {
                 // A corrupted group is left to the sweep: the scan goes on.
-                if matches!(status(a, env, e), Ok(Status::Deliverable | Status::Expired))
-                    && hint(a, env, me, g).unwrap_or(false)
-                {
-                    notify(a, env);
-                }
+                let _ = hint_if_ready(a, env, me, g, e);
             }
         }
     }
@@ -1894,10 +1908,11 @@ pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bo
     {
         return Ok(false);
     }
-    if dead_participants(a, env, me).is_empty() {
+    let dead = dead_participants(a, env, me);
+    if dead.is_empty() {
         return Ok(false);
     }
-    let r = recover(a, env, me)?;
+    let r = recover_dead(a, env, me, &dead)?;
     Ok(r != Recovered::default())
 }
 
@@ -1906,9 +1921,13 @@ pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bo
 /// claims, inserts and lost hints. Then marks each dead registration `FREE`, so that later
 /// checks skip it.
 pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
+    recover_dead(a, env, me, &dead_participants(a, env, me))
+}
+
+/// [`recover`] with the dead registrations already found (by [`dead_participants`]).
+fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<Recovered> {
     let mut r = Recovered::default();
-    let dead = dead_participants(a, env, me);
-    for &(i, _) in &dead {
+    for &(i, _) in dead {
         r.dead_participants += 1;
         // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
         let w = a.parts[i as usize].waiting.swap(0, Ordering::AcqRel);
@@ -1936,10 +1955,10 @@ pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
         }
     }
     if release_on_death(a) {
-        r.released = release_held(a, env, me, &dead)?;
+        r.released = release_held(a, env, me, dead)?;
     }
     sweep(a, env, me)?;
-    for &(i, gen) in &dead {
+    for &(i, gen) in dead {
         // Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
         // another recoverer did it, or a new registrant took the slot (its own generation).
         let _ = a.parts[i as usize].state.compare_exchange(
@@ -2015,11 +2034,7 @@ fn settle_known(
         }
         let g = h.group_epoch0.load(Ordering::Relaxed) as u32;
         if let (true, Ok(e)) = (hint_group, a.group(g)) {
-            if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired)
-                && hint(a, env, me, g)?
-            {
-                notify(a, env);
-            }
+            hint_if_ready(a, env, me, g, e)?;
         }
         Ok(Settled::Published)
     } else if pool::free(a, idx, w)? {
