@@ -172,6 +172,11 @@ fn arena_survives_a_reboot() {
     let old_sent = q.receive(&ReceiveOptions::max(2)).unwrap();
     assert_eq!(old_sent.len(), 2);
     drop(q);
+    // A reboot takes time. Without this pause the whole test can fit in one millisecond, and
+    // the old timestamps (creation wall time plus monotonic milliseconds) and the new one (wall
+    // time) are truncated to milliseconds from different clocks, so "after" could read as equal
+    // or one below.
+    std::thread::sleep(Duration::from_millis(20));
     let clock = word(&path, CLOCK);
     let tag = clock >> 40;
     let hour = 3_600_000u64;
