@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset 0              Header            (static settings, then hot lines, padded to 4 KiB)
-//! participants_off      Participant × P   (64 B each)
+//! participants_off      Participant × P   (128 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
 //! dedup_off             DedupEntry × D    (64 B each, D a power of two; D = 0: dedup off)
@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 4;
+pub const LAYOUT_VERSION: u64 = 5;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -34,7 +34,7 @@ pub const GROUP_ENTRY_SIZE: usize = 256;
 /// Bytes of a dedup table entry (its key lives in a parallel array).
 pub const DEDUP_ENTRY_SIZE: usize = 64;
 /// Bytes of a participant record.
-pub const PARTICIPANT_SIZE: usize = 64;
+pub const PARTICIPANT_SIZE: usize = 128;
 /// Page granularity of the arena.
 pub const PAGE: u64 = 4096;
 /// Longest group id or dedup id (S2, S3).
@@ -132,7 +132,7 @@ pub struct Header {
     pub ready_head: Padded<AtomicU64>,
     /// Ready ring producer position (a hint, helped forward).
     pub ready_tail: Padded<AtomicU64>,
-    /// Arena time (ms) of the last in-flight census, and the receives that found the limit.
+    /// Arena time (ms) of the last in-flight census.
     pub census: Padded<CensusLine>,
     /// The redrive policy (X1), a live setting in two buffers, see `protocol::settings`.
     pub redrive: RedriveControl,
@@ -174,8 +174,6 @@ pub const ATTEMPT_ENTRY_SIZE: usize = 384;
 pub struct CensusLine {
     /// Arena time (ms) of the last census.
     pub last_ms: AtomicU64,
-    /// Receives that returned fewer messages because of the in-flight limit (R8).
-    pub limit_hits: AtomicU64,
 }
 
 /// Longest dead-letter queue path in a redrive policy, bytes.
@@ -228,10 +226,43 @@ pub struct Participant {
     /// This slot's contribution to the in-flight count (wrapping; +1 per first receive, -1
     /// per removal of a received message). Kept across registrations: only the sum counts.
     pub in_flight: AtomicU64,
-    /// Messages moved to the dead-letter queue by this slot's participants (X1).
-    pub moved_to_dead_letter: AtomicU64,
-    /// Messages removed by retention by this slot's participants (T1).
-    pub retention_expiries: AtomicU64,
+    /// Lifetime counters of this slot's participants, indexed by [`counter`]. Only the
+    /// participant registered in the slot adds to them (its own cache lines: no contention);
+    /// they are kept across registrations, so their sums over every slot are the queue's
+    /// lifetime totals.
+    pub counters: [AtomicU64; counter::COUNT],
+    /// Reserved (zero).
+    pub reserved: AtomicU64,
+}
+
+/// Indices of [`Participant::counters`].
+pub mod counter {
+    /// Messages enqueued by a send (duplicates excluded).
+    pub const SENT: usize = 0;
+    /// Sends dropped as duplicates (D1).
+    pub const DUPLICATES: usize = 1;
+    /// Messages handed out by receives (replays of an attempt id excluded).
+    pub const RECEIVED: usize = 2;
+    /// Successful deletes.
+    pub const DELETED: usize = 3;
+    /// Messages received again after their visibility ended (timed out, changed to 0, or
+    /// released at their holder's death).
+    pub const VISIBILITY_EXPIRIES: usize = 4;
+    /// Messages moved to the dead-letter queue (X1).
+    pub const MOVED_TO_DEAD_LETTER: usize = 5;
+    /// Messages removed by retention (T1).
+    pub const RETENTION_EXPIRIES: usize = 6;
+    /// Receives cut short by the in-flight limit (R8).
+    pub const IN_FLIGHT_LIMIT_HITS: usize = 7;
+    /// Times a receiver went to sleep on the doorbell.
+    pub const WAITS: usize = 8;
+    /// Times a producer rang the doorbell for a sleeping receiver.
+    pub const WAKE_UPS: usize = 9;
+    /// Retries caused by another participant: a group claimed by another receiver, a lost
+    /// append CAS.
+    pub const CONTENTION_RETRIES: usize = 10;
+    /// Number of counters.
+    pub const COUNT: usize = 11;
 }
 
 /// One entry of the group table.

@@ -147,7 +147,7 @@ fn set_word(path: &Path, at: u64, v: u64) {
     f.write_all_at(&v.to_le_bytes(), at).unwrap();
 }
 
-/// Header offsets (ARCHITECTURE.md, layout 4): `created_wall_ms` and `clock`.
+/// Header offsets (ARCHITECTURE.md, layout 5): `created_wall_ms` and `clock`.
 const CREATED_WALL: u64 = 72;
 const CLOCK: u64 = 80;
 

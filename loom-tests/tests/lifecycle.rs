@@ -123,7 +123,9 @@ fn retention_removal_races_with_delete() {
         let expiries: u64 = a
             .parts
             .iter()
-            .map(|p| p.retention_expiries.load(Ordering::SeqCst))
+            .map(|p| {
+                p.counters[shmfifo::layout::counter::RETENTION_EXPIRIES].load(Ordering::SeqCst)
+            })
             .sum();
         match deleted {
             Ok(()) => assert_eq!(expiries, 0),

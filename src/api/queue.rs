@@ -17,11 +17,13 @@ use crate::config::{
 };
 use crate::error::{Error, Result};
 use crate::layout::{
-    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC,
-    MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
+    counter, AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
+    MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
 };
 use crate::protocol::ops::{self, Handle, Outgoing, Taken};
-use crate::protocol::{attempt, dedup, group, owner, pstate, settings, Arena, Class, Env, Fault};
+use crate::protocol::{
+    attempt, dedup, group, inspect, owner, pstate, settings, Arena, Class, Env, Fault,
+};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{sys, validate};
 
@@ -1369,6 +1371,7 @@ impl Queue {
                     ops::SWEEP_PERIOD_MS
                 };
                 t = t.clamp(1, cap);
+                ops::count(&self.arena(), inner.me, counter::WAITS, 1);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
             }
             ops::end_wait(&self.arena(), inner.index as usize);
@@ -1566,14 +1569,7 @@ impl Queue {
         let rep = ops::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
             .map_err(|f| fault(f, inner))?;
         if rep.limited {
-            // Relaxed: a statistic (rare: only at the limit).
-            inner
-                .view
-                .hdr
-                .census
-                .0
-                .limit_hits
-                .fetch_add(1, Ordering::Relaxed);
+            ops::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
         }
         if let Some(what) = bad {
             return Err(Error::Corrupted { what });
@@ -1915,10 +1911,128 @@ impl Queue {
         }
     }
 
+    /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
+    /// (one load per counter per participant slot) and safe while the queue is in use.
+    pub fn counters(&self) -> Counters {
+        Counters::from_array(&ops::counters(&self.arena()))
+    }
+
+    /// Reads up to `max` messages that a receive could return now (each group's visible
+    /// prefix, groups in table order), changing nothing: no receive count, no visibility,
+    /// no receipt. A snapshot: another process may receive them at once.
+    pub fn peek(&self, max: usize) -> Result<Vec<PeekedMessage>> {
+        let inner = &*self.inner;
+        let mut bad = None;
+        let mut m = Message::default();
+        let out = inspect::peek(&self.arena(), inner, max, &mut |t| match fill(
+            &mut m,
+            t,
+            inner.nonce,
+            inner.created_wall_ms,
+        ) {
+            Ok(()) => Some(PeekedMessage {
+                message_id: m.message_id,
+                body: std::mem::take(&mut m.body),
+                group_id: std::mem::take(&mut m.group_id),
+                dedup_id: m.dedup_id.take(),
+                sequence_number: m.sequence_number,
+                sent_timestamp: m.sent_timestamp,
+                first_receive_timestamp: m.first_receive_timestamp,
+                receive_count: m.receive_count,
+                attributes: std::mem::take(&mut m.attributes),
+                dead_letter_source: m.dead_letter_source.take(),
+            }),
+            Err(what) => {
+                bad = Some(what);
+                None
+            }
+        })
+        .map_err(|f| fault(f, inner))?;
+        match bad {
+            // A copy that failed to parse and was then found unchanged is corruption.
+            Some(what) if out.is_empty() => Err(Error::Corrupted { what }),
+            _ => Ok(out),
+        }
+    }
+
+    /// A read-only snapshot of everything about the queue (what `shmfifo stat` prints):
+    /// messages by state, active and locked groups with the `top` largest by backlog,
+    /// participants alive and dead, slot use by size class, lifetime counters. It scans every
+    /// slot and walks every group's list: O(capacity + groups), for operators, not hot paths.
+    pub fn inspect(&self, top: usize) -> Result<Inspection> {
+        let inner = &*self.inner;
+        let a = self.arena();
+        let c = ops::counts(&a, inner);
+        let groups = inspect::groups(&a, inner, top).map_err(|f| fault(f, inner))?;
+        let mut id = [0u8; MAX_ID_LEN];
+        let largest_groups = groups
+            .largest
+            .iter()
+            .map(|g| {
+                let n = a.group(g.index).map_or(0, |e| group::read_id(e, &mut id));
+                GroupInfo {
+                    group_id: String::from_utf8_lossy(&id[..n]).into_owned(),
+                    visible: g.visible,
+                    in_flight: g.in_flight,
+                    delayed: g.delayed,
+                    sending: g.sending,
+                    locked: g.locked,
+                }
+            })
+            .collect();
+        let dead = ops::dead_participants(&a, inner, inner.me);
+        let mut participants = Vec::new();
+        for (i, p) in a.parts.iter().enumerate() {
+            // Relaxed: a snapshot for display.
+            let st = p.state.load(Ordering::Relaxed);
+            if pstate::status(st) != pstate::ALIVE {
+                continue;
+            }
+            let generation = pstate::gen(st);
+            participants.push(ParticipantInfo {
+                slot: i as u32,
+                generation,
+                // Relaxed: display only.
+                pid: p.pid.load(Ordering::Relaxed) as u32,
+                alive: !dead.contains(&(i as u32, generation)),
+                is_self: owner::code(i as u32, generation) == inner.me,
+            });
+        }
+        let size_classes = inspect::classes(&a)
+            .into_iter()
+            .map(|u| SizeClassUse {
+                payload_bytes: u.payload,
+                slot_bytes: u.slot_bytes,
+                slots: u.slots,
+                free: u.free,
+                sending: u.sending,
+                used: u.published,
+                deleted: u.deleted,
+            })
+            .collect();
+        Ok(Inspection {
+            attributes: self.attributes(),
+            messages: MessageCounts {
+                visible: c.visible,
+                in_flight: c.in_flight,
+                delayed: c.delayed,
+                sending: c.sending,
+                deleted: c.deleted,
+            },
+            active_groups: groups.active,
+            locked_groups: groups.locked,
+            largest_groups,
+            participants,
+            size_classes,
+            counters: self.counters(),
+        })
+    }
+
     /// Settings and approximate counters (C1). Counting scans every slot.
     pub fn attributes(&self) -> QueueAttributes {
         let inner = &*self.inner;
         let c = ops::counts(&self.arena(), inner);
+        let counters = ops::counters(&self.arena());
         QueueAttributes {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
@@ -1933,9 +2047,9 @@ impl Queue {
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
             release_on_death: ops::release_on_death(&self.arena()),
             in_flight_count: ops::in_flight(&self.arena()),
-            in_flight_limit_hits: inner.view.hdr.census.0.limit_hits.load(Ordering::Relaxed),
-            moved_to_dead_letter: ops::stat_sum(&self.arena(), |p| &p.moved_to_dead_letter),
-            retention_expiries: ops::stat_sum(&self.arena(), |p| &p.retention_expiries),
+            in_flight_limit_hits: counters[counter::IN_FLIGHT_LIMIT_HITS],
+            moved_to_dead_letter: counters[counter::MOVED_TO_DEAD_LETTER],
+            retention_expiries: counters[counter::RETENTION_EXPIRIES],
             receive_message_wait_time: Duration::from_millis(inner.wait_ms),
             maximum_message_size: inner.max_message_size,
             created_timestamp: inner.created_wall_ms,

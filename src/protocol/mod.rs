@@ -108,6 +108,7 @@ pub mod dedup;
 pub mod group;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
+pub mod inspect;
 pub mod ops;
 pub mod pool;
 pub mod ring;

@@ -7,7 +7,7 @@ use super::dedup::{self, Reserved};
 use super::group::{self, TryClaim};
 use super::ring::Ring;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult};
-use crate::layout::{GroupEntry, MsgHeader};
+use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};
 
 /// Bound on retry loops (each failed CAS means another participant progressed); reaching it
@@ -85,13 +85,14 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
         None => None,
         Some(k) => match dedup::reserve(a, env, me, k)? {
             Reserved::Duplicate(o) => {
+                count(a, me, counter::DUPLICATES, 1);
                 return Ok(Sent {
                     idx: o.idx,
                     inc: o.inc,
                     seq_hi: o.seq_hi,
                     pos: o.pos,
                     duplicate: true,
-                })
+                });
             }
             Reserved::New { index, word } => Some((index, word)),
         },
@@ -101,13 +102,13 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResul
     if super::crash::crashed() {
         return r;
     }
-    if r.is_err() {
-        if let Some((index, word)) = entry {
-            // Every error of `send_reserved` comes before the link CAS, so nothing was
-            // enqueued and the key may be sent again. Our slot is freed (after `give_up`
-            // aborted the entry) or still claimed by us: invariant D holds either way.
-            dedup::abort(a, index, word)?;
-        }
+    if r.is_ok() {
+        count(a, me, counter::SENT, 1);
+    } else if let Some((index, word)) = entry {
+        // Every error of `send_reserved` comes before the link CAS, so nothing was enqueued
+        // and the key may be sent again. Our slot is freed (after `give_up` aborted the
+        // entry) or still claimed by us: invariant D holds either way.
+        dedup::abort(a, index, word)?;
     }
     r
 }
@@ -182,7 +183,7 @@ fn send_reserved(
         );
         let e = a.group(g)?;
         crash_point!();
-        match append(a, e, ginc, idx, inc)? {
+        match append(a, me, e, ginc, idx, inc)? {
             Some((pred, pos)) => {
                 crash_point!();
                 // Relaxed: the base was written before the group was published (Acquire).
@@ -223,7 +224,7 @@ fn send_reserved(
                 if e.head.fetch_add(0, Ordering::AcqRel) == pred
                     && hint(a, env, me, g).unwrap_or(false)
                 {
-                    notify(a, env);
+                    notify(a, env, me);
                 }
                 return Ok(Sent {
                     idx,
@@ -264,13 +265,17 @@ fn send_reserved(
 /// if the group is closed (being retired) and the caller must look it up again.
 fn append(
     a: &Arena<'_>,
+    me: u64,
     e: &GroupEntry,
     ginc: u32,
     idx: u32,
     inc: u32,
 ) -> PResult<Option<(u64, u64)>> {
     let m = a.msg(idx)?;
-    for _ in 0..MAX_STEPS {
+    for round in 0..MAX_STEPS {
+        if round > 0 {
+            count(a, me, counter::CONTENTION_RETRIES, 1);
+        }
         if !group::is_active(e, ginc) {
             return Ok(None);
         }
@@ -385,7 +390,7 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<bool> {
 }
 
 /// Rings the doorbell if a receiver may be asleep.
-pub fn notify(a: &Arena<'_>, env: &dyn Env) {
+pub fn notify(a: &Arena<'_>, env: &dyn Env, me: u64) {
     let w = &a.hdr.wake.0;
     // SYNC POINT(doorbell): the fence orders our publication before the `waiters` load, against
     // the receiver's SeqCst increment and fence before its last check.
@@ -393,6 +398,7 @@ pub fn notify(a: &Arena<'_>, env: &dyn Env) {
         // Release: a woken receiver's Acquire load of the doorbell sees our publication.
         w.doorbell.fetch_add(1, Ordering::Release);
         env.wake(&w.doorbell);
+        count(a, me, counter::WAKE_UPS, 1);
     }
 }
 
@@ -573,19 +579,19 @@ pub fn in_flight_census(a: &Arena<'_>) {
         .store(real.wrapping_sub(sum), Ordering::Relaxed);
 }
 
-/// Bumps a per-participant statistic.
-fn count_stat(
-    a: &Arena<'_>,
-    me: u64,
-    pick: fn(&crate::layout::Participant) -> &crate::sync::AtomicU64,
-    n: u64,
-) {
+/// Adds `n` to participant `me`'s lifetime counter `which` (an index of
+/// [`crate::layout::counter`]).
+pub fn count(a: &Arena<'_>, me: u64, which: usize, n: u64) {
     if n == 0 {
         return;
     }
-    if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
-        // Relaxed: a statistic.
-        pick(p).fetch_add(n, Ordering::Relaxed);
+    if let Some(c) = a
+        .parts
+        .get(owner::decode(me).0 as usize)
+        .and_then(|p| p.counters.get(which))
+    {
+        // Relaxed: a statistic; our own slot, so no other writer contends for the line.
+        c.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -599,6 +605,19 @@ pub fn stat_sum(
         // Relaxed: statistics, approximate while operations run.
         s.wrapping_add(pick(p).load(Ordering::Relaxed))
     })
+}
+
+/// The lifetime counters summed over every registry slot, indexed by
+/// [`crate::layout::counter`].
+pub fn counters(a: &Arena<'_>) -> [u64; crate::layout::counter::COUNT] {
+    let mut sum = [0u64; crate::layout::counter::COUNT];
+    for p in a.parts {
+        for (s, c) in sum.iter_mut().zip(&p.counters) {
+            // Relaxed: statistics, approximate while operations run.
+            *s = s.wrapping_add(c.load(Ordering::Relaxed));
+        }
+    }
+    sum
 }
 
 /// Removes a published message (retention, dead-letter move): its epoch is bumped so every
@@ -682,6 +701,7 @@ pub fn receive(
             TryClaim::Acquired { cw, .. } => cw,
             TryClaim::Gone => continue,
             TryClaim::Busy(_) => {
+                count(a, me, counter::CONTENTION_RETRIES, 1);
                 // Ask the holder to re-check before it releases (DIRTY): the RMW chain on
                 // `claim` carries whatever made the group ready to it. (If it released
                 // meanwhile, `poke` takes the claim, cleans up and re-hints the group itself.)
@@ -735,8 +755,9 @@ pub fn receive(
         }
     }
     if nrequeue > 0 {
-        notify(a, env);
+        notify(a, env, me);
     }
+    count(a, me, counter::RECEIVED, rep.taken as u64);
     Ok(rep)
 }
 
@@ -844,7 +865,7 @@ pub fn replay(
 }
 
 /// One step of a group-list walk from node reference `cur`.
-enum Next<'a> {
+pub(crate) enum Next<'a> {
     /// `cur`'s link no longer carries `cur`'s incarnation: it was freed (under the group's
     /// claim, only corruption does that).
     Stale,
@@ -855,7 +876,7 @@ enum Next<'a> {
 }
 
 /// The node after `cur` in its group's list.
-fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
+pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
     // Acquire: SYNC POINT(node-link), so the node found is seen as its producer wrote it.
     let l = a.link(node::index(cur))?.load(Ordering::Acquire);
     if node::inc(l) != node::inc(cur) {
@@ -901,7 +922,7 @@ fn take(
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
     let mut taken = 0;
-    let (mut moved, mut expired) = (0, 0);
+    let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
     for _ in 0..a.steps() {
         if taken == want {
             break;
@@ -1055,6 +1076,7 @@ fn take(
                     vis: vis::pack(epoch, vis::published(deadline)),
                 });
                 taken += 1;
+                redelivered += u64::from(d != 0);
                 cur = node::pack(ninc, next);
             }
         }
@@ -1065,8 +1087,9 @@ fn take(
     }
     rep.moved += moved;
     rep.expired += expired;
-    count_stat(a, me, |p| &p.moved_to_dead_letter, moved);
-    count_stat(a, me, |p| &p.retention_expiries, expired);
+    count(a, me, counter::MOVED_TO_DEAD_LETTER, moved);
+    count(a, me, counter::VISIBILITY_EXPIRIES, redelivered);
+    count(a, me, counter::RETENTION_EXPIRIES, expired);
     // Removed messages are deleted nodes: move `head` past them now, as a delete's cleanup
     // would, so that a producer appending behind them sees its predecessor at `head` and
     // hints the group (SYNC POINT(ready-check)). Taken messages stop the cleanup, so a retire
@@ -1113,7 +1136,7 @@ pub fn unpack_group_epoch0(w: u64) -> (usize, u32, u32) {
 }
 
 /// Bytes of payload: dead-letter source, dedup id, attributes, body.
-fn payload_len(lens: u64, ge: u64) -> usize {
+pub(crate) fn payload_len(lens: u64, ge: u64) -> usize {
     let (b, at, d, _) = unpack_lens(lens);
     b + at + d + unpack_group_epoch0(ge).0
 }
@@ -1277,7 +1300,7 @@ fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) -> PResult<()
 /// after a release of its claim, or a message made visible outside a receive.
 fn hint_if_ready(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, e: &GroupEntry) -> PResult<()> {
     if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired) && hint(a, env, me, g)? {
-        notify(a, env);
+        notify(a, env, me);
     }
     Ok(())
 }
@@ -1392,6 +1415,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
             .is_ok()
         {
             account_in_flight(a, me, -1);
+            count(a, me, counter::DELETED, 1);
             crash_point!();
             // Deleted: a fault while cleaning up concerns the group, not this delete.
             let _ = poke(a, env, me, g);
@@ -1570,7 +1594,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
     }
     a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);
     if pushed > 0 {
-        notify(a, env);
+        notify(a, env, me);
     }
     Ok(pushed)
 }
@@ -1668,7 +1692,7 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResul
             _ => break,
         }
     }
-    count_stat(a, me, |p| &p.retention_expiries, n);
+    count(a, me, counter::RETENTION_EXPIRIES, n);
     Ok(n)
 }
 

@@ -1,0 +1,298 @@
+//! Read-only views of a live arena for operators: groups by backlog, size-class use, and
+//! `peek` (visible messages read without receiving them).
+//!
+//! Nothing here writes to the arena or takes a claim, so an inspector can never delay, wedge
+//! or change the queue it looks at, and may die anywhere. The price is that it reads lists
+//! that their claim holders change under it: every walk is bounded ([`Arena::steps`]), a walk
+//! that meets a freed node starts again (a few times, then reports what it saw), and `peek`
+//! validates each message it copied as a sequence lock would: the message's `vis` word, its
+//! incarnation and its group's state word must be unchanged after the copy, or the copy is
+//! dropped.
+
+use super::ops::{payload_len, successor, unpack_group_epoch0, Next, Taken, Times};
+use super::{gstate, node, vis, Arena, Env, PResult};
+use crate::layout::{GroupEntry, MsgHeader};
+use crate::sync::{fence, Ordering};
+
+/// Walks that meet a node freed under them start again at most this often per group.
+const WALK_RESTARTS: u32 = 4;
+
+/// One group's messages, by state (a snapshot: approximate while the queue is in use).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupCounts {
+    /// Group table index.
+    pub index: u32,
+    /// Receivable now or once the messages before them are deleted.
+    pub visible: u64,
+    /// In flight.
+    pub in_flight: u64,
+    /// Delayed (L1).
+    pub delayed: u64,
+    /// Being written by a producer.
+    pub sending: u64,
+    /// Whether the group's first message is in flight (R3: the group is locked).
+    pub locked: bool,
+}
+
+impl GroupCounts {
+    /// Messages in the group, whatever their state.
+    pub fn backlog(&self) -> u64 {
+        self.visible + self.in_flight + self.delayed + self.sending
+    }
+}
+
+/// The group table, summarised.
+#[derive(Debug, Clone, Default)]
+pub struct Groups {
+    /// Active groups (with a message, or not yet retired).
+    pub active: u64,
+    /// Groups whose first message is in flight.
+    pub locked: u64,
+    /// The largest groups by backlog, largest first.
+    pub largest: Vec<GroupCounts>,
+}
+
+/// One size class's slots, by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClassUse {
+    /// Largest stored payload, bytes.
+    pub payload: u32,
+    /// Bytes per slot: header plus payload stride.
+    pub slot_bytes: u64,
+    /// Slots.
+    pub slots: u32,
+    /// Free slots.
+    pub free: u32,
+    /// Claimed by a producer (being written).
+    pub sending: u32,
+    /// Holding a published message.
+    pub published: u32,
+    /// Holding a deleted message not yet reclaimed.
+    pub deleted: u32,
+}
+
+/// Slot use of every size class (a scan of every header, O(capacity)).
+pub fn classes(a: &Arena<'_>) -> Vec<ClassUse> {
+    let mut out = Vec::new();
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        let mut u = ClassUse {
+            payload: cl.cap,
+            slot_bytes: (core::mem::size_of::<MsgHeader>() + cl.stride) as u64,
+            slots: cl.headers.len() as u32,
+            ..ClassUse::default()
+        };
+        for h in cl.headers {
+            // Relaxed: a snapshot for display.
+            match vis::state(h.vis.load(Ordering::Relaxed)) {
+                vis::State::Free => u.free += 1,
+                vis::State::Claimed(_) => u.sending += 1,
+                vis::State::Published(_) => u.published += 1,
+                vis::State::Deleted => u.deleted += 1,
+            }
+        }
+        out.push(u);
+    }
+    out
+}
+
+/// What a walk of one group's list does with each live message: `true` goes on.
+type Visit<'v, 'a> = dyn FnMut(u32, &'a MsgHeader, u32, u64) -> bool + 'v;
+
+/// Walks group `e`'s list from `head` without its claim, calling `visit(idx, header, inc,
+/// vis)` for each message that is not deleted or past retention, until it returns `false` or
+/// the list ends. Returns `false` if the walk met a node freed under it (the group moved
+/// on): the caller forgets what it saw and walks again, at most [`WALK_RESTARTS`] times.
+fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>) -> PResult<bool> {
+    {
+        // Acquire: pairs with the claim holder's Release store of `head`, so the node it
+        // names is at least as new as that store.
+        let mut cur = e.head.load(Ordering::Acquire);
+        for _ in 0..a.steps() {
+            let (next, m, ninc) = match successor(a, cur)? {
+                Next::Stale => return Ok(false),
+                Next::End => return Ok(true),
+                Next::Node(next, m, ninc) => (next, m, ninc),
+            };
+            // Acquire: pairs with the publishing or receiving CAS, so the header fields read
+            // after it are those of this state.
+            let w = m.vis.load(Ordering::Acquire);
+            match vis::state(w) {
+                vis::State::Deleted => {}
+                vis::State::Free => return Ok(false),
+                vis::State::Claimed(_) => {
+                    if !visit(next, m, ninc, w) {
+                        return Ok(true);
+                    }
+                }
+                vis::State::Published(_) => {
+                    // Relaxed: ordered by the Acquire load of `vis`.
+                    if !t.expired(m.sent.load(Ordering::Relaxed)) && !visit(next, m, ninc, w) {
+                        return Ok(true);
+                    }
+                }
+            }
+            cur = node::pack(ninc, next);
+        }
+        Ok(true)
+    }
+}
+
+/// Counts the messages of every active group (walking each list: O(messages + groups)) and
+/// returns the `top` largest by backlog.
+pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
+    let t = Times::load(a, env);
+    let mut out = Groups::default();
+    let mut all = Vec::new();
+    for (g, e) in a.groups.iter().enumerate() {
+        // Acquire: SYNC POINT(group-publish), the entry's fields are initialised.
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        out.active += 1;
+        let mut c = GroupCounts::default();
+        for _ in 0..WALK_RESTARTS {
+            c = GroupCounts {
+                index: g as u32,
+                ..GroupCounts::default()
+            };
+            let mut first = true;
+            let done = walk(a, &t, e, &mut |_, m, _, w| {
+                match vis::state(w) {
+                    vis::State::Published(d) if d > t.now => {
+                        c.in_flight += 1;
+                        c.locked |= first;
+                    }
+                    // Relaxed: ordered by the walk's Acquire load of `vis`.
+                    vis::State::Published(0) if t.delayed(m.sent.load(Ordering::Relaxed)) => {
+                        c.delayed += 1
+                    }
+                    vis::State::Published(_) => c.visible += 1,
+                    _ => c.sending += 1,
+                }
+                first = false;
+                true
+            })?;
+            if done {
+                break;
+            }
+        }
+        out.locked += u64::from(c.locked);
+        if c.backlog() > 0 {
+            all.push(c);
+        }
+    }
+    all.sort_unstable_by(|x, y| y.backlog().cmp(&x.backlog()).then(x.index.cmp(&y.index)));
+    all.truncate(top);
+    out.largest = all;
+    Ok(out)
+}
+
+/// Copies up to `max` messages that a receive could return now (each group's visible
+/// prefix: from its first message up to the first that is in flight, delayed or being
+/// written), in group-table order, changing nothing. `f` turns each validated copy into a
+/// `T`; the [`Taken`] it gets points at private copies of the header and payload, its
+/// `receive_count` is the receives so far, and its `group` is live (its state word is
+/// re-checked after `f`, and the result dropped if the group changed).
+pub fn peek<T>(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    max: usize,
+    f: &mut dyn FnMut(&Taken<'_>) -> Option<T>,
+) -> PResult<Vec<T>> {
+    let t = Times::load(a, env);
+    let mut out: Vec<T> = Vec::new();
+    for e in a.groups {
+        if out.len() >= max {
+            break;
+        }
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        let start = out.len();
+        for _ in 0..WALK_RESTARTS {
+            out.truncate(start);
+            let done = walk(a, &t, e, &mut |idx, m, inc, w| {
+                let vis::State::Published(d) = vis::state(w) else {
+                    return false; // being written: the messages after it wait for it
+                };
+                // Relaxed: ordered by the walk's Acquire load of `vis`.
+                if d > t.now || (d == 0 && t.delayed(m.sent.load(Ordering::Relaxed))) {
+                    return false; // in flight (the group is locked) or delayed
+                }
+                if out.len() >= max {
+                    return false;
+                }
+                match copy(a, e, st, idx, m, inc, w, f) {
+                    Ok(Some(v)) => {
+                        out.push(v);
+                        true
+                    }
+                    // Changed under us (received, deleted, freed): the group moved on.
+                    Ok(None) | Err(_) => false,
+                }
+            })?;
+            if done {
+                break;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Copies one message, hands the copy to `f`, and keeps `f`'s result only if the message and
+/// its group are unchanged afterwards (a sequence-lock read).
+#[allow(clippy::too_many_arguments)]
+fn copy<T>(
+    a: &Arena<'_>,
+    e: &GroupEntry,
+    st: u64,
+    idx: u32,
+    m: &MsgHeader,
+    inc: u32,
+    w: u64,
+    f: &mut dyn FnMut(&Taken<'_>) -> Option<T>,
+) -> PResult<Option<T>> {
+    let r = Ordering::Relaxed; // ordered by the Acquire load of `vis`, validated below
+    let snap = MsgHeader::default();
+    for (dst, src) in [
+        (&snap.pos, &m.pos),
+        (&snap.group_epoch0, &m.group_epoch0),
+        (&snap.sent, &m.sent),
+        (&snap.first_recv_ms, &m.first_recv_ms),
+        (&snap.recv_ms, &m.recv_ms),
+        (&snap.lens, &m.lens),
+    ] {
+        dst.store(src.load(r), r);
+    }
+    let ge = snap.group_epoch0.load(r);
+    let (cl, slot) = a.class_of(idx)?;
+    let len = payload_len(snap.lens.load(r), ge).min(cl.cap as usize);
+    let mut payload = vec![0u8; len];
+    // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`, so
+    // the source lies inside the payload array, and `payload` has `len` bytes. The bytes may
+    // be rewritten meanwhile only if the message was freed and its slot reused, which
+    // changes its `vis` word and incarnation: the checks below then drop the copy.
+    unsafe {
+        core::ptr::copy_nonoverlapping(cl.payload.add(slot * cl.stride), payload.as_mut_ptr(), len)
+    };
+    let epoch = vis::epoch(w);
+    let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
+    let v = f(&Taken {
+        idx,
+        inc,
+        epoch,
+        receive_count,
+        header: &snap,
+        group: e,
+        payload: &payload,
+        vis: w,
+    });
+    // Acquire: orders the copies above before the re-checks (the read side of a sequence
+    // lock), against the Release or stronger RMWs that change `vis`, `link` and `state`.
+    fence(Ordering::Acquire);
+    let same = m.vis.load(r) == w && node::inc(m.link.load(r)) == inc && e.state.load(r) == st;
+    Ok(if same { v } else { None })
+}

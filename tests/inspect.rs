@@ -1,0 +1,232 @@
+//! Operator views (issue 8): lifetime counters against a known workload, `peek` changing
+//! nothing, and `inspect` (groups, participants, size classes).
+
+mod common;
+
+use std::thread::sleep;
+use std::time::Duration;
+
+use common::*;
+use shmfifo::{Counters, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage};
+
+/// Every counter, checked against a workload whose events are known exactly.
+#[test]
+fn counters_match_a_known_workload() {
+    let dlq = queue("cnt-dlq", &small_dedup());
+    let q = queue(
+        "cnt",
+        &small_dedup()
+            .max_in_flight(3)
+            .redrive_policy(RedrivePolicy::new(&dlq.name, 2)),
+    );
+    assert_eq!(
+        q.counters(),
+        Counters::default(),
+        "a new queue counts nothing"
+    );
+    // 6 sends, 2 of them duplicates (D1).
+    for (g, id) in [
+        ("a", "1"),
+        ("a", "2"),
+        ("b", "3"),
+        ("c", "4"),
+        ("a", "1"),
+        ("b", "3"),
+    ] {
+        q.send(&SendMessage::new(g, id).dedup_id(id)).unwrap();
+    }
+    // The in-flight limit (3) cuts the first receive short: 3 received, one limit hit (R8).
+    let first = q
+        .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_millis(50)))
+        .unwrap();
+    assert_eq!(first.len(), 3);
+    // Delete one; the other two time out and are received again (2 visibility expiries).
+    let deleted = first
+        .iter()
+        .find(|m| m.group_id == "c")
+        .unwrap_or(&first[0]);
+    q.delete(&deleted.receipt_handle).unwrap();
+    sleep(Duration::from_millis(120));
+    let second = q
+        .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_millis(50)))
+        .unwrap();
+    assert_eq!(second.len(), 3, "two redeliveries and the fourth message");
+    let redelivered = second.iter().filter(|m| m.receive_count == 2).count() as u64;
+    assert_eq!(redelivered, 2);
+    // After their second visibility ends, the two twice-received messages move to the
+    // dead-letter queue (maxReceiveCount 2, X1) on the next receive; the once-received one
+    // comes back for its second receive.
+    sleep(Duration::from_millis(120));
+    let third = q.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(third.len(), 1);
+    q.delete(&third[0].receipt_handle).unwrap();
+    let c = q.counters();
+    assert_eq!(
+        c,
+        Counters {
+            sent: 4,
+            duplicates: 2,
+            received: 3 + 3 + 1,
+            deleted: 2,
+            visibility_expiries: 2 + 1,
+            moved_to_dead_letter: 2,
+            retention_expiries: 0,
+            in_flight_limit_hits: 1,
+            waits: 0,
+            wake_ups: 0,
+            contention_retries: 0,
+        }
+    );
+    // The dead-letter queue counts the two moves as its sends.
+    assert_eq!(dlq.counters().sent, 2);
+    // Another handle (another participant record) sees the same sums, and adds to them.
+    let other = Queue::open(&q.name).unwrap();
+    assert_eq!(other.counters(), c);
+    other
+        .send(&SendMessage::new("z", "z").dedup_id("z"))
+        .unwrap();
+    assert_eq!(q.counters().sent, 5);
+    // Attributes report the same counts as the counters.
+    let at = q.attributes();
+    assert_eq!(at.moved_to_dead_letter, 2);
+    assert_eq!(at.in_flight_limit_hits, 1);
+}
+
+/// Waits and wake-ups: a receiver that sleeps on the futex and a producer that wakes it.
+#[test]
+fn counters_count_waits_and_wake_ups() {
+    let q = queue("cnt-wait", &small());
+    let name = q.name.clone();
+    let sender = std::thread::spawn(move || {
+        let p = Queue::open(&name).unwrap();
+        sleep(Duration::from_millis(150));
+        p.send(&SendMessage::new("g", "wake")).unwrap();
+        p
+    });
+    let got = q
+        .receive(&ReceiveOptions::max(1).wait(Duration::from_secs(10)))
+        .unwrap();
+    let _p = sender.join().unwrap();
+    assert_eq!(got.len(), 1);
+    let c = q.counters();
+    assert!(c.waits >= 1, "the receiver slept: {c:?}");
+    assert_eq!(c.wake_ups, 1, "one send rang the doorbell: {c:?}");
+}
+
+/// Retention removals count (T1).
+#[test]
+fn counters_count_retention_expiries() {
+    let q = queue(
+        "cnt-ret",
+        &small().message_retention_period(Duration::from_millis(50)),
+    );
+    for i in 0..3 {
+        send(&q, "g", &format!("m{i}"));
+    }
+    sleep(Duration::from_millis(100));
+    assert!(recv(&q, 10).is_empty());
+    assert_eq!(q.counters().retention_expiries, 3);
+}
+
+/// `peek` returns what a receive would, and changes nothing: counts, receive counts,
+/// visibility, counters.
+#[test]
+fn peek_changes_nothing() {
+    let q = queue("peek", &small());
+    for g in ["a", "b"] {
+        for i in 0..3 {
+            q.send(&SendMessage::new(g, &format!("{g}{i}")).attributes(&[
+                shmfifo::MessageAttribute {
+                    name: "k",
+                    data_type: "String",
+                    value: b"v",
+                },
+            ]))
+            .unwrap();
+        }
+    }
+    // Group a is locked by an in-flight message: peek shows only group b (R3).
+    let held = recv_vt(&q, 1, Duration::from_secs(30));
+    assert_eq!(bodies(&held), ["a0"]);
+    let before = (q.attributes(), q.counters());
+    let peeked = q.peek(10).unwrap();
+    let pb: Vec<&str> = peeked.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(pb, ["b0", "b1", "b2"]);
+    assert!(peeked
+        .iter()
+        .all(|m| m.group_id == "b" && m.receive_count == 0));
+    assert!(peeked
+        .iter()
+        .all(|m| m.attributes.len() == 1 && m.attributes[0].value == b"v"));
+    assert!(peeked
+        .windows(2)
+        .all(|w| w[0].sequence_number < w[1].sequence_number));
+    assert_eq!(q.peek(2).unwrap().len(), 2, "max is honoured");
+    let after = (q.attributes(), q.counters());
+    assert_eq!(before, after, "peek changed nothing");
+    // A receive returns the same messages, with the same ids, for the first time.
+    let got = recv(&q, 10);
+    let ids: Vec<_> = got.iter().map(|m| m.message_id).collect();
+    let pids: Vec<_> = peeked.iter().map(|m| m.message_id).collect();
+    assert_eq!(ids, pids);
+    assert!(got.iter().all(|m| m.receive_count == 1));
+    assert!(
+        q.peek(10).unwrap().is_empty(),
+        "everything is in flight now"
+    );
+}
+
+/// `inspect`: counts by state, locked groups, the largest groups, participants, classes.
+#[test]
+fn inspect_reports_groups_participants_and_classes() {
+    let q = queue("insp", &small().delay(Duration::from_secs(0)));
+    for (g, n) in [("big", 5), ("mid", 3), ("small", 1)] {
+        for i in 0..n {
+            send(&q, g, &format!("{g}{i}"));
+        }
+    }
+    let held = recv_vt(&q, 1, Duration::from_secs(30));
+    assert_eq!(held[0].group_id, "big");
+    let other = Queue::open(&q.name).unwrap();
+    let s = q.inspect(2).unwrap();
+    assert_eq!(s.messages.visible, 8);
+    assert_eq!(s.messages.in_flight, 1);
+    assert_eq!(s.active_groups, 3);
+    assert_eq!(s.locked_groups, 1);
+    let largest: Vec<(&str, u64, bool)> = s
+        .largest_groups
+        .iter()
+        .map(|g| (g.group_id.as_str(), g.backlog(), g.locked))
+        .collect();
+    assert_eq!(largest, [("big", 5, true), ("mid", 3, false)]);
+    assert_eq!(s.largest_groups[0].in_flight, 1);
+    assert_eq!(s.participants.len(), 2);
+    assert!(s
+        .participants
+        .iter()
+        .all(|p| p.alive && p.pid == std::process::id()));
+    assert_eq!(s.participants.iter().filter(|p| p.is_self).count(), 1);
+    let used: u32 = s.size_classes.iter().map(|c| c.used).sum();
+    assert_eq!(used, 9);
+    let slots: u32 = s.size_classes.iter().map(|c| c.slots).sum();
+    let free: u32 = s.size_classes.iter().map(|c| c.free).sum();
+    assert_eq!(free + used, slots);
+    assert_eq!(s.counters.sent, 9);
+    drop(other);
+    assert_eq!(
+        q.inspect(10).unwrap().participants.len(),
+        1,
+        "a closed handle is gone"
+    );
+}
+
+/// A queue made with `QueueConfig::new()` defaults reports its in-flight limit and classes.
+#[test]
+fn inspect_on_defaults() {
+    let q = queue("insp-def", &QueueConfig::new().max_messages(1000));
+    let s = q.inspect(10).unwrap();
+    assert_eq!(s.messages.visible, 0);
+    assert!(s.largest_groups.is_empty());
+    assert!(!s.size_classes.is_empty());
+    assert!(s.size_classes.iter().all(|c| c.slot_bytes >= 64));
+}
