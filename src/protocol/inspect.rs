@@ -7,7 +7,10 @@
 //! that meets a freed node starts again (a few times, then reports what it saw), and `peek`
 //! validates each message it copied as a sequence lock would: the message's `vis` word, its
 //! incarnation and its group's state word must be unchanged after the copy, or the copy is
-//! dropped.
+//! dropped (SYNC POINT(peek-seqlock): a producer's Release fence after it claims a slot and
+//! before it writes the payload, against the peeker's Acquire fence after its copy). A
+//! group's copied prefix is kept only if every message in it is still unchanged when the walk
+//! stops, so a peek shows each group as it was at one instant.
 
 use super::ops::{payload_len, successor, unpack_group_epoch0, Next, Taken, Times};
 use super::{gstate, node, vis, Arena, Env, PResult};
@@ -116,6 +119,14 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
             // Acquire: pairs with the publishing or receiving CAS, so the header fields read
             // after it are those of this state.
             let w = m.vis.load(Ordering::Acquire);
+            // Without the claim, `next` may have been freed and reused since `cur` pointed
+            // at it: the incarnation read again after `vis` must be the one `successor` saw.
+            // Acquire: pairs with the Release store of a new incarnation in `pool::alloc`
+            // (SYNC POINT(peek-seqlock)), so a `vis` word of a newer incarnation is never
+            // paired with the old one.
+            if node::inc(m.link.load(Ordering::Acquire)) != ninc {
+                return Ok(false);
+            }
             match vis::state(w) {
                 vis::State::Deleted => {}
                 vis::State::Free => return Ok(false),
@@ -212,8 +223,13 @@ pub fn peek<T>(
             continue;
         }
         let start = out.len();
+        // The messages copied from this group, as (header, vis word, incarnation).
+        let mut marks: Vec<(&MsgHeader, u64, u32)> = Vec::new();
+        let mut settled = false;
         for _ in 0..WALK_RESTARTS {
             out.truncate(start);
+            marks.clear();
+            let mut changed = false;
             let done = walk(a, &t, e, &mut |idx, m, inc, w| {
                 let vis::State::Published(d) = vis::state(w) else {
                     return false; // being written: the messages after it wait for it
@@ -228,15 +244,35 @@ pub fn peek<T>(
                 match copy(a, e, st, idx, m, inc, w, f) {
                     Ok(Some(v)) => {
                         out.push(v);
+                        marks.push((m, w, inc));
                         true
                     }
-                    // Changed under us (received, deleted, freed): the group moved on.
-                    Ok(None) | Err(_) => false,
+                    // Changed under us (received, deleted, freed): walk again.
+                    Ok(None) | Err(_) => {
+                        changed = true;
+                        false
+                    }
                 }
             })?;
-            if done {
+            // The prefix is a snapshot only if every message copied is still as it was when
+            // the walk stopped: then at that instant they were all visible, and whatever
+            // stopped the walk (an in-flight, delayed or unfinished message, or the end)
+            // was there too.
+            // Acquire: orders the walk's loads before these re-checks (as in `copy`).
+            fence(Ordering::Acquire);
+            let same = marks.iter().all(|&(m, w, inc)| {
+                // Relaxed: after the fence above.
+                m.vis.load(Ordering::Relaxed) == w
+                    && node::inc(m.link.load(Ordering::Relaxed)) == inc
+            });
+            if done && !changed && same {
+                settled = true;
                 break;
             }
+        }
+        if !settled {
+            // A group that kept changing under the walk: leave it out of this peek.
+            out.truncate(start);
         }
     }
     Ok(out)
@@ -290,8 +326,9 @@ fn copy<T>(
         payload: &payload,
         vis: w,
     });
-    // Acquire: orders the copies above before the re-checks (the read side of a sequence
-    // lock), against the Release or stronger RMWs that change `vis`, `link` and `state`.
+    // Acquire: SYNC POINT(peek-seqlock), orders the copies above before the re-checks (the
+    // read side of a sequence lock), against the Release fence a producer runs after it
+    // claims the slot and before it writes the payload (`pool::alloc`).
     fence(Ordering::Acquire);
     let same = m.vis.load(r) == w && node::inc(m.link.load(r)) == inc && e.state.load(r) == st;
     Ok(if same { v } else { None })

@@ -6,7 +6,7 @@
 //! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
 
 use super::{node, vis, Arena, Fault, PResult};
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 
 /// Claims a free slot of class `class` for `owner`, scanning from `start`.
 ///
@@ -48,10 +48,18 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u3
             .is_ok()
         {
             crash_point!();
-            // Relaxed: the slot is ours; the new incarnation is published to others by the
-            // SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)).
+            // Relaxed load: the slot is ours. The new incarnation reaches receivers through
+            // the SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)); the
+            // store is Release for peekers, who read slots without a claim (SYNC
+            // POINT(peek-seqlock)): one that sees the new incarnation also sees this claim
+            // and every free before it.
             let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);
-            h.link.store(node::pack(inc, node::NIL), Ordering::Relaxed);
+            h.link.store(node::pack(inc, node::NIL), Ordering::Release);
+            // SYNC POINT(peek-seqlock): Release orders the claim and the new incarnation
+            // before the payload writes that follow, against `inspect::copy`'s Acquire fence:
+            // a peeker that copied any of the new payload sees the slot changed when it
+            // re-checks. (On x86 both are compiler barriers only.)
+            fence(Ordering::Release);
             return Ok((cl.base + i as u32, inc, epoch));
         }
     }
