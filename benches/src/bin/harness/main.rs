@@ -1,0 +1,592 @@
+//! # shmfifo-harness
+//!
+//! Runs shmfifo and its peers in one invocation, with the same payloads, copies and process
+//! layout, and prints one Markdown table, the issue's targets as ratios against the peers
+//! measured in the same run, and writes `harness.md`, `harness.csv` (every run) and
+//! `harness.svg` (a chart) to `--out`.
+//!
+//! Peers: the hardware limit (a cache-line ping-pong over shared memory and a futex wake
+//! round trip, both between two processes), crossbeam's `ArrayQueue` between two threads (the
+//! in-process bound), a Unix domain socket, a pipe and a POSIX message queue between two
+//! processes, iceoryx2 publish-subscribe between two processes (cargo feature `iceoryx2`, on
+//! by default).
+//!
+//! Scenarios:
+//! * one-way latency = half the round trip of a ping-pong between the harness and an echo
+//!   process (p50, p99, p99.9 from an HdrHistogram), receivers spinning, and receivers asleep
+//!   in the kernel (the harness idles 100 µs before each ping, so the echo is asleep when its
+//!   message comes; shmfifo long-polls and sleeps on its futex);
+//! * throughput from one producer process to one consumer process, one message per call and
+//!   ten (shmfifo `send_batch` / receive 10, `writev` of ten for streams);
+//! * shmfifo with deduplication off, by id and content-based;
+//! * shmfifo N producer × M consumer processes over 1, 1,000 and 1,000,000 groups;
+//! * shmfifo ping-pong latency with a 1,000,000-message backlog in another group whose head
+//!   is in flight, against the same queue geometry without it;
+//! * arena bytes per message, measured from the arena sizes of two geometries.
+//!
+//! Every case runs `--repeats` times (3), interleaved with the others; the table gives the
+//! median and, in brackets, the smallest and largest run. Nothing asserts on time: targets are
+//! printed MET or MISSED. The exit status is 1 only when a shmfifo case failed to run.
+//!
+//! ```text
+//! cargo run --release -p shmfifo-benches --bin shmfifo-harness -- --quick   # < 1 min
+//! cargo run --release -p shmfifo-benches --bin shmfifo-harness             # full run
+//! ```
+
+mod ctl;
+mod report;
+mod scenarios;
+mod sys;
+mod transport;
+mod workers;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use report::{Key, Lat, Outcome, Record, Section, NO_BACKLOG};
+use scenarios::{Ctx, LatencyRun, PingPongSettings, TputSettings};
+use transport::{Dedup, Peer, Wait};
+
+/// Command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "shmfifo-harness",
+    about = "shmfifo against its peers and the hardware limit: one Markdown table, CSV, SVG"
+)]
+struct Args {
+    /// Short run (under a minute on 2 cores): 1 repeat, 64-byte payloads, small counts.
+    #[arg(long)]
+    quick: bool,
+    /// Runs of each case, interleaved [default: 3; quick: 1].
+    #[arg(long)]
+    repeats: Option<usize>,
+    /// Directory for harness.md, harness.csv and harness.svg.
+    #[arg(long, default_value = "target/harness")]
+    out: PathBuf,
+    /// Scenarios, comma-separated: latency, sleep, throughput, dedup, groups, backlog, memory
+    /// [default: all].
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Peers besides shmfifo, comma-separated: raw, iceoryx2, crossbeam, uds, pipe, mq
+    /// [default: all].
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<String>,
+    /// Payload sizes in bytes [default: 8,64,1024,65536; quick: 64].
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Group counts of the groups scenario [default: 1,1000,1000000].
+    #[arg(long, value_delimiter = ',')]
+    groups: Vec<u32>,
+    /// Producer processes of the groups scenario.
+    #[arg(long, default_value_t = 2)]
+    producers: usize,
+    /// Consumer processes of the groups scenario.
+    #[arg(long, default_value_t = 2)]
+    consumers: usize,
+    /// Messages in the backlog scenario's backlog [default: 1000000].
+    #[arg(long)]
+    backlog: Option<u64>,
+    /// Spinning round trips timed per run [default: 100000; quick: 5000].
+    #[arg(long)]
+    rounds: Option<u64>,
+    /// Sleeping round trips timed per run [default: 10000; quick: 1000].
+    #[arg(long)]
+    sleep_rounds: Option<u64>,
+    /// Throughput window per run, ms [default: 400; quick: 100].
+    #[arg(long)]
+    window_ms: Option<u64>,
+}
+
+/// One case of the plan.
+#[derive(Debug, Clone, Copy)]
+enum Case {
+    /// Ping-pong of `peer`.
+    Lat { peer: Peer, size: usize, wait: Wait },
+    /// 1 → 1 throughput of `peer`.
+    Tput {
+        peer: Peer,
+        size: usize,
+        batch: usize,
+    },
+    /// 1 → 1 shmfifo throughput, 64 B, with deduplication.
+    Dedup { dedup: Dedup, batch: usize },
+    /// shmfifo producers × consumers over `groups`.
+    Groups { groups: u32 },
+    /// shmfifo ping-pong beside a backlog (or not).
+    Backlog { loaded: bool },
+}
+
+/// Settings of the whole run.
+#[derive(Debug)]
+struct Plan {
+    repeats: usize,
+    spin: PingPongSettings,
+    sleep: PingPongSettings,
+    tput: TputSettings,
+    producers: usize,
+    consumers: usize,
+    backlog: u64,
+    memory: bool,
+}
+
+/// `1,000,000`.
+// `is_multiple_of` is newer than the workspace's rust-version.
+#[allow(clippy::manual_is_multiple_of)]
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn groups_variant(p: usize, c: usize, g: u32) -> String {
+    format!(
+        "{p} × {c}, {} group{}",
+        thousands(u64::from(g)),
+        if g == 1 { "" } else { "s" }
+    )
+}
+
+fn dedup_variant(d: Dedup, batch: usize) -> String {
+    let d = match d {
+        Dedup::Off => "dedup off",
+        Dedup::ById => "dedup by id",
+        Dedup::Content => "content-based dedup",
+    };
+    if batch == 1 {
+        format!("{d}, single ops")
+    } else {
+        format!("{d}, batches of {batch}")
+    }
+}
+
+fn backlog_variant(loaded: bool, n: u64) -> String {
+    if loaded {
+        format!(
+            "{} messages in another group (its head in flight)",
+            thousands(n)
+        )
+    } else {
+        NO_BACKLOG.to_owned()
+    }
+}
+
+impl Case {
+    fn key(&self, plan: &Plan) -> Key {
+        let (section, peer, payload, variant) = match *self {
+            Case::Lat { peer, size, wait } => (
+                if wait == Wait::Spin {
+                    Section::LatSpin
+                } else {
+                    Section::LatSleep
+                },
+                peer,
+                size,
+                String::new(),
+            ),
+            Case::Tput { peer, size, batch } => (
+                if batch == 1 {
+                    Section::TputSingle
+                } else {
+                    Section::TputBatch
+                },
+                peer,
+                size,
+                String::new(),
+            ),
+            Case::Dedup { dedup, batch } => (
+                Section::Dedup,
+                Peer::Shmfifo,
+                64,
+                dedup_variant(dedup, batch),
+            ),
+            Case::Groups { groups } => (
+                Section::Groups,
+                Peer::Shmfifo,
+                64,
+                groups_variant(plan.producers, plan.consumers, groups),
+            ),
+            Case::Backlog { loaded } => (
+                Section::Backlog,
+                Peer::Shmfifo,
+                64,
+                backlog_variant(loaded, plan.backlog),
+            ),
+        };
+        Key {
+            section,
+            peer,
+            payload,
+            variant,
+        }
+    }
+}
+
+fn lat(r: &LatencyRun) -> Lat {
+    // One way: half the round trip.
+    let q = |p: f64| r.rt.value_at_quantile(p) as f64 / 2.0;
+    Lat {
+        p50: q(0.50),
+        p99: q(0.99),
+        p999: q(0.999),
+        mean: r.rt.mean() / 2.0,
+        samples: r.rt.len(),
+        switches: r.switches,
+    }
+}
+
+/// Runs one case once; a short line for the progress log.
+fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
+    let r: Result<(Outcome, String), String> = (|| match *case {
+        Case::Lat { peer, size, wait } => {
+            let s = if wait == Wait::Spin {
+                plan.spin
+            } else {
+                plan.sleep
+            };
+            let l = lat(&scenarios::pingpong(ctx, peer, size, wait, s, None)?);
+            let sw = l.switches.map_or(String::new(), |(a, b)| {
+                format!(
+                    ", context switches per round trip {:.2}+{:.2} / {:.2}+{:.2}",
+                    a.0, a.1, b.0, b.1
+                )
+            });
+            let line = format!(
+                "p50 {} p99 {} p99.9 {} ({} round trips{sw})",
+                report::us(l.p50),
+                report::us(l.p99),
+                report::us(l.p999),
+                l.samples
+            );
+            Ok((Outcome::Lat(l), line))
+        }
+        Case::Tput { peer, size, batch } => {
+            let t = scenarios::one_to_one(ctx, peer, size, batch, Dedup::Off, plan.tput)?;
+            let line = format!(
+                "{} (sent {}, received {}, {} full retries)",
+                report::per_s(t.rate),
+                report::per_s(t.sent),
+                report::per_s(t.received),
+                t.full_retries
+            );
+            Ok((Outcome::Tput(t), line))
+        }
+        Case::Dedup { dedup, batch } => {
+            let t = scenarios::one_to_one(ctx, Peer::Shmfifo, 64, batch, dedup, plan.tput)?;
+            let line = format!(
+                "{} ({} full retries)",
+                report::per_s(t.rate),
+                t.full_retries
+            );
+            Ok((Outcome::Tput(t), line))
+        }
+        Case::Groups { groups } => {
+            let (t, setup) =
+                scenarios::groups(ctx, groups, plan.producers, plan.consumers, plan.tput)?;
+            let line = format!(
+                "{} (sent {}, received {}; set up and prefilled in {setup:.1} s)",
+                report::per_s(t.rate),
+                report::per_s(t.sent),
+                report::per_s(t.received)
+            );
+            Ok((Outcome::Tput(t), line))
+        }
+        Case::Backlog { loaded } => {
+            let (r, setup) = scenarios::backlog(ctx, loaded, plan.backlog, plan.spin)?;
+            let l = lat(&r);
+            let extra = if setup > 0.0 {
+                format!(" (backlog queues made in {setup:.1} s)")
+            } else {
+                String::new()
+            };
+            let line = format!("p50 {} p99 {}{extra}", report::us(l.p50), report::us(l.p99));
+            Ok((Outcome::Lat(l), line))
+        }
+    })();
+    r.unwrap_or_else(|e| (Outcome::Failed(e.clone()), format!("FAILED: {e}")))
+}
+
+/// The machine, in words: CPU model, cores, kernel.
+fn machine() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU".to_owned(), |m| m.trim().to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let virt = if cpuinfo.contains(" hypervisor") {
+        ", virtual machine"
+    } else {
+        ""
+    };
+    format!(
+        "{model}, {cores} CPUs{virt}, Linux {}, {} build",
+        kernel.trim(),
+        if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        }
+    )
+}
+
+fn main() {
+    if let Ok(job) = std::env::var(workers::CHILD_ENV) {
+        workers::child_main(&job);
+    }
+    let args = Args::parse();
+    match run(args) {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("shmfifo-harness: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn run(args: Args) -> Result<i32, String> {
+    let started = Instant::now();
+    let quick = args.quick;
+    let pick = |v: Option<u64>, full: u64, q: u64| v.unwrap_or(if quick { q } else { full });
+    let repeats = args.repeats.unwrap_or(if quick { 1 } else { 3 }).max(1);
+    let sizes = if !args.sizes.is_empty() {
+        args.sizes.clone()
+    } else if quick {
+        vec![64]
+    } else {
+        vec![8, 64, 1024, 65_536]
+    };
+    if let Some(s) = sizes.iter().find(|&&s| s == 0 || s > 262_144) {
+        return Err(format!("payload size {s}: 1 to 262,144 bytes"));
+    }
+    let group_counts = if args.groups.is_empty() {
+        vec![1, 1_000, 1_000_000]
+    } else {
+        args.groups.clone()
+    };
+    let scenarios_all = [
+        "latency",
+        "sleep",
+        "throughput",
+        "dedup",
+        "groups",
+        "backlog",
+        "memory",
+    ];
+    for s in &args.only {
+        if !scenarios_all.contains(&s.as_str()) {
+            return Err(format!("unknown scenario {s} (one of {scenarios_all:?})"));
+        }
+    }
+    let want = |s: &str| args.only.is_empty() || args.only.iter().any(|o| o == s);
+    let mut peers = vec![Peer::Shmfifo];
+    if args.peers.is_empty() {
+        peers.extend(Peer::ALL.into_iter().filter(|&p| p != Peer::Shmfifo));
+    } else {
+        for p in &args.peers {
+            let peer = Peer::parse(p).ok_or_else(|| format!("unknown peer {p}"))?;
+            if !peers.contains(&peer) {
+                peers.push(peer);
+            }
+        }
+    }
+    peers.sort();
+    let spin_rounds = pick(args.rounds, 100_000, 5_000);
+    let plan = Plan {
+        repeats,
+        spin: PingPongSettings {
+            rounds: spin_rounds,
+            warmup: (spin_rounds / 10).clamp(100, 5_000),
+            cap: Duration::from_secs(if quick { 1 } else { 3 }),
+            gap: None,
+        },
+        sleep: PingPongSettings {
+            rounds: pick(args.sleep_rounds, 10_000, 1_000),
+            warmup: 200,
+            cap: Duration::from_secs(if quick { 1 } else { 5 }),
+            gap: Some(Duration::from_micros(100)),
+        },
+        tput: TputSettings {
+            warmup: Duration::from_millis(if quick { 30 } else { 100 }),
+            window: Duration::from_millis(pick(args.window_ms, 400, 100)),
+        },
+        producers: args.producers.clamp(1, 8),
+        consumers: args.consumers.clamp(1, 8),
+        backlog: pick(args.backlog, 1_000_000, 1_000_000),
+        memory: want("memory"),
+    };
+
+    // The plan: every case, and the cases a peer cannot run (with the reason).
+    let mut cases = Vec::new();
+    let mut skipped = Vec::new();
+    let mut add = |case: Case, why: Option<String>, plan: &Plan| match why {
+        Some(w) => skipped.push((case.key(plan), w)),
+        None => cases.push(case),
+    };
+    for (scenario, wait) in [("latency", Wait::Spin), ("sleep", Wait::Sleep)] {
+        if !want(scenario) {
+            continue;
+        }
+        for &size in &sizes {
+            if wait == Wait::Sleep && size != 64 && sizes.contains(&64) {
+                continue;
+            }
+            for &peer in &peers {
+                let why = peer.unsupported(size, wait, false);
+                // The raw peer's spinning figure is the cache line, its sleeping one the futex.
+                add(Case::Lat { peer, size, wait }, why, &plan);
+            }
+        }
+    }
+    if want("throughput") {
+        for batch in [1, 10] {
+            for &size in &sizes {
+                for &peer in &peers {
+                    let why = peer.unsupported(size, transport_wait(peer), true);
+                    add(Case::Tput { peer, size, batch }, why, &plan);
+                }
+            }
+        }
+    }
+    if want("dedup") {
+        for batch in [1, 10] {
+            for dedup in [Dedup::Off, Dedup::ById, Dedup::Content] {
+                add(Case::Dedup { dedup, batch }, None, &plan);
+            }
+        }
+    }
+    if want("groups") {
+        for &groups in &group_counts {
+            add(Case::Groups { groups }, None, &plan);
+        }
+    }
+    if want("backlog") {
+        for loaded in [false, true] {
+            add(Case::Backlog { loaded }, None, &plan);
+        }
+    }
+
+    std::fs::create_dir_all(&args.out)
+        .map_err(|e| format!("creating {}: {e}", args.out.display()))?;
+    let mut ctx = Ctx::new()?;
+    eprintln!(
+        "shmfifo-harness: {} cases × {} runs, interleaved ({} mode); {} not measurable here",
+        cases.len(),
+        plan.repeats,
+        if quick { "quick" } else { "full" },
+        skipped.len()
+    );
+    let mut records = Vec::new();
+    for run in 1..=plan.repeats {
+        for (i, case) in cases.iter().enumerate() {
+            let key = case.key(&plan);
+            let t = Instant::now();
+            let (outcome, line) = run_case(&mut ctx, case, &plan);
+            eprintln!(
+                "[run {run}/{}, case {}/{}] {} | {} | {}{}: {line} [{:.1} s]",
+                plan.repeats,
+                i + 1,
+                cases.len(),
+                key.section.title(),
+                report::bytes(key.payload),
+                key.peer_label(),
+                if key.variant.is_empty() {
+                    String::new()
+                } else {
+                    format!(" | {}", key.variant)
+                },
+                t.elapsed().as_secs_f64()
+            );
+            records.push(Record { key, run, outcome });
+        }
+    }
+    scenarios::drop_fixtures(&mut ctx);
+    let mem = if plan.memory {
+        match scenarios::memory() {
+            Ok(m) => Some(m),
+            Err(e) => {
+                eprintln!("memory figures: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+
+    let rows = report::rows(&records, &skipped);
+    let biggest = group_counts
+        .iter()
+        .copied()
+        .filter(|&g| g > 1_000)
+        .max()
+        .unwrap_or(1_000_000);
+    let big = groups_variant(plan.producers, plan.consumers, biggest);
+    let small = groups_variant(plan.producers, plan.consumers, 1_000);
+    let verdicts = report::targets(&rows, mem.as_ref(), (&big, &small));
+    let elapsed = started.elapsed().as_secs_f64();
+
+    let mut md = String::new();
+    md.push_str(&format!(
+        "Machine: {}. Mode: {} ({} run{} of each case, interleaved; medians, with the \
+         smallest and largest run in brackets). Wall time {:.0} s.\n\n",
+        machine(),
+        if quick { "quick" } else { "full" },
+        plan.repeats,
+        if plan.repeats == 1 { "" } else { "s" },
+        elapsed
+    ));
+    md.push_str(&report::table(&rows));
+    if let Some(m) = &mem {
+        md.push_str(&format!(
+            "\nMemory: {:.0} arena bytes per slot of the 192-byte class ({:.0} B header + \
+             192 B payload capacity; a body is stored in the smallest class that holds it with \
+             its dedup id and attributes, classes growing ×4); with deduplication, {:.0} B per \
+             dedup table entry (one per id within the interval).\n",
+            m.per_slot_192, m.header, m.per_dedup_entry
+        ));
+    }
+    md.push_str("\nTargets (ratios of medians measured in this run):\n\n");
+    md.push_str(&report::targets_table(&verdicts));
+    println!("{md}");
+
+    let csv_path = args.out.join("harness.csv");
+    std::fs::write(&csv_path, report::csv(&records))
+        .map_err(|e| format!("writing {}: {e}", csv_path.display()))?;
+    let md_path = args.out.join("harness.md");
+    std::fs::write(&md_path, &md).map_err(|e| format!("writing {}: {e}", md_path.display()))?;
+    let svg_path = args.out.join("harness.svg");
+    let subtitle = format!(
+        "{}; {} mode, {} run{} per case",
+        machine(),
+        if quick { "quick" } else { "full" },
+        plan.repeats,
+        if plan.repeats == 1 { "" } else { "s" }
+    );
+    if let Err(e) = report::svg(&rows, &svg_path, &subtitle) {
+        eprintln!("chart: {e}");
+    }
+    eprintln!(
+        "shmfifo-harness: wrote {}, {}, {} in {elapsed:.0} s",
+        md_path.display(),
+        csv_path.display(),
+        svg_path.display()
+    );
+    let failed_ours = records
+        .iter()
+        .any(|r| r.key.peer == Peer::Shmfifo && matches!(r.outcome, Outcome::Failed(_)));
+    Ok(if failed_ours { 1 } else { 0 })
+}
+
+/// How throughput receivers of `peer` wait (for the "can it run" check).
+fn transport_wait(peer: Peer) -> Wait {
+    scenarios::receiver_wait(peer)
+}

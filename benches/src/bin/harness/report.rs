@@ -1,0 +1,761 @@
+//! Results: the spread over repeats, the Markdown table, the targets as ratios, CSV, the SVG
+//! chart.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::scenarios::{MemoryFigures, TputRun};
+use crate::transport::{Peer, Wait};
+
+/// The table's sections, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Section {
+    /// Ping-pong, receiver polling.
+    LatSpin,
+    /// Ping-pong, receiver asleep in the kernel.
+    LatSleep,
+    /// One producer process → one consumer process, one message per call.
+    TputSingle,
+    /// The same, ten messages per call.
+    TputBatch,
+    /// shmfifo 1 → 1 with deduplication.
+    Dedup,
+    /// shmfifo producers × consumers over many groups.
+    Groups,
+    /// shmfifo ping-pong beside a backlog.
+    Backlog,
+}
+
+impl Section {
+    /// Title in the table.
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::LatSpin => "one-way latency, receiver spinning",
+            Section::LatSleep => "one-way latency, receiver asleep",
+            Section::TputSingle => "throughput 1 → 1 process, single ops",
+            Section::TputBatch => "throughput 1 → 1 process, batches of 10",
+            Section::Dedup => "shmfifo throughput 1 → 1 by deduplication",
+            Section::Groups => "shmfifo throughput, producers × consumers, batches of 10",
+            Section::Backlog => "shmfifo one-way latency (spinning) of a group beside a backlog",
+        }
+    }
+
+    /// How the peer waits in this section (names the raw peer).
+    pub fn wait(self) -> Wait {
+        match self {
+            Section::LatSleep => Wait::Sleep,
+            _ => Wait::Spin,
+        }
+    }
+
+    /// Short name for the CSV.
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::LatSpin => "latency_spin",
+            Section::LatSleep => "latency_sleep",
+            Section::TputSingle => "throughput_single",
+            Section::TputBatch => "throughput_batch10",
+            Section::Dedup => "dedup_throughput",
+            Section::Groups => "groups_throughput",
+            Section::Backlog => "backlog_latency",
+        }
+    }
+}
+
+/// Identifies a case across repeats.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    /// Section.
+    pub section: Section,
+    /// Peer.
+    pub peer: Peer,
+    /// Payload bytes.
+    pub payload: usize,
+    /// What else distinguishes the case (groups, dedup mode, backlog), or empty.
+    pub variant: String,
+}
+
+impl Key {
+    /// The peer's name in this section.
+    pub fn peer_label(&self) -> &'static str {
+        self.peer.label(self.section.wait())
+    }
+}
+
+/// Latency figures of one run, one-way (half the round trip), ns.
+#[derive(Debug, Clone, Copy)]
+pub struct Lat {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Mean.
+    pub mean: f64,
+    /// Round trips timed.
+    pub samples: u64,
+    /// Context switches per round trip, `(voluntary, involuntary)`, harness and echo.
+    pub switches: Option<((f64, f64), (f64, f64))>,
+}
+
+/// What one run of a case gave.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    /// A ping-pong.
+    Lat(Lat),
+    /// A throughput run.
+    Tput(TputRun),
+    /// It failed.
+    Failed(String),
+}
+
+/// One run of one case.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// The case.
+    pub key: Key,
+    /// Repeat number, from 1.
+    pub run: usize,
+    /// Its figures.
+    pub outcome: Outcome,
+}
+
+/// A case's runs, summarised.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// The case.
+    pub key: Key,
+    /// Latency p50 over runs (median, min, max), medians of p99 and p99.9.
+    pub lat: Option<(Spread, f64, f64)>,
+    /// Throughput over runs.
+    pub tput: Option<Spread>,
+    /// Why the case was not run, or its failures.
+    pub note: String,
+}
+
+/// Median, minimum and maximum of a figure over runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Spread {
+    /// Median (of an even count: the mean of the middle two).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Option<Spread> {
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+}
+
+/// Summarises `records` by case, in the order cases first appear; `skipped` are cases not
+/// run, with the reason.
+pub fn rows(records: &[Record], skipped: &[(Key, String)]) -> Vec<Row> {
+    let mut keys: Vec<Key> = Vec::new();
+    for k in records
+        .iter()
+        .map(|r| &r.key)
+        .chain(skipped.iter().map(|s| &s.0))
+    {
+        if !keys.contains(k) {
+            keys.push(k.clone());
+        }
+    }
+    keys.sort();
+    keys.into_iter()
+        .map(|key| {
+            let runs: Vec<&Record> = records.iter().filter(|r| r.key == key).collect();
+            let lats: Vec<Lat> = runs
+                .iter()
+                .filter_map(|r| match &r.outcome {
+                    Outcome::Lat(l) => Some(*l),
+                    _ => None,
+                })
+                .collect();
+            let tputs: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| match &r.outcome {
+                    Outcome::Tput(t) => Some(t.rate),
+                    _ => None,
+                })
+                .collect();
+            let mut notes: Vec<String> = runs
+                .iter()
+                .filter_map(|r| match &r.outcome {
+                    Outcome::Failed(e) => Some(format!("run {} failed: {e}", r.run)),
+                    _ => None,
+                })
+                .collect();
+            if let Some((_, why)) = skipped.iter().find(|s| s.0 == key) {
+                notes.push(format!("not measured: {why}"));
+            }
+            let lat = Spread::of(lats.iter().map(|l| l.p50).collect()).map(|p50| {
+                let med = |f: fn(&Lat) -> f64| {
+                    Spread::of(lats.iter().map(f).collect()).map_or(f64::NAN, |s| s.median)
+                };
+                (p50, med(|l| l.p99), med(|l| l.p999))
+            });
+            Row {
+                key,
+                lat,
+                tput: Spread::of(tputs),
+                note: notes.join("; "),
+            }
+        })
+        .collect()
+}
+
+/// Nanoseconds as µs with 2–3 significant digits.
+pub fn us(ns: f64) -> String {
+    let u = ns / 1000.0;
+    if u < 1.0 {
+        format!("{u:.3} µs")
+    } else if u < 10.0 {
+        format!("{u:.2} µs")
+    } else if u < 100.0 {
+        format!("{u:.1} µs")
+    } else {
+        format!("{u:.0} µs")
+    }
+}
+
+/// Messages per second, short.
+pub fn per_s(r: f64) -> String {
+    if r >= 1e6 {
+        format!("{:.2} M/s", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.0} k/s", r / 1e3)
+    } else {
+        format!("{r:.0}/s")
+    }
+}
+
+/// Payload bytes, short.
+pub fn bytes(n: usize) -> String {
+    if n >= 1024 && n & 1023 == 0 {
+        format!("{} KiB", n / 1024)
+    } else {
+        format!("{n} B")
+    }
+}
+
+fn spread_us(s: &Spread) -> String {
+    if s.min == s.max {
+        us(s.median)
+    } else {
+        format!("{} ({}–{})", us(s.median), num_us(s.min), num_us(s.max))
+    }
+}
+
+fn num_us(ns: f64) -> String {
+    us(ns).trim_end_matches(" µs").to_owned()
+}
+
+fn spread_rate(s: &Spread) -> String {
+    if s.min == s.max {
+        per_s(s.median)
+    } else {
+        format!(
+            "{} ({}–{})",
+            per_s(s.median),
+            per_s(s.min).trim_end_matches("/s"),
+            per_s(s.max).trim_end_matches("/s")
+        )
+    }
+}
+
+/// The results table.
+pub fn table(rows: &[Row]) -> String {
+    let mut s = String::new();
+    s.push_str(
+        "| scenario | payload | peer | p50 one-way | p99 | p99.9 | throughput | note |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let k = &r.key;
+        let scen = if k.variant.is_empty() {
+            k.section.title().to_owned()
+        } else {
+            format!("{}: {}", k.section.title(), k.variant)
+        };
+        let (p50, p99, p999) = match &r.lat {
+            Some((p50, p99, p999)) => (spread_us(p50), us(*p99), us(*p999)),
+            None => ("".into(), "".into(), "".into()),
+        };
+        let tput = r.tput.as_ref().map(spread_rate).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {scen} | {} | {} | {p50} | {p99} | {p999} | {tput} | {} |",
+            bytes(k.payload),
+            k.peer_label(),
+            r.note.replace('|', "/")
+        );
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets
+// ---------------------------------------------------------------------------------------------
+
+fn find<'a>(
+    rows: &'a [Row],
+    section: Section,
+    peer: Peer,
+    payload: usize,
+    variant: &str,
+) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.key.section == section
+            && r.key.peer == peer
+            && r.key.payload == payload
+            && r.key.variant == variant
+    })
+}
+
+fn p50(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64, String> {
+    let r = find(rows, section, peer, 64, variant)
+        .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
+    r.lat
+        .as_ref()
+        .map(|l| l.0.median)
+        .ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
+}
+
+fn rate_of(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64, String> {
+    let r = find(rows, section, peer, 64, variant)
+        .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
+    r.tput
+        .as_ref()
+        .map(|t| t.median)
+        .ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
+}
+
+/// One target's line.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// What is compared.
+    pub what: String,
+    /// The measured ratio or figure, in words.
+    pub measured: String,
+    /// The goal.
+    pub goal: String,
+    /// `MET`, `MISSED by …`, or why it was not measured.
+    pub verdict: String,
+}
+
+/// `ratio` against an upper bound `max`.
+fn at_most(ratio: f64, max: f64) -> String {
+    if ratio <= max {
+        "MET".into()
+    } else {
+        format!("MISSED by {:.0}%", (ratio / max - 1.0) * 100.0)
+    }
+}
+
+/// `ratio` against a lower bound `min`.
+fn at_least(ratio: f64, min: f64) -> String {
+    if ratio >= min {
+        "MET".into()
+    } else {
+        format!("MISSED by {:.0}%", (1.0 - ratio / min) * 100.0)
+    }
+}
+
+/// The issue's targets, from the medians of this run. `groups` names the two group counts
+/// compared (the largest measured, and 1,000).
+pub fn targets(
+    rows: &[Row],
+    mem: Option<&MemoryFigures>,
+    group_variants: (&str, &str),
+) -> Vec<Verdict> {
+    let mut v = Vec::new();
+    let mut push = |what: &str, goal: &str, r: Result<(String, String), String>| {
+        let (measured, verdict) =
+            r.unwrap_or_else(|e| (String::new(), format!("not measured: {e}")));
+        v.push(Verdict {
+            what: what.into(),
+            measured,
+            goal: goal.into(),
+            verdict,
+        });
+    };
+    let ls = Section::LatSpin;
+    push(
+        "spinning one-way p50, 64 B: shmfifo / cache-line ping-pong",
+        "≤ 3×",
+        (|| {
+            let (a, b) = (
+                p50(rows, ls, Peer::Shmfifo, "")?,
+                p50(rows, ls, Peer::Raw, "")?,
+            );
+            Ok((
+                format!("{} / {} = {:.2}×", us(a), us(b), a / b),
+                at_most(a / b, 3.0),
+            ))
+        })(),
+    );
+    push(
+        "spinning one-way p50, 64 B: shmfifo / iceoryx2",
+        "< 1×",
+        (|| {
+            let (a, b) = (
+                p50(rows, ls, Peer::Shmfifo, "")?,
+                p50(rows, ls, Peer::Iceoryx2, "")?,
+            );
+            let verdict = if a < b {
+                "MET".to_owned()
+            } else {
+                format!("MISSED by {:.0}%", (a / b - 1.0) * 100.0)
+            };
+            Ok((format!("{} / {} = {:.2}×", us(a), us(b), a / b), verdict))
+        })(),
+    );
+    let lz = Section::LatSleep;
+    push(
+        "sleeping one-way p50, 64 B: shmfifo / futex wake",
+        "≤ 1.3×",
+        (|| {
+            let (a, b) = (
+                p50(rows, lz, Peer::Shmfifo, "")?,
+                p50(rows, lz, Peer::Raw, "")?,
+            );
+            Ok((
+                format!("{} / {} = {:.2}×", us(a), us(b), a / b),
+                at_most(a / b, 1.3),
+            ))
+        })(),
+    );
+    for peer in [Peer::Uds, Peer::Pipe, Peer::Mq] {
+        push(
+            &format!(
+                "sleeping one-way p50, 64 B: shmfifo / {}",
+                peer.label(Wait::Sleep)
+            ),
+            "< 1×",
+            (|| {
+                let (a, b) = (p50(rows, lz, Peer::Shmfifo, "")?, p50(rows, lz, peer, "")?);
+                let verdict = if a < b {
+                    "MET".to_owned()
+                } else {
+                    format!("MISSED by {:.0}%", (a / b - 1.0) * 100.0)
+                };
+                Ok((format!("{} / {} = {:.2}×", us(a), us(b), a / b), verdict))
+            })(),
+        );
+    }
+    let tb = Section::TputBatch;
+    for (peer, goal, min) in [
+        (Peer::Iceoryx2, "≥ 5×", 5.0),
+        (Peer::Pipe, "≥ 5×", 5.0),
+        (Peer::Crossbeam, "≥ 0.25×", 0.25),
+    ] {
+        push(
+            &format!(
+                "throughput 1 → 1, 64 B, batches of 10: shmfifo / {}",
+                peer.label(Wait::Spin)
+            ),
+            goal,
+            (|| {
+                let (a, b) = (
+                    rate_of(rows, tb, Peer::Shmfifo, "")?,
+                    rate_of(rows, tb, peer, "")?,
+                );
+                Ok((
+                    format!("{} / {} = {:.2}×", per_s(a), per_s(b), a / b),
+                    at_least(a / b, min),
+                ))
+            })(),
+        );
+    }
+    let (big, small) = group_variants;
+    push(
+        &format!("throughput over {big} / over {small}"),
+        "≥ 0.8×",
+        (|| {
+            let (a, b) = (
+                rate_of(rows, Section::Groups, Peer::Shmfifo, big)?,
+                rate_of(rows, Section::Groups, Peer::Shmfifo, small)?,
+            );
+            Ok((
+                format!("{} / {} = {:.2}×", per_s(a), per_s(b), a / b),
+                at_least(a / b, 0.8),
+            ))
+        })(),
+    );
+    push(
+        "p50 of a group beside a backlog / without it",
+        "change < 10%",
+        (|| {
+            let loaded = rows
+                .iter()
+                .find(|r| r.key.section == Section::Backlog && r.key.variant != NO_BACKLOG)
+                .ok_or("backlog not measured in this run")?;
+            let a = loaded
+                .lat
+                .as_ref()
+                .map(|l| l.0.median)
+                .ok_or_else(|| loaded.note.clone())?;
+            let b = p50(rows, Section::Backlog, Peer::Shmfifo, NO_BACKLOG)?;
+            let change = (a / b - 1.0).abs();
+            let verdict = if change < 0.10 {
+                "MET".to_owned()
+            } else {
+                format!("MISSED by {:.0} points", (change - 0.10) * 100.0)
+            };
+            Ok((
+                format!(
+                    "{} / {} = {:.2}× ({:+.1}%)",
+                    us(a),
+                    us(b),
+                    a / b,
+                    (a / b - 1.0) * 100.0
+                ),
+                verdict,
+            ))
+        })(),
+    );
+    push(
+        "arena bytes per message beyond its size class (slot header)",
+        "≤ 64 B + class rounding",
+        mem.map(|m| {
+            (
+                format!(
+                    "{:.0} B per 192 B slot: {:.0} B header; dedup on: + {:.0} B per table entry",
+                    m.per_slot_192, m.header, m.per_dedup_entry
+                ),
+                at_most(m.header, 64.0),
+            )
+        })
+        .ok_or_else(|| "memory not measured in this run".to_owned()),
+    );
+    v
+}
+
+/// Variant name of the backlog scenario's baseline.
+pub const NO_BACKLOG: &str = "no backlog";
+
+/// The targets as a Markdown table.
+pub fn targets_table(v: &[Verdict]) -> String {
+    let mut s =
+        String::from("| target | measured (medians) | goal | verdict |\n|---|---|---|---|\n");
+    for t in v {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} |",
+            t.what, t.measured, t.goal, t.verdict
+        );
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV
+// ---------------------------------------------------------------------------------------------
+
+/// Every run, one line each.
+pub fn csv(records: &[Record]) -> String {
+    let mut s = String::from(
+        "section,peer,payload_bytes,variant,run,p50_ns,p99_ns,p999_ns,mean_ns,samples,\
+         msgs_per_s,sent_per_s,received_per_s,full_retries,ctxsw_vol_harness,\
+         ctxsw_invol_harness,ctxsw_vol_peer,ctxsw_invol_peer,error\n",
+    );
+    for r in records {
+        let k = &r.key;
+        let _ = write!(
+            s,
+            "{},{},{},{},{},",
+            k.section.key(),
+            k.peer.key(),
+            k.payload,
+            k.variant.replace(',', ""),
+            r.run
+        );
+        match &r.outcome {
+            Outcome::Lat(l) => {
+                let (a, b) = l
+                    .switches
+                    .unwrap_or(((f64::NAN, f64::NAN), (f64::NAN, f64::NAN)));
+                let _ = writeln!(
+                    s,
+                    "{:.0},{:.0},{:.0},{:.1},{},,,,,{:.3},{:.3},{:.3},{:.3},",
+                    l.p50, l.p99, l.p999, l.mean, l.samples, a.0, a.1, b.0, b.1
+                );
+            }
+            Outcome::Tput(t) => {
+                let _ = writeln!(
+                    s,
+                    ",,,,,{:.0},{:.0},{:.0},{},,,,,",
+                    t.rate, t.sent, t.received, t.full_retries
+                );
+            }
+            Outcome::Failed(e) => {
+                let _ = writeln!(s, ",,,,,,,,,,,,,\"{}\"", e.replace('"', "'"));
+            }
+        }
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chart
+// ---------------------------------------------------------------------------------------------
+
+/// One bar of the chart.
+struct Bar {
+    label: String,
+    spread: Spread,
+    ours: bool,
+}
+
+/// Draws three panels (spinning latency, sleeping latency, batch throughput; 64-byte
+/// payloads; median bars with min–max whiskers, log scale) into an SVG file.
+pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
+    use plotters::prelude::*;
+
+    let bars = |section: Section, lat: bool| -> Vec<Bar> {
+        // Bottom-up in the chart: reversed, so that the table's first row is on top.
+        rows.iter()
+            .rev()
+            .filter(|r| r.key.section == section && r.key.payload == 64 && r.key.variant.is_empty())
+            .filter_map(|r| {
+                let spread = if lat {
+                    r.lat.as_ref().map(|l| l.0)
+                } else {
+                    r.tput
+                };
+                spread.map(|s| Bar {
+                    label: r.key.peer_label().to_owned(),
+                    spread: s,
+                    ours: r.key.peer == Peer::Shmfifo,
+                })
+            })
+            .collect()
+    };
+    let panels = [
+        (
+            "One-way latency p50, receiver spinning (µs, lower is better)",
+            bars(Section::LatSpin, true),
+            1e-3,
+        ),
+        (
+            "One-way latency p50, receiver asleep (µs, lower is better)",
+            bars(Section::LatSleep, true),
+            1e-3,
+        ),
+        (
+            "Throughput, 1 → 1 process, batches of 10 (M msg/s, higher is better)",
+            bars(Section::TputBatch, false),
+            1e-6,
+        ),
+    ];
+    let heights: Vec<u32> = panels
+        .iter()
+        .map(|p| 70 + 26 * p.1.len().max(1) as u32)
+        .collect();
+    let total: u32 = heights.iter().sum::<u32>() + 40;
+    let root = SVGBackend::new(path, (960, total)).into_drawing_area();
+    let e = |x: DrawingAreaErrorKind<_>| format!("chart: {x}");
+    root.fill(&WHITE).map_err(e)?;
+    let (head, mut rest) = root.split_vertically(40);
+    head.draw(&Text::new(
+        format!("shmfifo and its peers — {subtitle}"),
+        (10, 12),
+        ("sans-serif", 16).into_font(),
+    ))
+    .map_err(e)?;
+    for ((title, bars, scale), h) in panels.iter().zip(&heights) {
+        let (area, below) = rest.split_vertically(*h);
+        rest = below;
+        if bars.is_empty() {
+            continue;
+        }
+        let lo = bars
+            .iter()
+            .map(|b| b.spread.min * scale)
+            .fold(f64::INFINITY, f64::min)
+            / 2.0;
+        let hi = bars
+            .iter()
+            .map(|b| b.spread.max * scale)
+            .fold(0.0, f64::max)
+            * 3.0;
+        let n = bars.len();
+        let names: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+        let mut chart = ChartBuilder::on(&area)
+            .caption(*title, ("sans-serif", 14))
+            .margin(6)
+            .x_label_area_size(22)
+            .y_label_area_size(230)
+            .build_cartesian_2d((lo..hi).log_scale(), (0..n - 1).into_segmented())
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => names.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_label_formatter(&|x| format!("{x}"))
+            .draw()
+            .map_err(e)?;
+        for (i, b) in bars.iter().enumerate() {
+            let color = if b.ours {
+                RGBColor(214, 96, 39)
+            } else {
+                RGBColor(90, 120, 170)
+            };
+            let m = b.spread.median * scale;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (lo, SegmentValue::Exact(i)),
+                        (m, SegmentValue::Exact(i + 1)),
+                    ],
+                    color.mix(0.85).filled(),
+                )))
+                .map_err(e)?;
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![
+                        (b.spread.min * scale, SegmentValue::CenterOf(i)),
+                        (b.spread.max * scale, SegmentValue::CenterOf(i)),
+                    ],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(e)?;
+            let text = if *scale == 1e-3 {
+                us(b.spread.median)
+            } else {
+                per_s(b.spread.median)
+            };
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    text,
+                    (b.spread.max * scale * 1.08, SegmentValue::CenterOf(i)),
+                    ("sans-serif", 11).into_font(),
+                )))
+                .map_err(e)?;
+        }
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
