@@ -440,6 +440,57 @@ typedef struct {
 } shmfifo_queue_attributes;
 
 /*
+ A queue's lifetime counters, summed over every process that ever used it (each process
+ adds only to its own participant record: no shared contended line).
+ */
+typedef struct {
+  /*
+   Messages enqueued by sends (duplicates excluded).
+   */
+  uint64_t sent;
+  /*
+   Sends dropped as duplicates.
+   */
+  uint64_t duplicates;
+  /*
+   Messages handed out by receives (replays of a receive attempt id excluded).
+   */
+  uint64_t received;
+  /*
+   Successful deletes.
+   */
+  uint64_t deleted;
+  /*
+   Messages received again after their visibility ended.
+   */
+  uint64_t visibility_expiries;
+  /*
+   Messages moved to the dead-letter queue.
+   */
+  uint64_t moved_to_dead_letter;
+  /*
+   Messages removed by retention.
+   */
+  uint64_t retention_expiries;
+  /*
+   Receives cut short by the in-flight limit.
+   */
+  uint64_t in_flight_limit_hits;
+  /*
+   Times a receiver slept on the futex.
+   */
+  uint64_t waits;
+  /*
+   Times a producer woke sleeping receivers.
+   */
+  uint64_t wake_ups;
+  /*
+   Retries caused by another participant.
+   */
+  uint64_t contention_retries;
+} shmfifo_counters;
+
+/*
  Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
  */
 typedef struct {
@@ -861,6 +912,15 @@ shmfifo_result shmfifo_recover(const shmfifo_queue *q);
  `q` a live handle; `out` writable.
  */
 shmfifo_result shmfifo_queue_get_attributes(const shmfifo_queue *q, shmfifo_queue_attributes *out);
+
+/*
+ Reads a queue's lifetime counters (cheap: one load per counter per participant slot;
+ safe while the queue is in use).
+
+ # Safety
+ `q` a live handle; `out` writable.
+ */
+shmfifo_result shmfifo_queue_get_counters(const shmfifo_queue *q, shmfifo_counters *out);
 
 /*
  Changes one live setting, for every process at once, by its SQS attribute name and text

@@ -1313,6 +1313,68 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
     })
 }
 
+/// A queue's lifetime counters, summed over every process that ever used it (each process
+/// adds only to its own participant record: no shared contended line).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct shmfifo_counters {
+    /// Messages enqueued by sends (duplicates excluded).
+    pub sent: u64,
+    /// Sends dropped as duplicates.
+    pub duplicates: u64,
+    /// Messages handed out by receives (replays of a receive attempt id excluded).
+    pub received: u64,
+    /// Successful deletes.
+    pub deleted: u64,
+    /// Messages received again after their visibility ended.
+    pub visibility_expiries: u64,
+    /// Messages moved to the dead-letter queue.
+    pub moved_to_dead_letter: u64,
+    /// Messages removed by retention.
+    pub retention_expiries: u64,
+    /// Receives cut short by the in-flight limit.
+    pub in_flight_limit_hits: u64,
+    /// Times a receiver slept on the futex.
+    pub waits: u64,
+    /// Times a producer woke sleeping receivers.
+    pub wake_ups: u64,
+    /// Retries caused by another participant.
+    pub contention_retries: u64,
+}
+
+/// Reads a queue's lifetime counters (cheap: one load per counter per participant slot;
+/// safe while the queue is in use).
+///
+/// # Safety
+/// `q` a live handle; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_get_counters(
+    q: *const shmfifo_queue,
+    out: *mut shmfifo_counters,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
+        let c = q.counters();
+        *out = shmfifo_counters {
+            sent: c.sent,
+            duplicates: c.duplicates,
+            received: c.received,
+            deleted: c.deleted,
+            visibility_expiries: c.visibility_expiries,
+            moved_to_dead_letter: c.moved_to_dead_letter,
+            retention_expiries: c.retention_expiries,
+            in_flight_limit_hits: c.in_flight_limit_hits,
+            waits: c.waits,
+            wake_ups: c.wake_ups,
+            contention_retries: c.contention_retries,
+        };
+        Ok(())
+    })
+}
+
 /// Changes one live setting, for every process at once, by its SQS attribute name and text
 /// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
 /// `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`

@@ -194,6 +194,13 @@ static void test_round_trip(void) {
     EXPECT(shmfifo_queue_get_attributes(q, &a), SHMFIFO_OK);
     CHECK(a.approximate_number_of_messages == 1 && a.dedup_entries == 64);
     CHECK(a.maximum_message_size == 4096 && a.deduplication == 1 && a.arena_bytes > 0);
+    /* Lifetime counters: 3 sent, 2 duplicates, 3 received (one of them again after its
+       visibility was set to 0), 2 deleted, summed over both handles. */
+    shmfifo_counters cn;
+    EXPECT(shmfifo_queue_get_counters(q2, &cn), SHMFIFO_OK);
+    CHECK(cn.sent == 3 && cn.duplicates == 2 && cn.received == 3 && cn.deleted == 2);
+    CHECK(cn.visibility_expiries == 1 && cn.moved_to_dead_letter == 0 && cn.retention_expiries == 0);
+    EXPECT(shmfifo_queue_get_counters(q, NULL), SHMFIFO_NULL_ARGUMENT);
     uint64_t purged = 0;
     EXPECT(shmfifo_purge(q, &purged), SHMFIFO_OK);
     CHECK(purged == 1);
