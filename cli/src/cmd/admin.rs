@@ -1,0 +1,109 @@
+//! `shmfifo purge`, `recover`, `set` and `unlink`.
+
+use clap::Args;
+use serde_json::json;
+use shmfifo::Queue;
+
+use super::{is_path, open, path_of, print_json, Ctx, QueueArg};
+use crate::errors::Failure;
+use crate::output::{kv, num, out};
+
+/// Deletes every message and prints how many.
+pub fn purge(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let n = q.purge().map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if ctx.json {
+        print_json(&json!({"queue": a.queue, "purged": n}));
+    } else {
+        out(&format!("purged {} messages from {}\n", num(n), a.queue));
+    }
+    Ok(())
+}
+
+/// Runs recovery and prints what it repaired.
+pub fn recover(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let r = q.recover().map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if ctx.json {
+        print_json(&json!({
+            "queue": a.queue,
+            "dead_participants": r.dead_participants,
+            "published": r.published,
+            "freed": r.freed,
+            "released": r.released,
+        }));
+    } else {
+        out(&format!(
+            "recovered {}\n{}",
+            a.queue,
+            kv(
+                &[
+                    ("dead participants repaired", num(r.dead_participants)),
+                    ("half-sent messages published", num(r.published)),
+                    ("half-made messages freed", num(r.freed)),
+                    ("in-flight messages released", num(r.released)),
+                ],
+                2
+            )
+        ));
+    }
+    Ok(())
+}
+
+/// Arguments of `set`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds; \
+                  VisibilityTimeoutMs, DelayMs, MessageRetentionPeriodMs in ms), \
+                  ContentBasedDeduplication (true/false), RedrivePolicy (SQS's JSON, or '' to \
+                  remove it)."
+)]
+pub struct SetArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// The SQS attribute name.
+    pub attribute: String,
+    /// The value, in SQS's units.
+    pub value: String,
+}
+
+/// Changes one live setting.
+pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    q.set_attribute(&a.attribute, &a.value)
+        .map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if ctx.json {
+        print_json(&json!({"queue": a.queue, "attribute": a.attribute, "value": a.value}));
+    } else {
+        out(&format!("{}: {} = {}\n", a.queue, a.attribute, a.value));
+    }
+    Ok(())
+}
+
+/// Removes the queue's file: one that is a shmfifo queue, whatever its state (another
+/// layout version, corrupted, unfinished), never another kind of file.
+pub fn unlink(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
+    // Open, or a queue that cannot be opened: remove it. Anything else: refuse.
+    if let Err(Failure::Queue {
+        error: e @ (shmfifo::Error::NotAnArena { .. } | shmfifo::Error::QueueDoesNotExist { .. }),
+        ..
+    }) = open(&a.queue)
+    {
+        return Err(Failure::queue(&a.queue, e));
+    }
+    if is_path(&a.queue) {
+        Queue::unlink_at(&a.queue)
+    } else {
+        Queue::unlink(&a.queue)
+    }
+    .map_err(|e| Failure::queue(&a.queue, e))?;
+    if ctx.json {
+        print_json(&json!({"queue": a.queue, "unlinked": path_of(&a.queue)}));
+    } else {
+        out(&format!("unlinked {}\n", path_of(&a.queue)));
+    }
+    Ok(())
+}

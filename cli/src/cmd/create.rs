@@ -1,0 +1,228 @@
+//! `shmfifo create`: every `QueueConfig` setting, with SQS's names and units.
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use shmfifo::{Deduplication, Queue, QueueConfig, RedrivePolicy};
+
+use super::{is_path, print_json, settings_json, settings_text, Ctx};
+use crate::errors::Failure;
+use crate::output::{out, size};
+use crate::parse;
+
+/// `DeduplicationScope`, or no deduplication at all.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A dedup id is deduplicated across the queue (SQS's default).
+    #[value(name = "queue")]
+    Queue,
+    /// A dedup id is deduplicated within its message group.
+    #[value(name = "messageGroup")]
+    MessageGroup,
+    /// No dedup table: sends need no dedup id and may not give one (shmfifo extension).
+    #[value(name = "off")]
+    Off,
+}
+
+/// Arguments of `create`. Unset settings take the library's defaults.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Durations: 30 (seconds), 30s, 500ms, 5m, 12h, 4d. Sizes: 262144, 256KiB, 1MiB."
+)]
+pub struct CreateArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+
+    /// VisibilityTimeout: how long a received message stays hidden [default: 30s; 0-12h].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "SQS attributes")]
+    pub visibility_timeout: Option<Duration>,
+    /// DelaySeconds: the queue delay before a sent message becomes visible [default: 0; up
+    /// to 15m].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "SQS attributes")]
+    pub delay_seconds: Option<Duration>,
+    /// MessageRetentionPeriod: how long a message is kept [default: 4d; 1ms-14d].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "SQS attributes")]
+    pub message_retention_period: Option<Duration>,
+    /// ReceiveMessageWaitTimeSeconds: the default long-poll wait of a receive [default: 0;
+    /// up to 20s].
+    #[arg(long, alias = "receive-message-wait-time-seconds", value_name = "DURATION",
+          value_parser = parse::duration, help_heading = "SQS attributes")]
+    pub receive_message_wait_time: Option<Duration>,
+    /// MaximumMessageSize: the largest body plus attributes [default: 256KiB; 1KiB-1MiB].
+    #[arg(long, value_name = "BYTES", value_parser = parse::bytes, help_heading = "SQS attributes")]
+    pub maximum_message_size: Option<u32>,
+    /// ContentBasedDeduplication: a send without a dedup id uses the SHA-256 of its body.
+    #[arg(long, help_heading = "SQS attributes")]
+    pub content_based_deduplication: bool,
+    /// DeduplicationScope [default: queue].
+    #[arg(
+        long,
+        value_name = "SCOPE",
+        value_enum,
+        help_heading = "SQS attributes"
+    )]
+    pub deduplication_scope: Option<Scope>,
+    /// RedrivePolicy as SQS's JSON: '{"deadLetterTargetArn":"DLQ","maxReceiveCount":5}'
+    /// (the target is a queue name or path, and must exist).
+    #[arg(long, value_name = "JSON", value_parser = parse_policy, help_heading = "SQS attributes",
+          conflicts_with_all = ["dead_letter_queue", "max_receive_count"])]
+    pub redrive_policy: Option<RedrivePolicy>,
+    /// The dead-letter queue of the redrive policy (with --max-receive-count).
+    #[arg(
+        long,
+        value_name = "QUEUE",
+        requires = "max_receive_count",
+        help_heading = "SQS attributes"
+    )]
+    pub dead_letter_queue: Option<String>,
+    /// maxReceiveCount of the redrive policy, 1-1000 (with --dead-letter-queue).
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "dead_letter_queue",
+        help_heading = "SQS attributes"
+    )]
+    pub max_receive_count: Option<u32>,
+
+    /// How long an accepted dedup id makes later sends with it duplicates [default: 5m].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "shmfifo settings")]
+    pub deduplication_interval: Option<Duration>,
+    /// Dedup ids remembered at once, rounded up to a power of two [default: 65536].
+    #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
+    pub dedup_entries: Option<u32>,
+    /// Slots of the smallest size class (192 B payloads); each larger class (x4) gets a
+    /// quarter as many, at least 4 [default: 16384].
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "shmfifo settings",
+        conflicts_with = "size_classes"
+    )]
+    pub max_messages: Option<u32>,
+    /// Explicit size classes PAYLOAD:SLOTS,... ascending, at most 8; the last must hold a
+    /// message of --maximum-message-size plus 464 bytes.
+    #[arg(long, value_name = "LIST", value_parser = parse::size_classes, help_heading = "shmfifo settings")]
+    pub size_classes: Option<parse::SizeClasses>,
+    /// Most groups with messages at once [default: 4096].
+    #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
+    pub max_groups: Option<u32>,
+    /// Most processes with the queue open at once [default: 64].
+    #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
+    pub max_participants: Option<u32>,
+    /// Most messages received and not yet deleted [default: 120000].
+    #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
+    pub max_in_flight: Option<u32>,
+    /// ReceiveRequestAttemptId records kept [default: 1024; 0 keeps none].
+    #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
+    pub attempt_entries: Option<u32>,
+    /// Whether a dead receiver's in-flight messages are made visible at once [default: true].
+    #[arg(long, value_name = "BOOL", help_heading = "shmfifo settings")]
+    pub release_on_death: Option<bool>,
+    /// Permission bits of the queue file, octal [default: 0600].
+    #[arg(long, value_name = "OCTAL", value_parser = parse::mode, help_heading = "shmfifo settings")]
+    pub mode: Option<u32>,
+}
+
+fn parse_policy(s: &str) -> Result<RedrivePolicy, String> {
+    shmfifo::parse_redrive_policy(s)
+}
+
+impl CreateArgs {
+    /// The configuration these arguments ask for.
+    pub fn config(&self) -> QueueConfig {
+        let mut c = QueueConfig::new();
+        if let Some(d) = self.visibility_timeout {
+            c = c.visibility_timeout(d);
+        }
+        if let Some(d) = self.delay_seconds {
+            c = c.delay(d);
+        }
+        if let Some(d) = self.message_retention_period {
+            c = c.message_retention_period(d);
+        }
+        if let Some(d) = self.receive_message_wait_time {
+            c = c.receive_message_wait_time(d);
+        }
+        if let Some(n) = self.maximum_message_size {
+            c = c.maximum_message_size(n);
+        }
+        c = c.content_based_deduplication(self.content_based_deduplication);
+        if let Some(s) = self.deduplication_scope {
+            c = c.deduplication(match s {
+                Scope::Queue => Deduplication::Queue,
+                Scope::MessageGroup => Deduplication::MessageGroup,
+                Scope::Off => Deduplication::Off,
+            });
+        }
+        if let Some(p) = &self.redrive_policy {
+            c = c.redrive_policy(p.clone());
+        }
+        if let (Some(q), Some(n)) = (&self.dead_letter_queue, self.max_receive_count) {
+            c = c.redrive_policy(RedrivePolicy::new(q.clone(), n));
+        }
+        if let Some(d) = self.deduplication_interval {
+            c = c.deduplication_interval(d);
+        }
+        if let Some(n) = self.dedup_entries {
+            c = c.dedup_entries(n);
+        }
+        if let Some(n) = self.max_messages {
+            c = c.max_messages(n);
+        }
+        if let Some(v) = &self.size_classes {
+            c = c.size_classes(v.0.clone());
+        }
+        if let Some(n) = self.max_groups {
+            c = c.max_groups(n);
+        }
+        if let Some(n) = self.max_participants {
+            c = c.max_participants(n);
+        }
+        if let Some(n) = self.max_in_flight {
+            c = c.max_in_flight(n);
+        }
+        if let Some(n) = self.attempt_entries {
+            c = c.attempt_entries(n);
+        }
+        if let Some(b) = self.release_on_death {
+            c = c.release_on_death(b);
+        }
+        if let Some(m) = self.mode {
+            c = c.mode(m);
+        }
+        c
+    }
+}
+
+/// Creates the queue and prints its settings.
+pub fn run(a: &CreateArgs, ctx: Ctx) -> Result<(), Failure> {
+    let cfg = a.config();
+    let q = if is_path(&a.queue) {
+        Queue::create_at(&a.queue, &cfg)
+    } else {
+        Queue::create(&a.queue, &cfg)
+    }
+    .map_err(|e| Failure::queue(&a.queue, e))?;
+    let attrs = q.attributes();
+    let path = q
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    drop(q);
+    if ctx.json {
+        print_json(&json!({
+            "queue": a.queue,
+            "path": path,
+            "settings": settings_json(&attrs),
+        }));
+    } else {
+        out(&format!(
+            "created {} ({path}, {})\n{}",
+            a.queue,
+            size(attrs.arena_bytes),
+            settings_text(&attrs, 2)
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! `shmfifo ls`: the queues in a directory, with their counts.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{json, Value};
+use shmfifo::{Error, Queue};
+
+use super::{print_json, Ctx};
+use crate::errors::{self, Failure};
+use crate::output::{num, out, size, Table};
+
+/// Arguments of `ls`.
+#[derive(Args, Debug)]
+pub struct LsArgs {
+    /// The directory to look in.
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Also list files that are not shmfifo queues (or cannot be read), saying what they are.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// What one file turned out to be.
+enum Entry {
+    /// A queue, opened.
+    Queue {
+        visible: u64,
+        in_flight: u64,
+        delayed: u64,
+        groups: u64,
+        bytes: u64,
+    },
+    /// A shmfifo queue that could not be opened (another layout version, corrupted, full of
+    /// participants...).
+    Broken(Error),
+    /// Not a queue, or unreadable: listed only with `--all`.
+    Other(String),
+}
+
+fn look(path: &Path) -> Entry {
+    match Queue::open_at(path) {
+        Ok(q) => {
+            let a = q.attributes();
+            Entry::Queue {
+                visible: a.approximate_number_of_messages,
+                in_flight: a.approximate_number_of_messages_not_visible,
+                delayed: a.approximate_number_of_messages_delayed,
+                groups: a.active_groups,
+                bytes: a.arena_bytes,
+            }
+        }
+        Err(Error::NotAnArena { .. }) => Entry::Other("not a shmfifo queue".into()),
+        Err(Error::NotReady) => Entry::Other("empty or unfinished file".into()),
+        // Unreadable: no way to tell whether it is a queue.
+        Err(Error::Io(e)) => Entry::Other(format!("unreadable: {e}")),
+        Err(e) => Entry::Broken(e),
+    }
+}
+
+/// Lists the queues.
+pub fn run(a: &LsArgs, ctx: Ctx) -> Result<(), Failure> {
+    let dir_shown = a.dir.display().to_string();
+    let rd = std::fs::read_dir(&a.dir).map_err(|e| Failure::input(&dir_shown, e))?;
+    let mut files: Vec<(String, PathBuf)> = rd
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    files.sort();
+    let in_shm = a.dir == Path::new("/dev/shm");
+    let mut rows = Vec::new();
+    for (name, path) in files {
+        let entry = look(&path);
+        if matches!(entry, Entry::Other(_)) && !a.all {
+            continue;
+        }
+        // The form other commands take: a bare name under /dev/shm, a path elsewhere.
+        let shown = if in_shm {
+            name
+        } else {
+            path.display().to_string()
+        };
+        rows.push((shown, path, entry));
+    }
+    if ctx.json {
+        let v: Vec<Value> = rows
+            .iter()
+            .map(|(shown, path, e)| {
+                let mut o = json!({"queue": shown, "path": path.display().to_string()});
+                let m = o.as_object_mut().expect("an object");
+                match e {
+                    Entry::Queue {
+                        visible,
+                        in_flight,
+                        delayed,
+                        groups,
+                        bytes,
+                    } => {
+                        m.insert("status".into(), json!("ok"));
+                        m.insert("visible".into(), json!(visible));
+                        m.insert("in_flight".into(), json!(in_flight));
+                        m.insert("delayed".into(), json!(delayed));
+                        m.insert("active_groups".into(), json!(groups));
+                        m.insert("arena_bytes".into(), json!(bytes));
+                    }
+                    Entry::Broken(err) => {
+                        m.insert("status".into(), json!("error"));
+                        m.insert(
+                            "error".into(),
+                            json!({"kind": errors::kind(err), "exit_code": errors::code(err), "message": err.to_string()}),
+                        );
+                    }
+                    Entry::Other(what) => {
+                        m.insert("status".into(), json!("not_a_queue"));
+                        m.insert("what".into(), json!(what));
+                    }
+                }
+                o
+            })
+            .collect();
+        print_json(&Value::Array(v));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        eprintln!("no shmfifo queues in {dir_shown}");
+        return Ok(());
+    }
+    let mut t = Table::new(&[
+        "QUEUE",
+        "VISIBLE",
+        "IN-FLIGHT",
+        "DELAYED",
+        "GROUPS",
+        "SIZE",
+        "STATUS",
+    ]);
+    for (shown, _, e) in rows {
+        let dash = || "-".to_owned();
+        t.row(match e {
+            Entry::Queue {
+                visible,
+                in_flight,
+                delayed,
+                groups,
+                bytes,
+            } => vec![
+                shown,
+                num(visible),
+                num(in_flight),
+                num(delayed),
+                num(groups),
+                size(bytes),
+                "ok".into(),
+            ],
+            Entry::Broken(err) => vec![shown, dash(), dash(), dash(), dash(), dash(), broken(&err)],
+            Entry::Other(what) => vec![shown, dash(), dash(), dash(), dash(), dash(), what],
+        });
+    }
+    out(&t.render(0));
+    Ok(())
+}
+
+/// A short status for a queue that could not be opened.
+fn broken(e: &Error) -> String {
+    match e {
+        Error::LayoutVersionMismatch { found, expected } => {
+            format!("layout {found} (this shmfifo speaks {expected})")
+        }
+        Error::ParticipantLimitReached { max_participants } => {
+            format!("all {max_participants} participant slots in use")
+        }
+        e => format!("{}: {e}", errors::kind(e)),
+    }
+}

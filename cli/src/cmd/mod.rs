@@ -1,0 +1,341 @@
+//! The subcommands, and what they share: opening a queue by name or path, and the JSON and
+//! table forms of messages and settings.
+
+pub mod admin;
+pub mod create;
+pub mod ls;
+pub mod receive;
+pub mod redrive;
+pub mod send;
+pub mod stat;
+pub mod watch;
+
+use clap::Args;
+use serde_json::{json, Value};
+use shmfifo::{Deduplication, Queue, QueueAttributes, ReceivedAttribute};
+
+use crate::errors::Failure;
+use crate::output::{self, duration, kv, ms_and_time, size};
+use crate::{Cli, Command};
+
+/// Options every subcommand sees.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx {
+    /// `--json`.
+    pub json: bool,
+}
+
+/// A subcommand's only argument: the queue.
+#[derive(Args, Debug)]
+pub struct QueueArg {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+}
+
+/// Runs the command. Every queue it opens is closed before it returns.
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    let ctx = Ctx { json: cli.json };
+    match cli.command {
+        Command::Create(a) => create::run(&a, ctx),
+        Command::Ls(a) => ls::run(&a, ctx),
+        Command::Stat(a) => stat::run(&a, ctx),
+        Command::Send(a) => send::run(&a, ctx),
+        Command::Receive(a) => receive::receive(&a, ctx),
+        Command::Delete(a) => receive::delete(&a, ctx),
+        Command::ChangeVisibility(a) => receive::change_visibility(&a, ctx),
+        Command::Peek(a) => receive::peek(&a, ctx),
+        Command::Purge(a) => admin::purge(&a, ctx),
+        Command::Redrive(a) => redrive::run(&a, ctx),
+        Command::Recover(a) => admin::recover(&a, ctx),
+        Command::Set(a) => admin::set(&a, ctx),
+        Command::Unlink(a) => admin::unlink(&a, ctx),
+        Command::Watch(a) => watch::run(&a, ctx),
+    }
+}
+
+/// Whether a queue argument is a path rather than a name under `/dev/shm`.
+pub fn is_path(queue: &str) -> bool {
+    queue.contains('/')
+}
+
+/// The file a queue argument names.
+pub fn path_of(queue: &str) -> String {
+    if is_path(queue) {
+        queue.to_owned()
+    } else {
+        format!("/dev/shm/{queue}")
+    }
+}
+
+/// Opens the queue a queue argument names.
+pub fn open(queue: &str) -> Result<Queue, Failure> {
+    let r = if is_path(queue) {
+        Queue::open_at(queue)
+    } else {
+        Queue::open(queue)
+    };
+    r.map_err(|e| Failure::queue(queue, e))
+}
+
+/// Writes a whole-command JSON document.
+pub fn print_json(v: &Value) {
+    output::json(v, true);
+}
+
+/// The SQS name of a deduplication setting.
+pub fn scope_name(d: Deduplication) -> &'static str {
+    match d {
+        Deduplication::Queue => "queue",
+        Deduplication::MessageGroup => "messageGroup",
+        Deduplication::Off => "off",
+    }
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// A queue's settings as JSON (snake_case, units in the names).
+pub fn settings_json(a: &QueueAttributes) -> Value {
+    json!({
+        "visibility_timeout_ms": ms(a.visibility_timeout),
+        "delay_ms": ms(a.delay),
+        "message_retention_period_ms": ms(a.message_retention_period),
+        "receive_message_wait_time_ms": ms(a.receive_message_wait_time),
+        "maximum_message_size": a.maximum_message_size,
+        "deduplication_scope": scope_name(a.deduplication),
+        "content_based_deduplication": a.content_based_deduplication,
+        "deduplication_interval_ms": ms(a.deduplication_interval),
+        "dedup_entries": a.dedup_entries,
+        "redrive_policy": a.redrive_policy.as_ref().map(|p| json!({
+            "dead_letter_queue": p.dead_letter_queue,
+            "max_receive_count": p.max_receive_count,
+        })),
+        "max_in_flight": a.max_in_flight,
+        "max_groups": a.max_groups,
+        "max_participants": a.max_participants,
+        "release_on_death": a.release_on_death,
+        "size_classes": a.size_classes.iter().map(|&(payload, slots)| json!({
+            "payload_bytes": payload,
+            "slots": slots,
+        })).collect::<Vec<_>>(),
+        "arena_bytes": a.arena_bytes,
+        "created_timestamp": a.created_timestamp,
+    })
+}
+
+/// A queue's settings as key/value lines, with SQS's names.
+pub fn settings_text(a: &QueueAttributes, indent: usize) -> String {
+    let on = |b: bool| if b { "true" } else { "false" }.to_owned();
+    let mut rows = vec![
+        ("VisibilityTimeout", duration(a.visibility_timeout)),
+        ("DelaySeconds", duration(a.delay)),
+        (
+            "MessageRetentionPeriod",
+            duration(a.message_retention_period),
+        ),
+        (
+            "ReceiveMessageWaitTimeSeconds",
+            duration(a.receive_message_wait_time),
+        ),
+        (
+            "MaximumMessageSize",
+            format!(
+                "{} ({})",
+                output::num(a.maximum_message_size.into()),
+                size(a.maximum_message_size.into())
+            ),
+        ),
+        ("DeduplicationScope", scope_name(a.deduplication).to_owned()),
+        (
+            "ContentBasedDeduplication",
+            on(a.content_based_deduplication),
+        ),
+    ];
+    if a.deduplication != Deduplication::Off {
+        rows.push(("DeduplicationInterval", duration(a.deduplication_interval)));
+    }
+    rows.push((
+        "RedrivePolicy",
+        a.redrive_policy.as_ref().map_or("none".to_owned(), |p| {
+            format!(
+                "deadLetterTarget {}, maxReceiveCount {}",
+                p.dead_letter_queue, p.max_receive_count
+            )
+        }),
+    ));
+    rows.extend([
+        ("MaxInFlight", output::num(a.max_in_flight)),
+        ("MaxGroups", output::num(a.max_groups)),
+        ("MaxParticipants", output::num(a.max_participants.into())),
+        ("ReleaseOnDeath", on(a.release_on_death)),
+        ("ArenaSize", size(a.arena_bytes)),
+        ("CreatedTimestamp", ms_and_time(a.created_timestamp)),
+    ]);
+    kv(&rows, indent)
+}
+
+/// A message as `receive` and `peek` print it: SQS's message shape.
+#[derive(Debug)]
+pub struct Shown<'a> {
+    /// `MessageId`.
+    pub message_id: String,
+    /// `ReceiptHandle` (none for a peek).
+    pub receipt_handle: Option<String>,
+    /// `Body`.
+    pub body: &'a str,
+    /// `MessageGroupId`.
+    pub group_id: &'a str,
+    /// `MessageDeduplicationId`.
+    pub dedup_id: Option<&'a str>,
+    /// `SequenceNumber`.
+    pub sequence_number: u128,
+    /// `SentTimestamp`, ms.
+    pub sent_timestamp: u64,
+    /// `ApproximateFirstReceiveTimestamp`, ms (0: never received).
+    pub first_receive_timestamp: u64,
+    /// `ApproximateReceiveCount`.
+    pub receive_count: u32,
+    /// `DeadLetterQueueSourceArn`.
+    pub dead_letter_source: Option<&'a str>,
+    /// Message attributes.
+    pub attributes: &'a [ReceivedAttribute],
+}
+
+impl<'a> From<&'a shmfifo::Message> for Shown<'a> {
+    fn from(m: &'a shmfifo::Message) -> Self {
+        Shown {
+            message_id: m.message_id.to_string(),
+            receipt_handle: Some(m.receipt_handle.to_string()),
+            body: &m.body,
+            group_id: &m.group_id,
+            dedup_id: m.dedup_id.as_deref(),
+            sequence_number: m.sequence_number,
+            sent_timestamp: m.sent_timestamp,
+            first_receive_timestamp: m.first_receive_timestamp,
+            receive_count: m.receive_count,
+            dead_letter_source: m.dead_letter_source.as_deref(),
+            attributes: &m.attributes,
+        }
+    }
+}
+
+impl<'a> From<&'a shmfifo::PeekedMessage> for Shown<'a> {
+    fn from(m: &'a shmfifo::PeekedMessage) -> Self {
+        Shown {
+            message_id: m.message_id.to_string(),
+            receipt_handle: None,
+            body: &m.body,
+            group_id: &m.group_id,
+            dedup_id: m.dedup_id.as_deref(),
+            sequence_number: m.sequence_number,
+            sent_timestamp: m.sent_timestamp,
+            first_receive_timestamp: m.first_receive_timestamp,
+            receive_count: m.receive_count,
+            dead_letter_source: m.dead_letter_source.as_deref(),
+            attributes: &m.attributes,
+        }
+    }
+}
+
+/// Whether an attribute's type is `Binary` (its value is shown in base64).
+fn is_binary(a: &ReceivedAttribute) -> bool {
+    a.data_type.split('.').next() == Some("Binary")
+}
+
+impl Shown<'_> {
+    /// The JSON form: the shape of a message in `aws sqs receive-message` output (system
+    /// attributes as strings, message attributes with `DataType` and `StringValue` or
+    /// base64 `BinaryValue`).
+    pub fn json(&self) -> Value {
+        let mut sys = serde_json::Map::new();
+        sys.insert("MessageGroupId".into(), json!(self.group_id));
+        if let Some(d) = self.dedup_id {
+            sys.insert("MessageDeduplicationId".into(), json!(d));
+        }
+        sys.insert(
+            "SequenceNumber".into(),
+            json!(self.sequence_number.to_string()),
+        );
+        sys.insert(
+            "SentTimestamp".into(),
+            json!(self.sent_timestamp.to_string()),
+        );
+        if self.first_receive_timestamp != 0 {
+            sys.insert(
+                "ApproximateFirstReceiveTimestamp".into(),
+                json!(self.first_receive_timestamp.to_string()),
+            );
+        }
+        sys.insert(
+            "ApproximateReceiveCount".into(),
+            json!(self.receive_count.to_string()),
+        );
+        if let Some(s) = self.dead_letter_source {
+            sys.insert("DeadLetterQueueSourceArn".into(), json!(s));
+        }
+        let mut attrs = serde_json::Map::new();
+        for a in self.attributes {
+            let v = if is_binary(a) {
+                json!({"DataType": a.data_type, "BinaryValue": crate::parse::base64_encode(&a.value)})
+            } else {
+                json!({"DataType": a.data_type, "StringValue": String::from_utf8_lossy(&a.value)})
+            };
+            attrs.insert(a.name.clone(), v);
+        }
+        let mut m = serde_json::Map::new();
+        m.insert("MessageId".into(), json!(self.message_id));
+        if let Some(h) = &self.receipt_handle {
+            m.insert("ReceiptHandle".into(), json!(h));
+        }
+        m.insert("Body".into(), json!(self.body));
+        m.insert("Attributes".into(), Value::Object(sys));
+        if !attrs.is_empty() {
+            m.insert("MessageAttributes".into(), Value::Object(attrs));
+        }
+        Value::Object(m)
+    }
+
+    /// The human form: one aligned line per attribute, the body last.
+    pub fn text(&self) -> String {
+        let mut rows: Vec<(&str, String)> = vec![("MessageId", self.message_id.clone())];
+        if let Some(h) = &self.receipt_handle {
+            rows.push(("ReceiptHandle", h.clone()));
+        }
+        rows.push(("MessageGroupId", self.group_id.to_owned()));
+        if let Some(d) = self.dedup_id {
+            rows.push(("MessageDeduplicationId", d.to_owned()));
+        }
+        rows.push(("SequenceNumber", self.sequence_number.to_string()));
+        rows.push(("SentTimestamp", ms_and_time(self.sent_timestamp)));
+        rows.push((
+            "ApproximateFirstReceiveTimestamp",
+            if self.first_receive_timestamp == 0 {
+                "-".to_owned()
+            } else {
+                ms_and_time(self.first_receive_timestamp)
+            },
+        ));
+        rows.push(("ApproximateReceiveCount", self.receive_count.to_string()));
+        if let Some(s) = self.dead_letter_source {
+            rows.push(("DeadLetterQueueSourceArn", s.to_owned()));
+        }
+        let attrs: Vec<String> = self
+            .attributes
+            .iter()
+            .map(|a| {
+                let v = if is_binary(a) {
+                    crate::parse::base64_encode(&a.value)
+                } else {
+                    String::from_utf8_lossy(&a.value).into_owned()
+                };
+                format!("{}={}:{v}", a.name, a.data_type)
+            })
+            .collect();
+        if !attrs.is_empty() {
+            rows.push(("MessageAttributes", attrs.join("\n")));
+        }
+        rows.push(("Body", self.body.to_owned()));
+        kv(&rows, 0)
+    }
+}

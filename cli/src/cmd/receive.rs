@@ -1,0 +1,190 @@
+//! `shmfifo receive`, `delete`, `change-visibility` and `peek`.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::{json, Value};
+use shmfifo::ReceiveOptions;
+
+use super::{open, print_json, Ctx, Shown};
+use crate::errors::{self, Failure};
+use crate::output::{duration, out};
+use crate::parse;
+
+/// Arguments of `receive`.
+#[derive(Args, Debug)]
+pub struct ReceiveArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// MaxNumberOfMessages, 1-10.
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 1)]
+    pub max: u32,
+    /// WaitTimeSeconds: wait up to this long for a first message (up to 20s) [default: the
+    /// queue's ReceiveMessageWaitTimeSeconds].
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = parse::duration)]
+    pub wait: Option<Duration>,
+    /// VisibilityTimeout of the received messages [default: the queue's].
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub visibility_timeout: Option<Duration>,
+    /// ReceiveRequestAttemptId: a retry with the same id within 5 minutes returns the same
+    /// messages and receipt handles.
+    #[arg(long, value_name = "ID")]
+    pub attempt_id: Option<String>,
+    /// Delete the messages once received (and printed).
+    #[arg(long)]
+    pub delete: bool,
+}
+
+/// Receives and prints messages; exit code 1 when there was none.
+pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let mut opts = ReceiveOptions::max(a.max);
+    opts.wait_time = a.wait;
+    opts.visibility_timeout = a.visibility_timeout;
+    let msgs = match &a.attempt_id {
+        Some(id) => q.receive_with_attempt_id(&opts, id),
+        None => q.receive(&opts),
+    }
+    .map_err(|e| Failure::queue(&a.queue, e))?;
+    let mut delete_error = None;
+    if a.delete {
+        for m in &msgs {
+            if let Err(e) = q.delete(&m.receipt_handle) {
+                delete_error.get_or_insert(e);
+            }
+        }
+    }
+    drop(q);
+    let shown: Vec<Shown<'_>> = msgs.iter().map(Shown::from).collect();
+    print_messages(&shown, ctx);
+    if let Some(e) = delete_error {
+        return Err(Failure::queue(&a.queue, e));
+    }
+    if msgs.is_empty() {
+        return Err(Failure::Empty);
+    }
+    Ok(())
+}
+
+fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) {
+    if ctx.json {
+        print_json(&Value::Array(msgs.iter().map(Shown::json).collect()));
+    } else if msgs.is_empty() {
+        eprintln!("no messages");
+    } else {
+        let text: Vec<String> = msgs.iter().map(Shown::text).collect();
+        out(&text.join("\n"));
+    }
+}
+
+/// Arguments of `peek`.
+#[derive(Args, Debug)]
+pub struct PeekArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// Most messages to show.
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10)]
+    pub max: usize,
+}
+
+/// Prints what a receive would return now, changing nothing; exit code 1 when nothing is
+/// visible.
+pub fn peek(a: &PeekArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let msgs = q.peek(a.max).map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    let shown: Vec<Shown<'_>> = msgs.iter().map(Shown::from).collect();
+    print_messages(&shown, ctx);
+    if msgs.is_empty() {
+        return Err(Failure::Empty);
+    }
+    Ok(())
+}
+
+/// Arguments of `delete`.
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// Receipt handles, as `receive` prints them.
+    #[arg(required = true, value_name = "RECEIPT")]
+    pub receipts: Vec<String>,
+}
+
+/// Deletes each message; the exit code is the first failure's.
+pub fn delete(a: &DeleteArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let results: Vec<(&str, Result<(), shmfifo::Error>)> = a
+        .receipts
+        .iter()
+        .map(|h| (h.as_str(), q.delete_str(h)))
+        .collect();
+    drop(q);
+    if ctx.json {
+        print_json(&json!({
+            "Successful": results.iter().filter(|r| r.1.is_ok())
+                .map(|(h, _)| json!({"ReceiptHandle": h})).collect::<Vec<_>>(),
+            "Failed": results.iter().filter_map(|(h, r)| r.as_ref().err().map(|e| json!({
+                "ReceiptHandle": h,
+                "Code": e.sqs_code(),
+                "Kind": errors::kind(e),
+                "ExitCode": errors::code(e),
+                "Message": e.to_string(),
+                "SenderFault": true,
+            }))).collect::<Vec<_>>(),
+        }));
+    } else {
+        let mut s = String::new();
+        for (h, r) in &results {
+            if r.is_ok() {
+                s.push_str(&format!("deleted {h}\n"));
+            }
+        }
+        out(&s);
+    }
+    let mut first = None;
+    for (_, r) in &results {
+        if let Err(e) = r {
+            eprint!("{}", errors::message(&a.queue, e));
+            first.get_or_insert(errors::code(e));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some(c) => Err(Failure::Reported(c)),
+    }
+}
+
+/// Arguments of `change-visibility`.
+#[derive(Args, Debug)]
+pub struct ChangeVisibilityArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// The receipt handle, as `receive` prints it.
+    #[arg(value_name = "RECEIPT")]
+    pub receipt: String,
+    /// The new visibility timeout from now (0: visible at once; up to 12h from the receive).
+    #[arg(value_name = "TIMEOUT", value_parser = parse::duration)]
+    pub timeout: Duration,
+}
+
+/// Changes one message's visibility timeout.
+pub fn change_visibility(a: &ChangeVisibilityArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    q.change_visibility_str(&a.receipt, a.timeout)
+        .map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if ctx.json {
+        print_json(&json!({
+            "ReceiptHandle": a.receipt,
+            "VisibilityTimeoutMs": a.timeout.as_millis() as u64,
+        }));
+    } else {
+        out(&format!(
+            "{} visible again in {}\n",
+            a.receipt,
+            duration(a.timeout)
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! `shmfifo send`: one message (body from an argument, a file or stdin) or a batch of JSON
+//! lines, sent 10 at a time with `send_batch`.
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args};
+use serde_json::{json, Value};
+use shmfifo::{BatchEntry, Queue, SendMessage, SendResult};
+
+use super::{open, print_json, Ctx};
+use crate::errors::{self, Failure};
+use crate::output::{kv, out, Table};
+use crate::parse::{self, Attribute};
+
+/// Arguments of `send`.
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("source").required(true).args(["body", "file", "batch"])))]
+#[command(after_help = "Batch lines are JSON objects, one per line: \
+{\"group\": \"g1\", \"body\": \"text\", \"dedup_id\": \"id-1\", \"attributes\": {\"kind\": \"order\", \
+\"n\": 42, \"raw\": {\"DataType\": \"Binary\", \"BinaryValue\": \"aGk=\"}}}. \
+Only \"body\" is required by this command (the queue may require \"group\" and \"dedup_id\"). \
+Attribute values: a string (String), a number (Number), or an object with DataType and \
+StringValue or base64 BinaryValue. Every line is parsed before the first batch is sent.")]
+pub struct SendArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// The body; `-` reads it from stdin (exactly, trailing newline included).
+    #[arg(conflicts_with_all = ["file", "batch"])]
+    pub body: Option<String>,
+    /// Read the body from a file (exactly, as UTF-8 text).
+    #[arg(long, short = 'f', value_name = "FILE", conflicts_with = "batch")]
+    pub file: Option<PathBuf>,
+    /// MessageGroupId (required by the queue).
+    #[arg(long, short = 'g', value_name = "GROUP", conflicts_with = "batch")]
+    pub group: Option<String>,
+    /// MessageDeduplicationId (required unless the queue has content-based deduplication, or
+    /// deduplication off).
+    #[arg(long, short = 'd', value_name = "ID", conflicts_with = "batch")]
+    pub dedup_id: Option<String>,
+    /// A message attribute NAME=TYPE:VALUE (TYPE String, Number or Binary with a base64
+    /// value, optionally with a .label); repeatable, at most 10.
+    #[arg(long, short = 'a', value_name = "NAME=TYPE:VALUE", value_parser = parse::attribute,
+          conflicts_with = "batch")]
+    pub attribute: Vec<Attribute>,
+    /// Send the messages of a JSON-lines file (`-`: stdin), 10 per send_batch.
+    #[arg(long, value_name = "FILE|-")]
+    pub batch: Option<String>,
+}
+
+/// One message to send, owned.
+#[derive(Debug, Clone, Default)]
+struct Outgoing {
+    /// Line number in the batch input (1-based; 0 for a single send).
+    line: usize,
+    group: Option<String>,
+    dedup_id: Option<String>,
+    body: String,
+    attributes: Vec<Attribute>,
+}
+
+impl Outgoing {
+    fn message<'a>(&'a self, attrs: &'a [shmfifo::MessageAttribute<'a>]) -> SendMessage<'a> {
+        SendMessage {
+            group_id: self.group.as_deref(),
+            dedup_id: self.dedup_id.as_deref(),
+            body: &self.body,
+            attributes: attrs,
+            delay_seconds: None,
+        }
+    }
+
+    /// Bytes as `send_batch` counts them against its 1 MiB limit.
+    fn counted_bytes(&self) -> usize {
+        self.body.len()
+            + self
+                .attributes
+                .iter()
+                .map(|a| a.name.len() + a.data_type.len() + a.value.len())
+                .sum::<usize>()
+    }
+}
+
+fn read_all(source: &str, r: &mut dyn Read) -> Result<String, Failure> {
+    let mut v = Vec::new();
+    r.read_to_end(&mut v)
+        .map_err(|e| Failure::input(source, e))?;
+    String::from_utf8(v).map_err(|e| {
+        Failure::input(
+            source,
+            format!(
+                "not UTF-8 text (a message body is text) at byte {}",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+fn read_source(path: &str) -> Result<(String, String), Failure> {
+    if path == "-" {
+        Ok((
+            "stdin".into(),
+            read_all("stdin", &mut std::io::stdin().lock())?,
+        ))
+    } else {
+        let mut f = std::fs::File::open(path).map_err(|e| Failure::input(path, e))?;
+        Ok((path.to_owned(), read_all(path, &mut f)?))
+    }
+}
+
+/// Sends the message or the batch.
+pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
+    if let Some(src) = &a.batch {
+        let (name, text) = read_source(src)?;
+        let msgs = parse_lines(&name, &text)?;
+        let q = open(&a.queue)?;
+        return send_batches(&q, &a.queue, &msgs, ctx);
+    }
+    let body = match (&a.body, &a.file) {
+        (Some(b), _) if b == "-" => read_source("-")?.1,
+        (Some(b), _) => b.clone(),
+        (None, Some(f)) => read_source(&f.display().to_string())?.1,
+        // clap requires one of the body, --file and --batch.
+        (None, None) => unreachable!("clap requires a body source"),
+    };
+    let m = Outgoing {
+        line: 0,
+        group: a.group.clone(),
+        dedup_id: a.dedup_id.clone(),
+        body,
+        attributes: a.attribute.clone(),
+    };
+    let q = open(&a.queue)?;
+    let attrs: Vec<_> = m
+        .attributes
+        .iter()
+        .map(Attribute::as_message_attribute)
+        .collect();
+    let r = q
+        .send(&m.message(&attrs))
+        .map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if ctx.json {
+        print_json(&result_json(&r));
+    } else {
+        out(&kv(
+            &[
+                ("MessageId", r.message_id.to_string()),
+                ("SequenceNumber", r.sequence_number.to_string()),
+                (
+                    "Duplicate",
+                    if r.duplicate {
+                        "yes (nothing enqueued; the original's id and sequence number)"
+                    } else {
+                        "no"
+                    }
+                    .into(),
+                ),
+            ],
+            0,
+        ));
+    }
+    Ok(())
+}
+
+fn result_json(r: &SendResult) -> Value {
+    json!({
+        "MessageId": r.message_id.to_string(),
+        "SequenceNumber": r.sequence_number.to_string(),
+        "Duplicate": r.duplicate,
+    })
+}
+
+/// Parses JSON lines into messages; blank lines are skipped.
+fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("{source} line {}", i + 1);
+        let v: Value = serde_json::from_str(line).map_err(|e| Failure::input(&at, e))?;
+        let mut m = parse_line(&v).map_err(|e| Failure::input(&at, e))?;
+        m.line = i + 1;
+        out.push(m);
+    }
+    Ok(out)
+}
+
+fn parse_line(v: &Value) -> Result<Outgoing, String> {
+    let o = v.as_object().ok_or("a line must be a JSON object")?;
+    for k in o.keys() {
+        if !["group", "body", "dedup_id", "attributes"].contains(&k.as_str()) {
+            return Err(format!(
+                "unknown key {k:?} (keys: group, body, dedup_id, attributes)"
+            ));
+        }
+    }
+    let text = |k: &str| -> Result<Option<String>, String> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{k:?} must be a string")),
+        }
+    };
+    let body = text("body")?.ok_or("\"body\" is missing")?;
+    let mut attributes = Vec::new();
+    match o.get("attributes") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(attrs)) => {
+            for (name, v) in attrs {
+                attributes.push(match v {
+                    Value::String(s) => Attribute::new(name, "String", s)?,
+                    Value::Number(n) => Attribute::new(name, "Number", &n.to_string())?,
+                    Value::Object(a) => {
+                        let ty = a
+                            .get("DataType")
+                            .and_then(Value::as_str)
+                            .ok_or(format!("attribute {name}: \"DataType\" is missing"))?;
+                        let val = a
+                            .get("StringValue")
+                            .or_else(|| a.get("BinaryValue"))
+                            .and_then(Value::as_str)
+                            .ok_or(format!(
+                                "attribute {name}: \"StringValue\" or \"BinaryValue\" is missing"
+                            ))?;
+                        Attribute::new(name, ty, val)?
+                    }
+                    _ => {
+                        return Err(format!(
+                            "attribute {name}: a string, a number, or {{\"DataType\", \"StringValue\"|\"BinaryValue\"}}"
+                        ))
+                    }
+                });
+            }
+        }
+        Some(_) => return Err("\"attributes\" must be an object".into()),
+    }
+    Ok(Outgoing {
+        line: 0,
+        group: text("group")?,
+        dedup_id: text("dedup_id")?,
+        body,
+        attributes,
+    })
+}
+
+/// Splits messages into batches of at most 10 entries and 1 MiB (counted as `send_batch`
+/// counts).
+fn batches(msgs: &[Outgoing]) -> Vec<&[Outgoing]> {
+    let mut out = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, m) in msgs.iter().enumerate() {
+        let b = m.counted_bytes();
+        if i > start && (i - start == 10 || bytes + b > 1_048_576) {
+            out.push(&msgs[start..i]);
+            start = i;
+            bytes = 0;
+        }
+        bytes += b;
+    }
+    if start < msgs.len() {
+        out.push(&msgs[start..]);
+    }
+    out
+}
+
+/// Sends the batches in order. A batch with a failed entry is the last one sent: the
+/// messages after it are not sent (a later message of the same group would overtake it).
+fn send_batches(q: &Queue, queue: &str, msgs: &[Outgoing], ctx: Ctx) -> Result<(), Failure> {
+    let mut ok: Vec<(usize, SendResult)> = Vec::new();
+    let mut failed: Vec<(usize, shmfifo::Error)> = Vec::new();
+    let mut request_error = None;
+    for batch in batches(msgs) {
+        let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> = batch
+            .iter()
+            .map(|m| {
+                m.attributes
+                    .iter()
+                    .map(Attribute::as_message_attribute)
+                    .collect()
+            })
+            .collect();
+        let ids: Vec<String> = batch.iter().map(|m| m.line.to_string()).collect();
+        let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = batch
+            .iter()
+            .zip(&attrs)
+            .zip(&ids)
+            .map(|((m, a), id)| BatchEntry {
+                id,
+                entry: m.message(a),
+            })
+            .collect();
+        match q.send_batch(&entries) {
+            Ok(results) => {
+                for (m, r) in batch.iter().zip(results) {
+                    match r.result {
+                        Ok(s) => ok.push((m.line, s)),
+                        Err(e) => failed.push((m.line, e)),
+                    }
+                }
+            }
+            Err(e) => {
+                let lines = format!("lines {}-{}", batch[0].line, batch[batch.len() - 1].line);
+                request_error = Some((lines, e));
+            }
+        }
+        if !failed.is_empty() || request_error.is_some() {
+            break;
+        }
+    }
+    if ctx.json {
+        let mut failed_json: Vec<Value> = failed
+            .iter()
+            .map(|(line, e)| {
+                json!({
+                    "Id": line.to_string(),
+                    "Code": e.sqs_code(),
+                    "Kind": errors::kind(e),
+                    "ExitCode": errors::code(e),
+                    "Message": e.to_string(),
+                    "SenderFault": true,
+                })
+            })
+            .collect();
+        if let Some((lines, e)) = &request_error {
+            failed_json.push(json!({
+                "Id": lines,
+                "Code": e.sqs_code(),
+                "Kind": errors::kind(e),
+                "ExitCode": errors::code(e),
+                "Message": e.to_string(),
+                "SenderFault": true,
+            }));
+        }
+        print_json(&json!({
+            "Successful": ok.iter().map(|(line, r)| {
+                let mut v = result_json(r);
+                v["Id"] = json!(line.to_string());
+                v
+            }).collect::<Vec<_>>(),
+            "Failed": failed_json,
+            "Unsent": msgs.len() - ok.len() - failed.len(),
+        }));
+    } else if !ok.is_empty() {
+        let mut t = Table::new(&["LINE", "MESSAGE-ID", "SEQUENCE-NUMBER", "DUPLICATE"]);
+        for (line, r) in &ok {
+            t.row(vec![
+                line.to_string(),
+                r.message_id.to_string(),
+                r.sequence_number.to_string(),
+                if r.duplicate { "yes" } else { "no" }.into(),
+            ]);
+        }
+        out(&t.render(0));
+    }
+    let mut first = None;
+    for (line, e) in &failed {
+        eprint!(
+            "{}",
+            errors::message_at(queue, Some(&format!("line {line}")), e)
+        );
+        first.get_or_insert(errors::code(e));
+    }
+    if let Some((lines, e)) = &request_error {
+        eprint!("{}", errors::message_at(queue, Some(lines), e));
+        first.get_or_insert(errors::code(e));
+    }
+    match first {
+        None => Ok(()),
+        Some(code) => {
+            let unsent = msgs.len() - ok.len() - failed.len();
+            if unsent > 0 {
+                eprintln!(
+                    "shmfifo: {queue}: {} of {} messages sent, {unsent} not sent",
+                    ok.len(),
+                    msgs.len()
+                );
+            }
+            Err(Failure::Reported(code))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_with_every_attribute_form() {
+        let text = "{\"group\":\"g\",\"body\":\"b\",\"dedup_id\":\"d\",\"attributes\":{\"s\":\"x\",\"n\":42,\"raw\":{\"DataType\":\"Binary\",\"BinaryValue\":\"aGk=\"}}}\n\n{\"body\":\"only\"}\n";
+        let m = parse_lines("t", text).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].line, 1);
+        assert_eq!(m[1].line, 3);
+        assert_eq!(m[0].group.as_deref(), Some("g"));
+        assert_eq!(m[0].dedup_id.as_deref(), Some("d"));
+        let a: Vec<_> = m[0]
+            .attributes
+            .iter()
+            .map(|a| (a.name.as_str(), a.data_type.as_str(), a.value.clone()))
+            .collect();
+        assert!(a.contains(&("n", "Number", b"42".to_vec())));
+        assert!(a.contains(&("raw", "Binary", b"hi".to_vec())));
+        assert!(a.contains(&("s", "String", b"x".to_vec())));
+        assert_eq!(m[1].group, None);
+        for bad in [
+            "[1]",
+            "{\"group\":\"g\"}",
+            "{\"body\":1}",
+            "{\"body\":\"b\",\"x\":1}",
+            "{",
+        ] {
+            match parse_lines("t", bad) {
+                Err(Failure::Input { source, .. }) => assert_eq!(source, "t line 1"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn batches_hold_ten_entries_and_one_mib() {
+        let small = Outgoing {
+            body: "x".into(),
+            ..Outgoing::default()
+        };
+        let v = vec![small.clone(); 25];
+        let sizes: Vec<usize> = batches(&v).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [10, 10, 5]);
+        let big = Outgoing {
+            body: "x".repeat(400_000),
+            ..Outgoing::default()
+        };
+        let v = vec![big; 5];
+        let sizes: Vec<usize> = batches(&v).iter().map(|b| b.len()).collect();
+        assert_eq!(sizes, [2, 2, 1]);
+        assert!(batches(&[]).is_empty());
+    }
+}

@@ -1,0 +1,352 @@
+//! `shmfifo stat`: everything about a queue, as text, JSON or Prometheus metrics.
+
+use clap::Args;
+use serde_json::{json, Value};
+use shmfifo::{Inspection, ParticipantInfo};
+
+use super::{open, path_of, print_json, settings_json, settings_text, Ctx};
+use crate::errors::Failure;
+use crate::output::{kv, num, out, size, Table};
+
+/// Arguments of `stat`.
+#[derive(Args, Debug)]
+pub struct StatArgs {
+    /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
+    pub queue: String,
+    /// How many of the largest groups (by backlog) to show.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Print the counters and gauges in the Prometheus text exposition format.
+    #[arg(long, conflicts_with = "json")]
+    pub prometheus: bool,
+}
+
+/// The participants other than this command's own handle.
+fn others(i: &Inspection) -> Vec<ParticipantInfo> {
+    i.participants
+        .iter()
+        .filter(|p| !p.is_self)
+        .copied()
+        .collect()
+}
+
+/// Prints the queue's state.
+pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
+    let q = open(&a.queue)?;
+    let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
+    drop(q);
+    if a.prometheus {
+        out(&prometheus(&a.queue, &i));
+    } else if ctx.json {
+        print_json(&stat_json(&a.queue, &i));
+    } else {
+        out(&stat_text(&a.queue, &i));
+    }
+    Ok(())
+}
+
+fn stat_json(queue: &str, i: &Inspection) -> Value {
+    let parts = others(i);
+    let alive = parts.iter().filter(|p| p.alive).count();
+    json!({
+        "queue": queue,
+        "path": path_of(queue),
+        "layout_version": shmfifo::LAYOUT_VERSION,
+        "settings": settings_json(&i.attributes),
+        "messages": {
+            "visible": i.messages.visible,
+            "in_flight": i.messages.in_flight,
+            "delayed": i.messages.delayed,
+            "sending": i.messages.sending,
+            "deleted": i.messages.deleted,
+        },
+        "in_flight_count": i.attributes.in_flight_count,
+        "groups": {
+            "active": i.active_groups,
+            "locked": i.locked_groups,
+            "largest": i.largest_groups.iter().map(|g| json!({
+                "group_id": g.group_id,
+                "backlog": g.backlog(),
+                "visible": g.visible,
+                "in_flight": g.in_flight,
+                "delayed": g.delayed,
+                "sending": g.sending,
+                "locked": g.locked,
+            })).collect::<Vec<_>>(),
+        },
+        "participants": {
+            "alive": alive,
+            "dead": parts.len() - alive,
+            "list": parts.iter().map(|p| json!({
+                "slot": p.slot,
+                "generation": p.generation,
+                "pid": p.pid,
+                "alive": p.alive,
+            })).collect::<Vec<_>>(),
+        },
+        "dedup": {
+            "entries": i.attributes.dedup_entries,
+            "in_use": i.attributes.dedup_entries_in_use,
+        },
+        "size_classes": i.size_classes.iter().map(|c| json!({
+            "payload_bytes": c.payload_bytes,
+            "slot_bytes": c.slot_bytes,
+            "slots": c.slots,
+            "used": c.used,
+            "free": c.free,
+            "sending": c.sending,
+            "deleted": c.deleted,
+            "bytes": c.slot_bytes * u64::from(c.slots),
+        })).collect::<Vec<_>>(),
+        "counters": counters_json(&i.counters),
+    })
+}
+
+/// The counters as a JSON object.
+pub fn counters_json(c: &shmfifo::Counters) -> Value {
+    let mut m = serde_json::Map::new();
+    for (name, v, _) in c.named() {
+        m.insert(name.into(), json!(v));
+    }
+    Value::Object(m)
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+fn stat_text(queue: &str, i: &Inspection) -> String {
+    let a = &i.attributes;
+    let m = &i.messages;
+    let mut s = format!(
+        "{queue}  ({}, layout {})\n\nSettings\n{}\nMessages\n",
+        path_of(queue),
+        shmfifo::LAYOUT_VERSION,
+        settings_text(a, 2)
+    );
+    s.push_str(&kv(
+        &[
+            ("visible", num(m.visible)),
+            ("in flight", num(m.in_flight)),
+            ("delayed", num(m.delayed)),
+            ("being sent", num(m.sending)),
+            ("deleted, not reclaimed", num(m.deleted)),
+            (
+                "in-flight count",
+                format!("{} of {}", num(a.in_flight_count), num(a.max_in_flight)),
+            ),
+        ],
+        2,
+    ));
+    s.push_str(&format!(
+        "\nGroups: {} active, {} locked (of {} at most)\n",
+        num(i.active_groups),
+        num(i.locked_groups),
+        num(a.max_groups)
+    ));
+    if !i.largest_groups.is_empty() {
+        let mut t = Table::new(&[
+            "GROUP",
+            "BACKLOG",
+            "VISIBLE",
+            "IN-FLIGHT",
+            "DELAYED",
+            "LOCKED",
+        ]);
+        for g in &i.largest_groups {
+            t.row(vec![
+                g.group_id.clone(),
+                num(g.backlog()),
+                num(g.visible),
+                num(g.in_flight),
+                num(g.delayed),
+                if g.locked { "yes" } else { "no" }.into(),
+            ]);
+        }
+        s.push_str(&t.render(2));
+    }
+    let parts = others(i);
+    let alive = parts.iter().filter(|p| p.alive).count();
+    s.push_str(&format!(
+        "\nParticipants: {alive} alive, {} dead (of {} slots; this command not counted)\n",
+        parts.len() - alive,
+        a.max_participants
+    ));
+    if !parts.is_empty() {
+        let mut t = Table::new(&["SLOT", "PID", "STATE"]);
+        for p in &parts {
+            t.row(vec![
+                p.slot.to_string(),
+                p.pid.to_string(),
+                if p.alive {
+                    "alive".into()
+                } else {
+                    "dead (shmfifo recover repairs)".into()
+                },
+            ]);
+        }
+        s.push_str(&t.render(2));
+    }
+    if a.dedup_entries > 0 {
+        s.push_str(&format!(
+            "\nDedup table: {} of {} entries in use ({})\n",
+            num(a.dedup_entries_in_use),
+            num(a.dedup_entries),
+            pct(a.dedup_entries_in_use, a.dedup_entries)
+        ));
+    } else {
+        s.push_str("\nDedup table: none (deduplication off)\n");
+    }
+    let slot_bytes: u64 = i
+        .size_classes
+        .iter()
+        .map(|c| c.slot_bytes * u64::from(c.slots))
+        .sum();
+    s.push_str(&format!(
+        "\nMemory: {} arena: {} of message slots, {} of tables (groups, dedup, attempts, participants)\n",
+        size(a.arena_bytes),
+        size(slot_bytes),
+        size(a.arena_bytes.saturating_sub(slot_bytes))
+    ));
+    let mut t = Table::new(&[
+        "PAYLOAD", "SLOTS", "USED", "FREE", "SENDING", "DELETED", "FILL", "SIZE",
+    ]);
+    for c in &i.size_classes {
+        t.row(vec![
+            num(c.payload_bytes.into()),
+            num(c.slots.into()),
+            num(c.used.into()),
+            num(c.free.into()),
+            num(c.sending.into()),
+            num(c.deleted.into()),
+            pct(u64::from(c.slots - c.free), c.slots.into()),
+            size(c.slot_bytes * u64::from(c.slots)),
+        ]);
+    }
+    s.push_str(&t.render(2));
+    s.push_str("\nCounters (since creation)\n");
+    let rows: Vec<(&str, String)> = i
+        .counters
+        .named()
+        .iter()
+        .map(|&(n, v, _)| (n, num(v)))
+        .collect();
+    s.push_str(&kv(&rows, 2));
+    s
+}
+
+/// A Prometheus label value, escaped.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// The Prometheus text exposition format: `# HELP` and `# TYPE` per metric, samples labelled
+/// `queue="..."`; counters are `shmfifo_<name>_total`.
+pub fn prometheus(queue: &str, i: &Inspection) -> String {
+    let q = label(queue);
+    let mut s = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: &[(String, u64)]| {
+        s.push_str(&format!(
+            "# HELP shmfifo_{name} {help}\n# TYPE shmfifo_{name} {kind}\n"
+        ));
+        for (labels, v) in samples {
+            s.push_str(&format!("shmfifo_{name}{{queue=\"{q}\"{labels}}} {v}\n"));
+        }
+    };
+    for (name, v, help) in i.counters.named() {
+        metric(
+            &format!("{name}_total"),
+            "counter",
+            help,
+            &[(String::new(), v)],
+        );
+    }
+    let a = &i.attributes;
+    let parts = others(i);
+    let alive = parts.iter().filter(|p| p.alive).count() as u64;
+    let gauges: [(&str, &str, u64); 13] = [
+        (
+            "messages_visible",
+            "Visible messages (ApproximateNumberOfMessages).",
+            i.messages.visible,
+        ),
+        (
+            "messages_in_flight",
+            "In-flight messages (ApproximateNumberOfMessagesNotVisible).",
+            i.messages.in_flight,
+        ),
+        (
+            "messages_delayed",
+            "Delayed messages (ApproximateNumberOfMessagesDelayed).",
+            i.messages.delayed,
+        ),
+        (
+            "in_flight_count",
+            "Messages received and not yet deleted, as counted for the in-flight limit.",
+            a.in_flight_count,
+        ),
+        ("max_in_flight", "The in-flight limit.", a.max_in_flight),
+        ("groups_active", "Groups with messages.", i.active_groups),
+        (
+            "groups_locked",
+            "Groups whose first message is in flight.",
+            i.locked_groups,
+        ),
+        (
+            "groups_max",
+            "Most groups with messages at once.",
+            a.max_groups,
+        ),
+        (
+            "participants_alive",
+            "Live processes with the queue open (the scraper excluded).",
+            alive,
+        ),
+        (
+            "participants_dead",
+            "Dead participants not yet repaired.",
+            parts.len() as u64 - alive,
+        ),
+        (
+            "dedup_entries_in_use",
+            "Dedup table entries holding a live dedup id.",
+            a.dedup_entries_in_use,
+        ),
+        ("dedup_entries", "Dedup table capacity.", a.dedup_entries),
+        ("arena_bytes", "Bytes of the arena.", a.arena_bytes),
+    ];
+    for (name, help, v) in gauges {
+        metric(name, "gauge", help, &[(String::new(), v)]);
+    }
+    let by_class = |f: &dyn Fn(&shmfifo::SizeClassUse) -> u64| -> Vec<(String, u64)> {
+        i.size_classes
+            .iter()
+            .map(|c| (format!(",payload_bytes=\"{}\"", c.payload_bytes), f(c)))
+            .collect()
+    };
+    metric(
+        "slots",
+        "gauge",
+        "Message slots of a size class.",
+        &by_class(&|c| c.slots.into()),
+    );
+    metric(
+        "slots_used",
+        "gauge",
+        "Slots holding a message (visible, in flight or delayed).",
+        &by_class(&|c| c.used.into()),
+    );
+    metric(
+        "slots_free",
+        "gauge",
+        "Free slots.",
+        &by_class(&|c| c.free.into()),
+    );
+    s
+}

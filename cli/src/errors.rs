@@ -1,0 +1,505 @@
+//! Failures of a command, their exit codes (stable: a code is never renumbered, new kinds get
+//! new codes) and the hints printed with them.
+
+use std::fmt;
+use std::io;
+
+use shmfifo::Error;
+
+/// Exit code: success.
+pub const OK: u8 = 0;
+/// Exit code: `receive` or `peek` got no message.
+pub const EMPTY: u8 = 1;
+/// Exit code: a usage error (clap's own).
+pub const USAGE: u8 = 2;
+/// Exit code: an input file or stdin could not be read, or held malformed input (a JSON line,
+/// a body that is not UTF-8).
+pub const INPUT: u8 = 3;
+/// Exit code: a shmfifo error of a kind newer than this table.
+pub const OTHER: u8 = 9;
+
+/// Every exit code: `(code, kind, meaning)`. The help text and `cli/README.md` show this
+/// table; tests check that they agree.
+pub const EXIT_CODES: &[(u8, &str, &str)] = &[
+    (OK, "success", "the command did what it was asked"),
+    (EMPTY, "empty", "receive or peek got no message"),
+    (
+        USAGE,
+        "usage",
+        "bad command line (unknown option, malformed value)",
+    ),
+    (
+        INPUT,
+        "input",
+        "an input file, stdin or JSON line could not be read or parsed",
+    ),
+    (
+        OTHER,
+        "other",
+        "a shmfifo error this table does not know yet",
+    ),
+    (10, "QueueDoesNotExist", "no queue at that name or path"),
+    (11, "QueueNameExists", "create: a file already exists there"),
+    (
+        12,
+        "LayoutVersionMismatch",
+        "the queue was made by another shmfifo layout version",
+    ),
+    (13, "NotAnArena", "the file is not a shmfifo queue"),
+    (
+        14,
+        "Truncated",
+        "the queue file is shorter than its header says",
+    ),
+    (
+        15,
+        "NotReady",
+        "the queue file was never finished by its creator",
+    ),
+    (
+        16,
+        "Corrupted",
+        "the queue's shared memory holds inconsistent values",
+    ),
+    (
+        17,
+        "NoSpace",
+        "not enough space for the queue (/dev/shm too small)",
+    ),
+    (
+        18,
+        "InvalidQueueName",
+        "the queue name is not 1-200 of A-Z a-z 0-9 _ . -",
+    ),
+    (19, "InvalidConfig", "create: a setting is out of range"),
+    (
+        20,
+        "InvalidParameterValue",
+        "a parameter value is out of range or malformed",
+    ),
+    (
+        21,
+        "MissingParameter",
+        "a required parameter is absent (e.g. --group)",
+    ),
+    (
+        22,
+        "InvalidMessageContents",
+        "the body has characters SQS does not allow",
+    ),
+    (
+        23,
+        "ReceiptHandleIsInvalid",
+        "not a receipt handle of this queue",
+    ),
+    (
+        24,
+        "ReceiptHandleExpired",
+        "the receipt handle is no longer current",
+    ),
+    (25, "EmptyBatchRequest", "a batch has no entries"),
+    (
+        26,
+        "TooManyEntriesInBatchRequest",
+        "a batch has more than 10 entries",
+    ),
+    (27, "InvalidBatchEntryId", "a batch entry id is malformed"),
+    (
+        28,
+        "BatchEntryIdsNotDistinct",
+        "two batch entries share an id",
+    ),
+    (29, "BatchRequestTooLong", "a batch is larger than 1 MiB"),
+    (
+        30,
+        "SizeClassFull",
+        "no free slot for a message of this size",
+    ),
+    (
+        31,
+        "GroupLimitReached",
+        "max-groups groups already have messages",
+    ),
+    (
+        32,
+        "DedupTableFull",
+        "every dedup entry holds a live dedup id",
+    ),
+    (
+        33,
+        "DedupInProgress",
+        "a send with this dedup id is in progress in another process",
+    ),
+    (
+        34,
+        "ParticipantLimitReached",
+        "max-participants processes have the queue open",
+    ),
+    (35, "Io", "an operating-system call on the queue failed"),
+    (36, "InvalidAttributeName", "set: not a queue attribute"),
+    (
+        37,
+        "AttributeNotMutable",
+        "set: the attribute is fixed at creation",
+    ),
+    (
+        38,
+        "DeadLetterQueue",
+        "the dead-letter queue is missing, incompatible or full",
+    ),
+];
+
+/// The exit code of a library error.
+pub fn code(e: &Error) -> u8 {
+    match e {
+        Error::QueueDoesNotExist { .. } => 10,
+        Error::QueueNameExists { .. } => 11,
+        Error::LayoutVersionMismatch { .. } => 12,
+        Error::NotAnArena { .. } => 13,
+        Error::Truncated { .. } => 14,
+        Error::NotReady => 15,
+        Error::Corrupted { .. } => 16,
+        Error::NoSpace { .. } => 17,
+        Error::InvalidQueueName { .. } => 18,
+        Error::InvalidConfig { .. } => 19,
+        Error::InvalidParameterValue { .. } => 20,
+        Error::MissingParameter { .. } => 21,
+        Error::InvalidMessageContents { .. } => 22,
+        Error::ReceiptHandleIsInvalid { .. } => 23,
+        Error::ReceiptHandleExpired { .. } => 24,
+        Error::EmptyBatchRequest => 25,
+        Error::TooManyEntriesInBatchRequest { .. } => 26,
+        Error::InvalidBatchEntryId { .. } => 27,
+        Error::BatchEntryIdsNotDistinct { .. } => 28,
+        Error::BatchRequestTooLong { .. } => 29,
+        Error::SizeClassFull { .. } => 30,
+        Error::GroupLimitReached { .. } => 31,
+        Error::DedupTableFull { .. } => 32,
+        Error::DedupInProgress => 33,
+        Error::ParticipantLimitReached { .. } => 34,
+        // ENOSPC from an operation other than create (the arena's pages are reserved there).
+        Error::Io(_) => 35,
+        Error::InvalidAttributeName { .. } => 36,
+        Error::AttributeNotMutable { .. } => 37,
+        Error::DeadLetterQueue { .. } => 38,
+        _ => OTHER,
+    }
+}
+
+/// The kind name of a library error (the variant's name; `other` for a kind newer than this
+/// table).
+pub fn kind(e: &Error) -> &'static str {
+    let c = code(e);
+    EXIT_CODES
+        .iter()
+        .find(|&&(k, _, _)| k == c)
+        .map_or("other", |&(_, name, _)| name)
+}
+
+/// The exit-code table as the help text shows it.
+pub fn exit_code_help() -> String {
+    let mut s = String::from("Exit codes (stable; see cli/README.md):\n");
+    for &(code, kind, meaning) in EXIT_CODES {
+        s.push_str(&format!("  {code:>3}  {kind:<29} {meaning}\n"));
+    }
+    s
+}
+
+/// Why a command failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// A library error on a queue (named as the user named it).
+    Queue {
+        /// The queue as given on the command line.
+        queue: String,
+        /// The error.
+        error: Error,
+    },
+    /// Unreadable or malformed input: a file, stdin, a JSON line.
+    Input {
+        /// Where (a file name, `stdin`, `stdin line 3`).
+        source: String,
+        /// What was wrong.
+        what: String,
+    },
+    /// Nothing to return (receive, peek): exit code 1, no message printed.
+    Empty,
+    /// Failures already reported (per entry of a batch, per receipt of a delete): the exit
+    /// code of the first.
+    Reported(u8),
+}
+
+impl Failure {
+    /// A queue error.
+    pub fn queue(queue: &str, error: Error) -> Failure {
+        Failure::Queue {
+            queue: queue.to_owned(),
+            error,
+        }
+    }
+
+    /// An input error.
+    pub fn input(source: impl Into<String>, what: impl fmt::Display) -> Failure {
+        Failure::Input {
+            source: source.into(),
+            what: what.to_string(),
+        }
+    }
+
+    /// The exit code.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Failure::Queue { error, .. } => code(error),
+            Failure::Input { .. } => INPUT,
+            Failure::Empty => EMPTY,
+            Failure::Reported(c) => *c,
+        }
+    }
+
+    /// What to print on stderr (nothing for [`Failure::Empty`] and [`Failure::Reported`]).
+    pub fn report(&self) -> Option<String> {
+        match self {
+            Failure::Queue { queue, error } => Some(message(queue, error)),
+            Failure::Input { source, what } => Some(format!("shmfifo: {source}: {what}\n")),
+            Failure::Empty | Failure::Reported(_) => None,
+        }
+    }
+}
+
+/// `shmfifo: QUEUE: what was wrong` and, where there is one, a `hint:` line.
+pub fn message(queue: &str, e: &Error) -> String {
+    message_at(queue, None, e)
+}
+
+/// [`message`] naming a part of the request too: `shmfifo: QUEUE: line 3: what was wrong`.
+pub fn message_at(queue: &str, at: Option<&str>, e: &Error) -> String {
+    let mut s = match at {
+        Some(at) => format!("shmfifo: {queue}: {at}: {e}\n"),
+        None => format!("shmfifo: {queue}: {e}\n"),
+    };
+    if let Some(h) = hint(queue, e) {
+        s.push_str(&format!("hint: {h}\n"));
+    }
+    s
+}
+
+/// `ls` or `ls --dir DIR` for the directory a queue argument lives in.
+fn ls_for(queue: &str) -> String {
+    match queue.rsplit_once('/') {
+        Some(("", _)) => "shmfifo ls --dir /".into(),
+        Some((dir, _)) => format!("shmfifo ls --dir {dir}"),
+        None => "shmfifo ls".into(),
+    }
+}
+
+/// The fix for an error, where there is one.
+pub fn hint(queue: &str, e: &Error) -> Option<String> {
+    let q = queue;
+    let space = "the file system is too small: check `df -h /dev/shm`, remount it larger \
+                 (`sudo mount -o remount,size=4G /dev/shm`), or create a smaller queue \
+                 (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)";
+    Some(match e {
+        Error::QueueDoesNotExist { .. } => format!(
+            "create it with `shmfifo create {q}`, or list the queues with `{}`",
+            ls_for(q)
+        ),
+        Error::QueueNameExists { .. } => format!(
+            "choose another name, or remove the old queue first with `shmfifo unlink {q}` (its messages are lost)"
+        ),
+        Error::LayoutVersionMismatch { found, expected } => format!(
+            "the queue was made by another shmfifo version (layout {found}; this shmfifo speaks layout {expected}): drain it with a shmfifo of layout {found}, or `shmfifo unlink {q}` and create it again"
+        ),
+        Error::NotAnArena { .. } => format!(
+            "check the name: `{}` lists the shmfifo queues",
+            ls_for(q)
+        ),
+        Error::Truncated { .. } => format!(
+            "the file was cut short (copied or truncated?): `shmfifo unlink {q}` and create it again"
+        ),
+        Error::NotReady => format!(
+            "`shmfifo create {q}` replaces the unfinished file"
+        ),
+        Error::Corrupted { .. } => format!(
+            "`shmfifo recover {q}` repairs what dead processes left; if the error persists, `shmfifo unlink {q}` and create it again"
+        ),
+        Error::NoSpace { .. } => space.to_owned(),
+        Error::InvalidQueueName { .. } => {
+            "a name is 1-200 of A-Z a-z 0-9 _ . -; anything containing '/' is taken as a path".to_owned()
+        }
+        Error::InvalidConfig { .. } => "see `shmfifo create --help` for each setting's range".to_owned(),
+        Error::MissingParameter { parameter } if *parameter == "MessageGroupId" => {
+            "pass the message group with --group GROUP".to_owned()
+        }
+        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageDeduplicationId" => {
+            "pass --dedup-id ID, or create the queue with --content-based-deduplication".to_owned()
+        }
+        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageGroupId" => {
+            "every message needs a group: --group GROUP, or \"group\" in a --batch line".to_owned()
+        }
+        Error::ReceiptHandleIsInvalid { .. } => format!(
+            "use a ReceiptHandle printed by `shmfifo receive {q}` (sf1 and 38 hex digits), on the queue it came from"
+        ),
+        Error::ReceiptHandleExpired { .. } => format!(
+            "the message was received again, deleted, purged, or its visibility timeout passed: `shmfifo receive {q}` for a current handle"
+        ),
+        Error::SizeClassFull { .. } => format!(
+            "consume faster, or create the queue with a larger --max-messages; `shmfifo stat {q}` shows slot use by size class"
+        ),
+        Error::GroupLimitReached { .. } => {
+            "consume some groups' messages, or create the queue with a larger --max-groups".to_owned()
+        }
+        Error::DedupTableFull { .. } => "retry later, or create the queue with more --dedup-entries or a shorter --deduplication-interval".to_owned(),
+        Error::DedupInProgress => format!(
+            "retry later; `shmfifo stat {q}` lists the processes using the queue (is one stopped?)"
+        ),
+        Error::ParticipantLimitReached { .. } => format!(
+            "every slot is held by a live process (dead ones are taken over when a process opens the queue, and `shmfifo recover {q}` repairs what they left): close some (`fuser -v {}` lists them), or create the queue with a larger --max-participants",
+            shown_path(q)
+        ),
+        Error::Io(io) => return io_hint(q, io),
+        Error::InvalidAttributeName { .. } | Error::AttributeNotMutable { .. } => {
+            "mutable attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds; or ...Ms in ms), ContentBasedDeduplication, RedrivePolicy".to_owned()
+        }
+        Error::DeadLetterQueue { path, .. } => format!(
+            "the dead-letter queue must exist, deduplicate and take messages as large as this queue's: `shmfifo stat {}`, or `shmfifo create {}`",
+            path.display(),
+            path.display()
+        ),
+        _ => return None,
+    })
+}
+
+/// The file of a queue argument.
+fn shown_path(queue: &str) -> String {
+    if queue.contains('/') {
+        queue.to_owned()
+    } else {
+        format!("/dev/shm/{queue}")
+    }
+}
+
+fn io_hint(q: &str, e: &io::Error) -> Option<String> {
+    match e.raw_os_error() {
+        Some(c) if c == 13 || c == 1 => Some(format!(
+            "permission denied: queues are created owner-only (mode 0600) unless created with --mode; check `ls -l {}`",
+            shown_path(q)
+        )),
+        Some(28) => Some(
+            "the file system is full: check `df -h /dev/shm`, remount it larger, or create a smaller queue"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    /// One value of every variant this table knows.
+    fn every_kind() -> Vec<Error> {
+        let p = || PathBuf::from("/dev/shm/q");
+        vec![
+            Error::QueueDoesNotExist { path: p() },
+            Error::QueueNameExists { path: p() },
+            Error::LayoutVersionMismatch {
+                found: 4,
+                expected: 5,
+            },
+            Error::NotAnArena { path: p() },
+            Error::Truncated {
+                expected: 2,
+                found: 1,
+            },
+            Error::NotReady,
+            Error::Corrupted { what: "x" },
+            Error::NoSpace { needed: 1 },
+            Error::InvalidQueueName { name: "x".into() },
+            Error::InvalidConfig {
+                setting: "x",
+                reason: "y".into(),
+            },
+            Error::InvalidParameterValue {
+                parameter: "x",
+                reason: "y".into(),
+            },
+            Error::MissingParameter {
+                parameter: "MessageGroupId",
+            },
+            Error::InvalidMessageContents { reason: "x".into() },
+            Error::ReceiptHandleIsInvalid { handle: "x".into() },
+            Error::ReceiptHandleExpired { handle: "x".into() },
+            Error::EmptyBatchRequest,
+            Error::TooManyEntriesInBatchRequest { entries: 11 },
+            Error::InvalidBatchEntryId { id: "x".into() },
+            Error::BatchEntryIdsNotDistinct { id: "x".into() },
+            Error::BatchRequestTooLong { bytes: 1 },
+            Error::SizeClassFull { class_bytes: 192 },
+            Error::GroupLimitReached { max_groups: 1 },
+            Error::DedupTableFull {
+                entries: 1,
+                interval_ms: 1,
+            },
+            Error::DedupInProgress,
+            Error::ParticipantLimitReached {
+                max_participants: 1,
+            },
+            Error::Io(io::Error::from_raw_os_error(13)),
+            Error::InvalidAttributeName { name: "x".into() },
+            Error::AttributeNotMutable { name: "x".into() },
+            Error::DeadLetterQueue {
+                path: p(),
+                reason: "x".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn every_kind_has_its_own_code_named_after_it() {
+        let all = every_kind();
+        let mut seen = std::collections::HashSet::new();
+        for e in &all {
+            let c = code(e);
+            assert!(c >= 10, "{e:?}");
+            assert!(seen.insert(c), "code {c} twice");
+            let dbg = format!("{e:?}");
+            assert!(dbg.starts_with(kind(e)), "{dbg} is listed as {}", kind(e));
+        }
+        // Every table row is distinct, and every library row is reachable.
+        let codes: std::collections::HashSet<u8> = EXIT_CODES.iter().map(|r| r.0).collect();
+        assert_eq!(codes.len(), EXIT_CODES.len());
+        assert_eq!(
+            EXIT_CODES.iter().filter(|r| r.0 >= 10).count(),
+            all.len(),
+            "a table row without a kind"
+        );
+    }
+
+    #[test]
+    fn messages_name_the_queue_and_hint_the_fix() {
+        let m = message(
+            "orders",
+            &Error::QueueDoesNotExist {
+                path: "/dev/shm/orders".into(),
+            },
+        );
+        assert!(
+            m.starts_with("shmfifo: orders: no queue at /dev/shm/orders\n"),
+            "{m}"
+        );
+        assert!(
+            m.contains("hint: create it with `shmfifo create orders`"),
+            "{m}"
+        );
+        let m = message(
+            "/tmp/q/x",
+            &Error::NotAnArena {
+                path: "/tmp/q/x".into(),
+            },
+        );
+        assert!(m.contains("`shmfifo ls --dir /tmp/q`"), "{m}");
+        let m = message("q", &Error::NoSpace { needed: 1 });
+        assert!(m.contains("df -h /dev/shm"), "{m}");
+    }
+}

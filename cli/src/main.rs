@@ -1,0 +1,89 @@
+//! `shmfifo`: create, inspect, operate and script shmfifo queues from a shell.
+//!
+//! A queue argument is a NAME (the file `/dev/shm/NAME`) or, when it contains a `/`, a path.
+//! Tables by default, `--json` for scripts; exit codes tell success, empty and each error kind
+//! apart (see [`errors::EXIT_CODES`] and `cli/README.md`).
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+
+mod cmd;
+mod errors;
+mod output;
+mod parse;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "shmfifo",
+    version,
+    about = "Create, inspect, operate and script shmfifo queues (SQS FIFO semantics over shared memory)",
+    long_about = "Create, inspect, operate and script shmfifo queues (SQS FIFO semantics over \
+                  shared memory).\n\nA QUEUE is a NAME (the file /dev/shm/NAME) or, when it \
+                  contains a '/', a path. Durations take a unit: 30 (seconds, SQS's unit), 30s, \
+                  500ms, 5m, 12h, 4d."
+)]
+pub struct Cli {
+    /// Print JSON for scripts instead of tables (one document; one line per refresh for
+    /// `watch`).
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create a queue (every setting, with SQS's names).
+    Create(cmd::create::CreateArgs),
+    /// List the queues in /dev/shm (or --dir) with their message counts.
+    Ls(cmd::ls::LsArgs),
+    /// Show a queue's settings, counts, groups, participants, memory and counters.
+    Stat(cmd::stat::StatArgs),
+    /// Send a message (body from an argument, --file or stdin), or a batch of JSON lines.
+    Send(cmd::send::SendArgs),
+    /// Receive messages and print them with their system attributes.
+    Receive(cmd::receive::ReceiveArgs),
+    /// Delete received messages by receipt handle.
+    Delete(cmd::receive::DeleteArgs),
+    /// Change the visibility timeout of a received message.
+    ChangeVisibility(cmd::receive::ChangeVisibilityArgs),
+    /// Read the messages a receive would return now, without receiving them or changing
+    /// anything.
+    Peek(cmd::receive::PeekArgs),
+    /// Delete every message, visible or in flight.
+    Purge(cmd::QueueArg),
+    /// Move messages from a dead-letter queue back to their source queues (or --to a queue).
+    Redrive(cmd::redrive::RedriveArgs),
+    /// Repair what dead processes left behind, and report it.
+    Recover(cmd::QueueArg),
+    /// Change a live setting by its SQS attribute name, for every process at once.
+    Set(cmd::admin::SetArgs),
+    /// Remove a queue's file (processes that have it open keep using it).
+    Unlink(cmd::QueueArg),
+    /// A live, refreshing view of a queue's counts, counters and rates.
+    Watch(cmd::watch::WatchArgs),
+}
+
+fn main() -> ExitCode {
+    let matches = Cli::command()
+        .after_help(errors::exit_code_help())
+        .get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Every queue handle is dropped inside `run`, before the process exits: a handle closed
+    // cleanly leaves its received messages in flight (their receipts stay valid for other
+    // processes); a process that exits holding one counts as dead.
+    match cmd::run(cli) {
+        Ok(()) => ExitCode::from(errors::OK),
+        Err(f) => {
+            if let Some(msg) = f.report() {
+                eprint!("{msg}");
+            }
+            ExitCode::from(f.exit_code())
+        }
+    }
+}

@@ -1,0 +1,1022 @@
+//! The `shmfifo` binary against real arenas under /dev/shm: every subcommand, the JSON output
+//! field by field, exit codes and hints, and processes that share a queue (every invocation
+//! is its own process).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo");
+
+/// A unique queue name; the queue file (or a path) is removed on drop.
+struct Q {
+    /// The queue argument: a name, or a path.
+    arg: String,
+}
+
+impl Q {
+    fn named(tag: &str) -> Q {
+        Q {
+            arg: format!(
+                "shmfifo-cli-{tag}-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ),
+        }
+    }
+    fn at(path: &Path) -> Q {
+        Q {
+            arg: path.display().to_string(),
+        }
+    }
+    fn path(&self) -> PathBuf {
+        if self.arg.contains('/') {
+            PathBuf::from(&self.arg)
+        } else {
+            Path::new("/dev/shm").join(&self.arg)
+        }
+    }
+    fn s(&self) -> &str {
+        &self.arg
+    }
+}
+
+impl Drop for Q {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.path());
+    }
+}
+
+/// A directory under /dev/shm, removed (with its files) on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let p = Path::new("/dev/shm").join(format!(
+            "shmfifo-cli-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&p).unwrap();
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Small queues: quick to create, little memory.
+const SMALL: &[&str] = &[
+    "--max-messages",
+    "64",
+    "--max-groups",
+    "64",
+    "--maximum-message-size",
+    "4KiB",
+    "--dedup-entries",
+    "256",
+];
+
+fn cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    c
+}
+
+/// Runs and checks the exit code; returns stdout and stderr.
+fn expect(args: &[&str], code: i32) -> (String, String) {
+    let out = cmd(args).output().unwrap();
+    let (o, e) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "shmfifo {args:?}\nstdout: {o}\nstderr: {e}"
+    );
+    (o, e)
+}
+
+/// Runs with `--json` and exit code `code`; parses stdout.
+fn json_code(args: &[&str], code: i32) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (o, _) = expect(&a, code);
+    serde_json::from_str(&o).unwrap_or_else(|e| panic!("{args:?}: {e}: {o}"))
+}
+
+fn json(args: &[&str]) -> Value {
+    json_code(args, 0)
+}
+
+fn create(tag: &str, extra: &[&str]) -> Q {
+    let q = Q::named(tag);
+    let mut a = vec!["create", q.s()];
+    a.extend_from_slice(SMALL);
+    a.extend_from_slice(extra);
+    expect(&a, 0);
+    q
+}
+
+fn send(q: &Q, group: &str, dedup: &str, body: &str) -> Value {
+    json(&["send", q.s(), "--group", group, "--dedup-id", dedup, body])
+}
+
+fn stat(q: &Q) -> Value {
+    json(&["stat", q.s()])
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+fn text_u(v: &Value) -> u64 {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v}"))
+        .parse()
+        .unwrap()
+}
+
+/// The exit-code table of `--help` and of cli/README.md are the same rows.
+#[test]
+fn exit_codes_are_documented_alike_in_help_and_readme() {
+    let (help, _) = expect(&["--help"], 0);
+    let rows = |lines: Vec<(u8, String)>| {
+        let mut v = lines;
+        v.sort();
+        v
+    };
+    let from_help = rows(
+        help.lines()
+            .skip_while(|l| !l.starts_with("Exit codes"))
+            .skip(1)
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                Some((w.next()?.parse().ok()?, w.next()?.to_owned()))
+            })
+            .collect(),
+    );
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let from_readme = rows(
+        readme
+            .lines()
+            .skip_while(|l| !l.starts_with("## Exit codes"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("## "))
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                if cells.len() < 4 {
+                    return None;
+                }
+                Some((
+                    cells[1].parse().ok()?,
+                    cells[2].trim_matches('`').to_owned(),
+                ))
+            })
+            .collect(),
+    );
+    assert!(from_help.len() >= 30, "{help}");
+    assert_eq!(from_help, from_readme);
+    assert!(from_help.contains(&(12, "LayoutVersionMismatch".into())));
+}
+
+#[test]
+fn create_and_stat_report_every_setting() {
+    let dlq = create("dlq", &[]);
+    let q = create(
+        "settings",
+        &[
+            "--visibility-timeout",
+            "45s",
+            "--delay-seconds",
+            "2",
+            "--message-retention-period",
+            "12h",
+            "--receive-message-wait-time",
+            "500ms",
+            "--content-based-deduplication",
+            "--deduplication-scope",
+            "messageGroup",
+            "--deduplication-interval",
+            "1m",
+            "--max-in-flight",
+            "7",
+            "--max-participants",
+            "8",
+            "--release-on-death",
+            "false",
+            "--dead-letter-queue",
+            dlq.s(),
+            "--max-receive-count",
+            "3",
+        ],
+    );
+    let s = stat(&q);
+    assert_eq!(s["queue"], q.s());
+    assert_eq!(s["path"], q.path().display().to_string());
+    let set = &s["settings"];
+    assert_eq!(u(&set["visibility_timeout_ms"]), 45_000);
+    assert_eq!(u(&set["delay_ms"]), 2_000);
+    assert_eq!(u(&set["message_retention_period_ms"]), 43_200_000);
+    assert_eq!(u(&set["receive_message_wait_time_ms"]), 500);
+    assert_eq!(u(&set["maximum_message_size"]), 4096);
+    assert_eq!(set["content_based_deduplication"], true);
+    assert_eq!(set["deduplication_scope"], "messageGroup");
+    assert_eq!(u(&set["deduplication_interval_ms"]), 60_000);
+    assert_eq!(u(&set["dedup_entries"]), 256);
+    assert_eq!(u(&set["max_in_flight"]), 7);
+    assert_eq!(u(&set["max_groups"]), 64);
+    assert_eq!(u(&set["max_participants"]), 8);
+    assert_eq!(set["release_on_death"], false);
+    assert_eq!(
+        set["redrive_policy"]["dead_letter_queue"],
+        dlq.path().display().to_string()
+    );
+    assert_eq!(u(&set["redrive_policy"]["max_receive_count"]), 3);
+    assert_eq!(set["size_classes"][0]["payload_bytes"], 192);
+    assert_eq!(set["size_classes"][0]["slots"], 64);
+    let created = u(&set["created_timestamp"]);
+    assert!(created <= now_ms() && created + 60_000 > now_ms());
+    // A new queue: nothing in it, nobody else using it, nothing counted.
+    for k in ["visible", "in_flight", "delayed", "sending", "deleted"] {
+        assert_eq!(u(&s["messages"][k]), 0, "{k}");
+    }
+    assert_eq!(u(&s["groups"]["active"]), 0);
+    assert_eq!(u(&s["participants"]["alive"]), 0);
+    assert_eq!(u(&s["participants"]["dead"]), 0);
+    assert_eq!(u(&s["dedup"]["in_use"]), 0);
+    assert_eq!(u(&s["layout_version"]), shmfifo::LAYOUT_VERSION);
+    let classes = s["size_classes"].as_array().unwrap();
+    assert!(classes.len() >= 2);
+    for c in classes {
+        assert_eq!(c["slots"], c["free"]);
+        assert_eq!(u(&c["bytes"]), u(&c["slot_bytes"]) * u(&c["slots"]));
+    }
+    assert!(s["counters"].as_object().unwrap().values().all(|v| v == 0));
+    // The human form names the queue and its sections.
+    let (text, _) = expect(&["stat", q.s()], 0);
+    for part in [
+        "Settings",
+        "VisibilityTimeout              45s",
+        "Groups: 0 active",
+        "Participants: 0 alive, 0 dead",
+        "Dedup table: 0 of 256",
+        "Counters (since creation)",
+    ] {
+        assert!(text.contains(part), "{part:?} in\n{text}");
+    }
+    // create --json: the same settings.
+    let other = Q::named("createjson");
+    let c = json(&[
+        "create",
+        other.s(),
+        "--max-messages",
+        "16",
+        "--mode",
+        "0640",
+    ]);
+    assert_eq!(c["queue"], other.s());
+    assert_eq!(c["path"], other.path().display().to_string());
+    assert_eq!(u(&c["settings"]["visibility_timeout_ms"]), 30_000);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(other.path())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+}
+
+/// A send in one process, a receive in another, a delete in a third.
+#[test]
+fn send_receive_delete_across_processes() {
+    let q = create("xproc", &[]);
+    let before = now_ms();
+    let sent = json(&[
+        "send",
+        q.s(),
+        "-g",
+        "customer-42",
+        "-d",
+        "order-1",
+        "-a",
+        "kind=String:order",
+        "-a",
+        "n=Number:42",
+        "-a",
+        "raw=Binary:AAEC",
+        "order #1",
+    ]);
+    assert_eq!(sent["Duplicate"], false);
+    let (ids, seq) = (sent["MessageId"].clone(), sent["SequenceNumber"].clone());
+    assert_eq!(ids.as_str().unwrap().len(), 36);
+    // The same dedup id again: a duplicate with the original's id and sequence number.
+    let dup = send(&q, "customer-42", "order-1", "order #1 again");
+    assert_eq!(dup["Duplicate"], true);
+    assert_eq!(dup["MessageId"], ids);
+    assert_eq!(dup["SequenceNumber"], seq);
+
+    let got = json(&["receive", q.s(), "--max", "10"]);
+    let msgs = got.as_array().unwrap();
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    assert_eq!(m["MessageId"], ids);
+    assert_eq!(m["Body"], "order #1");
+    let a = &m["Attributes"];
+    assert_eq!(a["MessageGroupId"], "customer-42");
+    assert_eq!(a["MessageDeduplicationId"], "order-1");
+    assert_eq!(a["SequenceNumber"], seq);
+    assert_eq!(a["ApproximateReceiveCount"], "1");
+    let sent_at = text_u(&a["SentTimestamp"]);
+    let first = text_u(&a["ApproximateFirstReceiveTimestamp"]);
+    assert!(before <= sent_at + 1 && sent_at <= first && first <= now_ms() + 1);
+    let ma = &m["MessageAttributes"];
+    assert_eq!(ma["kind"]["DataType"], "String");
+    assert_eq!(ma["kind"]["StringValue"], "order");
+    assert_eq!(ma["n"]["DataType"], "Number");
+    assert_eq!(ma["n"]["StringValue"], "42");
+    assert_eq!(ma["raw"]["DataType"], "Binary");
+    assert_eq!(ma["raw"]["BinaryValue"], "AAEC");
+    let handle = m["ReceiptHandle"].as_str().unwrap().to_owned();
+    assert!(handle.starts_with("sf1") && handle.len() == 41);
+    // The receiving process exited cleanly: the message stays in flight, its receipt valid.
+    let s = stat(&q);
+    assert_eq!(u(&s["messages"]["in_flight"]), 1);
+    let d = json(&["delete", q.s(), &handle]);
+    assert_eq!(d["Successful"][0]["ReceiptHandle"], handle.as_str());
+    assert_eq!(d["Failed"].as_array().unwrap().len(), 0);
+    let s = stat(&q);
+    assert_eq!(u(&s["messages"]["in_flight"]), 0);
+    assert_eq!(u(&s["counters"]["deleted"]), 1);
+    // Deleted: the handle is stale now.
+    let (_, err) = expect(&["delete", q.s(), &handle], 24);
+    assert!(err.contains(&format!("shmfifo: {}: ", q.s())), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+
+    // Bodies from a file and from stdin, exactly.
+    let file = std::env::temp_dir().join(format!("shmfifo-cli-body-{}", std::process::id()));
+    std::fs::write(&file, "line 1\nline 2\n").unwrap();
+    send_file(&q, &file);
+    std::fs::remove_file(&file).unwrap();
+    cmd(&["send", q.s(), "-g", "g2", "-d", "stdin-1", "-"])
+        .write_stdin("from stdin\n")
+        .assert()
+        .code(0);
+    let got = json(&["receive", q.s(), "-n", "10", "--delete"]);
+    let bodies: Vec<&str> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Body"].as_str().unwrap())
+        .collect();
+    assert_eq!(bodies.len(), 2);
+    assert!(bodies.contains(&"line 1\nline 2\n"));
+    assert!(bodies.contains(&"from stdin\n"));
+    // --delete deleted them.
+    assert_eq!(u(&stat(&q)["counters"]["deleted"]), 3);
+    // The human form: every system attribute, the body last.
+    send(&q, "g3", "h-1", "human");
+    let (text, _) = expect(&["receive", q.s()], 0);
+    for k in [
+        "MessageId",
+        "ReceiptHandle",
+        "MessageGroupId",
+        "MessageDeduplicationId",
+        "SequenceNumber",
+        "SentTimestamp",
+        "ApproximateFirstReceiveTimestamp",
+        "ApproximateReceiveCount           1",
+    ] {
+        assert!(text.contains(k), "{k} in\n{text}");
+    }
+    assert!(text
+        .trim_end()
+        .ends_with("Body                              human"));
+}
+
+fn send_file(q: &Q, file: &Path) {
+    let f = file.display().to_string();
+    let r = json(&["send", q.s(), "-g", "g1", "-d", "file-1", "--file", &f]);
+    assert_eq!(r["Duplicate"], false);
+}
+
+#[test]
+fn empty_receive_and_peek_exit_1() {
+    let q = create("empty", &[]);
+    assert_eq!(json_code(&["receive", q.s()], 1), Value::Array(vec![]));
+    assert_eq!(json_code(&["peek", q.s()], 1), Value::Array(vec![]));
+    let (o, e) = expect(&["receive", q.s(), "--wait", "50ms"], 1);
+    assert_eq!(o, "");
+    assert!(e.contains("no messages"));
+}
+
+/// Peek returns what a receive would, and changes nothing: counts, groups, dedup fill and
+/// counters are the same before and after, and a later receive is the first.
+#[test]
+fn peek_changes_nothing() {
+    let q = create("peek", &[]);
+    send(&q, "a", "1", "a1");
+    send(&q, "a", "2", "a2");
+    send(&q, "b", "3", "b1");
+    // One in flight, so group b is locked (peek shows group a's visible prefix only).
+    let b = json(&["receive", q.s(), "-n", "1"]);
+    let _ = b;
+    let before = stat(&q);
+    let peeked = json(&["peek", q.s(), "--max", "10"]);
+    let again = json(&["peek", q.s(), "--max", "10"]);
+    let after = stat(&q);
+    for k in ["messages", "groups", "dedup", "counters", "size_classes"] {
+        assert_eq!(before[k], after[k], "{k} changed");
+    }
+    assert_eq!(peeked, again);
+    let p = peeked.as_array().unwrap();
+    let in_flight_group = if b[0]["Attributes"]["MessageGroupId"] == "a" {
+        "a"
+    } else {
+        "b"
+    };
+    let expect_bodies: Vec<&str> = if in_flight_group == "a" {
+        vec!["b1"]
+    } else {
+        vec!["a1", "a2"]
+    };
+    let bodies: Vec<&str> = p.iter().map(|m| m["Body"].as_str().unwrap()).collect();
+    assert_eq!(bodies, expect_bodies);
+    for m in p {
+        assert!(m.get("ReceiptHandle").is_none());
+        assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "0");
+        assert!(m["Attributes"]
+            .get("ApproximateFirstReceiveTimestamp")
+            .is_none());
+    }
+    // --max limits.
+    if expect_bodies.len() == 2 {
+        assert_eq!(
+            json(&["peek", q.s(), "-n", "1"]).as_array().unwrap().len(),
+            1
+        );
+    }
+    // The peeked messages are received for the first time.
+    let got = json(&["receive", q.s(), "-n", "10"]);
+    let got = got.as_array().unwrap();
+    assert_eq!(got.len(), expect_bodies.len());
+    for (m, pm) in got.iter().zip(p) {
+        assert_eq!(m["MessageId"], pm["MessageId"]);
+        assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1");
+    }
+}
+
+#[test]
+fn batch_of_json_lines_is_sent_ten_at_a_time() {
+    let q = create("batch", &[]);
+    let mut lines = String::new();
+    for i in 0..23 {
+        lines.push_str(&format!(
+            "{{\"group\":\"g{}\",\"body\":\"m{i}\",\"dedup_id\":\"d{i}\",\"attributes\":{{\"i\":{i},\"s\":\"x\"}}}}\n",
+            i % 3
+        ));
+        if i == 5 {
+            lines.push('\n');
+        }
+    }
+    // A duplicate of line 1.
+    lines.push_str("{\"group\":\"g0\",\"body\":\"m0\",\"dedup_id\":\"d0\"}\n");
+    let file = std::env::temp_dir().join(format!("shmfifo-cli-batch-{}", std::process::id()));
+    std::fs::write(&file, &lines).unwrap();
+    let r = json(&["send", q.s(), "--batch", &file.display().to_string()]);
+    std::fs::remove_file(&file).unwrap();
+    let ok = r["Successful"].as_array().unwrap();
+    assert_eq!(ok.len(), 24);
+    assert!(r["Failed"].as_array().unwrap().is_empty());
+    assert_eq!(u(&r["Unsent"]), 0);
+    // Ids are line numbers (the blank line 7 skipped); the last is a duplicate of line 1.
+    assert_eq!(ok[0]["Id"], "1");
+    assert_eq!(ok[6]["Id"], "8");
+    assert_eq!(ok[23]["Duplicate"], true);
+    assert_eq!(ok[23]["MessageId"], ok[0]["MessageId"]);
+    let s = stat(&q);
+    assert_eq!(u(&s["messages"]["visible"]), 23);
+    assert_eq!(u(&s["counters"]["sent"]), 23);
+    assert_eq!(u(&s["counters"]["duplicates"]), 1);
+    assert_eq!(u(&s["groups"]["active"]), 3);
+    // The largest groups, with ids: g0 and g1 have 8 messages, g2 7.
+    let largest = s["groups"]["largest"].as_array().unwrap();
+    assert_eq!(largest.len(), 3);
+    assert_eq!(u(&largest[0]["backlog"]), 8);
+    assert_eq!(u(&largest[2]["backlog"]), 7);
+    assert_eq!(largest[2]["group_id"], "g2");
+    let s1 = json(&["stat", q.s(), "--top", "1"]);
+    assert_eq!(s1["groups"]["largest"].as_array().unwrap().len(), 1);
+    // Group order and attributes survive.
+    let got = json(&["peek", q.s(), "-n", "100"]);
+    let g1: Vec<&str> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["Attributes"]["MessageGroupId"] == "g1")
+        .map(|m| m["Body"].as_str().unwrap())
+        .collect();
+    assert_eq!(g1, ["m1", "m4", "m7", "m10", "m13", "m16", "m19", "m22"]);
+    let m = &got.as_array().unwrap()[0];
+    assert_eq!(m["MessageAttributes"]["s"]["StringValue"], "x");
+    assert_eq!(m["MessageAttributes"]["i"]["DataType"], "Number");
+
+    // A malformed line: nothing is sent, exit code 3, the line is named.
+    let (_, err) = {
+        let out = cmd(&["send", q.s(), "--batch", "-"])
+            .write_stdin("{\"group\":\"g\",\"body\":\"ok\",\"dedup_id\":\"z1\"}\n{\"group\":\"g\",\"body\":\n")
+            .assert()
+            .code(3);
+        let o = out.get_output();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert!(err.starts_with("shmfifo: stdin line 2: "), "{err}");
+    assert_eq!(u(&stat(&q)["counters"]["sent"]), 23);
+    // A line the queue rejects (no group): its batch fails as a request, exit code 20.
+    let a = cmd(&["send", q.s(), "--batch", "-", "--json"])
+        .write_stdin("{\"body\":\"no group\",\"dedup_id\":\"z2\"}\n")
+        .assert()
+        .code(20);
+    let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
+    assert_eq!(v["Failed"][0]["Kind"], "InvalidParameterValue");
+    assert_eq!(u(&v["Unsent"]), 1);
+}
+
+#[test]
+fn errors_have_exit_codes_names_and_hints() {
+    let missing = Q::named("missing");
+    let (_, e) = expect(&["stat", missing.s()], 10);
+    assert!(
+        e.starts_with(&format!(
+            "shmfifo: {}: no queue at /dev/shm/{}\n",
+            missing.s(),
+            missing.s()
+        )),
+        "{e}"
+    );
+    assert!(e.contains(&format!(
+        "hint: create it with `shmfifo create {}`",
+        missing.s()
+    )));
+    assert!(e.contains("`shmfifo ls`"));
+    expect(&["receive", missing.s()], 10);
+    expect(&["unlink", missing.s()], 10);
+
+    let q = create("errors", &[]);
+    // Exists already.
+    let (_, e) = expect(&["create", q.s()], 11);
+    assert!(e.contains("hint:") && e.contains("shmfifo unlink"), "{e}");
+    // Usage errors (clap): unknown option, malformed duration, missing argument.
+    expect(&["stat", q.s(), "--bogus"], 2);
+    expect(&["receive", q.s(), "--wait", "5 parsecs"], 2);
+    expect(&["delete", q.s()], 2);
+    expect(&["create", "x", "--dead-letter-queue", "dlq"], 2);
+    expect(
+        &["create", "x", "--redrive-policy", "{\"maxReceiveCount\":5}"],
+        2,
+    );
+    // Invalid messages: no group, no dedup id, characters SQS refuses.
+    let (_, e) = expect(&["send", q.s(), "body"], 21);
+    assert!(
+        e.contains("MessageGroupId") && e.contains("hint: pass the message group with --group")
+    );
+    let (_, e) = expect(&["send", q.s(), "-g", "g", "body"], 20);
+    assert!(e.contains("--content-based-deduplication"), "{e}");
+    expect(&["send", q.s(), "-g", "g", "-d", "x", "bad \u{1} char"], 22);
+    expect(
+        &["send", q.s(), "-g", "g", "-d", "x", "-a", "x=Float:1", "b"],
+        2,
+    );
+    expect(&["send", q.s(), "-g", "g", "-d", "x"], 2);
+    expect(
+        &[
+            "send",
+            q.s(),
+            "-g",
+            "g",
+            "-d",
+            "x",
+            "--file",
+            "/nonexistent/file",
+        ],
+        3,
+    );
+    // Wrong values the library rejects.
+    expect(&["receive", q.s(), "-n", "11"], 20);
+    expect(&["receive", q.s(), "--visibility-timeout", "13h"], 20);
+    expect(&["create", "bad name!"], 18);
+    let big = Q::named("big");
+    expect(&["create", big.s(), "--visibility-timeout", "13h"], 19);
+    expect(&["set", q.s(), "MaximumMessageSize", "2048"], 37);
+    expect(&["set", q.s(), "Bogus", "1"], 36);
+    let (_, e) = expect(&["delete", q.s(), "garbage"], 23);
+    assert!(e.contains("hint: use a ReceiptHandle"), "{e}");
+    let dlq = Q::named("nodlq");
+    expect(
+        &[
+            "create",
+            big.s(),
+            "--dead-letter-queue",
+            dlq.s(),
+            "--max-receive-count",
+            "2",
+        ],
+        38,
+    );
+    expect(&["stat", big.s()], 10);
+
+    // Another layout version: patch the header's version word (byte 8), in a directory of
+    // its own so that `ls` opens nobody else's queues.
+    let dir = Dir::new("layoutdir");
+    let lm = Q::at(&dir.0.join("old"));
+    let mut args = vec!["create", lm.s()];
+    args.extend_from_slice(SMALL);
+    expect(&args, 0);
+    let (v, old) = (shmfifo::LAYOUT_VERSION, shmfifo::LAYOUT_VERSION - 1);
+    let mut bytes = std::fs::read(lm.path()).unwrap();
+    assert_eq!(u64::from(bytes[8]), v);
+    bytes[8] = old as u8;
+    std::fs::write(lm.path(), &bytes).unwrap();
+    drop(bytes);
+    let (_, e) = expect(&["stat", lm.s()], 12);
+    assert!(e.starts_with(&format!("shmfifo: {}: ", lm.s())), "{e}");
+    assert!(
+        e.contains(&format!(
+            "hint: the queue was made by another shmfifo version (layout {old}; this shmfifo speaks layout {v})"
+        )),
+        "{e}"
+    );
+    assert!(e.contains(&format!("`shmfifo unlink {}`", lm.s())), "{e}");
+    expect(&["send", lm.s(), "-g", "g", "-d", "1", "x"], 12);
+    // `ls` lists it with its layout.
+    let (list, _) = expect(&["ls", "--dir", &dir.0.display().to_string()], 0);
+    let line = list.lines().find(|l| l.starts_with(lm.s())).unwrap();
+    assert!(
+        line.ends_with(&format!("layout {old} (this shmfifo speaks {v})")),
+        "{line}"
+    );
+    let l = json(&["ls", "--dir", &dir.0.display().to_string()]);
+    assert_eq!(l[0]["status"], "error");
+    assert_eq!(l[0]["error"]["kind"], "LayoutVersionMismatch");
+    assert_eq!(l[0]["error"]["exit_code"], 12);
+    // unlink removes a queue of another layout...
+    expect(&["unlink", lm.s()], 0);
+    assert!(!lm.path().exists());
+    // ...but never a file that is not a queue.
+    let not = Q::named("notaqueue");
+    std::fs::write(not.path(), b"hello, not a queue").unwrap();
+    let (_, e) = expect(&["unlink", not.s()], 13);
+    assert!(e.contains("is not a shmfifo queue"), "{e}");
+    assert!(not.path().exists());
+    expect(&["peek", not.s()], 13);
+}
+
+#[test]
+fn change_visibility_then_receive_again() {
+    let q = create("cmv", &[]);
+    send(&q, "g", "1", "m");
+    let m = json(&["receive", q.s(), "--visibility-timeout", "1h"]);
+    let h1 = m[0]["ReceiptHandle"].as_str().unwrap().to_owned();
+    json_code(&["receive", q.s()], 1);
+    let r = json(&["change-visibility", q.s(), &h1, "0"]);
+    assert_eq!(r["ReceiptHandle"], h1.as_str());
+    assert_eq!(u(&r["VisibilityTimeoutMs"]), 0);
+    let p = json(&["peek", q.s()]);
+    assert_eq!(p[0]["Attributes"]["ApproximateReceiveCount"], "1");
+    let m2 = json(&["receive", q.s()]);
+    assert_eq!(m2[0]["Attributes"]["ApproximateReceiveCount"], "2");
+    assert_eq!(m2[0]["MessageId"], m[0]["MessageId"]);
+    let h2 = m2[0]["ReceiptHandle"].as_str().unwrap().to_owned();
+    // The first handle is superseded.
+    expect(&["change-visibility", q.s(), &h1, "10s"], 24);
+    let (o, _) = expect(&["change-visibility", q.s(), &h2, "10s"], 0);
+    assert_eq!(o, format!("{h2} visible again in 10s\n"));
+    expect(&["change-visibility", q.s(), &h2, "13h"], 20);
+    // Two handles, one stale: the good one is deleted, the exit code is the stale one's.
+    let d = json_code(&["delete", q.s(), &h1, &h2], 24);
+    assert_eq!(d["Successful"][0]["ReceiptHandle"], h2.as_str());
+    assert_eq!(d["Failed"][0]["ReceiptHandle"], h1.as_str());
+    assert_eq!(d["Failed"][0]["ExitCode"], 24);
+    assert_eq!(d["Failed"][0]["Code"], "InvalidParameterValue");
+    assert_eq!(u(&stat(&q)["counters"]["deleted"]), 1);
+}
+
+/// Every sample line is `name{queue="..."[,label="..."]} value`, after its family's HELP
+/// and TYPE lines.
+#[test]
+fn stat_prometheus_is_the_text_exposition_format() {
+    let q = create("prom", &[]);
+    send(&q, "g", "1", "x");
+    send(&q, "g", "2", "y");
+    json(&["receive", q.s()]);
+    let (text, _) = expect(&["stat", q.s(), "--prometheus"], 0);
+    let mut help = std::collections::HashSet::new();
+    let mut typed = std::collections::HashMap::new();
+    let mut samples = std::collections::HashMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let (name, h) = rest.split_once(' ').unwrap();
+            assert!(!h.is_empty());
+            assert!(help.insert(name.to_owned()), "HELP {name} twice");
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, t) = rest.split_once(' ').unwrap();
+            assert!(help.contains(name), "TYPE before HELP: {name}");
+            assert!(t == "counter" || t == "gauge", "{line}");
+            typed.insert(name.to_owned(), t.to_owned());
+        } else {
+            let (series, value) = line.rsplit_once(' ').unwrap();
+            let (name, labels) = series.split_once('{').unwrap();
+            let labels = labels.strip_suffix('}').unwrap();
+            assert!(typed.contains_key(name), "sample before TYPE: {line}");
+            assert!(
+                name.chars()
+                    .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit()),
+                "{name}"
+            );
+            assert!(
+                labels.starts_with(&format!("queue=\"{}\"", q.s())),
+                "{line}"
+            );
+            let v: f64 = value.parse().unwrap();
+            if labels == format!("queue=\"{}\"", q.s()) {
+                samples.insert(name.to_owned(), v);
+            }
+        }
+    }
+    assert_eq!(typed["shmfifo_sent_total"], "counter");
+    assert_eq!(typed["shmfifo_messages_visible"], "gauge");
+    assert_eq!(samples["shmfifo_sent_total"], 2.0);
+    assert_eq!(samples["shmfifo_received_total"], 1.0);
+    assert_eq!(samples["shmfifo_messages_visible"], 1.0);
+    assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
+    assert_eq!(samples["shmfifo_groups_locked"], 1.0);
+    assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
+    // 11 counters, each a counter family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 11);
+    assert!(text.contains("shmfifo_slots{queue="));
+    expect(&["stat", q.s(), "--prometheus", "--json"], 2);
+}
+
+#[test]
+fn watch_refreshes_count_times() {
+    let q = create("watch", &[]);
+    send(&q, "g", "1", "x");
+    let (o, _) = expect(
+        &[
+            "watch",
+            q.s(),
+            "--count",
+            "2",
+            "--interval",
+            "50ms",
+            "--json",
+        ],
+        0,
+    );
+    let lines: Vec<Value> = o
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0]["rates"].is_null());
+    assert_eq!(lines[1]["rates"]["sent"], 0.0);
+    for l in &lines {
+        assert_eq!(l["queue"], q.s());
+        assert_eq!(u(&l["messages"]["visible"]), 1);
+        assert_eq!(u(&l["counters"]["sent"]), 1);
+        assert_eq!(u(&l["active_groups"]), 1);
+    }
+    assert!(u(&lines[1]["timestamp"]) >= u(&lines[0]["timestamp"]) + 50);
+    let (o, _) = expect(&["watch", q.s(), "-c", "2", "-i", "10ms"], 0);
+    assert_eq!(o.matches("COUNTER").count(), 2, "{o}");
+    assert!(o.contains("visible               1"), "{o}");
+    expect(&["watch", q.s(), "-i", "0"], 2);
+}
+
+#[test]
+fn ls_lists_queues_with_counts() {
+    let dir = Dir::new("lsdir");
+    let (o, e) = expect(&["ls", "--dir", &dir.0.display().to_string()], 0);
+    assert_eq!(o, "");
+    assert!(e.contains("no shmfifo queues"));
+    let a = Q::at(&dir.0.join("a"));
+    let b = Q::at(&dir.0.join("b"));
+    for q in [&a, &b] {
+        let mut args = vec!["create", q.s()];
+        args.extend_from_slice(SMALL);
+        expect(&args, 0);
+    }
+    send(&a, "g1", "1", "x");
+    send(&a, "g2", "2", "y");
+    std::fs::write(dir.0.join("c-not-a-queue"), b"text").unwrap();
+    let d = dir.0.display().to_string();
+    let list = json(&["ls", "--dir", &d]);
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["queue"], a.s());
+    assert_eq!(list[0]["status"], "ok");
+    assert_eq!(u(&list[0]["visible"]), 2);
+    assert_eq!(u(&list[0]["active_groups"]), 2);
+    assert_eq!(u(&list[1]["visible"]), 0);
+    let all = json(&["ls", "--dir", &d, "--all"]);
+    assert_eq!(all.as_array().unwrap().len(), 3);
+    assert_eq!(all[2]["status"], "not_a_queue");
+    let (text, _) = expect(&["ls", "--dir", &d], 0);
+    let line = text.lines().find(|l| l.starts_with(a.s())).unwrap();
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(&cols[1..5], ["2", "0", "0", "2"], "{line}");
+    // The default directory is /dev/shm (not listed here: that would open every queue of
+    // every test running beside this one).
+    let (help, _) = expect(&["ls", "--help"], 0);
+    assert!(help.contains("[default: /dev/shm]"), "{help}");
+    expect(&["ls", "--dir", "/nonexistent-dir"], 3);
+}
+
+#[test]
+fn redrive_moves_dead_letters_back() {
+    let dlq = create("rdlq", &[]);
+    let src = create(
+        "rsrc",
+        &[
+            "--redrive-policy",
+            &format!(
+                "{{\"deadLetterTargetArn\":\"{}\",\"maxReceiveCount\":1}}",
+                dlq.s()
+            ),
+        ],
+    );
+    for i in 0..4 {
+        send(&src, &format!("g{i}"), &i.to_string(), &format!("m{i}"));
+    }
+    // Received once, made visible again: the next receive moves them (maxReceiveCount 1).
+    let got = json(&["receive", src.s(), "-n", "10"]);
+    for m in got.as_array().unwrap() {
+        json(&[
+            "change-visibility",
+            src.s(),
+            m["ReceiptHandle"].as_str().unwrap(),
+            "0",
+        ]);
+    }
+    json_code(&["receive", src.s(), "-n", "10"], 1);
+    let d = stat(&dlq);
+    assert_eq!(u(&d["messages"]["visible"]), 4);
+    assert_eq!(u(&stat(&src)["counters"]["moved_to_dead_letter"]), 4);
+    let p = json(&["peek", dlq.s()]);
+    assert_eq!(
+        p[0]["Attributes"]["DeadLetterQueueSourceArn"],
+        src.path().display().to_string()
+    );
+    // One to another queue, rate-limited; the rest back to their source.
+    let other = create("rother", &[]);
+    let r = json(&[
+        "redrive",
+        dlq.s(),
+        "--to",
+        other.s(),
+        "--limit",
+        "1",
+        "--rate",
+        "50/s",
+    ]);
+    assert_eq!(u(&r["moved"]), 1);
+    assert_eq!(u(&r["skipped"]), 0);
+    assert_eq!(u(&stat(&other)["messages"]["visible"]), 1);
+    let started = std::time::Instant::now();
+    let r = json(&["redrive", dlq.s(), "--rate", "40"]);
+    assert_eq!(u(&r["moved"]), 3);
+    // Three messages at 40/s: the third is due 50 ms after the first.
+    assert!(started.elapsed() >= Duration::from_millis(50));
+    assert_eq!(u(&stat(&dlq)["messages"]["visible"]), 0);
+    let s = stat(&src);
+    assert_eq!(u(&s["messages"]["visible"]), 3);
+    let got = json(&["receive", src.s(), "-n", "10"]);
+    for m in got.as_array().unwrap() {
+        // New messages: received once.
+        assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1");
+    }
+    // Nothing left: moved 0, still success.
+    let (o, _) = expect(&["redrive", dlq.s()], 0);
+    assert!(o.starts_with("moved 0 messages"), "{o}");
+}
+
+/// Counters after a known workload of separate CLI processes.
+#[test]
+fn counters_count_a_known_cli_workload() {
+    let q = create("counters", &["--max-in-flight", "2"]);
+    send(&q, "a", "1", "a1");
+    send(&q, "a", "2", "a2");
+    send(&q, "b", "3", "b1");
+    send(&q, "a", "1", "a1 again"); // duplicate
+                                    // The in-flight limit (2) cuts this receive short: a1 and a2.
+    let got = json(&["receive", q.s(), "-n", "10"]);
+    let got = got.as_array().unwrap();
+    assert_eq!(got.len(), 2);
+    for m in got {
+        json(&["delete", q.s(), m["ReceiptHandle"].as_str().unwrap()]);
+    }
+    let b = json(&["receive", q.s()]);
+    json(&[
+        "change-visibility",
+        q.s(),
+        b[0]["ReceiptHandle"].as_str().unwrap(),
+        "0",
+    ]);
+    let b = json(&["receive", q.s()]);
+    assert_eq!(b[0]["Attributes"]["ApproximateReceiveCount"], "2");
+    json(&["delete", q.s(), b[0]["ReceiptHandle"].as_str().unwrap()]);
+    let c = &stat(&q)["counters"];
+    let expected = [
+        ("sent", 3),
+        ("duplicates", 1),
+        ("received", 4),
+        ("deleted", 3),
+        ("visibility_expiries", 1),
+        ("moved_to_dead_letter", 0),
+        ("retention_expiries", 0),
+        ("in_flight_limit_hits", 1),
+        ("waits", 0),
+        ("wake_ups", 0),
+        ("contention_retries", 0),
+    ];
+    assert_eq!(c.as_object().unwrap().len(), expected.len());
+    for (k, v) in expected {
+        assert_eq!(u(&c[k]), v, "{k}: {c}");
+    }
+}
+
+/// A process with the queue open shows as a live participant with its pid; recover, set,
+/// purge and unlink.
+#[test]
+fn participants_recover_set_purge_unlink() {
+    let q = create("admin", &[]);
+    let mut child: Child = std::process::Command::new(BIN)
+        .args(["watch", q.s(), "--interval", "100ms"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until it has registered.
+    let mut seen = false;
+    for _ in 0..200 {
+        let s = stat(&q);
+        if u(&s["participants"]["alive"]) == 1 {
+            assert_eq!(
+                u(&s["participants"]["list"][0]["pid"]),
+                u64::from(child.id())
+            );
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(seen, "the watcher never showed up");
+    let r = json(&["recover", q.s()]);
+    for k in ["dead_participants", "published", "freed", "released"] {
+        assert!(r[k].is_u64(), "{k}: {r}");
+    }
+    let s = stat(&q);
+    assert_eq!(u(&s["participants"]["alive"]), 0);
+    assert_eq!(u(&s["participants"]["dead"]), 0);
+    let (o, _) = expect(&["recover", q.s()], 0);
+    assert!(o.contains("dead participants repaired"), "{o}");
+
+    let r = json(&["set", q.s(), "VisibilityTimeout", "60"]);
+    assert_eq!(r["attribute"], "VisibilityTimeout");
+    assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 60_000);
+
+    send(&q, "g", "1", "x");
+    send(&q, "g", "2", "y");
+    send(&q, "h", "3", "z");
+    json(&["receive", q.s()]);
+    let p = json(&["purge", q.s()]);
+    assert_eq!(u(&p["purged"]), 3);
+    assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
+    json_code(&["receive", q.s()], 1);
+
+    let r = json(&["unlink", q.s()]);
+    assert_eq!(r["unlinked"], q.path().display().to_string());
+    assert!(!q.path().exists());
+    expect(&["stat", q.s()], 10);
+}
