@@ -295,9 +295,10 @@ fn ls_for(queue: &str) -> String {
 /// The fix for an error, where there is one.
 pub fn hint(queue: &str, e: &Error) -> Option<String> {
     let q = queue;
-    let space = "the file system is too small: check `df -h /dev/shm`, remount it larger \
-                 (`sudo mount -o remount,size=4G /dev/shm`), or create a smaller queue \
-                 (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)";
+    let dir = match shown_path(q).rsplit_once('/') {
+        Some(("", _)) | None => "/".to_owned(),
+        Some((d, _)) => d.to_owned(),
+    };
     Some(match e {
         Error::QueueDoesNotExist { .. } => format!(
             "create it with `shmfifo create {q}`, or list the queues with `{}`",
@@ -322,7 +323,10 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Error::Corrupted { .. } => format!(
             "`shmfifo recover {q}` repairs what dead processes left; if the error persists, `shmfifo unlink {q}` and create it again"
         ),
-        Error::NoSpace { .. } => space.to_owned(),
+        Error::NoSpace { needed } => format!(
+            "the queue needs {} and {dir} is too small: check `df -h {dir}`, remount it larger (`sudo mount -o remount,size=SIZE {dir}` for a tmpfs), or create a smaller queue (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)",
+            crate::output::size(*needed)
+        ),
         Error::InvalidQueueName { .. } => {
             "a name is 1-200 of A-Z a-z 0-9 _ . -; anything containing '/' is taken as a path".to_owned()
         }
@@ -384,10 +388,10 @@ fn io_hint(q: &str, e: &io::Error) -> Option<String> {
             "permission denied: queues are created owner-only (mode 0600) unless created with --mode; check `ls -l {}`",
             shown_path(q)
         )),
-        Some(28) => Some(
-            "the file system is full: check `df -h /dev/shm`, remount it larger, or create a smaller queue"
-                .to_owned(),
-        ),
+        Some(28) => Some(format!(
+            "the file system is full: check `df -h {}`",
+            shown_path(q)
+        )),
         _ => None,
     }
 }
@@ -499,7 +503,14 @@ mod tests {
             },
         );
         assert!(m.contains("`shmfifo ls --dir /tmp/q`"), "{m}");
-        let m = message("q", &Error::NoSpace { needed: 1 });
-        assert!(m.contains("df -h /dev/shm"), "{m}");
+        let m = message("q", &Error::NoSpace { needed: 3 << 30 });
+        assert!(
+            m.contains(
+                "hint: the queue needs 3 GiB and /dev/shm is too small: check `df -h /dev/shm`"
+            ),
+            "{m}"
+        );
+        let m = message("/mnt/small/q", &Error::NoSpace { needed: 1 });
+        assert!(m.contains("`df -h /mnt/small`"), "{m}");
     }
 }

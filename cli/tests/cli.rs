@@ -644,6 +644,26 @@ fn errors_have_exit_codes_names_and_hints() {
         38,
     );
     expect(&["stat", big.s()], 10);
+    // Larger than any /dev/shm (about 2.7 TiB): tmpfs refuses the reservation at once, and
+    // nothing is left behind.
+    let (_, e) = expect(
+        &[
+            "create",
+            big.s(),
+            "--max-messages",
+            "1600000000",
+            "--maximum-message-size",
+            "1MiB",
+        ],
+        17,
+    );
+    assert!(
+        e.contains(
+            "hint: the queue needs 2.7 TiB and /dev/shm is too small: check `df -h /dev/shm`"
+        ),
+        "{e}"
+    );
+    assert!(!big.path().exists());
 
     // Another layout version: patch the header's version word (byte 8), in a directory of
     // its own so that `ls` opens nobody else's queues.
@@ -977,7 +997,7 @@ fn participants_recover_set_purge_unlink() {
         .unwrap();
     // Wait until it has registered.
     let mut seen = false;
-    for _ in 0..200 {
+    for _ in 0..500 {
         let s = stat(&q);
         if u(&s["participants"]["alive"]) == 1 {
             assert_eq!(
@@ -1019,4 +1039,28 @@ fn participants_recover_set_purge_unlink() {
     assert_eq!(r["unlinked"], q.path().display().to_string());
     assert!(!q.path().exists());
     expect(&["stat", q.s()], 10);
+}
+
+/// A receive retried with its attempt id (R11) gets the same messages and receipt handles,
+/// without counting a second receive.
+#[test]
+fn receive_attempt_id_replays() {
+    let q = create("attempt", &[]);
+    send(&q, "g", "1", "x");
+    send(&q, "g", "2", "y");
+    let first = json(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
+    let again = json(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
+    assert_eq!(first.as_array().unwrap().len(), 2);
+    for (a, b) in first
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(again.as_array().unwrap())
+    {
+        assert_eq!(a["ReceiptHandle"], b["ReceiptHandle"]);
+        assert_eq!(b["Attributes"]["ApproximateReceiveCount"], "1");
+    }
+    assert_eq!(u(&stat(&q)["counters"]["received"]), 2);
+    // Another id: a fresh receive, and the group is in flight.
+    json_code(&["receive", q.s(), "--attempt-id", "batch-2"], 1);
 }
