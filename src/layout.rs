@@ -231,8 +231,6 @@ pub struct Participant {
     /// they are kept across registrations, so their sums over every slot are the queue's
     /// lifetime totals.
     pub counters: [AtomicU64; counter::COUNT],
-    /// Reserved (zero).
-    pub reserved: AtomicU64,
 }
 
 /// Indices of [`Participant::counters`].
@@ -261,8 +259,11 @@ pub mod counter {
     /// Retries caused by another participant: a group claimed by another receiver, a lost
     /// append CAS.
     pub const CONTENTION_RETRIES: usize = 10;
+    /// Dead participants whose registrations this one repaired and freed (each is counted
+    /// once, by the recoverer whose CAS freed it).
+    pub const PARTICIPANTS_RECOVERED: usize = 11;
     /// Number of counters.
-    pub const COUNT: usize = 11;
+    pub const COUNT: usize = 12;
 }
 
 /// One entry of the group table.

@@ -75,6 +75,7 @@ fn counters_match_a_known_workload() {
             waits: 0,
             wake_ups: 0,
             contention_retries: 0,
+            participants_recovered: 0,
         }
     );
     // The dead-letter queue counts the two moves as its sends.
@@ -229,4 +230,29 @@ fn inspect_on_defaults() {
     assert!(s.largest_groups.is_empty());
     assert!(!s.size_classes.is_empty());
     assert!(s.size_classes.iter().all(|c| c.slot_bytes >= 64));
+}
+
+/// A receiver killed with the queue open: the next recovery repairs it, releases its
+/// message, and counts it once, however many recoveries run after.
+#[test]
+fn counters_count_recovered_participants() {
+    let q = queue(
+        "cnt-dead",
+        &small().visibility_timeout(Duration::from_secs(600)),
+    );
+    send(&q, "g", "held");
+    let handles = receive_and_die(env!("CARGO_BIN_EXE_shmfifo-demo"), &q.name, "victim");
+    assert_eq!(handles.len(), 1);
+    let r = q.recover().unwrap();
+    assert_eq!((r.dead_participants, r.released), (1, 1));
+    q.recover().unwrap();
+    let c = q.counters();
+    assert_eq!(c.participants_recovered, 1);
+    let again = recv(&q, 10);
+    assert_eq!(bodies(&again), ["held"]);
+    assert_eq!(
+        q.counters().visibility_expiries,
+        1,
+        "released, then received again"
+    );
 }

@@ -791,8 +791,8 @@ fn stat_prometheus_is_the_text_exposition_format() {
     assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
     assert_eq!(samples["shmfifo_groups_locked"], 1.0);
     assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
-    // 11 counters, each a counter family.
-    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 11);
+    // 12 counters, each a counter family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 12);
     assert!(text.contains("shmfifo_slots{queue="));
     expect(&["stat", q.s(), "--prometheus", "--json"], 2);
 }
@@ -978,6 +978,7 @@ fn counters_count_a_known_cli_workload() {
         ("waits", 0),
         ("wake_ups", 0),
         ("contention_retries", 0),
+        ("participants_recovered", 0),
     ];
     assert_eq!(c.as_object().unwrap().len(), expected.len());
     for (k, v) in expected {

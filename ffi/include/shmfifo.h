@@ -488,6 +488,10 @@ typedef struct {
    Retries caused by another participant.
    */
   uint64_t contention_retries;
+  /*
+   Dead participants repaired and freed by recovery.
+   */
+  uint64_t participants_recovered;
 } shmfifo_counters;
 
 /*

@@ -1340,6 +1340,8 @@ pub struct shmfifo_counters {
     pub wake_ups: u64,
     /// Retries caused by another participant.
     pub contention_retries: u64,
+    /// Dead participants repaired and freed by recovery.
+    pub participants_recovered: u64,
 }
 
 /// Reads a queue's lifetime counters (cheap: one load per counter per participant slot;
@@ -1370,6 +1372,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_counters(
             waits: c.waits,
             wake_ups: c.wake_ups,
             contention_retries: c.contention_retries,
+            participants_recovered: c.participants_recovered,
         };
         Ok(())
     })

@@ -454,11 +454,15 @@ pub struct Counters {
     /// Retries caused by another participant: a group claimed by another receiver, a lost
     /// append race.
     pub contention_retries: u64,
+    /// Dead participants (processes that died with the queue open) whose leftovers were
+    /// repaired and whose registrations were freed, by any process's recovery (on open, from
+    /// an idle receiver, or `recover`).
+    pub participants_recovered: u64,
 }
 
 impl Counters {
     /// Every counter with its Prometheus-style name (`snake_case`, no prefix) and help text.
-    pub fn named(&self) -> [(&'static str, u64, &'static str); 11] {
+    pub fn named(&self) -> [(&'static str, u64, &'static str); 12] {
         [
             (
                 "sent",
@@ -507,6 +511,11 @@ impl Counters {
                 self.contention_retries,
                 "Retries caused by another participant.",
             ),
+            (
+                "participants_recovered",
+                self.participants_recovered,
+                "Dead participants repaired and freed by recovery.",
+            ),
         ]
     }
 
@@ -524,6 +533,7 @@ impl Counters {
             waits: c[k::WAITS],
             wake_ups: c[k::WAKE_UPS],
             contention_retries: c[k::CONTENTION_RETRIES],
+            participants_recovered: c[k::PARTICIPANTS_RECOVERED],
         }
     }
 }

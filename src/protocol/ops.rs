@@ -1985,12 +1985,18 @@ fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> P
     for &(i, gen) in dead {
         // Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
         // another recoverer did it, or a new registrant took the slot (its own generation).
-        let _ = a.parts[i as usize].state.compare_exchange(
-            super::pstate::pack(gen, super::pstate::ALIVE),
-            super::pstate::pack(gen, super::pstate::FREE),
-            Ordering::Release,
-            Ordering::Relaxed,
-        );
+        if a.parts[i as usize]
+            .state
+            .compare_exchange(
+                super::pstate::pack(gen, super::pstate::ALIVE),
+                super::pstate::pack(gen, super::pstate::FREE),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            count(a, me, counter::PARTICIPANTS_RECOVERED, 1);
+        }
     }
     Ok(r)
 }
