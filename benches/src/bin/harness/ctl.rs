@@ -172,16 +172,19 @@ impl Ctl {
 pub struct Window {
     start: u64,
     end: u64,
+    /// The previous look (the first is taken when the window is made).
+    prev: (u64, u64),
     open: Option<(u64, u64)>,
     close: Option<(u64, u64)>,
 }
 
 impl Window {
-    /// A window from `start` to `end` (ns).
+    /// A window from `start` to `end` (ns); the worker has handled nothing yet.
     pub fn new((start, end): (u64, u64)) -> Window {
         Window {
             start,
             end,
+            prev: (0, now_ns()),
             open: None,
             close: None,
         }
@@ -192,8 +195,12 @@ impl Window {
     pub fn observe(&mut self, count: u64) -> bool {
         let t = now_ns();
         if self.open.is_none() && t >= self.start {
-            self.open = Some((count, t));
+            // A worker that did not look at the clock during the whole window (blocked, or
+            // not scheduled) opens it at its previous look, so that the interval it reports
+            // still spans the window.
+            self.open = Some(if t >= self.end { self.prev } else { (count, t) });
         }
+        self.prev = (count, t);
         if self.open.is_some() && self.close.is_none() && t >= self.end {
             self.close = Some((count, t));
             return true;

@@ -178,8 +178,12 @@ pub fn rows(records: &[Record], skipped: &[(Key, String)]) -> Vec<Row> {
             keys.push(k.clone());
         }
     }
-    keys.sort();
-    keys.into_iter()
+    // By section, peer and payload; variants in the order they were planned.
+    let order = |k: &Key| keys.iter().position(|x| x == k).unwrap_or(usize::MAX);
+    let mut sorted = keys.clone();
+    sorted.sort_by_key(|k| (k.section, k.peer, k.payload, order(k)));
+    sorted
+        .into_iter()
         .map(|key| {
             let runs: Vec<&Record> = records.iter().filter(|r| r.key == key).collect();
             let lats: Vec<Lat> = runs
