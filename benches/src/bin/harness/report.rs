@@ -670,10 +670,9 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
             1e-6,
         ),
     ];
-    let heights: Vec<u32> = panels
-        .iter()
-        .map(|p| 70 + 26 * p.1.len().max(1) as u32)
-        .collect();
+    // Panels with nothing measured are left out.
+    let panels: Vec<_> = panels.into_iter().filter(|p| !p.1.is_empty()).collect();
+    let heights: Vec<u32> = panels.iter().map(|p| 70 + 26 * p.1.len() as u32).collect();
     let total: u32 = heights.iter().sum::<u32>() + 40;
     let root = SVGBackend::new(path, (960, total)).into_drawing_area();
     let e = |x: DrawingAreaErrorKind<_>| format!("chart: {x}");
@@ -688,9 +687,6 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
     for ((title, bars, scale), h) in panels.iter().zip(&heights) {
         let (area, below) = rest.split_vertically(*h);
         rest = below;
-        if bars.is_empty() {
-            continue;
-        }
         let lo = bars
             .iter()
             .map(|b| b.spread.min * scale)
@@ -735,6 +731,16 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
                         (m, SegmentValue::Exact(i + 1)),
                     ],
                     color.mix(0.85).filled(),
+                )))
+                .map_err(e)?;
+            // A white edge keeps neighbouring bars apart.
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [
+                        (lo, SegmentValue::Exact(i)),
+                        (m, SegmentValue::Exact(i + 1)),
+                    ],
+                    WHITE.stroke_width(4),
                 )))
                 .map_err(e)?;
             chart
