@@ -353,8 +353,25 @@ fn main() {
     }
 }
 
+/// The 1-minute load average, from `/proc/loadavg`.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn run(args: Args) -> Result<i32, String> {
     let started = Instant::now();
+    let load_before = load_average();
+    if load_before.is_some_and(|l| l > 0.5) {
+        eprintln!(
+            "shmfifo-harness: the machine is busy (load average {:.2}): figures will be noisy",
+            load_before.unwrap_or(0.0)
+        );
+    }
     let quick = args.quick;
     let pick = |v: Option<u64>, full: u64, q: u64| v.unwrap_or(if quick { q } else { full });
     let repeats = args.repeats.unwrap_or(if quick { 1 } else { 3 }).max(1);
@@ -536,14 +553,18 @@ fn run(args: Args) -> Result<i32, String> {
     let elapsed = started.elapsed().as_secs_f64();
 
     let mut md = String::new();
+    let load = |l: Option<f64>| l.map_or("?".to_owned(), |l| format!("{l:.2}"));
     md.push_str(&format!(
         "Machine: {}. Mode: {} ({} run{} of each case, interleaved; medians, with the \
-         smallest and largest run in brackets). Wall time {:.0} s.\n\n",
+         smallest and largest run in brackets). Wall time {:.0} s; 1-minute load average {} \
+         before, {} after (the harness itself adds up to 2).\n\n",
         machine(),
         if quick { "quick" } else { "full" },
         plan.repeats,
         if plan.repeats == 1 { "" } else { "s" },
-        elapsed
+        elapsed,
+        load(load_before),
+        load(load_average()),
     ));
     md.push_str(
         "One-way latency is half the round trip of a ping-pong with an echo process. The \
