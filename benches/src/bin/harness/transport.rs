@@ -269,11 +269,17 @@ pub struct Chan {
 
 /// What a channel's creator keeps.
 enum Held {
+    /// The creator's handle of a shmfifo queue.
     Shmfifo(#[allow(dead_code)] Queue),
+    /// The raw mailbox's mapping (its owner unlinks the file).
     Raw(#[allow(dead_code)] SharedMap),
+    /// The in-process queue.
     Crossbeam(Arc<ArrayQueue<Vec<u8>>>),
+    /// A FIFO or socket path, removed on drop.
     Path(PathBuf),
+    /// The message queue (unlinked on drop).
     Mq(#[allow(dead_code)] Mq),
+    /// The iceoryx2 service and its node.
     #[cfg(feature = "iceoryx2")]
     Iceoryx2(#[allow(dead_code)] iox::Service),
 }
@@ -1117,6 +1123,7 @@ mod iox {
     }
 
     impl Service {
+        /// Creates the channel's service (the harness, before the peers open it).
         pub fn create(spec: &ChanSpec) -> Res<Service> {
             let node = node()?;
             let svc = node
@@ -1144,6 +1151,7 @@ mod iox {
     }
 
     impl IoxTx {
+        /// Opens the service and makes its publisher.
         pub fn open(spec: &ChanSpec) -> Res<IoxTx> {
             let (node, svc) = open_service(spec)?;
             let publisher = svc
@@ -1184,6 +1192,7 @@ mod iox {
     }
 
     impl IoxRx {
+        /// Opens the service and makes its subscriber.
         pub fn open(spec: &ChanSpec) -> Res<IoxRx> {
             let (node, svc) = open_service(spec)?;
             let subscriber = svc
