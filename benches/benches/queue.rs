@@ -39,6 +39,7 @@ use hdrhistogram::Histogram;
 use shmfifo::{
     BatchEntry, Deduplication, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage,
 };
+use shmfifo_benches::ctx_switches;
 
 /// The message body: 64 bytes.
 const BODY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -309,20 +310,6 @@ fn idle(d: Duration) {
     while t.elapsed() < d {
         std::hint::spin_loop();
     }
-}
-
-/// `(voluntary, involuntary)` context switches of process `pid` so far.
-fn ctx_switches(pid: u32) -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |k: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    Some((
-        field("voluntary_ctxt_switches:")?,
-        field("nonvoluntary_ctxt_switches:")?,
-    ))
 }
 
 /// The two queues and the echo peer process. Dropping it stops the peer and unlinks the queues.

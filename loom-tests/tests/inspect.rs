@@ -23,7 +23,9 @@ fn setup() -> (Arc<HeapArena>, Env) {
 /// the protocol on the atomics (which message, in which state, when), and the copy's
 /// consistency rests on the sequence-lock fences (SYNC POINT(peek-seqlock)).
 fn peek(a: &Arena<'_>, env: &MockEnv) -> Vec<(u32, u32)> {
-    inspect::peek(a, env, 10, &mut |t| Some((t.idx, t.inc))).expect("peek")
+    inspect::peek(a, env, 10, &mut |t| Ok((t.idx, t.inc)))
+        .expect("peek")
+        .0
 }
 
 /// Names the messages of a peek from the identities their sends returned.

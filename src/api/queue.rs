@@ -1922,15 +1922,10 @@ impl Queue {
     /// no receipt. A snapshot: another process may receive them at once.
     pub fn peek(&self, max: usize) -> Result<Vec<PeekedMessage>> {
         let inner = &*self.inner;
-        let mut bad = None;
         let mut m = Message::default();
-        let out = inspect::peek(&self.arena(), inner, max, &mut |t| match fill(
-            &mut m,
-            t,
-            inner.nonce,
-            inner.created_wall_ms,
-        ) {
-            Ok(()) => Some(PeekedMessage {
+        let (out, bad) = inspect::peek(&self.arena(), inner, max, &mut |t| {
+            fill(&mut m, t, inner.nonce, inner.created_wall_ms)?;
+            Ok(PeekedMessage {
                 message_id: m.message_id,
                 body: std::mem::take(&mut m.body),
                 group_id: std::mem::take(&mut m.group_id),
@@ -1941,15 +1936,11 @@ impl Queue {
                 receive_count: m.receive_count,
                 attributes: std::mem::take(&mut m.attributes),
                 dead_letter_source: m.dead_letter_source.take(),
-            }),
-            Err(what) => {
-                bad = Some(what);
-                None
-            }
+            })
         })
         .map_err(|f| fault(f, inner))?;
         match bad {
-            // A copy that failed to parse and was then found unchanged is corruption.
+            // A copy that failed to parse although its message was unchanged: corruption.
             Some(what) if out.is_empty() => Err(Error::Corrupted { what }),
             _ => Ok(out),
         }
@@ -1962,7 +1953,22 @@ impl Queue {
     pub fn inspect(&self, top: usize) -> Result<Inspection> {
         let inner = &*self.inner;
         let a = self.arena();
-        let c = ops::counts(&a, inner);
+        // One scan of the slots: messages by state, per size class and in total.
+        let mut size_classes = Vec::new();
+        let c = ops::counts_per_class(&a, inner, &mut |cl, u| {
+            let slots = cl.headers.len() as u32;
+            let used = u.published() as u32;
+            let (sending, deleted) = (u.sending as u32, u.deleted as u32);
+            size_classes.push(SizeClassUse {
+                payload_bytes: cl.cap,
+                slot_bytes: (std::mem::size_of::<MsgHeader>() + cl.stride) as u64,
+                slots,
+                free: slots.saturating_sub(used + sending + deleted),
+                sending,
+                used,
+                deleted,
+            });
+        });
         let groups = inspect::groups(&a, inner, top).map_err(|f| fault(f, inner))?;
         let mut id = [0u8; MAX_ID_LEN];
         let largest_groups = groups
@@ -1998,20 +2004,9 @@ impl Queue {
                 is_self: owner::code(i as u32, generation) == inner.me,
             });
         }
-        let size_classes = inspect::classes(&a)
-            .into_iter()
-            .map(|u| SizeClassUse {
-                payload_bytes: u.payload,
-                slot_bytes: u.slot_bytes,
-                slots: u.slots,
-                free: u.free,
-                sending: u.sending,
-                used: u.published,
-                deleted: u.deleted,
-            })
-            .collect();
+        let counters = self.counters();
         Ok(Inspection {
-            attributes: self.attributes(),
+            attributes: self.attributes_from(&c, &counters),
             messages: MessageCounts {
                 visible: c.visible,
                 in_flight: c.in_flight,
@@ -2024,15 +2019,18 @@ impl Queue {
             largest_groups,
             participants,
             size_classes,
-            counters: self.counters(),
+            counters,
         })
     }
 
     /// Settings and approximate counters (C1). Counting scans every slot.
     pub fn attributes(&self) -> QueueAttributes {
+        self.attributes_from(&ops::counts(&self.arena(), &*self.inner), &self.counters())
+    }
+
+    /// The attributes, with the message counts and lifetime counters already read.
+    fn attributes_from(&self, c: &ops::Counts, counters: &Counters) -> QueueAttributes {
         let inner = &*self.inner;
-        let c = ops::counts(&self.arena(), inner);
-        let counters = ops::counters(&self.arena());
         QueueAttributes {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
@@ -2047,9 +2045,9 @@ impl Queue {
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
             release_on_death: ops::release_on_death(&self.arena()),
             in_flight_count: ops::in_flight(&self.arena()),
-            in_flight_limit_hits: counters[counter::IN_FLIGHT_LIMIT_HITS],
-            moved_to_dead_letter: counters[counter::MOVED_TO_DEAD_LETTER],
-            retention_expiries: counters[counter::RETENTION_EXPIRIES],
+            in_flight_limit_hits: counters.in_flight_limit_hits,
+            moved_to_dead_letter: counters.moved_to_dead_letter,
+            retention_expiries: counters.retention_expiries,
             receive_message_wait_time: Duration::from_millis(inner.wait_ms),
             maximum_message_size: inner.max_message_size,
             created_timestamp: inner.created_wall_ms,

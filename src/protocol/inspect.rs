@@ -1,18 +1,18 @@
-//! Read-only views of a live arena for operators: groups by backlog, size-class use, and
-//! `peek` (visible messages read without receiving them).
+//! Read-only views of a live arena for operators: groups by backlog, and `peek` (visible
+//! messages read without receiving them). Slot use by size class is
+//! [`super::ops::counts_per_class`].
 //!
 //! Nothing here writes to the arena or takes a claim, so an inspector can never delay, wedge
 //! or change the queue it looks at, and may die anywhere. The price is that it reads lists
 //! that their claim holders change under it: every walk is bounded ([`Arena::steps`]), a walk
-//! that meets a freed node starts again (a few times, then reports what it saw), and `peek`
-//! validates each message it copied as a sequence lock would: the message's `vis` word, its
-//! incarnation and its group's state word must be unchanged after the copy, or the copy is
-//! dropped (SYNC POINT(peek-seqlock): a producer's Release fence after it claims a slot and
-//! before it writes the payload, against the peeker's Acquire fence after its copy). A
-//! group's copied prefix is kept only if every message in it is still unchanged when the walk
-//! stops, so a peek shows each group as it was at one instant.
+//! that meets a freed node starts again (a few times, then leaves the group out), and `peek`
+//! validates what it copied as a sequence lock would: when a group's walk stops, the `vis`
+//! word and incarnation of every message it copied, and the group's state word, must be
+//! unchanged, or the group is walked again (SYNC POINT(peek-seqlock): a producer's Release
+//! fence after it claims a slot and before it writes the payload, against the peeker's
+//! Acquire fence after its copies). So a peek shows each group as it was at one instant.
 
-use super::ops::{payload_len, successor, unpack_group_epoch0, Next, Taken, Times};
+use super::ops::{payload_len, successor, unpack_group_epoch0, Next, Standing, Taken, Times};
 use super::{gstate, node, vis, Arena, Env, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};
@@ -55,97 +55,54 @@ pub struct Groups {
     pub largest: Vec<GroupCounts>,
 }
 
-/// One size class's slots, by state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ClassUse {
-    /// Largest stored payload, bytes.
-    pub payload: u32,
-    /// Bytes per slot: header plus payload stride.
-    pub slot_bytes: u64,
-    /// Slots.
-    pub slots: u32,
-    /// Free slots.
-    pub free: u32,
-    /// Claimed by a producer (being written).
-    pub sending: u32,
-    /// Holding a published message.
-    pub published: u32,
-    /// Holding a deleted message not yet reclaimed.
-    pub deleted: u32,
-}
-
-/// Slot use of every size class (a scan of every header, O(capacity)).
-pub fn classes(a: &Arena<'_>) -> Vec<ClassUse> {
-    let mut out = Vec::new();
-    for cl in a.classes.iter().take(a.nclasses).flatten() {
-        let mut u = ClassUse {
-            payload: cl.cap,
-            slot_bytes: (core::mem::size_of::<MsgHeader>() + cl.stride) as u64,
-            slots: cl.headers.len() as u32,
-            ..ClassUse::default()
-        };
-        for h in cl.headers {
-            // Relaxed: a snapshot for display.
-            match vis::state(h.vis.load(Ordering::Relaxed)) {
-                vis::State::Free => u.free += 1,
-                vis::State::Claimed(_) => u.sending += 1,
-                vis::State::Published(_) => u.published += 1,
-                vis::State::Deleted => u.deleted += 1,
-            }
-        }
-        out.push(u);
-    }
-    out
-}
-
-/// What a walk of one group's list does with each live message: `true` goes on.
-type Visit<'v, 'a> = dyn FnMut(u32, &'a MsgHeader, u32, u64) -> bool + 'v;
+/// What a walk of one group's list does with each live message, given its standing (`None`:
+/// being written by its producer): `true` goes on.
+type Visit<'v, 'a> = dyn FnMut(u32, &'a MsgHeader, u32, u64, Option<Standing>) -> bool + 'v;
 
 /// Walks group `e`'s list from `head` without its claim, calling `visit(idx, header, inc,
-/// vis)` for each message that is not deleted or past retention, until it returns `false` or
-/// the list ends. Returns `false` if the walk met a node freed under it (the group moved
-/// on): the caller forgets what it saw and walks again, at most [`WALK_RESTARTS`] times.
+/// vis, standing)` for each message that is not deleted or past retention, until it returns
+/// `false` or the list ends. Returns `false` if the walk met a node freed under it (the group
+/// moved on): the caller forgets what it saw and walks again, at most [`WALK_RESTARTS`]
+/// times.
 fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>) -> PResult<bool> {
-    {
-        // Acquire: pairs with the claim holder's Release store of `head`, so the node it
-        // names is at least as new as that store.
-        let mut cur = e.head.load(Ordering::Acquire);
-        for _ in 0..a.steps() {
-            let (next, m, ninc) = match successor(a, cur)? {
-                Next::Stale => return Ok(false),
-                Next::End => return Ok(true),
-                Next::Node(next, m, ninc) => (next, m, ninc),
-            };
-            // Acquire: pairs with the publishing or receiving CAS, so the header fields read
-            // after it are those of this state.
-            let w = m.vis.load(Ordering::Acquire);
-            // Without the claim, `next` may have been freed and reused since `cur` pointed
-            // at it: the incarnation read again after `vis` must be the one `successor` saw.
-            // Acquire: pairs with the Release store of a new incarnation in `pool::alloc`
-            // (SYNC POINT(peek-seqlock)), so a `vis` word of a newer incarnation is never
-            // paired with the old one.
-            if node::inc(m.link.load(Ordering::Acquire)) != ninc {
-                return Ok(false);
-            }
-            match vis::state(w) {
-                vis::State::Deleted => {}
-                vis::State::Free => return Ok(false),
-                vis::State::Claimed(_) => {
-                    if !visit(next, m, ninc, w) {
-                        return Ok(true);
-                    }
-                }
-                vis::State::Published(_) => {
-                    // Relaxed: ordered by the Acquire load of `vis`.
-                    if !t.expired(m.sent.load(Ordering::Relaxed)) && !visit(next, m, ninc, w) {
-                        return Ok(true);
-                    }
-                }
-            }
-            cur = node::pack(ninc, next);
+    // Acquire: pairs with the claim holder's Release store of `head`, so the node it names is
+    // at least as new as that store.
+    let mut cur = e.head.load(Ordering::Acquire);
+    for _ in 0..a.steps() {
+        let (next, m, ninc) = match successor(a, cur)? {
+            Next::Stale => return Ok(false),
+            Next::End => return Ok(true),
+            Next::Node(next, m, ninc) => (next, m, ninc),
+        };
+        // Acquire: pairs with the publishing or receiving CAS, so the header fields read after
+        // it are those of this state.
+        let w = m.vis.load(Ordering::Acquire);
+        // Without the claim, `next` may have been freed and reused since `cur` pointed at it:
+        // the incarnation read again after `vis` must be the one `successor` saw.
+        // Acquire: pairs with the Release store of a new incarnation in `pool::alloc` (SYNC
+        // POINT(peek-seqlock)), so a `vis` word of a newer incarnation is never paired with
+        // the old one.
+        if node::inc(m.link.load(Ordering::Acquire)) != ninc {
+            return Ok(false);
         }
-        Ok(true)
+        let standing = match vis::state(w) {
+            vis::State::Deleted => None,
+            vis::State::Free => return Ok(false),
+            vis::State::Claimed(_) => Some(None),
+            // Relaxed: ordered by the Acquire load of `vis`.
+            vis::State::Published(d) => match t.standing(m.sent.load(Ordering::Relaxed), d) {
+                Standing::Expired => None,
+                s => Some(Some(s)),
+            },
+        };
+        if let Some(s) = standing {
+            if !visit(next, m, ninc, w, s) {
+                return Ok(true);
+            }
+        }
+        cur = node::pack(ninc, next);
     }
+    Ok(true)
 }
 
 /// Counts the messages of every active group (walking each list: O(messages + groups)) and
@@ -168,18 +125,15 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
                 ..GroupCounts::default()
             };
             let mut first = true;
-            let done = walk(a, &t, e, &mut |_, m, _, w| {
-                match vis::state(w) {
-                    vis::State::Published(d) if d > t.now => {
+            let done = walk(a, &t, e, &mut |_, _, _, _, standing| {
+                match standing {
+                    Some(Standing::InFlight) => {
                         c.in_flight += 1;
                         c.locked |= first;
                     }
-                    // Relaxed: ordered by the walk's Acquire load of `vis`.
-                    vis::State::Published(0) if t.delayed(m.sent.load(Ordering::Relaxed)) => {
-                        c.delayed += 1
-                    }
-                    vis::State::Published(_) => c.visible += 1,
-                    _ => c.sending += 1,
+                    Some(Standing::Delayed) => c.delayed += 1,
+                    Some(Standing::Visible | Standing::Expired) => c.visible += 1,
+                    None => c.sending += 1,
                 }
                 first = false;
                 true
@@ -201,18 +155,22 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
 
 /// Copies up to `max` messages that a receive could return now (each group's visible
 /// prefix: from its first message up to the first that is in flight, delayed or being
-/// written), in group-table order, changing nothing. `f` turns each validated copy into a
-/// `T`; the [`Taken`] it gets points at private copies of the header and payload, its
-/// `receive_count` is the receives so far, and its `group` is live (its state word is
-/// re-checked after `f`, and the result dropped if the group changed).
+/// written), in group-table order, changing nothing. `f` turns each copy into a `T`; the
+/// [`Taken`] it gets points at private copies of the header and payload, its
+/// `receive_count` is the receives so far, and its `group` is live. A copy is kept only if,
+/// when its group's walk stops, it and every other message copied from the group are
+/// unchanged. Returns the copies, and what `f` reported about the first copy it rejected
+/// although its message was unchanged (corruption, not a race): its group keeps the messages
+/// before it.
 pub fn peek<T>(
     a: &Arena<'_>,
     env: &dyn Env,
     max: usize,
-    f: &mut dyn FnMut(&Taken<'_>) -> Option<T>,
-) -> PResult<Vec<T>> {
+    f: &mut dyn FnMut(&Taken<'_>) -> Result<T, &'static str>,
+) -> PResult<(Vec<T>, Option<&'static str>)> {
     let t = Times::load(a, env);
     let mut out: Vec<T> = Vec::new();
+    let mut bad = None;
     for e in a.groups {
         if out.len() >= max {
             break;
@@ -229,43 +187,46 @@ pub fn peek<T>(
         for _ in 0..WALK_RESTARTS {
             out.truncate(start);
             marks.clear();
-            let mut changed = false;
-            let done = walk(a, &t, e, &mut |idx, m, inc, w| {
-                let vis::State::Published(d) = vis::state(w) else {
-                    return false; // being written: the messages after it wait for it
-                };
-                // Relaxed: ordered by the walk's Acquire load of `vis`.
-                if d > t.now || (d == 0 && t.delayed(m.sent.load(Ordering::Relaxed))) {
-                    return false; // in flight (the group is locked) or delayed
-                }
-                if out.len() >= max {
+            let mut failed = None;
+            let done = walk(a, &t, e, &mut |idx, m, inc, w, standing| {
+                // Being written, in flight (the group is locked) or delayed: the walk stops.
+                if standing != Some(Standing::Visible) || out.len() >= max {
                     return false;
                 }
-                match copy(a, e, st, idx, m, inc, w, f) {
-                    Ok(Some(v)) => {
+                marks.push((m, w, inc));
+                match copy(a, e, idx, m, inc, w, f) {
+                    Ok(v) => {
                         out.push(v);
-                        marks.push((m, w, inc));
                         true
                     }
-                    // Changed under us (received, deleted, freed): walk again.
-                    Ok(None) | Err(_) => {
-                        changed = true;
+                    Err(what) => {
+                        failed = Some(what);
                         false
                     }
                 }
             })?;
-            // The prefix is a snapshot only if every message copied is still as it was when
-            // the walk stopped: then at that instant they were all visible, and whatever
-            // stopped the walk (an in-flight, delayed or unfinished message, or the end)
-            // was there too.
-            // Acquire: orders the walk's loads before these re-checks (as in `copy`).
+            // The copies are a snapshot only if every message copied, and the group, are still
+            // as they were when the walk stopped: then at that instant they were all visible,
+            // their copies were not torn, and whatever stopped the walk (an in-flight, delayed
+            // or unfinished message, or the end) was there too.
+            // Acquire: SYNC POINT(peek-seqlock), orders the copies and the walk's loads before
+            // these re-checks (the read side of a sequence lock), against the Release store
+            // and fence a producer runs after it claims a slot and before it writes the
+            // payload (`pool::alloc`).
+            // (With nothing copied there is nothing to validate: the group's state matters
+            // only for the group id that `f` read.)
             fence(Ordering::Acquire);
-            let same = marks.iter().all(|&(m, w, inc)| {
-                // Relaxed: after the fence above.
-                m.vis.load(Ordering::Relaxed) == w
-                    && node::inc(m.link.load(Ordering::Relaxed)) == inc
-            });
-            if done && !changed && same {
+            let same = marks.is_empty()
+                || (e.state.load(Ordering::Relaxed) == st
+                    && marks.iter().all(|&(m, w, inc)| {
+                        // Relaxed: after the fence above.
+                        m.vis.load(Ordering::Relaxed) == w
+                            && node::inc(m.link.load(Ordering::Relaxed)) == inc
+                    }));
+            if done && same {
+                if let Some(what) = failed {
+                    bad.get_or_insert(what);
+                }
                 settled = true;
                 break;
             }
@@ -275,23 +236,21 @@ pub fn peek<T>(
             out.truncate(start);
         }
     }
-    Ok(out)
+    Ok((out, bad))
 }
 
-/// Copies one message, hands the copy to `f`, and keeps `f`'s result only if the message and
-/// its group are unchanged afterwards (a sequence-lock read).
-#[allow(clippy::too_many_arguments)]
+/// Copies one message (header fields, then payload) and hands the copy to `f`. The caller
+/// validates the copy afterwards.
 fn copy<T>(
     a: &Arena<'_>,
     e: &GroupEntry,
-    st: u64,
     idx: u32,
     m: &MsgHeader,
     inc: u32,
     w: u64,
-    f: &mut dyn FnMut(&Taken<'_>) -> Option<T>,
-) -> PResult<Option<T>> {
-    let r = Ordering::Relaxed; // ordered by the Acquire load of `vis`, validated below
+    f: &mut dyn FnMut(&Taken<'_>) -> Result<T, &'static str>,
+) -> Result<T, &'static str> {
+    let r = Ordering::Relaxed; // ordered by the Acquire load of `vis`, validated by `peek`
     let snap = MsgHeader::default();
     for (dst, src) in [
         (&snap.pos, &m.pos),
@@ -304,19 +263,19 @@ fn copy<T>(
         dst.store(src.load(r), r);
     }
     let ge = snap.group_epoch0.load(r);
-    let (cl, slot) = a.class_of(idx)?;
+    let (cl, slot) = a.class_of(idx).map_err(|_| "message slot index")?;
     let len = payload_len(snap.lens.load(r), ge).min(cl.cap as usize);
     let mut payload = vec![0u8; len];
     // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`, so
     // the source lies inside the payload array, and `payload` has `len` bytes. The bytes may
     // be rewritten meanwhile only if the message was freed and its slot reused, which
-    // changes its `vis` word and incarnation: the checks below then drop the copy.
+    // changes its `vis` word and incarnation: `peek`'s re-checks then drop the copy.
     unsafe {
         core::ptr::copy_nonoverlapping(cl.payload.add(slot * cl.stride), payload.as_mut_ptr(), len)
     };
     let epoch = vis::epoch(w);
     let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
-    let v = f(&Taken {
+    f(&Taken {
         idx,
         inc,
         epoch,
@@ -325,11 +284,5 @@ fn copy<T>(
         group: e,
         payload: &payload,
         vis: w,
-    });
-    // Acquire: SYNC POINT(peek-seqlock), orders the copies above before the re-checks (the
-    // read side of a sequence lock), against the Release fence a producer runs after it
-    // claims the slot and before it writes the payload (`pool::alloc`).
-    fence(Ordering::Acquire);
-    let same = m.vis.load(r) == w && node::inc(m.link.load(r)) == inc && e.state.load(r) == st;
-    Ok(if same { v } else { None })
+    })
 }

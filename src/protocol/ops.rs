@@ -540,6 +540,33 @@ impl Times {
     pub fn delayed(&self, sent: u64) -> bool {
         self.now < sent.saturating_add(self.delay)
     }
+    /// Where a published message enqueued at `sent`, with deadline field `d` (0: never
+    /// received), stands now. Expiry comes first: an expired message is gone whatever its
+    /// deadline (T1).
+    pub fn standing(&self, sent: u64, d: u64) -> Standing {
+        if self.expired(sent) {
+            Standing::Expired
+        } else if d > self.now {
+            Standing::InFlight
+        } else if d == 0 && self.delayed(sent) {
+            Standing::Delayed
+        } else {
+            Standing::Visible
+        }
+    }
+}
+
+/// Where a published message stands at one instant ([`Times::standing`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing {
+    /// Past its retention period (T1): gone, removed by the next walk that passes it.
+    Expired,
+    /// In flight: its visibility deadline is ahead (R3 locks its group from it on).
+    InFlight,
+    /// Never received and within the queue delay (L1).
+    Delayed,
+    /// Receivable (once the messages before it in its group are gone).
+    Visible,
 }
 
 /// Adds `delta` to participant `me`'s share of the in-flight count (R8).
@@ -958,35 +985,38 @@ fn take(
             vis::State::Published(d) => {
                 // Relaxed: written before the link CAS that published the node (Acquire above).
                 let sent = m.sent.load(Ordering::Relaxed);
-                if t.expired(sent) {
-                    // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
-                    if remove(a, me, m, w) {
-                        expired += 1;
-                        cur = node::pack(ninc, next);
+                match t.standing(sent, d) {
+                    Standing::Expired => {
+                        // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                        if remove(a, me, m, w) {
+                            expired += 1;
+                            cur = node::pack(ninc, next);
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                if d > now {
-                    // In flight: the group is locked from here on (R3). Retention may end
-                    // before the visibility timeout: wake a sweep for it.
-                    if t.expiry(sent) < d {
+                    Standing::InFlight => {
+                        // The group is locked from here on (R3). Retention may end before the
+                        // visibility timeout: wake a sweep for it.
+                        if t.expiry(sent) < d {
+                            // AcqRel: as the deadline's fetch_min below.
+                            a.hdr
+                                .next_expiry
+                                .0
+                                .fetch_min(t.expiry(sent), Ordering::AcqRel);
+                        }
+                        break;
+                    }
+                    Standing::Delayed => {
+                        // L1, R4: delayed messages are at the tail and lock nothing; a sweep
+                        // hints the group when the delay ends.
                         // AcqRel: as the deadline's fetch_min below.
                         a.hdr
                             .next_expiry
                             .0
-                            .fetch_min(t.expiry(sent), Ordering::AcqRel);
+                            .fetch_min(sent.saturating_add(t.delay), Ordering::AcqRel);
+                        break;
                     }
-                    break;
-                }
-                if d == 0 && t.delayed(sent) {
-                    // L1, R4: delayed messages are at the tail and lock nothing; a sweep
-                    // hints the group when the delay ends.
-                    // AcqRel: as the deadline's fetch_min below.
-                    a.hdr
-                        .next_expiry
-                        .0
-                        .fetch_min(sent.saturating_add(t.delay), Ordering::AcqRel);
-                    break;
+                    Standing::Visible => {}
                 }
                 let epoch = vis::next(vis::epoch(w));
                 // Relaxed: stable while the message is published; we hold the claim.
@@ -1327,7 +1357,6 @@ fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
         return Ok(Status::Empty);
     }
     let t = Times::load(a, env);
-    let now = t.now;
     // SeqCst: SYNC POINT(ready-check).
     let mut cur = e.head.load(Ordering::SeqCst);
     for _ in 0..1024 {
@@ -1343,14 +1372,11 @@ fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Status> {
             vis::State::Published(d) => {
                 // Relaxed: a hint (the claim holder re-validates).
                 let sent = m.sent.load(Ordering::Relaxed);
-                return Ok(if t.expired(sent) {
-                    Status::Expired
-                } else if d > now {
-                    Status::Locked(d.min(t.expiry(sent)))
-                } else if d == 0 && t.delayed(sent) {
-                    Status::Locked(sent.saturating_add(t.delay))
-                } else {
-                    Status::Deliverable
+                return Ok(match t.standing(sent, d) {
+                    Standing::Expired => Status::Expired,
+                    Standing::InFlight => Status::Locked(d.min(t.expiry(sent))),
+                    Standing::Delayed => Status::Locked(sent.saturating_add(t.delay)),
+                    Standing::Visible => Status::Deliverable,
                 });
             }
             vis::State::Claimed(o) if a.owner_dead(env, o) => return Ok(Status::Deliverable),
@@ -1765,40 +1791,60 @@ pub struct Counts {
     pub in_flight: u64,
     /// Delayed (L2): never received, within the queue delay.
     pub delayed: u64,
+    /// Past retention (T1), not yet removed: counted nowhere else.
+    pub expired: u64,
     /// Being written by a producer.
     pub sending: u64,
     /// Deleted but not yet reclaimed.
     pub deleted: u64,
 }
 
+impl Counts {
+    /// Slots holding a published message, expired ones included.
+    pub fn published(&self) -> u64 {
+        self.visible + self.in_flight + self.delayed + self.expired
+    }
+}
+
 /// Counts messages by state, scanning every slot (O(capacity)).
 pub fn counts(a: &Arena<'_>, env: &dyn Env) -> Counts {
+    counts_per_class(a, env, &mut |_, _| {})
+}
+
+/// [`counts`], also handing each size class and its own counts to `per_class`.
+pub fn counts_per_class(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    per_class: &mut dyn FnMut(&super::Class<'_>, &Counts),
+) -> Counts {
     let t = Times::load(a, env);
-    let mut c = Counts::default();
+    let mut total = Counts::default();
     for cl in a.classes.iter().take(a.nclasses).flatten() {
+        let mut c = Counts::default();
         for h in cl.headers {
             // Relaxed: an approximate snapshot, as C1 allows.
             match vis::state(h.vis.load(Ordering::Relaxed)) {
-                vis::State::Published(d) => {
-                    // Relaxed: as above.
-                    let sent = h.sent.load(Ordering::Relaxed);
-                    if t.expired(sent) {
-                        // Gone (T1), removed by the next receive or sweep that passes it.
-                    } else if d > t.now {
-                        c.in_flight += 1;
-                    } else if d == 0 && t.delayed(sent) {
-                        c.delayed += 1;
-                    } else {
-                        c.visible += 1;
-                    }
-                }
+                // Relaxed: as above.
+                vis::State::Published(d) => match t.standing(h.sent.load(Ordering::Relaxed), d) {
+                    Standing::Expired => c.expired += 1,
+                    Standing::InFlight => c.in_flight += 1,
+                    Standing::Delayed => c.delayed += 1,
+                    Standing::Visible => c.visible += 1,
+                },
                 vis::State::Claimed(_) => c.sending += 1,
                 vis::State::Deleted => c.deleted += 1,
                 vis::State::Free => {}
             }
         }
+        per_class(cl, &c);
+        total.visible += c.visible;
+        total.in_flight += c.in_flight;
+        total.delayed += c.delayed;
+        total.expired += c.expired;
+        total.sending += c.sending;
+        total.deleted += c.deleted;
     }
-    c
+    total
 }
 
 /// What [`recover`] repaired.

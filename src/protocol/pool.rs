@@ -56,7 +56,7 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u3
             let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);
             h.link.store(node::pack(inc, node::NIL), Ordering::Release);
             // SYNC POINT(peek-seqlock): Release orders the claim and the new incarnation
-            // before the payload writes that follow, against `inspect::copy`'s Acquire fence:
+            // before the payload writes that follow, against `inspect::peek`'s Acquire fence:
             // a peeker that copied any of the new payload sees the slot changed when it
             // re-checks. (On x86 both are compiler barriers only.)
             fence(Ordering::Release);

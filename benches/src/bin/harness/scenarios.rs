@@ -10,12 +10,13 @@ use hdrhistogram::Histogram;
 use shmfifo::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
 use crate::ctl::{rate, CtlMap};
-use crate::sys::{ctx_switches, now_ns};
+use crate::sys::now_ns;
 use crate::transport::{
     self, crossbeam_queue, open_rx, open_tx, payload, stamp, Chan, ChanSpec, Dedup, Got, Peer, Res,
     Wait,
 };
 use crate::workers::{Job, Role, Worker};
+use shmfifo_benches::ctx_switches;
 
 /// The harness's state shared by all cases: the control block and a counter for unique names.
 #[derive(Debug)]
