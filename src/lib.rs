@@ -111,7 +111,7 @@ pub use api::*;
 pub use config::*;
 pub use error::{Error, Result};
 #[cfg(not(shmfifo_loom))]
-pub use protocol::ops::Recovered;
+pub use protocol::recovery::Recovered;
 
 /// The arena layout version this library reads and writes.
 pub const LAYOUT_VERSION: u64 = layout::LAYOUT_VERSION;

@@ -27,8 +27,10 @@ pub mod thread {
     }
 }
 pub use shmfifo::layout::Geometry;
+pub use shmfifo::protocol::handle::{self, Handle};
 pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
-pub use shmfifo::protocol::ops::{self, Handle, Outgoing};
+pub use shmfifo::protocol::send::{self, Outgoing};
+pub use shmfifo::protocol::{accounting, doorbell, ready, receive, recovery, words};
 pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, PResult};
 pub use shmfifo::sync::Ordering;
 
@@ -98,7 +100,7 @@ pub fn send(
     who: u32,
     group: &str,
     body: &[u8],
-) -> PResult<ops::Sent> {
+) -> PResult<send::Sent> {
     send_with(a, env, who, group, body, None)
 }
 
@@ -112,7 +114,7 @@ pub fn send_dedup(
     body: &[u8],
     key: &str,
     home: u64,
-) -> PResult<ops::Sent> {
+) -> PResult<send::Sent> {
     let key = dedup::Key {
         hash: home,
         dedup: key.as_bytes(),
@@ -128,9 +130,9 @@ fn send_with(
     group: &str,
     body: &[u8],
     dedup: Option<dedup::Key<'_>>,
-) -> PResult<ops::Sent> {
+) -> PResult<send::Sent> {
     let parts = [body];
-    ops::send(
+    send::send(
         a,
         env,
         me(who),
@@ -139,7 +141,7 @@ fn send_with(
             cursor: u64::from(who),
             hash: hash(group.as_bytes()),
             group_id: group.as_bytes(),
-            lens: ops::pack_lens(body.len(), 0, 0, 0),
+            lens: words::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup,
             source_len: 0,
@@ -157,16 +159,23 @@ pub fn recv(
     vt: u64,
 ) -> PResult<Vec<(Handle, Vec<u8>)>> {
     let mut out = Vec::new();
-    ops::receive(a, env, me(who), max, &mut ops::Policy::new(vt), &mut |t| {
-        out.push((
-            Handle {
-                idx: t.idx,
-                inc: t.inc,
-                epoch: t.epoch,
-            },
-            t.payload.to_vec(),
-        ))
-    })?;
+    receive::receive(
+        a,
+        env,
+        me(who),
+        max,
+        &mut receive::Policy::new(vt),
+        &mut |t| {
+            out.push((
+                Handle {
+                    idx: t.idx,
+                    inc: t.inc,
+                    epoch: t.epoch,
+                },
+                t.payload.to_vec(),
+            ))
+        },
+    )?;
     Ok(out)
 }
 
@@ -181,13 +190,13 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
             if swept {
                 return got;
             }
-            ops::sweep(a, env, me(who)).expect("sweep");
+            ready::sweep(a, env, me(who)).expect("sweep");
             swept = true;
             continue;
         }
         swept = false;
         for (h, body) in batch {
-            ops::delete(a, env, me(who), h).expect("delete");
+            handle::delete(a, env, me(who), h).expect("delete");
             got.push(body);
         }
     }

@@ -78,7 +78,7 @@ fn sender_dies_at_every_step_then_a_retry() {
                 let mut got = Vec::new();
                 match first {
                     "recover" => {
-                        ops::recover(&a, &*env, me(1)).unwrap();
+                        recovery::recover(&a, &*env, me(1)).unwrap();
                     }
                     "receive" => got = drain(&a, &env, 2),
                     _ => {}
@@ -95,7 +95,7 @@ fn sender_dies_at_every_step_then_a_retry() {
                 } else {
                     UNLINKED.fetch_add(1, Relaxed);
                 }
-                ops::recover(&a, &*env, me(1)).unwrap();
+                recovery::recover(&a, &*env, me(1)).unwrap();
                 assert_clean(&a);
                 assert!(
                     send_dedup(&a, &env, 1, "g", b"again", "k", 0)
@@ -131,7 +131,7 @@ fn duplicate_of_a_send_that_dies_in_progress() {
                 move || send_dedup(&h2.arena(), &e2, 1, "g", b"live", "k", 0).unwrap(),
             );
             let a = h.arena();
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             let got = drain(&a, &env, 2);
             assert_eq!(got.len(), 1, "exactly one message");
             let want: &[u8] = if r.duplicate { b"dead" } else { b"live" };

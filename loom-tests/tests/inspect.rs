@@ -29,7 +29,7 @@ fn peek(a: &Arena<'_>, env: &MockEnv) -> Vec<(u32, u32)> {
 }
 
 /// Names the messages of a peek from the identities their sends returned.
-fn names(seen: &[(u32, u32)], sent: &[(&'static str, ops::Sent)]) -> Vec<&'static str> {
+fn names(seen: &[(u32, u32)], sent: &[(&'static str, send::Sent)]) -> Vec<&'static str> {
     seen.iter()
         .map(|&(idx, inc)| {
             sent.iter()
@@ -88,7 +88,7 @@ fn peek_races_with_delete_and_slot_reuse() {
             move || {
                 let a = h1.arena();
                 for (hd, _) in held {
-                    ops::delete(&a, &*e1, me(1), hd).unwrap();
+                    handle::delete(&a, &*e1, me(1), hd).unwrap();
                 }
                 send(&a, &e1, 1, "g", b"c").unwrap()
             },
@@ -125,7 +125,7 @@ fn peek_with_a_receiver_stopped_mid_step() {
                         let a = h1.arena();
                         if let Ok(got) = recv(&a, &e1, 1, 1, 1_000) {
                             if let Some((hd, _)) = got.first() {
-                                let _ = ops::delete(&a, &*e1, me(1), *hd);
+                                let _ = handle::delete(&a, &*e1, me(1), *hd);
                             }
                         }
                     })
@@ -143,7 +143,7 @@ fn peek_with_a_receiver_stopped_mid_step() {
             // Whatever the stop left, recovery (and the visibility timeout) hands out the
             // rest; a peek never took or hid anything.
             env.kill(1);
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             env.advance(2_000);
             let rest = drain(&a, &env, 2);
             assert!(

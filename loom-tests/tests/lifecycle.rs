@@ -4,7 +4,7 @@
 //! stops mid-write.
 #![cfg(shmfifo_loom)]
 
-use shmfifo::protocol::ops::{Policy, Taken};
+use shmfifo::protocol::receive::{Policy, Taken};
 use shmfifo::protocol::settings;
 use shmfifo_loom_tests::*;
 
@@ -27,7 +27,7 @@ fn recv_moving(
     let mut policy = Policy::new(0);
     policy.dead_letter = Some((max, &mut mover));
     let mut got = Vec::new();
-    ops::receive(src, env, me(who), 10, &mut policy, &mut |t| {
+    receive::receive(src, env, me(who), 10, &mut policy, &mut |t| {
         got.push(t.payload.to_vec())
     })?;
     Ok(got)
@@ -78,8 +78,8 @@ fn dead_letter_move_is_exactly_once_when_the_mover_dies() {
             }
             env.kill(1);
             let (s, d) = (src.arena(), dlq.arena());
-            ops::recover(&s, &*env, me(2)).unwrap();
-            ops::recover(&d, &*env, me(2)).unwrap();
+            recovery::recover(&s, &*env, me(2)).unwrap();
+            recovery::recover(&d, &*env, me(2)).unwrap();
             let again = recv_moving(&s, &d, &env, 2, 1).unwrap();
             assert!(again.is_empty());
             assert_eq!(
@@ -90,7 +90,7 @@ fn dead_letter_move_is_exactly_once_when_the_mover_dies() {
             assert_eq!(drain(&s, &env, 2), Vec::<Vec<u8>>::new());
             assert_clean(&s);
             assert_eq!(
-                ops::in_flight(&s),
+                accounting::in_flight(&s),
                 0,
                 "R8: the moved message left the count"
             );
@@ -109,17 +109,17 @@ fn retention_removal_races_with_delete() {
         a.hdr.retention_ms.store(50, Ordering::Relaxed);
         send(&a, &env, 0, "g", b"m").unwrap();
         let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
-        assert_eq!(ops::in_flight(&a), 1);
+        assert_eq!(accounting::in_flight(&a), 1);
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (deleted, taken) = par(
-            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || handle::delete(&h1.arena(), &*e1, me(0), handle),
             move || {
                 e2.advance(60);
                 recv(&h2.arena(), &e2, 1, 1, 1_000).unwrap()
             },
         );
         assert!(taken.is_empty(), "never delivered after its retention");
-        ops::recover(&a, &*env, me(2)).unwrap();
+        recovery::recover(&a, &*env, me(2)).unwrap();
         let expiries: u64 = a
             .parts
             .iter()
@@ -132,7 +132,7 @@ fn retention_removal_races_with_delete() {
             Err(Fault::Expired) => assert_eq!(expiries, 1),
             Err(f) => panic!("{f:?}"),
         }
-        assert_eq!(ops::in_flight(&a), 0);
+        assert_eq!(accounting::in_flight(&a), 0);
         assert!(drain(&a, &env, 2).is_empty());
         assert_clean(&a);
     });
@@ -197,7 +197,7 @@ fn attempt_record_and_replay() {
                 vis: [0; 10],
             };
             let mut handle = None;
-            ops::receive(&a, &*env, me(0), 1, &mut Policy::new(1_000), &mut |t| {
+            receive::receive(&a, &*env, me(0), 1, &mut Policy::new(1_000), &mut |t| {
                 rec.refs[0] = (u64::from(t.inc) << 32) | u64::from(t.idx);
                 rec.vis[0] = t.vis;
                 handle = Some(Handle {
@@ -229,13 +229,13 @@ fn attempt_record_and_replay() {
             let (replayed, deleted) = par(
                 move || {
                     let mut got = Vec::new();
-                    let ok = ops::replay(&h1.arena(), &*e1, me(2), &found, 1_000, &mut |t| {
+                    let ok = receive::replay(&h1.arena(), &*e1, me(2), &found, 1_000, &mut |t| {
                         got.push(t.epoch)
                     })
                     .unwrap();
                     (ok, got)
                 },
-                move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+                move || handle::delete(&h2.arena(), &*e2, me(0), handle),
             );
             if replayed.0 {
                 assert_eq!(replayed.1, vec![handle.epoch], "the same receipt");
@@ -244,10 +244,10 @@ fn attempt_record_and_replay() {
                 deleted.is_ok(),
                 "a replay keeps the receipt, so its holder can still delete"
             );
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             assert!(drain(&a, &env, 2).is_empty());
             assert_clean(&a);
-            assert_eq!(ops::in_flight(&a), 0);
+            assert_eq!(accounting::in_flight(&a), 0);
         });
     }
 }

@@ -55,7 +55,7 @@ fn send_races_with_retire() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (s, d) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"2"),
-            move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+            move || handle::delete(&h2.arena(), &*e2, me(0), handle),
         );
         s.unwrap();
         d.unwrap();
@@ -134,7 +134,7 @@ fn expiry_takeover_races_with_delete() {
         let handle = recv(&a, &env, 0, 1, 10).unwrap()[0].0;
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (deleted, taken) = par(
-            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || handle::delete(&h1.arena(), &*e1, me(0), handle),
             move || {
                 e2.advance(20);
                 recv(&h2.arena(), &e2, 1, 1, 1_000).unwrap()
@@ -160,16 +160,16 @@ fn delete_while_the_claim_is_held() {
         let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (d, theirs) = par(
-            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || handle::delete(&h1.arena(), &*e1, me(0), handle),
             move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
         );
         d.unwrap();
         let mut got: Vec<Vec<u8>> = theirs.iter().map(|(_, b)| b.clone()).collect();
         for (h2, _) in &theirs {
-            ops::delete(&a, &*env, me(1), *h2).unwrap();
+            handle::delete(&a, &*env, me(1), *h2).unwrap();
         }
         for (h2, b) in recv(&a, &env, 2, 10, 1_000).unwrap() {
-            ops::delete(&a, &*env, me(2), h2).unwrap();
+            handle::delete(&a, &*env, me(2), h2).unwrap();
             got.push(b);
         }
         assert_eq!(got, vec![b"2".to_vec()]);
@@ -189,7 +189,7 @@ fn publish_races_with_cleanup_hint_not_lost() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (s, d) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"2"),
-            move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+            move || handle::delete(&h2.arena(), &*e2, me(0), handle),
         );
         s.unwrap();
         d.unwrap();
@@ -209,7 +209,7 @@ fn doorbell_has_no_lost_wakeup() {
         let ((bell, got), ()) = par(
             move || {
                 let a = h1.arena();
-                let bell = ops::begin_wait(&a, 0);
+                let bell = doorbell::begin_wait(&a, 0);
                 (bell, recv(&a, &e1, 0, 1, 1_000).unwrap())
             },
             move || {
@@ -225,7 +225,7 @@ fn doorbell_has_no_lost_wakeup() {
                 "the sleeper is woken"
             );
         }
-        ops::end_wait(&a, 0);
+        doorbell::end_wait(&a, 0);
     });
 }
 
@@ -248,14 +248,14 @@ fn producer_dies_at_every_step() {
                     let a = h2.arena();
                     let got = recv(&a, &e2, 0, 1, 1_000).unwrap();
                     for (hd, _) in &got {
-                        ops::delete(&a, &*e2, me(0), *hd).unwrap();
+                        handle::delete(&a, &*e2, me(0), *hd).unwrap();
                     }
                     got.len()
                 },
             );
             env.kill(1);
             let a = h.arena();
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             let n = early + drain(&a, &env, 2).len();
             assert!(n <= 1, "never duplicated");
             if acked {
@@ -281,7 +281,7 @@ fn deleter_dies_at_every_step() {
             let (del, s) = par(
                 move || {
                     as_participant(&e1.clone(), 1, Some(k), || {
-                        ops::delete(&h1.arena(), &*e1, me(1), handle)
+                        handle::delete(&h1.arena(), &*e1, me(1), handle)
                     })
                 },
                 move || send(&h2.arena(), &e2, 2, "g", b"2"),
@@ -289,7 +289,7 @@ fn deleter_dies_at_every_step() {
             s.unwrap();
             env.kill(1);
             env.advance(2_000);
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             let rest = drain(&a, &env, 2);
             match del {
                 Ok(()) => assert_eq!(rest, vec![b"2".to_vec()]),
@@ -322,7 +322,7 @@ fn slot_allocation_is_exclusive_and_recoverable() {
         assert!(matches!(x, Err(Fault::Crashed)));
         let a = h.arena();
         // The survivor's slot is claimed by it; the dead one's claim is freed by recovery.
-        let r = ops::recover(&a, &*env, me(2)).unwrap();
+        let r = recovery::recover(&a, &*env, me(2)).unwrap();
         assert_eq!(r.freed, 1);
         let w = a.classes[0].unwrap().headers[y.0 as usize]
             .vis
@@ -355,7 +355,7 @@ fn colliding_groups_insert_retire_and_reuse() {
             let b0 = b0.clone();
             par(
                 move || send(&h1.arena(), &e1, 1, &b0, b"b1"),
-                move || ops::delete(&h2.arena(), &*e2, me(0), handle),
+                move || handle::delete(&h2.arena(), &*e2, me(0), handle),
             )
         };
         b.unwrap();
@@ -386,13 +386,13 @@ fn purge_races_with_receive() {
         send(&a, &env, 0, "g", b"2").unwrap();
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (purged, delivered) = par(
-            move || ops::purge(&h1.arena(), &*e1, me(1)).unwrap(),
+            move || handle::purge(&h1.arena(), &*e1, me(1)).unwrap(),
             move || {
                 let a = h2.arena();
                 let got = recv(&a, &e2, 2, 10, 1_000).unwrap();
                 let mut deleted = 0;
                 for (hd, _) in &got {
-                    match ops::delete(&a, &*e2, me(2), *hd) {
+                    match handle::delete(&a, &*e2, me(2), *hd) {
                         Ok(()) => deleted += 1,
                         Err(Fault::Expired) => {} // purged under us
                         Err(e) => panic!("{e:?}"),
@@ -436,7 +436,7 @@ fn stale_claim_never_acts_on_a_reused_entry() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let b0 = b0.clone();
         let (d, s) = par(
-            move || ops::delete(&h1.arena(), &*e1, me(0), handle),
+            move || handle::delete(&h1.arena(), &*e1, me(0), handle),
             move || send(&h2.arena(), &e2, 1, &b0, b"b1"),
         );
         d.unwrap();

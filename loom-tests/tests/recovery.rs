@@ -39,7 +39,7 @@ fn release_of_a_dead_receivers_messages_races_with_its_delete() {
                         let a = h1.arena();
                         let mut n = 0;
                         for (hd, _) in &held {
-                            if ops::delete(&a, &*e1, me(1), *hd).is_err() {
+                            if handle::delete(&a, &*e1, me(1), *hd).is_err() {
                                 break;
                             }
                             n += 1;
@@ -49,10 +49,10 @@ fn release_of_a_dead_receivers_messages_races_with_its_delete() {
                 },
                 move || {
                     let a = h2.arena();
-                    ops::recover(&a, &*e2, me(2)).unwrap();
+                    recovery::recover(&a, &*e2, me(2)).unwrap();
                     let got = recv(&a, &e2, 2, 10, 1_000).unwrap();
                     for (hd, _) in &got {
-                        ops::delete(&a, &*e2, me(2), *hd).unwrap();
+                        handle::delete(&a, &*e2, me(2), *hd).unwrap();
                     }
                     got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
                 },
@@ -65,13 +65,13 @@ fn release_of_a_dead_receivers_messages_races_with_its_delete() {
                 );
             }
             env.kill(1);
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             let mut all = early.clone();
             all.extend(drain(&a, &env, 2)); // no clock move: only a release returns them
             assert!(all.len() + deleted <= 2, "never delivered twice: {all:?}");
             let want: Vec<Vec<u8>> = [b"a".to_vec(), b"b".to_vec()][2 - all.len()..].to_vec();
             assert_eq!(all, want, "the undeleted suffix, in order");
-            assert_eq!(ops::in_flight(&a), 0);
+            assert_eq!(accounting::in_flight(&a), 0);
             assert_clean(&a);
         });
     }
@@ -94,24 +94,24 @@ fn releaser_dies_at_every_step() {
             let (_, early) = par(
                 move || {
                     as_participant(&e2.clone(), 2, Some(k), || {
-                        ops::recover(&h2.arena(), &*e2, me(2)).map(|_| ())
+                        recovery::recover(&h2.arena(), &*e2, me(2)).map(|_| ())
                     })
                 },
                 move || {
                     let a = h3.arena();
                     let got = recv(&a, &e3, 3, 10, 1_000).unwrap();
                     for (hd, _) in &got {
-                        ops::delete(&a, &*e3, me(3), *hd).unwrap();
+                        handle::delete(&a, &*e3, me(3), *hd).unwrap();
                     }
                     got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
                 },
             );
             // Whatever the stopped releaser had not released, the next recovery does.
             let mut all = early;
-            ops::recover(&a, &*env, me(0)).unwrap();
+            recovery::recover(&a, &*env, me(0)).unwrap();
             all.extend(drain(&a, &env, 0));
             assert_eq!(all, vec![b"a".to_vec(), b"b".to_vec()]);
-            assert_eq!(ops::in_flight(&a), 0);
+            assert_eq!(accounting::in_flight(&a), 0);
             assert_clean(&a);
         });
     }
@@ -143,14 +143,14 @@ fn dead_send_repair_races_a_live_send_and_another_repair() {
             let (h2, e2, h0, e0) = (h.clone(), env.clone(), h.clone(), env.clone());
             par(
                 move || {
-                    ops::recover(&h2.arena(), &*e2, me(2)).unwrap();
+                    recovery::recover(&h2.arena(), &*e2, me(2)).unwrap();
                 },
                 move || {
                     send(&h0.arena(), &e0, 0, "g", b"y").unwrap();
                 },
             );
             let a = h.arena();
-            ops::recover(&a, &*env, me(2)).unwrap();
+            recovery::recover(&a, &*env, me(2)).unwrap();
             let rest = drain(&a, &env, 2);
             if acked {
                 assert_eq!(rest, vec![b"x".to_vec(), b"y".to_vec()]);
@@ -174,7 +174,7 @@ fn repair_never_touches_a_live_send() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (sent, r) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"x").is_ok(),
-            move || ops::recover(&h2.arena(), &*e2, me(2)).unwrap(),
+            move || recovery::recover(&h2.arena(), &*e2, me(2)).unwrap(),
         );
         assert!(sent);
         assert_eq!((r.published, r.freed, r.released), (0, 0, 0));

@@ -20,9 +20,12 @@ use crate::layout::{
     counter, AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
     MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
 };
-use crate::protocol::ops::{self, Handle, Outgoing, Taken};
+use crate::protocol::handle::{self, Handle};
+use crate::protocol::receive::{self, Taken};
+use crate::protocol::send::{self, Outgoing};
 use crate::protocol::{
-    attempt, dedup, group, inspect, owner, pstate, settings, Arena, Class, Env, Fault,
+    accounting, attempt, dedup, doorbell, group, inspect, owner, pstate, ready, recovery, settings,
+    words, Arena, Class, Env, Fault,
 };
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::{sys, validate};
@@ -962,9 +965,9 @@ impl Queue {
         let a = q.arena();
         if rebased {
             // After a reboot no receiver of the old boot holds anything.
-            ops::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
-        } else if let (Some(dead), true) = (prev_dead, ops::release_on_death(&a)) {
-            ops::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
+            recovery::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
+        } else if let (Some(dead), true) = (prev_dead, recovery::release_on_death(&a)) {
+            recovery::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
         }
         // Repair what dead participants left behind (half-made sends, held messages, claims,
         // lost hints).
@@ -1118,7 +1121,7 @@ impl Queue {
             cursor: inner.cursor.fetch_add(1, Ordering::Relaxed),
             hash: hash_id(inner.keys, group_id),
             group_id,
-            lens: ops::pack_lens(body.len(), attr_len, dedup.len(), flags),
+            lens: words::pack_lens(body.len(), attr_len, dedup.len(), flags),
             parts: &parts[..n],
             dedup: match inner.dedup {
                 Deduplication::Off => None,
@@ -1136,12 +1139,12 @@ impl Queue {
             source_len: source.len() as u8,
             prior_receives,
         };
-        let sent = match ops::send(&self.arena(), inner, inner.me, &out) {
+        let sent = match send::send(&self.arena(), inner, inner.me, &out) {
             // Slots claimed by producers that died, and messages past their retention
             // period, are reclaimed by recovery (and its sweep): run it before reporting the
             // class full.
             Err(Fault::ClassFull(_)) if self.recover().is_ok() => {
-                ops::send(&self.arena(), inner, inner.me, &out)
+                send::send(&self.arena(), inner, inner.me, &out)
             }
             r => r,
         }
@@ -1290,7 +1293,7 @@ impl Queue {
                     k += 1;
                 }
             };
-            let replayed = ops::replay(&a, inner, inner.me, &rec, vt, &mut sink)
+            let replayed = receive::replay(&a, inner, inner.me, &rec, vt, &mut sink)
                 .map_err(|f| fault(f, inner))?;
             if let Some(what) = bad {
                 return Err(Error::Corrupted { what });
@@ -1336,7 +1339,7 @@ impl Queue {
         let inner = &*self.inner;
         let hdr = inner.view.hdr;
         let deadline = inner.now_ms() + wait;
-        let ring = ops::ring(&self.arena());
+        let ring = ready::ring(&self.arena());
         loop {
             // Spin briefly: a message often arrives within microseconds.
             for _ in 0..SPIN_ROUNDS {
@@ -1353,7 +1356,7 @@ impl Queue {
             if now >= deadline {
                 return Ok(0);
             }
-            let bell = ops::begin_wait(&self.arena(), inner.index as usize);
+            let bell = doorbell::begin_wait(&self.arena(), inner.index as usize);
             let n = self.try_receive(max, vt, buf);
             if matches!(n, Ok(0)) {
                 // Relaxed: a sleep bound only.
@@ -1365,16 +1368,16 @@ impl Queue {
                     t = t.min(1);
                 }
                 // Wake for the liveness check too: a dead receiver's messages are due back.
-                let cap = if ops::release_on_death(&self.arena()) {
-                    ops::LIVENESS_PERIOD_MS
+                let cap = if recovery::release_on_death(&self.arena()) {
+                    recovery::LIVENESS_PERIOD_MS
                 } else {
-                    ops::SWEEP_PERIOD_MS
+                    ready::SWEEP_PERIOD_MS
                 };
                 t = t.clamp(1, cap);
-                ops::count(&self.arena(), inner.me, counter::WAITS, 1);
+                accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
             }
-            ops::end_wait(&self.arena(), inner.index as usize);
+            doorbell::end_wait(&self.arena(), inner.index as usize);
             let n = n?;
             if n > 0 {
                 return Ok(n);
@@ -1403,7 +1406,7 @@ impl Queue {
         if limit >= u64::from(a.total) {
             return usize::MAX; // never reached: cost nothing
         }
-        let room = limit.saturating_sub(ops::in_flight(&a));
+        let room = limit.saturating_sub(accounting::in_flight(&a));
         if room > 0 {
             return room as usize;
         }
@@ -1416,8 +1419,8 @@ impl Queue {
                 .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            ops::in_flight_census(&a);
-            return limit.saturating_sub(ops::in_flight(&a)) as usize;
+            accounting::in_flight_census(&a);
+            return limit.saturating_sub(accounting::in_flight(&a)) as usize;
         }
         0
     }
@@ -1469,8 +1472,8 @@ impl Queue {
     fn move_to(&self, dlq: &Queue, t: &Taken<'_>) -> Result<()> {
         let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
         let h = t.header;
-        let (body_len, attr_len, dedup_len, flags) = ops::unpack_lens(h.lens.load(r));
-        let (src_len, _, _) = ops::unpack_group_epoch0(h.group_epoch0.load(r));
+        let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
+        let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
         let p = t.payload;
         let corrupt = || Error::Corrupted {
             what: "message lengths exceed the slot",
@@ -1482,7 +1485,7 @@ impl Queue {
         // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
         // it had: its dedup id).
         let mut id_text = [0u8; 36];
-        if flags & ops::LENS_MOVED != 0 {
+        if flags & words::LENS_MOVED != 0 {
             if dedup.len() != 36 {
                 return Err(corrupt());
             }
@@ -1513,7 +1516,7 @@ impl Queue {
             &[attrs],
             attr_len,
             body,
-            ops::LENS_MOVED,
+            words::LENS_MOVED,
             t.receive_count,
         )
         .map(|_| ())
@@ -1561,15 +1564,15 @@ impl Queue {
                 }
             }
         };
-        let mut policy = ops::Policy {
+        let mut policy = receive::Policy {
             vt_ms: vt,
             fresh_budget: budget,
-            dead_letter: dl.map(|(max, _)| (max, &mut mover as ops::Mover<'_>)),
+            dead_letter: dl.map(|(max, _)| (max, &mut mover as receive::Mover<'_>)),
         };
-        let rep = ops::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
+        let rep = receive::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
             .map_err(|f| fault(f, inner))?;
         if rep.limited {
-            ops::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
+            accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
         }
         if let Some(what) = bad {
             return Err(Error::Corrupted { what });
@@ -1608,7 +1611,7 @@ impl Queue {
     pub fn delete(&self, handle: &ReceiptHandle) -> Result<()> {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        ops::delete(&self.arena(), inner, inner.me, h).map_err(|f| self.handle_fault(f, handle))
+        handle::delete(&self.arena(), inner, inner.me, h).map_err(|f| self.handle_fault(f, handle))
     }
 
     /// Deletes by the text form of a receipt handle.
@@ -1639,7 +1642,7 @@ impl Queue {
         }
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        ops::change_visibility(&self.arena(), inner, inner.me, h, ms(timeout))
+        handle::change_visibility(&self.arena(), inner, inner.me, h, ms(timeout))
             .map_err(|f| self.handle_fault(f, handle))
     }
 
@@ -1666,13 +1669,13 @@ impl Queue {
     /// Deletes every message, visible or in flight (P1). Returns how many.
     pub fn purge(&self) -> Result<u64> {
         let inner = &*self.inner;
-        ops::purge(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
+        handle::purge(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
     /// Repairs what dead participants left behind (also done on open, and by idle receivers).
-    pub fn recover(&self) -> Result<ops::Recovered> {
+    pub fn recover(&self) -> Result<recovery::Recovered> {
         let inner = &*self.inner;
-        ops::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
+        recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
     /// Changes the settings SQS lets you change on a queue in use (visibility timeout,
@@ -1914,7 +1917,7 @@ impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
     /// (one load per counter per participant slot) and safe while the queue is in use.
     pub fn counters(&self) -> Counters {
-        Counters::from_array(&ops::counters(&self.arena()))
+        Counters::from_array(&accounting::counters(&self.arena()))
     }
 
     /// Reads up to `max` messages that a receive could return now (each group's visible
@@ -1955,7 +1958,7 @@ impl Queue {
         let a = self.arena();
         // One scan of the slots: messages by state, per size class and in total.
         let mut size_classes = Vec::new();
-        let c = ops::counts_per_class(&a, inner, &mut |cl, u| {
+        let c = accounting::counts_per_class(&a, inner, &mut |cl, u| {
             let slots = cl.headers.len() as u32;
             let used = u.published() as u32;
             let (sending, deleted) = (u.sending as u32, u.deleted as u32);
@@ -1986,7 +1989,7 @@ impl Queue {
                 }
             })
             .collect();
-        let dead = ops::dead_participants(&a, inner, inner.me);
+        let dead = recovery::dead_participants(&a, inner, inner.me);
         let mut participants = Vec::new();
         for (i, p) in a.parts.iter().enumerate() {
             // Relaxed: a snapshot for display.
@@ -2025,11 +2028,14 @@ impl Queue {
 
     /// Settings and approximate counters (C1). Counting scans every slot.
     pub fn attributes(&self) -> QueueAttributes {
-        self.attributes_from(&ops::counts(&self.arena(), &*self.inner), &self.counters())
+        self.attributes_from(
+            &accounting::counts(&self.arena(), &*self.inner),
+            &self.counters(),
+        )
     }
 
     /// The attributes, with the message counts and lifetime counters already read.
-    fn attributes_from(&self, c: &ops::Counts, counters: &Counters) -> QueueAttributes {
+    fn attributes_from(&self, c: &accounting::Counts, counters: &Counters) -> QueueAttributes {
         let inner = &*self.inner;
         QueueAttributes {
             approximate_number_of_messages: c.visible,
@@ -2043,8 +2049,8 @@ impl Queue {
             ),
             redrive_policy: self.redrive_policy().ok().flatten(),
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
-            release_on_death: ops::release_on_death(&self.arena()),
-            in_flight_count: ops::in_flight(&self.arena()),
+            release_on_death: recovery::release_on_death(&self.arena()),
+            in_flight_count: accounting::in_flight(&self.arena()),
             in_flight_limit_hits: counters.in_flight_limit_hits,
             moved_to_dead_letter: counters.moved_to_dead_letter,
             retention_expiries: counters.retention_expiries,
@@ -2081,14 +2087,14 @@ fn fill(
 ) -> std::result::Result<(), &'static str> {
     let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
     let h = t.header;
-    let (body_len, attr_len, dedup_len, flags) = ops::unpack_lens(h.lens.load(r));
-    let (src_len, _, _) = ops::unpack_group_epoch0(h.group_epoch0.load(r));
+    let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
+    let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
     let full = t.payload;
     if src_len + dedup_len + attr_len + body_len != full.len() {
         return Err("message lengths exceed the slot");
     }
     let (src, p) = full.split_at(src_len);
-    m.message_id = if flags & ops::LENS_MOVED != 0 {
+    m.message_id = if flags & words::LENS_MOVED != 0 {
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
         std::str::from_utf8(&p[..dedup_len])
             .ok()

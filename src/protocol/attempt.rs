@@ -27,7 +27,7 @@ const WRITING: u64 = 1;
 const DONE: u64 = 2;
 
 fn pack(inc: u32, kind: u64, owner_code: u64) -> u64 {
-    (u64::from(inc & 0xFF_FFFF) << 40) | (kind << 38) | (owner_code & owner::MASK)
+    (u64::from(inc & super::words::GINC_MASK) << 40) | (kind << 38) | (owner_code & owner::MASK)
 }
 fn inc(w: u64) -> u32 {
     (w >> 40) as u32

@@ -26,7 +26,8 @@
 //! linked: the retry is sent). Recovery settles a dead producer's slot the same way, entry
 //! first.
 
-use super::{gstate, node, ops, vis, Arena, Env, Fault, PResult};
+use super::settle::settle_entry;
+use super::{gstate, node, Arena, Env, Fault, PResult};
 use crate::layout::DedupEntry;
 use crate::sync::{fence, AtomicU64, Ordering};
 
@@ -91,7 +92,7 @@ pub fn kind(w: u64) -> u64 {
     gstate::kind(w)
 }
 
-fn entry<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a DedupEntry> {
+pub(crate) fn entry<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a DedupEntry> {
     a.dedup
         .get(i)
         .ok_or(Fault::Corrupted("dedup index out of range"))
@@ -396,68 +397,6 @@ pub fn abort(a: &Arena<'_>, index: u32, word: u64) -> PResult<()> {
         Ordering::Relaxed,
     );
     Ok(())
-}
-
-/// Settles the `PENDING` entry `i` (state `st`) of a dead sender: through its slot if it
-/// recorded one (the slot is settled too), else by aborting it.
-fn settle_entry(a: &Arena<'_>, env: &dyn Env, me: u64, i: usize, st: u64) -> PResult<()> {
-    let e = entry(a, i)?;
-    // Acquire: pairs with `set_msg`.
-    let m = e.msg.load(Ordering::Acquire);
-    let idx = node::index(m);
-    if idx == node::NIL {
-        // Never appended: its slot (if any) is freed by recovery.
-        return abort(a, i as u32, st);
-    }
-    let h = a.msg(idx)?;
-    // Acquire: the slot's current state.
-    let w = h.vis.load(Ordering::Acquire);
-    // Relaxed: an incarnation changes only after a free, which comes after the settle.
-    let inc = node::inc(h.link.load(Ordering::Relaxed));
-    if vis::state(w) == vis::State::Claimed(gstate::owner(st)) && inc == node::inc(m) {
-        // `None`: the group's claim is held by a live participant; the caller looks again.
-        let _ = ops::settle_dead_send(a, env, me, idx, w)?;
-        return Ok(());
-    }
-    if e.state.load(Ordering::Acquire) == st {
-        return Err(Fault::Corrupted(
-            "dedup entry names a message its sender no longer holds",
-        ));
-    }
-    Ok(())
-}
-
-/// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`),
-/// before the slot itself is published (`linked`) or freed. Called by
-/// [`ops::settle_dead_send`].
-pub fn settle_for_slot(
-    a: &Arena<'_>,
-    env: &dyn Env,
-    back: u64,
-    o: u64,
-    idx: u32,
-    inc: u32,
-    linked: Option<(u64, u64)>,
-) -> PResult<()> {
-    let Some(i) = back.checked_sub(1) else {
-        return Ok(());
-    };
-    // A stale or hostile back-pointer names no entry, or an entry that is not this send's.
-    let Some(e) = a.dedup.get(i as usize) else {
-        return Ok(());
-    };
-    // Acquire: SYNC POINT(dedup-publish).
-    let st = e.state.load(Ordering::Acquire);
-    if kind(st) != PENDING
-        || gstate::owner(st) != o
-        || e.msg.load(Ordering::Acquire) != node::pack(inc, idx)
-    {
-        return Ok(());
-    }
-    match linked {
-        Some((seq_hi, pos)) => commit(a, env, i as u32, st, seq_hi, pos),
-        None => abort(a, i as u32, st),
-    }
 }
 
 /// Purge (D7): every accepted key may be accepted again. Sends in progress keep their entries.

@@ -296,7 +296,7 @@ fn insert_locked(
             return Err(Fault::GroupsFull);
         }
         let e = &a.groups[target as usize];
-        let ginc = (gstate::ginc(st) + 1) & 0xFF_FFFF;
+        let ginc = super::words::next_ginc(gstate::ginc(st));
         // Acquire: orders our initialisation after the previous incarnation's last use.
         if e.state
             .compare_exchange(

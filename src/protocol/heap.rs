@@ -140,7 +140,9 @@ impl Env for MockEnv {
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
     use super::*;
-    use crate::protocol::ops::{self, Handle, Outgoing};
+    use crate::protocol::handle::{self, Handle};
+    use crate::protocol::send::{self, Outgoing};
+    use crate::protocol::{accounting, receive, recovery, words};
     use crate::protocol::{owner, vis, Fault};
 
     fn geom() -> Geometry {
@@ -162,30 +164,30 @@ mod tests {
         who: u32,
         g: &str,
         body: &[u8],
-    ) -> Result<ops::Sent, Fault> {
+    ) -> Result<send::Sent, Fault> {
         let parts = [body];
         let out = Outgoing {
             class: 0,
             cursor: 0,
             hash: g.len() as u64,
             group_id: g.as_bytes(),
-            lens: ops::pack_lens(body.len(), 0, 0, 0),
+            lens: words::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup: None,
             source_len: 0,
             prior_receives: 0,
         };
-        ops::send(a, env, owner::code(who, 1), &out)
+        send::send(a, env, owner::code(who, 1), &out)
     }
 
     fn recv(a: &Arena<'_>, env: &MockEnv, max: usize, vt: u64) -> Vec<(Handle, Vec<u8>, u32)> {
         let mut v = Vec::new();
-        ops::receive(
+        receive::receive(
             a,
             env,
             owner::code(0, 1),
             max,
-            &mut ops::Policy::new(vt),
+            &mut receive::Policy::new(vt),
             &mut |t| {
                 v.push((
                     Handle {
@@ -233,13 +235,13 @@ mod tests {
             "receive count 2 on redelivery (R10)"
         );
         assert_eq!(
-            ops::delete(&a, &env, owner::code(0, 1), first[0].0),
+            handle::delete(&a, &env, owner::code(0, 1), first[0].0),
             Err(Fault::Expired)
         );
         for m in &again {
-            ops::delete(&a, &env, owner::code(0, 1), m.0).unwrap();
+            handle::delete(&a, &env, owner::code(0, 1), m.0).unwrap();
         }
-        let c = ops::counts(&a, &env);
+        let c = accounting::counts(&a, &env);
         assert_eq!((c.visible, c.in_flight, c.deleted, c.sending), (0, 0, 0, 0));
         for cl in a.classes.iter().flatten() {
             assert!(cl
@@ -257,10 +259,10 @@ mod tests {
         let env = MockEnv::default();
         let a = h.arena();
         let (idx, _, _) = crate::protocol::pool::alloc(&a, 0, 0, owner::code(1, 1)).unwrap();
-        let r = ops::recover(&a, &env, owner::code(2, 1)).unwrap();
+        let r = recovery::recover(&a, &env, owner::code(2, 1)).unwrap();
         assert_eq!(r.freed, 0, "alive: left alone");
         env.kill(1);
-        let r = ops::recover(&a, &env, owner::code(2, 1)).unwrap();
+        let r = recovery::recover(&a, &env, owner::code(2, 1)).unwrap();
         assert_eq!(r.freed, 1);
         let w = a.msg(idx).unwrap().vis.load(Ordering::Relaxed);
         assert_eq!(vis::state(w), vis::State::Free);

@@ -1,6 +1,6 @@
 //! Read-only views of a live arena for operators: groups by backlog, and `peek` (visible
 //! messages read without receiving them). Slot use by size class is
-//! [`super::ops::counts_per_class`].
+//! [`super::accounting::counts_per_class`].
 //!
 //! Nothing here writes to the arena or takes a claim, so an inspector can never delay, wedge
 //! or change the queue it looks at, and may die anywhere. The price is that it reads lists
@@ -12,7 +12,10 @@
 //! fence after it claims a slot and before it writes the payload, against the peeker's
 //! Acquire fence after its copies). So a peek shows each group as it was at one instant.
 
-use super::ops::{payload_len, successor, unpack_group_epoch0, Next, Standing, Taken, Times};
+use super::list::{successor, Next};
+use super::receive::Taken;
+use super::times::{Standing, Times};
+use super::words::{payload_len, unpack_group_epoch0};
 use super::{gstate, node, vis, Arena, Env, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};

@@ -103,16 +103,26 @@ pub mod crash {
     }
 }
 
+pub mod accounting;
 pub mod attempt;
 pub mod dedup;
+pub mod doorbell;
 pub mod group;
+pub mod handle;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
 pub mod inspect;
-pub mod ops;
+pub mod list;
 pub mod pool;
+pub mod ready;
+pub mod receive;
+pub mod recovery;
 pub mod ring;
+pub mod send;
 pub mod settings;
+pub mod settle;
+pub mod times;
+pub mod words;
 
 use crate::layout::{AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant};
 use crate::sync::{AtomicU32, AtomicU64};
@@ -158,212 +168,11 @@ pub enum Fault {
 /// Result type of the protocol layer.
 pub type PResult<T> = Result<T, Fault>;
 
-/// Owner codes: `((participant + 1) << 22) | (generation & 0x3F_FFFF)`, always non-zero, < 2^38.
-pub mod owner {
-    /// Bits of generation kept in an owner code.
-    pub const GEN_BITS: u32 = 22;
-    /// Mask of an owner code inside a claim word.
-    pub const MASK: u64 = (1 << 38) - 1;
-    /// Bit asking a claim holder to clean up again.
-    pub const DIRTY: u64 = 1 << 63;
+pub use words::{gstate, node, owner, pstate, recv, vis};
 
-    /// The owner code of participant `index` at generation `gen`.
-    pub fn code(index: u32, gen: u32) -> u64 {
-        ((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1))
-    }
-    /// A group claim word: the group incarnation (bits 38..62) and the owner code.
-    pub fn claim(ginc: u32, me: u64) -> u64 {
-        (u64::from(ginc & 0xFF_FFFF) << 38) | (me & MASK)
-    }
-    /// The incarnation of a group claim word.
-    pub fn claim_ginc(w: u64) -> u32 {
-        ((w >> 38) & 0xFF_FFFF) as u32
-    }
-    /// A claim word without its DIRTY bit.
-    pub fn clean(w: u64) -> u64 {
-        w & !DIRTY
-    }
-
-    /// `(participant index, generation bits)` of a non-zero code.
-    pub fn decode(code: u64) -> (u32, u32) {
-        let code = code & MASK;
-        (
-            ((code >> GEN_BITS) as u32).wrapping_sub(1),
-            (code & ((1 << GEN_BITS) - 1)) as u32,
-        )
-    }
-}
-
-/// The `vis` word of a message slot: `[epoch:24][field:40]`.
-///
-/// | field                      | state                                               |
-/// |----------------------------|-----------------------------------------------------|
-/// | `FREE` (0)                 | in the pool; epoch is the slot's last epoch          |
-/// | `DELETED` (1)              | deleted or purged, still a node until `head` passes  |
-/// | `CLAIMED + owner`          | being written by a producer (owner code)             |
-/// | `DEADLINE + d`             | published; visible if `d <= now`, else in flight     |
-///
-/// `d = 0` means never received. The epoch grows on allocation, on every receive, on purge
-/// and on free: a receipt handle names `(slot, incarnation, epoch)`.
-pub mod vis {
-    /// Width of the field.
-    pub const FIELD_BITS: u32 = 40;
-    /// Mask of the field.
-    pub const FIELD_MASK: u64 = (1 << FIELD_BITS) - 1;
-    /// Mask of the epoch (24 bits).
-    pub const EPOCH_MASK: u32 = (1 << 24) - 1;
-    /// Free slot.
-    pub const FREE: u64 = 0;
-    /// Deleted message.
-    pub const DELETED: u64 = 1;
-    /// Base of claimed states.
-    pub const CLAIMED: u64 = 2;
-    /// Base of published states.
-    pub const DEADLINE: u64 = 1 << 39;
-    /// Largest representable deadline (ms since the arena time base; about 17 years).
-    pub const MAX_DEADLINE: u64 = (1 << 39) - 1;
-
-    /// Decoded field.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum State {
-        /// In the pool.
-        Free,
-        /// Deleted.
-        Deleted,
-        /// Claimed by a producer.
-        Claimed(u64),
-        /// Published with this visibility deadline.
-        Published(u64),
-    }
-
-    /// Packs a word.
-    pub fn pack(epoch: u32, field: u64) -> u64 {
-        (u64::from(epoch & EPOCH_MASK) << FIELD_BITS) | (field & FIELD_MASK)
-    }
-    /// The epoch of a word.
-    pub fn epoch(w: u64) -> u32 {
-        (w >> FIELD_BITS) as u32
-    }
-    /// The decoded field of a word.
-    pub fn state(w: u64) -> State {
-        match w & FIELD_MASK {
-            FREE => State::Free,
-            DELETED => State::Deleted,
-            f if f >= DEADLINE => State::Published(f - DEADLINE),
-            f => State::Claimed(f - CLAIMED),
-        }
-    }
-    /// A published field with deadline `d`.
-    pub fn published(d: u64) -> u64 {
-        DEADLINE + d.min(MAX_DEADLINE)
-    }
-    /// A claimed field for an owner code.
-    pub fn claimed(owner: u64) -> u64 {
-        CLAIMED + owner
-    }
-    /// The next epoch.
-    pub fn next(epoch: u32) -> u32 {
-        epoch.wrapping_add(1) & EPOCH_MASK
-    }
-}
-
-/// The `recv_ms` word of a published message: `[holder:16][gen:8][ms:40]`, who received it
-/// last and when. `holder` is the receiving participant's index + 1 (0: nobody) and `gen` the
-/// low 8 bits of its registration generation; `ms` is the arena time of the receive (H6 caps a
-/// visibility change 12 hours after it). A dead holder's messages are released at once
-/// ([`ops::release_held`]). While a producer holds the slot (`vis` claimed) the word is its
-/// dedup back-pointer instead (see `dedup`).
-pub mod recv {
-    use super::owner;
-
-    /// Mask of the time field.
-    pub const MS_MASK: u64 = (1 << 40) - 1;
-
-    /// The word for a receive by owner code `me` at arena time `now`.
-    pub fn pack(me: u64, now: u64) -> u64 {
-        let (index, gen) = owner::decode(me);
-        (u64::from(index.wrapping_add(1) & 0xFFFF) << 48)
-            | (u64::from(gen & 0xFF) << 40)
-            | (now & MS_MASK)
-    }
-    /// The arena time of the receive.
-    pub fn ms(w: u64) -> u64 {
-        w & MS_MASK
-    }
-    /// `(participant index, low 8 bits of its generation)` of the holder, if any.
-    pub fn holder(w: u64) -> Option<(u32, u32)> {
-        let h = (w >> 48) as u32;
-        (h != 0).then(|| (h - 1, ((w >> 40) & 0xFF) as u32))
-    }
-}
-
-/// Node references and link words: `[inc:32][index:32]`.
-pub mod node {
-    /// No next node.
-    pub const NIL: u32 = u32::MAX;
-    /// The list is closed: the group is being retired.
-    pub const CLOSED: u32 = u32::MAX - 1;
-    /// Packs a reference or link word.
-    pub fn pack(inc: u32, index: u32) -> u64 {
-        (u64::from(inc) << 32) | u64::from(index)
-    }
-    /// The incarnation part.
-    pub fn inc(w: u64) -> u32 {
-        (w >> 32) as u32
-    }
-    /// The index part.
-    pub fn index(w: u64) -> u32 {
-        w as u32
-    }
-}
-
-/// Group state words: `[ginc:24][kind:2][owner:38]`.
-pub mod gstate {
-    /// Never used.
-    pub const FREE: u64 = 0;
-    /// Being initialised.
-    pub const INSERTING: u64 = 1;
-    /// Live group.
-    pub const ACTIVE: u64 = 2;
-    /// Retired, reusable.
-    pub const TOMBSTONE: u64 = 3;
-    /// Packs a state word.
-    pub fn pack(ginc: u32, kind: u64, owner: u64) -> u64 {
-        (u64::from(ginc & 0xFF_FFFF) << 40) | (kind << 38) | (owner & super::owner::MASK)
-    }
-    /// Incarnation.
-    pub fn ginc(w: u64) -> u32 {
-        (w >> 40) as u32
-    }
-    /// Kind.
-    pub fn kind(w: u64) -> u64 {
-        (w >> 38) & 3
-    }
-    /// Owner (for `INSERTING`).
-    pub fn owner(w: u64) -> u64 {
-        w & super::owner::MASK
-    }
-}
-
-/// Participant state words: `[gen:32][status:32]`.
-pub mod pstate {
-    /// Slot unused.
-    pub const FREE: u32 = 0;
-    /// Slot held by a live (or not yet proven dead) process.
-    pub const ALIVE: u32 = 1;
-    /// Packs.
-    pub fn pack(gen: u32, status: u32) -> u64 {
-        (u64::from(gen) << 32) | u64::from(status)
-    }
-    /// Generation.
-    pub fn gen(w: u64) -> u32 {
-        (w >> 32) as u32
-    }
-    /// Status.
-    pub fn status(w: u64) -> u32 {
-        w as u32
-    }
-}
+/// Bound on retry loops (each failed CAS means another participant progressed); reaching it
+/// means corruption.
+pub(crate) const MAX_STEPS: u32 = 1 << 24;
 
 /// One size class of message slots.
 #[derive(Debug, Clone, Copy)]

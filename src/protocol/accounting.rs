@@ -1,0 +1,151 @@
+//! In-flight accounting (R8), lifetime counters and message counts (C1).
+//!
+//! Each participant adds only to its own registry record, so no counter is a contended line;
+//! readers sum over the registry.
+
+use super::times::{Standing, Times};
+use super::{owner, vis, Arena, Env};
+use crate::sync::Ordering;
+
+/// Adds `delta` to participant `me`'s share of the in-flight count (R8).
+pub fn account_in_flight(a: &Arena<'_>, me: u64, delta: i64) {
+    if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
+        // Relaxed: a statistic summed by readers; corrected by a census after a crash.
+        p.in_flight.fetch_add(delta as u64, Ordering::Relaxed);
+    }
+}
+
+/// The in-flight count: the participants' shares plus the census correction (R8).
+pub fn in_flight(a: &Arena<'_>) -> u64 {
+    let sum = stat_sum(a, |p| &p.in_flight);
+    let v = sum.wrapping_add(a.hdr.in_flight_fix.load(Ordering::Relaxed));
+    if (v as i64) < 0 {
+        0
+    } else {
+        v
+    }
+}
+
+/// Recounts messages received and not yet removed, and corrects the in-flight count to it (a
+/// participant that died between a receive or delete and its count left it off). O(slots).
+pub fn in_flight_census(a: &Arena<'_>) {
+    let mut real = 0u64;
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for h in cl.headers {
+            // Relaxed: a census; concurrent operations make it approximate.
+            if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::Relaxed)) {
+                real += u64::from(d > 0);
+            }
+        }
+    }
+    let sum = stat_sum(a, |p| &p.in_flight);
+    a.hdr
+        .in_flight_fix
+        .store(real.wrapping_sub(sum), Ordering::Relaxed);
+}
+
+/// Adds `n` to participant `me`'s lifetime counter `which` (an index of
+/// [`crate::layout::counter`]).
+pub fn count(a: &Arena<'_>, me: u64, which: usize, n: u64) {
+    if n == 0 {
+        return;
+    }
+    if let Some(c) = a
+        .parts
+        .get(owner::decode(me).0 as usize)
+        .and_then(|p| p.counters.get(which))
+    {
+        // Relaxed: a statistic; our own slot, so no other writer contends for the line.
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Sums a per-participant statistic over every registry slot (wrapping: shares may be
+/// negative).
+pub fn stat_sum(
+    a: &Arena<'_>,
+    pick: fn(&crate::layout::Participant) -> &crate::sync::AtomicU64,
+) -> u64 {
+    a.parts.iter().fold(0, |s, p| {
+        // Relaxed: statistics, approximate while operations run.
+        s.wrapping_add(pick(p).load(Ordering::Relaxed))
+    })
+}
+
+/// The lifetime counters summed over every registry slot, indexed by
+/// [`crate::layout::counter`].
+pub fn counters(a: &Arena<'_>) -> [u64; crate::layout::counter::COUNT] {
+    let mut sum = [0u64; crate::layout::counter::COUNT];
+    for p in a.parts {
+        for (s, c) in sum.iter_mut().zip(&p.counters) {
+            // Relaxed: statistics, approximate while operations run.
+            *s = s.wrapping_add(c.load(Ordering::Relaxed));
+        }
+    }
+    sum
+}
+
+/// Approximate message counts (C1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Visible (including those behind an in-flight message of their group).
+    pub visible: u64,
+    /// In flight.
+    pub in_flight: u64,
+    /// Delayed (L2): never received, within the queue delay.
+    pub delayed: u64,
+    /// Past retention (T1), not yet removed: counted nowhere else.
+    pub expired: u64,
+    /// Being written by a producer.
+    pub sending: u64,
+    /// Deleted but not yet reclaimed.
+    pub deleted: u64,
+}
+
+impl Counts {
+    /// Slots holding a published message, expired ones included.
+    pub fn published(&self) -> u64 {
+        self.visible + self.in_flight + self.delayed + self.expired
+    }
+}
+
+/// Counts messages by state, scanning every slot (O(capacity)).
+pub fn counts(a: &Arena<'_>, env: &dyn Env) -> Counts {
+    counts_per_class(a, env, &mut |_, _| {})
+}
+
+/// [`counts`], also handing each size class and its own counts to `per_class`.
+pub fn counts_per_class(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    per_class: &mut dyn FnMut(&super::Class<'_>, &Counts),
+) -> Counts {
+    let t = Times::load(a, env);
+    let mut total = Counts::default();
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        let mut c = Counts::default();
+        for h in cl.headers {
+            // Relaxed: an approximate snapshot, as C1 allows.
+            match vis::state(h.vis.load(Ordering::Relaxed)) {
+                // Relaxed: as above.
+                vis::State::Published(d) => match t.standing(h.sent.load(Ordering::Relaxed), d) {
+                    Standing::Expired => c.expired += 1,
+                    Standing::InFlight => c.in_flight += 1,
+                    Standing::Delayed => c.delayed += 1,
+                    Standing::Visible => c.visible += 1,
+                },
+                vis::State::Claimed(_) => c.sending += 1,
+                vis::State::Deleted => c.deleted += 1,
+                vis::State::Free => {}
+            }
+        }
+        per_class(cl, &c);
+        total.visible += c.visible;
+        total.in_flight += c.in_flight;
+        total.delayed += c.delayed;
+        total.expired += c.expired;
+        total.sending += c.sending;
+        total.deleted += c.deleted;
+    }
+    total
+}

@@ -1,0 +1,159 @@
+//! Operations on receipt handles (delete, change visibility) and on the whole queue (purge).
+
+use super::accounting::{account_in_flight, count};
+use super::dedup;
+use super::group;
+use super::list::{remove, successor, Next};
+use super::ready::{cleanup, hint_if_ready, poke, release, Cleaned};
+use super::times::{Times, MAX_VISIBILITY_MS};
+use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
+use crate::layout::{counter, MsgHeader};
+use crate::sync::Ordering;
+
+/// A receipt handle decoded: which slot incarnation, which receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    /// Global slot index.
+    pub idx: u32,
+    /// Slot incarnation.
+    pub inc: u32,
+    /// Epoch of the receive.
+    pub epoch: u32,
+}
+
+/// Loads the current `vis` word if `h` is the live in-flight handle of its message (and the
+/// message is within its retention period, T1).
+pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
+    // Acquire: pairs with the allocation's link store published by the link CAS.
+    if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+        return Err(Fault::Expired);
+    }
+    // Acquire: pairs with the receiver's AcqRel CAS that issued the handle.
+    let w = m.vis.load(Ordering::Acquire);
+    if vis::epoch(w) != h.epoch {
+        return Err(Fault::Expired);
+    }
+    let t = Times::load(a, env);
+    match vis::state(w) {
+        // Relaxed: `sent` was written before the node was published, which the receive that
+        // issued the handle observed; it does not change while the handle is live.
+        vis::State::Published(d) if d > t.now && !t.expired(m.sent.load(Ordering::Relaxed)) => {
+            Ok(w)
+        }
+        _ => Err(Fault::Expired),
+    }
+}
+
+/// Deletes the message of a live handle (H1–H5), then cleans up its group.
+pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
+    let m = a.msg(h.idx)?;
+    let mut g = 0;
+    for _ in 0..MAX_STEPS {
+        let w = current(a, env, m, h)?;
+        // Relaxed: stable while the message is in flight under our handle.
+        g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+        // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
+        // of `group_epoch0` before it.
+        if m.vis
+            .compare_exchange(
+                w,
+                vis::pack(h.epoch, vis::DELETED),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            account_in_flight(a, me, -1);
+            count(a, me, counter::DELETED, 1);
+            crash_point!();
+            // Deleted: a fault while cleaning up concerns the group, not this delete.
+            let _ = poke(a, env, me, g);
+            return Ok(());
+        }
+    }
+    let _ = g;
+    Err(Fault::Corrupted("delete did not converge"))
+}
+
+/// Changes the visibility timeout of a live handle's message to `vt_ms` from now (H6, V1).
+pub fn change_visibility(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    h: Handle,
+    vt_ms: u64,
+) -> PResult<()> {
+    let m = a.msg(h.idx)?;
+    for _ in 0..MAX_STEPS {
+        let w = current(a, env, m, h)?;
+        let now = env.now_ms();
+        // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
+        let recv = super::recv::ms(m.recv_ms.load(Ordering::Relaxed));
+        // Never 0 (that means "never received").
+        let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?.max(1);
+        if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
+            return Err(Fault::VisibilityCap);
+        }
+        if deadline > vis::MAX_DEADLINE {
+            return Err(Fault::ClockRange);
+        }
+        // SeqCst: a zero timeout publishes visibility; SYNC POINT(ready-check) with `status`.
+        if m.vis
+            .compare_exchange(
+                w,
+                vis::pack(h.epoch, vis::published(deadline)),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            if vt_ms == 0 {
+                // The group may be unlocked now (R3): hint it if its first message is visible.
+                let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+                hint_if_ready(a, env, me, g, a.group(g)?)?;
+            } else {
+                a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+            }
+            return Ok(());
+        }
+    }
+    Err(Fault::Corrupted("change visibility did not converge"))
+}
+
+/// Deletes every published message (visible or in flight) and retires emptied groups (P1).
+/// Returns the number of messages deleted.
+pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
+    let mut n = 0;
+    for (g, e) in a.groups.iter().enumerate() {
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
+            continue; // retired meanwhile
+        };
+        let mut cur = e.head.load(Ordering::Acquire);
+        for _ in 0..a.steps() {
+            let Next::Node(next, m, ninc) = successor(a, cur)? else {
+                break;
+            };
+            // Acquire: the message's latest state.
+            let w = m.vis.load(Ordering::Acquire);
+            if let vis::State::Published(_) = vis::state(w) {
+                // Bumping the epoch expires every handle (H2); a failed CAS: look again.
+                if !remove(a, me, m, w) {
+                    continue;
+                }
+                n += 1;
+            }
+            cur = node::pack(ninc, next);
+        }
+        if cleanup(a, env, cw, e)? == Cleaned::Kept {
+            release(a, env, me, cw, g as u32)?;
+        }
+    }
+    // D7: the dedup table is cleared too.
+    dedup::clear(a);
+    Ok(n)
+}

@@ -1,0 +1,528 @@
+//! Receive: pop ready groups, claim each, take its visible prefix (applying delay, retention,
+//! the in-flight limit and the dead-letter move); and the replay of a recorded receive (R11).
+
+use super::accounting::{account_in_flight, count};
+use super::doorbell::notify;
+use super::group::{self, TryClaim};
+use super::list::{remove, successor, Next};
+use super::ready::{cleanup, maybe_sweep, poke, release, release_claim_word, ring, Cleaned};
+use super::recovery::{maybe_check_liveness, release_on_death};
+use super::settle::{settle_known, Link, Then};
+use super::times::{Standing, Times};
+use super::words::{payload_len, unpack_group_epoch0};
+use super::{gstate, node, vis, Arena, Env, Fault, PResult};
+use crate::layout::{counter, GroupEntry, MsgHeader};
+use crate::sync::Ordering;
+
+/// A message taken by [`receive`], handed to the sink while the group claim is held.
+#[derive(Debug)]
+pub struct Taken<'t> {
+    /// Global slot index.
+    pub idx: u32,
+    /// Slot incarnation.
+    pub inc: u32,
+    /// Epoch of this receive (goes into the receipt handle).
+    pub epoch: u32,
+    /// Receive count including this one.
+    pub receive_count: u32,
+    /// The message header.
+    pub header: &'t MsgHeader,
+    /// The group entry.
+    pub group: &'t GroupEntry,
+    /// The payload bytes (dead-letter source, dedup id, attributes, body).
+    pub payload: &'t [u8],
+    /// The message's `vis` word as this receive left it (epoch and deadline).
+    pub vis: u64,
+}
+
+/// The dead-letter mover of a [`Policy`]: returns whether the dead-letter queue has the
+/// message now.
+pub type Mover<'p> = &'p mut dyn FnMut(&Taken<'_>) -> bool;
+
+/// What a receive applies beyond its count: the caller reads these from the arena's live
+/// settings (and its own request).
+pub struct Policy<'p> {
+    /// Visibility timeout of the messages taken, ms.
+    pub vt_ms: u64,
+    /// Never-received messages this receive may take (R8: the in-flight limit's room);
+    /// `usize::MAX` without a limit.
+    pub fresh_budget: usize,
+    /// `maxReceiveCount` and the mover (X1): called, under the group claim, with a message
+    /// whose next receive would exceed the count (its `receive_count` is the receives so
+    /// far); returns whether the dead-letter queue has it now (sent, or a duplicate of an
+    /// earlier move). The message is then removed here.
+    pub dead_letter: Option<(u32, Mover<'p>)>,
+}
+
+impl core::fmt::Debug for Policy<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Policy")
+            .field("vt_ms", &self.vt_ms)
+            .field("fresh_budget", &self.fresh_budget)
+            .field("max_receive_count", &self.dead_letter.as_ref().map(|d| d.0))
+            .finish()
+    }
+}
+
+#[cfg(any(test, feature = "loom"))]
+impl Policy<'_> {
+    /// A receive with visibility timeout `vt_ms`, no in-flight limit and no dead-letter queue.
+    pub fn new(vt_ms: u64) -> Self {
+        Policy {
+            vt_ms,
+            fresh_budget: usize::MAX,
+            dead_letter: None,
+        }
+    }
+}
+
+/// What a receive did besides returning messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Messages taken (handed to the sink).
+    pub taken: usize,
+    /// The in-flight limit stopped the receive early (R8).
+    pub limited: bool,
+    /// Messages moved to the dead-letter queue (X1).
+    pub moved: u64,
+    /// A move failed: the message stays, and its group yields nothing this time.
+    pub move_failed: bool,
+    /// Messages removed by retention (T1).
+    pub expired: u64,
+}
+
+/// Takes up to `max` messages, group by group in ready order, each group's visible prefix
+/// (R3, R5, R6), applying delay, retention, the in-flight limit and the dead-letter move.
+/// Calls `sink` for each while the group is claimed.
+pub fn receive(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    max: usize,
+    policy: &mut Policy<'_>,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<Received> {
+    let r = ring(a);
+    let mut rep = Received::default();
+    let mut swept = false;
+    // Groups already served by this call: with a zero visibility timeout a group is ready again
+    // at once, and one response must not hold a message twice.
+    let mut seen = [u32::MAX; 10];
+    let mut nseen = 0;
+    let mut requeue = [u32::MAX; 10];
+    let mut nrequeue = 0;
+    // Groups whose first message needed room under the in-flight limit (R8): each is
+    // re-hinted when released, so stop after a few rather than meet them again.
+    let mut limited_pops = 0;
+    let mut move_failures = 0;
+    while rep.taken < max && limited_pops < 16 && move_failures < 4 {
+        let popped = r.pop();
+        crash_point!();
+        let Some(g) = popped else {
+            if swept {
+                break;
+            }
+            // Idle: release dead receivers' messages (at most once per liveness period), then
+            // sweep if a deadline passed. Either may have hinted groups: look once more.
+            let released = release_on_death(a) && maybe_check_liveness(a, env, me).unwrap_or(false);
+            if !maybe_sweep(a, env, me).unwrap_or(false) && !released {
+                break;
+            }
+            swept = true;
+            continue;
+        };
+        let Ok(e) = a.group(g) else { continue };
+        if seen[..nseen].contains(&g) {
+            // Served already in this call (ready again after a zero visibility timeout): leave
+            // it for the next receive, re-hinted after the loop (its flag stays set meanwhile).
+            if nrequeue < requeue.len() {
+                requeue[nrequeue] = g;
+                nrequeue += 1;
+            }
+            continue;
+        }
+        // SYNC POINT(ready-check) with `hint`: if a producer's swap found the flag set, our
+        // swap reads its 1 (AcqRel) and our scan below sees its message.
+        e.hint.swap(0, Ordering::AcqRel);
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        let cw = match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+            TryClaim::Acquired { cw, .. } => cw,
+            TryClaim::Gone => continue,
+            TryClaim::Busy(_) => {
+                count(a, me, counter::CONTENTION_RETRIES, 1);
+                // Ask the holder to re-check before it releases (DIRTY): the RMW chain on
+                // `claim` carries whatever made the group ready to it. (If it released
+                // meanwhile, `poke` takes the claim, cleans up and re-hints the group itself.)
+                // An error here concerns that group only: keep what we already took.
+                if poke(a, env, me, g).is_err() && rep.taken > 0 {
+                    break;
+                }
+                continue;
+            }
+        };
+        crash_point!();
+        let failed_before = core::mem::take(&mut rep.move_failed);
+        let got = take(a, env, me, cw, e, max - rep.taken, policy, &mut rep, sink);
+        // A dead-letter move that failed here leaves the group deliverable, and `release`
+        // re-hints it: serve it no more in this call (it is seen), and stop after a few such
+        // groups (the dead-letter queue is gone or full for all of them).
+        let failed_here = core::mem::replace(&mut rep.move_failed, failed_before);
+        rep.move_failed |= failed_here;
+        let got = match got {
+            Ok(Some(k)) => k,
+            Ok(None) => continue, // retired (and released) during cleanup
+            Err(f) => {
+                #[cfg(shmfifo_loom)]
+                if f == Fault::Crashed {
+                    return Err(f); // stopped forever, still holding the claim
+                }
+                release_claim_word(e, cw);
+                return if rep.taken > 0 { Ok(rep) } else { Err(f) };
+            }
+        };
+        if (got > 0 || failed_here) && nseen < seen.len() {
+            seen[nseen] = g;
+            nseen += 1;
+        }
+        if failed_here {
+            move_failures += 1;
+        }
+        if rep.limited {
+            limited_pops += 1;
+        }
+        rep.taken += got;
+        // The messages are taken: a fault while releasing must not lose them for the caller.
+        if release(a, env, me, cw, g).is_err() {
+            break;
+        }
+    }
+    for &g in &requeue[..nrequeue] {
+        // The flag is still 1 from the hint we popped: push directly, no flag change needed.
+        if !ring(a).push(g) {
+            a.group(g)?.hint.store(0, Ordering::Release);
+        }
+    }
+    if nrequeue > 0 {
+        notify(a, env, me);
+    }
+    count(a, me, counter::RECEIVED, rep.taken as u64);
+    Ok(rep)
+}
+
+/// Replays a recorded receive (R11): if every message is still in flight exactly as that
+/// receive left it (same incarnation, epoch and deadline: not deleted, not changed, not
+/// expired), restarts each one's visibility for `vt_ms` and hands it to `sink` again, with the
+/// same receipt (epoch) and receive count. Returns `false` (a fresh receive is due) as soon as
+/// one is not; messages already handed over stay in flight under their restarted timeout.
+pub fn replay(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    rec: &super::attempt::Record,
+    vt_ms: u64,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<bool> {
+    let t = Times::load(a, env);
+    let unchanged = |m: &MsgHeader, r: u64, w: u64| {
+        // Acquire: pairs with the link store published by the link CAS.
+        node::inc(m.link.load(Ordering::Acquire)) == node::inc(r)
+            // Acquire: the message's latest state.
+            && m.vis.load(Ordering::Acquire) == w
+            && matches!(vis::state(w), vis::State::Published(d) if d > t.now)
+            // Relaxed: written before publication, stable while published.
+            && !t.expired(m.sent.load(Ordering::Relaxed))
+    };
+    let n = rec.count.min(super::attempt::MAX_MESSAGES);
+    for k in 0..n {
+        if !unchanged(a.msg(node::index(rec.refs[k]))?, rec.refs[k], rec.vis[k]) {
+            return Ok(false);
+        }
+    }
+    let deadline = t
+        .now
+        .checked_add(vt_ms)
+        .filter(|&d| d <= vis::MAX_DEADLINE)
+        .ok_or(Fault::ClockRange)?
+        .max(1);
+    for k in 0..n {
+        let (r, w) = (rec.refs[k], rec.vis[k]);
+        let idx = node::index(r);
+        let m = a.msg(idx)?;
+        // Relaxed: stable while the message is in flight under the recorded receipt.
+        let ge = m.group_epoch0.load(Ordering::Relaxed);
+        let (_, epoch0, g) = unpack_group_epoch0(ge);
+        let e = a.group(g)?;
+        // Acquire: SYNC POINT(group-publish).
+        let st = e.state.load(Ordering::Acquire);
+        if gstate::kind(st) != gstate::ACTIVE {
+            return Ok(false);
+        }
+        // The payload is read under the group claim: nobody frees the message meanwhile.
+        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
+            return Ok(false);
+        };
+        let epoch = vis::epoch(w);
+        let new = vis::pack(epoch, vis::published(deadline));
+        // We hold the message now (its first holder died or gave up): record us as holder, at
+        // the original receive time (H6's cap). Relaxed, before the CAS that publishes it, so a
+        // releaser that reads the new `vis` (Acquire) reads us, not the dead holder. If the CAS
+        // fails, the message was deleted, released or changed meanwhile: naming us as holder
+        // then costs at most an early release should we die.
+        let rw = m.recv_ms.load(Ordering::Relaxed);
+        if unchanged(m, r, w) {
+            m.recv_ms.store(
+                super::recv::pack(me, super::recv::ms(rw)),
+                Ordering::Relaxed,
+            );
+        }
+        // AcqRel: as a visibility change (Acquire orders the payload reads below after the
+        // producer's writes; Release publishes the new deadline).
+        let ok = unchanged(m, r, w)
+            && m.vis
+                .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+        if ok {
+            let (cl, slot) = a.class_of(idx)?;
+            // Relaxed: read under the claim, after the Acquire CAS.
+            let len = payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
+            // SAFETY: as in `take`: inside the class's payload array, and we hold the group
+            // claim, so the message cannot be freed while we read.
+            let payload =
+                unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+            sink(&Taken {
+                idx,
+                inc: node::inc(r),
+                epoch,
+                receive_count: epoch.wrapping_sub(epoch0) & vis::EPOCH_MASK,
+                header: m,
+                group: e,
+                payload,
+                vis: new,
+            });
+            if vt_ms > 0 {
+                // AcqRel: as in `take`.
+                a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+            }
+        }
+        release(a, env, me, cw, g)?;
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// Under the claim: cleans up, then takes the group's visible prefix, removing expired
+/// messages (T1) and moving those past `maxReceiveCount` (X1) on the way.
+#[allow(clippy::too_many_arguments)]
+fn take(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    cw: u64,
+    e: &GroupEntry,
+    want: usize,
+    policy: &mut Policy<'_>,
+    rep: &mut Received,
+    sink: &mut dyn FnMut(&Taken<'_>),
+) -> PResult<Option<usize>> {
+    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+        return Ok(None);
+    }
+    let t = Times::load(a, env);
+    let now = t.now;
+    let vt_ms = policy.vt_ms;
+    // A deadline is never 0 (that means "never received").
+    let deadline = now
+        .checked_add(vt_ms)
+        .filter(|&d| d <= vis::MAX_DEADLINE)
+        .ok_or(Fault::ClockRange)?
+        .max(1);
+    let wall = env.wall_ms();
+    // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
+    let mut cur = e.head.load(Ordering::Acquire);
+    let mut taken = 0;
+    let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
+    for _ in 0..a.steps() {
+        if taken == want {
+            break;
+        }
+        let (next, m, ninc) = match successor(a, cur)? {
+            Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
+            Next::End => break,
+            Next::Node(next, m, ninc) => (next, m, ninc),
+        };
+        // SeqCst: SYNC POINT(ready-check) (see `receive`).
+        let w = m.vis.load(Ordering::SeqCst);
+        match vis::state(w) {
+            vis::State::Deleted => cur = node::pack(ninc, next),
+            vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
+            vis::State::Claimed(o) => {
+                if !a.owner_dead(env, o) {
+                    break; // its producer is publishing it right now
+                }
+                // Linked by a producer that died before publishing: the send committed at the
+                // link CAS, so publish it on its behalf, its dedup entry settled first
+                // (invariant D: a retry of its dedup id must find the message). We hold the
+                // claim, so no hint: the loop looks at the message again.
+                // A corrupted dedup entry must not wedge the group: publish all the same.
+                if settle_known(a, env, me, next, w, Link::Linked, Then::NoHint).is_err() {
+                    let _ = m.vis.compare_exchange(
+                        w,
+                        vis::pack(vis::epoch(w), vis::published(0)),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    );
+                }
+            }
+            vis::State::Published(d) => {
+                // Relaxed: written before the link CAS that published the node (Acquire above).
+                let sent = m.sent.load(Ordering::Relaxed);
+                match t.standing(sent, d) {
+                    Standing::Expired => {
+                        // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                        if remove(a, me, m, w) {
+                            expired += 1;
+                            cur = node::pack(ninc, next);
+                        }
+                        continue;
+                    }
+                    Standing::InFlight => {
+                        // The group is locked from here on (R3). Retention may end before the
+                        // visibility timeout: wake a sweep for it.
+                        if t.expiry(sent) < d {
+                            // AcqRel: as the deadline's fetch_min below.
+                            a.hdr
+                                .next_expiry
+                                .0
+                                .fetch_min(t.expiry(sent), Ordering::AcqRel);
+                        }
+                        break;
+                    }
+                    Standing::Delayed => {
+                        // L1, R4: delayed messages are at the tail and lock nothing; a sweep
+                        // hints the group when the delay ends.
+                        // AcqRel: as the deadline's fetch_min below.
+                        a.hdr
+                            .next_expiry
+                            .0
+                            .fetch_min(sent.saturating_add(t.delay), Ordering::AcqRel);
+                        break;
+                    }
+                    Standing::Visible => {}
+                }
+                let epoch = vis::next(vis::epoch(w));
+                // Relaxed: stable while the message is published; we hold the claim.
+                let ge = m.group_epoch0.load(Ordering::Relaxed);
+                let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
+                let (cl, slot) = a.class_of(next)?;
+                let lens = m.lens.load(Ordering::Relaxed);
+                let len = payload_len(lens, ge).min(cl.cap as usize);
+                // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
+                // stride`, so the bytes are inside the payload array. We hold the group claim,
+                // so no participant can receive, delete or free this message while we read.
+                let payload =
+                    unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+                if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
+                    if receive_count > *max_count {
+                        // X1: this receive would deliver it for the (max+1)-th time: move it
+                        // instead. A mover that dies after its send and before the removal
+                        // leaves the message here; the next mover's send is a duplicate
+                        // (the dead-letter queue dedups on the message id, D8).
+                        let moved_ok = mover(&Taken {
+                            idx: next,
+                            inc: ninc,
+                            epoch: vis::epoch(w),
+                            receive_count: receive_count.wrapping_sub(1),
+                            header: m,
+                            group: e,
+                            payload,
+                            vis: w,
+                        });
+                        crash_point!();
+                        if !moved_ok {
+                            rep.move_failed = true;
+                            break;
+                        }
+                        if remove(a, me, m, w) {
+                            moved += 1;
+                            cur = node::pack(ninc, next);
+                        }
+                        continue; // X4: the group goes on with its next message
+                    }
+                }
+                if d == 0 {
+                    // R8: a first receive adds to the in-flight count.
+                    if policy.fresh_budget == 0 {
+                        rep.limited = true;
+                        break;
+                    }
+                    policy.fresh_budget -= 1;
+                }
+                // Relaxed, before the CAS that publishes it: `change_visibility` reads it after
+                // an Acquire load of `vis`. Nobody else can take this visible message: we hold
+                // the group claim.
+                m.recv_ms
+                    .store(super::recv::pack(me, now), Ordering::Relaxed);
+                // AcqRel: Acquire orders our payload reads after the producer's writes;
+                // Release publishes the new deadline to deleters and other receivers.
+                if m.vis
+                    .compare_exchange(
+                        w,
+                        vis::pack(epoch, vis::published(deadline)),
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_err()
+                {
+                    if d == 0 {
+                        policy.fresh_budget += 1;
+                    }
+                    continue; // changed under us (purge); look again
+                }
+                if d == 0 {
+                    account_in_flight(a, me, 1);
+                }
+                crash_point!();
+                // Relaxed: informational fields of a message we now hold.
+                let _ =
+                    m.first_recv_ms
+                        .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
+                sink(&Taken {
+                    idx: next,
+                    inc: ninc,
+                    epoch,
+                    receive_count,
+                    header: m,
+                    group: e,
+                    payload,
+                    vis: vis::pack(epoch, vis::published(deadline)),
+                });
+                taken += 1;
+                redelivered += u64::from(d != 0);
+                cur = node::pack(ninc, next);
+            }
+        }
+    }
+    if taken > 0 && vt_ms > 0 {
+        // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
+        a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+    }
+    rep.moved += moved;
+    rep.expired += expired;
+    count(a, me, counter::MOVED_TO_DEAD_LETTER, moved);
+    count(a, me, counter::VISIBILITY_EXPIRIES, redelivered);
+    count(a, me, counter::RETENTION_EXPIRIES, expired);
+    // Removed messages are deleted nodes: move `head` past them now, as a delete's cleanup
+    // would, so that a producer appending behind them sees its predecessor at `head` and
+    // hints the group (SYNC POINT(ready-check)). Taken messages stop the cleanup, so a retire
+    // here means nothing was taken.
+    if (moved > 0 || expired > 0) && cleanup(a, env, cw, e)? == Cleaned::Retired {
+        return Ok(None);
+    }
+    Ok(Some(taken))
+}

@@ -1,0 +1,210 @@
+//! Recovery: finding participants that died while registered and repairing what they left
+//! (waiter counts, half-made sends, held messages, and through a sweep their claims, inserts
+//! and lost hints).
+
+use super::accounting::count;
+use super::ready::{hint_if_ready, sweep};
+use super::settle::{settle_dead_send, Settled};
+use super::{owner, pstate, vis, words, Arena, Env, PResult};
+use crate::layout::counter;
+use crate::sync::Ordering;
+
+/// What [`recover`] repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Participants found dead while registered (liveness lock gone, never closed).
+    pub dead_participants: u64,
+    /// Messages of dead producers published (their link CAS had committed them).
+    pub published: u64,
+    /// Half-made messages of dead producers freed (never published).
+    pub freed: u64,
+    /// In-flight messages of dead receivers made visible at once (`release_on_death`).
+    pub released: u64,
+}
+
+/// Period of the liveness check that idle receivers run (ms): a dead receiver's messages are
+/// released about this long after its death, once some receiver is idle.
+pub const LIVENESS_PERIOD_MS: u64 = 100;
+
+/// Participants that died while registered: status `ALIVE` and no liveness lock (a clean close
+/// stores `FREE` before unlocking, and a registrant locks before it stores `ALIVE`), as
+/// `(index, generation)`.
+pub fn dead_participants(a: &Arena<'_>, env: &dyn Env, me: u64) -> Vec<(u32, u32)> {
+    let mut dead = Vec::new();
+    for (i, p) in a.parts.iter().enumerate() {
+        // Acquire: pairs with the registration's Release store.
+        let st = p.state.load(Ordering::Acquire);
+        if pstate::status(st) != pstate::ALIVE {
+            continue;
+        }
+        let gen = pstate::gen(st);
+        if owner::code(i as u32, gen) == me || env.participant_alive(i as u32) {
+            continue;
+        }
+        dead.push((i as u32, gen));
+    }
+    dead
+}
+
+/// Whether dead receivers' messages are released at once (a creation setting).
+pub fn release_on_death(a: &Arena<'_>) -> bool {
+    // Relaxed: written before the arena was published (SYNC POINT(arena-ready)).
+    a.hdr.release_on_death.load(Ordering::Relaxed) != 0
+}
+
+/// Releases the in-flight messages of dead receivers at once instead of at their visibility
+/// deadline: each published message in flight whose `recv_ms` names one of `dead` (index and
+/// the low 8 bits of the generation) becomes visible, keeping its epoch (its receipt handle
+/// stays valid until it is received again, as after an expiry), and its group is hinted.
+/// Returns how many were released.
+pub fn release_held(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<u64> {
+    if dead.is_empty() {
+        return Ok(0);
+    }
+    release_where(a, env, me, &|r| {
+        super::recv::holder(r)
+            .is_some_and(|(hi, hg)| dead.iter().any(|&(di, dg)| di == hi && dg & 0xFF == hg))
+    })
+}
+
+/// Makes visible every in-flight message whose `recv_ms` word satisfies `pick` (see
+/// [`release_held`]); `|_| true` releases them all (after a reboot every holder is gone).
+pub fn release_where(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    pick: &dyn Fn(u64) -> bool,
+) -> PResult<u64> {
+    // A deadline that passes during the scan is released at `now` all the same: visible either way.
+    let now = env.now_ms().max(1);
+    let mut n = 0;
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for h in cl.headers {
+            // Acquire: pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
+            // before that CAS) is visible below: the holder we read is at least as new as `w`.
+            let w = h.vis.load(Ordering::Acquire);
+            let vis::State::Published(d) = vis::state(w) else {
+                continue;
+            };
+            if d <= now {
+                continue;
+            }
+            // Relaxed: ordered by the Acquire load above.
+            if !pick(h.recv_ms.load(Ordering::Relaxed)) {
+                continue;
+            }
+            crash_point!();
+            // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
+            // visibility change). A failed CAS: deleted, changed or released meanwhile.
+            if h.vis
+                .compare_exchange(
+                    w,
+                    vis::pack(vis::epoch(w), vis::published(now)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            n += 1;
+            crash_point!();
+            // Relaxed: stable while the message is published.
+            let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
+            if let Ok(e) = a.group(g) {
+                // A corrupted group is left to the sweep: the scan goes on.
+                let _ = hint_if_ready(a, env, me, g, e);
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Runs [`recover`] if the liveness period has passed and some registered participant has died
+/// (one checker per period, by CAS on `Header::liveness`). Called by idle receivers, so that a
+/// dead receiver's messages come back within about [`LIVENESS_PERIOD_MS`]. Returns whether it
+/// repaired anything.
+pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
+    let now = env.now_ms();
+    // Relaxed: the CAS below decides who checks; a stale value only delays or repeats a check.
+    let last = a.hdr.liveness.0.load(Ordering::Relaxed);
+    if now < last.saturating_add(LIVENESS_PERIOD_MS) && last <= now {
+        return Ok(false);
+    }
+    // Relaxed: the word orders nothing; the participant and slot loads carry their own.
+    if a.hdr
+        .liveness
+        .0
+        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return Ok(false);
+    }
+    let dead = dead_participants(a, env, me);
+    if dead.is_empty() {
+        return Ok(false);
+    }
+    let r = recover_dead(a, env, me, &dead)?;
+    Ok(r != Recovered::default())
+}
+
+/// Repairs what dead participants left: their waiter counts, their half-made sends, their
+/// in-flight messages (released at once with `release_on_death`), and (through a sweep) their
+/// claims, inserts and lost hints. Then marks each dead registration `FREE`, so that later
+/// checks skip it.
+pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
+    recover_dead(a, env, me, &dead_participants(a, env, me))
+}
+
+/// [`recover`] with the dead registrations already found (by [`dead_participants`]).
+fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<Recovered> {
+    let mut r = Recovered::default();
+    for &(i, _) in dead {
+        r.dead_participants += 1;
+        // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
+        let w = a.parts[i as usize].waiting.swap(0, Ordering::AcqRel);
+        if w > 0 {
+            a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
+        }
+    }
+    for cl in a.classes.iter().take(a.nclasses).flatten() {
+        for (i, h) in cl.headers.iter().enumerate() {
+            // Acquire: the slot's current state.
+            let w = h.vis.load(Ordering::Acquire);
+            let vis::State::Claimed(o) = vis::state(w) else {
+                continue;
+            };
+            if o == me || !a.owner_dead(env, o) {
+                continue;
+            }
+            match settle_dead_send(a, env, me, cl.base + i as u32, w)? {
+                Settled::Published => r.published += 1,
+                Settled::Freed => r.freed += 1,
+                // Another settler won, or the group's claim is held by a live participant
+                // (next recovery).
+                Settled::Raced | Settled::Busy => {}
+            }
+        }
+    }
+    if release_on_death(a) {
+        r.released = release_held(a, env, me, dead)?;
+    }
+    sweep(a, env, me)?;
+    for &(i, gen) in dead {
+        // Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
+        // another recoverer did it, or a new registrant took the slot (its own generation).
+        if a.parts[i as usize]
+            .state
+            .compare_exchange(
+                pstate::pack(gen, pstate::ALIVE),
+                pstate::pack(gen, pstate::FREE),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            count(a, me, counter::PARTICIPANTS_RECOVERED, 1);
+        }
+    }
+    Ok(r)
+}

@@ -1,0 +1,240 @@
+//! Settling a dead producer's send: its dedup entry first (invariant D), then its slot,
+//! published if its link CAS had committed it, else freed.
+//!
+//! `settle` and `dedup` are the one deliberate import pair of the protocol: a reservation that
+//! meets a dead sender's pending entry settles it here, and a settle commits or aborts the
+//! entry there.
+
+use super::dedup::{self, PENDING};
+use super::group::{self, TryClaim};
+use super::ready::{hint_if_ready, release};
+use super::{gstate, node, pool, vis, words, Arena, Env, Fault, PResult};
+use crate::layout::MsgHeader;
+use crate::sync::Ordering;
+
+/// Settles a dead producer's slot `idx`, claimed in vis word `w`: its dedup entry first
+/// (invariant D), then the slot: published if its link CAS had committed it, else freed.
+pub fn settle_dead_send(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    idx: u32,
+    w: u64,
+) -> PResult<Settled> {
+    if !matches!(vis::state(w), vis::State::Claimed(_)) {
+        return Ok(Settled::Raced);
+    }
+    let h = a.msg(idx)?;
+    let linked = match find_in_group(a, env, me, h, idx)? {
+        Walked::Found => Link::Linked,
+        Walked::Absent => Link::Unlinked,
+        Walked::Busy => return Ok(Settled::Busy),
+    };
+    settle_known(a, env, me, idx, w, linked, Then::HintGroup)
+}
+
+/// Settles a dead producer's slot `idx` (claimed in `w`) once it is known whether its node is
+/// linked (found in its group's list under the claim): its dedup entry first (invariant D),
+/// then the slot: published (and its group hinted unless `then` says not) if linked, else freed.
+pub(crate) fn settle_known(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    idx: u32,
+    w: u64,
+    linked: Link,
+    then: Then,
+) -> PResult<Settled> {
+    let vis::State::Claimed(o) = vis::state(w) else {
+        return Ok(Settled::Raced);
+    };
+    let h = a.msg(idx)?;
+    // Relaxed: the dead producer's last writes, ordered before its link CAS (if any), which
+    // `linked` read with Acquire; a stale value names no matching entry.
+    let back = h.recv_ms.load(Ordering::Relaxed);
+    let inc = node::inc(h.link.load(Ordering::Acquire));
+    let seq = if linked == Link::Linked {
+        let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
+        // Relaxed: written before the group was published.
+        let hi = a.group(g)?.seq_base.load(Ordering::Relaxed);
+        Some((hi, h.pos.load(Ordering::Relaxed)))
+    } else {
+        None
+    };
+    settle_for_slot(a, env, back, o, idx, inc, seq)?;
+    if linked == Link::Linked {
+        h.recv_ms.store(0, Ordering::Relaxed);
+        if h.vis
+            .compare_exchange(
+                w,
+                vis::pack(vis::epoch(w), vis::published(0)),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return Ok(Settled::Raced);
+        }
+        let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
+        if let (Then::HintGroup, Ok(e)) = (then, a.group(g)) {
+            hint_if_ready(a, env, me, g, e)?;
+        }
+        Ok(Settled::Published)
+    } else if pool::free(a, idx, w)? {
+        Ok(Settled::Freed)
+    } else {
+        Ok(Settled::Raced)
+    }
+}
+
+/// What [`settle_dead_send`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The message had been linked: we published it.
+    Published,
+    /// The message had not been linked: we freed its slot.
+    Freed,
+    /// Another settler changed the slot first.
+    Raced,
+    /// Its group's claim is held by a live participant: try later.
+    Busy,
+}
+
+/// Whether a dead producer's node is in its group's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Link {
+    /// Its link CAS committed the send: the node is in the list.
+    Linked,
+    /// It never linked: the send did not happen.
+    Unlinked,
+}
+
+/// What a settle does after publishing a linked message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// Hint its group if the message can be received now (recovery).
+    HintGroup,
+    /// Nothing: the caller holds the group's claim and looks at the message itself (`take`).
+    NoHint,
+}
+
+/// What [`find_in_group`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walked {
+    /// The node is in its group's list.
+    Found,
+    /// It is not (or its group is gone).
+    Absent,
+    /// The group's claim is held by a live participant: the check is left for a later recovery
+    /// rather than waiting (its holder may be stopped).
+    Busy,
+}
+
+/// Whether node `idx` is reachable in the group its header names (walks under the claim).
+fn find_in_group(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    h: &MsgHeader,
+    idx: u32,
+) -> PResult<Walked> {
+    // Relaxed: a dead producer's last write; validated by the walk.
+    let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
+    let Ok(e) = a.group(g) else {
+        return Ok(Walked::Absent);
+    };
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    if gstate::kind(st) != gstate::ACTIVE {
+        return Ok(Walked::Absent);
+    }
+    let cw = match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+        TryClaim::Acquired { cw, .. } => cw,
+        TryClaim::Gone => return Ok(Walked::Absent),
+        TryClaim::Busy(_) => return Ok(Walked::Busy),
+    };
+    let mut found = false;
+    let mut cur = e.head.load(Ordering::Acquire);
+    for _ in 0..a.steps() {
+        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+        let next = node::index(l);
+        if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+            break;
+        }
+        if next == idx {
+            found = true;
+            break;
+        }
+        cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
+    }
+    release(a, env, me, cw, g)?;
+    Ok(if found { Walked::Found } else { Walked::Absent })
+}
+
+/// Settles the `PENDING` entry `i` (state `st`) of a dead sender: through its slot if it
+/// recorded one (the slot is settled too), else by aborting it.
+pub(crate) fn settle_entry(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: u64,
+    i: usize,
+    st: u64,
+) -> PResult<()> {
+    let e = dedup::entry(a, i)?;
+    // Acquire: pairs with `set_msg`.
+    let m = e.msg.load(Ordering::Acquire);
+    let idx = node::index(m);
+    if idx == node::NIL {
+        // Never appended: its slot (if any) is freed by recovery.
+        return dedup::abort(a, i as u32, st);
+    }
+    let h = a.msg(idx)?;
+    // Acquire: the slot's current state.
+    let w = h.vis.load(Ordering::Acquire);
+    // Relaxed: an incarnation changes only after a free, which comes after the settle.
+    let inc = node::inc(h.link.load(Ordering::Relaxed));
+    if vis::state(w) == vis::State::Claimed(gstate::owner(st)) && inc == node::inc(m) {
+        // `None`: the group's claim is held by a live participant; the caller looks again.
+        let _ = settle_dead_send(a, env, me, idx, w)?;
+        return Ok(());
+    }
+    if e.state.load(Ordering::Acquire) == st {
+        return Err(Fault::Corrupted(
+            "dedup entry names a message its sender no longer holds",
+        ));
+    }
+    Ok(())
+}
+
+/// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`),
+/// before the slot itself is published (`linked`) or freed. Called by
+/// [`settle_dead_send`].
+pub fn settle_for_slot(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    back: u64,
+    o: u64,
+    idx: u32,
+    inc: u32,
+    linked: Option<(u64, u64)>,
+) -> PResult<()> {
+    let Some(i) = back.checked_sub(1) else {
+        return Ok(());
+    };
+    // A stale or hostile back-pointer names no entry, or an entry that is not this send's.
+    let Some(e) = a.dedup.get(i as usize) else {
+        return Ok(());
+    };
+    // Acquire: SYNC POINT(dedup-publish).
+    let st = e.state.load(Ordering::Acquire);
+    if dedup::kind(st) != PENDING
+        || gstate::owner(st) != o
+        || e.msg.load(Ordering::Acquire) != node::pack(inc, idx)
+    {
+        return Ok(());
+    }
+    match linked {
+        Some((seq_hi, pos)) => dedup::commit(a, env, i as u32, st, seq_hi, pos),
+        None => dedup::abort(a, i as u32, st),
+    }
+}
