@@ -1,0 +1,269 @@
+//! Dead-letter queues: checking a redrive policy's target (X1, X2), the mover that a receive
+//! calls under a group claim (X1, X3, D8), and redrive back to the sources (X6).
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::framing::attr_size;
+use super::open::queue_path;
+use super::queue::{fault, Queue};
+use super::types::*;
+use crate::config::{Deduplication, RedrivePolicy, MAX_RECEIVE_COUNT};
+use crate::error::{Error, Result};
+use crate::layout::{MAX_ID_LEN, MAX_REDRIVE_PATH};
+use crate::protocol::receive::Taken;
+use crate::protocol::{group, settings, words};
+use crate::sync::Ordering;
+
+/// Checks a redrive policy's target (X1, X2): it exists, is a shmfifo queue other than this
+/// one, deduplicates (for exactly-once moves, D8) and takes every message this queue can
+/// hold. Returns its canonical path and the opened queue.
+pub(super) fn check_dead_letter(
+    p: &RedrivePolicy,
+    own_nonce: Option<u64>,
+    own_max_message_size: u32,
+) -> Result<(PathBuf, Queue)> {
+    if !(1..=MAX_RECEIVE_COUNT).contains(&p.max_receive_count) {
+        return Err(Error::invalid(
+            "RedrivePolicy",
+            format!(
+                "Value {} for parameter RedrivePolicy is invalid. Reason: maxReceiveCount must be an integer from 1 to {MAX_RECEIVE_COUNT}.",
+                p.max_receive_count
+            ),
+        ));
+    }
+    let given = queue_path(&p.dead_letter_queue)?;
+    let dl = |path: &Path, reason: String| Error::DeadLetterQueue {
+        path: path.to_owned(),
+        reason,
+    };
+    let path = std::fs::canonicalize(&given)
+        .map_err(|e| dl(&given, format!("does not exist ({e}); create it first")))?;
+    if path.as_os_str().len() > MAX_REDRIVE_PATH {
+        return Err(dl(
+            &path,
+            format!("its path is longer than {MAX_REDRIVE_PATH} bytes"),
+        ));
+    }
+    let q = Queue::open_at(&path).map_err(|e| dl(&path, format!("cannot be opened: {e}")))?;
+    if Some(q.inner.nonce) == own_nonce {
+        return Err(dl(
+            &path,
+            "a queue cannot be its own dead-letter queue".into(),
+        ));
+    }
+    if q.inner.dedup == Deduplication::Off {
+        return Err(dl(
+            &path,
+            "its deduplication is off, so a move could not be made exactly once (D8); create it with deduplication on".into(),
+        ));
+    }
+    if q.inner.max_message_size < own_max_message_size {
+        return Err(dl(
+            &path,
+            format!(
+                "its maximum_message_size {} is smaller than this queue's {own_max_message_size}",
+                q.inner.max_message_size
+            ),
+        ));
+    }
+    Ok((path, q))
+}
+
+impl Queue {
+    /// The dead-letter queue and `maxReceiveCount` of the live redrive policy, if any.
+    pub(super) fn dead_letter(&self) -> Result<Option<(u32, u64)>> {
+        let inner = &*self.inner;
+        // Acquire: SYNC POINT(settings-publish) (the full read below validates).
+        let c = inner.view.hdr.redrive.current.load(Ordering::Acquire);
+        // Relaxed: a process-local cache of that word.
+        if inner.no_policy.load(Ordering::Relaxed) == c {
+            return Ok(None);
+        }
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        if p.max_receive_count == 0 {
+            // Relaxed: as above.
+            inner.no_policy.store(c, Ordering::Relaxed);
+            return Ok(None);
+        }
+        Ok(Some((p.max_receive_count, p.version)))
+    }
+
+    /// The opened dead-letter queue of policy `version` (opened on first use, then cached).
+    pub(super) fn dead_letter_queue(&self, version: u64) -> Result<Queue> {
+        let inner = &*self.inner;
+        let mut cache = inner.dlq.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((v, q)) = cache.as_ref() {
+            if *v == version {
+                return Ok(q.clone());
+            }
+        }
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(&p.path[..p.path_len]));
+        let q = Queue::open_at(&path).map_err(|e| Error::DeadLetterQueue {
+            path: path.clone(),
+            reason: format!("cannot be opened: {e}"),
+        })?;
+        if q.inner.dedup == Deduplication::Off {
+            return Err(Error::DeadLetterQueue {
+                path,
+                reason: "its deduplication is off".into(),
+            });
+        }
+        *cache = Some((p.version, q.clone()));
+        Ok(q)
+    }
+
+    /// Sends a taken message to the dead-letter queue (X1, X3, D8, M2, M4, T2).
+    pub(super) fn move_to(&self, dlq: &Queue, t: &Taken<'_>) -> Result<()> {
+        let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
+        let h = t.header;
+        let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
+        let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
+        let p = t.payload;
+        let corrupt = || Error::Corrupted {
+            what: "message lengths exceed the slot",
+        };
+        if src_len + dedup_len + attr_len + body_len != p.len() {
+            return Err(corrupt());
+        }
+        let dedup = &p[src_len..src_len + dedup_len];
+        // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
+        // it had: its dedup id).
+        let mut id_text = [0u8; 36];
+        if flags & words::LENS_MOVED != 0 {
+            if dedup.len() != 36 {
+                return Err(corrupt());
+            }
+            id_text.copy_from_slice(dedup);
+        } else {
+            let id = self.message_id(t.idx, t.inc).to_string();
+            id_text.copy_from_slice(id.as_bytes());
+        }
+        let attrs = &p[src_len + dedup_len..src_len + dedup_len + attr_len];
+        let body = &p[src_len + dedup_len + attr_len..];
+        // Measured as `send` measures it: names, types and values, without our framing.
+        let size = attr_size(attrs) + body.len();
+        if size > dlq.inner.max_message_size as usize {
+            return Err(Error::DeadLetterQueue {
+                path: dlq.path().map(Path::to_owned).unwrap_or_default(),
+                reason: format!(
+                    "a {size}-byte message does not fit its maximum_message_size {}",
+                    dlq.inner.max_message_size
+                ),
+            });
+        }
+        let mut gid = [0u8; MAX_ID_LEN];
+        let glen = group::read_id(t.group, &mut gid);
+        dlq.send_parts(
+            &gid[..glen],
+            &self.inner.source,
+            &id_text,
+            &[attrs],
+            attr_len,
+            body,
+            words::LENS_MOVED,
+            t.receive_count,
+        )
+        .map(|_| ())
+        .map_err(|e| Error::DeadLetterQueue {
+            path: dlq.path().map(Path::to_owned).unwrap_or_default(),
+            reason: format!("refused a moved message: {e}"),
+        })
+    }
+
+    /// The live redrive policy (X1), if any.
+    pub fn redrive_policy(&self) -> Result<Option<RedrivePolicy>> {
+        let p = settings::read(&self.arena()).map_err(|f| fault(f, &self.inner))?;
+        Ok((p.max_receive_count > 0).then(|| RedrivePolicy {
+            dead_letter_queue: String::from_utf8_lossy(&p.path[..p.path_len]).into_owned(),
+            max_receive_count: p.max_receive_count,
+        }))
+    }
+
+    /// Moves messages from this (dead-letter) queue back to their source queues, or to
+    /// `opts.destination` (X6): oldest first (each group in order, groups in ready order), as
+    /// new messages (new message id, sequence number, receive count and retention, M2), at
+    /// most `max_per_second`, until no message is visible here, `limit` is reached or
+    /// `cancel` is set. Each message is sent before it is deleted here: a redrive killed in
+    /// between leaves a copy here that becomes visible again after the visibility timeout;
+    /// moving it again is a duplicate (dropped) in a destination that deduplicates and was
+    /// sent it within its dedup interval, since the dedup id sent is this queue's message id.
+    pub fn redrive(&self, opts: &RedriveOptions) -> Result<RedriveReport> {
+        let mut rep = RedriveReport::default();
+        let fixed = opts.destination.as_deref().map(queue_path).transpose()?;
+        let mut dests: std::collections::HashMap<PathBuf, Queue> = Default::default();
+        let started = Instant::now();
+        let mut buf = ReceiveBuffer::new();
+        loop {
+            let want = opts
+                .limit
+                .map_or(10, |l| l.saturating_sub(rep.moved).min(10)) as u32;
+            if want == 0 {
+                return Ok(rep);
+            }
+            let ro = ReceiveOptions::max(want)
+                .visibility_timeout(Duration::from_secs(30))
+                .wait(Duration::ZERO);
+            if self.receive_into(&ro, &mut buf)? == 0 {
+                return Ok(rep);
+            }
+            for m in buf.messages() {
+                if let Some(rate) = opts.max_per_second.filter(|&r| r > 0) {
+                    let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
+                    if let Some(wait) = due.checked_sub(started.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
+                }
+                // Checked after the rate wait: a cancel that came during it stops before this
+                // message moves.
+                if opts
+                    .cancel
+                    .as_ref()
+                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                {
+                    // Put back what this batch has not moved.
+                    let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);
+                    rep.cancelled = true;
+                    continue;
+                }
+                let Some(path) = fixed
+                    .clone()
+                    .or_else(|| m.dead_letter_source.as_deref().map(PathBuf::from))
+                else {
+                    rep.skipped += 1;
+                    continue;
+                };
+                let dest = match dests.get(&path) {
+                    Some(q) => q.clone(),
+                    None => {
+                        let q = Queue::open_at(&path)?;
+                        dests.insert(path.clone(), q.clone());
+                        q
+                    }
+                };
+                let attrs: Vec<MessageAttribute<'_>> = m
+                    .attributes
+                    .iter()
+                    .map(|a| MessageAttribute {
+                        name: &a.name,
+                        data_type: &a.data_type,
+                        value: &a.value,
+                    })
+                    .collect();
+                let id = m.message_id.to_string();
+                let mut out = SendMessage::new(&m.group_id, &m.body).attributes(&attrs);
+                if dest.inner.dedup != Deduplication::Off {
+                    out = out.dedup_id(&id);
+                }
+                dest.send(&out)?;
+                self.delete(&m.receipt_handle)?;
+                rep.moved += 1;
+            }
+            if rep.cancelled {
+                return Ok(rep);
+            }
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Operators' views: lifetime counters, peek, inspect and the queue attributes (C1).
+
+use std::time::Duration;
+
+use super::queue::{fault, Queue};
+use super::receive::fill;
+use super::types::*;
+use crate::error::{Error, Result};
+use crate::layout::{MsgHeader, MAX_ID_LEN};
+use crate::protocol::{accounting, dedup, group, inspect, owner, pstate, recovery, Env};
+use crate::sync::Ordering;
+
+impl Queue {
+    /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
+    /// (one load per counter per participant slot) and safe while the queue is in use.
+    pub fn counters(&self) -> Counters {
+        Counters::from_array(&accounting::counters(&self.arena()))
+    }
+
+    /// Reads up to `max` messages that a receive could return now (each group's visible
+    /// prefix, groups in table order), changing nothing: no receive count, no visibility,
+    /// no receipt. A snapshot: another process may receive them at once.
+    pub fn peek(&self, max: usize) -> Result<Vec<PeekedMessage>> {
+        let inner = &*self.inner;
+        let mut m = Message::default();
+        let (out, bad) = inspect::peek(&self.arena(), inner, max, &mut |t| {
+            fill(&mut m, t, inner.nonce, inner.created_wall_ms)?;
+            Ok(PeekedMessage {
+                message_id: m.message_id,
+                body: std::mem::take(&mut m.body),
+                group_id: std::mem::take(&mut m.group_id),
+                dedup_id: m.dedup_id.take(),
+                sequence_number: m.sequence_number,
+                sent_timestamp: m.sent_timestamp,
+                first_receive_timestamp: m.first_receive_timestamp,
+                receive_count: m.receive_count,
+                attributes: std::mem::take(&mut m.attributes),
+                dead_letter_source: m.dead_letter_source.take(),
+            })
+        })
+        .map_err(|f| fault(f, inner))?;
+        match bad {
+            // A copy that failed to parse although its message was unchanged: corruption.
+            Some(what) if out.is_empty() => Err(Error::Corrupted { what }),
+            _ => Ok(out),
+        }
+    }
+
+    /// A read-only snapshot of everything about the queue (what `shmfifo stat` prints):
+    /// messages by state, active and locked groups with the `top` largest by backlog,
+    /// participants alive and dead, slot use by size class, lifetime counters. It scans every
+    /// slot and walks every group's list: O(capacity + groups), for operators, not hot paths.
+    pub fn inspect(&self, top: usize) -> Result<Inspection> {
+        let inner = &*self.inner;
+        let a = self.arena();
+        // One scan of the slots: messages by state, per size class and in total.
+        let mut size_classes = Vec::new();
+        let c = accounting::counts_per_class(&a, inner, &mut |cl, u| {
+            let slots = cl.headers.len() as u32;
+            let used = u.published() as u32;
+            let (sending, deleted) = (u.sending as u32, u.deleted as u32);
+            size_classes.push(SizeClassUse {
+                payload_bytes: cl.cap,
+                slot_bytes: (std::mem::size_of::<MsgHeader>() + cl.stride) as u64,
+                slots,
+                free: slots.saturating_sub(used + sending + deleted),
+                sending,
+                used,
+                deleted,
+            });
+        });
+        let groups = inspect::groups(&a, inner, top).map_err(|f| fault(f, inner))?;
+        let mut id = [0u8; MAX_ID_LEN];
+        let largest_groups = groups
+            .largest
+            .iter()
+            .map(|g| {
+                let n = a.group(g.index).map_or(0, |e| group::read_id(e, &mut id));
+                GroupInfo {
+                    group_id: String::from_utf8_lossy(&id[..n]).into_owned(),
+                    visible: g.visible,
+                    in_flight: g.in_flight,
+                    delayed: g.delayed,
+                    sending: g.sending,
+                    locked: g.locked,
+                }
+            })
+            .collect();
+        let dead = recovery::dead_participants(&a, inner, inner.me);
+        let mut participants = Vec::new();
+        for (i, p) in a.parts.iter().enumerate() {
+            // Relaxed: a snapshot for display.
+            let st = p.state.load(Ordering::Relaxed);
+            if pstate::status(st) != pstate::ALIVE {
+                continue;
+            }
+            let generation = pstate::gen(st);
+            participants.push(ParticipantInfo {
+                slot: i as u32,
+                generation,
+                // Relaxed: display only.
+                pid: p.pid.load(Ordering::Relaxed) as u32,
+                alive: !dead.contains(&(i as u32, generation)),
+                is_self: owner::code(i as u32, generation) == inner.me,
+            });
+        }
+        let counters = self.counters();
+        Ok(Inspection {
+            attributes: self.attributes_from(&c, &counters),
+            messages: MessageCounts {
+                visible: c.visible,
+                in_flight: c.in_flight,
+                delayed: c.delayed,
+                sending: c.sending,
+                deleted: c.deleted,
+            },
+            active_groups: groups.active,
+            locked_groups: groups.locked,
+            largest_groups,
+            participants,
+            size_classes,
+            counters,
+        })
+    }
+
+    /// Settings and approximate counters (C1). Counting scans every slot.
+    pub fn attributes(&self) -> QueueAttributes {
+        self.attributes_from(
+            &accounting::counts(&self.arena(), &*self.inner),
+            &self.counters(),
+        )
+    }
+
+    /// The attributes, with the message counts and lifetime counters already read.
+    pub(super) fn attributes_from(
+        &self,
+        c: &accounting::Counts,
+        counters: &Counters,
+    ) -> QueueAttributes {
+        let inner = &*self.inner;
+        QueueAttributes {
+            approximate_number_of_messages: c.visible,
+            approximate_number_of_messages_not_visible: c.in_flight,
+            approximate_number_of_messages_delayed: c.delayed,
+            visibility_timeout: Duration::from_millis(self.default_vt_ms()),
+            // Relaxed: live settings and statistics.
+            delay: Duration::from_millis(inner.view.hdr.delay_ms.load(Ordering::Relaxed)),
+            message_retention_period: Duration::from_millis(
+                inner.view.hdr.retention_ms.load(Ordering::Relaxed),
+            ),
+            redrive_policy: self.redrive_policy().ok().flatten(),
+            max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
+            release_on_death: recovery::release_on_death(&self.arena()),
+            in_flight_count: accounting::in_flight(&self.arena()),
+            in_flight_limit_hits: counters.in_flight_limit_hits,
+            moved_to_dead_letter: counters.moved_to_dead_letter,
+            retention_expiries: counters.retention_expiries,
+            receive_message_wait_time: Duration::from_millis(inner.wait_ms),
+            maximum_message_size: inner.max_message_size,
+            created_timestamp: inner.created_wall_ms,
+            fifo_queue: true,
+            // Relaxed: a gauge.
+            active_groups: inner.view.hdr.active_groups.0.load(Ordering::Relaxed),
+            max_groups: inner.view.max_groups,
+            max_participants: inner.view.parts.len() as u32,
+            size_classes: inner.caps.clone(),
+            arena_bytes: inner.map.len() as u64,
+            deduplication: inner.dedup,
+            // Relaxed: a live setting.
+            content_based_deduplication: inner.view.hdr.content_based_dedup.load(Ordering::Relaxed)
+                != 0,
+            deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
+            dedup_entries: inner.view.dedup.len() as u64,
+            dedup_entries_in_use: {
+                let (live, pending) = dedup::count(&self.arena(), inner.now_ms());
+                live + pending
+            },
+        }
+    }
+}

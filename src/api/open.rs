@@ -1,0 +1,698 @@
+//! Creating, opening and unlinking queues: file placement, arena initialisation, and `attach`
+//! (validate the header, view the regions, rebase the clock, register, recover).
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::dead_letter::check_dead_letter;
+use super::queue::{boot_tag, clock_word, fault, ms, Inner, Queue, CLOCK_MASK, HASH_SIPHASH24};
+use crate::config::{
+    Deduplication, QueueConfig, MAX_DEDUP_ENTRIES, MAX_DEDUP_INTERVAL, MAX_WAIT_TIME,
+};
+use crate::error::{Error, Result};
+use crate::layout::{
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC,
+    MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
+};
+use crate::protocol::{owner, pstate, recovery, Arena, Class};
+use crate::sync::{AtomicU64, Ordering};
+use crate::sys;
+
+pub(super) fn shm_path(name: &str) -> Result<PathBuf> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+    if !ok {
+        return Err(Error::InvalidQueueName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(Path::new("/dev/shm").join(name))
+}
+
+/// The `n` elements of type `T` at byte offset `off` of the mapping at `base`.
+///
+/// # Safety
+/// `off + n * size_of::<T>()` must lie inside a mapping that outlives the returned slice,
+/// `base + off` must be aligned for `T`, and `T` must be valid for any bit pattern (atomics).
+pub(super) unsafe fn region<T>(base: *mut u8, off: u64, n: usize) -> &'static [T] {
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::slice::from_raw_parts(base.add(off as usize) as *const T, n) }
+}
+
+/// A queue name (under `/dev/shm`) or a path (anything containing `/`).
+pub(super) fn queue_path(s: &str) -> Result<PathBuf> {
+    if s.contains('/') {
+        Ok(PathBuf::from(s))
+    } else {
+        shm_path(s)
+    }
+}
+
+/// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
+///
+/// # Safety
+/// `base` must point to a zeroed, page-aligned mapping of at least `total` bytes that no other
+/// process uses yet.
+pub(super) unsafe fn initialise(
+    base: *mut u8,
+    cfg: &QueueConfig,
+    g: &crate::layout::Geometry,
+    total: u64,
+    redrive: Option<(u32, &[u8])>,
+) -> io::Result<()> {
+    // SAFETY: the caller guarantees a page-aligned mapping of at least PAGE bytes; `Header` is
+    // made of atomics, valid for the all-zero bit pattern.
+    let hdr = unsafe { &*(base as *const Header) };
+    let r = Ordering::Relaxed; // all published by the Release store of `state` below
+    hdr.magic.store(MAGIC, r);
+    hdr.layout_version.store(LAYOUT_VERSION, r);
+    hdr.total_size.store(total, r);
+    hdr.hash_alg.store(HASH_SIPHASH24, r);
+    hdr.hash_k0.store(sys::random_u64()?, r);
+    hdr.hash_k1.store(sys::random_u64()?, r);
+    hdr.nonce.store(sys::random_u64()?, r);
+    let boot = sys::boot_id();
+    hdr.boot_id[0].store(boot[0], r);
+    hdr.boot_id[1].store(boot[1], r);
+    hdr.created_wall_ms.store(sys::realtime_ms(), r);
+    hdr.clock.store(
+        clock_word(boot_tag(boot), sys::monotonic_ns() / 1_000_000),
+        r,
+    );
+    hdr.release_on_death
+        .store(u64::from(cfg.release_on_death), r);
+    hdr.participants.store(u64::from(g.participants), r);
+    hdr.max_groups.store(u64::from(g.max_groups), r);
+    hdr.group_slots.store(u64::from(g.group_slots), r);
+    hdr.ready_slots.store(u64::from(g.ready_slots), r);
+    hdr.class_count.store(g.classes.len() as u64, r);
+    for (k, &(cap, n)) in g.classes.iter().enumerate() {
+        hdr.class_payload[k].store(u64::from(cap), r);
+        hdr.class_slots[k].store(u64::from(n), r);
+    }
+    hdr.max_message_size
+        .store(u64::from(cfg.maximum_message_size), r);
+    hdr.visibility_timeout_ms
+        .store(ms(cfg.visibility_timeout), r);
+    hdr.delay_ms.store(ms(cfg.delay), r);
+    hdr.retention_ms.store(ms(cfg.message_retention_period), r);
+    hdr.max_in_flight.store(u64::from(cfg.max_in_flight), r);
+    if let Some((max, path)) = redrive {
+        // Buffer 0 is the current one (`current` is 0): published with the state word below.
+        let b = &hdr.redrive.buffers[0];
+        b.max_receive_count.store(u64::from(max), r);
+        b.path_len.store(path.len() as u64, r);
+        for (k, chunk) in path.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            b.path[k].store(u64::from_le_bytes(w), r);
+        }
+    }
+    hdr.receive_wait_ms
+        .store(ms(cfg.receive_message_wait_time), r);
+    hdr.dedup_mode.store(
+        match cfg.deduplication {
+            Deduplication::Off => 0,
+            Deduplication::Queue => 1,
+            Deduplication::MessageGroup => 2,
+        },
+        r,
+    );
+    hdr.dedup_interval_ms
+        .store(ms(cfg.deduplication_interval), r);
+    hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
+    hdr.content_based_dedup
+        .store(u64::from(cfg.content_based_deduplication), r);
+    hdr.next_expiry.0.store(u64::MAX, r);
+    hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
+    // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
+    hdr.state.store(STATE_READY, Ordering::Release);
+    Ok(())
+}
+
+impl Queue {
+    /// Creates the queue `name` under `/dev/shm` (exclusively, mode from the config).
+    pub fn create(name: &str, cfg: &QueueConfig) -> Result<Queue> {
+        Self::create_at(shm_path(name)?, cfg)
+    }
+
+    /// Opens the queue `name` under `/dev/shm`.
+    pub fn open(name: &str) -> Result<Queue> {
+        Self::open_at(shm_path(name)?)
+    }
+
+    /// Removes the queue `name` under `/dev/shm`. Processes that have it open keep using it.
+    pub fn unlink(name: &str) -> Result<()> {
+        Self::unlink_at(shm_path(name)?)
+    }
+
+    /// Creates a queue at `path` (any file system; `/dev/shm` for memory speed).
+    pub fn create_at(path: impl AsRef<Path>, cfg: &QueueConfig) -> Result<Queue> {
+        let path = path.as_ref();
+        let g = cfg.geometry()?;
+        let dlq = cfg
+            .redrive_policy
+            .as_ref()
+            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .transpose()?;
+        let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
+            setting: "size_classes",
+            reason: "too large".into(),
+        })?;
+        let no_space = |e: io::Error, dir: &Path| match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
+            Some(libc::ENOENT) => Error::QueueDoesNotExist {
+                path: dir.to_owned(),
+            },
+            _ => Error::Io(e),
+        };
+        // The arena is made complete in an unnamed file (or, where the file system has none, a
+        // hidden temporary name) and only then named `path`: a creator that dies half-way
+        // leaves nothing at `path`, and `open` never meets a half-made arena of ours.
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let (file, tmp) = match sys::create_unnamed(dir, cfg.mode, total) {
+            Ok(Some(f)) => (f, None),
+            Ok(None) => {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let tmp = dir.join(format!(
+                    ".{name}.{}.{:x}.shmfifo-tmp",
+                    sys::pid(),
+                    sys::random_u64().unwrap_or(0)
+                ));
+                let f = sys::create_file(&tmp, cfg.mode, total).map_err(|e| no_space(e, dir))?;
+                (f, Some(tmp))
+            }
+            Err(e) => return Err(no_space(e, dir)),
+        };
+        let made = Self::initialise_file(&file, cfg, &g, total, dlq.as_ref())
+            .and_then(|()| Self::place(&file, tmp.as_deref(), path));
+        if let Some(t) = &tmp {
+            let _ = std::fs::remove_file(t);
+        }
+        made?;
+        drop(dlq);
+        let r = Self::attach(file, Some(path.to_owned()));
+        if r.is_err() {
+            let _ = std::fs::remove_file(path);
+        }
+        r
+    }
+
+    /// Names the complete arena `file` (unnamed, or named `tmp`) `path`, replacing a stale
+    /// arena found there (one its creator never finished), never a live one.
+    pub(super) fn place(file: &File, tmp: Option<&Path>, path: &Path) -> Result<()> {
+        for _ in 0..64 {
+            let linked = match tmp {
+                None => sys::link_unnamed(file, path),
+                Some(t) => std::fs::hard_link(t, path),
+            };
+            match linked {
+                Ok(()) => return Ok(()),
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                    if !Self::remove_stale(path)? {
+                        return Err(Error::QueueNameExists {
+                            path: path.to_owned(),
+                        });
+                    }
+                }
+                Err(e) => {
+                    return Err(match e.raw_os_error() {
+                        Some(libc::ENOENT) => Error::QueueDoesNotExist {
+                            path: path.to_owned(),
+                        },
+                        _ => Error::Io(e),
+                    })
+                }
+            }
+        }
+        Err(Error::QueueNameExists {
+            path: path.to_owned(),
+        })
+    }
+
+    /// If `path` names a stale arena (empty, all zeros where a header should be, or a header of
+    /// this layout whose state was never set ready), removes it and returns `true` (also when
+    /// it is gone already, or another creator is replacing it: try again); `false` if it is
+    /// anything else.
+    pub(super) fn remove_stale(path: &Path) -> Result<bool> {
+        let f = match sys::open_file(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            Err(e) => return Err(Error::Io(e)),
+        };
+        if !Self::is_stale(&f)? {
+            return Ok(false);
+        }
+        // One replacer at a time, and only of this very file: another may have put a fresh
+        // arena at `path` since we opened it.
+        if !sys::try_lock_replace(&f)? {
+            std::thread::sleep(Duration::from_millis(1));
+            return Ok(true);
+        }
+        if sys::same_file(&f, path) && Self::is_stale(&f)? {
+            match std::fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Io(e)),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether an arena file is stale: see [`Queue::remove_stale`].
+    pub(super) fn is_stale(f: &File) -> Result<bool> {
+        use std::os::unix::fs::FileExt;
+        let mut head = vec![0u8; 0x160];
+        let n = f.read_at(&mut head, 0)?;
+        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or([0; 8]));
+        Ok(head[..n].iter().all(|&b| b == 0)
+            || (n == head.len()
+                && word(0) == MAGIC
+                && word(8) == LAYOUT_VERSION
+                && word(0x158) == STATE_INITIALISING))
+    }
+
+    /// Creates an anonymous queue (a memfd). Children get it through [`Queue::inheritable_fd`]
+    /// and [`Queue::open_fd`].
+    pub fn create_anonymous(cfg: &QueueConfig) -> Result<Queue> {
+        let g = cfg.geometry()?;
+        let dlq = cfg
+            .redrive_policy
+            .as_ref()
+            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .transpose()?;
+        let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
+            setting: "size_classes",
+            reason: "too large".into(),
+        })?;
+        let file = sys::memfd("shmfifo", total).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
+            _ => Error::Io(e),
+        })?;
+        Self::init_and_attach(file, cfg, &g, total, None, dlq)
+    }
+
+    pub(super) fn init_and_attach(
+        file: File,
+        cfg: &QueueConfig,
+        g: &crate::layout::Geometry,
+        total: u64,
+        path: Option<PathBuf>,
+        dlq: Option<(PathBuf, Queue)>,
+    ) -> Result<Queue> {
+        Self::initialise_file(&file, cfg, g, total, dlq.as_ref())?;
+        drop(dlq);
+        Self::attach(file, path)
+    }
+
+    /// Writes a new arena into the fresh, zero-filled `file` of `total` bytes.
+    pub(super) fn initialise_file(
+        file: &File,
+        cfg: &QueueConfig,
+        g: &crate::layout::Geometry,
+        total: u64,
+        dlq: Option<&(PathBuf, Queue)>,
+    ) -> Result<()> {
+        let map = sys::map(file, total)?;
+        let redrive = match (&cfg.redrive_policy, dlq) {
+            (Some(p), Some((path, _))) => {
+                Some((p.max_receive_count, path.as_os_str().as_encoded_bytes()))
+            }
+            _ => None,
+        };
+        // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named to
+        // anyone (an unnamed or hidden file, or a memfd not yet handed out).
+        unsafe { initialise(map.as_mut_ptr(), cfg, g, total, redrive)? };
+        Ok(())
+    }
+
+    /// Opens the queue at `path`, validating its header.
+    pub fn open_at(path: impl AsRef<Path>) -> Result<Queue> {
+        let path = path.as_ref();
+        let file = sys::open_file(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
+            _ => Error::Io(e),
+        })?;
+        Self::attach(file, Some(path.to_owned()))
+    }
+
+    /// Opens an anonymous queue from a descriptor inherited from its creator (see
+    /// [`Queue::inheritable_fd`]). The descriptor stays open and owned by the caller.
+    pub fn open_fd(fd: i32) -> Result<Queue> {
+        let file = sys::reopen_fd(fd)?;
+        Self::attach(file, None)
+    }
+
+    /// A descriptor of this queue's file without close-on-exec, for a child process to pass
+    /// to [`Queue::open_fd`]. The caller owns it (close it in the parent after spawning).
+    pub fn inheritable_fd(&self) -> Result<i32> {
+        use std::os::fd::IntoRawFd;
+        let f = sys::dup(&self.inner.file)?;
+        sys::set_inheritable(&f)?;
+        Ok(f.into_raw_fd())
+    }
+
+    /// Removes the queue file at `path`.
+    pub fn unlink_at(path: impl AsRef<Path>) -> Result<()> {
+        let path = path.as_ref();
+        std::fs::remove_file(path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
+            _ => Error::Io(e),
+        })
+    }
+
+    pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
+        let shown = path.clone().unwrap_or_else(|| PathBuf::from("<anonymous>"));
+        // Creators name an arena only once it is complete (see `create_at`): an empty or
+        // all-zero beginning is a stale file, never a creator still at work.
+        let len = {
+            use std::os::unix::fs::FileExt;
+            let len = file.metadata()?.len();
+            let mut m = [0u8; 8];
+            let n = file.read_at(&mut m, 0)?;
+            let magic = u64::from_le_bytes(m);
+            if m[..n].iter().all(|&b| b == 0) {
+                return Err(Error::NotReady);
+            }
+            if n < 8 || magic != MAGIC {
+                return Err(Error::NotAnArena { path: shown });
+            }
+            if len < PAGE {
+                return Err(Error::Truncated {
+                    expected: PAGE,
+                    found: len,
+                });
+            }
+            len
+        };
+        let map = sys::map(&file, len)?;
+        let base = map.as_mut_ptr();
+        // SAFETY: the mapping is page-aligned and at least PAGE bytes; `Header` fits in a page
+        // and is made of atomics, valid for any bit pattern.
+        let hdr: &Header = unsafe { &*(base as *const Header) };
+        let r = Ordering::Relaxed; // after the Acquire load of `state` below
+        if hdr.magic.load(r) != MAGIC {
+            return Err(Error::NotAnArena { path: shown });
+        }
+        let found = hdr.layout_version.load(r);
+        if found != LAYOUT_VERSION {
+            return Err(Error::LayoutVersionMismatch {
+                found,
+                expected: LAYOUT_VERSION,
+            });
+        }
+        // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
+        match hdr.state.load(Ordering::Acquire) {
+            STATE_READY => {}
+            STATE_INITIALISING => return Err(Error::NotReady),
+            _ => {
+                return Err(Error::Corrupted {
+                    what: "unknown arena state word",
+                })
+            }
+        }
+        let corrupt = |what| Err(Error::Corrupted { what });
+        if hdr.hash_alg.load(r) != HASH_SIPHASH24 {
+            return corrupt("unknown hash algorithm");
+        }
+        let participants = hdr.participants.load(r);
+        let max_groups = hdr.max_groups.load(r);
+        let group_slots = hdr.group_slots.load(r);
+        let ready_slots = hdr.ready_slots.load(r);
+        let nclasses = hdr.class_count.load(r);
+        if participants == 0 || participants > u64::from(crate::config::MAX_PARTICIPANTS) {
+            return corrupt("participant count out of range");
+        }
+        if max_groups == 0 || max_groups > u64::from(crate::config::MAX_GROUPS) {
+            return corrupt("max groups out of range");
+        }
+        if !group_slots.is_power_of_two() || group_slots < max_groups || group_slots > 1 << 24 {
+            return corrupt("group table size out of range");
+        }
+        if ready_slots != group_slots {
+            return corrupt("ready ring size out of range");
+        }
+        if nclasses == 0 || nclasses > MAX_CLASSES as u64 {
+            return corrupt("size class count out of range");
+        }
+        let dedup_mode = hdr.dedup_mode.load(r);
+        let dedup_slots = hdr.dedup_slots.load(r);
+        let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
+        let (dedup_cfg, dedup_key_words) = match dedup_mode {
+            0 => (Deduplication::Off, MAX_ID_LEN as u32 / 8),
+            1 => (Deduplication::Queue, MAX_ID_LEN as u32 / 8),
+            2 => (Deduplication::MessageGroup, 2 * MAX_ID_LEN as u32 / 8),
+            _ => return corrupt("unknown dedup mode"),
+        };
+        let dedup_ok = if dedup_mode == 0 {
+            dedup_slots == 0
+        } else {
+            dedup_slots.is_power_of_two()
+                && dedup_slots <= u64::from(MAX_DEDUP_ENTRIES.next_power_of_two())
+                && (1..=ms(MAX_DEDUP_INTERVAL)).contains(&dedup_interval_ms)
+        };
+        if !dedup_ok {
+            return corrupt("dedup table settings out of range");
+        }
+        let attempt_slots = hdr.attempt_slots.load(r);
+        if attempt_slots != 0
+            && (!attempt_slots.is_power_of_two()
+                || attempt_slots > u64::from(crate::config::MAX_ATTEMPT_ENTRIES))
+        {
+            return corrupt("attempt record count out of range");
+        }
+        let mut classes = Vec::new();
+        for k in 0..nclasses as usize {
+            let cap = hdr.class_payload[k].load(r);
+            let n = hdr.class_slots[k].load(r);
+            if cap == 0 || cap > u64::from(u32::MAX) || n == 0 || n > crate::config::MAX_SLOTS {
+                return corrupt("size class out of range");
+            }
+            classes.push((cap as u32, n as u32));
+        }
+        let g = crate::layout::Geometry {
+            participants: participants as u32,
+            max_groups: max_groups as u32,
+            group_slots: group_slots as u32,
+            ready_slots: ready_slots as u32,
+            classes: classes.clone(),
+            dedup_slots: dedup_slots as u32,
+            dedup_key_words,
+            attempt_slots: attempt_slots as u32,
+        };
+        if g.total_slots() > crate::config::MAX_SLOTS {
+            return corrupt("too many message slots");
+        }
+        let Some(o) = g.offsets() else {
+            return corrupt("geometry overflows");
+        };
+        let declared = hdr.total_size.load(r);
+        if declared != o.total {
+            return corrupt("total size does not match the geometry");
+        }
+        if len < o.total {
+            return Err(Error::Truncated {
+                expected: o.total,
+                found: len,
+            });
+        }
+        let max_message_size = hdr.max_message_size.load(r);
+        if !(1024..=1_048_576).contains(&max_message_size) {
+            return corrupt("maximum message size out of range");
+        }
+        let wait_ms = hdr.receive_wait_ms.load(r);
+        if wait_ms > ms(MAX_WAIT_TIME) {
+            return corrupt("default timeouts out of range");
+        }
+        // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned
+        // (128 B for tables, 64 B for headers) and inside `o.total`, which we checked is at
+        // most the mapped length; the element types are atomics, valid for any bit pattern;
+        // the mapping lives as long as `Inner`, which owns it.
+        // SAFETY: as just said, for each region below.
+        let (parts, groups, ready, dedup_entries, dedup_keys, attempts) = unsafe {
+            (
+                region::<Participant>(base, o.participants, g.participants as usize),
+                region::<GroupEntry>(base, o.groups, g.group_slots as usize),
+                region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
+                region::<DedupEntry>(base, o.dedup, g.dedup_slots as usize),
+                region::<AtomicU64>(
+                    base,
+                    o.dedup_keys,
+                    g.dedup_slots as usize * dedup_key_words as usize,
+                ),
+                region::<AttemptEntry>(base, o.attempts, g.attempt_slots as usize),
+            )
+        };
+        let mut cls = [None; MAX_CLASSES];
+        let mut gbase = 0u32;
+        for (k, &(cap, n)) in classes.iter().enumerate() {
+            let (ho, po, stride) = o.classes[k];
+            // SAFETY: as above.
+            let headers = unsafe { region::<MsgHeader>(base, ho, n as usize) };
+            cls[k] = Some(Class {
+                headers,
+                // SAFETY: inside the mapping, as above.
+                payload: unsafe { base.add(po as usize) },
+                stride: stride as usize,
+                cap,
+                base: gbase,
+            });
+            gbase += n;
+        }
+        // SAFETY: `Header` at offset 0, checked above; lives as long as the mapping.
+        let hdr: &'static Header = unsafe { &*(base as *const Header) };
+        let view = Arena {
+            hdr,
+            parts,
+            groups,
+            ready,
+            classes: cls,
+            nclasses: nclasses as usize,
+            total: gbase,
+            max_groups,
+            dedup: dedup_entries,
+            dedup_keys,
+            dedup_key_words: dedup_key_words as usize,
+            attempts,
+        };
+        // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
+        // opener on a new boot rebases it (see `Header::clock`).
+        let boot = sys::boot_id();
+        let tag = boot_tag(boot);
+        let mut rebased = false;
+        let base_ms = loop {
+            // Acquire: pairs with a rebaser's AcqRel CAS (and the creator's publication).
+            let c = hdr.clock.load(Ordering::Acquire);
+            if c >> 40 == tag {
+                break c & CLOCK_MASK;
+            }
+            // Made on another boot, so every process of that boot is gone. Arena time goes on
+            // from the arena's wall-clock age, never below its last sweep or liveness check.
+            let age = sys::realtime_ms().saturating_sub(hdr.created_wall_ms.load(r));
+            let floor = hdr.last_sweep.0.load(r).max(hdr.liveness.0.load(r)) + 1;
+            let t = age.max(floor).min(CLOCK_MASK / 2);
+            let base = (sys::monotonic_ns() / 1_000_000).wrapping_sub(t) & CLOCK_MASK;
+            // AcqRel: one rebaser per boot; a loser reloads the winner's word.
+            if hdr
+                .clock
+                .compare_exchange(
+                    c,
+                    clock_word(tag, base),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                hdr.boot_id[0].store(boot[0], r);
+                hdr.boot_id[1].store(boot[1], r);
+                rebased = true;
+                break base;
+            }
+        };
+        // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
+        // The liveness lock lives on a private open file description (CLOEXEC, never handed
+        // out): a descriptor shared with a child (dup, fork) must not keep us "alive".
+        let lock_file = {
+            use std::os::fd::AsRawFd;
+            sys::reopen_fd(file.as_raw_fd())?
+        };
+        let mut reg = None;
+        let mut prev_dead = None;
+        // First pass: slots closed cleanly or repaired (FREE). A slot still registered to a
+        // dead process is left to recovery (below, or by anyone), which releases what that
+        // process held before it frees the slot; only when every slot is such a one does the
+        // second pass take it over, releasing the dead holder's messages itself.
+        'passes: for pass in 0..2 {
+            for i in 0..g.participants {
+                if !sys::try_lock_participant(&lock_file, i)? {
+                    continue;
+                }
+                let p = &parts[i as usize];
+                // Acquire/Release: our registration happens after the previous holder's last
+                // writes, and before any claim tagged with the new generation is seen.
+                let st = p.state.load(Ordering::Acquire);
+                if pstate::status(st) == pstate::ALIVE {
+                    if pass == 0 {
+                        sys::unlock_participant(&lock_file, i);
+                        continue;
+                    }
+                    // Registered and unlocked: its holder died, unnoticed so far.
+                    prev_dead = Some((i, pstate::gen(st)));
+                }
+                let gen = pstate::gen(st).wrapping_add(1).max(1);
+                p.state
+                    .store(pstate::pack(gen, pstate::ALIVE), Ordering::Release);
+                p.pid.store(u64::from(sys::pid()), Ordering::Relaxed);
+                let stale = p.waiting.swap(0, Ordering::AcqRel);
+                if stale > 0 {
+                    hdr.wake.0.waiters.fetch_sub(stale as u32, Ordering::AcqRel);
+                }
+                reg = Some((i, gen));
+                break 'passes;
+            }
+        }
+        let Some((index, gen)) = reg else {
+            return Err(Error::ParticipantLimitReached {
+                max_participants: g.participants,
+            });
+        };
+        let inner = Inner {
+            keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
+            nonce: hdr.nonce.load(r),
+            base_ms,
+            wait_ms,
+            max_message_size: max_message_size as u32,
+            created_wall_ms: hdr.created_wall_ms.load(r),
+            caps: classes,
+            cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
+            view,
+            dedup: dedup_cfg,
+            dedup_interval_ms,
+            source: path
+                .as_ref()
+                .and_then(|p| std::fs::canonicalize(p).ok())
+                .map(|p| p.into_os_string().into_encoded_bytes())
+                .filter(|p| p.len() <= MAX_REDRIVE_PATH)
+                .unwrap_or_default(),
+            no_policy: AtomicU64::new(u64::MAX),
+            dlq: std::sync::Mutex::new(None),
+            index,
+            me: owner::code(index, gen),
+            file,
+            lock_file,
+            map,
+            path,
+        };
+        let q = Queue {
+            inner: Arc::new(inner),
+        };
+        let inner = &*q.inner;
+        let a = q.arena();
+        if rebased {
+            // After a reboot no receiver of the old boot holds anything.
+            recovery::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
+        } else if let (Some(dead), true) = (prev_dead, recovery::release_on_death(&a)) {
+            recovery::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
+        }
+        // Repair what dead participants left behind (half-made sends, held messages, claims,
+        // lost hints).
+        q.recover()?;
+        Ok(q)
+    }
+}

@@ -1,0 +1,402 @@
+//! `receive` and its forms: parameters, the long-poll wait on the doorbell, the in-flight
+//! budget (R8), attempt-id replays (R11), and copying taken messages out.
+
+use super::queue::{fault, ms, Queue};
+use super::send::hash_id;
+use super::types::*;
+use crate::config::{ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
+use crate::error::{Error, Result};
+use crate::layout::{counter, MAX_ID_LEN};
+use crate::protocol::receive::{self, Taken};
+use crate::protocol::{accounting, attempt, doorbell, group, ready, recovery, words, Env};
+use crate::sync::Ordering;
+use crate::{sys, validate};
+
+/// Spin rounds before a long-polling receiver goes to sleep.
+pub(super) const SPIN_ROUNDS: u32 = 200;
+
+/// Copies a taken message into `m`, reusing its allocations. Errors name corrupted framing.
+pub(super) fn fill(
+    m: &mut Message,
+    t: &Taken<'_>,
+    nonce: u64,
+    created_wall_ms: u64,
+) -> std::result::Result<(), &'static str> {
+    let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
+    let h = t.header;
+    let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
+    let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
+    let full = t.payload;
+    if src_len + dedup_len + attr_len + body_len != full.len() {
+        return Err("message lengths exceed the slot");
+    }
+    let (src, p) = full.split_at(src_len);
+    m.message_id = if flags & words::LENS_MOVED != 0 {
+        // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
+        std::str::from_utf8(&p[..dedup_len])
+            .ok()
+            .and_then(MessageId::parse)
+            .ok_or("moved message id")?
+    } else {
+        MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc))
+    };
+    m.receipt_handle = ReceiptHandle {
+        nonce,
+        idx: t.idx,
+        inc: t.inc,
+        epoch: t.epoch,
+    };
+    // Shared bytes are copied first and the copy is validated: another process could change
+    // them between a check in place and a copy. The destination's allocation is reused.
+    fn set_text(dst: &mut String, src: &[u8]) -> std::result::Result<(), &'static str> {
+        let mut v = std::mem::take(dst).into_bytes();
+        v.clear();
+        v.extend_from_slice(src);
+        match String::from_utf8(v) {
+            Ok(t) => {
+                *dst = t;
+                Ok(())
+            }
+            Err(e) => {
+                let mut v = e.into_bytes();
+                v.clear();
+                *dst = String::from_utf8(v).unwrap_or_default();
+                Err("message text is not UTF-8")
+            }
+        }
+    }
+    set_text(&mut m.body, &p[dedup_len + attr_len..])?;
+    let mut id = [0u8; MAX_ID_LEN];
+    let n = group::read_id(t.group, &mut id);
+    set_text(&mut m.group_id, &id[..n])?;
+    if dedup_len == 0 {
+        m.dedup_id = None;
+    } else {
+        set_text(m.dedup_id.get_or_insert_with(String::new), &p[..dedup_len])?;
+    }
+    if src.is_empty() {
+        m.dead_letter_source = None;
+    } else {
+        set_text(m.dead_letter_source.get_or_insert_with(String::new), src)?;
+    }
+    let seq_hi = t.group.seq_base.load(r);
+    m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
+    // The enqueue's arena time on the creation's wall clock: stable across receives (M3),
+    // immune to wall-clock steps after creation, within 1 ms of the wall clock otherwise.
+    // Arena time 1 is the creation instant (see `now_ms`).
+    m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r).saturating_sub(1));
+    m.first_receive_timestamp = h.first_recv_ms.load(r);
+    m.receive_count = t.receive_count;
+    let mut a = &p[dedup_len..dedup_len + attr_len];
+    let mut k = 0;
+    while !a.is_empty() {
+        if a.len() < ATTRIBUTE_FRAMING || k >= MAX_ATTRIBUTES {
+            return Err("attribute framing");
+        }
+        let nl = u16::from_le_bytes([a[0], a[1]]) as usize;
+        let tl = u16::from_le_bytes([a[2], a[3]]) as usize;
+        let vl = u32::from_le_bytes([a[4], a[5], a[6], a[7]]) as usize;
+        a = &a[ATTRIBUTE_FRAMING..];
+        if nl + tl + vl > a.len() {
+            return Err("attribute framing");
+        }
+        if m.attributes.len() == k {
+            m.attributes.push(ReceivedAttribute::default());
+        }
+        let at = &mut m.attributes[k];
+        set_text(&mut at.name, &a[..nl])?;
+        set_text(&mut at.data_type, &a[nl..nl + tl])?;
+        at.value.clear();
+        at.value.extend_from_slice(&a[nl + tl..nl + tl + vl]);
+        a = &a[nl + tl + vl..];
+        k += 1;
+    }
+    m.attributes.truncate(k);
+    Ok(())
+}
+
+impl Queue {
+    pub(super) fn receive_params(&self, opts: &ReceiveOptions) -> Result<(usize, u64, u64)> {
+        if !(1..=10).contains(&opts.max_messages) {
+            return Err(Error::invalid(
+                "MaxNumberOfMessages",
+                format!("Value {} for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", opts.max_messages),
+            ));
+        }
+        let vt = match opts.visibility_timeout {
+            Some(d) if d > MAX_VISIBILITY_TIMEOUT => {
+                return Err(Error::invalid(
+                    "VisibilityTimeout",
+                    "Must be between 0 and 43200 seconds.",
+                ))
+            }
+            Some(d) => ms(d),
+            None => self.default_vt_ms(),
+        };
+        let wait = match opts.wait_time {
+            Some(d) if d > MAX_WAIT_TIME => {
+                return Err(Error::invalid(
+                    "WaitTimeSeconds",
+                    "Must be between 0 and 20 seconds.",
+                ))
+            }
+            Some(d) => ms(d),
+            None => self.inner.wait_ms,
+        };
+        Ok((opts.max_messages as usize, vt, wait))
+    }
+
+    /// Receives up to `max_messages` messages (R1–R10), waiting up to the wait time for the
+    /// first one.
+    pub fn receive(&self, opts: &ReceiveOptions) -> Result<Vec<Message>> {
+        let mut buf = ReceiveBuffer::new();
+        self.receive_into(opts, &mut buf)?;
+        buf.msgs.truncate(buf.len);
+        Ok(buf.msgs)
+    }
+
+    /// A receive with a `ReceiveRequestAttemptId` (R11): retried with the same id within
+    /// 5 minutes, it returns the same messages with the same receipt handles and restarts
+    /// their visibility timeout, if none of them was deleted, had its visibility changed or
+    /// timed out since; otherwise it is a fresh receive (recorded under the id in turn). A
+    /// consumer that crashed between receiving and recording its batch gets the batch back at
+    /// once. The receive count does not grow on a replay. The id: 1–128 characters of
+    /// alphanumerics and punctuation.
+    pub fn receive_with_attempt_id(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+    ) -> Result<Vec<Message>> {
+        let mut buf = ReceiveBuffer::new();
+        self.receive_with_attempt_id_into(opts, attempt_id, &mut buf)?;
+        buf.msgs.truncate(buf.len);
+        Ok(buf.msgs)
+    }
+
+    /// Like [`Queue::receive_with_attempt_id`], into reusable storage.
+    pub fn receive_with_attempt_id_into(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        let (_, vt, _) = self.receive_params(opts)?;
+        validate::id("ReceiveRequestAttemptId", attempt_id)?;
+        let inner = &*self.inner;
+        let mut key = [0u8; 1 + MAX_ID_LEN];
+        key[0] = b'A';
+        key[1..1 + attempt_id.len()].copy_from_slice(attempt_id.as_bytes());
+        let hash = hash_id(inner.keys, &key[..1 + attempt_id.len()]);
+        let a = self.arena();
+        if let Some(rec) = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes()) {
+            buf.len = 0;
+            let nonce = inner.nonce;
+            let created = inner.created_wall_ms;
+            let mut bad = None;
+            let mut new = rec;
+            let mut k = 0;
+            let mut sink = |t: &Taken<'_>| {
+                if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
+                    bad = Some(e);
+                }
+                if k < new.vis.len() {
+                    new.vis[k] = t.vis;
+                    k += 1;
+                }
+            };
+            let replayed = receive::replay(&a, inner, inner.me, &rec, vt, &mut sink)
+                .map_err(|f| fault(f, inner))?;
+            if let Some(what) = bad {
+                return Err(Error::Corrupted { what });
+            }
+            if replayed {
+                // The deadlines moved: record them, so a further retry replays too.
+                new.vt_ms = vt;
+                attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+                return Ok(buf.len);
+            }
+        }
+        let n = self.receive_into(opts, buf)?;
+        if n > 0 {
+            let mut rec = attempt::Record {
+                vt_ms: vt,
+                count: n.min(attempt::MAX_MESSAGES),
+                refs: [0; attempt::MAX_MESSAGES],
+                vis: [0; attempt::MAX_MESSAGES],
+            };
+            for (k, m) in buf
+                .messages()
+                .iter()
+                .take(attempt::MAX_MESSAGES)
+                .enumerate()
+            {
+                let h = &m.receipt_handle;
+                rec.refs[k] = (u64::from(h.inc) << 32) | u64::from(h.idx);
+                rec.vis[k] = buf.vis[k];
+            }
+            attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &rec);
+        }
+        Ok(n)
+    }
+
+    /// Like [`Queue::receive`], into reusable storage (no allocation once warm).
+    pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
+        let (max, vt, wait) = self.receive_params(opts)?;
+        buf.len = 0;
+        let n = self.try_receive(max, vt, buf)?;
+        if n > 0 || wait == 0 {
+            return Ok(n);
+        }
+        let inner = &*self.inner;
+        let hdr = inner.view.hdr;
+        let deadline = inner.now_ms() + wait;
+        let ring = ready::ring(&self.arena());
+        loop {
+            // Spin briefly: a message often arrives within microseconds.
+            for _ in 0..SPIN_ROUNDS {
+                if !ring.looks_empty() {
+                    break;
+                }
+                crate::sync::spin_hint();
+            }
+            let n = self.try_receive(max, vt, buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            let now = inner.now_ms();
+            if now >= deadline {
+                return Ok(0);
+            }
+            let bell = doorbell::begin_wait(&self.arena(), inner.index as usize);
+            let n = self.try_receive(max, vt, buf);
+            if matches!(n, Ok(0)) {
+                // Relaxed: a sleep bound only.
+                let ne = hdr.next_expiry.0.load(Ordering::Relaxed);
+                let mut t = deadline - now;
+                if ne > now {
+                    t = t.min(ne - now);
+                } else {
+                    t = t.min(1);
+                }
+                // Wake for the liveness check too: a dead receiver's messages are due back.
+                let cap = if recovery::release_on_death(&self.arena()) {
+                    recovery::LIVENESS_PERIOD_MS
+                } else {
+                    ready::SWEEP_PERIOD_MS
+                };
+                t = t.clamp(1, cap);
+                accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
+                sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
+            }
+            doorbell::end_wait(&self.arena(), inner.index as usize);
+            let n = n?;
+            if n > 0 {
+                return Ok(n);
+            }
+        }
+    }
+
+    /// The live default visibility timeout (clamped: the arena is untrusted).
+    pub(super) fn default_vt_ms(&self) -> u64 {
+        // Relaxed: a live setting; a receive racing with its change may use either value.
+        let v = self
+            .inner
+            .view
+            .hdr
+            .visibility_timeout_ms
+            .load(Ordering::Relaxed);
+        v.min(ms(MAX_VISIBILITY_TIMEOUT))
+    }
+
+    /// Room left under the in-flight limit (R8), correcting the count by a census (at most
+    /// once a second) when it says there is none.
+    pub(super) fn fresh_budget(&self) -> usize {
+        let a = self.arena();
+        // Relaxed: a setting fixed at creation.
+        let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
+        if limit >= u64::from(a.total) {
+            return usize::MAX; // never reached: cost nothing
+        }
+        let room = limit.saturating_sub(accounting::in_flight(&a));
+        if room > 0 {
+            return room as usize;
+        }
+        let now = self.inner.now_ms();
+        let c = &a.hdr.census.0;
+        // Relaxed load, AcqRel CAS: one census per second among all participants.
+        let last = c.last_ms.load(Ordering::Relaxed);
+        if now >= last.saturating_add(1000)
+            && c.last_ms
+                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            accounting::in_flight_census(&a);
+            return limit.saturating_sub(accounting::in_flight(&a)) as usize;
+        }
+        0
+    }
+
+    pub(super) fn try_receive(
+        &self,
+        max: usize,
+        vt: u64,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        let inner = &*self.inner;
+        let nonce = inner.nonce;
+        let created = inner.created_wall_ms;
+        let mut bad = None;
+        let mut sink = |t: &Taken<'_>| {
+            let k = buf.len;
+            if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
+                bad = Some(e);
+            }
+            if let Some(v) = buf.vis.get_mut(k) {
+                *v = t.vis;
+            }
+        };
+        let budget = self.fresh_budget();
+        let dl = self.dead_letter()?;
+        let mut move_err = None;
+        let mut dlq: Option<Queue> = None;
+        let mut mover = |t: &Taken<'_>| -> bool {
+            let Some((_, version)) = dl else { return false };
+            if dlq.is_none() {
+                match self.dead_letter_queue(version) {
+                    Ok(q) => dlq = Some(q),
+                    Err(e) => {
+                        move_err = Some(e);
+                        return false;
+                    }
+                }
+            }
+            let Some(q) = dlq.as_ref() else { return false };
+            match self.move_to(q, t) {
+                Ok(()) => true,
+                Err(e) => {
+                    move_err = Some(e);
+                    false
+                }
+            }
+        };
+        let mut policy = receive::Policy {
+            vt_ms: vt,
+            fresh_budget: budget,
+            dead_letter: dl.map(|(max, _)| (max, &mut mover as receive::Mover<'_>)),
+        };
+        let rep = receive::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
+            .map_err(|f| fault(f, inner))?;
+        if rep.limited {
+            accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
+        }
+        if let Some(what) = bad {
+            return Err(Error::Corrupted { what });
+        }
+        if rep.taken == 0 {
+            if let Some(e) = move_err {
+                return Err(e);
+            }
+        }
+        Ok(rep.taken)
+    }
+}

@@ -1,0 +1,157 @@
+//! Live settings: `set_attributes` and `set_attribute` (SQS names and units).
+
+use std::time::Duration;
+
+use super::dead_letter::check_dead_letter;
+use super::queue::{fault, ms, Queue};
+use crate::config::{
+    Deduplication, QueueSettings, MAX_DELAY, MAX_RETENTION, MAX_VISIBILITY_TIMEOUT,
+};
+use crate::error::{Error, Result};
+use crate::protocol::settings;
+use crate::sync::Ordering;
+use crate::sys;
+
+impl Queue {
+    /// Changes the settings SQS lets you change on a queue in use (visibility timeout,
+    /// delay, retention, content-based dedup, redrive policy), for every process at once.
+    /// Nothing is changed if any value is invalid. A delay change is retroactive (L1); a
+    /// retention change applies to messages already queued (Q5, T1).
+    pub fn set_attributes(&self, s: &QueueSettings) -> Result<()> {
+        let inner = &*self.inner;
+        let hdr = inner.view.hdr;
+        if s.visibility_timeout
+            .is_some_and(|d| d > MAX_VISIBILITY_TIMEOUT)
+        {
+            return Err(Error::InvalidConfig {
+                setting: "visibility_timeout",
+                reason: "at most 12 hours".into(),
+            });
+        }
+        if s.delay.is_some_and(|d| d > MAX_DELAY) {
+            return Err(Error::InvalidConfig {
+                setting: "delay",
+                reason: "at most 15 minutes".into(),
+            });
+        }
+        if s.message_retention_period
+            .is_some_and(|d| d < Duration::from_millis(1) || d > MAX_RETENTION)
+        {
+            return Err(Error::InvalidConfig {
+                setting: "message_retention_period",
+                reason: "1 ms to 14 days".into(),
+            });
+        }
+        if s.content_based_deduplication == Some(true) && inner.dedup == Deduplication::Off {
+            return Err(Error::AttributeNotMutable {
+                name: "ContentBasedDeduplication (the queue was created with deduplication off)"
+                    .into(),
+            });
+        }
+        let redrive = match &s.redrive_policy {
+            Some(Some(p)) => Some(Some(check_dead_letter(
+                p,
+                Some(inner.nonce),
+                inner.max_message_size,
+            )?)),
+            Some(None) => Some(None),
+            None => None,
+        };
+        // Relaxed stores: single-word live settings; each operation reads each once.
+        if let Some(d) = s.visibility_timeout {
+            hdr.visibility_timeout_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(d) = s.delay {
+            hdr.delay_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(d) = s.message_retention_period {
+            hdr.retention_ms.store(ms(d), Ordering::Relaxed);
+        }
+        if let Some(on) = s.content_based_deduplication {
+            hdr.content_based_dedup
+                .store(u64::from(on), Ordering::Relaxed);
+        }
+        if let Some(r) = redrive {
+            let (max, path) = match &r {
+                Some((path, _)) => (
+                    s.redrive_policy
+                        .as_ref()
+                        .and_then(|p| p.as_ref())
+                        .map_or(0, |p| p.max_receive_count),
+                    path.as_os_str().as_encoded_bytes(),
+                ),
+                None => (0, &[][..]),
+            };
+            settings::write(&self.arena(), inner, inner.me, max, path)
+                .map_err(|f| fault(f, inner))?;
+        }
+        if s.delay.is_some() || s.message_retention_period.is_some() {
+            // Messages may be ready (or gone) at other times now: ask the next receiver for a
+            // full sweep, and wake every sleeper to recompute its sleep.
+            // Release: pairs with `maybe_sweep`'s Acquire load.
+            hdr.next_expiry.0.store(0, Ordering::Release);
+            // Release: a woken receiver's Acquire load of the doorbell sees the change.
+            hdr.wake.0.doorbell.fetch_add(1, Ordering::Release);
+            sys::futex_wake(&hdr.wake.0.doorbell, u32::MAX);
+        }
+        Ok(())
+    }
+
+    /// Changes one setting by its SQS attribute name, with SQS's units and text values
+    /// (`VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` in seconds; shmfifo's
+    /// millisecond forms `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs`;
+    /// `ContentBasedDeduplication` `true`/`false`; `RedrivePolicy` as SQS's JSON, with
+    /// `deadLetterTargetArn` a queue name or path, or empty to remove it). Settings fixed at
+    /// creation give [`Error::AttributeNotMutable`]; unknown names
+    /// [`Error::InvalidAttributeName`].
+    pub fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
+        let bad = |why: &str| {
+            Error::invalid(
+                "Attributes",
+                format!("Invalid value for the parameter {name}. Reason: {why}"),
+            )
+        };
+        let number = |scale: u64| -> Result<Duration> {
+            let v: u64 = value
+                .trim()
+                .parse()
+                .map_err(|_| bad("must be a non-negative integer"))?;
+            Ok(Duration::from_millis(v.saturating_mul(scale)))
+        };
+        let s = QueueSettings::new();
+        let s = match name {
+            "VisibilityTimeout" => s.visibility_timeout(number(1000)?),
+            "VisibilityTimeoutMs" => s.visibility_timeout(number(1)?),
+            "DelaySeconds" => s.delay(number(1000)?),
+            "DelayMs" => s.delay(number(1)?),
+            "MessageRetentionPeriod" => s.message_retention_period(number(1000)?),
+            "MessageRetentionPeriodMs" => s.message_retention_period(number(1)?),
+            "ContentBasedDeduplication" => match value.trim() {
+                "true" => s.content_based_deduplication(true),
+                "false" => s.content_based_deduplication(false),
+                _ => return Err(bad("must be true or false")),
+            },
+            "RedrivePolicy" if value.trim().is_empty() => s.redrive_policy(None),
+            "RedrivePolicy" => {
+                let p = crate::config::parse_redrive_policy(value).map_err(|why| bad(&why))?;
+                s.redrive_policy(Some(p))
+            }
+            "MaximumMessageSize"
+            | "ReceiveMessageWaitTimeSeconds"
+            | "DeduplicationScope"
+            | "FifoQueue"
+            | "FifoThroughputLimit"
+            | "MaxInFlight" => {
+                return Err(Error::AttributeNotMutable {
+                    name: name.to_owned(),
+                })
+            }
+            _ => {
+                return Err(Error::InvalidAttributeName {
+                    name: name.to_owned(),
+                })
+            }
+        };
+        self.set_attributes(&s)
+    }
+}
