@@ -9,16 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
-use super::queue::{boot_tag, clock_word, fault, ms, Inner, Queue, CLOCK_MASK, HASH_SIPHASH24};
-use crate::config::{
-    Deduplication, QueueConfig, MAX_DEDUP_ENTRIES, MAX_DEDUP_INTERVAL, MAX_WAIT_TIME,
-};
+use super::queue::{fault, ms, Inner, Queue};
+use crate::config::{Deduplication, QueueConfig};
 use crate::error::{Error, Result};
 use crate::layout::{
-    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION, MAGIC,
-    MAX_CLASSES, MAX_ID_LEN, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
+    Header, LAYOUT_VERSION, MAGIC, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
 };
-use crate::protocol::{owner, pstate, recovery, Arena, Class};
+use crate::protocol::view::{self, Refused, HASH_SIPHASH24};
+use crate::protocol::{clock, registry};
+use crate::protocol::{owner, recovery, Arena};
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys;
 
@@ -36,16 +35,6 @@ pub(super) fn shm_path(name: &str) -> Result<PathBuf> {
         });
     }
     Ok(Path::new("/dev/shm").join(name))
-}
-
-/// The `n` elements of type `T` at byte offset `off` of the mapping at `base`.
-///
-/// # Safety
-/// `off + n * size_of::<T>()` must lie inside a mapping that outlives the returned slice,
-/// `base + off` must be aligned for `T`, and `T` must be valid for any bit pattern (atomics).
-pub(super) unsafe fn region<T>(base: *mut u8, off: u64, n: usize) -> &'static [T] {
-    // SAFETY: guaranteed by the caller.
-    unsafe { std::slice::from_raw_parts(base.add(off as usize) as *const T, n) }
 }
 
 /// A queue name (under `/dev/shm`) or a path (anything containing `/`).
@@ -85,7 +74,7 @@ pub(super) unsafe fn initialise(
     hdr.boot_id[1].store(boot[1], r);
     hdr.created_wall_ms.store(sys::realtime_ms(), r);
     hdr.clock.store(
-        clock_word(boot_tag(boot), sys::monotonic_ns() / 1_000_000),
+        clock::clock_word(clock::boot_tag(boot), sys::monotonic_ns() / 1_000_000),
         r,
     );
     hdr.release_on_death
@@ -377,293 +366,66 @@ impl Queue {
         })
     }
 
+    /// Opens an arena file: [`Queue::probe`] its beginning, map it, check its header and view
+    /// its regions, rebase its clock if it was made on another boot, register a participant,
+    /// then release what dead participants held and recover what they left half-done.
     pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
         let shown = path.clone().unwrap_or_else(|| PathBuf::from("<anonymous>"));
-        // Creators name an arena only once it is complete (see `create_at`): an empty or
-        // all-zero beginning is a stale file, never a creator still at work.
-        let len = {
-            use std::os::unix::fs::FileExt;
-            let len = file.metadata()?.len();
-            let mut m = [0u8; 8];
-            let n = file.read_at(&mut m, 0)?;
-            let magic = u64::from_le_bytes(m);
-            if m[..n].iter().all(|&b| b == 0) {
-                return Err(Error::NotReady);
-            }
-            if n < 8 || magic != MAGIC {
-                return Err(Error::NotAnArena { path: shown });
-            }
-            if len < PAGE {
-                return Err(Error::Truncated {
-                    expected: PAGE,
-                    found: len,
-                });
-            }
-            len
-        };
+        let len = Self::probe(&file, &shown)?;
         let map = sys::map(&file, len)?;
         let base = map.as_mut_ptr();
-        // SAFETY: the mapping is page-aligned and at least PAGE bytes; `Header` fits in a page
-        // and is made of atomics, valid for any bit pattern.
+        // SAFETY: the mapping is page-aligned and at least PAGE bytes (`probe`); `Header` fits
+        // in a page and is made of atomics, valid for any bit pattern.
         let hdr: &Header = unsafe { &*(base as *const Header) };
-        let r = Ordering::Relaxed; // after the Acquire load of `state` below
-        if hdr.magic.load(r) != MAGIC {
-            return Err(Error::NotAnArena { path: shown });
-        }
-        let found = hdr.layout_version.load(r);
-        if found != LAYOUT_VERSION {
-            return Err(Error::LayoutVersionMismatch {
+        let checked = view::check(hdr, len).map_err(|r| match r {
+            Refused::NotAnArena => Error::NotAnArena { path: shown },
+            Refused::Version(found) => Error::LayoutVersionMismatch {
                 found,
                 expected: LAYOUT_VERSION,
-            });
-        }
-        // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
-        match hdr.state.load(Ordering::Acquire) {
-            STATE_READY => {}
-            STATE_INITIALISING => return Err(Error::NotReady),
-            _ => {
-                return Err(Error::Corrupted {
-                    what: "unknown arena state word",
-                })
-            }
-        }
-        let corrupt = |what| Err(Error::Corrupted { what });
-        if hdr.hash_alg.load(r) != HASH_SIPHASH24 {
-            return corrupt("unknown hash algorithm");
-        }
-        let participants = hdr.participants.load(r);
-        let max_groups = hdr.max_groups.load(r);
-        let group_slots = hdr.group_slots.load(r);
-        let ready_slots = hdr.ready_slots.load(r);
-        let nclasses = hdr.class_count.load(r);
-        if participants == 0 || participants > u64::from(crate::config::MAX_PARTICIPANTS) {
-            return corrupt("participant count out of range");
-        }
-        if max_groups == 0 || max_groups > u64::from(crate::config::MAX_GROUPS) {
-            return corrupt("max groups out of range");
-        }
-        if !group_slots.is_power_of_two() || group_slots < max_groups || group_slots > 1 << 24 {
-            return corrupt("group table size out of range");
-        }
-        if ready_slots != group_slots {
-            return corrupt("ready ring size out of range");
-        }
-        if nclasses == 0 || nclasses > MAX_CLASSES as u64 {
-            return corrupt("size class count out of range");
-        }
-        let dedup_mode = hdr.dedup_mode.load(r);
-        let dedup_slots = hdr.dedup_slots.load(r);
-        let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
-        let (dedup_cfg, dedup_key_words) = match dedup_mode {
-            0 => (Deduplication::Off, MAX_ID_LEN as u32 / 8),
-            1 => (Deduplication::Queue, MAX_ID_LEN as u32 / 8),
-            2 => (Deduplication::MessageGroup, 2 * MAX_ID_LEN as u32 / 8),
-            _ => return corrupt("unknown dedup mode"),
-        };
-        let dedup_ok = if dedup_mode == 0 {
-            dedup_slots == 0
-        } else {
-            dedup_slots.is_power_of_two()
-                && dedup_slots <= u64::from(MAX_DEDUP_ENTRIES.next_power_of_two())
-                && (1..=ms(MAX_DEDUP_INTERVAL)).contains(&dedup_interval_ms)
-        };
-        if !dedup_ok {
-            return corrupt("dedup table settings out of range");
-        }
-        let attempt_slots = hdr.attempt_slots.load(r);
-        if attempt_slots != 0
-            && (!attempt_slots.is_power_of_two()
-                || attempt_slots > u64::from(crate::config::MAX_ATTEMPT_ENTRIES))
-        {
-            return corrupt("attempt record count out of range");
-        }
-        let mut classes = Vec::new();
-        for k in 0..nclasses as usize {
-            let cap = hdr.class_payload[k].load(r);
-            let n = hdr.class_slots[k].load(r);
-            if cap == 0 || cap > u64::from(u32::MAX) || n == 0 || n > crate::config::MAX_SLOTS {
-                return corrupt("size class out of range");
-            }
-            classes.push((cap as u32, n as u32));
-        }
-        let g = crate::layout::Geometry {
-            participants: participants as u32,
-            max_groups: max_groups as u32,
-            group_slots: group_slots as u32,
-            ready_slots: ready_slots as u32,
-            classes: classes.clone(),
-            dedup_slots: dedup_slots as u32,
-            dedup_key_words,
-            attempt_slots: attempt_slots as u32,
-        };
-        if g.total_slots() > crate::config::MAX_SLOTS {
-            return corrupt("too many message slots");
-        }
-        let Some(o) = g.offsets() else {
-            return corrupt("geometry overflows");
-        };
-        let declared = hdr.total_size.load(r);
-        if declared != o.total {
-            return corrupt("total size does not match the geometry");
-        }
-        if len < o.total {
-            return Err(Error::Truncated {
-                expected: o.total,
-                found: len,
-            });
-        }
-        let max_message_size = hdr.max_message_size.load(r);
-        if !(1024..=1_048_576).contains(&max_message_size) {
-            return corrupt("maximum message size out of range");
-        }
-        let wait_ms = hdr.receive_wait_ms.load(r);
-        if wait_ms > ms(MAX_WAIT_TIME) {
-            return corrupt("default timeouts out of range");
-        }
-        // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned
-        // (128 B for tables, 64 B for headers) and inside `o.total`, which we checked is at
-        // most the mapped length; the element types are atomics, valid for any bit pattern;
-        // the mapping lives as long as `Inner`, which owns it.
-        // SAFETY: as just said, for each region below.
-        let (parts, groups, ready, dedup_entries, dedup_keys, attempts) = unsafe {
-            (
-                region::<Participant>(base, o.participants, g.participants as usize),
-                region::<GroupEntry>(base, o.groups, g.group_slots as usize),
-                region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
-                region::<DedupEntry>(base, o.dedup, g.dedup_slots as usize),
-                region::<AtomicU64>(
-                    base,
-                    o.dedup_keys,
-                    g.dedup_slots as usize * dedup_key_words as usize,
-                ),
-                region::<AttemptEntry>(base, o.attempts, g.attempt_slots as usize),
-            )
-        };
-        let mut cls = [None; MAX_CLASSES];
-        let mut gbase = 0u32;
-        for (k, &(cap, n)) in classes.iter().enumerate() {
-            let (ho, po, stride) = o.classes[k];
-            // SAFETY: as above.
-            let headers = unsafe { region::<MsgHeader>(base, ho, n as usize) };
-            cls[k] = Some(Class {
-                headers,
-                // SAFETY: inside the mapping, as above.
-                payload: unsafe { base.add(po as usize) },
-                stride: stride as usize,
-                cap,
-                base: gbase,
-            });
-            gbase += n;
-        }
-        // SAFETY: `Header` at offset 0, checked above; lives as long as the mapping.
-        let hdr: &'static Header = unsafe { &*(base as *const Header) };
-        let view = Arena {
-            hdr,
-            parts,
-            groups,
-            ready,
-            classes: cls,
-            nclasses: nclasses as usize,
-            total: gbase,
-            max_groups,
-            dedup: dedup_entries,
-            dedup_keys,
-            dedup_key_words: dedup_key_words as usize,
-            attempts,
-        };
+            },
+            Refused::NotReady => Error::NotReady,
+            Refused::Truncated { expected, found } => Error::Truncated { expected, found },
+            Refused::Corrupted(what) => Error::Corrupted { what },
+        })?;
+        // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is owned
+        // by `Inner` below, which outlives every use of the view.
+        let view: Arena<'static> = unsafe { view::view(base, &checked) };
         // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
         // opener on a new boot rebases it (see `Header::clock`).
-        let boot = sys::boot_id();
-        let tag = boot_tag(boot);
-        let mut rebased = false;
-        let base_ms = loop {
-            // Acquire: pairs with a rebaser's AcqRel CAS (and the creator's publication).
-            let c = hdr.clock.load(Ordering::Acquire);
-            if c >> 40 == tag {
-                break c & CLOCK_MASK;
-            }
-            // Made on another boot, so every process of that boot is gone. Arena time goes on
-            // from the arena's wall-clock age, never below its last sweep or liveness check.
-            let age = sys::realtime_ms().saturating_sub(hdr.created_wall_ms.load(r));
-            let floor = hdr.last_sweep.0.load(r).max(hdr.liveness.0.load(r)) + 1;
-            let t = age.max(floor).min(CLOCK_MASK / 2);
-            let base = (sys::monotonic_ns() / 1_000_000).wrapping_sub(t) & CLOCK_MASK;
-            // AcqRel: one rebaser per boot; a loser reloads the winner's word.
-            if hdr
-                .clock
-                .compare_exchange(
-                    c,
-                    clock_word(tag, base),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                )
-                .is_ok()
-            {
-                hdr.boot_id[0].store(boot[0], r);
-                hdr.boot_id[1].store(boot[1], r);
-                rebased = true;
-                break base;
-            }
-        };
-        // Register: take a liveness lock first, then the registry slot (see ARCHITECTURE.md).
+        let based = clock::rebase(
+            hdr,
+            sys::boot_id(),
+            sys::monotonic_ns() / 1_000_000,
+            sys::realtime_ms(),
+        );
         // The liveness lock lives on a private open file description (CLOEXEC, never handed
         // out): a descriptor shared with a child (dup, fork) must not keep us "alive".
         let lock_file = {
             use std::os::fd::AsRawFd;
             sys::reopen_fd(file.as_raw_fd())?
         };
-        let mut reg = None;
-        let mut prev_dead = None;
-        // First pass: slots closed cleanly or repaired (FREE). A slot still registered to a
-        // dead process is left to recovery (below, or by anyone), which releases what that
-        // process held before it frees the slot; only when every slot is such a one does the
-        // second pass take it over, releasing the dead holder's messages itself.
-        'passes: for pass in 0..2 {
-            for i in 0..g.participants {
-                if !sys::try_lock_participant(&lock_file, i)? {
-                    continue;
-                }
-                let p = &parts[i as usize];
-                // Acquire/Release: our registration happens after the previous holder's last
-                // writes, and before any claim tagged with the new generation is seen.
-                let st = p.state.load(Ordering::Acquire);
-                if pstate::status(st) == pstate::ALIVE {
-                    if pass == 0 {
-                        sys::unlock_participant(&lock_file, i);
-                        continue;
-                    }
-                    // Registered and unlocked: its holder died, unnoticed so far.
-                    prev_dead = Some((i, pstate::gen(st)));
-                }
-                let gen = pstate::gen(st).wrapping_add(1).max(1);
-                p.state
-                    .store(pstate::pack(gen, pstate::ALIVE), Ordering::Release);
-                p.pid.store(u64::from(sys::pid()), Ordering::Relaxed);
-                let stale = p.waiting.swap(0, Ordering::AcqRel);
-                if stale > 0 {
-                    hdr.wake.0.waiters.fetch_sub(stale as u32, Ordering::AcqRel);
-                }
-                reg = Some((i, gen));
-                break 'passes;
-            }
-        }
-        let Some((index, gen)) = reg else {
-            return Err(Error::ParticipantLimitReached {
-                max_participants: g.participants,
-            });
-        };
+        let reg = registry::register(
+            &view,
+            u64::from(sys::pid()),
+            &mut |i| sys::try_lock_participant(&lock_file, i),
+            &mut |i| sys::unlock_participant(&lock_file, i),
+        )?
+        .ok_or(Error::ParticipantLimitReached {
+            max_participants: checked.geometry.participants,
+        })?;
+        let r = Ordering::Relaxed; // published by SYNC POINT(arena-ready), checked above
         let inner = Inner {
             keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
             nonce: hdr.nonce.load(r),
-            base_ms,
-            wait_ms,
-            max_message_size: max_message_size as u32,
+            base_ms: based.base_ms,
+            wait_ms: checked.wait_ms,
+            max_message_size: checked.max_message_size,
             created_wall_ms: hdr.created_wall_ms.load(r),
-            caps: classes,
+            caps: checked.geometry.classes.clone(),
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
-            dedup: dedup_cfg,
-            dedup_interval_ms,
+            dedup: checked.dedup,
+            dedup_interval_ms: checked.dedup_interval_ms,
             source: path
                 .as_ref()
                 .and_then(|p| std::fs::canonicalize(p).ok())
@@ -672,8 +434,8 @@ impl Queue {
                 .unwrap_or_default(),
             no_policy: AtomicU64::new(u64::MAX),
             dlq: std::sync::Mutex::new(None),
-            index,
-            me: owner::code(index, gen),
+            index: reg.index,
+            me: owner::code(reg.index, reg.gen),
             file,
             lock_file,
             map,
@@ -682,17 +444,49 @@ impl Queue {
         let q = Queue {
             inner: Arc::new(inner),
         };
-        let inner = &*q.inner;
-        let a = q.arena();
-        if rebased {
-            // After a reboot no receiver of the old boot holds anything.
-            recovery::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
-        } else if let (Some(dead), true) = (prev_dead, recovery::release_on_death(&a)) {
-            recovery::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
-        }
+        q.release_held_on_open(based.rebased, reg.took_over)?;
         // Repair what dead participants left behind (half-made sends, held messages, claims,
         // lost hints).
         q.recover()?;
         Ok(q)
+    }
+
+    /// Checks the beginning of an arena file before mapping it, returning its length. Creators
+    /// name an arena only once it is complete (see `create_at`): an empty or all-zero
+    /// beginning is a stale file, never a creator still at work.
+    fn probe(file: &File, shown: &Path) -> Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let len = file.metadata()?.len();
+        let mut m = [0u8; 8];
+        let n = file.read_at(&mut m, 0)?;
+        if m[..n].iter().all(|&b| b == 0) {
+            return Err(Error::NotReady);
+        }
+        if n < 8 || u64::from_le_bytes(m) != MAGIC {
+            return Err(Error::NotAnArena {
+                path: shown.to_owned(),
+            });
+        }
+        if len < PAGE {
+            return Err(Error::Truncated {
+                expected: PAGE,
+                found: len,
+            });
+        }
+        Ok(len)
+    }
+
+    /// After a reboot (`rebased`) no receiver of the old boot holds anything: release every
+    /// in-flight message. A registration that took over a dead participant's slot releases
+    /// what that one held (with `release_on_death`).
+    fn release_held_on_open(&self, rebased: bool, took_over: Option<(u32, u32)>) -> Result<()> {
+        let inner = &*self.inner;
+        let a = self.arena();
+        if rebased {
+            recovery::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
+        } else if let (Some(dead), true) = (took_over, recovery::release_on_death(&a)) {
+            recovery::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
+        }
+        Ok(())
     }
 }

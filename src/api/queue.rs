@@ -9,12 +9,9 @@ use std::time::Duration;
 
 use crate::config::Deduplication;
 use crate::error::Error;
-use crate::protocol::{pstate, Arena, Env, Fault};
+use crate::protocol::{clock, registry, Arena, Env, Fault};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::sys;
-
-/// Id of the keyed hash used for group ids (SipHash-2-4).
-pub(super) const HASH_SIPHASH24: u64 = 1;
 
 /// A handle on one shmfifo queue. `Send + Sync`, cheap to clone (an `Arc`); each
 /// [`Queue::create`]/[`Queue::open`] registers one participant, released on the last drop.
@@ -84,23 +81,8 @@ impl Env for Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if let Some(p) = self.view.parts.get(self.index as usize) {
-            // Acquire/Release: our last arena writes happen before a successor's registration.
-            let st = p.state.load(Ordering::Acquire);
-            let w = p.waiting.swap(0, Ordering::AcqRel);
-            if w > 0 {
-                self.view
-                    .hdr
-                    .wake
-                    .0
-                    .waiters
-                    .fetch_sub(w as u32, Ordering::AcqRel);
-            }
-            p.state.store(
-                pstate::pack(pstate::gen(st), pstate::FREE),
-                Ordering::Release,
-            );
-        }
+        // `FREE` first, then the lock (see `registry`).
+        registry::deregister(&self.view, self.index);
         sys::unlock_participant(&self.lock_file, self.index);
     }
 }
@@ -146,21 +128,7 @@ pub(super) fn ms(d: Duration) -> u64 {
     d.as_millis().min(u128::from(u64::MAX)) as u64
 }
 
-/// Mask of the arena clock's base (ms) and of arena times derived from it.
-pub(super) const CLOCK_MASK: u64 = (1 << 40) - 1;
-
-/// The 24-bit tag of a boot id kept in the clock word.
-pub(super) fn boot_tag(b: [u64; 2]) -> u64 {
-    let x = b[0] ^ b[1];
-    (x ^ (x >> 24) ^ (x >> 48)) & 0xFF_FFFF
-}
-
-/// The clock word `[boot_tag:24][base_ms:40]`.
-pub(super) fn clock_word(tag: u64, base_ms: u64) -> u64 {
-    (tag << 40) | (base_ms & CLOCK_MASK)
-}
-
 /// Arena time (ms, from 1) on this boot for a clock base.
 pub(super) fn arena_now(base_ms: u64) -> u64 {
-    (sys::monotonic_ns() / 1_000_000).wrapping_sub(base_ms) & CLOCK_MASK
+    (sys::monotonic_ns() / 1_000_000).wrapping_sub(base_ms) & clock::CLOCK_MASK
 }

@@ -105,6 +105,7 @@ pub mod crash {
 
 pub mod accounting;
 pub mod attempt;
+pub mod clock;
 pub mod dedup;
 pub mod doorbell;
 pub mod group;
@@ -117,11 +118,13 @@ pub mod pool;
 pub mod ready;
 pub mod receive;
 pub mod recovery;
+pub mod registry;
 pub mod ring;
 pub mod send;
 pub mod settings;
 pub mod settle;
 pub mod times;
+pub mod view;
 pub mod words;
 
 use crate::layout::{AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant};

@@ -1,0 +1,78 @@
+//! The arena clock: arena time is `CLOCK_MONOTONIC` ms minus a base kept in the header's
+//! `clock` word, `[boot_tag:24][base_ms:40]`. `CLOCK_MONOTONIC` restarts with each boot, so
+//! the first opener on a new boot rebases the clock by CAS: arena time goes on from the
+//! arena's wall-clock age, never below its last sweep or liveness check.
+
+use crate::layout::Header;
+use crate::sync::Ordering;
+
+/// Mask of the clock's base (ms) and of arena times derived from it.
+pub const CLOCK_MASK: u64 = (1 << 40) - 1;
+
+/// The 24-bit tag of a boot id kept in the clock word.
+pub fn boot_tag(b: [u64; 2]) -> u64 {
+    let x = b[0] ^ b[1];
+    (x ^ (x >> 24) ^ (x >> 48)) & ((1 << 24) - 1)
+}
+
+/// The clock word `[boot_tag:24][base_ms:40]`.
+pub fn clock_word(tag: u64, base_ms: u64) -> u64 {
+    (tag << 40) | (base_ms & CLOCK_MASK)
+}
+
+/// The clock base [`rebase`] settled on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Based {
+    /// `CLOCK_MONOTONIC` ms of arena time 0 on this boot.
+    pub base_ms: u64,
+    /// This call moved the clock to this boot: every holder of the old boot is gone, so the
+    /// caller releases every in-flight message.
+    pub rebased: bool,
+}
+
+/// The clock base on boot `boot`, rebasing the arena clock if it was made on another boot.
+/// `mono_ms` is `CLOCK_MONOTONIC` now and `wall_ms` the wall clock now (both ms).
+///
+/// Lock-free: one CAS decides the rebaser per boot; a loser (or an opener that stopped
+/// between the CAS and its boot-id stores, which are informational) reads the winner's word.
+pub fn rebase(hdr: &Header, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Based {
+    let tag = boot_tag(boot);
+    let r = Ordering::Relaxed;
+    loop {
+        // Acquire: pairs with a rebaser's AcqRel CAS (and the creator's publication).
+        let c = hdr.clock.load(Ordering::Acquire);
+        if c >> 40 == tag {
+            return Based {
+                base_ms: c & CLOCK_MASK,
+                rebased: false,
+            };
+        }
+        // Relaxed: fixed at creation, published by SYNC POINT(arena-ready); the floors are
+        // advisory (a racing sweep only makes the floor a little lower).
+        let age = wall_ms.saturating_sub(hdr.created_wall_ms.load(r));
+        let floor = hdr.last_sweep.0.load(r).max(hdr.liveness.0.load(r)) + 1;
+        let t = age.max(floor).min(CLOCK_MASK / 2);
+        let base = mono_ms.wrapping_sub(t) & CLOCK_MASK;
+        // AcqRel: one rebaser per boot; a loser reloads the winner's word.
+        if hdr
+            .clock
+            .compare_exchange(
+                c,
+                clock_word(tag, base),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            let done = Based {
+                base_ms: base,
+                rebased: true,
+            };
+            crash_point!(done);
+            // Relaxed: informational (the tag in `clock` is what openers compare).
+            hdr.boot_id[0].store(boot[0], r);
+            hdr.boot_id[1].store(boot[1], r);
+            return done;
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! From bytes to a typed arena: header validation and the regions of a mapping.
+//!
+//! The header is untrusted input (any process with the file can write it): every count, size
+//! and offset is range-checked here, and the regions are laid out by [`Geometry::offsets`]
+//! from the checked counts only, so a view never reaches past the checked length.
+
+use super::{Arena, Class};
+use crate::config::{
+    Deduplication, MAX_ATTEMPT_ENTRIES, MAX_DEDUP_ENTRIES, MAX_DEDUP_INTERVAL, MAX_GROUPS,
+    MAX_PARTICIPANTS, MAX_SLOTS, MAX_WAIT_TIME,
+};
+use crate::layout::{
+    AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
+    MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY,
+};
+use crate::sync::{AtomicU64, Ordering};
+
+/// Id of the keyed hash used for group ids, dedup keys and attempt ids (SipHash-2-4).
+pub const HASH_SIPHASH24: u64 = 1;
+
+/// Why a header was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The magic number is not shmfifo's.
+    NotAnArena,
+    /// Another layout version.
+    Version(u64),
+    /// Its creator has not published it yet.
+    NotReady,
+    /// The file is shorter than the header says.
+    Truncated {
+        /// Bytes the header's geometry needs.
+        expected: u64,
+        /// Bytes mapped.
+        found: u64,
+    },
+    /// A value out of range.
+    Corrupted(&'static str),
+}
+
+/// A validated header: what a view and a queue handle need from it.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// Region sizes.
+    pub geometry: Geometry,
+    /// Dedup mode.
+    pub dedup: Deduplication,
+    /// Dedup interval, ms.
+    pub dedup_interval_ms: u64,
+    /// Largest message, bytes.
+    pub max_message_size: u32,
+    /// Default receive wait, ms.
+    pub wait_ms: u64,
+}
+
+/// Validates the header of a mapping of `len` bytes (at least one page).
+pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
+    use Refused::Corrupted as corrupt;
+    let r = Ordering::Relaxed; // after the Acquire load of `state` below
+    if hdr.magic.load(r) != MAGIC {
+        return Err(Refused::NotAnArena);
+    }
+    let found = hdr.layout_version.load(r);
+    if found != LAYOUT_VERSION {
+        return Err(Refused::Version(found));
+    }
+    // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
+    match hdr.state.load(Ordering::Acquire) {
+        STATE_READY => {}
+        STATE_INITIALISING => return Err(Refused::NotReady),
+        _ => return Err(corrupt("unknown arena state word")),
+    }
+    if hdr.hash_alg.load(r) != HASH_SIPHASH24 {
+        return Err(corrupt("unknown hash algorithm"));
+    }
+    let participants = hdr.participants.load(r);
+    let max_groups = hdr.max_groups.load(r);
+    let group_slots = hdr.group_slots.load(r);
+    let ready_slots = hdr.ready_slots.load(r);
+    let nclasses = hdr.class_count.load(r);
+    if participants == 0 || participants > u64::from(MAX_PARTICIPANTS) {
+        return Err(corrupt("participant count out of range"));
+    }
+    if max_groups == 0 || max_groups > u64::from(MAX_GROUPS) {
+        return Err(corrupt("max groups out of range"));
+    }
+    if !group_slots.is_power_of_two() || group_slots < max_groups || group_slots > 1 << 24 {
+        return Err(corrupt("group table size out of range"));
+    }
+    if ready_slots != group_slots {
+        return Err(corrupt("ready ring size out of range"));
+    }
+    if nclasses == 0 || nclasses > MAX_CLASSES as u64 {
+        return Err(corrupt("size class count out of range"));
+    }
+    let dedup_mode = hdr.dedup_mode.load(r);
+    let dedup_slots = hdr.dedup_slots.load(r);
+    let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
+    let (dedup, dedup_key_words) = match dedup_mode {
+        0 => (Deduplication::Off, MAX_ID_LEN as u32 / 8),
+        1 => (Deduplication::Queue, MAX_ID_LEN as u32 / 8),
+        2 => (Deduplication::MessageGroup, 2 * MAX_ID_LEN as u32 / 8),
+        _ => return Err(corrupt("unknown dedup mode")),
+    };
+    let max_interval = MAX_DEDUP_INTERVAL.as_millis() as u64;
+    let dedup_ok = if dedup_mode == 0 {
+        dedup_slots == 0
+    } else {
+        dedup_slots.is_power_of_two()
+            && dedup_slots <= u64::from(MAX_DEDUP_ENTRIES.next_power_of_two())
+            && (1..=max_interval).contains(&dedup_interval_ms)
+    };
+    if !dedup_ok {
+        return Err(corrupt("dedup table settings out of range"));
+    }
+    let attempt_slots = hdr.attempt_slots.load(r);
+    if attempt_slots != 0
+        && (!attempt_slots.is_power_of_two() || attempt_slots > u64::from(MAX_ATTEMPT_ENTRIES))
+    {
+        return Err(corrupt("attempt record count out of range"));
+    }
+    let mut classes = Vec::new();
+    for k in 0..nclasses as usize {
+        let cap = hdr.class_payload[k].load(r);
+        let n = hdr.class_slots[k].load(r);
+        if cap == 0 || cap > u64::from(u32::MAX) || n == 0 || n > MAX_SLOTS {
+            return Err(corrupt("size class out of range"));
+        }
+        classes.push((cap as u32, n as u32));
+    }
+    let geometry = Geometry {
+        participants: participants as u32,
+        max_groups: max_groups as u32,
+        group_slots: group_slots as u32,
+        ready_slots: ready_slots as u32,
+        classes,
+        dedup_slots: dedup_slots as u32,
+        dedup_key_words,
+        attempt_slots: attempt_slots as u32,
+    };
+    if geometry.total_slots() > MAX_SLOTS {
+        return Err(corrupt("too many message slots"));
+    }
+    let Some(o) = geometry.offsets() else {
+        return Err(corrupt("geometry overflows"));
+    };
+    if hdr.total_size.load(r) != o.total {
+        return Err(corrupt("total size does not match the geometry"));
+    }
+    if len < o.total {
+        return Err(Refused::Truncated {
+            expected: o.total,
+            found: len,
+        });
+    }
+    let max_message_size = hdr.max_message_size.load(r);
+    if !(1024..=1_048_576).contains(&max_message_size) {
+        return Err(corrupt("maximum message size out of range"));
+    }
+    let wait_ms = hdr.receive_wait_ms.load(r);
+    if wait_ms > MAX_WAIT_TIME.as_millis() as u64 {
+        return Err(corrupt("default timeouts out of range"));
+    }
+    Ok(Checked {
+        geometry,
+        dedup,
+        dedup_interval_ms,
+        max_message_size: max_message_size as u32,
+        wait_ms,
+    })
+}
+
+/// The `n` elements of type `T` at byte offset `off` of the mapping at `base`.
+///
+/// # Safety
+/// `off + n * size_of::<T>()` must lie inside a mapping that outlives the returned slice,
+/// `base + off` must be aligned for `T`, and `T` must be valid for any bit pattern (atomics).
+unsafe fn region<'a, T>(base: *mut u8, off: u64, n: usize) -> &'a [T] {
+    // SAFETY: guaranteed by the caller.
+    unsafe { core::slice::from_raw_parts(base.add(off as usize) as *const T, n) }
+}
+
+/// The typed view of a mapping whose header [`check`] accepted.
+///
+/// # Safety
+/// `base` must be the start of a page-aligned mapping of at least `check`'s `len` bytes whose
+/// header produced `c`, and the mapping must outlive `'a`.
+pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
+    let g = &c.geometry;
+    // `check` accepted `offsets()` and a length of at least `o.total`.
+    let o = g.offsets().expect("checked geometry");
+    // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned (128 B
+    // for tables, 64 B for headers) and inside `o.total`, at most the mapped length; the
+    // element types are atomics, valid for any bit pattern; the mapping outlives `'a`.
+    // SAFETY: as just said, for each region below.
+    let (hdr, parts, groups, ready, dedup, dedup_keys, attempts) = unsafe {
+        (
+            &*(base as *const Header),
+            region::<Participant>(base, o.participants, g.participants as usize),
+            region::<GroupEntry>(base, o.groups, g.group_slots as usize),
+            region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
+            region::<DedupEntry>(base, o.dedup, g.dedup_slots as usize),
+            region::<AtomicU64>(
+                base,
+                o.dedup_keys,
+                g.dedup_slots as usize * g.dedup_key_words as usize,
+            ),
+            region::<AttemptEntry>(base, o.attempts, g.attempt_slots as usize),
+        )
+    };
+    let mut classes = [None; MAX_CLASSES];
+    let mut first = 0u32;
+    for (k, &(cap, n)) in g.classes.iter().enumerate() {
+        let (ho, po, stride) = o.classes[k];
+        classes[k] = Some(Class {
+            // SAFETY: as above.
+            headers: unsafe { region::<MsgHeader>(base, ho, n as usize) },
+            // SAFETY: inside the mapping, as above.
+            payload: unsafe { base.add(po as usize) },
+            stride: stride as usize,
+            cap,
+            base: first,
+        });
+        first += n;
+    }
+    Arena {
+        hdr,
+        parts,
+        groups,
+        ready,
+        classes,
+        nclasses: g.classes.len(),
+        total: first,
+        max_groups: u64::from(g.max_groups),
+        dedup,
+        dedup_keys,
+        dedup_key_words: g.dedup_key_words as usize,
+        attempts,
+    }
+}
