@@ -303,9 +303,11 @@ impl QueueConfig {
     /// Validates the settings and derives the arena geometry.
     pub fn geometry(&self) -> Result<Geometry> {
         let bad = |setting, reason: String| Err(Error::InvalidConfig { setting, reason });
-        if self.visibility_timeout > MAX_VISIBILITY_TIMEOUT {
-            return bad("visibility_timeout", "at most 12 hours".into());
-        }
+        check_live(
+            Some(self.visibility_timeout),
+            Some(self.delay),
+            Some(self.message_retention_period),
+        )?;
         if self.receive_message_wait_time > MAX_WAIT_TIME {
             return bad("receive_message_wait_time", "at most 20 seconds".into());
         }
@@ -317,14 +319,6 @@ impl QueueConfig {
         }
         if self.max_participants == 0 || self.max_participants > MAX_PARTICIPANTS {
             return bad("max_participants", format!("1 to {MAX_PARTICIPANTS}"));
-        }
-        if self.delay > MAX_DELAY {
-            return bad("delay", "at most 15 minutes".into());
-        }
-        if self.message_retention_period < Duration::from_millis(1)
-            || self.message_retention_period > MAX_RETENTION
-        {
-            return bad("message_retention_period", "1 ms to 14 days".into());
         }
         if self.attempt_entries > MAX_ATTEMPT_ENTRIES {
             return bad("attempt_entries", format!("at most {MAX_ATTEMPT_ENTRIES}"));
@@ -494,6 +488,32 @@ mod tests {
             }
         ));
     }
+}
+
+/// The range checks of the settings that can change on a live queue (visibility timeout,
+/// delay, retention), shared by creation ([`QueueConfig::geometry`]) and
+/// `Queue::set_attributes`; `None` is "unchanged".
+pub(crate) fn check_live(
+    visibility_timeout: Option<Duration>,
+    delay: Option<Duration>,
+    retention: Option<Duration>,
+) -> Result<()> {
+    let bad = |setting, reason: &str| {
+        Err(Error::InvalidConfig {
+            setting,
+            reason: reason.into(),
+        })
+    };
+    if visibility_timeout.is_some_and(|d| d > MAX_VISIBILITY_TIMEOUT) {
+        return bad("visibility_timeout", "at most 12 hours");
+    }
+    if delay.is_some_and(|d| d > MAX_DELAY) {
+        return bad("delay", "at most 15 minutes");
+    }
+    if retention.is_some_and(|d| d < Duration::from_millis(1) || d > MAX_RETENTION) {
+        return bad("message_retention_period", "1 ms to 14 days");
+    }
+    Ok(())
 }
 
 /// Parses SQS's `RedrivePolicy` JSON (X1): an object with `deadLetterTargetArn` (here a queue

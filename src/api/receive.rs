@@ -1,10 +1,11 @@
 //! `receive` and its forms: parameters, the long-poll wait on the doorbell, the in-flight
 //! budget (R8), attempt-id replays (R11), and copying taken messages out.
 
+use super::framing;
 use super::queue::{fault, ms, Queue};
 use super::send::hash_id;
 use super::types::*;
-use crate::config::{ATTRIBUTE_FRAMING, MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
+use crate::config::{MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
 use crate::error::{Error, Result};
 use crate::layout::{counter, MAX_ID_LEN};
 use crate::protocol::receive::{self, Taken};
@@ -87,28 +88,20 @@ pub(super) fn fill(
     m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r).saturating_sub(1));
     m.first_receive_timestamp = h.first_recv_ms.load(r);
     m.receive_count = t.receive_count;
-    let mut a = &p[dedup_len..dedup_len + attr_len];
     let mut k = 0;
-    while !a.is_empty() {
-        if a.len() < ATTRIBUTE_FRAMING || k >= MAX_ATTRIBUTES {
-            return Err("attribute framing");
-        }
-        let nl = u16::from_le_bytes([a[0], a[1]]) as usize;
-        let tl = u16::from_le_bytes([a[2], a[3]]) as usize;
-        let vl = u32::from_le_bytes([a[4], a[5], a[6], a[7]]) as usize;
-        a = &a[ATTRIBUTE_FRAMING..];
-        if nl + tl + vl > a.len() {
+    for d in framing::decode(&p[dedup_len..dedup_len + attr_len]) {
+        let (name, data_type, value) = d?;
+        if k >= MAX_ATTRIBUTES {
             return Err("attribute framing");
         }
         if m.attributes.len() == k {
             m.attributes.push(ReceivedAttribute::default());
         }
         let at = &mut m.attributes[k];
-        set_text(&mut at.name, &a[..nl])?;
-        set_text(&mut at.data_type, &a[nl..nl + tl])?;
+        set_text(&mut at.name, name)?;
+        set_text(&mut at.data_type, data_type)?;
         at.value.clear();
-        at.value.extend_from_slice(&a[nl + tl..nl + tl + vl]);
-        a = &a[nl + tl + vl..];
+        at.value.extend_from_slice(value);
         k += 1;
     }
     m.attributes.truncate(k);
@@ -336,12 +329,38 @@ impl Queue {
         0
     }
 
+    /// One receive without waiting.
+    ///
+    /// The dead-letter mover runs under a group claim (X1: the move and the removal happen
+    /// while nobody else can take the message). It uses the dead-letter queue cached for the
+    /// policy version; only the first move after a policy change opens it, there, under that
+    /// one group's claim: an open, a map and a registration, bounded, touching no other group
+    /// of this queue (a receiver stopped there holds only that group, as any claim holder
+    /// does). Opening it before the claim instead would open a missing or replaced
+    /// dead-letter queue on receives that move nothing.
     pub(super) fn try_receive(
         &self,
         max: usize,
         vt: u64,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
+        let dl = self.dead_letter()?;
+        let pass = self.receive_pass(max, vt, buf, dl)?;
+        // An error of the dead-letter queue matters only when nothing else was taken.
+        match pass.move_err {
+            Some(e) if pass.taken == 0 => Err(e),
+            _ => Ok(pass.taken),
+        }
+    }
+
+    /// One call of [`receive::receive`] into `buf`, moving messages to `dlq` where one is due.
+    fn receive_pass(
+        &self,
+        max: usize,
+        vt: u64,
+        buf: &mut ReceiveBuffer,
+        dl: Option<(u32, u64)>,
+    ) -> Result<Pass> {
         let inner = &*self.inner;
         let nonce = inner.nonce;
         let created = inner.created_wall_ms;
@@ -355,8 +374,6 @@ impl Queue {
                 *v = t.vis;
             }
         };
-        let budget = self.fresh_budget();
-        let dl = self.dead_letter()?;
         let mut move_err = None;
         let mut dlq: Option<Queue> = None;
         let mut mover = |t: &Taken<'_>| -> bool {
@@ -381,7 +398,7 @@ impl Queue {
         };
         let mut policy = receive::Policy {
             vt_ms: vt,
-            fresh_budget: budget,
+            fresh_budget: self.fresh_budget(),
             dead_letter: dl.map(|(max, _)| (max, &mut mover as receive::Mover<'_>)),
         };
         let rep = receive::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
@@ -392,11 +409,18 @@ impl Queue {
         if let Some(what) = bad {
             return Err(Error::Corrupted { what });
         }
-        if rep.taken == 0 {
-            if let Some(e) = move_err {
-                return Err(e);
-            }
-        }
-        Ok(rep.taken)
+        Ok(Pass {
+            taken: rep.taken,
+            move_err,
+        })
     }
+}
+
+/// What one [`Queue::receive_pass`] did.
+#[derive(Debug)]
+struct Pass {
+    /// Messages taken.
+    taken: usize,
+    /// Why a move failed, if one did.
+    move_err: Option<Error>,
 }

@@ -4,6 +4,7 @@
 use std::hash::Hasher;
 use std::path::Path;
 
+use super::framing;
 use super::queue::{fault, Queue};
 use super::types::*;
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
@@ -110,13 +111,11 @@ impl Queue {
                 ),
             ));
         }
-        // Pieces copied back to back into the slot: dedup id, per attribute a frame of
-        // [name_len:u16][type_len:u16][value_len:u32] then the three strings, then the body.
+        // Pieces copied back to back into the slot: dedup id, the framed attributes (see
+        // `framing`), then the body.
         let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
         for (f, a) in frames.iter_mut().zip(msg.attributes) {
-            f[0..2].copy_from_slice(&(a.name.len() as u16).to_le_bytes());
-            f[2..4].copy_from_slice(&(a.data_type.len() as u16).to_le_bytes());
-            f[4..8].copy_from_slice(&(a.value.len() as u32).to_le_bytes());
+            *f = framing::frame(a.name.len(), a.data_type.len(), a.value.len());
         }
         let generated;
         let dedup: &[u8] = match msg.dedup_id {

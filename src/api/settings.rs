@@ -4,9 +4,7 @@ use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
 use super::queue::{fault, ms, Queue};
-use crate::config::{
-    Deduplication, QueueSettings, MAX_DELAY, MAX_RETENTION, MAX_VISIBILITY_TIMEOUT,
-};
+use crate::config::{Deduplication, QueueSettings};
 use crate::error::{Error, Result};
 use crate::protocol::settings;
 use crate::sync::Ordering;
@@ -20,28 +18,7 @@ impl Queue {
     pub fn set_attributes(&self, s: &QueueSettings) -> Result<()> {
         let inner = &*self.inner;
         let hdr = inner.view.hdr;
-        if s.visibility_timeout
-            .is_some_and(|d| d > MAX_VISIBILITY_TIMEOUT)
-        {
-            return Err(Error::InvalidConfig {
-                setting: "visibility_timeout",
-                reason: "at most 12 hours".into(),
-            });
-        }
-        if s.delay.is_some_and(|d| d > MAX_DELAY) {
-            return Err(Error::InvalidConfig {
-                setting: "delay",
-                reason: "at most 15 minutes".into(),
-            });
-        }
-        if s.message_retention_period
-            .is_some_and(|d| d < Duration::from_millis(1) || d > MAX_RETENTION)
-        {
-            return Err(Error::InvalidConfig {
-                setting: "message_retention_period",
-                reason: "1 ms to 14 days".into(),
-            });
-        }
+        crate::config::check_live(s.visibility_timeout, s.delay, s.message_retention_period)?;
         if s.content_based_deduplication == Some(true) && inner.dedup == Deduplication::Off {
             return Err(Error::AttributeNotMutable {
                 name: "ContentBasedDeduplication (the queue was created with deduplication off)"
