@@ -217,7 +217,7 @@ pub struct WakeLine {
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
 pub struct Participant {
-    /// `[gen:32][status:32]`, status `PART_FREE` or `PART_ALIVE`.
+    /// `[gen:32][status:32]`, status `pstate::FREE` or `pstate::ALIVE` (see `protocol::words`).
     pub state: AtomicU64,
     /// Process id, for display only (never trusted as identity).
     pub pid: AtomicU64,
@@ -362,8 +362,11 @@ pub struct MsgHeader {
     pub sent: AtomicU64,
     /// Wall-clock time of the first receive (0 = never received).
     pub first_recv_ms: AtomicU64,
-    /// Arena time (ms) of the latest receive, for the 12-hour visibility cap (H6). While the
-    /// slot is claimed by its producer: index + 1 of the producer's dedup entry (0 = none).
+    /// `[holder:16][gen:8][ms:40]` (`protocol::words::recv`): who received the message last
+    /// (participant index + 1 and the low 8 bits of its generation, so a dead holder's messages
+    /// can be released at once) and the arena time (ms) of that receive, for the 12-hour
+    /// visibility cap (H6). While the slot is claimed by its producer: index + 1 of the
+    /// producer's dedup entry (0 = none).
     pub recv_ms: AtomicU64,
     /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`; flag `MOVED` (1): the message id
     /// is the dedup id (a dead-lettered message, D8).

@@ -61,7 +61,7 @@ pub mod failpoint {
     //! models stop a participant at). [`arm`]`(k)` makes the process SIGKILL itself at the
     //! `k`-th crash point it reaches from then on (0: the next one), so a test can stop a real
     //! process exactly between two steps and check that the others recover.
-    use std::sync::atomic::{AtomicU64, Ordering};
+    use crate::sync::{AtomicU64, Ordering};
 
     static LEFT: AtomicU64 = AtomicU64::new(u64::MAX);
     static PASSED: AtomicU64 = AtomicU64::new(0);

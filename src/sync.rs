@@ -10,6 +10,10 @@ pub use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(shmfifo_loom)]
 pub use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
+/// Thread-locals of loom models (the crash-point countdown of `protocol::crash`).
+#[cfg(shmfifo_loom)]
+pub use loom::thread_local;
+
 /// Interior mutability for payload bytes of heap arenas (tests and loom models).
 pub use core::cell::UnsafeCell;
 
@@ -50,4 +54,18 @@ pub fn fence_then_load_u32(a: &AtomicU32) -> u32 {
     {
         a.fetch_add(0, Ordering::SeqCst)
     }
+}
+
+/// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
+/// made since it loaded `seen` with Acquire.
+///
+/// The Acquire fence orders those earlier reads before this load. Writers of a seqlocked
+/// record change `word` first and then issue a Release fence before they touch any field, so
+/// a reader that read a field written after its own load of `seen` sees `word` changed here.
+/// Every seqlock of the arena (`attempt-seqlock`, `dedup-seqlock`, the group id check of
+/// `group-publish`, `peek-seqlock`) validates through this one function.
+#[inline]
+pub fn seqlock_still(word: &AtomicU64, seen: u64) -> bool {
+    fence(Ordering::Acquire);
+    word.load(Ordering::Relaxed) == seen
 }

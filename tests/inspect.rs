@@ -241,7 +241,7 @@ fn counters_count_recovered_participants() {
         &small().visibility_timeout(Duration::from_secs(600)),
     );
     send(&q, "g", "held");
-    let handles = receive_and_die(env!("CARGO_BIN_EXE_shmfifo-demo"), &q.name, "victim");
+    let handles = receive_and_die(env!("CARGO_BIN_EXE_shmfifo-test-worker"), &q.name, "victim");
     assert_eq!(handles.len(), 1);
     let r = q.recover().unwrap();
     assert_eq!((r.dead_participants, r.released), (1, 1));

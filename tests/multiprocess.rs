@@ -1,7 +1,7 @@
-//! Multi-process tests: producer and consumer processes (the `shmfifo-demo` binary in worker
+//! Multi-process tests: producer and consumer processes (the `shmfifo-test-worker` binary in worker
 //! mode) share one arena under /dev/shm; some are killed with SIGKILL mid-operation. The logs
 //! they keep (acknowledged sends, receives with CLOCK_MONOTONIC times, successful deletes) are
-//! checked by `shmfifo-demo verify`: every acknowledged message deleted exactly once, nothing
+//! checked by `shmfifo-test-worker verify`: every acknowledged message deleted exactly once, nothing
 //! deleted twice, per-group order by receive time, sequence numbers increasing.
 
 mod common;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use shmfifo::{Deduplication, Queue, QueueConfig};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-demo");
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-test-worker");
 
 struct Run {
     name: String,

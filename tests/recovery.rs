@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use shmfifo::{Deduplication, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
-const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-demo");
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-test-worker");
 
 fn receive_and_die(name: &str) -> Vec<String> {
     common::receive_and_die(BIN, name, "victim")

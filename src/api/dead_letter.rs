@@ -221,7 +221,7 @@ impl Queue {
                 if opts
                     .cancel
                     .as_ref()
-                    .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
+                    .is_some_and(|c| c.load(crate::sync::Ordering::Relaxed))
                 {
                     // Put back what this batch has not moved.
                     let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);

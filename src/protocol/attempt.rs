@@ -13,7 +13,7 @@
 
 use super::{owner, Arena, Env};
 use crate::layout::{AttemptEntry, MAX_ID_LEN};
-use crate::sync::{fence, Ordering};
+use crate::sync::{fence, seqlock_still, Ordering};
 
 /// How long a record answers retries (R11: 5 minutes).
 pub const LIFETIME_MS: u64 = 5 * 60 * 1000;
@@ -99,10 +99,9 @@ pub fn find(a: &Arena<'_>, now: u64, hash: u64, id: &[u8]) -> Option<Record> {
             rec.refs[k] = e.refs[k].load(Ordering::Relaxed);
             rec.vis[k] = e.vis[k].load(Ordering::Relaxed);
         }
-        // SYNC POINT(attempt-seqlock): the Acquire fence pairs with the writer's Release
-        // fence before its field writes: if we read any of them, we see the state changed.
-        fence(Ordering::Acquire);
-        if e.state.load(Ordering::Relaxed) != st {
+        // SYNC POINT(attempt-seqlock): pairs with the writer's Release fence before its field
+        // writes: if we read any of them, we see the state changed.
+        if !seqlock_still(&e.state, st) {
             continue; // rewritten while we read: not a record we can trust
         }
         if same && count <= MAX_MESSAGES && now < created.saturating_add(LIFETIME_MS) {

@@ -39,7 +39,7 @@ pub fn rebase(hdr: &Header, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Based
     let tag = boot_tag(boot);
     let r = Ordering::Relaxed;
     loop {
-        // Acquire: pairs with a rebaser's AcqRel CAS (and the creator's publication).
+        // Acquire: SYNC POINT(clock-rebase), pairs with a rebaser's AcqRel CAS (and the creator's publication).
         let c = hdr.clock.load(Ordering::Acquire);
         if c >> 40 == tag {
             return Based {
@@ -53,7 +53,7 @@ pub fn rebase(hdr: &Header, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Based
         let floor = hdr.last_sweep.0.load(r).max(hdr.liveness.0.load(r)) + 1;
         let t = age.max(floor).min(CLOCK_MASK / 2);
         let base = mono_ms.wrapping_sub(t) & CLOCK_MASK;
-        // AcqRel: one rebaser per boot; a loser reloads the winner's word.
+        // SYNC POINT(clock-rebase): AcqRel, one rebaser per boot; a loser reloads the winner's word.
         if hdr
             .clock
             .compare_exchange(

@@ -161,11 +161,9 @@ fn matches(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<bool> {
 /// Seqlock validation: whether entry `e` is still in state `st` after the Relaxed reads made
 /// since `st` was loaded.
 fn still(e: &DedupEntry, st: u64) -> bool {
-    // SYNC POINT(dedup-seqlock): the Acquire fence orders our earlier Relaxed reads before
-    // this load; a writer changes `state` (CAS, then a Release fence) before touching any field,
-    // so if we read a field it wrote, this load sees its state change.
-    fence(Ordering::Acquire);
-    e.state.load(Ordering::Relaxed) == st
+    // SYNC POINT(dedup-seqlock): a writer changes `state` (CAS, then a Release fence) before
+    // touching any field, so if we read a field it wrote, we see its state change.
+    crate::sync::seqlock_still(&e.state, st)
 }
 
 fn original(e: &DedupEntry) -> Original {
@@ -346,7 +344,7 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
 
 /// Records the sender's message slot in its `PENDING` entry (before the message is linked).
 pub fn set_msg(a: &Arena<'_>, index: u32, idx: u32, inc: u32) -> PResult<()> {
-    // Release: a settler that reads it (Acquire) also sees the slot's `recv_ms` back-pointer.
+    // SYNC POINT(dedup-msg): Release: a settler that reads it (Acquire) also sees the slot's `recv_ms` back-pointer.
     entry(a, index as usize)?
         .msg
         .store(node::pack(inc, idx), Ordering::Release);

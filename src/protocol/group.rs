@@ -172,13 +172,14 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
         let st = e.state.load(Ordering::Acquire);
         match gstate::kind(st) {
             gstate::FREE => return Ok(None),
-            // Relaxed loads in the guard: see `id_matches`. The Acquire re-check (seqlock)
-            // proves the entry was not retired and reused while we compared; if it was, this is
-            // not our key any more, and the caller's insert path re-scans under the home claim.
+            // Relaxed loads in the guard: see `id_matches`. The seqlock re-check proves the
+            // entry was not retired and reused while we compared (a reuser changes `state`
+            // before it rewrites the id); if it was, this is not our key any more, and the
+            // caller's insert path re-scans under the home claim.
             gstate::ACTIVE
                 if e.hash.load(Ordering::Relaxed) == hash
                     && id_matches(e, id)
-                    && e.state.load(Ordering::Acquire) == st =>
+                    && crate::sync::seqlock_still(&e.state, st) =>
             {
                 return Ok(Some((i as u32, gstate::ginc(st))));
             }
@@ -310,6 +311,10 @@ fn insert_locked(
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
             continue 'rescan;
         }
+        // SYNC POINT(group-publish), seqlock half: a lookup that compares the id of the
+        // previous incarnation and reads any word we write below sees our state change in its
+        // `seqlock_still` re-check (its Acquire fence against this Release fence).
+        crate::sync::fence(Ordering::Release);
         crash_point!();
         // Relaxed stores: all published by the Release store of ACTIVE below.
         e.hash.store(hash, Ordering::Relaxed);

@@ -28,19 +28,11 @@
 //!
 //! # Sync points
 //!
-//! * `SYNC POINT(arena-ready)`: creator's Release store of `Header::state` ↔ `open`'s Acquire load.
-//! * `SYNC POINT(slot-free)`: the Release CAS that frees a slot ↔ the Acquire CAS of the next
-//!   allocation, so the old incarnation's reads of the payload happen before the new writes.
-//! * `SYNC POINT(node-link)`: a producer's SeqCst link CAS (after writing payload and header) ↔
-//!   every Acquire load of a link word that finds the node.
-//! * `SYNC POINT(group-publish)`: an inserter's Release store of `ACTIVE` ↔ lookups' Acquire
-//!   load of the state word before they read the id.
-//! * `SYNC POINT(claim)`: Acquire on taking a group claim ↔ Release (SeqCst) on giving it up, so
-//!   each holder sees the previous holder's head moves and frees.
-//! * `SYNC POINT(ready-check)`: the producer's SeqCst (publish `vis`, load `head`) against the
-//!   cleaner's SeqCst (store `head`, load `vis`): at least one of them sees the other and hints.
-//! * `SYNC POINT(doorbell)`: a receiver's SeqCst `waiters` increment before its last check ↔ a
-//!   producer's SeqCst fence after publishing and before loading `waiters`.
+//! Every Release/Acquire (or SeqCst) pair the protocols rely on is tagged `SYNC POINT(name)` at
+//! both ends; the table of writers and readers is in `ARCHITECTURE.md` ("Sync points"). The 16
+//! names: `arena-ready`, `slot-free`, `node-link`, `group-publish`, `claim`, `ready-check`,
+//! `doorbell`, `dedup-publish`, `dedup-seqlock`, `dedup-msg`, `attempt-seqlock`,
+//! `settings-publish`, `holder-record`, `registry-free`, `clock-rebase`, `peek-seqlock`.
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
 /// Stops the calling participant here when a loom model armed a crash for this step: the
@@ -76,7 +68,7 @@ macro_rules! crash_point {
 /// Crash injection for loom models: a per-thread countdown of crash points.
 #[cfg(shmfifo_loom)]
 pub mod crash {
-    loom::thread_local! {
+    crate::sync::thread_local! {
         static LEFT: core::cell::Cell<u32> = core::cell::Cell::new(u32::MAX);
     }
     /// Crash at the `k`-th crash point this thread reaches from now on (0 = the next one).

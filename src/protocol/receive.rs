@@ -268,8 +268,9 @@ pub fn replay(
         let epoch = vis::epoch(w);
         let new = vis::pack(epoch, vis::published(deadline));
         // We hold the message now (its first holder died or gave up): record us as holder, at
-        // the original receive time (H6's cap). Relaxed, before the CAS that publishes it, so a
-        // releaser that reads the new `vis` (Acquire) reads us, not the dead holder. If the CAS
+        // the original receive time (H6's cap). SYNC POINT(holder-record): Relaxed, before the
+        // CAS that publishes it, so a releaser that reads the new `vis` (Acquire) reads us, not
+        // the dead holder. If the CAS
         // fails, the message was deleted, released or changed meanwhile: naming us as holder
         // then costs at most an early release should we die.
         let rw = m.recv_ms.load(Ordering::Relaxed);
@@ -463,7 +464,7 @@ fn take(
                     }
                     policy.fresh_budget -= 1;
                 }
-                // Relaxed, before the CAS that publishes it: `change_visibility` reads it after
+                // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it: `change_visibility` reads it after
                 // an Acquire load of `vis`. Nobody else can take this visible message: we hold
                 // the group claim.
                 m.recv_ms

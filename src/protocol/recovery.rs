@@ -80,7 +80,7 @@ pub fn release_where(
     let mut n = 0;
     for cl in a.classes.iter().take(a.nclasses).flatten() {
         for h in cl.headers {
-            // Acquire: pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
+            // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
             // before that CAS) is visible below: the holder we read is at least as new as `w`.
             let w = h.vis.load(Ordering::Acquire);
             let vis::State::Published(d) = vis::state(w) else {
@@ -191,7 +191,7 @@ fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> P
     }
     sweep(a, env, me)?;
     for &(i, gen) in dead {
-        // Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
+        // SYNC POINT(registry-free): Release: our repairs above happen before a later reader sees `FREE`. A failed CAS:
         // another recoverer did it, or a new registrant took the slot (its own generation).
         if a.parts[i as usize]
             .state

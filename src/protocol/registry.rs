@@ -44,7 +44,7 @@ pub fn register<E>(
                 continue;
             }
             crash_point!(Ok(None));
-            // Acquire/Release: our registration happens after the previous holder's last
+            // SYNC POINT(registry-free): Acquire/Release: our registration happens after the previous holder's last
             // writes, and before any claim tagged with the new generation is seen. A CAS, not a
             // store: a recoverer may free a dead registration meanwhile (we then take a FREE
             // slot, and report no take-over: the recoverer released what the dead one held).

@@ -181,7 +181,7 @@ pub(crate) fn settle_entry(
     st: u64,
 ) -> PResult<()> {
     let e = dedup::entry(a, i)?;
-    // Acquire: pairs with `set_msg`.
+    // Acquire: SYNC POINT(dedup-msg), pairs with `set_msg`.
     let m = e.msg.load(Ordering::Acquire);
     let idx = node::index(m);
     if idx == node::NIL {

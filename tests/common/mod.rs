@@ -73,7 +73,7 @@ pub fn bodies(ms: &[Message]) -> Vec<&str> {
     ms.iter().map(|m| m.body.as_str()).collect()
 }
 
-/// Starts `shmfifo-demo attempt-receive QUEUE ID` (`bin`: the demo binary; a receive of up to 10
+/// Starts `shmfifo-test-worker attempt-receive QUEUE ID` (`bin`: the demo binary; a receive of up to 10
 /// messages with a 30 s visibility timeout, then a sleep), reads its receipt handles up to its
 /// `READY` line, and SIGKILLs it. Returns the handles.
 pub fn receive_and_die(bin: &str, name: &str, attempt_id: &str) -> Vec<String> {

@@ -1,11 +1,7 @@
-//! Multi-process demo and test worker.
+//! The worker modes of the multi-process demo and tests (one line per event on stdout), shared
+//! by `examples/shmfifo-demo.rs` and the test worker binary `shmfifo-test-worker`
+//! (`tests/worker/bin.rs`):
 //!
-//! `shmfifo-demo` (no arguments) creates a queue under /dev/shm, starts producer and consumer
-//! processes (this binary again), checks per-group order and exactly-once deletion, prints the
-//! throughput and removes the queue. Options: `--producers N --consumers N --groups N
-//! --messages N`.
-//!
-//! Worker modes (used by the demo and the multi-process tests), one line per event on stdout:
 //! * `produce QUEUE ID GROUPS N [flush]`: sends N messages round-robin over GROUPS groups named
 //!   `p{ID}-g{j}`, body `p{ID}:{j}:{k}`; prints `ACK group k seq` after each acknowledged send.
 //! * `dedup-produce QUEUE SEED N GROUPS`: sends ids `0..N` in an order picked by SEED, each with
@@ -15,29 +11,20 @@
 //!   t_ns` for each message received (t_ns: CLOCK_MONOTONIC before the receive call) and
 //!   `DEL group k t_ns` after each successful delete (t_ns: after it returned). `stall` makes it stop forever
 //!   after its first batch (to be killed).
+#![allow(dead_code)]
+
 use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+use shmfifo::{Queue, ReceiveBuffer, ReceiveOptions, SendMessage};
 
 fn mono_ns() -> u64 {
     // CLOCK_MONOTONIC is shared by all processes of the host, so receive times of different
     // processes can be compared.
-    let mut ts = libc_timespec();
-    // SAFETY: clock_gettime writes into the timespec we pass.
-    unsafe { clock_gettime(1, &mut ts) };
-    ts.0 as u64 * 1_000_000_000 + ts.1 as u64
-}
-
-#[repr(C)]
-struct Timespec(i64, i64);
-fn libc_timespec() -> Timespec {
-    Timespec(0, 0)
-}
-extern "C" {
-    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn out(flush: bool) -> Box<dyn Write> {
@@ -48,7 +35,7 @@ fn out(flush: bool) -> Box<dyn Write> {
     }
 }
 
-fn produce(args: &[String]) -> shmfifo::Result<()> {
+pub fn produce(args: &[String]) -> shmfifo::Result<()> {
     let q = Queue::open(&args[0])?;
     let id: u32 = args[1].parse().expect("id");
     let groups: u32 = args[2].parse().expect("groups");
@@ -83,7 +70,7 @@ fn produce(args: &[String]) -> shmfifo::Result<()> {
     Ok(())
 }
 
-fn dedup_produce(args: &[String]) -> shmfifo::Result<()> {
+pub fn dedup_produce(args: &[String]) -> shmfifo::Result<()> {
     let q = Queue::open(&args[0])?;
     let seed: u64 = args[1].parse().expect("seed");
     let n: u64 = args[2].parse().expect("n");
@@ -116,7 +103,7 @@ fn dedup_produce(args: &[String]) -> shmfifo::Result<()> {
     Ok(())
 }
 
-fn consume(args: &[String]) -> shmfifo::Result<()> {
+pub fn consume(args: &[String]) -> shmfifo::Result<()> {
     let name = &args[0];
     let q = Queue::open(name)?;
     let vt: u64 = args[1].parse().expect("vt");
@@ -183,14 +170,15 @@ fn consume(args: &[String]) -> shmfifo::Result<()> {
 
 /// What the demo (or a test) learns from the workers' logs.
 #[derive(Debug, Default)]
-struct Report {
-    acked: HashMap<(String, u64), u128>,
-    deleted: HashMap<(String, u64), u32>,
-    receives: HashMap<String, Vec<(u64, u64, u128)>>,
-    deletes: HashMap<String, Vec<(u64, u64)>>,
+/// What the logs of a run say: acknowledged sends, deletes, and per-group receive and delete times.
+pub struct Report {
+    pub acked: HashMap<(String, u64), u128>,
+    pub deleted: HashMap<(String, u64), u32>,
+    pub receives: HashMap<String, Vec<(u64, u64, u128)>>,
+    pub deletes: HashMap<String, Vec<(u64, u64)>>,
 }
 
-fn parse(report: &mut Report, text: &str) {
+pub fn parse(report: &mut Report, text: &str) {
     // A worker killed mid-write leaves a partial last line: lines that do not parse are skipped.
     for line in text.lines() {
         let f: Vec<&str> = line.split(' ').collect();
@@ -225,7 +213,7 @@ fn parse(report: &mut Report, text: &str) {
 }
 
 /// Starts a worker with its stdout in a log file (pipes could fill up and stall it).
-fn spawn(args: &[String], log: &str) -> Child {
+pub fn spawn(args: &[String], log: &str) -> Child {
     Command::new(std::env::current_exe().expect("current exe"))
         .args(args)
         .stdout(Stdio::from(std::fs::File::create(log).expect("create log")))
@@ -233,7 +221,7 @@ fn spawn(args: &[String], log: &str) -> Child {
         .expect("spawn worker")
 }
 
-fn collect(mut child: Child, log: &str) -> String {
+pub fn collect(mut child: Child, log: &str) -> String {
     let status = child.wait().expect("wait");
     let s = std::fs::read_to_string(log).expect("read log");
     let _ = std::fs::remove_file(log);
@@ -243,95 +231,10 @@ fn collect(mut child: Child, log: &str) -> String {
     s
 }
 
-fn demo(args: &[String]) -> Result<(), String> {
-    let opt = |name: &str, default: u64| -> u64 {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .map_or(default, |v| v.parse().expect(name))
-    };
-    let producers = opt("--producers", 4);
-    let consumers = opt("--consumers", 4);
-    let groups = opt("--groups", 1000);
-    let messages = opt("--messages", 200_000);
-    let name = format!("shmfifo-demo-{}", std::process::id());
-    // Every message has its own dedup id, remembered for SQS's 5 minutes: the table holds
-    // them all.
-    let cfg = QueueConfig::new()
-        .max_messages(65_536)
-        .max_groups((groups as u32).max(16) * 2)
-        .dedup_entries((messages as u32).max(1024));
-    let q = Queue::create(&name, &cfg).map_err(|e| e.to_string())?;
-    println!(
-        "shmfifo demo: {producers} producer and {consumers} consumer processes, {} groups, {messages} messages, queue /dev/shm/{name}",
-        groups
-    );
-    let per = messages / producers;
-    let gpp = (groups / producers).max(1);
-    let start = Instant::now();
-    let log = |role: &str, i: u64| format!("/tmp/{name}.{role}{i}.log");
-    let cons: Vec<(Child, String)> = (0..consumers)
-        .map(|i| {
-            (
-                spawn(
-                    &["consume".into(), name.clone(), "30000".into()],
-                    &log("c", i),
-                ),
-                log("c", i),
-            )
-        })
-        .collect();
-    let prods: Vec<(Child, String)> = (0..producers)
-        .map(|i| {
-            let args = [
-                "produce".into(),
-                name.clone(),
-                i.to_string(),
-                gpp.to_string(),
-                per.to_string(),
-            ];
-            (spawn(&args, &log("p", i)), log("p", i))
-        })
-        .collect();
-    let mut report = Report::default();
-    for (p, l) in prods {
-        parse(&mut report, &collect(p, &l));
-    }
-    let sent_at = start.elapsed();
-    std::fs::write(format!("/dev/shm/{name}.done"), b"").map_err(|e| e.to_string())?;
-    for (c, l) in cons {
-        parse(&mut report, &collect(c, &l));
-    }
-    let elapsed = start.elapsed();
-    let _ = std::fs::remove_file(format!("/dev/shm/{name}.done"));
-    let attrs = q.attributes();
-    drop(q);
-    let _ = Queue::unlink(&name);
-    let problems = verify(&report);
-    let total = report.acked.len();
-    println!(
-        "sent {total} in {:.2?}, delivered and deleted {} in {:.2?}: {:.0} messages/s end to end",
-        sent_at,
-        report.deleted.len(),
-        elapsed,
-        total as f64 / elapsed.as_secs_f64()
-    );
-    println!(
-        "left in queue: {} visible, {} in flight",
-        attrs.approximate_number_of_messages, attrs.approximate_number_of_messages_not_visible
-    );
-    if problems.is_empty() && total as u64 == per * producers {
-        println!("OK: per-group order kept, every message deleted exactly once");
-        Ok(())
-    } else {
-        Err(format!("FAILED: {}", problems.join("; ")))
-    }
-}
-
 /// Checks the logs: every acknowledged message deleted exactly once, nothing else deleted, and
 /// within each group no message received after a later one was deleted, and sequence numbers
 /// increasing with k.
-fn verify(r: &Report) -> Vec<String> {
+pub fn verify(r: &Report) -> Vec<String> {
     let mut problems = Vec::new();
     for (key, _) in r.acked.iter() {
         match r.deleted.get(key) {
@@ -393,9 +296,9 @@ fn attempt_receive(args: &[String]) -> shmfifo::Result<()> {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let r = match args.first().map(String::as_str) {
+/// Runs the worker mode named by `args[0]`; `None` if `args` names none.
+pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
+    Some(match args.first().map(String::as_str) {
         Some("produce") => produce(&args[1..]).map_err(|e| e.to_string()),
         Some("consume") => consume(&args[1..]).map_err(|e| e.to_string()),
         Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
@@ -417,10 +320,6 @@ fn main() {
                 Err(p.join("\n"))
             }
         }
-        _ => demo(&args),
-    };
-    if let Err(e) = r {
-        eprintln!("{e}");
-        std::process::exit(1);
-    }
+        _ => return None,
+    })
 }
