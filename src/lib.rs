@@ -8,7 +8,7 @@
 //! use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
 //!
 //! let q = Queue::create("orders", &QueueConfig::new())?;
-//! q.send(&SendMessage::new("customer-42", "order #1"))?;
+//! q.send(&SendMessage::new("customer-42", "order #1").dedup_id("o-1"))?;
 //! for m in q.receive(&ReceiveOptions::max(10))? {
 //!     println!("{} {}", m.group_id, m.body);
 //!     q.delete(&m.receipt_handle)?;

@@ -174,6 +174,33 @@ impl Queue {
     }
 
     /// The live redrive policy (X1), if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, QueueSettings, RedrivePolicy};
+    ///
+    /// let dlq_name = format!("doc-redrive-policy-dlq-{}", std::process::id());
+    /// let _dlq = Queue::create(&dlq_name, &QueueConfig::new())?;
+    /// # struct Unlink(String);
+    /// # impl Drop for Unlink {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = Unlink(dlq_name.clone());
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// assert_eq!(q.redrive_policy()?, None);
+    ///
+    /// let policy = RedrivePolicy::new(dlq_name.as_str(), 3);
+    /// q.set_attributes(&QueueSettings::new().redrive_policy(Some(policy)))?;
+    /// let live = q.redrive_policy()?.expect("a policy");
+    /// assert_eq!(live.max_receive_count, 3);
+    /// // The dead-letter queue is kept by its (canonical) path.
+    /// assert!(live.dead_letter_queue.ends_with(&format!("/{dlq_name}")));
+    /// Queue::unlink(&dlq_name)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn redrive_policy(&self) -> Result<Option<RedrivePolicy>> {
         let p = settings::read(&self.arena()).map_err(|f| fault(f, &self.inner))?;
         Ok((p.max_receive_count > 0).then(|| RedrivePolicy {
@@ -190,6 +217,47 @@ impl Queue {
     /// between leaves a copy here that becomes visible again after the visibility timeout;
     /// moving it again is a duplicate (dropped) in a destination that deduplicates and was
     /// sent it within its dedup interval, since the dedup id sent is this queue's message id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{
+    ///     Queue, QueueConfig, ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
+    /// };
+    ///
+    /// let pid = std::process::id();
+    /// let src_name = format!("doc-redrive-src-{pid}");
+    /// let dlq_name = format!("doc-redrive-dlq-{pid}");
+    /// let dlq = Queue::create(&dlq_name, &QueueConfig::new())?;
+    /// # struct Unlink(String);
+    /// # impl Drop for Unlink {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink(&self.0);
+    /// #     }
+    /// # }
+    /// # let _dlq_cleanup = Unlink(dlq_name.clone());
+    /// // After one receive, the receive that would deliver a message again moves it to `dlq`.
+    /// let policy = RedrivePolicy::new(dlq_name.as_str(), 1);
+    /// let src = Queue::create(&src_name, &QueueConfig::new().redrive_policy(policy))?;
+    /// # let _src_cleanup = Unlink(src_name.clone());
+    /// src.send(&SendMessage::new("g", "poison").dedup_id("1"))?;
+    /// let vt0 = ReceiveOptions::default().visibility_timeout(Duration::ZERO);
+    /// assert_eq!(src.receive(&vt0)?.len(), 1); // received once, not deleted
+    /// assert!(src.receive(&vt0)?.is_empty()); // moved instead
+    /// assert_eq!(dlq.attributes().approximate_number_of_messages, 1);
+    ///
+    /// // Once the consumer is fixed, move it back to its source queue.
+    /// let report = dlq.redrive(&RedriveOptions::default())?;
+    /// assert_eq!(report.moved, 1);
+    /// let back = src.receive(&ReceiveOptions::default())?;
+    /// assert_eq!(back[0].body, "poison");
+    /// assert_eq!(back[0].receive_count, 1); // a new message
+    /// Queue::unlink(&src_name)?;
+    /// Queue::unlink(&dlq_name)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn redrive(&self, opts: &RedriveOptions) -> Result<RedriveReport> {
         let mut rep = RedriveReport::default();
         let fixed = opts.destination.as_deref().map(queue_path).transpose()?;

@@ -35,6 +35,21 @@ impl Queue {
     }
 
     /// Deletes the message received with `handle` (H1–H5).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "done soon").dedup_id("1"))?;
+    /// let m = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// q.delete(&m.receipt_handle)?;
+    /// // The handle is spent: a second delete fails (H2).
+    /// assert!(matches!(q.delete(&m.receipt_handle), Err(Error::ReceiptHandleExpired { .. })));
+    /// assert!(q.peek(10)?.is_empty());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn delete(&self, handle: &ReceiptHandle) -> Result<()> {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
@@ -42,11 +57,47 @@ impl Queue {
     }
 
     /// Deletes by the text form of a receipt handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "done soon").dedup_id("1"))?;
+    /// let m = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// // The text form can travel to another process, which deletes with it.
+    /// let text = m.receipt_handle.to_string();
+    /// q.delete_str(&text)?;
+    /// assert!(matches!(q.delete_str("not-a-handle"), Err(Error::ReceiptHandleIsInvalid { .. })));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn delete_str(&self, handle: &str) -> Result<()> {
         self.delete(&handle.parse()?)
     }
 
     /// Deletes up to 10 messages by handle text (H8).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{BatchEntry, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "a").dedup_id("1"))?;
+    /// q.send(&SendMessage::new("g", "b").dedup_id("2"))?;
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let handles: Vec<String> = got.iter().map(|m| m.receipt_handle.to_string()).collect();
+    /// let results = q.delete_batch(&[
+    ///     BatchEntry { id: "a", entry: handles[0].as_str() },
+    ///     BatchEntry { id: "b", entry: handles[1].as_str() },
+    ///     BatchEntry { id: "bad", entry: "not-a-handle" },
+    /// ])?;
+    /// assert!(results[0].result.is_ok() && results[1].result.is_ok());
+    /// assert!(matches!(results[2].result, Err(Error::ReceiptHandleIsInvalid { .. })));
+    /// assert_eq!(q.attributes().approximate_number_of_messages_not_visible, 0);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         Ok(entries
@@ -60,6 +111,30 @@ impl Queue {
 
     /// Changes the visibility timeout of the message received with `handle` to `timeout` from
     /// now (H6, V1); zero makes it visible at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "retry me").dedup_id("1"))?;
+    /// let first = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// // Give the message back at once...
+    /// q.change_visibility(&first.receipt_handle, Duration::ZERO)?;
+    /// let again = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// assert_eq!(again.message_id, first.message_id);
+    /// assert_eq!(again.receive_count, 2);
+    /// // ...which made the first handle stale; the new one extends the timeout.
+    /// assert!(matches!(
+    ///     q.change_visibility(&first.receipt_handle, Duration::from_secs(60)),
+    ///     Err(Error::ReceiptHandleExpired { .. })
+    /// ));
+    /// q.change_visibility(&again.receipt_handle, Duration::from_secs(60))?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn change_visibility(&self, handle: &ReceiptHandle, timeout: Duration) -> Result<()> {
         if timeout > MAX_VISIBILITY_TIMEOUT {
             return Err(Error::invalid(
@@ -74,11 +149,51 @@ impl Queue {
     }
 
     /// Changes visibility by the text form of a receipt handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "retry me").dedup_id("1"))?;
+    /// let m = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// let text = m.receipt_handle.to_string(); // e.g. handed to another process
+    /// q.change_visibility_str(&text, Duration::ZERO)?;
+    /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "retry me");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn change_visibility_str(&self, handle: &str, timeout: Duration) -> Result<()> {
         self.change_visibility(&handle.parse()?, timeout)
     }
 
     /// Changes the visibility of up to 10 messages (H8).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{BatchEntry, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g1", "a").dedup_id("1"))?;
+    /// q.send(&SendMessage::new("g2", "b").dedup_id("2"))?;
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let h: Vec<String> = got.iter().map(|m| m.receipt_handle.to_string()).collect();
+    /// let results = q.change_visibility_batch(&[
+    ///     BatchEntry { id: "now", entry: (h[0].as_str(), Duration::ZERO) },
+    ///     BatchEntry { id: "later", entry: (h[1].as_str(), Duration::from_secs(60)) },
+    /// ])?;
+    /// assert!(results.iter().all(|r| r.result.is_ok()));
+    /// // Only the first message is visible again.
+    /// let again = q.receive(&ReceiveOptions::max(10))?;
+    /// assert_eq!(again.len(), 1);
+    /// assert_eq!(again[0].message_id, got[0].message_id);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn change_visibility_batch(
         &self,
         entries: &[BatchEntry<'_, (&str, Duration)>],
@@ -94,12 +209,42 @@ impl Queue {
     }
 
     /// Deletes every message, visible or in flight (P1). Returns how many.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// for i in 0..3 {
+    ///     q.send(&SendMessage::new("g", "m").dedup_id(&i.to_string()))?;
+    /// }
+    /// let in_flight = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// assert_eq!(q.purge()?, 3); // visible and in-flight messages alike
+    /// assert!(q.receive(&ReceiveOptions::max(10))?.is_empty());
+    /// assert!(matches!(
+    ///     q.delete(&in_flight.receipt_handle),
+    ///     Err(Error::ReceiptHandleExpired { .. })
+    /// ));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn purge(&self) -> Result<u64> {
         let inner = &*self.inner;
         handle::purge(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
     /// Repairs what dead participants left behind (also done on open, and by idle receivers).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, Recovered};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// // No participant died, so there is nothing to repair.
+    /// assert_eq!(q.recover()?, Recovered::default());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn recover(&self) -> Result<recovery::Recovered> {
         let inner = &*self.inner;
         recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))

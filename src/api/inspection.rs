@@ -13,6 +13,22 @@ use crate::sync::Ordering;
 impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
     /// (one load per counter per participant slot) and safe while the queue is in use.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let msg = SendMessage::new("g", "once").dedup_id("1");
+    /// q.send(&msg)?;
+    /// q.send(&msg)?; // a duplicate
+    /// let m = q.receive(&ReceiveOptions::default())?.remove(0);
+    /// q.delete(&m.receipt_handle)?;
+    /// let c = q.counters();
+    /// assert_eq!((c.sent, c.duplicates, c.received, c.deleted), (1, 1, 1, 1));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn counters(&self) -> Counters {
         Counters::from_array(&accounting::counters(&self.arena()))
     }
@@ -20,6 +36,26 @@ impl Queue {
     /// Reads up to `max` messages that a receive could return now (each group's visible
     /// prefix, groups in table order), changing nothing: no receive count, no visibility,
     /// no receipt. A snapshot: another process may receive them at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// let peeked = q.peek(10)?;
+    /// assert_eq!(peeked.len(), 1);
+    /// assert_eq!(peeked[0].body, "hello");
+    /// assert_eq!(peeked[0].receive_count, 0);
+    /// // Peeking changed nothing: the receive is still the message's first.
+    /// let got = q.receive(&ReceiveOptions::default())?;
+    /// assert_eq!(got[0].message_id, peeked[0].message_id);
+    /// assert_eq!(got[0].receive_count, 1);
+    /// // In flight now, so no receive could return it.
+    /// assert!(q.peek(10)?.is_empty());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn peek(&self, max: usize) -> Result<Vec<PeekedMessage>> {
         let inner = &*self.inner;
         let mut m = Message::default();
@@ -50,6 +86,25 @@ impl Queue {
     /// messages by state, active and locked groups with the `top` largest by backlog,
     /// participants alive and dead, slot use by size class, lifetime counters. It scans every
     /// slot and walks every group's list: O(capacity + groups), for operators, not hot paths.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// for (group, dedup) in [("a", "1"), ("b", "2"), ("b", "3")] {
+    ///     q.send(&SendMessage::new(group, "m").dedup_id(dedup))?;
+    /// }
+    /// q.receive(&ReceiveOptions::default())?; // one message goes in flight
+    /// let i = q.inspect(1)?;
+    /// assert_eq!((i.messages.visible, i.messages.in_flight), (2, 1));
+    /// assert_eq!((i.active_groups, i.locked_groups), (2, 1));
+    /// assert_eq!(i.largest_groups[0].group_id, "b");
+    /// assert_eq!(i.largest_groups[0].backlog(), 2);
+    /// assert!(i.participants.iter().any(|p| p.is_self && p.alive));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn inspect(&self, top: usize) -> Result<Inspection> {
         let inner = &*self.inner;
         let a = self.arena();
@@ -124,6 +179,25 @@ impl Queue {
     }
 
     /// Settings and approximate counters (C1). Counting scans every slot.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g1", "a").dedup_id("1"))?;
+    /// q.send(&SendMessage::new("g2", "b").dedup_id("2"))?;
+    /// q.receive(&ReceiveOptions::default())?;
+    /// let a = q.attributes();
+    /// assert_eq!(a.approximate_number_of_messages, 1);
+    /// assert_eq!(a.approximate_number_of_messages_not_visible, 1);
+    /// assert_eq!(a.visibility_timeout, Duration::from_secs(30)); // the default
+    /// assert!(a.fifo_queue);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn attributes(&self) -> QueueAttributes {
         self.attributes_from(
             &accounting::counts(&self.arena(), &*self.inner),

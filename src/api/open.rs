@@ -130,21 +130,119 @@ pub(super) unsafe fn initialise(
 
 impl Queue {
     /// Creates the queue `name` under `/dev/shm` (exclusively, mode from the config).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig};
+    ///
+    /// let name = format!("doc-create-{}", std::process::id());
+    /// let q = Queue::create(&name, &QueueConfig::new())?;
+    /// # struct Unlink(String);
+    /// # impl Drop for Unlink {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = Unlink(name.clone());
+    /// assert_eq!(q.path(), Some(std::path::Path::new("/dev/shm").join(&name).as_path()));
+    /// // Creation is exclusive: the name is taken now.
+    /// assert!(matches!(
+    ///     Queue::create(&name, &QueueConfig::new()),
+    ///     Err(Error::QueueNameExists { .. })
+    /// ));
+    /// Queue::unlink(&name)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn create(name: &str, cfg: &QueueConfig) -> Result<Queue> {
         Self::create_at(shm_path(name)?, cfg)
     }
 
     /// Opens the queue `name` under `/dev/shm`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let name = format!("doc-open-{}", std::process::id());
+    /// let producer = Queue::create(&name, &QueueConfig::new())?;
+    /// # struct Unlink(String);
+    /// # impl Drop for Unlink {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = Unlink(name.clone());
+    /// // Usually in another process:
+    /// let consumer = Queue::open(&name)?;
+    /// producer.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// assert_eq!(consumer.receive(&ReceiveOptions::default())?[0].body, "hello");
+    ///
+    /// let missing = format!("doc-open-missing-{}", std::process::id());
+    /// assert!(matches!(Queue::open(&missing), Err(Error::QueueDoesNotExist { .. })));
+    /// Queue::unlink(&name)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn open(name: &str) -> Result<Queue> {
         Self::open_at(shm_path(name)?)
     }
 
     /// Removes the queue `name` under `/dev/shm`. Processes that have it open keep using it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let name = format!("doc-unlink-{}", std::process::id());
+    /// let q = Queue::create(&name, &QueueConfig::new())?;
+    /// # struct Unlink(String);
+    /// # impl Drop for Unlink {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = Unlink(name.clone());
+    /// Queue::unlink(&name)?;
+    /// // The name is gone: nobody can open the queue any more...
+    /// assert!(matches!(Queue::open(&name), Err(Error::QueueDoesNotExist { .. })));
+    /// // ...but handles already open keep working.
+    /// q.send(&SendMessage::new("g", "still here").dedup_id("1"))?;
+    /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "still here");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn unlink(name: &str) -> Result<()> {
         Self::unlink_at(shm_path(name)?)
     }
 
     /// Creates a queue at `path` (any file system; `/dev/shm` for memory speed).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig};
+    ///
+    /// let name = format!("shmfifo-doc-create-at-{}", std::process::id());
+    /// let path = std::env::temp_dir().join(name);
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// assert_eq!(q.path(), Some(path.as_path()));
+    /// assert!(path.exists());
+    /// // Creation is exclusive: the path is taken now.
+    /// assert!(matches!(
+    ///     Queue::create_at(&path, &QueueConfig::new()),
+    ///     Err(Error::QueueNameExists { .. })
+    /// ));
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn create_at(path: impl AsRef<Path>, cfg: &QueueConfig) -> Result<Queue> {
         let path = path.as_ref();
         let g = cfg.geometry()?;
@@ -275,6 +373,19 @@ impl Queue {
 
     /// Creates an anonymous queue (a memfd). Children get it through [`Queue::inheritable_fd`]
     /// and [`Queue::open_fd`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// // Without deduplication, sends need no dedup id.
+    /// let q = Queue::create_anonymous(&QueueConfig::new().deduplication(Deduplication::Off))?;
+    /// assert_eq!(q.path(), None); // nothing on disk
+    /// q.send(&SendMessage::new("g", "hello"))?;
+    /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "hello");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn create_anonymous(cfg: &QueueConfig) -> Result<Queue> {
         let g = cfg.geometry()?;
         let dlq = cfg
@@ -328,6 +439,32 @@ impl Queue {
     }
 
     /// Opens the queue at `path`, validating its header.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let dir = std::env::temp_dir();
+    /// let path = dir.join(format!("shmfifo-doc-open-at-{}", std::process::id()));
+    /// let producer = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// // Usually in another process:
+    /// let consumer = Queue::open_at(&path)?;
+    /// producer.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// assert_eq!(consumer.receive(&ReceiveOptions::default())?[0].body, "hello");
+    ///
+    /// let missing = dir.join(format!("shmfifo-doc-open-at-missing-{}", std::process::id()));
+    /// assert!(matches!(Queue::open_at(&missing), Err(Error::QueueDoesNotExist { .. })));
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn open_at(path: impl AsRef<Path>) -> Result<Queue> {
         let path = path.as_ref();
         let file = sys::open_file(path).map_err(|e| match e.kind() {
@@ -341,6 +478,27 @@ impl Queue {
 
     /// Opens an anonymous queue from a descriptor inherited from its creator (see
     /// [`Queue::inheritable_fd`]). The descriptor stays open and owned by the caller.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::{FromRawFd, OwnedFd};
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// // The creator hands a descriptor to a child (here: to itself)...
+    /// let fd = q.inheritable_fd()?;
+    /// // ...which opens the same queue from it.
+    /// let other = Queue::open_fd(fd)?;
+    /// // The descriptor stays the caller's: `other` does not need it once open.
+    /// // SAFETY: `fd` came from `inheritable_fd`, is ours and is closed only here.
+    /// drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    ///
+    /// q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// assert_eq!(other.receive(&ReceiveOptions::default())?[0].body, "hello");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn open_fd(fd: i32) -> Result<Queue> {
         let file = sys::reopen_fd(fd)?;
         Self::attach(file, None)
@@ -348,6 +506,27 @@ impl Queue {
 
     /// A descriptor of this queue's file without close-on-exec, for a child process to pass
     /// to [`Queue::open_fd`]. The caller owns it (close it in the parent after spawning).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::fd::{FromRawFd, OwnedFd};
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let fd = q.inheritable_fd()?;
+    /// // A child spawned now inherits `fd` across exec; tell it the number (an argument, an
+    /// // environment variable) and it calls `Queue::open_fd(fd)`. Here the same process does:
+    /// let child = Queue::open_fd(fd)?;
+    /// // The parent owns the descriptor: close it once the child is spawned.
+    /// // SAFETY: `fd` came from `inheritable_fd`, is ours and is closed only here.
+    /// drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    ///
+    /// child.send(&SendMessage::new("g", "from the child").dedup_id("1"))?;
+    /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "from the child");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn inheritable_fd(&self) -> Result<i32> {
         use std::os::fd::IntoRawFd;
         let f = sys::dup(&self.inner.file)?;
@@ -356,6 +535,30 @@ impl Queue {
     }
 
     /// Removes the queue file at `path`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let name = format!("shmfifo-doc-unlink-at-{}", std::process::id());
+    /// let path = std::env::temp_dir().join(name);
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// Queue::unlink_at(&path)?;
+    /// assert!(!path.exists());
+    /// assert!(matches!(Queue::unlink_at(&path), Err(Error::QueueDoesNotExist { .. })));
+    /// // Handles already open keep working.
+    /// q.send(&SendMessage::new("g", "still here").dedup_id("1"))?;
+    /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "still here");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn unlink_at(path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
         std::fs::remove_file(path).map_err(|e| match e.kind() {

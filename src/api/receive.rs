@@ -141,6 +141,27 @@ impl Queue {
 
     /// Receives up to `max_messages` messages (R1–R10), waiting up to the wait time for the
     /// first one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "one").dedup_id("1"))?;
+    /// q.send(&SendMessage::new("g", "two").dedup_id("2"))?;
+    /// let opts = ReceiveOptions::max(1).wait(Duration::ZERO);
+    /// let first = q.receive(&opts)?;
+    /// assert_eq!(first[0].body, "one");
+    /// assert_eq!(first[0].receive_count, 1);
+    /// // While "one" is in flight, its group is locked: "two" waits behind it (R3).
+    /// assert!(q.receive(&opts)?.is_empty());
+    /// q.delete(&first[0].receipt_handle)?;
+    /// assert_eq!(q.receive(&opts)?[0].body, "two");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn receive(&self, opts: &ReceiveOptions) -> Result<Vec<Message>> {
         let mut buf = ReceiveBuffer::new();
         self.receive_into(opts, &mut buf)?;
@@ -155,6 +176,25 @@ impl Queue {
     /// consumer that crashed between receiving and recording its batch gets the batch back at
     /// once. The receive count does not grow on a replay. The id: 1–128 characters of
     /// alphanumerics and punctuation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "job").dedup_id("1"))?;
+    /// let opts = ReceiveOptions::max(10);
+    /// let first = q.receive_with_attempt_id(&opts, "attempt-1")?;
+    /// // Retried with the same id (say the first answer was lost): the same batch again.
+    /// let retry = q.receive_with_attempt_id(&opts, "attempt-1")?;
+    /// assert_eq!(retry.len(), 1);
+    /// assert_eq!(retry[0].receipt_handle, first[0].receipt_handle);
+    /// assert_eq!(retry[0].receive_count, 1);
+    /// // Another id is a fresh receive: the message is in flight, so nothing.
+    /// assert!(q.receive_with_attempt_id(&opts, "attempt-2")?.is_empty());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn receive_with_attempt_id(
         &self,
         opts: &ReceiveOptions,
@@ -167,6 +207,26 @@ impl Queue {
     }
 
     /// Like [`Queue::receive_with_attempt_id`], into reusable storage.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "job").dedup_id("1"))?;
+    /// let opts = ReceiveOptions::max(10);
+    /// let mut buf = ReceiveBuffer::new();
+    /// assert_eq!(q.receive_with_attempt_id_into(&opts, "attempt-1", &mut buf)?, 1);
+    /// let handle = buf.messages()[0].receipt_handle;
+    /// // A retry replays the batch...
+    /// assert_eq!(q.receive_with_attempt_id_into(&opts, "attempt-1", &mut buf)?, 1);
+    /// assert_eq!(buf.messages()[0].receipt_handle, handle);
+    /// // ...until one of its messages is deleted: then it is a fresh receive.
+    /// q.delete(&handle)?;
+    /// assert_eq!(q.receive_with_attempt_id_into(&opts, "attempt-1", &mut buf)?, 0);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn receive_with_attempt_id_into(
         &self,
         opts: &ReceiveOptions,
@@ -233,6 +293,27 @@ impl Queue {
     }
 
     /// Like [`Queue::receive`], into reusable storage (no allocation once warm).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// for i in 0..3 {
+    ///     q.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&i.to_string()))?;
+    /// }
+    /// let mut buf = ReceiveBuffer::new(); // reused by every receive
+    /// let mut seen = Vec::new();
+    /// while q.receive_into(&ReceiveOptions::max(2), &mut buf)? > 0 {
+    ///     for m in buf.messages() {
+    ///         seen.push(m.body.clone());
+    ///         q.delete(&m.receipt_handle)?;
+    ///     }
+    /// }
+    /// assert_eq!(seen, ["m0", "m1", "m2"]);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
         let (max, vt, wait) = self.receive_params(opts)?;
         buf.len = 0;

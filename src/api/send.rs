@@ -55,6 +55,36 @@ pub(super) fn content_dedup_id(body: &[u8]) -> [u8; 64] {
 
 impl Queue {
     /// Sends one message (S1–S8, M1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let attrs = [MessageAttribute::string("kind", "order")];
+    /// let msg = SendMessage::new("customer-42", "order #1")
+    ///     .dedup_id("order-1")
+    ///     .attributes(&attrs);
+    /// let sent = q.send(&msg)?;
+    /// assert!(!sent.duplicate);
+    /// // The same dedup id again within the dedup interval: accepted, not enqueued (D1).
+    /// let again = q.send(&msg)?;
+    /// assert!(again.duplicate);
+    /// assert_eq!(again.message_id, sent.message_id);
+    /// // With deduplication on and content-based dedup off, a dedup id is required (S4).
+    /// assert!(matches!(
+    ///     q.send(&SendMessage::new("customer-42", "order #2")),
+    ///     Err(Error::InvalidParameterValue { .. })
+    /// ));
+    ///
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// assert_eq!(got.len(), 1);
+    /// assert_eq!(got[0].message_id, sent.message_id);
+    /// assert_eq!(got[0].body, "order #1");
+    /// assert_eq!(got[0].attributes[0].value, b"order");
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn send(&self, msg: &SendMessage<'_>) -> Result<SendResult> {
         let group_id = msg.group_id.ok_or(Error::MissingParameter {
             parameter: "MessageGroupId",
@@ -237,6 +267,27 @@ impl Queue {
 
     /// Sends up to 10 messages (S11–S13). Request-level errors reject the whole batch; other
     /// failures are reported per entry; entries of one group are enqueued in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{BatchEntry, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let results = q.send_batch(&[
+    ///     BatchEntry { id: "a", entry: SendMessage::new("g", "first").dedup_id("1") },
+    ///     BatchEntry { id: "b", entry: SendMessage::new("g", "").dedup_id("2") }, // empty body
+    ///     BatchEntry { id: "c", entry: SendMessage::new("g", "second").dedup_id("3") },
+    /// ])?;
+    /// assert_eq!(results[1].id, "b");
+    /// assert!(matches!(results[1].result, Err(Error::InvalidParameterValue { .. })));
+    /// assert!(results[0].result.is_ok() && results[2].result.is_ok());
+    ///
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    /// assert_eq!(bodies, ["first", "second"]);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn send_batch(
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
@@ -280,6 +331,28 @@ impl Queue {
     }
 
     /// The file path, if the queue has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let anonymous = Queue::create_anonymous(&QueueConfig::new())?;
+    /// assert_eq!(anonymous.path(), None);
+    ///
+    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-path-{}", std::process::id()));
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// assert_eq!(q.path(), Some(path.as_path()));
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn path(&self) -> Option<&Path> {
         self.inner.path.as_deref()
     }

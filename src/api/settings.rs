@@ -15,6 +15,29 @@ impl Queue {
     /// delay, retention, content-based dedup, redrive policy), for every process at once.
     /// Nothing is changed if any value is invalid. A delay change is retroactive (L1); a
     /// retention change applies to messages already queued (Q5, T1).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig, QueueSettings};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let s = QueueSettings::new()
+    ///     .visibility_timeout(Duration::from_secs(5))
+    ///     .message_retention_period(Duration::from_secs(3600));
+    /// q.set_attributes(&s)?;
+    /// assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(5));
+    /// assert_eq!(q.attributes().message_retention_period, Duration::from_secs(3600));
+    /// // One invalid value (a delay over 15 minutes) and nothing changes.
+    /// let bad = QueueSettings::new()
+    ///     .visibility_timeout(Duration::from_secs(9))
+    ///     .delay(Duration::from_secs(901));
+    /// assert!(matches!(q.set_attributes(&bad), Err(Error::InvalidConfig { .. })));
+    /// assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(5));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn set_attributes(&self, s: &QueueSettings) -> Result<()> {
         let inner = &*self.inner;
         let hdr = inner.view.hdr;
@@ -81,6 +104,31 @@ impl Queue {
     /// `deadLetterTargetArn` a queue name or path, or empty to remove it). Settings fixed at
     /// creation give [`Error::AttributeNotMutable`]; unknown names
     /// [`Error::InvalidAttributeName`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.set_attribute("VisibilityTimeout", "45")?;
+    /// assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(45));
+    /// // Content-based dedup on: sends need no dedup id any more.
+    /// q.set_attribute("ContentBasedDeduplication", "true")?;
+    /// q.send(&SendMessage::new("g", "no dedup id"))?;
+    ///
+    /// assert!(matches!(
+    ///     q.set_attribute("MaximumMessageSize", "2048"),
+    ///     Err(Error::AttributeNotMutable { .. })
+    /// ));
+    /// assert!(matches!(
+    ///     q.set_attribute("Colour", "blue"),
+    ///     Err(Error::InvalidAttributeName { .. })
+    /// ));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
     pub fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
         let bad = |why: &str| {
             Error::invalid(
