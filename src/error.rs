@@ -140,6 +140,14 @@ pub enum Error {
     /// for a long time (it may be stopped): whether that send will be delivered is not known
     /// yet. Nothing was sent; retry later.
     DedupInProgress,
+    /// A claim this operation needs has been held by another live process for longer than the
+    /// wait bound (1 s): that process is alive but not running (stopped by SIGSTOP or a
+    /// debugger, a paused container, a swapped-out VM). Nothing was changed; retry later. Only
+    /// the groups (or insert slots) it holds are affected; everything else keeps working.
+    ParticipantBusy {
+        /// What is held.
+        what: &'static str,
+    },
     /// Every participant slot is held by a live process.
     ParticipantLimitReached {
         /// The configured maximum.
@@ -201,6 +209,7 @@ impl Error {
             Error::ParticipantLimitReached { .. } => "shmfifo.ParticipantLimitReached",
             Error::DedupTableFull { .. } => "shmfifo.DedupTableFull",
             Error::DedupInProgress => "shmfifo.DedupInProgress",
+            Error::ParticipantBusy { .. } => "ServiceUnavailable",
             Error::Io(_) => "shmfifo.Io",
             Error::InvalidAttributeName { .. } => "InvalidAttributeName",
             Error::AttributeNotMutable { .. } => "InvalidAttributeValue",
@@ -295,6 +304,10 @@ impl fmt::Display for Error {
             Error::DedupInProgress => write!(
                 f,
                 "a send with this dedup id is still in progress in another live process (is it stopped?); retry later"
+            ),
+            Error::ParticipantBusy { what } => write!(
+                f,
+                "{what}: another process holds it and is not running (stopped or paused); retry later"
             ),
             Error::Io(e) => write!(f, "operating system error: {e}"),
             Error::InvalidAttributeName { name } => write!(f, "Unknown Attribute {name}."),

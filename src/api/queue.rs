@@ -111,6 +111,7 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
             interval_ms: inner.dedup_interval_ms,
         },
         Fault::DedupBusy => Error::DedupInProgress,
+        Fault::Busy(what) => Error::ParticipantBusy { what },
     }
 }
 

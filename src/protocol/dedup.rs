@@ -41,7 +41,6 @@ pub const PENDING: u64 = 2;
 pub const DONE: u64 = 3;
 
 /// Spin rounds before a wait for a live participant is given up.
-const MAX_SPINS: u32 = 1 << 20;
 /// Longest wait (ms) for a live participant sending the same key (a send holds its entry
 /// `PENDING` for the time of a copy and an append: microseconds, unless it is descheduled or
 /// stopped).
@@ -205,9 +204,9 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
     }
     let home = key.hash as usize & (n - 1);
     let he = entry(a, home)?;
-    let mut waits = 0u32;
-    let mut since = None;
-    for _ in 0..MAX_SPINS {
+    // A live sender of the same key (it may be stopped) makes us wait, bounded by time.
+    let mut p = super::group::Patience::within(MAX_WAIT_MS);
+    loop {
         super::group::home_claim_wait(a, env, &he.home_claim, me)?;
         crash_point!();
         let r = pass(a, env, me, key, home);
@@ -215,23 +214,15 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
         super::group::release_plain(&he.home_claim, me);
         match r? {
             Pass::Done(r) => return Ok(r),
-            Pass::Again => {}
-            Pass::Wait => {
-                waits += 1;
-                let now = env.now_ms();
-                let t0 = *since.get_or_insert(now);
-                if waits >= MAX_SPINS || now.saturating_sub(t0) >= MAX_WAIT_MS {
+            // Something changed (another participant made progress): look again, within the
+            // same time bound (a hostile word could make every pass look "changed").
+            Pass::Again | Pass::Wait => {
+                if p.wait(env, "dedup").is_err() {
                     return Err(Fault::DedupBusy);
-                }
-                if waits < 64 {
-                    crate::sync::spin_hint();
-                } else {
-                    crate::sync::yield_hint();
                 }
             }
         }
     }
-    Err(Fault::DedupBusy)
 }
 
 fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PResult<Pass> {

@@ -11,9 +11,6 @@ use super::{gstate, node, owner, Arena, Env, Fault, PResult};
 use crate::layout::{GroupEntry, MAX_ID_LEN};
 use crate::sync::{AtomicU64, Ordering};
 
-/// Maximum probe steps and spin rounds before declaring a structure corrupted.
-const MAX_SPINS: u32 = 1 << 20;
-
 /// Result of trying to take a group claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[must_use]
@@ -72,7 +69,9 @@ pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: u64, ginc: u3
 }
 
 /// Takes group `e`'s claim for `ginc`, waiting for a live holder to give it up (it holds it for
-/// a few hundred nanoseconds). Returns the claim word, or `None` if the incarnation is gone.
+/// a few hundred nanoseconds). Returns the claim word, or `None` if the incarnation is gone;
+/// [`Fault::Busy`] after [`CLAIM_WAIT_MS`] under a live holder (one stopped by SIGSTOP or a
+/// debugger is alive: the caller reports a retryable error or goes on without the group).
 pub fn claim_wait(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -80,17 +79,76 @@ pub fn claim_wait(
     me: u64,
     ginc: u32,
 ) -> PResult<Option<u64>> {
-    for spin in 0..MAX_SPINS {
+    let mut p = Patience::new();
+    loop {
         match try_claim(a, env, e, me, ginc) {
             TryClaim::Acquired { cw, .. } => return Ok(Some(cw)),
             TryClaim::Gone => return Ok(None),
             TryClaim::Busy(_) => {}
         }
-        backoff(spin);
+        p.wait(
+            env,
+            "a group claim is held by a live participant (stopped?)",
+        )?;
     }
-    Err(Fault::Corrupted(
-        "claim held too long by a live participant",
-    ))
+}
+
+/// How long an operation waits for a claim held by a live participant before it gives up with
+/// the retryable [`Fault::Busy`] (ms). Claims are held for well under a microsecond; a holder
+/// preempted by the scheduler for a few milliseconds; one stopped (SIGSTOP, a debugger, a
+/// paused container) for as long as it stays stopped, and it is alive, so its claims cannot be
+/// taken over.
+pub const CLAIM_WAIT_MS: u64 = 1_000;
+
+/// A wait for a live participant, bounded by time (never by a count that a hostile word could
+/// stretch): spin, then yield, and read the clock every 64 rounds.
+#[derive(Debug)]
+pub struct Patience {
+    rounds: u32,
+    since: Option<u64>,
+    budget_ms: u64,
+}
+
+impl Patience {
+    /// A wait of at most [`CLAIM_WAIT_MS`].
+    pub fn new() -> Self {
+        Self::within(CLAIM_WAIT_MS)
+    }
+
+    /// A wait of at most `budget_ms`.
+    pub fn within(budget_ms: u64) -> Self {
+        Patience {
+            rounds: 0,
+            since: None,
+            budget_ms,
+        }
+    }
+
+    /// Waits one round, or returns [`Fault::Busy`]`(what)` once the budget is spent.
+    pub fn wait(&mut self, env: &dyn Env, what: &'static str) -> PResult<()> {
+        self.rounds = self.rounds.saturating_add(1);
+        // Under loom time stands still unless a model moves it: a few rounds stand for the
+        // budget, so a model with a participant stopped forever ends.
+        #[cfg(shmfifo_loom)]
+        if self.rounds > 4 {
+            return Err(Fault::Busy(what));
+        }
+        if self.rounds % 64 == 1 {
+            let now = env.now_ms();
+            let t0 = *self.since.get_or_insert(now);
+            if now.saturating_sub(t0) >= self.budget_ms {
+                return Err(Fault::Busy(what));
+            }
+        }
+        backoff(self.rounds);
+        Ok(())
+    }
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Waits a little for a claim holder: spin first, then yield the CPU.
@@ -102,9 +160,11 @@ pub fn backoff(spin: u32) {
     }
 }
 
-/// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner.
+/// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner;
+/// [`Fault::Busy`] after [`CLAIM_WAIT_MS`] under a live holder.
 pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PResult<()> {
-    for spin in 0..MAX_SPINS {
+    let mut p = Patience::new();
+    loop {
         // SYNC POINT(claim): as in `try_claim`.
         match word.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return Ok(()),
@@ -120,11 +180,11 @@ pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) 
                 }
             }
         }
-        backoff(spin);
+        p.wait(
+            env,
+            "an insert claim is held by a live participant (stopped?)",
+        )?;
     }
-    Err(Fault::Corrupted(
-        "insert claim held too long by a live participant",
-    ))
 }
 
 /// Releases a claim word if it still holds exactly `cw` (no DIRTY request pending).
@@ -221,7 +281,14 @@ fn insert_locked(
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
     let mut full_retries = 0;
-    'rescan: for _ in 0..MAX_SPINS {
+    let mut p = Patience::new();
+    let mut first = true;
+    'rescan: loop {
+        // Each rescan follows a change by another participant (progress); bounded by time,
+        // as a hostile word could make every scan look changed.
+        if !core::mem::take(&mut first) {
+            p.wait(env, "the group table kept changing under an insert")?;
+        }
         let mut i = hash & mask;
         let mut reusable: Option<(u64, u64)> = None;
         let mut end = None;
@@ -345,7 +412,6 @@ fn insert_locked(
             .store(gstate::pack(ginc, gstate::ACTIVE, 0), Ordering::Release);
         return Ok((g, ginc));
     }
-    Err(Fault::Corrupted("group table insert did not converge"))
 }
 
 /// Turns the entry whose state word is `st` (ACTIVE, or INSERTING by a dead inserter) into a

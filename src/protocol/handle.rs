@@ -7,7 +7,7 @@ use super::list::{remove, successor, Next};
 use super::ready::{cleanup, hint_if_ready, poke, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
 use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::{counter, MsgHeader};
+use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::Ordering;
 
 /// A receipt handle decoded: which slot incarnation, which receive.
@@ -121,39 +121,66 @@ pub fn change_visibility(
 }
 
 /// Deletes every published message (visible or in flight) and retires emptied groups (P1).
-/// Returns the number of messages deleted.
+/// Returns the number of messages deleted. A group whose claim a live participant keeps past
+/// the wait bound (it is stopped) is passed over and tried again at the end; if it is still
+/// held then, every other group is purged and the result is [`Fault::Busy`] (retry purges it).
 pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
     let mut n = 0;
-    for (g, e) in a.groups.iter().enumerate() {
-        // Acquire: SYNC POINT(group-publish).
-        let st = e.state.load(Ordering::Acquire);
-        if gstate::kind(st) != gstate::ACTIVE {
-            continue;
-        }
-        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
-            continue; // retired meanwhile
-        };
-        let mut cur = e.head.load(Ordering::Acquire);
-        for _ in 0..a.steps() {
-            let Next::Node(next, m, ninc) = successor(a, cur)? else {
-                break;
-            };
-            // Acquire: the message's latest state.
-            let w = m.vis.load(Ordering::Acquire);
-            if let vis::State::Published(_) = vis::state(w) {
-                // Bumping the epoch expires every handle (H2); a failed CAS: look again.
-                if !remove(a, me, m, w) {
-                    continue;
+    let mut held = None;
+    for round in 0..2 {
+        let mut busy = 0;
+        for (g, e) in a.groups.iter().enumerate() {
+            match purge_group(a, env, me, g as u32, e) {
+                Ok(k) => n += k,
+                Err(Fault::Busy(what)) if round == 0 || held.is_some() => {
+                    busy += 1;
+                    held = Some(what);
                 }
-                n += 1;
+                Err(f) => return Err(f),
             }
-            cur = node::pack(ninc, next);
         }
-        if cleanup(a, env, cw, e)? == Cleaned::Kept {
-            release(a, env, me, cw, g as u32)?;
+        if busy == 0 {
+            held = None;
+            break;
         }
     }
     // D7: the dedup table is cleared too.
     dedup::clear(a);
+    match held {
+        Some(what) => Err(Fault::Busy(what)),
+        None => Ok(n),
+    }
+}
+
+/// Purges group `g` (entry `e`) under its claim. Returns how many messages it deleted.
+fn purge_group(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, e: &GroupEntry) -> PResult<u64> {
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    if gstate::kind(st) != gstate::ACTIVE {
+        return Ok(0);
+    }
+    let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
+        return Ok(0); // retired meanwhile
+    };
+    let mut n = 0;
+    let mut cur = e.head.load(Ordering::Acquire);
+    for _ in 0..a.steps() {
+        let Next::Node(next, m, ninc) = successor(a, cur)? else {
+            break;
+        };
+        // Acquire: the message's latest state.
+        let w = m.vis.load(Ordering::Acquire);
+        if let vis::State::Published(_) = vis::state(w) {
+            // Bumping the epoch expires every handle (H2); a failed CAS: look again.
+            if !remove(a, me, m, w) {
+                continue;
+            }
+            n += 1;
+        }
+        cur = node::pack(ninc, next);
+    }
+    if cleanup(a, env, cw, e)? == Cleaned::Kept {
+        release(a, env, me, cw, g)?;
+    }
     Ok(n)
 }

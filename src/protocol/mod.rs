@@ -155,6 +155,10 @@ pub enum Fault {
     /// A live participant has been sending the same dedup key for too long (it may be
     /// stopped); the outcome is unknown.
     DedupBusy,
+    /// A claim this operation needs is held by a live participant for longer than
+    /// `group::CLAIM_WAIT_MS` (it may be stopped: SIGSTOP, a debugger, a paused container).
+    /// Nothing was changed; the operation may be retried.
+    Busy(&'static str),
     /// A loom model stopped this participant here (it "died").
     #[cfg(shmfifo_loom)]
     Crashed,

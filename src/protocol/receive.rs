@@ -262,8 +262,12 @@ pub fn replay(
             return Ok(false);
         }
         // The payload is read under the group claim: nobody frees the message meanwhile.
-        let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
-            return Ok(false);
+        // A group held by a live participant (stopped?) past the wait bound: a fresh receive
+        // instead (messages already handed over stay in flight under their restarted timeout).
+        let cw = match group::claim_wait(a, env, e, me, gstate::ginc(st)) {
+            Ok(Some(cw)) => cw,
+            Ok(None) | Err(Fault::Busy(_)) => return Ok(false),
+            Err(f) => return Err(f),
         };
         let epoch = vis::epoch(w);
         let new = vis::pack(epoch, vis::published(deadline));

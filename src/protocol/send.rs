@@ -11,9 +11,6 @@ use super::{node, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry};
 use crate::sync::Ordering;
 
-/// Rounds a send waits (with backoff) for a live claim holder to finish retiring a closed group.
-const MAX_BUSY_ROUNDS: u32 = 1 << 16;
-
 /// What a successful send produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sent {
@@ -148,7 +145,9 @@ fn send_reserved(
         dedup::set_msg(a, index, idx, inc)?;
         crash_point!();
     }
-    let (mut stuck, mut busy) = (0, 0);
+    let mut stuck = 0;
+    // A send waits, bounded by time, for a live claim holder to finish retiring a closed group.
+    let mut busy = group::Patience::new();
     for _ in 0..MAX_STEPS {
         let (g, ginc) = match group::find_or_insert(a, env, me, out.hash, out.group_id) {
             Ok(x) => x,
@@ -229,15 +228,14 @@ fn send_reserved(
                 Helped::LookAgain => {}
                 Helped::HolderBusy => {
                     // A live holder is finishing the retire (a few hundred ns); one that keeps
-                    // the list closed far longer is stopped, or the arena is corrupted.
-                    busy += 1;
-                    if busy >= MAX_BUSY_ROUNDS {
+                    // the list closed far longer is stopped: give up, retryably.
+                    if let Err(f) = busy.wait(
+                        env,
+                        "a group being retired is held by a live participant (stopped?)",
+                    ) {
                         give_up(a, idx, claimed, entry)?;
-                        return Err(Fault::Corrupted(
-                            "group closed too long under a live participant's claim",
-                        ));
+                        return Err(f);
                     }
-                    group::backoff(busy);
                 }
             },
         }
