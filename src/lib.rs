@@ -65,6 +65,15 @@ pub mod failpoint {
 
     static LEFT: AtomicU64 = AtomicU64::new(u64::MAX);
     static PASSED: AtomicU64 = AtomicU64::new(0);
+    /// 1: the armed point stops the process (SIGSTOP) instead of killing it.
+    static STOP: AtomicU64 = AtomicU64::new(0);
+
+    /// Make the armed point stop this process with SIGSTOP (it stays alive, holding whatever
+    /// it holds, until SIGCONT) instead of killing it: a stop point.
+    pub fn stop_instead(on: bool) {
+        // Relaxed: as in `arm`.
+        STOP.store(u64::from(on), Ordering::Relaxed);
+    }
 
     /// Kill this process at the `k`-th crash point from now on.
     pub fn arm(k: u64) {
@@ -97,6 +106,18 @@ pub mod failpoint {
             PASSED.fetch_add(1, Ordering::Relaxed);
         }
         if prev == Ok(0) {
+            // Relaxed: as in `arm`.
+            if STOP.load(Ordering::Relaxed) == 1 {
+                // Stop once, then go on from exactly here when continued.
+                LEFT.store(u64::MAX, Ordering::Relaxed);
+                // SAFETY: raise(3) has no preconditions; SIGSTOP stops the process until a
+                // SIGCONT.
+                #[allow(unsafe_code)]
+                unsafe {
+                    libc::raise(libc::SIGSTOP);
+                }
+                return;
+            }
             // SAFETY: raise(3) has no preconditions; SIGKILL ends the process at once.
             #[allow(unsafe_code)]
             unsafe {

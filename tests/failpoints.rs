@@ -31,6 +31,7 @@ fn config() -> QueueConfig {
 
 /// The child side: open, arm, run one operation, report what was acknowledged on stdout.
 fn child(spec: &str) {
+    failpoint::stop_instead(std::env::var_os("SHMFIFO_FP_STOP").is_some());
     let f: Vec<&str> = spec.split(' ').collect();
     let (op, name, k) = (f[0], f[1], f[2].parse::<u64>().unwrap());
     if op == "release" {
@@ -67,6 +68,9 @@ fn child(spec: &str) {
         }
         "change-visibility" => {
             let got = q.receive(&long).unwrap();
+            for m in &got {
+                say(format!("RECV {}", m.body));
+            }
             failpoint::arm(k);
             q.change_visibility(&got[0].receipt_handle, Duration::ZERO)
                 .unwrap();
@@ -453,6 +457,141 @@ fn case_set_redrive_policy(op: &str, k: u64, _full: usize) -> bool {
     o.killed
 }
 
+/// Issue 20, stop points: the same steps as the kill points, but the child is stopped there
+/// (SIGSTOP: alive, holding whatever it holds) while this process works on the queue, then
+/// continued. A stopped participant is not corruption: meanwhile every operation either
+/// succeeds or reports a typed, retryable error (`ParticipantBusy`, `DedupInProgress`), never
+/// `Corrupted`; once continued the child finishes its operation, and nothing acknowledged is
+/// lost, duplicated or reordered.
+static BUSY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn stop_case(op: &str, k: u64) -> bool {
+    let (name, q) = fresh("fpstop", &config());
+    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
+        send(&q, g, b);
+    }
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} "))
+        .env("SHMFIFO_FP_STOP", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let pid = child.id();
+    // Wait until the child is stopped at its k-th step, or has finished (k past its steps).
+    let stopped = loop {
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('T'))
+        {
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let what = format!("{op} stopped at k={k}");
+    let retryable = |r: &Result<(), Error>| match r {
+        Ok(()) => {}
+        Err(Error::ParticipantBusy { .. }) | Err(Error::DedupInProgress) => {
+            BUSY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        Err(e) => panic!("{what}: {e:?} while a peer is stopped"),
+    };
+    let mut ours: Vec<String> = Vec::new();
+    let mut pending_new = false;
+    if stopped {
+        // A new group, a duplicate, and a receive-and-delete of whatever is visible.
+        let r = q
+            .send(&SendMessage::new(&format!("n{k}"), "n").dedup_id("n"))
+            .map(|_| ());
+        pending_new = r.is_err();
+        retryable(&r);
+        retryable(
+            &q.send(&SendMessage::new("g", "a").dedup_id("a"))
+                .map(|_| ()),
+        );
+        // The very send a stopped sender is making (same group and dedup id): a duplicate, a
+        // new message (the child's then becomes the duplicate), or a retryable wait for it.
+        let gx = if op == "send-new-group" { "h" } else { "g" };
+        retryable(
+            &q.send(&SendMessage::new(gx, "x").dedup_id("x1"))
+                .map(|_| ()),
+        );
+        let got = q.receive(
+            &ReceiveOptions::max(10)
+                .visibility_timeout(Duration::from_secs(600))
+                .wait(Duration::ZERO),
+        );
+        match got {
+            Ok(got) => {
+                for m in got {
+                    retryable(&q.delete(&m.receipt_handle));
+                    ours.push(m.body);
+                }
+            }
+            Err(e) => retryable(&Err(e)),
+        }
+        // SAFETY: kill(2) with a pid of our own child, which has not been reaped yet.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGCONT);
+        }
+    }
+    let out = child.wait_with_output().expect("wait child");
+    assert!(
+        out.status.success(),
+        "{what}: the child finishes once continued"
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(lines.iter().any(|l| l == "DONE"), "{what}: completed");
+    if pending_new {
+        q.send(&SendMessage::new(&format!("n{k}"), "n").dedup_id("n"))
+            .expect("retried after the peer continued");
+    }
+    let theirs: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("DEL ").map(str::to_owned))
+        .collect();
+    let got = drain(&q);
+    let mut all: Vec<&String> = ours.iter().chain(&theirs).chain(&got).collect();
+    all.sort();
+    let n = all.len();
+    all.dedup();
+    assert_eq!(all.len(), n, "{what}: nothing delivered twice: {all:?}");
+    // Received by the child and not deleted: in flight under its (long) visibility timeout,
+    // not lost.
+    let held: Vec<String> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("RECV ").map(str::to_owned))
+        .collect();
+    if op != "purge" {
+        for b in ["a", "b", "c"] {
+            assert!(
+                all.iter().any(|x| *x == b) || held.iter().any(|x| x == b),
+                "{what}: {b} lost ({ours:?} {theirs:?} {got:?} {held:?})"
+            );
+        }
+        if stopped {
+            assert!(
+                all.iter().any(|x| *x == "n"),
+                "{what}: the new group's message"
+            );
+        }
+    }
+    let seq: Vec<&String> = ours.iter().chain(&got).collect();
+    let pos = |b: &str| seq.iter().position(|x| *x == b);
+    if let (Some(x), Some(y)) = (pos("a"), pos("b")) {
+        assert!(x < y, "{what}: group order");
+    }
+    let _ = Queue::unlink(&name);
+    stopped
+}
+
 fn main() {
     if let Ok(spec) = std::env::var("SHMFIFO_FP_CHILD") {
         child(&spec);
@@ -482,4 +621,26 @@ fn main() {
         total += n;
     }
     println!("failpoints: {total} kills, all recovered");
+    let mut stops = 0;
+    for op in [
+        "send",
+        "send-new-group",
+        "receive-delete",
+        "change-visibility",
+        "purge",
+        "attempt-receive",
+    ] {
+        let mut n = 0;
+        while stop_case(op, n) {
+            n += 1;
+            assert!(n < 500, "{op}: still stopped after 500 steps");
+        }
+        assert!(n > 0, "{op}: no stop point reached");
+        println!("{op}: stopped at each of its {n} steps, never corruption, nothing lost");
+        stops += n;
+    }
+    println!(
+        "stop points: {stops} stops, the others served throughout ({} retryable errors while a peer was stopped)",
+        BUSY.load(std::sync::atomic::Ordering::Relaxed)
+    );
 }
