@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 5;
+pub const LAYOUT_VERSION: u64 = 6;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -306,6 +306,11 @@ pub struct GroupEntry {
     pub id_len: AtomicU64,
     /// The id bytes, 8 per word, little-endian.
     pub id: [AtomicU64; MAX_ID_LEN / 8],
+    /// As a home slot: every live entry whose home is this slot lies within this many slots
+    /// after it (its probe length). Grown by an inserter holding this slot's home claim before
+    /// it initialises the entry, shrunk to the live maximum by the next such inserter: lookups
+    /// of keys with this home scan only that far, whatever tombstones lie beyond.
+    pub probe: AtomicU64,
 }
 
 /// One entry of the dedup table. Its key (dedup id, then the group id with messageGroup

@@ -259,7 +259,49 @@ fn inproc(c: &mut Criterion) {
         });
         drop(fx);
     }
+    // Issue 14's defect: a new group id per message (SQS's advice for deduplication without
+    // ordering). Send, receive, delete, each message in a group never seen before, after the
+    // default-sized group table has been cycled through several times (dedup off, so that the
+    // figure is the group table's alone).
+    g.throughput(Throughput::Elements(1));
+    let mut fx: Option<(NamedQueue, u64)> = None;
+    g.bench_function("new_group_per_message", |b| {
+        let (q, n) = fx.get_or_insert_with(|| {
+            let cfg = QueueConfig::new().deduplication(Deduplication::Off);
+            let q = NamedQueue::create("newgroup", &cfg);
+            let slots = 2 * u64::from(q.queue.attributes().max_groups);
+            let mut n = 0;
+            // Cycle the table: every entry used at least once (no FREE entry left).
+            while n < 4 * slots {
+                new_group_round_trip(&q.queue, n);
+                n += 1;
+            }
+            (q, n)
+        });
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                new_group_round_trip(&q.queue, *n);
+                *n += 1;
+            }
+            t.elapsed()
+        });
+    });
+    drop(fx);
     g.finish();
+}
+
+/// Sends one 64-byte message to group `g{n}`, receives and deletes it.
+fn new_group_round_trip(q: &Queue, n: u64) {
+    let group = format!("g{n}");
+    q.send(&SendMessage::new(&group, &"x".repeat(64)))
+        .expect("send");
+    let got = q
+        .receive(&ReceiveOptions::max(1).wait(Duration::ZERO))
+        .expect("receive");
+    for m in &got {
+        q.delete(&m.receipt_handle).expect("delete");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

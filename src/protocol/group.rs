@@ -226,7 +226,11 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
     let mut i = hash & mask;
-    for _ in 0..slots {
+    // Acquire: pairs with an inserter's Release store of the probe length (made before it
+    // initialises the entry). A stale (shorter) value only sends the caller to the insert path,
+    // which scans again under the home claim. Untrusted: clamped to the table.
+    let limit = a.groups[i as usize].probe.load(Ordering::Acquire).min(mask);
+    for _ in 0..=limit {
         let e = &a.groups[i as usize];
         // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
         let st = e.state.load(Ordering::Acquire);
@@ -289,10 +293,23 @@ fn insert_locked(
         if !core::mem::take(&mut first) {
             p.wait(env, "the group table kept changing under an insert")?;
         }
-        let mut i = hash & mask;
+        let home = hash & mask;
+        let mut i = home;
         let mut reusable: Option<(u64, u64)> = None;
         let mut end = None;
-        for _ in 0..slots {
+        // Every live entry with our home lies within `limit` slots of it (we hold the home
+        // claim, so none is added meanwhile): look for the id that far, and for a free or
+        // reusable slot as far as it takes. `live` is the farthest live entry with our home.
+        // Acquire: the last holder of the home claim wrote it (SYNC POINT(claim) orders it too).
+        let limit = a.groups[home as usize]
+            .probe
+            .load(Ordering::Acquire)
+            .min(mask);
+        let mut live = 0;
+        for d in 0..slots as u64 {
+            if d > limit && (reusable.is_some() || end.is_some()) {
+                break;
+            }
             let e = &a.groups[i as usize];
             // Acquire: SYNC POINT(group-publish), as in `find`.
             let st = e.state.load(Ordering::Acquire);
@@ -305,11 +322,12 @@ fn insert_locked(
                     // Relaxed: see `id_matches`; nobody else may insert or retire-and-reuse
                     // this key while we hold its home claim, but another key may reuse the
                     // entry, hence the re-check.
-                    if e.hash.load(Ordering::Relaxed) == hash
-                        && id_matches(e, id)
-                        && e.state.load(Ordering::Acquire) == st
-                    {
+                    let h = e.hash.load(Ordering::Relaxed);
+                    if h == hash && id_matches(e, id) && e.state.load(Ordering::Acquire) == st {
                         return Ok((i as u32, gstate::ginc(st)));
+                    }
+                    if h & mask == home {
+                        live = d;
                     }
                 }
                 gstate::INSERTING => {
@@ -364,6 +382,7 @@ fn insert_locked(
             return Err(Fault::GroupsFull);
         }
         let e = &a.groups[target as usize];
+        let dist = target.wrapping_sub(home) & mask;
         let ginc = super::words::next_ginc(gstate::ginc(st));
         // Acquire: orders our initialisation after the previous incarnation's last use.
         if e.state
@@ -378,6 +397,12 @@ fn insert_locked(
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
             continue 'rescan;
         }
+        // The probe length covers the new entry before it can become ACTIVE, and shrinks to the
+        // farthest live entry of our home (entries retired since the last insert no longer
+        // count). Release: pairs with `find`'s Acquire load.
+        a.groups[home as usize]
+            .probe
+            .store(live.max(dist), Ordering::Release);
         // SYNC POINT(group-publish), seqlock half: a lookup that compares the id of the
         // previous incarnation and reads any word we write below sees our state change in its
         // `seqlock_still` re-check (its Acquire fence against this Release fence).

@@ -143,7 +143,7 @@ mod tests {
     use crate::protocol::handle::{self, Handle};
     use crate::protocol::send::{self, Outgoing};
     use crate::protocol::{accounting, receive, recovery, words};
-    use crate::protocol::{owner, vis, Fault};
+    use crate::protocol::{gstate, owner, vis, Fault};
 
     fn geom() -> Geometry {
         Geometry {
@@ -266,5 +266,95 @@ mod tests {
         assert_eq!(r.freed, 1);
         let w = a.msg(idx).unwrap().vis.load(Ordering::Relaxed);
         assert_eq!(vis::state(w), vis::State::Free);
+    }
+
+    /// Issue 14's defect: a new group id per message. Emptied entries become tombstones that
+    /// never become FREE again, so once the table has been cycled, a lookup that scanned to a
+    /// FREE entry scanned the whole table. The probe length of each home keeps every lookup
+    /// and insert within the few slots where its home's live entries are, however many
+    /// tombstones the table holds: here 2,048 groups through a 64-slot table, a few live at a
+    /// time, every message delivered in order and every group retired.
+    #[test]
+    fn a_new_group_per_message_keeps_probes_short() {
+        let g = Geometry {
+            participants: 3,
+            max_groups: 32,
+            group_slots: 64,
+            ready_slots: 64,
+            classes: vec![(16, 64)],
+            dedup_slots: 0,
+            dedup_key_words: 16,
+            attempt_slots: 0,
+        };
+        let h = HeapArena::new(&g);
+        let env = MockEnv::default();
+        let a = h.arena();
+        let me = owner::code(1, 1);
+        let mut longest = 0;
+        for round in 0..256u32 {
+            // Eight new groups per round, each with two messages.
+            for k in 0..8u32 {
+                let id = format!("g-{round}-{k}");
+                for body in [b"1", b"2"] {
+                    let parts = [&body[..]];
+                    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+                    });
+                    send::send(
+                        &a,
+                        &env,
+                        me,
+                        &Outgoing {
+                            class: 0,
+                            cursor: 0,
+                            hash,
+                            group_id: id.as_bytes(),
+                            lens: words::pack_lens(1, 0, 0, 0),
+                            parts: &parts,
+                            dedup: None,
+                            source_len: 0,
+                            prior_receives: 0,
+                        },
+                    )
+                    .unwrap_or_else(|f| panic!("round {round} group {k}: {f:?}"));
+                }
+            }
+            let mut got = Vec::new();
+            loop {
+                let batch = recv(&a, &env, 10, 1_000);
+                if batch.is_empty() {
+                    break;
+                }
+                for m in batch {
+                    handle::delete(&a, &env, owner::code(0, 1), m.0).unwrap();
+                    got.push(m.1);
+                }
+            }
+            assert_eq!(got.len(), 16, "round {round}: every message delivered");
+            for pair in got.chunks(2) {
+                assert_eq!(
+                    pair,
+                    [b"1".to_vec(), b"2".to_vec()],
+                    "round {round}: in order"
+                );
+            }
+            assert_eq!(a.hdr.active_groups.0.load(Ordering::Relaxed), 0);
+            longest = a
+                .groups
+                .iter()
+                .map(|e| e.probe.load(Ordering::Relaxed))
+                .max()
+                .unwrap()
+                .max(longest);
+        }
+        // Eight live groups in 64 slots: probes stay within a few slots (the old scan walked
+        // all 64 on every new id once no entry was FREE).
+        assert!(longest < 16, "longest probe {longest}");
+        assert!(
+            a.groups
+                .iter()
+                .all(|e| gstate::kind(e.state.load(Ordering::Relaxed)) != gstate::FREE),
+            "the table was cycled through: no entry is FREE any more"
+        );
     }
 }
