@@ -269,7 +269,7 @@ fn inproc(c: &mut Criterion) {
         let (q, n) = fx.get_or_insert_with(|| {
             let cfg = QueueConfig::new().deduplication(Deduplication::Off);
             let q = NamedQueue::create("newgroup", &cfg);
-            let slots = 2 * u64::from(q.queue.attributes().max_groups);
+            let slots = 2 * q.queue.attributes().max_groups;
             let mut n = 0;
             // Cycle the table: every entry used at least once (no FREE entry left).
             while n < 4 * slots {
