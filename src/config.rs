@@ -114,6 +114,22 @@ pub enum Deduplication {
     Off,
 }
 
+/// What a send does when the dedup table has no room for its id: every entry the id may use
+/// holds an id accepted within the dedup interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DedupOverflow {
+    /// Forget the oldest id of those entries (its interval ends early) and accept the send, as
+    /// SQS would. The effective window shortens; evictions are counted and the window is
+    /// reported (`QueueAttributes::dedup_evictions` and
+    /// `effective_deduplication_interval`, `shmfifo stat`, the Prometheus output), never
+    /// silent. A duplicate within the effective window is still caught.
+    #[default]
+    ShortenWindow,
+    /// Refuse the send with `DedupTableFull` rather than shorten the window (the strict
+    /// behaviour before layout 6: size `dedup_entries` as sends per second × interval).
+    Refuse,
+}
+
 /// Settings of a queue, fixed at creation. Names follow SQS's attributes.
 ///
 /// | setting | default | range |
@@ -131,7 +147,8 @@ pub enum Deduplication {
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
-/// | `dedup_entries` | 65,536 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). A send fails with `DedupTableFull` when every entry holds an id accepted within the interval: size it as sends per second × interval |
+/// | `dedup_entries` | 65,536 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval, `dedup_overflow` decides |
+/// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
 /// | `message_retention_period` | 4 days | 1 ms – 14 days (T1; SQS's minimum is 1 min); changeable later |
@@ -154,6 +171,7 @@ pub struct QueueConfig {
     pub(crate) deduplication: Deduplication,
     pub(crate) deduplication_interval: Duration,
     pub(crate) dedup_entries: u32,
+    pub(crate) dedup_overflow: DedupOverflow,
     pub(crate) content_based_deduplication: bool,
     pub(crate) delay: Duration,
     pub(crate) message_retention_period: Duration,
@@ -177,6 +195,7 @@ impl Default for QueueConfig {
             deduplication: Deduplication::Queue,
             deduplication_interval: Duration::from_secs(300),
             dedup_entries: 65_536,
+            dedup_overflow: DedupOverflow::ShortenWindow,
             content_based_deduplication: false,
             delay: Duration::ZERO,
             message_retention_period: Duration::from_secs(345_600),
@@ -249,6 +268,11 @@ impl QueueConfig {
     /// How many dedup ids the table remembers at once (rounded up to a power of two).
     pub fn dedup_entries(mut self, n: u32) -> Self {
         self.dedup_entries = n;
+        self
+    }
+    /// What a send does when the dedup table has no room for its id (see [`DedupOverflow`]).
+    pub fn dedup_overflow(mut self, o: DedupOverflow) -> Self {
+        self.dedup_overflow = o;
         self
     }
     /// Content-based deduplication (SQS `ContentBasedDeduplication`, D5): a send without a

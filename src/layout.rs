@@ -143,6 +143,12 @@ pub struct Header {
     pub release_on_death: AtomicU64,
     /// Arena time (ms) of the last liveness check (one checker per period, by CAS).
     pub liveness: Padded<AtomicU64>,
+    /// What a send does when every dedup entry it may use holds a key accepted within the
+    /// interval: 0 evicts the oldest (the effective window shortens, counted in `dedup_evict`),
+    /// 1 refuses the send (`DedupTableFull`). Fixed at creation.
+    pub dedup_overflow: AtomicU64,
+    /// Dedup evictions: how many, and when and at what age the last one happened.
+    pub dedup_evict: Padded<EvictLine>,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.
@@ -167,6 +173,20 @@ pub struct AttemptEntry {
 
 /// Bytes of an attempt record.
 pub const ATTEMPT_ENTRY_SIZE: usize = 384;
+
+/// Dedup evictions (with `dedup_overflow` 0): written only by a send that found its entries
+/// full, so no hot path touches this line.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct EvictLine {
+    /// Keys forgotten before their interval ended (lifetime count).
+    pub count: AtomicU64,
+    /// Arena time (ms) of the last eviction.
+    pub last_ms: AtomicU64,
+    /// How long (ms) the key evicted last had been remembered: the effective dedup window at
+    /// that moment.
+    pub last_age_ms: AtomicU64,
+}
 
 /// The in-flight census line.
 #[repr(C)]

@@ -6,7 +6,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use shmfifo::{BatchEntry, Deduplication, Error, MessageAttribute, QueueConfig, SendMessage};
+use shmfifo::{
+    BatchEntry, DedupOverflow, Deduplication, Error, MessageAttribute, QueueConfig, ReceiveOptions,
+    SendMessage,
+};
 
 fn send_d(q: &shmfifo::Queue, group: &str, body: &str, id: &str) -> shmfifo::SendResult {
     q.send(&SendMessage::new(group, body).dedup_id(id))
@@ -289,15 +292,17 @@ fn dedup_off_keeps_no_table() {
     ));
 }
 
-/// Capacity: when every entry holds an id accepted within the interval, a send fails with
-/// DedupTableFull; no entry is evicted early (duplicates are still caught); once the interval
-/// passes, entries are reclaimed by later sends (no background thread).
+/// Capacity, strict setting (`DedupOverflow::Refuse`): when every entry holds an id accepted
+/// within the interval, a send fails with DedupTableFull; no entry is evicted early
+/// (duplicates are still caught); once the interval passes, entries are reclaimed by later
+/// sends (no background thread).
 #[test]
 fn full_table_fails_clearly_and_recovers_after_the_interval() {
     let q = queue(
         "dfull",
         &small_dedup()
             .dedup_entries(4)
+            .dedup_overflow(DedupOverflow::Refuse)
             .deduplication_interval(Duration::from_millis(300)),
     );
     for i in 0..4 {
@@ -399,4 +404,52 @@ fn concurrent_duplicates_deliver_exactly_once() {
     got.sort();
     got.dedup();
     assert_eq!(got.len(), 300);
+}
+
+/// D1 under load, default setting (`DedupOverflow::ShortenWindow`, issue 20): a table of 64
+/// entries and SQS's 5-minute interval take 5,000 sends with new ids without one refusal
+/// (SQS would accept them all). The oldest ids are forgotten early, which is counted and
+/// reported as a shorter effective interval; an id sent a moment ago is still a duplicate.
+#[test]
+fn d1_a_full_table_shortens_the_window_instead_of_refusing() {
+    let q = queue(
+        "dshort",
+        &small_dedup()
+            .max_messages(256)
+            .dedup_entries(64)
+            .deduplication_interval(Duration::from_secs(300)),
+    );
+    assert_eq!(q.attributes().dedup_overflow, DedupOverflow::ShortenWindow);
+    assert_eq!(q.attributes().dedup_evictions, 0);
+    assert_eq!(
+        q.attributes().effective_deduplication_interval,
+        Duration::from_secs(300),
+        "nothing evicted yet: the full interval"
+    );
+    for i in 0..5_000 {
+        let id = format!("id-{i}");
+        let r = q
+            .send(&SendMessage::new("g", "m").dedup_id(&id))
+            .unwrap_or_else(|e| panic!("send {i} refused: {e}"));
+        assert!(!r.duplicate, "send {i}");
+        // The id just sent is remembered: its retry is a duplicate of it.
+        let again = q.send(&SendMessage::new("g", "m").dedup_id(&id)).unwrap();
+        assert!(again.duplicate, "retry of {i}");
+        assert_eq!(again.message_id, r.message_id);
+        // Keep the queue from filling: consume as we go.
+        for m in q.receive(&ReceiveOptions::max(10)).unwrap() {
+            q.delete(&m.receipt_handle).unwrap();
+        }
+    }
+    let a = q.attributes();
+    assert!(
+        a.dedup_evictions >= 5_000 - 64,
+        "evictions counted: {}",
+        a.dedup_evictions
+    );
+    assert!(
+        a.effective_deduplication_interval < Duration::from_secs(300),
+        "the shorter window is reported: {:?}",
+        a.effective_deduplication_interval
+    );
 }

@@ -791,8 +791,13 @@ fn stat_prometheus_is_the_text_exposition_format() {
     assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
     assert_eq!(samples["shmfifo_groups_locked"], 1.0);
     assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
-    // 12 counters, each a counter family.
-    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 12);
+    // 12 lifetime counters and the dedup evictions, each a counter family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 13);
+    assert_eq!(samples["shmfifo_dedup_evictions_total"], 0.0);
+    assert_eq!(
+        samples["shmfifo_dedup_effective_interval_ms"], 300_000.0,
+        "nothing evicted: SQS's 5 minutes"
+    );
     assert!(text.contains("shmfifo_slots{queue="));
     expect(&["stat", q.s(), "--prometheus", "--json"], 2);
 }

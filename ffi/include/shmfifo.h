@@ -118,6 +118,13 @@ typedef struct {
    timeout; 0: they wait for it. A process that closes the queue keeps them in flight.
    */
   uint32_t release_on_death;
+  /*
+   When the dedup table has no room for a new dedup id: 0 (default) forgets the oldest id
+   of its window (the effective dedup window shortens, counted in
+   `shmfifo_queue_attributes.dedup_evictions`); 1 refuses the send with
+   `SHMFIFO_DEDUP_TABLE_FULL`.
+   */
+  uint32_t dedup_overflow;
 } shmfifo_config;
 
 /*
@@ -437,6 +444,18 @@ typedef struct {
    Whether a dead receiver's messages are released at once: 0 or 1.
    */
   uint32_t release_on_death;
+  /*
+   What a send does when the dedup table has no room (0 shorten the window, 1 refuse).
+   */
+  uint32_t dedup_overflow;
+  /*
+   Dedup ids forgotten before their interval ended (lifetime count).
+   */
+  uint64_t dedup_evictions;
+  /*
+   How long a dedup id is remembered now, ms: the interval, or less after evictions.
+   */
+  uint64_t effective_deduplication_interval_ms;
 } shmfifo_queue_attributes;
 
 /*

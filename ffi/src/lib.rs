@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use shmfifo_core as core_api;
 use shmfifo_core::{
-    BatchEntry, Deduplication, Error, MessageAttribute, Queue, QueueConfig, ReceiveBuffer,
-    ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
+    BatchEntry, DedupOverflow, Deduplication, Error, MessageAttribute, Queue, QueueConfig,
+    ReceiveBuffer, ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
 };
 
 /// Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
@@ -358,6 +358,11 @@ pub struct shmfifo_config {
     /// once (about 100 ms later, once a receiver is idle) instead of at their visibility
     /// timeout; 0: they wait for it. A process that closes the queue keeps them in flight.
     pub release_on_death: u32,
+    /// When the dedup table has no room for a new dedup id: 0 (default) forgets the oldest id
+    /// of its window (the effective dedup window shortens, counted in
+    /// `shmfifo_queue_attributes.dedup_evictions`); 1 refuses the send with
+    /// `SHMFIFO_DEDUP_TABLE_FULL`.
+    pub dedup_overflow: u32,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -381,6 +386,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         max_receive_count: 0,
         dead_letter_queue: shmfifo_str::ABSENT,
         release_on_death: 1,
+        dedup_overflow: 0,
     }
 }
 
@@ -400,6 +406,16 @@ unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
             ))
         }
     };
+    let overflow = match c.dedup_overflow {
+        0 => DedupOverflow::ShortenWindow,
+        1 => DedupOverflow::Refuse,
+        n => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                format!("invalid setting dedup_overflow: {n} (0 shorten the window, 1 refuse)"),
+            ))
+        }
+    };
     // SAFETY: forwarded from the caller.
     let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue") }?.filter(|s| !s.is_empty());
     let mut cfg = QueueConfig::new()
@@ -413,6 +429,7 @@ unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .deduplication(dedup)
         .deduplication_interval(Duration::from_millis(c.deduplication_interval_ms))
         .dedup_entries(c.dedup_entries)
+        .dedup_overflow(overflow)
         .content_based_deduplication(c.content_based_deduplication != 0)
         .delay(Duration::from_millis(c.delay_ms))
         .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
@@ -1256,6 +1273,12 @@ pub struct shmfifo_queue_attributes {
     pub dead_letter_queue: [c_char; 257],
     /// Whether a dead receiver's messages are released at once: 0 or 1.
     pub release_on_death: u32,
+    /// What a send does when the dedup table has no room (0 shorten the window, 1 refuse).
+    pub dedup_overflow: u32,
+    /// Dedup ids forgotten before their interval ended (lifetime count).
+    pub dedup_evictions: u64,
+    /// How long a dedup id is remembered now, ms: the interval, or less after evictions.
+    pub effective_deduplication_interval_ms: u64,
 }
 
 /// Reads a queue's settings and counters (a scan of the arena).
@@ -1305,6 +1328,10 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             max_receive_count: a.redrive_policy.as_ref().map_or(0, |p| p.max_receive_count),
             dead_letter_queue: [0; 257],
             release_on_death: u32::from(a.release_on_death),
+            dedup_overflow: u32::from(a.dedup_overflow == DedupOverflow::Refuse),
+            dedup_evictions: a.dedup_evictions,
+            effective_deduplication_interval_ms: a.effective_deduplication_interval.as_millis()
+                as u64,
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

@@ -80,7 +80,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 5);
+    CHECK(shmfifo_layout_version() == 6);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -223,6 +223,7 @@ static void test_errors(const char *dir) {
     c.max_participants = 1;
     c.maximum_message_size = 1048576;
     c.dedup_entries = 1;
+    c.dedup_overflow = 1; /* refuse rather than forget an id early */
     shmfifo_queue *q = NULL, *other = NULL;
     EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
     if (!q) return;
@@ -236,6 +237,9 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
     bad = shmfifo_config_default();
     bad.deduplication = 7;
+    EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
+    bad = shmfifo_config_default();
+    bad.dedup_overflow = 2;
     EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
     bad = shmfifo_config_default();
     bad.max_messages = 1u << 30; /* a 256 GiB arena: more than /dev/shm holds */
@@ -284,6 +288,7 @@ static void test_errors(const char *dir) {
     CHECK(shmfifo_last_error_message(NULL, 0) == full);
     m = msg("g", "one", "d1");
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    /* A one-entry dedup table, strict setting (dedup_overflow 1): refused. */
     m = msg("g", "two", "d2");
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_DEDUP_TABLE_FULL);
     EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);

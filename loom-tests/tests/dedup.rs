@@ -142,12 +142,14 @@ fn duplicate_of_a_send_that_dies_in_progress() {
 }
 
 /// Entries expire (D1) and are reused in place, concurrently, by a key of their own home and a
-/// key of another home; a full table fails cleanly before that.
+/// key of another home; with the strict setting (`DedupOverflow::Refuse`) a full table fails
+/// cleanly before that.
 #[test]
 fn expiry_and_reuse_across_homes() {
     model(|| {
         let (h, env) = setup(2);
         let a = h.arena();
+        a.hdr.dedup_overflow.store(1, Ordering::Relaxed);
         a.hdr
             .dedup_interval_ms
             .store(10, shmfifo::sync::Ordering::Relaxed);
@@ -193,6 +195,44 @@ fn expiry_and_reuse_across_homes() {
         );
         let got = drain(&a, &env, 2);
         assert_eq!(got.len(), 4);
+        assert_clean(&a);
+    });
+}
+
+/// The default setting (`DedupOverflow::ShortenWindow`, issue 20): the table (2 entries) is
+/// full of ids within their interval. A new id evicts the oldest (k1) while another sender
+/// retries k1: the retry is a duplicate of k1's message (it came first) or a new message (the
+/// eviction came first), never refused, never lost, and the eviction is counted.
+#[test]
+fn eviction_races_a_retry_of_the_evicted_id() {
+    model(|| {
+        let (h, env) = setup(2);
+        let a = h.arena();
+        let k1 = send_dedup(&a, &env, 2, "g", b"1", "k1", 0).unwrap();
+        env.advance(1);
+        assert!(
+            !send_dedup(&a, &env, 2, "g", b"2", "k2", 1)
+                .unwrap()
+                .duplicate
+        );
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (x, y) = par(
+            move || send_dedup(&h1.arena(), &e1, 0, "g", b"3", "k3", 1),
+            move || send_dedup(&h2.arena(), &e2, 1, "g", b"4", "k1", 0),
+        );
+        let (x, y) = (x.expect("never refused"), y.expect("never refused"));
+        assert!(!x.duplicate, "k3 is new");
+        if y.duplicate {
+            assert_eq!(
+                (y.idx, y.inc),
+                (k1.idx, k1.inc),
+                "a duplicate of k1's message"
+            );
+        }
+        let evicted = a.hdr.dedup_evict.0.count.load(Ordering::Relaxed);
+        assert!(evicted >= 1, "the eviction is counted");
+        let got = drain(&a, &env, 2);
+        assert_eq!(got.len(), 3 + usize::from(!y.duplicate), "{got:?}");
         assert_clean(&a);
     });
 }

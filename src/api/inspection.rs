@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::queue::{fault, Queue};
 use super::receive::fill;
 use super::types::*;
+use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
 use crate::layout::{MsgHeader, MAX_ID_LEN};
 use crate::protocol::{accounting, dedup, group, inspect, owner, pstate, recovery, Env};
@@ -211,6 +212,7 @@ impl Queue {
         c: &accounting::Counts,
         counters: &Counters,
     ) -> QueueAttributes {
+        let hdr = self.inner.view.hdr;
         let inner = &*self.inner;
         QueueAttributes {
             approximate_number_of_messages: c.visible,
@@ -248,6 +250,23 @@ impl Queue {
             dedup_entries_in_use: {
                 let (live, pending) = dedup::count(&self.arena(), inner.now_ms());
                 live + pending
+            },
+            dedup_overflow: match hdr.dedup_overflow.load(Ordering::Relaxed) {
+                1 => DedupOverflow::Refuse,
+                _ => DedupOverflow::ShortenWindow,
+            },
+            dedup_evictions: hdr.dedup_evict.0.count.load(Ordering::Relaxed),
+            effective_deduplication_interval: {
+                // Relaxed: statistics.
+                let ev = &hdr.dedup_evict.0;
+                let (at, age) = (
+                    ev.last_ms.load(Ordering::Relaxed),
+                    ev.last_age_ms.load(Ordering::Relaxed),
+                );
+                let full = inner.dedup_interval_ms;
+                let recent = ev.count.load(Ordering::Relaxed) > 0
+                    && inner.now_ms().saturating_sub(at) < full;
+                Duration::from_millis(if recent { age.min(full) } else { full })
             },
         }
     }

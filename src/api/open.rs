@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
 use super::queue::{fault, ms, Inner, Queue};
-use crate::config::{Deduplication, QueueConfig};
+use crate::config::{DedupOverflow, Deduplication, QueueConfig};
 use crate::error::{Error, Result};
 use crate::layout::{
     Header, LAYOUT_VERSION, MAGIC, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
@@ -119,6 +119,13 @@ pub(super) unsafe fn initialise(
     hdr.dedup_interval_ms
         .store(ms(cfg.deduplication_interval), r);
     hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
+    hdr.dedup_overflow.store(
+        match cfg.dedup_overflow {
+            DedupOverflow::ShortenWindow => 0,
+            DedupOverflow::Refuse => 1,
+        },
+        r,
+    );
     hdr.content_based_dedup
         .store(u64::from(cfg.content_based_deduplication), r);
     hdr.next_expiry.0.store(u64::MAX, r);

@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::config::DedupOverflow;
 use crate::error::Error;
 
 /// A message attribute to send (S8). `value` is UTF-8 text for `String` and `Number` types.
@@ -356,6 +357,13 @@ pub struct QueueAttributes {
     /// Dedup ids accepted within the interval, and sends with a dedup id in progress (a
     /// scan of the table).
     pub dedup_entries_in_use: u64,
+    /// What a send does when the dedup table has no room for its id.
+    pub dedup_overflow: DedupOverflow,
+    /// Dedup ids forgotten before their interval ended (lifetime count; `ShortenWindow`).
+    pub dedup_evictions: u64,
+    /// How long a dedup id is remembered now: `deduplication_interval`, or shorter if an id
+    /// was evicted within the last interval (then the age of the last one evicted).
+    pub effective_deduplication_interval: Duration,
 }
 
 /// Options of [`crate::Queue::redrive`] (X6).

@@ -45,6 +45,10 @@ pub const DONE: u64 = 3;
 /// `PENDING` for the time of a copy and an append: microseconds, unless it is descheduled or
 /// stopped).
 pub const MAX_WAIT_MS: u64 = 1_000;
+/// With eviction on (`Header::dedup_overflow` 0), the entries a key may occupy: at most this many
+/// from its home. A reservation then looks at no more than this many entries, full table or
+/// not, and a full window gives up its oldest key instead of the send.
+pub const EVICT_WINDOW: usize = 256;
 /// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
 const MAX_EXPIRES: u64 = (1 << 48) - 1;
 
@@ -187,6 +191,18 @@ fn reusable(a: &Arena<'_>, env: &dyn Env, e: &DedupEntry, st: u64, now: u64) -> 
     }
 }
 
+/// Keeps in `oldest` the `DONE` entry that expires first (was accepted first) among those seen.
+fn note_oldest(e: &DedupEntry, st: u64, d: usize, oldest: &mut Option<(usize, u64, u64)>) {
+    if kind(st) != DONE {
+        return;
+    }
+    // Relaxed: a choice of victim; if the entry changed since `st`, the reserving CAS fails.
+    let x = meta_expires(e.meta.load(Ordering::Relaxed));
+    if oldest.is_none_or(|(_, _, y)| x < y) {
+        *oldest = Some((d, st, x));
+    }
+}
+
 /// What one pass under the home claim found.
 enum Pass {
     Done(Reserved),
@@ -231,9 +247,14 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
     let he = entry(a, home)?;
     // Acquire: pairs with the Release `fetch_max` of earlier reservations of this home (also
     // carried by the home claim).
-    let probe = (he.probe.load(Ordering::Acquire) as usize).min(n);
+    // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
+    let evict = a.hdr.dedup_overflow.load(Ordering::Relaxed) == 0;
+    let window = if evict { EVICT_WINDOW.min(n) } else { n };
+    let probe = (he.probe.load(Ordering::Acquire) as usize).min(window);
     let now = env.now_ms();
     let mut cand: Option<(usize, u64)> = None;
+    // The DONE entry accepted earliest among those seen: `(d, state, expires)`.
+    let mut oldest: Option<(usize, u64, u64)> = None;
     for d in 0..probe {
         let i = (home + d) & mask;
         let e = entry(a, i)?;
@@ -267,9 +288,12 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
         if cand.is_none() && reusable(a, env, e, st, now) {
             cand = Some((d, st));
         }
+        if evict {
+            note_oldest(e, st, d, &mut oldest);
+        }
     }
     if cand.is_none() {
-        for d in probe..n {
+        for d in probe..window {
             let e = entry(a, (home + d) & mask)?;
             // Acquire: as above.
             let st = e.state.load(Ordering::Acquire);
@@ -277,10 +301,28 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
                 cand = Some((d, st));
                 break;
             }
+            if evict {
+                note_oldest(e, st, d, &mut oldest);
+            }
+        }
+    }
+    let mut evicted = None;
+    if cand.is_none() {
+        // Every entry of the window holds a key accepted within the interval (or a send in
+        // progress). Evict the oldest key: its interval ends now instead of later (counted
+        // and reported as the effective window), rather than refusing a send SQS accepts.
+        if let Some((d, st, expires)) = oldest {
+            cand = Some((d, st));
+            evicted = Some(expires);
         }
     }
     let Some((d, st)) = cand else {
-        return Err(Fault::DedupFull);
+        // Only sends in progress in the window (eviction on): wait for one to finish.
+        return if evict {
+            Ok(Pass::Wait)
+        } else {
+            Err(Fault::DedupFull)
+        };
     };
     let i = (home + d) & mask;
     let e = entry(a, i)?;
@@ -301,6 +343,17 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PR
     // SYNC POINT(dedup-seqlock): Release fence after the state change, before the field
     // writes: a reader that sees any of them sees the state change after its Acquire fence.
     fence(Ordering::Release);
+    if let Some(expires) = evicted {
+        // Relaxed: statistics (a racing eviction may overwrite the age: either is recent).
+        let interval = a.hdr.dedup_interval_ms.load(Ordering::Relaxed);
+        let ev = &a.hdr.dedup_evict.0;
+        ev.count.fetch_add(1, Ordering::Relaxed);
+        ev.last_ms.store(now, Ordering::Relaxed);
+        ev.last_age_ms.store(
+            now.saturating_sub(expires.saturating_sub(interval)),
+            Ordering::Relaxed,
+        );
+    }
     crash_point!();
     // Relaxed: published by the Release store of PENDING below.
     e.hash.store(key.hash, Ordering::Relaxed);

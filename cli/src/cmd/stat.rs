@@ -87,6 +87,9 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
         "dedup": {
             "entries": i.attributes.dedup_entries,
             "in_use": i.attributes.dedup_entries_in_use,
+            "overflow": format!("{:?}", i.attributes.dedup_overflow),
+            "evictions": i.attributes.dedup_evictions,
+            "effective_interval_ms": i.attributes.effective_deduplication_interval.as_millis() as u64,
         },
         "size_classes": i.size_classes.iter().map(|c| json!({
             "payload_bytes": c.payload_bytes,
@@ -198,6 +201,14 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
             num(a.dedup_entries),
             pct(a.dedup_entries_in_use, a.dedup_entries)
         ));
+        if a.dedup_evictions > 0 {
+            s.push_str(&format!(
+                "Dedup window: {} ids forgotten early so far; ids are remembered {:.1?} now (interval {:.1?})\n",
+                num(a.dedup_evictions),
+                a.effective_deduplication_interval,
+                a.deduplication_interval
+            ));
+        }
     } else {
         s.push_str("\nDedup table: none (deduplication off)\n");
     }
@@ -268,9 +279,15 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
         );
     }
     let a = &i.attributes;
+    metric(
+        "dedup_evictions_total",
+        "counter",
+        "Dedup ids forgotten before their interval ended (the table was full; DedupOverflow::ShortenWindow).",
+        &[(String::new(), a.dedup_evictions)],
+    );
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count() as u64;
-    let gauges: [(&str, &str, u64); 13] = [
+    let gauges: [(&str, &str, u64); 14] = [
         (
             "messages_visible",
             "Visible messages (ApproximateNumberOfMessages).",
@@ -319,6 +336,11 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
             a.dedup_entries_in_use,
         ),
         ("dedup_entries", "Dedup table capacity.", a.dedup_entries),
+        (
+            "dedup_effective_interval_ms",
+            "How long a dedup id is remembered now (shorter than the interval after evictions).",
+            a.effective_deduplication_interval.as_millis() as u64,
+        ),
         ("arena_bytes", "Bytes of the arena.", a.arena_bytes),
     ];
     for (name, help, v) in gauges {
