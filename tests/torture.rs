@@ -9,8 +9,9 @@
 //! Settings (environment): `SHMFIFO_TORTURE_KILLS` (default 500), `SHMFIFO_TORTURE_SEED`
 //! (default: the clock; printed, so a run can be repeated), `SHMFIFO_TORTURE_INTERVAL_US` (mean
 //! time between kills, default 8,000), `SHMFIFO_TORTURE_PAUSE_US` (producers' pause after each
-//! burst of 16 sends, default 500; 0: full speed), `SHMFIFO_TORTURE_KEEP=1` (keep the logs of
-//! a failed run).
+//! burst of 16 sends, default 500; 0: full speed), `SHMFIFO_TORTURE_STOPS` (workers stopped
+//! with SIGSTOP for 10–300 ms and continued, interleaved with the kills; default a fifth of the
+//! kills), `SHMFIFO_TORTURE_KEEP=1` (keep the logs of a failed run).
 //!
 //! One binary (`harness = false`) plays every part. The orchestrator (no `SHMFIFO_TORTURE_ROLE`)
 //! first runs the checker's self-tests on synthetic logs (a lost message, an order violation, a
@@ -436,6 +437,7 @@ fn producer(w: &WorkerArgs) -> Result<(), String> {
                 Err(Error::SizeClassFull { .. })
                 | Err(Error::GroupLimitReached { .. })
                 | Err(Error::DedupInProgress)
+                | Err(Error::ParticipantBusy { .. })
                 | Err(Error::DedupTableFull { .. }) => {
                     std::thread::sleep(Duration::from_micros(200));
                 }
@@ -476,9 +478,12 @@ fn consumer(w: &WorkerArgs) -> Result<(), String> {
     let mut batch = 0u64;
     while !stop.exists() {
         let tb = now_ns();
-        let n = q
-            .receive_into(&opts, &mut buf)
-            .map_err(|e| format!("receive: {e}"))?;
+        let n = match q.receive_into(&opts, &mut buf) {
+            Ok(n) => n,
+            // A peer stopped (SIGSTOP) holding what this receive needed: retryable.
+            Err(Error::ParticipantBusy { .. }) => continue,
+            Err(e) => return Err(format!("receive: {e}")),
+        };
         let ta = now_ns();
         if n == 0 {
             continue;
@@ -1668,12 +1673,37 @@ fn orchestrate() -> Result<(Report, Figures), String> {
     }
     let mut rng = Rng(seed);
     let mut kills = [0u64; 2];
+    let stops_wanted = env_u64("SHMFIFO_TORTURE_STOPS").unwrap_or(kills_wanted / 5);
+    let mut stops = 0u64;
     let kill_start = Instant::now();
     let mut next_report = kills_wanted / 10;
     while kills[0] + kills[1] < kills_wanted {
         std::thread::sleep(Duration::from_micros(rng.below(2 * interval_us)));
         run.check_alive(None)?;
         let k = rng.below(run.slots.len() as u64) as usize;
+        // Now and then stop a worker instead (SIGSTOP: alive, holding whatever it holds) for
+        // 10–300 ms, well within the visibility timeout, while the others go on; then
+        // continue it. A stopped process is not corruption: the others must keep serving.
+        let kills_left = kills_wanted - kills[0] - kills[1];
+        if stops < stops_wanted
+            && rng.below(kills_left + stops_wanted - stops) < stops_wanted - stops
+        {
+            let pid = run.slots[k].child.id() as i32;
+            let ms = 10 + rng.below(290);
+            // SAFETY: kill(2) on our own unreaped child (a zombie ignores the signals).
+            unsafe {
+                libc::kill(pid, libc::SIGSTOP);
+            }
+            std::thread::sleep(Duration::from_millis(ms));
+            // SAFETY: as above.
+            unsafe {
+                libc::kill(pid, libc::SIGCONT);
+            }
+            let _ = writeln!(run.log.buf, "stop pid {pid} for {ms} ms");
+            run.log.flush()?;
+            stops += 1;
+            continue;
+        }
         let t = now_ns();
         let (role, lane, inc, pid) = {
             let s = &mut run.slots[k];
@@ -1703,6 +1733,7 @@ fn orchestrate() -> Result<(Report, Figures), String> {
         }
     }
     let kill_phase = kill_start.elapsed();
+    println!("torture: {stops} stops (SIGSTOP for 10–300 ms, then SIGCONT) among the kills");
     // Let the last incarnations settle their sends in doubt, then stop the producers.
     std::thread::sleep(Duration::from_millis(100));
     run.check_alive(None)?;
