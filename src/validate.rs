@@ -96,11 +96,76 @@ pub(crate) fn attribute(name: &str, data_type: &str, value: &[u8]) -> Result<()>
                 "Message attribute '{name}' of type {base} must be UTF-8 text."
             ));
         };
-        if base == "Number" && s.parse::<f64>().is_err() {
-            return bad(format!("Message attribute '{name}' is not a valid Number."));
+        if base == "Number" && !sqs_number(s) {
+            return bad(format!(
+                "Can't cast the value of message (user) attribute '{name}' to a number."
+            ));
         }
     }
     Ok(())
+}
+
+/// S8, a `Number` attribute as SQS takes it: an optionally signed decimal with an optional
+/// fraction and exponent (no NaN, no infinity, no hex), at most 38 significant digits, and 0
+/// or a magnitude from 10^-128 to 10^126.
+pub(crate) fn sqs_number(s: &str) -> bool {
+    let b = s.trim().as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    // The digits, without the point; `point`: how many came before it.
+    let mut digits = Vec::new();
+    let mut point = None;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => digits.push(c - b'0'),
+            b'.' if point.is_none() => point = Some(digits.len()),
+            _ => break,
+        }
+        i += 1;
+    }
+    if digits.is_empty() {
+        return false;
+    }
+    let mut exp: i64 = 0;
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        let neg = match b.get(i) {
+            Some(b'-') => {
+                i += 1;
+                true
+            }
+            Some(b'+') => {
+                i += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = i;
+        while let Some(&c) = b.get(i).filter(|c| c.is_ascii_digit()) {
+            // Saturating: anything this large is out of range anyway.
+            exp = exp.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+            i += 1;
+        }
+        if i == start {
+            return false;
+        }
+        if neg {
+            exp = -exp;
+        }
+    }
+    if i != b.len() {
+        return false;
+    }
+    let int_digits = point.unwrap_or(digits.len()) as i64;
+    let Some(first) = digits.iter().position(|&d| d != 0) else {
+        return true; // zero
+    };
+    let last = digits.iter().rposition(|&d| d != 0).unwrap_or(first);
+    if last - first + 1 > 38 {
+        return false;
+    }
+    // The power of ten of the most significant digit.
+    let msd = (int_digits - 1 - first as i64).saturating_add(exp);
+    msd >= -128 && (msd < 126 || (msd == 126 && first == last && digits[first] == 1))
 }
 
 /// S11: batch entry id, 1–80 of `[A-Za-z0-9_-]`.
@@ -218,5 +283,60 @@ mod tests {
             batch_ids([long.as_str()].into_iter()),
             Err(Error::InvalidBatchEntryId { .. })
         ));
+    }
+
+    /// S8: `Number` attributes as SQS takes them (issue 20): 38 significant digits, magnitudes
+    /// 10^-128 to 10^126, no NaN or infinity.
+    #[test]
+    fn s8_numbers_as_sqs_takes_them() {
+        for ok in [
+            "0",
+            "-0",
+            "+7",
+            "42",
+            "3.25",
+            "-.5",
+            "5.",
+            "1e10",
+            "1E-10",
+            "0.000",
+            "007",
+            "12345678901234567890123456789012345678", // 38 digits
+            "1234567890123456789012345678901234567800000", // trailing zeros do not count
+            "1e126",
+            "-1e126",
+            "1e-128",
+            "9.99e125",
+            "0.0001e-124",
+        ] {
+            assert!(sqs_number(ok), "{ok} is a Number");
+        }
+        for bad in [
+            "",
+            "-",
+            ".",
+            "e5",
+            "1e",
+            "1e+",
+            "NaN",
+            "nan",
+            "inf",
+            "-inf",
+            "infinity",
+            "0x10",
+            "1,5",
+            "1.2.3",
+            "--1",
+            "1 2",
+            "123456789012345678901234567890123456789", // 39 digits
+            "1.1e126",
+            "2e126",
+            "1e127",
+            "1e-129",
+            "9e-129",
+            "1e999999999999999999999",
+        ] {
+            assert!(!sqs_number(bad), "{bad} is not a Number");
+        }
     }
 }

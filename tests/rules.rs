@@ -332,6 +332,14 @@ fn s8_invalid_attributes_rejected() {
         ("x", "Text", b"x"),
         ("x", "string", b"x"),
         ("x", "Number", b"abc"),
+        // As SQS: no NaN or infinity, at most 38 significant digits, 10^-128 to 10^126.
+        ("x", "Number", b"NaN"),
+        ("x", "Number", b"inf"),
+        ("x", "Number", b"-infinity"),
+        ("x", "Number", b"123456789012345678901234567890123456789012"),
+        ("x", "Number", b"1e127"),
+        ("x", "Number", b"1e-129"),
+        ("x", "Number.float", b"NaN"),
     ] {
         let a = [MessageAttribute {
             name,
