@@ -148,6 +148,16 @@ pub enum Error {
         /// What is held.
         what: &'static str,
     },
+    /// The file at the queue's path is not one this process may use or remove as a queue: a
+    /// symlink, a FIFO, a device node, a file owned by another user (unless trusted through
+    /// `SHMFIFO_TRUSTED_UIDS`), or an arena whose permissions were widened beyond what its
+    /// creator asked. Nothing was changed.
+    UntrustedFile {
+        /// The path.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// Every participant slot is held by a live process.
     ParticipantLimitReached {
         /// The configured maximum.
@@ -210,6 +220,7 @@ impl Error {
             Error::DedupTableFull { .. } => "shmfifo.DedupTableFull",
             Error::DedupInProgress => "shmfifo.DedupInProgress",
             Error::ParticipantBusy { .. } => "ServiceUnavailable",
+            Error::UntrustedFile { .. } => "shmfifo.UntrustedFile",
             Error::Io(_) => "shmfifo.Io",
             Error::InvalidAttributeName { .. } => "InvalidAttributeName",
             Error::AttributeNotMutable { .. } => "InvalidAttributeValue",
@@ -308,6 +319,11 @@ impl fmt::Display for Error {
             Error::ParticipantBusy { what } => write!(
                 f,
                 "{what}: another process holds it and is not running (stopped or paused); retry later"
+            ),
+            Error::UntrustedFile { path, reason } => write!(
+                f,
+                "{} is not used as a queue: {reason}",
+                path.display()
             ),
             Error::Io(e) => write!(f, "operating system error: {e}"),
             Error::InvalidAttributeName { name } => write!(f, "Unknown Attribute {name}."),

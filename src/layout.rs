@@ -149,6 +149,9 @@ pub struct Header {
     pub dedup_overflow: AtomicU64,
     /// Dedup evictions: how many, and when and at what age the last one happened.
     pub dedup_evict: Padded<EvictLine>,
+    /// The permission bits its creator asked for: an open refuses a file whose bits are wider
+    /// (someone widened them since). Fixed at creation.
+    pub mode: AtomicU64,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.

@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,8 @@ impl Scratch {
         let name = unique(tag);
         let p = Path::new("/dev/shm").join(&name);
         std::fs::write(&p, bytes).unwrap();
+        // As an arena's creator makes it (owner-only): an open refuses wider permissions.
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         Scratch(p)
     }
     fn name(&self) -> &str {
@@ -245,13 +247,111 @@ fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
         Queue::create(f.name(), &small()),
         Err(Error::QueueNameExists { .. })
     ));
-    // Empty and all-zero files are stale too.
+    // Empty and all-zero files carry no arena magic: not ours to replace (issue 20). `open`
+    // says NotReady, `create` that the name exists, and the file stays as it was.
     for (tag, content) in [("stale-empty", vec![]), ("stale-zeros", vec![0u8; 8192])] {
         let s = Scratch::file(tag, &content);
         assert!(matches!(Queue::open(s.name()), Err(Error::NotReady)));
-        let q = Queue::create(s.name(), &small()).expect("replaces");
-        send(&q, "g", tag);
-        assert_eq!(bodies(&recv(&Queue::open(s.name()).unwrap(), 10)), [tag]);
+        assert!(matches!(
+            Queue::create(s.name(), &small()),
+            Err(Error::QueueNameExists { .. })
+        ));
+        assert_eq!(std::fs::read(&s.0).unwrap(), content, "{tag}: untouched");
+    }
+}
+
+/// Issue 20: tools touch only queues. `unlink` removes only a regular file of ours that carries
+/// the arena magic; a FIFO, a device node, a zero-filled or foreign file and a symlink stay,
+/// with an error that says why. `create` never replaces them either.
+#[test]
+fn unlink_and_create_touch_only_queues() {
+    use std::os::unix::fs::symlink;
+    let dir = std::env::temp_dir().join(unique("touch"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = Scratch(dir.clone());
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let zeros = dir.join("zeros");
+    std::fs::write(&zeros, vec![0u8; 4096]).unwrap();
+    let text = dir.join("text");
+    std::fs::write(&text, b"not a queue").unwrap();
+    let target = Queue::create_at(dir.join("real"), &small()).unwrap();
+    let link = dir.join("link");
+    symlink(dir.join("real"), &link).unwrap();
+    for (p, want) in [
+        (&fifo, "UntrustedFile"),
+        (&Path::new("/dev/null").to_path_buf(), "UntrustedFile"),
+        (&zeros, "NotAnArena"),
+        (&text, "NotAnArena"),
+        (&link, "UntrustedFile"),
+    ] {
+        let r = Queue::unlink_at(p);
+        let got = match &r {
+            Err(Error::UntrustedFile { .. }) => "UntrustedFile",
+            Err(Error::NotAnArena { .. }) => "NotAnArena",
+            other => panic!("unlink {}: {other:?}", p.display()),
+        };
+        assert_eq!(got, want, "unlink {}", p.display());
+        assert!(
+            std::fs::symlink_metadata(p).is_ok(),
+            "{} is still there",
+            p.display()
+        );
+        assert!(
+            Queue::create_at(p, &small()).is_err(),
+            "create does not replace {}",
+            p.display()
+        );
+    }
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    drop(target);
+    Queue::unlink_at(dir.join("real")).expect("a queue file is removed");
+}
+
+/// Issue 20: a queue name cannot be squatted. Open never follows a symlink, refuses a file
+/// whose permissions are wider than its creator asked, and one owned by another user.
+#[test]
+fn open_refuses_symlinks_widened_modes_and_foreign_owners() {
+    use std::os::unix::fs::symlink;
+    let q = queue("squat", &small());
+    let real = Path::new("/dev/shm").join(&q.name);
+    let link = Scratch(Path::new("/dev/shm").join(unique("squatlink")));
+    symlink(&real, &link.0).unwrap();
+    let r = Queue::open(link.name());
+    assert!(
+        matches!(&r, Err(Error::UntrustedFile { reason, .. }) if reason.contains("symbolic link")),
+        "{r:?}"
+    );
+    // Another user widened the permissions since creation (0600 asked).
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let r = Queue::open(&q.name);
+    assert!(
+        matches!(&r, Err(Error::UntrustedFile { reason, .. }) if reason.contains("wider")),
+        "{r:?}"
+    );
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    Queue::open(&q.name).expect("as created: opens");
+    // A foreign owner (where this test may change owners: as root).
+    let c = std::ffi::CString::new(real.to_str().unwrap()).unwrap();
+    // SAFETY: chown(2) with a valid NUL-terminated path; fails harmlessly when not root.
+    if unsafe { libc::chown(c.as_ptr(), 65534, 65534) } == 0 {
+        let r = Queue::open(&q.name);
+        assert!(
+            matches!(&r, Err(Error::UntrustedFile { reason, .. }) if reason.contains("owned by uid 65534")),
+            "{r:?}"
+        );
+        assert!(matches!(
+            Queue::unlink(&q.name),
+            Err(Error::UntrustedFile { .. })
+        ));
+        // SAFETY: as above, back to us.
+        let me = unsafe { libc::geteuid() };
+        assert_eq!(unsafe { libc::chown(c.as_ptr(), me, me) }, 0);
     }
 }
 

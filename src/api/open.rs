@@ -119,6 +119,7 @@ pub(super) unsafe fn initialise(
     hdr.dedup_interval_ms
         .store(ms(cfg.deduplication_interval), r);
     hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
+    hdr.mode.store(u64::from(cfg.mode), r);
     hdr.dedup_overflow.store(
         match cfg.dedup_overflow {
             DedupOverflow::ShortenWindow => 0,
@@ -344,9 +345,12 @@ impl Queue {
         let f = match sys::open_file(path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
+            // A symlink (or anything else we cannot open) is never replaced.
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(false),
             Err(e) => return Err(Error::Io(e)),
         };
-        if !Self::is_stale(&f)? {
+        // Only a regular file of ours that carries an unfinished arena is replaced.
+        if sys::untrusted(&f)?.is_some() || !Self::is_stale(&f)? {
             return Ok(false);
         }
         // One replacer at a time, and only of this very file: another may have put a fresh
@@ -371,11 +375,12 @@ impl Queue {
         let mut head = vec![0u8; 0x160];
         let n = f.read_at(&mut head, 0)?;
         let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or([0; 8]));
-        Ok(head[..n].iter().all(|&b| b == 0)
-            || (n == head.len()
-                && word(0) == MAGIC
-                && word(8) == LAYOUT_VERSION
-                && word(0x158) == STATE_INITIALISING))
+        // An arena whose creator never finished it (an older build created in place). An empty
+        // or zero-filled file is not ours to judge: it stays (`create` says the name exists).
+        Ok(n == head.len()
+            && word(0) == MAGIC
+            && word(8) == LAYOUT_VERSION
+            && word(0x158) == STATE_INITIALISING)
     }
 
     /// Creates an anonymous queue (a memfd). Children get it through [`Queue::inheritable_fd`]
@@ -474,13 +479,28 @@ impl Queue {
     /// ```
     pub fn open_at(path: impl AsRef<Path>) -> Result<Queue> {
         let path = path.as_ref();
-        let file = sys::open_file(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
+        let file = Self::open_trusted(path)?;
+        Self::attach(file, Some(path.to_owned()))
+    }
+
+    /// Opens the file at `path` if this process may use it as a queue: never through a
+    /// symlink, only a regular file of this process's user (or a trusted one).
+    fn open_trusted(path: &Path) -> Result<File> {
+        let untrusted = |reason: String| Error::UntrustedFile {
+            path: path.to_owned(),
+            reason,
+        };
+        let file = sys::open_file(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => Error::QueueDoesNotExist {
                 path: path.to_owned(),
             },
+            Some(libc::ELOOP) => untrusted("it is a symbolic link".into()),
             _ => Error::Io(e),
         })?;
-        Self::attach(file, Some(path.to_owned()))
+        if let Some(reason) = sys::untrusted(&file)? {
+            return Err(untrusted(reason));
+        }
+        Ok(file)
     }
 
     /// Opens an anonymous queue from a descriptor inherited from its creator (see
@@ -568,6 +588,26 @@ impl Queue {
     /// ```
     pub fn unlink_at(path: impl AsRef<Path>) -> Result<()> {
         let path = path.as_ref();
+        // Only a queue file is removed: a regular file of ours that carries the arena magic.
+        // A FIFO, a device node, a symlink, another user's file or any other file stays
+        // where it is, with an error that says why.
+        let file = Self::open_trusted(path)?;
+        let mut magic = [0u8; 8];
+        let n = {
+            use std::os::unix::fs::FileExt;
+            file.read_at(&mut magic, 0)?
+        };
+        if n < 8 || u64::from_le_bytes(magic) != MAGIC {
+            return Err(Error::NotAnArena {
+                path: path.to_owned(),
+            });
+        }
+        if !sys::same_file(&file, path) {
+            // Replaced since we looked: not ours to remove.
+            return Err(Error::QueueNameExists {
+                path: path.to_owned(),
+            });
+        }
         std::fs::remove_file(path).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound => Error::QueueDoesNotExist {
                 path: path.to_owned(),
@@ -588,7 +628,9 @@ impl Queue {
         // in a page and is made of atomics, valid for any bit pattern.
         let hdr: &Header = unsafe { &*(base as *const Header) };
         let checked = view::check(hdr, len).map_err(|r| match r {
-            Refused::NotAnArena => Error::NotAnArena { path: shown },
+            Refused::NotAnArena => Error::NotAnArena {
+                path: shown.clone(),
+            },
             Refused::Version(found) => Error::LayoutVersionMismatch {
                 found,
                 expected: LAYOUT_VERSION,
@@ -597,6 +639,19 @@ impl Queue {
             Refused::Truncated { expected, found } => Error::Truncated { expected, found },
             Refused::Corrupted(what) => Error::Corrupted { what },
         })?;
+        if path.is_some() {
+            // Relaxed: fixed at creation, published by SYNC POINT(arena-ready) (checked).
+            let asked = hdr.mode.load(Ordering::Relaxed) as u32 & 0o777;
+            let now = sys::mode_of(&file)? & 0o777;
+            if now & !asked != 0 {
+                return Err(Error::UntrustedFile {
+                    path: shown,
+                    reason: format!(
+                        "its permissions {now:#o} are wider than the {asked:#o} its creator asked for"
+                    ),
+                });
+            }
+        }
         // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is owned
         // by `Inner` below, which outlives every use of the view.
         let view: Arena<'static> = unsafe { view::view(base, &checked) };

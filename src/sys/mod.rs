@@ -92,10 +92,57 @@ pub fn reserve(file: &File, size: u64) -> io::Result<()> {
 
 /// Opens an existing arena file read-write.
 pub fn open_file(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NOFOLLOW: a symlink at the name is never followed (another user could point it at a
+    // file of theirs); O_NONBLOCK: a FIFO or device there does not hang the open.
     std::fs::OpenOptions::new()
         .read(true)
         .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)
+}
+
+/// Why an opened file is not one this process may use as (or remove as) a queue: not a
+/// regular file, or owned by a user other than this process's effective user (unless that
+/// user is listed in `SHMFIFO_TRUSTED_UIDS`, comma-separated uids).
+pub fn untrusted(file: &File) -> io::Result<Option<String>> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let m = file.metadata()?;
+    let t = m.file_type();
+    if !t.is_file() {
+        let what = if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_char_device() || t.is_block_device() {
+            "a device node"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file"
+        };
+        return Ok(Some(format!("it is {what}, not a queue file")));
+    }
+    let me = rustix::process::geteuid().as_raw();
+    let trusted = std::env::var("SHMFIFO_TRUSTED_UIDS").unwrap_or_default();
+    let allowed = m.uid() == me
+        || trusted
+            .split(',')
+            .filter_map(|u| u.trim().parse::<u32>().ok())
+            .any(|u| u == m.uid());
+    if !allowed {
+        return Ok(Some(format!(
+            "it is owned by uid {}, not by this process's uid {me} (list trusted owners in SHMFIFO_TRUSTED_UIDS)",
+            m.uid()
+        )));
+    }
+    Ok(None)
+}
+
+/// The permission bits of an open file.
+pub fn mode_of(file: &File) -> io::Result<u32> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(file.metadata()?.mode() & 0o7777)
 }
 
 /// Creates an anonymous arena file (memfd) of `size` bytes, inheritable by children.
@@ -109,7 +156,13 @@ pub fn memfd(name: &str, size: u64) -> io::Result<File> {
 /// Opens a new open file description of an inherited descriptor (so that liveness locks of
 /// this process are distinct from its parent's).
 pub fn reopen_fd(fd: i32) -> io::Result<File> {
-    open_file(Path::new(&format!("/proc/self/fd/{fd}")))
+    use std::os::unix::fs::OpenOptionsExt;
+    // Through the /proc magic link (followed on purpose: it names the open file itself).
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{fd}"))
 }
 
 /// Clears close-on-exec on a descriptor so children inherit it.
