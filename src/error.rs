@@ -185,7 +185,209 @@ pub enum Error {
     },
 }
 
+/// The kind of an [`Error`], as a stable number: the C ABI's result codes
+/// (`SHMFIFO_<NAME>` has the same value) and the CLI's error kinds map it exhaustively, so an
+/// error kind added here cannot be forgotten there (the match in [`Error::code`] and theirs
+/// have no wildcard). Numbers are never reused or renumbered.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorCode {
+    /// [`Error::InvalidParameterValue`].
+    InvalidParameterValue = 1,
+    /// [`Error::MissingParameter`].
+    MissingParameter = 2,
+    /// [`Error::InvalidMessageContents`].
+    InvalidMessageContents = 3,
+    /// [`Error::ReceiptHandleIsInvalid`].
+    ReceiptHandleIsInvalid = 4,
+    /// [`Error::ReceiptHandleExpired`].
+    ReceiptHandleExpired = 5,
+    /// [`Error::EmptyBatchRequest`].
+    EmptyBatchRequest = 6,
+    /// [`Error::TooManyEntriesInBatchRequest`].
+    TooManyEntriesInBatchRequest = 7,
+    /// [`Error::InvalidBatchEntryId`].
+    InvalidBatchEntryId = 8,
+    /// [`Error::BatchEntryIdsNotDistinct`].
+    BatchEntryIdsNotDistinct = 9,
+    /// [`Error::BatchRequestTooLong`].
+    BatchRequestTooLong = 10,
+    /// [`Error::QueueDoesNotExist`].
+    QueueDoesNotExist = 11,
+    /// [`Error::QueueNameExists`].
+    QueueNameExists = 12,
+    /// [`Error::InvalidQueueName`].
+    InvalidQueueName = 13,
+    /// [`Error::InvalidConfig`].
+    InvalidConfig = 14,
+    /// [`Error::NotAnArena`].
+    NotAnArena = 15,
+    /// [`Error::LayoutVersionMismatch`].
+    LayoutVersionMismatch = 16,
+    /// [`Error::Truncated`].
+    Truncated = 17,
+    /// [`Error::NotReady`].
+    NotReady = 18,
+    /// [`Error::Corrupted`].
+    Corrupted = 19,
+    /// [`Error::NoSpace`].
+    NoSpace = 20,
+    /// [`Error::SizeClassFull`].
+    SizeClassFull = 21,
+    /// [`Error::GroupLimitReached`].
+    GroupLimitReached = 22,
+    /// [`Error::ParticipantLimitReached`].
+    ParticipantLimitReached = 23,
+    /// [`Error::DedupTableFull`].
+    DedupTableFull = 24,
+    /// [`Error::DedupInProgress`].
+    DedupInProgress = 25,
+    /// [`Error::Io`].
+    Io = 26,
+    /// [`Error::InvalidAttributeName`].
+    InvalidAttributeName = 27,
+    /// [`Error::AttributeNotMutable`].
+    AttributeNotMutable = 28,
+    /// [`Error::DeadLetterQueue`].
+    DeadLetterQueue = 29,
+    /// [`Error::ParticipantBusy`].
+    ParticipantBusy = 30,
+    /// [`Error::UntrustedFile`].
+    UntrustedFile = 31,
+}
+
+impl ErrorCode {
+    /// Every code, in numeric order.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::InvalidParameterValue,
+        ErrorCode::MissingParameter,
+        ErrorCode::InvalidMessageContents,
+        ErrorCode::ReceiptHandleIsInvalid,
+        ErrorCode::ReceiptHandleExpired,
+        ErrorCode::EmptyBatchRequest,
+        ErrorCode::TooManyEntriesInBatchRequest,
+        ErrorCode::InvalidBatchEntryId,
+        ErrorCode::BatchEntryIdsNotDistinct,
+        ErrorCode::BatchRequestTooLong,
+        ErrorCode::QueueDoesNotExist,
+        ErrorCode::QueueNameExists,
+        ErrorCode::InvalidQueueName,
+        ErrorCode::InvalidConfig,
+        ErrorCode::NotAnArena,
+        ErrorCode::LayoutVersionMismatch,
+        ErrorCode::Truncated,
+        ErrorCode::NotReady,
+        ErrorCode::Corrupted,
+        ErrorCode::NoSpace,
+        ErrorCode::SizeClassFull,
+        ErrorCode::GroupLimitReached,
+        ErrorCode::ParticipantLimitReached,
+        ErrorCode::DedupTableFull,
+        ErrorCode::DedupInProgress,
+        ErrorCode::Io,
+        ErrorCode::InvalidAttributeName,
+        ErrorCode::AttributeNotMutable,
+        ErrorCode::DeadLetterQueue,
+        ErrorCode::ParticipantBusy,
+        ErrorCode::UntrustedFile,
+    ];
+
+    /// The kind's name (the [`Error`] variant's name).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidParameterValue => "InvalidParameterValue",
+            ErrorCode::MissingParameter => "MissingParameter",
+            ErrorCode::InvalidMessageContents => "InvalidMessageContents",
+            ErrorCode::ReceiptHandleIsInvalid => "ReceiptHandleIsInvalid",
+            ErrorCode::ReceiptHandleExpired => "ReceiptHandleExpired",
+            ErrorCode::EmptyBatchRequest => "EmptyBatchRequest",
+            ErrorCode::TooManyEntriesInBatchRequest => "TooManyEntriesInBatchRequest",
+            ErrorCode::InvalidBatchEntryId => "InvalidBatchEntryId",
+            ErrorCode::BatchEntryIdsNotDistinct => "BatchEntryIdsNotDistinct",
+            ErrorCode::BatchRequestTooLong => "BatchRequestTooLong",
+            ErrorCode::QueueDoesNotExist => "QueueDoesNotExist",
+            ErrorCode::QueueNameExists => "QueueNameExists",
+            ErrorCode::InvalidQueueName => "InvalidQueueName",
+            ErrorCode::InvalidConfig => "InvalidConfig",
+            ErrorCode::NotAnArena => "NotAnArena",
+            ErrorCode::LayoutVersionMismatch => "LayoutVersionMismatch",
+            ErrorCode::Truncated => "Truncated",
+            ErrorCode::NotReady => "NotReady",
+            ErrorCode::Corrupted => "Corrupted",
+            ErrorCode::NoSpace => "NoSpace",
+            ErrorCode::SizeClassFull => "SizeClassFull",
+            ErrorCode::GroupLimitReached => "GroupLimitReached",
+            ErrorCode::ParticipantLimitReached => "ParticipantLimitReached",
+            ErrorCode::DedupTableFull => "DedupTableFull",
+            ErrorCode::DedupInProgress => "DedupInProgress",
+            ErrorCode::Io => "Io",
+            ErrorCode::InvalidAttributeName => "InvalidAttributeName",
+            ErrorCode::AttributeNotMutable => "AttributeNotMutable",
+            ErrorCode::DeadLetterQueue => "DeadLetterQueue",
+            ErrorCode::ParticipantBusy => "ParticipantBusy",
+            ErrorCode::UntrustedFile => "UntrustedFile",
+        }
+    }
+
+    /// The code with this number, if any.
+    pub fn from_u32(n: u32) -> Option<ErrorCode> {
+        Self::ALL.iter().copied().find(|c| *c as u32 == n)
+    }
+
+    /// Whether the same request may succeed later without any change by the caller: the
+    /// queue was full, a peer was busy or stopped, or a creator had not finished.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::NotReady
+                | ErrorCode::SizeClassFull
+                | ErrorCode::GroupLimitReached
+                | ErrorCode::ParticipantLimitReached
+                | ErrorCode::DedupTableFull
+                | ErrorCode::DedupInProgress
+                | ErrorCode::ParticipantBusy
+        )
+    }
+}
+
 impl Error {
+    /// The kind of this error as a stable number (see [`ErrorCode`]).
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidParameterValue { .. } => ErrorCode::InvalidParameterValue,
+            Error::MissingParameter { .. } => ErrorCode::MissingParameter,
+            Error::InvalidMessageContents { .. } => ErrorCode::InvalidMessageContents,
+            Error::ReceiptHandleIsInvalid { .. } => ErrorCode::ReceiptHandleIsInvalid,
+            Error::ReceiptHandleExpired { .. } => ErrorCode::ReceiptHandleExpired,
+            Error::EmptyBatchRequest => ErrorCode::EmptyBatchRequest,
+            Error::TooManyEntriesInBatchRequest { .. } => ErrorCode::TooManyEntriesInBatchRequest,
+            Error::InvalidBatchEntryId { .. } => ErrorCode::InvalidBatchEntryId,
+            Error::BatchEntryIdsNotDistinct { .. } => ErrorCode::BatchEntryIdsNotDistinct,
+            Error::BatchRequestTooLong { .. } => ErrorCode::BatchRequestTooLong,
+            Error::QueueDoesNotExist { .. } => ErrorCode::QueueDoesNotExist,
+            Error::QueueNameExists { .. } => ErrorCode::QueueNameExists,
+            Error::InvalidQueueName { .. } => ErrorCode::InvalidQueueName,
+            Error::InvalidConfig { .. } => ErrorCode::InvalidConfig,
+            Error::NotAnArena { .. } => ErrorCode::NotAnArena,
+            Error::LayoutVersionMismatch { .. } => ErrorCode::LayoutVersionMismatch,
+            Error::Truncated { .. } => ErrorCode::Truncated,
+            Error::NotReady => ErrorCode::NotReady,
+            Error::Corrupted { .. } => ErrorCode::Corrupted,
+            Error::NoSpace { .. } => ErrorCode::NoSpace,
+            Error::SizeClassFull { .. } => ErrorCode::SizeClassFull,
+            Error::GroupLimitReached { .. } => ErrorCode::GroupLimitReached,
+            Error::ParticipantLimitReached { .. } => ErrorCode::ParticipantLimitReached,
+            Error::DedupTableFull { .. } => ErrorCode::DedupTableFull,
+            Error::DedupInProgress => ErrorCode::DedupInProgress,
+            Error::Io(_) => ErrorCode::Io,
+            Error::InvalidAttributeName { .. } => ErrorCode::InvalidAttributeName,
+            Error::AttributeNotMutable { .. } => ErrorCode::AttributeNotMutable,
+            Error::DeadLetterQueue { .. } => ErrorCode::DeadLetterQueue,
+            Error::ParticipantBusy { .. } => ErrorCode::ParticipantBusy,
+            Error::UntrustedFile { .. } => ErrorCode::UntrustedFile,
+        }
+    }
+
     /// The SQS error code this corresponds to, or a shmfifo code for extensions.
     pub fn sqs_code(&self) -> &'static str {
         match self {
@@ -355,3 +557,25 @@ impl From<std::io::Error> for Error {
 
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod code_tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_distinct_stable_and_round_trip() {
+        for (i, c) in ErrorCode::ALL.iter().enumerate() {
+            assert_eq!(
+                *c as u32,
+                i as u32 + 1,
+                "numbered 1.. in order, none reused"
+            );
+            assert_eq!(ErrorCode::from_u32(*c as u32), Some(*c));
+            assert!(!c.name().is_empty());
+        }
+        assert_eq!(ErrorCode::from_u32(0), None);
+        assert_eq!(Error::NotReady.code(), ErrorCode::NotReady);
+        assert!(Error::ParticipantBusy { what: "x" }.code().is_retryable());
+        assert!(!Error::Corrupted { what: "x" }.code().is_retryable());
+    }
+}

@@ -130,7 +130,7 @@ pub mod failpoint {
 #[cfg(not(shmfifo_loom))]
 pub use api::*;
 pub use config::*;
-pub use error::{Error, Result};
+pub use error::{Error, ErrorCode, Result};
 #[cfg(not(shmfifo_loom))]
 pub use protocol::recovery::Recovered;
 

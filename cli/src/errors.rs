@@ -4,7 +4,7 @@
 use std::fmt;
 use std::io;
 
-use shmfifo::Error;
+use shmfifo::{Error, ErrorCode};
 
 /// Exit code: success.
 pub const OK: u8 = 0;
@@ -147,42 +147,54 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
         "DeadLetterQueue",
         "the dead-letter queue is missing, incompatible or full",
     ),
+    (
+        39,
+        "ParticipantBusy",
+        "a stopped process holds what the command needs; retry",
+    ),
+    (
+        40,
+        "UntrustedFile",
+        "the path is not a queue file of this user (symlink, FIFO, device, other owner)",
+    ),
 ];
 
-/// The exit code of a library error.
+/// The exit code of a library error: exhaustive over [`ErrorCode`] (no wildcard), so a new
+/// kind of error fails to build until it has its exit code.
 pub fn code(e: &Error) -> u8 {
-    match e {
-        Error::QueueDoesNotExist { .. } => 10,
-        Error::QueueNameExists { .. } => 11,
-        Error::LayoutVersionMismatch { .. } => 12,
-        Error::NotAnArena { .. } => 13,
-        Error::Truncated { .. } => 14,
-        Error::NotReady => 15,
-        Error::Corrupted { .. } => 16,
-        Error::NoSpace { .. } => 17,
-        Error::InvalidQueueName { .. } => 18,
-        Error::InvalidConfig { .. } => 19,
-        Error::InvalidParameterValue { .. } => 20,
-        Error::MissingParameter { .. } => 21,
-        Error::InvalidMessageContents { .. } => 22,
-        Error::ReceiptHandleIsInvalid { .. } => 23,
-        Error::ReceiptHandleExpired { .. } => 24,
-        Error::EmptyBatchRequest => 25,
-        Error::TooManyEntriesInBatchRequest { .. } => 26,
-        Error::InvalidBatchEntryId { .. } => 27,
-        Error::BatchEntryIdsNotDistinct { .. } => 28,
-        Error::BatchRequestTooLong { .. } => 29,
-        Error::SizeClassFull { .. } => 30,
-        Error::GroupLimitReached { .. } => 31,
-        Error::DedupTableFull { .. } => 32,
-        Error::DedupInProgress => 33,
-        Error::ParticipantLimitReached { .. } => 34,
+    match e.code() {
+        ErrorCode::QueueDoesNotExist => 10,
+        ErrorCode::QueueNameExists => 11,
+        ErrorCode::LayoutVersionMismatch => 12,
+        ErrorCode::NotAnArena => 13,
+        ErrorCode::Truncated => 14,
+        ErrorCode::NotReady => 15,
+        ErrorCode::Corrupted => 16,
+        ErrorCode::NoSpace => 17,
+        ErrorCode::InvalidQueueName => 18,
+        ErrorCode::InvalidConfig => 19,
+        ErrorCode::InvalidParameterValue => 20,
+        ErrorCode::MissingParameter => 21,
+        ErrorCode::InvalidMessageContents => 22,
+        ErrorCode::ReceiptHandleIsInvalid => 23,
+        ErrorCode::ReceiptHandleExpired => 24,
+        ErrorCode::EmptyBatchRequest => 25,
+        ErrorCode::TooManyEntriesInBatchRequest => 26,
+        ErrorCode::InvalidBatchEntryId => 27,
+        ErrorCode::BatchEntryIdsNotDistinct => 28,
+        ErrorCode::BatchRequestTooLong => 29,
+        ErrorCode::SizeClassFull => 30,
+        ErrorCode::GroupLimitReached => 31,
+        ErrorCode::DedupTableFull => 32,
+        ErrorCode::DedupInProgress => 33,
+        ErrorCode::ParticipantLimitReached => 34,
         // ENOSPC from an operation other than create (the arena's pages are reserved there).
-        Error::Io(_) => 35,
-        Error::InvalidAttributeName { .. } => 36,
-        Error::AttributeNotMutable { .. } => 37,
-        Error::DeadLetterQueue { .. } => 38,
-        _ => OTHER,
+        ErrorCode::Io => 35,
+        ErrorCode::InvalidAttributeName => 36,
+        ErrorCode::AttributeNotMutable => 37,
+        ErrorCode::DeadLetterQueue => 38,
+        ErrorCode::ParticipantBusy => 39,
+        ErrorCode::UntrustedFile => 40,
     }
 }
 
@@ -353,8 +365,12 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "consume some groups' messages, or create the queue with a larger --max-groups".to_owned()
         }
         Error::DedupTableFull { .. } => "retry later, or create the queue with more --dedup-entries or a shorter --deduplication-interval".to_owned(),
-        Error::DedupInProgress => format!(
-            "retry later; `shmfifo stat {q}` lists the processes using the queue (is one stopped?)"
+        Error::DedupInProgress | Error::ParticipantBusy { .. } => format!(
+            "retry later; `shmfifo stat {q}` lists the processes using the queue (is one stopped? `kill -CONT PID` resumes it)"
+        ),
+        Error::UntrustedFile { .. } => format!(
+            "only queue files of this user are opened or removed: check `ls -l {}`; a queue of another user is trusted through SHMFIFO_TRUSTED_UIDS=UID",
+            shown_path(q)
         ),
         Error::ParticipantLimitReached { .. } => format!(
             "every slot is held by a live process (dead ones are taken over when a process opens the queue, and `shmfifo recover {q}` repairs what they left): close some (`fuser -v {}` lists them), or create the queue with a larger --max-participants",
@@ -456,12 +472,19 @@ mod tests {
                 path: p(),
                 reason: "x".into(),
             },
+            Error::ParticipantBusy { what: "x" },
+            Error::UntrustedFile {
+                path: p(),
+                reason: "x".into(),
+            },
         ]
     }
 
     #[test]
     fn every_kind_has_its_own_code_named_after_it() {
         let all = every_kind();
+        // One error of each kind: the library's kinds are exactly these.
+        assert_eq!(all.len(), shmfifo::ErrorCode::ALL.len());
         let mut seen = std::collections::HashSet::new();
         for e in &all {
             let c = code(e);

@@ -712,6 +712,18 @@ typedef struct {
 #define SHMFIFO_DEAD_LETTER_QUEUE 29
 
 /*
+ A claim the operation needs is held by a process that is alive but not running (stopped);
+ nothing changed, retry later.
+ */
+#define SHMFIFO_PARTICIPANT_BUSY 30
+
+/*
+ The file at the queue's path is not one this process may use or remove as a queue (a
+ symlink, FIFO, device, another user's file, widened permissions).
+ */
+#define SHMFIFO_UNTRUSTED_FILE 31
+
+/*
  A required pointer argument was NULL.
  */
 #define SHMFIFO_NULL_ARGUMENT 100

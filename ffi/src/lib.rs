@@ -86,6 +86,12 @@ pub const SHMFIFO_INVALID_ATTRIBUTE_NAME: shmfifo_result = 27;
 pub const SHMFIFO_ATTRIBUTE_NOT_MUTABLE: shmfifo_result = 28;
 /// The dead-letter queue of a redrive policy cannot be used (missing, incompatible, refused).
 pub const SHMFIFO_DEAD_LETTER_QUEUE: shmfifo_result = 29;
+/// A claim the operation needs is held by a process that is alive but not running (stopped);
+/// nothing changed, retry later.
+pub const SHMFIFO_PARTICIPANT_BUSY: shmfifo_result = 30;
+/// The file at the queue's path is not one this process may use or remove as a queue (a
+/// symlink, FIFO, device, another user's file, widened permissions).
+pub const SHMFIFO_UNTRUSTED_FILE: shmfifo_result = 31;
 /// A required pointer argument was NULL.
 pub const SHMFIFO_NULL_ARGUMENT: shmfifo_result = 100;
 /// A string argument is not UTF-8.
@@ -167,6 +173,8 @@ const NAMES: &[(shmfifo_result, &str)] = &[
         "SHMFIFO_ATTRIBUTE_NOT_MUTABLE\0",
     ),
     (SHMFIFO_DEAD_LETTER_QUEUE, "SHMFIFO_DEAD_LETTER_QUEUE\0"),
+    (SHMFIFO_PARTICIPANT_BUSY, "SHMFIFO_PARTICIPANT_BUSY\0"),
+    (SHMFIFO_UNTRUSTED_FILE, "SHMFIFO_UNTRUSTED_FILE\0"),
     (SHMFIFO_NULL_ARGUMENT, "SHMFIFO_NULL_ARGUMENT\0"),
     (SHMFIFO_INVALID_UTF8, "SHMFIFO_INVALID_UTF8\0"),
     (SHMFIFO_BUFFER_TOO_SMALL, "SHMFIFO_BUFFER_TOO_SMALL\0"),
@@ -175,37 +183,48 @@ const NAMES: &[(shmfifo_result, &str)] = &[
 ];
 
 fn code_of(e: &Error) -> shmfifo_result {
-    match e {
-        Error::InvalidParameterValue { .. } => SHMFIFO_INVALID_PARAMETER_VALUE,
-        Error::MissingParameter { .. } => SHMFIFO_MISSING_PARAMETER,
-        Error::InvalidMessageContents { .. } => SHMFIFO_INVALID_MESSAGE_CONTENTS,
-        Error::ReceiptHandleIsInvalid { .. } => SHMFIFO_RECEIPT_HANDLE_IS_INVALID,
-        Error::ReceiptHandleExpired { .. } => SHMFIFO_RECEIPT_HANDLE_EXPIRED,
-        Error::EmptyBatchRequest => SHMFIFO_EMPTY_BATCH_REQUEST,
-        Error::TooManyEntriesInBatchRequest { .. } => SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
-        Error::InvalidBatchEntryId { .. } => SHMFIFO_INVALID_BATCH_ENTRY_ID,
-        Error::BatchEntryIdsNotDistinct { .. } => SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT,
-        Error::BatchRequestTooLong { .. } => SHMFIFO_BATCH_REQUEST_TOO_LONG,
-        Error::QueueDoesNotExist { .. } => SHMFIFO_QUEUE_DOES_NOT_EXIST,
-        Error::QueueNameExists { .. } => SHMFIFO_QUEUE_NAME_EXISTS,
-        Error::InvalidQueueName { .. } => SHMFIFO_INVALID_QUEUE_NAME,
-        Error::InvalidConfig { .. } => SHMFIFO_INVALID_CONFIG,
-        Error::NotAnArena { .. } => SHMFIFO_NOT_AN_ARENA,
-        Error::LayoutVersionMismatch { .. } => SHMFIFO_LAYOUT_VERSION_MISMATCH,
-        Error::Truncated { .. } => SHMFIFO_TRUNCATED,
-        Error::NotReady => SHMFIFO_NOT_READY,
-        Error::Corrupted { .. } => SHMFIFO_CORRUPTED,
-        Error::NoSpace { .. } => SHMFIFO_NO_SPACE,
-        Error::SizeClassFull { .. } => SHMFIFO_SIZE_CLASS_FULL,
-        Error::GroupLimitReached { .. } => SHMFIFO_GROUP_LIMIT_REACHED,
-        Error::ParticipantLimitReached { .. } => SHMFIFO_PARTICIPANT_LIMIT_REACHED,
-        Error::DedupTableFull { .. } => SHMFIFO_DEDUP_TABLE_FULL,
-        Error::DedupInProgress => SHMFIFO_DEDUP_IN_PROGRESS,
-        Error::Io(_) => SHMFIFO_IO,
-        Error::InvalidAttributeName { .. } => SHMFIFO_INVALID_ATTRIBUTE_NAME,
-        Error::AttributeNotMutable { .. } => SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
-        Error::DeadLetterQueue { .. } => SHMFIFO_DEAD_LETTER_QUEUE,
-        _ => SHMFIFO_UNKNOWN_ERROR,
+    // The C codes are `ErrorCode`'s numbers (checked by `codes_match_the_core` below); the
+    // match on `ErrorCode` there is exhaustive, so a new kind fails to build until it has its
+    // constant.
+    e.code() as shmfifo_result
+}
+
+/// The `SHMFIFO_` constant of each core error kind (exhaustive: no wildcard).
+#[cfg(test)]
+fn constant_of(c: core_api::ErrorCode) -> shmfifo_result {
+    use core_api::ErrorCode;
+    match c {
+        ErrorCode::InvalidParameterValue => SHMFIFO_INVALID_PARAMETER_VALUE,
+        ErrorCode::MissingParameter => SHMFIFO_MISSING_PARAMETER,
+        ErrorCode::InvalidMessageContents => SHMFIFO_INVALID_MESSAGE_CONTENTS,
+        ErrorCode::ReceiptHandleIsInvalid => SHMFIFO_RECEIPT_HANDLE_IS_INVALID,
+        ErrorCode::ReceiptHandleExpired => SHMFIFO_RECEIPT_HANDLE_EXPIRED,
+        ErrorCode::EmptyBatchRequest => SHMFIFO_EMPTY_BATCH_REQUEST,
+        ErrorCode::TooManyEntriesInBatchRequest => SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
+        ErrorCode::InvalidBatchEntryId => SHMFIFO_INVALID_BATCH_ENTRY_ID,
+        ErrorCode::BatchEntryIdsNotDistinct => SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT,
+        ErrorCode::BatchRequestTooLong => SHMFIFO_BATCH_REQUEST_TOO_LONG,
+        ErrorCode::QueueDoesNotExist => SHMFIFO_QUEUE_DOES_NOT_EXIST,
+        ErrorCode::QueueNameExists => SHMFIFO_QUEUE_NAME_EXISTS,
+        ErrorCode::InvalidQueueName => SHMFIFO_INVALID_QUEUE_NAME,
+        ErrorCode::InvalidConfig => SHMFIFO_INVALID_CONFIG,
+        ErrorCode::NotAnArena => SHMFIFO_NOT_AN_ARENA,
+        ErrorCode::LayoutVersionMismatch => SHMFIFO_LAYOUT_VERSION_MISMATCH,
+        ErrorCode::Truncated => SHMFIFO_TRUNCATED,
+        ErrorCode::NotReady => SHMFIFO_NOT_READY,
+        ErrorCode::Corrupted => SHMFIFO_CORRUPTED,
+        ErrorCode::NoSpace => SHMFIFO_NO_SPACE,
+        ErrorCode::SizeClassFull => SHMFIFO_SIZE_CLASS_FULL,
+        ErrorCode::GroupLimitReached => SHMFIFO_GROUP_LIMIT_REACHED,
+        ErrorCode::ParticipantLimitReached => SHMFIFO_PARTICIPANT_LIMIT_REACHED,
+        ErrorCode::DedupTableFull => SHMFIFO_DEDUP_TABLE_FULL,
+        ErrorCode::DedupInProgress => SHMFIFO_DEDUP_IN_PROGRESS,
+        ErrorCode::Io => SHMFIFO_IO,
+        ErrorCode::InvalidAttributeName => SHMFIFO_INVALID_ATTRIBUTE_NAME,
+        ErrorCode::AttributeNotMutable => SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
+        ErrorCode::DeadLetterQueue => SHMFIFO_DEAD_LETTER_QUEUE,
+        ErrorCode::ParticipantBusy => SHMFIFO_PARTICIPANT_BUSY,
+        ErrorCode::UntrustedFile => SHMFIFO_UNTRUSTED_FILE,
     }
 }
 
@@ -1627,6 +1646,24 @@ pub unsafe extern "C" fn shmfifo_queue_redrive(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every core error kind has its `SHMFIFO_` constant, with the kind's number, and the
+    /// names table names it `SHMFIFO_<KIND IN CAPS>`.
+    #[test]
+    fn codes_match_the_core() {
+        for &c in core_api::ErrorCode::ALL {
+            assert_eq!(constant_of(c), c as u32, "{c:?}");
+            let name = NAMES.iter().find(|(k, _)| *k == c as u32).expect("named").1;
+            let mut want = String::from("SHMFIFO_");
+            for (i, ch) in c.name().chars().enumerate() {
+                if ch.is_ascii_uppercase() && i > 0 {
+                    want.push('_');
+                }
+                want.push(ch.to_ascii_uppercase());
+            }
+            assert_eq!(name.trim_end_matches('\0'), want, "{c:?}");
+        }
+    }
 
     #[test]
     fn versions_and_names() {

@@ -231,6 +231,15 @@ static void test_errors(const char *dir) {
     CHECK(other == NULL);
     EXPECT(shmfifo_queue_open(name, &other), SHMFIFO_PARTICIPANT_LIMIT_REACHED);
     EXPECT(shmfifo_queue_open(qname("nonexistent"), &other), SHMFIFO_QUEUE_DOES_NOT_EXIST);
+    /* A symlink at a queue's name is never followed (issue 20: names cannot be squatted). */
+    char target[256], link[256];
+    snprintf(target, sizeof target, "/dev/shm/%s", name);
+    snprintf(link, sizeof link, "/dev/shm/%s", qname("symlink"));
+    unlink(link);
+    CHECK(symlink(target, link) == 0);
+    EXPECT(shmfifo_queue_open(link, &other), SHMFIFO_UNTRUSTED_FILE);
+    CHECK(other == NULL);
+    unlink(link);
     EXPECT(shmfifo_queue_create("bad name", NULL, &other), SHMFIFO_INVALID_QUEUE_NAME);
     shmfifo_config bad = shmfifo_config_default();
     bad.max_groups = 0;
@@ -665,7 +674,7 @@ int main(int argc, char **argv) {
         SHMFIFO_SIZE_CLASS_FULL, SHMFIFO_GROUP_LIMIT_REACHED,
         SHMFIFO_PARTICIPANT_LIMIT_REACHED, SHMFIFO_DEDUP_TABLE_FULL, SHMFIFO_IO,
         SHMFIFO_INVALID_ATTRIBUTE_NAME, SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
-        SHMFIFO_DEAD_LETTER_QUEUE, SHMFIFO_NULL_ARGUMENT, SHMFIFO_INVALID_UTF8,
+        SHMFIFO_DEAD_LETTER_QUEUE, SHMFIFO_UNTRUSTED_FILE, SHMFIFO_NULL_ARGUMENT, SHMFIFO_INVALID_UTF8,
         SHMFIFO_BUFFER_TOO_SMALL,
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
