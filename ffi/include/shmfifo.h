@@ -128,6 +128,60 @@ typedef struct {
 } shmfifo_config;
 
 /*
+ Receive options. Start from [`shmfifo_receive_options_default`].
+ */
+typedef struct {
+  /*
+   `MaxNumberOfMessages`, 1–10 (default 1).
+   */
+  uint32_t max_messages;
+  /*
+   Visibility timeout of these messages, ms; -1 (default): the queue's.
+   */
+  int64_t visibility_timeout_ms;
+  /*
+   Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
+   call: it never blocks longer.
+   */
+  int64_t wait_time_ms;
+  /*
+   `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
+   within 5 minutes returns the same messages and receipt handles and restarts their
+   visibility, if none of them changed since; otherwise it is a fresh receive.
+   */
+  shmfifo_str attempt_id;
+} shmfifo_receive_options;
+
+/*
+ Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
+ */
+typedef struct {
+  /*
+   Where to move the messages: a queue name or path. Empty (default; `data` NULL or `len`
+   0): each message's source queue (its `dead_letter_source`).
+   */
+  shmfifo_str destination;
+  /*
+   Most messages moved per second; 0 (default): as fast as possible.
+   */
+  uint32_t max_per_second;
+  /*
+   Most messages to move; 0 (default): until this queue has no visible message.
+   */
+  uint64_t limit;
+  /*
+   Cancellation flag; NULL (default): none. While the redrive runs, the library polls
+   `*cancel` (an atomic load, every millisecond) and, once it is nonzero, stops before the
+   next message it takes up (a message it is already waiting to send under
+   `max_per_second` is still moved), putting the rest of its batch back. Set it from
+   another thread with an atomic store (C11 `atomic_store`, or
+   `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`). Already nonzero at the call: nothing is
+   moved and the report says cancelled.
+   */
+  const int32_t *cancel;
+} shmfifo_redrive_options;
+
+/*
  Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
  */
 typedef uint32_t shmfifo_result;
@@ -234,31 +288,6 @@ typedef struct {
    */
   shmfifo_send_result result;
 } shmfifo_batch_result;
-
-/*
- Receive options. Start from [`shmfifo_receive_options_default`].
- */
-typedef struct {
-  /*
-   `MaxNumberOfMessages`, 1–10 (default 1).
-   */
-  uint32_t max_messages;
-  /*
-   Visibility timeout of these messages, ms; -1 (default): the queue's.
-   */
-  int64_t visibility_timeout_ms;
-  /*
-   Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
-   call: it never blocks longer.
-   */
-  int64_t wait_time_ms;
-  /*
-   `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
-   within 5 minutes returns the same messages and receipt handles and restarts their
-   visibility, if none of them changed since; otherwise it is a fresh receive.
-   */
-  shmfifo_str attempt_id;
-} shmfifo_receive_options;
 
 /*
  A received message. String views point into the receive buffer.
@@ -514,35 +543,6 @@ typedef struct {
 } shmfifo_counters;
 
 /*
- Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
- */
-typedef struct {
-  /*
-   Where to move the messages: a queue name or path. Empty (default; `data` NULL or `len`
-   0): each message's source queue (its `dead_letter_source`).
-   */
-  shmfifo_str destination;
-  /*
-   Most messages moved per second; 0 (default): as fast as possible.
-   */
-  uint32_t max_per_second;
-  /*
-   Most messages to move; 0 (default): until this queue has no visible message.
-   */
-  uint64_t limit;
-  /*
-   Cancellation flag; NULL (default): none. While the redrive runs, the library polls
-   `*cancel` (an atomic load, every millisecond) and, once it is nonzero, stops before the
-   next message it takes up (a message it is already waiting to send under
-   `max_per_second` is still moved), putting the rest of its batch back. Set it from
-   another thread with an atomic store (C11 `atomic_store`, or
-   `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`). Already nonzero at the call: nothing is
-   moved and the report says cancelled.
-   */
-  const int32_t *cancel;
-} shmfifo_redrive_options;
-
-/*
  What a redrive did.
  */
 typedef struct {
@@ -753,11 +753,6 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The default settings (SQS's defaults where SQS has them).
- */
-shmfifo_config shmfifo_config_default(void);
-
-/*
  The library version as a NUL-terminated string (static storage; never free it).
  */
 const char *shmfifo_version(void);
@@ -767,6 +762,21 @@ const char *shmfifo_version(void);
  are refused by `open`.
  */
 uint64_t shmfifo_layout_version(void);
+
+/*
+ The default settings (SQS's defaults where SQS has them).
+ */
+shmfifo_config shmfifo_config_default(void);
+
+/*
+ The default receive options.
+ */
+shmfifo_receive_options shmfifo_receive_options_default(void);
+
+/*
+ The default redrive options: to each message's source, unlimited, not cancellable.
+ */
+shmfifo_redrive_options shmfifo_redrive_options_default(void);
 
 /*
  The name of a result code (`"SHMFIFO_OK"` …), or `"SHMFIFO_UNKNOWN_RESULT"`. Static storage.
@@ -782,6 +792,20 @@ const char *shmfifo_result_name(shmfifo_result code);
  `buf` must point to `len` writable bytes (or `len` must be 0).
  */
 size_t shmfifo_last_error_message(char *buf, size_t len);
+
+/*
+ A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). Returns NULL only if
+ memory is exhausted.
+ */
+shmfifo_receive_buffer *shmfifo_receive_buffer_new(void);
+
+/*
+ Frees a receive buffer (NULL is ignored); views into it become invalid.
+
+ # Safety
+ `b` must be NULL or a buffer from [`shmfifo_receive_buffer_new`], not used afterwards.
+ */
+void shmfifo_receive_buffer_free(shmfifo_receive_buffer *b);
 
 /*
  Creates the queue `name` under `/dev/shm` (a name) or at a path (`name` containing a `/`),
@@ -844,25 +868,6 @@ shmfifo_result shmfifo_send_batch(const shmfifo_queue *q,
                                   const shmfifo_batch_entry *entries,
                                   size_t n,
                                   shmfifo_batch_result *results);
-
-/*
- The default receive options.
- */
-shmfifo_receive_options shmfifo_receive_options_default(void);
-
-/*
- A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). Returns NULL only if
- memory is exhausted.
- */
-shmfifo_receive_buffer *shmfifo_receive_buffer_new(void);
-
-/*
- Frees a receive buffer (NULL is ignored); views into it become invalid.
-
- # Safety
- `b` must be NULL or a buffer from [`shmfifo_receive_buffer_new`], not used afterwards.
- */
-void shmfifo_receive_buffer_free(shmfifo_receive_buffer *b);
 
 /*
  Receives up to `opts->max_messages` messages (`opts` NULL: the defaults) into `buf`,
@@ -977,11 +982,6 @@ shmfifo_result shmfifo_queue_get_counters(const shmfifo_queue *q, shmfifo_counte
 shmfifo_result shmfifo_queue_set_attribute(const shmfifo_queue *q,
                                            shmfifo_str name,
                                            shmfifo_str value);
-
-/*
- The default redrive options: to each message's source, unlimited, not cancellable.
- */
-shmfifo_redrive_options shmfifo_redrive_options_default(void);
 
 /*
  Moves messages from this (dead-letter) queue back to their source queues, or to

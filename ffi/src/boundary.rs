@@ -1,0 +1,132 @@
+//! The boundary: panics caught, errors recorded, and every pointer, string and length from
+//! the caller checked before it is used.
+
+use core::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use shmfifo_core::{Error, Queue};
+
+use crate::{error::*, queue::*};
+
+/// An error of the C layer: a code and its message.
+pub(crate) struct Fail(pub(crate) shmfifo_result, pub(crate) String);
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Self {
+        Fail(code_of(&e), e.to_string())
+    }
+}
+
+pub(crate) type R<T = ()> = Result<T, Fail>;
+
+pub(crate) fn null(what: &str) -> Fail {
+    Fail(SHMFIFO_NULL_ARGUMENT, format!("{what} is NULL"))
+}
+
+/// Runs `f`, turning errors and panics into a result code and the thread's last error.
+pub(crate) fn guard(f: impl FnOnce() -> R) -> shmfifo_result {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {
+            set_error(String::new());
+            SHMFIFO_OK
+        }
+        Ok(Err(Fail(code, msg))) => {
+            set_error(msg);
+            code
+        }
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            set_error(format!("panic inside shmfifo: {what}"));
+            SHMFIFO_PANIC
+        }
+    }
+}
+
+/// A string argument or view: `len` bytes at `data` (UTF-8, not NUL-terminated). `data` NULL
+/// means "absent" (for optional parameters); a non-NULL `data` with `len` 0 is the empty
+/// string.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmfifo_str {
+    /// The bytes (NULL: absent).
+    pub data: *const c_char,
+    /// Number of bytes.
+    pub len: usize,
+}
+
+impl shmfifo_str {
+    pub(crate) const ABSENT: shmfifo_str = shmfifo_str {
+        data: core::ptr::null(),
+        len: 0,
+    };
+    pub(crate) fn of(s: &str) -> shmfifo_str {
+        shmfifo_str {
+            data: s.as_ptr().cast(),
+            len: s.len(),
+        }
+    }
+    /// # Safety
+    /// `data` must be NULL or point to `len` readable bytes that outlive `'a`.
+    pub(crate) unsafe fn get<'a>(self, what: &str) -> R<Option<&'a str>> {
+        if self.data.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at `data`.
+        let b = unsafe { std::slice::from_raw_parts(self.data.cast::<u8>(), self.len) };
+        std::str::from_utf8(b)
+            .map(Some)
+            .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
+    }
+    /// # Safety
+    /// As [`shmfifo_str::get`].
+    pub(crate) unsafe fn required<'a>(self, what: &str) -> R<&'a str> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.get(what) }?.ok_or_else(|| null(what))
+    }
+}
+
+/// Reads a NUL-terminated string argument.
+///
+/// # Safety
+/// `p` must be NULL or a valid NUL-terminated string.
+pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
+    if p.is_null() {
+        return Err(null(what));
+    }
+    // SAFETY: the caller guarantees a NUL-terminated string.
+    unsafe { core::ffi::CStr::from_ptr(p) }
+        .to_str()
+        .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
+}
+
+pub(crate) fn put(dst: &mut [c_char], s: &str) {
+    let n = s.len().min(dst.len() - 1);
+    for (d, &b) in dst.iter_mut().zip(&s.as_bytes()[..n]) {
+        *d = b as c_char;
+    }
+    dst[n] = 0;
+}
+
+/// Reads a queue pointer.
+///
+/// # Safety
+/// `q` must be NULL or a live handle from `shmfifo_queue_create`/`open`.
+pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
+    // SAFETY: the caller guarantees a live handle or NULL.
+    unsafe { q.as_ref() }
+        .map(|h| &h.q)
+        .ok_or_else(|| null("queue"))
+}
+
+/// Reads a required out-parameter.
+///
+/// # Safety
+/// `p` must be NULL or valid for writing and unaliased for `'a`.
+pub(crate) unsafe fn out_ptr<'a, T>(p: *mut T, what: &str) -> R<&'a mut T> {
+    // SAFETY: guaranteed by the caller.
+    unsafe { p.as_mut() }.ok_or_else(|| null(what))
+}

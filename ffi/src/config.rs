@@ -1,0 +1,213 @@
+//! Settings structs and their defaults: queue creation, receive options, redrive options.
+
+use std::time::Duration;
+
+use shmfifo_core::{DedupOverflow, Deduplication, QueueConfig, RedrivePolicy};
+
+use crate::{boundary::*, error::*};
+
+/// Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
+/// change fields; every field is documented with its default there.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmfifo_config {
+    /// Default visibility timeout, ms (default 30,000; 0–43,200,000).
+    pub visibility_timeout_ms: u64,
+    /// Default receive wait, ms (default 0; 0–20,000).
+    pub receive_wait_ms: u64,
+    /// Largest message (body + attributes), bytes (default 262,144; 1,024–1,048,576).
+    pub maximum_message_size: u32,
+    /// Slots of the smallest size class (default 16,384).
+    pub max_messages: u32,
+    /// Most groups with messages at once (default 4,096).
+    pub max_groups: u32,
+    /// Most processes with the queue open at once (default 64).
+    pub max_participants: u32,
+    /// File permission bits (default 0600).
+    pub mode: u32,
+    /// 0: off (no dedup ids), 1: queue scope (default), 2: message-group scope.
+    pub deduplication: u32,
+    /// Dedup interval, ms (default 300,000; 1 ms – 14 days).
+    pub deduplication_interval_ms: u64,
+    /// Dedup table entries (default 65,536).
+    pub dedup_entries: u32,
+    /// Content-based dedup: 0 (default) or 1.
+    pub content_based_deduplication: u32,
+    /// Queue delay (`DelaySeconds`), ms (default 0; 0–900,000). Changeable later.
+    pub delay_ms: u64,
+    /// Retention period (`MessageRetentionPeriod`), ms (default 345,600,000: 4 days;
+    /// 1 ms – 14 days). Changeable later.
+    pub message_retention_period_ms: u64,
+    /// Most messages received and not yet deleted (default 120,000; at least 1): at the limit
+    /// receives return fewer messages.
+    pub max_in_flight: u32,
+    /// Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000). Set together
+    /// with `dead_letter_queue`.
+    pub max_receive_count: u32,
+    /// Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
+    /// or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
+    /// Set together with `max_receive_count`. Changeable later.
+    pub dead_letter_queue: shmfifo_str,
+    /// 1 (default): a receiver process that dies has its in-flight messages made visible at
+    /// once (about 100 ms later, once a receiver is idle) instead of at their visibility
+    /// timeout; 0: they wait for it. A process that closes the queue keeps them in flight.
+    pub release_on_death: u32,
+    /// When the dedup table has no room for a new dedup id: 0 (default) forgets the oldest id
+    /// of its window (the effective dedup window shortens, counted in
+    /// `shmfifo_queue_attributes.dedup_evictions`); 1 refuses the send with
+    /// `SHMFIFO_DEDUP_TABLE_FULL`.
+    pub dedup_overflow: u32,
+}
+
+/// The default settings (SQS's defaults where SQS has them).
+#[no_mangle]
+pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
+    shmfifo_config {
+        visibility_timeout_ms: 30_000,
+        receive_wait_ms: 0,
+        maximum_message_size: 262_144,
+        max_messages: 16_384,
+        max_groups: 4_096,
+        max_participants: 64,
+        mode: 0o600,
+        deduplication: 1,
+        deduplication_interval_ms: 300_000,
+        dedup_entries: 65_536,
+        content_based_deduplication: 0,
+        delay_ms: 0,
+        message_retention_period_ms: 345_600_000,
+        max_in_flight: 120_000,
+        max_receive_count: 0,
+        dead_letter_queue: shmfifo_str::ABSENT,
+        release_on_death: 1,
+        dedup_overflow: 0,
+    }
+}
+
+/// Builds the Rust configuration of a C one.
+///
+/// # Safety
+/// `c.dead_letter_queue` must be valid as documented on [`shmfifo_str`].
+pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
+    let dedup = match c.deduplication {
+        0 => Deduplication::Off,
+        1 => Deduplication::Queue,
+        2 => Deduplication::MessageGroup,
+        n => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                format!("invalid setting deduplication: {n} (0 off, 1 queue, 2 message group)"),
+            ))
+        }
+    };
+    let overflow = match c.dedup_overflow {
+        0 => DedupOverflow::ShortenWindow,
+        1 => DedupOverflow::Refuse,
+        n => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                format!("invalid setting dedup_overflow: {n} (0 shorten the window, 1 refuse)"),
+            ))
+        }
+    };
+    // SAFETY: forwarded from the caller.
+    let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue") }?.filter(|s| !s.is_empty());
+    let mut cfg = QueueConfig::new()
+        .visibility_timeout(Duration::from_millis(c.visibility_timeout_ms))
+        .receive_message_wait_time(Duration::from_millis(c.receive_wait_ms))
+        .maximum_message_size(c.maximum_message_size)
+        .max_messages(c.max_messages)
+        .max_groups(c.max_groups)
+        .max_participants(c.max_participants)
+        .mode(c.mode)
+        .deduplication(dedup)
+        .deduplication_interval(Duration::from_millis(c.deduplication_interval_ms))
+        .dedup_entries(c.dedup_entries)
+        .dedup_overflow(overflow)
+        .content_based_deduplication(c.content_based_deduplication != 0)
+        .delay(Duration::from_millis(c.delay_ms))
+        .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
+        .max_in_flight(c.max_in_flight)
+        .release_on_death(c.release_on_death != 0);
+    match (dlq, c.max_receive_count) {
+        (None, 0) => {}
+        (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),
+        (None, _) => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                "invalid setting dead_letter_queue: empty, but max_receive_count is set \
+                 (set both for a redrive policy, or neither)"
+                    .into(),
+            ))
+        }
+        (Some(_), _) => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                "invalid setting max_receive_count: 0, but dead_letter_queue is set \
+                 (set both for a redrive policy, or neither)"
+                    .into(),
+            ))
+        }
+    }
+    Ok(cfg)
+}
+
+/// Receive options. Start from [`shmfifo_receive_options_default`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmfifo_receive_options {
+    /// `MaxNumberOfMessages`, 1–10 (default 1).
+    pub max_messages: u32,
+    /// Visibility timeout of these messages, ms; -1 (default): the queue's.
+    pub visibility_timeout_ms: i64,
+    /// Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
+    /// call: it never blocks longer.
+    pub wait_time_ms: i64,
+    /// `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
+    /// within 5 minutes returns the same messages and receipt handles and restarts their
+    /// visibility, if none of them changed since; otherwise it is a fresh receive.
+    pub attempt_id: shmfifo_str,
+}
+
+/// The default receive options.
+#[no_mangle]
+pub extern "C" fn shmfifo_receive_options_default() -> shmfifo_receive_options {
+    shmfifo_receive_options {
+        max_messages: 1,
+        visibility_timeout_ms: -1,
+        wait_time_ms: -1,
+        attempt_id: shmfifo_str::ABSENT,
+    }
+}
+
+/// Options of [`shmfifo_queue_redrive`]. Start from [`shmfifo_redrive_options_default`].
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct shmfifo_redrive_options {
+    /// Where to move the messages: a queue name or path. Empty (default; `data` NULL or `len`
+    /// 0): each message's source queue (its `dead_letter_source`).
+    pub destination: shmfifo_str,
+    /// Most messages moved per second; 0 (default): as fast as possible.
+    pub max_per_second: u32,
+    /// Most messages to move; 0 (default): until this queue has no visible message.
+    pub limit: u64,
+    /// Cancellation flag; NULL (default): none. While the redrive runs, the library polls
+    /// `*cancel` (an atomic load, every millisecond) and, once it is nonzero, stops before the
+    /// next message it takes up (a message it is already waiting to send under
+    /// `max_per_second` is still moved), putting the rest of its batch back. Set it from
+    /// another thread with an atomic store (C11 `atomic_store`, or
+    /// `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`). Already nonzero at the call: nothing is
+    /// moved and the report says cancelled.
+    pub cancel: *const i32,
+}
+
+/// The default redrive options: to each message's source, unlimited, not cancellable.
+#[no_mangle]
+pub extern "C" fn shmfifo_redrive_options_default() -> shmfifo_redrive_options {
+    shmfifo_redrive_options {
+        destination: shmfifo_str::ABSENT,
+        max_per_second: 0,
+        limit: 0,
+        cancel: core::ptr::null(),
+    }
+}

@@ -1,0 +1,726 @@
+//! The queue functions: create, open, close, unlink, send, receive, delete, visibility,
+//! purge, recover, attributes, counters, settings and redrive.
+
+use core::ffi::c_char;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use shmfifo_core as core_api;
+use shmfifo_core::{
+    BatchEntry, DedupOverflow, Deduplication, Error, MessageAttribute, Queue, QueueConfig,
+    ReceiveOptions, RedriveOptions,
+};
+
+use crate::{boundary::*, config::*, error::*, message::*};
+
+/// An open queue. Thread-safe: one handle may be used by many threads at once. Close it with
+/// [`shmfifo_queue_close`].
+pub struct shmfifo_queue {
+    pub(crate) q: Queue,
+}
+
+/// Creates the queue `name` under `/dev/shm` (a name) or at a path (`name` containing a `/`),
+/// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
+/// view too); `out` valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_create(
+    name: *const c_char,
+    config: *const shmfifo_config,
+    out: *mut *mut shmfifo_queue,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
+        *out = core::ptr::null_mut();
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        let name = unsafe { cstr(name, "name") }?;
+        // SAFETY: NULL or valid, per the contract.
+        let cfg = match unsafe { config.as_ref() } {
+            // SAFETY: its views are valid, per the contract.
+            Some(c) => unsafe { queue_config(c) }?,
+            None => QueueConfig::new(),
+        };
+        let q = if name.contains('/') {
+            Queue::create_at(name, &cfg)
+        } else {
+            Queue::create(name, &cfg)
+        }?;
+        *out = Box::into_raw(Box::new(shmfifo_queue { q }));
+        Ok(())
+    })
+}
+
+/// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). Waits up to
+/// 2 s for a creator that is still initialising it.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string; `out` valid for writing.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_open(
+    name: *const c_char,
+    out: *mut *mut shmfifo_queue,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
+        *out = core::ptr::null_mut();
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        let name = unsafe { cstr(name, "name") }?;
+        let q = if name.contains('/') {
+            Queue::open_at(name)
+        } else {
+            Queue::open(name)
+        }?;
+        *out = Box::into_raw(Box::new(shmfifo_queue { q }));
+        Ok(())
+    })
+}
+
+/// Closes a handle (NULL is ignored). Messages it holds in flight return at their visibility
+/// timeout.
+///
+/// # Safety
+/// `q` must be NULL or a live handle not used by any other thread during or after this call.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_close(q: *mut shmfifo_queue) {
+    if !q.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller hands the handle back; it came from Box::into_raw.
+            drop(unsafe { Box::from_raw(q) });
+        }));
+    }
+}
+
+/// Removes the queue's file (a name under `/dev/shm`, or a path with a `/`). Open handles keep
+/// working; the memory is freed when the last one closes.
+///
+/// # Safety
+/// `name` must be a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_unlink(name: *const c_char) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: the caller guarantees a NUL-terminated string.
+        let name = unsafe { cstr(name, "name") }?;
+        if name.contains('/') {
+            Queue::unlink_at(name)?;
+        } else {
+            Queue::unlink(name)?;
+        }
+        Ok(())
+    })
+}
+
+/// Sends one message. `out` may be NULL.
+///
+/// # Safety
+/// `q` a live handle; `msg` valid (see [`shmfifo_send_message`]); `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_send(
+    q: *const shmfifo_queue,
+    msg: *const shmfifo_send_message,
+    out: *mut shmfifo_send_result,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let m = unsafe { msg.as_ref() }.ok_or_else(|| null("msg"))?;
+        let mut attrs = Vec::new();
+        // SAFETY: per the contract.
+        let m = unsafe { message(m, &mut attrs) }?;
+        let r = q.send(&m)?;
+        // SAFETY: NULL or writable, per the contract.
+        if let Some(o) = unsafe { out.as_mut() } {
+            *o = send_result(&r);
+        }
+        Ok(())
+    })
+}
+
+/// Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids,
+/// too long, missing group or dedup id) is returned and nothing is sent; otherwise returns
+/// `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries).
+///
+/// # Safety
+/// `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_send_batch(
+    q: *const shmfifo_queue,
+    entries: *const shmfifo_batch_entry,
+    n: usize,
+    results: *mut shmfifo_batch_result,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        if n == 0 {
+            return Err(Error::EmptyBatchRequest.into());
+        }
+        if entries.is_null() {
+            return Err(null("entries"));
+        }
+        if results.is_null() {
+            return Err(null("results"));
+        }
+        // SAFETY: `n` entries at `entries`, per the contract.
+        let list = unsafe { std::slice::from_raw_parts(entries, n) };
+        let mut attrs: Vec<Vec<MessageAttribute<'_>>> = (0..n).map(|_| Vec::new()).collect();
+        let mut batch = Vec::with_capacity(n);
+        for (e, a) in list.iter().zip(attrs.iter_mut()) {
+            batch.push(BatchEntry {
+                // SAFETY: per the contract.
+                id: unsafe { e.id.required("entry id") }?,
+                // SAFETY: per the contract.
+                entry: unsafe { message(&e.message, a) }?,
+            });
+        }
+        let rs = q.send_batch(&batch)?;
+        // SAFETY: `n` writable results, per the contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(results, n) };
+        for (o, r) in out.iter_mut().zip(rs) {
+            *o = match r.result {
+                Ok(s) => shmfifo_batch_result {
+                    code: SHMFIFO_OK,
+                    result: send_result(&s),
+                },
+                Err(e) => shmfifo_batch_result {
+                    code: code_of(&e),
+                    result: NO_SEND_RESULT,
+                },
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Receives up to `opts->max_messages` messages (`opts` NULL: the defaults) into `buf`,
+/// writing views to `out[0..*count]`. `out` must have room for `max_messages` entries
+/// (`out_cap`), else `SHMFIFO_BUFFER_TOO_SMALL` before anything is received. Waits at most the
+/// wait time.
+///
+/// # Safety
+/// `q` a live handle; `buf` a live buffer not used by another thread; `out` `out_cap`
+/// writable entries; `count` writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_receive(
+    q: *const shmfifo_queue,
+    opts: *const shmfifo_receive_options,
+    buf: *mut shmfifo_receive_buffer,
+    out: *mut shmfifo_message,
+    out_cap: usize,
+    count: *mut usize,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let count = unsafe { out_ptr(count, "count") }?;
+        *count = 0;
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let b = unsafe { buf.as_mut() }.ok_or_else(|| null("buf"))?;
+        // SAFETY: per the contract.
+        let o = unsafe { opts.as_ref() }
+            .copied()
+            .unwrap_or_else(|| shmfifo_receive_options_default());
+        // SAFETY: per the contract.
+        let attempt_id = unsafe { o.attempt_id.get("attempt_id") }?;
+        if out.is_null() {
+            return Err(null("out"));
+        }
+        if out_cap < o.max_messages as usize {
+            return Err(Fail(
+                SHMFIFO_BUFFER_TOO_SMALL,
+                format!(
+                    "out has room for {out_cap} messages, max_messages is {}",
+                    o.max_messages
+                ),
+            ));
+        }
+        let mut ro = ReceiveOptions::max(o.max_messages);
+        if o.visibility_timeout_ms >= 0 {
+            ro = ro.visibility_timeout(Duration::from_millis(o.visibility_timeout_ms as u64));
+        }
+        if o.wait_time_ms >= 0 {
+            ro = ro.wait(Duration::from_millis(o.wait_time_ms as u64));
+        }
+        let n = match attempt_id {
+            Some(id) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
+            None => q.receive_into(&ro, &mut b.rb)?,
+        };
+        // SAFETY: `out_cap >= max_messages >= n` writable entries, per the contract.
+        let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
+        if b.attrs.len() < n {
+            b.attrs.resize_with(n, Vec::new);
+        }
+        for ((m, o), av) in b.rb.messages().iter().zip(out.iter_mut()).zip(&mut b.attrs) {
+            av.clear();
+            av.extend(m.attributes.iter().map(|a| shmfifo_attribute {
+                name: shmfifo_str::of(&a.name),
+                data_type: shmfifo_str::of(&a.data_type),
+                value: a.value.as_ptr(),
+                value_len: a.value.len(),
+            }));
+            *o = shmfifo_message {
+                body: shmfifo_str::of(&m.body),
+                group_id: shmfifo_str::of(&m.group_id),
+                dedup_id: m
+                    .dedup_id
+                    .as_deref()
+                    .map_or(shmfifo_str::ABSENT, shmfifo_str::of),
+                message_id: [0; 40],
+                receipt_handle: [0; 48],
+                sequence_number: [0; 40],
+                sent_timestamp_ms: m.sent_timestamp,
+                first_receive_timestamp_ms: m.first_receive_timestamp,
+                receive_count: m.receive_count,
+                attribute_count: av.len() as u32,
+                attributes: av.as_ptr(),
+                dead_letter_source: m
+                    .dead_letter_source
+                    .as_deref()
+                    .map_or(shmfifo_str::ABSENT, shmfifo_str::of),
+            };
+            put(&mut o.message_id, &m.message_id.to_string());
+            put(&mut o.receipt_handle, &m.receipt_handle.to_string());
+            put(&mut o.sequence_number, &m.sequence_number.to_string());
+        }
+        *count = n;
+        Ok(())
+    })
+}
+
+/// Deletes a received message by its receipt handle (NUL-terminated text).
+///
+/// # Safety
+/// `q` a live handle; `receipt` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_delete(
+    q: *const shmfifo_queue,
+    receipt: *const c_char,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let h = unsafe { cstr(receipt, "receipt") }?;
+        q.delete_str(h)?;
+        Ok(())
+    })
+}
+
+/// Changes a received message's visibility timeout (ms from now; 0: visible at once).
+///
+/// # Safety
+/// `q` a live handle; `receipt` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_change_visibility(
+    q: *const shmfifo_queue,
+    receipt: *const c_char,
+    timeout_ms: u64,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let h = unsafe { cstr(receipt, "receipt") }?;
+        q.change_visibility_str(h, Duration::from_millis(timeout_ms))?;
+        Ok(())
+    })
+}
+
+/// Shared body of the two handle batches.
+///
+/// # Safety
+/// As [`shmfifo_delete_batch`].
+pub(crate) unsafe fn handle_batch(
+    q: *const shmfifo_queue,
+    entries: *const shmfifo_handle_entry,
+    n: usize,
+    codes: *mut shmfifo_result,
+    visibility: bool,
+) -> R {
+    // SAFETY: per the contract.
+    let q = unsafe { queue(q) }?;
+    if n == 0 {
+        return Err(Error::EmptyBatchRequest.into());
+    }
+    if entries.is_null() {
+        return Err(null("entries"));
+    }
+    if codes.is_null() {
+        return Err(null("codes"));
+    }
+    // SAFETY: `n` entries, per the contract.
+    let list = unsafe { std::slice::from_raw_parts(entries, n) };
+    let mut ids = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
+    for e in list {
+        // SAFETY: per the contract.
+        ids.push(unsafe { e.id.required("entry id") }?);
+        // SAFETY: per the contract.
+        handles.push((unsafe { e.receipt.required("receipt") }?, e.timeout_ms));
+    }
+    let rs = if visibility {
+        let b: Vec<_> = ids
+            .iter()
+            .zip(&handles)
+            .map(|(id, &(h, t))| BatchEntry {
+                id,
+                entry: (h, Duration::from_millis(t)),
+            })
+            .collect();
+        q.change_visibility_batch(&b)?
+    } else {
+        let b: Vec<_> = ids
+            .iter()
+            .zip(&handles)
+            .map(|(id, &(h, _))| BatchEntry { id, entry: h })
+            .collect();
+        q.delete_batch(&b)?
+    };
+    // SAFETY: `n` writable codes, per the contract.
+    let out = unsafe { std::slice::from_raw_parts_mut(codes, n) };
+    for (o, r) in out.iter_mut().zip(rs) {
+        *o = r.result.map_or_else(|e| code_of(&e), |()| SHMFIFO_OK);
+    }
+    Ok(())
+}
+
+/// Deletes 1–10 messages. Request-level errors are returned (nothing deleted); otherwise
+/// `SHMFIFO_OK` with each entry's code in `codes[i]`.
+///
+/// # Safety
+/// `entries` and `codes` must hold `n` entries each.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_delete_batch(
+    q: *const shmfifo_queue,
+    entries: *const shmfifo_handle_entry,
+    n: usize,
+    codes: *mut shmfifo_result,
+) -> shmfifo_result {
+    // SAFETY: forwarded.
+    guard(|| unsafe { handle_batch(q, entries, n, codes, false) })
+}
+
+/// Changes the visibility of 1–10 messages (`timeout_ms` of each entry), as
+/// [`shmfifo_delete_batch`].
+///
+/// # Safety
+/// `entries` and `codes` must hold `n` entries each.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_change_visibility_batch(
+    q: *const shmfifo_queue,
+    entries: *const shmfifo_handle_entry,
+    n: usize,
+    codes: *mut shmfifo_result,
+) -> shmfifo_result {
+    // SAFETY: forwarded.
+    guard(|| unsafe { handle_batch(q, entries, n, codes, true) })
+}
+
+/// Deletes every message, visible or in flight, and clears the dedup table. `purged` (may be
+/// NULL) receives how many messages were deleted.
+///
+/// # Safety
+/// `q` a live handle; `purged` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_purge(
+    q: *const shmfifo_queue,
+    purged: *mut u64,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        let n = q.purge()?;
+        // SAFETY: NULL or writable.
+        if let Some(p) = unsafe { purged.as_mut() } {
+            *p = n;
+        }
+        Ok(())
+    })
+}
+
+/// Repairs what dead processes left behind (also done on open and by idle receivers).
+///
+/// # Safety
+/// `q` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_recover(q: *const shmfifo_queue) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        unsafe { queue(q) }?.recover()?;
+        Ok(())
+    })
+}
+
+/// Reads a queue's settings and counters (a scan of the arena).
+///
+/// # Safety
+/// `q` a live handle; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_get_attributes(
+    q: *const shmfifo_queue,
+    out: *mut shmfifo_queue_attributes,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
+        let a = q.attributes();
+        *out = shmfifo_queue_attributes {
+            approximate_number_of_messages: a.approximate_number_of_messages,
+            approximate_number_of_messages_not_visible: a
+                .approximate_number_of_messages_not_visible,
+            approximate_number_of_messages_delayed: a.approximate_number_of_messages_delayed,
+            visibility_timeout_ms: a.visibility_timeout.as_millis() as u64,
+            receive_wait_ms: a.receive_message_wait_time.as_millis() as u64,
+            maximum_message_size: a.maximum_message_size,
+            max_participants: a.max_participants,
+            created_timestamp_ms: a.created_timestamp,
+            active_groups: a.active_groups,
+            max_groups: a.max_groups,
+            arena_bytes: a.arena_bytes,
+            deduplication: match a.deduplication {
+                Deduplication::Off => 0,
+                Deduplication::Queue => 1,
+                _ => 2,
+            },
+            content_based_deduplication: u32::from(a.content_based_deduplication),
+            deduplication_interval_ms: a.deduplication_interval.as_millis() as u64,
+            dedup_entries: a.dedup_entries,
+            dedup_entries_in_use: a.dedup_entries_in_use,
+            delay_ms: a.delay.as_millis() as u64,
+            message_retention_period_ms: a.message_retention_period.as_millis() as u64,
+            max_in_flight: a.max_in_flight,
+            in_flight_count: a.in_flight_count,
+            in_flight_limit_hits: a.in_flight_limit_hits,
+            moved_to_dead_letter: a.moved_to_dead_letter,
+            retention_expiries: a.retention_expiries,
+            max_receive_count: a.redrive_policy.as_ref().map_or(0, |p| p.max_receive_count),
+            dead_letter_queue: [0; 257],
+            release_on_death: u32::from(a.release_on_death),
+            dedup_overflow: u32::from(a.dedup_overflow == DedupOverflow::Refuse),
+            dedup_evictions: a.dedup_evictions,
+            effective_deduplication_interval_ms: a.effective_deduplication_interval.as_millis()
+                as u64,
+        };
+        if let Some(p) = &a.redrive_policy {
+            put(&mut out.dead_letter_queue, &p.dead_letter_queue);
+        }
+        Ok(())
+    })
+}
+
+/// Reads a queue's lifetime counters (cheap: one load per counter per participant slot;
+/// safe while the queue is in use).
+///
+/// # Safety
+/// `q` a live handle; `out` writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_get_counters(
+    q: *const shmfifo_queue,
+    out: *mut shmfifo_counters,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let out = unsafe { out_ptr(out, "out") }?;
+        let c = q.counters();
+        *out = shmfifo_counters {
+            sent: c.sent,
+            duplicates: c.duplicates,
+            received: c.received,
+            deleted: c.deleted,
+            visibility_expiries: c.visibility_expiries,
+            moved_to_dead_letter: c.moved_to_dead_letter,
+            retention_expiries: c.retention_expiries,
+            in_flight_limit_hits: c.in_flight_limit_hits,
+            waits: c.waits,
+            wake_ups: c.wake_ups,
+            contention_retries: c.contention_retries,
+            participants_recovered: c.participants_recovered,
+        };
+        Ok(())
+    })
+}
+
+/// Changes one live setting, for every process at once, by its SQS attribute name and text
+/// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
+/// `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`
+/// (`true` or `false`); `RedrivePolicy` as SQS's JSON
+/// (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
+/// remove it. Nothing changes on error: an invalid value is `SHMFIFO_INVALID_PARAMETER_VALUE`
+/// or `SHMFIFO_INVALID_CONFIG`, a setting fixed at creation (`MaximumMessageSize`,
+/// `ReceiveMessageWaitTimeSeconds`, `DeduplicationScope`, `FifoQueue`, `FifoThroughputLimit`,
+/// `MaxInFlight`) `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+/// `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
+/// does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
+/// is retroactive; a retention change applies to messages already queued.
+///
+/// # Safety
+/// `q` a live handle; `name` and `value` valid views (both required: `data` non-NULL).
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_set_attribute(
+    q: *const shmfifo_queue,
+    name: shmfifo_str,
+    value: shmfifo_str,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let name = unsafe { name.required("name") }?;
+        // SAFETY: per the contract.
+        let value = unsafe { value.required("value") }?;
+        q.set_attribute(name, value)?;
+        Ok(())
+    })
+}
+
+/// How often a redrive polls a C cancellation flag.
+pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
+
+/// The address of a C cancellation flag, handed to the watcher thread. Made only by
+/// [`CancelFlag::new`].
+pub(crate) struct CancelFlag(*const AtomicI32);
+
+// SAFETY: the flag is only loaded atomically, and the caller of `shmfifo_queue_redrive` keeps
+// it valid during the call, which joins the watcher before it returns (`Watcher::drop`).
+unsafe impl Send for CancelFlag {}
+
+impl CancelFlag {
+    /// # Safety
+    /// `p` must point to an `int32_t` that stays valid, and is written only atomically, while
+    /// the flag is used.
+    unsafe fn new(p: *const i32) -> CancelFlag {
+        // `AtomicI32` has the size and alignment of `i32`; the flag is only loaded.
+        CancelFlag(p.cast::<AtomicI32>())
+    }
+    fn is_set(&self) -> bool {
+        // SAFETY: valid during the call (see the `Send` impl). Relaxed: a flag; nothing else
+        // is published through it.
+        unsafe { &*self.0 }.load(Ordering::Relaxed) != 0
+    }
+}
+
+/// The watcher thread of a cancellable redrive: dropping it (also while unwinding) stops and
+/// joins the thread, so that it never outlives the call and its flag.
+pub(crate) struct Watcher {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // Release: pairs with the watcher's Acquire load.
+        self.done.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+/// Runs `q.redrive(opts)` with a watcher thread that copies the C flag into the Rust
+/// cancellation flag while the redrive runs. (A plain thread, not a scoped one: a scope would
+/// give the calling thread a `Thread` handle that lives until it exits.)
+pub(crate) fn redrive_watched(
+    q: &Queue,
+    mut opts: RedriveOptions,
+    flag: CancelFlag,
+) -> R<core_api::RedriveReport> {
+    if flag.is_set() {
+        return Ok(core_api::RedriveReport {
+            cancelled: true,
+            ..Default::default()
+        });
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    opts.cancel = Some(stop.clone());
+    let done = Arc::new(AtomicBool::new(false));
+    let thread = {
+        let done = done.clone();
+        std::thread::Builder::new()
+            .name("shmfifo-redrive-cancel".into())
+            .spawn(move || {
+                // Acquire: pairs with `Watcher::drop`'s Release store.
+                while !done.load(Ordering::Acquire) {
+                    if flag.is_set() {
+                        // Relaxed: the redrive loads it Relaxed; nothing is published.
+                        stop.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                    std::thread::park_timeout(CANCEL_POLL);
+                }
+            })
+            .map_err(|e| {
+                Fail(
+                    SHMFIFO_IO,
+                    format!("starting the cancellation watcher: {e}"),
+                )
+            })?
+    };
+    let _watcher = Watcher {
+        done,
+        thread: Some(thread),
+    };
+    Ok(q.redrive(&opts)?)
+}
+
+/// Moves messages from this (dead-letter) queue back to their source queues, or to
+/// `opts->destination` (`opts` NULL: the defaults): oldest first, as new messages (new message
+/// id, sequence number, receive count and retention), at most `max_per_second`, until no
+/// message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
+/// before it is deleted here. `out` (may be NULL) receives the report; on error it is
+/// unspecified, and messages moved before the error stay moved.
+///
+/// # Safety
+/// `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
+/// an `int32_t` that stays valid during the call); `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_redrive(
+    q: *const shmfifo_queue,
+    opts: *const shmfifo_redrive_options,
+    out: *mut shmfifo_redrive_report,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let o = unsafe { opts.as_ref() }
+            .copied()
+            .unwrap_or_else(|| shmfifo_redrive_options_default());
+        // SAFETY: per the contract.
+        let dest = unsafe { o.destination.get("destination") }?.filter(|d| !d.is_empty());
+        let ro = RedriveOptions {
+            destination: dest.map(str::to_owned),
+            max_per_second: (o.max_per_second > 0).then_some(o.max_per_second),
+            limit: (o.limit > 0).then_some(o.limit),
+            cancel: None,
+        };
+        let rep = if o.cancel.is_null() {
+            q.redrive(&ro)?
+        } else {
+            // SAFETY: `cancel` points to an `int32_t` valid during the call, per the contract;
+            // `redrive_watched` uses it only during the call.
+            let flag = unsafe { CancelFlag::new(o.cancel) };
+            redrive_watched(q, ro, flag)?
+        };
+        // SAFETY: NULL or writable, per the contract.
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = shmfifo_redrive_report {
+                moved: rep.moved,
+                skipped: rep.skipped,
+                cancelled: u32::from(rep.cancelled),
+            };
+        }
+        Ok(())
+    })
+}
