@@ -69,13 +69,23 @@ impl shmfifo_str {
             len: s.len(),
         }
     }
+    /// The string, if not NULL. Its length is checked against `max` (its SQS limit) before a
+    /// byte is read: a length past the limit is `SHMFIFO_INVALID_PARAMETER_VALUE`, never a
+    /// read past the caller's memory.
+    ///
     /// # Safety
     /// `data` must be NULL or point to `len` readable bytes that outlive `'a`.
-    pub(crate) unsafe fn get<'a>(self, what: &str) -> R<Option<&'a str>> {
+    pub(crate) unsafe fn get<'a>(self, what: &str, max: usize) -> R<Option<&'a str>> {
         if self.data.is_null() {
             return Ok(None);
         }
-        // SAFETY: the caller guarantees `len` readable bytes at `data`.
+        if self.len > max {
+            return Err(Fail(
+                SHMFIFO_INVALID_PARAMETER_VALUE,
+                format!("{what} is {} bytes long; at most {max}", self.len),
+            ));
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at `data` (and `len <= max`).
         let b = unsafe { std::slice::from_raw_parts(self.data.cast::<u8>(), self.len) };
         std::str::from_utf8(b)
             .map(Some)
@@ -83,11 +93,17 @@ impl shmfifo_str {
     }
     /// # Safety
     /// As [`shmfifo_str::get`].
-    pub(crate) unsafe fn required<'a>(self, what: &str) -> R<&'a str> {
+    pub(crate) unsafe fn required<'a>(self, what: &str, max: usize) -> R<&'a str> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.get(what) }?.ok_or_else(|| null(what))
+        unsafe { self.get(what, max) }?.ok_or_else(|| null(what))
     }
 }
+
+/// Longest NUL-terminated string argument (a queue name or path, a receipt handle) read: a
+/// string with no NUL within it is refused, so an unterminated one is read at most this far.
+pub(crate) const MAX_CSTR: usize = 4096;
+/// Longest dead-letter queue path, redrive destination or setting value accepted.
+pub(crate) const MAX_PATH: usize = 4096;
 
 /// Reads a NUL-terminated string argument.
 ///
@@ -97,10 +113,23 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     if p.is_null() {
         return Err(null(what));
     }
-    // SAFETY: the caller guarantees a NUL-terminated string.
-    unsafe { core::ffi::CStr::from_ptr(p) }
-        .to_str()
-        .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
+    // Bounded: look for the NUL within `MAX_CSTR` bytes, one byte at a time, so an
+    // unterminated string is never read past that.
+    let mut len = 0;
+    // SAFETY: the caller guarantees a NUL-terminated string: every byte up to its NUL is
+    // readable, and we stop at the NUL.
+    while unsafe { *p.add(len) } != 0 {
+        len += 1;
+        if len > MAX_CSTR {
+            return Err(Fail(
+                SHMFIFO_INVALID_PARAMETER_VALUE,
+                format!("{what} is longer than {MAX_CSTR} bytes (or not NUL-terminated)"),
+            ));
+        }
+    }
+    // SAFETY: `len` bytes before the NUL were just read.
+    let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    std::str::from_utf8(b).map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
 }
 
 pub(crate) fn put(dst: &mut [c_char], s: &str) {

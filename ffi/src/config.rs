@@ -111,7 +111,8 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         }
     };
     // SAFETY: forwarded from the caller.
-    let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue") }?.filter(|s| !s.is_empty());
+    let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue", MAX_PATH) }?
+        .filter(|s| !s.is_empty());
     let mut cfg = QueueConfig::new()
         .visibility_timeout(Duration::from_millis(c.visibility_timeout_ms))
         .receive_message_wait_time(Duration::from_millis(c.receive_wait_ms))

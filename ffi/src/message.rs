@@ -85,6 +85,11 @@ pub(crate) fn send_result(r: &core_api::SendResult) -> shmfifo_send_result {
     out
 }
 
+/// Longest attribute name or data type (S8).
+pub(crate) const MAX_ATTRIBUTE_NAME: usize = 256;
+/// Longest dedup, group or attempt id (S2, S3, R11).
+pub(crate) const MAX_ID_LEN: usize = 128;
+
 /// Builds the Rust message of a C one (attributes go to `attrs`).
 ///
 /// # Safety
@@ -92,32 +97,56 @@ pub(crate) fn send_result(r: &core_api::SendResult) -> shmfifo_send_result {
 pub(crate) unsafe fn message<'a>(
     m: &shmfifo_send_message,
     attrs: &'a mut Vec<MessageAttribute<'a>>,
+    max_body: usize,
 ) -> R<SendMessage<'a>> {
+    // Every count and length is checked against its SQS limit before the memory is read.
     // SAFETY: forwarded from the caller (all views below).
-    let group = unsafe { m.group_id.get("group_id") }?;
+    let group = unsafe { m.group_id.get("group_id", MAX_ID_LEN) }?;
     // SAFETY: as above.
-    let body = unsafe { m.body.required("body") }?;
+    let body = unsafe { m.body.required("body", max_body) }?;
     // SAFETY: as above.
-    let dedup = unsafe { m.dedup_id.get("dedup_id") }?;
+    let dedup = unsafe { m.dedup_id.get("dedup_id", MAX_ID_LEN) }?;
+    if m.attribute_count > shmfifo_core::MAX_ATTRIBUTES {
+        return Err(Fail(
+            SHMFIFO_INVALID_PARAMETER_VALUE,
+            format!(
+                "Number of message attributes cannot exceed {} (attribute_count {}).",
+                shmfifo_core::MAX_ATTRIBUTES,
+                m.attribute_count
+            ),
+        ));
+    }
     if m.attribute_count > 0 {
         if m.attributes.is_null() {
             return Err(null("attributes"));
         }
-        // SAFETY: the caller guarantees `attribute_count` attributes at `attributes`.
+        // SAFETY: the caller guarantees `attribute_count` (at most 10) attributes there.
         let list = unsafe { std::slice::from_raw_parts(m.attributes, m.attribute_count) };
         for a in list {
             if a.value.is_null() && a.value_len > 0 {
                 return Err(null("attribute value"));
             }
+            if a.value_len > max_body {
+                return Err(Fail(
+                    SHMFIFO_INVALID_PARAMETER_VALUE,
+                    format!(
+                        "attribute value is {} bytes long; at most {max_body}",
+                        a.value_len
+                    ),
+                ));
+            }
             attrs.push(MessageAttribute {
                 // SAFETY: as above.
-                name: unsafe { a.name.required("attribute name") }?,
+                name: unsafe { a.name.required("attribute name", MAX_ATTRIBUTE_NAME) }?,
                 // SAFETY: as above.
-                data_type: unsafe { a.data_type.required("attribute data type") }?,
+                data_type: unsafe {
+                    a.data_type
+                        .required("attribute data type", MAX_ATTRIBUTE_NAME)
+                }?,
                 value: if a.value_len == 0 {
                     &[]
                 } else {
-                    // SAFETY: `value_len` readable bytes at `value` (checked non-NULL).
+                    // SAFETY: `value_len` (checked) readable bytes at `value` (checked non-NULL).
                     unsafe { std::slice::from_raw_parts(a.value, a.value_len) }
                 },
             });

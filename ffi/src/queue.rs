@@ -21,6 +21,11 @@ pub struct shmfifo_queue {
     pub(crate) q: Queue,
 }
 
+/// Most entries in a batch (S11, H8).
+const MAX_BATCH: usize = 10;
+/// Longest batch entry id (S11).
+const MAX_ENTRY_ID: usize = 80;
+
 /// Creates the queue `name` under `/dev/shm` (a name) or at a path (`name` containing a `/`),
 /// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
 ///
@@ -132,7 +137,7 @@ pub unsafe extern "C" fn shmfifo_send(
         let m = unsafe { msg.as_ref() }.ok_or_else(|| null("msg"))?;
         let mut attrs = Vec::new();
         // SAFETY: per the contract.
-        let m = unsafe { message(m, &mut attrs) }?;
+        let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize) }?;
         let r = q.send(&m)?;
         // SAFETY: NULL or writable, per the contract.
         if let Some(o) = unsafe { out.as_mut() } {
@@ -161,12 +166,17 @@ pub unsafe extern "C" fn shmfifo_send_batch(
         if n == 0 {
             return Err(Error::EmptyBatchRequest.into());
         }
+        // SQS's limit, checked before any entry is read (a huge `n` never reaches memory).
+        if n > MAX_BATCH {
+            return Err(Error::TooManyEntriesInBatchRequest { entries: n }.into());
+        }
         if entries.is_null() {
             return Err(null("entries"));
         }
         if results.is_null() {
             return Err(null("results"));
         }
+        let max_body = q.maximum_message_size() as usize;
         // SAFETY: `n` entries at `entries`, per the contract.
         let list = unsafe { std::slice::from_raw_parts(entries, n) };
         let mut attrs: Vec<Vec<MessageAttribute<'_>>> = (0..n).map(|_| Vec::new()).collect();
@@ -174,9 +184,9 @@ pub unsafe extern "C" fn shmfifo_send_batch(
         for (e, a) in list.iter().zip(attrs.iter_mut()) {
             batch.push(BatchEntry {
                 // SAFETY: per the contract.
-                id: unsafe { e.id.required("entry id") }?,
+                id: unsafe { e.id.required("entry id", MAX_ENTRY_ID) }?,
                 // SAFETY: per the contract.
-                entry: unsafe { message(&e.message, a) }?,
+                entry: unsafe { message(&e.message, a, max_body) }?,
             });
         }
         let rs = q.send_batch(&batch)?;
@@ -228,7 +238,7 @@ pub unsafe extern "C" fn shmfifo_receive(
             .copied()
             .unwrap_or_else(|| shmfifo_receive_options_default());
         // SAFETY: per the contract.
-        let attempt_id = unsafe { o.attempt_id.get("attempt_id") }?;
+        let attempt_id = unsafe { o.attempt_id.get("attempt_id", MAX_ID_LEN) }?;
         if out.is_null() {
             return Err(null("out"));
         }
@@ -349,6 +359,10 @@ pub(crate) unsafe fn handle_batch(
     if n == 0 {
         return Err(Error::EmptyBatchRequest.into());
     }
+    // SQS's limit, checked before any entry is read (a huge `n` never reaches memory).
+    if n > MAX_BATCH {
+        return Err(Error::TooManyEntriesInBatchRequest { entries: n }.into());
+    }
     if entries.is_null() {
         return Err(null("entries"));
     }
@@ -361,9 +375,12 @@ pub(crate) unsafe fn handle_batch(
     let mut handles = Vec::with_capacity(n);
     for e in list {
         // SAFETY: per the contract.
-        ids.push(unsafe { e.id.required("entry id") }?);
+        ids.push(unsafe { e.id.required("entry id", MAX_ENTRY_ID) }?);
         // SAFETY: per the contract.
-        handles.push((unsafe { e.receipt.required("receipt") }?, e.timeout_ms));
+        handles.push((
+            unsafe { e.receipt.required("receipt", MAX_CSTR) }?,
+            e.timeout_ms,
+        ));
     }
     let rs = if visibility {
         let b: Vec<_> = ids
@@ -576,9 +593,9 @@ pub unsafe extern "C" fn shmfifo_queue_set_attribute(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let name = unsafe { name.required("name") }?;
+        let name = unsafe { name.required("name", MAX_ATTRIBUTE_NAME) }?;
         // SAFETY: per the contract.
-        let value = unsafe { value.required("value") }?;
+        let value = unsafe { value.required("value", MAX_PATH) }?;
         q.set_attribute(name, value)?;
         Ok(())
     })
@@ -698,7 +715,7 @@ pub unsafe extern "C" fn shmfifo_queue_redrive(
             .copied()
             .unwrap_or_else(|| shmfifo_redrive_options_default());
         // SAFETY: per the contract.
-        let dest = unsafe { o.destination.get("destination") }?.filter(|d| !d.is_empty());
+        let dest = unsafe { o.destination.get("destination", MAX_PATH) }?.filter(|d| !d.is_empty());
         let ro = RedriveOptions {
             destination: dest.map(str::to_owned),
             max_per_second: (o.max_per_second > 0).then_some(o.max_per_second),

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 static int failures = 0;
@@ -655,12 +656,120 @@ static void test_lifecycle(void) {
     shmfifo_receive_buffer_free(buf);
 }
 
+/* Issue 20: every count and length is checked against its SQS limit before the library reads
+   the caller's memory. Each parameter below is huge while the caller's memory ends at an
+   inaccessible page: an over-read would crash (SIGSEGV), a check returns the code. */
+static void test_lengths_checked_before_reading(void) {
+    const char *name = qname("lengths");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = shmfifo_config_default();
+    c.max_messages = 16;
+    c.maximum_message_size = 4096;
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    long page = sysconf(_SC_PAGESIZE);
+    char *mem = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(mem != MAP_FAILED);
+    CHECK(mprotect(mem + page, page, PROT_NONE) == 0);
+    /* 16 bytes of text, then the guard page. */
+    char *edge = mem + page - 16;
+    memset(edge, 'a', 16);
+    const size_t huge = (size_t)1 << 40;
+    shmfifo_send_message m;
+
+    m = msg("g", "x", "d");
+    m.group_id.data = edge;
+    m.group_id.len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m.group_id.len = 129; /* one past the limit, reaching into the guard page */
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    m = msg("g", "x", "d");
+    m.dedup_id.data = edge;
+    m.dedup_id.len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    m = msg("g", "x", "d");
+    m.body.data = edge;
+    m.body.len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m.body.len = 4097; /* past this queue's maximum message size */
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    shmfifo_attribute *attrs = (shmfifo_attribute *)(mem + page - sizeof(shmfifo_attribute));
+    memset(attrs, 0, sizeof *attrs);
+    attrs->name = s("n");
+    attrs->data_type = s("String");
+    attrs->value = (const uint8_t *)"v";
+    attrs->value_len = 1;
+    m = msg("g", "x", "d");
+    m.attributes = attrs;
+    m.attribute_count = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m.attribute_count = 11;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m.attribute_count = 1;
+    attrs->name.data = edge;
+    attrs->name.len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    attrs->name = s("n");
+    attrs->data_type.data = edge;
+    attrs->data_type.len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    attrs->data_type = s("String");
+    attrs->value = (const uint8_t *)edge;
+    attrs->value_len = huge;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    /* Batches: n far past 10, the entries ending at the guard page. */
+    shmfifo_batch_entry *be = (shmfifo_batch_entry *)(mem + page - sizeof(shmfifo_batch_entry));
+    be->id = s("one");
+    be->message = msg("g", "x", "d");
+    shmfifo_batch_result br[1];
+    EXPECT(shmfifo_send_batch(q, be, SIZE_MAX, br), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    EXPECT(shmfifo_send_batch(q, be, huge, br), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    be->id.data = edge;
+    be->id.len = huge;
+    EXPECT(shmfifo_send_batch(q, be, 1, br), SHMFIFO_INVALID_PARAMETER_VALUE);
+    shmfifo_handle_entry *he = (shmfifo_handle_entry *)(mem + page - sizeof(shmfifo_handle_entry));
+    he->id = s("one");
+    he->receipt = s("sf1");
+    he->timeout_ms = 0;
+    shmfifo_result codes[1];
+    EXPECT(shmfifo_delete_batch(q, he, SIZE_MAX, codes), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    EXPECT(shmfifo_change_visibility_batch(q, he, huge, codes),
+           SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    he->receipt.data = edge;
+    he->receipt.len = huge;
+    EXPECT(shmfifo_delete_batch(q, he, 1, codes), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    /* NUL-terminated arguments (names, receipt handles) are read at most 4,096 bytes far. */
+    char *longstr = malloc(5001);
+    memset(longstr, 'a', 5000);
+    longstr[5000] = 0;
+    EXPECT(shmfifo_delete(q, longstr), SHMFIFO_INVALID_PARAMETER_VALUE);
+    shmfifo_queue *other = NULL;
+    EXPECT(shmfifo_queue_open(longstr, &other), SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(other == NULL);
+    free(longstr);
+
+    /* Settings by name: a huge name. */
+    shmfifo_str big = {edge, huge};
+    EXPECT(shmfifo_queue_set_attribute(q, big, s("1")), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    munmap(mem, 2 * page);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
     test_round_trip();
     test_errors(dir);
     test_lifecycle();
+    test_lengths_checked_before_reading();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

@@ -3,7 +3,7 @@
 #![allow(unsafe_code)]
 
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,4 +132,53 @@ pub(super) fn ms(d: Duration) -> u64 {
 /// Arena time (ms, from 1) on this boot for a clock base.
 pub(super) fn arena_now(base_ms: u64) -> u64 {
     (sys::monotonic_ns() / 1_000_000).wrapping_sub(base_ms) & clock::CLOCK_MASK
+}
+
+impl Queue {
+    pub(super) fn arena(&self) -> Arena<'_> {
+        self.inner.view
+    }
+
+    /// The file path, if the queue has one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let anonymous = Queue::create_anonymous(&QueueConfig::new())?;
+    /// assert_eq!(anonymous.path(), None);
+    ///
+    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-path-{}", std::process::id()));
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// assert_eq!(q.path(), Some(path.as_path()));
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    /// The largest message this queue takes, in bytes (body and attributes, as SQS counts
+    /// them: SQS `MaximumMessageSize`), fixed at creation. Cheap (no scan).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new().maximum_message_size(4096))?;
+    /// assert_eq!(q.maximum_message_size(), 4096);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn maximum_message_size(&self) -> u32 {
+        self.inner.max_message_size
+    }
 }

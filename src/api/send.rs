@@ -2,7 +2,6 @@
 //! [`crate::protocol::send`].
 
 use std::hash::Hasher;
-use std::path::Path;
 
 use super::framing;
 use super::queue::{fault, Queue};
@@ -11,7 +10,7 @@ use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
 use crate::layout::MAX_ID_LEN;
 use crate::protocol::send::{self, Outgoing};
-use crate::protocol::{dedup, words, Arena, Fault};
+use crate::protocol::{dedup, words, Fault};
 use crate::sync::Ordering;
 use crate::validate;
 
@@ -322,39 +321,6 @@ impl Queue {
                 result: self.send(&e.entry),
             })
             .collect())
-    }
-}
-
-impl Queue {
-    pub(super) fn arena(&self) -> Arena<'_> {
-        self.inner.view
-    }
-
-    /// The file path, if the queue has one.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use shmfifo::{Queue, QueueConfig};
-    ///
-    /// let anonymous = Queue::create_anonymous(&QueueConfig::new())?;
-    /// assert_eq!(anonymous.path(), None);
-    ///
-    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-path-{}", std::process::id()));
-    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
-    /// # struct UnlinkAt(std::path::PathBuf);
-    /// # impl Drop for UnlinkAt {
-    /// #     fn drop(&mut self) {
-    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
-    /// #     }
-    /// # }
-    /// # let _cleanup = UnlinkAt(path.clone());
-    /// assert_eq!(q.path(), Some(path.as_path()));
-    /// Queue::unlink_at(&path)?;
-    /// # Ok::<(), shmfifo::Error>(())
-    /// ```
-    pub fn path(&self) -> Option<&Path> {
-        self.inner.path.as_deref()
     }
 }
 
