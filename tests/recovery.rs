@@ -216,3 +216,56 @@ fn arena_survives_a_reboot() {
         .iter()
         .all(|m| new[0].sent_timestamp > m.sent_timestamp));
 }
+
+/// Issue 20: truncating a named queue's file under a receiver asleep in a long poll does not
+/// kill it with SIGBUS: it wakes, sees the file shorter than its mapping before touching a page
+/// past the end, and returns `Truncated`.
+#[test]
+fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let name = common::unique("trunc");
+    let q = Queue::create(&name, &QueueConfig::new().max_messages(64)).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["wait-receive", &name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "WAITING");
+    // Asleep on the futex by now (it spins only microseconds before sleeping).
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{name}"))
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "the receiver survived: {st:?}");
+    assert_eq!(lines.next().unwrap().unwrap(), "ERR Truncated");
+    drop(q);
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+}
+
+/// Issue 20: an anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
+/// grow it under the participants.
+#[test]
+fn an_anonymous_queue_cannot_be_truncated() {
+    let q = Queue::create_anonymous(&QueueConfig::new().max_messages(64)).unwrap();
+    let fd = q.inheritable_fd().unwrap();
+    // SAFETY: ftruncate(2) on a descriptor we own.
+    let r = unsafe { libc::ftruncate(fd, 4096) };
+    assert_eq!(r, -1, "sealed against shrinking");
+    assert_eq!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::EPERM)
+    );
+    // SAFETY: as above.
+    let r = unsafe { libc::ftruncate(fd, 1 << 40) };
+    assert_eq!(r, -1, "sealed against growing");
+    // SAFETY: closing the descriptor we own.
+    unsafe { libc::close(fd) };
+    q.send(&shmfifo::SendMessage::new("g", "still works").dedup_id("1"))
+        .unwrap();
+}

@@ -60,8 +60,10 @@ pub unsafe extern "C" fn shmfifo_queue_create(
     })
 }
 
-/// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). Waits up to
-/// 2 s for a creator that is still initialising it.
+/// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). It never
+/// waits: creators name a queue only once it is complete, so a file there that is not
+/// finished (empty, zero-filled, or an unfinished arena of an older build) gives
+/// `SHMFIFO_NOT_READY` at once.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string; `out` valid for writing.

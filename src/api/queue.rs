@@ -81,8 +81,11 @@ impl Env for Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // `FREE` first, then the lock (see `registry`).
-        registry::deregister(&self.view, self.index);
+        // `FREE` first, then the lock (see `registry`). Not if the file was truncated under us:
+        // the registry's pages may be gone (touching them would be SIGBUS), and so is the queue.
+        if sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64) {
+            registry::deregister(&self.view, self.index);
+        }
         sys::unlock_participant(&self.lock_file, self.index);
     }
 }
@@ -180,5 +183,29 @@ impl Queue {
     /// ```
     pub fn maximum_message_size(&self) -> u32 {
         self.inner.max_message_size
+    }
+
+    /// Writes the queue's pages back to its file and waits for the write (`msync`): what
+    /// survives a reboot or a power loss of a queue on a disk-backed path is what was synced
+    /// last (the kernel also writes pages back on its own, at times of its choosing). Queues
+    /// under `/dev/shm` (tmpfs) and anonymous ones live in memory only and never survive a
+    /// reboot; for them this does nothing useful and costs little. A queue is consistent at
+    /// any instant (the protocols are crash-safe), so a synced image opens and recovers like
+    /// a queue whose every process was killed.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, SendMessage};
+    ///
+    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-sync-{}", std::process::id()));
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "kept").dedup_id("1"))?;
+    /// q.sync()?; // on disk now
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn sync(&self) -> crate::Result<()> {
+        self.inner.map.flush().map_err(Error::Io)
     }
 }

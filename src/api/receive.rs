@@ -361,6 +361,12 @@ impl Queue {
                 t = t.clamp(1, cap);
                 accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
+                // A participant that slept may wake to a file truncated under it (a named
+                // queue; anonymous ones are sealed): look before touching a page past the
+                // header, and report it instead of dying of SIGBUS.
+                if let Some(e) = self.truncated()? {
+                    return Err(e);
+                }
             }
             doorbell::end_wait(&self.arena(), inner.index as usize);
             let n = n?;
@@ -368,6 +374,16 @@ impl Queue {
                 return Ok(n);
             }
         }
+    }
+
+    /// `Truncated` if the queue's file is now shorter than its mapping.
+    pub(super) fn truncated(&self) -> Result<Option<Error>> {
+        let mapped = self.inner.map.len() as u64;
+        let now = sys::file_len(&self.inner.file)?;
+        Ok((now < mapped).then_some(Error::Truncated {
+            expected: mapped,
+            found: now,
+        }))
     }
 
     /// The live default visibility timeout (clamped: the arena is untrusted).

@@ -90,6 +90,12 @@ pub fn reserve(file: &File, size: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// The current length of a file (`fstat`): a participant compares it with its mapping to find
+/// a file truncated under it before it touches a page past the end.
+pub fn file_len(file: &File) -> io::Result<u64> {
+    Ok(file.metadata()?.len())
+}
+
 /// Opens an existing arena file read-write.
 pub fn open_file(path: &Path) -> io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
@@ -147,9 +153,15 @@ pub fn mode_of(file: &File) -> io::Result<u32> {
 
 /// Creates an anonymous arena file (memfd) of `size` bytes, inheritable by children.
 pub fn memfd(name: &str, size: u64) -> io::Result<File> {
-    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::empty())?;
+    let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::ALLOW_SEALING)?;
     let file = File::from(fd);
     reserve(&file, size)?;
+    // Sealed against shrinking and growing: no process holding the descriptor can truncate
+    // the arena under its participants (which would kill them with SIGBUS).
+    rustix::fs::fcntl_add_seals(
+        &file,
+        rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::GROW,
+    )?;
     Ok(file)
 }
 

@@ -296,6 +296,23 @@ fn attempt_receive(args: &[String]) -> shmfifo::Result<()> {
     }
 }
 
+/// `wait-receive QUEUE`: prints `WAITING`, then long-polls (up to 20 s) for a message and prints
+/// `GOT n` or `ERR kind` (the error's kind): a receiver asleep when its file is truncated.
+fn wait_receive(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let mut w = out(true);
+    writeln!(w, "WAITING").unwrap();
+    w.flush().unwrap();
+    let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+    match q.receive(&opts) {
+        Ok(ms) => writeln!(w, "GOT {}", ms.len()).unwrap(),
+        Err(e) => writeln!(w, "ERR {}", e.code().name()).unwrap(),
+    }
+    w.flush().unwrap();
+    // Exit without the handle's close: its participant record is past the cut.
+    std::process::exit(0);
+}
+
 /// Runs the worker mode named by `args[0]`; `None` if `args` names none.
 pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
     Some(match args.first().map(String::as_str) {
@@ -303,6 +320,7 @@ pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
         Some("consume") => consume(&args[1..]).map_err(|e| e.to_string()),
         Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
         Some("attempt-receive") => attempt_receive(&args[1..]).map_err(|e| e.to_string()),
+        Some("wait-receive") => wait_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();
             for f in &args[1..] {
