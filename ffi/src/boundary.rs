@@ -4,9 +4,9 @@
 use core::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use shmfifo_core::{Error, Queue};
+use shmfifo_core::Error;
 
-use crate::{error::*, queue::*};
+use crate::error::*;
 
 /// An error of the C layer: a code and its message.
 pub(crate) struct Fail(pub(crate) shmfifo_result, pub(crate) String);
@@ -138,17 +138,6 @@ pub(crate) fn put(dst: &mut [c_char], s: &str) {
         *d = b as c_char;
     }
     dst[n] = 0;
-}
-
-/// Reads a queue pointer.
-///
-/// # Safety
-/// `q` must be NULL or a live handle from `shmfifo_queue_create`/`open`.
-pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
-    // SAFETY: the caller guarantees a live handle or NULL.
-    unsafe { q.as_ref() }
-        .map(|h| &h.q)
-        .ok_or_else(|| null("queue"))
 }
 
 /// Reads a required out-parameter.

@@ -21,6 +21,17 @@ pub struct shmfifo_queue {
     pub(crate) q: Queue,
 }
 
+/// Reads a queue pointer.
+///
+/// # Safety
+/// `q` must be NULL or a live handle from `shmfifo_queue_create`/`open`.
+pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
+    // SAFETY: the caller guarantees a live handle or NULL.
+    unsafe { q.as_ref() }
+        .map(|h| &h.q)
+        .ok_or_else(|| null("queue"))
+}
+
 /// Most entries in a batch (S11, H8).
 const MAX_BATCH: usize = 10;
 /// Longest batch entry id (S11).

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::framing::attr_size;
-use super::open::queue_path;
+use super::queue::queue_path;
 use super::queue::{fault, Queue};
 use super::types::*;
 use crate::config::{Deduplication, RedrivePolicy, MAX_RECEIVE_COUNT};

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
-use super::queue::{fault, ms, Inner, Queue};
+use super::queue::{fault, ms, shm_path, Inner, Queue};
 use crate::config::{DedupOverflow, Deduplication, QueueConfig};
 use crate::error::{Error, Result};
 use crate::layout::{
@@ -20,31 +20,6 @@ use crate::protocol::{clock, registry};
 use crate::protocol::{owner, recovery, Arena};
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys;
-
-pub(super) fn shm_path(name: &str) -> Result<PathBuf> {
-    let ok = !name.is_empty()
-        && name.len() <= 200
-        && name != "."
-        && name != ".."
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
-    if !ok {
-        return Err(Error::InvalidQueueName {
-            name: name.to_owned(),
-        });
-    }
-    Ok(Path::new("/dev/shm").join(name))
-}
-
-/// A queue name (under `/dev/shm`) or a path (anything containing `/`).
-pub(super) fn queue_path(s: &str) -> Result<PathBuf> {
-    if s.contains('/') {
-        Ok(PathBuf::from(s))
-    } else {
-        shm_path(s)
-    }
-}
 
 /// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
 ///

@@ -137,6 +137,31 @@ pub(super) fn arena_now(base_ms: u64) -> u64 {
     (sys::monotonic_ns() / 1_000_000).wrapping_sub(base_ms) & clock::CLOCK_MASK
 }
 
+pub(super) fn shm_path(name: &str) -> crate::Result<PathBuf> {
+    let ok = !name.is_empty()
+        && name.len() <= 200
+        && name != "."
+        && name != ".."
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+    if !ok {
+        return Err(Error::InvalidQueueName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(Path::new("/dev/shm").join(name))
+}
+
+/// A queue name (under `/dev/shm`) or a path (anything containing `/`).
+pub(super) fn queue_path(s: &str) -> crate::Result<PathBuf> {
+    if s.contains('/') {
+        Ok(PathBuf::from(s))
+    } else {
+        shm_path(s)
+    }
+}
+
 impl Queue {
     pub(super) fn arena(&self) -> Arena<'_> {
         self.inner.view
