@@ -32,6 +32,24 @@ pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
         .ok_or_else(|| null("queue"))
 }
 
+/// The request-level checks of a batch of `n` entries, made before any entry is read: not
+/// empty, at most SQS's 10 (a huge `n` never reaches memory), entries and outputs not NULL.
+fn batch_request(n: usize, no_entries: bool, no_out: bool, out: &str) -> R {
+    if n == 0 {
+        return Err(Error::EmptyBatchRequest.into());
+    }
+    if n > MAX_BATCH {
+        return Err(Error::TooManyEntriesInBatchRequest { entries: n }.into());
+    }
+    if no_entries {
+        return Err(null("entries"));
+    }
+    if no_out {
+        return Err(null(out));
+    }
+    Ok(())
+}
+
 /// Most entries in a batch (S11, H8).
 const MAX_BATCH: usize = 10;
 /// Longest batch entry id (S11).
@@ -176,19 +194,7 @@ pub unsafe extern "C" fn shmfifo_send_batch(
     guard(|| {
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
-        if n == 0 {
-            return Err(Error::EmptyBatchRequest.into());
-        }
-        // SQS's limit, checked before any entry is read (a huge `n` never reaches memory).
-        if n > MAX_BATCH {
-            return Err(Error::TooManyEntriesInBatchRequest { entries: n }.into());
-        }
-        if entries.is_null() {
-            return Err(null("entries"));
-        }
-        if results.is_null() {
-            return Err(null("results"));
-        }
+        batch_request(n, entries.is_null(), results.is_null(), "results")?;
         let max_body = q.maximum_message_size() as usize;
         // SAFETY: `n` entries at `entries`, per the contract.
         let list = unsafe { std::slice::from_raw_parts(entries, n) };
@@ -369,19 +375,7 @@ pub(crate) unsafe fn handle_batch(
 ) -> R {
     // SAFETY: per the contract.
     let q = unsafe { queue(q) }?;
-    if n == 0 {
-        return Err(Error::EmptyBatchRequest.into());
-    }
-    // SQS's limit, checked before any entry is read (a huge `n` never reaches memory).
-    if n > MAX_BATCH {
-        return Err(Error::TooManyEntriesInBatchRequest { entries: n }.into());
-    }
-    if entries.is_null() {
-        return Err(null("entries"));
-    }
-    if codes.is_null() {
-        return Err(null("codes"));
-    }
+    batch_request(n, entries.is_null(), codes.is_null(), "codes")?;
     // SAFETY: `n` entries, per the contract.
     let list = unsafe { std::slice::from_raw_parts(entries, n) };
     let mut ids = Vec::with_capacity(n);

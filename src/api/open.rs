@@ -228,16 +228,7 @@ impl Queue {
     /// ```
     pub fn create_at(path: impl AsRef<Path>, cfg: &QueueConfig) -> Result<Queue> {
         let path = path.as_ref();
-        let g = cfg.geometry()?;
-        let dlq = cfg
-            .redrive_policy
-            .as_ref()
-            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
-            .transpose()?;
-        let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
-            setting: "size_classes",
-            reason: "too large".into(),
-        })?;
+        let (g, dlq, total) = Self::plan(cfg)?;
         let no_space = |e: io::Error, dir: &Path| match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             Some(libc::ENOENT) => Error::QueueDoesNotExist {
@@ -282,6 +273,23 @@ impl Queue {
 
     /// Names the complete arena `file` (unnamed, or named `tmp`) `path`, replacing a stale
     /// arena found there (one its creator never finished), never a live one.
+    /// What a creation needs before any file exists: the validated geometry, the checked
+    /// dead-letter queue of the redrive policy (if any), and the arena's size.
+    #[allow(clippy::type_complexity)]
+    fn plan(cfg: &QueueConfig) -> Result<(crate::layout::Geometry, Option<(PathBuf, Queue)>, u64)> {
+        let g = cfg.geometry()?;
+        let dlq = cfg
+            .redrive_policy
+            .as_ref()
+            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .transpose()?;
+        let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
+            setting: "size_classes",
+            reason: "too large".into(),
+        })?;
+        Ok((g, dlq, total))
+    }
+
     pub(super) fn place(file: &File, tmp: Option<&Path>, path: &Path) -> Result<()> {
         for _ in 0..64 {
             let linked = match tmp {
@@ -374,16 +382,7 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn create_anonymous(cfg: &QueueConfig) -> Result<Queue> {
-        let g = cfg.geometry()?;
-        let dlq = cfg
-            .redrive_policy
-            .as_ref()
-            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
-            .transpose()?;
-        let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
-            setting: "size_classes",
-            reason: "too large".into(),
-        })?;
+        let (g, dlq, total) = Self::plan(cfg)?;
         let file = sys::memfd("shmfifo", total).map_err(|e| match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             _ => Error::Io(e),
