@@ -31,7 +31,7 @@ pub use shmfifo::protocol::handle::{self, Handle};
 pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
 pub use shmfifo::protocol::send::{self, Outgoing};
 pub use shmfifo::protocol::{accounting, doorbell, ready, receive, recovery, words};
-pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, PResult};
+pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, Owner, PResult};
 pub use shmfifo::sync::Ordering;
 
 /// Runs `f` and `g` on two model threads and returns both results. The main thread only
@@ -82,7 +82,7 @@ pub fn as_participant<T>(env: &MockEnv, who: u32, k: Option<u32>, f: impl FnOnce
 }
 
 /// Owner code of participant `i` (heap arenas register everyone at generation 1).
-pub fn me(i: u32) -> u64 {
+pub fn me(i: u32) -> Owner {
     owner::code(i, 1)
 }
 

@@ -49,7 +49,7 @@ fn a_receiver_stopped_forever_holds_only_its_group() {
             let holds_h = group::find(&a, hash(b"h"), b"h")
                 .unwrap()
                 .is_some_and(|(i, _)| {
-                    a.groups[i as usize].claim.load(Ordering::SeqCst) & owner::MASK == me(1)
+                    Owner::of_word(a.groups[i as usize].claim.load(Ordering::SeqCst)) == me(1)
                 });
             assert!(
                 holds_h || bodies.contains(&b"c".to_vec()),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::Deduplication;
 use crate::error::Error;
-use crate::protocol::{clock, registry, Arena, Env, Fault};
+use crate::protocol::{clock, registry, Arena, Env, Fault, Owner};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::sys;
 
@@ -33,7 +33,7 @@ pub(super) struct Inner {
     /// Points into `map`, which lives as long as `self`.
     pub(super) view: Arena<'static>,
     pub(super) index: u32,
-    pub(super) me: u64,
+    pub(super) me: Owner,
     pub(super) keys: (u64, u64),
     pub(super) nonce: u64,
     /// CLOCK_MONOTONIC ms of arena time 0 on this boot (see `Header::clock`).

@@ -4,11 +4,12 @@
 //! readers sum over the registry.
 
 use super::times::{Standing, Times};
+use super::Owner;
 use super::{owner, vis, Arena, Env};
 use crate::sync::Ordering;
 
 /// Adds `delta` to participant `me`'s share of the in-flight count (R8).
-pub fn account_in_flight(a: &Arena<'_>, me: u64, delta: i64) {
+pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
     if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
         // Relaxed: a statistic summed by readers; corrected by a census after a crash.
         p.in_flight.fetch_add(delta as u64, Ordering::Relaxed);
@@ -46,7 +47,7 @@ pub fn in_flight_census(a: &Arena<'_>) {
 
 /// Adds `n` to participant `me`'s lifetime counter `which` (an index of
 /// [`crate::layout::counter`]).
-pub fn count(a: &Arena<'_>, me: u64, which: usize, n: u64) {
+pub fn count(a: &Arena<'_>, me: Owner, which: usize, n: u64) {
     if n == 0 {
         return;
     }

@@ -11,7 +11,8 @@
 //! fresh receive, as SQS does for an attempt id it no longer knows).
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
-use super::{owner, Arena, Env};
+use super::Owner;
+use super::{Arena, Env};
 use crate::layout::{AttemptEntry, MAX_ID_LEN};
 use crate::sync::{fence, seqlock_still, Ordering};
 
@@ -26,8 +27,8 @@ const FREE: u64 = 0;
 const WRITING: u64 = 1;
 const DONE: u64 = 2;
 
-fn pack(inc: u32, kind: u64, owner_code: u64) -> u64 {
-    (u64::from(inc & super::words::GINC_MASK) << 40) | (kind << 38) | (owner_code & owner::MASK)
+fn pack(inc: u32, kind: u64, owner_code: Owner) -> u64 {
+    (u64::from(inc & super::words::GINC_MASK) << 40) | (kind << 38) | owner_code.bits()
 }
 fn inc(w: u64) -> u32 {
     (w >> 40) as u32
@@ -112,7 +113,7 @@ pub fn find(a: &Arena<'_>, now: u64, hash: u64, id: &[u8]) -> Option<Record> {
 }
 
 /// Records (or replaces) attempt id `id`'s messages. Returns whether an entry was found.
-pub fn record(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8], rec: &Record) -> bool {
+pub fn record(a: &Arena<'_>, env: &dyn Env, me: Owner, hash: u64, id: &[u8], rec: &Record) -> bool {
     let now = env.now_ms();
     let want = id_words(id);
     // Prefer the entry that already holds this id (a replay refreshing its deadlines).
@@ -138,7 +139,7 @@ pub fn record(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8], rec: 
                     .load(Ordering::Relaxed)
                     .saturating_add(LIFETIME_MS)
             }
-            WRITING => a.owner_dead(env, st & owner::MASK),
+            WRITING => a.owner_dead(env, Owner::of_word(st)),
             _ => true, // unknown kind: corrupted, reclaim
         };
         if reusable && target.is_none() {
@@ -181,6 +182,7 @@ pub fn record(a: &Arena<'_>, env: &dyn Env, me: u64, hash: u64, id: &[u8], rec: 
     }
     crash_point!(false);
     // SYNC POINT(attempt-seqlock): Release publishes the fields to readers' Acquire loads.
-    e.state.store(pack(next, DONE, 0), Ordering::Release);
+    e.state
+        .store(pack(next, DONE, Owner::NOBODY), Ordering::Release);
     true
 }

@@ -27,6 +27,7 @@
 //! first.
 
 use super::settle::settle_entry;
+use super::Owner;
 use super::{gstate, node, Arena, Env, Fault, PResult};
 use crate::layout::DedupEntry;
 use crate::sync::{fence, AtomicU64, Ordering};
@@ -213,7 +214,7 @@ enum Pass {
 }
 
 /// Reserves `key`: either a new `PENDING` entry, or the original message of a duplicate.
-pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<Reserved> {
+pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Reserved> {
     let n = a.dedup.len();
     if n == 0 || !n.is_power_of_two() {
         return Err(Fault::Corrupted("no dedup table"));
@@ -227,7 +228,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
         crash_point!();
         let r = pass(a, env, me, key, home);
         crash_point!();
-        super::group::release_plain(&he.home_claim, me);
+        super::group::release_plain(&he.home_claim, me.bits());
         match r? {
             Pass::Done(r) => return Ok(r),
             // Something changed (another participant made progress): look again, within the
@@ -241,7 +242,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>) -> PResult<
     }
 }
 
-fn pass(a: &Arena<'_>, env: &dyn Env, me: u64, key: &Key<'_>, home: usize) -> PResult<Pass> {
+fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> PResult<Pass> {
     let n = a.dedup.len();
     let mask = n - 1;
     let he = entry(a, home)?;
@@ -421,7 +422,7 @@ pub fn commit(
     // SYNC POINT(dedup-publish): Release publishes the outcome to readers' Acquire loads.
     let _ = e.state.compare_exchange(
         word,
-        gstate::pack(gstate::ginc(word), DONE, 0),
+        gstate::pack(gstate::ginc(word), DONE, Owner::NOBODY),
         Ordering::Release,
         Ordering::Relaxed,
     );
@@ -434,7 +435,7 @@ pub fn abort(a: &Arena<'_>, index: u32, word: u64) -> PResult<()> {
     // Release: orders the abort before the slot's free (invariant D).
     let _ = e.state.compare_exchange(
         word,
-        gstate::pack(gstate::ginc(word), FREE, 0),
+        gstate::pack(gstate::ginc(word), FREE, Owner::NOBODY),
         Ordering::Release,
         Ordering::Relaxed,
     );
@@ -452,7 +453,7 @@ pub fn clear(a: &Arena<'_>) -> u64 {
             && e.state
                 .compare_exchange(
                     st,
-                    gstate::pack(gstate::ginc(st), FREE, 0),
+                    gstate::pack(gstate::ginc(st), FREE, Owner::NOBODY),
                     Ordering::Release,
                     Ordering::Relaxed,
                 )

@@ -2,12 +2,13 @@
 //! producer that published rings it only when someone may be asleep (SYNC POINT(doorbell)).
 
 use super::accounting::count;
+use super::Owner;
 use super::{Arena, Env};
 use crate::layout::counter;
 use crate::sync::{fence, Ordering};
 
 /// Rings the doorbell if a receiver may be asleep.
-pub fn notify(a: &Arena<'_>, env: &dyn Env, me: u64) {
+pub fn notify(a: &Arena<'_>, env: &dyn Env, me: Owner) {
     let w = &a.hdr.wake.0;
     // SYNC POINT(doorbell): the fence orders our publication before the `waiters` load, against
     // the receiver's SeqCst increment and fence before its last check.

@@ -7,6 +7,7 @@
 //! closes its list first (no append can succeed after), so a lookup that finds a retiring group
 //! and fails to append simply looks again.
 
+use super::Owner;
 use super::{gstate, node, owner, Arena, Env, Fault, PResult};
 use crate::layout::{GroupEntry, MAX_ID_LEN};
 use crate::sync::{AtomicU64, Ordering};
@@ -37,7 +38,7 @@ pub enum TryClaim {
 /// current incarnation is taken over only from a proven-dead owner. After acquiring, the state
 /// is re-checked: only while the entry is ACTIVE with `ginc` may the holder act, and then
 /// nobody else can retire it.
-pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: u64, ginc: u32) -> TryClaim {
+pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: Owner, ginc: u32) -> TryClaim {
     let cw = owner::claim(ginc, me);
     let word = &e.claim;
     // SYNC POINT(claim): AcqRel/Acquire pairs with the releasing CAS of the previous holder;
@@ -45,7 +46,7 @@ pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: u64, ginc: u3
     let stolen = match word.compare_exchange(0, cw, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => false,
         Err(cur) => {
-            let holder = cur & owner::MASK;
+            let holder = Owner::of_word(cur);
             let stale = owner::claim_ginc(cur) != owner::claim_ginc(cw) && is_active(e, ginc);
             if !stale && (holder == me || !a.owner_dead(env, holder)) {
                 // Live (another thread of this process shares our code: also busy).
@@ -76,7 +77,7 @@ pub fn claim_wait(
     a: &Arena<'_>,
     env: &dyn Env,
     e: &GroupEntry,
-    me: u64,
+    me: Owner,
     ginc: u32,
 ) -> PResult<Option<u64>> {
     let mut p = Patience::new();
@@ -162,18 +163,18 @@ pub fn backoff(spin: u32) {
 
 /// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner;
 /// [`Fault::Busy`] after [`CLAIM_WAIT_MS`] under a live holder.
-pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: u64) -> PResult<()> {
+pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: Owner) -> PResult<()> {
     let mut p = Patience::new();
     loop {
         // SYNC POINT(claim): as in `try_claim`.
-        match word.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+        match word.compare_exchange(0, me.bits(), Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return Ok(()),
             Err(cur) => {
-                let holder = cur & owner::MASK;
+                let holder = Owner::of_word(cur);
                 if holder != me
                     && a.owner_dead(env, holder)
                     && word
-                        .compare_exchange(cur, me, Ordering::AcqRel, Ordering::Acquire)
+                        .compare_exchange(cur, me.bits(), Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                 {
                     return Ok(());
@@ -258,7 +259,7 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
 pub fn find_or_insert(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     hash: u64,
     id: &[u8],
 ) -> PResult<(u32, u32)> {
@@ -271,14 +272,14 @@ pub fn find_or_insert(
     home_claim_wait(a, env, &home.home_claim, me)?;
     crash_point!();
     let r = insert_locked(a, env, me, hash, id);
-    release_plain(&home.home_claim, me);
+    release_plain(&home.home_claim, me.bits());
     r
 }
 
 fn insert_locked(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     hash: u64,
     id: &[u8],
 ) -> PResult<(u32, u32)> {
@@ -433,8 +434,10 @@ fn insert_locked(
             .wrapping_add(1);
         e.seq_base.store(base, Ordering::Relaxed);
         // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
-        e.state
-            .store(gstate::pack(ginc, gstate::ACTIVE, 0), Ordering::Release);
+        e.state.store(
+            gstate::pack(ginc, gstate::ACTIVE, Owner::NOBODY),
+            Ordering::Release,
+        );
         return Ok((g, ginc));
     }
 }
@@ -442,7 +445,7 @@ fn insert_locked(
 /// Turns the entry whose state word is `st` (ACTIVE, or INSERTING by a dead inserter) into a
 /// tombstone and takes it out of the active count. Returns whether this call did it.
 pub fn tombstone(a: &Arena<'_>, e: &GroupEntry, st: u64) -> bool {
-    let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, 0);
+    let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, Owner::NOBODY);
     // Release: our last writes to the entry happen before a reuser's Acquire CAS of `state`.
     if e.state
         .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)

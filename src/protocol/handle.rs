@@ -6,6 +6,7 @@ use super::group;
 use super::list::{remove, successor, Next};
 use super::ready::{cleanup, hint_if_ready, poke, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
+use super::Owner;
 use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::Ordering;
@@ -45,7 +46,7 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
 }
 
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
-pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
+pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
     let m = a.msg(h.idx)?;
     let mut g = 0;
     for _ in 0..MAX_STEPS {
@@ -79,7 +80,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: u64, h: Handle) -> PResult<()> {
 pub fn change_visibility(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     h: Handle,
     vt_ms: u64,
 ) -> PResult<()> {
@@ -124,7 +125,7 @@ pub fn change_visibility(
 /// Returns the number of messages deleted. A group whose claim a live participant keeps past
 /// the wait bound (it is stopped) is passed over and tried again at the end; if it is still
 /// held then, every other group is purged and the result is [`Fault::Busy`] (retry purges it).
-pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
+pub fn purge(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<u64> {
     let mut n = 0;
     let mut held = None;
     for round in 0..2 {
@@ -153,7 +154,7 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<u64> {
 }
 
 /// Purges group `g` (entry `e`) under its claim. Returns how many messages it deleted.
-fn purge_group(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, e: &GroupEntry) -> PResult<u64> {
+fn purge_group(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, e: &GroupEntry) -> PResult<u64> {
     // Acquire: SYNC POINT(group-publish).
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) != gstate::ACTIVE {

@@ -1,13 +1,14 @@
 //! Walking a group's list and removing a published message from it.
 
 use super::accounting::account_in_flight;
+use super::Owner;
 use super::{node, vis, Arena, PResult};
 use crate::layout::MsgHeader;
 use crate::sync::Ordering;
 
 /// Removes a published message (retention, dead-letter move): its epoch is bumped so every
 /// receipt handle expires (H2). Returns whether this call removed it.
-pub(crate) fn remove(a: &Arena<'_>, me: u64, m: &MsgHeader, w: u64) -> bool {
+pub(crate) fn remove(a: &Arena<'_>, me: Owner, m: &MsgHeader, w: u64) -> bool {
     // AcqRel: as a delete (Release hands the removal to the cleaner and handle holders).
     let ok = m
         .vis

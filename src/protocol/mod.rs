@@ -167,7 +167,7 @@ pub enum Fault {
 /// Result type of the protocol layer.
 pub type PResult<T> = Result<T, Fault>;
 
-pub use words::{gstate, node, owner, pstate, recv, vis};
+pub use words::{gstate, node, owner, pstate, recv, vis, Owner};
 
 /// Bound on retry loops (each failed CAS means another participant progressed); reaching it
 /// means corruption.
@@ -276,7 +276,7 @@ impl<'a> Arena<'a> {
     }
 
     /// Whether the owner code names a participant proven dead.
-    pub fn owner_dead(&self, env: &dyn Env, code: u64) -> bool {
+    pub fn owner_dead(&self, env: &dyn Env, code: Owner) -> bool {
         let (index, gen) = owner::decode(code);
         let Some(p) = self.parts.get(index as usize) else {
             // A code naming no slot can only come from corruption; nobody can hold it.

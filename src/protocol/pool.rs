@@ -5,13 +5,13 @@
 //! with one CAS to `CLAIMED(owner)`; a producer that dies while holding a claim leaves a slot
 //! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
 
-use super::{node, vis, Arena, Fault, PResult};
+use super::{node, vis, Arena, Fault, Owner, PResult};
 use crate::sync::{fence, Ordering};
 
 /// Claims a free slot of class `class` for `owner`, scanning from `start`.
 ///
 /// Returns the global index, the new incarnation and the epoch the slot was claimed at.
-pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: u64) -> PResult<(u32, u32, u32)> {
+pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(u32, u32, u32)> {
     let cl = a
         .classes
         .get(class)

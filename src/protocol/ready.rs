@@ -10,6 +10,7 @@ use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
 use super::ring::Ring;
 use super::times::{Standing, Times};
+use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry};
 use crate::sync::Ordering;
@@ -31,7 +32,7 @@ pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
 /// Groups that became ready by visibility expiry (no event) are found by a sweep; running a due
 /// sweep first keeps them ahead of `g` in ready order (R6: a group is ready from the moment its
 /// head became visible).
-pub fn hint(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<bool> {
+pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire. The clock is read only
     // when some deadline is pending.
     let ne = a.hdr.next_expiry.0.load(Ordering::Relaxed);
@@ -183,7 +184,7 @@ pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
 /// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
 /// the group if it has a deliverable message (H5: a delete that unlocks a group wakes a
 /// receiver).
-pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) -> PResult<()> {
+pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {
         // Acquire: a deleter's DIRTY request carries its delete (Release CAS).
@@ -217,7 +218,7 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: u64, cw: u64, g: u32) ->
 pub(crate) fn hint_if_ready(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     g: u32,
     e: &GroupEntry,
 ) -> PResult<()> {
@@ -281,7 +282,7 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
 
 /// Gets group `g` cleaned up and re-checked for readiness (after a delete, or when a hint met
 /// a busy claim): take its claim, or ask its live holder to do it (DIRTY) before it releases.
-pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()> {
+pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {
         // Acquire: SYNC POINT(group-publish).
@@ -293,8 +294,8 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()>
         // Acquire: SYNC POINT(claim).
         let cur = e.claim.load(Ordering::Acquire);
         let live_holder = cur != 0
-            && owner::claim_ginc(cur) == owner::claim_ginc(owner::claim(ginc, 0))
-            && (cur & owner::MASK == me || !a.owner_dead(env, cur & owner::MASK));
+            && owner::claim_ginc(cur) == (ginc & super::words::GINC_MASK)
+            && (Owner::of_word(cur) == me || !a.owner_dead(env, Owner::of_word(cur)));
         if live_holder {
             if cur & owner::DIRTY != 0 {
                 return Ok(()); // the holder will clean again before it releases
@@ -329,7 +330,7 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32) -> PResult<()>
 }
 
 /// Sweeps if a visibility deadline has passed or the last sweep is old. Returns whether it did.
-pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
+pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
     let now = env.now_ms();
     // Acquire: pairs with the fetch_min of receivers.
     let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
@@ -358,13 +359,13 @@ pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
 /// Re-derives ready hints for every group, repairs dead claims and inserts, retires empty
 /// groups and recomputes the next visibility deadline. O(group table); runs only when a
 /// receiver is idle. Returns the number of hints pushed.
-pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<usize> {
+pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<usize> {
     sweep_with(a, env, me, true)
 }
 
 /// A sweep; `full` also hints ready groups whose head was never received (normally hinted by
 /// their producer). Groups ready by visibility expiry are hinted in deadline order (R6).
-fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usize> {
+fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, full: bool) -> PResult<usize> {
     // Swap (an RMW, AcqRel) then fetch_min: a receiver's fetch_min before the swap is acquired
     // by it, so the scan below sees that receiver's in-flight message; later ones are kept.
     a.hdr.next_expiry.0.swap(u64::MAX, Ordering::AcqRel);
@@ -411,7 +412,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: u64, full: bool) -> PResult<usiz
 fn sweep_group(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     g: u32,
     e: &GroupEntry,
     full: bool,
@@ -431,8 +432,8 @@ fn sweep_group(
     // Acquire: SYNC POINT(claim).
     let c = e.claim.load(Ordering::Acquire);
     let held = c != 0
-        && owner::claim_ginc(c) == owner::claim_ginc(owner::claim(ginc, 0))
-        && !a.owner_dead(env, c & owner::MASK);
+        && owner::claim_ginc(c) == (ginc & super::words::GINC_MASK)
+        && !a.owner_dead(env, Owner::of_word(c));
     let status = status(a, env, e)?;
     if held {
         // A live holder re-checks readiness when it releases; keep its lock deadline.
@@ -477,7 +478,7 @@ fn sweep_group(
 
 /// Under the claim: removes the messages past their retention period at the front of the
 /// group (T1). Returns how many.
-fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: u64, e: &GroupEntry) -> PResult<u64> {
+fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PResult<u64> {
     let t = Times::load(a, env);
     // Acquire: SYNC POINT(claim), as in `take`.
     let mut cur = e.head.load(Ordering::Acquire);

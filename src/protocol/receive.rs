@@ -10,6 +10,7 @@ use super::recovery::{maybe_check_liveness, release_on_death};
 use super::settle::{settle_known, Link, Then};
 use super::times::{Standing, Times};
 use super::words::{payload_len, unpack_group_epoch0};
+use super::Owner;
 use super::{gstate, node, vis, Arena, Env, Fault, PResult};
 use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::Ordering;
@@ -97,7 +98,7 @@ pub struct Received {
 pub fn receive(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     max: usize,
     policy: &mut Policy<'_>,
     sink: &mut dyn FnMut(&Taken<'_>),
@@ -221,7 +222,7 @@ pub fn receive(
 pub fn replay(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     rec: &super::attempt::Record,
     vt_ms: u64,
     sink: &mut dyn FnMut(&Taken<'_>),
@@ -327,7 +328,7 @@ pub fn replay(
 fn take(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     cw: u64,
     e: &GroupEntry,
     want: usize,

@@ -5,6 +5,7 @@
 use super::accounting::count;
 use super::ready::{hint_if_ready, sweep};
 use super::settle::{settle_dead_send, Settled};
+use super::Owner;
 use super::{owner, pstate, vis, words, Arena, Env, PResult};
 use crate::layout::counter;
 use crate::sync::Ordering;
@@ -29,7 +30,7 @@ pub const LIVENESS_PERIOD_MS: u64 = 100;
 /// Participants that died while registered: status `ALIVE` and no liveness lock (a clean close
 /// stores `FREE` before unlocking, and a registrant locks before it stores `ALIVE`), as
 /// `(index, generation)`.
-pub fn dead_participants(a: &Arena<'_>, env: &dyn Env, me: u64) -> Vec<(u32, u32)> {
+pub fn dead_participants(a: &Arena<'_>, env: &dyn Env, me: Owner) -> Vec<(u32, u32)> {
     let mut dead = Vec::new();
     for (i, p) in a.parts.iter().enumerate() {
         // Acquire: pairs with the registration's Release store.
@@ -57,7 +58,7 @@ pub fn release_on_death(a: &Arena<'_>) -> bool {
 /// the low 8 bits of the generation) becomes visible, keeping its epoch (its receipt handle
 /// stays valid until it is received again, as after an expiry), and its group is hinted.
 /// Returns how many were released.
-pub fn release_held(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<u64> {
+pub fn release_held(a: &Arena<'_>, env: &dyn Env, me: Owner, dead: &[(u32, u32)]) -> PResult<u64> {
     if dead.is_empty() {
         return Ok(0);
     }
@@ -72,7 +73,7 @@ pub fn release_held(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) 
 pub fn release_where(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     pick: &dyn Fn(u64) -> bool,
 ) -> PResult<u64> {
     // A deadline that passes during the scan is released at `now` all the same: visible either way.
@@ -124,7 +125,7 @@ pub fn release_where(
 /// (one checker per period, by CAS on `Header::liveness`). Called by idle receivers, so that a
 /// dead receiver's messages come back within about [`LIVENESS_PERIOD_MS`]. Returns whether it
 /// repaired anything.
-pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bool> {
+pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
     let now = env.now_ms();
     // Relaxed: the CAS below decides who checks; a stale value only delays or repeats a check.
     let last = a.hdr.liveness.0.load(Ordering::Relaxed);
@@ -152,12 +153,17 @@ pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<bo
 /// in-flight messages (released at once with `release_on_death`), and (through a sweep) their
 /// claims, inserts and lost hints. Then marks each dead registration `FREE`, so that later
 /// checks skip it.
-pub fn recover(a: &Arena<'_>, env: &dyn Env, me: u64) -> PResult<Recovered> {
+pub fn recover(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<Recovered> {
     recover_dead(a, env, me, &dead_participants(a, env, me))
 }
 
 /// [`recover`] with the dead registrations already found (by [`dead_participants`]).
-fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: u64, dead: &[(u32, u32)]) -> PResult<Recovered> {
+fn recover_dead(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    dead: &[(u32, u32)],
+) -> PResult<Recovered> {
     let mut r = Recovered::default();
     for &(i, _) in dead {
         r.dead_participants += 1;

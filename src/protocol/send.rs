@@ -7,6 +7,7 @@ use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::ready::{cleanup, hint, release, Cleaned};
 use super::words::pack_group_epoch0;
+use super::Owner;
 use super::{node, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry};
 use crate::sync::Ordering;
@@ -62,7 +63,7 @@ fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
 
 /// Sends one message: reserve its dedup key, allocate, copy, find or insert the group, append,
 /// commit the dedup entry, publish, hint.
-pub fn send(a: &Arena<'_>, env: &dyn Env, me: u64, out: &Outgoing<'_>) -> PResult<Sent> {
+pub fn send(a: &Arena<'_>, env: &dyn Env, me: Owner, out: &Outgoing<'_>) -> PResult<Sent> {
     let entry = match &out.dedup {
         None => None,
         Some(k) => match dedup::reserve(a, env, me, k)? {
@@ -107,7 +108,7 @@ fn give_up(a: &Arena<'_>, idx: u32, claimed: u64, entry: Option<(u32, u64)>) -> 
 fn send_reserved(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     out: &Outgoing<'_>,
     entry: Option<(u32, u64)>,
 ) -> PResult<Sent> {
@@ -248,7 +249,7 @@ fn send_reserved(
 /// if the group is closed (being retired) and the caller must look it up again.
 fn append(
     a: &Arena<'_>,
-    me: u64,
+    me: Owner,
     e: &GroupEntry,
     ginc: u32,
     idx: u32,
@@ -329,7 +330,7 @@ enum Helped {
 }
 
 /// A sender found the group closing: make sure the retire completes (its holder may be dead).
-fn help_retire(a: &Arena<'_>, env: &dyn Env, me: u64, g: u32, ginc: u32) -> PResult<Helped> {
+fn help_retire(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, ginc: u32) -> PResult<Helped> {
     let e = a.group(g)?;
     if !group::is_active(e, ginc) {
         return Ok(Helped::LookAgain);

@@ -9,6 +9,7 @@
 //! if it changed (a buffer is rewritten only after `current` moved away from it).
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
+use super::Owner;
 use super::{Arena, Env, Fault, PResult};
 use crate::layout::{RedrivePolicyWords, MAX_REDRIVE_PATH};
 use crate::sync::{fence, Ordering};
@@ -68,7 +69,7 @@ pub fn read(a: &Arena<'_>) -> PResult<Redrive> {
 pub fn write(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     max_receive_count: u32,
     path: &[u8],
 ) -> PResult<()> {
@@ -105,7 +106,7 @@ pub fn write(
         .current
         .compare_exchange(c, next, Ordering::AcqRel, Ordering::Relaxed);
     crash_point!();
-    super::group::release_plain(&ctl.writer, me);
+    super::group::release_plain(&ctl.writer, me.bits());
     r.map(|_| ())
         .map_err(|_| Fault::Corrupted("redrive policy changed without its claim"))
 }

@@ -8,6 +8,7 @@
 use super::dedup::{self, PENDING};
 use super::group::{self, TryClaim};
 use super::ready::{hint_if_ready, release};
+use super::Owner;
 use super::{gstate, node, pool, vis, words, Arena, Env, Fault, PResult};
 use crate::layout::MsgHeader;
 use crate::sync::Ordering;
@@ -17,7 +18,7 @@ use crate::sync::Ordering;
 pub fn settle_dead_send(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     idx: u32,
     w: u64,
 ) -> PResult<Settled> {
@@ -39,7 +40,7 @@ pub fn settle_dead_send(
 pub(crate) fn settle_known(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     idx: u32,
     w: u64,
     linked: Link,
@@ -134,7 +135,7 @@ enum Walked {
 fn find_in_group(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     h: &MsgHeader,
     idx: u32,
 ) -> PResult<Walked> {
@@ -176,7 +177,7 @@ fn find_in_group(
 pub(crate) fn settle_entry(
     a: &Arena<'_>,
     env: &dyn Env,
-    me: u64,
+    me: Owner,
     i: usize,
     st: u64,
 ) -> PResult<()> {
@@ -213,7 +214,7 @@ pub fn settle_for_slot(
     a: &Arena<'_>,
     env: &dyn Env,
     back: u64,
-    o: u64,
+    o: Owner,
     idx: u32,
     inc: u32,
     linked: Option<(u64, u64)>,

@@ -23,13 +23,45 @@ pub mod owner {
     /// Bit asking a claim holder to clean up again.
     pub const DIRTY: u64 = 1 << 63;
 
+    /// Who holds something in the arena: a participant's registry slot and the low bits of its
+    /// registration generation, as claim words, group and dedup states and `vis` store it.
+    /// (A code read from shared memory may name nobody: [`Owner::index`] is then out of
+    /// range, and liveness checks treat it as dead.)
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct Owner(u64);
+
+    impl Owner {
+        /// No owner (a state word's owner field when nobody holds it).
+        pub const NOBODY: Owner = Owner(0);
+        /// The owner code of participant `index` at generation `gen`.
+        pub fn new(index: u32, gen: u32) -> Owner {
+            Owner(((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1)))
+        }
+        /// The owner code in the low bits of a claim or state word.
+        pub fn of_word(w: u64) -> Owner {
+            Owner(w & MASK)
+        }
+        /// The code as stored in a word's low bits.
+        pub fn bits(self) -> u64 {
+            self.0
+        }
+        /// The participant's registry slot.
+        pub fn index(self) -> u32 {
+            ((self.0 >> GEN_BITS) as u32).wrapping_sub(1)
+        }
+        /// The low [`GEN_BITS`] bits of its registration generation.
+        pub fn generation(self) -> u32 {
+            (self.0 & ((1 << GEN_BITS) - 1)) as u32
+        }
+    }
+
     /// The owner code of participant `index` at generation `gen`.
-    pub fn code(index: u32, gen: u32) -> u64 {
-        ((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1))
+    pub fn code(index: u32, gen: u32) -> Owner {
+        Owner::new(index, gen)
     }
     /// A group claim word: the group incarnation (bits 38..62) and the owner code.
-    pub fn claim(ginc: u32, me: u64) -> u64 {
-        (u64::from(ginc & super::GINC_MASK) << 38) | (me & MASK)
+    pub fn claim(ginc: u32, me: Owner) -> u64 {
+        (u64::from(ginc & super::GINC_MASK) << 38) | me.bits()
     }
     /// The incarnation of a group claim word.
     pub fn claim_ginc(w: u64) -> u32 {
@@ -40,15 +72,13 @@ pub mod owner {
         w & !DIRTY
     }
 
-    /// `(participant index, generation bits)` of a non-zero code.
-    pub fn decode(code: u64) -> (u32, u32) {
-        let code = code & MASK;
-        (
-            ((code >> GEN_BITS) as u32).wrapping_sub(1),
-            (code & ((1 << GEN_BITS) - 1)) as u32,
-        )
+    /// `(participant index, generation bits)` of a code.
+    pub fn decode(code: Owner) -> (u32, u32) {
+        (code.index(), code.generation())
     }
 }
+
+pub use owner::Owner;
 
 /// The `vis` word of a message slot: `[epoch:24][field:40]`.
 ///
@@ -87,7 +117,7 @@ pub mod vis {
         /// Deleted.
         Deleted,
         /// Claimed by a producer.
-        Claimed(u64),
+        Claimed(super::Owner),
         /// Published with this visibility deadline.
         Published(u64),
     }
@@ -106,7 +136,7 @@ pub mod vis {
             FREE => State::Free,
             DELETED => State::Deleted,
             f if f >= DEADLINE => State::Published(f - DEADLINE),
-            f => State::Claimed(f - CLAIMED),
+            f => State::Claimed(super::Owner::of_word(f - CLAIMED)),
         }
     }
     /// A published field with deadline `d`.
@@ -114,8 +144,8 @@ pub mod vis {
         DEADLINE + d.min(MAX_DEADLINE)
     }
     /// A claimed field for an owner code.
-    pub fn claimed(owner: u64) -> u64 {
-        CLAIMED + owner
+    pub fn claimed(owner: super::Owner) -> u64 {
+        CLAIMED + owner.bits()
     }
     /// The next epoch.
     pub fn next(epoch: u32) -> u32 {
@@ -127,7 +157,7 @@ pub mod vis {
 /// last and when. `holder` is the receiving participant's index + 1 (0: nobody) and `gen` the
 /// low 8 bits of its registration generation; `ms` is the arena time of the receive (H6 caps a
 /// visibility change 12 hours after it). A dead holder's messages are released at once
-/// ([`ops::release_held`]). While a producer holds the slot (`vis` claimed) the word is its
+/// ([`super::recovery::release_held`]). While a producer holds the slot (`vis` claimed) the word is its
 /// dedup back-pointer instead (see `dedup`).
 pub mod recv {
     use super::owner;
@@ -136,7 +166,7 @@ pub mod recv {
     pub const MS_MASK: u64 = (1 << 40) - 1;
 
     /// The word for a receive by owner code `me` at arena time `now`.
-    pub fn pack(me: u64, now: u64) -> u64 {
+    pub fn pack(me: owner::Owner, now: u64) -> u64 {
         let (index, gen) = owner::decode(me);
         (u64::from(index.wrapping_add(1) & 0xFFFF) << 48)
             | (u64::from(gen & 0xFF) << 40)
@@ -184,8 +214,8 @@ pub mod gstate {
     /// Retired, reusable.
     pub const TOMBSTONE: u64 = 3;
     /// Packs a state word.
-    pub fn pack(ginc: u32, kind: u64, owner: u64) -> u64 {
-        (u64::from(ginc & super::GINC_MASK) << 40) | (kind << 38) | (owner & super::owner::MASK)
+    pub fn pack(ginc: u32, kind: u64, owner: super::Owner) -> u64 {
+        (u64::from(ginc & super::GINC_MASK) << 40) | (kind << 38) | owner.bits()
     }
     /// Incarnation.
     pub fn ginc(w: u64) -> u32 {
@@ -196,8 +226,8 @@ pub mod gstate {
         (w >> 38) & 3
     }
     /// Owner (for `INSERTING`).
-    pub fn owner(w: u64) -> u64 {
-        w & super::owner::MASK
+    pub fn owner(w: u64) -> super::Owner {
+        super::Owner::of_word(w)
     }
 }
 
