@@ -10,7 +10,7 @@ use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
 use crate::layout::MAX_ID_LEN;
 use crate::protocol::send::{self, Outgoing};
-use crate::protocol::{dedup, words, Fault};
+use crate::protocol::{dedup, ready, recovery, words, Fault};
 use crate::sync::Ordering;
 use crate::validate;
 
@@ -237,11 +237,22 @@ impl Queue {
             prior_receives,
         };
         let sent = match send::send(&self.arena(), inner, inner.me, &out) {
-            // Slots claimed by producers that died, and messages past their retention
-            // period, are reclaimed by recovery (and its sweep): run it before reporting the
-            // class full.
-            Err(Fault::ClassFull(_)) if self.recover().is_ok() => {
-                send::send(&self.arena(), inner, inner.me, &out)
+            // Slots claimed by producers that died are reclaimed by recovery, and messages past
+            // their retention period by a sweep. Before reporting the class full, run each if
+            // it is due: recovery once per liveness period for the whole queue and only when a
+            // registered participant has died, a sweep at most every 10 ms (a full class then
+            // costs a producer a few loads, not a recovery with a lock check per participant
+            // on every send).
+            Err(Fault::ClassFull(c)) => {
+                let a = self.arena();
+                let recovered =
+                    recovery::maybe_check_liveness(&a, inner, inner.me).unwrap_or(false);
+                let swept = ready::sweep_for_room(&a, inner, inner.me).unwrap_or(false);
+                if recovered || swept {
+                    send::send(&a, inner, inner.me, &out)
+                } else {
+                    Err(Fault::ClassFull(c))
+                }
             }
             r => r,
         }

@@ -331,12 +331,27 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<(
 
 /// Sweeps if a visibility deadline has passed or the last sweep is old. Returns whether it did.
 pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
+    sweep_if_due(a, env, me, SWEEP_PERIOD_MS)
+}
+
+/// A producer that found its size class full: a full sweep (which removes messages past their
+/// retention period, T1) if none ran in the last [`FULL_CLASS_SWEEP_MS`], so that a full class
+/// costs at most that many sweeps per second across the queue. Returns whether it swept.
+pub fn sweep_for_room(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
+    sweep_if_due(a, env, me, FULL_CLASS_SWEEP_MS)
+}
+
+/// Shortest time between two sweeps run for a full size class (ms).
+pub const FULL_CLASS_SWEEP_MS: u64 = 10;
+
+/// Sweeps if a visibility deadline has passed or the last sweep is `period` ms old.
+fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64) -> PResult<bool> {
     let now = env.now_ms();
     // Acquire: pairs with the fetch_min of receivers.
     let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
     // Relaxed: the CAS below decides who sweeps.
     let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
-    let due = now >= ne || now >= ls.saturating_add(SWEEP_PERIOD_MS);
+    let due = now >= ne || now >= ls.saturating_add(period);
     if !due || (now == ls && ne != 0) {
         return Ok(false);
     }
@@ -351,7 +366,7 @@ pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
     }
     // Only expiries are due: hint just the groups whose visibility ended. Periodically, or when
     // asked (`next_expiry == 0`), re-derive every hint (lost by a participant that died).
-    let full = ne == 0 || now >= ls.saturating_add(SWEEP_PERIOD_MS);
+    let full = ne == 0 || now >= ls.saturating_add(period);
     sweep_with(a, env, me, full)?;
     Ok(true)
 }
