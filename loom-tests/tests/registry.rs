@@ -253,3 +253,61 @@ fn two_openers_on_a_new_boot_agree_on_one_clock_base() {
         });
     }
 }
+
+/// Arena initialisation and an opener's header check at once (the creator may stop anywhere:
+/// every prefix of its stores is an interleaving here): the opener sees no arena yet
+/// (`NotAnArena`), an unfinished one (`NotReady`), or the whole header as written, never a
+/// torn one (SYNC POINT(arena-ready)).
+#[test]
+fn an_opener_never_sees_a_half_initialised_header() {
+    use shmfifo::protocol::view::{self, Fresh, Refused};
+    use shmfifo::QueueConfig;
+    model(|| {
+        let g = Geometry {
+            participants: 2,
+            max_groups: 1,
+            group_slots: 2,
+            ready_slots: 2,
+            classes: vec![(192, 4)],
+            dedup_slots: 2,
+            dedup_key_words: 16,
+            attempt_slots: 0,
+        };
+        let total = g.offsets().unwrap().total;
+        let hdr: Arc<shmfifo::layout::Header> = Arc::new(Default::default());
+        let (h1, h2) = (hdr.clone(), hdr.clone());
+        let g1 = g.clone();
+        let (_, seen) = par(
+            move || {
+                let fresh = Fresh {
+                    hash_keys: (1, 2),
+                    nonce: 3,
+                    boot: [4, 5],
+                    wall_ms: 6,
+                    mono_ms: 7,
+                };
+                view::initialise(
+                    &h1,
+                    &QueueConfig::new().maximum_message_size(1024),
+                    &g1,
+                    total,
+                    None,
+                    &fresh,
+                );
+            },
+            move || view::check(&h2, total),
+        );
+        match seen {
+            Ok(c) => {
+                assert_eq!(c.geometry, g, "the whole geometry");
+                assert_eq!(c.max_message_size, 1024);
+            }
+            Err(Refused::NotAnArena) | Err(Refused::NotReady) => {}
+            Err(e) => panic!("a torn header: {e:?}"),
+        }
+        assert!(
+            view::check(&hdr, total).is_ok(),
+            "complete once the creator is done"
+        );
+    });
+}

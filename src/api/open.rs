@@ -9,107 +9,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
-use super::queue::{fault, ms, shm_path, Inner, Queue};
-use crate::config::{DedupOverflow, Deduplication, QueueConfig};
+use super::queue::{fault, shm_path, Inner, Queue};
+use crate::config::QueueConfig;
 use crate::error::{Error, Result};
-use crate::layout::{
-    Header, LAYOUT_VERSION, MAGIC, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING, STATE_READY,
-};
-use crate::protocol::view::{self, Refused, HASH_SIPHASH24};
+use crate::layout::{Header, LAYOUT_VERSION, MAGIC, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING};
+use crate::protocol::view::{self, Refused};
 use crate::protocol::{clock, registry};
 use crate::protocol::{owner, recovery, Arena};
 use crate::sync::{AtomicU64, Ordering};
 use crate::sys;
-
-/// Writes a fresh header for `geometry` into the mapping at `base` and marks it ready.
-///
-/// # Safety
-/// `base` must point to a zeroed, page-aligned mapping of at least `total` bytes that no other
-/// process uses yet.
-pub(super) unsafe fn initialise(
-    base: *mut u8,
-    cfg: &QueueConfig,
-    g: &crate::layout::Geometry,
-    total: u64,
-    redrive: Option<(u32, &[u8])>,
-) -> io::Result<()> {
-    // SAFETY: the caller guarantees a page-aligned mapping of at least PAGE bytes; `Header` is
-    // made of atomics, valid for the all-zero bit pattern.
-    let hdr = unsafe { &*(base as *const Header) };
-    let r = Ordering::Relaxed; // all published by the Release store of `state` below
-    hdr.magic.store(MAGIC, r);
-    hdr.layout_version.store(LAYOUT_VERSION, r);
-    hdr.total_size.store(total, r);
-    hdr.hash_alg.store(HASH_SIPHASH24, r);
-    hdr.hash_k0.store(sys::random_u64()?, r);
-    hdr.hash_k1.store(sys::random_u64()?, r);
-    hdr.nonce.store(sys::random_u64()?, r);
-    let boot = sys::boot_id();
-    hdr.boot_id[0].store(boot[0], r);
-    hdr.boot_id[1].store(boot[1], r);
-    hdr.created_wall_ms.store(sys::realtime_ms(), r);
-    hdr.clock.store(
-        clock::clock_word(clock::boot_tag(boot), sys::monotonic_ns() / 1_000_000),
-        r,
-    );
-    hdr.release_on_death
-        .store(u64::from(cfg.release_on_death), r);
-    hdr.participants.store(u64::from(g.participants), r);
-    hdr.max_groups.store(u64::from(g.max_groups), r);
-    hdr.group_slots.store(u64::from(g.group_slots), r);
-    hdr.ready_slots.store(u64::from(g.ready_slots), r);
-    hdr.class_count.store(g.classes.len() as u64, r);
-    for (k, &(cap, n)) in g.classes.iter().enumerate() {
-        hdr.class_payload[k].store(u64::from(cap), r);
-        hdr.class_slots[k].store(u64::from(n), r);
-    }
-    hdr.max_message_size
-        .store(u64::from(cfg.maximum_message_size), r);
-    hdr.visibility_timeout_ms
-        .store(ms(cfg.visibility_timeout), r);
-    hdr.delay_ms.store(ms(cfg.delay), r);
-    hdr.retention_ms.store(ms(cfg.message_retention_period), r);
-    hdr.max_in_flight.store(u64::from(cfg.max_in_flight), r);
-    if let Some((max, path)) = redrive {
-        // Buffer 0 is the current one (`current` is 0): published with the state word below.
-        let b = &hdr.redrive.buffers[0];
-        b.max_receive_count.store(u64::from(max), r);
-        b.path_len.store(path.len() as u64, r);
-        for (k, chunk) in path.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            b.path[k].store(u64::from_le_bytes(w), r);
-        }
-    }
-    hdr.receive_wait_ms
-        .store(ms(cfg.receive_message_wait_time), r);
-    hdr.dedup_mode.store(
-        match cfg.deduplication {
-            Deduplication::Off => 0,
-            Deduplication::Queue => 1,
-            Deduplication::MessageGroup => 2,
-        },
-        r,
-    );
-    hdr.dedup_interval_ms
-        .store(ms(cfg.deduplication_interval), r);
-    hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
-    hdr.mode.store(u64::from(cfg.mode), r);
-    hdr.dedup_overflow.store(
-        match cfg.dedup_overflow {
-            DedupOverflow::ShortenWindow => 0,
-            DedupOverflow::Refuse => 1,
-        },
-        r,
-    );
-    hdr.content_based_dedup
-        .store(u64::from(cfg.content_based_deduplication), r);
-    hdr.next_expiry.0.store(u64::MAX, r);
-    hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
-    // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
-    hdr.state.store(STATE_READY, Ordering::Release);
-    Ok(())
-}
 
 impl Queue {
     /// Creates the queue `name` under `/dev/shm` (exclusively, mode from the config).
@@ -418,9 +326,19 @@ impl Queue {
             }
             _ => None,
         };
-        // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named to
-        // anyone (an unnamed or hidden file, or a memfd not yet handed out).
-        unsafe { initialise(map.as_mut_ptr(), cfg, g, total, redrive)? };
+        let boot = sys::boot_id();
+        let fresh = view::Fresh {
+            hash_keys: (sys::random_u64()?, sys::random_u64()?),
+            nonce: sys::random_u64()?,
+            boot,
+            wall_ms: sys::realtime_ms(),
+            mono_ms: sys::monotonic_ns() / 1_000_000,
+        };
+        // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named
+        // to anyone (an unnamed or hidden file, or a memfd not yet handed out); `Header` is
+        // made of atomics, valid for the all-zero bit pattern, and fits in its first page.
+        let hdr = unsafe { &*(map.as_mut_ptr() as *const Header) };
+        view::initialise(hdr, cfg, g, total, redrive, &fresh);
         Ok(())
     }
 

@@ -4,10 +4,11 @@
 //! and offset is range-checked here, and the regions are laid out by [`Geometry::offsets`]
 //! from the checked counts only, so a view never reaches past the checked length.
 
+use super::clock;
 use super::{Arena, Class};
 use crate::config::{
-    Deduplication, MAX_ATTEMPT_ENTRIES, MAX_DEDUP_ENTRIES, MAX_DEDUP_INTERVAL, MAX_GROUPS,
-    MAX_PARTICIPANTS, MAX_SLOTS, MAX_WAIT_TIME,
+    DedupOverflow, Deduplication, QueueConfig, MAX_ATTEMPT_ENTRIES, MAX_DEDUP_ENTRIES,
+    MAX_DEDUP_INTERVAL, MAX_GROUPS, MAX_PARTICIPANTS, MAX_SLOTS, MAX_WAIT_TIME,
 };
 use crate::layout::{
     AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
@@ -60,15 +61,19 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     if hdr.magic.load(r) != MAGIC {
         return Err(Refused::NotAnArena);
     }
+    // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store; the state is
+    // read before any other field, so a creator still at work is `NotReady`, never a torn
+    // header (a loom model checks it).
+    let state = hdr.state.load(Ordering::Acquire);
+    if state == STATE_INITIALISING {
+        return Err(Refused::NotReady);
+    }
     let found = hdr.layout_version.load(r);
     if found != LAYOUT_VERSION {
         return Err(Refused::Version(found));
     }
-    // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store.
-    match hdr.state.load(Ordering::Acquire) {
-        STATE_READY => {}
-        STATE_INITIALISING => return Err(Refused::NotReady),
-        _ => return Err(corrupt("unknown arena state word")),
+    if state != STATE_READY {
+        return Err(corrupt("unknown arena state word"));
     }
     if hdr.hash_alg.load(r) != HASH_SIPHASH24 {
         return Err(corrupt("unknown hash algorithm"));
@@ -237,4 +242,110 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
         dedup_key_words: g.dedup_key_words as usize,
         attempts,
     }
+}
+
+/// What a new arena takes from the OS: its keys, its nonce, the boot and the clocks.
+#[derive(Debug, Clone, Copy)]
+pub struct Fresh {
+    /// The SipHash key for group ids, dedup keys and attempt ids.
+    pub hash_keys: (u64, u64),
+    /// The arena nonce (in message ids and receipt handles).
+    pub nonce: u64,
+    /// The kernel boot id.
+    pub boot: [u64; 2],
+    /// Wall clock now, ms since the Unix epoch.
+    pub wall_ms: u64,
+    /// `CLOCK_MONOTONIC` now, ms.
+    pub mono_ms: u64,
+}
+
+fn ms_of(d: core::time::Duration) -> u64 {
+    d.as_millis().min(u128::from(u64::MAX)) as u64
+}
+
+/// Writes a fresh header for geometry `g` (an arena of `total` bytes, zero-filled, that no other
+/// process can reach yet) and publishes it: the last store is `state = READY` with Release
+/// (SYNC POINT(arena-ready)), so an opener that reads READY reads every field. A creator that
+/// stops or dies before it leaves a file that opens as `NotReady` (and is never named: see
+/// `Queue::create_at`).
+pub fn initialise(
+    hdr: &Header,
+    cfg: &QueueConfig,
+    g: &Geometry,
+    total: u64,
+    redrive: Option<(u32, &[u8])>,
+    fresh: &Fresh,
+) {
+    let r = Ordering::Relaxed; // all published by the Release store of `state` below
+    hdr.magic.store(MAGIC, r);
+    hdr.layout_version.store(LAYOUT_VERSION, r);
+    hdr.total_size.store(total, r);
+    hdr.hash_alg.store(HASH_SIPHASH24, r);
+    hdr.hash_k0.store(fresh.hash_keys.0, r);
+    hdr.hash_k1.store(fresh.hash_keys.1, r);
+    hdr.nonce.store(fresh.nonce, r);
+    hdr.boot_id[0].store(fresh.boot[0], r);
+    hdr.boot_id[1].store(fresh.boot[1], r);
+    hdr.created_wall_ms.store(fresh.wall_ms, r);
+    hdr.clock.store(
+        clock::clock_word(clock::boot_tag(fresh.boot), fresh.mono_ms),
+        r,
+    );
+    hdr.release_on_death
+        .store(u64::from(cfg.release_on_death), r);
+    hdr.participants.store(u64::from(g.participants), r);
+    hdr.max_groups.store(u64::from(g.max_groups), r);
+    hdr.group_slots.store(u64::from(g.group_slots), r);
+    hdr.ready_slots.store(u64::from(g.ready_slots), r);
+    hdr.class_count.store(g.classes.len() as u64, r);
+    for (k, &(cap, n)) in g.classes.iter().enumerate() {
+        hdr.class_payload[k].store(u64::from(cap), r);
+        hdr.class_slots[k].store(u64::from(n), r);
+    }
+    hdr.max_message_size
+        .store(u64::from(cfg.maximum_message_size), r);
+    hdr.visibility_timeout_ms
+        .store(ms_of(cfg.visibility_timeout), r);
+    hdr.delay_ms.store(ms_of(cfg.delay), r);
+    hdr.retention_ms
+        .store(ms_of(cfg.message_retention_period), r);
+    hdr.max_in_flight.store(u64::from(cfg.max_in_flight), r);
+    if let Some((max, path)) = redrive {
+        // Buffer 0 is the current one (`current` is 0): published with the state word below.
+        let b = &hdr.redrive.buffers[0];
+        b.max_receive_count.store(u64::from(max), r);
+        b.path_len.store(path.len() as u64, r);
+        for (k, chunk) in path.chunks(8).enumerate() {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            b.path[k].store(u64::from_le_bytes(w), r);
+        }
+    }
+    hdr.receive_wait_ms
+        .store(ms_of(cfg.receive_message_wait_time), r);
+    hdr.dedup_mode.store(
+        match cfg.deduplication {
+            Deduplication::Off => 0,
+            Deduplication::Queue => 1,
+            Deduplication::MessageGroup => 2,
+        },
+        r,
+    );
+    hdr.dedup_interval_ms
+        .store(ms_of(cfg.deduplication_interval), r);
+    hdr.dedup_slots.store(u64::from(g.dedup_slots), r);
+    hdr.mode.store(u64::from(cfg.mode), r);
+    hdr.dedup_overflow.store(
+        match cfg.dedup_overflow {
+            DedupOverflow::ShortenWindow => 0,
+            DedupOverflow::Refuse => 1,
+        },
+        r,
+    );
+    hdr.content_based_dedup
+        .store(u64::from(cfg.content_based_deduplication), r);
+    hdr.next_expiry.0.store(u64::MAX, r);
+    hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
+    // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
+    hdr.state.store(STATE_READY, Ordering::Release);
 }
