@@ -256,3 +256,58 @@ fn counters_count_recovered_participants() {
         "released, then received again"
     );
 }
+
+/// Issue 20: one bad word breaks one entry, not the queue. A corrupted `head` word in one
+/// group's entry: `inspect` reports that group as damaged and counts every other one, `peek`
+/// shows the others, and receiving from the other groups goes on.
+#[test]
+fn one_corrupted_group_breaks_only_itself() {
+    let q = queue("onebad", &small_dedup());
+    for (g, b) in [
+        ("healthy-one", "a"),
+        ("the-damaged-group", "b"),
+        ("healthy-two", "c"),
+    ] {
+        q.send(&SendMessage::new(g, b).dedup_id(b)).unwrap();
+    }
+    // Find the damaged group's entry by its id bytes (the id words are 88 bytes into the
+    // entry, `head` 32) and point its head at a node that does not exist.
+    let path = std::path::Path::new("/dev/shm").join(&q.name);
+    let bytes = std::fs::read(&path).unwrap();
+    let id = b"the-damag";
+    let at = bytes
+        .windows(id.len())
+        .position(|w| w == id)
+        .expect("the group id is in the arena");
+    let entry = at - 88;
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_at(&0xFFFF_FFF0_u64.to_le_bytes(), (entry + 32) as u64)
+            .unwrap();
+    }
+    let i = q.inspect(10).expect("inspection goes on");
+    assert_eq!(i.damaged_groups.len(), 1, "{:?}", i.damaged_groups);
+    let names: Vec<&str> = i
+        .largest_groups
+        .iter()
+        .map(|g| g.group_id.as_str())
+        .collect();
+    assert!(
+        names.contains(&"healthy-one") && names.contains(&"healthy-two"),
+        "{names:?}"
+    );
+    let peeked: Vec<String> = q.peek(10).unwrap().into_iter().map(|m| m.body).collect();
+    assert!(peeked.contains(&"a".to_string()) && peeked.contains(&"c".to_string()));
+    // One receive passes over the damaged group and serves both others.
+    let got: Vec<String> = q
+        .receive(&ReceiveOptions::max(10))
+        .expect("the other groups are served")
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert!(
+        got.contains(&"a".to_string()) && got.contains(&"c".to_string()),
+        "{got:?}"
+    );
+}

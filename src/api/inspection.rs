@@ -176,6 +176,11 @@ impl Queue {
             participants,
             size_classes,
             counters,
+            damaged_groups: groups
+                .damaged
+                .iter()
+                .map(|&(index, reason)| DamagedGroup { index, reason })
+                .collect(),
         })
     }
 

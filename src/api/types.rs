@@ -665,4 +665,16 @@ pub struct Inspection {
     pub size_classes: Vec<SizeClassUse>,
     /// Lifetime counters.
     pub counters: Counters,
+    /// Groups whose message list could not be read (a corrupted word in shared memory): left
+    /// out of the counts above, each with what is wrong; every other group is counted.
+    pub damaged_groups: Vec<DamagedGroup>,
+}
+
+/// A group that inspection could not walk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedGroup {
+    /// Its index in the group table.
+    pub index: u32,
+    /// What is wrong.
+    pub reason: &'static str,
 }

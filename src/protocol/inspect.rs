@@ -16,7 +16,7 @@ use super::list::{successor, Next};
 use super::receive::Taken;
 use super::times::{Standing, Times};
 use super::words::{payload_len, unpack_group_epoch0};
-use super::{gstate, node, vis, Arena, Env, PResult};
+use super::{gstate, node, vis, Arena, Env, Fault, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};
 
@@ -56,6 +56,9 @@ pub struct Groups {
     pub locked: u64,
     /// The largest groups by backlog, largest first.
     pub largest: Vec<GroupCounts>,
+    /// Groups whose list could not be walked (a corrupted word): their indices and what is
+    /// wrong. They are left out of the counts; every other group is counted.
+    pub damaged: Vec<(u32, &'static str)>,
 }
 
 /// What a walk of one group's list does with each live message, given its standing (`None`:
@@ -128,7 +131,7 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
                 ..GroupCounts::default()
             };
             let mut first = true;
-            let done = walk(a, &t, e, &mut |_, _, _, _, standing| {
+            let walked = walk(a, &t, e, &mut |_, _, _, _, standing| {
                 match standing {
                     Some(Standing::InFlight) => {
                         c.in_flight += 1;
@@ -140,9 +143,16 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
                 }
                 first = false;
                 true
-            })?;
-            if done {
-                break;
+            });
+            match walked {
+                Ok(true) => break,
+                Ok(false) => {}
+                // One bad word breaks one group, not the inspection: report it and go on.
+                Err(f) => {
+                    out.damaged.push((g as u32, fault_text(f)));
+                    c = GroupCounts::default();
+                    break;
+                }
             }
         }
         out.locked += u64::from(c.locked);
@@ -191,7 +201,7 @@ pub fn peek<T>(
             out.truncate(start);
             marks.clear();
             let mut failed = None;
-            let done = walk(a, &t, e, &mut |idx, m, inc, w, standing| {
+            let walked = walk(a, &t, e, &mut |idx, m, inc, w, standing| {
                 // Being written, in flight (the group is locked) or delayed: the walk stops.
                 if standing != Some(Standing::Visible) || out.len() >= max {
                     return false;
@@ -207,7 +217,17 @@ pub fn peek<T>(
                         false
                     }
                 }
-            })?;
+            });
+            // A corrupted list: this group is left out of the peek (reported), the others go on.
+            let done = match walked {
+                Ok(done) => done,
+                Err(f) => {
+                    bad.get_or_insert(fault_text(f));
+                    out.truncate(start);
+                    settled = true;
+                    break;
+                }
+            };
             // The copies are a snapshot only if every message copied, and the group, are still
             // as they were when the walk stopped: then at that instant they were all visible,
             // their copies were not torn, and whatever stopped the walk (an in-flight, delayed
@@ -240,6 +260,14 @@ pub fn peek<T>(
         }
     }
     Ok((out, bad))
+}
+
+/// What a fault found while walking a list says.
+fn fault_text(f: Fault) -> &'static str {
+    match f {
+        Fault::Corrupted(what) => what,
+        _ => "group list unreadable",
+    }
 }
 
 /// Copies one message (header fields, then payload) and hands the copy to `f`. The caller

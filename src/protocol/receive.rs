@@ -116,6 +116,8 @@ pub fn receive(
     // re-hinted when released, so stop after a few rather than meet them again.
     let mut limited_pops = 0;
     let mut move_failures = 0;
+    let mut damaged = None;
+    let mut damaged_groups = 0;
     while rep.taken < max && limited_pops < 16 && move_failures < 4 {
         let popped = r.pop();
         crash_point!();
@@ -182,7 +184,15 @@ pub fn receive(
                     return Err(f); // stopped forever, still holding the claim
                 }
                 release_claim_word(e, cw);
-                return if rep.taken > 0 { Ok(rep) } else { Err(f) };
+                // One damaged group (a corrupted word) must not stop the others: remember the
+                // fault, leave the group (its hint is consumed; a sweep offers it again), and
+                // go on. The fault is reported only if nothing else could be taken.
+                damaged.get_or_insert(f);
+                damaged_groups += 1;
+                if damaged_groups >= 4 {
+                    break;
+                }
+                continue;
             }
         };
         if (got > 0 || failed_here) && nseen < seen.len() {
@@ -211,7 +221,10 @@ pub fn receive(
         notify(a, env, me);
     }
     count(a, me, counter::RECEIVED, rep.taken as u64);
-    Ok(rep)
+    match damaged {
+        Some(f) if rep.taken == 0 => Err(f),
+        _ => Ok(rep),
+    }
 }
 
 /// Replays a recorded receive (R11): if every message is still in flight exactly as that

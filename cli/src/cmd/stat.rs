@@ -73,6 +73,10 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
                 "sending": g.sending,
                 "locked": g.locked,
             })).collect::<Vec<_>>(),
+            "damaged": i.damaged_groups.iter().map(|d| json!({
+                "index": d.index,
+                "reason": d.reason,
+            })).collect::<Vec<_>>(),
         },
         "participants": {
             "alive": alive,
@@ -171,6 +175,12 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
             ]);
         }
         s.push_str(&t.render(2));
+    }
+    for d in &i.damaged_groups {
+        s.push_str(&format!(
+            "  damaged group (entry {}, left out of the counts): {}\n",
+            d.index, d.reason
+        ));
     }
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count();
