@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 0.13.2
 export RUSTC_BOOTSTRAP=1
+# A target killed by a timeout or a crash leaves its scratch directory under /dev/shm: clean
+# them up whatever happens (issue 20).
+trap 'rm -rf /dev/shm/shmfifo-fuzz-* 2>/dev/null || true' EXIT
 for t in open_arena live_scribble; do
     mkdir -p "corpus/$t" "artifacts/$t"
     cargo fuzz run "$t" "corpus/$t" "regressions/$t" -- \
