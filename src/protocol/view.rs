@@ -62,13 +62,18 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         return Err(Refused::NotAnArena);
     }
     // SYNC POINT(arena-ready): Acquire pairs with the creator's Release store; the state is
-    // read before any other field, so a creator still at work is `NotReady`, never a torn
+    // read before the other fields, so a creator still at work is `NotReady`, never a torn
     // header (a loom model checks it).
     let state = hdr.state.load(Ordering::Acquire);
+    let found = hdr.layout_version.load(r);
+    // Another build's arena says so whatever its state word (which may lie elsewhere in its
+    // layout); a creator at work shows 0 or our version there, never another number.
+    if found != 0 && found != LAYOUT_VERSION {
+        return Err(Refused::Version(found));
+    }
     if state == STATE_INITIALISING {
         return Err(Refused::NotReady);
     }
-    let found = hdr.layout_version.load(r);
     if found != LAYOUT_VERSION {
         return Err(Refused::Version(found));
     }
