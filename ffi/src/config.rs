@@ -5,6 +5,9 @@ use std::time::Duration;
 use shmfifo_core::{DedupOverflow, Deduplication, QueueConfig, RedrivePolicy};
 
 use crate::{boundary::*, error::*};
+// For the documentation's links only.
+#[cfg(doc)]
+use crate::queue::{shmfifo_queue_create, shmfifo_queue_redrive};
 
 /// Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
 /// change fields; every field is documented with its default there.

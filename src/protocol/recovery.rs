@@ -10,7 +10,7 @@ use super::{owner, pstate, vis, words, Arena, Env, PResult};
 use crate::layout::counter;
 use crate::sync::Ordering;
 
-/// What [`recover`] repaired.
+/// What a recovery (`Queue::recover`, on open, by idle receivers) repaired.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Recovered {
     /// Participants found dead while registered (liveness lock gone, never closed).
