@@ -224,7 +224,8 @@ fn dlq_pair(tag: &str, max_receive_count: u32) -> (TestQueue, TestQueue) {
     (src, dlq)
 }
 
-/// X1, X3, M2, M4, D8, T2: the receive that would deliver a message for the
+/// X1, X3, M2, M4, D8, T2, V2: a message received and not deleted before its visibility
+/// timeout ends counts as a failed receive (V2); the receive that would deliver it for the
 /// (maxReceiveCount+1)-th time moves it instead and does not return it; in the dead-letter
 /// queue it keeps id, body, attributes and group, its dedup id is its message id, its receive
 /// count goes on, and it names its source.

@@ -831,6 +831,8 @@ fn r6_group_returning_from_visibility_timeout_is_ready_from_its_expiry() {
     assert_eq!(bodies(&recv_vt(&q, 10, LONG)), ["gA-1", "gB-1"]);
 }
 
+/// R7 (our choice where SQS has a scan window): a large backlog in one group whose head is in
+/// flight never blocks a message of another group sent later, and stays in order itself.
 #[test]
 fn r7_no_scan_window_backlog_never_blocks_other_groups() {
     let cfg = QueueConfig::new()
@@ -1298,6 +1300,8 @@ fn h6_change_visibility_can_shorten() {
     assert_eq!(bodies(&recv(&q, 1)), ["m"]);
 }
 
+/// H7: a visibility change on one message of a received batch affects only that message (and,
+/// through R3, what its group may deliver); the other handles of the batch are untouched.
 #[test]
 fn h7_change_visibility_affects_only_that_message() {
     let q = queue("h7", &small());
