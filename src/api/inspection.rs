@@ -256,10 +256,12 @@ impl Queue {
                 let (live, pending) = dedup::count(&self.arena(), inner.now_ms());
                 live + pending
             },
+            // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
             dedup_overflow: match hdr.dedup_overflow.load(Ordering::Relaxed) {
                 1 => DedupOverflow::Refuse,
                 _ => DedupOverflow::ShortenWindow,
             },
+            // Relaxed: a statistic.
             dedup_evictions: hdr.dedup_evict.0.count.load(Ordering::Relaxed),
             effective_deduplication_interval: {
                 // Relaxed: statistics.

@@ -289,7 +289,8 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
         if cand.is_none() && reusable(a, env, e, st, now) {
             cand = Some((d, st));
         }
-        if evict {
+        // A victim matters only while no reusable entry is known.
+        if evict && cand.is_none() {
             note_oldest(e, st, d, &mut oldest);
         }
     }

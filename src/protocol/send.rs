@@ -173,17 +173,19 @@ fn send_reserved(
                 crash_point!();
                 // Relaxed: the base was written before the group was published (Acquire).
                 let seq_hi = e.seq_base.load(Ordering::Relaxed);
+                // Committed at the link CAS: from here on the send succeeded.
+                let done = Sent {
+                    idx,
+                    inc,
+                    seq_hi,
+                    pos,
+                    duplicate: false,
+                };
                 if let Some((index, word)) = entry {
                     // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault
                     // here must not undo a committed send: the entry is left for a settler.
                     let _ = dedup::commit(a, env, index, word, seq_hi, pos);
-                    crash_point!(Ok(Sent {
-                        idx,
-                        inc,
-                        seq_hi,
-                        pos,
-                        duplicate: false,
-                    }));
+                    crash_point!(Ok(done));
                     // Relaxed: published by the CAS below; no back-pointer once published.
                     h.recv_ms.store(0, Ordering::Relaxed);
                 }
@@ -194,13 +196,7 @@ fn send_reserved(
                     Ordering::SeqCst,
                     Ordering::Relaxed,
                 );
-                crash_point!(Ok(Sent {
-                    idx,
-                    inc,
-                    seq_hi,
-                    pos,
-                    duplicate: false,
-                }));
+                crash_point!(Ok(done));
                 // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
                 // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
                 // or its swap reads ours and it then sees our publication.
@@ -211,13 +207,7 @@ fn send_reserved(
                 {
                     notify(a, env, me);
                 }
-                return Ok(Sent {
-                    idx,
-                    inc,
-                    seq_hi,
-                    pos,
-                    duplicate: false,
-                });
+                return Ok(done);
             }
             None => match help_retire(a, env, me, g, ginc)? {
                 Helped::ClosedUnderUs => {
