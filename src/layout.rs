@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 6;
+pub const LAYOUT_VERSION: u64 = 7;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -152,6 +152,9 @@ pub struct Header {
     /// The permission bits its creator asked for: an open refuses a file whose bits are wider
     /// (someone widened them since). Fixed at creation.
     pub mode: AtomicU64,
+    /// Messages and groups quarantined (taken out of the queue because a corrupted word made
+    /// them unreadable or their list unwalkable; see `protocol::quarantine`).
+    pub quarantine: Padded<QuarantineLine>,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.
@@ -189,6 +192,22 @@ pub struct EvictLine {
     /// How long (ms) the key evicted last had been remembered: the effective dedup window at
     /// that moment.
     pub last_age_ms: AtomicU64,
+}
+
+/// Quarantines: written only when corruption is found, so no hot path touches this line.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct QuarantineLine {
+    /// Messages taken out of the queue because they could not be read or walked to (lifetime
+    /// count).
+    pub messages: AtomicU64,
+    /// Groups whose list could not be walked and were rebuilt empty (lifetime count).
+    pub groups: AtomicU64,
+    /// Arena time (ms) of the last quarantine.
+    pub last_ms: AtomicU64,
+    /// The slot and incarnation `[idx:32][inc:32]` of the message quarantined last (with the
+    /// arena nonce, its message id).
+    pub last_ref: AtomicU64,
 }
 
 /// The in-flight census line.

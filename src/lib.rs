@@ -131,8 +131,6 @@ pub mod failpoint {
 pub use api::*;
 pub use config::*;
 pub use error::{Error, ErrorCode, Result};
-#[cfg(not(shmfifo_loom))]
-pub use protocol::recovery::Recovered;
 
 /// The arena layout version this library reads and writes.
 pub const LAYOUT_VERSION: u64 = layout::LAYOUT_VERSION;

@@ -106,3 +106,35 @@ fn live_scribble_pseudo_random_inputs() {
         guarded(&what, targets::live_scribble, data);
     }
 }
+
+/// `one_word` (issue 20, item 6) needs the layout, which the `loom` feature exposes:
+/// `cargo test -p shmfifo --features loom --test fuzz_regressions` (ci/test-all.sh) runs these.
+#[cfg(feature = "loom")]
+#[path = "../fuzz/common/one_word.rs"]
+mod one_word;
+
+#[cfg(feature = "loom")]
+#[test]
+fn one_word_regressions() {
+    replay("one_word", one_word::one_word);
+}
+
+/// Every word of every group entry with zero, all ones and a flipped bit, and every word of
+/// every message header with all four kinds of value (see `one_word`'s input encoding).
+#[cfg(feature = "loom")]
+#[test]
+fn one_word_every_word_of_every_entry() {
+    for region in 0..2u8 {
+        let (entries, words) = if region == 0 { (8u8, 32u8) } else { (8, 8) };
+        for entry in 0..entries {
+            for word in 0..words {
+                for value in 0..4u8 {
+                    let data = vec![region, entry, word, value, 37, 0x5A, 0xC3, 1, 2, 3, 4, 5];
+                    let what =
+                        format!("one_word region {region} entry {entry} word {word} value {value}");
+                    guarded(&what, one_word::one_word, data);
+                }
+            }
+        }
+    }
+}

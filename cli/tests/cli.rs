@@ -791,9 +791,12 @@ fn stat_prometheus_is_the_text_exposition_format() {
     assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
     assert_eq!(samples["shmfifo_groups_locked"], 1.0);
     assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
-    // 12 lifetime counters and the dedup evictions, each a counter family.
-    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 13);
+    // 12 lifetime counters, the dedup evictions and the two quarantine counts, each a counter
+    // family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 15);
     assert_eq!(samples["shmfifo_dedup_evictions_total"], 0.0);
+    assert_eq!(samples["shmfifo_quarantined_messages_total"], 0.0);
+    assert_eq!(samples["shmfifo_quarantined_groups_total"], 0.0);
     assert_eq!(
         samples["shmfifo_dedup_effective_interval_ms"], 300_000.0,
         "nothing evicted: SQS's 5 minutes"

@@ -485,6 +485,15 @@ typedef struct {
    How long a dedup id is remembered now, ms: the interval, or less after evictions.
    */
   uint64_t effective_deduplication_interval_ms;
+  /*
+   Messages quarantined because a corrupted word made them unreadable or their group's
+   list unwalkable (lifetime count).
+   */
+  uint64_t quarantined_messages;
+  /*
+   Groups rebuilt empty because their list could not be walked (lifetime count).
+   */
+  uint64_t quarantined_groups;
 } shmfifo_queue_attributes;
 
 /*

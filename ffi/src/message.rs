@@ -314,6 +314,11 @@ pub struct shmfifo_queue_attributes {
     pub dedup_evictions: u64,
     /// How long a dedup id is remembered now, ms: the interval, or less after evictions.
     pub effective_deduplication_interval_ms: u64,
+    /// Messages quarantined because a corrupted word made them unreadable or their group's
+    /// list unwalkable (lifetime count).
+    pub quarantined_messages: u64,
+    /// Groups rebuilt empty because their list could not be walked (lifetime count).
+    pub quarantined_groups: u64,
 }
 
 /// A queue's lifetime counters, summed over every process that ever used it (each process

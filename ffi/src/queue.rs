@@ -533,6 +533,8 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             dedup_evictions: a.dedup_evictions,
             effective_deduplication_interval_ms: a.effective_deduplication_interval.as_millis()
                 as u64,
+            quarantined_messages: a.quarantined_messages,
+            quarantined_groups: a.quarantined_groups,
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

@@ -173,7 +173,8 @@ pub fn recv(
                     epoch: t.epoch,
                 },
                 t.payload.to_vec(),
-            ))
+            ));
+            true
         },
     )?;
     Ok(out)

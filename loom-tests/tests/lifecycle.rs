@@ -28,7 +28,8 @@ fn recv_moving(
     policy.dead_letter = Some((max, &mut mover));
     let mut got = Vec::new();
     receive::receive(src, env, me(who), 10, &mut policy, &mut |t| {
-        got.push(t.payload.to_vec())
+        got.push(t.payload.to_vec());
+        true
     })?;
     Ok(got)
 }
@@ -205,6 +206,7 @@ fn attempt_record_and_replay() {
                     inc: t.inc,
                     epoch: t.epoch,
                 });
+                true
             })
             .unwrap();
             rec.count = 1;
@@ -230,7 +232,8 @@ fn attempt_record_and_replay() {
                 move || {
                     let mut got = Vec::new();
                     let ok = receive::replay(&h1.arena(), &*e1, me(2), &found, 1_000, &mut |t| {
-                        got.push(t.epoch)
+                        got.push(t.epoch);
+                        true
                     })
                     .unwrap();
                     (ok, got)

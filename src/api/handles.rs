@@ -7,8 +7,9 @@ use super::queue::{fault, ms, Queue};
 use super::types::*;
 use crate::config::MAX_VISIBILITY_TIMEOUT;
 use crate::error::{Error, Result};
+use crate::protocol::group::Patience;
 use crate::protocol::handle::{self, Handle};
-use crate::protocol::{recovery, Fault};
+use crate::protocol::{quarantine, recovery, Fault};
 use crate::validate;
 
 impl Queue {
@@ -233,7 +234,13 @@ impl Queue {
         handle::purge(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
-    /// Repairs what dead participants left behind (also done on open, and by idle receivers).
+    /// Repairs what dead participants left behind (also done on open, and by idle receivers),
+    /// then quarantines every group whose list a corrupted word made unwalkable: its messages
+    /// go to the dead-letter queue if the queue has a redrive policy (else they are dropped),
+    /// their ids are in the report, and the group starts afresh with its next send. The rest of
+    /// the queue keeps serving throughout. A group whose sender is stopped mid-send is left
+    /// for a later call, which then returns [`Error::ParticipantBusy`] after repairing all
+    /// else.
     ///
     /// # Examples
     ///
@@ -241,12 +248,71 @@ impl Queue {
     /// use shmfifo::{Queue, QueueConfig, Recovered};
     ///
     /// let q = Queue::create_anonymous(&QueueConfig::new())?;
-    /// // No participant died, so there is nothing to repair.
+    /// // No participant died and nothing is corrupted, so there is nothing to repair.
     /// assert_eq!(q.recover()?, Recovered::default());
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn recover(&self) -> Result<recovery::Recovered> {
+    pub fn recover(&self) -> Result<Recovered> {
+        let mut out = self.repair()?;
+        self.quarantine_damaged(&mut out)?;
+        Ok(out)
+    }
+
+    /// The repairs of [`Queue::recover`] without its quarantine pass (what `open` runs: it
+    /// reads no group list).
+    pub(super) fn repair(&self) -> Result<Recovered> {
         let inner = &*self.inner;
-        recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
+        let r = recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))?;
+        Ok(Recovered {
+            dead_participants: r.dead_participants,
+            published: r.published,
+            freed: r.freed,
+            released: r.released,
+            ..Recovered::default()
+        })
+    }
+
+    /// Quarantines each group that cannot be walked (see [`quarantine::begin`]), moving its
+    /// messages to the dead-letter queue where a policy names one.
+    fn quarantine_damaged(&self, out: &mut Recovered) -> Result<()> {
+        let inner = &*self.inner;
+        let a = self.arena();
+        let mut busy = None;
+        let mut patience = Patience::new();
+        for g in 0..a.groups.len() as u32 {
+            if !quarantine::suspect(&a, inner, inner.me, g) {
+                continue;
+            }
+            let q = match quarantine::begin(&a, inner, inner.me, g, &mut patience) {
+                Ok(Some(q)) => q,
+                Ok(None) => continue,
+                Err(f @ Fault::Busy(_)) => {
+                    busy = Some(f);
+                    continue;
+                }
+                Err(f) => return Err(fault(f, inner)),
+            };
+            let dl = self.dead_letter().ok().flatten();
+            let dlq = dl.and_then(|(_, version)| self.dead_letter_queue(version).ok());
+            for &(idx, inc, w) in &q.messages {
+                let id = MessageId(
+                    (u128::from(inner.nonce) << 64) | (u128::from(idx) << 32) | u128::from(inc),
+                );
+                let moved = dlq.as_ref().is_some_and(|d| {
+                    quarantine::taken(&a, g, idx, inc, w).is_ok_and(|t| self.move_to(d, &t).is_ok())
+                });
+                if moved {
+                    out.dead_lettered.push(id);
+                } else {
+                    out.dropped.push(id);
+                }
+            }
+            quarantine::finish(&a, inner, inner.me, &q).map_err(|f| fault(f, inner))?;
+            out.quarantined_groups += 1;
+        }
+        match busy {
+            Some(f) => Err(fault(f, inner)),
+            None => Ok(()),
+        }
     }
 }

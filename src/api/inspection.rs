@@ -275,6 +275,9 @@ impl Queue {
                     && inner.now_ms().saturating_sub(at) < full;
                 Duration::from_millis(if recent { age.min(full) } else { full })
             },
+            // Relaxed: statistics.
+            quarantined_messages: hdr.quarantine.0.messages.load(Ordering::Relaxed),
+            quarantined_groups: hdr.quarantine.0.groups.load(Ordering::Relaxed),
         }
     }
 }

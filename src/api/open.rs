@@ -603,8 +603,8 @@ impl Queue {
         };
         q.release_held_on_open(based.rebased, reg.took_over)?;
         // Repair what dead participants left behind (half-made sends, held messages, claims,
-        // lost hints).
-        q.recover()?;
+        // lost hints). The quarantine of damaged groups is left to `recover` (it walks lists).
+        q.repair()?;
         Ok(q)
     }
 

@@ -245,23 +245,24 @@ impl Queue {
             buf.len = 0;
             let nonce = inner.nonce;
             let created = inner.created_wall_ms;
-            let mut bad = None;
             let mut new = rec;
             let mut k = 0;
             let mut sink = |t: &Taken<'_>| {
-                if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
-                    bad = Some(e);
+                let n = buf.len;
+                if fill(buf.next_slot(), t, nonce, created).is_err() {
+                    // Unreadable (a corrupted word): the protocol quarantines it, and a fresh
+                    // receive answers this attempt.
+                    buf.len = n;
+                    return false;
                 }
                 if k < new.vis.len() {
                     new.vis[k] = t.vis;
                     k += 1;
                 }
+                true
             };
             let replayed = receive::replay(&a, inner, inner.me, &rec, vt, &mut sink)
                 .map_err(|f| fault(f, inner))?;
-            if let Some(what) = bad {
-                return Err(Error::Corrupted { what });
-            }
             if replayed {
                 // The deadlines moved: record them, so a further retry replays too.
                 new.vt_ms = vt;
@@ -461,15 +462,17 @@ impl Queue {
         let inner = &*self.inner;
         let nonce = inner.nonce;
         let created = inner.created_wall_ms;
-        let mut bad = None;
         let mut sink = |t: &Taken<'_>| {
             let k = buf.len;
-            if let Err(e) = fill(buf.next_slot(), t, nonce, created) {
-                bad = Some(e);
+            if fill(buf.next_slot(), t, nonce, created).is_err() {
+                // Unreadable (a corrupted word): not returned; the protocol quarantines it.
+                buf.len = k;
+                return false;
             }
             if let Some(v) = buf.vis.get_mut(k) {
                 *v = t.vis;
             }
+            true
         };
         let mut move_err = None;
         let mut dlq: Option<Queue> = None;
@@ -502,9 +505,6 @@ impl Queue {
             .map_err(|f| fault(f, inner))?;
         if rep.limited {
             accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
-        }
-        if let Some(what) = bad {
-            return Err(Error::Corrupted { what });
         }
         Ok(Pass {
             taken: rep.taken,

@@ -364,6 +364,11 @@ pub struct QueueAttributes {
     /// How long a dedup id is remembered now: `deduplication_interval`, or shorter if an id
     /// was evicted within the last interval (then the age of the last one evicted).
     pub effective_deduplication_interval: Duration,
+    /// Messages taken out of the queue because a corrupted word made them unreadable, or
+    /// their group's list unwalkable (lifetime count; see [`crate::Queue::recover`]).
+    pub quarantined_messages: u64,
+    /// Groups rebuilt empty because their list could not be walked (lifetime count).
+    pub quarantined_groups: u64,
 }
 
 /// Options of [`crate::Queue::redrive`] (X6).
@@ -677,4 +682,28 @@ pub struct DamagedGroup {
     pub index: u32,
     /// What is wrong.
     pub reason: &'static str,
+}
+
+/// What [`Queue::recover`](crate::Queue::recover) repaired and quarantined.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovered {
+    /// Participants found dead while registered (liveness lock gone, never closed).
+    pub dead_participants: u64,
+    /// Messages of dead producers published (their link CAS had committed them).
+    pub published: u64,
+    /// Half-made messages of dead producers freed (never published).
+    pub freed: u64,
+    /// In-flight messages of dead receivers made visible at once (`release_on_death`).
+    pub released: u64,
+    /// Groups whose list could not be walked (a corrupted word), rebuilt empty: their
+    /// messages were moved to the dead-letter queue or dropped (below), and the next send of
+    /// their group id starts the group afresh.
+    pub quarantined_groups: u64,
+    /// Messages of quarantined groups moved to the dead-letter queue (the queue has a redrive
+    /// policy), by id.
+    pub dead_lettered: Vec<MessageId>,
+    /// Messages of quarantined groups dropped (no redrive policy, or the move failed), by id.
+    /// The id is the one the message was sent with, except for a message that was itself
+    /// moved here from another queue (then it is the slot's own id, as `peek` cannot show).
+    pub dropped: Vec<MessageId>,
 }

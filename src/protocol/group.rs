@@ -108,6 +108,7 @@ pub struct Patience {
     rounds: u32,
     since: Option<u64>,
     budget_ms: u64,
+    spent: bool,
 }
 
 impl Patience {
@@ -122,6 +123,7 @@ impl Patience {
             rounds: 0,
             since: None,
             budget_ms,
+            spent: false,
         }
     }
 
@@ -134,10 +136,13 @@ impl Patience {
         if self.rounds > 4 {
             return Err(Fault::Busy(what));
         }
-        if self.rounds % 64 == 1 {
+        // Once spent, spent: a patience shared by many waits (a purge over every group) gives
+        // each later wait up at once.
+        if self.spent || self.rounds % 64 == 1 {
             let now = env.now_ms();
             let t0 = *self.since.get_or_insert(now);
-            if now.saturating_sub(t0) >= self.budget_ms {
+            if self.spent || now.saturating_sub(t0) >= self.budget_ms {
+                self.spent = true;
                 return Err(Fault::Busy(what));
             }
         }
@@ -342,7 +347,8 @@ fn insert_locked(
                     }
                 }
                 _ => {
-                    if reusable.is_none() {
+                    // A tombstone with an owner is being quarantined: not reusable yet.
+                    if reusable.is_none() && gstate::owner(st) == Owner::NOBODY {
                         reusable = Some((i, st));
                     }
                 }

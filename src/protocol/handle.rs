@@ -2,7 +2,7 @@
 
 use super::accounting::{account_in_flight, count};
 use super::dedup;
-use super::group;
+use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Next};
 use super::ready::{cleanup, hint_if_ready, poke, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
@@ -128,10 +128,14 @@ pub fn change_visibility(
 pub fn purge(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<u64> {
     let mut n = 0;
     let mut held = None;
+    // The first round waits for no claim; the second waits at most one bound in all (a
+    // hostile or stopped arena could otherwise make it wait once per group).
+    let mut p = Patience::new();
     for round in 0..2 {
         let mut busy = 0;
         for (g, e) in a.groups.iter().enumerate() {
-            match purge_group(a, env, me, g as u32, e) {
+            let wait = if round == 0 { None } else { Some(&mut p) };
+            match purge_group(a, env, me, g as u32, e, wait) {
                 Ok(k) => n += k,
                 Err(Fault::Busy(what)) if round == 0 || held.is_some() => {
                     busy += 1;
@@ -154,14 +158,33 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<u64> {
 }
 
 /// Purges group `g` (entry `e`) under its claim. Returns how many messages it deleted.
-fn purge_group(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, e: &GroupEntry) -> PResult<u64> {
+/// Without `wait`, a claim held by a live participant is [`Fault::Busy`] at once; with it, the
+/// claim is waited for within that (shared) patience.
+fn purge_group(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    g: u32,
+    e: &GroupEntry,
+    mut wait: Option<&mut Patience>,
+) -> PResult<u64> {
     // Acquire: SYNC POINT(group-publish).
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) != gstate::ACTIVE {
         return Ok(0);
     }
-    let Some(cw) = group::claim_wait(a, env, e, me, gstate::ginc(st))? else {
-        return Ok(0); // retired meanwhile
+    let cw = loop {
+        match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+            TryClaim::Acquired { cw, .. } => break cw,
+            TryClaim::Gone => return Ok(0), // retired meanwhile
+            TryClaim::Busy(_) => match wait.as_deref_mut() {
+                Some(p) => p.wait(
+                    env,
+                    "a group claim is held by a live participant (stopped?)",
+                )?,
+                None => return Err(Fault::Busy("a group claim is held by a live participant")),
+            },
+        }
     };
     let mut n = 0;
     let mut cur = e.head.load(Ordering::Acquire);

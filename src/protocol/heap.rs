@@ -197,7 +197,8 @@ mod tests {
                     },
                     t.payload.to_vec(),
                     t.receive_count,
-                ))
+                ));
+                true
             },
         )
         .unwrap();

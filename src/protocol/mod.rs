@@ -107,6 +107,7 @@ pub mod heap;
 pub mod inspect;
 pub mod list;
 pub mod pool;
+pub mod quarantine;
 pub mod ready;
 pub mod receive;
 pub mod recovery;

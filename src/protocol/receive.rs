@@ -5,11 +5,12 @@ use super::accounting::{account_in_flight, count};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
+use super::quarantine;
 use super::ready::{cleanup, maybe_sweep, poke, release, release_claim_word, ring, Cleaned};
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::settle::{settle_known, Link, Then};
 use super::times::{Standing, Times};
-use super::words::{payload_len, unpack_group_epoch0};
+use super::words::{self, payload_len, unpack_group_epoch0};
 use super::Owner;
 use super::{gstate, node, vis, Arena, Env, Fault, PResult};
 use crate::layout::{counter, GroupEntry, MsgHeader};
@@ -39,6 +40,10 @@ pub struct Taken<'t> {
 /// The dead-letter mover of a [`Policy`]: returns whether the dead-letter queue has the
 /// message now.
 pub type Mover<'p> = &'p mut dyn FnMut(&Taken<'_>) -> bool;
+
+/// Receives each message taken, and answers whether it could read it. A message it could not
+/// read (a corrupted word) is quarantined at once (see [`super::quarantine`]), not returned.
+pub type Sink<'s> = dyn FnMut(&Taken<'_>) -> bool + 's;
 
 /// What a receive applies beyond its count: the caller reads these from the arena's live
 /// settings (and its own request).
@@ -101,7 +106,7 @@ pub fn receive(
     me: Owner,
     max: usize,
     policy: &mut Policy<'_>,
-    sink: &mut dyn FnMut(&Taken<'_>),
+    sink: &mut Sink<'_>,
 ) -> PResult<Received> {
     let r = ring(a);
     let mut rep = Received::default();
@@ -169,7 +174,18 @@ pub fn receive(
         };
         crash_point!();
         let failed_before = core::mem::take(&mut rep.move_failed);
-        let got = take(a, env, me, cw, e, max - rep.taken, policy, &mut rep, sink);
+        let got = take(
+            a,
+            env,
+            me,
+            cw,
+            g,
+            e,
+            max - rep.taken,
+            policy,
+            &mut rep,
+            sink,
+        );
         // A dead-letter move that failed here leaves the group deliverable, and `release`
         // re-hints it: serve it no more in this call (it is seen), and stop after a few such
         // groups (the dead-letter queue is gone or full for all of them).
@@ -238,7 +254,7 @@ pub fn replay(
     me: Owner,
     rec: &super::attempt::Record,
     vt_ms: u64,
-    sink: &mut dyn FnMut(&Taken<'_>),
+    sink: &mut Sink<'_>,
 ) -> PResult<bool> {
     let t = Times::load(a, env);
     let unchanged = |m: &MsgHeader, r: u64, w: u64| {
@@ -312,7 +328,7 @@ pub fn replay(
             // claim, so the message cannot be freed while we read.
             let payload =
                 unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
-            sink(&Taken {
+            let read = sink(&Taken {
                 idx,
                 inc: node::inc(r),
                 epoch,
@@ -322,6 +338,13 @@ pub fn replay(
                 payload,
                 vis: new,
             });
+            if !read {
+                // Unreadable now (corrupted since it was first received): take it out, and
+                // let a fresh receive answer this attempt.
+                quarantine::message(a, env, me, m, idx, node::inc(r), new);
+                release(a, env, me, cw, g)?;
+                return Ok(false);
+            }
             if vt_ms > 0 {
                 // AcqRel: as in `take`.
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
@@ -343,11 +366,12 @@ fn take(
     env: &dyn Env,
     me: Owner,
     cw: u64,
+    g: u32,
     e: &GroupEntry,
     want: usize,
     policy: &mut Policy<'_>,
     rep: &mut Received,
-    sink: &mut dyn FnMut(&Taken<'_>),
+    sink: &mut Sink<'_>,
 ) -> PResult<Option<usize>> {
     if cleanup(a, env, cw, e)? == Cleaned::Retired {
         return Ok(None);
@@ -377,6 +401,15 @@ fn take(
         };
         // SeqCst: SYNC POINT(ready-check) (see `receive`).
         let w = m.vis.load(Ordering::SeqCst);
+        if vis::state(w) != vis::State::Free
+            // Relaxed: written before the link CAS that made the node reachable (Acquire in
+            // `successor`); a node of another group means a corrupted link.
+            && words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
+        {
+            return Err(Fault::Corrupted(
+                "another group's message linked in a group",
+            ));
+        }
         match vis::state(w) {
             vis::State::Deleted => cur = node::pack(ninc, next),
             vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
@@ -511,7 +544,8 @@ fn take(
                 let _ =
                     m.first_recv_ms
                         .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
-                sink(&Taken {
+                let held = vis::pack(epoch, vis::published(deadline));
+                let read = sink(&Taken {
                     idx: next,
                     inc: ninc,
                     epoch,
@@ -519,11 +553,18 @@ fn take(
                     header: m,
                     group: e,
                     payload,
-                    vis: vis::pack(epoch, vis::published(deadline)),
+                    vis: held,
                 });
+                cur = node::pack(ninc, next);
+                if !read {
+                    // A corrupted word made it unreadable: take it out, and go on with the
+                    // group's next message (it breaks itself, not its group). A failed CAS
+                    // (a purge got there first) removed it all the same.
+                    quarantine::message(a, env, me, m, next, ninc, held);
+                    continue;
+                }
                 taken += 1;
                 redelivered += u64::from(d != 0);
-                cur = node::pack(ninc, next);
             }
         }
     }

@@ -10,9 +10,10 @@ use super::{owner, pstate, vis, words, Arena, Env, PResult};
 use crate::layout::counter;
 use crate::sync::Ordering;
 
-/// What a recovery (`Queue::recover`, on open, by idle receivers) repaired.
+/// What a recovery (`Queue::recover`, on open, by idle receivers) repaired of what dead
+/// participants left.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Recovered {
+pub struct Repaired {
     /// Participants found dead while registered (liveness lock gone, never closed).
     pub dead_participants: u64,
     /// Messages of dead producers published (their link CAS had committed them).
@@ -146,25 +147,20 @@ pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<
         return Ok(false);
     }
     let r = recover_dead(a, env, me, &dead)?;
-    Ok(r != Recovered::default())
+    Ok(r != Repaired::default())
 }
 
 /// Repairs what dead participants left: their waiter counts, their half-made sends, their
 /// in-flight messages (released at once with `release_on_death`), and (through a sweep) their
 /// claims, inserts and lost hints. Then marks each dead registration `FREE`, so that later
 /// checks skip it.
-pub fn recover(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<Recovered> {
+pub fn recover(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<Repaired> {
     recover_dead(a, env, me, &dead_participants(a, env, me))
 }
 
 /// [`recover`] with the dead registrations already found (by [`dead_participants`]).
-fn recover_dead(
-    a: &Arena<'_>,
-    env: &dyn Env,
-    me: Owner,
-    dead: &[(u32, u32)],
-) -> PResult<Recovered> {
-    let mut r = Recovered::default();
+fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: Owner, dead: &[(u32, u32)]) -> PResult<Repaired> {
+    let mut r = Repaired::default();
     for &(i, _) in dead {
         r.dead_participants += 1;
         // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.

@@ -6,11 +6,11 @@ use super::dedup::{self, Reserved};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::ready::{cleanup, hint, release, Cleaned};
-use super::words::pack_group_epoch0;
+use super::words::{self, pack_group_epoch0};
 use super::Owner;
 use super::{node, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry};
-use crate::sync::Ordering;
+use crate::sync::{fence, AtomicU64, Ordering};
 
 /// What a successful send produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,7 +168,7 @@ fn send_reserved(
         );
         let e = a.group(g)?;
         crash_point!();
-        match append(a, me, e, ginc, idx, inc)? {
+        match append(a, me, g, e, ginc, idx, inc)? {
             Some((pred, pos)) => {
                 crash_point!();
                 // Relaxed: the base was written before the group was published (Acquire).
@@ -240,6 +240,7 @@ fn send_reserved(
 fn append(
     a: &Arena<'_>,
     me: Owner,
+    g: u32,
     e: &GroupEntry,
     ginc: u32,
     idx: u32,
@@ -265,6 +266,13 @@ fn append(
                 return Ok(None);
             }
             continue;
+        }
+        if !node_in_group(a, g, t, tl)? {
+            // A `tail` naming another group's node (only corruption does that) would splice
+            // this message into that group's list: the group is damaged (see `quarantine`).
+            return Err(Fault::Corrupted(
+                "a group's tail names another group's node",
+            ));
         }
         match node::index(l) {
             node::CLOSED => return Ok(None),
@@ -306,6 +314,26 @@ fn append(
         }
     }
     Err(Fault::Corrupted("append did not converge"))
+}
+
+/// Whether node `t` (whose link word is `tl`, its incarnation just checked) belongs to group
+/// `g`: `g`'s sentinel, or a message of `g`. A node freed and reused meanwhile (its
+/// incarnation moved on) counts as belonging: the caller's next look finds it changed.
+fn node_in_group(a: &Arena<'_>, g: u32, t: u64, tl: &AtomicU64) -> PResult<bool> {
+    let i = node::index(t);
+    if i >= a.total {
+        return Ok(i == a.sentinel_index(g));
+    }
+    // Relaxed, then an Acquire fence and the incarnation again: a sequence lock against
+    // `pool::alloc`, whose Release fence orders a new incarnation before the new message's
+    // `group_epoch0` (SYNC POINT(peek-seqlock)). A `group_epoch0` of a newer incarnation is
+    // never judged against the old one.
+    let ge = a.msg(i)?.group_epoch0.load(Ordering::Relaxed);
+    fence(Ordering::Acquire);
+    if node::inc(tl.load(Ordering::Relaxed)) != node::inc(t) {
+        return Ok(true);
+    }
+    Ok(words::group_of(ge) == g)
 }
 
 /// What [`help_retire`] found.

@@ -33,6 +33,9 @@ pub fn recover(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
             "published": r.published,
             "freed": r.freed,
             "released": r.released,
+            "quarantined_groups": r.quarantined_groups,
+            "dead_lettered": r.dead_lettered.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
+            "dropped": r.dropped.iter().map(|m| m.to_string()).collect::<Vec<_>>(),
         }));
     } else {
         out(&format!(
@@ -44,10 +47,19 @@ pub fn recover(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
                     ("half-sent messages published", num(r.published)),
                     ("half-made messages freed", num(r.freed)),
                     ("in-flight messages released", num(r.released)),
+                    ("damaged groups quarantined", num(r.quarantined_groups)),
+                    (
+                        "their messages dead-lettered",
+                        num(r.dead_lettered.len() as u64)
+                    ),
+                    ("their messages dropped", num(r.dropped.len() as u64)),
                 ],
                 2
             )
         ));
+        for m in &r.dropped {
+            out(&format!("  dropped {m}\n"));
+        }
     }
     Ok(())
 }

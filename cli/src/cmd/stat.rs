@@ -95,6 +95,10 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
             "evictions": i.attributes.dedup_evictions,
             "effective_interval_ms": i.attributes.effective_deduplication_interval.as_millis() as u64,
         },
+        "quarantine": {
+            "messages": i.attributes.quarantined_messages,
+            "groups": i.attributes.quarantined_groups,
+        },
         "size_classes": i.size_classes.iter().map(|c| json!({
             "payload_bytes": c.payload_bytes,
             "slot_bytes": c.slot_bytes,
@@ -222,6 +226,13 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
     } else {
         s.push_str("\nDedup table: none (deduplication off)\n");
     }
+    if a.quarantined_messages > 0 || a.quarantined_groups > 0 {
+        s.push_str(&format!(
+            "Quarantined (corrupted words): {} messages, {} groups\n",
+            num(a.quarantined_messages),
+            num(a.quarantined_groups)
+        ));
+    }
     let slot_bytes: u64 = i
         .size_classes
         .iter()
@@ -294,6 +305,18 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
         "counter",
         "Dedup ids forgotten before their interval ended (the table was full; DedupOverflow::ShortenWindow).",
         &[(String::new(), a.dedup_evictions)],
+    );
+    metric(
+        "quarantined_messages_total",
+        "counter",
+        "Messages taken out of the queue because a corrupted word made them unreadable or their group's list unwalkable.",
+        &[(String::new(), a.quarantined_messages)],
+    );
+    metric(
+        "quarantined_groups_total",
+        "counter",
+        "Groups rebuilt empty because a corrupted word made their list unwalkable.",
+        &[(String::new(), a.quarantined_groups)],
     );
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count() as u64;

@@ -1,0 +1,91 @@
+//! Models of the quarantine of a damaged group (issue 20, item 6): a recoverer that marks the
+//! group, closes its list, waits for its senders and frees its slots, racing with a sender
+//! appending to the same group, and stopping (dying) at each of its steps; a second recoverer
+//! then resumes the quarantine. Nothing is lost silently: every message sent is delivered or
+//! counted as quarantined, no slot leaks, and the sender never sees `Corrupted`.
+#![cfg(shmfifo_loom)]
+
+use shmfifo::protocol::group::Patience;
+use shmfifo::protocol::node;
+use shmfifo::protocol::quarantine;
+use shmfifo_loom_tests::*;
+
+/// Runs a whole quarantine pass as participant `who`: every suspected group is begun and
+/// finished. Returns the messages it reported.
+fn quarantine_all(a: &Arena<'_>, env: &MockEnv, who: u32) -> PResult<usize> {
+    let mut n = 0;
+    let mut p = Patience::new();
+    for g in 0..a.groups.len() as u32 {
+        if !quarantine::suspect(a, env, me(who), g) {
+            continue;
+        }
+        if let Some(q) = quarantine::begin(a, env, me(who), g, &mut p)? {
+            n += q.messages.len();
+            quarantine::finish(a, env, me(who), &q)?;
+        }
+    }
+    Ok(n)
+}
+
+/// Group "g" holds "a" and its `head` is corrupted (it names a node that does not exist).
+/// Participant 1 quarantines it and dies at its `k`-th step; participant 2 meanwhile sends
+/// "b" to "g" (onto the damaged list before the mark, or to a fresh group after it).
+/// Participant 0 then recovers (settling 1's leftovers) and quarantines again, resuming what 1
+/// left. Afterwards: "a" was never delivered; "b" was delivered or counted as quarantined;
+/// the quarantine count covers "a"; every slot is free once the queue is drained.
+#[test]
+fn a_quarantine_racing_a_sender_and_dying_at_each_step_loses_nothing_silently() {
+    for k in 0..8 {
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            let s = send(&a, &env, 0, "g", b"a").unwrap();
+            let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+                .unwrap()
+                .expect("g is active");
+            let _ = s;
+            // Corrupt `head`: a node index past every slot and sentinel.
+            a.groups[g as usize]
+                .head
+                .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, sent_b) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        let _ = quarantine_all(&h1.arena(), &e1, 1);
+                    })
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"b"),
+            );
+            assert!(
+                !matches!(sent_b, Err(Fault::Corrupted(_))),
+                "the sender is not told Corrupted: {sent_b:?}"
+            );
+            // Participant 1 stopped at step k or finished; either way it is gone now.
+            env.kill(1);
+            recovery::recover(&a, &*env, me(0)).unwrap();
+            quarantine_all(&a, &env, 0).unwrap();
+            let got = drain(&a, &env, 0);
+            assert!(
+                !got.contains(&b"a".to_vec()),
+                "the damaged group's message was not delivered"
+            );
+            let counted = a.hdr.quarantine.0.messages.load(Ordering::SeqCst);
+            assert!(counted >= 1, "the quarantine counted \"a\"");
+            if sent_b.is_ok() {
+                assert!(
+                    got.contains(&b"b".to_vec()) || counted >= 2,
+                    "\"b\" was delivered or counted as quarantined: {got:?}, {counted}"
+                );
+            }
+            assert_eq!(
+                a.hdr.quarantine.0.groups.load(Ordering::SeqCst),
+                1,
+                "one group quarantined, once"
+            );
+            assert_clean(&a);
+        });
+    }
+}

@@ -1,0 +1,413 @@
+//! Quarantine: what a corrupted word made unreadable is taken out of the queue, counted and
+//! reported, so that it breaks one message or one group and never the queue.
+//!
+//! * **A message that cannot be read** (its lengths exceed its slot, its text or its group id is
+//!   not UTF-8, its attributes do not decode): the receive that took it removes it at once,
+//!   under the group's claim, as a dead-letter move would ([`message`]), and goes on with the
+//!   group's next message. It cannot be moved to a dead-letter queue (its bytes are not a
+//!   message), so it is dropped and counted.
+//! * **A group whose list cannot be walked** (a link or `head` names a free slot, another
+//!   group's message, or nothing): see [`group`].
+//!
+//! Both are counted in [`QuarantineLine`](crate::layout::QuarantineLine), with the time and the
+//! slot of the last message, for `attributes()`, `shmfifo stat` and the Prometheus output.
+
+use super::group::{self, Patience, TryClaim};
+use super::list::{remove, successor, Next};
+use super::ready::{release, release_claim_word};
+use super::receive::Taken;
+use super::{gstate, node, pool, vis, words, Arena, Env, Owner, PResult};
+use crate::layout::{GroupEntry, MsgHeader};
+use crate::sync::Ordering;
+
+/// Under the group's claim: takes out the message `m` (slot `idx`, incarnation `inc`) that a
+/// receive holds in flight with `vis` word `w` but could not read. Returns whether this call
+/// removed it (a failed CAS: a purge got there first).
+pub fn message(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    m: &MsgHeader,
+    idx: u32,
+    inc: u32,
+    w: u64,
+) -> bool {
+    if !remove(a, me, m, w) {
+        return false;
+    }
+    note(a, env, 1, 0, node_ref(idx, inc));
+    true
+}
+
+/// `[idx:32][inc:32]`, as `QuarantineLine::last_ref` keeps it.
+pub fn node_ref(idx: u32, inc: u32) -> u64 {
+    (u64::from(idx) << 32) | u64::from(inc)
+}
+
+/// Counts `messages` and `groups` quarantined, the last message being `last_ref`.
+fn note(a: &Arena<'_>, env: &dyn Env, messages: u64, groups: u64, last_ref: u64) {
+    let q = &a.hdr.quarantine.0;
+    // Relaxed: statistics for operators; nothing is ordered by them.
+    q.messages.fetch_add(messages, Ordering::Relaxed);
+    q.groups.fetch_add(groups, Ordering::Relaxed);
+    q.last_ms.store(env.now_ms(), Ordering::Relaxed);
+    if messages > 0 {
+        q.last_ref.store(last_ref, Ordering::Relaxed);
+    }
+}
+
+/// A group being quarantined: marked, its list closed, its senders waited for.
+#[derive(Debug)]
+pub struct Quarantine {
+    /// Group table index.
+    pub g: u32,
+    /// The incarnation quarantined.
+    pub ginc: u32,
+    /// The published messages of the group, as `(slot, incarnation, vis word)`, in the order
+    /// they were sent (their positions).
+    pub messages: Vec<(u32, u32, u64)>,
+}
+
+/// Whether group `g` (entry `e`), whose claim we hold, can be walked from `head` to its end:
+/// every node reachable is a live message of `g` (or its sentinel), within [`Arena::steps`].
+pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> bool {
+    // Acquire: we hold the claim (SYNC POINT(claim)).
+    let mut cur = e.head.load(Ordering::Acquire);
+    if !of_group(a, g, cur) {
+        return false;
+    }
+    for _ in 0..a.steps() {
+        match successor(a, cur) {
+            Ok(Next::End) => return true,
+            Ok(Next::Node(next, m, ninc)) => {
+                // Acquire: the node's state as its last writer left it.
+                if vis::state(m.vis.load(Ordering::Acquire)) == vis::State::Free
+                    // Relaxed: written before the link CAS that made it reachable.
+                    || words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
+                {
+                    return false;
+                }
+                cur = node::pack(ninc, next);
+            }
+            Ok(Next::Stale) | Err(_) => return false,
+        }
+    }
+    false // a cycle
+}
+
+/// Whether node reference `r` names group `g`'s sentinel or a slot holding a message of `g`.
+fn of_group(a: &Arena<'_>, g: u32, r: u64) -> bool {
+    let i = node::index(r);
+    if i >= a.total {
+        return i == a.sentinel_index(g);
+    }
+    // Relaxed: a check under the claim; the walk re-reads what it uses.
+    a.msg(i)
+        .is_ok_and(|m| words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g)
+}
+
+/// Every slot, with its global index.
+fn slots<'b, 'a: 'b>(a: &'b Arena<'a>) -> impl Iterator<Item = (u32, &'a MsgHeader)> + 'b {
+    a.classes.iter().take(a.nclasses).flatten().flat_map(|cl| {
+        cl.headers
+            .iter()
+            .enumerate()
+            .map(move |(i, h)| (cl.base + i as u32, h))
+    })
+}
+
+/// Starts (or resumes) quarantining group `g` if its list cannot be walked:
+///
+/// 1. **Claim and confirm**: the group's claim, then [`walkable`] under it (a sound group is
+///    released untouched: `Ok(None)`).
+/// 2. **Mark**: the state word goes from `ACTIVE(ginc)` to `TOMBSTONE(ginc)` owned by us, which
+///    no insert reuses and no lookup finds: new sends of the group's id start a fresh group,
+///    and appenders that looked it up before fail their `is_active` check or the link CAS
+///    below and look again.
+/// 3. **Close**: every node of the group (its sentinel, and each slot whose `group_epoch0`
+///    names it) and every node linked after one of them gets `CLOSED` in place of `NIL`, so no
+///    append can succeed any more (the link word is where appenders and we agree).
+/// 4. **Wait for senders** that linked before the close: their slots are `CLAIMED` by a live
+///    participant and name the group; they publish within a moment (or are stopped: then
+///    [`Fault::Busy`], the mark stays, and the next recovery resumes here).
+///
+/// Resuming: a `TOMBSTONE` owned by us or by a dead participant is taken over at step 3.
+/// Returns the group's published messages for the caller to move to the dead-letter queue or
+/// drop, then [`finish`].
+///
+/// Every wait (for the claim, for senders) draws on `p`, which the caller may share between
+/// groups, so a pass over many groups waits one bound in all, not one per group.
+pub fn begin(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    g: u32,
+    p: &mut Patience,
+) -> PResult<Option<Quarantine>> {
+    let e = a.group(g)?;
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    let ginc = gstate::ginc(st);
+    let marked = gstate::pack(ginc, gstate::TOMBSTONE, me);
+    match gstate::kind(st) {
+        gstate::ACTIVE => {
+            let cw = loop {
+                match group::try_claim(a, env, e, me, ginc) {
+                    TryClaim::Acquired { cw, .. } => break cw,
+                    TryClaim::Gone => return Ok(None),
+                    TryClaim::Busy(_) => p.wait(
+                        env,
+                        "a group claim is held by a live participant (stopped?)",
+                    )?,
+                }
+            };
+            if walkable(a, g, e) {
+                release(a, env, me, cw, g)?;
+                return Ok(None);
+            }
+            crash_point!();
+            // SeqCst: appenders' `is_active` loads and link CASes are ordered against the mark
+            // (a sender that saw ACTIVE linked before the close below, or fails there).
+            if e.state
+                .compare_exchange(st, marked, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                release_claim_word(e, cw);
+                return Ok(None);
+            }
+            // Relaxed: a capacity counter (the group no longer counts as active).
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            // The claim word is of this incarnation only: nobody acts on a group that is not
+            // ACTIVE, and a later incarnation takes a stale claim over.
+            release_claim_word(e, cw);
+            crash_point!();
+        }
+        gstate::TOMBSTONE
+            if gstate::owner(st) != Owner::NOBODY
+                && (gstate::owner(st) == me || a.owner_dead(env, gstate::owner(st))) =>
+        {
+            // A quarantine left by a dead (or our own earlier, busy) recovery: take it over.
+            // SeqCst: as the mark.
+            if e.state
+                .compare_exchange(st, marked, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+            {
+                return Ok(None);
+            }
+        }
+        _ => return Ok(None),
+    }
+    close(a, g, node::pack(ginc, a.sentinel_index(g)));
+    for (i, h) in slots(a) {
+        // Acquire: pairs with the Release of whoever wrote the slot last, so `group_epoch0`
+        // is the one of the state read.
+        let w = h.vis.load(Ordering::Acquire);
+        if vis::state(w) != vis::State::Free
+            // Relaxed: ordered by the Acquire load above.
+            && words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g
+        {
+            // Acquire: the incarnation of the node to close.
+            close(
+                a,
+                g,
+                node::pack(node::inc(h.link.load(Ordering::Acquire)), i),
+            );
+        }
+    }
+    crash_point!();
+    // Senders that linked before the close publish their messages now; wait for them.
+    loop {
+        let busy = slots(a).any(|(i, h)| {
+            // Acquire: the slot's latest state.
+            let w = h.vis.load(Ordering::Acquire);
+            matches!(vis::state(w), vis::State::Claimed(o) if o != me && !a.owner_dead(env, o))
+                // Relaxed: ordered by the Acquire load above.
+                && words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g
+                && linked(a, g, i)
+        });
+        if !busy {
+            break;
+        }
+        p.wait(
+            env,
+            "a sender of a quarantined group is still publishing (stopped?)",
+        )?;
+    }
+    let mut messages: Vec<(u32, u32, u64, u64)> = Vec::new();
+    for (i, h) in slots(a) {
+        // Acquire: as above.
+        let w = h.vis.load(Ordering::Acquire);
+        // Relaxed: ordered by the Acquire load above.
+        if let vis::State::Published(_) = vis::state(w) {
+            if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g {
+                // Acquire: the incarnation the message ids are made of.
+                let inc = node::inc(h.link.load(Ordering::Acquire));
+                messages.push((i, inc, w, h.pos.load(Ordering::Relaxed)));
+            }
+        }
+    }
+    messages.sort_by_key(|m| m.3);
+    Ok(Some(Quarantine {
+        g,
+        ginc,
+        messages: messages
+            .into_iter()
+            .map(|(i, inc, w, _)| (i, inc, w))
+            .collect(),
+    }))
+}
+
+/// Whether the message in slot `target` of group `g` is linked: some node's link names it (a sender
+/// whose append failed at the close never is, and looks the group up again).
+fn linked(a: &Arena<'_>, g: u32, target: u32) -> bool {
+    let named = |l: u64| node::index(l) == target;
+    // Acquire: links are published by SeqCst CASes.
+    let sentinel = a
+        .link(a.sentinel_index(g))
+        .is_ok_and(|w| named(w.load(Ordering::Acquire)));
+    sentinel || slots(a).any(|(_, x)| named(x.link.load(Ordering::Acquire)))
+}
+
+/// Closes the chain that starts at node `r` of group `g`: follows links through nodes of `g`
+/// and turns the first `NIL` into `CLOSED` (keeping the incarnation), so no append can link
+/// after it. Bounded by [`Arena::steps`]; stops at a freed node or one of another group.
+fn close(a: &Arena<'_>, g: u32, mut r: u64) {
+    for _ in 0..a.steps() {
+        let Ok(lw) = a.link(node::index(r)) else {
+            return;
+        };
+        // Acquire: SYNC POINT(node-link), a node linked here is seen with its fields.
+        let l = lw.load(Ordering::Acquire);
+        if node::inc(l) != node::inc(r) {
+            return; // freed meanwhile
+        }
+        match node::index(l) {
+            node::CLOSED => return,
+            node::NIL => {
+                // SeqCst: against appenders' SeqCst link CAS; exactly one of them wins.
+                if lw
+                    .compare_exchange(
+                        l,
+                        node::pack(node::inc(l), node::CLOSED),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    return;
+                }
+            }
+            next => {
+                let Ok(m) = a.msg(next) else { return };
+                // Relaxed: written before the link CAS we just read with Acquire.
+                if words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g {
+                    return;
+                }
+                // Acquire: the next node's incarnation.
+                r = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
+            }
+        }
+    }
+}
+
+/// Ends a quarantine begun by [`begin`], once the caller has moved or dropped its messages:
+/// frees every slot of the group (its published messages, deleted nodes, and sends of dead
+/// producers), makes the entry a plain, reusable tombstone, and counts it. Returns how many
+/// published messages it removed. Safe to repeat after a crash (every step is a CAS from the
+/// state it found).
+pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResult<u64> {
+    let e = a.group(q.g)?;
+    let marked = gstate::pack(q.ginc, gstate::TOMBSTONE, me);
+    // Acquire: our mark, or a resumer's.
+    if e.state.load(Ordering::Acquire) != marked {
+        return Ok(0);
+    }
+    let mut removed = 0;
+    for (i, h) in slots(a) {
+        // Acquire: as in `begin`.
+        let w = h.vis.load(Ordering::Acquire);
+        // Relaxed: ordered by the Acquire load above.
+        if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) != q.g {
+            continue;
+        }
+        let w = match vis::state(w) {
+            vis::State::Published(_) => {
+                if !remove(a, me, h, w) {
+                    continue; // changed meanwhile: the next recovery looks again
+                }
+                removed += 1;
+                // Acquire: the incarnation of the message removed. Counted at once, so a
+                // quarantine that dies later has counted what it removed.
+                note(
+                    a,
+                    env,
+                    1,
+                    0,
+                    node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
+                );
+                vis::pack(vis::next(vis::epoch(w)), vis::DELETED)
+            }
+            vis::State::Deleted => w,
+            vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => w,
+            _ => continue,
+        };
+        crash_point!();
+        pool::free(a, i, w)?;
+    }
+    // Release: our frees happen before a reuser's Acquire CAS of `state`.
+    if e.state
+        .compare_exchange(
+            marked,
+            gstate::pack(q.ginc, gstate::TOMBSTONE, Owner::NOBODY),
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+    {
+        note(a, env, 0, 1, 0);
+    }
+    Ok(removed)
+}
+
+/// Whether group `g` may need a quarantine (checked without its claim, so a group changing
+/// under the look may be suspected wrongly: [`begin`] checks again under the claim): it is
+/// `ACTIVE` and cannot be walked, or a quarantine of it was left by a dead participant (or
+/// by us, busy).
+pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
+    let Ok(e) = a.group(g) else { return false };
+    // Acquire: SYNC POINT(group-publish).
+    let st = e.state.load(Ordering::Acquire);
+    match gstate::kind(st) {
+        gstate::ACTIVE => !walkable(a, g, e),
+        gstate::TOMBSTONE => {
+            let o = gstate::owner(st);
+            o != Owner::NOBODY && (o == me || a.owner_dead(env, o))
+        }
+        _ => false,
+    }
+}
+
+/// A published message of a group being quarantined, as a receive would hand it over (to
+/// the dead-letter mover): its header, group entry and payload.
+pub fn taken<'a>(a: &Arena<'a>, g: u32, idx: u32, inc: u32, w: u64) -> PResult<Taken<'a>> {
+    let m = a.msg(idx)?;
+    let (cl, slot) = a.class_of(idx)?;
+    // Relaxed: written before the message was published; nobody else acts on a marked group.
+    let ge = m.group_epoch0.load(Ordering::Relaxed);
+    let len = words::payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
+    // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`, so
+    // the bytes are inside the payload array. The group is marked: nobody receives, moves or
+    // frees its messages until `finish`, which runs after the caller is done with them.
+    let payload = unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+    let epoch = vis::epoch(w);
+    Ok(Taken {
+        idx,
+        inc,
+        epoch,
+        receive_count: epoch.wrapping_sub(words::unpack_group_epoch0(ge).1) & vis::EPOCH_MASK,
+        header: m,
+        group: a.group(g)?,
+        payload,
+        vis: w,
+    })
+}
