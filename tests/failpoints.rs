@@ -102,6 +102,10 @@ fn child(spec: &str) {
         "release" => {
             q.recover().unwrap();
         }
+        "quarantine" => {
+            failpoint::arm(k);
+            q.recover().unwrap();
+        }
         "set-redrive-policy" => {
             failpoint::arm(k);
             q.set_attribute("RedrivePolicy", &policy_json(f[3], 3))
@@ -347,6 +351,57 @@ fn case_purge(op: &str, k: u64, full: usize) -> bool {
         !set.contains(&held[0].body),
         "{op} k={k}: purged or deleted"
     );
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
+    o.killed
+}
+
+/// The quarantine of a damaged group inside `recover` (issue 20, item 6), killed at each
+/// step: a group whose `head` names a node that does not exist holds "a" and "b", a healthy
+/// one holds "c". Afterwards a second `recover` finishes (or resumes) the quarantine: the
+/// damaged group's messages are never delivered, "c" is, the group is counted once, and
+/// every slot of the damaged group is free again.
+fn case_quarantine(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpquar", &config());
+    for (g, b) in [
+        ("the-damaged-group", "a"),
+        ("the-damaged-group", "b"),
+        ("healthy", "c"),
+    ] {
+        send(&q, g, b);
+    }
+    let path = format!("/dev/shm/{name}");
+    let bytes = std::fs::read(&path).unwrap();
+    let id = b"the-damag";
+    let at = bytes
+        .windows(id.len())
+        .position(|w| w == id)
+        .expect("the group id is in the arena");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        // `head` (32 bytes into the entry; the id is 88 bytes in): a node that does not exist.
+        f.write_all_at(&0xFFFF_FFF0_u64.to_le_bytes(), (at - 88 + 32) as u64)
+            .unwrap();
+    }
+    let o = run_child(op, &name, k, "");
+    let r = q
+        .recover()
+        .expect("the second recover finishes or resumes the quarantine");
+    let a = q.attributes();
+    assert_eq!(a.quarantined_groups, 1, "{op} k={k}: counted once ({r:?})");
+    if !o.killed {
+        assert_eq!(
+            r.quarantined_groups, 0,
+            "{op} k={k}: nothing left to quarantine"
+        );
+    }
+    let got = drain(&q);
+    assert_eq!(
+        got,
+        ["c"],
+        "{op} k={k}: only the healthy group is delivered"
+    );
+    assert_eq!(q.recover().unwrap().quarantined_groups, 0);
     finish(&q, &name, &got, full, &format!("{op} k={k}"));
     o.killed
 }
@@ -602,7 +657,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 9] = [
+    let cases: [(&str, Case); 10] = [
         ("send", case_send),
         ("send-new-group", case_send),
         ("receive-delete", case_receive_delete),
@@ -612,6 +667,7 @@ fn main() {
         ("attempt-receive", case_attempt_receive),
         ("release", case_release),
         ("set-redrive-policy", case_set_redrive_policy),
+        ("quarantine", case_quarantine),
     ];
     let mut total = 0;
     for (op, case) in cases {
