@@ -9,7 +9,7 @@ export RUSTC_BOOTSTRAP=1
 # A target killed by a timeout or a crash leaves its scratch directory under /dev/shm: clean
 # them up whatever happens (issue 20).
 trap 'rm -rf /dev/shm/shmfifo-fuzz-* 2>/dev/null || true' EXIT
-for t in open_arena live_scribble one_word; do
+for t in open_arena live_scribble one_word c_abi; do
     mkdir -p "corpus/$t" "artifacts/$t"
     cargo fuzz run "$t" "corpus/$t" "regressions/$t" -- \
         -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -artifact_prefix="artifacts/$t/"
