@@ -140,6 +140,11 @@ const SCRIPT: &[u8] = &[
     9,  // attributes
 ];
 
+thread_local! {
+    /// When this thread's current input started (for the trace).
+    static START: std::time::Instant = std::time::Instant::now();
+}
+
 /// Reads an input front to back; past its end every read gives zeros.
 struct Input<'a> {
     data: &'a [u8],
@@ -505,7 +510,11 @@ impl Ctx {
         let who = op >> 5;
         let op = op & 31;
         if self.trace {
-            eprintln!("op {op} (handle {who}) at input byte {}", inp.pos - 1);
+            eprintln!(
+                "op {op} (handle {who}) at input byte {}, {:?} into the input",
+                inp.pos - 1,
+                START.with(|s| s.elapsed())
+            );
         }
         if op >= 18 {
             self.scribble(inp);

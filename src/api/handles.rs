@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::queue::{fault, ms, Queue};
+use super::queue::{fault, ms, Op, Queue};
 use super::types::*;
 use crate::config::MAX_VISIBILITY_TIMEOUT;
 use crate::error::{Error, Result};
@@ -54,7 +54,8 @@ impl Queue {
     pub fn delete(&self, handle: &ReceiptHandle) -> Result<()> {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        handle::delete(&self.arena(), inner, inner.me, h).map_err(|f| self.handle_fault(f, handle))
+        handle::delete(&self.arena(), &Op::new(inner), inner.me, h)
+            .map_err(|f| self.handle_fault(f, handle))
     }
 
     /// Deletes by the text form of a receipt handle.
@@ -145,7 +146,7 @@ impl Queue {
         }
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        handle::change_visibility(&self.arena(), inner, inner.me, h, ms(timeout))
+        handle::change_visibility(&self.arena(), &Op::new(inner), inner.me, h, ms(timeout))
             .map_err(|f| self.handle_fault(f, handle))
     }
 

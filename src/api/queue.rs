@@ -63,6 +63,52 @@ unsafe impl Send for Inner {}
 // SAFETY: as above.
 unsafe impl Sync for Inner {}
 
+/// The [`Env`] of one protocol call: the clock is read at most once (the first time the
+/// protocol asks) and that instant serves the whole call, as SQS stamps a request with one
+/// time; the wall clock is derived from it (the creation's wall clock plus arena time, as
+/// `SentTimestamp` is). Waits measure themselves with [`Env::elapsed_ms`], a fresh reading.
+pub(super) struct Op<'a> {
+    pub(super) inner: &'a Inner,
+    now: std::cell::Cell<u64>,
+}
+
+impl<'a> Op<'a> {
+    pub(super) fn new(inner: &'a Inner) -> Self {
+        Op {
+            inner,
+            now: std::cell::Cell::new(0),
+        }
+    }
+}
+
+impl Env for Op<'_> {
+    fn now_ms(&self) -> u64 {
+        match self.now.get() {
+            0 => {
+                let t = self.inner.now_ms();
+                self.now.set(t);
+                t
+            }
+            t => t,
+        }
+    }
+    fn wall_ms(&self) -> u64 {
+        // Arena time 1 is the creation instant (see `Inner::now_ms`).
+        self.inner
+            .created_wall_ms
+            .saturating_add(self.now_ms().saturating_sub(1))
+    }
+    fn participant_alive(&self, index: u32) -> bool {
+        self.inner.participant_alive(index)
+    }
+    fn wake(&self, word: &AtomicU32) {
+        self.inner.wake(word)
+    }
+    fn elapsed_ms(&self) -> u64 {
+        self.inner.now_ms()
+    }
+}
+
 impl Env for Inner {
     /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {

@@ -2,7 +2,7 @@
 //! budget (R8), attempt-id replays (R11), and copying taken messages out.
 
 use super::framing;
-use super::queue::{fault, ms, Queue};
+use super::queue::{fault, ms, Op, Queue};
 use super::send::hash_id;
 use super::types::*;
 use crate::config::{MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
@@ -501,8 +501,15 @@ impl Queue {
             fresh_budget: self.fresh_budget(),
             dead_letter: dl.map(|(max, _)| (max, &mut mover as receive::Mover<'_>)),
         };
-        let rep = receive::receive(&self.arena(), inner, inner.me, max, &mut policy, &mut sink)
-            .map_err(|f| fault(f, inner))?;
+        let rep = receive::receive(
+            &self.arena(),
+            &Op::new(inner),
+            inner.me,
+            max,
+            &mut policy,
+            &mut sink,
+        )
+        .map_err(|f| fault(f, inner))?;
         if rep.limited {
             accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
         }

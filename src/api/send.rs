@@ -4,7 +4,7 @@
 use std::hash::Hasher;
 
 use super::framing;
-use super::queue::{fault, Queue};
+use super::queue::{fault, Op, Queue};
 use super::types::*;
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
@@ -236,7 +236,7 @@ impl Queue {
             source_len: source.len() as u8,
             prior_receives,
         };
-        let sent = match send::send(&self.arena(), inner, inner.me, &out) {
+        let sent = match send::send(&self.arena(), &Op::new(inner), inner.me, &out) {
             // Slots claimed by producers that died are reclaimed by recovery, and messages past
             // their retention period by a sweep. Before reporting the class full, run each if
             // it is due: recovery once per liveness period for the whole queue and only when a

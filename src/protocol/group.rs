@@ -139,7 +139,7 @@ impl Patience {
         // Once spent, spent: a patience shared by many waits (a purge over every group) gives
         // each later wait up at once.
         if self.spent || self.rounds % 64 == 1 {
-            let now = env.now_ms();
+            let now = env.elapsed_ms();
             let t0 = *self.since.get_or_insert(now);
             if self.spent || now.saturating_sub(t0) >= self.budget_ms {
                 self.spent = true;

@@ -4,7 +4,7 @@ use super::accounting::{account_in_flight, count};
 use super::dedup;
 use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Next};
-use super::ready::{cleanup, hint_if_ready, poke, release, Cleaned};
+use super::ready::{cleanup, hint_if_ready, or_release, poke, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
 use super::Owner;
 use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
@@ -186,25 +186,29 @@ fn purge_group(
             },
         }
     };
-    let mut n = 0;
-    let mut cur = e.head.load(Ordering::Acquire);
-    for _ in 0..a.steps() {
-        let Next::Node(next, m, ninc) = successor(a, cur)? else {
-            break;
-        };
-        // Acquire: the message's latest state.
-        let w = m.vis.load(Ordering::Acquire);
-        if let vis::State::Published(_) = vis::state(w) {
-            // Bumping the epoch expires every handle (H2); a failed CAS: look again.
-            if !remove(a, me, m, w) {
-                continue;
+    let walk = || -> PResult<u64> {
+        let mut n = 0;
+        let mut cur = e.head.load(Ordering::Acquire);
+        for _ in 0..a.steps() {
+            let Next::Node(next, m, ninc) = successor(a, cur)? else {
+                break;
+            };
+            // Acquire: the message's latest state.
+            let w = m.vis.load(Ordering::Acquire);
+            if let vis::State::Published(_) = vis::state(w) {
+                // Bumping the epoch expires every handle (H2); a failed CAS: look again.
+                if !remove(a, me, m, w) {
+                    continue;
+                }
+                n += 1;
             }
-            n += 1;
+            cur = node::pack(ninc, next);
         }
-        cur = node::pack(ninc, next);
-    }
-    if cleanup(a, env, cw, e)? == Cleaned::Kept {
-        release(a, env, me, cw, g)?;
+        Ok(n)
+    };
+    let n = or_release(e, cw, walk())?;
+    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
+        or_release(e, cw, release(a, env, me, cw, g))?;
     }
     Ok(n)
 }

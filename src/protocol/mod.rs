@@ -134,6 +134,12 @@ pub trait Env {
     fn participant_alive(&self, index: u32) -> bool;
     /// Wakes one receiver sleeping on `word`.
     fn wake(&self, word: &AtomicU32);
+    /// A fresh reading of [`Env::now_ms`]'s clock, for measuring how long a wait has lasted.
+    /// `now_ms` may be read once per operation and reused (the API's [`Env`] does); this one
+    /// never is.
+    fn elapsed_ms(&self) -> u64 {
+        self.now_ms()
+    }
 }
 
 /// A fault found in shared memory or a capacity limit reached.

@@ -14,7 +14,7 @@
 
 use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Next};
-use super::ready::{release, release_claim_word};
+use super::ready::{or_release, release, release_claim_word};
 use super::receive::Taken;
 use super::{gstate, node, pool, vis, words, Arena, Env, Owner, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
@@ -162,7 +162,7 @@ pub fn begin(
                 }
             };
             if walkable(a, g, e) {
-                release(a, env, me, cw, g)?;
+                or_release(e, cw, release(a, env, me, cw, g))?;
                 return Ok(None);
             }
             crash_point!();

@@ -163,6 +163,22 @@ fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
     Ok(())
 }
 
+/// What a step made under group `e`'s claim `cw` returned: on a fault (a corrupted word met
+/// under the claim), the claim is given up first, so that the fault breaks the operation and
+/// never leaves the group held by a process that goes on living (its later operations, and
+/// everyone else's, would wait on it). Under loom a participant stopped forever keeps it.
+pub(crate) fn or_release<T>(e: &GroupEntry, cw: u64, r: PResult<T>) -> PResult<T> {
+    if let Err(f) = &r {
+        #[cfg(shmfifo_loom)]
+        if *f == Fault::Crashed {
+            return r;
+        }
+        let _ = f;
+        release_claim_word(e, cw);
+    }
+    r
+}
+
 /// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
 pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
     for _ in 0..64 {
@@ -315,10 +331,10 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<(
         } else {
             match group::try_claim(a, env, e, me, ginc) {
                 TryClaim::Acquired { cw, .. } => {
-                    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+                    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Retired {
                         return Ok(());
                     }
-                    return release(a, env, me, cw, g);
+                    return or_release(e, cw, release(a, env, me, cw, g));
                 }
                 TryClaim::Gone => return Ok(()),
                 TryClaim::Busy(_) => {}
@@ -462,14 +478,14 @@ fn sweep_group(
         // clean up (which retires an empty group) and release (which re-hints).
         // An expired head (T1) is removed here, so memory comes back without any receiver.
         if let TryClaim::Acquired { cw, .. } = group::try_claim(a, env, e, me, ginc) {
-            if cleanup(a, env, cw, e)? == Cleaned::Kept {
+            if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
                 if status == Status::Expired {
-                    trim_expired(a, env, me, e)?;
-                    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+                    or_release(e, cw, trim_expired(a, env, me, e))?;
+                    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Retired {
                         return Ok(None);
                     }
                 }
-                release(a, env, me, cw, g)?;
+                or_release(e, cw, release(a, env, me, cw, g))?;
             }
         }
         return Ok(None);

@@ -6,7 +6,9 @@ use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
 use super::quarantine;
-use super::ready::{cleanup, maybe_sweep, poke, release, release_claim_word, ring, Cleaned};
+use super::ready::{
+    cleanup, maybe_sweep, or_release, poke, release, release_claim_word, ring, Cleaned,
+};
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::settle::{settle_known, Link, Then};
 use super::times::{Standing, Times};
@@ -321,7 +323,7 @@ pub fn replay(
                 .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok();
         if ok {
-            let (cl, slot) = a.class_of(idx)?;
+            let (cl, slot) = or_release(e, cw, a.class_of(idx))?;
             // Relaxed: read under the claim, after the Acquire CAS.
             let len = payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
             // SAFETY: as in `take`: inside the class's payload array, and we hold the group
@@ -342,7 +344,7 @@ pub fn replay(
                 // Unreadable now (corrupted since it was first received): take it out, and
                 // let a fresh receive answer this attempt.
                 quarantine::message(a, env, me, m, idx, node::inc(r), new);
-                release(a, env, me, cw, g)?;
+                or_release(e, cw, release(a, env, me, cw, g))?;
                 return Ok(false);
             }
             if vt_ms > 0 {
@@ -350,7 +352,7 @@ pub fn replay(
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
             }
         }
-        release(a, env, me, cw, g)?;
+        or_release(e, cw, release(a, env, me, cw, g))?;
         if !ok {
             return Ok(false);
         }

@@ -5,7 +5,7 @@ use super::accounting::count;
 use super::dedup::{self, Reserved};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
-use super::ready::{cleanup, hint, release, Cleaned};
+use super::ready::{cleanup, hint, or_release, release, Cleaned};
 use super::words::{self, pack_group_epoch0};
 use super::Owner;
 use super::{node, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
@@ -355,8 +355,8 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, ginc: u32) -> PR
     }
     match group::try_claim(a, env, e, me, ginc) {
         TryClaim::Acquired { cw, .. } => {
-            if cleanup(a, env, cw, e)? == Cleaned::Kept {
-                release(a, env, me, cw, g)?;
+            if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
+                or_release(e, cw, release(a, env, me, cw, g))?;
                 // The group is live under our claim, yet an append found it closing: only
                 // corruption does that persistently.
                 return Ok(Helped::ClosedUnderUs);

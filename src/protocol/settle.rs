@@ -7,7 +7,7 @@
 
 use super::dedup::{self, PENDING};
 use super::group::{self, TryClaim};
-use super::ready::{hint_if_ready, release};
+use super::ready::{hint_if_ready, or_release, release};
 use super::Owner;
 use super::{gstate, node, pool, vis, words, Arena, Env, Fault, PResult};
 use crate::layout::MsgHeader;
@@ -154,21 +154,23 @@ fn find_in_group(
         TryClaim::Gone => return Ok(Walked::Absent),
         TryClaim::Busy(_) => return Ok(Walked::Busy),
     };
-    let mut found = false;
-    let mut cur = e.head.load(Ordering::Acquire);
-    for _ in 0..a.steps() {
-        let l = a.link(node::index(cur))?.load(Ordering::Acquire);
-        let next = node::index(l);
-        if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
-            break;
+    let walk = || -> PResult<bool> {
+        let mut cur = e.head.load(Ordering::Acquire);
+        for _ in 0..a.steps() {
+            let l = a.link(node::index(cur))?.load(Ordering::Acquire);
+            let next = node::index(l);
+            if node::inc(l) != node::inc(cur) || next == node::NIL || next == node::CLOSED {
+                break;
+            }
+            if next == idx {
+                return Ok(true);
+            }
+            cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
         }
-        if next == idx {
-            found = true;
-            break;
-        }
-        cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
-    }
-    release(a, env, me, cw, g)?;
+        Ok(false)
+    };
+    let found = or_release(e, cw, walk())?;
+    or_release(e, cw, release(a, env, me, cw, g))?;
     Ok(if found { Walked::Found } else { Walked::Absent })
 }
 
