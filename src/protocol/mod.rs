@@ -290,14 +290,15 @@ impl<'a> Arena<'a> {
             return true;
         };
         // Acquire: pairs with the registration's Release store, which happens before the
-        // owner code appears in any claim (claims are taken with AcqRel). A stale (older)
-        // generation is read as "alive": only a newer generation, or our own generation marked
-        // FREE, proves that the owner is gone.
+        // owner code appears in any claim (claims are taken with AcqRel, codes read with
+        // Acquire), so the registry we read is at least as new as the code. A newer
+        // generation in the registry proves the owner gone; an older one (the code names a
+        // generation never registered) can only come from corruption, and nobody can hold
+        // it: a hostile word must not keep a claim forever (issue 20, one bad word).
         let st = p.state.load(crate::sync::Ordering::Acquire);
         let reg = pstate::gen(st) & ((1 << owner::GEN_BITS) - 1);
         if reg != gen {
-            let ahead = reg.wrapping_sub(gen) & ((1 << owner::GEN_BITS) - 1);
-            return ahead < (1 << (owner::GEN_BITS - 1));
+            return true;
         }
         if pstate::status(st) != pstate::ALIVE {
             return true;
