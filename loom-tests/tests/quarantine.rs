@@ -89,3 +89,55 @@ fn a_quarantine_racing_a_sender_and_dying_at_each_step_loses_nothing_silently() 
         });
     }
 }
+
+/// As above, but participant 1 stops forever at its `k`-th step and stays alive (SIGSTOP):
+/// nothing it holds can be taken over. Participant 2's send to "g" is never `Corrupted` (a
+/// marked group is looked up afresh), and participant 0's recovery and quarantine pass go on
+/// around it: "a" is never delivered, and a message sent after the pass to a new group is.
+#[test]
+fn a_quarantine_stopped_forever_blocks_nothing_else() {
+    for k in 0..8 {
+        model(move || {
+            let h = arena(3, 2, 6);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"a").unwrap();
+            let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+                .unwrap()
+                .expect("g is active");
+            a.groups[g as usize]
+                .head
+                .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, sent_b) = par(
+                move || {
+                    crash::arm(k);
+                    // Stopped (not dead): whatever it holds stays held.
+                    let _ = quarantine_all(&h1.arena(), &e1, 1);
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"b"),
+            );
+            assert!(
+                !matches!(sent_b, Err(Fault::Corrupted(_))),
+                "the sender is not told Corrupted: {sent_b:?}"
+            );
+            recovery::recover(&a, &*env, me(0)).unwrap();
+            let pass = quarantine_all(&a, &env, 0);
+            assert!(
+                matches!(pass, Ok(_) | Err(Fault::Busy(_))),
+                "the pass goes on around the stopped one: {pass:?}"
+            );
+            send(&a, &env, 0, "h", b"c").expect("a new group is served");
+            let got = drain(&a, &env, 0);
+            assert!(
+                !got.contains(&b"a".to_vec()),
+                "the damaged group's message was not delivered"
+            );
+            assert!(
+                got.contains(&b"c".to_vec()),
+                "the new group is served: {got:?}"
+            );
+        });
+    }
+}
