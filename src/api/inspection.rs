@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::queue::{fault, Queue};
-use super::receive::fill;
+use super::receive::Filler;
 use super::types::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
@@ -60,8 +60,9 @@ impl Queue {
     pub fn peek(&self, max: usize) -> Result<Vec<PeekedMessage>> {
         let inner = &*self.inner;
         let mut m = Message::default();
+        let mut filler = Filler::new(inner);
         let (out, bad) = inspect::peek(&self.arena(), inner, max, &mut |t| {
-            fill(&mut m, t, inner.nonce, inner.created_wall_ms)?;
+            filler.fill(&mut m, t)?;
             Ok(PeekedMessage {
                 message_id: m.message_id,
                 body: std::mem::take(&mut m.body),

@@ -16,6 +16,50 @@ use crate::{sys, validate};
 /// Spin rounds before a long-polling receiver goes to sleep.
 pub(super) const SPIN_ROUNDS: u32 = 200;
 
+/// Copies taken messages into [`Message`]s ([`fill`]) and checks each group id against the
+/// keyed hash its entry was inserted with, once per group entry in a row: a corrupted id word
+/// would otherwise hand one group's messages out under another group's id (two groups of one
+/// id, each with its own in-flight exclusion). A mismatch makes the message unreadable, so it
+/// is quarantined: the damage stays in the group whose entry it is.
+pub(super) struct Filler {
+    nonce: u64,
+    created_wall_ms: u64,
+    keys: (u64, u64),
+    /// The group entry whose id was checked last (its address), 0 for none.
+    checked: usize,
+}
+
+impl Filler {
+    pub(super) fn new(inner: &super::queue::Inner) -> Self {
+        Filler {
+            nonce: inner.nonce,
+            created_wall_ms: inner.created_wall_ms,
+            keys: inner.keys,
+            checked: 0,
+        }
+    }
+
+    /// [`fill`], then the group id check.
+    pub(super) fn fill(
+        &mut self,
+        m: &mut Message,
+        t: &Taken<'_>,
+    ) -> std::result::Result<(), &'static str> {
+        fill(m, t, self.nonce, self.created_wall_ms)?;
+        let at = t.group as *const _ as usize;
+        if at != self.checked {
+            // Relaxed: read under the group claim (or re-validated by a peek).
+            if super::send::hash_id(self.keys, m.group_id.as_bytes())
+                != t.group.hash.load(Ordering::Relaxed)
+            {
+                return Err("group id does not match its hash");
+            }
+            self.checked = at;
+        }
+        Ok(())
+    }
+}
+
 /// Copies a taken message into `m`, reusing its allocations. Errors name corrupted framing.
 pub(super) fn fill(
     m: &mut Message,
@@ -243,13 +287,12 @@ impl Queue {
         let a = self.arena();
         if let Some(rec) = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes()) {
             buf.len = 0;
-            let nonce = inner.nonce;
-            let created = inner.created_wall_ms;
+            let mut filler = Filler::new(inner);
             let mut new = rec;
             let mut k = 0;
             let mut sink = |t: &Taken<'_>| {
                 let n = buf.len;
-                if fill(buf.next_slot(), t, nonce, created).is_err() {
+                if filler.fill(buf.next_slot(), t).is_err() {
                     // Unreadable (a corrupted word): the protocol quarantines it, and a fresh
                     // receive answers this attempt.
                     buf.len = n;
@@ -460,11 +503,10 @@ impl Queue {
         dl: Option<(u32, u64)>,
     ) -> Result<Pass> {
         let inner = &*self.inner;
-        let nonce = inner.nonce;
-        let created = inner.created_wall_ms;
+        let mut filler = Filler::new(inner);
         let mut sink = |t: &Taken<'_>| {
             let k = buf.len;
-            if fill(buf.next_slot(), t, nonce, created).is_err() {
+            if filler.fill(buf.next_slot(), t).is_err() {
                 // Unreadable (a corrupted word): not returned; the protocol quarantines it.
                 buf.len = k;
                 return false;
