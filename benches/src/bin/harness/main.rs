@@ -549,7 +549,7 @@ fn run(args: Args) -> Result<i32, String> {
         .unwrap_or(1_000_000);
     let big = groups_variant(plan.producers, plan.consumers, biggest);
     let small = groups_variant(plan.producers, plan.consumers, 1_000);
-    let verdicts = report::targets(&rows, mem.as_ref(), (&big, &small));
+    let verdicts = report::targets(&records, &rows, mem.as_ref(), (&big, &small));
     let elapsed = started.elapsed().as_secs_f64();
 
     let mut md = String::new();
@@ -581,7 +581,15 @@ fn run(args: Args) -> Result<i32, String> {
             m.per_slot_192, m.header, m.per_dedup_entry
         ));
     }
-    md.push_str("\nTargets (ratios of medians measured in this run):\n\n");
+    md.push_str(&format!(
+        "\nTargets (each ratio the median over repeats of the two figures measured in the same \
+         repeat, beside the medians; the cache-line ping-pong per repeat: {}):\n\n",
+        report::cache_line_per_repeat(&records)
+            .iter()
+            .map(|&ns| report::us(ns))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     md.push_str(&report::targets_table(&verdicts));
     println!("{md}");
 
