@@ -514,6 +514,29 @@ fn r11_retry_with_attempt_id_returns_the_same_batch() {
     assert_ne!(fresh[0].receipt_handle, first[0].receipt_handle);
 }
 
+/// R11, R1: a retry asking for fewer messages than the recorded receive returned is a fresh
+/// receive, never a response larger than its MaxNumberOfMessages (found by the C ABI fuzz
+/// target: the replay wrote past the caller's array).
+#[test]
+fn r11_a_retry_with_a_smaller_maximum_never_returns_more() {
+    let q = queue("r11max", &small());
+    for g in ["g1", "g2", "g3", "g4"] {
+        send(&q, g, g);
+    }
+    let three = ReceiveOptions::max(3).visibility_timeout(Duration::from_secs(30));
+    let first = q.receive_with_attempt_id(&three, "try-max").unwrap();
+    assert_eq!(first.len(), 3);
+    let one = ReceiveOptions::max(1).visibility_timeout(Duration::from_secs(30));
+    let again = q.receive_with_attempt_id(&one, "try-max").unwrap();
+    assert_eq!(again.len(), 1, "at most MaxNumberOfMessages");
+    assert!(
+        first
+            .iter()
+            .all(|m| m.receipt_handle != again[0].receipt_handle),
+        "a fresh receive: the recorded messages are still in flight"
+    );
+}
+
 /// R11: a visibility change, a timeout or another id each make the retry a fresh receive;
 /// an invalid id is rejected like other ids.
 #[test]

@@ -281,7 +281,10 @@ pub unsafe extern "C" fn shmfifo_receive(
             Some(id) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
             None => q.receive_into(&ro, &mut b.rb)?,
         };
-        // SAFETY: `out_cap >= max_messages >= n` writable entries, per the contract.
+        // Never more than the caller's room, whatever the receive returned (it returns at most
+        // `max_messages`, which is at most `out_cap`).
+        let n = n.min(out_cap);
+        // SAFETY: `out_cap >= n` writable entries, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
         if b.attrs.len() < n {
             b.attrs.resize_with(n, Vec::new);

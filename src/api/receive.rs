@@ -277,7 +277,7 @@ impl Queue {
         attempt_id: &str,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        let (_, vt, _) = self.receive_params(opts)?;
+        let (max, vt, _) = self.receive_params(opts)?;
         validate::id("ReceiveRequestAttemptId", attempt_id)?;
         let inner = &*self.inner;
         let mut key = [0u8; 1 + MAX_ID_LEN];
@@ -285,7 +285,12 @@ impl Queue {
         key[1..1 + attempt_id.len()].copy_from_slice(attempt_id.as_bytes());
         let hash = hash_id(inner.keys, &key[..1 + attempt_id.len()]);
         let a = self.arena();
-        if let Some(rec) = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes()) {
+        // A retry asking for fewer messages than the recorded receive returned is answered
+        // afresh: a response never holds more than its request's maximum (the recorded
+        // messages stay in flight until their visibility timeout).
+        let found = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes())
+            .filter(|rec| rec.count.min(attempt::MAX_MESSAGES) <= max);
+        if let Some(rec) = found {
             buf.len = 0;
             let mut filler = Filler::new(inner);
             let mut new = rec;
