@@ -603,8 +603,13 @@ impl Queue {
         };
         q.release_held_on_open(based.rebased, reg.took_over)?;
         // Repair what dead participants left behind (half-made sends, held messages, claims,
-        // lost hints). The quarantine of damaged groups is left to `recover` (it walks lists).
-        q.repair()?;
+        // lost hints), if any registered participant is dead: with none, there is nothing to
+        // repair, and an open does O(participants) work, not a sweep of every slot and group.
+        // The quarantine of damaged groups is left to `recover` (it walks lists).
+        let inner = &*q.inner;
+        if !recovery::dead_participants(&q.arena(), inner, inner.me).is_empty() {
+            q.repair()?;
+        }
         Ok(q)
     }
 
