@@ -369,20 +369,7 @@ fn case_quarantine(op: &str, k: u64, full: usize) -> bool {
     ] {
         send(&q, g, b);
     }
-    let path = format!("/dev/shm/{name}");
-    let bytes = std::fs::read(&path).unwrap();
-    let id = b"the-damag";
-    let at = bytes
-        .windows(id.len())
-        .position(|w| w == id)
-        .expect("the group id is in the arena");
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        // `head` (32 bytes into the entry; the id is 88 bytes in): a node that does not exist.
-        f.write_all_at(&0xFFFF_FFF0_u64.to_le_bytes(), (at - 88 + 32) as u64)
-            .unwrap();
-    }
+    common::break_group(&format!("/dev/shm/{name}"), b"the-damag");
     let o = run_child(op, &name, k, "");
     let r = q
         .recover()

@@ -270,22 +270,7 @@ fn one_corrupted_group_breaks_only_itself() {
     ] {
         q.send(&SendMessage::new(g, b).dedup_id(b)).unwrap();
     }
-    // Find the damaged group's entry by its id bytes (the id words are 88 bytes into the
-    // entry, `head` 32) and point its head at a node that does not exist.
-    let path = std::path::Path::new("/dev/shm").join(&q.name);
-    let bytes = std::fs::read(&path).unwrap();
-    let id = b"the-damag";
-    let at = bytes
-        .windows(id.len())
-        .position(|w| w == id)
-        .expect("the group id is in the arena");
-    let entry = at - 88;
-    {
-        use std::os::unix::fs::FileExt;
-        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_at(&0xFFFF_FFF0_u64.to_le_bytes(), (entry + 32) as u64)
-            .unwrap();
-    }
+    break_group(&format!("/dev/shm/{}", q.name), b"the-damag");
     let i = q.inspect(10).expect("inspection goes on");
     assert_eq!(i.damaged_groups.len(), 1, "{:?}", i.damaged_groups);
     let names: Vec<&str> = i

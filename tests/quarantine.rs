@@ -6,27 +6,10 @@
 
 mod common;
 
-use std::os::unix::fs::FileExt;
 use std::time::Duration;
 
 use common::*;
 use shmfifo::{Message, Queue, ReceiveOptions, RedrivePolicy, SendMessage};
-
-/// Offset of a group's entry in the arena file, found by its id bytes (the id words are 88
-/// bytes into a 256-byte entry).
-fn group_entry(path: &str, id: &[u8]) -> u64 {
-    let bytes = std::fs::read(path).unwrap();
-    let at = bytes
-        .windows(id.len())
-        .position(|w| w == id)
-        .expect("the group id is in the arena");
-    (at - 88) as u64
-}
-
-fn write_word(path: &str, off: u64, w: u64) {
-    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
-    f.write_all_at(&w.to_le_bytes(), off).unwrap();
-}
 
 /// Receives (30 s visibility) and deletes until a receive comes back empty twice.
 fn drain(q: &Queue) -> Vec<Message> {
@@ -72,9 +55,8 @@ fn a_damaged_group_is_quarantined_and_the_rest_keeps_serving() {
             }
         }
     }
-    let entry = group_entry(&path, b"the-damag");
-    write_word(&path, entry + 32, 0xFFFF_FFF0); // `head`
-                                                // R1, R3: the healthy groups come out whole and in order, before any recovery.
+    break_group(&path, b"the-damag");
+    // R1, R3: the healthy groups come out whole and in order, before any recovery.
     let got = drain(&q);
     for g in ["healthy-one", "healthy-two"] {
         assert_eq!(
@@ -124,8 +106,7 @@ fn a_quarantined_group_goes_to_the_dead_letter_queue() {
     }
     q.send(&SendMessage::new("healthy", "h").dedup_id("h"))
         .unwrap();
-    let entry = group_entry(&path, b"the-damag");
-    write_word(&path, entry + 32, 0xFFFF_FFF0); // `head`
+    break_group(&path, b"the-damag");
     let r = q.recover().unwrap();
     assert_eq!(r.quarantined_groups, 1);
     assert_eq!(r.dead_lettered, ids);

@@ -27,6 +27,18 @@ fn quarantine_all(a: &Arena<'_>, env: &MockEnv, who: u32) -> PResult<usize> {
     Ok(n)
 }
 
+/// Sends "a" to group "g", then corrupts the group's `head`: a node index past every slot
+/// and sentinel, so its list cannot be walked.
+fn damaged_g(a: &Arena<'_>, env: &MockEnv) {
+    send(a, env, 0, "g", b"a").unwrap();
+    let (g, _) = shmfifo::protocol::group::find(a, hash(b"g"), b"g")
+        .unwrap()
+        .expect("g is active");
+    a.groups[g as usize]
+        .head
+        .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+}
+
 /// Group "g" holds "a" and its `head` is corrupted (it names a node that does not exist).
 /// Participant 1 quarantines it and dies at its `k`-th step; participant 2 meanwhile sends
 /// "b" to "g" (onto the damaged list before the mark, or to a fresh group after it).
@@ -41,15 +53,7 @@ fn a_quarantine_racing_a_sender_and_dying_at_each_step_loses_nothing_silently() 
             let env = Arc::new(MockEnv::default());
             env.advance(1);
             let a = h.arena();
-            let s = send(&a, &env, 0, "g", b"a").unwrap();
-            let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
-                .unwrap()
-                .expect("g is active");
-            let _ = s;
-            // Corrupt `head`: a node index past every slot and sentinel.
-            a.groups[g as usize]
-                .head
-                .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+            damaged_g(&a, &env);
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (_, sent_b) = par(
                 move || {
@@ -102,13 +106,7 @@ fn a_quarantine_stopped_forever_blocks_nothing_else() {
             let env = Arc::new(MockEnv::default());
             env.advance(1);
             let a = h.arena();
-            send(&a, &env, 0, "g", b"a").unwrap();
-            let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
-                .unwrap()
-                .expect("g is active");
-            a.groups[g as usize]
-                .head
-                .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+            damaged_g(&a, &env);
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (_, sent_b) = par(
                 move || {
