@@ -512,6 +512,11 @@ fn stop_case(op: &str, k: u64) -> bool {
     for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
         send(&q, g, b);
     }
+    if op == "quarantine" {
+        // A damaged group for the stopped quarantine to work on.
+        send(&q, "the-damaged-group", "z");
+        common::break_group(&format!("/dev/shm/{name}"), b"the-damag");
+    }
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} "))
         .env("SHMFIFO_FP_STOP", "1")
@@ -672,6 +677,7 @@ fn main() {
         "change-visibility",
         "purge",
         "attempt-receive",
+        "quarantine",
     ] {
         let mut n = 0;
         while stop_case(op, n) {
