@@ -22,7 +22,11 @@ pub const OTHER: u8 = 9;
 /// table; tests check that they agree.
 pub const EXIT_CODES: &[(u8, &str, &str)] = &[
     (OK, "success", "the command did what it was asked"),
-    (EMPTY, "empty", "receive or peek got no message"),
+    (
+        EMPTY,
+        "empty",
+        "peek found no message (an empty receive exits 0, as aws sqs does)",
+    ),
     (
         USAGE,
         "usage",
@@ -266,6 +270,28 @@ impl Failure {
             Failure::Empty => EMPTY,
             Failure::Reported(c) => *c,
         }
+    }
+
+    /// With `--json`: the error as `aws sqs` prints it, `{"Error": {"Code", "Message"}}` with
+    /// SQS's code (and the hint, where there is one); nothing for [`Failure::Empty`] and
+    /// [`Failure::Reported`].
+    pub fn report_json(&self) -> Option<String> {
+        let (code, message, hint) = match self {
+            Failure::Queue { queue, error } => (
+                error.sqs_code(),
+                format!("{queue}: {error}"),
+                hint(queue, error),
+            ),
+            Failure::Input { source, what } => {
+                ("InvalidParameterValue", format!("{source}: {what}"), None)
+            }
+            Failure::Empty | Failure::Reported(_) => return None,
+        };
+        let mut e = serde_json::json!({"Error": {"Code": code, "Message": message}});
+        if let Some(h) = hint {
+            e["Error"]["Hint"] = serde_json::Value::String(h);
+        }
+        Some(format!("{e}\n"))
     }
 
     /// What to print on stderr (nothing for [`Failure::Empty`] and [`Failure::Reported`]).

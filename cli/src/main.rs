@@ -77,10 +77,12 @@ fn main() -> ExitCode {
     // Every queue handle is dropped inside `run`, before the process exits: a handle closed
     // cleanly leaves its received messages in flight (their receipts stay valid for other
     // processes); a process that exits holding one counts as dead.
+    let json = cli.json;
     match cmd::run(cli) {
         Ok(()) => ExitCode::from(errors::OK),
         Err(f) => {
-            if let Some(msg) = f.report() {
+            let msg = if json { f.report_json() } else { f.report() };
+            if let Some(msg) = msg {
                 eprint!("{msg}");
             }
             ExitCode::from(f.exit_code())

@@ -119,6 +119,27 @@ fn json(args: &[&str]) -> Value {
     json_code(args, 0)
 }
 
+/// Runs a `receive` or `peek` with `--json` and exit code `code`; returns its messages. Like
+/// `aws sqs receive-message`: `{"Messages": [...]}`, and nothing at all when there are none.
+fn received_code(args: &[&str], code: i32) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let (o, _) = expect(&a, code);
+    if o.is_empty() {
+        return Value::Array(vec![]);
+    }
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|e| panic!("{args:?}: {e}: {o}"));
+    assert!(
+        v.as_object().is_some_and(|m| m.len() == 1) && v["Messages"].is_array(),
+        "{args:?}: {o}"
+    );
+    v["Messages"].clone()
+}
+
+fn received(args: &[&str]) -> Value {
+    received_code(args, 0)
+}
+
 fn create(tag: &str, extra: &[&str]) -> Q {
     let q = Q::named(tag);
     let mut a = vec!["create", q.s()];
@@ -333,7 +354,7 @@ fn send_receive_delete_across_processes() {
     assert_eq!(dup["MessageId"], ids);
     assert_eq!(dup["SequenceNumber"], seq);
 
-    let got = json(&["receive", q.s(), "--max", "10"]);
+    let got = received(&["receive", q.s(), "--max", "10"]);
     let msgs = got.as_array().unwrap();
     assert_eq!(msgs.len(), 1);
     let m = &msgs[0];
@@ -379,7 +400,7 @@ fn send_receive_delete_across_processes() {
         .write_stdin("from stdin\n")
         .assert()
         .code(0);
-    let got = json(&["receive", q.s(), "-n", "10", "--delete"]);
+    let got = received(&["receive", q.s(), "-n", "10", "--delete"]);
     let bodies: Vec<&str> = got
         .as_array()
         .unwrap()
@@ -418,11 +439,15 @@ fn send_file(q: &Q, file: &Path) {
 }
 
 #[test]
-fn empty_receive_and_peek_exit_1() {
+fn empty_receive_exits_0_and_prints_nothing_as_aws_does_peek_exits_1() {
     let q = create("empty", &[]);
-    assert_eq!(json_code(&["receive", q.s()], 1), Value::Array(vec![]));
-    assert_eq!(json_code(&["peek", q.s()], 1), Value::Array(vec![]));
-    let (o, e) = expect(&["receive", q.s(), "--wait", "50ms"], 1);
+    assert_eq!(
+        received(&["receive", q.s()]),
+        Value::Array(vec![]),
+        "nothing printed, exit 0"
+    );
+    assert_eq!(received_code(&["peek", q.s()], 1), Value::Array(vec![]));
+    let (o, e) = expect(&["receive", q.s(), "--wait", "50ms"], 0);
     assert_eq!(o, "");
     assert!(e.contains("no messages"));
 }
@@ -436,11 +461,11 @@ fn peek_changes_nothing() {
     send(&q, "a", "2", "a2");
     send(&q, "b", "3", "b1");
     // One in flight, so group b is locked (peek shows group a's visible prefix only).
-    let b = json(&["receive", q.s(), "-n", "1"]);
+    let b = received(&["receive", q.s(), "-n", "1"]);
     let _ = b;
     let before = stat(&q);
-    let peeked = json(&["peek", q.s(), "--max", "10"]);
-    let again = json(&["peek", q.s(), "--max", "10"]);
+    let peeked = received(&["peek", q.s(), "--max", "10"]);
+    let again = received(&["peek", q.s(), "--max", "10"]);
     let after = stat(&q);
     for k in ["messages", "groups", "dedup", "counters", "size_classes"] {
         assert_eq!(before[k], after[k], "{k} changed");
@@ -469,12 +494,15 @@ fn peek_changes_nothing() {
     // --max limits.
     if expect_bodies.len() == 2 {
         assert_eq!(
-            json(&["peek", q.s(), "-n", "1"]).as_array().unwrap().len(),
+            received(&["peek", q.s(), "-n", "1"])
+                .as_array()
+                .unwrap()
+                .len(),
             1
         );
     }
     // The peeked messages are received for the first time.
-    let got = json(&["receive", q.s(), "-n", "10"]);
+    let got = received(&["receive", q.s(), "-n", "10"]);
     let got = got.as_array().unwrap();
     assert_eq!(got.len(), expect_bodies.len());
     for (m, pm) in got.iter().zip(p) {
@@ -525,7 +553,7 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
     let s1 = json(&["stat", q.s(), "--top", "1"]);
     assert_eq!(s1["groups"]["largest"].as_array().unwrap().len(), 1);
     // Group order and attributes survive.
-    let got = json(&["peek", q.s(), "-n", "100"]);
+    let got = received(&["peek", q.s(), "-n", "100"]);
     let g1: Vec<&str> = got
         .as_array()
         .unwrap()
@@ -580,6 +608,23 @@ fn errors_have_exit_codes_names_and_hints() {
     )));
     assert!(e.contains("`shmfifo ls`"));
     expect(&["receive", missing.s()], 10);
+    // With --json the error is JSON on stderr, as aws sqs prints it, with SQS's code; the exit
+    // code is the same.
+    let (o, e) = expect(&["receive", missing.s(), "--json"], 10);
+    assert_eq!(o, "");
+    let err: Value = serde_json::from_str(&e).unwrap_or_else(|x| panic!("{x}: {e}"));
+    assert_eq!(
+        err["Error"]["Code"], "AWS.SimpleQueueService.NonExistentQueue",
+        "{e}"
+    );
+    assert!(err["Error"]["Message"]
+        .as_str()
+        .unwrap()
+        .contains(missing.s()));
+    assert!(err["Error"]["Hint"]
+        .as_str()
+        .unwrap()
+        .contains("shmfifo create"));
     expect(&["unlink", missing.s()], 10);
 
     let q = create("errors", &[]);
@@ -715,15 +760,15 @@ fn errors_have_exit_codes_names_and_hints() {
 fn change_visibility_then_receive_again() {
     let q = create("cmv", &[]);
     send(&q, "g", "1", "m");
-    let m = json(&["receive", q.s(), "--visibility-timeout", "1h"]);
+    let m = received(&["receive", q.s(), "--visibility-timeout", "1h"]);
     let h1 = m[0]["ReceiptHandle"].as_str().unwrap().to_owned();
-    json_code(&["receive", q.s()], 1);
+    assert_eq!(received(&["receive", q.s()]), Value::Array(vec![]));
     let r = json(&["change-visibility", q.s(), &h1, "0"]);
     assert_eq!(r["ReceiptHandle"], h1.as_str());
     assert_eq!(u(&r["VisibilityTimeoutMs"]), 0);
-    let p = json(&["peek", q.s()]);
+    let p = received(&["peek", q.s()]);
     assert_eq!(p[0]["Attributes"]["ApproximateReceiveCount"], "1");
-    let m2 = json(&["receive", q.s()]);
+    let m2 = received(&["receive", q.s()]);
     assert_eq!(m2[0]["Attributes"]["ApproximateReceiveCount"], "2");
     assert_eq!(m2[0]["MessageId"], m[0]["MessageId"]);
     let h2 = m2[0]["ReceiptHandle"].as_str().unwrap().to_owned();
@@ -748,7 +793,7 @@ fn stat_prometheus_is_the_text_exposition_format() {
     let q = create("prom", &[]);
     send(&q, "g", "1", "x");
     send(&q, "g", "2", "y");
-    json(&["receive", q.s()]);
+    received(&["receive", q.s()]);
     let (text, _) = expect(&["stat", q.s(), "--prometheus"], 0);
     let mut help = std::collections::HashSet::new();
     let mut typed = std::collections::HashMap::new();
@@ -897,7 +942,7 @@ fn redrive_moves_dead_letters_back() {
         send(&src, &format!("g{i}"), &i.to_string(), &format!("m{i}"));
     }
     // Received once, made visible again: the next receive moves them (maxReceiveCount 1).
-    let got = json(&["receive", src.s(), "-n", "10"]);
+    let got = received(&["receive", src.s(), "-n", "10"]);
     for m in got.as_array().unwrap() {
         json(&[
             "change-visibility",
@@ -906,11 +951,14 @@ fn redrive_moves_dead_letters_back() {
             "0",
         ]);
     }
-    json_code(&["receive", src.s(), "-n", "10"], 1);
+    assert_eq!(
+        received(&["receive", src.s(), "-n", "10"]),
+        Value::Array(vec![])
+    );
     let d = stat(&dlq);
     assert_eq!(u(&d["messages"]["visible"]), 4);
     assert_eq!(u(&stat(&src)["counters"]["moved_to_dead_letter"]), 4);
-    let p = json(&["peek", dlq.s()]);
+    let p = received(&["peek", dlq.s()]);
     assert_eq!(
         p[0]["Attributes"]["DeadLetterQueueSourceArn"],
         src.path().display().to_string()
@@ -938,7 +986,7 @@ fn redrive_moves_dead_letters_back() {
     assert_eq!(u(&stat(&dlq)["messages"]["visible"]), 0);
     let s = stat(&src);
     assert_eq!(u(&s["messages"]["visible"]), 3);
-    let got = json(&["receive", src.s(), "-n", "10"]);
+    let got = received(&["receive", src.s(), "-n", "10"]);
     for m in got.as_array().unwrap() {
         // New messages: received once.
         assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1");
@@ -957,20 +1005,20 @@ fn counters_count_a_known_cli_workload() {
     send(&q, "b", "3", "b1");
     send(&q, "a", "1", "a1 again"); // duplicate
                                     // The in-flight limit (2) cuts this receive short: a1 and a2.
-    let got = json(&["receive", q.s(), "-n", "10"]);
+    let got = received(&["receive", q.s(), "-n", "10"]);
     let got = got.as_array().unwrap();
     assert_eq!(got.len(), 2);
     for m in got {
         json(&["delete", q.s(), m["ReceiptHandle"].as_str().unwrap()]);
     }
-    let b = json(&["receive", q.s()]);
+    let b = received(&["receive", q.s()]);
     json(&[
         "change-visibility",
         q.s(),
         b[0]["ReceiptHandle"].as_str().unwrap(),
         "0",
     ]);
-    let b = json(&["receive", q.s()]);
+    let b = received(&["receive", q.s()]);
     assert_eq!(b[0]["Attributes"]["ApproximateReceiveCount"], "2");
     json(&["delete", q.s(), b[0]["ReceiptHandle"].as_str().unwrap()]);
     let c = &stat(&q)["counters"];
@@ -1038,11 +1086,11 @@ fn participants_recover_set_purge_unlink() {
     send(&q, "g", "1", "x");
     send(&q, "g", "2", "y");
     send(&q, "h", "3", "z");
-    json(&["receive", q.s()]);
+    received(&["receive", q.s()]);
     let p = json(&["purge", q.s()]);
     assert_eq!(u(&p["purged"]), 3);
     assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
-    json_code(&["receive", q.s()], 1);
+    assert_eq!(received(&["receive", q.s()]), Value::Array(vec![]));
 
     let r = json(&["unlink", q.s()]);
     assert_eq!(r["unlinked"], q.path().display().to_string());
@@ -1057,8 +1105,8 @@ fn receive_attempt_id_replays() {
     let q = create("attempt", &[]);
     send(&q, "g", "1", "x");
     send(&q, "g", "2", "y");
-    let first = json(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
-    let again = json(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
+    let first = received(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
+    let again = received(&["receive", q.s(), "-n", "10", "--attempt-id", "batch-1"]);
     assert_eq!(first.as_array().unwrap().len(), 2);
     for (a, b) in first
         .as_array()
@@ -1071,5 +1119,8 @@ fn receive_attempt_id_replays() {
     }
     assert_eq!(u(&stat(&q)["counters"]["received"]), 2);
     // Another id: a fresh receive, and the group is in flight.
-    json_code(&["receive", q.s(), "--attempt-id", "batch-2"], 1);
+    assert_eq!(
+        received(&["receive", q.s(), "--attempt-id", "batch-2"]),
+        Value::Array(vec![])
+    );
 }

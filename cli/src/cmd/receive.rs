@@ -35,7 +35,8 @@ pub struct ReceiveArgs {
     pub delete: bool,
 }
 
-/// Receives and prints messages; exit code 1 when there was none.
+/// Receives and prints messages. As `aws sqs receive-message`: nothing printed and exit code 0
+/// when there was none.
 pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
@@ -60,17 +61,18 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     if let Some(e) = delete_error {
         return Err(Failure::queue(&a.queue, e));
     }
-    if msgs.is_empty() {
-        return Err(Failure::Empty);
-    }
     Ok(())
 }
 
+/// Prints messages as `aws sqs receive-message` does with `--json`: `{"Messages": [...]}`, and
+/// nothing at all when there are none.
 fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) {
-    if ctx.json {
-        print_json(&Value::Array(msgs.iter().map(Shown::json).collect()));
-    } else if msgs.is_empty() {
-        eprintln!("no messages");
+    if msgs.is_empty() {
+        if !ctx.json {
+            eprintln!("no messages");
+        }
+    } else if ctx.json {
+        print_json(&json!({"Messages": Value::Array(msgs.iter().map(Shown::json).collect())}));
     } else {
         let text: Vec<String> = msgs.iter().map(Shown::text).collect();
         out(&text.join("\n"));
