@@ -448,6 +448,38 @@ impl QueueConfig {
 
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
+
+    /// X1: a RedrivePolicy copied from AWS works: an SQS queue ARN names the local queue, every
+    /// JSON escape is read (surrogate pairs too), a count may be a string; other ARNs, unpaired
+    /// surrogates and unknown escapes are refused with a reason.
+    #[test]
+    fn x1_redrive_policy_json_as_sqs_takes_it() {
+        let p = |j: &str| parse_redrive_policy(j);
+        let got = p(r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:123456789012:dlq.fifo","maxReceiveCount":3}"#)
+            .unwrap();
+        assert_eq!(
+            (got.dead_letter_queue.as_str(), got.max_receive_count),
+            ("dlq.fifo", 3)
+        );
+        let got =
+            p(r#"{"deadLetterTargetArn":"arn:aws-cn:sqs:cn-north-1:1:d","maxReceiveCount":"7"}"#)
+                .unwrap();
+        assert_eq!(
+            (got.dead_letter_queue.as_str(), got.max_receive_count),
+            ("d", 7)
+        );
+        let got = p(r#"{ "maxReceiveCount" : 2 , "deadLetterTargetArn" : "\/dev\/shm\/d\u00e9\ud83d\ude00\t" }"#).unwrap();
+        assert_eq!(got.dead_letter_queue, "/dev/shm/d\u{e9}\u{1f600}\t");
+        for bad in [
+            r#"{"deadLetterTargetArn":"arn:aws:sns:us-east-1:1:topic","maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:1:","maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"d\ud83d","maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"d\x","maxReceiveCount":3}"#,
+            r#"{"deadLetterTargetArn":"d","maxReceiveCount":3,"other":1}"#,
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
+    }
     use super::*;
 
     #[test]
@@ -540,9 +572,19 @@ pub(crate) fn check_live(
     Ok(())
 }
 
-/// Parses SQS's `RedrivePolicy` JSON (X1): an object with `deadLetterTargetArn` (here a queue
-/// name or path) and `maxReceiveCount` (a JSON number or a string of digits). Other keys are
-/// rejected. Returns a reason on error.
+/// Parses SQS's `RedrivePolicy` JSON (X1): an object with `deadLetterTargetArn` and
+/// `maxReceiveCount` (a JSON number or a string of digits). Other keys are rejected. The
+/// target is a queue name or path, or an SQS queue ARN `arn:PARTITION:sqs:REGION:ACCOUNT:NAME`,
+/// which names the local queue NAME (so a policy copied from AWS works). Strings take every
+/// JSON escape. Returns a reason on error.
+///
+/// ```
+/// let p = shmfifo::parse_redrive_policy(
+///     r#"{"deadLetterTargetArn":"arn:aws:sqs:eu-west-1:123456789012:orders-dlq.fifo","maxReceiveCount":"5"}"#,
+/// )?;
+/// assert_eq!((p.dead_letter_queue.as_str(), p.max_receive_count), ("orders-dlq.fifo", 5));
+/// # Ok::<(), String>(())
+/// ```
 pub fn parse_redrive_policy(json: &str) -> std::result::Result<RedrivePolicy, String> {
     let mut p = JsonCursor {
         s: json.as_bytes(),
@@ -579,10 +621,28 @@ pub fn parse_redrive_policy(json: &str) -> std::result::Result<RedrivePolicy, St
     if p.i != p.s.len() {
         return Err("trailing characters after the JSON object".into());
     }
+    let target = target.ok_or("deadLetterTargetArn is missing")?;
     Ok(RedrivePolicy {
-        dead_letter_queue: target.ok_or("deadLetterTargetArn is missing")?,
+        dead_letter_queue: queue_of_arn(&target)?.unwrap_or(target),
         max_receive_count: count.ok_or("maxReceiveCount is missing")?,
     })
+}
+
+/// The queue name of an SQS queue ARN (`arn:PARTITION:sqs:REGION:ACCOUNT:NAME`), `None` for a
+/// target that is not an ARN; an ARN of another service, or without a name, is an error.
+fn queue_of_arn(target: &str) -> std::result::Result<Option<String>, String> {
+    let Some(rest) = target.strip_prefix("arn:") else {
+        return Ok(None);
+    };
+    let parts: Vec<&str> = rest.splitn(5, ':').collect();
+    match parts.as_slice() {
+        [_, "sqs", _, _, name] if !name.is_empty() && !name.contains([':', '/']) => {
+            Ok(Some((*name).to_owned()))
+        }
+        _ => Err(format!(
+            "deadLetterTargetArn {target:?} is not an SQS queue ARN (arn:aws:sqs:REGION:ACCOUNT:NAME)"
+        )),
+    }
 }
 
 /// A cursor over a flat JSON object of strings and numbers.
@@ -627,7 +687,17 @@ impl JsonCursor<'_> {
         }
         Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
     }
-    /// A JSON string; escapes `\"`, `\\`, `\/` only (names and paths need no others).
+    /// Four hex digits of a `\u` escape at `at`.
+    fn hex4(&self, at: usize) -> std::result::Result<u32, String> {
+        let h = self
+            .s
+            .get(at..at + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .ok_or_else(|| format!("bad \\u escape at byte {at}"))?;
+        Ok(h)
+    }
+    /// A JSON string, with every JSON escape (`\uXXXX` with surrogate pairs too).
     fn string(&mut self) -> std::result::Result<String, String> {
         self.expect(b'"')?;
         let mut out = Vec::new();
@@ -639,9 +709,39 @@ impl JsonCursor<'_> {
                     return String::from_utf8(out).map_err(|_| "string is not UTF-8".into());
                 }
                 Some(b'\\') => {
+                    let simple = |c: u8| match c {
+                        b'"' | b'\\' | b'/' => Some(c),
+                        b'b' => Some(8),
+                        b'f' => Some(12),
+                        b'n' => Some(b'\n'),
+                        b'r' => Some(b'\r'),
+                        b't' => Some(b'\t'),
+                        _ => None,
+                    };
                     match self.s.get(self.i + 1).copied() {
-                        Some(c @ (b'"' | b'\\' | b'/')) => out.push(c),
-                        _ => return Err(format!("unsupported escape at byte {}", self.i)),
+                        Some(b'u') => {
+                            let mut c = self.hex4(self.i + 2)?;
+                            self.i += 6;
+                            if (0xD800..0xDC00).contains(&c) {
+                                // A high surrogate: its low half must follow as `\uXXXX`.
+                                let lo = match self.s.get(self.i..self.i + 2) {
+                                    Some(b"\\u") => self.hex4(self.i + 2)?,
+                                    _ => return Err("unpaired surrogate in a \\u escape".into()),
+                                };
+                                if !(0xDC00..0xE000).contains(&lo) {
+                                    return Err("unpaired surrogate in a \\u escape".into());
+                                }
+                                c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+                                self.i += 6;
+                            }
+                            let ch =
+                                char::from_u32(c).ok_or("unpaired surrogate in a \\u escape")?;
+                            let mut b = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut b).as_bytes());
+                            continue;
+                        }
+                        Some(c) if simple(c).is_some() => out.extend(simple(c)),
+                        _ => return Err(format!("bad escape at byte {}", self.i)),
                     }
                     self.i += 2;
                 }
