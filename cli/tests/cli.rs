@@ -628,9 +628,31 @@ fn errors_have_exit_codes_names_and_hints() {
     expect(&["unlink", missing.s()], 10);
 
     let q = create("errors", &[]);
-    // Exists already.
+    // Exists already, with other settings: QueueAlreadyExists (exit 11) naming each difference.
     let (_, e) = expect(&["create", q.s()], 11);
+    assert!(e.contains("exists with other settings"), "{e}");
+    assert!(e.contains("dedup_entries is 256 (asked 65536)"), "{e}");
     assert!(e.contains("hint:") && e.contains("shmfifo unlink"), "{e}");
+    let (_, e) = expect(
+        &["create", q.s(), "--visibility-timeout", "7s", "--json"],
+        11,
+    );
+    let err: Value = serde_json::from_str(&e).unwrap_or_else(|x| panic!("{x}: {e}"));
+    assert_eq!(err["Error"]["Code"], "QueueAlreadyExists");
+    assert!(err["Error"]["Differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d.as_str().unwrap().starts_with("visibility_timeout_ms")));
+    // With the same settings, as SQS's CreateQueue: success, and it says so.
+    let mut again = vec!["create", q.s()];
+    again.extend_from_slice(SMALL);
+    let (o, _) = expect(&again, 0);
+    assert!(o.starts_with("exists with these settings:"), "{o}");
+    again.push("--json");
+    let (o, _) = expect(&again, 0);
+    let v: Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(v["existed"], true);
     // Usage errors (clap): unknown option, malformed duration, missing argument.
     expect(&["stat", q.s(), "--bogus"], 2);
     expect(&["receive", q.s(), "--wait", "5 parsecs"], 2);

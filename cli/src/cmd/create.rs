@@ -195,15 +195,72 @@ impl CreateArgs {
     }
 }
 
-/// Creates the queue and prints its settings.
+/// The settings of `a` (a queue's attributes) that must match for a create of an existing
+/// queue to succeed, as SQS's CreateQueue compares them: every setting, not the creation time.
+fn comparable(a: &shmfifo::QueueAttributes) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = settings_json(a).as_object().cloned().unwrap_or_default();
+    m.remove("created_timestamp");
+    m
+}
+
+/// Creates the queue and prints its settings. As SQS's CreateQueue: a queue that exists with
+/// exactly these settings is success (and says so); with others, `QueueAlreadyExists` (exit
+/// code 11) naming each difference.
 pub fn run(a: &CreateArgs, ctx: Ctx) -> Result<(), Failure> {
     let cfg = a.config();
-    let q = if is_path(&a.queue) {
+    let created = if is_path(&a.queue) {
         Queue::create_at(&a.queue, &cfg)
     } else {
         Queue::create(&a.queue, &cfg)
-    }
-    .map_err(|e| Failure::queue(&a.queue, e))?;
+    };
+    let (q, existed) = match created {
+        Ok(q) => (q, false),
+        Err(e @ shmfifo::Error::QueueNameExists { .. }) => {
+            // Not openable (not a queue, another layout version, ...): the create's own error.
+            let Ok(q) = super::open(&a.queue) else {
+                return Err(Failure::queue(&a.queue, e));
+            };
+            // What these arguments would make, made where it costs nothing: an anonymous arena.
+            let asked = Queue::create_anonymous(&cfg).map_err(|e| Failure::queue(&a.queue, e))?;
+            let (have, want) = (comparable(&q.attributes()), comparable(&asked.attributes()));
+            drop(asked);
+            if have != want {
+                let diffs: Vec<String> = want
+                    .iter()
+                    .filter(|(k, v)| have.get(*k) != Some(*v))
+                    .map(|(k, v)| {
+                        format!("{k} is {} (asked {v})", have.get(k).unwrap_or(&json!(null)))
+                    })
+                    .collect();
+                let code = crate::errors::code(&e);
+                let hint = format!(
+                    "use it as it is, change its live settings with `shmfifo set`, or remove it \
+                     first with `shmfifo unlink {}`",
+                    a.queue
+                );
+                if ctx.json {
+                    eprintln!(
+                        "{}",
+                        json!({"Error": {
+                            "Code": e.sqs_code(),
+                            "Message": format!("{}: exists with other settings", a.queue),
+                            "Differences": diffs,
+                            "Hint": hint,
+                        }})
+                    );
+                } else {
+                    eprintln!(
+                        "shmfifo: {}: exists with other settings: {}\nhint: {hint}",
+                        a.queue,
+                        diffs.join(", ")
+                    );
+                }
+                return Err(Failure::Reported(code));
+            }
+            (q, true)
+        }
+        Err(e) => return Err(Failure::queue(&a.queue, e)),
+    };
     let attrs = q.attributes();
     let path = q
         .path()
@@ -214,11 +271,17 @@ pub fn run(a: &CreateArgs, ctx: Ctx) -> Result<(), Failure> {
         print_json(&json!({
             "queue": a.queue,
             "path": path,
+            "existed": existed,
             "settings": settings_json(&attrs),
         }));
     } else {
         out(&format!(
-            "created {} ({path}, {})\n{}",
+            "{} {} ({path}, {})\n{}",
+            if existed {
+                "exists with these settings:"
+            } else {
+                "created"
+            },
             a.queue,
             size(attrs.arena_bytes),
             settings_text(&attrs, 2)
