@@ -69,7 +69,22 @@ pub enum Command {
     Watch(cmd::watch::WatchArgs),
 }
 
+/// Set by SIGINT (Ctrl-C) and SIGTERM: long-running commands (`watch`, a long-poll `receive`,
+/// `redrive`) stop at their next check and return, so that every queue handle is dropped
+/// cleanly (a process that dies registered counts as a dead participant).
+static INTERRUPTED: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Whether Ctrl-C or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 fn main() -> ExitCode {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registration fails only for a forbidden signal; these are not.
+        let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&INTERRUPTED));
+    }
     let matches = Cli::command()
         .after_help(errors::exit_code_help())
         .get_matches();

@@ -1146,3 +1146,46 @@ fn receive_attempt_id_replays() {
         Value::Array(vec![])
     );
 }
+
+/// Issue 21: Ctrl-C (SIGINT) or SIGTERM ends `watch` and a long-poll `receive` at once and
+/// cleanly: exit 0, and the queue counts no dead participant (the handle was closed, not
+/// left registered by a dying process).
+#[test]
+fn ctrl_c_is_a_clean_exit() {
+    let q = create("sigint", &[]);
+    for (args, sig) in [
+        (vec!["watch", q.s(), "--interval", "1s"], "-INT"),
+        (vec!["receive", q.s(), "--wait", "20s"], "-INT"),
+        (vec!["watch", q.s(), "--interval", "1s", "--json"], "-TERM"),
+    ] {
+        let mut child = std::process::Command::new(BIN)
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{args:?}: still running after {sig}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(status.success(), "{args:?} after {sig}: {status:?}");
+    }
+    let s = stat(&q);
+    assert_eq!(u(&s["counters"]["participants_recovered"]), 0, "{s}");
+    // Only `stat` itself is registered now.
+    let recover = json(&["recover", q.s()]);
+    assert_eq!(u(&recover["dead_participants"]), 0, "{recover}");
+}

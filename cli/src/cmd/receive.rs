@@ -40,13 +40,26 @@ pub struct ReceiveArgs {
 pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
-    opts.wait_time = a.wait;
     opts.visibility_timeout = a.visibility_timeout;
-    let msgs = match &a.attempt_id {
-        Some(id) => q.receive_with_attempt_id(&opts, id),
-        None => q.receive(&opts),
-    }
-    .map_err(|e| Failure::queue(&a.queue, e))?;
+    // A long poll waits in slices of at most 100 ms, so that Ctrl-C ends it at once (the
+    // handle then closes cleanly). An empty receive takes nothing and records no attempt id,
+    // so the slices answer as one wait would.
+    let wait = a
+        .wait
+        .unwrap_or_else(|| q.attributes().receive_message_wait_time);
+    let deadline = std::time::Instant::now() + wait;
+    let msgs = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        opts.wait_time = Some(left.min(Duration::from_millis(100)));
+        let got = match &a.attempt_id {
+            Some(id) => q.receive_with_attempt_id(&opts, id),
+            None => q.receive(&opts),
+        }
+        .map_err(|e| Failure::queue(&a.queue, e))?;
+        if !got.is_empty() || left.is_zero() || crate::interrupted() {
+            break got;
+        }
+    };
     let mut delete_error = None;
     if a.delete {
         for m in &msgs {

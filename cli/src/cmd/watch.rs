@@ -149,8 +149,15 @@ pub fn run(a: &WatchArgs, ctx: Ctx) -> Result<(), Failure> {
         }
         let next = s.at + a.interval;
         prev = Some(s);
-        if let Some(w) = next.checked_duration_since(Instant::now()) {
-            std::thread::sleep(w);
+        // Ctrl-C ends the watch cleanly (the handle is dropped on return), within 50 ms.
+        while let Some(w) = next.checked_duration_since(Instant::now()) {
+            if crate::interrupted() {
+                return Ok(());
+            }
+            std::thread::sleep(w.min(std::time::Duration::from_millis(50)));
+        }
+        if crate::interrupted() {
+            return Ok(());
         }
     }
 }
