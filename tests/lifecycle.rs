@@ -442,6 +442,41 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
     assert_eq!(counts(&dlq).1, 2);
 }
 
+/// X6: a redrive whose destination is gone (or full) reports the failure and puts what it took
+/// back at once: the messages are visible in the dead-letter queue again, not hidden for the
+/// redrive's 30 s, and a later redrive moves them.
+#[test]
+fn x6_a_failed_redrive_puts_its_messages_back_at_once() {
+    let dlq = queue("x6f-dlq", &small_dedup());
+    for i in 0..3 {
+        dlq.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&format!("d{i}")))
+            .unwrap();
+    }
+    let gone = common::unique("x6f-gone");
+    let err = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(gone.clone()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, shmfifo::Error::QueueDoesNotExist { .. }),
+        "{err:?}"
+    );
+    assert_eq!(counts(&dlq), (3, 0, 0), "visible again, none in flight");
+    let dest = Queue::create(&gone, &small()).unwrap();
+    let rep = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(gone.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(rep.moved, 3);
+    assert_eq!(bodies(&recv(&dest, 10)), ["m0", "m1", "m2"]);
+    drop(dest);
+    let _ = Queue::unlink(&gone);
+}
+
 /// Q3–Q5: the visibility default and content-based dedup are live settings seen by every
 /// handle; settings fixed at creation and unknown names are clear errors.
 #[test]

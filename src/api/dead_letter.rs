@@ -277,7 +277,8 @@ impl Queue {
             if self.receive_into(&ro, &mut buf)? == 0 {
                 return Ok(rep);
             }
-            for m in buf.messages() {
+            let msgs = buf.messages();
+            for (k, m) in msgs.iter().enumerate() {
                 if let Some(rate) = opts.max_per_second.filter(|&r| r > 0) {
                     let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(rate));
                     if let Some(wait) = due.checked_sub(started.elapsed()) {
@@ -303,29 +304,40 @@ impl Queue {
                     rep.skipped += 1;
                     continue;
                 };
-                let dest = match dests.get(&path) {
-                    Some(q) => q.clone(),
-                    None => {
-                        let q = Queue::open_at(&path)?;
-                        dests.insert(path.clone(), q.clone());
-                        q
+                let moved = (|| -> Result<()> {
+                    let dest = match dests.get(&path) {
+                        Some(q) => q.clone(),
+                        None => {
+                            let q = Queue::open_at(&path)?;
+                            dests.insert(path.clone(), q.clone());
+                            q
+                        }
+                    };
+                    let attrs: Vec<MessageAttribute<'_>> = m
+                        .attributes
+                        .iter()
+                        .map(|a| MessageAttribute {
+                            name: &a.name,
+                            data_type: &a.data_type,
+                            value: &a.value,
+                        })
+                        .collect();
+                    let id = m.message_id.to_string();
+                    let mut out = SendMessage::new(&m.group_id, &m.body).attributes(&attrs);
+                    if dest.inner.dedup != Deduplication::Off {
+                        out = out.dedup_id(&id);
                     }
-                };
-                let attrs: Vec<MessageAttribute<'_>> = m
-                    .attributes
-                    .iter()
-                    .map(|a| MessageAttribute {
-                        name: &a.name,
-                        data_type: &a.data_type,
-                        value: &a.value,
-                    })
-                    .collect();
-                let id = m.message_id.to_string();
-                let mut out = SendMessage::new(&m.group_id, &m.body).attributes(&attrs);
-                if dest.inner.dedup != Deduplication::Off {
-                    out = out.dedup_id(&id);
+                    dest.send(&out)?;
+                    Ok(())
+                })();
+                if let Err(e) = moved {
+                    // The destination is gone or full: put this message and the rest of the
+                    // batch back at once (not after their 30 s), then report the failure.
+                    for r in &msgs[k..] {
+                        let _ = self.change_visibility(&r.receipt_handle, Duration::ZERO);
+                    }
+                    return Err(e);
                 }
-                dest.send(&out)?;
                 self.delete(&m.receipt_handle)?;
                 rep.moved += 1;
             }
