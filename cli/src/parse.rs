@@ -7,27 +7,19 @@ use std::time::Duration;
 /// or `d`: `30`, `30s`, `500ms`, `5m`, `12h`, `4d`.
 pub fn duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(format!(
-            "{s:?} is not a duration (use e.g. 30, 30s, 500ms, 5m, 12h, 4d)"
-        ));
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        // SQS's unit: seconds.
+        let n: u64 = t
+            .parse()
+            .map_err(|_| format!("{s:?}: the number is too large"))?;
+        return n
+            .checked_mul(1_000)
+            .map(Duration::from_millis)
+            .ok_or_else(|| format!("{s:?}: the duration is too long"));
     }
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("{s:?}: the number is too large"))?;
-    let ms_per: u64 = match unit.trim() {
-        "ms" => 1,
-        "" | "s" => 1_000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (use ms, s, m, h or d)")),
-    };
-    n.checked_mul(ms_per)
-        .map(Duration::from_millis)
-        .ok_or_else(|| format!("{s:?}: the duration is too long"))
+    humantime::parse_duration(t).map_err(|e| {
+        format!("{s:?} is not a duration ({e}; use e.g. 30, 30s, 500ms, 5m, 1h 30m, 12h, 4d)")
+    })
 }
 
 /// A byte count with an optional binary suffix: `262144`, `256KiB`, `256K`, `1MiB`, `1M`.
@@ -199,7 +191,12 @@ mod tests {
         assert_eq!(duration("12h"), Ok(ms(43_200_000)));
         assert_eq!(duration("4d"), Ok(ms(345_600_000)));
         assert_eq!(duration("0"), Ok(ms(0)));
-        for bad in ["", "s", "-1", "1.5s", "3w", "10 parsecs"] {
+        // humantime's syntax: compound durations and every unit it knows.
+        assert_eq!(duration("1h 30m"), Ok(ms(5_400_000)));
+        assert_eq!(duration("2min 5s"), Ok(ms(125_000)));
+        assert_eq!(duration("1w"), Ok(ms(604_800_000)));
+        assert_eq!(duration("1.5s"), Ok(ms(1_500)));
+        for bad in ["", "s", "-1", "10 parsecs"] {
             assert!(duration(bad).is_err(), "{bad}");
         }
     }

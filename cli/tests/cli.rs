@@ -1189,3 +1189,17 @@ fn ctrl_c_is_a_clean_exit() {
     let recover = json(&["recover", q.s()]);
     assert_eq!(u(&recover["dead_participants"]), 0, "{recover}");
 }
+
+/// Issue 21: one duration syntax everywhere: `set` takes `30s`, `500ms` or `1h 30m` for the
+/// settings SQS keeps in seconds (plain numbers stay seconds).
+#[test]
+fn set_takes_durations_with_units() {
+    let q = create("setdur", &[]);
+    json(&["set", q.s(), "VisibilityTimeout", "1m 30s"]);
+    assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 90_000);
+    json(&["set", q.s(), "DelaySeconds", "1500ms"]);
+    assert_eq!(u(&stat(&q)["settings"]["delay_ms"]), 1_500);
+    json(&["set", q.s(), "VisibilityTimeout", "45"]);
+    assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 45_000);
+    expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 3);
+}

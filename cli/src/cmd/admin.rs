@@ -67,7 +67,8 @@ pub fn recover(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
 /// Arguments of `set`.
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds; \
+    after_help = "Attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds, \
+                  or a duration with a unit as every command takes them: 30s, 500ms, 1h 30m; \
                   VisibilityTimeoutMs, DelayMs, MessageRetentionPeriodMs in ms), \
                   ContentBasedDeduplication (true/false), RedrivePolicy (SQS's JSON, or '' to \
                   remove it)."
@@ -83,8 +84,25 @@ pub struct SetArgs {
 
 /// Changes one live setting.
 pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
+    // A duration with a unit (`30s`, `500ms`, `1h 30m`) for a setting in SQS's seconds is set
+    // through its millisecond name; a plain number stays SQS's seconds.
+    let ms_name = match a.attribute.as_str() {
+        "VisibilityTimeout" => Some("VisibilityTimeoutMs"),
+        "DelaySeconds" => Some("DelayMs"),
+        "MessageRetentionPeriod" => Some("MessageRetentionPeriodMs"),
+        _ => None,
+    };
+    let plain = a.value.trim().bytes().all(|b| b.is_ascii_digit());
+    let (name, value) = match ms_name {
+        Some(ms) if !plain => {
+            let d = crate::parse::duration(&a.value)
+                .map_err(|why| Failure::input(format!("{} value", a.attribute), why))?;
+            (ms.to_owned(), d.as_millis().to_string())
+        }
+        _ => (a.attribute.clone(), a.value.clone()),
+    };
     let q = open(&a.queue)?;
-    q.set_attribute(&a.attribute, &a.value)
+    q.set_attribute(&name, &value)
         .map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     if ctx.json {
