@@ -1203,3 +1203,69 @@ fn set_takes_durations_with_units() {
     assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 45_000);
     expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 3);
 }
+
+/// Issue 21: `send --batch` takes aws's entries (a JSON array, or `{"Entries": [...]}`) and
+/// what `receive --json` prints, so `receive | transform | send --batch` moves messages with
+/// their group, dedup id and attributes.
+#[test]
+fn send_batch_takes_aws_entries_and_receive_output() {
+    let a = create("pipe-a", &[]);
+    let b = create("pipe-b", &[]);
+    let entries = r#"[
+        {"Id": "1", "MessageBody": "one", "MessageGroupId": "g", "MessageDeduplicationId": "d1",
+         "MessageAttributes": {"kind": {"DataType": "String", "StringValue": "order"}}},
+        {"Id": "2", "MessageBody": "two", "MessageGroupId": "g", "MessageDeduplicationId": "d2"}
+    ]"#;
+    let out = cmd(&["send", a.s(), "--batch", "-", "--json"])
+        .write_stdin(entries)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wrapped = r#"{"Entries": [{"Id": "3", "MessageBody": "three", "MessageGroupId": "h", "MessageDeduplicationId": "d3"}]}"#;
+    cmd(&["send", a.s(), "--batch", "-"])
+        .write_stdin(wrapped)
+        .assert()
+        .code(0);
+    // receive A --json | send B --batch -
+    let got = cmd(&["receive", a.s(), "-n", "10", "--delete", "--json"])
+        .output()
+        .unwrap();
+    assert!(got.status.success());
+    cmd(&["send", b.s(), "--batch", "-"])
+        .write_stdin(got.stdout)
+        .assert()
+        .code(0);
+    let moved = received(&["receive", b.s(), "-n", "10"]);
+    let moved = moved.as_array().unwrap();
+    let mut seen: Vec<(String, String, String)> = moved
+        .iter()
+        .map(|m| {
+            (
+                m["Attributes"]["MessageGroupId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                m["Attributes"]["MessageDeduplicationId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                m["Body"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("g".into(), "d1".into(), "one".into()),
+            ("g".into(), "d2".into(), "two".into()),
+            ("h".into(), "d3".into(), "three".into()),
+        ]
+    );
+    let one = moved.iter().find(|m| m["Body"] == "one").unwrap();
+    assert_eq!(one["MessageAttributes"]["kind"]["StringValue"], "order");
+}

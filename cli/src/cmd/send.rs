@@ -21,7 +21,10 @@ use crate::parse::{self, Attribute};
 \"n\": 42, \"raw\": {\"DataType\": \"Binary\", \"BinaryValue\": \"aGk=\"}}}. \
 Only \"body\" is required by this command (the queue may require \"group\" and \"dedup_id\"). \
 Attribute values: a string (String), a number (Number), or an object with DataType and \
-StringValue or base64 BinaryValue. Every line is parsed before the first batch is sent.")]
+StringValue or base64 BinaryValue. Also taken: aws sqs send-message-batch entries (Id, \
+MessageBody, MessageGroupId, MessageDeduplicationId, MessageAttributes) and messages as \
+receive --json prints them, as lines or as one JSON document (an array, {\"Entries\": [...]} \
+or {\"Messages\": [...]}). Every entry is parsed before the first batch is sent.")]
 pub struct SendArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
     pub queue: String,
@@ -172,8 +175,35 @@ fn result_json(r: &SendResult) -> Value {
 }
 
 /// Parses JSON lines into messages; blank lines are skipped.
+/// Parses batch input: JSON lines, or one JSON document. Each entry is in one of three
+/// shapes: ours (`group`, `body`, `dedup_id`, `attributes`); an `aws sqs send-message-batch`
+/// entry (`Id`, `MessageBody`, `MessageGroupId`, `MessageDeduplicationId`,
+/// `MessageAttributes`); or a message as `receive --json` prints it (`Body`, `Attributes` with
+/// `MessageGroupId` and `MessageDeduplicationId`, `MessageAttributes`). A document may be an
+/// array of entries, aws's `{"Entries": [...]}`, or `receive --json`'s `{"Messages": [...]}`,
+/// so `shmfifo receive A --json | jq ... | shmfifo send B --batch -` works.
 fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
+    let whole: Option<Value> = serde_json::from_str(text).ok();
+    let items: Option<Vec<Value>> = match whole {
+        Some(Value::Array(a)) => Some(a),
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("Entries") => {
+            o.get("Entries").and_then(Value::as_array).cloned()
+        }
+        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("Messages") => {
+            o.get("Messages").and_then(Value::as_array).cloned()
+        }
+        _ => None,
+    };
     let mut out = Vec::new();
+    if let Some(items) = items {
+        for (i, v) in items.iter().enumerate() {
+            let at = format!("{source} entry {}", i + 1);
+            let mut m = parse_line(v).map_err(|e| Failure::input(&at, e))?;
+            m.line = i + 1;
+            out.push(m);
+        }
+        return Ok(out);
+    }
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -187,25 +217,11 @@ fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
     Ok(out)
 }
 
-fn parse_line(v: &Value) -> Result<Outgoing, String> {
-    let o = v.as_object().ok_or("a line must be a JSON object")?;
-    for k in o.keys() {
-        if !["group", "body", "dedup_id", "attributes"].contains(&k.as_str()) {
-            return Err(format!(
-                "unknown key {k:?} (keys: group, body, dedup_id, attributes)"
-            ));
-        }
-    }
-    let text = |k: &str| -> Result<Option<String>, String> {
-        match o.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(format!("{k:?} must be a string")),
-        }
-    };
-    let body = text("body")?.ok_or("\"body\" is missing")?;
+/// Message attributes from a JSON object: name to a string (String), a number (Number), or
+/// `{"DataType", "StringValue" | "BinaryValue"}` (aws's shape, base64 for binary).
+fn attributes_of(v: Option<&Value>) -> Result<Vec<Attribute>, String> {
     let mut attributes = Vec::new();
-    match o.get("attributes") {
+    match v {
         None | Some(Value::Null) => {}
         Some(Value::Object(attrs)) => {
             for (name, v) in attrs {
@@ -234,14 +250,67 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
                 });
             }
         }
-        Some(_) => return Err("\"attributes\" must be an object".into()),
+        Some(_) => return Err("attributes must be an object".into()),
     }
+    Ok(attributes)
+}
+
+/// One entry, in any of the three shapes of [`parse_lines`].
+fn parse_line(v: &Value) -> Result<Outgoing, String> {
+    let o = v.as_object().ok_or("an entry must be a JSON object")?;
+    let text_of = |o: &serde_json::Map<String, Value>, k: &str| -> Result<Option<String>, String> {
+        match o.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{k:?} must be a string")),
+        }
+    };
+    let allow = |keys: &[&str]| -> Result<(), String> {
+        match o.keys().find(|k| !keys.contains(&k.as_str())) {
+            Some(k) => Err(format!("unknown key {k:?} (keys: {})", keys.join(", "))),
+            None => Ok(()),
+        }
+    };
+    if o.contains_key("MessageBody") {
+        // aws sqs send-message-batch's entry (DelaySeconds is per queue in FIFO queues).
+        allow(&[
+            "Id",
+            "MessageBody",
+            "MessageGroupId",
+            "MessageDeduplicationId",
+            "MessageAttributes",
+        ])?;
+        return Ok(Outgoing {
+            line: 0,
+            group: text_of(o, "MessageGroupId")?,
+            dedup_id: text_of(o, "MessageDeduplicationId")?,
+            body: text_of(o, "MessageBody")?.ok_or("\"MessageBody\" is missing")?,
+            attributes: attributes_of(o.get("MessageAttributes"))?,
+        });
+    }
+    if o.contains_key("Body") {
+        // A message as `receive --json` prints it: its group and dedup id come along; its
+        // id, receipt handle and other system attributes are the old message's, not sent.
+        let sys = match o.get("Attributes") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(a)) => a.clone(),
+            Some(_) => return Err("\"Attributes\" must be an object".into()),
+        };
+        return Ok(Outgoing {
+            line: 0,
+            group: text_of(&sys, "MessageGroupId")?,
+            dedup_id: text_of(&sys, "MessageDeduplicationId")?,
+            body: text_of(o, "Body")?.ok_or("\"Body\" is missing")?,
+            attributes: attributes_of(o.get("MessageAttributes"))?,
+        });
+    }
+    allow(&["group", "body", "dedup_id", "attributes"])?;
     Ok(Outgoing {
         line: 0,
-        group: text("group")?,
-        dedup_id: text("dedup_id")?,
-        body,
-        attributes,
+        group: text_of(o, "group")?,
+        dedup_id: text_of(o, "dedup_id")?,
+        body: text_of(o, "body")?.ok_or("\"body\" is missing")?,
+        attributes: attributes_of(o.get("attributes"))?,
     })
 }
 
@@ -404,15 +473,24 @@ mod tests {
         assert!(a.contains(&("raw", "Binary", b"hi".to_vec())));
         assert!(a.contains(&("s", "String", b"x".to_vec())));
         assert_eq!(m[1].group, None);
-        for bad in [
-            "[1]",
-            "{\"group\":\"g\"}",
-            "{\"body\":1}",
-            "{\"body\":\"b\",\"x\":1}",
-            "{",
+        for (bad, at) in [
+            ("[1]", "t entry 1"),
+            (
+                "{\"Entries\": [{\"Id\": \"1\", \"MessageBody\": 5}]}",
+                "t entry 1",
+            ),
+            (
+                "{\"Messages\": [{\"Body\": \"b\", \"Attributes\": 1}]}",
+                "t entry 1",
+            ),
+            ("{\"group\":\"g\"}", "t line 1"),
+            ("{\"body\":1}", "t line 1"),
+            ("{\"body\":\"b\",\"x\":1}", "t line 1"),
+            ("{\"MessageBody\":\"b\",\"DelaySeconds\":1}", "t line 1"),
+            ("{", "t line 1"),
         ] {
             match parse_lines("t", bad) {
-                Err(Failure::Input { source, .. }) => assert_eq!(source, "t line 1"),
+                Err(Failure::Input { source, .. }) => assert_eq!(source, at, "{bad}"),
                 other => panic!("{bad}: {other:?}"),
             }
         }
