@@ -1269,3 +1269,38 @@ fn send_batch_takes_aws_entries_and_receive_output() {
     let one = moved.iter().find(|m| m["Body"] == "one").unwrap();
     assert_eq!(one["MessageAttributes"]["kind"]["StringValue"], "order");
 }
+
+/// R6 (issue 21): groups are served in the order they became ready: a, b, c received and
+/// deleted, then d, a, b sent: a receive returns d, a, b. `peek` shows the same messages (in
+/// group-table order, as documented).
+#[test]
+fn r6_groups_are_served_in_the_order_they_became_ready() {
+    let q = create("r6", &["--deduplication-scope", "off"]);
+    let groups = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                m["Attributes"]["MessageGroupId"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect()
+    };
+    for g in ["a", "b", "c"] {
+        expect(&["send", q.s(), "--group", g, g], 0);
+    }
+    let first = received(&["receive", q.s(), "-n", "10", "--delete"]);
+    assert_eq!(groups(&first), ["a", "b", "c"]);
+    for g in ["d", "a", "b"] {
+        expect(&["send", q.s(), "--group", g, g], 0);
+    }
+    let mut peeked = groups(&received_code(&["peek", q.s(), "-n", "10"], 0));
+    peeked.sort();
+    assert_eq!(peeked, ["a", "b", "d"]);
+    assert_eq!(
+        groups(&received(&["receive", q.s(), "-n", "10"])),
+        ["d", "a", "b"]
+    );
+}
