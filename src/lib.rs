@@ -4,16 +4,18 @@
 //! strict per-group order, in-flight exclusion, visibility timeouts, receipt handles — through a
 //! memory-mapped arena and lock-free atomics: no broker process, no locks.
 //!
-//! ```no_run
+//! ```
 //! use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
 //!
-//! let q = Queue::create("orders", &QueueConfig::new())?;
+//! # let orders = &format!("shmfifo-doc-orders-{}", std::process::id());
+//! // A queue under /dev/shm; other processes open it by name with `Queue::open`.
+//! let q = Queue::create(orders, &QueueConfig::new())?;
 //! q.send(&SendMessage::new("customer-42", "order #1").dedup_id("o-1"))?;
 //! for m in q.receive(&ReceiveOptions::max(10))? {
 //!     println!("{} {}", m.group_id, m.body);
 //!     q.delete(&m.receipt_handle)?;
 //! }
-//! Queue::unlink("orders")?;
+//! Queue::unlink(orders)?;
 //! # Ok::<(), shmfifo::Error>(())
 //! ```
 //!
