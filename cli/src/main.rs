@@ -30,6 +30,10 @@ pub struct Cli {
     /// `watch`).
     #[arg(long, global = true)]
     pub json: bool,
+    /// Log the library's events on stderr: repairs of what dead processes left, quarantines
+    /// of corrupted messages and groups, dead-letter moves.
+    #[arg(long, short = 'v', global = true)]
+    pub verbose: bool,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -93,6 +97,13 @@ fn main() -> ExitCode {
     // cleanly leaves its received messages in flight (their receipts stay valid for other
     // processes); a process that exits holding one counts as dead.
     let json = cli.json;
+    if cli.verbose {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_target(false)
+            .without_time()
+            .init();
+    }
     match cmd::run(cli) {
         Ok(()) => ExitCode::from(errors::OK),
         Err(f) => {

@@ -1304,3 +1304,32 @@ fn r6_groups_are_served_in_the_order_they_became_ready() {
         ["d", "a", "b"]
     );
 }
+
+/// Issue 21: with `-v`, the library's events reach stderr: a quarantine of a damaged group
+/// during `recover`, which also reports the dropped message ids.
+#[test]
+fn verbose_shows_the_library_events() {
+    let q = create("verbose", &["--deduplication-scope", "off"]);
+    expect(&["send", q.s(), "--group", "the-damaged-group", "x"], 0);
+    // Break the group's list: its `head` (32 bytes into the entry; the id is 88 bytes in).
+    let path = format!("/dev/shm/{}", q.s());
+    let bytes = std::fs::read(&path).unwrap();
+    let at = bytes
+        .windows(9)
+        .position(|w| w == b"the-damag")
+        .expect("the group id is in the arena");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.write_all_at(&0xFFFF_FFF0_u64.to_le_bytes(), (at - 88 + 32) as u64)
+            .unwrap();
+    }
+    let (o, e) = expect(&["recover", q.s(), "-v", "--json"], 0);
+    assert!(e.contains("quarantined a group"), "{e}");
+    let r: Value = serde_json::from_str(&o).unwrap();
+    assert_eq!(u(&r["quarantined_groups"]), 1);
+    assert_eq!(r["dropped"].as_array().unwrap().len(), 1);
+    // Without -v, nothing on stderr.
+    let (_, e) = expect(&["recover", q.s()], 0);
+    assert_eq!(e, "");
+}

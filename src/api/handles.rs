@@ -264,6 +264,16 @@ impl Queue {
     pub(super) fn repair(&self) -> Result<Recovered> {
         let inner = &*self.inner;
         let r = recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))?;
+        if r != recovery::Repaired::default() {
+            tracing::warn!(
+                queue = %self.display_name(),
+                dead_participants = r.dead_participants,
+                published = r.published,
+                freed = r.freed,
+                released = r.released,
+                "repaired what dead participants left"
+            );
+        }
         Ok(Recovered {
             dead_participants: r.dead_participants,
             published: r.published,
@@ -310,6 +320,14 @@ impl Queue {
             }
             quarantine::finish(&a, inner, inner.me, &q).map_err(|f| fault(f, inner))?;
             out.quarantined_groups += 1;
+            tracing::error!(
+                queue = %self.display_name(),
+                group_index = g,
+                messages = q.messages.len(),
+                dead_lettered = out.dead_lettered.len(),
+                dropped = out.dropped.len(),
+                "quarantined a group whose list a corrupted word made unwalkable"
+            );
         }
         match busy {
             Some(f) => Err(fault(f, inner)),

@@ -213,6 +213,14 @@ impl Queue {
         self.inner.view
     }
 
+    /// The queue's path for logs, or `(anonymous)`.
+    pub(super) fn display_name(&self) -> String {
+        self.inner
+            .path
+            .as_deref()
+            .map_or_else(|| "(anonymous)".to_owned(), |p| p.display().to_string())
+    }
+
     /// The file path, if the queue has one.
     ///
     /// # Examples

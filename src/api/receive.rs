@@ -511,9 +511,15 @@ impl Queue {
         let mut filler = Filler::new(inner);
         let mut sink = |t: &Taken<'_>| {
             let k = buf.len;
-            if filler.fill(buf.next_slot(), t).is_err() {
+            if let Err(why) = filler.fill(buf.next_slot(), t) {
                 // Unreadable (a corrupted word): not returned; the protocol quarantines it.
                 buf.len = k;
+                tracing::error!(
+                    queue = %self.display_name(),
+                    message_id = %self.message_id(t.idx, t.inc),
+                    reason = why,
+                    "quarantined an unreadable message"
+                );
                 return false;
             }
             if let Some(v) = buf.vis.get_mut(k) {
@@ -559,6 +565,13 @@ impl Queue {
         .map_err(|f| fault(f, inner))?;
         if rep.limited {
             accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
+        }
+        if rep.moved > 0 {
+            tracing::info!(
+                queue = %self.display_name(),
+                moved = rep.moved,
+                "moved messages past maxReceiveCount to the dead-letter queue"
+            );
         }
         Ok(Pass {
             taken: rep.taken,
