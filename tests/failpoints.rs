@@ -16,7 +16,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::Duration;
 
-use shmfifo::{failpoint, Error, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage};
+use shmfifo::{
+    failpoint, BatchEntry, Error, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage,
+};
 
 /// The queue every case uses: small, deduplicating, with a long visibility timeout (so only a
 /// release or an explicit change makes a message visible again within the test).
@@ -54,6 +56,29 @@ fn child(spec: &str) {
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
             failpoint::disarm();
             say(format!("ACK {}", r.message_id));
+        }
+        "send-batch" => {
+            failpoint::arm(k);
+            let rs = q
+                .send_batch(&[
+                    BatchEntry {
+                        id: "1",
+                        entry: SendMessage::new("g", "b1").dedup_id("y1"),
+                    },
+                    BatchEntry {
+                        id: "2",
+                        entry: SendMessage::new("g", "b2").dedup_id("y2"),
+                    },
+                    BatchEntry {
+                        id: "3",
+                        entry: SendMessage::new("h", "c1").dedup_id("y3"),
+                    },
+                ])
+                .unwrap();
+            failpoint::disarm();
+            for r in rs {
+                say(format!("ACK {} {}", r.id, r.result.unwrap().message_id));
+            }
         }
         "receive-delete" => {
             failpoint::arm(k);
@@ -265,6 +290,67 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     }
     let got = drain(&q);
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A batch (two entries to group g, one to h) killed at each step (issue 14: each group's
+/// entries are one chain): afterwards (a recovery, then the same batch again, whose entries
+/// are duplicates of whatever was committed) each group's messages are delivered exactly
+/// once, in order, g's two together after "a"; an acknowledged batch was committed whole.
+fn case_send_batch(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpbatch", &config());
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let again = q
+        .send_batch(&[
+            BatchEntry {
+                id: "1",
+                entry: SendMessage::new("g", "b1").dedup_id("y1"),
+            },
+            BatchEntry {
+                id: "2",
+                entry: SendMessage::new("g", "b2").dedup_id("y2"),
+            },
+            BatchEntry {
+                id: "3",
+                entry: SendMessage::new("h", "c1").dedup_id("y3"),
+            },
+        ])
+        .unwrap();
+    let acked = o.with("ACK ");
+    if !acked.is_empty() {
+        assert_eq!(acked.len(), 3, "{op} k={k}");
+        for r in &again {
+            assert!(
+                r.result.as_ref().unwrap().duplicate,
+                "{op} k={k}: acknowledged, so a duplicate"
+            );
+        }
+    }
+    // Within g, the chain is whole: both duplicates of the child's, or both new.
+    let dups: Vec<bool> = again
+        .iter()
+        .map(|r| r.result.as_ref().unwrap().duplicate)
+        .collect();
+    assert_eq!(
+        dups[0], dups[1],
+        "{op} k={k}: half a chain committed: {dups:?}"
+    );
+    let got = drain(&q);
+    let g: Vec<&String> = got.iter().filter(|b| b.as_str() != "c1").collect();
+    assert_eq!(
+        g,
+        ["a", "b1", "b2"],
+        "{op} k={k}: g whole, in order, once: {got:?}"
+    );
+    assert_eq!(
+        got.iter().filter(|b| b.as_str() == "c1").count(),
+        1,
+        "{op} k={k}"
+    );
     assert_clean(&q, full, &format!("{op} k={k}"));
     let _ = Queue::unlink(&name);
     o.killed
@@ -649,9 +735,10 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 10] = [
+    let cases: [(&str, Case); 11] = [
         ("send", case_send),
         ("send-new-group", case_send),
+        ("send-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
         ("change-visibility", case_change_visibility),
         ("purge", case_purge),
@@ -673,6 +760,7 @@ fn main() {
     for op in [
         "send",
         "send-new-group",
+        "send-batch",
         "receive-delete",
         "change-visibility",
         "purge",

@@ -150,6 +150,37 @@ fn send_with(
     )
 }
 
+/// Sends `bodies` to `group` as participant `who`, as one chain (`send::send_chain`, what a
+/// batch does); one result per body.
+pub fn send_batch(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    bodies: &[&[u8]],
+) -> PResult<Vec<PResult<send::Sent>>> {
+    let parts: Vec<[&[u8]; 1]> = bodies.iter().map(|b| [*b]).collect();
+    let outs: Vec<Outgoing<'_>> = bodies
+        .iter()
+        .zip(&parts)
+        .map(|(b, p)| Outgoing {
+            class: 0,
+            cursor: u64::from(who),
+            hash: hash(group.as_bytes()),
+            group_id: group.as_bytes(),
+            lens: words::pack_lens(b.len(), 0, 0, 0),
+            parts: p,
+            dedup: None,
+            source_len: 0,
+            prior_receives: 0,
+        })
+        .collect();
+    let refs: Vec<&Outgoing<'_>> = outs.iter().collect();
+    let mut results: Vec<PResult<send::Sent>> = refs.iter().map(|_| Err(Fault::Expired)).collect();
+    send::send_chain(a, env, me(who), &refs, &mut results)?;
+    Ok(results)
+}
+
 /// Receives up to `max` messages as `who`; returns (handle, body) pairs.
 pub fn recv(
     a: &Arena<'_>,

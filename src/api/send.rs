@@ -91,7 +91,8 @@ impl Queue {
         self.send_checked(group_id, msg)
     }
 
-    pub(super) fn send_checked(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<SendResult> {
+    /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
+    fn check(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<()> {
         let inner = &*self.inner;
         if let Some(d) = msg.delay_seconds.filter(|&d| d != 0) {
             return Err(Error::invalid(
@@ -140,40 +141,19 @@ impl Queue {
                 ),
             ));
         }
-        // Pieces copied back to back into the slot: dedup id, the framed attributes (see
-        // `framing`), then the body.
-        let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
-        for (f, a) in frames.iter_mut().zip(msg.attributes) {
-            *f = framing::frame(a.name.len(), a.data_type.len(), a.value.len());
-        }
-        let generated;
-        let dedup: &[u8] = match msg.dedup_id {
-            Some(d) => d.as_bytes(),
-            None if inner.dedup != Deduplication::Off => {
-                // D5: SHA-256 of the body only (attributes excluded), stored as the message's
-                // dedup id.
-                generated = content_dedup_id(msg.body.as_bytes());
-                &generated
-            }
-            None => &[],
-        };
-        let mut pieces: [&[u8]; 4 * MAX_ATTRIBUTES] = [&[]; 4 * MAX_ATTRIBUTES];
-        let mut n = 0;
-        let mut attr_len = 0;
-        for (f, a) in frames.iter().zip(msg.attributes) {
-            for p in [&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value] {
-                pieces[n] = p;
-                attr_len += p.len();
-                n += 1;
-            }
-        }
-        self.send_parts(
+        Ok(())
+    }
+
+    pub(super) fn send_checked(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<SendResult> {
+        self.check(group_id, msg)?;
+        let f = Framed::new(self.inner.dedup, msg);
+        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
+        let (n, attr_len) = f.fill(msg, &mut parts);
+        self.send_all(
             group_id.as_bytes(),
-            &[],
-            dedup,
-            &pieces[..n],
+            &parts[..n],
             attr_len,
-            msg.body.as_bytes(),
+            msg.body.len(),
             0,
             0,
         )
@@ -193,18 +173,84 @@ impl Queue {
         flags: u8,
         prior_receives: u32,
     ) -> Result<SendResult> {
+        let (parts, n) = all_parts(source, dedup, attr_pieces, body);
+        self.send_all(
+            group_id,
+            &parts[..n],
+            attr_len,
+            body.len(),
+            flags,
+            prior_receives,
+        )
+    }
+
+    /// Enqueues a validated message from all its parts in slot order (`parts[0]` the
+    /// dead-letter source, `parts[1]` the dedup id, the body last).
+    fn send_all(
+        &self,
+        group_id: &[u8],
+        parts: &[&[u8]],
+        attr_len: usize,
+        body_len: usize,
+        flags: u8,
+        prior_receives: u32,
+    ) -> Result<SendResult> {
         let inner = &*self.inner;
-        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-        parts[0] = source;
-        parts[1] = dedup;
-        let mut n = 2;
-        for p in attr_pieces {
-            parts[n] = p;
-            n += 1;
+        let out = self.outgoing(
+            group_id,
+            parts[0],
+            parts[1],
+            parts,
+            attr_len,
+            body_len,
+            flags,
+            prior_receives,
+            None,
+        )?;
+        let sent = match send::send(&self.arena(), &Op::new(inner), inner.me, &out) {
+            Err(Fault::ClassFull(c)) => {
+                if self.make_room() {
+                    send::send(&self.arena(), &Op::new(inner), inner.me, &out)
+                } else {
+                    Err(Fault::ClassFull(c))
+                }
+            }
+            r => r,
         }
-        parts[n] = body;
-        n += 1;
-        let stored = source.len() + dedup.len() + attr_len + body.len();
+        .map_err(|f| fault(f, inner))?;
+        Ok(self.sent(&sent))
+    }
+
+    /// Slots claimed by producers that died are reclaimed by recovery, and messages past their
+    /// retention period by a sweep. Before a send reports its class full, each runs if it is
+    /// due: recovery once per liveness period for the whole queue and only when a registered
+    /// participant has died, a sweep at most every 10 ms (a full class then costs a producer a
+    /// few loads, not a recovery with a lock check per participant on every send). Returns
+    /// whether either did something (then the send is worth trying again).
+    fn make_room(&self) -> bool {
+        let inner = &*self.inner;
+        let a = self.arena();
+        let recovered = recovery::maybe_check_liveness(&a, inner, inner.me).unwrap_or(false);
+        let swept = ready::sweep_for_room(&a, inner, inner.me).unwrap_or(false);
+        recovered || swept
+    }
+
+    /// The protocol's description of a validated message.
+    #[allow(clippy::too_many_arguments)]
+    fn outgoing<'x>(
+        &self,
+        group_id: &'x [u8],
+        source: &'x [u8],
+        dedup: &'x [u8],
+        parts: &'x [&'x [u8]],
+        attr_len: usize,
+        body_len: usize,
+        flags: u8,
+        prior_receives: u32,
+        hash: Option<u64>,
+    ) -> Result<Outgoing<'x>> {
+        let inner = &*self.inner;
+        let stored = source.len() + dedup.len() + attr_len + body_len;
         let class = inner
             .caps
             .iter()
@@ -212,14 +258,14 @@ impl Queue {
             .ok_or(Error::Corrupted {
                 what: "no size class fits a valid message",
             })?;
-        let out = Outgoing {
+        Ok(Outgoing {
             class,
             // Relaxed: a process-local spreading hint.
             cursor: inner.cursor.fetch_add(1, Ordering::Relaxed),
-            hash: hash_id(inner.keys, group_id),
+            hash: hash.unwrap_or_else(|| hash_id(inner.keys, group_id)),
             group_id,
-            lens: words::pack_lens(body.len(), attr_len, dedup.len(), flags),
-            parts: &parts[..n],
+            lens: words::pack_lens(body_len, attr_len, dedup.len(), flags),
+            parts,
             dedup: match inner.dedup {
                 Deduplication::Off => None,
                 Deduplication::Queue => Some(dedup::Key {
@@ -235,40 +281,23 @@ impl Queue {
             },
             source_len: source.len() as u8,
             prior_receives,
-        };
-        let sent = match send::send(&self.arena(), &Op::new(inner), inner.me, &out) {
-            // Slots claimed by producers that died are reclaimed by recovery, and messages past
-            // their retention period by a sweep. Before reporting the class full, run each if
-            // it is due: recovery once per liveness period for the whole queue and only when a
-            // registered participant has died, a sweep at most every 10 ms (a full class then
-            // costs a producer a few loads, not a recovery with a lock check per participant
-            // on every send).
-            Err(Fault::ClassFull(c)) => {
-                let a = self.arena();
-                let recovered =
-                    recovery::maybe_check_liveness(&a, inner, inner.me).unwrap_or(false);
-                let swept = ready::sweep_for_room(&a, inner, inner.me).unwrap_or(false);
-                if recovered || swept {
-                    send::send(&a, inner, inner.me, &out)
-                } else {
-                    Err(Fault::ClassFull(c))
-                }
-            }
-            r => r,
-        }
-        .map_err(|f| fault(f, inner))?;
+        })
+    }
+
+    /// The caller's view of a send, and the allocation cursor moved past its slot.
+    fn sent(&self, sent: &send::Sent) -> SendResult {
         if !sent.duplicate {
             if let Ok((_, slot)) = self.arena().locate(sent.idx) {
                 // Relaxed: process-local hint. Next time, start just past the slot that was
                 // free.
-                inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+                self.inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
             }
         }
-        Ok(SendResult {
+        SendResult {
             message_id: self.message_id(sent.idx, sent.inc),
             sequence_number: (u128::from(sent.seq_hi) << 64) | u128::from(sent.pos),
             duplicate: sent.duplicate,
-        })
+        }
     }
 
     pub(super) fn message_id(&self, idx: u32, inc: u32) -> MessageId {
@@ -325,13 +354,226 @@ impl Queue {
         if total > 1_048_576 {
             return Err(Error::BatchRequestTooLong { bytes: total });
         }
+        // Each entry checked, framed and described on its own (a bad entry fails alone), in
+        // arrays on the stack (a batch holds at most 10 entries)...
+        const B: usize = 10;
+        let inner = &*self.inner;
+        fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
+            e.entry.group_id.unwrap_or("")
+        }
+        let mut results: [Option<Result<SendResult>>; B] = std::array::from_fn(|_| None);
+        let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
+        for (k, e) in entries.iter().enumerate() {
+            match self.check(group_of(e), &e.entry) {
+                Ok(()) => framed[k] = Some(Framed::new(inner.dedup, &e.entry)),
+                Err(err) => results[k] = Some(Err(err)),
+            }
+        }
+        let mut parts: [[&[u8]; 3 + 4 * MAX_ATTRIBUTES]; B] = [[&[]; 3 + 4 * MAX_ATTRIBUTES]; B];
+        let mut shape: [(usize, usize); B] = [(0, 0); B];
+        for (k, e) in entries.iter().enumerate() {
+            if let Some(f) = &framed[k] {
+                shape[k] = f.fill(&e.entry, &mut parts[k]);
+            }
+        }
+        let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
+        for (k, e) in entries.iter().enumerate() {
+            if framed[k].is_none() {
+                continue;
+            }
+            let (n, attr_len) = shape[k];
+            // One keyed hash per group id of the batch.
+            let hash = (0..k)
+                .find(|&j| group_of(&entries[j]) == group_of(e))
+                .and_then(|j| outs[j].as_ref().map(|o| o.hash));
+            match self.outgoing(
+                group_of(e).as_bytes(),
+                &[],
+                parts[k][1],
+                &parts[k][..n],
+                attr_len,
+                e.entry.body.len(),
+                0,
+                0,
+                hash,
+            ) {
+                Ok(o) => outs[k] = Some(o),
+                Err(err) => results[k] = Some(Err(err)),
+            }
+        }
+        // ... then the entries of each group sent as one chain, in their order (issue 14: one
+        // lookup, one link, one hint and one doorbell per group, committed whole or not at
+        // all). An entry whose dedup key repeats an earlier pending entry's first lets
+        // everything before it be sent (D9: the earlier entry is the original, the later the
+        // duplicate).
+        let mut pending = [false; B];
+        for k in 0..entries.len() {
+            let Some(o) = &outs[k] else { continue };
+            let repeats = o.dedup.as_ref().is_some_and(|key| {
+                (0..k).filter(|&j| pending[j]).any(|j| {
+                    outs[j]
+                        .as_ref()
+                        .and_then(|p| p.dedup.as_ref())
+                        .is_some_and(|pk| {
+                            pk.hash == key.hash && pk.dedup == key.dedup && pk.group == key.group
+                        })
+                })
+            });
+            if repeats {
+                self.send_chains(entries, &mut pending, &outs, &mut results)?;
+            }
+            pending[k] = true;
+        }
+        self.send_chains(entries, &mut pending, &outs, &mut results)?;
         Ok(entries
             .iter()
-            .map(|e| BatchResult {
+            .zip(results)
+            .map(|(e, r)| BatchResult {
                 id: e.id.to_owned(),
-                result: self.send(&e.entry),
+                result: r.unwrap_or(Err(Error::Corrupted {
+                    what: "a batch entry was neither sent nor refused",
+                })),
             })
             .collect())
+    }
+
+    /// Sends each group's pending entries of a batch as one chain, groups in the order of
+    /// their first pending entry (see `send_batch`), filling their results; clears `pending`.
+    fn send_chains(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+        pending: &mut [bool],
+        outs: &[Option<Outgoing<'_>>],
+        results: &mut [Option<Result<SendResult>>],
+    ) -> Result<()> {
+        let inner = &*self.inner;
+        let group = |k: usize| entries[k].entry.group_id.unwrap_or("");
+        for first in 0..entries.len() {
+            if !pending[first] {
+                continue;
+            }
+            // Pending entries always have their outgoing message; it also fills the unused
+            // tail of the chain's array (only `chain[..n]` is sent).
+            let Some(fill) = outs[first].as_ref() else {
+                pending[first] = false;
+                continue;
+            };
+            // This group's pending entries, in order (at most 10: arrays on the stack).
+            let mut ks = [0usize; 10];
+            let mut chain: [Option<&Outgoing<'_>>; 10] = [None; 10];
+            let mut n = 0;
+            for k in first..entries.len() {
+                if let (true, Some(o)) = (pending[k] && group(k) == group(first), &outs[k]) {
+                    ks[n] = k;
+                    chain[n] = Some(o);
+                    n += 1;
+                }
+            }
+            let chain: [&Outgoing<'_>; 10] = std::array::from_fn(|i| chain[i].unwrap_or(fill));
+            let mut got: [send::PResultSent; 10] =
+                std::array::from_fn(|_| Err(Fault::Corrupted("not sent")));
+            send::send_chain(
+                &self.arena(),
+                &Op::new(inner),
+                inner.me,
+                &chain[..n],
+                &mut got[..n],
+            )
+            .map_err(|f| fault(f, inner))?;
+            // A full class: if what follows the last entry that went is all that failed (so a
+            // retry keeps the group's order), make room and send that suffix again.
+            let last_ok = got[..n]
+                .iter()
+                .rposition(|r| r.is_ok())
+                .map_or(0, |i| i + 1);
+            let suffix_full = last_ok < n
+                && got[last_ok..n]
+                    .iter()
+                    .any(|r| matches!(r, Err(Fault::ClassFull(_))));
+            if suffix_full && self.make_room() {
+                send::send_chain(
+                    &self.arena(),
+                    &Op::new(inner),
+                    inner.me,
+                    &chain[last_ok..n],
+                    &mut got[last_ok..n],
+                )
+                .map_err(|f| fault(f, inner))?;
+            }
+            for (i, &k) in ks[..n].iter().enumerate() {
+                let r = std::mem::replace(&mut got[i], Err(Fault::Corrupted("taken")));
+                results[k] = Some(r.map(|s| self.sent(&s)).map_err(|f| fault(f, inner)));
+                pending[k] = false;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every piece of a message in slot order: dead-letter source, dedup id, attribute pieces,
+/// body; and how many.
+fn all_parts<'p>(
+    source: &'p [u8],
+    dedup: &'p [u8],
+    attr_pieces: &[&'p [u8]],
+    body: &'p [u8],
+) -> ([&'p [u8]; 3 + 4 * MAX_ATTRIBUTES], usize) {
+    let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
+    parts[0] = source;
+    parts[1] = dedup;
+    let mut n = 2;
+    for p in attr_pieces {
+        parts[n] = p;
+        n += 1;
+    }
+    parts[n] = body;
+    (parts, n + 1)
+}
+
+/// What a message adds to its own bytes in the slot: the framing of each attribute (see
+/// `framing`) and, with content-based dedup and no explicit id, its generated dedup id (D5).
+struct Framed {
+    frames: [[u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES],
+    generated: Option<[u8; 64]>,
+}
+
+impl Framed {
+    fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
+        let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
+        for (f, a) in frames.iter_mut().zip(msg.attributes) {
+            *f = framing::frame(a.name.len(), a.data_type.len(), a.value.len());
+        }
+        // D5: SHA-256 of the body only (attributes excluded), stored as the message's dedup id.
+        let generated = (msg.dedup_id.is_none() && dedup != Deduplication::Off)
+            .then(|| content_dedup_id(msg.body.as_bytes()));
+        Framed { frames, generated }
+    }
+
+    /// Fills `parts` with every piece of the message in slot order (no dead-letter source,
+    /// dedup id, attribute pieces, body); returns how many and the attributes' bytes.
+    fn fill<'p>(
+        &'p self,
+        msg: &'p SendMessage<'p>,
+        parts: &mut [&'p [u8]; 3 + 4 * MAX_ATTRIBUTES],
+    ) -> (usize, usize) {
+        let dedup: &[u8] = match (msg.dedup_id, &self.generated) {
+            (Some(d), _) => d.as_bytes(),
+            (None, Some(g)) => g,
+            (None, None) => &[],
+        };
+        parts[0] = &[];
+        parts[1] = dedup;
+        let mut n = 2;
+        let mut attr_len = 0;
+        for (f, a) in self.frames.iter().zip(msg.attributes) {
+            for p in [&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value] {
+                parts[n] = p;
+                attr_len += p.len();
+                n += 1;
+            }
+        }
+        parts[n] = msg.body.as_bytes();
+        (n + 1, attr_len)
     }
 }
 

@@ -9,7 +9,7 @@ use super::ready::{cleanup, hint, or_release, release, Cleaned};
 use super::words::{self, pack_group_epoch0};
 use super::Owner;
 use super::{node, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::{counter, GroupEntry};
+use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::{fence, AtomicU64, Ordering};
 
 /// What a successful send produced.
@@ -62,38 +62,180 @@ fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
 }
 
 /// Sends one message: reserve its dedup key, allocate, copy, find or insert the group, append,
-/// commit the dedup entry, publish, hint.
+/// commit the dedup entry, publish, hint. (A chain of one: see [`send_chain`].)
 pub fn send(a: &Arena<'_>, env: &dyn Env, me: Owner, out: &Outgoing<'_>) -> PResult<Sent> {
-    let entry = match &out.dedup {
-        None => None,
-        Some(k) => match dedup::reserve(a, env, me, k)? {
-            Reserved::Duplicate(o) => {
-                count(a, me, counter::DUPLICATES, 1);
-                return Ok(Sent {
-                    idx: o.idx,
-                    inc: o.inc,
-                    seq_hi: o.seq_hi,
-                    pos: o.pos,
-                    duplicate: true,
-                });
+    let mut r = [Err(Fault::Corrupted("not sent"))];
+    send_chain(a, env, me, &[out], &mut r)?;
+    let [r] = r;
+    r
+}
+
+/// The result of one entry of a chain.
+pub type PResultSent = PResult<Sent>;
+
+/// Most messages linked as one chain; a longer `outs` goes as consecutive chains of this many
+/// (each one unit, in order).
+pub const MAX_CHAIN: usize = 10;
+
+/// Sends `outs`, all to the same group, in order, as one unit (issue 14): each key reserved
+/// (duplicates answer with their original, D1), each slot allocated and written, then one
+/// group lookup, the slots linked to each other beforehand and appended to the group's list by
+/// one link CAS (SYNC POINT(node-link)): the whole chain is committed at once or not at all
+/// (invariant C: a producer that dies before that CAS leaves only unreachable slots, which
+/// recovery frees; after it, every node is reachable and recovery publishes the ones still
+/// claimed), then each entry committed and each node published in order, and one ready check
+/// (one hint, one doorbell) for the chain. Writes one result per entry of `outs` into
+/// `results` (as long as `outs`); an entry that fails before the link (its key in progress
+/// elsewhere, its size class full) is left out of the chain, the others go on. A fault of the
+/// group lookup or the append fails every entry of the chain (nothing of it was enqueued).
+pub fn send_chain(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    if outs.len() > MAX_CHAIN {
+        for (o, r) in outs.chunks(MAX_CHAIN).zip(results.chunks_mut(MAX_CHAIN)) {
+            send_chain(a, env, me, o, r)?;
+        }
+        return Ok(());
+    }
+    let mut nodes: [Option<Prepared<'_>>; MAX_CHAIN] = [None; MAX_CHAIN];
+    let mut which = [0u8; MAX_CHAIN];
+    let mut n = 0;
+    for (k, out) in outs.iter().enumerate() {
+        let entry = match &out.dedup {
+            None => None,
+            Some(key) => match dedup::reserve(a, env, me, key) {
+                Ok(Reserved::Duplicate(o)) => {
+                    count(a, me, counter::DUPLICATES, 1);
+                    results[k] = Ok(Sent {
+                        idx: o.idx,
+                        inc: o.inc,
+                        seq_hi: o.seq_hi,
+                        pos: o.pos,
+                        duplicate: true,
+                    });
+                    continue;
+                }
+                Ok(Reserved::New { index, word }) => Some((index, word)),
+                Err(f) => {
+                    #[cfg(shmfifo_loom)]
+                    if f == Fault::Crashed {
+                        return Err(f);
+                    }
+                    results[k] = Err(f);
+                    continue;
+                }
+            },
+        };
+        match prepare(a, env, me, out, entry) {
+            Ok(p) => {
+                nodes[n] = Some(p);
+                which[n] = k as u8;
+                n += 1;
             }
-            Reserved::New { index, word } => Some((index, word)),
-        },
+            Err(f) => {
+                #[cfg(shmfifo_loom)]
+                if f == Fault::Crashed {
+                    return Err(f);
+                }
+                // Nothing was linked: the key may be sent again (invariant D).
+                if let Some((index, word)) = entry {
+                    dedup::abort(a, index, word)?;
+                }
+                results[k] = Err(f);
+            }
+        }
+    }
+    if n == 0 {
+        return Ok(());
+    }
+    let chain = &nodes[..n];
+    let (g, e, pred, seq_hi, pos0) = match link(a, env, me, outs[usize::from(which[0])], chain) {
+        Ok(l) => l,
+        Err(f) => {
+            #[cfg(shmfifo_loom)]
+            if f == Fault::Crashed {
+                return Err(f); // stopped before the link CAS: nothing enqueued
+            }
+            for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
+                // Every error of `link` comes before the link CAS: nothing was enqueued, the
+                // slots are freed (or still claimed by us) and the keys may be sent again.
+                give_up(a, p.idx, p.claimed, p.entry)?;
+                results[usize::from(k)] = Err(f);
+            }
+            return Ok(());
+        }
     };
-    let r = send_reserved(a, env, me, out, entry);
+    // Committed at the link CAS: from here on every entry of the chain succeeded.
+    for (i, (p, &k)) in chain.iter().flatten().zip(&which[..n]).enumerate() {
+        results[usize::from(k)] = Ok(Sent {
+            idx: p.idx,
+            inc: p.inc,
+            seq_hi,
+            pos: pos0.wrapping_add(i as u64),
+            duplicate: false,
+        });
+    }
     #[cfg(shmfifo_loom)]
     if super::crash::crashed() {
-        return r;
+        return Ok(()); // stopped right after the link CAS: committed
     }
-    if r.is_ok() {
-        count(a, me, counter::SENT, 1);
-    } else if let Some((index, word)) = entry {
-        // Every error of `send_reserved` comes before the link CAS, so nothing was enqueued
-        // and the key may be sent again. Our slot is freed (after `give_up` aborted the
-        // entry) or still claimed by us: invariant D holds either way.
-        dedup::abort(a, index, word)?;
+    count(a, me, counter::SENT, n as u64);
+    for (i, p) in chain.iter().flatten().enumerate() {
+        let h = p.h;
+        if let Some((index, word)) = p.entry {
+            // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault here
+            // must not undo a committed send: the entry is left for a settler.
+            let _ = dedup::commit(a, env, index, word, seq_hi, pos0.wrapping_add(i as u64));
+            crash_point!(Ok(()));
+            // Relaxed: published by the CAS below; no back-pointer once published.
+            h.recv_ms.store(0, Ordering::Relaxed);
+        }
+        // SYNC POINT(ready-check): SeqCst publish, then an RMW of `head` below.
+        let _ = h.vis.compare_exchange(
+            p.claimed,
+            vis::pack(p.epoch0, vis::published(0)),
+            Ordering::SeqCst,
+            Ordering::Relaxed,
+        );
+        crash_point!(Ok(()));
     }
-    r
+    // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the cleaner's swap
+    // of `head`: either we read its new head, and if that is the chain's predecessor or one of
+    // its nodes but the last, the next node is ours and published: hint; or its swap reads
+    // ours and it then sees every publication above. The chain is committed: a fault while
+    // hinting (corruption elsewhere) must not turn it into an error the caller would retry.
+    let h = e.head.fetch_add(0, Ordering::AcqRel);
+    let before_ours = h == pred
+        || chain[..n - 1]
+            .iter()
+            .flatten()
+            .any(|p| h == node::pack(p.inc, p.idx));
+    if before_ours && hint(a, env, me, g).unwrap_or(false) {
+        notify(a, env, me);
+    }
+    Ok(())
+}
+
+/// A slot claimed and written for one message of a chain.
+#[derive(Debug, Clone, Copy)]
+struct Prepared<'a> {
+    /// Its header.
+    h: &'a MsgHeader,
+    idx: u32,
+    inc: u32,
+    epoch0: u32,
+    /// Its `vis` word while we hold it.
+    claimed: u64,
+    /// Its dedup entry (index, reserved word), if the queue deduplicates.
+    entry: Option<(u32, u64)>,
+    /// Bytes of dead-letter source at the start of its payload.
+    source_len: u8,
+    /// Receives it had before this queue (M4).
+    prior_receives: u32,
 }
 
 /// Frees a slot we claimed, aborting our dedup entry first (invariant D).
@@ -105,13 +247,14 @@ fn give_up(a: &Arena<'_>, idx: u32, claimed: u64, entry: Option<(u32, u64)>) -> 
     Ok(())
 }
 
-fn send_reserved(
-    a: &Arena<'_>,
+/// Claims a slot for `out` and writes its payload and header; points the dedup entry at it.
+fn prepare<'a>(
+    a: &Arena<'a>,
     env: &dyn Env,
     me: Owner,
     out: &Outgoing<'_>,
     entry: Option<(u32, u64)>,
-) -> PResult<Sent> {
+) -> PResult<Prepared<'a>> {
     let (idx, inc, epoch0) = pool::alloc(a, out.class, out.cursor, me)?;
     let claimed = vis::pack(epoch0, vis::claimed(me));
     let (cl, slot) = a.class_of(idx)?;
@@ -146,68 +289,58 @@ fn send_reserved(
         dedup::set_msg(a, index, idx, inc)?;
         crash_point!();
     }
+    Ok(Prepared {
+        h,
+        idx,
+        inc,
+        epoch0,
+        claimed,
+        entry,
+        source_len: out.source_len,
+        prior_receives: out.prior_receives,
+    })
+}
+
+/// Finds (or inserts) the group of `out` and appends `chain` to its list: the chain's nodes
+/// are linked to each other first (unreachable until the append), then the first is linked to
+/// the list's last node by one CAS. Returns the group, its entry, the chain's predecessor,
+/// the sequence base and the first node's position. Every error comes before that CAS.
+#[allow(clippy::type_complexity)]
+fn link<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    out: &Outgoing<'_>,
+    chain: &[Option<Prepared<'_>>],
+) -> PResult<(u32, &'a GroupEntry, u64, u64, u64)> {
+    // Relaxed: the nodes are ours and unreachable; the link CAS publishes these stores.
+    for w in chain.windows(2) {
+        if let [Some(p), Some(q)] = w {
+            p.h.link.store(node::pack(p.inc, q.idx), Ordering::Relaxed);
+        }
+    }
+    if chain.len() > 1 {
+        crash_point!();
+    }
     let mut stuck = 0;
     // A send waits, bounded by time, for a live claim holder to finish retiring a closed group.
     let mut busy = group::Patience::new();
     for _ in 0..MAX_STEPS {
-        let (g, ginc) = match group::find_or_insert(a, env, me, out.hash, out.group_id) {
-            Ok(x) => x,
-            Err(f) => {
-                #[cfg(shmfifo_loom)]
-                if f == Fault::Crashed {
-                    return Err(f);
-                }
-                give_up(a, idx, claimed, entry)?;
-                return Err(f);
-            }
-        };
-        // Relaxed: published by the link CAS.
-        h.group_epoch0.store(
-            pack_group_epoch0(out.source_len, epoch0.wrapping_sub(out.prior_receives), g),
-            Ordering::Relaxed,
-        );
+        let (g, ginc) = group::find_or_insert(a, env, me, out.hash, out.group_id)?;
+        for p in chain.iter().flatten() {
+            // Relaxed: published by the link CAS.
+            p.h.group_epoch0.store(
+                pack_group_epoch0(p.source_len, p.epoch0.wrapping_sub(p.prior_receives), g),
+                Ordering::Relaxed,
+            );
+        }
         let e = a.group(g)?;
         crash_point!();
-        match append(a, me, g, e, ginc, idx, inc)? {
+        match append(a, me, g, e, ginc, chain)? {
             Some((pred, pos)) => {
-                crash_point!();
+                crash_point!(Ok((g, e, pred, e.seq_base.load(Ordering::Relaxed), pos)));
                 // Relaxed: the base was written before the group was published (Acquire).
-                let seq_hi = e.seq_base.load(Ordering::Relaxed);
-                // Committed at the link CAS: from here on the send succeeded.
-                let done = Sent {
-                    idx,
-                    inc,
-                    seq_hi,
-                    pos,
-                    duplicate: false,
-                };
-                if let Some((index, word)) = entry {
-                    // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault
-                    // here must not undo a committed send: the entry is left for a settler.
-                    let _ = dedup::commit(a, env, index, word, seq_hi, pos);
-                    crash_point!(Ok(done));
-                    // Relaxed: published by the CAS below; no back-pointer once published.
-                    h.recv_ms.store(0, Ordering::Relaxed);
-                }
-                // SYNC POINT(ready-check): SeqCst publish, then SeqCst load of `head`.
-                let _ = h.vis.compare_exchange(
-                    claimed,
-                    vis::pack(epoch0, vis::published(0)),
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                );
-                crash_point!(Ok(done));
-                // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the
-                // cleaner's swap of `head`: either we read its new head (== pred, so we hint),
-                // or its swap reads ours and it then sees our publication.
-                // The send is committed: a fault while hinting (corruption elsewhere) must not
-                // turn it into an error the caller would retry.
-                if e.head.fetch_add(0, Ordering::AcqRel) == pred
-                    && hint(a, env, me, g).unwrap_or(false)
-                {
-                    notify(a, env, me);
-                }
-                return Ok(done);
+                return Ok((g, e, pred, e.seq_base.load(Ordering::Relaxed), pos));
             }
             None => match help_retire(a, env, me, g, ginc)? {
                 Helped::ClosedUnderUs => {
@@ -220,33 +353,31 @@ fn send_reserved(
                 Helped::HolderBusy => {
                     // A live holder is finishing the retire (a few hundred ns); one that keeps
                     // the list closed far longer is stopped: give up, retryably.
-                    if let Err(f) = busy.wait(
+                    busy.wait(
                         env,
                         "a group being retired is held by a live participant (stopped?)",
-                    ) {
-                        give_up(a, idx, claimed, entry)?;
-                        return Err(f);
-                    }
+                    )?;
                 }
             },
         }
     }
-    give_up(a, idx, claimed, entry)?;
     Err(Fault::Corrupted("send did not converge"))
 }
 
-/// Appends node `idx` to the group's list. Returns `(predecessor ref, position)`, or `None`
-/// if the group is closed (being retired) and the caller must look it up again.
+/// Appends `chain` (its nodes already linked to each other) to the group's list. Returns
+/// `(predecessor ref, position of the first node)`, or `None` if the group is closed (being
+/// retired) and the caller must look it up again.
 fn append(
     a: &Arena<'_>,
     me: Owner,
     g: u32,
     e: &GroupEntry,
     ginc: u32,
-    idx: u32,
-    inc: u32,
+    chain: &[Option<Prepared<'_>>],
 ) -> PResult<Option<(u64, u64)>> {
-    let m = a.msg(idx)?;
+    let (Some(Some(head)), Some(Some(last))) = (chain.first(), chain.last()) else {
+        return Err(Fault::Corrupted("an empty chain"));
+    };
     for round in 0..MAX_STEPS {
         if round > 0 {
             count(a, me, counter::CONTENTION_RETRIES, 1);
@@ -278,14 +409,17 @@ fn append(
             node::CLOSED => return Ok(None),
             node::NIL => {
                 let pos = node_pos(a, node::index(t))?.wrapping_add(1);
-                // Relaxed: published by the CAS below.
-                m.pos.store(pos, Ordering::Relaxed);
-                // SYNC POINT(node-link): SeqCst makes the payload and header visible to anyone
-                // who loads this link with Acquire, and orders it before `head` checks.
+                for (i, p) in chain.iter().flatten().enumerate() {
+                    // Relaxed: published by the CAS below.
+                    p.h.pos.store(pos.wrapping_add(i as u64), Ordering::Relaxed);
+                }
+                // SYNC POINT(node-link): SeqCst makes the payloads and headers of the whole
+                // chain (and its inner links) visible to anyone who loads this link with
+                // Acquire, and orders it before `head` checks.
                 if tl
                     .compare_exchange(
                         l,
-                        node::pack(node::inc(l), idx),
+                        node::pack(node::inc(l), head.idx),
                         Ordering::SeqCst,
                         Ordering::Relaxed,
                     )
@@ -294,7 +428,7 @@ fn append(
                     // Release: pairs with the Acquire loads of `tail`. Failure: helped already.
                     let _ = e.tail.compare_exchange(
                         t,
-                        node::pack(inc, idx),
+                        node::pack(last.inc, last.idx),
                         Ordering::Release,
                         Ordering::Relaxed,
                     );
