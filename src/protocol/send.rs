@@ -378,6 +378,10 @@ fn append(
     let (Some(Some(head)), Some(Some(last))) = (chain.first(), chain.last()) else {
         return Err(Fault::Corrupted("an empty chain"));
     };
+    // Consecutive tail moves without meeting the list's end: more than the arena has nodes
+    // means the links form a cycle (only corruption does that): give up at once instead of
+    // spinning for MAX_STEPS rounds (found by the live_scribble fuzz target).
+    let mut helps = 0u32;
     for round in 0..MAX_STEPS {
         if round > 0 {
             count(a, me, counter::CONTENTION_RETRIES, 1);
@@ -434,8 +438,14 @@ fn append(
                     );
                     return Ok(Some((t, pos)));
                 }
+                // Another appender linked first: progress, not a cycle.
+                helps = 0;
             }
             next => {
+                helps += 1;
+                if helps > a.steps() {
+                    return Err(Fault::Corrupted("a group's list links in a cycle"));
+                }
                 // Help the tail forward (Michael–Scott).
                 let nl = a.link(next)?.load(Ordering::Acquire);
                 let _ = e.tail.compare_exchange(
