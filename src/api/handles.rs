@@ -102,11 +102,56 @@ impl Queue {
     /// ```
     pub fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
+        let inner = &*self.inner;
+        // Each handle parsed and checked alone; the valid ones deleted together, each group
+        // cleaned up once (issue 14), in arrays on the stack (at most 10 entries).
+        let mut results: [Option<Result<()>>; 10] = std::array::from_fn(|_| None);
+        let mut parsed: [Option<ReceiptHandle>; 10] = [None; 10];
+        let mut handles = [Handle {
+            idx: 0,
+            inc: 0,
+            epoch: 0,
+        }; 10];
+        let mut which = [0usize; 10];
+        let mut n = 0;
+        for (k, e) in entries.iter().enumerate() {
+            match e
+                .entry
+                .parse::<ReceiptHandle>()
+                .and_then(|h| Ok((self.handle(&h)?, h)))
+            {
+                Ok((h, rh)) => {
+                    handles[n] = h;
+                    which[n] = k;
+                    parsed[k] = Some(rh);
+                    n += 1;
+                }
+                Err(err) => results[k] = Some(Err(err)),
+            }
+        }
+        let mut got: [crate::protocol::PResult<()>; 10] = [Ok(()); 10];
+        handle::delete_many(
+            &self.arena(),
+            &Op::new(inner),
+            inner.me,
+            &handles[..n],
+            &mut got[..n],
+        )
+        .map_err(|f| fault(f, inner))?;
+        for (i, &k) in which[..n].iter().enumerate() {
+            results[k] = Some(got[i].map_err(|f| match &parsed[k] {
+                Some(h) => self.handle_fault(f, h),
+                None => fault(f, inner),
+            }));
+        }
         Ok(entries
             .iter()
-            .map(|e| BatchResult {
+            .zip(results)
+            .map(|(e, r)| BatchResult {
                 id: e.id.to_owned(),
-                result: self.delete_str(e.entry),
+                result: r.unwrap_or(Err(Error::Corrupted {
+                    what: "a batch entry was neither deleted nor refused",
+                })),
             })
             .collect())
     }

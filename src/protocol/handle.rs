@@ -47,12 +47,59 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
 
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
+    let g = mark_deleted(a, env, me, h)?;
+    crash_point!();
+    // Deleted: a fault while cleaning up concerns the group, not this delete.
+    let _ = poke(a, env, me, g);
+    Ok(())
+}
+
+/// Deletes the messages of several live handles (a `delete_batch`, issue 14): each is marked
+/// deleted (its own CAS, its own result in `results`), then each group concerned is cleaned up
+/// once, not once per message. A deleter dying between the two leaves deleted nodes at its
+/// groups' heads, as a single delete dying after its CAS does: the next cleanup of each group
+/// (a receive, a sweep) removes them.
+pub fn delete_many(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    handles: &[Handle],
+    results: &mut [PResult<()>],
+) -> PResult<()> {
+    let mut groups = [u32::MAX; 16];
+    let mut ng = 0;
+    for (h, r) in handles.iter().zip(results.iter_mut()) {
+        let marked = mark_deleted(a, env, me, *h);
+        *r = marked.map(|_| ());
+        crash_point!();
+        if let Ok(g) = marked {
+            if !groups[..ng].contains(&g) {
+                if ng == groups.len() {
+                    // More groups than the list holds: clean the oldest now.
+                    let _ = poke(a, env, me, groups[0]);
+                    groups.copy_within(1.., 0);
+                    ng -= 1;
+                }
+                groups[ng] = g;
+                ng += 1;
+            }
+        }
+    }
+    for &g in &groups[..ng] {
+        // Deleted: a fault while cleaning up concerns the group, not these deletes.
+        let _ = poke(a, env, me, g);
+    }
+    Ok(())
+}
+
+/// Marks the message of a live handle deleted (H1–H5), counted; no cleanup. Returns its
+/// group (read before the deletion: afterwards a cleaner may free and reuse the slot).
+fn mark_deleted(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<u32> {
     let m = a.msg(h.idx)?;
-    let mut g = 0;
     for _ in 0..MAX_STEPS {
         let w = current(a, env, m, h)?;
         // Relaxed: stable while the message is in flight under our handle.
-        g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+        let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
         // of `group_epoch0` before it.
         if m.vis
@@ -66,13 +113,9 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
         {
             account_in_flight(a, me, -1);
             count(a, me, counter::DELETED, 1);
-            crash_point!();
-            // Deleted: a fault while cleaning up concerns the group, not this delete.
-            let _ = poke(a, env, me, g);
-            return Ok(());
+            return Ok(g);
         }
     }
-    let _ = g;
     Err(Fault::Corrupted("delete did not converge"))
 }
 
