@@ -59,22 +59,7 @@ fn child(spec: &str) {
         }
         "send-batch" => {
             failpoint::arm(k);
-            let rs = q
-                .send_batch(&[
-                    BatchEntry {
-                        id: "1",
-                        entry: SendMessage::new("g", "b1").dedup_id("y1"),
-                    },
-                    BatchEntry {
-                        id: "2",
-                        entry: SendMessage::new("g", "b2").dedup_id("y2"),
-                    },
-                    BatchEntry {
-                        id: "3",
-                        entry: SendMessage::new("h", "c1").dedup_id("y3"),
-                    },
-                ])
-                .unwrap();
+            let rs = q.send_batch(&the_batch()).unwrap();
             failpoint::disarm();
             for r in rs {
                 say(format!("ACK {} {}", r.id, r.result.unwrap().message_id));
@@ -318,6 +303,24 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
+/// The batch of the `send-batch` case: two entries to group g, one to h.
+fn the_batch() -> [BatchEntry<'static, SendMessage<'static>>; 3] {
+    [
+        BatchEntry {
+            id: "1",
+            entry: SendMessage::new("g", "b1").dedup_id("y1"),
+        },
+        BatchEntry {
+            id: "2",
+            entry: SendMessage::new("g", "b2").dedup_id("y2"),
+        },
+        BatchEntry {
+            id: "3",
+            entry: SendMessage::new("h", "c1").dedup_id("y3"),
+        },
+    ]
+}
+
 /// A batch (two entries to group g, one to h) killed at each step (issue 14: each group's
 /// entries are one chain): afterwards (a recovery, then the same batch again, whose entries
 /// are duplicates of whatever was committed) each group's messages are delivered exactly
@@ -327,22 +330,7 @@ fn case_send_batch(op: &str, k: u64, full: usize) -> bool {
     send(&q, "g", "a");
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
-    let again = q
-        .send_batch(&[
-            BatchEntry {
-                id: "1",
-                entry: SendMessage::new("g", "b1").dedup_id("y1"),
-            },
-            BatchEntry {
-                id: "2",
-                entry: SendMessage::new("g", "b2").dedup_id("y2"),
-            },
-            BatchEntry {
-                id: "3",
-                entry: SendMessage::new("h", "c1").dedup_id("y3"),
-            },
-        ])
-        .unwrap();
+    let again = q.send_batch(&the_batch()).unwrap();
     let acked = o.with("ACK ");
     if !acked.is_empty() {
         assert_eq!(acked.len(), 3, "{op} k={k}");
