@@ -106,13 +106,13 @@ impl Queue {
         // Each handle parsed and checked alone; the valid ones deleted together, each group
         // cleaned up once (issue 14), in arrays on the stack (at most 10 entries).
         let mut results: [Option<Result<()>>; 10] = std::array::from_fn(|_| None);
-        let mut parsed: [Option<ReceiptHandle>; 10] = [None; 10];
         let mut handles = [Handle {
             idx: 0,
             inc: 0,
             epoch: 0,
         }; 10];
-        let mut which = [0usize; 10];
+        // The entry and its parsed handle (for the error text) of each of `handles`.
+        let mut which = [(0usize, ReceiptHandle::default()); 10];
         let mut n = 0;
         for (k, e) in entries.iter().enumerate() {
             match e
@@ -122,8 +122,7 @@ impl Queue {
             {
                 Ok((h, rh)) => {
                     handles[n] = h;
-                    which[n] = k;
-                    parsed[k] = Some(rh);
+                    which[n] = (k, rh);
                     n += 1;
                 }
                 Err(err) => results[k] = Some(Err(err)),
@@ -138,11 +137,8 @@ impl Queue {
             &mut got[..n],
         )
         .map_err(|f| fault(f, inner))?;
-        for (i, &k) in which[..n].iter().enumerate() {
-            results[k] = Some(got[i].map_err(|f| match &parsed[k] {
-                Some(h) => self.handle_fault(f, h),
-                None => fault(f, inner),
-            }));
+        for ((k, rh), r) in which[..n].iter().zip(got) {
+            results[*k] = Some(r.map_err(|f| self.handle_fault(f, rh)));
         }
         Ok(entries
             .iter()

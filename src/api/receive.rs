@@ -58,6 +58,21 @@ impl Filler {
         }
         Ok(())
     }
+
+    /// [`Filler::fill`] into the next message of `buf`; an unreadable message (the protocol
+    /// quarantines it) leaves `buf` as it was.
+    fn fill_next(
+        &mut self,
+        buf: &mut ReceiveBuffer,
+        t: &Taken<'_>,
+    ) -> std::result::Result<(), &'static str> {
+        let k = buf.len;
+        let r = self.fill(buf.next_slot(), t);
+        if r.is_err() {
+            buf.len = k;
+        }
+        r
+    }
 }
 
 /// Copies a taken message into `m`, reusing its allocations. Errors name corrupted framing.
@@ -296,11 +311,9 @@ impl Queue {
             let mut new = rec;
             let mut k = 0;
             let mut sink = |t: &Taken<'_>| {
-                let n = buf.len;
-                if filler.fill(buf.next_slot(), t).is_err() {
+                if filler.fill_next(buf, t).is_err() {
                     // Unreadable (a corrupted word): the protocol quarantines it, and a fresh
                     // receive answers this attempt.
-                    buf.len = n;
                     return false;
                 }
                 if k < new.vis.len() {
@@ -511,9 +524,8 @@ impl Queue {
         let mut filler = Filler::new(inner);
         let mut sink = |t: &Taken<'_>| {
             let k = buf.len;
-            if let Err(why) = filler.fill(buf.next_slot(), t) {
+            if let Err(why) = filler.fill_next(buf, t) {
                 // Unreadable (a corrupted word): not returned; the protocol quarantines it.
-                buf.len = k;
                 tracing::error!(
                     queue = %self.display_name(),
                     message_id = %self.message_id(t.idx, t.inc),

@@ -10,7 +10,7 @@ use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
 use crate::layout::MAX_ID_LEN;
 use crate::protocol::send::{self, Outgoing};
-use crate::protocol::{dedup, ready, recovery, words, Fault};
+use crate::protocol::{dedup, ready, recovery, words, Fault, PResult};
 use crate::sync::Ordering;
 use crate::validate;
 
@@ -198,8 +198,6 @@ impl Queue {
         let inner = &*self.inner;
         let out = self.outgoing(
             group_id,
-            parts[0],
-            parts[1],
             parts,
             attr_len,
             body_len,
@@ -235,13 +233,13 @@ impl Queue {
         recovered || swept
     }
 
-    /// The protocol's description of a validated message.
+    /// The protocol's description of a validated message from all its parts in slot order
+    /// (`parts[0]` the dead-letter source, `parts[1]` the dedup id, the body last); `hash` is
+    /// the group id's keyed hash if the caller has it already.
     #[allow(clippy::too_many_arguments)]
     fn outgoing<'x>(
         &self,
         group_id: &'x [u8],
-        source: &'x [u8],
-        dedup: &'x [u8],
         parts: &'x [&'x [u8]],
         attr_len: usize,
         body_len: usize,
@@ -250,6 +248,7 @@ impl Queue {
         hash: Option<u64>,
     ) -> Result<Outgoing<'x>> {
         let inner = &*self.inner;
+        let (source, dedup) = (parts[0], parts[1]);
         let stored = source.len() + dedup.len() + attr_len + body_len;
         let class = inner
             .caps
@@ -358,9 +357,6 @@ impl Queue {
         // arrays on the stack (a batch holds at most 10 entries)...
         const B: usize = 10;
         let inner = &*self.inner;
-        fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
-            e.entry.group_id.unwrap_or("")
-        }
         let mut results: [Option<Result<SendResult>>; B] = std::array::from_fn(|_| None);
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
         for (k, e) in entries.iter().enumerate() {
@@ -388,8 +384,6 @@ impl Queue {
                 .and_then(|j| outs[j].as_ref().map(|o| o.hash));
             match self.outgoing(
                 group_of(e).as_bytes(),
-                &[],
-                parts[k][1],
                 &parts[k][..n],
                 attr_len,
                 e.entry.body.len(),
@@ -447,7 +441,7 @@ impl Queue {
         results: &mut [Option<Result<SendResult>>],
     ) -> Result<()> {
         let inner = &*self.inner;
-        let group = |k: usize| entries[k].entry.group_id.unwrap_or("");
+        let group = |k: usize| group_of(&entries[k]);
         for first in 0..entries.len() {
             if !pending[first] {
                 continue;
@@ -460,18 +454,16 @@ impl Queue {
             };
             // This group's pending entries, in order (at most 10: arrays on the stack).
             let mut ks = [0usize; 10];
-            let mut chain: [Option<&Outgoing<'_>>; 10] = [None; 10];
+            let mut chain: [&Outgoing<'_>; 10] = [fill; 10];
             let mut n = 0;
             for k in first..entries.len() {
                 if let (true, Some(o)) = (pending[k] && group(k) == group(first), &outs[k]) {
                     ks[n] = k;
-                    chain[n] = Some(o);
+                    chain[n] = o;
                     n += 1;
                 }
             }
-            let chain: [&Outgoing<'_>; 10] = std::array::from_fn(|i| chain[i].unwrap_or(fill));
-            let mut got: [send::PResultSent; 10] =
-                std::array::from_fn(|_| Err(Fault::Corrupted("not sent")));
+            let mut got: [PResult<send::Sent>; 10] = [Err(Fault::Corrupted("not sent")); 10];
             send::send_chain(
                 &self.arena(),
                 &Op::new(inner),
@@ -500,14 +492,18 @@ impl Queue {
                 )
                 .map_err(|f| fault(f, inner))?;
             }
-            for (i, &k) in ks[..n].iter().enumerate() {
-                let r = std::mem::replace(&mut got[i], Err(Fault::Corrupted("taken")));
+            for (&k, r) in ks[..n].iter().zip(got) {
                 results[k] = Some(r.map(|s| self.sent(&s)).map_err(|f| fault(f, inner)));
                 pending[k] = false;
             }
         }
         Ok(())
     }
+}
+
+/// The group id of a batch entry (present: `send_batch` checks that first).
+fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
+    e.entry.group_id.unwrap_or("")
 }
 
 /// Every piece of a message in slot order: dead-letter source, dedup id, attribute pieces,

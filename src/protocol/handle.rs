@@ -66,7 +66,14 @@ pub fn delete_many(
     handles: &[Handle],
     results: &mut [PResult<()>],
 ) -> PResult<()> {
-    let mut groups = [u32::MAX; 16];
+    const MAX: usize = 16;
+    if handles.len() > MAX {
+        for (h, r) in handles.chunks(MAX).zip(results.chunks_mut(MAX)) {
+            delete_many(a, env, me, h, r)?;
+        }
+        return Ok(());
+    }
+    let mut groups = [0u32; MAX];
     let mut ng = 0;
     for (h, r) in handles.iter().zip(results.iter_mut()) {
         let marked = mark_deleted(a, env, me, *h);
@@ -74,12 +81,6 @@ pub fn delete_many(
         crash_point!();
         if let Ok(g) = marked {
             if !groups[..ng].contains(&g) {
-                if ng == groups.len() {
-                    // More groups than the list holds: clean the oldest now.
-                    let _ = poke(a, env, me, groups[0]);
-                    groups.copy_within(1.., 0);
-                    ng -= 1;
-                }
                 groups[ng] = g;
                 ng += 1;
             }

@@ -253,6 +253,35 @@ impl<'a> Arena<'a> {
         Ok((self.classes[c].ok_or(Fault::Corrupted("class"))?, i))
     }
 
+    /// Every message slot of every class, with its global index.
+    pub fn slots<'b>(&'b self) -> impl Iterator<Item = (u32, &'a MsgHeader)> + 'b {
+        self.classes
+            .iter()
+            .take(self.nclasses)
+            .flatten()
+            .flat_map(|cl| {
+                cl.headers
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, h)| (cl.base + i as u32, h))
+            })
+    }
+
+    /// The payload of message `idx` (dead-letter source, dedup id, attributes, body) as its
+    /// header words `lens` and `group_epoch0` (`ge`) size it, bounded by its class.
+    ///
+    /// # Safety
+    /// While the slice lives, no participant may free or rewrite the message: the caller holds
+    /// its group's claim, or the group is marked by its quarantine.
+    pub unsafe fn payload(&self, idx: u32, lens: u64, ge: u64) -> PResult<&'a [u8]> {
+        let (cl, slot) = self.class_of(idx)?;
+        let len = words::payload_len(lens, ge).min(cl.cap as usize);
+        // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`,
+        // so the bytes are inside the class's payload array, mapped as long as the arena; the
+        // caller keeps every writer away from them while the slice lives.
+        Ok(unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) })
+    }
+
     /// The group entry `g`.
     pub fn group(&self, g: u32) -> PResult<&'a GroupEntry> {
         self.groups

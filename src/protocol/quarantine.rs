@@ -7,7 +7,7 @@
 //!   group's next message. It cannot be moved to a dead-letter queue (its bytes are not a
 //!   message), so it is dropped and counted.
 //! * **A group whose list cannot be walked** (a link or `head` names a free slot, another
-//!   group's message, or nothing): see [`group`].
+//!   group's message, or nothing): see [`begin`] and [`finish`].
 //!
 //! Both are counted in [`QuarantineLine`](crate::layout::QuarantineLine), with the time and the
 //! slot of the last message, for `attributes()`, `shmfifo stat` and the Prometheus output.
@@ -106,16 +106,6 @@ fn of_group(a: &Arena<'_>, g: u32, r: u64) -> bool {
         .is_ok_and(|m| words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g)
 }
 
-/// Every slot, with its global index.
-fn slots<'b, 'a: 'b>(a: &'b Arena<'a>) -> impl Iterator<Item = (u32, &'a MsgHeader)> + 'b {
-    a.classes.iter().take(a.nclasses).flatten().flat_map(|cl| {
-        cl.headers
-            .iter()
-            .enumerate()
-            .map(move |(i, h)| (cl.base + i as u32, h))
-    })
-}
-
 /// Starts (or resumes) quarantining group `g` if its list cannot be walked:
 ///
 /// 1. **Claim and confirm**: the group's claim, then [`walkable`] under it (a sound group is
@@ -198,7 +188,7 @@ pub fn begin(
         _ => return Ok(None),
     }
     close(a, g, node::pack(ginc, a.sentinel_index(g)));
-    for (i, h) in slots(a) {
+    for (i, h) in a.slots() {
         // Acquire: pairs with the Release of whoever wrote the slot last, so `group_epoch0`
         // is the one of the state read.
         let w = h.vis.load(Ordering::Acquire);
@@ -217,7 +207,7 @@ pub fn begin(
     crash_point!();
     // Senders that linked before the close publish their messages now; wait for them.
     loop {
-        let busy = slots(a).any(|(i, h)| {
+        let busy = a.slots().any(|(i, h)| {
             // Acquire: the slot's latest state.
             let w = h.vis.load(Ordering::Acquire);
             matches!(vis::state(w), vis::State::Claimed(o) if o != me && !a.owner_dead(env, o))
@@ -234,7 +224,7 @@ pub fn begin(
         )?;
     }
     let mut messages: Vec<(u32, u32, u64, u64)> = Vec::new();
-    for (i, h) in slots(a) {
+    for (i, h) in a.slots() {
         // Acquire: as above.
         let w = h.vis.load(Ordering::Acquire);
         // Relaxed: ordered by the Acquire load above.
@@ -265,7 +255,9 @@ fn linked(a: &Arena<'_>, g: u32, target: u32) -> bool {
     let sentinel = a
         .link(a.sentinel_index(g))
         .is_ok_and(|w| named(w.load(Ordering::Acquire)));
-    sentinel || slots(a).any(|(_, x)| named(x.link.load(Ordering::Acquire)))
+    sentinel
+        || a.slots()
+            .any(|(_, x)| named(x.link.load(Ordering::Acquire)))
 }
 
 /// Closes the chain that starts at node `r` of group `g`: follows links through nodes of `g`
@@ -323,7 +315,7 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
         return Ok(0);
     }
     let mut removed = 0;
-    for (i, h) in slots(a) {
+    for (i, h) in a.slots() {
         // Acquire: as in `begin`.
         let w = h.vis.load(Ordering::Acquire);
         // Relaxed: ordered by the Acquire load above.
@@ -391,14 +383,11 @@ pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
 /// the dead-letter mover): its header, group entry and payload.
 pub fn taken<'a>(a: &Arena<'a>, g: u32, idx: u32, inc: u32, w: u64) -> PResult<Taken<'a>> {
     let m = a.msg(idx)?;
-    let (cl, slot) = a.class_of(idx)?;
     // Relaxed: written before the message was published; nobody else acts on a marked group.
     let ge = m.group_epoch0.load(Ordering::Relaxed);
-    let len = words::payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
-    // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`, so
-    // the bytes are inside the payload array. The group is marked: nobody receives, moves or
-    // frees its messages until `finish`, which runs after the caller is done with them.
-    let payload = unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+    // SAFETY: the group is marked: nobody receives, moves or frees its messages until
+    // `finish`, which runs after the caller is done with them.
+    let payload = unsafe { a.payload(idx, m.lens.load(Ordering::Relaxed), ge) }?;
     let epoch = vis::epoch(w);
     Ok(Taken {
         idx,

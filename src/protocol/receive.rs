@@ -12,7 +12,7 @@ use super::ready::{
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::settle::{settle_known, Link, Then};
 use super::times::{Standing, Times};
-use super::words::{self, payload_len, unpack_group_epoch0};
+use super::words::{self, unpack_group_epoch0};
 use super::Owner;
 use super::{gstate, node, vis, Arena, Env, Fault, PResult};
 use crate::layout::{counter, GroupEntry, MsgHeader};
@@ -323,13 +323,11 @@ pub fn replay(
                 .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok();
         if ok {
-            let (cl, slot) = or_release(e, cw, a.class_of(idx))?;
             // Relaxed: read under the claim, after the Acquire CAS.
-            let len = payload_len(m.lens.load(Ordering::Relaxed), ge).min(cl.cap as usize);
-            // SAFETY: as in `take`: inside the class's payload array, and we hold the group
-            // claim, so the message cannot be freed while we read.
-            let payload =
-                unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+            let lens = m.lens.load(Ordering::Relaxed);
+            // SAFETY: we hold the group claim, so nobody frees or rewrites the message while
+            // the sink reads it.
+            let payload = or_release(e, cw, unsafe { a.payload(idx, lens, ge) })?;
             let read = sink(&Taken {
                 idx,
                 inc: node::inc(r),
@@ -473,14 +471,10 @@ fn take(
                 // Relaxed: stable while the message is published; we hold the claim.
                 let ge = m.group_epoch0.load(Ordering::Relaxed);
                 let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
-                let (cl, slot) = a.class_of(next)?;
                 let lens = m.lens.load(Ordering::Relaxed);
-                let len = payload_len(lens, ge).min(cl.cap as usize);
-                // SAFETY: `slot` indexes the class (checked by `class_of`), `len <= cap <=
-                // stride`, so the bytes are inside the payload array. We hold the group claim,
-                // so no participant can receive, delete or free this message while we read.
-                let payload =
-                    unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) };
+                // SAFETY: we hold the group claim, so no participant can receive, delete or
+                // free this message while we read.
+                let payload = unsafe { a.payload(next, lens, ge) }?;
                 if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
                     if receive_count > *max_count {
                         // X1: this receive would deliver it for the (max+1)-th time: move it

@@ -80,43 +80,41 @@ pub fn release_where(
     // A deadline that passes during the scan is released at `now` all the same: visible either way.
     let now = env.now_ms().max(1);
     let mut n = 0;
-    for cl in a.classes.iter().take(a.nclasses).flatten() {
-        for h in cl.headers {
-            // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
-            // before that CAS) is visible below: the holder we read is at least as new as `w`.
-            let w = h.vis.load(Ordering::Acquire);
-            let vis::State::Published(d) = vis::state(w) else {
-                continue;
-            };
-            if d <= now {
-                continue;
-            }
-            // Relaxed: ordered by the Acquire load above.
-            if !pick(h.recv_ms.load(Ordering::Relaxed)) {
-                continue;
-            }
-            crash_point!();
-            // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
-            // visibility change). A failed CAS: deleted, changed or released meanwhile.
-            if h.vis
-                .compare_exchange(
-                    w,
-                    vis::pack(vis::epoch(w), vis::published(now)),
-                    Ordering::SeqCst,
-                    Ordering::Relaxed,
-                )
-                .is_err()
-            {
-                continue;
-            }
-            n += 1;
-            crash_point!();
-            // Relaxed: stable while the message is published.
-            let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
-            if let Ok(e) = a.group(g) {
-                // A corrupted group is left to the sweep: the scan goes on.
-                let _ = hint_if_ready(a, env, me, g, e);
-            }
+    for (_, h) in a.slots() {
+        // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
+        // before that CAS) is visible below: the holder we read is at least as new as `w`.
+        let w = h.vis.load(Ordering::Acquire);
+        let vis::State::Published(d) = vis::state(w) else {
+            continue;
+        };
+        if d <= now {
+            continue;
+        }
+        // Relaxed: ordered by the Acquire load above.
+        if !pick(h.recv_ms.load(Ordering::Relaxed)) {
+            continue;
+        }
+        crash_point!();
+        // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
+        // visibility change). A failed CAS: deleted, changed or released meanwhile.
+        if h.vis
+            .compare_exchange(
+                w,
+                vis::pack(vis::epoch(w), vis::published(now)),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            continue;
+        }
+        n += 1;
+        crash_point!();
+        // Relaxed: stable while the message is published.
+        let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
+        if let Ok(e) = a.group(g) {
+            // A corrupted group is left to the sweep: the scan goes on.
+            let _ = hint_if_ready(a, env, me, g, e);
         }
     }
     Ok(n)
@@ -169,23 +167,21 @@ fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: Owner, dead: &[(u32, u32)]) ->
             a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
         }
     }
-    for cl in a.classes.iter().take(a.nclasses).flatten() {
-        for (i, h) in cl.headers.iter().enumerate() {
-            // Acquire: the slot's current state.
-            let w = h.vis.load(Ordering::Acquire);
-            let vis::State::Claimed(o) = vis::state(w) else {
-                continue;
-            };
-            if o == me || !a.owner_dead(env, o) {
-                continue;
-            }
-            match settle_dead_send(a, env, me, cl.base + i as u32, w)? {
-                Settled::Published => r.published += 1,
-                Settled::Freed => r.freed += 1,
-                // Another settler won, or the group's claim is held by a live participant
-                // (next recovery).
-                Settled::Raced | Settled::Busy => {}
-            }
+    for (i, h) in a.slots() {
+        // Acquire: the slot's current state.
+        let w = h.vis.load(Ordering::Acquire);
+        let vis::State::Claimed(o) = vis::state(w) else {
+            continue;
+        };
+        if o == me || !a.owner_dead(env, o) {
+            continue;
+        }
+        match settle_dead_send(a, env, me, i, w)? {
+            Settled::Published => r.published += 1,
+            Settled::Freed => r.freed += 1,
+            // Another settler won, or the group's claim is held by a live participant
+            // (next recovery).
+            Settled::Raced | Settled::Busy => {}
         }
     }
     if release_on_death(a) {

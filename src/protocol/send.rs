@@ -70,9 +70,6 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: Owner, out: &Outgoing<'_>) -> PRes
     r
 }
 
-/// The result of one entry of a chain.
-pub type PResultSent = PResult<Sent>;
-
 /// Most messages linked as one chain; a longer `outs` goes as consecutive chains of this many
 /// (each one unit, in order).
 pub const MAX_CHAIN: usize = 10;
@@ -338,9 +335,10 @@ fn link<'a>(
         crash_point!();
         match append(a, me, g, e, ginc, chain)? {
             Some((pred, pos)) => {
-                crash_point!(Ok((g, e, pred, e.seq_base.load(Ordering::Relaxed), pos)));
                 // Relaxed: the base was written before the group was published (Acquire).
-                return Ok((g, e, pred, e.seq_base.load(Ordering::Relaxed), pos));
+                let linked = (g, e, pred, e.seq_base.load(Ordering::Relaxed), pos);
+                crash_point!(Ok(linked));
+                return Ok(linked);
             }
             None => match help_retire(a, env, me, g, ginc)? {
                 Helped::ClosedUnderUs => {
