@@ -119,7 +119,7 @@ fn of_group(a: &Arena<'_>, g: u32, r: u64) -> bool {
 ///    append can succeed any more (the link word is where appenders and we agree).
 /// 4. **Wait for senders** that linked before the close: their slots are `CLAIMED` by a live
 ///    participant and name the group; they publish within a moment (or are stopped: then
-///    [`Fault::Busy`], the mark stays, and the next recovery resumes here).
+///    [`Fault::Busy`](super::Fault::Busy), the mark stays, and the next recovery resumes here).
 ///
 /// Resuming: a `TOMBSTONE` owned by us or by a dead participant is taken over at step 3.
 /// Returns the group's published messages for the caller to move to the dead-letter queue or
