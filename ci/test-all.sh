@@ -6,6 +6,9 @@ cd "$(dirname "$0")/.."
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches
+# Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`.
+cargo test -p shmfifo --features tokio --test async_receive
+cargo test -p shmfifo --features tokio --doc asynchronous
 # The one-bad-word checks need the layout, which the `loom` feature exposes (no behaviour change).
 cargo test -p shmfifo --features loom --test fuzz_regressions one_word
 # Kill points at every protocol step in real processes (test-only feature).

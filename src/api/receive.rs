@@ -406,21 +406,7 @@ impl Queue {
             let bell = doorbell::begin_wait(&self.arena(), inner.index as usize);
             let n = self.try_receive(max, vt, buf);
             if matches!(n, Ok(0)) {
-                // Relaxed: a sleep bound only.
-                let ne = hdr.next_expiry.0.load(Ordering::Relaxed);
-                let mut t = deadline - now;
-                if ne > now {
-                    t = t.min(ne - now);
-                } else {
-                    t = t.min(1);
-                }
-                // Wake for the liveness check too: a dead receiver's messages are due back.
-                let cap = if recovery::release_on_death(&self.arena()) {
-                    recovery::LIVENESS_PERIOD_MS
-                } else {
-                    ready::SWEEP_PERIOD_MS
-                };
-                t = t.clamp(1, cap);
+                let t = self.sleep_bound_ms(now, deadline);
                 accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
                 // A participant that slept may wake to a file truncated under it (a named
@@ -436,6 +422,27 @@ impl Queue {
                 return Ok(n);
             }
         }
+    }
+
+    /// How long a receiver that found nothing at `now` may sleep on the doorbell before it
+    /// must look again by itself, waiting until `deadline` at the latest: until the next
+    /// visibility or delay expiry (1 ms if one is already due), and at most the period of the
+    /// liveness check (a dead receiver's messages are due back) or of the hint sweep.
+    pub(super) fn sleep_bound_ms(&self, now: u64, deadline: u64) -> u64 {
+        // Relaxed: a sleep bound only.
+        let ne = self.inner.view.hdr.next_expiry.0.load(Ordering::Relaxed);
+        let mut t = deadline.saturating_sub(now);
+        if ne > now {
+            t = t.min(ne - now);
+        } else {
+            t = t.min(1);
+        }
+        let cap = if recovery::release_on_death(&self.arena()) {
+            recovery::LIVENESS_PERIOD_MS
+        } else {
+            ready::SWEEP_PERIOD_MS
+        };
+        t.clamp(1, cap)
     }
 
     /// `Truncated` if the queue's file is now shorter than its mapping.

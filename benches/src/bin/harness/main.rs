@@ -69,7 +69,7 @@ struct Args {
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Peers besides shmfifo, comma-separated: raw, iceoryx2, crossbeam, uds, pipe, mq
+    /// Peers besides shmfifo, comma-separated: raw, shmfifo-async, iceoryx2, crossbeam, uds, pipe, mq
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,

@@ -523,6 +523,24 @@ pub fn targets(
             ))
         })(),
     );
+    push(
+        "sleeping one-way p50, 64 B: shmfifo async receive / blocking receive",
+        "≤ 1.5×",
+        (|| {
+            let (a, b, r) = paired(
+                records,
+                rows,
+                lz,
+                (Peer::ShmfifoAsync, ""),
+                (Peer::Shmfifo, ""),
+                true,
+            )?;
+            Ok((
+                format!("{} / {} = {:.2}×", us(a), us(b), r),
+                at_most(r, 1.5),
+            ))
+        })(),
+    );
     for peer in [Peer::Uds, Peer::Pipe, Peer::Mq] {
         push(
             &format!(

@@ -47,6 +47,8 @@ pub enum Peer {
     Mq,
     /// iceoryx2 publish-subscribe.
     Iceoryx2,
+    /// shmfifo queues received through `AsyncQueue` on a tokio runtime (sleeping mode only).
+    ShmfifoAsync,
 }
 
 /// How a receiver waits for a message.
@@ -71,9 +73,10 @@ pub enum Dedup {
 
 impl Peer {
     /// Every peer, in table order.
-    pub const ALL: [Peer; 7] = [
+    pub const ALL: [Peer; 8] = [
         Peer::Raw,
         Peer::Shmfifo,
+        Peer::ShmfifoAsync,
         Peer::Iceoryx2,
         Peer::Crossbeam,
         Peer::Uds,
@@ -91,6 +94,7 @@ impl Peer {
             Peer::Pipe => "pipe",
             Peer::Mq => "mq",
             Peer::Iceoryx2 => "iceoryx2",
+            Peer::ShmfifoAsync => "shmfifo-async",
         }
     }
 
@@ -105,6 +109,7 @@ impl Peer {
             (Peer::Raw, Wait::Spin) => "hardware: cache-line ping-pong",
             (Peer::Raw, Wait::Sleep) => "hardware: futex wake",
             (Peer::Shmfifo, _) => "shmfifo",
+            (Peer::ShmfifoAsync, _) => "shmfifo, async receive (tokio)",
             (Peer::Crossbeam, _) => "crossbeam ArrayQueue (2 threads)",
             (Peer::Uds, _) => "Unix domain socket",
             (Peer::Pipe, _) => "pipe",
@@ -123,6 +128,11 @@ impl Peer {
             Peer::Crossbeam if wait == Wait::Sleep => {
                 Some("ArrayQueue has no blocking pop (threads spin)".into())
             }
+            Peer::ShmfifoAsync if wait == Wait::Spin || stream => Some(
+                "an async receive differs from the blocking one only in how it waits: \
+                 measured for sleeping latency"
+                    .into(),
+            ),
             Peer::Iceoryx2 if wait == Wait::Sleep => Some(
                 "publish-subscribe has no blocking receive (waking takes a separate event \
                  service); measured spinning"
@@ -357,7 +367,7 @@ fn mailbox_len(size: usize) -> usize {
 /// Creates the channel.
 pub fn create(spec: &ChanSpec) -> Res<Chan> {
     let held = match spec.peer {
-        Peer::Shmfifo => {
+        Peer::Shmfifo | Peer::ShmfifoAsync => {
             let _ = Queue::unlink(&spec.name);
             let q = Queue::create(&spec.name, &shmfifo_config(spec))
                 .map_err(|e| format!("creating queue {}: {e}", spec.name))?;
@@ -415,7 +425,7 @@ pub fn open_tx(
     wait: Wait,
 ) -> Res<Box<dyn Tx>> {
     Ok(match spec.peer {
-        Peer::Shmfifo => Box::new(ShmfifoTx::open(spec, index, senders)?),
+        Peer::Shmfifo | Peer::ShmfifoAsync => Box::new(ShmfifoTx::open(spec, index, senders)?),
         Peer::Raw => Box::new(RawTx::open(spec, wait)?),
         Peer::Crossbeam => Box::new(CrossbeamTx {
             q: inproc.ok_or("crossbeam channels are in-process only")?,
@@ -445,6 +455,7 @@ pub fn open_rx(
     }
     Ok(match spec.peer {
         Peer::Shmfifo => Box::new(ShmfifoRx::open(spec, wait)?),
+        Peer::ShmfifoAsync => Box::new(ShmfifoAsyncRx::open(spec)?),
         Peer::Raw => Box::new(RawRx::open(spec, wait)?),
         Peer::Crossbeam => Box::new(CrossbeamRx {
             q: inproc.ok_or("crossbeam channels are in-process only")?,
@@ -641,6 +652,60 @@ impl Rx for ShmfifoRx {
         }
         for m in self.buf.messages() {
             self.q
+                .delete(&m.receipt_handle)
+                .map_err(|e| format!("delete: {e}"))?;
+        }
+        Ok(Got::Msgs(n))
+    }
+
+    fn must_drain(&self) -> bool {
+        false
+    }
+}
+
+/// A shmfifo receiver whose long poll is `AsyncQueue::receive_into` on a current-thread
+/// tokio runtime (the watcher thread sleeps on the doorbell and wakes the runtime).
+struct ShmfifoAsyncRx {
+    q: shmfifo::AsyncQueue,
+    rt: tokio::runtime::Runtime,
+    buf: ReceiveBuffer,
+    opts: Vec<ReceiveOptions>,
+}
+
+impl ShmfifoAsyncRx {
+    fn open(spec: &ChanSpec) -> Res<ShmfifoAsyncRx> {
+        let q = Queue::open(&spec.name).map_err(|e| format!("opening queue {}: {e}", spec.name))?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        Ok(ShmfifoAsyncRx {
+            q: shmfifo::AsyncQueue::new(q),
+            rt,
+            buf: ReceiveBuffer::new(),
+            opts: (1..=10)
+                .map(|n| ReceiveOptions::max(n).wait(SLEEP_POLL))
+                .collect(),
+        })
+    }
+}
+
+impl Rx for ShmfifoAsyncRx {
+    fn recv(&mut self, max: usize, sink: &mut dyn FnMut(&[u8])) -> Res<Got> {
+        let opts = &self.opts[max.clamp(1, 10) - 1];
+        let n = self
+            .rt
+            .block_on(self.q.receive_into(opts, &mut self.buf))
+            .map_err(|e| format!("receive: {e}"))?;
+        if n == 0 {
+            return Ok(Got::Empty);
+        }
+        for m in self.buf.messages() {
+            sink(m.body.as_bytes());
+        }
+        for m in self.buf.messages() {
+            self.q
+                .queue()
                 .delete(&m.receipt_handle)
                 .map_err(|e| format!("delete: {e}"))?;
         }

@@ -1,0 +1,425 @@
+//! `AsyncQueue` (cargo feature `tokio`): a receive whose long poll is a future.
+//!
+//! The doorbell is a futex word in the arena, and a futex cannot be registered with epoll, so a
+//! runtime cannot wait on it the way it waits on a socket. Each `AsyncQueue` handle therefore
+//! has one *watcher* thread, started on the first wait, that sleeps on the doorbell for all of
+//! that handle's waiting tasks and wakes them (a [`tokio::sync::Notify`]) when it rings or when
+//! a visibility or delay expiry is due. The alternatives are worse: `spawn_blocking` per wait
+//! holds a blocking-pool thread per waiting task (1,000 waiting tasks, 1,000 threads, and the
+//! pool's cap turns waits into queueing), and polling with a timer costs latency or CPU. One
+//! thread per handle costs one sleeping thread, whatever the number of tasks.
+//!
+//! A task takes messages only inside one `poll` (a plain non-blocking receive), so a receive
+//! future that is dropped before it completes has taken nothing: every message stays visible.
+//!
+//! The protocol between a task and the watcher (no wake-up is lost):
+//! 1. the task enables its `Notified` future, *then* announces itself on the doorbell
+//!    (`doorbell::begin_wait`, which producers check before ringing) and reads the doorbell,
+//!    *then* tries a receive;
+//! 2. the watcher notifies every enabled task each time it sees the doorbell at a value other
+//!    than the one it last notified for, and each time its sleep times out (an expiry may be
+//!    due);
+//! 3. so a message published after the task's try is either seen by a producer that rings
+//!    (the task is announced) and the watcher, sleeping on the old value or about to load the
+//!    new one, notifies after the task enabled; or it was published before the try, which
+//!    sees it.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use super::queue::Queue;
+use super::types::{Message, ReceiveBuffer, ReceiveOptions};
+use crate::error::Result;
+use crate::protocol::{doorbell, Env};
+use crate::sync::{AtomicU32, Ordering};
+use crate::sys;
+
+/// A [`Queue`] whose receives wait as futures on a tokio runtime, never blocking a worker
+/// thread while they wait. `send`, `delete` and the other operations never wait for messages:
+/// call them on [`AsyncQueue::queue`] (they return in microseconds; a claim held by a stopped
+/// process can hold one up to a bounded wait, as in the blocking API).
+///
+/// Cheap to clone; clones share one watcher thread, which ends when the last clone is dropped.
+///
+/// # Examples
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> shmfifo::Result<()> {
+/// use std::time::Duration;
+/// use shmfifo::{AsyncQueue, Queue, QueueConfig, ReceiveOptions, SendMessage};
+///
+/// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+/// let producer = q.queue().clone();
+/// tokio::spawn(async move {
+///     tokio::time::sleep(Duration::from_millis(20)).await;
+///     producer.send(&SendMessage::new("g", "hello").dedup_id("1")).unwrap();
+/// });
+/// // Waits (as a future) until the message arrives.
+/// let got = q.receive(&ReceiveOptions::max(1).wait(Duration::from_secs(5))).await?;
+/// assert_eq!(got[0].body, "hello");
+/// q.queue().delete(&got[0].receipt_handle)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct AsyncQueue {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    queue: Queue,
+    watcher: OnceLock<Watcher>,
+}
+
+#[derive(Debug)]
+struct Watcher {
+    state: Arc<WatchState>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct WatchState {
+    queue: Queue,
+    notify: Notify,
+    /// Tasks between registering and finishing a wait; the watcher sleeps on the doorbell
+    /// only while there are some, and parks otherwise.
+    waiting: AtomicU32,
+    /// 1 once the handle is gone: the watcher ends.
+    closed: AtomicU32,
+    /// The watcher thread, to unpark (set before any task can register).
+    thread: OnceLock<thread::Thread>,
+}
+
+impl AsyncQueue {
+    /// Wraps a queue handle (see [`Queue::create`] and [`Queue::open`]).
+    pub fn new(queue: Queue) -> Self {
+        AsyncQueue {
+            shared: Arc::new(Shared {
+                queue,
+                watcher: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The blocking handle, for every operation that does not wait for messages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{AsyncQueue, Queue, QueueConfig, SendMessage};
+    ///
+    /// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+    /// q.queue().send(&SendMessage::new("g", "m").dedup_id("1"))?;
+    /// assert_eq!(q.queue().attributes().approximate_number_of_messages, 1);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn queue(&self) -> &Queue {
+        &self.shared.queue
+    }
+
+    /// [`Queue::receive`], with the wait as a future. Dropping the future before it completes
+    /// takes nothing (every message stays visible).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> shmfifo::Result<()> {
+    /// use std::time::Duration;
+    /// use shmfifo::{AsyncQueue, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+    /// // An empty queue: the wait ends after 50 ms with nothing.
+    /// let opts = ReceiveOptions::max(10).wait(Duration::from_millis(50));
+    /// assert!(q.receive(&opts).await?.is_empty());
+    /// q.queue().send(&SendMessage::new("g", "m").dedup_id("1"))?;
+    /// assert_eq!(q.receive(&opts).await?.len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn receive(&self, opts: &ReceiveOptions) -> Result<Vec<Message>> {
+        let mut buf = ReceiveBuffer::new();
+        self.receive_into(opts, &mut buf).await?;
+        buf.msgs.truncate(buf.len);
+        Ok(buf.msgs)
+    }
+
+    /// [`Queue::receive_into`], with the wait as a future (no allocation once `buf` is warm).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> shmfifo::Result<()> {
+    /// use shmfifo::{AsyncQueue, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+    /// q.queue().send(&SendMessage::new("g", "m").dedup_id("1"))?;
+    /// let mut buf = ReceiveBuffer::new();
+    /// assert_eq!(q.receive_into(&ReceiveOptions::max(10), &mut buf).await?, 1);
+    /// assert_eq!(buf.messages()[0].body, "m");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn receive_into(
+        &self,
+        opts: &ReceiveOptions,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        let q = &self.shared.queue;
+        let (max, vt, wait) = q.receive_params(opts)?;
+        buf.len = 0;
+        let n = q.try_receive(max, vt, buf)?;
+        if n > 0 || wait == 0 {
+            return Ok(n);
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(wait);
+        let state = self.watcher();
+        let _registered = Registration::new(state);
+        loop {
+            let notified = state.notify.notified();
+            tokio::pin!(notified);
+            // Step 1 of the protocol (module doc): enabled before announcing and trying.
+            notified.as_mut().enable();
+            let _announced = Announced::new(q);
+            // The file may have been truncated while we slept (a named queue): look before
+            // touching a page past the header, as the blocking wait does.
+            if let Some(e) = q.truncated()? {
+                return Err(e);
+            }
+            let n = q.try_receive(max, vt, buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Ok(0);
+            }
+        }
+    }
+
+    /// A stream of messages received with `opts` (its wait time is the long poll of each
+    /// receive, 20 s if it gives none or zero; a stream waits as long as it takes, receive
+    /// after receive, and never polls an empty queue in a loop). Messages come in
+    /// the order the receives return them; each is in flight until deleted through
+    /// [`AsyncQueue::queue`]. The stream ends after yielding an error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> shmfifo::Result<()> {
+    /// use std::future::poll_fn;
+    /// use std::pin::Pin;
+    /// use futures_core::Stream;
+    /// use shmfifo::{AsyncQueue, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+    /// for i in 0..3 {
+    ///     q.queue().send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&i.to_string()))?;
+    /// }
+    /// let mut stream = q.stream(ReceiveOptions::max(10));
+    /// let mut bodies = Vec::new();
+    /// while bodies.len() < 3 {
+    ///     let m = poll_fn(|cx| Pin::new(&mut stream).poll_next(cx)).await.unwrap()?;
+    ///     bodies.push(m.body.clone());
+    ///     q.queue().delete(&m.receipt_handle)?;
+    /// }
+    /// assert_eq!(bodies, ["m0", "m1", "m2"]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn stream(&self, mut opts: ReceiveOptions) -> MessageStream {
+        if opts.wait_time.is_none_or(|w| w.is_zero()) {
+            opts.wait_time = Some(crate::config::MAX_WAIT_TIME);
+        }
+        MessageStream {
+            queue: self.clone(),
+            opts,
+            ready: std::collections::VecDeque::new(),
+            pending: None,
+            done: false,
+        }
+    }
+
+    /// The watcher, started on first use.
+    fn watcher(&self) -> &WatchState {
+        &self
+            .shared
+            .watcher
+            .get_or_init(|| Watcher::start(self.shared.queue.clone()))
+            .state
+    }
+}
+
+impl Watcher {
+    fn start(queue: Queue) -> Watcher {
+        let state = Arc::new(WatchState {
+            queue,
+            notify: Notify::new(),
+            waiting: AtomicU32::new(0),
+            closed: AtomicU32::new(0),
+            thread: OnceLock::new(),
+        });
+        let s = Arc::clone(&state);
+        let thread = thread::Builder::new()
+            .name("shmfifo-watch".into())
+            .spawn(move || s.run())
+            .expect("spawning the shmfifo watcher thread");
+        let _ = state.thread.set(thread.thread().clone());
+        Watcher {
+            state,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        // No task can be waiting: each holds a borrow of the `AsyncQueue` that owns us.
+        self.state.closed.store(1, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl WatchState {
+    /// The watcher thread (module doc, step 2).
+    fn run(&self) {
+        let q = &self.queue;
+        let hdr = q.inner.view.hdr;
+        let bell = &hdr.wake.0.doorbell;
+        // Acquire: pairs with the producers' Release increment of the doorbell (as in the
+        // blocking wait), so the tasks we wake see what the ring announced.
+        let mut seen = bell.load(Ordering::Acquire);
+        loop {
+            // Acquire: pairs with the Release store in `Watcher::drop`.
+            if self.closed.load(Ordering::Acquire) != 0 {
+                return;
+            }
+            // Acquire: pairs with `Registration::new`'s increment (then `unpark`).
+            if self.waiting.load(Ordering::Acquire) == 0 {
+                thread::park();
+                continue;
+            }
+            let now_bell = bell.load(Ordering::Acquire);
+            if now_bell != seen {
+                seen = now_bell;
+                self.notify.notify_waiters();
+                continue;
+            }
+            let now = q.inner.now_ms();
+            let t = q.sleep_bound_ms(now, u64::MAX);
+            sys::futex_wait(bell, now_bell, t);
+            if bell.load(Ordering::Acquire) == now_bell {
+                // Timed out (or a spurious wake-up): an expiry may be due; let them look.
+                self.notify.notify_waiters();
+            }
+        }
+    }
+}
+
+/// A task that waits: counted, so the watcher sleeps on the doorbell while it waits.
+struct Registration<'a>(&'a WatchState);
+
+impl<'a> Registration<'a> {
+    fn new(s: &'a WatchState) -> Self {
+        // Release: pairs with the watcher's Acquire load; `unpark` wakes it if it was parked
+        // (park/unpark keep a token, so an unpark before the park is not lost).
+        if s.waiting.fetch_add(1, Ordering::Release) == 0 {
+            if let Some(w) = s.thread.get() {
+                w.unpark();
+            }
+        }
+        Registration(s)
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        // Relaxed: the count only gates the watcher's sleeping; a stale read costs one sleep.
+        self.0.waiting.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Announced on the doorbell (producers ring while someone is), for one try and the await.
+struct Announced<'a>(&'a Queue);
+
+impl<'a> Announced<'a> {
+    fn new(q: &'a Queue) -> Self {
+        doorbell::begin_wait(&q.arena(), q.inner.index as usize);
+        Announced(q)
+    }
+}
+
+impl Drop for Announced<'_> {
+    fn drop(&mut self) {
+        doorbell::end_wait(&self.0.arena(), self.0.inner.index as usize);
+    }
+}
+
+/// A receive in progress of a [`MessageStream`].
+type Pending = Pin<Box<dyn Future<Output = Result<Vec<Message>>> + Send>>;
+
+/// The messages of [`AsyncQueue::stream`]: a [`futures_core::Stream`] of
+/// `Result<Message>`.
+pub struct MessageStream {
+    queue: AsyncQueue,
+    opts: ReceiveOptions,
+    ready: std::collections::VecDeque<Message>,
+    pending: Option<Pending>,
+    done: bool,
+}
+
+impl std::fmt::Debug for MessageStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageStream")
+            .field("opts", &self.opts)
+            .field("ready", &self.ready.len())
+            .field("done", &self.done)
+            .finish()
+    }
+}
+
+impl futures_core::Stream for MessageStream {
+    type Item = Result<Message>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(m) = this.ready.pop_front() {
+                return Poll::Ready(Some(Ok(m)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            let fut = this.pending.get_or_insert_with(|| {
+                let q = this.queue.clone();
+                let opts = this.opts;
+                Box::pin(async move { q.receive(&opts).await })
+            });
+            match fut.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(r) => {
+                    this.pending = None;
+                    match r {
+                        Ok(v) => this.ready.extend(v),
+                        Err(e) => {
+                            this.done = true;
+                            return Poll::Ready(Some(Err(e)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
