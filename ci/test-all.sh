@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
-cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches
+cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python
 # Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`.
 cargo test -p shmfifo --features tokio --test async_receive
 cargo test -p shmfifo --features tokio --doc asynchronous
@@ -13,4 +13,6 @@ cargo test -p shmfifo --features tokio --doc asynchronous
 cargo test -p shmfifo --features loom --test fuzz_regressions one_word
 # Kill points at every protocol step in real processes (test-only feature).
 cargo test -p shmfifo --features failpoints --test failpoints
+# The Python package: pip-installed into a virtual environment, then pytest.
+bash ci/python.sh
 bash ci/loom.sh

@@ -66,6 +66,8 @@ pub struct QueueSettings {
     pub(crate) message_retention_period: Option<Duration>,
     pub(crate) content_based_deduplication: Option<bool>,
     pub(crate) redrive_policy: Option<Option<RedrivePolicy>>,
+    pub(crate) maximum_message_size: Option<u32>,
+    pub(crate) receive_message_wait_time: Option<Duration>,
 }
 
 impl QueueSettings {
@@ -96,6 +98,17 @@ impl QueueSettings {
     /// Sets (`Some`) or removes (`None`) the redrive policy (X1).
     pub fn redrive_policy(mut self, p: Option<RedrivePolicy>) -> Self {
         self.redrive_policy = Some(p);
+        self
+    }
+    /// `MaximumMessageSize` (S6): 1,024 bytes up to what the arena's largest size class was
+    /// made for ([`crate::Queue::maximum_message_size_limit`]); messages already queued stay.
+    pub fn maximum_message_size(mut self, bytes: u32) -> Self {
+        self.maximum_message_size = Some(bytes);
+        self
+    }
+    /// `ReceiveMessageWaitTimeSeconds` (R5): the wait of receives that give none, up to 20 s.
+    pub fn receive_message_wait_time(mut self, d: Duration) -> Self {
+        self.receive_message_wait_time = Some(d);
         self
     }
 }

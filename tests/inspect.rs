@@ -296,3 +296,59 @@ fn one_corrupted_group_breaks_only_itself() {
         "{got:?}"
     );
 }
+
+/// An observer (`Queue::observe`) joins nothing: it works on a queue whose participant slots
+/// are all taken, on a file it may only read, and leaves the queue exactly as it was (C1:
+/// its counts are the same snapshot a participant's are).
+#[test]
+fn an_observer_joins_nothing_and_changes_nothing() {
+    let q = queue("observe", &small().max_participants(1));
+    for (g, d) in [("a", "1"), ("a", "2"), ("b", "3")] {
+        q.send(&SendMessage::new(g, d)).unwrap();
+    }
+    let got = recv(&q, 1);
+    assert!(matches!(
+        Queue::open(&q.name),
+        Err(shmfifo::Error::ParticipantLimitReached { .. })
+    ));
+    let before = (q.attributes(), q.counters(), q.inspect(10).unwrap());
+    let o = Queue::observe(&q.name).unwrap();
+    let a = o.attributes();
+    assert_eq!(
+        (
+            a.approximate_number_of_messages,
+            a.approximate_number_of_messages_not_visible
+        ),
+        (2, 1)
+    );
+    assert_eq!(o.counters(), before.1);
+    let i = o.inspect(10).unwrap();
+    assert_eq!(i.participants.len(), 1, "the observer registered");
+    assert!(i.participants.iter().all(|p| !p.is_self && p.alive));
+    assert_eq!((i.active_groups, i.locked_groups), (2, 1));
+    let peeked = o.peek(10).unwrap();
+    assert_eq!(bodies_of(&peeked), ["3"]);
+    o.check().unwrap();
+    drop(o);
+    // Nothing changed: the same counts, counters and participants; the in-flight message is
+    // still ours to delete.
+    assert_eq!(q.attributes(), before.0);
+    assert_eq!(q.counters(), before.1);
+    assert_eq!(q.inspect(10).unwrap().participants, before.2.participants);
+    q.delete(&got[0].receipt_handle).unwrap();
+    // With read permission only, an observer still sees the queue.
+    let path = format!("/dev/shm/{}", q.name);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o400)).unwrap();
+    let o = Queue::observe_at(&path).unwrap();
+    assert_eq!(o.attributes().approximate_number_of_messages, 2);
+    assert_eq!(o.path(), Some(std::path::Path::new(&path)));
+    // A missing queue is the same error as for open.
+    assert!(matches!(
+        Queue::observe("shmfifo-test-no-such-queue"),
+        Err(shmfifo::Error::QueueDoesNotExist { .. })
+    ));
+}
+
+fn bodies_of(m: &[shmfifo::PeekedMessage]) -> Vec<&str> {
+    m.iter().map(|m| m.body.as_str()).collect()
+}

@@ -355,7 +355,7 @@ fn x1_redrive_policy_is_live_and_takes_sqs_json() {
     for bad in ["{", r#"{"maxReceiveCount": 2}"#, r#"{"x": 1}"#] {
         assert!(matches!(
             q.set_attribute("RedrivePolicy", bad),
-            Err(Error::InvalidParameterValue { .. })
+            Err(Error::InvalidConfig { .. })
         ));
     }
     let json = format!(
@@ -495,7 +495,7 @@ fn live_settings_apply_to_every_handle_and_fixed_ones_are_refused() {
     assert!(q.attributes().content_based_deduplication);
     q.send(&SendMessage::new("g", "x")).unwrap();
     assert!(q.send(&SendMessage::new("g", "x")).unwrap().duplicate);
-    for name in ["MaximumMessageSize", "DeduplicationScope", "FifoQueue"] {
+    for name in ["DeduplicationScope", "FifoThroughputLimit", "MaxInFlight"] {
         assert!(matches!(
             q.set_attribute(name, "1"),
             Err(Error::AttributeNotMutable { .. })
@@ -509,10 +509,19 @@ fn live_settings_apply_to_every_handle_and_fixed_ones_are_refused() {
         q.set_attribute("VisibilityTimeout", "43201"),
         Err(Error::InvalidConfig { .. })
     ));
-    assert!(matches!(
-        q.set_attribute("DelaySeconds", "soon"),
-        Err(Error::InvalidParameterValue { .. })
-    ));
+    // A value that does not parse: SQS's InvalidAttributeValue, naming the attribute.
+    let e = q.set_attribute("DelaySeconds", "soon").unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidAttributeValue");
+    assert!(e.to_string().contains("DelaySeconds"), "{e}");
+    // Q2: FifoQueue=true is a no-op on a FIFO queue; false would change its type.
+    q.set_attribute("FifoQueue", "true").unwrap();
+    let e = q.set_attribute("FifoQueue", "false").unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidAttributeValue");
+    assert!(
+        e.to_string()
+            .contains("Modifying queue type is not supported"),
+        "{e}"
+    );
     assert_eq!(
         other.attributes().visibility_timeout,
         Duration::from_secs(7)
@@ -644,4 +653,45 @@ fn x1_a_failed_move_returns_an_error_and_serves_other_groups() {
     }
     assert_eq!(bodies(&got), ["o"], "other groups flow");
     assert_eq!(counts(&src).0, 1, "the poison message stays");
+}
+
+/// Q4, S6, R5: `MaximumMessageSize` and `ReceiveMessageWaitTimeSeconds` change live, for every
+/// process, within what the arena was created for (SQS lets both change; the arena's size
+/// classes bound the first).
+#[test]
+fn maximum_message_size_and_wait_time_are_live() {
+    let q = queue("live-size", &small().maximum_message_size(4096));
+    let other = Queue::open(&q.name).unwrap();
+    let limit = q.maximum_message_size_limit();
+    assert!(limit >= 4096);
+    q.set_attribute("MaximumMessageSize", "1024").unwrap();
+    assert_eq!(other.maximum_message_size(), 1024);
+    assert_eq!(other.attributes().maximum_message_size, 1024);
+    let big = "x".repeat(2000);
+    let e = other.send(&SendMessage::new("g", &big)).unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidParameterValue");
+    q.set_attribute("MaximumMessageSize", &limit.to_string())
+        .unwrap();
+    other.send(&SendMessage::new("g", &big)).unwrap();
+    let e = q
+        .set_attribute("MaximumMessageSize", &(limit + 1).to_string())
+        .unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidAttributeValue");
+    assert!(e.to_string().contains("created for"), "{e}");
+    assert!(q.set_attribute("MaximumMessageSize", "1023").is_err());
+    // A receive that gives no wait uses the queue's, set from another handle.
+    q.set_attribute("ReceiveMessageWaitTimeSeconds", "1")
+        .unwrap();
+    assert_eq!(
+        other.attributes().receive_message_wait_time,
+        Duration::from_secs(1)
+    );
+    recv(&other, 1); // takes the message sent above
+    let start = std::time::Instant::now();
+    assert!(other.receive(&ReceiveOptions::max(1)).unwrap().is_empty());
+    assert!(start.elapsed() >= Duration::from_millis(900));
+    let e = q
+        .set_attribute("ReceiveMessageWaitTimeSeconds", "21")
+        .unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidAttributeValue");
 }

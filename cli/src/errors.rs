@@ -404,7 +404,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         ),
         Error::Io(io) => return io_hint(q, io),
         Error::InvalidAttributeName { .. } | Error::AttributeNotMutable { .. } => {
-            "mutable attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds; or ...Ms in ms), ContentBasedDeduplication, RedrivePolicy".to_owned()
+            "mutable attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod, ReceiveMessageWaitTimeSeconds (seconds; or ...Ms in ms for the first three), MaximumMessageSize, ContentBasedDeduplication, RedrivePolicy".to_owned()
         }
         Error::DeadLetterQueue { path, .. } => format!(
             "the dead-letter queue must exist, deduplicate and take messages as large as this queue's: `shmfifo stat {}`, or `shmfifo create {}`",

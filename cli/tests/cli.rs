@@ -694,7 +694,8 @@ fn errors_have_exit_codes_names_and_hints() {
     expect(&["create", "bad name!"], 18);
     let big = Q::named("big");
     expect(&["create", big.s(), "--visibility-timeout", "13h"], 19);
-    expect(&["set", q.s(), "MaximumMessageSize", "2048"], 37);
+    expect(&["set", q.s(), "DeduplicationScope", "messageGroup"], 37);
+    expect(&["set", q.s(), "MaximumMessageSize", "99999999"], 19);
     expect(&["set", q.s(), "Bogus", "1"], 36);
     let (_, e) = expect(&["delete", q.s(), "garbage"], 23);
     assert!(e.contains("hint: use a ReceiptHandle"), "{e}");
@@ -1069,8 +1070,10 @@ fn counters_count_a_known_cli_workload() {
 #[test]
 fn participants_recover_set_purge_unlink() {
     let q = create("admin", &[]);
+    // A long-polling receive holds the queue open (`watch` only observes: it registers
+    // nothing).
     let mut child: Child = std::process::Command::new(BIN)
-        .args(["watch", q.s(), "--interval", "100ms"])
+        .args(["receive", q.s(), "--wait", "20"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -1090,7 +1093,7 @@ fn participants_recover_set_purge_unlink() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(seen, "the watcher never showed up");
+    assert!(seen, "the receiver never showed up");
     let r = json(&["recover", q.s()]);
     for k in ["dead_participants", "published", "freed", "released"] {
         assert!(r[k].is_u64(), "{k}: {r}");
@@ -1332,4 +1335,27 @@ fn verbose_shows_the_library_events() {
     // Without -v, nothing on stderr.
     let (_, e) = expect(&["recover", q.s()], 0);
     assert_eq!(e, "");
+}
+
+/// `ls`, `stat`, `peek` and `watch` observe without joining: they work on a queue whose only
+/// participant slot is held, and leave no participant behind.
+#[test]
+fn inspection_commands_observe_without_joining() {
+    let q = create("observe", &["--max-participants", "1"]);
+    send(&q, "g", "1", "hello");
+    let holder = shmfifo::Queue::open(q.s()).unwrap();
+    // Joining is refused (ParticipantLimitReached)...
+    expect(&["send", q.s(), "--group", "g", "--dedup-id", "2", "x"], 34);
+    // ...looking is not, and the holder is the only participant.
+    let s = stat(&q);
+    assert_eq!(u(&s["participants"]["alive"]), 1, "{s}");
+    let m = received(&["peek", q.s()]);
+    assert_eq!(m[0]["Body"], "hello");
+    let (o, _) = expect(&["ls", "--json"], 0);
+    assert!(o.contains(q.s()), "{o}");
+    expect(&["watch", q.s(), "--count", "1"], 0);
+    drop(holder);
+    // Nothing changed: the message is still visible, received for the first time here.
+    let m = received(&["receive", q.s()]);
+    assert_eq!(m[0]["Attributes"]["ApproximateReceiveCount"], "1");
 }

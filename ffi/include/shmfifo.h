@@ -232,6 +232,12 @@ typedef struct {
    Number of attributes (at most 10).
    */
   size_t attribute_count;
+  /*
+   Per-message `DelaySeconds` (S5): 0 (none) is the only value a FIFO queue accepts; any
+   other is `SHMFIFO_INVALID_PARAMETER_VALUE`, as SQS answers. A zero-initialised message
+   has none.
+   */
+  uint32_t delay_seconds;
 } shmfifo_send_message;
 
 /*
@@ -882,8 +888,10 @@ shmfifo_result shmfifo_send_batch(const shmfifo_queue *q,
 
 /*
  Receives up to `opts->max_messages` messages (`opts` NULL: the defaults) into `buf`,
- writing views to `out[0..*count]`. `out` must have room for `max_messages` entries
- (`out_cap`), else `SHMFIFO_BUFFER_TOO_SMALL` before anything is received. Waits at most the
+ writing views to `out[0..*count]`. A bad option (`max_messages` outside 1–10, a visibility
+ timeout over 12 h, a wait over 20 s) is `SHMFIFO_INVALID_PARAMETER_VALUE` first; then `out`
+ must have room for `max_messages` entries (`out_cap`), else `SHMFIFO_BUFFER_TOO_SMALL`
+ before anything is received. Waits at most the
  wait time.
 
  # Safety
@@ -975,14 +983,16 @@ shmfifo_result shmfifo_queue_get_counters(const shmfifo_queue *q, shmfifo_counte
 
 /*
  Changes one live setting, for every process at once, by its SQS attribute name and text
- value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
- `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`
- (`true` or `false`); `RedrivePolicy` as SQS's JSON
+ value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
+ `ReceiveMessageWaitTimeSeconds` (seconds), or `VisibilityTimeoutMs`, `DelayMs`,
+ `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to what the arena was
+ created for); `ContentBasedDeduplication` (`true` or `false`); `FifoQueue` (`true`, a
+ no-op); `RedrivePolicy` as SQS's JSON
  (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
- remove it. Nothing changes on error: an invalid value is `SHMFIFO_INVALID_PARAMETER_VALUE`
- or `SHMFIFO_INVALID_CONFIG`, a setting fixed at creation (`MaximumMessageSize`,
- `ReceiveMessageWaitTimeSeconds`, `DeduplicationScope`, `FifoQueue`, `FifoThroughputLimit`,
- `MaxInFlight`) `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+ remove it. Nothing changes on error: a value that does not parse or is out of range is
+ `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), a setting fixed at creation
+ (`DeduplicationScope`, `FifoThroughputLimit`, `MaxInFlight`)
+ `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
  `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
  does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
  is retroactive; a retention change applies to messages already queued.

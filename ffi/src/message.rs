@@ -45,6 +45,10 @@ pub struct shmfifo_send_message {
     pub attributes: *const shmfifo_attribute,
     /// Number of attributes (at most 10).
     pub attribute_count: usize,
+    /// Per-message `DelaySeconds` (S5): 0 (none) is the only value a FIFO queue accepts; any
+    /// other is `SHMFIFO_INVALID_PARAMETER_VALUE`, as SQS answers. A zero-initialised message
+    /// has none.
+    pub delay_seconds: u32,
 }
 
 /// What a successful send returns.
@@ -157,7 +161,7 @@ pub(crate) unsafe fn message<'a>(
         body,
         dedup_id: dedup,
         attributes: attrs,
-        ..SendMessage::new("", "")
+        delay_seconds: Some(m.delay_seconds),
     })
 }
 

@@ -228,8 +228,10 @@ pub unsafe extern "C" fn shmfifo_send_batch(
 }
 
 /// Receives up to `opts->max_messages` messages (`opts` NULL: the defaults) into `buf`,
-/// writing views to `out[0..*count]`. `out` must have room for `max_messages` entries
-/// (`out_cap`), else `SHMFIFO_BUFFER_TOO_SMALL` before anything is received. Waits at most the
+/// writing views to `out[0..*count]`. A bad option (`max_messages` outside 1–10, a visibility
+/// timeout over 12 h, a wait over 20 s) is `SHMFIFO_INVALID_PARAMETER_VALUE` first; then `out`
+/// must have room for `max_messages` entries (`out_cap`), else `SHMFIFO_BUFFER_TOO_SMALL`
+/// before anything is received. Waits at most the
 /// wait time.
 ///
 /// # Safety
@@ -258,6 +260,16 @@ pub unsafe extern "C" fn shmfifo_receive(
             .unwrap_or_else(|| shmfifo_receive_options_default());
         // SAFETY: per the contract.
         let attempt_id = unsafe { o.attempt_id.get("attempt_id", MAX_ID_LEN) }?;
+        // The request's own errors first, as SQS reports them (max_messages 11 is
+        // InvalidParameterValue, whatever room `out` has).
+        let mut ro = ReceiveOptions::max(o.max_messages);
+        if o.visibility_timeout_ms >= 0 {
+            ro = ro.visibility_timeout(Duration::from_millis(o.visibility_timeout_ms as u64));
+        }
+        if o.wait_time_ms >= 0 {
+            ro = ro.wait(Duration::from_millis(o.wait_time_ms as u64));
+        }
+        ro.check()?;
         if out.is_null() {
             return Err(null("out"));
         }
@@ -269,13 +281,6 @@ pub unsafe extern "C" fn shmfifo_receive(
                     o.max_messages
                 ),
             ));
-        }
-        let mut ro = ReceiveOptions::max(o.max_messages);
-        if o.visibility_timeout_ms >= 0 {
-            ro = ro.visibility_timeout(Duration::from_millis(o.visibility_timeout_ms as u64));
-        }
-        if o.wait_time_ms >= 0 {
-            ro = ro.wait(Duration::from_millis(o.wait_time_ms as u64));
         }
         let n = match attempt_id {
             Some(id) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
@@ -581,14 +586,16 @@ pub unsafe extern "C" fn shmfifo_queue_get_counters(
 }
 
 /// Changes one live setting, for every process at once, by its SQS attribute name and text
-/// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` (seconds), or
-/// `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs` (ms); `ContentBasedDeduplication`
-/// (`true` or `false`); `RedrivePolicy` as SQS's JSON
+/// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
+/// `ReceiveMessageWaitTimeSeconds` (seconds), or `VisibilityTimeoutMs`, `DelayMs`,
+/// `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to what the arena was
+/// created for); `ContentBasedDeduplication` (`true` or `false`); `FifoQueue` (`true`, a
+/// no-op); `RedrivePolicy` as SQS's JSON
 /// (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
-/// remove it. Nothing changes on error: an invalid value is `SHMFIFO_INVALID_PARAMETER_VALUE`
-/// or `SHMFIFO_INVALID_CONFIG`, a setting fixed at creation (`MaximumMessageSize`,
-/// `ReceiveMessageWaitTimeSeconds`, `DeduplicationScope`, `FifoQueue`, `FifoThroughputLimit`,
-/// `MaxInFlight`) `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+/// remove it. Nothing changes on error: a value that does not parse or is out of range is
+/// `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), a setting fixed at creation
+/// (`DeduplicationScope`, `FifoThroughputLimit`, `MaxInFlight`)
+/// `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
 /// `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
 /// does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
 /// is retroactive; a retention change applies to messages already queued.

@@ -286,6 +286,10 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
     m = msg(NULL, "x", "d");
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_MISSING_PARAMETER);
+    /* S5: a per-message delay is refused on a FIFO queue (0, the zeroed default, is none). */
+    m = msg("g", "x", "d");
+    m.delay_seconds = 5;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
     m = msg("g", "bell\x07", "d");
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_MESSAGE_CONTENTS);
     m = msg("g", "\xff\xfe", "d");
@@ -360,6 +364,8 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_receive(q, &o, buf, out, 1, &n), SHMFIFO_BUFFER_TOO_SMALL);
     o.max_messages = 11;
     EXPECT(shmfifo_receive(q, &o, buf, out, 11, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    /* The request's error before the array's size, as SQS would answer it (R1). */
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
     o.max_messages = 1;
     o.attempt_id = s("not valid");
     EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
@@ -567,8 +573,16 @@ static void test_lifecycle(void) {
     CHECK(a.max_receive_count == 3 && strcmp(a.dead_letter_queue, dlq_path) == 0);
     EXPECT(shmfifo_queue_set_attribute(src, s("NoSuchAttribute"), s("1")),
            SHMFIFO_INVALID_ATTRIBUTE_NAME);
-    EXPECT(shmfifo_queue_set_attribute(src, s("MaximumMessageSize"), s("2048")),
+    EXPECT(shmfifo_queue_set_attribute(src, s("DeduplicationScope"), s("messageGroup")),
            SHMFIFO_ATTRIBUTE_NOT_MUTABLE);
+    /* MaximumMessageSize and ReceiveMessageWaitTimeSeconds are live, as on SQS, within what
+       the arena was created for. */
+    EXPECT(shmfifo_queue_set_attribute(src, s("MaximumMessageSize"), s("99999999")),
+           SHMFIFO_INVALID_CONFIG);
+    EXPECT(shmfifo_queue_set_attribute(src, s("ReceiveMessageWaitTimeSeconds"), s("21")),
+           SHMFIFO_INVALID_CONFIG);
+    EXPECT(shmfifo_queue_set_attribute(src, s("ReceiveMessageWaitTimeSeconds"), s("0")),
+           SHMFIFO_OK);
     snprintf(policy, sizeof policy, "{\"deadLetterTargetArn\":\"%s\",\"maxReceiveCount\":3}",
              qname("no-such-dlq"));
     EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s(policy)),
@@ -577,10 +591,11 @@ static void test_lifecycle(void) {
              src_name);
     EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s(policy)),
            SHMFIFO_DEAD_LETTER_QUEUE); /* its own dead-letter queue */
+    /* A value that does not parse: SQS's InvalidAttributeValue (SHMFIFO_INVALID_CONFIG). */
     EXPECT(shmfifo_queue_set_attribute(src, s("RedrivePolicy"), s("{\"maxReceiveCount\":3}")),
-           SHMFIFO_INVALID_PARAMETER_VALUE);
+           SHMFIFO_INVALID_CONFIG);
     EXPECT(shmfifo_queue_set_attribute(src, s("DelaySeconds"), s("soon")),
-           SHMFIFO_INVALID_PARAMETER_VALUE);
+           SHMFIFO_INVALID_CONFIG);
     EXPECT(shmfifo_queue_set_attribute(src, s("DelaySeconds"), s("901")), SHMFIFO_INVALID_CONFIG);
     EXPECT(shmfifo_queue_set_attribute(src, absent(), s("1")), SHMFIFO_NULL_ARGUMENT);
     EXPECT(shmfifo_queue_set_attribute(src, s("DelayMs"), absent()), SHMFIFO_NULL_ARGUMENT);

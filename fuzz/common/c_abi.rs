@@ -118,6 +118,8 @@ impl Arena {
             dedup_id,
             attributes,
             attribute_count,
+            // S5: mostly none, sometimes a delay the queue must refuse.
+            delay_seconds: if inp.byte() < 16 { u32::from(inp.byte()) } else { 0 },
         }
     }
     /// A NUL-terminated receipt: a received one, or arbitrary text (also long).

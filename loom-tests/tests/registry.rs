@@ -295,12 +295,19 @@ fn an_opener_never_sees_a_half_initialised_header() {
                     &fresh,
                 );
             },
-            move || view::check(&h2, total),
+            move || {
+                // A field read after an accepted check is the creator's (SYNC
+                // POINT(arena-ready)).
+                view::check(&h2, total).map(|c| {
+                    let max = h2.max_message_size.load(shmfifo::sync::Ordering::Relaxed);
+                    (c, max)
+                })
+            },
         );
         match seen {
-            Ok(c) => {
+            Ok((c, max)) => {
                 assert_eq!(c.geometry, g, "the whole geometry");
-                assert_eq!(c.max_message_size, 1024);
+                assert_eq!(max, 1024);
             }
             Err(Refused::NotAnArena) | Err(Refused::NotReady) => {}
             Err(e) => panic!("a torn header: {e:?}"),

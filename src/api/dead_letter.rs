@@ -59,12 +59,12 @@ pub(super) fn check_dead_letter(
             "its deduplication is off, so a move could not be made exactly once (D8); create it with deduplication on".into(),
         ));
     }
-    if q.inner.max_message_size < own_max_message_size {
+    if q.maximum_message_size() < own_max_message_size {
         return Err(dl(
             &path,
             format!(
                 "its maximum_message_size {} is smaller than this queue's {own_max_message_size}",
-                q.inner.max_message_size
+                q.maximum_message_size()
             ),
         ));
     }
@@ -145,12 +145,12 @@ impl Queue {
         let body = &p[src_len + dedup_len + attr_len..];
         // Measured as `send` measures it: names, types and values, without our framing.
         let size = attr_size(attrs) + body.len();
-        if size > dlq.inner.max_message_size as usize {
+        if size > dlq.maximum_message_size() as usize {
             return Err(Error::DeadLetterQueue {
                 path: dlq.path().map(Path::to_owned).unwrap_or_default(),
                 reason: format!(
                     "a {size}-byte message does not fit its maximum_message_size {}",
-                    dlq.inner.max_message_size
+                    dlq.maximum_message_size()
                 ),
             });
         }

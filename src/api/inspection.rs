@@ -237,8 +237,8 @@ impl Queue {
             in_flight_limit_hits: counters.in_flight_limit_hits,
             moved_to_dead_letter: counters.moved_to_dead_letter,
             retention_expiries: counters.retention_expiries,
-            receive_message_wait_time: Duration::from_millis(inner.wait_ms),
-            maximum_message_size: inner.max_message_size,
+            receive_message_wait_time: Duration::from_millis(self.default_wait_ms()),
+            maximum_message_size: self.maximum_message_size(),
             created_timestamp: inner.created_wall_ms,
             fifo_queue: true,
             // Relaxed: a gauge.

@@ -6,14 +6,18 @@ mod dead_letter;
 mod framing;
 mod handles;
 mod inspection;
+mod observe;
 mod open;
 mod queue;
 mod receive;
 mod send;
 mod settings;
+mod sqs_attributes;
 mod types;
 
 #[cfg(feature = "tokio")]
 pub use asynchronous::{AsyncQueue, MessageStream};
+pub use observe::Observer;
 pub use queue::Queue;
+pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};
 pub use types::*;

@@ -395,6 +395,27 @@ impl Queue {
         Ok(file)
     }
 
+    /// [`Queue::open_trusted`] for reading only (an observer).
+    pub(super) fn open_trusted_read_only(path: &Path) -> Result<File> {
+        let file = sys::open_file_read_only(path).map_err(|e| match e.raw_os_error() {
+            Some(libc::ENOENT) => Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            },
+            Some(libc::ELOOP) => Error::UntrustedFile {
+                path: path.to_owned(),
+                reason: "it is a symbolic link".into(),
+            },
+            _ => Error::Io(e),
+        })?;
+        if let Some(reason) = sys::untrusted(&file)? {
+            return Err(Error::UntrustedFile {
+                path: path.to_owned(),
+                reason,
+            });
+        }
+        Ok(file)
+    }
+
     /// Opens an anonymous queue from a descriptor inherited from its creator (see
     /// [`Queue::inheritable_fd`]). The descriptor stays open and owned by the caller.
     ///
@@ -511,10 +532,20 @@ impl Queue {
     /// Opens an arena file: [`Queue::probe`] its beginning, map it, check its header and view
     /// its regions, rebase its clock if it was made on another boot, register a participant,
     /// then release what dead participants held and recover what they left half-done.
-    pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
-        let shown = path.clone().unwrap_or_else(|| PathBuf::from("<anonymous>"));
-        let len = Self::probe(&file, &shown)?;
-        let map = sys::map(&file, len)?;
+    /// Probes, maps (read-only for an observer), checks the header and the file's mode, and
+    /// views the regions of an arena file.
+    fn map_checked(
+        file: &File,
+        path: Option<&Path>,
+        read_only: bool,
+    ) -> Result<(memmap2::MmapRaw, view::Checked, Arena<'static>)> {
+        let shown = path.map_or_else(|| PathBuf::from("<anonymous>"), Path::to_owned);
+        let len = Self::probe(file, &shown)?;
+        let map = if read_only {
+            sys::map_read_only(file, len)?
+        } else {
+            sys::map(file, len)?
+        };
         let base = map.as_mut_ptr();
         // SAFETY: the mapping is page-aligned and at least PAGE bytes (`probe`); `Header` fits
         // in a page and is made of atomics, valid for any bit pattern.
@@ -534,7 +565,7 @@ impl Queue {
         if path.is_some() {
             // Relaxed: fixed at creation, published by SYNC POINT(arena-ready) (checked).
             let asked = hdr.mode.load(Ordering::Relaxed) as u32 & 0o777;
-            let now = sys::mode_of(&file)? & 0o777;
+            let now = sys::mode_of(file)? & 0o777;
             if now & !asked != 0 {
                 return Err(Error::UntrustedFile {
                     path: shown,
@@ -544,9 +575,51 @@ impl Queue {
                 });
             }
         }
-        // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is owned
-        // by `Inner` below, which outlives every use of the view.
+        // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is
+        // returned with the view and owned by the `Inner` that holds both, which outlives
+        // every use of the view.
         let view: Arena<'static> = unsafe { view::view(base, &checked) };
+        Ok((map, checked, view))
+    }
+
+    /// An observer's handle (see [`Queue::observe`]): the arena mapped read-only, its clock
+    /// read (never rebased: an observer writes nothing), no participant registered, nothing
+    /// released or repaired.
+    pub(super) fn attach_observer(file: File, path: PathBuf) -> Result<Queue> {
+        let (map, checked, view) = Self::map_checked(&file, Some(&path), true)?;
+        let hdr = view.hdr;
+        let r = Ordering::Relaxed; // published by SYNC POINT(arena-ready), checked above
+        let lock_file = file.try_clone()?;
+        let inner = Inner {
+            keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
+            nonce: hdr.nonce.load(r),
+            base_ms: clock::base_ms(hdr),
+            created_wall_ms: hdr.created_wall_ms.load(r),
+            caps: checked.geometry.classes.clone(),
+            max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
+            cursor: AtomicU64::new(0),
+            view,
+            dedup: checked.dedup,
+            dedup_interval_ms: checked.dedup_interval_ms,
+            source: Vec::new(),
+            no_policy: AtomicU64::new(u64::MAX),
+            dlq: std::sync::Mutex::new(None),
+            index: u32::MAX,
+            me: crate::protocol::Owner::NOBODY,
+            observer: true,
+            file,
+            lock_file,
+            map,
+            path: Some(path),
+        };
+        Ok(Queue {
+            inner: Arc::new(inner),
+        })
+    }
+
+    pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
+        let (map, checked, view) = Self::map_checked(&file, path.as_deref(), false)?;
+        let hdr = view.hdr;
         // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
         // opener on a new boot rebases it (see `Header::clock`).
         let based = clock::rebase(
@@ -575,10 +648,9 @@ impl Queue {
             keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
             nonce: hdr.nonce.load(r),
             base_ms: based.base_ms,
-            wait_ms: checked.wait_ms,
-            max_message_size: checked.max_message_size,
             created_wall_ms: hdr.created_wall_ms.load(r),
             caps: checked.geometry.classes.clone(),
+            max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
             dedup: checked.dedup,
@@ -591,6 +663,7 @@ impl Queue {
                 .unwrap_or_default(),
             no_policy: AtomicU64::new(u64::MAX),
             dlq: std::sync::Mutex::new(None),
+            observer: false,
             index: reg.index,
             me: owner::code(reg.index, reg.gen),
             file,

@@ -38,10 +38,10 @@ pub(super) struct Inner {
     pub(super) nonce: u64,
     /// CLOCK_MONOTONIC ms of arena time 0 on this boot (see `Header::clock`).
     pub(super) base_ms: u64,
-    pub(super) wait_ms: u64,
-    pub(super) max_message_size: u32,
     pub(super) created_wall_ms: u64,
     pub(super) caps: Vec<(u32, u32)>,
+    /// [`Queue::maximum_message_size_limit`], from `caps`.
+    pub(super) max_message_limit: u32,
     pub(super) cursor: AtomicU64,
     pub(super) path: Option<PathBuf>,
     pub(super) dedup: Deduplication,
@@ -53,6 +53,9 @@ pub(super) struct Inner {
     pub(super) no_policy: AtomicU64,
     /// The dead-letter queue of the current policy, opened on first use.
     pub(super) dlq: std::sync::Mutex<Option<(u64, Queue)>>,
+    /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered
+    /// (`index` is `u32::MAX`, `me` is nobody), so nothing to deregister or unlock.
+    pub(super) observer: bool,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -109,6 +112,16 @@ impl Env for Op<'_> {
     }
 }
 
+/// The largest `MaximumMessageSize` size classes `caps` can hold (see
+/// [`Queue::maximum_message_size_limit`]).
+pub(super) fn max_message_limit(caps: &[(u32, u32)]) -> u32 {
+    let largest = caps.iter().map(|c| c.0).max().unwrap_or(0);
+    let overhead = crate::config::QueueConfig::new()
+        .maximum_message_size(0)
+        .stored_size_limit();
+    largest.saturating_sub(overhead).clamp(1024, 1 << 20)
+}
+
 impl Env for Inner {
     /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {
@@ -127,6 +140,9 @@ impl Env for Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        if self.observer {
+            return;
+        }
         // `FREE` first, then the lock (see `registry`). Not if the file was truncated under us:
         // the registry's pages may be gone (touching them would be SIGBUS), and so is the queue.
         if sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64) {
@@ -261,7 +277,37 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn maximum_message_size(&self) -> u32 {
-        self.inner.max_message_size
+        // Relaxed: a live setting (see `set_attributes`); clamped, the arena is untrusted.
+        let v = self.inner.view.hdr.max_message_size.load(Ordering::Relaxed);
+        (v.min(u64::from(u32::MAX)) as u32).clamp(1024, self.maximum_message_size_limit())
+    }
+
+    /// The largest `MaximumMessageSize` this queue can be set to: what its largest size class
+    /// holds beside a message's dedup id, attribute framing and dead-letter source (at most
+    /// 1 MiB, SQS's limit). Fixed at creation (it is the arena's shape).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new().maximum_message_size(4096))?;
+    /// assert!(q.maximum_message_size_limit() >= 4096);
+    /// q.set_attribute("MaximumMessageSize", "2048")?; // lowered (and raised again) live
+    /// assert_eq!(q.maximum_message_size(), 2048);
+    /// let too_big = q.maximum_message_size_limit() + 1;
+    /// assert!(q.set_attribute("MaximumMessageSize", &too_big.to_string()).is_err());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn maximum_message_size_limit(&self) -> u32 {
+        self.inner.max_message_limit
+    }
+
+    /// The live `ReceiveMessageWaitTimeSeconds`, in ms (clamped: the arena is untrusted).
+    pub(super) fn default_wait_ms(&self) -> u64 {
+        // Relaxed: a live setting.
+        let v = self.inner.view.hdr.receive_wait_ms.load(Ordering::Relaxed);
+        v.min(crate::config::MAX_WAIT_TIME.as_millis() as u64)
     }
 
     /// Writes the queue's pages back to its file and waits for the write (`msync`): what

@@ -167,34 +167,54 @@ pub(super) fn fill(
     Ok(())
 }
 
-impl Queue {
-    pub(super) fn receive_params(&self, opts: &ReceiveOptions) -> Result<(usize, u64, u64)> {
-        if !(1..=10).contains(&opts.max_messages) {
+impl ReceiveOptions {
+    /// The checks a receive makes of its options before anything else (R1, R2, R5):
+    /// `max_messages` 1–10, a visibility timeout of at most 12 hours, a wait of at most 20 s;
+    /// each violation is SQS's `InvalidParameterValue`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shmfifo::ReceiveOptions;
+    ///
+    /// assert!(ReceiveOptions::max(10).wait(Duration::from_secs(20)).check().is_ok());
+    /// let e = ReceiveOptions::max(11).check().unwrap_err();
+    /// assert_eq!(e.sqs_code(), "InvalidParameterValue");
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        if !(1..=10).contains(&self.max_messages) {
             return Err(Error::invalid(
                 "MaxNumberOfMessages",
-                format!("Value {} for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", opts.max_messages),
+                format!("Value {} for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.", self.max_messages),
             ));
         }
-        let vt = match opts.visibility_timeout {
-            Some(d) if d > MAX_VISIBILITY_TIMEOUT => {
-                return Err(Error::invalid(
-                    "VisibilityTimeout",
-                    "Must be between 0 and 43200 seconds.",
-                ))
-            }
-            Some(d) => ms(d),
-            None => self.default_vt_ms(),
-        };
-        let wait = match opts.wait_time {
-            Some(d) if d > MAX_WAIT_TIME => {
-                return Err(Error::invalid(
-                    "WaitTimeSeconds",
-                    "Must be between 0 and 20 seconds.",
-                ))
-            }
-            Some(d) => ms(d),
-            None => self.inner.wait_ms,
-        };
+        if self
+            .visibility_timeout
+            .is_some_and(|d| d > MAX_VISIBILITY_TIMEOUT)
+        {
+            return Err(Error::invalid(
+                "VisibilityTimeout",
+                "Must be between 0 and 43200 seconds.",
+            ));
+        }
+        if self.wait_time.is_some_and(|d| d > MAX_WAIT_TIME) {
+            return Err(Error::invalid(
+                "WaitTimeSeconds",
+                "Must be between 0 and 20 seconds.",
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Queue {
+    pub(super) fn receive_params(&self, opts: &ReceiveOptions) -> Result<(usize, u64, u64)> {
+        opts.check()?;
+        let vt = opts
+            .visibility_timeout
+            .map_or_else(|| self.default_vt_ms(), ms);
+        let wait = opts.wait_time.map_or_else(|| self.default_wait_ms(), ms);
         Ok((opts.max_messages as usize, vt, wait))
     }
 

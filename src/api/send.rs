@@ -132,12 +132,13 @@ impl Queue {
             }
             size += a.name.len() + a.data_type.len() + a.value.len();
         }
-        if size > inner.max_message_size as usize {
+        let max = self.maximum_message_size();
+        if size > max as usize {
             return Err(Error::invalid(
                 "MessageBody",
                 format!(
                     "One or more parameters cannot be validated. Reason: Message must be shorter than {} bytes.",
-                    inner.max_message_size
+                    max
                 ),
             ));
         }

@@ -10,6 +10,20 @@ use crate::protocol::settings;
 use crate::sync::Ordering;
 use crate::sys;
 
+/// The names [`Queue::set_attribute`] changes.
+const SETTABLE: [&str; 10] = [
+    "MaximumMessageSize",
+    "ReceiveMessageWaitTimeSeconds",
+    "VisibilityTimeout",
+    "VisibilityTimeoutMs",
+    "DelaySeconds",
+    "DelayMs",
+    "MessageRetentionPeriod",
+    "MessageRetentionPeriodMs",
+    "ContentBasedDeduplication",
+    "RedrivePolicy",
+];
+
 impl Queue {
     /// Changes the settings SQS lets you change on a queue in use (visibility timeout,
     /// delay, retention, content-based dedup, redrive policy), for every process at once.
@@ -52,12 +66,35 @@ impl Queue {
             Some(Some(p)) => Some(Some(check_dead_letter(
                 p,
                 Some(inner.nonce),
-                inner.max_message_size,
+                self.maximum_message_size(),
             )?)),
             Some(None) => Some(None),
             None => None,
         };
+        if let Some(m) = s.maximum_message_size {
+            let limit = self.maximum_message_size_limit();
+            if !(1024..=limit).contains(&m) {
+                return Err(Error::InvalidConfig {
+                    setting: "MaximumMessageSize",
+                    reason: format!("Invalid value for the parameter MaximumMessageSize. Reason: {m} is not between 1024 and {limit} bytes, what this queue's arena was created for (create a queue with a larger maximum_message_size for more)."),
+                });
+            }
+        }
+        if s.receive_message_wait_time
+            .is_some_and(|d| d > crate::config::MAX_WAIT_TIME)
+        {
+            return Err(Error::InvalidConfig {
+                setting: "ReceiveMessageWaitTimeSeconds",
+                reason: "Invalid value for the parameter ReceiveMessageWaitTimeSeconds. Reason: Must be between 0 and 20 seconds.".into(),
+            });
+        }
         // Relaxed stores: single-word live settings; each operation reads each once.
+        if let Some(m) = s.maximum_message_size {
+            hdr.max_message_size.store(u64::from(m), Ordering::Relaxed);
+        }
+        if let Some(d) = s.receive_message_wait_time {
+            hdr.receive_wait_ms.store(ms(d), Ordering::Relaxed);
+        }
         if let Some(d) = s.visibility_timeout {
             hdr.visibility_timeout_ms.store(ms(d), Ordering::Relaxed);
         }
@@ -98,11 +135,15 @@ impl Queue {
     }
 
     /// Changes one setting by its SQS attribute name, with SQS's units and text values
-    /// (`VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod` in seconds; shmfifo's
-    /// millisecond forms `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs`;
-    /// `ContentBasedDeduplication` `true`/`false`; `RedrivePolicy` as SQS's JSON, with
-    /// `deadLetterTargetArn` a queue name or path, or empty to remove it). Settings fixed at
-    /// creation give [`Error::AttributeNotMutable`]; unknown names
+    /// (`VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
+    /// `ReceiveMessageWaitTimeSeconds` in seconds; shmfifo's millisecond forms
+    /// `VisibilityTimeoutMs`, `DelayMs`, `MessageRetentionPeriodMs`; `MaximumMessageSize` in
+    /// bytes, up to [`Queue::maximum_message_size_limit`]; `ContentBasedDeduplication`
+    /// `true`/`false`; `FifoQueue` `true` (a no-op, Q2); `RedrivePolicy` as SQS's JSON, with
+    /// `deadLetterTargetArn` a queue name, path or ARN, or empty to remove it). A value that
+    /// does not parse or is out of range is [`Error::InvalidConfig`] (SQS's
+    /// `InvalidAttributeValue`); settings fixed at creation (`DeduplicationScope`,
+    /// `FifoThroughputLimit`, `MaxInFlight`) give [`Error::AttributeNotMutable`]; unknown names
     /// [`Error::InvalidAttributeName`].
     ///
     /// # Examples
@@ -119,10 +160,16 @@ impl Queue {
     /// q.set_attribute("ContentBasedDeduplication", "true")?;
     /// q.send(&SendMessage::new("g", "no dedup id"))?;
     ///
+    /// q.set_attribute("MaximumMessageSize", "2048")?;
+    /// assert_eq!(q.maximum_message_size(), 2048);
     /// assert!(matches!(
-    ///     q.set_attribute("MaximumMessageSize", "2048"),
+    ///     q.set_attribute("DeduplicationScope", "messageGroup"),
     ///     Err(Error::AttributeNotMutable { .. })
     /// ));
+    /// assert_eq!(
+    ///     q.set_attribute("DelaySeconds", "soon").unwrap_err().sqs_code(),
+    ///     "InvalidAttributeValue"
+    /// );
     /// assert!(matches!(
     ///     q.set_attribute("Colour", "blue"),
     ///     Err(Error::InvalidAttributeName { .. })
@@ -130,11 +177,12 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
-        let bad = |why: &str| {
-            Error::invalid(
-                "Attributes",
-                format!("Invalid value for the parameter {name}. Reason: {why}"),
-            )
+        // SQS's SetQueueAttributes answers a value that does not parse with
+        // InvalidAttributeValue, naming the attribute.
+        let setting = SETTABLE.iter().copied().find(|n| *n == name);
+        let bad = |why: &str| Error::InvalidConfig {
+            setting: setting.unwrap_or("Attributes"),
+            reason: format!("Invalid value for the parameter {name}. Reason: {why}"),
         };
         let number = |scale: u64| -> Result<Duration> {
             let v: u64 = value
@@ -161,10 +209,23 @@ impl Queue {
                 let p = crate::config::parse_redrive_policy(value).map_err(|why| bad(&why))?;
                 s.redrive_policy(Some(p))
             }
-            "MaximumMessageSize"
-            | "ReceiveMessageWaitTimeSeconds"
-            | "DeduplicationScope"
-            | "FifoQueue"
+            // Q2: on a FIFO queue, FifoQueue=true changes nothing; anything else would change
+            // the queue's type.
+            "FifoQueue" if value.trim() == "true" => return Ok(()),
+            "FifoQueue" => {
+                return Err(Error::InvalidConfig {
+                    setting: "FifoQueue",
+                    reason: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.".into(),
+                })
+            }
+            "MaximumMessageSize" => s.maximum_message_size(
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| bad("must be an integer number of bytes"))?,
+            ),
+            "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
+            "DeduplicationScope"
             | "FifoThroughputLimit"
             | "MaxInFlight" => {
                 return Err(Error::AttributeNotMutable {

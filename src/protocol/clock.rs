@@ -30,6 +30,14 @@ pub struct Based {
     pub rebased: bool,
 }
 
+/// The clock base as the clock word has it, without rebasing (an observer, which writes
+/// nothing; on a boot the arena has not seen yet, arena times read from it are the last
+/// boot's until a participant opens the queue).
+pub fn base_ms(hdr: &Header) -> u64 {
+    // Acquire: pairs with the rebaser's AcqRel CAS (SYNC POINT(clock-rebase)).
+    hdr.clock.load(Ordering::Acquire) & CLOCK_MASK
+}
+
 /// The clock base on boot `boot`, rebasing the arena clock if it was made on another boot.
 /// `mono_ms` is `CLOCK_MONOTONIC` now and `wall_ms` the wall clock now (both ms).
 ///

@@ -8,7 +8,7 @@ use super::clock;
 use super::{Arena, Class};
 use crate::config::{
     DedupOverflow, Deduplication, QueueConfig, MAX_ATTEMPT_ENTRIES, MAX_DEDUP_ENTRIES,
-    MAX_DEDUP_INTERVAL, MAX_GROUPS, MAX_PARTICIPANTS, MAX_SLOTS, MAX_WAIT_TIME,
+    MAX_DEDUP_INTERVAL, MAX_GROUPS, MAX_PARTICIPANTS, MAX_SLOTS,
 };
 use crate::layout::{
     AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
@@ -48,10 +48,6 @@ pub struct Checked {
     pub dedup: Deduplication,
     /// Dedup interval, ms.
     pub dedup_interval_ms: u64,
-    /// Largest message, bytes.
-    pub max_message_size: u32,
-    /// Default receive wait, ms.
-    pub wait_ms: u64,
 }
 
 /// Validates the header of a mapping of `len` bytes (at least one page).
@@ -163,20 +159,12 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
             found: len,
         });
     }
-    let max_message_size = hdr.max_message_size.load(r);
-    if !(1024..=1_048_576).contains(&max_message_size) {
-        return Err(corrupt("maximum message size out of range"));
-    }
-    let wait_ms = hdr.receive_wait_ms.load(r);
-    if wait_ms > MAX_WAIT_TIME.as_millis() as u64 {
-        return Err(corrupt("default timeouts out of range"));
-    }
+    // `max_message_size` and `receive_wait_ms` are live settings (`set_attributes`), clamped
+    // where they are read, as the other live settings are: a bad value is not a bad arena.
     Ok(Checked {
         geometry,
         dedup,
         dedup_interval_ms,
-        max_message_size: max_message_size as u32,
-        wait_ms,
     })
 }
 

@@ -108,6 +108,15 @@ pub fn open_file(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// [`open_file`] for reading only (an observer: `Queue::observe`).
+pub fn open_file_read_only(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+}
+
 /// Why an opened file is not one this process may use as (or remove as) a queue: not a
 /// regular file, or owned by a user other than this process's effective user (unless that
 /// user is listed in `SHMFIFO_TRUSTED_UIDS`, comma-separated uids).
@@ -188,6 +197,13 @@ pub fn map(file: &File, len: u64) -> io::Result<memmap2::MmapRaw> {
     let len = usize::try_from(len)
         .map_err(|_| io::Error::other("arena larger than the address space"))?;
     memmap2::MmapOptions::new().len(len).map_raw(file)
+}
+
+/// Maps `len` bytes of `file` shared and read-only (`PROT_READ`): a store through it faults.
+pub fn map_read_only(file: &File, len: u64) -> io::Result<memmap2::MmapRaw> {
+    let len = usize::try_from(len)
+        .map_err(|_| io::Error::other("arena larger than the address space"))?;
+    memmap2::MmapOptions::new().len(len).map_raw_read_only(file)
 }
 
 fn flock(kind: i32, index: u32) -> libc::flock {

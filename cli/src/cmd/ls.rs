@@ -39,7 +39,7 @@ enum Entry {
 }
 
 fn look(path: &Path) -> Entry {
-    match Queue::open_at(path) {
+    match Queue::observe_at(path) {
         Ok(q) => {
             let a = q.attributes();
             Entry::Queue {

@@ -12,7 +12,7 @@ pub mod watch;
 
 use clap::Args;
 use serde_json::{json, Value};
-use shmfifo::{Deduplication, Queue, QueueAttributes, ReceivedAttribute};
+use shmfifo::{Deduplication, Observer, Queue, QueueAttributes, ReceivedAttribute};
 
 use crate::errors::Failure;
 use crate::output::{self, duration, kv, ms_and_time, size};
@@ -75,6 +75,13 @@ pub fn open(queue: &str) -> Result<Queue, Failure> {
         Queue::open(queue)
     };
     r.map_err(|e| Failure::queue(queue, e))
+}
+
+/// Observes the queue a queue argument names, without joining it (read-only, no participant
+/// registered): what `ls`, `stat`, `peek` and `watch` use, so that looking changes nothing and
+/// works on a queue whose participant slots are all taken.
+pub fn observe(queue: &str) -> Result<Observer, Failure> {
+    Queue::observe_at(path_of(queue)).map_err(|e| Failure::queue(queue, e))
 }
 
 /// Writes a whole-command JSON document.

@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::{json, Value};
 use shmfifo::ReceiveOptions;
 
-use super::{open, print_json, Ctx, Shown};
+use super::{observe, open, print_json, Ctx, Shown};
 use crate::errors::{self, Failure};
 use crate::output::{duration, out};
 use crate::parse;
@@ -105,7 +105,7 @@ pub struct PeekArgs {
 /// Prints what a receive would return now, changing nothing; exit code 1 when nothing is
 /// visible.
 pub fn peek(a: &PeekArgs, ctx: Ctx) -> Result<(), Failure> {
-    let q = open(&a.queue)?;
+    let q = observe(&a.queue)?;
     let msgs = q.peek(a.max).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     let shown: Vec<Shown<'_>> = msgs.iter().map(Shown::from).collect();

@@ -4,7 +4,7 @@ use clap::Args;
 use serde_json::{json, Value};
 use shmfifo::{Inspection, ParticipantInfo};
 
-use super::{open, path_of, print_json, settings_json, settings_text, Ctx};
+use super::{observe, path_of, print_json, settings_json, settings_text, Ctx};
 use crate::errors::Failure;
 use crate::output::{kv, num, out, size, Table};
 
@@ -32,7 +32,7 @@ fn others(i: &Inspection) -> Vec<ParticipantInfo> {
 
 /// Prints the queue's state.
 pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
-    let q = open(&a.queue)?;
+    let q = observe(&a.queue)?;
     let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     if a.prometheus {

@@ -7,7 +7,7 @@ use clap::Args;
 use serde_json::{json, Value};
 use shmfifo::{Counters, QueueAttributes};
 
-use super::{open, Ctx};
+use super::{observe, Ctx};
 use crate::errors::Failure;
 use crate::output::{self, num, timestamp, Table};
 
@@ -117,11 +117,13 @@ fn snapshot_text(queue: &str, interval: Duration, s: &Snapshot, prev: Option<&Sn
 
 /// Refreshes until `--count` is reached (or forever), or stdout is closed.
 pub fn run(a: &WatchArgs, ctx: Ctx) -> Result<(), Failure> {
-    let q = open(&a.queue)?;
+    let q = observe(&a.queue)?;
     let tty = !ctx.json && std::io::stdout().is_terminal();
     let mut prev: Option<Snapshot> = None;
     let mut n = 0u64;
     loop {
+        // A file truncated under us: report it rather than fault on a vanished page.
+        q.check().map_err(|e| Failure::queue(&a.queue, e))?;
         let s = Snapshot {
             at: Instant::now(),
             wall_ms: SystemTime::now()

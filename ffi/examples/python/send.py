@@ -25,7 +25,8 @@ class Attribute(ctypes.Structure):
 class SendMessage(ctypes.Structure):
     _fields_ = [("group_id", Str), ("body", Str), ("dedup_id", Str),
                 ("attributes", ctypes.POINTER(Attribute)),
-                ("attribute_count", ctypes.c_size_t)]
+                ("attribute_count", ctypes.c_size_t),
+                ("delay_seconds", ctypes.c_uint32)]
 
 
 class SendResult(ctypes.Structure):

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The Python package as a user gets it: `pip install ./python` into a virtual environment (maturin
+# builds the native module with cargo; pip fetches maturin and pytest from PyPI), then its tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=target/pyvenv
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install -q --disable-pip-version-check ./python pytest
+"$venv/bin/python" -m pytest -q python/tests

@@ -1,0 +1,279 @@
+"""The Pythonic layer: ``Queue``, ``Message``, ``SendResult``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
+
+from ._shmfifo import RawQueue
+
+#: A message attribute value: ``str`` (``String``), ``bytes`` (``Binary``), ``int`` or
+#: ``float`` (``Number``), or ``(data_type, value)`` for a custom type such as
+#: ``("Number.float", "1.5")``.
+AttributeValue = Union[str, bytes, int, float, Tuple[str, Union[str, bytes]]]
+
+
+def _ms(seconds: Optional[float]) -> Optional[int]:
+    if seconds is None:
+        return None
+    if seconds < 0:
+        raise ValueError("a duration cannot be negative")
+    return int(round(seconds * 1000))
+
+
+def _attributes_in(attributes: Optional[Mapping[str, AttributeValue]]):
+    if not attributes:
+        return None
+    out = []
+    for name, v in attributes.items():
+        if isinstance(v, tuple):
+            data_type, value = v
+        elif isinstance(v, bool):
+            raise TypeError(f"attribute {name!r}: a bool is neither text nor a number")
+        elif isinstance(v, (int, float)):
+            data_type, value = "Number", repr(v)
+        elif isinstance(v, (bytes, bytearray, memoryview)):
+            data_type, value = "Binary", bytes(v)
+        elif isinstance(v, str):
+            data_type, value = "String", v
+        else:
+            raise TypeError(f"attribute {name!r}: {type(v).__name__} is not an attribute value")
+        out.append((name, data_type, value.encode() if isinstance(value, str) else bytes(value)))
+    return out
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What a send returns."""
+
+    message_id: str
+    #: Increasing within the group; a decimal string (it is 128 bits).
+    sequence_number: str
+    #: The send was a duplicate within the deduplication interval: nothing was enqueued, and
+    #: the id and sequence number are the original message's.
+    duplicate: bool
+
+
+@dataclass
+class Message:
+    """A received message. ``delete()`` and ``change_visibility()`` act on this receive."""
+
+    message_id: str
+    receipt_handle: str
+    body: str
+    group_id: str
+    dedup_id: Optional[str]
+    sequence_number: str
+    #: ms since the Unix epoch.
+    sent_timestamp: int
+    #: ms since the Unix epoch.
+    first_receive_timestamp: int
+    receive_count: int
+    #: name -> (data_type, value): ``str`` for String and Number types, ``bytes`` for Binary.
+    attributes: Dict[str, Tuple[str, Union[str, bytes]]] = field(default_factory=dict)
+    #: For a message moved here by a redrive policy, the path of the queue it came from.
+    dead_letter_source: Optional[str] = None
+    _queue: Optional["Queue"] = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def _of(cls, d: dict, queue: Optional["Queue"]) -> "Message":
+        attrs = {name: (t, v) for name, t, v in d.pop("attributes")}
+        return cls(attributes=attrs, _queue=queue, **d)
+
+    def delete(self) -> None:
+        """Deletes the message (this receive's handle)."""
+        assert self._queue is not None, "a message not received through a Queue"
+        self._queue.delete(self)
+
+    def change_visibility(self, seconds: float) -> None:
+        """Hides the message for ``seconds`` more from now (0: visible at once)."""
+        assert self._queue is not None, "a message not received through a Queue"
+        self._queue.change_visibility(self, seconds)
+
+
+class Queue:
+    """A shmfifo queue: SQS FIFO semantics between the processes of one host.
+
+    Create or open one by name (a file under /dev/shm) or path; the handle is one participant
+    of the queue until ``close()`` (or the end of a ``with`` block, or garbage collection).
+    Every method may raise ``shmfifo.Error`` with SQS's error code.
+    """
+
+    def __init__(self, raw: RawQueue) -> None:
+        self._raw = raw
+
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        *,
+        visibility_timeout: Optional[float] = None,
+        delay: Optional[float] = None,
+        message_retention_period: Optional[float] = None,
+        receive_message_wait_time: Optional[float] = None,
+        maximum_message_size: Optional[int] = None,
+        content_based_deduplication: Optional[bool] = None,
+        deduplication_scope: Optional[str] = None,
+        redrive_policy: Optional[Tuple[str, int]] = None,
+        max_messages: Optional[int] = None,
+        max_groups: Optional[int] = None,
+        max_participants: Optional[int] = None,
+        deduplication: Optional[str] = None,
+        dedup_entries: Optional[int] = None,
+    ) -> "Queue":
+        """Creates a queue (an error if it exists). Durations in seconds (whole seconds, as
+        SQS's attributes); ``deduplication_scope`` ``"queue"`` or ``"messageGroup"``;
+        ``redrive_policy`` ``(dead_letter_queue_name_or_path, max_receive_count)``; the
+        sizes (``max_messages``, ``max_groups``, ``max_participants``, ``dedup_entries``)
+        and ``deduplication="off"`` (no dedup ids at all) are shmfifo's own."""
+        attrs: List[Tuple[str, str]] = []
+
+        def secs(name: str, v: Optional[float]) -> None:
+            if v is not None:
+                if v != int(v):
+                    raise ValueError(f"{name}: whole seconds, as SQS takes them")
+                attrs.append((name, str(int(v))))
+
+        secs("VisibilityTimeout", visibility_timeout)
+        secs("DelaySeconds", delay)
+        secs("MessageRetentionPeriod", message_retention_period)
+        secs("ReceiveMessageWaitTimeSeconds", receive_message_wait_time)
+        if maximum_message_size is not None:
+            attrs.append(("MaximumMessageSize", str(maximum_message_size)))
+        if content_based_deduplication is not None:
+            attrs.append(("ContentBasedDeduplication", "true" if content_based_deduplication else "false"))
+        if deduplication_scope is not None:
+            attrs.append(("DeduplicationScope", deduplication_scope))
+        if redrive_policy is not None:
+            target, count = redrive_policy
+            import json
+
+            attrs.append(("RedrivePolicy", json.dumps({"deadLetterTargetArn": target, "maxReceiveCount": count})))
+        raw = RawQueue.create(
+            name,
+            attrs,
+            max_messages=max_messages,
+            max_groups=max_groups,
+            max_participants=max_participants,
+            deduplication=deduplication,
+            dedup_entries=dedup_entries,
+        )
+        return cls(raw)
+
+    @classmethod
+    def open(cls, name: str) -> "Queue":
+        """Opens an existing queue by name or path."""
+        return cls(RawQueue.open(name))
+
+    @staticmethod
+    def unlink(name: str) -> None:
+        """Removes a queue's file; processes that have it open keep using it."""
+        RawQueue.unlink(name)
+
+    def close(self) -> None:
+        """Releases this handle (its participant); later calls raise ``ValueError``."""
+        self._raw.close()
+
+    def __enter__(self) -> "Queue":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @property
+    def path(self) -> Optional[str]:
+        """The queue file's path."""
+        return self._raw.path()
+
+    def send(
+        self,
+        group_id: str,
+        body: str,
+        *,
+        dedup_id: Optional[str] = None,
+        attributes: Optional[Mapping[str, AttributeValue]] = None,
+    ) -> SendResult:
+        """Sends one message to ``group_id``; ``dedup_id`` is required unless the queue has
+        content-based deduplication (or none)."""
+        return SendResult(*self._raw.send(group_id, body, dedup_id, _attributes_in(attributes)))
+
+    def send_batch(
+        self, messages: Iterable[Union[Tuple[str, str], Tuple[str, str, Optional[str]], Mapping]]
+    ) -> List[Union[SendResult, Exception]]:
+        """Sends up to 10 messages in one request, each ``(group_id, body)``,
+        ``(group_id, body, dedup_id)`` or a dict with ``group_id``, ``body``, ``dedup_id``,
+        ``attributes``. Returns, in order, a ``SendResult`` or the entry's ``shmfifo.Error``."""
+        from ._errors import Error
+
+        entries = []
+        for i, m in enumerate(messages):
+            if isinstance(m, Mapping):
+                g, b, d, a = m["group_id"], m["body"], m.get("dedup_id"), m.get("attributes")
+            else:
+                g, b, d, a = (tuple(m) + (None,))[:3] + (None,)
+            entries.append((str(i), g, b, d, _attributes_in(a), None))
+        out: List[Union[SendResult, Exception]] = []
+        for _id, ok, payload in self._raw.send_batch(entries):
+            out.append(SendResult(*payload) if ok else Error(payload[0], payload[1], ""))
+        return out
+
+    def receive(
+        self,
+        max_messages: int = 1,
+        *,
+        wait: Optional[float] = None,
+        visibility_timeout: Optional[float] = None,
+        attempt_id: Optional[str] = None,
+    ) -> List[Message]:
+        """Receives up to ``max_messages`` (1–10), waiting up to ``wait`` seconds (0–20; the
+        queue's ``ReceiveMessageWaitTimeSeconds`` if ``None``) for the first, with the GIL
+        released while it waits."""
+        got = self._raw.receive(max_messages, _ms(visibility_timeout), _ms(wait), attempt_id)
+        return [Message._of(d, self) for d in got]
+
+    def messages(self, *, wait: float = 20, batch: int = 10, visibility_timeout: Optional[float] = None) -> Iterator[Message]:
+        """Every message, as it comes: long polls of ``wait`` seconds, forever. Each message
+        is in flight until deleted."""
+        while True:
+            yield from self.receive(batch, wait=wait, visibility_timeout=visibility_timeout)
+
+    def delete(self, message: Union[Message, str]) -> None:
+        """Deletes a received message (or a receipt handle)."""
+        self._raw.delete(message.receipt_handle if isinstance(message, Message) else message)
+
+    def change_visibility(self, message: Union[Message, str], seconds: float) -> None:
+        """Hides a received message for ``seconds`` more from now."""
+        handle = message.receipt_handle if isinstance(message, Message) else message
+        self._raw.change_visibility(handle, _ms(seconds))
+
+    def purge(self) -> int:
+        """Removes every message and every remembered dedup id; returns how many messages."""
+        return self._raw.purge()
+
+    def attributes(self) -> Dict[str, str]:
+        """The queue's attributes, with SQS's names and string values."""
+        return dict(self._raw.attributes())
+
+    def set_attribute(self, name: str, value: str) -> None:
+        """Changes one attribute (SQS's name), live for every process."""
+        self._raw.set_attribute(name, value)
+
+    def counters(self) -> Dict[str, int]:
+        """Lifetime counters (sent, received, deleted …) over every process."""
+        return dict(self._raw.counters())
+
+    def peek(self, max_messages: int = 10) -> List[Message]:
+        """What a receive would return now, changing nothing (no receipt handles)."""
+        return [Message._of(dict(d, receipt_handle=""), None) for d in self._raw.peek(max_messages)]
+
+    def redrive(self, destination: Optional[str] = None, *, max_per_second: Optional[int] = None, limit: Optional[int] = None) -> int:
+        """On a dead-letter queue: moves its messages back to their source queues (or to
+        ``destination``); returns how many moved."""
+        moved, _skipped, _cancelled = self._raw.redrive(destination, max_per_second, limit)
+        return moved
+
+    def __repr__(self) -> str:
+        try:
+            return f"<shmfifo.Queue {self.path!r}>"
+        except ValueError:
+            return "<shmfifo.Queue (closed)>"

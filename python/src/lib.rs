@@ -1,0 +1,457 @@
+//! `shmfifo._shmfifo`: the native module under the `shmfifo` Python package.
+//!
+//! A thin layer over `shmfifo::Queue` that speaks plain Python values (str, bytes, int, tuples,
+//! dicts); the package's pure-Python modules build the boto3-shaped client and the Pythonic
+//! `Queue` on it. Every call that may wait (a receive with a wait time, a redrive) releases the
+//! GIL while it waits; the others take microseconds. Times cross this boundary in milliseconds.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use shmfifo::{
+    BatchEntry, Deduplication, Message, MessageAttribute, PeekedMessage, Queue, QueueConfig,
+    ReceiveOptions, ReceivedAttribute, RedriveOptions, SendMessage,
+};
+
+// The package's exception class, defined in Python (`shmfifo/_errors.py`) so that it carries
+// `code`, `message` and `kind` properties and pickles like any Python exception.
+pyo3::import_exception!(shmfifo._errors, Error);
+
+/// The Python exception for a library error.
+fn err(e: shmfifo::Error) -> PyErr {
+    Error::new_err((e.sqs_code(), e.to_string(), format!("{:?}", e.code())))
+}
+
+/// Whether SQS would blame the request (a batch entry's `SenderFault`): every SQS error code
+/// is the sender's; shmfifo's own (a full arena, a busy participant) are not.
+fn sender_fault(e: &shmfifo::Error) -> bool {
+    let c = e.sqs_code();
+    !(c.starts_with("shmfifo.") || c == "ServiceUnavailable")
+}
+
+/// An attribute to send: `(name, data_type, value)`, the value `str` or `bytes`.
+type AttrIn = (String, String, Vec<u8>);
+
+/// One entry of `send_batch`: `(id, group_id, body, dedup_id, attributes, delay_seconds)`.
+type SendEntry = (
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    Option<Vec<AttrIn>>,
+    Option<u32>,
+);
+
+/// A shmfifo queue handle (one participant of the queue while it is open).
+#[pyclass(module = "shmfifo._shmfifo", frozen)]
+struct RawQueue {
+    q: Mutex<Option<Queue>>,
+}
+
+impl RawQueue {
+    fn wrap(q: Queue) -> Self {
+        RawQueue {
+            q: Mutex::new(Some(q)),
+        }
+    }
+
+    /// The handle (an `Arc` clone), or `ValueError` once closed.
+    fn get(&self) -> PyResult<Queue> {
+        self.q
+            .lock()
+            .map_err(|_| PyValueError::new_err("queue handle poisoned"))?
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("the queue handle is closed"))
+    }
+}
+
+fn attributes_in(attrs: &[AttrIn]) -> Vec<MessageAttribute<'_>> {
+    attrs
+        .iter()
+        .map(|(n, t, v)| MessageAttribute {
+            name: n,
+            data_type: t,
+            value: v,
+        })
+        .collect()
+}
+
+fn attributes_out<'py>(py: Python<'py>, attrs: &[ReceivedAttribute]) -> Bound<'py, PyList> {
+    let items: Vec<(String, String, Py<PyAny>)> = attrs
+        .iter()
+        .map(|a| {
+            // String and Number values are text; Binary (and custom binary types) bytes.
+            let value: Py<PyAny> = if a.data_type.starts_with("Binary") {
+                PyBytes::new(py, &a.value).into_any().unbind()
+            } else {
+                String::from_utf8_lossy(&a.value)
+                    .into_pyobject(py)
+                    .map(|s| s.into_any().unbind())
+                    .expect("a str")
+            };
+            (a.name.clone(), a.data_type.clone(), value)
+        })
+        .collect();
+    PyList::new(py, items).expect("a list")
+}
+
+fn message_out<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("message_id", m.message_id.to_string())?;
+    d.set_item("receipt_handle", m.receipt_handle.to_string())?;
+    d.set_item("body", &m.body)?;
+    d.set_item("group_id", &m.group_id)?;
+    d.set_item("dedup_id", m.dedup_id.as_deref())?;
+    d.set_item("sequence_number", m.sequence_number.to_string())?;
+    d.set_item("sent_timestamp", m.sent_timestamp)?;
+    d.set_item("first_receive_timestamp", m.first_receive_timestamp)?;
+    d.set_item("receive_count", m.receive_count)?;
+    d.set_item("attributes", attributes_out(py, &m.attributes))?;
+    d.set_item("dead_letter_source", m.dead_letter_source.as_deref())?;
+    Ok(d)
+}
+
+fn peeked_out<'py>(py: Python<'py>, m: &PeekedMessage) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("message_id", m.message_id.to_string())?;
+    d.set_item("body", &m.body)?;
+    d.set_item("group_id", &m.group_id)?;
+    d.set_item("dedup_id", m.dedup_id.as_deref())?;
+    d.set_item("sequence_number", m.sequence_number.to_string())?;
+    d.set_item("sent_timestamp", m.sent_timestamp)?;
+    d.set_item("first_receive_timestamp", m.first_receive_timestamp)?;
+    d.set_item("receive_count", m.receive_count)?;
+    d.set_item("attributes", attributes_out(py, &m.attributes))?;
+    d.set_item("dead_letter_source", m.dead_letter_source.as_deref())?;
+    Ok(d)
+}
+
+/// A batch entry's failure: `(code, message, sender_fault)`.
+fn failure(e: &shmfifo::Error) -> (String, String, bool) {
+    (e.sqs_code().to_owned(), e.to_string(), sender_fault(e))
+}
+
+#[pymethods]
+impl RawQueue {
+    /// Creates a queue file at `path` (a name under /dev/shm if it has no `/`) from SQS
+    /// `CreateQueue` attributes (names and string values) and shmfifo's sizes.
+    #[staticmethod]
+    // The keyword arguments Python sees: each an optional size.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (path, attributes=Vec::new(), max_messages=None, max_groups=None,
+                        max_participants=None, deduplication=None, dedup_entries=None))]
+    fn create(
+        py: Python<'_>,
+        path: &str,
+        attributes: Vec<(String, String)>,
+        max_messages: Option<u32>,
+        max_groups: Option<u32>,
+        max_participants: Option<u32>,
+        deduplication: Option<&str>,
+        dedup_entries: Option<u32>,
+    ) -> PyResult<RawQueue> {
+        let mut cfg = QueueConfig::new();
+        if let Some(n) = max_messages {
+            cfg = cfg.max_messages(n);
+        }
+        if let Some(n) = max_groups {
+            cfg = cfg.max_groups(n);
+        }
+        if let Some(n) = max_participants {
+            cfg = cfg.max_participants(n);
+        }
+        if let Some(n) = dedup_entries {
+            cfg = cfg.dedup_entries(n);
+        }
+        match deduplication {
+            None => {}
+            Some("off") => cfg = cfg.deduplication(Deduplication::Off),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                "deduplication: only \"off\" (or DeduplicationScope in attributes), not {other:?}"
+            )))
+            }
+        }
+        let cfg = cfg
+            .from_sqs_attributes(attributes.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .map_err(err)?;
+        let path = path.to_owned();
+        py.detach(move || {
+            if path.contains('/') {
+                Queue::create_at(&path, &cfg)
+            } else {
+                Queue::create(&path, &cfg)
+            }
+        })
+        .map(RawQueue::wrap)
+        .map_err(err)
+    }
+
+    /// Opens the queue at `path` (a name under /dev/shm if it has no `/`).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: &str) -> PyResult<RawQueue> {
+        let path = path.to_owned();
+        py.detach(move || {
+            if path.contains('/') {
+                Queue::open_at(&path)
+            } else {
+                Queue::open(&path)
+            }
+        })
+        .map(RawQueue::wrap)
+        .map_err(err)
+    }
+
+    /// Removes the queue file at `path` (processes that have it open keep using it).
+    #[staticmethod]
+    fn unlink(path: &str) -> PyResult<()> {
+        if path.contains('/') {
+            Queue::unlink_at(path)
+        } else {
+            Queue::unlink(path)
+        }
+        .map_err(err)
+    }
+
+    /// Releases this handle's participant (later calls raise `ValueError`).
+    fn close(&self) -> PyResult<()> {
+        let q = self
+            .q
+            .lock()
+            .map_err(|_| PyValueError::new_err("queue handle poisoned"))?
+            .take();
+        drop(q);
+        Ok(())
+    }
+
+    /// The queue file's path (`None` for an anonymous queue).
+    fn path(&self) -> PyResult<Option<String>> {
+        Ok(self.get()?.path().map(|p| p.display().to_string()))
+    }
+
+    /// Sends one message: `(message_id, sequence_number, duplicate)`.
+    #[pyo3(signature = (group_id, body, dedup_id=None, attributes=None, delay_seconds=None))]
+    fn send(
+        &self,
+        group_id: Option<&str>,
+        body: &str,
+        dedup_id: Option<&str>,
+        attributes: Option<Vec<AttrIn>>,
+        delay_seconds: Option<u32>,
+    ) -> PyResult<(String, String, bool)> {
+        let q = self.get()?;
+        let attrs = attributes.unwrap_or_default();
+        let a = attributes_in(&attrs);
+        let msg = SendMessage {
+            group_id,
+            dedup_id,
+            body,
+            attributes: &a,
+            delay_seconds,
+        };
+        let r = q.send(&msg).map_err(err)?;
+        Ok((
+            r.message_id.to_string(),
+            r.sequence_number.to_string(),
+            r.duplicate,
+        ))
+    }
+
+    /// Sends a batch: per entry `(id, True, (message_id, sequence_number, duplicate))` or
+    /// `(id, False, (code, message, sender_fault))`; a request-level error raises.
+    fn send_batch(&self, entries: Vec<SendEntry>) -> PyResult<Vec<(String, bool, Py<PyAny>)>> {
+        let q = self.get()?;
+        let attrs: Vec<Vec<MessageAttribute<'_>>> = entries
+            .iter()
+            .map(|e| attributes_in(e.4.as_deref().unwrap_or(&[])))
+            .collect();
+        let batch: Vec<BatchEntry<'_, SendMessage<'_>>> = entries
+            .iter()
+            .zip(&attrs)
+            .map(|(e, a)| BatchEntry {
+                id: &e.0,
+                entry: SendMessage {
+                    group_id: e.1.as_deref(),
+                    dedup_id: e.3.as_deref(),
+                    body: &e.2,
+                    attributes: a,
+                    delay_seconds: e.5,
+                },
+            })
+            .collect();
+        let results = q.send_batch(&batch).map_err(err)?;
+        Python::attach(|py| {
+            results
+                .into_iter()
+                .map(|r| {
+                    Ok(match r.result {
+                        Ok(s) => (
+                            r.id,
+                            true,
+                            (
+                                s.message_id.to_string(),
+                                s.sequence_number.to_string(),
+                                s.duplicate,
+                            )
+                                .into_pyobject(py)?
+                                .into_any()
+                                .unbind(),
+                        ),
+                        Err(e) => (
+                            r.id,
+                            false,
+                            failure(&e).into_pyobject(py)?.into_any().unbind(),
+                        ),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    /// Receives up to `max` messages, waiting up to `wait_ms` (the queue's default if
+    /// `None`) with the GIL released; each a dict.
+    #[pyo3(signature = (max=1, visibility_timeout_ms=None, wait_ms=None, attempt_id=None))]
+    fn receive<'py>(
+        &self,
+        py: Python<'py>,
+        max: u32,
+        visibility_timeout_ms: Option<u64>,
+        wait_ms: Option<u64>,
+        attempt_id: Option<String>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let q = self.get()?;
+        let mut opts = ReceiveOptions::max(max);
+        if let Some(v) = visibility_timeout_ms {
+            opts = opts.visibility_timeout(Duration::from_millis(v));
+        }
+        if let Some(w) = wait_ms {
+            opts = opts.wait(Duration::from_millis(w));
+        }
+        let got = py
+            .detach(move || match attempt_id {
+                Some(id) => q.receive_with_attempt_id(&opts, &id),
+                None => q.receive(&opts),
+            })
+            .map_err(err)?;
+        got.iter().map(|m| message_out(py, m)).collect()
+    }
+
+    /// Deletes a received message by its receipt handle.
+    fn delete(&self, receipt_handle: &str) -> PyResult<()> {
+        self.get()?.delete_str(receipt_handle).map_err(err)
+    }
+
+    /// Deletes a batch: per entry `(id, None)` or `(id, (code, message, sender_fault))`.
+    #[allow(clippy::type_complexity)]
+    fn delete_batch(
+        &self,
+        entries: Vec<(String, String)>,
+    ) -> PyResult<Vec<(String, Option<(String, String, bool)>)>> {
+        let q = self.get()?;
+        let batch: Vec<BatchEntry<'_, &str>> = entries
+            .iter()
+            .map(|(id, h)| BatchEntry {
+                id,
+                entry: h.as_str(),
+            })
+            .collect();
+        Ok(q.delete_batch(&batch)
+            .map_err(err)?
+            .into_iter()
+            .map(|r| (r.id, r.result.err().map(|e| failure(&e))))
+            .collect())
+    }
+
+    /// Changes a received message's visibility timeout.
+    fn change_visibility(&self, receipt_handle: &str, timeout_ms: u64) -> PyResult<()> {
+        self.get()?
+            .change_visibility_str(receipt_handle, Duration::from_millis(timeout_ms))
+            .map_err(err)
+    }
+
+    /// Changes visibility in a batch: entries `(id, receipt_handle, timeout_ms)`; per entry
+    /// `(id, None)` or `(id, (code, message, sender_fault))`.
+    #[allow(clippy::type_complexity)]
+    fn change_visibility_batch(
+        &self,
+        entries: Vec<(String, String, u64)>,
+    ) -> PyResult<Vec<(String, Option<(String, String, bool)>)>> {
+        let q = self.get()?;
+        let batch: Vec<BatchEntry<'_, (&str, Duration)>> = entries
+            .iter()
+            .map(|(id, h, t)| BatchEntry {
+                id,
+                entry: (h.as_str(), Duration::from_millis(*t)),
+            })
+            .collect();
+        Ok(q.change_visibility_batch(&batch)
+            .map_err(err)?
+            .into_iter()
+            .map(|r| (r.id, r.result.err().map(|e| failure(&e))))
+            .collect())
+    }
+
+    /// Removes every message (dedup ids too); returns how many.
+    fn purge(&self) -> PyResult<u64> {
+        self.get()?.purge().map_err(err)
+    }
+
+    /// `GetQueueAttributes` names and string values (SQS's formats).
+    fn attributes(&self) -> PyResult<Vec<(&'static str, String)>> {
+        Ok(self.get()?.attributes().sqs_attributes())
+    }
+
+    /// Sets one attribute by its SQS name, live for every process.
+    fn set_attribute(&self, name: &str, value: &str) -> PyResult<()> {
+        self.get()?.set_attribute(name, value).map_err(err)
+    }
+
+    /// The lifetime counters, by name.
+    fn counters(&self) -> PyResult<Vec<(&'static str, u64)>> {
+        Ok(self
+            .get()?
+            .counters()
+            .named()
+            .iter()
+            .map(|(n, v, _)| (*n, *v))
+            .collect())
+    }
+
+    /// What a receive would return now, changing nothing; each a dict (no receipt handle).
+    fn peek<'py>(&self, py: Python<'py>, max: usize) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let got = self.get()?.peek(max).map_err(err)?;
+        got.iter().map(|m| peeked_out(py, m)).collect()
+    }
+
+    /// Moves this dead-letter queue's messages back to their sources (or `destination`);
+    /// returns `(moved, skipped, cancelled)`. Releases the GIL while it runs.
+    #[pyo3(signature = (destination=None, max_per_second=None, limit=None))]
+    fn redrive(
+        &self,
+        py: Python<'_>,
+        destination: Option<String>,
+        max_per_second: Option<u32>,
+        limit: Option<u64>,
+    ) -> PyResult<(u64, u64, bool)> {
+        let q = self.get()?;
+        let opts = RedriveOptions {
+            destination,
+            max_per_second,
+            limit,
+            cancel: None,
+        };
+        let r = py.detach(move || q.redrive(&opts)).map_err(err)?;
+        Ok((r.moved, r.skipped, r.cancelled))
+    }
+}
+
+/// The native module.
+#[pymodule]
+fn _shmfifo(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RawQueue>()?;
+    m.add("LOCAL_ARN_PREFIX", shmfifo::LOCAL_ARN_PREFIX)?;
+    Ok(())
+}

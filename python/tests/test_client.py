@@ -1,0 +1,252 @@
+"""The boto3-shaped client: the same program boto3 users write for SQS FIFO, its dict shapes
+and its error codes (rule ids from SQS-FIFO.md)."""
+
+import hashlib
+import json
+import time
+
+import pytest
+
+import shmfifo
+
+
+def fifo_program(sqs):
+    """A small SQS FIFO program written against boto3's SQS client: it uses nothing but
+    boto3's calls and answers. Returns what it observed."""
+    url = sqs.create_queue(
+        QueueName="orders.fifo",
+        Attributes={"FifoQueue": "true", "VisibilityTimeout": "30"},
+    )["QueueUrl"]
+    assert sqs.get_queue_url(QueueName="orders.fifo")["QueueUrl"] == url
+    for i in range(3):
+        sqs.send_message(
+            QueueUrl=url,
+            MessageBody=f"order {i}",
+            MessageGroupId="customer-1",
+            MessageDeduplicationId=f"o-{i}",
+        )
+    batch = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "a", "MessageBody": "ticket 0", "MessageGroupId": "customer-2", "MessageDeduplicationId": "t-0"},
+            {"Id": "b", "MessageBody": "ticket 1", "MessageGroupId": "customer-2", "MessageDeduplicationId": "t-1"},
+        ],
+    )
+    seen = []
+    while True:
+        r = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=1,
+            MessageSystemAttributeNames=["MessageGroupId", "SequenceNumber"],
+        )
+        msgs = r.get("Messages", [])
+        if not msgs:
+            break
+        for m in msgs:
+            seen.append((m["Attributes"]["MessageGroupId"], m["Body"]))
+        sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in enumerate(msgs)],
+        )
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    sqs.delete_queue(QueueUrl=url)
+    return {
+        "batch_ok": sorted(e["Id"] for e in batch["Successful"]),
+        "batch_failed": batch["Failed"],
+        "seen": seen,
+        "left": attrs["ApproximateNumberOfMessages"],
+        "fifo": attrs["FifoQueue"],
+    }
+
+
+def test_a_boto3_program_runs_unchanged(qdir):
+    got = fifo_program(shmfifo.client("sqs", directory=qdir, region_name="us-east-1"))
+    assert got["batch_ok"] == ["a", "b"]
+    assert got["batch_failed"] == []
+    # R1: each group in order; every message once.
+    assert [b for g, b in got["seen"] if g == "customer-1"] == ["order 0", "order 1", "order 2"]
+    assert [b for g, b in got["seen"] if g == "customer-2"] == ["ticket 0", "ticket 1"]
+    assert len(got["seen"]) == 5
+    assert got["left"] == "0"
+    assert got["fifo"] == "true"
+
+
+@pytest.fixture
+def sqs(qdir):
+    c = shmfifo.client("sqs", directory=qdir)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def url(sqs):
+    return sqs.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+
+
+def code(excinfo):
+    return excinfo.value.response["Error"]["Code"]
+
+
+def test_send_answers_with_boto3s_shape(sqs, url):
+    attrs = {"kind": {"DataType": "String", "StringValue": "x"}, "blob": {"DataType": "Binary", "BinaryValue": b"\x00\x01"}}
+    r = sqs.send_message(QueueUrl=url, MessageBody="hello", MessageGroupId="g", MessageDeduplicationId="d", MessageAttributes=attrs)
+    assert r["MD5OfMessageBody"] == hashlib.md5(b"hello").hexdigest()
+    assert r["MD5OfMessageAttributes"] == shmfifo.md5_of_message_attributes(attrs)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert len(r["MessageId"]) == 36 and r["SequenceNumber"].isdigit()
+    m = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])["Messages"][0]
+    assert m["Body"] == "hello" and m["MD5OfBody"] == r["MD5OfMessageBody"]
+    assert m["MessageAttributes"] == attrs
+    assert m["MD5OfMessageAttributes"] == r["MD5OfMessageAttributes"]
+    # M3: the FIFO system attributes, as strings.
+    a = m["Attributes"]
+    assert a["MessageGroupId"] == "g" and a["MessageDeduplicationId"] == "d"
+    assert a["SequenceNumber"] == r["SequenceNumber"] and a["ApproximateReceiveCount"] == "1"
+    assert abs(int(a["SentTimestamp"]) - time.time() * 1000) < 60_000
+    # Only what was asked for: no attribute names, no Attributes key.
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"], VisibilityTimeout=0)
+    again = sqs.receive_message(QueueUrl=url)["Messages"][0]
+    assert "Attributes" not in again and "MessageAttributes" not in again
+
+
+def test_message_attribute_md5_matches_sqs_reference():
+    # The algorithm of SQS's MD5OfMessageAttributes (sorted names; length-prefixed name, type,
+    # a transport byte, length-prefixed value), computed here byte by byte for one attribute.
+    attrs = {"a": {"DataType": "String", "StringValue": "x"}}
+    raw = b"\x00\x00\x00\x01a" + b"\x00\x00\x00\x06String" + b"\x01" + b"\x00\x00\x00\x01x"
+    assert shmfifo.md5_of_message_attributes(attrs) == hashlib.md5(raw).hexdigest()
+
+
+def test_an_empty_receive_has_no_messages_key(sqs, url):
+    # R5: nothing after the wait; boto3's answer then has no "Messages".
+    r = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+    assert "Messages" not in r
+
+
+def test_errors_carry_sqs_codes(sqs, url):
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist) as e:
+        sqs.get_queue_url(QueueName="missing.fifo")
+    assert code(e) == "AWS.SimpleQueueService.NonExistentQueue"
+    # S1: a FIFO send needs a group id.
+    with pytest.raises(shmfifo.ClientError) as e:
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageDeduplicationId="1")
+    assert code(e) == "MissingParameter"
+    # S4: no dedup id and no content-based deduplication.
+    with pytest.raises(shmfifo.ClientError) as e:
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g")
+    assert code(e) == "InvalidParameterValue"
+    # S5: per-message delay on FIFO.
+    with pytest.raises(shmfifo.ClientError) as e:
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="2", DelaySeconds=5)
+    assert code(e) == "InvalidParameterValue"
+    with pytest.raises(shmfifo.ClientError) as e:
+        sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=11)
+    assert code(e) == "InvalidParameterValue"
+    with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="garbage")
+    with pytest.raises(sqs.exceptions.InvalidAttributeName):
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Colour": "blue"})
+    with pytest.raises(sqs.exceptions.InvalidAttributeValue):
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "abc"})
+    # S11: an empty batch.
+    with pytest.raises(sqs.exceptions.EmptyBatchRequest):
+        sqs.send_message_batch(QueueUrl=url, Entries=[])
+    e = shmfifo.ClientError({"Error": {"Code": "X", "Message": "m"}}, "Op")
+    assert "An error occurred (X) when calling the Op operation: m" in str(e)
+
+
+def test_batch_entries_fail_alone(sqs):
+    url = sqs.create_queue(QueueName="small.fifo", Attributes={"FifoQueue": "true", "MaximumMessageSize": "1024"})["QueueUrl"]
+    # S13: an entry over MaximumMessageSize fails alone (HTTP 200), the others are sent.
+    r = sqs.send_message_batch(
+        QueueUrl=url,
+        Entries=[
+            {"Id": "ok", "MessageBody": "a", "MessageGroupId": "g", "MessageDeduplicationId": "1"},
+            {"Id": "big", "MessageBody": "b" * 2000, "MessageGroupId": "g", "MessageDeduplicationId": "2"},
+        ],
+    )
+    assert [e["Id"] for e in r["Successful"]] == ["ok"]
+    [f] = r["Failed"]
+    assert (f["Id"], f["SenderFault"], f["Code"]) == ("big", True, "InvalidParameterValue")
+    # S12: an entry without a group id fails the whole request, with InvalidParameterValue
+    # (not the single send's MissingParameter).
+    with pytest.raises(shmfifo.ClientError) as e:
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "x", "MessageBody": "b", "MessageDeduplicationId": "3"}])
+    assert code(e) == "InvalidParameterValue"
+    m = sqs.receive_message(QueueUrl=url)["Messages"][0]
+    r = sqs.delete_message_batch(QueueUrl=url, Entries=[{"Id": "x", "ReceiptHandle": m["ReceiptHandle"]}, {"Id": "y", "ReceiptHandle": "junk"}])
+    assert r["Successful"] == [{"Id": "x"}]
+    assert r["Failed"][0]["Id"] == "y" and r["Failed"][0]["Code"] == "ReceiptHandleIsInvalid"
+
+
+def test_create_queue_rules(sqs):
+    # Q1: FIFO names end in .fifo and need FifoQueue=true.
+    for name, attrs in [("plain", {"FifoQueue": "true"}), ("x.fifo", {}), ("bad name.fifo", {"FifoQueue": "true"})]:
+        with pytest.raises(shmfifo.ClientError) as e:
+            sqs.create_queue(QueueName=name, Attributes=attrs)
+        assert code(e) == "InvalidParameterValue"
+    a = {"FifoQueue": "true", "VisibilityTimeout": "45", "ContentBasedDeduplication": "true"}
+    url = sqs.create_queue(QueueName="c.fifo", Attributes=a)["QueueUrl"]
+    # Q7: the same attributes again: the same URL; different ones: QueueAlreadyExists.
+    assert sqs.create_queue(QueueName="c.fifo", Attributes=a)["QueueUrl"] == url
+    with pytest.raises(sqs.exceptions.QueueNameExists) as e:
+        sqs.create_queue(QueueName="c.fifo", Attributes=dict(a, VisibilityTimeout="46"))
+    assert code(e) == "QueueAlreadyExists" and "VisibilityTimeout" in e.value.response["Error"]["Message"]
+    # Q3: perMessageGroupId throughput needs messageGroup scope.
+    with pytest.raises(sqs.exceptions.InvalidAttributeValue):
+        sqs.create_queue(QueueName="t.fifo", Attributes={"FifoQueue": "true", "FifoThroughputLimit": "perMessageGroupId"})
+    sqs.create_queue(
+        QueueName="t.fifo",
+        Attributes={"FifoQueue": "true", "FifoThroughputLimit": "perMessageGroupId", "DeduplicationScope": "messageGroup"},
+    )
+    # D5: content-based dedup: a send without an id deduplicates on the body.
+    first = sqs.send_message(QueueUrl=url, MessageBody="same", MessageGroupId="g")
+    second = sqs.send_message(QueueUrl=url, MessageBody="same", MessageGroupId="g")
+    assert first["MessageId"] == second["MessageId"]
+    assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"] == {"ApproximateNumberOfMessages": "1"}
+    urls = sqs.list_queues()["QueueUrls"]
+    assert url in urls and len(urls) == 2
+    assert sqs.list_queues(QueueNamePrefix="zzz").get("QueueUrls") is None
+
+
+def test_dead_letter_queue_by_arn(sqs):
+    # X1: a RedrivePolicy copied from AWS (an ARN) names the local queue; receives beyond
+    # maxReceiveCount move the message there.
+    dlq = sqs.create_queue(QueueName="dlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:eu-west-1:123456789012:dlq.fifo", "maxReceiveCount": "1"})
+    src = sqs.create_queue(QueueName="src.fifo", Attributes={"FifoQueue": "true", "RedrivePolicy": policy})["QueueUrl"]
+    got = json.loads(sqs.get_queue_attributes(QueueUrl=src, AttributeNames=["RedrivePolicy"])["Attributes"]["RedrivePolicy"])
+    assert got == {"deadLetterTargetArn": arn, "maxReceiveCount": 1}
+    sqs.send_message(QueueUrl=src, MessageBody="poison", MessageGroupId="g", MessageDeduplicationId="p")
+    m = sqs.receive_message(QueueUrl=src, VisibilityTimeout=0)["Messages"][0]
+    assert m["Body"] == "poison"
+    assert "Messages" not in sqs.receive_message(QueueUrl=src)
+    moved = sqs.receive_message(QueueUrl=dlq, AttributeNames=["All"])["Messages"][0]
+    assert moved["Body"] == "poison"
+    assert moved["Attributes"]["DeadLetterQueueSourceArn"] == shmfifo.LOCAL_ARN_PREFIX + "src.fifo"
+
+
+def test_visibility_and_attempt_ids(sqs, url):
+    sqs.send_message(QueueUrl=url, MessageBody="job", MessageGroupId="g", MessageDeduplicationId="1")
+    # R11: the same attempt id returns the same batch.
+    a = sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="try-1")["Messages"]
+    b = sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId="try-1")["Messages"]
+    assert [m["ReceiptHandle"] for m in a] == [m["ReceiptHandle"] for m in b]
+    # R4 via ChangeMessageVisibilityBatch: 0 makes it visible at once.
+    r = sqs.change_message_visibility_batch(QueueUrl=url, Entries=[{"Id": "1", "ReceiptHandle": a[0]["ReceiptHandle"], "VisibilityTimeout": 0}])
+    assert r["Successful"] == [{"Id": "1"}]
+    m = sqs.receive_message(QueueUrl=url, AttributeNames=["ApproximateReceiveCount"])["Messages"][0]
+    assert m["Attributes"]["ApproximateReceiveCount"] == "2"
+    sqs.purge_queue(QueueUrl=url)
+    assert sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+def test_client_error_is_botocores_when_installed():
+    try:
+        from botocore.exceptions import ClientError as Boto
+    except ImportError:
+        assert shmfifo.ClientError.__mro__[1].__name__ == "_ClientErrorBase"
+    else:
+        assert issubclass(shmfifo.ClientError, Boto)

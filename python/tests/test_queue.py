@@ -1,0 +1,133 @@
+"""The Pythonic layer: Queue, Message, SendResult (rule ids from SQS-FIFO.md)."""
+
+import os
+import threading
+import time
+
+import pytest
+
+import shmfifo
+
+
+@pytest.fixture
+def q(qdir):
+    with shmfifo.Queue.create(os.path.join(qdir, "jobs.fifo"), visibility_timeout=30) as q:
+        yield q
+
+
+def test_send_receive_delete_in_group_order(q):
+    for i in range(3):
+        r = q.send("g", f"m{i}", dedup_id=str(i))
+        assert isinstance(r, shmfifo.SendResult) and not r.duplicate
+    # D1: a duplicate is accepted, not delivered, and says so.
+    dup = q.send("g", "m0 again", dedup_id="0")
+    assert dup.duplicate
+    got = q.receive(10)
+    # R3: one group, so one receive returns its messages in order.
+    assert [m.body for m in got] == ["m0", "m1", "m2"]
+    assert got[0].message_id == dup.message_id
+    for m in got:
+        assert m.receive_count == 1 and m.group_id == "g"
+        m.delete()
+    assert q.receive(10, wait=0) == []
+    assert q.attributes()["ApproximateNumberOfMessages"] == "0"
+
+
+def test_attributes_of_every_type(q):
+    q.send("g", "x", dedup_id="1", attributes={"s": "text", "n": 42, "f": 1.5, "b": b"\x00\xff", "c": ("Number.price", "9.99")})
+    [m] = q.receive()
+    assert m.attributes == {
+        "s": ("String", "text"),
+        "n": ("Number", "42"),
+        "f": ("Number", "1.5"),
+        "b": ("Binary", b"\x00\xff"),
+        "c": ("Number.price", "9.99"),
+    }
+    with pytest.raises(TypeError):
+        q.send("g", "y", dedup_id="2", attributes={"bad": object()})
+
+
+def test_errors_are_shmfifo_errors_with_sqs_codes(q):
+    with pytest.raises(shmfifo.Error) as e:
+        q.send("g", "no dedup id")
+    assert e.value.code == "InvalidParameterValue"
+    with pytest.raises(shmfifo.Error) as e:
+        q.send("bad group id", "x", dedup_id="1")  # S2: a space
+    assert e.value.code == "InvalidParameterValue"
+    with pytest.raises(shmfifo.Error) as e:
+        q.delete("not a handle")
+    assert e.value.code == "ReceiptHandleIsInvalid"
+    with pytest.raises(shmfifo.Error) as e:
+        shmfifo.Queue.open("/dev/shm/no-such-shmfifo-queue.fifo")
+    assert e.value.code == "AWS.SimpleQueueService.NonExistentQueue"
+    assert "NonExistentQueue" in str(e.value)
+
+
+def test_visibility_timeout_returns_a_message(q):
+    q.send("g", "retry me", dedup_id="1")
+    [m] = q.receive(visibility_timeout=0.2)
+    assert q.receive(wait=0) == []  # R3: in flight
+    # R4: back after its visibility timeout; the long poll wakes for it.
+    start = time.monotonic()
+    [again] = q.receive(wait=5)
+    assert again.body == "retry me" and again.receive_count == 2
+    assert time.monotonic() - start < 4
+    again.change_visibility(0)
+    [third] = q.receive()
+    assert third.receive_count == 3
+
+
+def test_batch_peek_purge_counters(q):
+    results = q.send_batch([("a", "1", "1"), ("a", "2", "2"), {"group_id": "b", "body": "3", "dedup_id": "3"}, ("b", "", "4")])
+    assert [type(r).__name__ for r in results] == ["SendResult", "SendResult", "SendResult", "Error"]
+    assert results[3].code == "InvalidParameterValue"  # S6: an empty body
+    peeked = q.peek(10)
+    assert [m.body for m in peeked] == ["1", "2", "3"] or [m.body for m in peeked] == ["3", "1", "2"]
+    assert q.counters()["sent"] == 3
+    assert q.purge() == 3
+    assert q.receive(10) == []
+
+
+def test_closed_handle(qdir):
+    q = shmfifo.Queue.create(os.path.join(qdir, "c.fifo"))
+    q.close()
+    with pytest.raises(ValueError):
+        q.send("g", "x", dedup_id="1")
+    assert "closed" in repr(q)
+
+
+def test_a_waiting_receive_releases_the_gil(q):
+    # While one thread waits in receive, other Python threads run.
+    ticks = []
+    done = threading.Event()
+
+    def tick():
+        while not done.is_set():
+            ticks.append(1)
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    start = time.monotonic()
+    assert q.receive(wait=0.5) == []
+    waited = time.monotonic() - start
+    done.set()
+    t.join()
+    assert waited >= 0.49  # the wait is measured in whole ms of the arena clock
+    assert len(ticks) > 50, f"other threads ran {len(ticks)} times in {waited:.2f} s"
+
+
+def test_messages_iterates_across_threads(q):
+    def produce():
+        for i in range(20):
+            q.send("g", f"m{i}", dedup_id=str(i))
+            time.sleep(0.002)
+
+    threading.Thread(target=produce).start()
+    got = []
+    for m in q.messages(wait=2):
+        got.append(m.body)
+        m.delete()
+        if len(got) == 20:
+            break
+    assert got == [f"m{i}" for i in range(20)]
