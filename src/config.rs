@@ -192,6 +192,7 @@ pub struct QueueConfig {
     pub(crate) redrive_policy: Option<RedrivePolicy>,
     pub(crate) attempt_entries: u32,
     pub(crate) release_on_death: bool,
+    pub(crate) test_clock: bool,
 }
 
 impl Default for QueueConfig {
@@ -216,6 +217,7 @@ impl Default for QueueConfig {
             redrive_policy: None,
             attempt_entries: 1024,
             release_on_death: true,
+            test_clock: false,
         }
     }
 }
@@ -286,6 +288,15 @@ impl QueueConfig {
     /// What a send does when the dedup table has no room for its id (see [`DedupOverflow`]).
     pub fn dedup_overflow(mut self, o: DedupOverflow) -> Self {
         self.dedup_overflow = o;
+        self
+    }
+    /// A test clock (a shmfifo extension, off by default): the queue's time stands still
+    /// until a process moves it with [`crate::Queue::advance_clock`], so visibility timeouts,
+    /// delays, retention, the dedup interval and attempt-id windows run in microseconds in a
+    /// test. Waits (a long poll's wait time, the wait for a busy claim) stay in real time.
+    /// Fixed at creation: a queue with a real clock can never be switched to a test clock.
+    pub fn test_clock(mut self, on: bool) -> Self {
+        self.test_clock = on;
         self
     }
     /// Content-based deduplication (SQS `ContentBasedDeduplication`, D5): a send without a

@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 7;
+pub const LAYOUT_VERSION: u64 = 8;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -155,6 +155,12 @@ pub struct Header {
     /// Messages and groups quarantined (taken out of the queue because a corrupted word made
     /// them unreadable or their list unwalkable; see `protocol::quarantine`).
     pub quarantine: Padded<QuarantineLine>,
+    /// 0: arena time is `CLOCK_MONOTONIC` (see `clock`); 1: a test clock (layout 8), arena
+    /// time is `test_now`, moved only by `Queue::advance_clock`. Fixed at creation.
+    pub clock_mode: AtomicU64,
+    /// The test clock's arena time (ms, from 1), when `clock_mode` is 1: loaded Acquire by
+    /// every operation, moved forward by `fetch_add` (never back).
+    pub test_now: Padded<AtomicU64>,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.

@@ -695,3 +695,121 @@ fn maximum_message_size_and_wait_time_are_live() {
         .unwrap_err();
     assert_eq!(e.sqs_code(), "InvalidAttributeValue");
 }
+
+/// A queue on a test clock (`QueueConfig::test_clock`): every timer of the contract runs on
+/// the queue's time, moved by `advance_clock` from any handle; waits stay real time.
+#[test]
+fn a_test_clock_runs_every_timer_without_waiting() {
+    let cfg = small_dedup().test_clock(true);
+    let q = queue("test-clock", &cfg);
+    let other = Queue::open(&q.name).unwrap();
+    let hour = Duration::from_secs(3600);
+    assert_eq!(q.attributes().test_clock_ms, Some(1));
+
+    // V1/R4: a 12-hour visibility timeout ends when the clock passes it, not before.
+    q.send(&SendMessage::new("g", "a").dedup_id("a")).unwrap();
+    let a = q
+        .receive(&ReceiveOptions::max(1).visibility_timeout(12 * hour))
+        .unwrap();
+    q.advance_clock(12 * hour - Duration::from_millis(1))
+        .unwrap();
+    assert!(recv(&other, 1).is_empty(), "visible a millisecond early");
+    other.advance_clock(Duration::from_millis(1)).unwrap();
+    let again = recv(&q, 1);
+    assert_eq!(again[0].message_id, a[0].message_id);
+    assert_eq!(again[0].receive_count, 2);
+    // M3: timestamps follow the queue's clock.
+    assert_eq!(
+        again[0].first_receive_timestamp - a[0].sent_timestamp,
+        0,
+        "first received at its sending instant"
+    );
+    q.delete(&again[0].receipt_handle).unwrap();
+    let b = q.send(&SendMessage::new("g", "b").dedup_id("b")).unwrap();
+    let got = recv(&q, 1);
+    assert_eq!(got[0].message_id, b.message_id);
+    assert_eq!(
+        got[0].sent_timestamp - a[0].sent_timestamp,
+        12 * 3600 * 1000
+    );
+    q.delete(&got[0].receipt_handle).unwrap();
+
+    // D1: the 5-minute dedup interval ends on the queue's clock.
+    let first = q.send(&SendMessage::new("g", "c").dedup_id("c")).unwrap();
+    q.advance_clock(Duration::from_secs(299)).unwrap();
+    assert!(
+        q.send(&SendMessage::new("g", "c").dedup_id("c"))
+            .unwrap()
+            .duplicate
+    );
+    q.advance_clock(Duration::from_secs(1)).unwrap();
+    let fresh = q.send(&SendMessage::new("g", "c").dedup_id("c")).unwrap();
+    assert!(!fresh.duplicate && fresh.message_id != first.message_id);
+    q.purge().unwrap();
+
+    // L1: a 15-minute queue delay passes at once.
+    q.set_attribute("DelaySeconds", "900").unwrap();
+    q.send(&SendMessage::new("g", "late").dedup_id("late"))
+        .unwrap();
+    assert_eq!(q.attributes().approximate_number_of_messages_delayed, 1);
+    assert!(recv(&q, 1).is_empty());
+    q.advance_clock(Duration::from_secs(900)).unwrap();
+    assert_eq!(bodies(&recv_vt(&q, 1, Duration::ZERO)), ["late"]);
+    q.set_attribute("DelaySeconds", "0").unwrap();
+
+    // T1: retention removes a message once the clock passes it.
+    q.set_attribute("MessageRetentionPeriod", "60").unwrap();
+    q.advance_clock(Duration::from_secs(60)).unwrap();
+    assert!(recv(&q, 1).is_empty());
+    assert_eq!(q.attributes().approximate_number_of_messages, 0);
+    q.set_attribute("MessageRetentionPeriod", "345600").unwrap();
+
+    // R11: the 5-minute attempt-id window.
+    q.send(&SendMessage::new("g", "job").dedup_id("job"))
+        .unwrap();
+    let opts = ReceiveOptions::max(1).visibility_timeout(hour);
+    let r1 = q.receive_with_attempt_id(&opts, "try").unwrap();
+    assert_eq!(
+        q.receive_with_attempt_id(&opts, "try").unwrap()[0].receipt_handle,
+        r1[0].receipt_handle
+    );
+    q.advance_clock(Duration::from_secs(301)).unwrap();
+    assert!(q.receive_with_attempt_id(&opts, "try").unwrap().is_empty());
+
+    // A long poll wakes when the clock moves past the expiry it waits for (H5-like wake);
+    // its wait time itself is real time.
+    let waiter = {
+        let name = q.name.clone();
+        std::thread::spawn(move || {
+            let w = Queue::open(&name).unwrap();
+            let start = Instant::now();
+            let got = w
+                .receive(&ReceiveOptions::max(1).wait(Duration::from_secs(10)))
+                .unwrap();
+            (got.len(), start.elapsed())
+        })
+    };
+    sleep(Duration::from_millis(100));
+    q.advance_clock(hour).unwrap();
+    let (n, waited) = waiter.join().unwrap();
+    assert_eq!(n, 1);
+    assert!(waited < Duration::from_secs(5), "woke after {waited:?}");
+    let start = Instant::now();
+    assert!(q
+        .receive(&ReceiveOptions::max(1).wait(Duration::from_millis(200)))
+        .unwrap()
+        .is_empty());
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(190) && waited < Duration::from_secs(5),
+        "{waited:?}"
+    );
+
+    // A real clock cannot be advanced.
+    let real = queue("real-clock", &small());
+    assert_eq!(real.attributes().test_clock_ms, None);
+    assert_eq!(
+        real.advance_clock(hour).unwrap_err().sqs_code(),
+        "InvalidAttributeValue"
+    );
+}

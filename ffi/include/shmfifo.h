@@ -125,6 +125,11 @@ typedef struct {
    `SHMFIFO_DEDUP_TABLE_FULL`.
    */
   uint32_t dedup_overflow;
+  /*
+   1: the queue runs on a test clock that only `shmfifo_queue_advance_clock` moves (a
+   shmfifo extension for users' tests); 0 (default): the real clock. Fixed at creation.
+   */
+  uint32_t test_clock;
 } shmfifo_config;
 
 /*
@@ -500,6 +505,10 @@ typedef struct {
    Groups rebuilt empty because their list could not be walked (lifetime count).
    */
   uint64_t quarantined_groups;
+  /*
+   The queue's time on a test clock (ms since creation, plus 1); 0 on the real clock.
+   */
+  uint64_t test_clock_ms;
 } shmfifo_queue_attributes;
 
 /*
@@ -955,6 +964,16 @@ shmfifo_result shmfifo_change_visibility_batch(const shmfifo_queue *q,
  `q` a live handle; `purged` NULL or writable.
  */
 shmfifo_result shmfifo_purge(const shmfifo_queue *q, uint64_t *purged);
+
+/*
+ Moves a test clock forward by `ms` milliseconds, for every process (see
+ `shmfifo_config.test_clock`): timers that end within it end now. A queue on the real clock
+ answers `SHMFIFO_INVALID_CONFIG`.
+
+ # Safety
+ `q` a live handle.
+ */
+shmfifo_result shmfifo_queue_advance_clock(const shmfifo_queue *q, uint64_t ms);
 
 /*
  Repairs what dead processes left behind (also done on open and by idle receivers).

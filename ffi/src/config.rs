@@ -60,6 +60,9 @@ pub struct shmfifo_config {
     /// `shmfifo_queue_attributes.dedup_evictions`); 1 refuses the send with
     /// `SHMFIFO_DEDUP_TABLE_FULL`.
     pub dedup_overflow: u32,
+    /// 1: the queue runs on a test clock that only `shmfifo_queue_advance_clock` moves (a
+    /// shmfifo extension for users' tests); 0 (default): the real clock. Fixed at creation.
+    pub test_clock: u32,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -84,6 +87,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         dead_letter_queue: shmfifo_str::ABSENT,
         release_on_death: 1,
         dedup_overflow: 0,
+        test_clock: 0,
     }
 }
 
@@ -132,7 +136,8 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .delay(Duration::from_millis(c.delay_ms))
         .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
         .max_in_flight(c.max_in_flight)
-        .release_on_death(c.release_on_death != 0);
+        .release_on_death(c.release_on_death != 0)
+        .test_clock(c.test_clock != 0);
     match (dlq, c.max_receive_count) {
         (None, 0) => {}
         (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),

@@ -323,6 +323,8 @@ pub struct shmfifo_queue_attributes {
     pub quarantined_messages: u64,
     /// Groups rebuilt empty because their list could not be walked (lifetime count).
     pub quarantined_groups: u64,
+    /// The queue's time on a test clock (ms since creation, plus 1); 0 on the real clock.
+    pub test_clock_ms: u64,
 }
 
 /// A queue's lifetime counters, summed over every process that ever used it (each process

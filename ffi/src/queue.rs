@@ -477,6 +477,25 @@ pub unsafe extern "C" fn shmfifo_purge(
     })
 }
 
+/// Moves a test clock forward by `ms` milliseconds, for every process (see
+/// `shmfifo_config.test_clock`): timers that end within it end now. A queue on the real clock
+/// answers `SHMFIFO_INVALID_CONFIG`.
+///
+/// # Safety
+/// `q` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_advance_clock(
+    q: *const shmfifo_queue,
+    ms: u64,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        q.advance_clock(Duration::from_millis(ms))?;
+        Ok(())
+    })
+}
+
 /// Repairs what dead processes left behind (also done on open and by idle receivers).
 ///
 /// # Safety
@@ -543,6 +562,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
                 as u64,
             quarantined_messages: a.quarantined_messages,
             quarantined_groups: a.quarantined_groups,
+            test_clock_ms: a.test_clock_ms.unwrap_or(0),
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

@@ -81,7 +81,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 7);
+    CHECK(shmfifo_layout_version() == 8);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -778,6 +778,49 @@ static void test_lengths_checked_before_reading(void) {
     shmfifo_queue_unlink(name);
 }
 
+/* A test clock (extension): a 12-hour visibility timeout ends when the clock is advanced,
+   from C as from Rust (R4); a real clock cannot be advanced. */
+static void test_test_clock(void) {
+    const char *name = qname("clock");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = shmfifo_config_default();
+    c.max_messages = 64;
+    c.max_groups = 16;
+    c.maximum_message_size = 4096;
+    c.dedup_entries = 64;
+    c.test_clock = 1;
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    shmfifo_send_message m = msg("g", "job", "d-1");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    shmfifo_message out[10];
+    size_t n = 0;
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 1;
+    o.wait_time_ms = 0;
+    o.visibility_timeout_ms = 12 * 3600 * 1000;
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1);
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 0);
+    EXPECT(shmfifo_queue_advance_clock(q, 12 * 3600 * 1000), SHMFIFO_OK);
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && out[0].receive_count == 2);
+    shmfifo_queue_attributes a = attributes(q);
+    CHECK(a.test_clock_ms == 1 + 12ull * 3600 * 1000);
+    shmfifo_receive_buffer_free(buf);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+    c.test_clock = 0;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    EXPECT(shmfifo_queue_advance_clock(q, 1000), SHMFIFO_INVALID_CONFIG);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
@@ -785,6 +828,7 @@ int main(int argc, char **argv) {
     test_errors(dir);
     test_lifecycle();
     test_lengths_checked_before_reading();
+    test_test_clock();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

@@ -120,12 +120,15 @@ class Queue:
         max_participants: Optional[int] = None,
         deduplication: Optional[str] = None,
         dedup_entries: Optional[int] = None,
+        test_clock: bool = False,
     ) -> "Queue":
         """Creates a queue (an error if it exists). Durations in seconds (whole seconds, as
         SQS's attributes); ``deduplication_scope`` ``"queue"`` or ``"messageGroup"``;
         ``redrive_policy`` ``(dead_letter_queue_name_or_path, max_receive_count)``; the
         sizes (``max_messages``, ``max_groups``, ``max_participants``, ``dedup_entries``)
-        and ``deduplication="off"`` (no dedup ids at all) are shmfifo's own."""
+        and ``deduplication="off"`` (no dedup ids at all) are shmfifo's own, as is
+        ``test_clock=True``: the queue's time stands still until ``advance_clock`` moves it,
+        so every timeout runs in microseconds in a test (waits stay real time)."""
         attrs: List[Tuple[str, str]] = []
 
         def secs(name: str, v: Optional[float]) -> None:
@@ -157,6 +160,7 @@ class Queue:
             max_participants=max_participants,
             deduplication=deduplication,
             dedup_entries=dedup_entries,
+            test_clock=test_clock,
         )
         return cls(raw)
 
@@ -245,6 +249,12 @@ class Queue:
         """Hides a received message for ``seconds`` more from now."""
         handle = message.receipt_handle if isinstance(message, Message) else message
         self._raw.change_visibility(handle, _ms(seconds))
+
+    def advance_clock(self, seconds: float) -> None:
+        """Moves a test clock forward (a queue created with ``test_clock=True``), for every
+        process: visibility timeouts, delays, retention and dedup windows that end within it
+        end now."""
+        self._raw.advance_clock(_ms(seconds))
 
     def purge(self) -> int:
         """Removes every message and every remembered dedup id; returns how many messages."""

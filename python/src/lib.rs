@@ -142,7 +142,8 @@ impl RawQueue {
     // The keyword arguments Python sees: each an optional size.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, attributes=Vec::new(), max_messages=None, max_groups=None,
-                        max_participants=None, deduplication=None, dedup_entries=None))]
+                        max_participants=None, deduplication=None, dedup_entries=None,
+                        test_clock=false))]
     fn create(
         py: Python<'_>,
         path: &str,
@@ -152,8 +153,9 @@ impl RawQueue {
         max_participants: Option<u32>,
         deduplication: Option<&str>,
         dedup_entries: Option<u32>,
+        test_clock: bool,
     ) -> PyResult<RawQueue> {
-        let mut cfg = QueueConfig::new();
+        let mut cfg = QueueConfig::new().test_clock(test_clock);
         if let Some(n) = max_messages {
             cfg = cfg.max_messages(n);
         }
@@ -392,6 +394,13 @@ impl RawQueue {
             .into_iter()
             .map(|r| (r.id, r.result.err().map(|e| failure(&e))))
             .collect())
+    }
+
+    /// Moves a test clock forward by `ms` (a queue created with `test_clock=True`).
+    fn advance_clock(&self, ms: u64) -> PyResult<()> {
+        self.get()?
+            .advance_clock(Duration::from_millis(ms))
+            .map_err(err)
     }
 
     /// Removes every message (dedup ids too); returns how many.

@@ -131,3 +131,26 @@ def test_messages_iterates_across_threads(q):
         if len(got) == 20:
             break
     assert got == [f"m{i}" for i in range(20)]
+
+
+def test_a_test_clock_runs_timeouts_at_once(qdir):
+    with shmfifo.Queue.create(os.path.join(qdir, "clock.fifo"), test_clock=True) as q:
+        q.send("g", "job", dedup_id="1")
+        [m] = q.receive(visibility_timeout=12 * 3600)
+        assert q.receive() == []
+        q.advance_clock(12 * 3600)  # R4: twelve hours, at once
+        [again] = q.receive()
+        assert again.message_id == m.message_id and again.receive_count == 2
+        again.delete()
+        # D1: the dedup interval ends on the queue's clock too (twelve hours have passed
+        # since "1" was sent: it is new again).
+        assert not q.send("g", "job", dedup_id="1").duplicate
+        assert q.send("g", "job", dedup_id="1").duplicate
+        q.advance_clock(299)
+        assert q.send("g", "job", dedup_id="1").duplicate
+        q.advance_clock(1)
+        assert not q.send("g", "job", dedup_id="1").duplicate
+    with shmfifo.Queue.create(os.path.join(qdir, "real.fifo")) as real:
+        with pytest.raises(shmfifo.Error) as e:
+            real.advance_clock(1)
+        assert e.value.code == "InvalidAttributeValue"

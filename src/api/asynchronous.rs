@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 use super::queue::Queue;
 use super::types::{Message, ReceiveBuffer, ReceiveOptions};
 use crate::error::Result;
-use crate::protocol::{doorbell, Env};
+use crate::protocol::doorbell;
 use crate::sync::{AtomicU32, Ordering};
 use crate::sys;
 
@@ -317,7 +317,7 @@ impl WatchState {
                 self.notify.notify_waiters();
                 continue;
             }
-            let now = q.inner.now_ms();
+            let now = q.inner.real_ms();
             let t = q.sleep_bound_ms(now, u64::MAX);
             sys::futex_wait(bell, now_bell, t);
             if bell.load(Ordering::Acquire) == now_bell {

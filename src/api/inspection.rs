@@ -279,6 +279,7 @@ impl Queue {
             // Relaxed: statistics.
             quarantined_messages: hdr.quarantine.0.messages.load(Ordering::Relaxed),
             quarantined_groups: hdr.quarantine.0.groups.load(Ordering::Relaxed),
+            test_clock_ms: inner.test_clock.then(|| inner.now_ms()),
         }
     }
 }

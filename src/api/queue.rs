@@ -56,6 +56,8 @@ pub(super) struct Inner {
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered
     /// (`index` is `u32::MAX`, `me` is nobody), so nothing to deregister or unlock.
     pub(super) observer: bool,
+    /// Arena time is the test clock (`Header::test_now`), fixed at creation.
+    pub(super) test_clock: bool,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -108,7 +110,8 @@ impl Env for Op<'_> {
         self.inner.wake(word)
     }
     fn elapsed_ms(&self) -> u64 {
-        self.inner.now_ms()
+        // Waits are real time, also on a test clock.
+        self.inner.real_ms()
     }
 }
 
@@ -125,7 +128,16 @@ pub(super) fn max_message_limit(caps: &[(u32, u32)]) -> u32 {
 impl Env for Inner {
     /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {
-        arena_now(self.base_ms) + 1
+        if self.test_clock {
+            // Acquire: pairs with `advance_clock`'s Release increment, so what was done
+            // before the clock moved is seen at the new time. Clamped to at least 1 (0 means
+            // "never received" in the message words).
+            return self.view.hdr.test_now.0.load(Ordering::Acquire).max(1);
+        }
+        self.real_ms()
+    }
+    fn elapsed_ms(&self) -> u64 {
+        self.real_ms()
     }
     fn wall_ms(&self) -> u64 {
         sys::realtime_ms()
@@ -181,6 +193,12 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
 }
 
 impl Inner {
+    /// Real arena time (ms, from 1): `CLOCK_MONOTONIC` since the arena's base, whatever the
+    /// queue's clock. Waits measure themselves with it.
+    pub(super) fn real_ms(&self) -> u64 {
+        arena_now(self.base_ms) + 1
+    }
+
     /// Whether a send must carry a dedup id (S4): the queue deduplicates and content-based
     /// dedup is off.
     pub(super) fn needs_dedup_id(&self) -> bool {

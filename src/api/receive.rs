@@ -405,7 +405,8 @@ impl Queue {
         }
         let inner = &*self.inner;
         let hdr = inner.view.hdr;
-        let deadline = inner.now_ms() + wait;
+        // The wait is real time (also on a test clock).
+        let deadline = inner.real_ms() + wait;
         let ring = ready::ring(&self.arena());
         loop {
             // Spin briefly: a message often arrives within microseconds.
@@ -419,7 +420,7 @@ impl Queue {
             if n > 0 {
                 return Ok(n);
             }
-            let now = inner.now_ms();
+            let now = inner.real_ms();
             if now >= deadline {
                 return Ok(0);
             }
@@ -452,8 +453,11 @@ impl Queue {
         // Relaxed: a sleep bound only.
         let ne = self.inner.view.hdr.next_expiry.0.load(Ordering::Relaxed);
         let mut t = deadline.saturating_sub(now);
-        if ne > now {
-            t = t.min(ne - now);
+        // `now` and `deadline` are real time; expiries are in the queue's time (the same on a
+        // real clock; on a test clock, `advance_clock` rings the doorbell when it moves).
+        let queue_now = self.inner.now_ms();
+        if ne > queue_now {
+            t = t.min(ne - queue_now);
         } else {
             t = t.min(1);
         }

@@ -134,6 +134,61 @@ impl Queue {
         Ok(())
     }
 
+    /// Moves the queue's test clock forward by `d`, for every process at once (see
+    /// [`crate::QueueConfig::test_clock`]): visibility timeouts, delays, retention, dedup and
+    /// attempt-id windows that end within `d` end now, and long-polling receivers wake to
+    /// see it. A queue with a real clock refuses ([`Error::InvalidConfig`]); so does a move
+    /// past 17 years of queue time (the arena's 40-bit times).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new().test_clock(true))?;
+    /// q.send(&SendMessage::new("g", "job").dedup_id("1"))?;
+    /// let twelve_hours = Duration::from_secs(12 * 3600);
+    /// let first = q.receive(&ReceiveOptions::max(1).visibility_timeout(twelve_hours))?;
+    /// assert!(q.receive(&ReceiveOptions::max(1))?.is_empty()); // in flight (R3)
+    /// q.advance_clock(twelve_hours)?;                           // no 12-hour wait
+    /// let again = q.receive(&ReceiveOptions::max(1))?;
+    /// assert_eq!(again[0].message_id, first[0].message_id);
+    /// assert_eq!(again[0].receive_count, 2);
+    /// assert!(Queue::create_anonymous(&QueueConfig::new())?.advance_clock(twelve_hours).is_err());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn advance_clock(&self, d: Duration) -> Result<()> {
+        let inner = &*self.inner;
+        if !inner.test_clock {
+            return Err(Error::InvalidConfig {
+                setting: "test_clock",
+                reason: "this queue runs on the real clock; only a queue created with QueueConfig::test_clock(true) has a clock to advance".into(),
+            });
+        }
+        let hdr = inner.view.hdr;
+        let step = ms(d);
+        // Half the 40-bit range of arena times: far beyond any test, and no time wraps.
+        const LIMIT: u64 = crate::protocol::clock::CLOCK_MASK / 2;
+        // Relaxed: a bound check only (the fetch_add below is the move).
+        if hdr.test_now.0.load(Ordering::Relaxed).saturating_add(step) > LIMIT {
+            return Err(Error::InvalidConfig {
+                setting: "test_clock",
+                reason: format!("the test clock cannot pass {LIMIT} ms of queue time"),
+            });
+        }
+        // Release: pairs with `Inner::now_ms`'s Acquire load.
+        hdr.test_now.0.fetch_add(step, Ordering::Release);
+        // Deadlines may have passed: ask the next receiver for a full sweep, and wake every
+        // sleeper to look (as a change of delay or retention does).
+        // Release: pairs with `maybe_sweep`'s Acquire load.
+        hdr.next_expiry.0.store(0, Ordering::Release);
+        // Release: a woken receiver's Acquire load of the doorbell sees the move.
+        hdr.wake.0.doorbell.fetch_add(1, Ordering::Release);
+        sys::futex_wake(&hdr.wake.0.doorbell, u32::MAX);
+        Ok(())
+    }
+
     /// Changes one setting by its SQS attribute name, with SQS's units and text values
     /// (`VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
     /// `ReceiveMessageWaitTimeSeconds` in seconds; shmfifo's millisecond forms

@@ -369,6 +369,9 @@ pub struct QueueAttributes {
     pub quarantined_messages: u64,
     /// Groups rebuilt empty because their list could not be walked (lifetime count).
     pub quarantined_groups: u64,
+    /// The queue runs on a test clock ([`crate::QueueConfig::test_clock`]), at this queue
+    /// time (ms since its creation, plus 1); `None` on the real clock.
+    pub test_clock_ms: Option<u64>,
 }
 
 /// Options of [`crate::Queue::redrive`] (X6).

@@ -48,6 +48,8 @@ pub struct Checked {
     pub dedup: Deduplication,
     /// Dedup interval, ms.
     pub dedup_interval_ms: u64,
+    /// Arena time is the test clock (`Header::test_now`).
+    pub test_clock: bool,
 }
 
 /// Validates the header of a mapping of `len` bytes (at least one page).
@@ -161,10 +163,16 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     }
     // `max_message_size` and `receive_wait_ms` are live settings (`set_attributes`), clamped
     // where they are read, as the other live settings are: a bad value is not a bad arena.
+    let test_clock = match hdr.clock_mode.load(r) {
+        0 => false,
+        1 => true,
+        _ => return Err(corrupt("unknown clock mode")),
+    };
     Ok(Checked {
         geometry,
         dedup,
         dedup_interval_ms,
+        test_clock,
     })
 }
 
@@ -338,6 +346,8 @@ pub fn initialise(
     hdr.content_based_dedup
         .store(u64::from(cfg.content_based_deduplication), r);
     hdr.next_expiry.0.store(u64::MAX, r);
+    hdr.clock_mode.store(u64::from(cfg.test_clock), r);
+    hdr.test_now.0.store(1, r);
     hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
