@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The Python package as a user gets it: `pip install ./python` into a virtual environment (maturin
 # builds the native module with cargo; pip fetches maturin and pytest from PyPI), then its tests.
+# boto3 and moto's server mode (a local SQS stand-in on 127.0.0.1, started by the tests) run the
+# same boto3 program against SQS's API and against shmfifo's client.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/pyvenv
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
 fi
-"$venv/bin/pip" install -q --disable-pip-version-check ./python pytest
+"$venv/bin/pip" install -q --disable-pip-version-check ./python pytest boto3 "moto[server]"
 "$venv/bin/python" -m pytest -q python/tests

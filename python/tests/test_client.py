@@ -50,8 +50,18 @@ def fifo_program(sqs):
             Entries=[{"Id": str(k), "ReceiptHandle": m["ReceiptHandle"]} for k, m in enumerate(msgs)],
         )
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    errors = []
+    try:
+        sqs.get_queue_url(QueueName="missing.fifo")
+    except sqs.exceptions.QueueDoesNotExist as e:
+        errors.append(e.response["Error"]["Code"])
+    try:
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageDeduplicationId="x")
+    except sqs.exceptions.ClientError as e:
+        errors.append(e.response["Error"]["Code"])
     sqs.delete_queue(QueueUrl=url)
     return {
+        "errors": errors,
         "batch_ok": sorted(e["Id"] for e in batch["Successful"]),
         "batch_failed": batch["Failed"],
         "seen": seen,
@@ -70,6 +80,8 @@ def test_a_boto3_program_runs_unchanged(qdir):
     assert len(got["seen"]) == 5
     assert got["left"] == "0"
     assert got["fifo"] == "true"
+    # S1 and the missing queue: SQS's codes, as boto3 raises them.
+    assert got["errors"] == ["AWS.SimpleQueueService.NonExistentQueue", "MissingParameter"]
 
 
 @pytest.fixture
