@@ -71,6 +71,9 @@ pub enum Command {
     Unlink(cmd::QueueArg),
     /// A live, refreshing view of a queue's counts, counters and rates.
     Watch(cmd::watch::WatchArgs),
+    /// Serve the SQS API (JSON and query protocols) over HTTP on a directory of queues, for
+    /// every AWS SDK and the aws CLI (--endpoint-url http://127.0.0.1:9324).
+    Serve(cmd::serve::ServeArgs),
 }
 
 /// Set by SIGINT (Ctrl-C) and SIGTERM: long-running commands (`watch`, a long-poll `receive`,

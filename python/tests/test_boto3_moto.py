@@ -11,6 +11,7 @@ import time
 import pytest
 
 import shmfifo
+from conftest import boto3_client, serve
 from test_client import fifo_program
 
 import boto3  # installed with moto[server] by ci/python.sh
@@ -51,3 +52,6 @@ def test_the_same_program_on_boto3_and_on_shmfifo(moto_endpoint, qdir):
     on_shm = fifo_program(shmfifo.client("sqs", directory=qdir))
     assert on_sqs == on_shm
     assert len(on_shm["seen"]) == 5
+    # And through `shmfifo serve`, by boto3 itself.
+    with serve(qdir) as endpoint:
+        assert fifo_program(boto3_client(endpoint)) == on_sqs

@@ -8,6 +8,7 @@ import time
 import pytest
 
 import shmfifo
+from conftest import boto3_client, serve
 
 
 def fifo_program(sqs):
@@ -84,11 +85,18 @@ def test_a_boto3_program_runs_unchanged(qdir):
     assert got["errors"] == ["AWS.SimpleQueueService.NonExistentQueue", "MissingParameter"]
 
 
-@pytest.fixture
-def sqs(qdir):
-    c = shmfifo.client("sqs", directory=qdir)
-    yield c
-    c.close()
+@pytest.fixture(params=["client", "serve"])
+def sqs(request, qdir):
+    """The same SQS calls two ways: shmfifo's boto3-shaped client on the library, and boto3
+    itself against `shmfifo serve` (the SQS JSON protocol over HTTP) on the same kind of
+    queues."""
+    if request.param == "client":
+        c = shmfifo.client("sqs", directory=qdir)
+        yield c
+        c.close()
+    else:
+        with serve(qdir) as endpoint:
+            yield boto3_client(endpoint)
 
 
 @pytest.fixture
@@ -105,6 +113,7 @@ def test_send_answers_with_boto3s_shape(sqs, url):
     r = sqs.send_message(QueueUrl=url, MessageBody="hello", MessageGroupId="g", MessageDeduplicationId="d", MessageAttributes=attrs)
     assert r["MD5OfMessageBody"] == hashlib.md5(b"hello").hexdigest()
     assert r["MD5OfMessageAttributes"] == shmfifo.md5_of_message_attributes(attrs)
+    # The same digest SQS computes (a hand-checked vector: test_message_attribute_md5...).
     assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
     assert len(r["MessageId"]) == 36 and r["SequenceNumber"].isdigit()
     m = sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])["Messages"][0]
@@ -141,18 +150,18 @@ def test_errors_carry_sqs_codes(sqs, url):
         sqs.get_queue_url(QueueName="missing.fifo")
     assert code(e) == "AWS.SimpleQueueService.NonExistentQueue"
     # S1: a FIFO send needs a group id.
-    with pytest.raises(shmfifo.ClientError) as e:
+    with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.send_message(QueueUrl=url, MessageBody="x", MessageDeduplicationId="1")
     assert code(e) == "MissingParameter"
     # S4: no dedup id and no content-based deduplication.
-    with pytest.raises(shmfifo.ClientError) as e:
+    with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g")
     assert code(e) == "InvalidParameterValue"
     # S5: per-message delay on FIFO.
-    with pytest.raises(shmfifo.ClientError) as e:
+    with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="2", DelaySeconds=5)
     assert code(e) == "InvalidParameterValue"
-    with pytest.raises(shmfifo.ClientError) as e:
+    with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=11)
     assert code(e) == "InvalidParameterValue"
     with pytest.raises(sqs.exceptions.ReceiptHandleIsInvalid):
@@ -164,7 +173,7 @@ def test_errors_carry_sqs_codes(sqs, url):
     # S11: an empty batch.
     with pytest.raises(sqs.exceptions.EmptyBatchRequest):
         sqs.send_message_batch(QueueUrl=url, Entries=[])
-    e = shmfifo.ClientError({"Error": {"Code": "X", "Message": "m"}}, "Op")
+    e = sqs.exceptions.ClientError({"Error": {"Code": "X", "Message": "m"}}, "Op")
     assert "An error occurred (X) when calling the Op operation: m" in str(e)
 
 
@@ -183,7 +192,7 @@ def test_batch_entries_fail_alone(sqs):
     assert (f["Id"], f["SenderFault"], f["Code"]) == ("big", True, "InvalidParameterValue")
     # S12: an entry without a group id fails the whole request, with InvalidParameterValue
     # (not the single send's MissingParameter).
-    with pytest.raises(shmfifo.ClientError) as e:
+    with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "x", "MessageBody": "b", "MessageDeduplicationId": "3"}])
     assert code(e) == "InvalidParameterValue"
     m = sqs.receive_message(QueueUrl=url)["Messages"][0]
@@ -195,7 +204,7 @@ def test_batch_entries_fail_alone(sqs):
 def test_create_queue_rules(sqs):
     # Q1: FIFO names end in .fifo and need FifoQueue=true.
     for name, attrs in [("plain", {"FifoQueue": "true"}), ("x.fifo", {}), ("bad name.fifo", {"FifoQueue": "true"})]:
-        with pytest.raises(shmfifo.ClientError) as e:
+        with pytest.raises(sqs.exceptions.ClientError) as e:
             sqs.create_queue(QueueName=name, Attributes=attrs)
         assert code(e) == "InvalidParameterValue"
     a = {"FifoQueue": "true", "VisibilityTimeout": "45", "ContentBasedDeduplication": "true"}

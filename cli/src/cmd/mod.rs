@@ -7,6 +7,7 @@ pub mod ls;
 pub mod receive;
 pub mod redrive;
 pub mod send;
+pub mod serve;
 pub mod stat;
 pub mod watch;
 
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Set(a) => admin::set(&a, ctx),
         Command::Unlink(a) => admin::unlink(&a, ctx),
         Command::Watch(a) => watch::run(&a, ctx),
+        Command::Serve(a) => serve::run(&a, ctx),
     }
 }
 

@@ -1,0 +1,310 @@
+//! `shmfifo serve`: the Amazon SQS API over HTTP on local shmfifo queues.
+//!
+//! One HTTP/1.1 endpoint speaks both of SQS's wire protocols (JSON, what current SDKs use, and
+//! query, what older SDKs and tools use; see [`protocol`]) on a directory of queue files, so
+//! every AWS SDK and the `aws` CLI reach local queues with one setting (`--endpoint-url` /
+//! `AWS_ENDPOINT_URL`), while processes on the host use the same queues through the library
+//! at shared-memory speed. Queue URLs look like SQS's
+//! (`http://127.0.0.1:9324/000000000000/orders.fifo`). Long polls wait as futures
+//! ([`shmfifo::AsyncQueue`]): no thread per waiting request.
+//!
+//! Limits: FIFO queues only (a standard queue's CreateQueue is refused with
+//! `InvalidParameterValue`); request bodies up to [`Config::max_body`]; signatures accepted
+//! as they come unless [`Config::check_signature`] names a key pair.
+
+#![warn(missing_docs)]
+
+mod actions;
+pub mod protocol;
+pub mod sigv4;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use serde_json::{Map, Value};
+
+pub use actions::ACCOUNT;
+use protocol::{ApiError, Wire};
+
+/// A server's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen (default `127.0.0.1:9324`, as ElasticMQ; port 0 picks a free one).
+    pub addr: SocketAddr,
+    /// The directory of queue files (default `/dev/shm`): `NAME.fifo` there is the queue
+    /// `NAME.fifo`, shared with every process that opens that path.
+    pub dir: PathBuf,
+    /// Check SigV4 signatures against this key pair (default: accept any signature).
+    pub check_signature: Option<sigv4::KeyPair>,
+    /// Largest request body accepted, bytes (default 4 MiB: a 1 MiB message, base64-encoded
+    /// binary attributes and the JSON around them). A larger one is refused with 413.
+    pub max_body: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 9324)),
+            dir: PathBuf::from("/dev/shm"),
+            check_signature: None,
+            max_body: 4 << 20,
+        }
+    }
+}
+
+struct Server {
+    queues: actions::Queues,
+    keys: Option<sigv4::KeyPair>,
+    max_body: usize,
+    requests: AtomicU64,
+}
+
+/// Serves until `shutdown` completes; `ready` is told the address once listening.
+pub async fn serve(
+    cfg: Config,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
+    let addr = listener.local_addr()?;
+    if !cfg.dir.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("{} is not a directory", cfg.dir.display()),
+        ));
+    }
+    let server = Arc::new(Server {
+        queues: actions::Queues::new(cfg.dir.clone(), &addr.to_string()),
+        keys: cfg.check_signature.clone(),
+        max_body: cfg.max_body,
+        requests: AtomicU64::new(0),
+    });
+    ready(addr);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => r?,
+            () = &mut shutdown => return Ok(()),
+        };
+        let _ = stream.set_nodelay(true);
+        let server = Arc::clone(&server);
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req| {
+                let server = Arc::clone(&server);
+                async move { Ok::<_, Infallible>(server.handle(req).await) }
+            });
+            // A client that goes away mid-request drops its request's future: a long poll
+            // then has taken nothing; messages already taken stay in flight until their
+            // visibility timeout, as on SQS.
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+/// Runs a server on its own runtime until Ctrl-C or SIGTERM, printing
+/// `listening on http://ADDR` on stdout once it listens.
+pub fn run(cfg: Config) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(serve(
+        cfg,
+        |addr| {
+            println!("listening on http://{addr}");
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+        },
+        async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+        },
+    ))
+}
+
+impl Server {
+    fn request_id(&self) -> String {
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "{:08x}-{:04x}-4000-8000-{:012x}",
+            std::process::id(),
+            (n >> 48) & 0xffff,
+            n & 0xffff_ffff_ffff
+        )
+    }
+
+    async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+        let id = self.request_id();
+        let target = req
+            .headers()
+            .get("x-amz-target")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let wire = if target.is_some() {
+            Wire::Json
+        } else {
+            Wire::Query
+        };
+        let (parts, body) = req.into_parts();
+        let body = match Limited::new(body, self.max_body).collect().await {
+            Ok(b) => b.to_bytes(),
+            Err(e) => {
+                let err = if e
+                    .downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some()
+                {
+                    ApiError {
+                        code: "RequestEntityTooLarge".into(),
+                        message: format!("Request bodies are limited to {} bytes.", self.max_body),
+                        sender: true,
+                        status: 413,
+                    }
+                } else {
+                    ApiError::sender(
+                        "MalformedInput",
+                        format!("The request body could not be read: {e}"),
+                    )
+                };
+                return respond_error(wire, &err, &id);
+            }
+        };
+        if let Some(keys) = &self.keys {
+            let signed = sigv4::Signed {
+                method: parts.method.as_str(),
+                path: parts.uri.path(),
+                query: parts.uri.query().unwrap_or(""),
+                headers: parts
+                    .headers
+                    .iter()
+                    .map(|(k, v)| {
+                        (
+                            k.as_str().to_owned(),
+                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                        )
+                    })
+                    .collect(),
+                body: &body,
+            };
+            if let Err(e) = keys.check(&signed) {
+                return respond_error(wire, &e, &id);
+            }
+        }
+        let parsed = match (&target, wire) {
+            (Some(t), _) => parse_json(t, &body),
+            (None, _) => {
+                let form: &[u8] = if body.is_empty() {
+                    parts.uri.query().unwrap_or("").as_bytes()
+                } else {
+                    &body
+                };
+                protocol::from_query(form).map(|(a, mut p)| {
+                    // The query protocol may name the queue by the request path instead.
+                    let path = parts.uri.path();
+                    if !p.contains_key("QueueUrl") && path.len() > 1 {
+                        p.insert("QueueUrl".into(), Value::String(path.to_owned()));
+                    }
+                    (a, p)
+                })
+            }
+        };
+        let (action, params) = match parsed {
+            Ok(x) => x,
+            Err(e) => return respond_error(wire, &e, &id),
+        };
+        match self.queues.run(&action, &params).await {
+            Ok(result) => respond(wire, &action, &result, &id),
+            Err(e) => {
+                tracing::debug!(action, code = e.code, "request refused");
+                respond_error(wire, &e, &id)
+            }
+        }
+    }
+}
+
+fn parse_json(target: &str, body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
+    let action = target
+        .strip_prefix("AmazonSQS.")
+        .ok_or_else(|| {
+            ApiError::sender(
+                "InvalidAction",
+                format!("The target {target} is not valid for this endpoint."),
+            )
+        })?
+        .to_owned();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((action, Map::new()));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok((action, m)),
+        Ok(_) => Err(ApiError::sender(
+            "SerializationException",
+            "The request body must be a JSON object.",
+        )),
+        Err(e) => Err(ApiError::sender(
+            "SerializationException",
+            format!("The request body is not JSON: {e}"),
+        )),
+    }
+}
+
+fn response(status: u16, content_type: &str, id: &str, body: String) -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .header("x-amzn-requestid", id)
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid response")
+}
+
+fn respond(
+    wire: Wire,
+    action: &str,
+    result: &Map<String, Value>,
+    id: &str,
+) -> Response<Full<Bytes>> {
+    match wire {
+        Wire::Json => response(
+            200,
+            "application/x-amz-json-1.0",
+            id,
+            Value::Object(result.clone()).to_string(),
+        ),
+        Wire::Query => response(200, "text/xml", id, protocol::to_xml(action, result, id)),
+    }
+}
+
+fn respond_error(wire: Wire, e: &ApiError, id: &str) -> Response<Full<Bytes>> {
+    match wire {
+        Wire::Json => {
+            let mut r = response(
+                e.status,
+                "application/x-amz-json-1.0",
+                id,
+                protocol::error_json(e),
+            );
+            let q = format!(
+                "{};{}",
+                e.code,
+                if e.sender { "Sender" } else { "Receiver" }
+            );
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&q) {
+                r.headers_mut().insert("x-amzn-query-error", v);
+            }
+            r
+        }
+        Wire::Query => response(e.status, "text/xml", id, protocol::error_xml(e, id)),
+    }
+}

@@ -1,0 +1,468 @@
+//! SQS's two wire protocols, both into and out of one shape: a request becomes the action's
+//! name and its parameters as the JSON protocol spells them; an answer is the JSON protocol's
+//! document, written as JSON or as the query protocol's XML.
+//!
+//! * JSON (current SDKs): `POST /`, `X-Amz-Target: AmazonSQS.<Action>`,
+//!   `Content-Type: application/x-amz-json-1.0`; errors are `{"__type", "message"}` with
+//!   `x-amzn-query-error: <query code>;Sender|Receiver` (SQS is `awsQueryCompatible`, so SDKs
+//!   report the query protocol's codes).
+//! * Query (older SDKs and tools): form-encoded `Action=…&QueueUrl=…` in the body (or the URL's
+//!   query string), lists flattened as `Attribute.1.Name`; answers are XML, errors
+//!   `<ErrorResponse><Error><Type><Code><Message>`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// An error as SQS sends it.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    /// The query protocol's code (`AWS.SimpleQueueService.NonExistentQueue`,
+    /// `InvalidParameterValue` …), which SDKs report on both protocols.
+    pub code: String,
+    /// The message.
+    pub message: String,
+    /// The sender's fault (`Sender`), or the server's (`Receiver`).
+    pub sender: bool,
+    /// The HTTP status.
+    pub status: u16,
+}
+
+impl ApiError {
+    /// A sender's error with HTTP 400.
+    pub fn sender(code: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            code: code.to_owned(),
+            message: message.into(),
+            sender: true,
+            status: 400,
+        }
+    }
+
+    /// `MissingParameter` for `name`.
+    pub fn missing(name: &str) -> Self {
+        Self::sender(
+            "MissingParameter",
+            format!("The request must contain the parameter {name}."),
+        )
+    }
+
+    /// `InvalidParameterValue` for `name`.
+    pub fn invalid(name: &str, why: &str) -> Self {
+        Self::sender(
+            "InvalidParameterValue",
+            format!("Value for parameter {name} is invalid. Reason: {why}"),
+        )
+    }
+
+    /// The JSON protocol's `__type`: the modelled shape where SQS has one, else the code.
+    pub fn json_type(&self) -> String {
+        let shape = match self.code.as_str() {
+            "AWS.SimpleQueueService.NonExistentQueue" => "QueueDoesNotExist",
+            "QueueAlreadyExists" => "QueueNameExists",
+            "AWS.SimpleQueueService.EmptyBatchRequest" => "EmptyBatchRequest",
+            "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" => "TooManyEntriesInBatchRequest",
+            "AWS.SimpleQueueService.BatchEntryIdsNotDistinct" => "BatchEntryIdsNotDistinct",
+            "AWS.SimpleQueueService.InvalidBatchEntryId" => "InvalidBatchEntryId",
+            "AWS.SimpleQueueService.BatchRequestTooLong" => "BatchRequestTooLong",
+            "AWS.SimpleQueueService.UnsupportedOperation" => "UnsupportedOperation",
+            "ResourceNotFoundException" => "ResourceNotFoundException",
+            other => return format!("com.amazonaws.sqs#{other}"),
+        };
+        format!("com.amazonaws.sqs#{shape}")
+    }
+}
+
+impl From<shmfifo::Error> for ApiError {
+    fn from(e: shmfifo::Error) -> Self {
+        let code = e.sqs_code();
+        let (sender, status) = match code {
+            "ServiceUnavailable" => (false, 503),
+            c if c.starts_with("shmfifo.") => (false, 500),
+            _ => (true, 400),
+        };
+        let message = match e {
+            // SQS's text: a remote client has no use for the server's file paths.
+            shmfifo::Error::QueueDoesNotExist { .. } => {
+                "The specified queue does not exist.".to_owned()
+            }
+            e => e.to_string(),
+        };
+        ApiError {
+            code: code.to_owned(),
+            message,
+            sender,
+            status,
+        }
+    }
+}
+
+/// Which protocol a request came in, and so its answer goes out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// `application/x-amz-json-1.0`.
+    Json,
+    /// Form-encoded request, XML answer.
+    Query,
+}
+
+/// Fields whose query-protocol text is a number in the JSON protocol.
+const NUMERIC: [&str; 7] = [
+    "MaxNumberOfMessages",
+    "VisibilityTimeout",
+    "WaitTimeSeconds",
+    "DelaySeconds",
+    "MaxResults",
+    "MaxNumberOfMessagesPerSecond",
+    "MaxResults",
+];
+
+/// A flattened query parameter tree: `A.1.B` is `A → 1 → B`.
+#[derive(Debug)]
+enum Node {
+    Leaf(String),
+    Branch(BTreeMap<String, Node>),
+}
+
+fn insert(tree: &mut BTreeMap<String, Node>, path: &[&str], value: String) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        tree.insert((*first).to_owned(), Node::Leaf(value));
+        return;
+    }
+    let child = tree
+        .entry((*first).to_owned())
+        .or_insert_with(|| Node::Branch(BTreeMap::new()));
+    if let Node::Leaf(_) = child {
+        *child = Node::Branch(BTreeMap::new());
+    }
+    if let Node::Branch(m) = child {
+        insert(m, rest, value);
+    }
+}
+
+/// The members of a numbered list (`X.1`, `X.2` …), in order of their numbers.
+fn numbered(m: BTreeMap<String, Node>) -> Vec<Node> {
+    let mut v: Vec<(u64, Node)> = m
+        .into_iter()
+        .filter_map(|(k, n)| k.parse::<u64>().ok().map(|i| (i, n)))
+        .collect();
+    v.sort_by_key(|(i, _)| *i);
+    v.into_iter().map(|(_, n)| n).collect()
+}
+
+fn leaf(n: Node) -> Value {
+    match n {
+        Node::Leaf(s) => Value::String(s),
+        Node::Branch(m) => Value::Object(members(m)),
+    }
+}
+
+fn text(n: Option<Node>) -> Option<String> {
+    match n {
+        Some(Node::Leaf(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// `Name`/`Value` pairs (`Attribute.N`, `Tag.N` with `Key`) into a map.
+fn pairs(list: Node, key: &str) -> Value {
+    let mut out = Map::new();
+    if let Node::Branch(m) = list {
+        for e in numbered(m) {
+            if let Node::Branch(mut f) = e {
+                if let (Some(k), v) = (text(f.remove(key)), text(f.remove("Value"))) {
+                    out.insert(k, Value::String(v.unwrap_or_default()));
+                }
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// `MessageAttribute.N.{Name, Value.{StringValue, BinaryValue, DataType}}` into a map.
+fn message_attributes(list: Node) -> Value {
+    let mut out = Map::new();
+    if let Node::Branch(m) = list {
+        for e in numbered(m) {
+            if let Node::Branch(mut f) = e {
+                if let Some(name) = text(f.remove("Name")) {
+                    let v = f.remove("Value").map(leaf).unwrap_or(Value::Null);
+                    out.insert(name, v);
+                }
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn list_of_text(n: Node) -> Value {
+    match n {
+        Node::Branch(m) => Value::Array(numbered(m).into_iter().map(leaf).collect()),
+        Node::Leaf(s) => Value::Array(vec![Value::String(s)]),
+    }
+}
+
+/// The members of one structure, with the query protocol's flattened lists and maps turned
+/// into the JSON protocol's.
+fn members(m: BTreeMap<String, Node>) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, n) in m {
+        let (key, v) = match k.as_str() {
+            "Attribute" => ("Attributes".to_owned(), pairs(n, "Name")),
+            "Tag" => ("tags".to_owned(), pairs(n, "Key")),
+            "AttributeName" => ("AttributeNames".to_owned(), list_of_text(n)),
+            "MessageAttributeName" => ("MessageAttributeNames".to_owned(), list_of_text(n)),
+            "MessageSystemAttributeName" => {
+                ("MessageSystemAttributeNames".to_owned(), list_of_text(n))
+            }
+            "MessageAttribute" => ("MessageAttributes".to_owned(), message_attributes(n)),
+            "SendMessageBatchRequestEntry"
+            | "DeleteMessageBatchRequestEntry"
+            | "ChangeMessageVisibilityBatchRequestEntry" => (
+                "Entries".to_owned(),
+                match n {
+                    Node::Branch(m) => Value::Array(
+                        numbered(m)
+                            .into_iter()
+                            .map(|e| match e {
+                                Node::Branch(f) => Value::Object(members(f)),
+                                Node::Leaf(s) => Value::String(s),
+                            })
+                            .collect(),
+                    ),
+                    Node::Leaf(s) => Value::String(s),
+                },
+            ),
+            _ => {
+                let v = match n {
+                    Node::Leaf(s) if NUMERIC.contains(&k.as_str()) => s
+                        .trim()
+                        .parse::<i64>()
+                        .map(Value::from)
+                        .unwrap_or(Value::String(s)),
+                    other => leaf(other),
+                };
+                (k, v)
+            }
+        };
+        out.insert(key, v);
+    }
+    out
+}
+
+/// A query-protocol request (form pairs) as `(action, parameters)`.
+pub fn from_query(form: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
+    let mut tree = BTreeMap::new();
+    let mut action = None;
+    for (k, v) in form_urlencoded::parse(form) {
+        if k == "Action" {
+            action = Some(v.into_owned());
+            continue;
+        }
+        if matches!(k.as_ref(), "Version" | "Expires" | "Timestamp")
+            || k.starts_with("X-Amz-")
+            || k.starts_with("AWSAccessKeyId")
+            || k.starts_with("Signature")
+        {
+            continue;
+        }
+        let path: Vec<&str> = k.split('.').collect();
+        insert(&mut tree, &path, v.into_owned());
+    }
+    let action = action.ok_or_else(|| ApiError::missing("Action"))?;
+    Ok((action, members(tree)))
+}
+
+/// Escapes text for XML.
+fn esc(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\r' => out.push_str("&#xD;"),
+            c => out.push(c),
+        }
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// One member of an answer, as the query protocol's XML writes it.
+fn xml_member(action: &str, key: &str, v: &Value, out: &mut String) {
+    let el = |name: &str, text: &str, out: &mut String| {
+        out.push('<');
+        out.push_str(name);
+        out.push('>');
+        esc(text, out);
+        out.push_str("</");
+        out.push_str(name);
+        out.push('>');
+    };
+    match (key, v) {
+        ("Attributes", Value::Object(m)) => {
+            for (k, v) in m {
+                out.push_str("<Attribute>");
+                el("Name", k, out);
+                el("Value", &scalar(v), out);
+                out.push_str("</Attribute>");
+            }
+        }
+        ("MessageAttributes", Value::Object(m)) => {
+            for (k, v) in m {
+                out.push_str("<MessageAttribute>");
+                el("Name", k, out);
+                out.push_str("<Value>");
+                if let Value::Object(f) = v {
+                    for (fk, fv) in f {
+                        el(fk, &scalar(fv), out);
+                    }
+                }
+                out.push_str("</Value></MessageAttribute>");
+            }
+        }
+        (_, Value::Array(items)) => {
+            let item = match key {
+                "QueueUrls" => "QueueUrl",
+                "Messages" => "Message",
+                "Successful" => match action {
+                    "SendMessageBatch" => "SendMessageBatchResultEntry",
+                    "DeleteMessageBatch" => "DeleteMessageBatchResultEntry",
+                    _ => "ChangeMessageVisibilityBatchResultEntry",
+                },
+                "Failed" => "BatchResultErrorEntry",
+                "Results" => "ListMessageMoveTasksResultEntry",
+                other => other,
+            };
+            for i in items {
+                match i {
+                    Value::Object(m) => {
+                        out.push('<');
+                        out.push_str(item);
+                        out.push('>');
+                        for (k, v) in m {
+                            xml_member(action, k, v, out);
+                        }
+                        out.push_str("</");
+                        out.push_str(item);
+                        out.push('>');
+                    }
+                    other => el(item, &scalar(other), out),
+                }
+            }
+        }
+        (_, Value::Object(m)) => {
+            out.push('<');
+            out.push_str(key);
+            out.push('>');
+            for (k, v) in m {
+                xml_member(action, k, v, out);
+            }
+            out.push_str("</");
+            out.push_str(key);
+            out.push('>');
+        }
+        (_, v) => el(key, &scalar(v), out),
+    }
+}
+
+const XMLNS: &str = "http://queue.amazonaws.com/doc/2012-11-05/";
+
+/// An answer in the query protocol's XML.
+pub fn to_xml(action: &str, result: &Map<String, Value>, request_id: &str) -> String {
+    let mut out = String::from("<?xml version=\"1.0\"?>");
+    out.push_str(&format!("<{action}Response xmlns=\"{XMLNS}\">"));
+    if !result.is_empty() {
+        out.push_str(&format!("<{action}Result>"));
+        for (k, v) in result {
+            xml_member(action, k, v, &mut out);
+        }
+        out.push_str(&format!("</{action}Result>"));
+    }
+    out.push_str("<ResponseMetadata><RequestId>");
+    esc(request_id, &mut out);
+    out.push_str(&format!(
+        "</RequestId></ResponseMetadata></{action}Response>"
+    ));
+    out
+}
+
+/// An error in the query protocol's XML.
+pub fn error_xml(e: &ApiError, request_id: &str) -> String {
+    let mut out = format!("<?xml version=\"1.0\"?><ErrorResponse xmlns=\"{XMLNS}\"><Error><Type>");
+    out.push_str(if e.sender { "Sender" } else { "Receiver" });
+    out.push_str("</Type><Code>");
+    esc(&e.code, &mut out);
+    out.push_str("</Code><Message>");
+    esc(&e.message, &mut out);
+    out.push_str("</Message><Detail/></Error><RequestId>");
+    esc(request_id, &mut out);
+    out.push_str("</RequestId></ErrorResponse>");
+    out
+}
+
+/// An error in the JSON protocol: the body (the `x-amzn-query-error` header is the caller's).
+pub fn error_json(e: &ApiError) -> String {
+    serde_json::json!({"__type": e.json_type(), "message": e.message}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_lists_and_maps_become_json_shapes() {
+        let form = b"Action=SendMessageBatch&QueueUrl=http%3A%2F%2Fh%2F0%2Fq.fifo\
+&SendMessageBatchRequestEntry.2.Id=b&SendMessageBatchRequestEntry.2.MessageBody=two\
+&SendMessageBatchRequestEntry.1.Id=a&SendMessageBatchRequestEntry.1.MessageBody=one\
+&SendMessageBatchRequestEntry.1.MessageAttribute.1.Name=k\
+&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.StringValue=v\
+&SendMessageBatchRequestEntry.1.MessageAttribute.1.Value.DataType=String\
+&SendMessageBatchRequestEntry.1.DelaySeconds=0&Version=2012-11-05";
+        let (action, p) = from_query(form).unwrap();
+        assert_eq!(action, "SendMessageBatch");
+        assert_eq!(p["QueueUrl"], "http://h/0/q.fifo");
+        let e = p["Entries"].as_array().unwrap();
+        assert_eq!(e[0]["Id"], "a");
+        assert_eq!(e[1]["MessageBody"], "two");
+        assert_eq!(e[0]["DelaySeconds"], 0);
+        assert_eq!(
+            e[0]["MessageAttributes"]["k"],
+            serde_json::json!({"StringValue": "v", "DataType": "String"})
+        );
+        let (_, p) = from_query(
+            b"Action=CreateQueue&QueueName=q.fifo&Attribute.1.Name=FifoQueue&Attribute.1.Value=true&AttributeName.1=All",
+        )
+        .unwrap();
+        assert_eq!(p["Attributes"]["FifoQueue"], "true");
+        assert_eq!(p["AttributeNames"][0], "All");
+        assert!(from_query(b"QueueUrl=x").is_err());
+    }
+
+    #[test]
+    fn answers_and_errors_in_xml() {
+        let mut r = Map::new();
+        r.insert("QueueUrls".into(), serde_json::json!(["a", "b<"]));
+        let x = to_xml("ListQueues", &r, "id");
+        assert!(x.contains("<ListQueuesResult><QueueUrl>a</QueueUrl><QueueUrl>b&lt;</QueueUrl></ListQueuesResult>"), "{x}");
+        let e = ApiError::missing("QueueUrl");
+        let x = error_xml(&e, "id");
+        assert!(
+            x.contains("<Type>Sender</Type><Code>MissingParameter</Code>"),
+            "{x}"
+        );
+        let e = ApiError::sender("AWS.SimpleQueueService.NonExistentQueue", "gone");
+        assert_eq!(e.json_type(), "com.amazonaws.sqs#QueueDoesNotExist");
+    }
+}
