@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
-cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python
+cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
 # Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`.
 cargo test -p shmfifo --features tokio --test async_receive
 cargo test -p shmfifo --features tokio --doc asynchronous
@@ -15,4 +15,7 @@ cargo test -p shmfifo --features loom --test fuzz_regressions one_word
 cargo test -p shmfifo --features failpoints --test failpoints
 # The Python package: pip-installed into a virtual environment, then pytest.
 bash ci/python.sh
+# The SQS backend: the shared FIFO suite on a local queue, on `shmfifo serve` and on moto's
+# server (from the virtual environment above), and the bridge's SIGKILL test.
+MOTO_SERVER="$PWD/target/pyvenv/bin/moto_server" cargo test -p shmfifo-sqs -- --nocapture
 bash ci/loom.sh

@@ -183,6 +183,17 @@ pub enum Error {
         /// What is wrong, and the fix where there is one.
         reason: String,
     },
+    /// An error of a remote SQS endpoint (the `shmfifo-sqs` backend) that has no
+    /// shared-memory counterpart: the endpoint unreachable or timing out, throttling,
+    /// credentials refused or expired, or a code this library does not model.
+    Remote {
+        /// What kind of failure.
+        kind: RemoteKind,
+        /// SQS's error code, or the transport's (`dispatch`, `timeout`, `response`).
+        code: String,
+        /// The message.
+        message: String,
+    },
 }
 
 /// The kind of an [`Error`], as a stable number: the C ABI's result codes
@@ -254,6 +265,24 @@ pub enum ErrorCode {
     ParticipantBusy = 30,
     /// [`Error::UntrustedFile`].
     UntrustedFile = 31,
+    /// [`Error::Remote`].
+    Remote = 32,
+}
+
+/// The kinds of [`Error::Remote`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RemoteKind {
+    /// The endpoint could not be reached, or did not answer in time (retried by the client
+    /// first, as SQS's own client does).
+    Unreachable,
+    /// SQS throttled the request (`RequestThrottled`, `ThrottlingException`; retried first).
+    Throttled,
+    /// The credentials were refused or have expired (`InvalidClientTokenId`,
+    /// `SignatureDoesNotMatch`, `ExpiredToken`, `AccessDenied` …).
+    Credentials,
+    /// Another error code of the endpoint.
+    Other,
 }
 
 impl ErrorCode {
@@ -290,6 +319,7 @@ impl ErrorCode {
         ErrorCode::DeadLetterQueue,
         ErrorCode::ParticipantBusy,
         ErrorCode::UntrustedFile,
+        ErrorCode::Remote,
     ];
 
     /// The kind's name (the [`Error`] variant's name).
@@ -326,6 +356,7 @@ impl ErrorCode {
             ErrorCode::DeadLetterQueue => "DeadLetterQueue",
             ErrorCode::ParticipantBusy => "ParticipantBusy",
             ErrorCode::UntrustedFile => "UntrustedFile",
+            ErrorCode::Remote => "Remote",
         }
     }
 
@@ -385,6 +416,7 @@ impl Error {
             Error::DeadLetterQueue { .. } => ErrorCode::DeadLetterQueue,
             Error::ParticipantBusy { .. } => ErrorCode::ParticipantBusy,
             Error::UntrustedFile { .. } => ErrorCode::UntrustedFile,
+            Error::Remote { .. } => ErrorCode::Remote,
         }
     }
 
@@ -427,6 +459,12 @@ impl Error {
             Error::InvalidAttributeName { .. } => "InvalidAttributeName",
             Error::AttributeNotMutable { .. } => "InvalidAttributeValue",
             Error::DeadLetterQueue { .. } => "shmfifo.DeadLetterQueue",
+            Error::Remote { kind, .. } => match kind {
+                RemoteKind::Throttled => "RequestThrottled",
+                RemoteKind::Credentials => "InvalidClientTokenId",
+                RemoteKind::Unreachable => "shmfifo.Unreachable",
+                RemoteKind::Other => "shmfifo.Remote",
+            },
         }
     }
 
@@ -536,6 +574,7 @@ impl fmt::Display for Error {
             Error::DeadLetterQueue { path, reason } => {
                 write!(f, "dead-letter queue {}: {reason}", path.display())
             }
+            Error::Remote { code, message, .. } => write!(f, "SQS endpoint: {code}: {message}"),
         }
     }
 }

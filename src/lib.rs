@@ -132,7 +132,7 @@ pub mod failpoint {
 #[cfg(not(shmfifo_loom))]
 pub use api::*;
 pub use config::*;
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Error, ErrorCode, RemoteKind, Result};
 
 /// The arena layout version this library reads and writes.
 pub const LAYOUT_VERSION: u64 = layout::LAYOUT_VERSION;

@@ -161,6 +161,11 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
         "UntrustedFile",
         "the path is not a queue file of this user (symlink, FIFO, device, other owner)",
     ),
+    (
+        41,
+        "Remote",
+        "an SQS endpoint failed: unreachable, throttling, credentials, or another remote error",
+    ),
 ];
 
 /// The exit code of a library error: exhaustive over [`ErrorCode`] (no wildcard), so a new
@@ -199,6 +204,7 @@ pub fn code(e: &Error) -> u8 {
         ErrorCode::DeadLetterQueue => 38,
         ErrorCode::ParticipantBusy => 39,
         ErrorCode::UntrustedFile => 40,
+        ErrorCode::Remote => 41,
     }
 }
 
@@ -502,6 +508,11 @@ mod tests {
             Error::UntrustedFile {
                 path: p(),
                 reason: "x".into(),
+            },
+            Error::Remote {
+                kind: shmfifo::RemoteKind::Unreachable,
+                code: "dispatch".into(),
+                message: "x".into(),
             },
         ]
     }

@@ -74,6 +74,9 @@ pub enum Command {
     /// Serve the SQS API (JSON and query protocols) over HTTP on a directory of queues, for
     /// every AWS SDK and the aws CLI (--endpoint-url http://127.0.0.1:9324).
     Serve(cmd::serve::ServeArgs),
+    /// Forward every message of a local queue to an SQS FIFO queue, exactly once and in group
+    /// order (runs shmfifo-bridge).
+    Bridge(cmd::bridge::BridgeArgs),
 }
 
 /// Set by SIGINT (Ctrl-C) and SIGTERM: long-running commands (`watch`, a long-poll `receive`,

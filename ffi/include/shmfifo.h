@@ -748,6 +748,12 @@ typedef struct {
 #define SHMFIFO_UNTRUSTED_FILE 31
 
 /*
+ A remote SQS endpoint failed (the Rust `shmfifo-sqs` backend's error kind; the C ABI opens
+ local queues only, so it never returns this code today).
+ */
+#define SHMFIFO_REMOTE 32
+
+/*
  A required pointer argument was NULL.
  */
 #define SHMFIFO_NULL_ARGUMENT 100

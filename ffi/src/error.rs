@@ -106,6 +106,9 @@ pub const SHMFIFO_PARTICIPANT_BUSY: shmfifo_result = 30;
 /// The file at the queue's path is not one this process may use or remove as a queue (a
 /// symlink, FIFO, device, another user's file, widened permissions).
 pub const SHMFIFO_UNTRUSTED_FILE: shmfifo_result = 31;
+/// A remote SQS endpoint failed (the Rust `shmfifo-sqs` backend's error kind; the C ABI opens
+/// local queues only, so it never returns this code today).
+pub const SHMFIFO_REMOTE: shmfifo_result = 32;
 
 /// A required pointer argument was NULL.
 pub const SHMFIFO_NULL_ARGUMENT: shmfifo_result = 100;
@@ -194,6 +197,7 @@ pub(crate) const NAMES: &[(shmfifo_result, &str)] = &[
     (SHMFIFO_DEAD_LETTER_QUEUE, "SHMFIFO_DEAD_LETTER_QUEUE\0"),
     (SHMFIFO_PARTICIPANT_BUSY, "SHMFIFO_PARTICIPANT_BUSY\0"),
     (SHMFIFO_UNTRUSTED_FILE, "SHMFIFO_UNTRUSTED_FILE\0"),
+    (SHMFIFO_REMOTE, "SHMFIFO_REMOTE\0"),
     (SHMFIFO_NULL_ARGUMENT, "SHMFIFO_NULL_ARGUMENT\0"),
     (SHMFIFO_INVALID_UTF8, "SHMFIFO_INVALID_UTF8\0"),
     (SHMFIFO_BUFFER_TOO_SMALL, "SHMFIFO_BUFFER_TOO_SMALL\0"),
@@ -242,6 +246,7 @@ pub(crate) fn constant_of(c: shmfifo_core::ErrorCode) -> shmfifo_result {
         ErrorCode::InvalidAttributeName => SHMFIFO_INVALID_ATTRIBUTE_NAME,
         ErrorCode::AttributeNotMutable => SHMFIFO_ATTRIBUTE_NOT_MUTABLE,
         ErrorCode::DeadLetterQueue => SHMFIFO_DEAD_LETTER_QUEUE,
+        ErrorCode::Remote => SHMFIFO_REMOTE,
         ErrorCode::ParticipantBusy => SHMFIFO_PARTICIPANT_BUSY,
         ErrorCode::UntrustedFile => SHMFIFO_UNTRUSTED_FILE,
     }

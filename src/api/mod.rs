@@ -2,6 +2,7 @@
 
 #[cfg(feature = "tokio")]
 mod asynchronous;
+mod backend;
 mod dead_letter;
 mod framing;
 mod handles;
@@ -17,6 +18,7 @@ mod types;
 
 #[cfg(feature = "tokio")]
 pub use asynchronous::{AsyncQueue, MessageStream};
+pub use backend::{FifoQueue, Received, Sent};
 pub use observe::Observer;
 pub use queue::Queue;
 pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};

@@ -2,6 +2,7 @@
 //! table forms of messages and settings.
 
 pub mod admin;
+pub mod bridge;
 pub mod create;
 pub mod ls;
 pub mod receive;
@@ -52,6 +53,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Unlink(a) => admin::unlink(&a, ctx),
         Command::Watch(a) => watch::run(&a, ctx),
         Command::Serve(a) => serve::run(&a, ctx),
+        Command::Bridge(a) => bridge::run(&a),
     }
 }
 

@@ -1,0 +1,42 @@
+//! `shmfifo bridge`: runs `shmfifo-bridge` (crate shmfifo-sqs), which forwards a local queue
+//! to an SQS FIFO queue exactly once. A separate program, so that the AWS SDK is linked only
+//! where it is used.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use clap::Args;
+
+use crate::errors::Failure;
+
+/// Arguments of `bridge` (passed on to `shmfifo-bridge`; `shmfifo bridge --help` shows them).
+#[derive(Args, Debug)]
+pub struct BridgeArgs {
+    /// LOCAL REMOTE [--endpoint-url URL] [--visibility-timeout SECS] [--rate N] [--until-empty]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}
+
+/// `shmfifo-bridge` beside this program, else on the PATH.
+fn program() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("shmfifo-bridge")))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("shmfifo-bridge"))
+}
+
+/// Runs the bridge; its exit code becomes ours.
+pub fn run(a: &BridgeArgs) -> Result<(), Failure> {
+    let p = program();
+    let status = Command::new(&p).args(&a.args).status().map_err(|e| {
+        Failure::input(
+            p.display().to_string(),
+            format!("{e} (build it with `cargo build -p shmfifo-sqs`, or put it on the PATH)"),
+        )
+    })?;
+    match status.code() {
+        Some(0) => Ok(()),
+        code => std::process::exit(code.unwrap_or(1)),
+    }
+}

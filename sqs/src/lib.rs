@@ -1,0 +1,630 @@
+//! shmfifo beyond one host: [`shmfifo::FifoQueue`] over Amazon SQS (with `aws-sdk-sqs`), and
+//! [`bridge`], which forwards a local queue to SQS exactly once.
+//!
+//! The same program runs on a local queue and on SQS: open either through [`open_url`] (a
+//! path or `shm:NAME` is a local queue; `https://…/NAME.fifo` or `sqs://NAME.fifo` an SQS
+//! queue, with the endpoint from `AWS_ENDPOINT_URL` as the `aws` CLI takes it) and use the
+//! trait. [`AsyncSqsQueue`] is the async API underneath; [`SqsQueue`] runs it on its own small
+//! runtime for blocking callers (do not call it from inside a tokio runtime: use
+//! [`AsyncSqsQueue`] there).
+
+#![warn(missing_docs)]
+
+pub mod bridge;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_sqs::primitives::Blob;
+use aws_sdk_sqs::types::{
+    ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
+    MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
+    SendMessageBatchRequestEntry,
+};
+use shmfifo::{
+    BatchEntry, BatchResult, Error, FifoQueue, Queue, ReceiveOptions, Received, ReceivedAttribute,
+    RemoteKind, Result, SendMessage, Sent,
+};
+
+/// Known parameter names, so that an SQS `MissingParameter` names the same one the local
+/// queue would.
+const PARAMETERS: [&str; 8] = [
+    "MessageGroupId",
+    "MessageDeduplicationId",
+    "MessageBody",
+    "QueueUrl",
+    "ReceiptHandle",
+    "VisibilityTimeout",
+    "MaxNumberOfMessages",
+    "Entries",
+];
+
+fn parameter_in(message: &str) -> &'static str {
+    PARAMETERS
+        .iter()
+        .copied()
+        .find(|p| message.contains(p))
+        .unwrap_or("request")
+}
+
+/// SQS's answer as the [`shmfifo::Error`] variant the local queue gives for the same rule; a
+/// transport failure, throttling and refused credentials as [`Error::Remote`].
+fn error<E, R>(e: SdkError<E, R>, queue_url: &str) -> Error
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let transport = |kind, code: &str, e: &dyn std::fmt::Display| Error::Remote {
+        kind,
+        code: code.to_owned(),
+        message: e.to_string(),
+    };
+    let se = match e {
+        SdkError::DispatchFailure(d) => {
+            return transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
+        }
+        SdkError::TimeoutError(t) => {
+            return transport(RemoteKind::Unreachable, "timeout", &format!("{t:?}"))
+        }
+        SdkError::ConstructionFailure(c) => {
+            return Error::InvalidParameterValue {
+                parameter: "request",
+                reason: format!("{c:?}"),
+            }
+        }
+        SdkError::ServiceError(s) => s.into_err(),
+        other => return transport(RemoteKind::Other, "response", &format!("{other:?}")),
+    };
+    let code = se.code().unwrap_or("Unknown").to_owned();
+    let message = se.message().unwrap_or("").to_owned();
+    let path = || PathBuf::from(queue_url);
+    match code.as_str() {
+        "InvalidParameterValue" if message.contains("receipt handle has expired") => {
+            Error::ReceiptHandleExpired { handle: message }
+        }
+        "InvalidParameterValue" => Error::InvalidParameterValue {
+            parameter: parameter_in(&message),
+            reason: message,
+        },
+        "MissingParameter" => Error::MissingParameter {
+            parameter: parameter_in(&message),
+        },
+        "InvalidMessageContents" => Error::InvalidMessageContents { reason: message },
+        "ReceiptHandleIsInvalid" => Error::ReceiptHandleIsInvalid { handle: message },
+        "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist" => {
+            Error::QueueDoesNotExist { path: path() }
+        }
+        "QueueAlreadyExists" | "QueueNameExists" => Error::QueueNameExists { path: path() },
+        "AWS.SimpleQueueService.EmptyBatchRequest" | "EmptyBatchRequest" => {
+            Error::EmptyBatchRequest
+        }
+        "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" | "TooManyEntriesInBatchRequest" => {
+            Error::TooManyEntriesInBatchRequest { entries: 11 }
+        }
+        "AWS.SimpleQueueService.InvalidBatchEntryId" | "InvalidBatchEntryId" => {
+            Error::InvalidBatchEntryId { id: message }
+        }
+        "AWS.SimpleQueueService.BatchEntryIdsNotDistinct" | "BatchEntryIdsNotDistinct" => {
+            Error::BatchEntryIdsNotDistinct { id: message }
+        }
+        "AWS.SimpleQueueService.BatchRequestTooLong" | "BatchRequestTooLong" => {
+            Error::BatchRequestTooLong { bytes: 0 }
+        }
+        "InvalidAttributeName" => Error::InvalidAttributeName { name: message },
+        "InvalidAttributeValue" => Error::InvalidConfig {
+            setting: "Attributes",
+            reason: message,
+        },
+        "RequestThrottled" | "ThrottlingException" | "OverLimit" => Error::Remote {
+            kind: RemoteKind::Throttled,
+            code,
+            message,
+        },
+        "InvalidClientTokenId"
+        | "SignatureDoesNotMatch"
+        | "ExpiredToken"
+        | "ExpiredTokenException"
+        | "AccessDenied"
+        | "AccessDeniedException"
+        | "UnrecognizedClientException"
+        | "InvalidSecurity"
+        | "MissingAuthenticationToken"
+        | "IncompleteSignature" => Error::Remote {
+            kind: RemoteKind::Credentials,
+            code,
+            message,
+        },
+        _ => Error::Remote {
+            kind: RemoteKind::Other,
+            code,
+            message,
+        },
+    }
+}
+
+fn batch_error(code: &str, message: Option<&str>) -> Error {
+    let message = message.unwrap_or("").to_owned();
+    match code {
+        "InvalidParameterValue" if message.contains("receipt handle has expired") => {
+            Error::ReceiptHandleExpired { handle: message }
+        }
+        "InvalidParameterValue" => Error::InvalidParameterValue {
+            parameter: parameter_in(&message),
+            reason: message,
+        },
+        "MissingParameter" => Error::MissingParameter {
+            parameter: parameter_in(&message),
+        },
+        "InvalidMessageContents" => Error::InvalidMessageContents { reason: message },
+        "ReceiptHandleIsInvalid" => Error::ReceiptHandleIsInvalid { handle: message },
+        _ => Error::Remote {
+            kind: RemoteKind::Other,
+            code: code.to_owned(),
+            message,
+        },
+    }
+}
+
+fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttributeValue> {
+    let b = MessageAttributeValue::builder().data_type(a.data_type);
+    let b = if a.data_type.starts_with("Binary") {
+        b.binary_value(Blob::new(a.value))
+    } else {
+        b.string_value(String::from_utf8_lossy(a.value))
+    };
+    b.build().map_err(|e| Error::InvalidParameterValue {
+        parameter: "MessageAttributes",
+        reason: e.to_string(),
+    })
+}
+
+fn secs(d: Duration) -> i32 {
+    d.as_secs().min(i32::MAX as u64) as i32
+}
+
+/// An SQS FIFO queue, async (the API underneath [`SqsQueue`]).
+#[derive(Debug, Clone)]
+pub struct AsyncSqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+}
+
+impl AsyncSqsQueue {
+    /// The queue at `queue_url`, reached through `client`.
+    pub fn new(client: aws_sdk_sqs::Client, queue_url: impl Into<String>) -> Self {
+        AsyncSqsQueue {
+            client,
+            url: queue_url.into(),
+        }
+    }
+
+    /// A client from the environment (credentials, region, `AWS_ENDPOINT_URL`) as the AWS
+    /// SDKs and CLI load them, with `endpoint` overriding the endpoint.
+    pub async fn client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        if let Some(e) = endpoint {
+            loader = loader.endpoint_url(e);
+        }
+        aws_sdk_sqs::Client::new(&loader.load().await)
+    }
+
+    /// Opens the queue `name` (GetQueueUrl).
+    pub async fn open(client: aws_sdk_sqs::Client, name: &str) -> Result<Self> {
+        let r = client
+            .get_queue_url()
+            .queue_name(name)
+            .send()
+            .await
+            .map_err(|e| error(e, name))?;
+        let url = r.queue_url().unwrap_or_default().to_owned();
+        Ok(Self::new(client, url))
+    }
+
+    /// The queue URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// `SendMessage`.
+    pub async fn send(&self, msg: &SendMessage<'_>) -> Result<Sent> {
+        let mut r = self
+            .client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(msg.body)
+            .set_message_group_id(msg.group_id.map(str::to_owned))
+            .set_message_deduplication_id(msg.dedup_id.map(str::to_owned))
+            .set_delay_seconds(msg.delay_seconds.map(|d| d.min(i32::MAX as u32) as i32));
+        for a in msg.attributes {
+            r = r.message_attributes(a.name, attribute_value(a)?);
+        }
+        let out = r.send().await.map_err(|e| error(e, &self.url))?;
+        Ok(Sent {
+            message_id: out.message_id().unwrap_or_default().to_owned(),
+            sequence_number: out.sequence_number().unwrap_or_default().to_owned(),
+        })
+    }
+
+    /// `SendMessageBatch`.
+    pub async fn send_batch(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+    ) -> Result<Vec<BatchResult<Sent>>> {
+        let mut list = Vec::with_capacity(entries.len());
+        for e in entries {
+            let m = &e.entry;
+            let mut b = SendMessageBatchRequestEntry::builder()
+                .id(e.id)
+                .message_body(m.body)
+                .set_message_group_id(m.group_id.map(str::to_owned))
+                .set_message_deduplication_id(m.dedup_id.map(str::to_owned))
+                .set_delay_seconds(m.delay_seconds.map(|d| d.min(i32::MAX as u32) as i32));
+            for a in m.attributes {
+                b = b.message_attributes(a.name, attribute_value(a)?);
+            }
+            list.push(b.build().map_err(|e| Error::InvalidParameterValue {
+                parameter: "Entries",
+                reason: e.to_string(),
+            })?);
+        }
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(list))
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        // In request order, as the local queue answers.
+        Ok(entries
+            .iter()
+            .map(|e| {
+                let result = if let Some(s) = out.successful().iter().find(|s| s.id() == e.id) {
+                    Ok(Sent {
+                        message_id: s.message_id().to_owned(),
+                        sequence_number: s.sequence_number().unwrap_or_default().to_owned(),
+                    })
+                } else if let Some(f) = out.failed().iter().find(|f| f.id() == e.id) {
+                    Err(batch_error(f.code(), f.message()))
+                } else {
+                    Err(Error::Remote {
+                        kind: RemoteKind::Other,
+                        code: "MissingEntry".into(),
+                        message: format!("the answer has no entry {}", e.id),
+                    })
+                };
+                BatchResult {
+                    id: e.id.to_owned(),
+                    result,
+                }
+            })
+            .collect())
+    }
+
+    /// `ReceiveMessage` (every system attribute and message attribute).
+    pub async fn receive(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+    ) -> Result<Vec<Received>> {
+        opts.check()?;
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.url)
+            .max_number_of_messages(opts.max_messages as i32)
+            .set_visibility_timeout(opts.visibility_timeout.map(secs))
+            .set_wait_time_seconds(opts.wait_time.map(secs))
+            .set_receive_request_attempt_id(attempt_id.map(str::to_owned))
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .message_attribute_names("All")
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(out
+            .messages()
+            .iter()
+            .map(|m| {
+                let a =
+                    |k: MessageSystemAttributeName| m.attributes().and_then(|a| a.get(&k)).cloned();
+                let num = |k| a(k).and_then(|v| v.parse().ok()).unwrap_or(0);
+                let mut attributes: Vec<ReceivedAttribute> = m
+                    .message_attributes()
+                    .map(|ma| {
+                        ma.iter()
+                            .map(|(name, v)| ReceivedAttribute {
+                                name: name.clone(),
+                                data_type: v.data_type().to_owned(),
+                                value: match (v.binary_value(), v.string_value()) {
+                                    (Some(b), _) => b.as_ref().to_vec(),
+                                    (None, Some(s)) => s.as_bytes().to_vec(),
+                                    _ => Vec::new(),
+                                },
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                attributes.sort_by(|x, y| x.name.cmp(&y.name));
+                Received {
+                    message_id: m.message_id().unwrap_or_default().to_owned(),
+                    receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
+                    body: m.body().unwrap_or_default().to_owned(),
+                    group_id: a(MessageSystemAttributeName::MessageGroupId).unwrap_or_default(),
+                    dedup_id: a(MessageSystemAttributeName::MessageDeduplicationId),
+                    sequence_number: a(MessageSystemAttributeName::SequenceNumber)
+                        .unwrap_or_default(),
+                    sent_timestamp: num(MessageSystemAttributeName::SentTimestamp),
+                    first_receive_timestamp: num(
+                        MessageSystemAttributeName::ApproximateFirstReceiveTimestamp,
+                    ),
+                    receive_count: num(MessageSystemAttributeName::ApproximateReceiveCount) as u32,
+                    attributes,
+                }
+            })
+            .collect())
+    }
+
+    /// `DeleteMessage`.
+    pub async fn delete(&self, receipt_handle: &str) -> Result<()> {
+        self.client
+            .delete_message()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(())
+    }
+
+    /// `DeleteMessageBatch`.
+    pub async fn delete_batch(
+        &self,
+        entries: &[BatchEntry<'_, &str>],
+    ) -> Result<Vec<BatchResult<()>>> {
+        let list = entries
+            .iter()
+            .map(|e| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(e.id)
+                    .receipt_handle(e.entry)
+                    .build()
+                    .map_err(|x| Error::InvalidParameterValue {
+                        parameter: "Entries",
+                        reason: x.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = self
+            .client
+            .delete_message_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(list))
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(handle_results(entries.iter().map(|e| e.id), out.failed()))
+    }
+
+    /// `ChangeMessageVisibility`.
+    pub async fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<()> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(secs(timeout))
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(())
+    }
+
+    /// `ChangeMessageVisibilityBatch`.
+    pub async fn change_visibility_batch(
+        &self,
+        entries: &[BatchEntry<'_, (&str, Duration)>],
+    ) -> Result<Vec<BatchResult<()>>> {
+        let list = entries
+            .iter()
+            .map(|e| {
+                ChangeMessageVisibilityBatchRequestEntry::builder()
+                    .id(e.id)
+                    .receipt_handle(e.entry.0)
+                    .visibility_timeout(secs(e.entry.1))
+                    .build()
+                    .map_err(|x| Error::InvalidParameterValue {
+                        parameter: "Entries",
+                        reason: x.to_string(),
+                    })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let out = self
+            .client
+            .change_message_visibility_batch()
+            .queue_url(&self.url)
+            .set_entries(Some(list))
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(handle_results(entries.iter().map(|e| e.id), out.failed()))
+    }
+
+    /// `PurgeQueue`.
+    pub async fn purge(&self) -> Result<()> {
+        self.client
+            .purge_queue()
+            .queue_url(&self.url)
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(())
+    }
+
+    /// `GetQueueAttributes` with `All`, sorted by name.
+    pub async fn attributes(&self) -> Result<Vec<(String, String)>> {
+        let out = self
+            .client
+            .get_queue_attributes()
+            .queue_url(&self.url)
+            .attribute_names(QueueAttributeName::All)
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        let mut v: Vec<(String, String)> = out
+            .attributes()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        Ok(v)
+    }
+
+    /// `SetQueueAttributes` of one attribute.
+    pub async fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
+        self.client
+            .set_queue_attributes()
+            .queue_url(&self.url)
+            .attributes(QueueAttributeName::from(name), value)
+            .send()
+            .await
+            .map_err(|e| error(e, &self.url))?;
+        Ok(())
+    }
+}
+
+fn handle_results<'a>(
+    ids: impl Iterator<Item = &'a str>,
+    failed: &[aws_sdk_sqs::types::BatchResultErrorEntry],
+) -> Vec<BatchResult<()>> {
+    ids.map(|id| BatchResult {
+        id: id.to_owned(),
+        result: match failed.iter().find(|f| f.id() == id) {
+            Some(f) => Err(batch_error(f.code(), f.message())),
+            None => Ok(()),
+        },
+    })
+    .collect()
+}
+
+/// An SQS FIFO queue for blocking callers: [`AsyncSqsQueue`] on a small runtime of its own.
+#[derive(Debug, Clone)]
+pub struct SqsQueue {
+    inner: AsyncSqsQueue,
+    rt: Arc<tokio::runtime::Runtime>,
+}
+
+impl SqsQueue {
+    /// The queue at `queue_url`, with a client from the environment (`endpoint` overriding
+    /// the endpoint).
+    pub fn open_url(queue_url: &str, endpoint: Option<&str>) -> Result<Self> {
+        let rt = Arc::new(runtime()?);
+        let client = rt.block_on(AsyncSqsQueue::client(endpoint));
+        Ok(SqsQueue {
+            inner: AsyncSqsQueue::new(client, queue_url),
+            rt,
+        })
+    }
+
+    /// The queue `name` (GetQueueUrl), with a client from the environment.
+    pub fn open_name(name: &str, endpoint: Option<&str>) -> Result<Self> {
+        let rt = Arc::new(runtime()?);
+        let inner = rt.block_on(async {
+            let client = AsyncSqsQueue::client(endpoint).await;
+            AsyncSqsQueue::open(client, name).await
+        })?;
+        Ok(SqsQueue { inner, rt })
+    }
+
+    /// The async API (for use inside a runtime).
+    pub fn as_async(&self) -> &AsyncSqsQueue {
+        &self.inner
+    }
+
+    fn block<T>(&self, f: impl std::future::Future<Output = T>) -> T {
+        self.rt.block_on(f)
+    }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(Error::Io)
+}
+
+impl FifoQueue for SqsQueue {
+    fn send(&self, msg: &SendMessage<'_>) -> Result<Sent> {
+        self.block(self.inner.send(msg))
+    }
+    fn send_batch(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+    ) -> Result<Vec<BatchResult<Sent>>> {
+        self.block(self.inner.send_batch(entries))
+    }
+    fn receive(&self, opts: &ReceiveOptions, attempt_id: Option<&str>) -> Result<Vec<Received>> {
+        self.block(self.inner.receive(opts, attempt_id))
+    }
+    fn delete(&self, receipt_handle: &str) -> Result<()> {
+        self.block(self.inner.delete(receipt_handle))
+    }
+    fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
+        self.block(self.inner.delete_batch(entries))
+    }
+    fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> Result<()> {
+        self.block(self.inner.change_visibility(receipt_handle, timeout))
+    }
+    fn change_visibility_batch(
+        &self,
+        entries: &[BatchEntry<'_, (&str, Duration)>],
+    ) -> Result<Vec<BatchResult<()>>> {
+        self.block(self.inner.change_visibility_batch(entries))
+    }
+    fn purge(&self) -> Result<()> {
+        self.block(self.inner.purge())
+    }
+    fn attributes(&self) -> Result<Vec<(String, String)>> {
+        self.block(self.inner.attributes())
+    }
+    fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
+        self.block(self.inner.set_attribute(name, value))
+    }
+}
+
+/// Opens a queue by URL: `shm:NAME` or a path (containing `/`, not a URL) is a local queue;
+/// `http(s)://…/ACCOUNT/NAME.fifo` an SQS queue at that URL (its endpoint from
+/// `AWS_ENDPOINT_URL`, or the URL's own host); `sqs://NAME.fifo` the SQS queue of that name
+/// (GetQueueUrl, on the endpoint of the environment).
+pub fn open_url(url: &str) -> Result<Box<dyn FifoQueue>> {
+    if let Some(name) = url.strip_prefix("shm:") {
+        let name = name.trim_start_matches("//");
+        return Ok(Box::new(if name.contains('/') {
+            Queue::open_at(name)?
+        } else {
+            Queue::open(name)?
+        }));
+    }
+    if let Some(name) = url.strip_prefix("sqs://") {
+        return Ok(Box::new(SqsQueue::open_name(
+            name.trim_end_matches('/'),
+            None,
+        )?));
+    }
+    if url.starts_with("https://") || url.starts_with("http://") {
+        let endpoint = std::env::var("AWS_ENDPOINT_URL").ok().or_else(|| {
+            let rest = url.split_once("://")?.1;
+            let host = rest.split('/').next()?;
+            Some(format!("{}://{host}", &url[..url.find("://")?]))
+        });
+        return Ok(Box::new(SqsQueue::open_url(url, endpoint.as_deref())?));
+    }
+    if url.contains('/') {
+        return Ok(Box::new(Queue::open_at(url)?));
+    }
+    Ok(Box::new(Queue::open(url)?))
+}
