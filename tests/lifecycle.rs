@@ -813,3 +813,34 @@ fn a_test_clock_runs_every_timer_without_waiting() {
         "InvalidAttributeValue"
     );
 }
+
+/// CloudWatch's `ApproximateAgeOfOldestMessage`: the age of the oldest message still in the
+/// queue, in flight ones included; zero when empty (on a test clock, exact).
+#[test]
+fn the_age_of_the_oldest_message() {
+    let q = queue("oldest", &small().test_clock(true));
+    assert_eq!(
+        q.attributes().approximate_age_of_oldest_message,
+        Duration::ZERO
+    );
+    q.send(&SendMessage::new("a", "first")).unwrap();
+    q.advance_clock(Duration::from_secs(60)).unwrap();
+    q.send(&SendMessage::new("b", "second")).unwrap();
+    q.advance_clock(Duration::from_secs(30)).unwrap();
+    assert_eq!(
+        q.attributes().approximate_age_of_oldest_message,
+        Duration::from_secs(90)
+    );
+    // In flight still counts; deleted does not.
+    let got = recv_vt(&q, 1, Duration::from_secs(3600));
+    assert_eq!(got[0].body, "first");
+    assert_eq!(
+        q.attributes().approximate_age_of_oldest_message,
+        Duration::from_secs(90)
+    );
+    q.delete(&got[0].receipt_handle).unwrap();
+    assert_eq!(
+        q.attributes().approximate_age_of_oldest_message,
+        Duration::from_secs(30)
+    );
+}

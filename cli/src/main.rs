@@ -77,6 +77,9 @@ pub enum Command {
     /// Forward every message of a local queue to an SQS FIFO queue, exactly once and in group
     /// order (runs shmfifo-bridge).
     Bridge(cmd::bridge::BridgeArgs),
+    /// Serve Prometheus metrics (CloudWatch's SQS names) for every queue of a directory at
+    /// /metrics, observing them without joining.
+    Metrics(cmd::metrics::MetricsArgs),
 }
 
 /// Set by SIGINT (Ctrl-C) and SIGTERM: long-running commands (`watch`, a long-poll `receive`,

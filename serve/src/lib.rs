@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 mod actions;
+pub mod metrics;
 pub mod protocol;
 pub mod sigv4;
 
@@ -117,22 +118,39 @@ pub fn run(cfg: Config) -> io::Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(serve(
-        cfg,
-        |addr| {
-            println!("listening on http://{addr}");
-            use std::io::Write as _;
-            let _ = std::io::stdout().flush();
-        },
-        async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+    rt.block_on(serve(cfg, announce, stop_signal()))
+}
+
+/// Runs a metrics endpoint (see [`metrics`]) until Ctrl-C or SIGTERM, printing
+/// `listening on http://ADDR` on stdout once it listens.
+pub fn run_metrics(cfg: metrics::MetricsConfig) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    rt.block_on(metrics::serve_metrics(cfg, announce, stop_signal()))
+}
+
+fn announce(addr: SocketAddr) {
+    println!("listening on http://{addr}");
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+}
+
+/// Completes on Ctrl-C or SIGTERM.
+async fn stop_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match term.as_mut() {
+                Some(t) => {
+                    t.recv().await;
+                }
+                None => std::future::pending().await,
             }
-        },
-    ))
+        } => {}
+    }
 }
 
 impl Server {

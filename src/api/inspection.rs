@@ -224,6 +224,11 @@ impl Queue {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
             approximate_number_of_messages_delayed: c.delayed,
+            approximate_age_of_oldest_message: Duration::from_millis(if c.oldest_sent == 0 {
+                0
+            } else {
+                inner.now_ms().saturating_sub(c.oldest_sent)
+            }),
             visibility_timeout: Duration::from_millis(self.default_vt_ms()),
             // Relaxed: live settings and statistics.
             delay: Duration::from_millis(inner.view.hdr.delay_ms.load(Ordering::Relaxed)),

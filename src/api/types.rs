@@ -369,6 +369,9 @@ pub struct QueueAttributes {
     pub quarantined_messages: u64,
     /// Groups rebuilt empty because their list could not be walked (lifetime count).
     pub quarantined_groups: u64,
+    /// CloudWatch's `ApproximateAgeOfOldestMessage`: how long ago the oldest message still in
+    /// the queue (visible, in flight or delayed) was sent; zero for an empty queue.
+    pub approximate_age_of_oldest_message: Duration,
     /// The queue runs on a test clock ([`crate::QueueConfig::test_clock`]), at this queue
     /// time (ms since its creation, plus 1); `None` on the real clock.
     pub test_clock_ms: Option<u64>,

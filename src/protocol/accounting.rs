@@ -101,6 +101,9 @@ pub struct Counts {
     pub sending: u64,
     /// Deleted but not yet reclaimed.
     pub deleted: u64,
+    /// The earliest send time (arena ms) of a message still in the queue (visible, in flight
+    /// or delayed); 0 when there is none.
+    pub oldest_sent: u64,
 }
 
 impl Counts {
@@ -129,12 +132,23 @@ pub fn counts_per_class(
             // Relaxed: an approximate snapshot, as C1 allows.
             match vis::state(h.vis.load(Ordering::Relaxed)) {
                 // Relaxed: as above.
-                vis::State::Published(d) => match t.standing(h.sent.load(Ordering::Relaxed), d) {
-                    Standing::Expired => c.expired += 1,
-                    Standing::InFlight => c.in_flight += 1,
-                    Standing::Delayed => c.delayed += 1,
-                    Standing::Visible => c.visible += 1,
-                },
+                vis::State::Published(d) => {
+                    // Relaxed: as above.
+                    let sent = h.sent.load(Ordering::Relaxed);
+                    match t.standing(sent, d) {
+                        Standing::Expired => c.expired += 1,
+                        s => {
+                            match s {
+                                Standing::InFlight => c.in_flight += 1,
+                                Standing::Delayed => c.delayed += 1,
+                                _ => c.visible += 1,
+                            }
+                            if sent > 0 && (c.oldest_sent == 0 || sent < c.oldest_sent) {
+                                c.oldest_sent = sent;
+                            }
+                        }
+                    }
+                }
                 vis::State::Claimed(_) => c.sending += 1,
                 vis::State::Deleted => c.deleted += 1,
                 vis::State::Free => {}
@@ -147,6 +161,9 @@ pub fn counts_per_class(
         total.expired += c.expired;
         total.sending += c.sending;
         total.deleted += c.deleted;
+        if c.oldest_sent > 0 && (total.oldest_sent == 0 || c.oldest_sent < total.oldest_sent) {
+            total.oldest_sent = c.oldest_sent;
+        }
     }
     total
 }

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod bridge;
 pub mod create;
 pub mod ls;
+pub mod metrics;
 pub mod receive;
 pub mod redrive;
 pub mod send;
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Watch(a) => watch::run(&a, ctx),
         Command::Serve(a) => serve::run(&a, ctx),
         Command::Bridge(a) => bridge::run(&a),
+        Command::Metrics(a) => metrics::run(&a),
     }
 }
 

@@ -1,0 +1,33 @@
+//! `shmfifo metrics --listen ADDR`: Prometheus's `/metrics` for every queue of a directory (or
+//! the queues named), with CloudWatch's SQS metric names (see `shmfifo_serve::metrics`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::errors::Failure;
+
+/// Arguments of `metrics`.
+#[derive(Args, Debug)]
+pub struct MetricsArgs {
+    /// Address to serve /metrics on (loopback unless told otherwise; port 0 picks one).
+    #[arg(long, default_value = "127.0.0.1:9325")]
+    pub listen: SocketAddr,
+    /// Directory of the queues to scrape.
+    #[arg(long, default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Only these queues (names under --dir, or paths); default: every queue in --dir.
+    pub queues: Vec<String>,
+}
+
+/// Serves until Ctrl-C or SIGTERM.
+pub fn run(a: &MetricsArgs) -> Result<(), Failure> {
+    let cfg = shmfifo_serve::metrics::MetricsConfig {
+        addr: a.listen,
+        dir: a.dir.clone(),
+        queues: a.queues.clone(),
+    };
+    shmfifo_serve::run_metrics(cfg)
+        .map_err(|e| Failure::input(format!("metrics on {}", a.listen), e))
+}

@@ -1,0 +1,263 @@
+//! `shmfifo metrics --listen ADDR`: every queue of a directory (or a list) at `/metrics`, in
+//! Prometheus's text format (the prometheus-client crate's encoder), with CloudWatch's SQS
+//! metric names beside shmfifo's own. Each scrape observes the queues (`Queue::observe`:
+//! read-only, no participant registered), so scraping never changes a queue and works on a
+//! queue whose participant slots are all taken.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use shmfifo::Queue;
+
+/// What a metrics endpoint serves.
+#[derive(Debug, Clone)]
+pub struct MetricsConfig {
+    /// Where to listen (default `127.0.0.1:9325`).
+    pub addr: SocketAddr,
+    /// The directory whose queue files are scraped (default `/dev/shm`), when `queues` is
+    /// empty.
+    pub dir: PathBuf,
+    /// The queues to scrape (names under `dir`, or paths); empty: every queue in `dir`.
+    pub queues: Vec<String>,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 9325)),
+            dir: PathBuf::from("/dev/shm"),
+            queues: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabel {
+    queue: String,
+}
+
+/// One scrape: the text exposition of every queue.
+pub fn scrape(cfg: &MetricsConfig) -> String {
+    let mut reg = Registry::default();
+    let gauge = |reg: &mut Registry, name: &str, help: &str| {
+        let f = Family::<QueueLabel, Gauge>::default();
+        reg.register(name, help, f.clone());
+        f
+    };
+    let counter = |reg: &mut Registry, name: &str, help: &str| {
+        let f = Family::<QueueLabel, Counter>::default();
+        reg.register(name, help, f.clone());
+        f
+    };
+    let visible = gauge(
+        &mut reg,
+        "ApproximateNumberOfMessagesVisible",
+        "Messages available for retrieval (CloudWatch's SQS metric)",
+    );
+    let not_visible = gauge(
+        &mut reg,
+        "ApproximateNumberOfMessagesNotVisible",
+        "Messages in flight (CloudWatch's SQS metric)",
+    );
+    let delayed = gauge(
+        &mut reg,
+        "ApproximateNumberOfMessagesDelayed",
+        "Messages delayed (CloudWatch's SQS metric)",
+    );
+    let age = {
+        let f = Family::<QueueLabel, Gauge<f64, AtomicU64>>::default();
+        reg.register(
+            "ApproximateAgeOfOldestMessage",
+            "Age of the oldest message in the queue, seconds (CloudWatch's SQS metric)",
+            f.clone(),
+        );
+        f
+    };
+    let sent = counter(
+        &mut reg,
+        "NumberOfMessagesSent",
+        "Messages enqueued (duplicates excluded)",
+    );
+    let received = counter(
+        &mut reg,
+        "NumberOfMessagesReceived",
+        "Messages returned by receives",
+    );
+    let deleted = counter(&mut reg, "NumberOfMessagesDeleted", "Messages deleted");
+    let dedup = gauge(
+        &mut reg,
+        "shmfifo_dedup_entries_in_use",
+        "Dedup ids remembered now",
+    );
+    let dedup_cap = gauge(&mut reg, "shmfifo_dedup_entries", "Dedup table capacity");
+    let groups = gauge(
+        &mut reg,
+        "shmfifo_active_groups",
+        "Message groups with messages",
+    );
+    let participants = gauge(
+        &mut reg,
+        "shmfifo_participants",
+        "Processes with the queue open",
+    );
+    let recovered = counter(
+        &mut reg,
+        "shmfifo_participants_recovered",
+        "Dead participants recovered",
+    );
+    let dead_lettered = counter(
+        &mut reg,
+        "shmfifo_moved_to_dead_letter",
+        "Messages moved to the dead-letter queue",
+    );
+    let quarantined = counter(
+        &mut reg,
+        "shmfifo_quarantined_messages",
+        "Messages quarantined (unreadable)",
+    );
+    let up = gauge(
+        &mut reg,
+        "shmfifo_queue_up",
+        "1 if the queue could be observed, 0 if not",
+    );
+    for (name, path) in queues(cfg) {
+        let l = QueueLabel { queue: name };
+        let o = match Queue::observe_at(&path) {
+            Ok(o) => o,
+            // Another kind of file in the directory: not a queue, not reported.
+            Err(shmfifo::Error::NotAnArena { .. } | shmfifo::Error::NotReady)
+                if cfg.queues.is_empty() =>
+            {
+                continue
+            }
+            Err(_) => {
+                up.get_or_create(&l).set(0);
+                continue;
+            }
+        };
+        let i = match o.check().and_then(|()| o.inspect(0)) {
+            Ok(i) => i,
+            Err(_) => {
+                up.get_or_create(&l).set(0);
+                continue;
+            }
+        };
+        up.get_or_create(&l).set(1);
+        let a = &i.attributes;
+        let c = &i.counters;
+        visible
+            .get_or_create(&l)
+            .set(a.approximate_number_of_messages as i64);
+        not_visible
+            .get_or_create(&l)
+            .set(a.approximate_number_of_messages_not_visible as i64);
+        delayed
+            .get_or_create(&l)
+            .set(a.approximate_number_of_messages_delayed as i64);
+        age.get_or_create(&l)
+            .set(a.approximate_age_of_oldest_message.as_secs_f64());
+        sent.get_or_create(&l).inc_by(c.sent);
+        received.get_or_create(&l).inc_by(c.received);
+        deleted.get_or_create(&l).inc_by(c.deleted);
+        dedup.get_or_create(&l).set(a.dedup_entries_in_use as i64);
+        dedup_cap.get_or_create(&l).set(a.dedup_entries as i64);
+        groups.get_or_create(&l).set(a.active_groups as i64);
+        participants
+            .get_or_create(&l)
+            .set(i.participants.iter().filter(|p| p.alive).count() as i64);
+        recovered.get_or_create(&l).inc_by(c.participants_recovered);
+        dead_lettered
+            .get_or_create(&l)
+            .inc_by(c.moved_to_dead_letter);
+        quarantined.get_or_create(&l).inc_by(a.quarantined_messages);
+    }
+    let mut out = String::new();
+    let _ = encode(&mut out, &reg);
+    out
+}
+
+/// The queues to scrape: `(label, path)`.
+fn queues(cfg: &MetricsConfig) -> Vec<(String, PathBuf)> {
+    if !cfg.queues.is_empty() {
+        return cfg
+            .queues
+            .iter()
+            .map(|q| {
+                let p = if q.contains('/') {
+                    PathBuf::from(q)
+                } else {
+                    cfg.dir.join(q)
+                };
+                (q.clone(), p)
+            })
+            .collect();
+    }
+    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(&cfg.dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Serves `/metrics` until `shutdown` completes; `ready` is told the address.
+pub async fn serve_metrics(
+    cfg: MetricsConfig,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
+    ready(listener.local_addr()?);
+    let cfg = Arc::new(cfg);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            r = listener.accept() => r?,
+            () = &mut shutdown => return Ok(()),
+        };
+        let cfg = Arc::clone(&cfg);
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let cfg = Arc::clone(&cfg);
+                async move {
+                    let r = if req.uri().path() == "/metrics" {
+                        let body = tokio::task::spawn_blocking(move || scrape(&cfg))
+                            .await
+                            .unwrap_or_default();
+                        Response::builder()
+                            .header(
+                                "content-type",
+                                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                            )
+                            .body(Full::new(Bytes::from(body)))
+                    } else {
+                        Response::builder()
+                            .status(404)
+                            .body(Full::new(Bytes::from_static(b"see /metrics\n")))
+                    };
+                    Ok::<_, Infallible>(r.expect("a valid response"))
+                }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}

@@ -1,0 +1,110 @@
+//! `shmfifo metrics`: scraped over HTTP, CloudWatch's SQS metrics per queue, without joining
+//! any queue (one at its participant limit included).
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+use shmfifo_serve::metrics::{serve_metrics, MetricsConfig};
+
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    (status, out)
+}
+
+fn value(text: &str, metric: &str, queue: &str) -> f64 {
+    let key = format!("{metric}{{queue=\"{queue}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .unwrap_or_else(|| panic!("{key} missing in\n{text}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_scrape_reports_every_queue_without_joining() {
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let a = Queue::create_at(
+        dir.join("a.fifo"),
+        &QueueConfig::new().test_clock(true).max_participants(1),
+    )
+    .unwrap();
+    let b = Queue::create_at(dir.join("b.fifo"), &QueueConfig::new()).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a queue").unwrap();
+    for i in 0..3 {
+        a.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&i.to_string()))
+            .unwrap();
+    }
+    a.advance_clock(Duration::from_secs(90)).unwrap();
+    let got = a.receive(&ReceiveOptions::max(1)).unwrap();
+    a.delete(&got[0].receipt_handle).unwrap();
+    let _ = a.receive(&ReceiveOptions::max(1)).unwrap(); // one in flight
+    b.send(&SendMessage::new("g", "x").dedup_id("x")).unwrap();
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cfg = MetricsConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        dir: dir.clone(),
+        queues: Vec::new(),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let t = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(serve_metrics(cfg, move |a| tx.send(a).unwrap(), async {
+                let _ = stopped.await;
+            }))
+            .unwrap()
+    });
+    let addr = rx.recv().unwrap();
+    let (status, text) = get(addr, "/metrics");
+    assert_eq!(status, 200, "{text}");
+    // C1 counts, CloudWatch's names.
+    assert_eq!(
+        value(&text, "ApproximateNumberOfMessagesVisible", "a.fifo"),
+        1.0
+    );
+    assert_eq!(
+        value(&text, "ApproximateNumberOfMessagesNotVisible", "a.fifo"),
+        1.0
+    );
+    assert_eq!(
+        value(&text, "ApproximateNumberOfMessagesVisible", "b.fifo"),
+        1.0
+    );
+    // On a's test clock, the oldest message left was sent 90 s ago.
+    assert_eq!(
+        value(&text, "ApproximateAgeOfOldestMessage", "a.fifo"),
+        90.0
+    );
+    assert_eq!(value(&text, "NumberOfMessagesSent_total", "a.fifo"), 3.0);
+    assert_eq!(value(&text, "NumberOfMessagesDeleted_total", "a.fifo"), 1.0);
+    assert_eq!(
+        value(&text, "NumberOfMessagesReceived_total", "a.fifo"),
+        2.0
+    );
+    // a's one participant slot is ours: the scrape observed it without joining.
+    assert_eq!(value(&text, "shmfifo_participants", "a.fifo"), 1.0);
+    assert_eq!(value(&text, "shmfifo_queue_up", "a.fifo"), 1.0);
+    assert!(
+        !text.contains("notes.txt"),
+        "a file that is not a queue is not reported"
+    );
+    assert_eq!(get(addr, "/").0, 404);
+    let _ = stop.send(());
+    t.join().unwrap();
+    drop((a, b));
+    let _ = std::fs::remove_dir_all(&dir);
+}
