@@ -1359,3 +1359,26 @@ fn inspection_commands_observe_without_joining() {
     let m = received(&["receive", q.s()]);
     assert_eq!(m[0]["Attributes"]["ApproximateReceiveCount"], "1");
 }
+
+/// `send --json` and `receive --json` carry SQS's digests (S10, M3), as `aws sqs` prints them:
+/// MD5 of the body, and SQS's MD5 of the message attributes, equal on both sides.
+#[test]
+fn json_answers_carry_sqs_md5_digests() {
+    let q = create("md5", &[]);
+    let s = json(&[
+        "send",
+        q.s(),
+        "--group",
+        "g",
+        "--dedup-id",
+        "1",
+        "-a",
+        "k=String:v",
+        "hello",
+    ]);
+    assert_eq!(s["MD5OfMessageBody"], "5d41402abc4b2a76b9719d911017c592");
+    let r = received(&["receive", q.s()]);
+    assert_eq!(r[0]["MD5OfBody"], "5d41402abc4b2a76b9719d911017c592");
+    assert_eq!(r[0]["MD5OfMessageAttributes"], s["MD5OfMessageAttributes"]);
+    assert_eq!(s["MD5OfMessageAttributes"].as_str().map(str::len), Some(32));
+}

@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 mod actions;
+pub mod digest;
 pub mod metrics;
 pub mod protocol;
 pub mod sigv4;

@@ -301,9 +301,22 @@ impl Shown<'_> {
         if let Some(h) = &self.receipt_handle {
             m.insert("ReceiptHandle".into(), json!(h));
         }
+        m.insert(
+            "MD5OfBody".into(),
+            json!(shmfifo_serve::digest::md5_hex(self.body.as_bytes())),
+        );
         m.insert("Body".into(), json!(self.body));
         m.insert("Attributes".into(), Value::Object(sys));
         if !attrs.is_empty() {
+            let list: Vec<(String, String, Vec<u8>)> = self
+                .attributes
+                .iter()
+                .map(|a| (a.name.clone(), a.data_type.clone(), a.value.clone()))
+                .collect();
+            m.insert(
+                "MD5OfMessageAttributes".into(),
+                json!(shmfifo_serve::digest::md5_of_attributes(&list)),
+            );
             m.insert("MessageAttributes".into(), Value::Object(attrs));
         }
         Value::Object(m)

@@ -144,7 +144,17 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         .map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     if ctx.json {
-        print_json(&result_json(&r));
+        let mut v = result_json(&r);
+        // As `aws sqs send-message` answers (SDKs check these digests).
+        v["MD5OfMessageBody"] = json!(shmfifo_serve::digest::md5_hex(m.body.as_bytes()));
+        if !attrs.is_empty() {
+            let list: Vec<(String, String, Vec<u8>)> = attrs
+                .iter()
+                .map(|a| (a.name.to_owned(), a.data_type.to_owned(), a.value.to_vec()))
+                .collect();
+            v["MD5OfMessageAttributes"] = json!(shmfifo_serve::digest::md5_of_attributes(&list));
+        }
+        print_json(&v);
     } else {
         out(&kv(
             &[
