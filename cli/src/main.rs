@@ -88,6 +88,11 @@ pub enum Command {
 static INTERRUPTED: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
     std::sync::LazyLock::new(Default::default);
 
+/// The flag Ctrl-C and SIGTERM set, for library calls that take a cancel flag (`redrive`).
+pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    std::sync::Arc::clone(&INTERRUPTED)
+}
+
 /// Whether Ctrl-C or SIGTERM arrived.
 pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)

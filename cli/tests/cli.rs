@@ -1015,8 +1015,10 @@ fn redrive_moves_dead_letters_back() {
         assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1");
     }
     // Nothing left: moved 0, still success.
-    let (o, _) = expect(&["redrive", dlq.s()], 0);
+    let (o, e) = expect(&["redrive", dlq.s()], 0);
     assert!(o.starts_with("moved 0 messages"), "{o}");
+    // stderr is not a terminal here: no progress bar, no control characters in a log.
+    assert!(!e.contains('\r') && !e.contains('\x1b'), "{e:?}");
 }
 
 /// Counters after a known workload of separate CLI processes.

@@ -1,8 +1,10 @@
 //! `shmfifo redrive`: messages of a dead-letter queue back to their sources, rate-limited,
 //! with a progress bar on stderr.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use clap::Args;
 use serde_json::json;
@@ -29,36 +31,19 @@ pub struct RedriveArgs {
     pub limit: Option<u64>,
 }
 
-/// A progress bar drawn on stderr with `\r`.
-struct Bar {
-    total: u64,
-    started: Instant,
-}
-
-impl Bar {
-    fn draw(&self, done: u64) {
-        const WIDTH: u64 = 30;
-        let fill = (done.min(self.total) * WIDTH)
-            .checked_div(self.total)
-            .unwrap_or(WIDTH);
-        let secs = self.started.elapsed().as_secs_f64();
-        let rate = if secs > 0.0 { done as f64 / secs } else { 0.0 };
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\rredrive [{}{}] {}/{} {rate:.1}/s ",
-            "#".repeat(fill as usize),
-            ".".repeat((WIDTH - fill) as usize),
-            num(done),
-            num(self.total)
-        );
-        let _ = e.flush();
+/// The progress bar: indicatif's, on stderr, drawn only when stderr is a terminal (a log
+/// gets no control characters) and never with `--json`.
+fn bar(total: u64, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
-
-    fn finish(&self, done: u64) {
-        self.draw(done);
-        eprintln!();
+    let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        ProgressStyle::with_template("redrive [{bar:30}] {pos}/{len} {per_sec} {elapsed}")
+    {
+        b.set_style(style.progress_chars("#>."));
     }
+    b
 }
 
 /// Moves the messages, in chunks so that the bar moves between them.
@@ -66,13 +51,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = open(&a.queue)?;
     let visible = q.attributes().approximate_number_of_messages;
     let total = a.limit.map_or(visible, |l| l.min(visible));
-    let bar = (!ctx.json && std::io::stderr().is_terminal()).then(|| Bar {
-        total,
-        started: Instant::now(),
-    });
-    if let Some(b) = &bar {
-        b.draw(0);
-    }
+    let bar = bar(total, ctx.json);
     // About four redraws a second at the rate limit; 100 messages a chunk without one.
     let chunk = a.rate.map_or(100, |r| u64::from(r / 4).max(1));
     let started = Instant::now();
@@ -95,28 +74,23 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
                 destination: a.to.clone(),
                 max_per_second: a.rate,
                 limit: Some(want),
-                cancel: None,
+                // Ctrl-C / SIGTERM stop after the current message.
+                cancel: Some(crate::interrupt_flag()),
             })
             .map_err(|e| {
-                if let Some(b) = &bar {
-                    b.finish(rep.moved);
-                }
+                bar.abandon();
                 Failure::queue(&a.queue, e)
             })?;
         rep.moved += r.moved;
         rep.skipped += r.skipped;
-        if let Some(b) = &bar {
-            b.draw(rep.moved);
-        }
+        bar.set_position(rep.moved);
         // Fewer than asked: the queue has no visible message left.
         if r.moved < want || r.cancelled {
             break;
         }
     }
     drop(q);
-    if let Some(b) = &bar {
-        b.finish(rep.moved);
-    }
+    bar.finish();
     let secs = started.elapsed().as_secs_f64();
     if ctx.json {
         print_json(&json!({
