@@ -77,9 +77,16 @@ where
         SdkError::ServiceError(s) => s.into_err(),
         other => return transport(RemoteKind::Other, "response", &format!("{other:?}")),
     };
-    let code = se.code().unwrap_or("Unknown").to_owned();
+    let code = se.code().unwrap_or("Unknown");
     let message = se.message().unwrap_or("").to_owned();
+    from_code(code, message, queue_url)
+}
+
+/// An SQS error code and message as the [`shmfifo::Error`] variant the local queue gives for
+/// the same rule (request-level errors and batch entries alike).
+fn from_code(code: &str, message: String, queue_url: &str) -> Error {
     let path = || PathBuf::from(queue_url);
+    let code = code.to_owned();
     match code.as_str() {
         "InvalidParameterValue" if message.contains("receipt handle has expired") => {
             Error::ReceiptHandleExpired { handle: message }
@@ -145,25 +152,14 @@ where
 }
 
 fn batch_error(code: &str, message: Option<&str>) -> Error {
-    let message = message.unwrap_or("").to_owned();
-    match code {
-        "InvalidParameterValue" if message.contains("receipt handle has expired") => {
-            Error::ReceiptHandleExpired { handle: message }
-        }
-        "InvalidParameterValue" => Error::InvalidParameterValue {
-            parameter: parameter_in(&message),
-            reason: message,
-        },
-        "MissingParameter" => Error::MissingParameter {
-            parameter: parameter_in(&message),
-        },
-        "InvalidMessageContents" => Error::InvalidMessageContents { reason: message },
-        "ReceiptHandleIsInvalid" => Error::ReceiptHandleIsInvalid { handle: message },
-        _ => Error::Remote {
-            kind: RemoteKind::Other,
-            code: code.to_owned(),
-            message,
-        },
+    from_code(code, message.unwrap_or("").to_owned(), "")
+}
+
+/// A batch entry the SDK could not build (a required field missing).
+fn entry_error(x: aws_sdk_sqs::error::BuildError) -> Error {
+    Error::InvalidParameterValue {
+        parameter: "Entries",
+        reason: x.to_string(),
     }
 }
 
@@ -264,10 +260,7 @@ impl AsyncSqsQueue {
             for a in m.attributes {
                 b = b.message_attributes(a.name, attribute_value(a)?);
             }
-            list.push(b.build().map_err(|e| Error::InvalidParameterValue {
-                parameter: "Entries",
-                reason: e.to_string(),
-            })?);
+            list.push(b.build().map_err(entry_error)?);
         }
         let out = self
             .client
@@ -390,10 +383,7 @@ impl AsyncSqsQueue {
                     .id(e.id)
                     .receipt_handle(e.entry)
                     .build()
-                    .map_err(|x| Error::InvalidParameterValue {
-                        parameter: "Entries",
-                        reason: x.to_string(),
-                    })
+                    .map_err(entry_error)
             })
             .collect::<Result<Vec<_>>>()?;
         let out = self
@@ -433,10 +423,7 @@ impl AsyncSqsQueue {
                     .receipt_handle(e.entry.0)
                     .visibility_timeout(secs(e.entry.1))
                     .build()
-                    .map_err(|x| Error::InvalidParameterValue {
-                        parameter: "Entries",
-                        reason: x.to_string(),
-                    })
+                    .map_err(entry_error)
             })
             .collect::<Result<Vec<_>>>()?;
         let out = self
@@ -627,4 +614,62 @@ pub fn open_url(url: &str) -> Result<Box<dyn FifoQueue>> {
         return Ok(Box::new(Queue::open_at(url)?));
     }
     Ok(Box::new(Queue::open(url)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An SQS error code comes back as the variant whose `sqs_code` is that code, so a
+    /// program matching on either sees the same thing on both backends.
+    #[test]
+    fn sqs_codes_map_onto_the_local_variants() {
+        for code in [
+            "InvalidParameterValue",
+            "MissingParameter",
+            "InvalidMessageContents",
+            "ReceiptHandleIsInvalid",
+            "AWS.SimpleQueueService.NonExistentQueue",
+            "QueueAlreadyExists",
+            "AWS.SimpleQueueService.EmptyBatchRequest",
+            "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+            "AWS.SimpleQueueService.InvalidBatchEntryId",
+            "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+            "AWS.SimpleQueueService.BatchRequestTooLong",
+            "InvalidAttributeName",
+            "InvalidAttributeValue",
+            "RequestThrottled",
+        ] {
+            assert_eq!(from_code(code, "m".into(), "u").sqs_code(), code, "{code}");
+        }
+        let e = from_code("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.".into(), "u");
+        assert!(matches!(e, Error::ReceiptHandleExpired { .. }), "{e:?}");
+        let e = from_code(
+            "MissingParameter",
+            "The request must contain the parameter MessageGroupId.".into(),
+            "u",
+        );
+        assert!(matches!(
+            e,
+            Error::MissingParameter {
+                parameter: "MessageGroupId"
+            }
+        ));
+        for code in ["ExpiredToken", "SignatureDoesNotMatch", "AccessDenied"] {
+            assert!(matches!(
+                from_code(code, String::new(), "u"),
+                Error::Remote {
+                    kind: RemoteKind::Credentials,
+                    ..
+                }
+            ));
+        }
+        assert!(matches!(
+            from_code("SomethingNew", String::new(), "u"),
+            Error::Remote {
+                kind: RemoteKind::Other,
+                ..
+            }
+        ));
+    }
 }

@@ -47,6 +47,21 @@ fn drain(remote: &SqsQueue) -> HashMap<String, Vec<usize>> {
     }
 }
 
+/// The bridge command forwarding `local` to `url` (local visibility timeout 1 s, until empty).
+fn bridge_command(local: &std::path::Path, url: &str, endpoint: &str) -> Command {
+    let mut c = Command::new(BIN);
+    c.args([
+        local.to_str().unwrap(),
+        url,
+        "--endpoint-url",
+        endpoint,
+        "--visibility-timeout",
+        "1",
+        "--until-empty",
+    ]);
+    c
+}
+
 #[test]
 fn a_bridge_killed_again_and_again_delivers_each_message_once_in_order() {
     let serve = Serve::start();
@@ -68,16 +83,7 @@ fn a_bridge_killed_again_and_again_delivers_each_message_once_in_order() {
     let start = Instant::now();
     // Kill the bridge at random moments while it forwards, then let a last one finish.
     while kills < 25 && start.elapsed() < Duration::from_secs(120) {
-        let mut child = Command::new(BIN)
-            .args([
-                local_path.to_str().unwrap(),
-                &url,
-                "--endpoint-url",
-                &serve.endpoint,
-                "--visibility-timeout",
-                "1",
-                "--until-empty",
-            ])
+        let mut child = bridge_command(&local_path, &url, &serve.endpoint)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -93,16 +99,7 @@ fn a_bridge_killed_again_and_again_delivers_each_message_once_in_order() {
         child.wait().unwrap();
         kills += 1;
     }
-    let out = Command::new(BIN)
-        .args([
-            local_path.to_str().unwrap(),
-            &url,
-            "--endpoint-url",
-            &serve.endpoint,
-            "--visibility-timeout",
-            "1",
-            "--until-empty",
-        ])
+    let out = bridge_command(&local_path, &url, &serve.endpoint)
         .output()
         .unwrap();
     assert!(
