@@ -1384,3 +1384,81 @@ fn json_answers_carry_sqs_md5_digests() {
     assert_eq!(r[0]["MD5OfMessageAttributes"], s["MD5OfMessageAttributes"]);
     assert_eq!(s["MD5OfMessageAttributes"].as_str().map(str::len), Some(32));
 }
+
+/// `send`, `receive`, `delete`, `set`, `stat` and `purge` on an SQS queue URL (SQS's API
+/// served by `shmfifo serve` here); an unreachable endpoint is exit code 41 (`Remote`).
+#[test]
+fn commands_on_an_sqs_queue_url() {
+    let dir = Dir::new("remote");
+    let mut server = std::process::Command::new(BIN)
+        .args(["serve", "--port", "0", "--dir", dir.0.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let endpoint = line.trim().trim_start_matches("listening on ").to_owned();
+    expect(&["create", dir.0.join("r.fifo").to_str().unwrap()], 0);
+    let url = format!("{endpoint}/000000000000/r.fifo");
+    let run = |args: &[&str], code: i32| -> String {
+        let out = cmd(args)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_REGION", "us-east-1")
+            .env_remove("AWS_ENDPOINT_URL")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let s: Value = serde_json::from_str(&run(
+        &[
+            "--json",
+            "send",
+            &url,
+            "--group",
+            "g",
+            "--dedup-id",
+            "1",
+            "hello",
+        ],
+        0,
+    ))
+    .unwrap();
+    assert_eq!(s["MD5OfMessageBody"], "5d41402abc4b2a76b9719d911017c592");
+    let r: Value = serde_json::from_str(&run(&["--json", "receive", &url], 0)).unwrap();
+    let m = &r["Messages"][0];
+    assert_eq!(m["Body"], "hello");
+    assert_eq!(m["MessageId"], s["MessageId"]);
+    run(&["delete", &url, m["ReceiptHandle"].as_str().unwrap()], 0);
+    run(&["set", &url, "VisibilityTimeout", "45s"], 0);
+    let st: Value = serde_json::from_str(&run(&["--json", "stat", &url], 0)).unwrap();
+    assert_eq!(st["Attributes"]["VisibilityTimeout"], "45");
+    assert_eq!(st["Attributes"]["ApproximateNumberOfMessages"], "0");
+    run(
+        &["send", &url, "--group", "g", "--dedup-id", "2", "again"],
+        0,
+    );
+    run(&["purge", &url], 0);
+    assert!(run(&["receive", &url], 0).is_empty());
+    // S1 through SQS: the same error, the same exit code as locally.
+    let out = cmd(&["send", &url, "--group", "has space", "--dedup-id", "3", "x"])
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(20), "InvalidParameterValue");
+    server.kill().unwrap();
+    server.wait().unwrap();
+    run(&["stat", "http://127.0.0.1:1/000000000000/gone.fifo"], 41);
+}

@@ -10,6 +10,9 @@ use crate::output::{kv, num, out};
 
 /// Deletes every message and prints how many.
 pub fn purge(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
+    if super::remote::is_remote(&a.queue) {
+        return super::remote::purge(&a.queue, ctx);
+    }
     let q = open(&a.queue)?;
     let n = q.purge().map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
@@ -84,6 +87,9 @@ pub struct SetArgs {
 
 /// Changes one live setting.
 pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
+    if super::remote::is_remote(&a.queue) {
+        return super::remote::set(&a.queue, &a.attribute, &a.value, ctx);
+    }
     // A duration with a unit (`30s`, `500ms`, `1h 30m`) for a setting in SQS's seconds is set
     // through its millisecond name; a plain number stays SQS's seconds.
     let ms_name = match a.attribute.as_str() {

@@ -8,6 +8,7 @@ pub mod ls;
 pub mod metrics;
 pub mod receive;
 pub mod redrive;
+pub mod remote;
 pub mod send;
 pub mod serve;
 pub mod stat;

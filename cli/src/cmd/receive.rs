@@ -38,6 +38,12 @@ pub struct ReceiveArgs {
 /// Receives and prints messages. As `aws sqs receive-message`: nothing printed and exit code 0
 /// when there was none.
 pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
+    if super::remote::is_remote(&a.queue) {
+        let mut opts = ReceiveOptions::max(a.max);
+        opts.visibility_timeout = a.visibility_timeout;
+        opts.wait_time = a.wait;
+        return super::remote::receive(&a.queue, &opts, a.attempt_id.as_deref(), a.delete, ctx);
+    }
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
     opts.visibility_timeout = a.visibility_timeout;
@@ -79,7 +85,7 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
 
 /// Prints messages as `aws sqs receive-message` does with `--json`: `{"Messages": [...]}`, and
 /// nothing at all when there are none.
-fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) {
+pub(super) fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) {
     if msgs.is_empty() {
         if !ctx.json {
             eprintln!("no messages");
@@ -128,6 +134,9 @@ pub struct DeleteArgs {
 
 /// Deletes each message; the exit code is the first failure's.
 pub fn delete(a: &DeleteArgs, ctx: Ctx) -> Result<(), Failure> {
+    if super::remote::is_remote(&a.queue) {
+        return super::remote::delete(&a.queue, &a.receipts, ctx);
+    }
     let q = open(&a.queue)?;
     let results: Vec<(&str, Result<(), shmfifo::Error>)> = a
         .receipts

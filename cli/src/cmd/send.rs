@@ -114,6 +114,12 @@ fn read_source(path: &str) -> Result<(String, String), Failure> {
 /// Sends the message or the batch.
 pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
     if let Some(src) = &a.batch {
+        if super::remote::is_remote(&a.queue) {
+            return Err(Failure::input(
+                &a.queue,
+                "--batch sends to local queues only; on an SQS queue, send one message per call (or forward a local queue with `shmfifo bridge`)",
+            ));
+        }
         let (name, text) = read_source(src)?;
         let msgs = parse_lines(&name, &text)?;
         let q = open(&a.queue)?;
@@ -133,12 +139,15 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         body,
         attributes: a.attribute.clone(),
     };
-    let q = open(&a.queue)?;
     let attrs: Vec<_> = m
         .attributes
         .iter()
         .map(Attribute::as_message_attribute)
         .collect();
+    if super::remote::is_remote(&a.queue) {
+        return super::remote::send(&a.queue, &m.message(&attrs), ctx);
+    }
+    let q = open(&a.queue)?;
     let r = q
         .send(&m.message(&attrs))
         .map_err(|e| Failure::queue(&a.queue, e))?;

@@ -32,6 +32,9 @@ fn others(i: &Inspection) -> Vec<ParticipantInfo> {
 
 /// Prints the queue's state.
 pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
+    if super::remote::is_remote(&a.queue) {
+        return super::remote::stat(&a.queue, ctx);
+    }
     let q = observe(&a.queue)?;
     let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
