@@ -134,6 +134,21 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "shmfifo_queue_up",
         "1 if the queue could be observed, 0 if not",
     );
+    let bridged = counter(
+        &mut reg,
+        "shmfifo_bridge_forwarded",
+        "Messages a bridge forwarded to SQS and deleted here",
+    );
+    let bridge_retried = counter(
+        &mut reg,
+        "shmfifo_bridge_retried",
+        "Messages a bridge released for another try",
+    );
+    let bridge_failed = counter(
+        &mut reg,
+        "shmfifo_bridge_failed",
+        "Messages the remote queue refused",
+    );
     for (name, path) in queues(cfg) {
         let l = QueueLabel { queue: name };
         let o = match Queue::observe_at(&path) {
@@ -184,6 +199,18 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
             .get_or_create(&l)
             .inc_by(c.moved_to_dead_letter);
         quarantined.get_or_create(&l).inc_by(a.quarantined_messages);
+        // The bridge's counters (`shmfifo bridge` keeps them in PATH.bridge.json).
+        let mut status = path.clone().into_os_string();
+        status.push(".bridge.json");
+        if let Some(v) = std::fs::read(&status)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        {
+            let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
+            bridged.get_or_create(&l).inc_by(n("forwarded"));
+            bridge_retried.get_or_create(&l).inc_by(n("retried"));
+            bridge_failed.get_or_create(&l).inc_by(n("failed"));
+        }
     }
     let mut out = String::new();
     let _ = encode(&mut out, &reg);

@@ -50,6 +50,12 @@ fn a_scrape_reports_every_queue_without_joining() {
     a.delete(&got[0].receipt_handle).unwrap();
     let _ = a.receive(&ReceiveOptions::max(1)).unwrap(); // one in flight
     b.send(&SendMessage::new("g", "x").dedup_id("x")).unwrap();
+    // A bridge's counters beside queue b (the file `shmfifo bridge` keeps).
+    std::fs::write(
+        dir.join("b.fifo.bridge.json"),
+        r#"{"remote":"sqs://x.fifo","forwarded":7,"retried":2,"failed":1,"pid":1,"updated_ms":1}"#,
+    )
+    .unwrap();
 
     let (tx, rx) = std::sync::mpsc::channel();
     let cfg = MetricsConfig {
@@ -101,6 +107,15 @@ fn a_scrape_reports_every_queue_without_joining() {
     assert!(
         !text.contains("notes.txt"),
         "a file that is not a queue is not reported"
+    );
+    assert_eq!(
+        value(&text, "shmfifo_bridge_forwarded_total", "b.fifo"),
+        7.0
+    );
+    assert_eq!(value(&text, "shmfifo_bridge_failed_total", "b.fifo"), 1.0);
+    assert!(
+        !text.contains("bridge.json"),
+        "the status file is not a queue"
     );
     assert_eq!(get(addr, "/").0, 404);
     let _ = stop.send(());

@@ -39,6 +39,11 @@ pub struct BridgeOptions {
     pub until_empty: bool,
     /// Set (from any thread) to stop after the current batch.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Where to keep the bridge's counters, cumulative across restarts (see
+    /// [`status_path`]; `None`: nowhere). `shmfifo stat` and `shmfifo metrics` show them.
+    pub status_file: Option<std::path::PathBuf>,
+    /// The remote queue's name or URL, recorded in the status file.
+    pub remote_name: String,
 }
 
 impl Default for BridgeOptions {
@@ -49,6 +54,8 @@ impl Default for BridgeOptions {
             max_per_second: None,
             until_empty: false,
             cancel: None,
+            status_file: None,
+            remote_name: String::new(),
         }
     }
 }
@@ -62,6 +69,65 @@ pub struct BridgeReport {
     pub retried: u64,
     /// Messages the remote queue refused for themselves (left in the local queue).
     pub failed: u64,
+}
+
+/// The status file of the bridge of the local queue at `queue_path`: `PATH.bridge.json`, a
+/// JSON object `{"remote", "forwarded", "retried", "failed", "pid", "updated_ms"}` rewritten
+/// (by rename) after each batch. The counters add up over every bridge run on that queue.
+pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
+    let mut p = queue_path.as_os_str().to_owned();
+    p.push(".bridge.json");
+    std::path::PathBuf::from(p)
+}
+
+/// The counters a status file holds (zero if there is none, or it does not parse).
+pub fn read_status(path: &std::path::Path) -> BridgeReport {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return BridgeReport::default();
+    };
+    let num = |key: &str| -> u64 {
+        let k = format!("\"{key}\":");
+        text.find(&k)
+            .map(|i| &text[i + k.len()..])
+            .map(|r| {
+                r.trim_start()
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+            })
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0)
+    };
+    BridgeReport {
+        forwarded: num("forwarded"),
+        retried: num("retried"),
+        failed: num("failed"),
+    }
+}
+
+fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let remote: String = remote
+        .chars()
+        .flat_map(|c| match c {
+            '"' | '\\' => vec!['\\', c],
+            c if (c as u32) < 0x20 => vec![],
+            c => vec![c],
+        })
+        .collect();
+    let text = format!(
+        "{{\"remote\":\"{remote}\",\"forwarded\":{},\"retried\":{},\"failed\":{},\"pid\":{},\"updated_ms\":{now}}}\n",
+        r.forwarded,
+        r.retried,
+        r.failed,
+        std::process::id()
+    );
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
 }
 
 fn transient(e: &Error) -> bool {
@@ -84,6 +150,16 @@ pub fn bridge(
     progress: &mut dyn FnMut(&BridgeReport),
 ) -> Result<BridgeReport> {
     let mut report = BridgeReport::default();
+    let before = opts
+        .status_file
+        .as_deref()
+        .map(read_status)
+        .unwrap_or_default();
+    let total = |r: &BridgeReport| BridgeReport {
+        forwarded: before.forwarded + r.forwarded,
+        retried: before.retried + r.retried,
+        failed: before.failed + r.failed,
+    };
     let started = Instant::now();
     let mut backoff = Duration::from_millis(50);
     let ropts = ReceiveOptions::max(10)
@@ -126,6 +202,9 @@ pub fn bridge(
             start = end;
         }
         progress(&report);
+        if let Some(p) = &opts.status_file {
+            write_status(p, &opts.remote_name, &total(&report));
+        }
         if let Some(rate) = opts.max_per_second.filter(|r| *r > 0) {
             let due = Duration::from_secs_f64(report.forwarded as f64 / f64::from(rate));
             if let Some(wait) = due.checked_sub(started.elapsed()) {

@@ -187,18 +187,21 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
             .attributes(&attrs),
     )
     .unwrap();
-    let r = shmfifo_sqs::bridge::bridge(
-        &a,
-        &b,
-        &shmfifo_sqs::bridge::BridgeOptions {
-            until_empty: true,
-            wait: Duration::ZERO,
-            ..Default::default()
-        },
-        &mut |_| {},
-    )
-    .unwrap();
+    let status = shmfifo_sqs::bridge::status_path(&dir.0.join("a"));
+    let opts = shmfifo_sqs::bridge::BridgeOptions {
+        until_empty: true,
+        wait: Duration::ZERO,
+        status_file: Some(status.clone()),
+        remote_name: "b".into(),
+        ..Default::default()
+    };
+    let r = shmfifo_sqs::bridge::bridge(&a, &b, &opts, &mut |_| {}).unwrap();
     assert_eq!((r.forwarded, r.retried, r.failed), (1, 0, 0));
+    // The status file (what `stat` and `metrics` show) adds up over runs.
+    a.send(&SendMessage::new("g", "two").dedup_id("2")).unwrap();
+    shmfifo_sqs::bridge::bridge(&a, &b, &opts, &mut |_| {}).unwrap();
+    let total = shmfifo_sqs::bridge::read_status(&status);
+    assert_eq!((total.forwarded, total.retried, total.failed), (2, 0, 0));
     let got = Queue::receive(&b, &ReceiveOptions::max(10)).unwrap();
     assert_eq!(got[0].body, "hello");
     assert_eq!(got[0].attributes.len(), 2);

@@ -38,12 +38,50 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = observe(&a.queue)?;
     let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
+    let bridge = Some(shmfifo_sqs::bridge::status_path(std::path::Path::new(
+        &path_of(&a.queue),
+    )))
+    .filter(|p| p.exists())
+    .map(|p| shmfifo_sqs::bridge::read_status(&p));
     if a.prometheus {
-        out(&prometheus(&a.queue, &i));
+        let mut s = prometheus(&a.queue, &i);
+        if let Some(b) = &bridge {
+            let q = label(&a.queue);
+            for (name, v, help) in [
+                (
+                    "forwarded",
+                    b.forwarded,
+                    "Messages a bridge forwarded to SQS and deleted here.",
+                ),
+                (
+                    "retried",
+                    b.retried,
+                    "Messages a bridge released for another try.",
+                ),
+                ("failed", b.failed, "Messages the remote queue refused."),
+            ] {
+                s.push_str(&format!(
+                    "# HELP shmfifo_bridge_{name}_total {help}\n# TYPE shmfifo_bridge_{name}_total counter\nshmfifo_bridge_{name}_total{{queue=\"{q}\"}} {v}\n"
+                ));
+            }
+        }
+        out(&s);
     } else if ctx.json {
-        print_json(&stat_json(&a.queue, &i));
+        let mut v = stat_json(&a.queue, &i);
+        if let Some(b) = &bridge {
+            v["bridge"] =
+                json!({"forwarded": b.forwarded, "retried": b.retried, "failed": b.failed});
+        }
+        print_json(&v);
     } else {
-        out(&stat_text(&a.queue, &i));
+        let mut s = stat_text(&a.queue, &i);
+        if let Some(b) = &bridge {
+            s.push_str(&format!(
+                "\nBridge (shmfifo bridge, all runs)\n  forwarded {}, retried {}, failed {}\n",
+                b.forwarded, b.retried, b.failed
+            ));
+        }
+        out(&s);
     }
     Ok(())
 }

@@ -70,6 +70,8 @@ fn main() {
         None => shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e)),
     };
     let opts = BridgeOptions {
+        status_file: local.path().map(shmfifo_sqs::bridge::status_path),
+        remote_name: a.remote.clone(),
         visibility_timeout: Duration::from_secs(a.visibility_timeout),
         max_per_second: a.rate,
         until_empty: a.until_empty,
