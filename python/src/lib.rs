@@ -98,35 +98,33 @@ fn attributes_out<'py>(py: Python<'py>, attrs: &[ReceivedAttribute]) -> Bound<'p
     PyList::new(py, items).expect("a list")
 }
 
+/// The fields a received and a peeked message share (the same names on both types).
+macro_rules! message_dict {
+    ($py:expr, $m:expr) => {{
+        let (py, m) = ($py, $m);
+        let d = PyDict::new(py);
+        d.set_item("message_id", m.message_id.to_string())?;
+        d.set_item("body", &m.body)?;
+        d.set_item("group_id", &m.group_id)?;
+        d.set_item("dedup_id", m.dedup_id.as_deref())?;
+        d.set_item("sequence_number", m.sequence_number.to_string())?;
+        d.set_item("sent_timestamp", m.sent_timestamp)?;
+        d.set_item("first_receive_timestamp", m.first_receive_timestamp)?;
+        d.set_item("receive_count", m.receive_count)?;
+        d.set_item("attributes", attributes_out(py, &m.attributes))?;
+        d.set_item("dead_letter_source", m.dead_letter_source.as_deref())?;
+        d
+    }};
+}
+
 fn message_out<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("message_id", m.message_id.to_string())?;
+    let d = message_dict!(py, m);
     d.set_item("receipt_handle", m.receipt_handle.to_string())?;
-    d.set_item("body", &m.body)?;
-    d.set_item("group_id", &m.group_id)?;
-    d.set_item("dedup_id", m.dedup_id.as_deref())?;
-    d.set_item("sequence_number", m.sequence_number.to_string())?;
-    d.set_item("sent_timestamp", m.sent_timestamp)?;
-    d.set_item("first_receive_timestamp", m.first_receive_timestamp)?;
-    d.set_item("receive_count", m.receive_count)?;
-    d.set_item("attributes", attributes_out(py, &m.attributes))?;
-    d.set_item("dead_letter_source", m.dead_letter_source.as_deref())?;
     Ok(d)
 }
 
 fn peeked_out<'py>(py: Python<'py>, m: &PeekedMessage) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("message_id", m.message_id.to_string())?;
-    d.set_item("body", &m.body)?;
-    d.set_item("group_id", &m.group_id)?;
-    d.set_item("dedup_id", m.dedup_id.as_deref())?;
-    d.set_item("sequence_number", m.sequence_number.to_string())?;
-    d.set_item("sent_timestamp", m.sent_timestamp)?;
-    d.set_item("first_receive_timestamp", m.first_receive_timestamp)?;
-    d.set_item("receive_count", m.receive_count)?;
-    d.set_item("attributes", attributes_out(py, &m.attributes))?;
-    d.set_item("dead_letter_source", m.dead_letter_source.as_deref())?;
-    Ok(d)
+    Ok(message_dict!(py, m))
 }
 
 /// A batch entry's failure: `(code, message, sender_fault)`.

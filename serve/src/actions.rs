@@ -161,6 +161,12 @@ fn attributes_in(p: &Map<String, Value>) -> Result<Vec<(String, String, Vec<u8>)
     Ok(out)
 }
 
+/// Owned attributes as the digest takes them.
+fn triples(a: &[(String, String, Vec<u8>)]) -> impl Iterator<Item = (&str, &str, &[u8])> {
+    a.iter()
+        .map(|(n, t, v)| (n.as_str(), t.as_str(), v.as_slice()))
+}
+
 fn meta_attrs(a: &[(String, String, Vec<u8>)]) -> Vec<MessageAttribute<'_>> {
     a.iter()
         .map(|(n, t, v)| MessageAttribute {
@@ -543,7 +549,7 @@ impl Queues {
         if !attrs.is_empty() {
             out.insert(
                 "MD5OfMessageAttributes".into(),
-                md5_of_attributes(&attrs).into(),
+                md5_of_attributes(triples(&attrs)).into(),
             );
         }
         Ok(out)
@@ -601,7 +607,7 @@ impl Queues {
                 if let Some(e) = e.filter(|e| !e.attrs.is_empty()) {
                     m.insert(
                         "MD5OfMessageAttributes".into(),
-                        md5_of_attributes(&e.attrs).into(),
+                        md5_of_attributes(triples(&e.attrs)).into(),
                     );
                 }
                 m
@@ -701,6 +707,7 @@ impl Queues {
         let handle = format!(
             "shmfifo-move-{}-{}",
             std::process::id(),
+            // Relaxed: a unique number only; it orders nothing.
             self.next_task.fetch_add(1, Ordering::Relaxed)
         );
         let cancel = Arc::new(AtomicBool::new(false));
@@ -794,6 +801,7 @@ impl Queues {
                     format!("No running task {handle}."),
                 )
             })?;
+        // Relaxed: a stop request the redrive polls between messages; it publishes nothing.
         t.cancel.store(true, Ordering::Relaxed);
         Ok(obj(json!({"ApproximateNumberOfMessagesMoved": 0})))
     }
@@ -944,7 +952,7 @@ fn message_out(m: &Message, system: &[String], wanted_attrs: &[String]) -> Map<S
         out.insert("MessageAttributes".into(), Value::Object(ma));
         out.insert(
             "MD5OfMessageAttributes".into(),
-            md5_of_attributes(&md5_in).into(),
+            md5_of_attributes(triples(&md5_in)).into(),
         );
     }
     out

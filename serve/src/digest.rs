@@ -12,9 +12,11 @@ pub fn md5_hex(b: &[u8]) -> String {
 /// SQS's `MD5OfMessageAttributes` of `(name, data type, value)` attributes: over the
 /// attributes sorted by name, each its length-prefixed name and data type, a transport byte
 /// (1 text, 2 binary) and the length-prefixed value.
-pub fn md5_of_attributes(attrs: &[(String, String, Vec<u8>)]) -> String {
-    let mut sorted: Vec<&(String, String, Vec<u8>)> = attrs.iter().collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+pub fn md5_of_attributes<'a>(
+    attrs: impl IntoIterator<Item = (&'a str, &'a str, &'a [u8])>,
+) -> String {
+    let mut sorted: Vec<(&str, &str, &[u8])> = attrs.into_iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
     let mut buf = Vec::new();
     for (name, t, v) in sorted {
         for part in [name.as_bytes(), t.as_bytes()] {
@@ -37,7 +39,7 @@ mod tests {
         // One String attribute "a" = "x", byte by byte: len+name, len+type, 1, len+value.
         let raw = b"\x00\x00\x00\x01a\x00\x00\x00\x06String\x01\x00\x00\x00\x01x";
         assert_eq!(
-            md5_of_attributes(&[("a".into(), "String".into(), b"x".to_vec())]),
+            md5_of_attributes([("a", "String", &b"x"[..])]),
             md5_hex(raw)
         );
         assert_eq!(md5_hex(b""), "d41d8cd98f00b204e9800998ecf8427e");

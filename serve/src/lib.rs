@@ -156,6 +156,7 @@ async fn stop_signal() {
 
 impl Server {
     fn request_id(&self) -> String {
+        // Relaxed: a unique request number only; it orders nothing.
         let n = self.requests.fetch_add(1, Ordering::Relaxed);
         format!(
             "{:08x}-{:04x}-4000-8000-{:012x}",

@@ -82,50 +82,33 @@ pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
 
 /// The counters a status file holds (zero if there is none, or it does not parse).
 pub fn read_status(path: &std::path::Path) -> BridgeReport {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return BridgeReport::default();
-    };
-    let num = |key: &str| -> u64 {
-        let k = format!("\"{key}\":");
-        text.find(&k)
-            .map(|i| &text[i + k.len()..])
-            .map(|r| {
-                r.trim_start()
-                    .chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect::<String>()
-            })
-            .and_then(|d| d.parse().ok())
-            .unwrap_or(0)
-    };
+    let v: serde_json::Value = std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
     BridgeReport {
-        forwarded: num("forwarded"),
-        retried: num("retried"),
-        failed: num("failed"),
+        forwarded: n("forwarded"),
+        retried: n("retried"),
+        failed: n("failed"),
     }
 }
 
 fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let remote: String = remote
-        .chars()
-        .flat_map(|c| match c {
-            '"' | '\\' => vec!['\\', c],
-            c if (c as u32) < 0x20 => vec![],
-            c => vec![c],
-        })
-        .collect();
-    let text = format!(
-        "{{\"remote\":\"{remote}\",\"forwarded\":{},\"retried\":{},\"failed\":{},\"pid\":{},\"updated_ms\":{now}}}\n",
-        r.forwarded,
-        r.retried,
-        r.failed,
-        std::process::id()
-    );
+        .map_or(0, |d| d.as_millis() as u64);
+    let text = serde_json::json!({
+        "remote": remote,
+        "forwarded": r.forwarded,
+        "retried": r.retried,
+        "failed": r.failed,
+        "pid": std::process::id(),
+        "updated_ms": now,
+    });
+    // Written beside, then renamed over: a reader sees the old file or the new one, whole.
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, text).is_ok() {
+    if std::fs::write(&tmp, format!("{text}\n")).is_ok() {
         let _ = std::fs::rename(&tmp, path);
     }
 }
@@ -166,6 +149,7 @@ pub fn bridge(
         .visibility_timeout(opts.visibility_timeout)
         .wait(opts.wait);
     loop {
+        // Relaxed: a stop request polled once a batch; it publishes nothing.
         if opts
             .cancel
             .as_ref()

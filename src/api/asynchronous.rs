@@ -311,6 +311,8 @@ impl WatchState {
                 thread::park();
                 continue;
             }
+            // Acquire: as the first load; this is the load that must follow a ring the
+            // tasks wait for (module doc, step 3).
             let now_bell = bell.load(Ordering::Acquire);
             if now_bell != seen {
                 seen = now_bell;
@@ -320,6 +322,7 @@ impl WatchState {
             let now = q.inner.real_ms();
             let t = q.sleep_bound_ms(now, u64::MAX);
             sys::futex_wait(bell, now_bell, t);
+            // Acquire: as above; an unchanged value means the sleep ended without a ring.
             if bell.load(Ordering::Acquire) == now_bell {
                 // Timed out (or a spurious wake-up): an expiry may be due; let them look.
                 self.notify.notify_waiters();

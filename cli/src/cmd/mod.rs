@@ -91,6 +91,19 @@ pub fn observe(queue: &str) -> Result<Observer, Failure> {
     Queue::observe_at(path_of(queue)).map_err(|e| Failure::queue(queue, e))
 }
 
+/// Adds SQS's digests to a send's JSON answer, as `aws sqs send-message` prints them (SDKs
+/// check them): `MD5OfMessageBody`, and `MD5OfMessageAttributes` when there are attributes.
+pub fn add_send_digests(v: &mut Value, msg: &shmfifo::SendMessage<'_>) {
+    v["MD5OfMessageBody"] = json!(shmfifo_serve::digest::md5_hex(msg.body.as_bytes()));
+    if !msg.attributes.is_empty() {
+        v["MD5OfMessageAttributes"] = json!(shmfifo_serve::digest::md5_of_attributes(
+            msg.attributes
+                .iter()
+                .map(|a| (a.name, a.data_type, a.value))
+        ));
+    }
+}
+
 /// Writes a whole-command JSON document.
 pub fn print_json(v: &Value) {
     output::json(v, true);
@@ -309,14 +322,15 @@ impl Shown<'_> {
         m.insert("Body".into(), json!(self.body));
         m.insert("Attributes".into(), Value::Object(sys));
         if !attrs.is_empty() {
-            let list: Vec<(String, String, Vec<u8>)> = self
-                .attributes
-                .iter()
-                .map(|a| (a.name.clone(), a.data_type.clone(), a.value.clone()))
-                .collect();
             m.insert(
                 "MD5OfMessageAttributes".into(),
-                json!(shmfifo_serve::digest::md5_of_attributes(&list)),
+                json!(shmfifo_serve::digest::md5_of_attributes(
+                    self.attributes.iter().map(|a| (
+                        a.name.as_str(),
+                        a.data_type.as_str(),
+                        a.value.as_slice()
+                    ))
+                )),
             );
             m.insert("MessageAttributes".into(), Value::Object(attrs));
         }

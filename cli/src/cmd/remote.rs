@@ -30,16 +30,8 @@ pub fn send(queue: &str, msg: &SendMessage<'_>, ctx: Ctx) -> Result<(), Failure>
         let mut v = json!({
             "MessageId": r.message_id,
             "SequenceNumber": r.sequence_number,
-            "MD5OfMessageBody": shmfifo_serve::digest::md5_hex(msg.body.as_bytes()),
         });
-        if !msg.attributes.is_empty() {
-            let list: Vec<(String, String, Vec<u8>)> = msg
-                .attributes
-                .iter()
-                .map(|a| (a.name.to_owned(), a.data_type.to_owned(), a.value.to_vec()))
-                .collect();
-            v["MD5OfMessageAttributes"] = json!(shmfifo_serve::digest::md5_of_attributes(&list));
-        }
+        super::add_send_digests(&mut v, msg);
         print_json(&v);
     } else {
         out(&kv(

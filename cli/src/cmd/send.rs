@@ -148,21 +148,12 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         return super::remote::send(&a.queue, &m.message(&attrs), ctx);
     }
     let q = open(&a.queue)?;
-    let r = q
-        .send(&m.message(&attrs))
-        .map_err(|e| Failure::queue(&a.queue, e))?;
+    let msg = m.message(&attrs);
+    let r = q.send(&msg).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     if ctx.json {
         let mut v = result_json(&r);
-        // As `aws sqs send-message` answers (SDKs check these digests).
-        v["MD5OfMessageBody"] = json!(shmfifo_serve::digest::md5_hex(m.body.as_bytes()));
-        if !attrs.is_empty() {
-            let list: Vec<(String, String, Vec<u8>)> = attrs
-                .iter()
-                .map(|a| (a.name.to_owned(), a.data_type.to_owned(), a.value.to_vec()))
-                .collect();
-            v["MD5OfMessageAttributes"] = json!(shmfifo_serve::digest::md5_of_attributes(&list));
-        }
+        super::add_send_digests(&mut v, &msg);
         print_json(&v);
     } else {
         out(&kv(

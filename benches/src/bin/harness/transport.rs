@@ -455,7 +455,7 @@ pub fn open_rx(
     }
     Ok(match spec.peer {
         Peer::Shmfifo => Box::new(ShmfifoRx::open(spec, wait)?),
-        Peer::ShmfifoAsync => Box::new(ShmfifoAsyncRx::open(spec)?),
+        Peer::ShmfifoAsync => Box::new(ShmfifoRx::open_async(spec)?),
         Peer::Raw => Box::new(RawRx::open(spec, wait)?),
         Peer::Crossbeam => Box::new(CrossbeamRx {
             q: inproc.ok_or("crossbeam channels are in-process only")?,
@@ -621,6 +621,9 @@ struct ShmfifoRx {
     buf: ReceiveBuffer,
     /// Receive options by `max` (index `max - 1`).
     opts: Vec<ReceiveOptions>,
+    /// Peer `shmfifo-async`: the long poll is `AsyncQueue::receive_into` on a current-thread
+    /// tokio runtime (the watcher thread sleeps on the doorbell and wakes the runtime).
+    asynchronous: Option<(shmfifo::AsyncQueue, tokio::runtime::Runtime)>,
 }
 
 impl ShmfifoRx {
@@ -634,69 +637,30 @@ impl ShmfifoRx {
             q,
             buf: ReceiveBuffer::new(),
             opts: (1..=10).map(|n| ReceiveOptions::max(n).wait(w)).collect(),
+            asynchronous: None,
         })
+    }
+
+    /// The receiver of peer `shmfifo-async` (sleeping mode only).
+    fn open_async(spec: &ChanSpec) -> Res<ShmfifoRx> {
+        let mut rx = Self::open(spec, Wait::Sleep)?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("tokio runtime: {e}"))?;
+        rx.asynchronous = Some((shmfifo::AsyncQueue::new(rx.q.clone()), rt));
+        Ok(rx)
     }
 }
 
 impl Rx for ShmfifoRx {
     fn recv(&mut self, max: usize, sink: &mut dyn FnMut(&[u8])) -> Res<Got> {
-        let n = self
-            .q
-            .receive_into(&self.opts[max.clamp(1, 10) - 1], &mut self.buf)
-            .map_err(|e| format!("receive: {e}"))?;
-        if n == 0 {
-            return Ok(Got::Empty);
-        }
-        for m in self.buf.messages() {
-            sink(m.body.as_bytes());
-        }
-        for m in self.buf.messages() {
-            self.q
-                .delete(&m.receipt_handle)
-                .map_err(|e| format!("delete: {e}"))?;
-        }
-        Ok(Got::Msgs(n))
-    }
-
-    fn must_drain(&self) -> bool {
-        false
-    }
-}
-
-/// A shmfifo receiver whose long poll is `AsyncQueue::receive_into` on a current-thread
-/// tokio runtime (the watcher thread sleeps on the doorbell and wakes the runtime).
-struct ShmfifoAsyncRx {
-    q: shmfifo::AsyncQueue,
-    rt: tokio::runtime::Runtime,
-    buf: ReceiveBuffer,
-    opts: Vec<ReceiveOptions>,
-}
-
-impl ShmfifoAsyncRx {
-    fn open(spec: &ChanSpec) -> Res<ShmfifoAsyncRx> {
-        let q = Queue::open(&spec.name).map_err(|e| format!("opening queue {}: {e}", spec.name))?;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .map_err(|e| format!("tokio runtime: {e}"))?;
-        Ok(ShmfifoAsyncRx {
-            q: shmfifo::AsyncQueue::new(q),
-            rt,
-            buf: ReceiveBuffer::new(),
-            opts: (1..=10)
-                .map(|n| ReceiveOptions::max(n).wait(SLEEP_POLL))
-                .collect(),
-        })
-    }
-}
-
-impl Rx for ShmfifoAsyncRx {
-    fn recv(&mut self, max: usize, sink: &mut dyn FnMut(&[u8])) -> Res<Got> {
         let opts = &self.opts[max.clamp(1, 10) - 1];
-        let n = self
-            .rt
-            .block_on(self.q.receive_into(opts, &mut self.buf))
-            .map_err(|e| format!("receive: {e}"))?;
+        let n = match &self.asynchronous {
+            Some((q, rt)) => rt.block_on(q.receive_into(opts, &mut self.buf)),
+            None => self.q.receive_into(opts, &mut self.buf),
+        }
+        .map_err(|e| format!("receive: {e}"))?;
         if n == 0 {
             return Ok(Got::Empty);
         }
@@ -705,7 +669,6 @@ impl Rx for ShmfifoAsyncRx {
         }
         for m in self.buf.messages() {
             self.q
-                .queue()
                 .delete(&m.receipt_handle)
                 .map_err(|e| format!("delete: {e}"))?;
         }
