@@ -36,6 +36,16 @@ pub const MAX_RETENTION: Duration = Duration::from_secs(14 * 24 * 3600);
 pub const MAX_ATTEMPT_ENTRIES: u32 = 1 << 20;
 /// Most `maxReceiveCount` of a redrive policy (X1).
 pub const MAX_RECEIVE_COUNT: u32 = 1000;
+/// Default `max_messages`: slots of the smallest size class. With the other defaults a queue's
+/// file is 18.5 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
+pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
+/// Default `dedup_entries`: 3 MiB of table (192 B each), every id of the last 5 minutes kept up
+/// to 54 new ids a second; beyond that the window shortens (`DedupOverflow::ShortenWindow`).
+pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
+/// Default `max_groups`: groups with messages at once.
+pub const DEFAULT_MAX_GROUPS: u32 = 4_096;
+/// Default `max_participants`: processes with the queue open at once.
+pub const DEFAULT_MAX_PARTICIPANTS: u32 = 64;
 
 /// A redrive policy (X1): after `max_receive_count` receives, the receive that would deliver
 /// a message again moves it to the dead-letter queue instead.
@@ -150,7 +160,7 @@ pub enum DedupOverflow {
 /// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision |
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
-/// | `max_messages` | 16,384 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
+/// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
 ///
 /// A consumed message's slot stays in use as its group's list head until the group's next
 /// message is consumed or the group empties: a class of N slots always holds N messages minus
@@ -160,7 +170,7 @@ pub enum DedupOverflow {
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
-/// | `dedup_entries` | 65,536 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval, `dedup_overflow` decides |
+/// | `dedup_entries` | 16,384 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval, `dedup_overflow` decides |
 /// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
@@ -201,14 +211,14 @@ impl Default for QueueConfig {
             visibility_timeout: Duration::from_secs(30),
             receive_message_wait_time: Duration::ZERO,
             maximum_message_size: 262_144,
-            max_messages: 16_384,
+            max_messages: DEFAULT_MAX_MESSAGES,
             size_classes: None,
-            max_groups: 4_096,
-            max_participants: 64,
+            max_groups: DEFAULT_MAX_GROUPS,
+            max_participants: DEFAULT_MAX_PARTICIPANTS,
             mode: 0o600,
             deduplication: Deduplication::Queue,
             deduplication_interval: Duration::from_secs(300),
-            dedup_entries: 65_536,
+            dedup_entries: DEFAULT_DEDUP_ENTRIES,
             dedup_overflow: DedupOverflow::ShortenWindow,
             content_based_deduplication: false,
             delay: Duration::ZERO,
@@ -346,6 +356,24 @@ impl QueueConfig {
     pub fn redrive_policy(mut self, p: RedrivePolicy) -> Self {
         self.redrive_policy = Some(p);
         self
+    }
+
+    /// Bytes of the queue's file, all of it allocated at creation (on a tmpfs such as
+    /// `/dev/shm` that is memory, counted against the file system's size): 18.5 MiB with the
+    /// defaults. Fails as [`crate::Queue::create`] would on settings out of range.
+    ///
+    /// ```
+    /// use shmfifo::QueueConfig;
+    /// let bytes = QueueConfig::new().arena_size()?;
+    /// assert!(3 * bytes <= 64 << 20); // three default queues fit in Docker's 64 MiB /dev/shm
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn arena_size(&self) -> Result<u64> {
+        let g = self.geometry()?;
+        g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
+            setting: "size_classes",
+            reason: "the arena would be larger than 2^64 bytes".into(),
+        })
     }
 
     /// Validates the settings and derives the arena geometry.
@@ -509,10 +537,23 @@ mod tests {
     #[test]
     fn default_geometry() {
         let g = QueueConfig::new().geometry().unwrap();
-        assert_eq!(g.classes.first(), Some(&(192, 16_384)));
+        assert_eq!(g.classes.first(), Some(&(192, 8_192)));
         assert_eq!(g.classes.last().unwrap().0, 262_144 + 128 + 80 + 256);
         assert!(g.classes.windows(2).all(|w| w[0].0 < w[1].0));
         assert_eq!(g.group_slots, 8192);
+    }
+
+    /// Issue 21: three queues with the default settings fit in a container's default 64 MiB
+    /// `/dev/shm` with room to spare, keeping SQS's limits (256 KiB messages, 5-minute dedup
+    /// interval, 120,000 in flight).
+    #[test]
+    fn three_default_queues_fit_in_64_mib() {
+        let c = QueueConfig::new();
+        let size = c.arena_size().unwrap();
+        assert!(3 * size <= 60 << 20, "default arena {size} B");
+        assert_eq!(c.maximum_message_size, 262_144);
+        assert_eq!(c.deduplication_interval, Duration::from_secs(300));
+        assert_eq!(c.max_in_flight, 120_000);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! run), with an explicit unique dedup id, and with content-based dedup (SHA-256 of the body,
 //! bodies made unique by their first bytes). Sends are timed in chunks; each chunk's messages
 //! are then received and deleted untimed, so the queue never fills. The dedup table has the
-//! settings users get: 65,536 entries and SQS's 5-minute interval. After the first 65,536 ids
+//! settings users get: the default table (`shmfifo::DEFAULT_DEDUP_ENTRIES`, 16,384 entries) and
+//! SQS's 5-minute interval. After the first 16,384 ids
 //! it is full of live ids, and every new id evicts the oldest one of its window
 //! (`DedupOverflow::ShortenWindow`, the default): the figures are the steady state of a
 //! producer sending new ids faster than the table covers 5 minutes. Each fixture prints its
@@ -80,7 +81,6 @@ impl Fixture {
             .maximum_message_size(262_144)
             .max_messages(4096)
             .max_groups(64)
-            .dedup_entries(65_536)
             .deduplication_interval(Duration::from_secs(300));
         cfg = match mode {
             Mode::Off => cfg.deduplication(Deduplication::Off),

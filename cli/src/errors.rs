@@ -368,8 +368,9 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "`shmfifo recover {q}` repairs what dead processes left; if the error persists, `shmfifo unlink {q}` and create it again"
         ),
         Error::NoSpace { needed } => format!(
-            "the queue needs {} and {dir} is too small: check `df -h {dir}`, remount it larger (`sudo mount -o remount,size=SIZE {dir}` for a tmpfs), or create a smaller queue (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)",
-            crate::output::size(*needed)
+            "the queue needs {} and {dir} is too small: check `df -h {dir}`, remount it larger (`sudo mount -o remount,size=SIZE {dir}` for a tmpfs{}), or create a smaller queue (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)",
+            crate::output::size(*needed),
+            if dir == "/dev/shm" { "; in a container, `docker run --shm-size=SIZE`" } else { "" }
         ),
         Error::InvalidQueueName { .. } => {
             "a name is 1-200 of A-Z a-z 0-9 _ . -; anything containing '/' is taken as a path".to_owned()
@@ -570,7 +571,9 @@ mod tests {
             ),
             "{m}"
         );
+        assert!(m.contains("`docker run --shm-size=SIZE`"), "{m}");
         let m = message("/mnt/small/q", &Error::NoSpace { needed: 1 });
         assert!(m.contains("`df -h /mnt/small`"), "{m}");
+        assert!(!m.contains("docker"), "{m}");
     }
 }

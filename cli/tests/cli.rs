@@ -631,7 +631,7 @@ fn errors_have_exit_codes_names_and_hints() {
     // Exists already, with other settings: QueueAlreadyExists (exit 11) naming each difference.
     let (_, e) = expect(&["create", q.s()], 11);
     assert!(e.contains("exists with other settings"), "{e}");
-    assert!(e.contains("dedup_entries is 256 (asked 65536)"), "{e}");
+    assert!(e.contains("dedup_entries is 256 (asked 16384)"), "{e}");
     assert!(e.contains("hint:") && e.contains("shmfifo unlink"), "{e}");
     let (_, e) = expect(
         &["create", q.s(), "--visibility-timeout", "7s", "--json"],
@@ -1461,4 +1461,59 @@ fn commands_on_an_sqs_queue_url() {
     server.kill().unwrap();
     server.wait().unwrap();
     run(&["stat", "http://127.0.0.1:1/000000000000/gone.fifo"], 41);
+}
+
+/// Issue 21: three queues with the default settings fit in a container's default 64 MiB
+/// `/dev/shm`, and work there; a fourth does not fit and `create` says so (NoSpace, exit 17)
+/// with how much it needs and what to do. Run on a 64 MiB tmpfs mounted in a private mount
+/// namespace (`unshare -rm`); where user namespaces are not allowed it says so and checks
+/// nothing (the size itself is checked by `three_default_queues_fit_in_64_mib` in the
+/// library).
+#[test]
+fn default_queues_fit_in_a_64_mib_dev_shm() {
+    if !std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no private mount namespace here (unshare -rm)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("shmfifo-64m-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!(
+        r#"set -u
+mount -t tmpfs -o size=64m shm "$D" || exit 90
+for q in a b a-dlq; do "$B" create "$D/$q" >/dev/null || exit 91; done
+"$B" send "$D/a" --group g --dedup-id 1 hello >/dev/null || exit 92
+"$B" receive "$D/a" >/dev/null || exit 93
+"$B" create "$D/c" --json 2>"$D.err"; echo "exit $?"
+cat "$D.err"
+df -k "$D" | tail -1"#
+    );
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .env("D", &dir)
+        .env("B", BIN)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(dir.with_extension("err"));
+    let _ = std::fs::remove_dir(&dir);
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{o}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(o.contains("exit 17"), "the fourth queue must not fit: {o}");
+    assert!(o.contains("\"Code\":\"shmfifo.NoSpace\""), "{o}");
+    assert!(
+        o.contains("18.5 MiB"),
+        "the error names the size needed: {o}"
+    );
+    assert!(
+        o.contains("--max-messages"),
+        "the hint names smaller settings: {o}"
+    );
 }

@@ -56,7 +56,7 @@ typedef struct {
    */
   uint32_t maximum_message_size;
   /*
-   Slots of the smallest size class (default 16,384).
+   Slots of the smallest size class (default 8,192).
    */
   uint32_t max_messages;
   /*
@@ -80,7 +80,7 @@ typedef struct {
    */
   uint64_t deduplication_interval_ms;
   /*
-   Dedup table entries (default 65,536).
+   Dedup table entries (default 16,384).
    */
   uint32_t dedup_entries;
   /*

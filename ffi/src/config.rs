@@ -20,7 +20,7 @@ pub struct shmfifo_config {
     pub receive_wait_ms: u64,
     /// Largest message (body + attributes), bytes (default 262,144; 1,024–1,048,576).
     pub maximum_message_size: u32,
-    /// Slots of the smallest size class (default 16,384).
+    /// Slots of the smallest size class (default 8,192).
     pub max_messages: u32,
     /// Most groups with messages at once (default 4,096).
     pub max_groups: u32,
@@ -32,7 +32,7 @@ pub struct shmfifo_config {
     pub deduplication: u32,
     /// Dedup interval, ms (default 300,000; 1 ms – 14 days).
     pub deduplication_interval_ms: u64,
-    /// Dedup table entries (default 65,536).
+    /// Dedup table entries (default 16,384).
     pub dedup_entries: u32,
     /// Content-based dedup: 0 (default) or 1.
     pub content_based_deduplication: u32,
@@ -72,13 +72,13 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         visibility_timeout_ms: 30_000,
         receive_wait_ms: 0,
         maximum_message_size: 262_144,
-        max_messages: 16_384,
-        max_groups: 4_096,
-        max_participants: 64,
+        max_messages: shmfifo_core::DEFAULT_MAX_MESSAGES,
+        max_groups: shmfifo_core::DEFAULT_MAX_GROUPS,
+        max_participants: shmfifo_core::DEFAULT_MAX_PARTICIPANTS,
         mode: 0o600,
         deduplication: 1,
         deduplication_interval_ms: 300_000,
-        dedup_entries: 65_536,
+        dedup_entries: shmfifo_core::DEFAULT_DEDUP_ENTRIES,
         content_based_deduplication: 0,
         delay_ms: 0,
         message_retention_period_ms: 345_600_000,

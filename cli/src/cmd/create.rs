@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use shmfifo::{Deduplication, Queue, QueueConfig, RedrivePolicy};
+use shmfifo::{DedupOverflow, Deduplication, Queue, QueueConfig, RedrivePolicy};
 
 use super::{is_path, print_json, settings_json, settings_text, Ctx};
 use crate::errors::Failure;
@@ -23,6 +23,17 @@ pub enum Scope {
     /// No dedup table: sends need no dedup id and may not give one (shmfifo extension).
     #[value(name = "off")]
     Off,
+}
+
+/// What a send does when the dedup table has no room for a new id.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overflow {
+    /// Forget the oldest id of its window early and accept the send (counted, reported).
+    #[value(name = "shorten-window")]
+    ShortenWindow,
+    /// Refuse the send with DedupTableFull.
+    #[value(name = "refuse")]
+    Refuse,
 }
 
 /// Arguments of `create`. Unset settings take the library's defaults.
@@ -88,11 +99,20 @@ pub struct CreateArgs {
     /// How long an accepted dedup id makes later sends with it duplicates [default: 5m].
     #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "shmfifo settings")]
     pub deduplication_interval: Option<Duration>,
-    /// Dedup ids remembered at once, rounded up to a power of two [default: 65536].
+    /// Dedup ids remembered at once, rounded up to a power of two [default: 16384].
     #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
     pub dedup_entries: Option<u32>,
+    /// When all of a new dedup id's entries hold ids of the interval: shorten-window (forget
+    /// the oldest, as SQS would accept the send) or refuse [default: shorten-window].
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_enum,
+        help_heading = "shmfifo settings"
+    )]
+    pub dedup_overflow: Option<Overflow>,
     /// Slots of the smallest size class (192 B payloads); each larger class (x4) gets a
-    /// quarter as many, at least 4 [default: 16384].
+    /// quarter as many, at least 4 [default: 8192].
     #[arg(
         long,
         value_name = "N",
@@ -166,6 +186,12 @@ impl CreateArgs {
         }
         if let Some(n) = self.dedup_entries {
             c = c.dedup_entries(n);
+        }
+        if let Some(o) = self.dedup_overflow {
+            c = c.dedup_overflow(match o {
+                Overflow::ShortenWindow => DedupOverflow::ShortenWindow,
+                Overflow::Refuse => DedupOverflow::Refuse,
+            });
         }
         if let Some(n) = self.max_messages {
             c = c.max_messages(n);
