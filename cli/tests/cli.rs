@@ -1481,18 +1481,16 @@ fn default_queues_fit_in_a_64_mib_dev_shm() {
     }
     let dir = std::env::temp_dir().join(format!("shmfifo-64m-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let script = format!(
-        r#"set -u
+    let script = r#"set -u
 mount -t tmpfs -o size=64m shm "$D" || exit 90
 for q in a b a-dlq; do "$B" create "$D/$q" >/dev/null || exit 91; done
 "$B" send "$D/a" --group g --dedup-id 1 hello >/dev/null || exit 92
 "$B" receive "$D/a" >/dev/null || exit 93
 "$B" create "$D/c" --json 2>"$D.err"; echo "exit $?"
 cat "$D.err"
-df -k "$D" | tail -1"#
-    );
+df -k "$D" | tail -1"#;
     let out = std::process::Command::new("unshare")
-        .args(["-rm", "sh", "-c", &script])
+        .args(["-rm", "sh", "-c", script])
         .env("D", &dir)
         .env("B", BIN)
         .output()
