@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 8;
+pub const LAYOUT_VERSION: u64 = 9;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -161,6 +161,10 @@ pub struct Header {
     /// The test clock's arena time (ms, from 1), when `clock_mode` is 1: loaded Acquire by
     /// every operation, moved forward by `fetch_add` (never back).
     pub test_now: Padded<AtomicU64>,
+    /// The space doorbell (layout 9): producers waiting for a slot (`Queue::send_timeout`)
+    /// sleep on `doorbell`, counted in `waiters`; whoever frees a slot while one is counted
+    /// rings it (SYNC POINT(space-doorbell)).
+    pub space: Padded<WakeLine>,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.
@@ -255,9 +259,10 @@ pub struct RedrivePolicyWords {
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct WakeLine {
-    /// Bumped by a producer that saw `waiters > 0`; receivers sleep on it.
+    /// Bumped by whoever made progress (a published message, a freed slot) and saw
+    /// `waiters > 0`; the waiters sleep on it.
     pub doorbell: AtomicU32,
-    /// Number of receivers announced as (about to be) asleep.
+    /// Number of waiters announced as (about to be) asleep.
     pub waiters: AtomicU32,
 }
 
@@ -269,7 +274,9 @@ pub struct Participant {
     pub state: AtomicU64,
     /// Process id, for display only (never trusted as identity).
     pub pid: AtomicU64,
-    /// Receivers of this participant counted in `WakeLine::waiters`.
+    /// This participant's sleepers: receivers counted in `Header::wake`'s `waiters` (low 32
+    /// bits) and producers counted in `Header::space`'s (high 32 bits), so that whoever
+    /// clears the record gives both counts back.
     pub waiting: AtomicU64,
     /// This slot's contribution to the in-flight count (wrapping; +1 per first receive, -1
     /// per removal of a received message). Kept across registrations: only the sum counts.
@@ -300,7 +307,8 @@ pub mod counter {
     pub const RETENTION_EXPIRIES: usize = 6;
     /// Receives cut short by the in-flight limit (R8).
     pub const IN_FLIGHT_LIMIT_HITS: usize = 7;
-    /// Times a receiver went to sleep on the doorbell.
+    /// Times a receiver went to sleep on the doorbell, or a producer on the space doorbell
+    /// (`send_timeout` on a full size class).
     pub const WAITS: usize = 8;
     /// Times a producer rang the doorbell for a sleeping receiver.
     pub const WAKE_UPS: usize = 9;

@@ -31,7 +31,11 @@
     clippy::missing_safety_doc
 )]
 
+#[cfg(feature = "loom")]
+#[doc(hidden)]
 pub mod sync;
+#[cfg(not(feature = "loom"))]
+pub(crate) mod sync;
 
 #[cfg(feature = "loom")]
 #[doc(hidden)]

@@ -15,6 +15,7 @@ pub use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 pub use loom::thread_local;
 
 /// Interior mutability for payload bytes of heap arenas (tests and loom models).
+#[cfg(any(test, feature = "loom"))]
 pub use core::cell::UnsafeCell;
 
 /// A hint that the caller is busy-waiting for another participant.

@@ -695,3 +695,61 @@ fn emptied_group_entries_are_reused() {
     }
     assert_eq!(q.attributes().active_groups, 0);
 }
+
+/// Issue 21, `send_timeout`: a full size class makes the send wait and then fail with
+/// `SizeClassFull`; other errors return at once; a zero timeout is a plain send; a slot freed
+/// by a delete in another thread lets the waiting send through (woken, in order behind what
+/// was there).
+#[test]
+fn send_timeout_waits_for_room_in_a_full_class() {
+    let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .size_classes(vec![(192, 4), (262_608, 4)])
+        .max_groups(16);
+    let q = queue("sendwait", &cfg);
+    for i in 0..4 {
+        send(&q, &format!("g{i}"), "x");
+    }
+    let next = SendMessage::new("g0", "next");
+    for t in [
+        Duration::ZERO,
+        Duration::from_micros(1),
+        Duration::from_millis(30),
+    ] {
+        let r = q.send_timeout(&next, t);
+        assert!(
+            matches!(r, Err(Error::SizeClassFull { class_bytes: 192 })),
+            "{t:?}: {r:?}"
+        );
+    }
+    // Not a full class: at once, whatever the timeout.
+    let start = std::time::Instant::now();
+    let r = q.send_timeout(&SendMessage::new("g0", "\u{1}"), Duration::from_secs(60));
+    assert!(
+        matches!(r, Err(Error::InvalidMessageContents { .. })),
+        "{r:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "returned without waiting"
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            let got = recv_vt(&q, 1, Duration::from_secs(30));
+            assert_eq!(got[0].group_id, "g0");
+            q.delete(&got[0].receipt_handle).unwrap();
+        });
+        q.send_timeout(&next, Duration::from_secs(30)).unwrap();
+    });
+    let got = recv_vt(&q, 10, Duration::from_secs(30));
+    let mut bodies: Vec<(&str, &str)> = got
+        .iter()
+        .map(|m| (m.group_id.as_str(), m.body.as_str()))
+        .collect();
+    bodies.sort();
+    assert_eq!(
+        bodies,
+        [("g0", "next"), ("g1", "x"), ("g2", "x"), ("g3", "x")]
+    );
+}

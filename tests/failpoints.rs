@@ -132,6 +132,21 @@ fn child(spec: &str) {
                 libc::raise(libc::SIGKILL);
             }
         }
+        "send-wait" => {
+            // The class is full: the send waits (announced on the space doorbell) and times
+            // out.
+            failpoint::arm(k);
+            let r = q.send_timeout(
+                &SendMessage::new("g", "x").dedup_id("x1"),
+                Duration::from_millis(150),
+            );
+            failpoint::disarm();
+            match r {
+                Ok(r) => say(format!("ACK {}", r.message_id)),
+                Err(Error::SizeClassFull { .. }) => say("FULL".into()),
+                Err(e) => panic!("send-wait: {e}"),
+            }
+        }
         "release" => {
             q.recover().unwrap();
         }
@@ -298,6 +313,44 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     }
     let got = drain(&q);
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A producer waiting for space in a full class (`send_timeout`), killed at each step: the
+/// queue keeps exactly what it held, a later waiter is still served when a delete frees room,
+/// and nothing leaks.
+fn case_send_wait(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpwait", &config());
+    for i in 0..full {
+        send(&q, "f", &format!("f{i}"));
+    }
+    let o = run_child(op, &name, k, "");
+    if !o.killed {
+        assert_eq!(o.with("FULL").len(), 1, "{op} k={k}: timed out, class full");
+    }
+    q.recover().unwrap();
+    // A live waiter after the dead one: woken by the delete of the group's last messages.
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            let got = q
+                .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600)))
+                .unwrap();
+            for m in &got {
+                q.delete(&m.receipt_handle).unwrap();
+            }
+        });
+        q.send_timeout(
+            &SendMessage::new("w", "w").dedup_id("w"),
+            Duration::from_secs(30),
+        )
+        .unwrap();
+    });
+    let got = drain(&q);
+    assert_eq!(got.len(), full + 1 - 10, "{op} k={k}: the rest and w");
+    assert!(got.iter().any(|b| b == "w"), "{op} k={k}: w delivered");
     assert_clean(&q, full, &format!("{op} k={k}"));
     let _ = Queue::unlink(&name);
     o.killed
@@ -748,8 +801,9 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 12] = [
+    let cases: [(&str, Case); 13] = [
         ("send", case_send),
+        ("send-wait", case_send_wait),
         ("send-new-group", case_send),
         ("send-batch", case_send_batch),
         ("receive-delete", case_receive_delete),

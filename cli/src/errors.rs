@@ -392,7 +392,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "the message was received again, deleted, purged, or its visibility timeout passed: `shmfifo receive {q}` for a current handle"
         ),
         Error::SizeClassFull { .. } => format!(
-            "consume faster, or create the queue with a larger --max-messages; `shmfifo stat {q}` shows slot use by size class"
+            "consume faster, send with `--wait DURATION` to wait for room, or create the queue with a larger --max-messages; `shmfifo stat {q}` shows slot use by size class"
         ),
         Error::GroupLimitReached { .. } => {
             "consume some groups' messages, or create the queue with a larger --max-groups".to_owned()
@@ -516,6 +516,79 @@ mod tests {
                 message: "x".into(),
             },
         ]
+    }
+
+    /// Issue 21: every command a hint names is one the CLI takes, and every flag a hint names
+    /// exists, so that no hint can drift from the commands (placeholders such as DURATION are
+    /// filled in with a valid value first).
+    #[test]
+    fn every_hint_names_commands_and_flags_that_exist() {
+        use clap::{CommandFactory, Parser};
+        let cli = crate::Cli::command();
+        let mut flags: std::collections::HashSet<String> = cli
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_owned))
+            .collect();
+        flags.insert("help".to_owned()); // clap's own
+        for sub in cli.get_subcommands() {
+            flags.extend(
+                sub.get_arguments()
+                    .filter_map(|a| a.get_long().map(str::to_owned)),
+            );
+        }
+        let mut kinds = every_kind();
+        for parameter in ["MessageDeduplicationId", "MessageGroupId"] {
+            kinds.push(Error::InvalidParameterValue {
+                parameter,
+                reason: "y".into(),
+            });
+        }
+        let fill = |w: &str| match w {
+            "DURATION" => "30s".to_owned(),
+            "ID" | "GROUP" | "PID" | "SIZE" | "UID" => "1".to_owned(),
+            "DIR" => "/tmp".to_owned(),
+            w => w.to_owned(),
+        };
+        let (mut commands, mut named) = (0, 0);
+        for q in ["orders", "/tmp/q/orders"] {
+            for e in &kinds {
+                let Some(h) = hint(q, e) else { continue };
+                for (i, span) in h.split('`').enumerate() {
+                    if i % 2 == 1 && span.starts_with("shmfifo ") {
+                        let args: Vec<String> = span.split_whitespace().map(fill).collect();
+                        match crate::Cli::try_parse_from(&args) {
+                            Ok(_) => {}
+                            Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {}
+                            Err(err) => panic!("hint of {e:?} names `{span}`: {err}"),
+                        }
+                        commands += 1;
+                    }
+                }
+                // Flags in the prose and in `shmfifo …` spans (not in other programs' commands,
+                // such as `docker run --shm-size=SIZE`).
+                let ours = h
+                    .split('`')
+                    .enumerate()
+                    .filter(|(i, span)| i % 2 == 0 || span.starts_with("shmfifo "));
+                for (_, text) in ours {
+                    for (i, _) in text.match_indices("--") {
+                        let name: String = text[i + 2..]
+                            .chars()
+                            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                            .collect();
+                        assert!(
+                            flags.contains(&name),
+                            "hint of {e:?} names --{name}, which no command takes: {h}"
+                        );
+                        named += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            commands >= 20 && named >= 20,
+            "{commands} commands, {named} flags"
+        );
     }
 
     #[test]

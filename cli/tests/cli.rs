@@ -779,6 +779,77 @@ fn errors_have_exit_codes_names_and_hints() {
     expect(&["peek", not.s()], 13);
 }
 
+/// Issue 21: `send --wait` on a full size class waits for room: it fails with SizeClassFull
+/// (exit 30) when the time passes, and goes through when a consumer in another process
+/// deletes a message; with --batch the lines are sent in order, each waiting.
+#[test]
+fn send_wait_applies_backpressure_on_a_full_class() {
+    let q = Q::named("wait");
+    expect(&["create", q.s(), "--max-messages", "4"], 0);
+    for g in ["a", "b", "c", "d"] {
+        send(&q, g, g, "x");
+    }
+    let full = ["send", q.s(), "-g", "e", "-d", "e", "--wait", "100ms", "x"];
+    let (_, err) = expect(&full, 30);
+    assert!(
+        err.contains("no free slot") && err.contains("--wait"),
+        "{err}"
+    );
+    let waiting = std::process::Command::new(BIN)
+        .args([
+            "send",
+            q.s(),
+            "-g",
+            "e",
+            "-d",
+            "e",
+            "--wait",
+            "30s",
+            "x",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let got = received(&["receive", q.s(), "--max", "1", "--delete"]);
+    assert_eq!(got.as_array().unwrap().len(), 1);
+    let out = waiting.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "the waiting send went through");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["MessageId"].is_string(), "{v}");
+    // A batch with --wait: one line fits at once, the next waits for a delete.
+    let lines = "{\"group\": \"f\", \"dedup_id\": \"f\", \"body\": \"1\"}\n\
+                 {\"group\": \"h\", \"dedup_id\": \"h\", \"body\": \"2\"}\n";
+    received(&["receive", q.s(), "--max", "1", "--delete"]);
+    let mut batch = std::process::Command::new(BIN)
+        .args(["send", q.s(), "--batch", "-", "--wait", "30s", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        batch
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    received(&["receive", q.s(), "--max", "1", "--delete"]);
+    let out = batch.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["Successful"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(
+        u(&stat(&q)["messages"]["visible"]),
+        4,
+        "full again, nothing lost"
+    );
+}
+
 #[test]
 fn change_visibility_then_receive_again() {
     let q = create("cmv", &[]);
@@ -1514,4 +1585,38 @@ df -k "$D" | tail -1"#;
         o.contains("--max-messages"),
         "the hint names smaller settings: {o}"
     );
+}
+
+/// Issue 21: the operator's path (create with a dead-letter queue, send, watch, receive,
+/// scrape the metrics endpoint, redrive, errors, `send --wait`), in a container's conditions:
+/// `cli/session.sh` runs each command in a mount namespace with a 64 MiB tmpfs on /dev/shm and
+/// checks its exit status. The README and cli/README.md show this session.
+#[test]
+fn the_operators_session_runs_in_a_container_sized_dev_shm() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("session.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(BIN)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if out.status.code() == Some(77) {
+        eprintln!("skipped: this machine cannot make a mount namespace: {e}");
+        return;
+    }
+    assert!(out.status.success(), "{e}\n{o}");
+    for want in [
+        "tmpfs            64M",
+        "created orders (/dev/shm/orders, 18.5 MiB)",
+        "orders-dlq        3",
+        "ApproximateNumberOfMessagesVisible{queue=\"orders-dlq\"} 3",
+        "moved 3 messages from orders-dlq",
+        "order #3\t1",
+        "[exit 10]",
+    ] {
+        assert!(o.contains(want), "missing {want:?} in\n{o}");
+    }
 }

@@ -889,6 +889,20 @@ shmfifo_result shmfifo_send(const shmfifo_queue *q,
                             shmfifo_send_result *out);
 
 /*
+ Sends one message like [`shmfifo_send`], but when its size class is full waits up to
+ `timeout_ms` milliseconds for a slot to free (woken by the process that frees one), then
+ fails with `SHMFIFO_SIZE_CLASS_FULL`. Every other error returns at once. A timeout of 0 is
+ [`shmfifo_send`]. `out` may be NULL.
+
+ # Safety
+ `q` a live handle; `msg` valid (see [`shmfifo_send_message`]); `out` NULL or writable.
+ */
+shmfifo_result shmfifo_send_timeout(const shmfifo_queue *q,
+                                    const shmfifo_send_message *msg,
+                                    uint64_t timeout_ms,
+                                    shmfifo_send_result *out);
+
+/*
  Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids,
  too long, missing group or dedup id) is returned and nothing is sent; otherwise returns
  `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries).

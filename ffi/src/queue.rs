@@ -178,6 +178,37 @@ pub unsafe extern "C" fn shmfifo_send(
     })
 }
 
+/// Sends one message like [`shmfifo_send`], but when its size class is full waits up to
+/// `timeout_ms` milliseconds for a slot to free (woken by the process that frees one), then
+/// fails with `SHMFIFO_SIZE_CLASS_FULL`. Every other error returns at once. A timeout of 0 is
+/// [`shmfifo_send`]. `out` may be NULL.
+///
+/// # Safety
+/// `q` a live handle; `msg` valid (see [`shmfifo_send_message`]); `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_send_timeout(
+    q: *const shmfifo_queue,
+    msg: *const shmfifo_send_message,
+    timeout_ms: u64,
+    out: *mut shmfifo_send_result,
+) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(q) }?;
+        // SAFETY: per the contract.
+        let m = unsafe { msg.as_ref() }.ok_or_else(|| null("msg"))?;
+        let mut attrs = Vec::new();
+        // SAFETY: per the contract.
+        let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize) }?;
+        let r = q.send_timeout(&m, std::time::Duration::from_millis(timeout_ms))?;
+        // SAFETY: NULL or writable, per the contract.
+        if let Some(o) = unsafe { out.as_mut() } {
+            *o = send_result(&r);
+        }
+        Ok(())
+    })
+}
+
 /// Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids,
 /// too long, missing group or dedup id) is returned and nothing is sent; otherwise returns
 /// `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries).

@@ -1,6 +1,9 @@
-//! Builds the C tests and examples with the system C compiler against the committed header
-//! (`ffi/include/shmfifo.h`) and the built `libshmfifo.so`, and runs them:
+//! Installs the built C library with `ffi/install.sh` (as a user or a distribution would), builds
+//! the C tests and examples with the system C compiler against that installed copy (its header,
+//! its versioned `libshmfifo.so`), and runs them:
 //!
+//! * the install itself: SONAME and versioned links, a stripped library with split-off debug
+//!   info, DESTDIR staging, the pkg-config file;
 //! * `test_ffi.c`: every function and every provokable result code, also under valgrind
 //!   (memcheck, leaks) with no error;
 //! * C producer processes → a Rust consumer, and a Rust producer → C consumer processes:
@@ -8,8 +11,9 @@
 //! * the Python ctypes example sending, received in Rust and in C.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use shmfifo_core::{Queue, QueueConfig, ReceiveOptions, SendMessage};
@@ -31,9 +35,33 @@ fn lib_dir() -> PathBuf {
     dir
 }
 
-/// Compiles one C file into an executable under the test's scratch directory.
+/// Runs `ffi/install.sh` with `env` and PREFIX `prefix`, from the built library.
+fn install(prefix: &Path, env: &[(&str, &Path)]) {
+    let mut c = Command::new("bash");
+    c.arg(root().join("install.sh")).arg(prefix).arg(lib_dir());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let st = c.status().unwrap();
+    assert!(st.success(), "install.sh failed");
+}
+
+/// The installed copy every C program here is built against (installed once per run).
+fn installed() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("prefix");
+        let _ = std::fs::remove_dir_all(&prefix);
+        install(&prefix, &[]);
+        prefix
+    })
+}
+
+/// Compiles one C file into an executable under the test's scratch directory, against the
+/// installed header and library.
 fn compile(src: &str, out: &str) -> PathBuf {
-    let lib = lib_dir();
+    let prefix = installed();
+    let lib = prefix.join("lib");
     let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(out);
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let st = Command::new(&cc)
@@ -47,7 +75,7 @@ fn compile(src: &str, out: &str) -> PathBuf {
             "-pthread",
         ])
         .arg("-I")
-        .arg(root().join("include"))
+        .arg(prefix.join("include"))
         .arg(root().join(src))
         .arg("-L")
         .arg(&lib)
@@ -301,17 +329,11 @@ fn python_sends_rust_and_c_receive() {
     drop(q);
 }
 
-/// The documented install step and pkg-config line build a program.
+/// The documented install step and pkg-config line build a program, which runs against the
+/// installed library (found through its SONAME link, `libshmfifo.so.0`).
 #[test]
 fn install_and_pkg_config() {
-    let prefix = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("prefix");
-    let st = Command::new("bash")
-        .arg(root().join("install.sh"))
-        .arg(&prefix)
-        .arg(lib_dir())
-        .status()
-        .unwrap();
-    assert!(st.success(), "install.sh failed");
+    let prefix = installed();
     let pc = Command::new("pkg-config")
         .args(["--cflags", "--libs", "shmfifo"])
         .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
@@ -319,7 +341,11 @@ fn install_and_pkg_config() {
         .expect("pkg-config must be installed");
     assert!(pc.status.success());
     let flags = String::from_utf8(pc.stdout).unwrap().trim().to_owned();
-    let exe = prefix.join("producer");
+    assert_eq!(
+        flags,
+        format!("-I{0}/include -L{0}/lib -lshmfifo", prefix.display())
+    );
+    let exe = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("producer_pc");
     let st = Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -331,13 +357,89 @@ fn install_and_pkg_config() {
         .status()
         .unwrap();
     assert!(st.success(), "cc with pkg-config flags failed");
+    let needed = readelf(&exe, "-d");
+    assert!(
+        needed.contains("Shared library: [libshmfifo.so.0]"),
+        "the program records the SONAME: {needed}"
+    );
     let (name, q) = queue("pc");
     let st = Command::new(&exe)
         .args([&name.0, "0", "2", "10"])
+        .env("LD_LIBRARY_PATH", prefix.join("lib"))
         .status()
         .unwrap();
     assert!(st.success());
     assert_eq!(consume_in_rust(&q, 10).len(), 2);
+}
+
+fn readelf(file: &Path, what: &str) -> String {
+    let out = Command::new("readelf")
+        .arg(what)
+        .arg(file)
+        .output()
+        .expect("readelf (binutils) must be installed");
+    assert!(out.status.success(), "readelf {what} {}", file.display());
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 21: the install lays the library out as distributions do: under DESTDIR (the .pc
+/// file still says PREFIX), `libshmfifo.so.X.Y.Z` with SONAME `libshmfifo.so.X`, the two
+/// links, the library stripped with a debuglink to its split-off debug info, the static
+/// library, the header.
+#[test]
+fn install_is_laid_out_as_distributions_expect() {
+    let stage = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stage");
+    let _ = std::fs::remove_dir_all(&stage);
+    let debug = Path::new("/usr/lib/debug/usr/lib/x86_64-linux-gnu");
+    install(
+        Path::new("/usr"),
+        &[
+            ("DESTDIR", &stage),
+            ("LIBDIR", Path::new("/usr/lib/x86_64-linux-gnu")),
+            ("DEBUGDIR", debug),
+        ],
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    let major = env!("CARGO_PKG_VERSION_MAJOR");
+    let lib = stage.join("usr/lib/x86_64-linux-gnu");
+    let real = format!("libshmfifo.so.{version}");
+    let soname = format!("libshmfifo.so.{major}");
+    let link = |p: &str| std::fs::read_link(lib.join(p)).unwrap();
+    assert_eq!(link(&soname), PathBuf::from(&real));
+    assert_eq!(link("libshmfifo.so"), PathBuf::from(&soname));
+    let so = lib.join(&real);
+    assert!(readelf(&so, "-d").contains(&format!("Library soname: [{soname}]")));
+    let sections = readelf(&so, "-S");
+    assert!(!sections.contains(".debug_info"), "stripped");
+    assert!(
+        !sections.contains(" .symtab"),
+        "stripped of its static symbols"
+    );
+    assert!(
+        sections.contains(".gnu_debuglink"),
+        "links to its debug info"
+    );
+    let dbg = stage
+        .join(debug.strip_prefix("/").unwrap())
+        .join(format!("{real}.debug"));
+    assert!(
+        readelf(&dbg, "-S").contains(".debug_info"),
+        "the split-off debug info"
+    );
+    // The exported C ABI survives stripping.
+    assert!(readelf(&so, "--dyn-syms").contains("shmfifo_send_timeout"));
+    assert!(lib.join("libshmfifo.a").is_file());
+    assert!(stage.join("usr/include/shmfifo.h").is_file());
+    let pc = std::fs::read_to_string(lib.join("pkgconfig/shmfifo.pc")).unwrap();
+    assert!(
+        pc.starts_with("prefix=/usr\nlibdir=/usr/lib/x86_64-linux-gnu\n"),
+        "{pc}"
+    );
+    assert!(
+        !pc.contains(stage.to_str().unwrap()),
+        "DESTDIR is not recorded"
+    );
+    assert!(pc.contains(&format!("Version: {version}")));
 }
 
 /// The header also compiles as C++ (extern "C" guards, no C-only constructs).

@@ -81,7 +81,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 8);
+    CHECK(shmfifo_layout_version() == 9);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -821,6 +821,51 @@ static void test_test_clock(void) {
     shmfifo_queue_unlink(name);
 }
 
+/* Receives what is visible and deletes the first message after 30 ms, from another thread (a consumer). */
+static void *delete_one_later(void *q) {
+    usleep(30000);
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    shmfifo_message out[10];
+    if (receive_now((shmfifo_queue *)q, buf, out, 600000) >= 1)
+        EXPECT(shmfifo_delete((shmfifo_queue *)q, out[0].receipt_handle), SHMFIFO_OK);
+    else
+        CHECK(!"a message to delete");
+    shmfifo_receive_buffer_free(buf);
+    return NULL;
+}
+
+/* shmfifo_send_timeout: on a full size class it waits, and fails when the time passes; a
+ * delete in another thread wakes it and its message goes in. */
+static void test_send_timeout(void) {
+    const char *name = qname("wait");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = small_config();
+    c.max_messages = 4;
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    const char *ids[4] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        shmfifo_send_message m = msg(ids[i], "x", ids[i]);
+        EXPECT(shmfifo_send_timeout(q, &m, 1000, NULL), SHMFIFO_OK);
+    }
+    shmfifo_send_message fifth = msg("e", "x", "e");
+    EXPECT(shmfifo_send(q, &fifth, NULL), SHMFIFO_SIZE_CLASS_FULL);
+    EXPECT(shmfifo_send_timeout(q, &fifth, 0, NULL), SHMFIFO_SIZE_CLASS_FULL);
+    EXPECT(shmfifo_send_timeout(q, &fifth, 20, NULL), SHMFIFO_SIZE_CLASS_FULL);
+    /* Other errors return at once, whatever the timeout. */
+    shmfifo_send_message bad = msg("e", "x", NULL);
+    EXPECT(shmfifo_send_timeout(q, &bad, 60000, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, delete_one_later, q) == 0);
+    shmfifo_send_result r;
+    EXPECT(shmfifo_send_timeout(q, &fifth, 30000, &r), SHMFIFO_OK);
+    CHECK(r.duplicate == 0);
+    pthread_join(t, NULL);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
@@ -829,6 +874,7 @@ int main(int argc, char **argv) {
     test_lifecycle();
     test_lengths_checked_before_reading();
     test_test_clock();
+    test_send_timeout();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

@@ -229,6 +229,101 @@ fn doorbell_has_no_lost_wakeup() {
     });
 }
 
+/// SYNC POINT(space-doorbell): a producer whose size class is full announces itself and tries
+/// again while a consumer deletes the message holding the only slot; if the retry still found
+/// the class full, the deleter saw the waiter and rang the space doorbell.
+#[test]
+fn space_doorbell_has_no_lost_wakeup() {
+    model(|| {
+        let (h, env) = setup(2, 2, 1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        assert_eq!(
+            send(&a, &env, 1, "h", b"2").map(|_| ()),
+            Err(Fault::ClassFull(0))
+        );
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let ((bell, retry), ()) = par(
+            move || {
+                let a = h1.arena();
+                let bell = doorbell::space_begin_wait(&a, 1);
+                (bell, send(&a, &e1, 1, "h", b"2").map(|_| ()))
+            },
+            move || handle::delete(&h2.arena(), &*e2, me(0), handle).unwrap(),
+        );
+        let a = h.arena();
+        match retry {
+            Ok(()) => {}
+            Err(Fault::ClassFull(0)) => assert_ne!(
+                a.hdr.space.0.doorbell.load(Ordering::Acquire),
+                bell,
+                "the sleeping producer is woken"
+            ),
+            Err(f) => panic!("{f:?}"),
+        }
+        doorbell::space_end_wait(&a, 1);
+        assert_eq!(a.hdr.space.0.waiters.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// A producer waiting for space stops forever at each step (announced, retrying), and a
+/// deleter stops forever at each step of a delete that frees the slot: nothing wedges. The
+/// stopped waiter's count is given back by recovery (wakers stop ringing for it), and the slot
+/// is free for the next producer, which finds it when it looks again by itself (the API's
+/// waits are bounded by the liveness period) even if the deleter died before ringing.
+#[test]
+fn space_waiter_and_freer_stop_at_every_step() {
+    let waiter_stops = (0..3).map(|k| (Some(k), None));
+    let deleter_stops = (0..6).map(|k| (None, Some(k)));
+    for (kw, kd) in waiter_stops.chain(deleter_stops) {
+        model(move || {
+            let (h, env) = setup(3, 2, 1);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"1").unwrap();
+            let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (sent, ()) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, kw, || {
+                        let a = h1.arena();
+                        doorbell::space_begin_wait(&a, 1);
+                        let r = send(&a, &e1, 1, "h", b"2");
+                        if !crash::crashed() {
+                            doorbell::space_end_wait(&a, 1);
+                        }
+                        r.is_ok()
+                    })
+                },
+                move || {
+                    as_participant(&e2.clone(), 0, kd, || {
+                        let _ = handle::delete(&h2.arena(), &*e2, me(0), handle);
+                    })
+                },
+            );
+            let a = h.arena();
+            recovery::recover(&a, &*env, me(2)).unwrap();
+            assert_eq!(
+                a.hdr.space.0.waiters.load(Ordering::SeqCst),
+                0,
+                "a stopped waiter's count is given back"
+            );
+            let got = drain(&a, &env, 2);
+            assert!(got.len() <= 2, "never duplicated");
+            if sent {
+                assert!(
+                    got.contains(&b"2".to_vec()),
+                    "an acknowledged send is never lost"
+                );
+            }
+            // The slot is free again (or holds a message the drain took): a new send fits.
+            send(&a, &env, 2, "k", b"3").unwrap();
+            assert_eq!(drain(&a, &env, 2), [b"3".to_vec()]);
+            assert_clean(&a);
+        });
+    }
+}
+
 /// A producer stops forever at each step of a send while a consumer runs. After its death is
 /// known, recovery publishes a committed message or frees a half-made one: nothing wedges, an
 /// acknowledged send is never lost, nothing is duplicated, everything is reclaimed.

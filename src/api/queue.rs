@@ -109,6 +109,9 @@ impl Env for Op<'_> {
     fn wake(&self, word: &AtomicU32) {
         self.inner.wake(word)
     }
+    fn wake_all(&self, word: &AtomicU32) {
+        self.inner.wake_all(word)
+    }
     fn elapsed_ms(&self) -> u64 {
         // Waits are real time, also on a test clock.
         self.inner.real_ms()
@@ -147,6 +150,9 @@ impl Env for Inner {
     }
     fn wake(&self, word: &AtomicU32) {
         sys::futex_wake(word, 1);
+    }
+    fn wake_all(&self, word: &AtomicU32) {
+        sys::futex_wake(word, i32::MAX as u32);
     }
 }
 

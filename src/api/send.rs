@@ -2,17 +2,18 @@
 //! [`crate::protocol::send`].
 
 use std::hash::Hasher;
+use std::time::Duration;
 
 use super::framing;
 use super::queue::{fault, Op, Queue};
 use super::types::*;
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
-use crate::layout::MAX_ID_LEN;
+use crate::layout::{counter, MAX_ID_LEN};
 use crate::protocol::send::{self, Outgoing};
-use crate::protocol::{dedup, ready, recovery, words, Fault, PResult};
+use crate::protocol::{accounting, dedup, doorbell, ready, recovery, words, Fault, PResult};
 use crate::sync::Ordering;
-use crate::validate;
+use crate::{sys, validate};
 
 /// S4's error for a send without a dedup id on a queue that needs one.
 pub(super) fn missing_dedup_id() -> Error {
@@ -88,7 +89,63 @@ impl Queue {
         let group_id = msg.group_id.ok_or(Error::MissingParameter {
             parameter: "MessageGroupId",
         })?;
-        self.send_checked(group_id, msg)
+        self.send_checked(group_id, msg, 0)
+    }
+
+    /// Sends like [`send`](Self::send), but when the message's size class is full waits up to
+    /// `timeout` for a slot of that class to free, as a bounded channel applies backpressure.
+    /// The producer sleeps (no spinning) and is woken by whichever process frees a slot (a
+    /// delete, a purge, a dead-letter move, retention, recovery); it looks again by itself at
+    /// least every 100 ms, so a slot freed by a process that died before ringing, or by a
+    /// retention expiry nobody has swept yet, is found too.
+    ///
+    /// A delete frees a slot when its group's list lets go of it: the list keeps its last
+    /// deleted message as its anchor (the dummy node) until the group's next delete, or until
+    /// the group empties and is retired.
+    ///
+    /// Only a full size class is waited for: every other error (invalid input, a full group
+    /// table, a refusing dedup table) returns at once, as from [`send`](Self::send). When the
+    /// timeout passes with the class still full the error is [`Error::SizeClassFull`]; a zero
+    /// timeout is [`send`](Self::send). The wait is real time, also on a test clock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// // Room for four small messages.
+    /// let q = Queue::create_anonymous(&QueueConfig::new().max_messages(4))?;
+    /// for i in 0..4 {
+    ///     let id = format!("m{i}");
+    ///     q.send(&SendMessage::new(&id, "x").dedup_id(&id))?;
+    /// }
+    /// let fifth = SendMessage::new("m4", "x").dedup_id("m4");
+    /// // Full: a plain send fails at once, a send with a timeout fails when it passes.
+    /// assert!(matches!(q.send(&fifth), Err(Error::SizeClassFull { .. })));
+    /// let r = q.send_timeout(&fifth, Duration::from_millis(20));
+    /// assert!(matches!(r, Err(Error::SizeClassFull { .. })));
+    ///
+    /// // A consumer deletes in another thread (or process): the waiting send goes through.
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         std::thread::sleep(Duration::from_millis(50));
+    ///         let got = q.receive(&ReceiveOptions::max(1)).unwrap();
+    ///         q.delete(&got[0].receipt_handle).unwrap();
+    ///     });
+    ///     let sent = q.send_timeout(&fifth, Duration::from_secs(10)).unwrap();
+    ///     assert!(!sent.duplicate);
+    /// });
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn send_timeout(&self, msg: &SendMessage<'_>, timeout: Duration) -> Result<SendResult> {
+        let group_id = msg.group_id.ok_or(Error::MissingParameter {
+            parameter: "MessageGroupId",
+        })?;
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        // A timeout under a millisecond still waits (for one): it asked to wait.
+        let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
+        self.send_checked(group_id, msg, ms)
     }
 
     /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
@@ -145,7 +202,14 @@ impl Queue {
         Ok(())
     }
 
-    pub(super) fn send_checked(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<SendResult> {
+    /// Checks and sends `msg` to `group_id`, waiting up to `wait_ms` for a slot if its class
+    /// is full.
+    pub(super) fn send_checked(
+        &self,
+        group_id: &str,
+        msg: &SendMessage<'_>,
+        wait_ms: u64,
+    ) -> Result<SendResult> {
         self.check(group_id, msg)?;
         let f = Framed::new(self.inner.dedup, msg);
         let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
@@ -157,6 +221,7 @@ impl Queue {
             msg.body.len(),
             0,
             0,
+            wait_ms,
         )
     }
 
@@ -182,11 +247,14 @@ impl Queue {
             body.len(),
             flags,
             prior_receives,
+            0,
         )
     }
 
     /// Enqueues a validated message from all its parts in slot order (`parts[0]` the
-    /// dead-letter source, `parts[1]` the dedup id, the body last).
+    /// dead-letter source, `parts[1]` the dedup id, the body last), waiting up to `wait_ms`
+    /// for a slot if its class is full.
+    #[allow(clippy::too_many_arguments)]
     fn send_all(
         &self,
         group_id: &[u8],
@@ -195,6 +263,7 @@ impl Queue {
         body_len: usize,
         flags: u8,
         prior_receives: u32,
+        wait_ms: u64,
     ) -> Result<SendResult> {
         let inner = &*self.inner;
         let out = self.outgoing(
@@ -215,9 +284,46 @@ impl Queue {
                 }
             }
             r => r,
+        };
+        let sent = match sent {
+            Err(Fault::ClassFull(_)) if wait_ms > 0 => self.wait_for_space(&out, wait_ms)?,
+            r => r,
         }
         .map_err(|f| fault(f, inner))?;
         Ok(self.sent(&sent))
+    }
+
+    /// Sends `out`, whose class was full, sleeping on the space doorbell until a slot frees or
+    /// `wait_ms` (real time) passes (SYNC POINT(space-doorbell)). Announces itself, tries
+    /// again, then sleeps on the doorbell value read before the retry: a slot freed after the
+    /// retry rings a value it has not slept past. Looks again at least every liveness period
+    /// (a dead participant's slots, retention expiries), running recovery or a sweep if due.
+    fn wait_for_space(&self, out: &Outgoing<'_>, wait_ms: u64) -> Result<PResult<send::Sent>> {
+        let inner = &*self.inner;
+        let part = inner.index as usize;
+        let deadline = inner.real_ms().saturating_add(wait_ms);
+        loop {
+            let bell = doorbell::space_begin_wait(&self.arena(), part);
+            // A kill point: a producer that dies announced (tests/failpoints.rs).
+            #[cfg(feature = "failpoints")]
+            crate::failpoint::hit();
+            let r = send::send(&self.arena(), &Op::new(inner), inner.me, out);
+            let now = inner.real_ms();
+            if !matches!(r, Err(Fault::ClassFull(_))) || now >= deadline {
+                doorbell::space_end_wait(&self.arena(), part);
+                return Ok(r);
+            }
+            let t = (deadline - now).clamp(1, recovery::LIVENESS_PERIOD_MS);
+            accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
+            sys::futex_wait(&inner.view.hdr.space.0.doorbell, bell, t);
+            doorbell::space_end_wait(&self.arena(), part);
+            // As a sleeping receiver does: a named queue's file may have been truncated
+            // under us while we slept; report it rather than touch a page that is gone.
+            if let Some(e) = self.truncated()? {
+                return Err(e);
+            }
+            self.make_room();
+        }
     }
 
     /// Slots claimed by producers that died are reclaimed by recovery, and messages past their

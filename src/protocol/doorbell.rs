@@ -1,5 +1,13 @@
-//! The doorbell: long-polling receivers announce themselves and sleep on a futex word; a
+//! The doorbells: long-polling receivers announce themselves and sleep on a futex word; a
 //! producer that published rings it only when someone may be asleep (SYNC POINT(doorbell)).
+//! Producers waiting for a free slot (`Queue::send_timeout`) do the same on the space
+//! doorbell, which whoever frees a slot rings (SYNC POINT(space-doorbell)).
+//!
+//! A participant's record counts its sleepers too (`Participant::waiting`: receivers in the
+//! low 32 bits, producers in the high 32), so that a recoverer, a successor or a clean close
+//! gives a dead or departed participant's counts back ([`give_back`]). A waiter that stops
+//! forever while counted only makes wakers ring for nobody: a wasted wake-up, never a lost
+//! one.
 
 use super::accounting::count;
 use super::Owner;
@@ -36,6 +44,67 @@ pub fn begin_wait(a: &Arena<'_>, part: usize) -> u32 {
     fence(Ordering::SeqCst);
     // Acquire: pairs with the producer's Release increment of the doorbell.
     w.doorbell.load(Ordering::Acquire)
+}
+
+/// Per-participant count of one producer waiting for space (the high half of `waiting`).
+const SPACE_WAITER: u64 = 1 << 32;
+
+/// Gives back the sleeper counts `w` (a swapped-out `Participant::waiting`) of a participant
+/// that died or closed: receivers to the wake line, producers to the space line.
+pub fn give_back(a: &Arena<'_>, w: u64) {
+    // AcqRel: counts; the caller's swap made this the only give-back of `w`.
+    let receivers = w as u32;
+    if receivers > 0 {
+        a.hdr.wake.0.waiters.fetch_sub(receivers, Ordering::AcqRel);
+    }
+    let producers = (w >> 32) as u32;
+    if producers > 0 {
+        a.hdr.space.0.waiters.fetch_sub(producers, Ordering::AcqRel);
+    }
+}
+
+/// Rings the space doorbell if a producer may be waiting for a slot. Called by whoever freed a
+/// slot, after the CAS that freed it.
+pub fn notify_space(a: &Arena<'_>, env: &dyn Env) {
+    let s = &a.hdr.space.0;
+    // SYNC POINT(space-doorbell): the fence orders the freeing CAS in `pool::free` before the
+    // `waiters` load, against the waiter's SeqCst increment and fence before its retry: either
+    // this load sees the waiter or the waiter's retry sees the free slot.
+    if crate::sync::fence_then_load_u32(&s.waiters) > 0 {
+        // Release: a woken producer's Acquire load of the doorbell sees the free.
+        s.doorbell.fetch_add(1, Ordering::Release);
+        // Every waiter: they may wait on different size classes, and one woken for a class it
+        // cannot use would leave the one that can asleep.
+        env.wake_all(&s.doorbell);
+    }
+}
+
+/// Announces participant `part` as a producer about to sleep until a slot frees; returns the
+/// space doorbell value to sleep on. The caller must try its send again after this, then
+/// sleep, then call [`space_end_wait`].
+pub fn space_begin_wait(a: &Arena<'_>, part: usize) -> u32 {
+    let s = &a.hdr.space.0;
+    // SYNC POINT(space-doorbell): SeqCst increment and fence before the caller's retry,
+    // against the freer's CAS, fence, then `waiters` load: one sees the other.
+    s.waiters.fetch_add(1, Ordering::SeqCst);
+    if let Some(p) = a.parts.get(part) {
+        // Relaxed: bookkeeping for giving a dead waiter's count back (after the global
+        // count, so a crash between the two over-counts rather than wraps).
+        p.waiting.fetch_add(SPACE_WAITER, Ordering::Relaxed);
+    }
+    fence(Ordering::SeqCst);
+    // Acquire: pairs with the freer's Release increment of the doorbell.
+    s.doorbell.load(Ordering::Acquire)
+}
+
+/// Ends a wait begun with [`space_begin_wait`].
+pub fn space_end_wait(a: &Arena<'_>, part: usize) {
+    // Relaxed: counts only; the doorbell carries the synchronisation. Per-participant first,
+    // so that a crash in between over-counts (a spurious wake-up) rather than wraps.
+    if let Some(p) = a.parts.get(part) {
+        p.waiting.fetch_sub(SPACE_WAITER, Ordering::Relaxed);
+    }
+    a.hdr.space.0.waiters.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// Ends a wait begun with [`begin_wait`].

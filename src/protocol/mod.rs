@@ -134,6 +134,10 @@ pub trait Env {
     fn participant_alive(&self, index: u32) -> bool;
     /// Wakes one receiver sleeping on `word`.
     fn wake(&self, word: &AtomicU32);
+    /// Wakes every process sleeping on `word` (by default, as [`Env::wake`] does).
+    fn wake_all(&self, word: &AtomicU32) {
+        self.wake(word);
+    }
     /// A fresh reading of [`Env::now_ms`]'s clock, for measuring how long a wait has lasted.
     /// `now_ms` may be read once per operation and reused (the API's [`Env`] does); this one
     /// never is.

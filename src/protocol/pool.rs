@@ -5,7 +5,7 @@
 //! with one CAS to `CLAIMED(owner)`; a producer that dies while holding a claim leaves a slot
 //! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
 
-use super::{node, vis, Arena, Fault, Owner, PResult};
+use super::{doorbell, node, vis, Arena, Env, Fault, Owner, PResult};
 use crate::sync::{fence, Ordering};
 
 /// Claims a free slot of class `class` for `owner`, scanning from `start`.
@@ -66,26 +66,33 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
     Err(Fault::ClassFull(class))
 }
 
-/// Frees slot `idx` if its `vis` word still equals `expected` (a `DELETED` or `CLAIMED` word).
-/// Returns whether this call freed it.
-pub fn free(a: &Arena<'_>, idx: u32, expected: u64) -> PResult<bool> {
+/// Frees slot `idx` if its `vis` word still equals `expected` (a `DELETED` or `CLAIMED` word),
+/// then rings the space doorbell if a producer waits for a slot. Returns whether this call
+/// freed it.
+pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bool> {
     let h = a.msg(idx)?;
     let epoch = vis::next(vis::epoch(expected));
     // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
     // Acquire CAS in `alloc`.
-    Ok(h.vis
+    let freed = h
+        .vis
         .compare_exchange(
             expected,
             vis::pack(epoch, vis::FREE),
             Ordering::Release,
             Ordering::Relaxed,
         )
-        .is_ok())
+        .is_ok();
+    if freed {
+        crash_point!(Ok(true));
+        doorbell::notify_space(a, env);
+    }
+    Ok(freed)
 }
 
 /// Frees a node that was a group's dummy, if it is a message in the `DELETED` state of the
 /// expected incarnation. Idempotent: a second call finds it freed and does nothing.
-pub fn free_dummy(a: &Arena<'_>, node_ref: u64) -> PResult<()> {
+pub fn free_dummy(a: &Arena<'_>, env: &dyn Env, node_ref: u64) -> PResult<()> {
     let idx = node::index(node_ref);
     if idx >= a.total {
         return Ok(()); // a sentinel, not a slot
@@ -104,7 +111,7 @@ pub fn free_dummy(a: &Arena<'_>, node_ref: u64) -> PResult<()> {
         return Ok(());
     }
     if vis::state(w) == vis::State::Deleted {
-        free(a, idx, w)?;
+        free(a, env, idx, w)?;
     }
     Ok(())
 }

@@ -344,7 +344,7 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
             _ => continue,
         };
         crash_point!();
-        pool::free(a, i, w)?;
+        pool::free(a, env, i, w)?;
     }
     // Release: our frees happen before a reuser's Acquire CAS of `state`.
     if e.state

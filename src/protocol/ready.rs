@@ -82,7 +82,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
     // Acquire: SYNC POINT(claim); a dead holder's pending free is visible.
     let p = e.pending_free.load(Ordering::Acquire);
     if p != 0 && p != e.head.load(Ordering::Acquire) {
-        pool::free_dummy(a, p)?;
+        pool::free_dummy(a, env, p)?;
     }
     if p != 0 {
         e.pending_free.store(0, Ordering::Release);
@@ -93,12 +93,12 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
         let hl = hlw.load(Ordering::Acquire);
         if node::inc(hl) != node::inc(h) {
             // Only a retire frees the dummy (invariant 1): finish it.
-            finish_retire(a, e, h)?;
+            finish_retire(a, env, e, h)?;
             return Ok(Cleaned::Retired);
         }
         match node::index(hl) {
             node::CLOSED => {
-                finish_retire(a, e, h)?;
+                finish_retire(a, env, e, h)?;
                 return Ok(Cleaned::Retired);
             }
             node::NIL => {
@@ -114,7 +114,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                     .is_ok()
                 {
                     crash_point!();
-                    finish_retire(a, e, h)?;
+                    finish_retire(a, env, e, h)?;
                     return Ok(Cleaned::Retired);
                 }
                 continue; // an append won: look again
@@ -141,7 +141,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
                 // our later loads of `vis` see any producer whose RMW came first.
                 e.head.swap(nref, Ordering::AcqRel);
                 crash_point!();
-                pool::free_dummy(a, h)?;
+                pool::free_dummy(a, env, h)?;
                 if node::index(h) < a.total {
                     e.pending_free.store(0, Ordering::Release);
                 }
@@ -152,8 +152,8 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
 }
 
 /// Frees the dummy `h` of a closed list and turns the entry into a tombstone.
-fn finish_retire(a: &Arena<'_>, e: &GroupEntry, h: u64) -> PResult<()> {
-    pool::free_dummy(a, h)?;
+fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResult<()> {
+    pool::free_dummy(a, env, h)?;
     crash_point!();
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);

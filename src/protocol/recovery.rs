@@ -163,9 +163,7 @@ fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: Owner, dead: &[(u32, u32)]) ->
         r.dead_participants += 1;
         // AcqRel swap: exactly one recoverer subtracts a dead participant's waiters.
         let w = a.parts[i as usize].waiting.swap(0, Ordering::AcqRel);
-        if w > 0 {
-            a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
-        }
+        super::doorbell::give_back(a, w);
     }
     for (i, h) in a.slots() {
         // Acquire: the slot's current state.

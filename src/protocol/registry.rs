@@ -77,13 +77,7 @@ pub fn register<E>(
             // AcqRel: exactly one of us and a recoverer subtracts a dead holder's waiters.
             let stale = p.waiting.swap(0, Ordering::AcqRel);
             crash_point!(Ok(None));
-            if stale > 0 {
-                a.hdr
-                    .wake
-                    .0
-                    .waiters
-                    .fetch_sub(stale as u32, Ordering::AcqRel);
-            }
+            super::doorbell::give_back(a, stale);
             return Ok(Some(Registration {
                 index: i,
                 gen,
@@ -105,9 +99,7 @@ pub fn deregister(a: &Arena<'_>, index: u32) {
     let st = p.state.load(Ordering::Acquire);
     let w = p.waiting.swap(0, Ordering::AcqRel);
     crash_point!(());
-    if w > 0 {
-        a.hdr.wake.0.waiters.fetch_sub(w as u32, Ordering::AcqRel);
-    }
+    super::doorbell::give_back(a, w);
     crash_point!(());
     // Release: pairs with the next registrant's Acquire load (and with recovery's).
     p.state.store(

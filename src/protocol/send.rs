@@ -160,7 +160,7 @@ pub fn send_chain(
             for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
                 // Every error of `link` comes before the link CAS: nothing was enqueued, the
                 // slots are freed (or still claimed by us) and the keys may be sent again.
-                give_up(a, p.idx, p.claimed, p.entry)?;
+                give_up(a, env, p.idx, p.claimed, p.entry)?;
                 results[usize::from(k)] = Err(f);
             }
             return Ok(());
@@ -236,11 +236,17 @@ struct Prepared<'a> {
 }
 
 /// Frees a slot we claimed, aborting our dedup entry first (invariant D).
-fn give_up(a: &Arena<'_>, idx: u32, claimed: u64, entry: Option<(u32, u64)>) -> PResult<()> {
+fn give_up(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    idx: u32,
+    claimed: u64,
+    entry: Option<(u32, u64)>,
+) -> PResult<()> {
     if let Some((index, word)) = entry {
         dedup::abort(a, index, word)?;
     }
-    pool::free(a, idx, claimed)?;
+    pool::free(a, env, idx, claimed)?;
     Ok(())
 }
 
@@ -257,7 +263,7 @@ fn prepare<'a>(
     let (cl, slot) = a.class_of(idx)?;
     let total: usize = out.parts.iter().map(|p| p.len()).sum();
     if total > cl.cap as usize {
-        give_up(a, idx, claimed, entry)?;
+        give_up(a, env, idx, claimed, entry)?;
         return Err(Fault::Corrupted("payload larger than its class"));
     }
     // SAFETY: `slot < cl.headers.len()` and the payload array holds `headers.len() * stride`

@@ -81,7 +81,7 @@ pub(crate) fn settle_known(
             hint_if_ready(a, env, me, g, e)?;
         }
         Ok(Settled::Published)
-    } else if pool::free(a, idx, w)? {
+    } else if pool::free(a, env, idx, w)? {
         Ok(Settled::Freed)
     } else {
         Ok(Settled::Raced)

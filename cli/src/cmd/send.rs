@@ -49,6 +49,11 @@ pub struct SendArgs {
     /// Send the messages of a JSON-lines file (`-`: stdin), 10 per send_batch.
     #[arg(long, value_name = "FILE|-")]
     pub batch: Option<String>,
+    /// When the message's size class is full, wait up to DURATION (`30s`, `5m`, or plain
+    /// seconds) for a consumer to free a slot instead of failing at once (backpressure). With
+    /// --batch, messages are then sent one at a time, in order, each waiting as long.
+    #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
+    pub wait: Option<std::time::Duration>,
 }
 
 /// One message to send, owned.
@@ -123,7 +128,7 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         let (name, text) = read_source(src)?;
         let msgs = parse_lines(&name, &text)?;
         let q = open(&a.queue)?;
-        return send_batches(&q, &a.queue, &msgs, ctx);
+        return send_batches(&q, &a.queue, &msgs, a.wait, ctx);
     }
     let body = match (&a.body, &a.file) {
         (Some(b), _) if b == "-" => read_source("-")?.1,
@@ -145,11 +150,21 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         .map(Attribute::as_message_attribute)
         .collect();
     if super::remote::is_remote(&a.queue) {
+        if a.wait.is_some() {
+            return Err(Failure::input(
+                &a.queue,
+                "--wait applies to local queues only (an SQS queue is never full)",
+            ));
+        }
         return super::remote::send(&a.queue, &m.message(&attrs), ctx);
     }
     let q = open(&a.queue)?;
     let msg = m.message(&attrs);
-    let r = q.send(&msg).map_err(|e| Failure::queue(&a.queue, e))?;
+    let r = match a.wait {
+        Some(t) => q.send_timeout(&msg, t),
+        None => q.send(&msg),
+    }
+    .map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
     if ctx.json {
         let mut v = result_json(&r);
@@ -346,11 +361,40 @@ fn batches(msgs: &[Outgoing]) -> Vec<&[Outgoing]> {
 
 /// Sends the batches in order. A batch with a failed entry is the last one sent: the
 /// messages after it are not sent (a later message of the same group would overtake it).
-fn send_batches(q: &Queue, queue: &str, msgs: &[Outgoing], ctx: Ctx) -> Result<(), Failure> {
+fn send_batches(
+    q: &Queue,
+    queue: &str,
+    msgs: &[Outgoing],
+    wait: Option<std::time::Duration>,
+    ctx: Ctx,
+) -> Result<(), Failure> {
     let mut ok: Vec<(usize, SendResult)> = Vec::new();
     let mut failed: Vec<(usize, shmfifo::Error)> = Vec::new();
     let mut request_error = None;
-    for batch in batches(msgs) {
+    if let Some(t) = wait {
+        // Backpressure: one message at a time, each waiting for room, so that order holds
+        // whatever fills up.
+        for m in msgs {
+            let attrs: Vec<_> = m
+                .attributes
+                .iter()
+                .map(Attribute::as_message_attribute)
+                .collect();
+            match q.send_timeout(&m.message(&attrs), t) {
+                Ok(r) => ok.push((m.line, r)),
+                Err(e) => {
+                    failed.push((m.line, e));
+                    break;
+                }
+            }
+        }
+    }
+    let all = if wait.is_some() {
+        Vec::new() // sent above
+    } else {
+        batches(msgs)
+    };
+    for batch in all {
         let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> = batch
             .iter()
             .map(|m| {

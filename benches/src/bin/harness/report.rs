@@ -729,11 +729,16 @@ struct Bar {
 pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
     use plotters::prelude::*;
 
-    let bars = |section: Section, lat: bool| -> Vec<Bar> {
+    // A panel's bars, and the peers of its section that were not measured (with why).
+    let bars = |section: Section, lat: bool| -> (Vec<Bar>, Vec<String>) {
+        let cases = || {
+            rows.iter().filter(|r| {
+                r.key.section == section && r.key.payload == 64 && r.key.variant.is_empty()
+            })
+        };
         // Bottom-up in the chart: reversed, so that the table's first row is on top.
-        rows.iter()
+        let bars = cases()
             .rev()
-            .filter(|r| r.key.section == section && r.key.payload == 64 && r.key.variant.is_empty())
             .filter_map(|r| {
                 let spread = if lat {
                     r.lat.as_ref().map(|l| l.0)
@@ -746,42 +751,91 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
                     ours: r.key.peer == Peer::Shmfifo,
                 })
             })
-            .collect()
+            .collect();
+        let missing = cases()
+            .filter(|r| {
+                if lat {
+                    r.lat.is_none()
+                } else {
+                    r.tput.is_none()
+                }
+            })
+            .map(|r| {
+                let why = r.note.strip_prefix("not measured: ").unwrap_or(&r.note);
+                format!("{}: {why}", r.key.peer_label())
+            })
+            .collect();
+        (bars, missing)
+    };
+    let panel = |title: &str, section: Section, lat: bool, scale: f64, axis: &str| {
+        let (b, missing) = bars(section, lat);
+        (title.to_owned(), b, missing, scale, axis.to_owned())
     };
     let panels = [
-        (
-            "One-way latency p50, receiver spinning (µs, lower is better)",
-            bars(Section::LatSpin, true),
+        panel(
+            "One-way latency p50, receiver spinning, 64 B (lower is better)",
+            Section::LatSpin,
+            true,
             1e-3,
+            "µs, log scale",
         ),
-        (
-            "One-way latency p50, receiver asleep (µs, lower is better)",
-            bars(Section::LatSleep, true),
+        panel(
+            "One-way latency p50, receiver asleep, 64 B (lower is better)",
+            Section::LatSleep,
+            true,
             1e-3,
+            "µs, log scale",
         ),
-        (
-            "Throughput, 1 → 1 process, batches of 10 (M msg/s, higher is better)",
-            bars(Section::TputBatch, false),
+        panel(
+            "Throughput, 1 → 1 process, batches of 10, 64 B (higher is better)",
+            Section::TputBatch,
+            false,
             1e-6,
+            "million messages per second, log scale",
         ),
     ];
     // Panels with nothing measured are left out.
     let panels: Vec<_> = panels.into_iter().filter(|p| !p.1.is_empty()).collect();
-    let heights: Vec<u32> = panels.iter().map(|p| 70 + 26 * p.1.len() as u32).collect();
-    let total: u32 = heights.iter().sum::<u32>() + 40;
+    // Bars, the axis and its description, a line per peer not measured.
+    let heights: Vec<u32> = panels
+        .iter()
+        .map(|p| 88 + 26 * p.1.len() as u32 + 16 * p.2.len() as u32)
+        .collect();
+    let total: u32 = heights.iter().sum::<u32>() + 58;
     let root = SVGBackend::new(path, (960, total)).into_drawing_area();
     let e = |x: DrawingAreaErrorKind<_>| format!("chart: {x}");
     root.fill(&WHITE).map_err(e)?;
-    let (head, mut rest) = root.split_vertically(40);
+    let (head, mut rest) = root.split_vertically(58);
     head.draw(&Text::new(
         format!("shmfifo and its peers — {subtitle}"),
         (10, 12),
         ("sans-serif", 16).into_font(),
     ))
     .map_err(e)?;
-    for ((title, bars, scale), h) in panels.iter().zip(&heights) {
+    head.draw(&Text::new(
+        "Bars: median of the runs; whiskers: fastest to slowest run. Horizontal axes are \
+         logarithmic. Peers not measured in a panel are listed under it, with why."
+            .to_owned(),
+        (10, 30),
+        ("sans-serif", 12).into_font(),
+    ))
+    .map_err(e)?;
+    for ((title, bars, missing, scale, axis), h) in panels.iter().zip(&heights) {
         let (area, below) = rest.split_vertically(*h);
         rest = below;
+        let (area, notes) = area.split_vertically(*h - 16 * missing.len() as u32);
+        for (i, m) in missing.iter().enumerate() {
+            notes
+                .draw(&Text::new(
+                    format!("not measured: {m}"),
+                    (236, 2 + 16 * i as i32),
+                    ("sans-serif", 11)
+                        .into_font()
+                        .color(&RGBColor(110, 110, 110)),
+                ))
+                .map_err(e)?;
+        }
+        let scale = *scale;
         let lo = bars
             .iter()
             .map(|b| b.spread.min * scale)
@@ -795,9 +849,9 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
         let n = bars.len();
         let names: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
         let mut chart = ChartBuilder::on(&area)
-            .caption(*title, ("sans-serif", 14))
+            .caption(title.as_str(), ("sans-serif", 14))
             .margin(6)
-            .x_label_area_size(22)
+            .x_label_area_size(36)
             .y_label_area_size(230)
             .build_cartesian_2d((lo..hi).log_scale(), (0..n - 1).into_segmented())
             .map_err(e)?;
@@ -810,6 +864,7 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
                 _ => String::new(),
             })
             .x_label_formatter(&|x| format!("{x}"))
+            .x_desc(axis.as_str())
             .draw()
             .map_err(e)?;
         for (i, b) in bars.iter().enumerate() {
@@ -847,7 +902,7 @@ pub fn svg(rows: &[Row], path: &Path, subtitle: &str) -> Result<(), String> {
                     BLACK.stroke_width(2),
                 )))
                 .map_err(e)?;
-            let text = if *scale == 1e-3 {
+            let text = if scale == 1e-3 {
                 us(b.spread.median)
             } else {
                 per_s(b.spread.median)
