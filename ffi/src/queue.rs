@@ -161,6 +161,21 @@ pub unsafe extern "C" fn shmfifo_send(
     msg: *const shmfifo_send_message,
     out: *mut shmfifo_send_result,
 ) -> shmfifo_result {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { send_one(q, msg, 0, out) }
+}
+
+/// [`shmfifo_send`] and [`shmfifo_send_timeout`]: converts, sends waiting up to `timeout_ms`
+/// for room (0: not at all), writes the result.
+///
+/// # Safety
+/// As [`shmfifo_send`].
+unsafe fn send_one(
+    q: *const shmfifo_queue,
+    msg: *const shmfifo_send_message,
+    timeout_ms: u64,
+    out: *mut shmfifo_send_result,
+) -> shmfifo_result {
     guard(|| {
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
@@ -169,7 +184,7 @@ pub unsafe extern "C" fn shmfifo_send(
         let mut attrs = Vec::new();
         // SAFETY: per the contract.
         let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize) }?;
-        let r = q.send(&m)?;
+        let r = q.send_timeout(&m, std::time::Duration::from_millis(timeout_ms))?;
         // SAFETY: NULL or writable, per the contract.
         if let Some(o) = unsafe { out.as_mut() } {
             *o = send_result(&r);
@@ -192,21 +207,8 @@ pub unsafe extern "C" fn shmfifo_send_timeout(
     timeout_ms: u64,
     out: *mut shmfifo_send_result,
 ) -> shmfifo_result {
-    guard(|| {
-        // SAFETY: per the contract.
-        let q = unsafe { queue(q) }?;
-        // SAFETY: per the contract.
-        let m = unsafe { msg.as_ref() }.ok_or_else(|| null("msg"))?;
-        let mut attrs = Vec::new();
-        // SAFETY: per the contract.
-        let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize) }?;
-        let r = q.send_timeout(&m, std::time::Duration::from_millis(timeout_ms))?;
-        // SAFETY: NULL or writable, per the contract.
-        if let Some(o) = unsafe { out.as_mut() } {
-            *o = send_result(&r);
-        }
-        Ok(())
-    })
+    // SAFETY: the caller's contract is this function's.
+    unsafe { send_one(q, msg, timeout_ms, out) }
 }
 
 /// Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids,
