@@ -359,14 +359,14 @@ struct Announced<'a>(&'a Queue);
 
 impl<'a> Announced<'a> {
     fn new(q: &'a Queue) -> Self {
-        doorbell::begin_wait(&q.arena(), q.inner.index as usize);
+        doorbell::begin_wait(q.arena(), q.inner.index as usize);
         Announced(q)
     }
 }
 
 impl Drop for Announced<'_> {
     fn drop(&mut self) {
-        doorbell::end_wait(&self.0.arena(), self.0.inner.index as usize);
+        doorbell::end_wait(self.0.arena(), self.0.inner.index as usize);
     }
 }
 

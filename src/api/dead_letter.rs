@@ -81,7 +81,7 @@ impl Queue {
         if inner.no_policy.load(Ordering::Relaxed) == c {
             return Ok(None);
         }
-        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        let p = settings::read(self.arena()).map_err(|f| fault(f, inner))?;
         if p.max_receive_count == 0 {
             // Relaxed: as above.
             inner.no_policy.store(c, Ordering::Relaxed);
@@ -99,7 +99,7 @@ impl Queue {
                 return Ok(q.clone());
             }
         }
-        let p = settings::read(&self.arena()).map_err(|f| fault(f, inner))?;
+        let p = settings::read(self.arena()).map_err(|f| fault(f, inner))?;
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&p.path[..p.path_len]));
         let q = Queue::open_at(&path).map_err(|e| Error::DeadLetterQueue {
             path: path.clone(),
@@ -202,7 +202,7 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn redrive_policy(&self) -> Result<Option<RedrivePolicy>> {
-        let p = settings::read(&self.arena()).map_err(|f| fault(f, &self.inner))?;
+        let p = settings::read(self.arena()).map_err(|f| fault(f, &self.inner))?;
         Ok((p.max_receive_count > 0).then(|| RedrivePolicy {
             dead_letter_queue: String::from_utf8_lossy(&p.path[..p.path_len]).into_owned(),
             max_receive_count: p.max_receive_count,

@@ -54,7 +54,7 @@ impl Queue {
     pub fn delete(&self, handle: &ReceiptHandle) -> Result<()> {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        handle::delete(&self.arena(), &Op::new(inner), inner.me, h)
+        handle::delete(self.arena(), &Op::new(inner), inner.me, h)
             .map_err(|f| self.handle_fault(f, handle))
     }
 
@@ -130,7 +130,7 @@ impl Queue {
         }
         let mut got: [crate::protocol::PResult<()>; 10] = [Ok(()); 10];
         handle::delete_many(
-            &self.arena(),
+            self.arena(),
             &Op::new(inner),
             inner.me,
             &handles[..n],
@@ -187,7 +187,7 @@ impl Queue {
         }
         let h = self.handle(handle)?;
         let inner = &*self.inner;
-        handle::change_visibility(&self.arena(), &Op::new(inner), inner.me, h, ms(timeout))
+        handle::change_visibility(self.arena(), &Op::new(inner), inner.me, h, ms(timeout))
             .map_err(|f| self.handle_fault(f, handle))
     }
 
@@ -273,7 +273,7 @@ impl Queue {
     /// ```
     pub fn purge(&self) -> Result<u64> {
         let inner = &*self.inner;
-        handle::purge(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
+        handle::purge(self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
     }
 
     /// Repairs what dead participants left behind (also done on open, and by idle receivers),
@@ -304,7 +304,7 @@ impl Queue {
     /// reads no group list).
     pub(super) fn repair(&self) -> Result<Recovered> {
         let inner = &*self.inner;
-        let r = recovery::recover(&self.arena(), inner, inner.me).map_err(|f| fault(f, inner))?;
+        let r = recovery::recover(self.arena(), inner, inner.me).map_err(|f| fault(f, inner))?;
         if r != recovery::Repaired::default() {
             tracing::warn!(
                 queue = %self.display_name(),
@@ -332,10 +332,10 @@ impl Queue {
         let mut busy = None;
         let mut patience = Patience::new();
         for g in 0..a.groups.len() as u32 {
-            if !quarantine::suspect(&a, inner, inner.me, g) {
+            if !quarantine::suspect(a, inner, inner.me, g) {
                 continue;
             }
-            let q = match quarantine::begin(&a, inner, inner.me, g, &mut patience) {
+            let q = match quarantine::begin(a, inner, inner.me, g, &mut patience) {
                 Ok(Some(q)) => q,
                 Ok(None) => continue,
                 Err(f @ Fault::Busy(_)) => {
@@ -351,7 +351,7 @@ impl Queue {
                     (u128::from(inner.nonce) << 64) | (u128::from(idx) << 32) | u128::from(inc),
                 );
                 let moved = dlq.as_ref().is_some_and(|d| {
-                    quarantine::taken(&a, g, idx, inc, w).is_ok_and(|t| self.move_to(d, &t).is_ok())
+                    quarantine::taken(a, g, idx, inc, w).is_ok_and(|t| self.move_to(d, &t).is_ok())
                 });
                 if moved {
                     out.dead_lettered.push(id);
@@ -359,7 +359,7 @@ impl Queue {
                     out.dropped.push(id);
                 }
             }
-            quarantine::finish(&a, inner, inner.me, &q).map_err(|f| fault(f, inner))?;
+            quarantine::finish(a, inner, inner.me, &q).map_err(|f| fault(f, inner))?;
             out.quarantined_groups += 1;
             tracing::error!(
                 queue = %self.display_name(),

@@ -31,7 +31,7 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn counters(&self) -> Counters {
-        Counters::from_array(&accounting::counters(&self.arena()))
+        Counters::from_array(&accounting::counters(self.arena()))
     }
 
     /// Reads up to `max` messages that a receive could return now (each group's visible
@@ -61,7 +61,7 @@ impl Queue {
         let inner = &*self.inner;
         let mut m = Message::default();
         let mut filler = Filler::new(inner);
-        let (out, bad) = inspect::peek(&self.arena(), inner, max, &mut |t| {
+        let (out, bad) = inspect::peek(self.arena(), inner, max, &mut |t| {
             filler.fill(&mut m, t)?;
             Ok(PeekedMessage {
                 message_id: m.message_id,
@@ -112,7 +112,7 @@ impl Queue {
         let a = self.arena();
         // One scan of the slots: messages by state, per size class and in total.
         let mut size_classes = Vec::new();
-        let c = accounting::counts_per_class(&a, inner, &mut |cl, u| {
+        let c = accounting::counts_per_class(a, inner, &mut |cl, u| {
             let slots = cl.headers.len() as u32;
             let used = u.published() as u32;
             let (sending, deleted) = (u.sending as u32, u.deleted as u32);
@@ -126,7 +126,7 @@ impl Queue {
                 deleted,
             });
         });
-        let groups = inspect::groups(&a, inner, top).map_err(|f| fault(f, inner))?;
+        let groups = inspect::groups(a, inner, top).map_err(|f| fault(f, inner))?;
         let mut id = [0u8; MAX_ID_LEN];
         let largest_groups = groups
             .largest
@@ -143,7 +143,7 @@ impl Queue {
                 }
             })
             .collect();
-        let dead = recovery::dead_participants(&a, inner, inner.me);
+        let dead = recovery::dead_participants(a, inner, inner.me);
         let mut participants = Vec::new();
         for (i, p) in a.parts.iter().enumerate() {
             // Relaxed: a snapshot for display.
@@ -207,7 +207,7 @@ impl Queue {
     /// ```
     pub fn attributes(&self) -> QueueAttributes {
         self.attributes_from(
-            &accounting::counts(&self.arena(), &*self.inner),
+            &accounting::counts(self.arena(), &*self.inner),
             &self.counters(),
         )
     }
@@ -237,8 +237,8 @@ impl Queue {
             ),
             redrive_policy: self.redrive_policy().ok().flatten(),
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
-            release_on_death: recovery::release_on_death(&self.arena()),
-            in_flight_count: accounting::in_flight(&self.arena()),
+            release_on_death: recovery::release_on_death(self.arena()),
+            in_flight_count: accounting::in_flight(self.arena()),
             in_flight_limit_hits: counters.in_flight_limit_hits,
             moved_to_dead_letter: counters.moved_to_dead_letter,
             retention_expiries: counters.retention_expiries,
@@ -259,7 +259,7 @@ impl Queue {
             deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
             dedup_entries: inner.view.dedup.len() as u64,
             dedup_entries_in_use: {
-                let (live, pending) = dedup::count(&self.arena(), inner.now_ms());
+                let (live, pending) = dedup::count(self.arena(), inner.now_ms());
                 live + pending
             },
             // Relaxed: fixed at creation (SYNC POINT(arena-ready)).

@@ -682,7 +682,7 @@ impl Queue {
         // repair, and an open does O(participants) work, not a sweep of every slot and group.
         // The quarantine of damaged groups is left to `recover` (it walks lists).
         let inner = &*q.inner;
-        if !recovery::dead_participants(&q.arena(), inner, inner.me).is_empty() {
+        if !recovery::dead_participants(q.arena(), inner, inner.me).is_empty() {
             q.repair()?;
         }
         Ok(q)
@@ -720,9 +720,9 @@ impl Queue {
         let inner = &*self.inner;
         let a = self.arena();
         if rebased {
-            recovery::release_where(&a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
-        } else if let (Some(dead), true) = (took_over, recovery::release_on_death(&a)) {
-            recovery::release_held(&a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
+            recovery::release_where(a, inner, inner.me, &|_| true).map_err(|f| fault(f, inner))?;
+        } else if let (Some(dead), true) = (took_over, recovery::release_on_death(a)) {
+            recovery::release_held(a, inner, inner.me, &[dead]).map_err(|f| fault(f, inner))?;
         }
         Ok(())
     }

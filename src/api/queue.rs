@@ -249,8 +249,9 @@ pub(super) fn queue_path(s: &str) -> crate::Result<PathBuf> {
 }
 
 impl Queue {
-    pub(super) fn arena(&self) -> Arena<'_> {
-        self.inner.view
+    pub(super) fn arena(&self) -> &Arena<'_> {
+        // A reference: the view is some 600 bytes (a copy per call showed in profiles).
+        &self.inner.view
     }
 
     /// The queue's path for logs, or `(anonymous)`.

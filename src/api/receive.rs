@@ -323,7 +323,7 @@ impl Queue {
         // A retry asking for fewer messages than the recorded receive returned is answered
         // afresh: a response never holds more than its request's maximum (the recorded
         // messages stay in flight until their visibility timeout).
-        let found = attempt::find(&a, inner.now_ms(), hash, attempt_id.as_bytes())
+        let found = attempt::find(a, inner.now_ms(), hash, attempt_id.as_bytes())
             .filter(|rec| rec.count.min(attempt::MAX_MESSAGES) <= max);
         if let Some(rec) = found {
             buf.len = 0;
@@ -342,12 +342,12 @@ impl Queue {
                 }
                 true
             };
-            let replayed = receive::replay(&a, inner, inner.me, &rec, vt, &mut sink)
+            let replayed = receive::replay(a, inner, inner.me, &rec, vt, &mut sink)
                 .map_err(|f| fault(f, inner))?;
             if replayed {
                 // The deadlines moved: record them, so a further retry replays too.
                 new.vt_ms = vt;
-                attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+                attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
                 return Ok(buf.len);
             }
         }
@@ -369,7 +369,7 @@ impl Queue {
                 rec.refs[k] = (u64::from(h.inc) << 32) | u64::from(h.idx);
                 rec.vis[k] = buf.vis[k];
             }
-            attempt::record(&a, inner, inner.me, hash, attempt_id.as_bytes(), &rec);
+            attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &rec);
         }
         Ok(n)
     }
@@ -407,7 +407,7 @@ impl Queue {
         let hdr = inner.view.hdr;
         // The wait is real time (also on a test clock).
         let deadline = inner.real_ms() + wait;
-        let ring = ready::ring(&self.arena());
+        let ring = ready::ring(self.arena());
         loop {
             // Spin briefly: a message often arrives within microseconds.
             for _ in 0..SPIN_ROUNDS {
@@ -424,11 +424,11 @@ impl Queue {
             if now >= deadline {
                 return Ok(0);
             }
-            let bell = doorbell::begin_wait(&self.arena(), inner.index as usize);
+            let bell = doorbell::begin_wait(self.arena(), inner.index as usize);
             let n = self.try_receive(max, vt, buf);
             if matches!(n, Ok(0)) {
                 let t = self.sleep_bound_ms(now, deadline);
-                accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
+                accounting::count(self.arena(), inner.me, counter::WAITS, 1);
                 sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
                 // A participant that slept may wake to a file truncated under it (a named
                 // queue; anonymous ones are sealed): look before touching a page past the
@@ -437,7 +437,7 @@ impl Queue {
                     return Err(e);
                 }
             }
-            doorbell::end_wait(&self.arena(), inner.index as usize);
+            doorbell::end_wait(self.arena(), inner.index as usize);
             let n = n?;
             if n > 0 {
                 return Ok(n);
@@ -461,7 +461,7 @@ impl Queue {
         } else {
             t = t.min(1);
         }
-        let cap = if recovery::release_on_death(&self.arena()) {
+        let cap = if recovery::release_on_death(self.arena()) {
             recovery::LIVENESS_PERIOD_MS
         } else {
             ready::SWEEP_PERIOD_MS
@@ -500,7 +500,7 @@ impl Queue {
         if limit >= u64::from(a.total) {
             return usize::MAX; // never reached: cost nothing
         }
-        let room = limit.saturating_sub(accounting::in_flight(&a));
+        let room = limit.saturating_sub(accounting::in_flight(a));
         if room > 0 {
             return room as usize;
         }
@@ -513,8 +513,8 @@ impl Queue {
                 .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            accounting::in_flight_census(&a);
-            return limit.saturating_sub(accounting::in_flight(&a)) as usize;
+            accounting::in_flight_census(a);
+            return limit.saturating_sub(accounting::in_flight(a)) as usize;
         }
         0
     }
@@ -598,7 +598,7 @@ impl Queue {
             dead_letter: dl.map(|(max, _)| (max, &mut mover as receive::Mover<'_>)),
         };
         let rep = receive::receive(
-            &self.arena(),
+            self.arena(),
             &Op::new(inner),
             inner.me,
             max,
@@ -607,7 +607,7 @@ impl Queue {
         )
         .map_err(|f| fault(f, inner))?;
         if rep.limited {
-            accounting::count(&self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
+            accounting::count(self.arena(), inner.me, counter::IN_FLIGHT_LIMIT_HITS, 1);
         }
         if rep.moved > 0 {
             tracing::info!(

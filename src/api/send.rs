@@ -275,10 +275,10 @@ impl Queue {
             prior_receives,
             None,
         )?;
-        let sent = match send::send(&self.arena(), &Op::new(inner), inner.me, &out) {
+        let sent = match send::send(self.arena(), &Op::new(inner), inner.me, &out) {
             Err(Fault::ClassFull(c)) => {
                 if self.make_room() {
-                    send::send(&self.arena(), &Op::new(inner), inner.me, &out)
+                    send::send(self.arena(), &Op::new(inner), inner.me, &out)
                 } else {
                     Err(Fault::ClassFull(c))
                 }
@@ -303,20 +303,20 @@ impl Queue {
         let part = inner.index as usize;
         let deadline = inner.real_ms().saturating_add(wait_ms);
         loop {
-            let bell = doorbell::space_begin_wait(&self.arena(), part);
+            let bell = doorbell::space_begin_wait(self.arena(), part);
             // A kill point: a producer that dies announced (tests/failpoints.rs).
             #[cfg(feature = "failpoints")]
             crate::failpoint::hit();
-            let r = send::send(&self.arena(), &Op::new(inner), inner.me, out);
+            let r = send::send(self.arena(), &Op::new(inner), inner.me, out);
             let now = inner.real_ms();
             if !matches!(r, Err(Fault::ClassFull(_))) || now >= deadline {
-                doorbell::space_end_wait(&self.arena(), part);
+                doorbell::space_end_wait(self.arena(), part);
                 return Ok(r);
             }
             let t = (deadline - now).clamp(1, recovery::LIVENESS_PERIOD_MS);
-            accounting::count(&self.arena(), inner.me, counter::WAITS, 1);
+            accounting::count(self.arena(), inner.me, counter::WAITS, 1);
             sys::futex_wait(&inner.view.hdr.space.0.doorbell, bell, t);
-            doorbell::space_end_wait(&self.arena(), part);
+            doorbell::space_end_wait(self.arena(), part);
             // As a sleeping receiver does: a named queue's file may have been truncated
             // under us while we slept; report it rather than touch a page that is gone.
             if let Some(e) = self.truncated()? {
@@ -335,8 +335,8 @@ impl Queue {
     fn make_room(&self) -> bool {
         let inner = &*self.inner;
         let a = self.arena();
-        let recovered = recovery::maybe_check_liveness(&a, inner, inner.me).unwrap_or(false);
-        let swept = ready::sweep_for_room(&a, inner, inner.me).unwrap_or(false);
+        let recovered = recovery::maybe_check_liveness(a, inner, inner.me).unwrap_or(false);
+        let swept = ready::sweep_for_room(a, inner, inner.me).unwrap_or(false);
         recovered || swept
     }
 
@@ -572,7 +572,7 @@ impl Queue {
             }
             let mut got: [PResult<send::Sent>; 10] = [Err(Fault::Corrupted("not sent")); 10];
             send::send_chain(
-                &self.arena(),
+                self.arena(),
                 &Op::new(inner),
                 inner.me,
                 &chain[..n],
@@ -591,7 +591,7 @@ impl Queue {
                     .any(|r| matches!(r, Err(Fault::ClassFull(_))));
             if suffix_full && self.make_room() {
                 send::send_chain(
-                    &self.arena(),
+                    self.arena(),
                     &Op::new(inner),
                     inner.me,
                     &chain[last_ok..n],

@@ -119,7 +119,7 @@ impl Queue {
                 ),
                 None => (0, &[][..]),
             };
-            settings::write(&self.arena(), inner, inner.me, max, path)
+            settings::write(self.arena(), inner, inner.me, max, path)
                 .map_err(|f| fault(f, inner))?;
         }
         if s.delay.is_some() || s.message_retention_period.is_some() {

@@ -212,13 +212,35 @@ pub struct ReceiptHandle {
     pub(crate) epoch: u32,
 }
 
+impl ReceiptHandle {
+    /// The handle's text, `sf1` and 38 lowercase hex digits, without the formatting machinery
+    /// (a batch delete formats and parses ten of them per call).
+    fn encode(&self) -> [u8; 41] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 41];
+        out[..3].copy_from_slice(b"sf1");
+        let fields: [(u64, usize); 4] = [
+            (self.nonce, 16),
+            (u64::from(self.idx), 8),
+            (u64::from(self.inc), 8),
+            (u64::from(self.epoch), 6),
+        ];
+        let mut at = 3;
+        for (v, digits) in fields {
+            for k in 0..digits {
+                out[at + k] = HEX[((v >> (4 * (digits - 1 - k))) & 0xf) as usize];
+            }
+            at += digits;
+        }
+        out
+    }
+}
+
 impl fmt::Display for ReceiptHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "sf1{:016x}{:08x}{:08x}{:06x}",
-            self.nonce, self.idx, self.inc, self.epoch
-        )
+        let text = self.encode();
+        // Only ASCII was written: the conversion cannot fail.
+        f.pad(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -228,16 +250,29 @@ impl FromStr for ReceiptHandle {
         let invalid = || Error::ReceiptHandleIsInvalid {
             handle: s.chars().take(200).collect(),
         };
-        let hex = s.strip_prefix("sf1").ok_or_else(invalid)?;
-        if hex.len() != 38 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let hex = s.strip_prefix("sf1").ok_or_else(invalid)?.as_bytes();
+        if hex.len() != 38 {
             return Err(invalid());
         }
-        let p = |r: std::ops::Range<usize>| u64::from_str_radix(&hex[r], 16).map_err(|_| invalid());
+        let nibble = |b: u8| -> Option<u64> {
+            match b {
+                b'0'..=b'9' => Some(u64::from(b - b'0')),
+                b'a'..=b'f' => Some(u64::from(b - b'a' + 10)),
+                b'A'..=b'F' => Some(u64::from(b - b'A' + 10)),
+                _ => None,
+            }
+        };
+        let field = |r: std::ops::Range<usize>| -> Result<u64, Error> {
+            hex[r]
+                .iter()
+                .try_fold(0u64, |v, &b| nibble(b).map(|n| (v << 4) | n))
+                .ok_or_else(invalid)
+        };
         Ok(ReceiptHandle {
-            nonce: p(0..16)?,
-            idx: p(16..24)? as u32,
-            inc: p(24..32)? as u32,
-            epoch: p(32..38)? as u32,
+            nonce: field(0..16)?,
+            idx: field(16..24)? as u32,
+            inc: field(24..32)? as u32,
+            epoch: field(32..38)? as u32,
         })
     }
 }
@@ -415,8 +450,16 @@ mod tests {
             epoch: 0xabcdef,
         };
         let s = h.to_string();
-        assert_eq!(s.len(), 41);
+        assert_eq!(s, "sf1deadbeef0123456700000007fffffffeabcdef");
         assert_eq!(s.parse::<ReceiptHandle>().unwrap(), h);
+        // Upper-case hex is the same handle.
+        let upper = format!("sf1{}", s[3..].to_uppercase());
+        assert_eq!(upper.parse::<ReceiptHandle>().unwrap(), h);
+        assert_eq!(
+            format!("{h:>42}"),
+            format!(" {s}"),
+            "padding as for any str"
+        );
         for bad in [
             "garbage",
             "",
@@ -424,6 +467,9 @@ mod tests {
             &s[..40],
             &format!("{s}0"),
             &s.replace("sf1", "sf2"),
+            &format!("sf1+{}", &s[4..]),
+            &format!("sf1{}g", &s[3..40]),
+            &format!("sf1{}", "é".repeat(19)),
         ] {
             assert!(
                 matches!(

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The hot path's deterministic figures per message (issue 14): instructions, locked
+# instructions (atomic read-modify-writes: `lock`-prefixed, and `xchg` with memory, which is
+# locked without the prefix) and clock reads, from callgrind.
+#
+# Each mode of `shmfifo-hotpath` runs under callgrind twice, with N and 2N rounds; the
+# difference divided by the messages in between is the figure per message, so setup (creating
+# the queue, the first touch of its pages) cancels out. Nothing here depends on time.
+#
+# Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single batch newgroup dedup empty
+# (default: all; N = 2000 rounds). Needs valgrind and objdump.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=2000
+modes=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -n) n="$2"; shift 2 ;;
+        *) modes+=("$1"); shift ;;
+    esac
+done
+[ ${#modes[@]} -gt 0 ] || modes=(single batch newgroup dedup empty)
+cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
+bin="$PWD/target/release/shmfifo-hotpath"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+printf '%-9s %14s %16s %12s\n' mode instructions locked-atomics clock-reads
+for mode in "${modes[@]}"; do
+    for k in 1 2; do
+        valgrind --tool=callgrind --callgrind-out-file="$out/$mode.$k" --dump-instr=yes \
+            --dump-line=no --compress-pos=no --compress-strings=no \
+            "$bin" "$mode" $((n * k)) > /dev/null 2>&1
+    done
+    per=$n
+    case "$mode" in batch) per=$((n * 10)) ;; esac
+    python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
+import re, subprocess, sys
+
+def locked_addresses(obj, cache={}):
+    """Addresses of the locked instructions of an object file (file virtual addresses, as
+    callgrind reports them)."""
+    if obj not in cache:
+        text = subprocess.run(["objdump", "-d", "--no-show-raw-insn", obj],
+                              capture_output=True, text=True).stdout
+        addrs = set()
+        for line in text.splitlines():
+            m = re.match(r"\s*([0-9a-f]+):\s+(.*)", line)
+            if not m:
+                continue
+            ins = m.group(2)
+            if ins.startswith("lock ") or (ins.startswith("xchg") and "(" in ins):
+                addrs.add(int(m.group(1), 16))
+        cache[obj] = addrs
+    return cache[obj]
+
+def figures(path):
+    """(instructions, locked instructions executed, clock_gettime calls) of one run."""
+    ob, total, locked, clock = None, 0, 0, 0
+    cfn, skip = "", False
+    for line in open(path):
+        if line.startswith("ob="):
+            ob = line[3:].strip()
+        elif line.startswith("cfn="):
+            cfn = line[4:].strip()
+        elif line.startswith("calls="):
+            if cfn.startswith("clock_gettime"):
+                clock += int(line.split()[0][6:])
+            skip = True  # the next cost line is the call's inclusive cost
+        elif line.startswith("0x"):
+            if skip:
+                skip = False
+                continue
+            a, ir = line.split()[:2]
+            ir = int(ir)
+            total += ir
+            if ob and int(a, 16) in locked_addresses(ob):
+                locked += ir
+        elif line.startswith("totals:"):
+            assert int(line.split()[1]) == total, (path, total)
+    return total, locked, clock
+
+f1, f2, per = figures(sys.argv[1]), figures(sys.argv[2]), int(sys.argv[3])
+d = [(b - a) / per for a, b in zip(f1, f2)]
+mode = sys.argv[1].rsplit("/", 1)[1].split(".")[0]
+print(f"{mode:<9} {d[0]:14,.0f} {d[1]:16.1f} {d[2]:12.2f}")
+EOF
+done
+echo "(per message; batch: per message of batches of 10; empty: per poll)"

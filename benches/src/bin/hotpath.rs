@@ -1,0 +1,98 @@
+//! `shmfifo-hotpath MODE N`: N rounds of one hot-path workload in one process, for
+//! `benches/callgrind.sh`, which runs it under callgrind at two N and divides the difference by
+//! the messages in between (so setup and teardown cancel out), giving the deterministic figures
+//! per message: instructions, locked (atomic read-modify-write) instructions and clock reads.
+//!
+//! Modes (64-byte bodies, an anonymous queue with the default settings unless said):
+//! * `single`: `send` + `receive_into` (max 1, no wait) + `delete`, one group, dedup off.
+//! * `batch`: `send_batch` of 10 to one group + `receive_into` (max 10) + `delete_batch`, dedup
+//!   off (the receipt handles formatted as the batch API takes them: included).
+//! * `newgroup`: as `single`, with a new group id per message (SQS's advice for deduplication
+//!   without ordering).
+//! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
+//!   5-minute interval, the default table).
+//! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use shmfifo::{
+    BatchEntry, Deduplication, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage,
+};
+
+const BODY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+const IDS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, n) = match args.as_slice() {
+        [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
+        _ => {
+            eprintln!("usage: shmfifo-hotpath single|batch|newgroup|dedup|empty N");
+            std::process::exit(2);
+        }
+    };
+    let off = QueueConfig::new().deduplication(Deduplication::Off);
+    let cfg = if mode == "dedup" {
+        QueueConfig::new()
+    } else {
+        off
+    };
+    let q = Queue::create_anonymous(&cfg).expect("create");
+    let mut buf = ReceiveBuffer::new();
+    let one = ReceiveOptions::max(1).wait(Duration::ZERO);
+    let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
+    let mut id = String::new();
+    match mode {
+        "single" | "newgroup" | "dedup" => {
+            for i in 0..n {
+                id.clear();
+                let _ = write!(id, "{i}");
+                let group = if mode == "newgroup" { id.as_str() } else { "g" };
+                let mut m = SendMessage::new(group, BODY);
+                if mode == "dedup" {
+                    m = m.dedup_id(&id);
+                }
+                q.send(&m).expect("send");
+                assert_eq!(q.receive_into(&one, &mut buf).expect("receive"), 1);
+                q.delete(&buf.messages()[0].receipt_handle).expect("delete");
+            }
+        }
+        "batch" => {
+            let mut handles: Vec<String> = Vec::with_capacity(10);
+            for _ in 0..n {
+                let entries: [BatchEntry<'_, SendMessage<'_>>; 10] =
+                    std::array::from_fn(|k| BatchEntry {
+                        id: IDS[k],
+                        entry: SendMessage::new("g", BODY),
+                    });
+                for r in q.send_batch(&entries).expect("send_batch") {
+                    r.result.expect("entry sent");
+                }
+                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
+                handles.clear();
+                handles.extend(buf.messages().iter().map(|m| m.receipt_handle.to_string()));
+                let del: Vec<BatchEntry<'_, &str>> = handles
+                    .iter()
+                    .zip(IDS)
+                    .map(|(h, id)| BatchEntry {
+                        id,
+                        entry: h.as_str(),
+                    })
+                    .collect();
+                for r in q.delete_batch(&del).expect("delete_batch") {
+                    r.result.expect("entry deleted");
+                }
+            }
+        }
+        "empty" => {
+            for _ in 0..n {
+                assert_eq!(q.receive_into(&one, &mut buf).expect("receive"), 0);
+            }
+        }
+        m => {
+            eprintln!("unknown mode {m}");
+            std::process::exit(2);
+        }
+    }
+}
