@@ -57,6 +57,26 @@ pub fn fence_then_load_u32(a: &AtomicU32) -> u32 {
     }
 }
 
+/// Loads `a` after the caller's own SeqCst read-modify-write of another location: the reader
+/// half of a store-buffering (Dekker) pair whose other half is a SeqCst RMW (or store) followed
+/// by a SeqCst fence, as [`fence_then_load_u32`] is, without the fence: a SeqCst load after a
+/// SeqCst RMW is already ordered in the single total order (on x86 the RMW is a locked
+/// instruction and this a plain load, so the pair costs no barrier beyond the RMW itself).
+///
+/// loom models SeqCst loads as Acquire only, so under loom this is an RMW (`fetch_add(0)`),
+/// which reads the latest value in modification order and gives the same guarantee.
+#[inline]
+pub fn load_after_seqcst_rmw_u32(a: &AtomicU32) -> u32 {
+    #[cfg(not(shmfifo_loom))]
+    {
+        a.load(Ordering::SeqCst)
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        a.fetch_add(0, Ordering::SeqCst)
+    }
+}
+
 /// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
 /// made since it loaded `seen` with Acquire.
 ///

@@ -15,6 +15,16 @@ use crate::protocol::{accounting, dedup, doorbell, ready, recovery, words, Fault
 use crate::sync::Ordering;
 use crate::{sys, validate};
 
+/// The allocation cursor's next value: a process-local spreading hint, so a load and a store
+/// (no locked read-modify-write per message); threads racing may start at the same slot, and
+/// the allocation CAS sorts them out.
+fn next_cursor(c: &crate::sync::AtomicU64) -> u64 {
+    // Relaxed: a hint, never a synchronisation.
+    let v = c.load(Ordering::Relaxed);
+    c.store(v.wrapping_add(1), Ordering::Relaxed);
+    v
+}
+
 /// S4's error for a send without a dedup id on a queue that needs one.
 pub(super) fn missing_dedup_id() -> Error {
     Error::invalid(
@@ -366,8 +376,7 @@ impl Queue {
             })?;
         Ok(Outgoing {
             class,
-            // Relaxed: a process-local spreading hint.
-            cursor: inner.cursor.fetch_add(1, Ordering::Relaxed),
+            cursor: next_cursor(&inner.cursor),
             hash: hash.unwrap_or_else(|| hash_id(inner.keys, group_id)),
             group_id,
             lens: words::pack_lens(body_len, attr_len, dedup.len(), flags),

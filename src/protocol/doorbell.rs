@@ -64,13 +64,15 @@ pub fn give_back(a: &Arena<'_>, w: u64) {
 }
 
 /// Rings the space doorbell if a producer may be waiting for a slot. Called by whoever freed a
-/// slot, after the CAS that freed it.
+/// slot, after the SeqCst CAS that freed it.
 pub fn notify_space(a: &Arena<'_>, env: &dyn Env) {
     let s = &a.hdr.space.0;
-    // SYNC POINT(space-doorbell): the fence orders the freeing CAS in `pool::free` before the
-    // `waiters` load, against the waiter's SeqCst increment and fence before its retry: either
-    // this load sees the waiter or the waiter's retry sees the free slot.
-    if crate::sync::fence_then_load_u32(&s.waiters) > 0 {
+    // SYNC POINT(space-doorbell): the freeing SeqCst CAS in `pool::free`, then this SeqCst
+    // load, against the waiter's SeqCst increment and fence before its retry: in the single
+    // total order either this load comes after the increment (and sees the waiter) or the
+    // waiter's fence comes after the free (and its retry sees the free slot). No fence here:
+    // that would be a locked instruction per freed slot.
+    if crate::sync::load_after_seqcst_rmw_u32(&s.waiters) > 0 {
         // Release: a woken producer's Acquire load of the doorbell sees the free.
         s.doorbell.fetch_add(1, Ordering::Release);
         // Every waiter: they may wait on different size classes, and one woken for a class it
@@ -85,7 +87,7 @@ pub fn notify_space(a: &Arena<'_>, env: &dyn Env) {
 pub fn space_begin_wait(a: &Arena<'_>, part: usize) -> u32 {
     let s = &a.hdr.space.0;
     // SYNC POINT(space-doorbell): SeqCst increment and fence before the caller's retry,
-    // against the freer's CAS, fence, then `waiters` load: one sees the other.
+    // against the freer's SeqCst CAS then SeqCst `waiters` load: one sees the other.
     s.waiters.fetch_add(1, Ordering::SeqCst);
     if let Some(p) = a.parts.get(part) {
         // Relaxed: bookkeeping for giving a dead waiter's count back (after the global

@@ -47,7 +47,9 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
 
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
-    let g = mark_deleted(a, env, me, h)?;
+    let g = mark_deleted(a, env, h)?;
+    account_in_flight(a, me, -1);
+    count(a, me, counter::DELETED, 1);
     crash_point!();
     // Deleted: a fault while cleaning up concerns the group, not this delete.
     let _ = poke(a, env, me, g);
@@ -75,17 +77,23 @@ pub fn delete_many(
     }
     let mut groups = [0u32; MAX];
     let mut ng = 0;
+    let mut deleted = 0;
     for (h, r) in handles.iter().zip(results.iter_mut()) {
-        let marked = mark_deleted(a, env, me, *h);
+        let marked = mark_deleted(a, env, *h);
         *r = marked.map(|_| ());
         crash_point!();
         if let Ok(g) = marked {
+            deleted += 1;
             if !groups[..ng].contains(&g) {
                 groups[ng] = g;
                 ng += 1;
             }
         }
     }
+    // Counted once for the batch: until then the in-flight count is higher than the truth,
+    // the safe side of R8 (a crash before this leaves it to the census).
+    account_in_flight(a, me, -deleted);
+    count(a, me, counter::DELETED, deleted as u64);
     for &g in &groups[..ng] {
         // Deleted: a fault while cleaning up concerns the group, not these deletes.
         let _ = poke(a, env, me, g);
@@ -93,9 +101,10 @@ pub fn delete_many(
     Ok(())
 }
 
-/// Marks the message of a live handle deleted (H1–H5), counted; no cleanup. Returns its
-/// group (read before the deletion: afterwards a cleaner may free and reuse the slot).
-fn mark_deleted(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<u32> {
+/// Marks the message of a live handle deleted (H1–H5); no cleanup, no counting (the caller
+/// counts, once per batch). Returns its group (read before the deletion: afterwards a cleaner
+/// may free and reuse the slot).
+fn mark_deleted(a: &Arena<'_>, env: &dyn Env, h: Handle) -> PResult<u32> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
         let w = current(a, env, m, h)?;
@@ -112,8 +121,6 @@ fn mark_deleted(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<u
             )
             .is_ok()
         {
-            account_in_flight(a, me, -1);
-            count(a, me, counter::DELETED, 1);
             return Ok(g);
         }
     }

@@ -72,14 +72,16 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
 pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bool> {
     let h = a.msg(idx)?;
     let epoch = vis::next(vis::epoch(expected));
-    // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
-    // Acquire CAS in `alloc`.
+    // SYNC POINT(slot-free): Release (within SeqCst) orders our reads of the slot before the
+    // next claimer's Acquire CAS in `alloc`. SYNC POINT(space-doorbell): SeqCst puts this free
+    // in the single total order before `notify_space`'s SeqCst load of the waiters (a locked
+    // CAS either way on x86).
     let freed = h
         .vis
         .compare_exchange(
             expected,
             vis::pack(epoch, vis::FREE),
-            Ordering::Release,
+            Ordering::SeqCst,
             Ordering::Relaxed,
         )
         .is_ok();
