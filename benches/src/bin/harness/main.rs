@@ -20,6 +20,8 @@
 //!   ten (shmfifo `send_batch` / receive 10, `writev` of ten for streams);
 //! * shmfifo with deduplication off, by id and content-based;
 //! * shmfifo N producer × M consumer processes over 1, 1,000 and 1,000,000 groups;
+//! * shmfifo 1 → 1 single ops with one group against a new group id per message (the table
+//!   cycled through many times over in each window);
 //! * shmfifo ping-pong latency with a 1,000,000-message backlog in another group whose head
 //!   is in flight, against the same queue geometry without it;
 //! * arena bytes per message, measured from the arena sizes of two geometries.
@@ -65,7 +67,8 @@ struct Args {
     /// Directory for harness.md, harness.csv and harness.svg.
     #[arg(long, default_value = "target/harness")]
     out: PathBuf,
-    /// Scenarios, comma-separated: latency, sleep, throughput, dedup, groups, backlog, memory
+    /// Scenarios, comma-separated: latency, sleep, throughput, dedup, groups, groupids,
+    /// backlog, memory
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -114,6 +117,8 @@ enum Case {
     Dedup { dedup: Dedup, batch: usize },
     /// shmfifo producers × consumers over `groups`.
     Groups { groups: u32 },
+    /// shmfifo 1 → 1, single ops, one group or a new group id per message.
+    GroupIds { unique: bool },
     /// shmfifo ping-pong beside a backlog (or not).
     Backlog { loaded: bool },
 }
@@ -213,6 +218,17 @@ impl Case {
                 64,
                 groups_variant(plan.producers, plan.consumers, groups),
             ),
+            Case::GroupIds { unique } => (
+                Section::GroupIds,
+                Peer::Shmfifo,
+                64,
+                if unique {
+                    report::NEW_GROUP_EACH
+                } else {
+                    report::ONE_GROUP
+                }
+                .to_owned(),
+            ),
             Case::Backlog { loaded } => (
                 Section::Backlog,
                 Peer::Shmfifo,
@@ -295,6 +311,17 @@ fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
                 report::per_s(t.rate),
                 report::per_s(t.sent),
                 report::per_s(t.received)
+            );
+            Ok((Outcome::Tput(t), line))
+        }
+        Case::GroupIds { unique } => {
+            let t = scenarios::group_ids(ctx, unique, plan.tput)?;
+            let line = format!(
+                "{} (sent {}, received {}; {} full retries)",
+                report::per_s(t.rate),
+                report::per_s(t.sent),
+                report::per_s(t.received),
+                t.full_retries
             );
             Ok((Outcome::Tput(t), line))
         }
@@ -396,6 +423,7 @@ fn run(args: Args) -> Result<i32, String> {
         "throughput",
         "dedup",
         "groups",
+        "groupids",
         "backlog",
         "memory",
     ];
@@ -485,6 +513,11 @@ fn run(args: Args) -> Result<i32, String> {
     if want("groups") {
         for &groups in &group_counts {
             add(Case::Groups { groups }, None, &plan);
+        }
+    }
+    if want("groupids") {
+        for unique in [false, true] {
+            add(Case::GroupIds { unique }, None, &plan);
         }
     }
     if want("backlog") {

@@ -22,6 +22,8 @@ pub enum Section {
     Dedup,
     /// shmfifo producers × consumers over many groups.
     Groups,
+    /// shmfifo 1 → 1, single ops: one group, or a new group id per message.
+    GroupIds,
     /// shmfifo ping-pong beside a backlog.
     Backlog,
 }
@@ -36,6 +38,7 @@ impl Section {
             Section::TputBatch => "throughput 1 → 1 process, batches of 10",
             Section::Dedup => "shmfifo throughput 1 → 1 by deduplication",
             Section::Groups => "shmfifo throughput, producers × consumers, batches of 10",
+            Section::GroupIds => "shmfifo throughput 1 → 1, single ops, by group id",
             Section::Backlog => "shmfifo one-way latency (spinning) of a group beside a backlog",
         }
     }
@@ -57,6 +60,7 @@ impl Section {
             Section::TputBatch => "throughput_batch10",
             Section::Dedup => "dedup_throughput",
             Section::Groups => "groups_throughput",
+            Section::GroupIds => "group_ids_throughput",
             Section::Backlog => "backlog_latency",
         }
     }
@@ -600,6 +604,24 @@ pub fn targets(
         })(),
     );
     push(
+        &format!("throughput 1 → 1, single ops: {NEW_GROUP_EACH} / {ONE_GROUP}"),
+        "≥ 0.83× (≤ 1.2× slower)",
+        (|| {
+            let (a, b, r) = paired(
+                records,
+                rows,
+                Section::GroupIds,
+                (Peer::Shmfifo, NEW_GROUP_EACH),
+                (Peer::Shmfifo, ONE_GROUP),
+                false,
+            )?;
+            Ok((
+                format!("{} / {} = {:.2}×", per_s(a), per_s(b), r),
+                at_least(r, 1.0 / 1.2),
+            ))
+        })(),
+    );
+    push(
         "p50 of a group beside a backlog / without it",
         "change < 10%",
         (|| {
@@ -647,6 +669,11 @@ pub fn targets(
     );
     v
 }
+
+/// Variant names of the group-id scenario.
+pub const ONE_GROUP: &str = "one group";
+/// See [`ONE_GROUP`].
+pub const NEW_GROUP_EACH: &str = "a new group id per message";
 
 /// Variant name of the backlog scenario's baseline.
 pub const NO_BACKLOG: &str = "no backlog";

@@ -361,6 +361,24 @@ pub fn one_to_one(
     throughput(ctx, &chan, 1, 1, wait, s)
 }
 
+/// shmfifo 1 → 1, single ops, 64 B, dedup off: every message to one group, or each to a new
+/// group id (SQS's advice for deduplication without ordering: every group is inserted, served
+/// once and retired, so the group table is cycled through many times over in a window).
+pub fn group_ids(ctx: &mut Ctx, unique: bool, s: TputSettings) -> Res<TputRun> {
+    let spec = ChanSpec {
+        peer: Peer::Shmfifo,
+        name: ctx.name(Peer::Shmfifo, if unique { "newgroups" } else { "onegroup" }),
+        size: 64,
+        batch: 1,
+        dedup: Dedup::Off,
+        // 0: a new group id per message (see `transport::ChanSpec::groups`).
+        groups: if unique { 0 } else { 1 },
+        slots: 0,
+    };
+    let chan = transport::create(&spec)?;
+    throughput(ctx, &chan, 1, 1, Wait::Sleep, s)
+}
+
 /// How throughput receivers of `peer` wait: asleep where the peer has a blocking receive.
 pub fn receiver_wait(peer: Peer) -> Wait {
     match peer {

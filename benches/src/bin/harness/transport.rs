@@ -196,7 +196,8 @@ pub struct ChanSpec {
     pub batch: usize,
     /// shmfifo only: deduplication.
     pub dedup: Dedup,
-    /// shmfifo only: message groups the senders spread over (round robin).
+    /// shmfifo only: message groups the senders spread over (round robin); 0: a new group id
+    /// per message (the table keeps the default size, so it is cycled through).
     pub groups: u32,
     /// shmfifo only: slots of the class the payloads go to (0: a default by payload size).
     pub slots: u32,
@@ -482,6 +483,8 @@ struct ShmfifoTx {
     q: Queue,
     /// Group count.
     groups: usize,
+    /// A new group id per message instead of the round robin.
+    unique: bool,
     /// Group names of the current batch (reused buffers, written as [`group_name`] does).
     names: Vec<String>,
     cursor: usize,
@@ -500,6 +503,7 @@ impl ShmfifoTx {
         Ok(ShmfifoTx {
             q,
             groups: g,
+            unique: spec.groups == 0,
             names: vec![String::new(); 10],
             cursor: index * g / senders.max(1),
             dedup: spec.dedup,
@@ -519,11 +523,14 @@ impl ShmfifoTx {
         g
     }
 
-    /// Whether a send error means "no room now, retry".
+    /// Whether a send error means "no room now, retry" (a full group table too: with a new
+    /// group id per message, every queued message holds a group).
     fn is_full(e: &QError) -> bool {
         matches!(
             e,
-            QError::SizeClassFull { .. } | QError::DedupTableFull { .. }
+            QError::SizeClassFull { .. }
+                | QError::DedupTableFull { .. }
+                | QError::GroupLimitReached { .. }
         )
     }
 
@@ -550,6 +557,13 @@ impl Tx for ShmfifoTx {
             }
         }
         for k in 0..msgs.len() {
+            if self.unique {
+                self.counter += 1;
+                let name = &mut self.names[k];
+                name.clear();
+                let _ = write!(name, "n{:x}-{:x}", self.prefix, self.counter);
+                continue;
+            }
             let g = self.next_group();
             let name = &mut self.names[k];
             name.clear();
