@@ -49,7 +49,7 @@ impl Filler {
         let at = t.group as *const _ as usize;
         if at != self.checked {
             // Relaxed: read under the group claim (or re-validated by a peek).
-            if super::send::hash_id(self.keys, m.group_id.as_bytes())
+            if super::send::group_hash(self.keys, m.group_id.as_bytes())
                 != t.group.hash.load(Ordering::Relaxed)
             {
                 return Err("group id does not match its hash");
