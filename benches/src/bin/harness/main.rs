@@ -258,6 +258,17 @@ fn lat(r: &LatencyRun) -> Lat {
     }
 }
 
+/// The progress line of a throughput run.
+fn tput_line(t: &scenarios::TputRun) -> String {
+    format!(
+        "{} (sent {}, received {}, {} full retries)",
+        report::per_s(t.rate),
+        report::per_s(t.sent),
+        report::per_s(t.received),
+        t.full_retries
+    )
+}
+
 /// Runs one case once; a short line for the progress log.
 fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
     let r: Result<(Outcome, String), String> = (|| match *case {
@@ -285,13 +296,7 @@ fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
         }
         Case::Tput { peer, size, batch } => {
             let t = scenarios::one_to_one(ctx, peer, size, batch, Dedup::Off, plan.tput)?;
-            let line = format!(
-                "{} (sent {}, received {}, {} full retries)",
-                report::per_s(t.rate),
-                report::per_s(t.sent),
-                report::per_s(t.received),
-                t.full_retries
-            );
+            let line = tput_line(&t);
             Ok((Outcome::Tput(t), line))
         }
         Case::Dedup { dedup, batch } => {
@@ -316,13 +321,7 @@ fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
         }
         Case::GroupIds { unique } => {
             let t = scenarios::group_ids(ctx, unique, plan.tput)?;
-            let line = format!(
-                "{} (sent {}, received {}; {} full retries)",
-                report::per_s(t.rate),
-                report::per_s(t.sent),
-                report::per_s(t.received),
-                t.full_retries
-            );
+            let line = tput_line(&t);
             Ok((Outcome::Tput(t), line))
         }
         Case::Backlog { loaded } => {
