@@ -77,6 +77,19 @@ pub fn load_after_seqcst_rmw_u32(a: &AtomicU32) -> u32 {
     }
 }
 
+/// [`load_after_seqcst_rmw_u32`] for a 64-bit word.
+#[inline]
+pub fn load_after_seqcst_rmw_u64(a: &AtomicU64) -> u64 {
+    #[cfg(not(shmfifo_loom))]
+    {
+        a.load(Ordering::SeqCst)
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        a.fetch_add(0, Ordering::SeqCst)
+    }
+}
+
 /// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
 /// made since it loaded `seen` with Acquire.
 ///

@@ -324,6 +324,54 @@ fn space_waiter_and_freer_stop_at_every_step() {
     }
 }
 
+/// The earliest visibility deadline of the messages in flight (`u64::MAX`: none).
+fn earliest_deadline(a: &Arena<'_>) -> u64 {
+    let mut min = u64::MAX;
+    for cl in a.classes.iter().flatten() {
+        for h in cl.headers {
+            if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::SeqCst)) {
+                if d > 0 {
+                    min = min.min(d);
+                }
+            }
+        }
+    }
+    min
+}
+
+/// SYNC POINT(expiry-publish): a receive sets a deadline while a sweep resets and recomputes
+/// `next_expiry`. The receive lowers `next_expiry` only when its deadline is earlier than what
+/// it reads (with an earlier deadline pending it writes nothing); either way, afterwards
+/// `next_expiry` is at most the earliest deadline in flight, so no expiry goes unnoticed.
+#[test]
+fn a_deadline_survives_a_concurrent_sweep() {
+    for earlier in [false, true] {
+        model(move || {
+            let (h, env) = setup(3, 2, 3);
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"1").unwrap();
+            if earlier {
+                // In flight with an earlier deadline: the receive below skips its fetch_min.
+                send(&a, &env, 0, "e", b"0").unwrap();
+                assert_eq!(recv(&a, &env, 0, 1, 500).unwrap().len(), 1);
+            }
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (got, ()) = par(
+                move || recv(&h1.arena(), &e1, 1, 1, 1_000).unwrap().len(),
+                move || {
+                    ready::sweep(&h2.arena(), &*e2, me(2)).unwrap();
+                },
+            );
+            let a = h.arena();
+            let ne = a.hdr.next_expiry.0.load(Ordering::SeqCst);
+            assert!(
+                ne <= earliest_deadline(&a),
+                "next_expiry {ne} after the earliest deadline (received {got})"
+            );
+        });
+    }
+}
+
 /// A producer stops forever at each step of a send while a consumer runs. After its death is
 /// known, recovery publishes a committed message or frees a half-made one: nothing wedges, an
 /// acknowledged send is never lost, nothing is duplicated, everything is reclaimed.

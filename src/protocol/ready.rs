@@ -397,9 +397,13 @@ pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<usize> {
 /// A sweep; `full` also hints ready groups whose head was never received (normally hinted by
 /// their producer). Groups ready by visibility expiry are hinted in deadline order (R6).
 fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, full: bool) -> PResult<usize> {
-    // Swap (an RMW, AcqRel) then fetch_min: a receiver's fetch_min before the swap is acquired
-    // by it, so the scan below sees that receiver's in-flight message; later ones are kept.
-    a.hdr.next_expiry.0.swap(u64::MAX, Ordering::AcqRel);
+    // Swap (an RMW) then fetch_min: a receiver's fetch_min before the swap is acquired by it,
+    // so the scan below sees that receiver's in-flight message; later ones are kept. SYNC
+    // POINT(expiry-publish): SeqCst swap and fence before the scan, against a receiver's
+    // SeqCst deadline CAS then SeqCst load of `next_expiry` (which skips its fetch_min when an
+    // earlier deadline is pending): either it sees our reset or our scan sees its deadline.
+    a.hdr.next_expiry.0.swap(u64::MAX, Ordering::SeqCst);
+    crate::sync::fence(Ordering::SeqCst);
     let mut min = u64::MAX;
     let mut pushed = 0;
     let mut expired: Vec<(u64, u32)> = Vec::new();

@@ -516,13 +516,16 @@ fn take(
                 // the group claim.
                 m.recv_ms
                     .store(super::recv::pack(me, now), Ordering::Relaxed);
-                // AcqRel: Acquire orders our payload reads after the producer's writes;
-                // Release publishes the new deadline to deleters and other receivers.
+                // Acquire orders our payload reads after the producer's writes; Release
+                // publishes the new deadline to deleters and other receivers. SYNC
+                // POINT(expiry-publish): SeqCst, so that this deadline and the `next_expiry`
+                // load after the loop are ordered against a sweeper's swap and fence (on x86 a
+                // locked CAS costs the same either way).
                 if m.vis
                     .compare_exchange(
                         w,
                         vis::pack(epoch, vis::published(deadline)),
-                        Ordering::AcqRel,
+                        Ordering::SeqCst,
                         Ordering::Relaxed,
                     )
                     .is_err()
@@ -564,7 +567,16 @@ fn take(
             }
         }
     }
-    if taken > 0 && vt_ms > 0 {
+    // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier than
+    // it: usually an earlier deadline is pending, and a read leaves the header's line shared
+    // instead of taking it exclusive on every receive. A SeqCst load after our SeqCst deadline
+    // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
+    // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
+    // due at the earlier deadline we saw, scans after our CASes.
+    if taken > 0
+        && vt_ms > 0
+        && deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0)
+    {
         // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
         a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
     }
