@@ -753,3 +753,30 @@ fn send_timeout_waits_for_room_in_a_full_class() {
         [("g0", "next"), ("g1", "x"), ("g2", "x"), ("g3", "x")]
     );
 }
+
+/// Resident pages of this process (`/proc/self/statm`, in pages).
+fn resident_pages() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    statm.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue 14: `prefault` maps the whole arena into the process at once (a writer's mapping and
+/// an observer's read-only one), so its pages are resident before any message touches them.
+#[test]
+fn prefault_maps_the_whole_arena() {
+    let cfg = QueueConfig::new().deduplication(Deduplication::Off);
+    let bytes = cfg.arena_size().unwrap();
+    let q = queue("prefault", &cfg);
+    let before = resident_pages();
+    q.prefault().unwrap();
+    let grown = (resident_pages() - before) * 4096;
+    assert!(
+        grown >= bytes * 9 / 10,
+        "resident grew by {grown} bytes for an arena of {bytes}"
+    );
+    let observer = Queue::observe(&q.name).unwrap();
+    observer.prefault().unwrap();
+    // Still a working queue.
+    send(&q, "g", "after");
+    assert_eq!(bodies(&recv(&q, 1)), ["after"]);
+}

@@ -70,6 +70,11 @@ impl Queue {
 }
 
 impl Observer {
+    /// [`Queue::prefault`], read-only: maps every page of the queue into this process now.
+    pub fn prefault(&self) -> Result<()> {
+        self.q.prefault()
+    }
+
     /// [`Queue::attributes`]: settings and message counts (a scan of every slot).
     pub fn attributes(&self) -> QueueAttributes {
         self.q.attributes()

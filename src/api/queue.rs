@@ -358,4 +358,35 @@ impl Queue {
     pub fn sync(&self) -> crate::Result<()> {
         self.inner.map.flush().map_err(Error::Io)
     }
+
+    /// Maps every page of the queue into this process now (`madvise(MADV_POPULATE_WRITE)`;
+    /// read-only for an observer), instead of one page fault at the first touch of each page
+    /// later. A latency-sensitive process calls it once after `create` or `open`; a large
+    /// queue's first messages then do not pay for faults (a 1,000,000-group queue is some
+    /// 0.5 GiB). It costs about the faults it saves, up front, and the memory is allocated
+    /// (tmpfs pages, counted against `/dev/shm`) if it was not yet.
+    ///
+    /// Linux 5.14 or later; on an older kernel (`EINVAL`) it does nothing and returns `Ok`:
+    /// the pages fault in at first touch, as without it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.prefault()?; // every page mapped: no first-touch faults from here on
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn prefault(&self) -> crate::Result<()> {
+        let advice = if self.inner.observer {
+            memmap2::Advice::PopulateRead
+        } else {
+            memmap2::Advice::PopulateWrite
+        };
+        match self.inner.map.advise(advice) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            r => r.map_err(Error::Io),
+        }
+    }
 }
