@@ -996,6 +996,15 @@ shmfifo_result shmfifo_purge(const shmfifo_queue *q, uint64_t *purged);
 shmfifo_result shmfifo_queue_advance_clock(const shmfifo_queue *q, uint64_t ms);
 
 /*
+ Maps every page of the queue into this process now, instead of a page fault at the first
+ touch of each (see `Queue::prefault`; a no-op before Linux 5.14).
+
+ # Safety
+ `q` a live handle.
+ */
+shmfifo_result shmfifo_queue_prefault(const shmfifo_queue *q);
+
+/*
  Repairs what dead processes left behind (also done on open and by idle receivers).
 
  # Safety

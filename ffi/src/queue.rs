@@ -529,6 +529,20 @@ pub unsafe extern "C" fn shmfifo_queue_advance_clock(
     })
 }
 
+/// Maps every page of the queue into this process now, instead of a page fault at the first
+/// touch of each (see `Queue::prefault`; a no-op before Linux 5.14).
+///
+/// # Safety
+/// `q` a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_queue_prefault(q: *const shmfifo_queue) -> shmfifo_result {
+    guard(|| {
+        // SAFETY: per the contract.
+        unsafe { queue(q) }?.prefault()?;
+        Ok(())
+    })
+}
+
 /// Repairs what dead processes left behind (also done on open and by idle receivers).
 ///
 /// # Safety

@@ -206,6 +206,8 @@ static void test_round_trip(void) {
     EXPECT(shmfifo_purge(q, &purged), SHMFIFO_OK);
     CHECK(purged == 1);
     EXPECT(shmfifo_recover(q), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_prefault(q), SHMFIFO_OK);
+    EXPECT(shmfifo_queue_prefault(NULL), SHMFIFO_NULL_ARGUMENT);
     shmfifo_receive_buffer_free(buf);
     shmfifo_queue_close(q2);
     shmfifo_queue_close(q);
