@@ -7,7 +7,7 @@
 # difference divided by the messages in between is the figure per message, so setup (creating
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
-# Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single batch newgroup dedup empty
+# Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch newgroup dedup empty
 # (default: all; N = 2000 rounds). Needs valgrind and objdump.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single batch newgroup dedup empty)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch newgroup dedup empty)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$PWD/target/release/shmfifo-hotpath"
 out="$(mktemp -d)"

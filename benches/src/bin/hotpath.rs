@@ -11,6 +11,8 @@
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
 //!   5-minute interval, the default table).
+//! * `kept`: as `single`, with one more message always queued in the group, so the group never
+//!   empties (no retire and re-insert per message).
 //! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
 
 use std::fmt::Write as _;
@@ -28,7 +30,7 @@ fn main() {
     let (mode, n) = match args.as_slice() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
-            eprintln!("usage: shmfifo-hotpath single|batch|newgroup|dedup|empty N");
+            eprintln!("usage: shmfifo-hotpath single|batch|newgroup|dedup|kept|empty N");
             std::process::exit(2);
         }
     };
@@ -43,8 +45,11 @@ fn main() {
     let one = ReceiveOptions::max(1).wait(Duration::ZERO);
     let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
     let mut id = String::new();
+    if mode == "kept" {
+        q.send(&SendMessage::new("g", BODY)).expect("send");
+    }
     match mode {
-        "single" | "newgroup" | "dedup" => {
+        "single" | "newgroup" | "dedup" | "kept" => {
             for i in 0..n {
                 id.clear();
                 let _ = write!(id, "{i}");
