@@ -135,10 +135,7 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send(&self, msg: &SendMessage<'_>) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or(Error::MissingParameter {
-            parameter: "MessageGroupId",
-        })?;
-        self.send_checked(group_id, msg, 0)
+        self.send_timeout(msg, Duration::ZERO)
     }
 
     /// Sends like [`send`](Self::send), but when the message's size class is full waits up to
@@ -253,7 +250,7 @@ impl Queue {
 
     /// Checks and sends `msg` to `group_id`, waiting up to `wait_ms` for a slot if its class
     /// is full.
-    pub(super) fn send_checked(
+    fn send_checked(
         &self,
         group_id: &str,
         msg: &SendMessage<'_>,

@@ -12,7 +12,7 @@
 use super::accounting::count;
 use super::Owner;
 use super::{Arena, Env};
-use crate::layout::counter;
+use crate::layout::{counter, WakeLine};
 use crate::sync::{fence, Ordering};
 
 /// Rings the doorbell if a receiver may be asleep.
@@ -32,20 +32,44 @@ pub fn notify(a: &Arena<'_>, env: &dyn Env, me: Owner) {
 /// to sleep on. The caller must re-check for messages after this, then sleep, then call
 /// [`end_wait`].
 pub fn begin_wait(a: &Arena<'_>, part: usize) -> u32 {
-    let w = &a.hdr.wake.0;
-    // SYNC POINT(doorbell): SeqCst increment and fence before the caller's re-check, against
-    // the producer's publication, fence, then `waiters` load: one of the two sees the other.
-    w.waiters.fetch_add(1, Ordering::SeqCst);
-    if let Some(p) = a.parts.get(part) {
-        // Relaxed: bookkeeping for recovery of a dead waiter's count (incremented after the
-        // global count, so a crash between the two over-counts rather than wraps).
-        p.waiting.fetch_add(1, Ordering::Relaxed);
-    }
-    fence(Ordering::SeqCst);
-    // Acquire: pairs with the producer's Release increment of the doorbell.
-    w.doorbell.load(Ordering::Acquire)
+    // SYNC POINT(doorbell): against the producer's publication, fence, then `waiters` load.
+    announce(a, &a.hdr.wake.0, part, RECEIVER)
 }
 
+/// Ends a wait begun with [`begin_wait`].
+pub fn end_wait(a: &Arena<'_>, part: usize) {
+    withdraw(a, &a.hdr.wake.0, part, RECEIVER);
+}
+
+/// Counts a sleeper on `line` (and `unit` in participant `part`'s record), then reads the
+/// doorbell value to sleep on. The SeqCst increment and fence come before the caller's last
+/// look, against a waker's change, fence (or SeqCst RMW), then `waiters` load: one of the two
+/// sees the other (SYNC POINTs doorbell and space-doorbell).
+fn announce(a: &Arena<'_>, line: &WakeLine, part: usize, unit: u64) -> u32 {
+    // SeqCst, with the fence below: the sleeper's half of the store-buffering pair.
+    line.waiters.fetch_add(1, Ordering::SeqCst);
+    if let Some(p) = a.parts.get(part) {
+        // Relaxed: bookkeeping for giving a dead waiter's count back (after the global
+        // count, so a crash between the two over-counts rather than wraps).
+        p.waiting.fetch_add(unit, Ordering::Relaxed);
+    }
+    fence(Ordering::SeqCst);
+    // Acquire: pairs with the waker's Release increment of the doorbell.
+    line.doorbell.load(Ordering::Acquire)
+}
+
+/// Undoes [`announce`].
+fn withdraw(a: &Arena<'_>, line: &WakeLine, part: usize, unit: u64) {
+    // Relaxed: counts only; the doorbell carries the synchronisation. Per-participant first,
+    // so that a crash in between over-counts (a spurious wake-up) rather than wraps.
+    if let Some(p) = a.parts.get(part) {
+        p.waiting.fetch_sub(unit, Ordering::Relaxed);
+    }
+    line.waiters.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Per-participant count of one receiver waiting (the low half of `waiting`).
+const RECEIVER: u64 = 1;
 /// Per-participant count of one producer waiting for space (the high half of `waiting`).
 const SPACE_WAITER: u64 = 1 << 32;
 
@@ -85,36 +109,11 @@ pub fn notify_space(a: &Arena<'_>, env: &dyn Env) {
 /// space doorbell value to sleep on. The caller must try its send again after this, then
 /// sleep, then call [`space_end_wait`].
 pub fn space_begin_wait(a: &Arena<'_>, part: usize) -> u32 {
-    let s = &a.hdr.space.0;
-    // SYNC POINT(space-doorbell): SeqCst increment and fence before the caller's retry,
-    // against the freer's SeqCst CAS then SeqCst `waiters` load: one sees the other.
-    s.waiters.fetch_add(1, Ordering::SeqCst);
-    if let Some(p) = a.parts.get(part) {
-        // Relaxed: bookkeeping for giving a dead waiter's count back (after the global
-        // count, so a crash between the two over-counts rather than wraps).
-        p.waiting.fetch_add(SPACE_WAITER, Ordering::Relaxed);
-    }
-    fence(Ordering::SeqCst);
-    // Acquire: pairs with the freer's Release increment of the doorbell.
-    s.doorbell.load(Ordering::Acquire)
+    // SYNC POINT(space-doorbell): against the freer's SeqCst CAS then SeqCst `waiters` load.
+    announce(a, &a.hdr.space.0, part, SPACE_WAITER)
 }
 
 /// Ends a wait begun with [`space_begin_wait`].
 pub fn space_end_wait(a: &Arena<'_>, part: usize) {
-    // Relaxed: counts only; the doorbell carries the synchronisation. Per-participant first,
-    // so that a crash in between over-counts (a spurious wake-up) rather than wraps.
-    if let Some(p) = a.parts.get(part) {
-        p.waiting.fetch_sub(SPACE_WAITER, Ordering::Relaxed);
-    }
-    a.hdr.space.0.waiters.fetch_sub(1, Ordering::Relaxed);
-}
-
-/// Ends a wait begun with [`begin_wait`].
-pub fn end_wait(a: &Arena<'_>, part: usize) {
-    // Relaxed: counts only; the doorbell carries the synchronisation. Per-participant first,
-    // so that a crash in between over-counts (a spurious wake-up) rather than wraps.
-    if let Some(p) = a.parts.get(part) {
-        p.waiting.fetch_sub(1, Ordering::Relaxed);
-    }
-    a.hdr.wake.0.waiters.fetch_sub(1, Ordering::Relaxed);
+    withdraw(a, &a.hdr.space.0, part, SPACE_WAITER);
 }

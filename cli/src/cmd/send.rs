@@ -68,6 +68,14 @@ struct Outgoing {
 }
 
 impl Outgoing {
+    /// The attributes as the library takes them (borrowing from `self`).
+    fn attribute_views(&self) -> Vec<shmfifo::MessageAttribute<'_>> {
+        self.attributes
+            .iter()
+            .map(Attribute::as_message_attribute)
+            .collect()
+    }
+
     fn message<'a>(&'a self, attrs: &'a [shmfifo::MessageAttribute<'a>]) -> SendMessage<'a> {
         SendMessage {
             group_id: self.group.as_deref(),
@@ -144,11 +152,7 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         body,
         attributes: a.attribute.clone(),
     };
-    let attrs: Vec<_> = m
-        .attributes
-        .iter()
-        .map(Attribute::as_message_attribute)
-        .collect();
+    let attrs = m.attribute_views();
     if super::remote::is_remote(&a.queue) {
         if a.wait.is_some() {
             return Err(Failure::input(
@@ -375,12 +379,7 @@ fn send_batches(
         // Backpressure: one message at a time, each waiting for room, so that order holds
         // whatever fills up.
         for m in msgs {
-            let attrs: Vec<_> = m
-                .attributes
-                .iter()
-                .map(Attribute::as_message_attribute)
-                .collect();
-            match q.send_timeout(&m.message(&attrs), t) {
+            match q.send_timeout(&m.message(&m.attribute_views()), t) {
                 Ok(r) => ok.push((m.line, r)),
                 Err(e) => {
                     failed.push((m.line, e));
@@ -388,48 +387,37 @@ fn send_batches(
                 }
             }
         }
-    }
-    let all = if wait.is_some() {
-        Vec::new() // sent above
     } else {
-        batches(msgs)
-    };
-    for batch in all {
-        let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> = batch
-            .iter()
-            .map(|m| {
-                m.attributes
-                    .iter()
-                    .map(Attribute::as_message_attribute)
-                    .collect()
-            })
-            .collect();
-        let ids: Vec<String> = batch.iter().map(|m| m.line.to_string()).collect();
-        let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = batch
-            .iter()
-            .zip(&attrs)
-            .zip(&ids)
-            .map(|((m, a), id)| BatchEntry {
-                id,
-                entry: m.message(a),
-            })
-            .collect();
-        match q.send_batch(&entries) {
-            Ok(results) => {
-                for (m, r) in batch.iter().zip(results) {
-                    match r.result {
-                        Ok(s) => ok.push((m.line, s)),
-                        Err(e) => failed.push((m.line, e)),
+        for batch in batches(msgs) {
+            let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> =
+                batch.iter().map(Outgoing::attribute_views).collect();
+            let ids: Vec<String> = batch.iter().map(|m| m.line.to_string()).collect();
+            let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = batch
+                .iter()
+                .zip(&attrs)
+                .zip(&ids)
+                .map(|((m, a), id)| BatchEntry {
+                    id,
+                    entry: m.message(a),
+                })
+                .collect();
+            match q.send_batch(&entries) {
+                Ok(results) => {
+                    for (m, r) in batch.iter().zip(results) {
+                        match r.result {
+                            Ok(s) => ok.push((m.line, s)),
+                            Err(e) => failed.push((m.line, e)),
+                        }
                     }
                 }
+                Err(e) => {
+                    let lines = format!("lines {}-{}", batch[0].line, batch[batch.len() - 1].line);
+                    request_error = Some((lines, e));
+                }
             }
-            Err(e) => {
-                let lines = format!("lines {}-{}", batch[0].line, batch[batch.len() - 1].line);
-                request_error = Some((lines, e));
+            if !failed.is_empty() || request_error.is_some() {
+                break;
             }
-        }
-        if !failed.is_empty() || request_error.is_some() {
-            break;
         }
     }
     if ctx.json {

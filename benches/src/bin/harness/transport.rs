@@ -498,10 +498,7 @@ struct ShmfifoTx {
 
 impl ShmfifoTx {
     fn open(spec: &ChanSpec, index: usize, senders: usize) -> Res<ShmfifoTx> {
-        let q = Queue::open(&spec.name).map_err(|e| format!("opening queue {}: {e}", spec.name))?;
-        // Outside the window: every page mapped now, so the window measures the queue, not
-        // the first touch of a fresh arena's pages (0.5 GiB with 1,000,000 groups).
-        q.prefault().map_err(|e| format!("prefault: {e}"))?;
+        let q = open_prefaulted(spec)?;
         let g = spec.groups.max(1) as usize;
         Ok(ShmfifoTx {
             q,
@@ -543,6 +540,15 @@ impl ShmfifoTx {
         // Relaxed: a stop signal (see `Ctl::stop`).
         stop.load(Ordering::Relaxed) == 0
     }
+}
+
+/// Opens a shmfifo channel's queue with every page mapped: opened outside the window, so the
+/// window measures the queue, not the first touch of a fresh arena's pages (0.5 GiB with
+/// 1,000,000 groups).
+fn open_prefaulted(spec: &ChanSpec) -> Res<Queue> {
+    let q = Queue::open(&spec.name).map_err(|e| format!("opening queue {}: {e}", spec.name))?;
+    q.prefault().map_err(|e| format!("prefault: {e}"))?;
+    Ok(q)
 }
 
 /// The name of group `g`.
@@ -645,10 +651,7 @@ struct ShmfifoRx {
 
 impl ShmfifoRx {
     fn open(spec: &ChanSpec, wait: Wait) -> Res<ShmfifoRx> {
-        let q = Queue::open(&spec.name).map_err(|e| format!("opening queue {}: {e}", spec.name))?;
-        // Outside the window: every page mapped now, so the window measures the queue, not
-        // the first touch of a fresh arena's pages (0.5 GiB with 1,000,000 groups).
-        q.prefault().map_err(|e| format!("prefault: {e}"))?;
+        let q = open_prefaulted(spec)?;
         let w = match wait {
             Wait::Spin => Duration::ZERO,
             Wait::Sleep => SLEEP_POLL,
