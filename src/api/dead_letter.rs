@@ -5,7 +5,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::framing::attr_size;
+use super::framing::{self, attr_size};
 use super::queue::queue_path;
 use super::queue::{fault, Queue};
 use super::types::*;
@@ -121,14 +121,12 @@ impl Queue {
         let h = t.header;
         let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
         let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
-        let p = t.payload;
         let corrupt = || Error::Corrupted {
             what: "message lengths exceed the slot",
         };
-        if src_len + dedup_len + attr_len + body_len != p.len() {
-            return Err(corrupt());
-        }
-        let dedup = &p[src_len..src_len + dedup_len];
+        let p = framing::split(t.payload, body_len, src_len, dedup_len, attr_len)
+            .map_err(|_| corrupt())?;
+        let dedup = p.dedup;
         // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
         // it had: its dedup id).
         let mut id_text = [0u8; 36];
@@ -141,8 +139,7 @@ impl Queue {
             let id = self.message_id(t.idx, t.inc).to_string();
             id_text.copy_from_slice(id.as_bytes());
         }
-        let attrs = &p[src_len + dedup_len..src_len + dedup_len + attr_len];
-        let body = &p[src_len + dedup_len + attr_len..];
+        let (attrs, body) = (p.attrs, p.body);
         // Measured as `send` measures it: names, types and values, without our framing.
         let size = attr_size(attrs) + body.len();
         if size > dlq.maximum_message_size() as usize {

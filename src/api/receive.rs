@@ -86,14 +86,10 @@ pub(super) fn fill(
     let h = t.header;
     let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
     let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
-    let full = t.payload;
-    if src_len + dedup_len + attr_len + body_len != full.len() {
-        return Err("message lengths exceed the slot");
-    }
-    let (src, p) = full.split_at(src_len);
+    let p = framing::split(t.payload, body_len, src_len, dedup_len, attr_len)?;
     m.message_id = if flags & words::LENS_MOVED != 0 {
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
-        std::str::from_utf8(&p[..dedup_len])
+        std::str::from_utf8(p.dedup)
             .ok()
             .and_then(MessageId::parse)
             .ok_or("moved message id")?
@@ -125,19 +121,19 @@ pub(super) fn fill(
             }
         }
     }
-    set_text(&mut m.body, &p[dedup_len + attr_len..])?;
+    set_text(&mut m.body, p.body)?;
     let mut id = [0u8; MAX_ID_LEN];
     let n = group::read_id(t.group, &mut id);
     set_text(&mut m.group_id, &id[..n])?;
     if dedup_len == 0 {
         m.dedup_id = None;
     } else {
-        set_text(m.dedup_id.get_or_insert_with(String::new), &p[..dedup_len])?;
+        set_text(m.dedup_id.get_or_insert_with(String::new), p.dedup)?;
     }
-    if src.is_empty() {
+    if p.source.is_empty() {
         m.dead_letter_source = None;
     } else {
-        set_text(m.dead_letter_source.get_or_insert_with(String::new), src)?;
+        set_text(m.dead_letter_source.get_or_insert_with(String::new), p.source)?;
     }
     let seq_hi = t.group.seq_base.load(r);
     m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
@@ -148,7 +144,7 @@ pub(super) fn fill(
     m.first_receive_timestamp = h.first_recv_ms.load(r);
     m.receive_count = t.receive_count;
     let mut k = 0;
-    for d in framing::decode(&p[dedup_len..dedup_len + attr_len]) {
+    for d in framing::decode(p.attrs) {
         let (name, data_type, value) = d?;
         if k >= MAX_ATTRIBUTES {
             return Err("attribute framing");

@@ -297,8 +297,8 @@ impl Queue {
         )
     }
 
-    /// Enqueues a validated message from all its parts in slot order (`parts[0]` the
-    /// dead-letter source, `parts[1]` the dedup id, the body last), waiting up to `wait_ms`
+    /// Enqueues a validated message from all its parts in slot order (`parts[0]` the body,
+    /// `parts[1]` the dead-letter source, `parts[2]` the dedup id, then the attributes), waiting up to `wait_ms`
     /// for a slot if its class is full.
     #[allow(clippy::too_many_arguments)]
     fn send_all(
@@ -387,7 +387,8 @@ impl Queue {
     }
 
     /// The protocol's description of a validated message from all its parts in slot order
-    /// (`parts[0]` the dead-letter source, `parts[1]` the dedup id, the body last); `hash` is
+    /// (`parts[0]` the body, `parts[1]` the dead-letter source, `parts[2]` the dedup id, then
+    /// the attributes); `hash` is
     /// the group id's keyed hash if the caller has it already.
     #[allow(clippy::too_many_arguments)]
     fn outgoing<'x>(
@@ -401,7 +402,7 @@ impl Queue {
         hash: Option<u64>,
     ) -> Result<Outgoing<'x>> {
         let inner = &*self.inner;
-        let (source, dedup) = (parts[0], parts[1]);
+        let (source, dedup) = (parts[1], parts[2]);
         let stored = source.len() + dedup.len() + attr_len + body_len;
         let class = inner
             .caps
@@ -658,8 +659,9 @@ fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
     e.entry.group_id.unwrap_or("")
 }
 
-/// Every piece of a message in slot order: dead-letter source, dedup id, attribute pieces,
-/// body; and how many.
+/// Every piece of a message in slot order (layout 10: the body first, so it starts 64-byte
+/// aligned and a loan can be filled before its options are known): body, dead-letter source,
+/// dedup id, attribute pieces; and how many.
 fn all_parts<'p>(
     source: &'p [u8],
     dedup: &'p [u8],
@@ -667,15 +669,15 @@ fn all_parts<'p>(
     body: &'p [u8],
 ) -> ([&'p [u8]; 3 + 4 * MAX_ATTRIBUTES], usize) {
     let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-    parts[0] = source;
-    parts[1] = dedup;
-    let mut n = 2;
+    parts[0] = body;
+    parts[1] = source;
+    parts[2] = dedup;
+    let mut n = 3;
     for p in attr_pieces {
         parts[n] = p;
         n += 1;
     }
-    parts[n] = body;
-    (parts, n + 1)
+    (parts, n)
 }
 
 /// What a message adds to its own bytes in the slot: the framing of each attribute (see
@@ -697,8 +699,8 @@ impl Framed {
         Framed { frames, generated }
     }
 
-    /// Fills `parts` with every piece of the message in slot order (no dead-letter source,
-    /// dedup id, attribute pieces, body); returns how many and the attributes' bytes.
+    /// Fills `parts` with every piece of the message in slot order (body, no dead-letter
+    /// source, dedup id, attribute pieces); returns how many and the attributes' bytes.
     fn fill<'p>(
         &'p self,
         msg: &'p SendMessage<'p>,
@@ -709,9 +711,10 @@ impl Framed {
             (None, Some(g)) => g,
             (None, None) => &[],
         };
-        parts[0] = &[];
-        parts[1] = dedup;
-        let mut n = 2;
+        parts[0] = msg.body.as_bytes();
+        parts[1] = &[];
+        parts[2] = dedup;
+        let mut n = 3;
         let mut attr_len = 0;
         for (f, a) in self.frames.iter().zip(msg.attributes) {
             for p in [&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value] {
@@ -720,8 +723,7 @@ impl Framed {
                 n += 1;
             }
         }
-        parts[n] = msg.body.as_bytes();
-        (n + 1, attr_len)
+        (n, attr_len)
     }
 }
 

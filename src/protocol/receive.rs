@@ -33,7 +33,7 @@ pub struct Taken<'t> {
     pub header: &'t MsgHeader,
     /// The group entry.
     pub group: &'t GroupEntry,
-    /// The payload bytes (dead-letter source, dedup id, attributes, body).
+    /// The payload bytes (body, dead-letter source, dedup id, attributes: layout 10).
     pub payload: &'t [u8],
     /// The message's `vis` word as this receive left it (epoch and deadline).
     pub vis: u64,
