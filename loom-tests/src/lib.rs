@@ -146,6 +146,8 @@ fn send_with(
             dedup,
             source_len: 0,
             prior_receives: 0,
+            loaned: None,
+            in_place: 0,
         },
     )
 }
@@ -173,6 +175,8 @@ pub fn send_batch(
             dedup: None,
             source_len: 0,
             prior_receives: 0,
+            loaned: None,
+            in_place: 0,
         })
         .collect();
     let refs: Vec<&Outgoing<'_>> = outs.iter().collect();

@@ -3,10 +3,12 @@
 #[cfg(feature = "tokio")]
 mod asynchronous;
 mod backend;
+pub(crate) mod borrow;
 mod dead_letter;
 mod framing;
 mod handles;
 mod inspection;
+mod loan;
 mod observe;
 mod open;
 mod queue;
@@ -19,6 +21,8 @@ mod types;
 #[cfg(feature = "tokio")]
 pub use asynchronous::{AsyncQueue, MessageStream};
 pub use backend::{FifoQueue, Received, Sent};
+pub use borrow::BorrowedMessage;
+pub use loan::{Loan, LoanError, LoanOptions};
 pub use observe::Observer;
 pub use queue::Queue;
 pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};

@@ -45,7 +45,17 @@ impl Filler {
         m: &mut Message,
         t: &Taken<'_>,
     ) -> std::result::Result<(), &'static str> {
-        fill(m, t, self.nonce, self.created_wall_ms)?;
+        self.fill_with(m, t, true).map(|_| ())
+    }
+
+    /// [`fill`] (the body copied or not), then the group id check; returns the body's length.
+    fn fill_with(
+        &mut self,
+        m: &mut Message,
+        t: &Taken<'_>,
+        copy_body: bool,
+    ) -> std::result::Result<usize, &'static str> {
+        let body_len = fill(m, t, self.nonce, self.created_wall_ms, copy_body)?;
         let at = t.group as *const _ as usize;
         if at != self.checked {
             // Relaxed: read under the group claim (or re-validated by a peek).
@@ -56,7 +66,7 @@ impl Filler {
             }
             self.checked = at;
         }
-        Ok(())
+        Ok(body_len)
     }
 
     /// [`Filler::fill`] into the next message of `buf`; an unreadable message (the protocol
@@ -67,21 +77,31 @@ impl Filler {
         t: &Taken<'_>,
     ) -> std::result::Result<(), &'static str> {
         let k = buf.len;
-        let r = self.fill(buf.next_slot(), t);
-        if r.is_err() {
-            buf.len = k;
+        let borrow = buf.borrow;
+        let r = self.fill_with(buf.next_slot(), t, !borrow);
+        match r {
+            Err(_) => buf.len = k,
+            Ok(body_len) if borrow => {
+                if let Some(v) = buf.views.get_mut(k) {
+                    *v = super::borrow::View::of(t, body_len);
+                }
+            }
+            Ok(_) => {}
         }
-        r
+        r.map(|_| ())
     }
 }
 
-/// Copies a taken message into `m`, reusing its allocations. Errors name corrupted framing.
+/// Copies a taken message into `m`, reusing its allocations (the body only if `copy_body`:
+/// otherwise `m.body` is left empty, for a borrowing receive to read in place). Returns the
+/// body's length. Errors name corrupted framing.
 pub(super) fn fill(
     m: &mut Message,
     t: &Taken<'_>,
     nonce: u64,
     created_wall_ms: u64,
-) -> std::result::Result<(), &'static str> {
+    copy_body: bool,
+) -> std::result::Result<usize, &'static str> {
     let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
     let h = t.header;
     let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
@@ -121,7 +141,11 @@ pub(super) fn fill(
             }
         }
     }
-    set_text(&mut m.body, p.body)?;
+    if copy_body {
+        set_text(&mut m.body, p.body)?;
+    } else {
+        m.body.clear();
+    }
     let mut id = [0u8; MAX_ID_LEN];
     let n = group::read_id(t.group, &mut id);
     set_text(&mut m.group_id, &id[..n])?;
@@ -133,7 +157,10 @@ pub(super) fn fill(
     if p.source.is_empty() {
         m.dead_letter_source = None;
     } else {
-        set_text(m.dead_letter_source.get_or_insert_with(String::new), p.source)?;
+        set_text(
+            m.dead_letter_source.get_or_insert_with(String::new),
+            p.source,
+        )?;
     }
     let seq_hi = t.group.seq_base.load(r);
     m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
@@ -160,7 +187,7 @@ pub(super) fn fill(
         k += 1;
     }
     m.attributes.truncate(k);
-    Ok(())
+    Ok(p.body.len())
 }
 
 impl ReceiveOptions {

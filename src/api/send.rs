@@ -18,7 +18,7 @@ use crate::{sys, validate};
 /// The allocation cursor's next value: a process-local spreading hint, so a load and a store
 /// (no locked read-modify-write per message); threads racing may start at the same slot, and
 /// the allocation CAS sorts them out.
-fn next_cursor(c: &crate::sync::AtomicU64) -> u64 {
+pub(super) fn next_cursor(c: &crate::sync::AtomicU64) -> u64 {
     // Relaxed: a hint, never a synchronisation.
     let v = c.load(Ordering::Relaxed);
     c.store(v.wrapping_add(1), Ordering::Relaxed);
@@ -378,7 +378,7 @@ impl Queue {
     /// participant has died, a sweep at most every 10 ms (a full class then costs a producer a
     /// few loads, not a recovery with a lock check per participant on every send). Returns
     /// whether either did something (then the send is worth trying again).
-    fn make_room(&self) -> bool {
+    pub(super) fn make_room(&self) -> bool {
         let inner = &*self.inner;
         let a = self.arena();
         let recovered = recovery::maybe_check_liveness(a, inner, inner.me).unwrap_or(false);
@@ -433,7 +433,75 @@ impl Queue {
             },
             source_len: source.len() as u8,
             prior_receives,
+            loaned: None,
+            in_place: 0,
         })
+    }
+
+    /// Sends the message in a lent slot (see [`super::loan::Loan`]): `msg.body` is the slot's
+    /// first bytes, in place. Checked as `send` checks (S2–S8, D5); the dedup id, attributes
+    /// go after the body in the same slot. Where they do not fit its class, the body is copied
+    /// into a slot of a class that holds them all (one copy; the loan is given back). On `Ok`
+    /// the lent slot is linked, or given back (a duplicate, D1; a copy); on `Err` it is still
+    /// lent to us, untouched, so the caller can send it again or drop it.
+    pub(super) fn send_lent(
+        &self,
+        lent: send::Loaned,
+        class: usize,
+        msg: &SendMessage<'_>,
+    ) -> Result<SendResult> {
+        let group_id = msg.group_id.ok_or(Error::MissingParameter {
+            parameter: "MessageGroupId",
+        })?;
+        self.check(group_id, msg)?;
+        let inner = &*self.inner;
+        let f = Framed::new(inner.dedup, msg);
+        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
+        let (n, attr_len) = f.fill(msg, &mut parts);
+        let extra: usize = parts[1..n].iter().map(|p| p.len()).sum();
+        let cap = inner.caps.get(class).map_or(0, |&(cap, _)| cap as usize);
+        if msg.body.len() + extra > cap {
+            // The options outgrow the class the body was lent from: one copy.
+            let r = self.send_all(
+                group_id.as_bytes(),
+                &parts[..n],
+                attr_len,
+                msg.body.len(),
+                0,
+                0,
+                0,
+            )?;
+            self.return_lent(lent);
+            return Ok(r);
+        }
+        parts[0] = &[]; // in place
+        let mut out = self.outgoing(
+            group_id.as_bytes(),
+            &parts[..n],
+            attr_len,
+            msg.body.len(),
+            0,
+            0,
+            None,
+        )?;
+        out.class = class;
+        out.loaned = Some(lent);
+        out.in_place = msg.body.len();
+        let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
+            .map_err(|f| fault(f, inner))?;
+        if sent.duplicate {
+            // D1: accepted, not enqueued: the slot goes back to the pool.
+            self.return_lent(lent);
+        }
+        Ok(self.sent(&sent))
+    }
+
+    /// Gives a lent slot back to the pool (a dropped loan, a duplicate, a copy).
+    pub(super) fn return_lent(&self, lent: send::Loaned) {
+        let inner = &*self.inner;
+        // A slot that is no longer ours at the loan's epoch (only a hostile writer does that)
+        // is left alone: the CAS fails.
+        let _ = send::return_loan(self.arena(), &Op::new(inner), inner.me, lent);
     }
 
     /// The caller's view of a send, and the allocation cursor moved past its slot.

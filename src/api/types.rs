@@ -313,6 +313,11 @@ pub struct ReceiveBuffer {
     pub(crate) len: usize,
     /// Each message's `vis` word as the receive left it (for attempt-id records).
     pub(crate) vis: [u64; 10],
+    /// Borrowing: bodies are not copied, their place in the mapping is kept in `views`
+    /// (`Queue::receive_borrowed`).
+    pub(crate) borrow: bool,
+    /// Where each message's body lies in the mapping (borrowing only).
+    pub(crate) views: [crate::api::borrow::View; 10],
 }
 
 impl ReceiveBuffer {

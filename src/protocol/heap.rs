@@ -176,6 +176,8 @@ mod tests {
             dedup: None,
             source_len: 0,
             prior_receives: 0,
+            loaned: None,
+            in_place: 0,
         };
         send::send(a, env, owner::code(who, 1), &out)
     }
@@ -315,6 +317,8 @@ mod tests {
                             dedup: None,
                             source_len: 0,
                             prior_receives: 0,
+                            loaned: None,
+                            in_place: 0,
                         },
                     )
                     .unwrap_or_else(|f| panic!("round {round} group {k}: {f:?}"));

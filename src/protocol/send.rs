@@ -50,6 +50,44 @@ pub struct Outgoing<'x> {
     /// Receives the message had before this queue (M4: a dead-lettered message keeps its
     /// count); 0 for a new message.
     pub prior_receives: u32,
+    /// A slot lent earlier by [`loan`], whose first `in_place` bytes hold the body already
+    /// (`parts` then go after them); `None`: allocate one from `class`.
+    pub loaned: Option<Loaned>,
+    /// Bytes of payload already in the lent slot (0 without a loan).
+    pub in_place: usize,
+}
+
+/// A slot lent to its producer by [`loan`]: claimed by it (`vis` = CLAIMED(owner) at epoch
+/// `epoch0`), not linked anywhere, so nobody else reads or writes it. A producer that dies
+/// holding it leaves a claimed, never-linked slot, which recovery frees as it frees a
+/// half-made send's (`settle`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loaned {
+    /// Global slot index.
+    pub idx: u32,
+    /// The incarnation it was claimed at.
+    pub inc: u32,
+    /// The epoch of its `vis` word while claimed.
+    pub epoch0: u32,
+}
+
+/// Lends a free slot of `class` to `me` (issue 15's loaned send): claims it as a send does
+/// (`pool::alloc`) and clears its dedup back-pointer, so a settler of a dead lender finds no
+/// entry to settle and frees the slot. The caller writes the payload in place and later sends
+/// it ([`Outgoing::loaned`]) or gives it back ([`return_loan`]).
+pub fn loan(a: &Arena<'_>, me: Owner, class: usize, cursor: u64) -> PResult<Loaned> {
+    let (idx, inc, epoch0) = pool::alloc(a, class, cursor, me)?;
+    crash_point!();
+    // Relaxed: the slot is ours; a stale back-pointer names no PENDING entry of ours and this
+    // slot either, so settlers ignore it: clearing it only keeps the word tidy.
+    a.msg(idx)?.recv_ms.store(0, Ordering::Relaxed);
+    Ok(Loaned { idx, inc, epoch0 })
+}
+
+/// Gives a lent slot back (a loan dropped unsent, or sent as a duplicate): frees it if it is
+/// still claimed by `me` at the loan's epoch. Returns whether this call freed it.
+pub fn return_loan(a: &Arena<'_>, env: &dyn Env, me: Owner, l: Loaned) -> PResult<bool> {
+    pool::free(a, env, l.idx, vis::pack(l.epoch0, vis::claimed(me)))
 }
 
 fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
@@ -160,7 +198,7 @@ pub fn send_chain(
             for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
                 // Every error of `link` comes before the link CAS: nothing was enqueued, the
                 // slots are freed (or still claimed by us) and the keys may be sent again.
-                give_up(a, env, p.idx, p.claimed, p.entry)?;
+                give_up(a, env, p.idx, p.claimed, p.entry, p.loaned)?;
                 results[usize::from(k)] = Err(f);
             }
             return Ok(());
@@ -233,20 +271,30 @@ struct Prepared<'a> {
     source_len: u8,
     /// Receives it had before this queue (M4).
     prior_receives: u32,
+    /// A lent slot: a failed send leaves it to its lender instead of freeing it.
+    loaned: bool,
 }
 
-/// Frees a slot we claimed, aborting our dedup entry first (invariant D).
+/// Frees a slot we claimed, aborting our dedup entry first (invariant D); a lent slot stays
+/// claimed by its lender (who may send it again or give it back), its back-pointer cleared.
 fn give_up(
     a: &Arena<'_>,
     env: &dyn Env,
     idx: u32,
     claimed: u64,
     entry: Option<(u32, u64)>,
+    loaned: bool,
 ) -> PResult<()> {
     if let Some((index, word)) = entry {
         dedup::abort(a, index, word)?;
     }
-    pool::free(a, env, idx, claimed)?;
+    if loaned {
+        // Relaxed: the slot is still ours; the entry it named is FREE (a settler would ignore
+        // the stale pointer anyway).
+        a.msg(idx)?.recv_ms.store(0, Ordering::Relaxed);
+    } else {
+        pool::free(a, env, idx, claimed)?;
+    }
     Ok(())
 }
 
@@ -258,19 +306,32 @@ fn prepare<'a>(
     out: &Outgoing<'_>,
     entry: Option<(u32, u64)>,
 ) -> PResult<Prepared<'a>> {
-    let (idx, inc, epoch0) = pool::alloc(a, out.class, out.cursor, me)?;
+    let (idx, inc, epoch0) = match out.loaned {
+        None => pool::alloc(a, out.class, out.cursor, me)?,
+        Some(l) => {
+            let h = a.msg(l.idx)?;
+            // Relaxed: our own claim; only a hostile writer changes it meanwhile.
+            if h.vis.load(Ordering::Relaxed) != vis::pack(l.epoch0, vis::claimed(me))
+                || node::inc(h.link.load(Ordering::Relaxed)) != l.inc
+            {
+                return Err(Fault::Corrupted("a lent slot changed hands"));
+            }
+            (l.idx, l.inc, l.epoch0)
+        }
+    };
+    let loaned = out.loaned.is_some();
     let claimed = vis::pack(epoch0, vis::claimed(me));
     let (cl, slot) = a.class_of(idx)?;
-    let total: usize = out.parts.iter().map(|p| p.len()).sum();
+    let total: usize = out.in_place + out.parts.iter().map(|p| p.len()).sum::<usize>();
     if total > cl.cap as usize {
-        give_up(a, env, idx, claimed, entry)?;
+        give_up(a, env, idx, claimed, entry, loaned)?;
         return Err(Fault::Corrupted("payload larger than its class"));
     }
     // SAFETY: `slot < cl.headers.len()` and the payload array holds `headers.len() * stride`
     // bytes with `stride >= cap >= total`, so the range is inside the arena; the slot is
     // CLAIMED by us, so no other participant reads or writes these bytes until we publish it.
     unsafe {
-        let mut dst = cl.payload.add(slot * cl.stride);
+        let mut dst = cl.payload.add(slot * cl.stride + out.in_place);
         for p in out.parts.iter() {
             core::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
             dst = dst.add(p.len());
@@ -301,6 +362,7 @@ fn prepare<'a>(
         entry,
         source_len: out.source_len,
         prior_receives: out.prior_receives,
+        loaned,
     })
 }
 

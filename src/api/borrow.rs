@@ -1,0 +1,198 @@
+//! Borrowed receives (issue 15): a message's body read in place in the arena instead of
+//! copied out.
+//!
+//! A receive takes messages under their group's claim as always (the same protocol, the same
+//! in-flight exclusion, dead-letter moves and counts); a borrowing receive copies the small
+//! parts (ids, attributes) and keeps, for the body, its place in the mapping. A message's slot
+//! stays put from send to delete, so the body stays readable there while the message is in
+//! flight for this receive. What can free or reuse the slot meanwhile is what can end a
+//! receipt handle: the visibility timeout passing and another receive taking the message (then
+//! deleting it), a purge, retention, a dead-letter move. Each of them changes the slot's epoch
+//! or incarnation, which [`BorrowedMessage::verify`] checks after a read (a sequence lock with
+//! `pool::alloc`'s Release fence: SYNC POINT(peek-seqlock)).
+#![allow(unsafe_code)] // views of the mapping (each block says why)
+
+use std::fmt;
+
+use super::queue::Queue;
+use super::types::{Message, ReceiptHandle, ReceiveBuffer, ReceiveOptions};
+use crate::error::{Error, Result};
+use crate::layout::MsgHeader;
+use crate::protocol::receive::Taken;
+use crate::protocol::{node, vis};
+use crate::sync::{fence, Ordering};
+
+/// Where a borrowed body lies in the mapping (addresses as integers: plain data in a
+/// [`ReceiveBuffer`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct View {
+    body: usize,
+    len: usize,
+    header: usize,
+}
+
+impl View {
+    /// The body of taken message `t` (first in its payload, layout 10), `len` bytes.
+    pub(super) fn of(t: &Taken<'_>, len: usize) -> View {
+        View {
+            body: t.payload.as_ptr() as usize,
+            len: len.min(t.payload.len()),
+            header: t.header as *const MsgHeader as usize,
+        }
+    }
+}
+
+/// A received message whose body is read in place in the queue's memory
+/// ([`Queue::receive_borrowed`]): no copy of the body is made.
+///
+/// The body stays this message's while the message is in flight for this receive. Read it,
+/// then call [`verify`](BorrowedMessage::verify): `Ok` proves that nothing done through the
+/// queue's protocol (a delete, a purge, retention, a dead-letter move, another receive after
+/// the visibility timeout) freed or re-received the slot before the check, so the bytes read
+/// were this message's. After an `Err`, what was read may belong to another message: discard
+/// it.
+///
+/// **A hostile process** that can write the queue's file can change the body's bytes at any
+/// time while they are read, and restore the words `verify` checks: a reader may then see any
+/// bytes (torn, not text, another message's) and `verify` cannot tell. It can never make the
+/// reader touch memory outside the queue's mapping (the view's bounds were checked when it was
+/// taken), so the worst it causes is wrong bytes, not a crash. The copying
+/// [`Queue::receive`] checks the copy it returns as text; a borrowed body is checked by
+/// [`body_str`](BorrowedMessage::body_str) when it is read.
+pub struct BorrowedMessage<'q> {
+    queue: &'q Queue,
+    meta: Message,
+    view: View,
+}
+
+impl fmt::Debug for BorrowedMessage<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BorrowedMessage")
+            .field("message_id", &self.meta.message_id)
+            .field("group_id", &self.meta.group_id)
+            .field("body_len", &self.view.len)
+            .finish()
+    }
+}
+
+impl<'q> BorrowedMessage<'q> {
+    /// The body's bytes, in place (see the type's documentation for what they are worth
+    /// without [`verify`](BorrowedMessage::verify)).
+    pub fn body(&self) -> &[u8] {
+        // SAFETY: `view.body .. + len` was the taken message's payload slice (bounds-checked
+        // by the protocol against its size class) inside the mapping, which `self.queue`
+        // keeps mapped for `'q`. Other processes may write these bytes (a reuse after the
+        // message left our hands, or a hostile writer): the type's documentation says what a
+        // reader may then see.
+        unsafe { std::slice::from_raw_parts(self.view.body as *const u8, self.view.len) }
+    }
+
+    /// The body as text (S7: SQS bodies are text), checked as UTF-8 where it lies, then
+    /// verified (see [`verify`](BorrowedMessage::verify)).
+    pub fn body_str(&self) -> Result<&str> {
+        let s = std::str::from_utf8(self.body()).map_err(|e| Error::InvalidMessageContents {
+            reason: format!(
+                "the borrowed body is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        });
+        self.verify()?;
+        s
+    }
+
+    /// Everything but the body (copied: ids, attributes, counts, timestamps); its `body` field
+    /// is empty.
+    pub fn message(&self) -> &Message {
+        &self.meta
+    }
+
+    /// The receipt handle of this receive.
+    pub fn receipt_handle(&self) -> &ReceiptHandle {
+        &self.meta.receipt_handle
+    }
+
+    /// Whether the slot still holds this message as this receive left it: its incarnation
+    /// and epoch unchanged and the message neither deleted nor freed. Call it after reading
+    /// [`body`](BorrowedMessage::body): `Ok` proves the bytes read were this message's (see
+    /// the type's documentation for a hostile writer). `Err(ReceiptHandleExpired)` otherwise.
+    pub fn verify(&self) -> Result<()> {
+        // SAFETY: `view.header` is the taken message's header inside the mapping, which
+        // `self.queue` keeps mapped for `'q`; headers are atomics, read as such.
+        let h = unsafe { &*(self.view.header as *const MsgHeader) };
+        // SYNC POINT(peek-seqlock): the reads of the body happen before this Acquire fence;
+        // an allocation's Release fence (`pool::alloc`) orders its new epoch and incarnation
+        // before its payload writes, so if we read any byte of a later message we see its
+        // `vis` or `link` changed below.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        let w = h.vis.load(Ordering::Relaxed);
+        let l = h.link.load(Ordering::Relaxed);
+        let rh = &self.meta.receipt_handle;
+        let ours = node::inc(l) == rh.inc
+            && vis::epoch(w) == rh.epoch
+            && matches!(vis::state(w), vis::State::Published(_));
+        if ours {
+            Ok(())
+        } else {
+            Err(Error::ReceiptHandleExpired {
+                handle: rh.to_string(),
+            })
+        }
+    }
+
+    /// Copies the message out (verified after the copy, as [`Queue::receive`] would return
+    /// it).
+    pub fn to_message(&self) -> Result<Message> {
+        let mut m = self.meta.clone();
+        m.body = self.body_str()?.to_owned();
+        Ok(m)
+    }
+
+    /// Deletes the message (as [`Queue::delete`] with its receipt handle), ending the borrow.
+    pub fn delete(self) -> Result<()> {
+        self.queue.delete(&self.meta.receipt_handle)
+    }
+}
+
+impl Queue {
+    /// Receives like [`receive`](Queue::receive) (R1–R10: the same in-flight exclusion,
+    /// counts, waits and dead-letter moves), but hands each body out in place instead of
+    /// copying it: a large message costs one read of its bytes where the reader reads them
+    /// (issue 15). Read a body, then [`verify`](BorrowedMessage::verify) it; delete through
+    /// the view.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "a large frame").dedup_id("1"))?;
+    /// let got = q.receive_borrowed(&ReceiveOptions::max(10))?;
+    /// assert_eq!(got[0].body(), b"a large frame");
+    /// got[0].verify()?; // the bytes read were this message's
+    /// assert_eq!(got[0].message().receive_count, 1);
+    /// for m in got {
+    ///     m.delete()?;
+    /// }
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_borrowed(&self, opts: &ReceiveOptions) -> Result<Vec<BorrowedMessage<'_>>> {
+        let mut buf = ReceiveBuffer {
+            borrow: true,
+            ..ReceiveBuffer::default()
+        };
+        let n = self.receive_into(opts, &mut buf)?;
+        buf.msgs.truncate(n);
+        Ok(buf
+            .msgs
+            .into_iter()
+            .zip(buf.views)
+            .map(|(meta, view)| BorrowedMessage {
+                queue: self,
+                meta,
+                view,
+            })
+            .collect())
+    }
+}

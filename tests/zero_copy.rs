@@ -1,0 +1,284 @@
+//! Loaned sends and borrowed receives (issue 15) on the public API: the SQS FIFO rules hold for
+//! messages written in place (S2, S4, S6, S7, D1, R3 order) and a borrowed view proves it is
+//! still its message (H-rules: a view ends where its receipt handle would).
+
+mod common;
+use common::*;
+
+use std::time::Duration;
+
+use shmfifo::{
+    Error, LoanOptions, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage,
+};
+
+fn opts() -> ReceiveOptions {
+    ReceiveOptions::max(10).wait(Duration::ZERO)
+}
+
+/// Two slot classes: 256 bytes and 4,560 (the least a 4 KiB maximum message size allows, with
+/// its dedup id and attribute framing), `n` slots each.
+fn two_classes(n: u32) -> QueueConfig {
+    small_dedup()
+        .maximum_message_size(4096)
+        .size_classes(vec![(256, n), (4560, n)])
+}
+
+#[test]
+fn a_loan_is_sent_in_place_and_received_both_ways() {
+    let q = queue("zc-roundtrip", &small_dedup());
+    let attrs = [MessageAttribute::string("kind", "frame")];
+    let mut loan = q.loan("g", 11).unwrap();
+    assert_eq!(loan.len(), 11);
+    assert_eq!(loan.group_id(), "g");
+    loan.as_mut_slice().copy_from_slice(b"hello world");
+    let sent = loan
+        .send_with(&LoanOptions::new().dedup_id("1").attributes(&attrs))
+        .unwrap();
+    assert!(!sent.duplicate);
+
+    // Copying receive: the same message a plain send makes.
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].message_id, sent.message_id);
+    assert_eq!(got[0].body, "hello world");
+    assert_eq!(got[0].dedup_id.as_deref(), Some("1"));
+    assert_eq!(got[0].attributes[0].name, "kind");
+    assert_eq!(got[0].attributes[0].value, b"frame");
+    q.change_visibility(&got[0].receipt_handle, Duration::ZERO)
+        .unwrap();
+
+    // Borrowed receive: the body in place, everything else copied.
+    let b = q.receive_borrowed(&opts()).unwrap();
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0].body(), b"hello world");
+    assert_eq!(b[0].body_str().unwrap(), "hello world");
+    b[0].verify().unwrap();
+    assert_eq!(b[0].message().message_id, sent.message_id);
+    assert_eq!(b[0].message().receive_count, 2);
+    assert_eq!(b[0].message().attributes[0].value, b"frame");
+    assert!(b[0].message().body.is_empty());
+    assert_eq!(b[0].to_message().unwrap().body, "hello world");
+    for m in b {
+        m.delete().unwrap();
+    }
+    assert!(q.receive(&opts()).unwrap().is_empty());
+}
+
+#[test]
+fn r3_loans_and_plain_sends_keep_one_group_in_order() {
+    let q = queue("zc-order", &small());
+    for i in 0..20 {
+        let body = format!("m{i:02}");
+        if i % 2 == 0 {
+            let mut loan = q.loan("g", body.len()).unwrap();
+            loan.as_mut_slice().copy_from_slice(body.as_bytes());
+            loan.send().unwrap();
+        } else {
+            send(&q, "g", &body);
+        }
+    }
+    let mut seen = Vec::new();
+    loop {
+        let got = q.receive_borrowed(&opts()).unwrap();
+        if got.is_empty() {
+            break;
+        }
+        for m in got {
+            seen.push(String::from_utf8(m.body().to_vec()).unwrap());
+            m.verify().unwrap();
+            m.delete().unwrap();
+        }
+    }
+    let want: Vec<String> = (0..20).map(|i| format!("m{i:02}")).collect();
+    assert_eq!(seen, want);
+}
+
+#[test]
+fn a_dropped_loan_gives_its_slot_back() {
+    let q = queue(
+        "zc-drop",
+        &two_classes(4).deduplication(shmfifo::Deduplication::Off),
+    );
+    let loans: Vec<_> = (0..4).map(|_| q.loan("g", 100).unwrap()).collect();
+    // Every 256-byte slot is lent: the class is full for loans and sends alike.
+    assert!(matches!(q.loan("g", 100), Err(Error::SizeClassFull { .. })));
+    assert!(matches!(
+        q.send(&SendMessage::new("g", "x")),
+        Err(Error::SizeClassFull { .. })
+    ));
+    drop(loans);
+    for i in 0..4 {
+        send(&q, "g", &format!("{i}"));
+    }
+}
+
+#[test]
+fn d1_a_duplicate_loan_is_accepted_and_its_slot_given_back() {
+    let q = queue("zc-dup", &two_classes(2));
+    let mut first = q.loan("g", 3).unwrap();
+    first.as_mut_slice().copy_from_slice(b"one");
+    let a = first.send_with(&LoanOptions::new().dedup_id("d")).unwrap();
+    let mut again = q.loan("g", 3).unwrap();
+    again.as_mut_slice().copy_from_slice(b"two");
+    let b = again.send_with(&LoanOptions::new().dedup_id("d")).unwrap();
+    assert!(b.duplicate);
+    assert_eq!(b.message_id, a.message_id);
+    // Two slots in the class: one holds "one", the duplicate's came back.
+    let _third = q.loan("g", 3).unwrap();
+    assert!(matches!(q.loan("g", 3), Err(Error::SizeClassFull { .. })));
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&got), ["one"]);
+}
+
+#[test]
+fn s4_s7_a_refused_loan_comes_back_untouched() {
+    let q = queue("zc-refused", &small_dedup());
+    let mut loan = q.loan("g", 4).unwrap();
+    loan.as_mut_slice()
+        .copy_from_slice(&[0xff, b'a', b'b', b'c']);
+    // Not UTF-8: InvalidMessageContents, the loan comes back.
+    let e = loan
+        .send_with(&LoanOptions::new().dedup_id("1"))
+        .unwrap_err();
+    assert!(
+        matches!(e.error, Error::InvalidMessageContents { .. }),
+        "{e:?}"
+    );
+    let mut loan = e.loan;
+    assert_eq!(loan.as_slice(), &[0xff, b'a', b'b', b'c']);
+    // A control character (S7).
+    loan.as_mut_slice().copy_from_slice(b"a\x01bc");
+    let e = loan
+        .send_with(&LoanOptions::new().dedup_id("1"))
+        .unwrap_err();
+    assert!(
+        matches!(e.error, Error::InvalidMessageContents { .. }),
+        "{e:?}"
+    );
+    // No dedup id on a queue that needs one (S4).
+    let mut loan = e.loan;
+    loan.as_mut_slice().copy_from_slice(b"abcd");
+    let e = loan.send().unwrap_err();
+    assert!(
+        matches!(e.error, Error::InvalidParameterValue { .. }),
+        "{e:?}"
+    );
+    // Mended, it goes.
+    e.loan.send_with(&LoanOptions::new().dedup_id("1")).unwrap();
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["abcd"]);
+}
+
+#[test]
+fn s2_s6_loans_of_no_bytes_too_many_bytes_or_a_bad_group_are_refused() {
+    let q = queue("zc-bounds", &two_classes(4));
+    let bad = |r: Result<shmfifo::Loan<'_>, Error>, p: &str| {
+        assert!(
+            matches!(&r, Err(Error::InvalidParameterValue { parameter, .. }) if *parameter == p),
+            "{r:?}"
+        );
+    };
+    bad(q.loan("g", 0), "MessageBody");
+    bad(q.loan("g", 4097), "MessageBody");
+    bad(q.loan("", 1), "MessageGroupId");
+    bad(q.loan("a b", 1), "MessageGroupId");
+    // The largest body a class holds comes from it.
+    q.loan("g", 4096).unwrap();
+}
+
+#[test]
+fn a_loan_whose_options_outgrow_its_class_is_copied_once() {
+    let q = queue("zc-outgrow", &two_classes(1));
+    let value = "v".repeat(100);
+    let attrs = [MessageAttribute::string("a", &value)];
+    // 200 bytes fit the 256-byte class alone, not with the attribute.
+    let mut loan = q.loan("g", 200).unwrap();
+    loan.as_mut_slice().fill(b'x');
+    loan.send_with(&LoanOptions::new().dedup_id("1").attributes(&attrs))
+        .unwrap();
+    // The lent 256-byte slot came back; the message sits in the 4 KiB class.
+    let _small = q.loan("g", 200).unwrap();
+    assert!(matches!(q.loan("g", 300), Err(Error::SizeClassFull { .. })));
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(got[0].body, "x".repeat(200));
+    assert_eq!(got[0].attributes[0].value, value.as_bytes());
+}
+
+#[test]
+fn truncate_sends_what_was_written() {
+    let q = queue("zc-truncate", &small());
+    let mut loan = q.loan("g", 1000).unwrap();
+    loan.as_mut_slice()[..3].copy_from_slice(b"abc");
+    loan.truncate(3);
+    assert_eq!(loan.len(), 3);
+    loan.truncate(0); // a body keeps one byte at least
+    assert_eq!(loan.as_slice(), b"a");
+    loan.send().unwrap();
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["a"]);
+}
+
+#[test]
+fn a_loan_moves_to_another_thread() {
+    let q = queue("zc-thread", &small());
+    let mut loan = q.loan("g", 4).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            loan.as_mut_slice().copy_from_slice(b"away");
+            loan.send().unwrap();
+        });
+    });
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["away"]);
+}
+
+#[test]
+fn p1_a_borrowed_view_sees_a_purge() {
+    let q = queue("zc-purge", &small());
+    send(&q, "g", "doomed");
+    let b = q.receive_borrowed(&opts()).unwrap();
+    b[0].verify().unwrap();
+    q.purge().unwrap();
+    // Freed under the view: verify says so, whatever the bytes now hold.
+    assert!(matches!(
+        b[0].verify(),
+        Err(Error::ReceiptHandleExpired { .. })
+    ));
+    assert!(b[0].body_str().is_err());
+}
+
+#[test]
+fn v1_a_borrowed_view_ends_when_another_receive_takes_the_message() {
+    let q = queue("zc-rereceive", &small());
+    send(&q, "g", "contested");
+    let first = q.receive_borrowed(&opts()).unwrap();
+    q.change_visibility(first[0].receipt_handle(), Duration::ZERO)
+        .unwrap();
+    let second = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&second), ["contested"]);
+    assert!(matches!(
+        first[0].verify(),
+        Err(Error::ReceiptHandleExpired { .. })
+    ));
+    // H: the first view's delete fails as its receipt handle would.
+    assert!(first.into_iter().next().unwrap().delete().is_err());
+    // Deleted and the slot reused: the second's view would fail too.
+    q.delete(&second[0].receipt_handle).unwrap();
+    send(&q, "g", "next one");
+    let third = q.receive_borrowed(&opts()).unwrap();
+    assert_eq!(third[0].body(), b"next one");
+    third[0].verify().unwrap();
+}
+
+#[test]
+fn a_borrowed_receive_waits_like_a_receive() {
+    let q = queue("zc-wait", &small());
+    let name = q.name.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        let q = Queue::open(&name).unwrap();
+        q.send(&SendMessage::new("g", "late")).unwrap();
+    });
+    let got = q
+        .receive_borrowed(&ReceiveOptions::max(1).wait(Duration::from_secs(10)))
+        .unwrap();
+    assert_eq!(got[0].body(), b"late");
+    t.join().unwrap();
+}
