@@ -17,7 +17,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use shmfifo::{
-    failpoint, BatchEntry, Error, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage,
+    failpoint, BatchEntry, Error, LoanOptions, Queue, QueueConfig, ReceiveOptions, RedrivePolicy,
+    SendMessage,
 };
 
 /// The queue every case uses: small, deduplicating, with a long visibility timeout (so only a
@@ -56,6 +57,37 @@ fn child(spec: &str) {
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
             failpoint::disarm();
             say(format!("ACK {}", r.message_id));
+        }
+        "send-loan" => {
+            // Issue 15: the slot lent, the body written in place, the loan sent.
+            failpoint::arm(k);
+            let mut loan = q.loan("g", 1).unwrap();
+            loan.as_mut_slice().copy_from_slice(b"x");
+            let r = loan.send_with(&LoanOptions::new().dedup_id("x1")).unwrap();
+            failpoint::disarm();
+            say(format!("ACK {}", r.message_id));
+        }
+        "loan-drop" => {
+            // A loan given back unsent.
+            failpoint::arm(k);
+            let mut loan = q.loan("g", 1).unwrap();
+            loan.as_mut_slice().copy_from_slice(b"y");
+            drop(loan);
+        }
+        "receive-borrowed-delete" => {
+            failpoint::arm(k);
+            let got = q.receive_borrowed(&long).unwrap();
+            let mut ms = Vec::new();
+            for m in got {
+                let body = String::from_utf8(m.body().to_vec()).unwrap();
+                m.verify().unwrap();
+                say(format!("RECV {body}"));
+                ms.push((body, m));
+            }
+            for (body, m) in ms {
+                m.delete().unwrap();
+                say(format!("DEL {body}"));
+            }
         }
         "send-batch" => {
             failpoint::arm(k);
@@ -297,7 +329,19 @@ fn send(q: &Queue, g: &str, body: &str) {
     q.send(&SendMessage::new(g, body).dedup_id(body)).unwrap();
 }
 
-/// Send and send to a new group: the retry with the same dedup id (as a producer that was not
+/// A loan killed at each step, holding it or giving it back: nothing sent, nothing leaked.
+fn case_loan_drop(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fploan", &config());
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    let got = drain(&q);
+    assert_eq!(got, ["a"], "{op} k={k}: only what was sent");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// Send, send to a new group and a loaned send: the retry with the same dedup id (as a producer that was not
 /// acknowledged does) leaves exactly one "x", after "a" in its group; an acknowledged send is
 /// a duplicate of itself.
 fn case_send(op: &str, k: u64, full: usize) -> bool {
@@ -305,7 +349,7 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     send(&q, "g", "a");
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
-    let g = if op == "send" { "g" } else { "h" };
+    let g = if op == "send-new-group" { "h" } else { "g" };
     let again = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
     if let Some(id) = o.with("ACK ").first() {
         assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
@@ -801,13 +845,16 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 13] = [
+    let cases: [(&str, Case); 16] = [
         ("send", case_send),
+        ("send-loan", case_send),
+        ("loan-drop", case_loan_drop),
         ("send-wait", case_send_wait),
         ("send-new-group", case_send),
         ("send-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
         ("receive-delete-batch", case_receive_delete),
+        ("receive-borrowed-delete", case_receive_delete),
         ("change-visibility", case_change_visibility),
         ("purge", case_purge),
         ("dead-letter-move", case_dead_letter_move),
@@ -827,9 +874,11 @@ fn main() {
     let mut stops = 0;
     for op in [
         "send",
+        "send-loan",
         "send-new-group",
         "send-batch",
         "receive-delete",
+        "receive-borrowed-delete",
         "change-visibility",
         "purge",
         "attempt-receive",
