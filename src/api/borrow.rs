@@ -8,19 +8,19 @@
 //! flight for this receive. What can free or reuse the slot meanwhile is what can end a
 //! receipt handle: the visibility timeout passing and another receive taking the message (then
 //! deleting it), a purge, retention, a dead-letter move. Each of them changes the slot's epoch
-//! or incarnation, which [`BorrowedMessage::verify`] checks after a read (a sequence lock with
-//! `pool::alloc`'s Release fence: SYNC POINT(peek-seqlock)).
+//! or incarnation, which [`BorrowedMessage::verify`] checks after a read
+//! (`protocol::handle::still_taken`: a sequence lock with `pool::alloc`'s Release fence, SYNC
+//! POINT(peek-seqlock)).
 #![allow(unsafe_code)] // views of the mapping (each block says why)
 
 use std::fmt;
 
+use super::queue::fault;
 use super::queue::Queue;
 use super::types::{Message, ReceiptHandle, ReceiveBuffer, ReceiveOptions};
 use crate::error::{Error, Result};
-use crate::layout::MsgHeader;
+use crate::protocol::handle::{self, Handle};
 use crate::protocol::receive::Taken;
-use crate::protocol::{node, vis};
-use crate::sync::{fence, Ordering};
 
 /// Where a borrowed body lies in the mapping (addresses as integers: plain data in a
 /// [`ReceiveBuffer`]).
@@ -28,7 +28,6 @@ use crate::sync::{fence, Ordering};
 pub(crate) struct View {
     body: usize,
     len: usize,
-    header: usize,
 }
 
 impl View {
@@ -37,7 +36,6 @@ impl View {
         View {
             body: t.payload.as_ptr() as usize,
             len: len.min(t.payload.len()),
-            header: t.header as *const MsgHeader as usize,
         }
     }
 }
@@ -116,27 +114,18 @@ impl<'q> BorrowedMessage<'q> {
     /// [`body`](BorrowedMessage::body): `Ok` proves the bytes read were this message's (see
     /// the type's documentation for a hostile writer). `Err(ReceiptHandleExpired)` otherwise.
     pub fn verify(&self) -> Result<()> {
-        // SAFETY: `view.header` is the taken message's header inside the mapping, which
-        // `self.queue` keeps mapped for `'q`; headers are atomics, read as such.
-        let h = unsafe { &*(self.view.header as *const MsgHeader) };
-        // SYNC POINT(peek-seqlock): the reads of the body happen before this Acquire fence;
-        // an allocation's Release fence (`pool::alloc`) orders its new epoch and incarnation
-        // before its payload writes, so if we read any byte of a later message we see its
-        // `vis` or `link` changed below.
-        fence(Ordering::Acquire);
-        // Relaxed: ordered by the fence above.
-        let w = h.vis.load(Ordering::Relaxed);
-        let l = h.link.load(Ordering::Relaxed);
         let rh = &self.meta.receipt_handle;
-        let ours = node::inc(l) == rh.inc
-            && vis::epoch(w) == rh.epoch
-            && matches!(vis::state(w), vis::State::Published(_));
-        if ours {
-            Ok(())
-        } else {
-            Err(Error::ReceiptHandleExpired {
+        let h = Handle {
+            idx: rh.idx,
+            inc: rh.inc,
+            epoch: rh.epoch,
+        };
+        match handle::still_taken(self.queue.arena(), h) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::ReceiptHandleExpired {
                 handle: rh.to_string(),
-            })
+            }),
+            Err(f) => Err(fault(f, &self.queue.inner)),
         }
     }
 

@@ -9,7 +9,7 @@ use super::times::{Times, MAX_VISIBILITY_MS};
 use super::Owner;
 use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry, MsgHeader};
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 
 /// A receipt handle decoded: which slot incarnation, which receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,25 @@ pub struct Handle {
     pub inc: u32,
     /// Epoch of the receive.
     pub epoch: u32,
+}
+
+/// Whether slot `h.idx` still holds the message `h` names as its receive left it: the same
+/// incarnation and epoch, published (not deleted, freed or claimed). A borrowing reader calls
+/// it after reading the payload in place (issue 15): SYNC POINT(peek-seqlock), its reads of
+/// the payload come before the Acquire fence here, and `pool::alloc` issues a Release fence
+/// between a new claim (epoch and incarnation) and the new payload's writes, so a reader that
+/// read any byte of a later message sees the slot changed. Every protocol step that frees or
+/// re-receives a message moves its epoch (free, receive, purge, retention) or incarnation
+/// (reuse). A hostile writer that restores these words is not detected (documented).
+pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
+    let m = a.msg(h.idx)?;
+    fence(Ordering::Acquire);
+    // Relaxed: ordered after the caller's reads by the fence above.
+    let w = m.vis.load(Ordering::Relaxed);
+    let l = m.link.load(Ordering::Relaxed);
+    Ok(node::inc(l) == h.inc
+        && vis::epoch(w) == h.epoch
+        && matches!(vis::state(w), vis::State::Published(_)))
 }
 
 /// Loads the current `vis` word if `h` is the live in-flight handle of its message (and the

@@ -1,0 +1,146 @@
+//! Models of issue 15's loaned sends and borrowed receives: a lender that stops forever (or
+//! dies) at each step of a loan and its send, and a borrowed view validated against a
+//! concurrent purge and reuse of its slot.
+#![cfg(shmfifo_loom)]
+
+use std::sync::atomic::AtomicBool;
+
+use shmfifo::protocol::handle::still_taken;
+use shmfifo_loom_tests::*;
+
+/// Participant 1 lends a slot, then sends it to "g" (the body written through the loan's
+/// `Outgoing`, as `Loan::send` does once the bytes are in place).
+fn loan_send(a: &Arena<'_>, env: &MockEnv, body: &[u8]) -> PResult<send::Sent> {
+    let lent = send::loan(a, me(1), 0, 1)?;
+    let parts = [body];
+    send::send(
+        a,
+        env,
+        me(1),
+        &Outgoing {
+            class: 0,
+            cursor: 1,
+            hash: hash(b"g"),
+            group_id: b"g",
+            lens: words::pack_lens(body.len(), 0, 0, 0),
+            parts: &parts,
+            dedup: None,
+            source_len: 0,
+            prior_receives: 0,
+            loaned: Some(lent),
+            in_place: 0,
+        },
+    )
+}
+
+/// Participant 1 lends a slot and sends "x" through it, stopping forever at its `k`-th step
+/// (alive: nothing it holds may be taken over). Participant 2 meanwhile sends "b" to the same
+/// group and receives: never `Corrupted`. Then participant 1 is found dead and recovered:
+/// "x" is delivered exactly when the link CAS committed it, "b" always, and every slot comes
+/// back (a lent slot never linked is freed).
+#[test]
+fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
+    static CRASHED: AtomicBool = AtomicBool::new(false);
+    for k in 0..32 {
+        CRASHED.store(false, std::sync::atomic::Ordering::Relaxed);
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (sent, (b, got)) = par(
+                move || {
+                    crash::arm(k);
+                    let r = loan_send(&h1.arena(), &e1, b"x");
+                    let crashed = crash::crashed();
+                    (r, crashed)
+                },
+                move || {
+                    let a = h2.arena();
+                    let b = send(&a, &e2, 2, "g", b"b");
+                    let got = recv(&a, &e2, 2, 10, 1_000);
+                    (b, got)
+                },
+            );
+            let (sent, crashed) = sent;
+            if crashed {
+                CRASHED.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            assert!(!matches!(b, Err(Fault::Corrupted(_))), "send beside: {b:?}");
+            assert!(!matches!(got, Err(Fault::Corrupted(_))), "receive beside");
+            let a = h.arena();
+            // Whatever 2 received is in flight: give it back (as its timeout would).
+            let mut bodies: Vec<Vec<u8>> = Vec::new();
+            for (hd, body) in got.unwrap_or_default() {
+                handle::delete(&a, &*env, me(2), hd).expect("delete");
+                bodies.push(body);
+            }
+            if crashed {
+                env.kill(1);
+                recovery::recover(&a, &*env, me(2)).expect("recover");
+            }
+            bodies.extend(drain(&a, &env, 2));
+            let committed = sent.is_ok();
+            let xs = bodies.iter().filter(|b| b.as_slice() == b"x").count();
+            assert_eq!(
+                xs,
+                usize::from(committed),
+                "x once iff committed: {bodies:?}"
+            );
+            if b.is_ok() {
+                assert_eq!(
+                    bodies.iter().filter(|x| x.as_slice() == b"b").count(),
+                    1,
+                    "b delivered once"
+                );
+            }
+            assert_clean(&a);
+        });
+        if !CRASHED.load(std::sync::atomic::Ordering::Relaxed) {
+            assert!(k > 3, "the loan's steps were reached");
+            return;
+        }
+    }
+    panic!("still crashing after 32 steps");
+}
+
+/// Participant 1 holds a borrowed view of "a" (received, in flight) and reads it in place (the
+/// slot's `sent` word stands for a payload byte: `prepare` writes both after `pool::alloc`'s
+/// Release fence), then validates it (`still_taken`). Participant 2 purges (freeing the slot
+/// under the view) and sends "c", which reuses the only slot. Whenever the view validates, the
+/// byte it read was "a"'s (SYNC POINT(peek-seqlock)); once the slot was reused, it never
+/// validates.
+#[test]
+fn a_borrowed_view_never_validates_another_messages_bytes() {
+    model(|| {
+        let h = arena(3, 2, 1);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"a").unwrap();
+        let got = recv(&a, &env, 1, 1, 1_000).unwrap();
+        let (hd, _) = got[0];
+        let before = a.msg(hd.idx).unwrap().sent.load(Ordering::SeqCst);
+        let (h1, h2, e2) = (h.clone(), h.clone(), env.clone());
+        let ((read, ok), reused) = par(
+            move || {
+                let a = h1.arena();
+                let read = a.msg(hd.idx).unwrap().sent.load(Ordering::Relaxed);
+                let ok = still_taken(&a, hd).unwrap();
+                (read, ok)
+            },
+            move || {
+                let a = h2.arena();
+                handle::purge(&a, &*e2, me(2)).expect("purge");
+                e2.advance(5);
+                send(&a, &e2, 2, "g", b"c").is_ok()
+            },
+        );
+        if ok {
+            assert_eq!(read, before, "validated a later message's bytes");
+        }
+        if reused {
+            assert!(!still_taken(&h.arena(), hd).unwrap(), "reused, still valid");
+        }
+    });
+}
