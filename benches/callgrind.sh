@@ -8,6 +8,7 @@
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch newgroup dedup empty
+#        large large-zc (64 KiB bodies; not in the default set: slow under valgrind)
 # (default: all; N = 2000 rounds). Needs valgrind and objdump.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -19,33 +19,163 @@ pub(crate) fn id(parameter: &'static str, v: &str) -> Result<()> {
 /// S7: `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`, at least one.
 pub(crate) fn body(v: &str) -> Result<()> {
     if v.is_empty() {
-        return Err(Error::invalid(
-            "MessageBody",
-            "The message body must be at least 1 character long.",
-        ));
+        return Err(empty_body());
     }
-    // Only control characters other than tab, LF, CR are invalid below U+0080: found eight
-    // bytes at a time (see `first_control`); characters past ASCII are checked below.
+    match scan(v.as_bytes()) {
+        Scan::Plain => Ok(()),
+        Scan::Control(pos) => Err(not_allowed(u32::from(v.as_bytes()[pos]), pos)),
+        Scan::NotAscii => body_beyond_ascii(v),
+    }
+}
+
+/// S7 on bytes that should be text (a loaned body, written in place as bytes): the text, or
+/// why it is not. Plain ASCII (most bodies) is checked in one pass a word at a time and needs
+/// no UTF-8 decoding; anything else is decoded (`from_utf8`) and checked character by
+/// character.
+pub(crate) fn text(bytes: &[u8]) -> Result<&str> {
+    if bytes.is_empty() {
+        return Err(empty_body());
+    }
+    match scan(bytes) {
+        Scan::Plain => {
+            // SAFETY: `scan` found every byte below 0x80: ASCII, which is UTF-8.
+            #[allow(unsafe_code)]
+            Ok(unsafe { std::str::from_utf8_unchecked(bytes) })
+        }
+        Scan::Control(pos) => Err(not_allowed(u32::from(bytes[pos]), pos)),
+        Scan::NotAscii => {
+            let v = std::str::from_utf8(bytes).map_err(|e| Error::InvalidMessageContents {
+                reason: format!(
+                    "the body is not UTF-8 (invalid byte at offset {})",
+                    e.valid_up_to()
+                ),
+            })?;
+            body_beyond_ascii(v)?;
+            Ok(v)
+        }
+    }
+}
+
+fn empty_body() -> Error {
+    Error::invalid(
+        "MessageBody",
+        "The message body must be at least 1 character long.",
+    )
+}
+
+fn not_allowed(c: u32, pos: usize) -> Error {
+    Error::InvalidMessageContents {
+        reason: format!("character U+{c:04X} at byte {pos} is not allowed"),
+    }
+}
+
+/// S7 for a body with characters past ASCII: control characters first (eight bytes at a
+/// time, see `first_control`), then every character.
+fn body_beyond_ascii(v: &str) -> Result<()> {
     let bytes = v.as_bytes();
     if let Some(pos) = first_control(bytes) {
-        return Err(Error::InvalidMessageContents {
-            reason: format!(
-                "character U+{:04X} at byte {pos} is not allowed",
-                bytes[pos]
-            ),
-        });
+        return Err(not_allowed(u32::from(bytes[pos]), pos));
     }
-    if !v.is_ascii() {
-        for (pos, c) in v.char_indices() {
-            let ok = matches!(c as u32, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
-            if !ok {
-                return Err(Error::InvalidMessageContents {
-                    reason: format!("character U+{:04X} at byte {pos} is not allowed", c as u32),
-                });
-            }
+    for (pos, c) in v.char_indices() {
+        let ok = matches!(c as u32, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
+        if !ok {
+            return Err(not_allowed(c as u32, pos));
         }
     }
     Ok(())
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// A byte below 0x20 that S7 refuses (tab, LF and CR are allowed).
+fn bad(b: u8) -> bool {
+    b < 0x20 && b != 0x9 && b != 0xA && b != 0xD
+}
+
+/// What [`scan`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scan {
+    /// Every byte is allowed ASCII.
+    Plain,
+    /// The first refused control character, before any byte past ASCII.
+    Control(usize),
+    /// A byte past ASCII (the text needs decoding).
+    NotAscii,
+}
+
+/// One pass over `bytes`, 64 at a time with no branch inside a block ([`block`]; issue 15: a
+/// large body's check runs near memory speed). Only a block holding a byte below 0x20 is
+/// looked at byte by byte (tab, LF and CR are allowed: text with line breaks meets one per line).
+fn scan(bytes: &[u8]) -> Scan {
+    let mut blocks = bytes.chunks_exact(64);
+    let mut base = 0;
+    for c in &mut blocks {
+        let (past_ascii, low) = block(c);
+        if past_ascii {
+            return Scan::NotAscii;
+        }
+        if low {
+            if let Some(k) = c.iter().position(|&b| bad(b)) {
+                return Scan::Control(base + k);
+            }
+        }
+        base += 64;
+    }
+    for (k, &b) in blocks.remainder().iter().enumerate() {
+        if b >= 0x80 {
+            return Scan::NotAscii;
+        }
+        if bad(b) {
+            return Scan::Control(base + k);
+        }
+    }
+    Scan::Plain
+}
+
+/// Whether a 64-byte block holds a byte past ASCII, and (if not) one below 0x20: SSE2 (the
+/// x86-64 baseline), four 16-byte lanes, two ORs and a mask each.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn block(c: &[u8]) -> (bool, bool) {
+    use core::arch::x86_64::{
+        __m128i, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    assert_eq!(c.len(), 64);
+    // SAFETY: SSE2 is part of every x86-64 target; the four unaligned 16-byte loads read
+    // `c[0..64]`, in bounds (asserted above).
+    unsafe {
+        let p = c.as_ptr() as *const __m128i;
+        let (a, b, d, e) = (
+            _mm_loadu_si128(p),
+            _mm_loadu_si128(p.add(1)),
+            _mm_loadu_si128(p.add(2)),
+            _mm_loadu_si128(p.add(3)),
+        );
+        let any = _mm_or_si128(_mm_or_si128(a, b), _mm_or_si128(d, e));
+        // Signed: bytes past ASCII compare below 0x20 too, but they were caught by `any`.
+        let k = _mm_set1_epi8(0x20);
+        let low = _mm_or_si128(
+            _mm_or_si128(_mm_cmplt_epi8(a, k), _mm_cmplt_epi8(b, k)),
+            _mm_or_si128(_mm_cmplt_epi8(d, k), _mm_cmplt_epi8(e, k)),
+        );
+        (_mm_movemask_epi8(any) != 0, _mm_movemask_epi8(low) != 0)
+    }
+}
+
+/// [`block`] with word operations: the OR of the words says whether any byte is past ASCII,
+/// the AND of `(w | 0x80..) - 0x20..` (a byte keeps its top bit exactly when it is at least
+/// 0x20; the forced top bit keeps the subtraction inside its byte) whether any is below 0x20.
+#[cfg(not(target_arch = "x86_64"))]
+fn block(c: &[u8]) -> (bool, bool) {
+    let mut any = 0u64;
+    let mut all = u64::MAX;
+    for w in c.chunks_exact(8) {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        any |= w;
+        all &= (w | HIGH).wrapping_sub(0x20 * ONES);
+    }
+    (any & HIGH != 0, !all & HIGH != 0)
 }
 
 /// The position of the first byte below 0x20 other than tab, LF and CR. Eight bytes at a time:
@@ -53,9 +183,6 @@ pub(crate) fn body(v: &str) -> Result<()> {
 /// continuation and lead bytes) is passed over in a few instructions; only a word holding a
 /// byte below 0x20 is looked at byte by byte (text with line breaks meets one per line).
 fn first_control(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let bad = |b: u8| b < 0x20 && b != 0x9 && b != 0xA && b != 0xD;
     let mut chunks = bytes.chunks_exact(8);
     let mut base = 0;
     for c in &mut chunks {
@@ -252,6 +379,65 @@ mod tests {
                         let mut b = base.clone();
                         b[at] = v;
                         assert_eq!(first_control(&b), naive(&b), "len {len} at {at} byte {v}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// S7: `text` (the one-pass block scan, then decoding only past ASCII) accepts and
+    /// refuses exactly what a reference does (decode, then check each character), reporting
+    /// the same byte, for every byte value at every position of lengths around the 64-byte
+    /// blocks (0–140: every block boundary and tail), among ASCII, tab/LF/CR and UTF-8 text;
+    /// `body` agrees on everything that is UTF-8.
+    #[test]
+    fn s7_block_scan_matches_a_reference() {
+        let allowed = |c: u32| matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
+        let reference = |b: &[u8]| -> std::result::Result<(), Option<usize>> {
+            if b.is_empty() {
+                return Err(None);
+            }
+            let v = std::str::from_utf8(b).map_err(|_| None)?;
+            if let Some(p) = b
+                .iter()
+                .position(|&x| x < 0x20 && !matches!(x, 9 | 10 | 13))
+            {
+                return Err(Some(p));
+            }
+            match v.char_indices().find(|&(_, c)| !allowed(c as u32)) {
+                Some((p, _)) => Err(Some(p)),
+                None => Ok(()),
+            }
+        };
+        let pos = |e: Error| match e {
+            Error::InvalidMessageContents { reason } => reason
+                .split("at byte ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse::<usize>().ok()),
+            _ => None,
+        };
+        let fills: [&[u8]; 3] = [b"abc", b"\t\n\r x", "é€😀".as_bytes()];
+        for fill in fills {
+            for len in (0..=140).filter(|l| l % 7 == 0 || (60..70).contains(l) || l % 64 < 2) {
+                let base: Vec<u8> = fill.iter().copied().cycle().take(len).collect();
+                let at_all = [0, len / 2, len.saturating_sub(1)];
+                for &at in at_all.iter().filter(|&&a| a < len) {
+                    for v in 0..=255u8 {
+                        let mut b = base.clone();
+                        b[at] = v;
+                        let want = reference(&b);
+                        let got = text(&b).map(|_| ()).map_err(pos);
+                        if std::str::from_utf8(&b).is_err() {
+                            // Not text at all: refused (which fault is named first may
+                            // differ: a control byte or the broken sequence).
+                            assert!(text(&b).is_err(), "len {len} at {at} byte {v}");
+                            continue;
+                        }
+                        assert_eq!(got, want, "len {len} at {at} byte {v}");
+                        if let Ok(s) = std::str::from_utf8(&b) {
+                            assert_eq!(body(s).map_err(pos), want, "body: len {len} at {at}");
+                        }
                     }
                 }
             }

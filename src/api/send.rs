@@ -196,6 +196,12 @@ impl Queue {
 
     /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
     fn check(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<()> {
+        self.check_with(group_id, msg, true)
+    }
+
+    /// [`check`](Self::check), the body's characters (S7) only if `body`: a loaned body was
+    /// checked where it lies already (`validate::text`).
+    fn check_with(&self, group_id: &str, msg: &SendMessage<'_>, body: bool) -> Result<()> {
         let inner = &*self.inner;
         if let Some(d) = msg.delay_seconds.filter(|&d| d != 0) {
             return Err(Error::invalid(
@@ -217,7 +223,9 @@ impl Queue {
             None if inner.needs_dedup_id() => return Err(missing_dedup_id()),
             _ => {}
         }
-        validate::body(msg.body)?;
+        if body {
+            validate::body(msg.body)?;
+        }
         if msg.attributes.len() > MAX_ATTRIBUTES {
             return Err(Error::invalid(
                 "MessageAttributes",
@@ -439,7 +447,8 @@ impl Queue {
     }
 
     /// Sends the message in a lent slot (see [`super::loan::Loan`]): `msg.body` is the slot's
-    /// first bytes, in place. Checked as `send` checks (S2–S8, D5); the dedup id, attributes
+    /// first bytes, in place, checked as text by the caller (`validate::text`). Checked
+    /// otherwise as `send` checks (S2–S6, S8, D5); the dedup id, attributes
     /// go after the body in the same slot. Where they do not fit its class, the body is copied
     /// into a slot of a class that holds them all (one copy; the loan is given back). On `Ok`
     /// the lent slot is linked, or given back (a duplicate, D1; a copy); on `Err` it is still
@@ -453,7 +462,8 @@ impl Queue {
         let group_id = msg.group_id.ok_or(Error::MissingParameter {
             parameter: "MessageGroupId",
         })?;
-        self.check(group_id, msg)?;
+        // The body was checked as text where it lies (`Loan::send_with`).
+        self.check_with(group_id, msg, false)?;
         let inner = &*self.inner;
         let f = Framed::new(inner.dedup, msg);
         let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];

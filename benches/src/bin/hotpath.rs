@@ -14,6 +14,11 @@
 //! * `kept`: as `single`, with one more message always queued in the group, so the group never
 //!   empties (no retire and re-insert per message).
 //! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
+//! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
+//!   the copy on receive).
+//! * `large-zc`: the zero-copy forms with a 64 KiB body (issue 15): `loan`, the body copied
+//!   into the loan (the producer writing its payload), `send_with`, `receive_borrowed`, the
+//!   body's first and last bytes read, `verify`, `delete`.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -30,7 +35,9 @@ fn main() {
     let (mode, n) = match args.as_slice() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
-            eprintln!("usage: shmfifo-hotpath single|batch|newgroup|dedup|kept|empty N");
+            eprintln!(
+                "usage: shmfifo-hotpath single|batch|newgroup|dedup|kept|empty|large|large-zc N"
+            );
             std::process::exit(2);
         }
     };
@@ -48,7 +55,32 @@ fn main() {
     if mode == "kept" {
         q.send(&SendMessage::new("g", BODY)).expect("send");
     }
+    let large: String = (0..65_536)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
     match mode {
+        "large" => {
+            for _ in 0..n {
+                q.send(&SendMessage::new("g", &large)).expect("send");
+                assert_eq!(q.receive_into(&one, &mut buf).expect("receive"), 1);
+                q.delete(&buf.messages()[0].receipt_handle).expect("delete");
+            }
+        }
+        "large-zc" => {
+            let mut touched = 0u64;
+            for _ in 0..n {
+                let mut loan = q.loan("g", large.len()).expect("loan");
+                loan.as_mut_slice().copy_from_slice(large.as_bytes());
+                loan.send().expect("send");
+                for m in q.receive_borrowed(&one).expect("receive") {
+                    let b = m.body();
+                    touched += u64::from(b[0]) + u64::from(b[b.len() - 1]);
+                    m.verify().expect("verify");
+                    m.delete().expect("delete");
+                }
+            }
+            std::hint::black_box(touched);
+        }
         "single" | "newgroup" | "dedup" | "kept" => {
             for i in 0..n {
                 id.clear();

@@ -339,7 +339,17 @@ fn find<'a>(
 }
 
 fn p50(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64, String> {
-    let r = find(rows, section, peer, 64, variant)
+    p50_at(rows, section, peer, 64, variant)
+}
+
+fn p50_at(
+    rows: &[Row],
+    section: Section,
+    peer: Peer,
+    size: usize,
+    variant: &str,
+) -> Result<f64, String> {
+    let r = find(rows, section, peer, size, variant)
         .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
     r.lat
         .as_ref()
@@ -347,8 +357,14 @@ fn p50(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64,
         .ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
 }
 
-fn rate_of(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64, String> {
-    let r = find(rows, section, peer, 64, variant)
+fn rate_of(
+    rows: &[Row],
+    section: Section,
+    peer: Peer,
+    size: usize,
+    variant: &str,
+) -> Result<f64, String> {
+    let r = find(rows, section, peer, size, variant)
         .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
     r.tput
         .as_ref()
@@ -377,11 +393,24 @@ fn paired(
     b: (Peer, &str),
     lat: bool,
 ) -> Result<(f64, f64, f64), String> {
+    paired_at(records, rows, section, 64, a, b, lat)
+}
+
+/// [`paired`] at payloads of `size` bytes.
+fn paired_at(
+    records: &[Record],
+    rows: &[Row],
+    section: Section,
+    size: usize,
+    a: (Peer, &str),
+    b: (Peer, &str),
+    lat: bool,
+) -> Result<(f64, f64, f64), String> {
     let med = |(p, v): (Peer, &str)| {
         if lat {
-            p50(rows, section, p, v)
+            p50_at(rows, section, p, size, v)
         } else {
-            rate_of(rows, section, p, v)
+            rate_of(rows, section, p, size, v)
         }
     };
     let (ma, mb) = (med(a)?, med(b)?);
@@ -392,7 +421,7 @@ fn paired(
                 r.run == run
                     && r.key.section == section
                     && r.key.peer == p
-                    && r.key.payload == 64
+                    && r.key.payload == size
                     && r.key.variant == v
             })
             .and_then(|r| figure(&r.outcome, lat))
@@ -581,6 +610,55 @@ pub fn targets(
                     format!("{} / {} = {:.2}×", per_s(a), per_s(b), r),
                     at_least(r, min),
                 ))
+            })(),
+        );
+    }
+    // Issue 15: large messages, each form beside its peer of the same kind.
+    for (what, goal, section, size, a, b, lat, bound) in [
+        (
+            "spinning one-way p50, 64 KiB: shmfifo zero-copy (loan + borrowed receive) / iceoryx2 read in place",
+            "≤ 1×",
+            ls,
+            65_536,
+            Peer::ShmfifoZc,
+            Peer::Iceoryx2Zc,
+            true,
+            1.0,
+        ),
+        (
+            "spinning one-way p50, 64 KiB: shmfifo copying / pipe",
+            "≤ 0.5×",
+            ls,
+            65_536,
+            Peer::Shmfifo,
+            Peer::Pipe,
+            true,
+            0.5,
+        ),
+        (
+            "throughput 1 → 1, 1 MiB, single ops: shmfifo zero-copy / iceoryx2 read in place",
+            "≥ 1×",
+            Section::TputSingle,
+            1_048_576,
+            Peer::ShmfifoZc,
+            Peer::Iceoryx2Zc,
+            false,
+            1.0,
+        ),
+    ] {
+        push(
+            what,
+            goal,
+            (|| {
+                let (x, y, r) = paired_at(records, rows, section, size, (a, ""), (b, ""), lat)?;
+                Ok(if lat {
+                    (format!("{} / {} = {:.2}×", us(x), us(y), r), at_most(r, bound))
+                } else {
+                    (
+                        format!("{} / {} = {:.2}×", per_s(x), per_s(y), r),
+                        at_least(r, bound),
+                    )
+                })
             })(),
         );
     }

@@ -382,7 +382,7 @@ pub fn group_ids(ctx: &mut Ctx, unique: bool, s: TputSettings) -> Res<TputRun> {
 /// How throughput receivers of `peer` wait: asleep where the peer has a blocking receive.
 pub fn receiver_wait(peer: Peer) -> Wait {
     match peer {
-        Peer::Crossbeam | Peer::Iceoryx2 | Peer::Raw => Wait::Spin,
+        Peer::Crossbeam | Peer::Iceoryx2 | Peer::Iceoryx2Zc | Peer::Raw => Wait::Spin,
         _ => Wait::Sleep,
     }
 }

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 use shmfifo::{
-    BatchEntry, Deduplication, Error as QError, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions,
-    SendMessage,
+    BatchEntry, Deduplication, Error as QError, LoanOptions, Queue, QueueConfig, ReceiveBuffer,
+    ReceiveOptions, SendMessage,
 };
 
 use crate::ctl::Line;
@@ -34,6 +34,9 @@ pub type Res<T> = Result<T, String>;
 pub enum Peer {
     /// shmfifo queues.
     Shmfifo,
+    /// shmfifo queues, zero-copy forms (issue 15): `Queue::loan` (the payload written into the
+    /// slot) and `Queue::receive_borrowed` (read in place, then verified).
+    ShmfifoZc,
     /// The hardware limit: a mailbox in shared memory, polled (cache-line ping-pong) or
     /// slept on with a futex.
     Raw,
@@ -45,8 +48,11 @@ pub enum Peer {
     Pipe,
     /// A POSIX message queue.
     Mq,
-    /// iceoryx2 publish-subscribe.
+    /// iceoryx2 publish-subscribe, each sample copied out by the subscriber (the copies the
+    /// other copying peers make).
     Iceoryx2,
+    /// iceoryx2 publish-subscribe, each sample read in place (its zero-copy form).
+    Iceoryx2Zc,
     /// shmfifo queues received through `AsyncQueue` on a tokio runtime (sleeping mode only).
     ShmfifoAsync,
 }
@@ -73,11 +79,13 @@ pub enum Dedup {
 
 impl Peer {
     /// Every peer, in table order.
-    pub const ALL: [Peer; 8] = [
+    pub const ALL: [Peer; 10] = [
         Peer::Raw,
         Peer::Shmfifo,
+        Peer::ShmfifoZc,
         Peer::ShmfifoAsync,
         Peer::Iceoryx2,
+        Peer::Iceoryx2Zc,
         Peer::Crossbeam,
         Peer::Uds,
         Peer::Pipe,
@@ -88,6 +96,8 @@ impl Peer {
     pub fn key(self) -> &'static str {
         match self {
             Peer::Shmfifo => "shmfifo",
+            Peer::ShmfifoZc => "shmfifo-zc",
+            Peer::Iceoryx2Zc => "iceoryx2-zc",
             Peer::Raw => "raw",
             Peer::Crossbeam => "crossbeam",
             Peer::Uds => "uds",
@@ -109,6 +119,8 @@ impl Peer {
             (Peer::Raw, Wait::Spin) => "hardware: cache-line ping-pong",
             (Peer::Raw, Wait::Sleep) => "hardware: futex wake",
             (Peer::Shmfifo, _) => "shmfifo",
+            (Peer::ShmfifoZc, _) => "shmfifo, loaned send + borrowed receive",
+            (Peer::Iceoryx2Zc, _) => "iceoryx2, read in place",
             (Peer::ShmfifoAsync, _) => "shmfifo, async receive (tokio)",
             (Peer::Crossbeam, _) => "crossbeam ArrayQueue (2 threads)",
             (Peer::Uds, _) => "Unix domain socket",
@@ -133,12 +145,12 @@ impl Peer {
                  measured for sleeping latency"
                     .into(),
             ),
-            Peer::Iceoryx2 if wait == Wait::Sleep => Some(
+            Peer::Iceoryx2 | Peer::Iceoryx2Zc if wait == Wait::Sleep => Some(
                 "publish-subscribe has no blocking receive (waking takes a separate event \
                  service); measured spinning"
                     .into(),
             ),
-            Peer::Iceoryx2 if !cfg!(feature = "iceoryx2") => {
+            Peer::Iceoryx2 | Peer::Iceoryx2Zc if !cfg!(feature = "iceoryx2") => {
                 Some("not built (build with --features iceoryx2)".into())
             }
             Peer::Mq => {
@@ -368,7 +380,7 @@ fn mailbox_len(size: usize) -> usize {
 /// Creates the channel.
 pub fn create(spec: &ChanSpec) -> Res<Chan> {
     let held = match spec.peer {
-        Peer::Shmfifo | Peer::ShmfifoAsync => {
+        Peer::Shmfifo | Peer::ShmfifoZc | Peer::ShmfifoAsync => {
             let _ = Queue::unlink(&spec.name);
             let q = Queue::create(&spec.name, &shmfifo_config(spec))
                 .map_err(|e| format!("creating queue {}: {e}", spec.name))?;
@@ -388,7 +400,7 @@ pub fn create(spec: &ChanSpec) -> Res<Chan> {
             let maxmsg = sys::mq_limit("msg_max").unwrap_or(10).min(10) as usize;
             Held::Mq(Mq::create(&spec.name, maxmsg, spec.size.max(1))?)
         }
-        Peer::Iceoryx2 => {
+        Peer::Iceoryx2 | Peer::Iceoryx2Zc => {
             #[cfg(feature = "iceoryx2")]
             {
                 Held::Iceoryx2(iox::Service::create(spec)?)
@@ -426,7 +438,9 @@ pub fn open_tx(
     wait: Wait,
 ) -> Res<Box<dyn Tx>> {
     Ok(match spec.peer {
-        Peer::Shmfifo | Peer::ShmfifoAsync => Box::new(ShmfifoTx::open(spec, index, senders)?),
+        Peer::Shmfifo | Peer::ShmfifoZc | Peer::ShmfifoAsync => {
+            Box::new(ShmfifoTx::open(spec, index, senders)?)
+        }
         Peer::Raw => Box::new(RawTx::open(spec, wait)?),
         Peer::Crossbeam => Box::new(CrossbeamTx {
             q: inproc.ok_or("crossbeam channels are in-process only")?,
@@ -439,9 +453,9 @@ pub fn open_tx(
             retries: 0,
         }),
         #[cfg(feature = "iceoryx2")]
-        Peer::Iceoryx2 => Box::new(iox::IoxTx::open(spec)?),
+        Peer::Iceoryx2 | Peer::Iceoryx2Zc => Box::new(iox::IoxTx::open(spec)?),
         #[cfg(not(feature = "iceoryx2"))]
-        Peer::Iceoryx2 => return Err("iceoryx2: not built".into()),
+        Peer::Iceoryx2 | Peer::Iceoryx2Zc => return Err("iceoryx2: not built".into()),
     })
 }
 
@@ -455,7 +469,7 @@ pub fn open_rx(
         return Err(why);
     }
     Ok(match spec.peer {
-        Peer::Shmfifo => Box::new(ShmfifoRx::open(spec, wait)?),
+        Peer::Shmfifo | Peer::ShmfifoZc => Box::new(ShmfifoRx::open(spec, wait)?),
         Peer::ShmfifoAsync => Box::new(ShmfifoRx::open_async(spec)?),
         Peer::Raw => Box::new(RawRx::open(spec, wait)?),
         Peer::Crossbeam => Box::new(CrossbeamRx {
@@ -465,9 +479,9 @@ pub fn open_rx(
         Peer::Pipe => Box::new(StreamRx::fifo(spec, wait)?),
         Peer::Mq => Box::new(MqRx::open(spec, wait)?),
         #[cfg(feature = "iceoryx2")]
-        Peer::Iceoryx2 => Box::new(iox::IoxRx::open(spec)?),
+        Peer::Iceoryx2 | Peer::Iceoryx2Zc => Box::new(iox::IoxRx::open(spec)?),
         #[cfg(not(feature = "iceoryx2"))]
-        Peer::Iceoryx2 => return Err("iceoryx2: not built".into()),
+        Peer::Iceoryx2 | Peer::Iceoryx2Zc => return Err("iceoryx2: not built".into()),
     })
 }
 
@@ -494,6 +508,8 @@ struct ShmfifoTx {
     prefix: usize,
     counter: u64,
     retries: u64,
+    /// Peer `shmfifo-zc`: each message written into a loaned slot (`Queue::loan`).
+    zero_copy: bool,
 }
 
 impl ShmfifoTx {
@@ -511,6 +527,7 @@ impl ShmfifoTx {
             prefix: index,
             counter: 0,
             retries: 0,
+            zero_copy: spec.peer == Peer::ShmfifoZc,
         })
     }
 
@@ -532,6 +549,33 @@ impl ShmfifoTx {
                 | QError::DedupTableFull { .. }
                 | QError::GroupLimitReached { .. }
         )
+    }
+
+    /// Sends message `k` of the batch (`body`) through a loan: the payload is written into
+    /// the slot it is delivered from. Returns `false` if stopped while waiting for room.
+    fn send_loaned(&mut self, body: &[u8], k: usize, stop: &AtomicU32) -> Res<bool> {
+        loop {
+            let r = match self.q.loan(&self.names[k], body.len()) {
+                Ok(mut loan) => {
+                    loan.as_mut_slice().copy_from_slice(body);
+                    let opts = match self.dedup {
+                        Dedup::ById => LoanOptions::new().dedup_id(&self.ids[k]),
+                        _ => LoanOptions::new(),
+                    };
+                    loan.send_with(&opts).map(|_| ()).map_err(|e| e.error)
+                }
+                Err(e) => Err(e),
+            };
+            match r {
+                Ok(()) => return Ok(true),
+                Err(e) if Self::is_full(&e) => {
+                    if !self.backoff(stop) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(format!("loaned send: {e}")),
+            }
+        }
     }
 
     fn backoff(&mut self, stop: &AtomicU32) -> bool {
@@ -585,6 +629,15 @@ impl Tx for ShmfifoTx {
             } else {
                 m
             }
+        }
+        if self.zero_copy {
+            // One loan per message (a loan holds one message; a batch is a loop of them).
+            for (k, m) in msgs.iter().enumerate() {
+                if !self.send_loaned(m, k, stop)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
         }
         if msgs.len() == 1 {
             loop {
@@ -647,6 +700,8 @@ struct ShmfifoRx {
     /// Peer `shmfifo-async`: the long poll is `AsyncQueue::receive_into` on a current-thread
     /// tokio runtime (the watcher thread sleeps on the doorbell and wakes the runtime).
     asynchronous: Option<(shmfifo::AsyncQueue, tokio::runtime::Runtime)>,
+    /// Peer `shmfifo-zc`: bodies read in place (`Queue::receive_borrowed`), then verified.
+    zero_copy: bool,
 }
 
 impl ShmfifoRx {
@@ -661,6 +716,7 @@ impl ShmfifoRx {
             buf: ReceiveBuffer::new(),
             opts: (1..=10).map(|n| ReceiveOptions::max(n).wait(w)).collect(),
             asynchronous: None,
+            zero_copy: spec.peer == Peer::ShmfifoZc,
         })
     }
 
@@ -679,6 +735,25 @@ impl ShmfifoRx {
 impl Rx for ShmfifoRx {
     fn recv(&mut self, max: usize, sink: &mut dyn FnMut(&[u8])) -> Res<Got> {
         let opts = &self.opts[max.clamp(1, 10) - 1];
+        if self.zero_copy {
+            let got = self
+                .q
+                .receive_borrowed(opts)
+                .map_err(|e| format!("receive_borrowed: {e}"))?;
+            if got.is_empty() {
+                return Ok(Got::Empty);
+            }
+            let n = got.len();
+            for m in &got {
+                sink(m.body());
+                m.verify()
+                    .map_err(|e| format!("a borrowed body changed: {e}"))?;
+            }
+            for m in got {
+                m.delete().map_err(|e| format!("delete: {e}"))?;
+            }
+            return Ok(Got::Msgs(n));
+        }
         let n = match &self.asynchronous {
             Some((q, rt)) => rt.block_on(q.receive_into(opts, &mut self.buf)),
             None => self.q.receive_into(opts, &mut self.buf),
@@ -1248,12 +1323,15 @@ mod iox {
         }
     }
 
-    /// Subscriber: copies each sample out (the second copy) and releases it; a sample of a
-    /// batch is handed over as its `size`-byte payloads.
+    /// Subscriber: copies each sample out (the second copy) and releases it, or (peer
+    /// `iceoryx2-zc`) hands it to the sink in place; a sample of a batch is handed over as its
+    /// `size`-byte payloads.
     pub struct IoxRx {
         subscriber: Subscriber<ipc::Service, [u8], ()>,
         buf: Vec<u8>,
         size: usize,
+        /// Peer `iceoryx2-zc`: the sample's payload handed to the sink in place.
+        in_place: bool,
         _svc: PortFactory<ipc::Service, [u8], ()>,
         _node: Node<ipc::Service>,
     }
@@ -1271,6 +1349,7 @@ mod iox {
                 subscriber,
                 buf: Vec::with_capacity(spec.size * spec.batch.max(1)),
                 size: spec.size.max(1),
+                in_place: spec.peer == super::Peer::Iceoryx2Zc,
                 _svc: svc,
                 _node: node,
             })
@@ -1286,6 +1365,12 @@ mod iox {
                     .receive()
                     .map_err(|e| format!("iceoryx2 receive: {e:?}"))?
                 {
+                    Some(s) if self.in_place => {
+                        for m in s.payload().chunks(self.size) {
+                            sink(m);
+                            n += 1;
+                        }
+                    }
                     Some(s) => {
                         self.buf.clear();
                         self.buf.extend_from_slice(s.payload());
