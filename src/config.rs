@@ -137,6 +137,19 @@ pub enum Deduplication {
     Off,
 }
 
+/// What a message body may hold (issue 15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub enum BodyMode {
+    /// SQS's rule (S7): text in the XML character set (`#x9 | #xA | #xD | #x20–#xD7FF |
+    /// #xE000–#xFFFD | #x10000–#x10FFFF`), checked on every send.
+    #[default]
+    Text,
+    /// Any bytes (a shmfifo extension for IPC users moving binary frames): no character check;
+    /// received bodies are bytes ([`crate::Message::body_bytes`]). Its dead-letter queue must
+    /// be binary too.
+    Binary,
+}
+
 /// What a send does when the dedup table has no room for its id: every entry the id may use
 /// holds an id accepted within the dedup interval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,6 +191,7 @@ pub enum DedupOverflow {
 /// | `max_in_flight` | 120,000 | messages received and not yet deleted (R8); at the limit receives return fewer messages. Free when it is at least the slot count |
 /// | `redrive_policy` | none | dead-letter queue and `maxReceiveCount` (X1); changeable later |
 /// | `attempt_entries` | 1,024 | ReceiveRequestAttemptId records (R11), 384 B each, kept 5 min; a record that finds no room (8 entries searched) is not kept |
+/// | `body_mode` | `Text` | `Text`: SQS's character rule (S7); `Binary`: any bytes (an extension) |
 /// | `release_on_death` | `true` | a receiver process that dies (killed, crashed; not one that closes the queue) has its in-flight messages made visible at once, within about 100 ms once a receiver is idle, instead of at their visibility timeout. Turn it off if receipt handles outlive their receiving process (handed to another process that deletes them) |
 ///
 /// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
@@ -203,6 +217,7 @@ pub struct QueueConfig {
     pub(crate) attempt_entries: u32,
     pub(crate) release_on_death: bool,
     pub(crate) test_clock: bool,
+    pub(crate) body_mode: BodyMode,
 }
 
 impl Default for QueueConfig {
@@ -228,6 +243,7 @@ impl Default for QueueConfig {
             attempt_entries: 1024,
             release_on_death: true,
             test_clock: false,
+            body_mode: BodyMode::Text,
         }
     }
 }
@@ -307,6 +323,12 @@ impl QueueConfig {
     /// Fixed at creation: a queue with a real clock can never be switched to a test clock.
     pub fn test_clock(mut self, on: bool) -> Self {
         self.test_clock = on;
+        self
+    }
+    /// What bodies may hold: SQS's text (the default) or any bytes ([`BodyMode`]). Fixed at
+    /// creation.
+    pub fn body_mode(mut self, mode: BodyMode) -> Self {
+        self.body_mode = mode;
         self
     }
     /// Content-based deduplication (SQS `ContentBasedDeduplication`, D5): a send without a

@@ -24,7 +24,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 10;
+pub const LAYOUT_VERSION: u64 = 11;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -165,6 +165,9 @@ pub struct Header {
     /// sleep on `doorbell`, counted in `waiters`; whoever frees a slot while one is counted
     /// rings it (SYNC POINT(space-doorbell)).
     pub space: Padded<WakeLine>,
+    /// 0: bodies are SQS text (S7, checked on send); 1: any bytes (layout 11, issue 15).
+    /// Fixed at creation.
+    pub body_mode: AtomicU64,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.

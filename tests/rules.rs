@@ -67,6 +67,7 @@ fn s1_missing_group_is_missing_parameter() {
         group_id: None,
         dedup_id: None,
         body: "x",
+        bytes: None,
         attributes: &[],
         delay_seconds: None,
     };
@@ -423,6 +424,7 @@ fn s11_s12_batch_request_level_errors() {
             group_id: None,
             dedup_id: None,
             body: "x",
+            bytes: None,
             attributes: &[],
             delay_seconds: None,
         },

@@ -282,3 +282,99 @@ fn a_borrowed_receive_waits_like_a_receive() {
     assert_eq!(got[0].body(), b"late");
     t.join().unwrap();
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bodies of any bytes (an extension: BodyMode::Binary)
+// ---------------------------------------------------------------------------------------------
+
+fn binary() -> QueueConfig {
+    small().body_mode(shmfifo::BodyMode::Binary)
+}
+
+#[test]
+fn a_binary_queue_takes_any_bytes_and_says_so() {
+    let q = queue("zc-binary", &binary());
+    assert_eq!(q.body_mode(), shmfifo::BodyMode::Binary);
+    assert_eq!(q.attributes().body_mode, shmfifo::BodyMode::Binary);
+    let frame: Vec<u8> = (0..=255u8).collect();
+    q.send(&SendMessage::bytes("g", &frame)).unwrap();
+    q.send(&SendMessage::bytes("g", "plain text".as_bytes()))
+        .unwrap();
+    let mut loan = q.loan("g", 4).unwrap();
+    loan.as_mut_slice().copy_from_slice(&[0, 0xff, 0x01, 0xfe]);
+    loan.send().unwrap();
+    // Copying receive: exact bytes; `body` holds them only where they are UTF-8.
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].body_bytes, frame);
+    assert!(got[0].body.is_empty());
+    assert_eq!(got[0].bytes(), frame.as_slice());
+    assert_eq!(got[1].body, "plain text");
+    assert_eq!(got[1].bytes(), b"plain text");
+    assert_eq!(got[2].bytes(), &[0, 0xff, 0x01, 0xfe]);
+    for m in &got {
+        q.change_visibility(&m.receipt_handle, Duration::ZERO)
+            .unwrap();
+    }
+    // Borrowed receive: the same bytes in place.
+    let b = q.receive_borrowed(&opts()).unwrap();
+    assert_eq!(b[0].body(), frame.as_slice());
+    assert!(b[0].body_str().is_err(), "not text");
+    assert_eq!(b[2].body(), &[0, 0xff, 0x01, 0xfe]);
+}
+
+#[test]
+fn s6_s7_a_text_queue_refuses_bytes_that_are_not_text_and_an_empty_body_stays_refused() {
+    let text = queue("zc-text-bytes", &small());
+    assert_eq!(text.body_mode(), shmfifo::BodyMode::Text);
+    assert!(matches!(
+        text.send(&SendMessage::bytes("g", &[0xff, 0xfe])),
+        Err(Error::InvalidMessageContents { .. })
+    ));
+    assert!(matches!(
+        text.send(&SendMessage::bytes("g", b"a\x00")),
+        Err(Error::InvalidMessageContents { .. })
+    ));
+    text.send(&SendMessage::bytes("g", "text as bytes".as_bytes()))
+        .unwrap();
+    let got = text.receive(&opts()).unwrap();
+    assert_eq!(got[0].body, "text as bytes");
+    assert!(
+        got[0].body_bytes.is_empty(),
+        "a text queue's body is `body`"
+    );
+    let bin = queue("zc-binary-empty", &binary());
+    assert!(matches!(
+        bin.send(&SendMessage::bytes("g", &[])),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+}
+
+#[test]
+fn x1_a_binary_queue_needs_a_binary_dead_letter_queue_and_moves_bytes_intact() {
+    let text_dlq = queue("zc-dlq-text", &small_dedup());
+    let bin_dlq = queue(
+        "zc-dlq-bin",
+        &small_dedup().body_mode(shmfifo::BodyMode::Binary),
+    );
+    let refused = Queue::create_anonymous(
+        &binary().redrive_policy(shmfifo::RedrivePolicy::new(text_dlq.name.as_str(), 1)),
+    );
+    assert!(
+        matches!(refused, Err(Error::DeadLetterQueue { .. })),
+        "{refused:?}"
+    );
+    let q = Queue::create_anonymous(
+        &binary()
+            .visibility_timeout(Duration::ZERO)
+            .redrive_policy(shmfifo::RedrivePolicy::new(bin_dlq.name.as_str(), 1)),
+    )
+    .unwrap();
+    let frame = [0u8, 1, 2, 0xff];
+    q.send(&SendMessage::bytes("g", &frame)).unwrap();
+    assert_eq!(q.receive(&opts()).unwrap().len(), 1);
+    // Past maxReceiveCount on the next receive: moved, bytes intact.
+    assert!(q.receive(&opts()).unwrap().is_empty());
+    let moved = bin_dlq.receive(&opts()).unwrap();
+    assert_eq!(moved[0].bytes(), &frame);
+}

@@ -10,6 +10,14 @@
 #include <stdint.h>
 
 /*
+ A slot of a queue lent to the caller to write a message's body in place
+ ([`shmfifo_loan_new`]). Send it with [`shmfifo_loan_send`] or give it back with
+ [`shmfifo_loan_release`]. A process that dies holding one loses nothing: the queue's
+ recovery frees the slot.
+ */
+typedef struct shmfifo_loan shmfifo_loan;
+
+/*
  An open queue. Thread-safe: one handle may be used by many threads at once. Close it with
  [`shmfifo_queue_close`].
  */
@@ -130,6 +138,12 @@ typedef struct {
    shmfifo extension for users' tests); 0 (default): the real clock. Fixed at creation.
    */
   uint32_t test_clock;
+  /*
+   0 (default): bodies are SQS text (S7, checked on send); 1: any bytes (a shmfifo
+   extension for binary frames; its dead-letter queue must be binary too). Fixed at
+   creation.
+   */
+  uint32_t body_mode;
 } shmfifo_config;
 
 /*
@@ -155,6 +169,14 @@ typedef struct {
    visibility, if none of them changed since; otherwise it is a fresh receive.
    */
   shmfifo_str attempt_id;
+  /*
+   1: a borrowing receive (issue 15): each message's `body` views the queue's memory
+   instead of the buffer (no copy), readable while the queue is open and the message in
+   flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
+   whether the bytes were still that message's. 0 (default): bodies are copied into the
+   buffer. Not with `attempt_id`.
+   */
+  uint32_t borrow;
 } shmfifo_receive_options;
 
 /*
@@ -509,6 +531,10 @@ typedef struct {
    The queue's time on a test clock (ms since creation, plus 1); 0 on the real clock.
    */
   uint64_t test_clock_ms;
+  /*
+   What bodies may hold: 0 SQS text, 1 any bytes (fixed at creation).
+   */
+  uint32_t body_mode;
 } shmfifo_queue_attributes;
 
 /*
@@ -1067,6 +1093,84 @@ shmfifo_result shmfifo_queue_set_attribute(const shmfifo_queue *q,
 shmfifo_result shmfifo_queue_redrive(const shmfifo_queue *q,
                                      const shmfifo_redrive_options *opts,
                                      shmfifo_redrive_report *out);
+
+/*
+ Lends a slot of `q`'s smallest size class that holds `len` bytes, for a message to
+ `group_id`, and writes the new loan to `*out`: fill `shmfifo_loan_data(loan)` (its bytes
+ are what the slot held before, not zeros), then send it. Errors: `len` 0 or over the
+ maximum message size, a bad group id (`SHMFIFO_INVALID_PARAMETER_VALUE`); no free slot in
+ the class (`SHMFIFO_SIZE_CLASS_FULL`).
+
+ # Safety
+ `q` a live handle; `group_id` a valid view; `out` writable.
+ */
+shmfifo_result shmfifo_loan_new(const shmfifo_queue *q,
+                                shmfifo_str group_id,
+                                size_t len,
+                                shmfifo_loan **out);
+
+/*
+ The loan's bytes, to fill (NULL for a NULL loan or one already sent).
+
+ # Safety
+ `l` NULL or a live loan, not used by another thread meanwhile.
+ */
+uint8_t *shmfifo_loan_data(shmfifo_loan *l);
+
+/*
+ The loan's length in bytes (0 for a NULL loan).
+
+ # Safety
+ `l` NULL or a live loan.
+ */
+size_t shmfifo_loan_len(const shmfifo_loan *l);
+
+/*
+ Shortens the loan's body to `len` bytes (at least 1; a longer `len` changes nothing).
+
+ # Safety
+ `l` NULL or a live loan, not used by another thread meanwhile.
+ */
+shmfifo_result shmfifo_loan_truncate(shmfifo_loan *l, size_t len);
+
+/*
+ Sends the loan's body in place with `dedup_id` (a NULL view: none) and `attribute_count`
+ attributes: checked as `shmfifo_send` checks a message (on a text queue the bytes must be
+ UTF-8 text, S7), then enqueued without a copy. On success the loan is consumed: it is
+ freed and `*loan` set to NULL, and `out` (if not NULL) gets the result (a duplicate, D1,
+ gives the slot back). On an error nothing was enqueued and the loan stays, its bytes as
+ written: send it again or release it.
+
+ # Safety
+ `loan` points to a live loan pointer; the views valid; `attributes` `attribute_count`
+ entries; `out` NULL or writable.
+ */
+shmfifo_result shmfifo_loan_send(shmfifo_loan **loan,
+                                 shmfifo_str dedup_id,
+                                 const shmfifo_attribute *attributes,
+                                 size_t attribute_count,
+                                 shmfifo_send_result *out);
+
+/*
+ Gives the loan's slot back unsent and frees the loan (NULL is ignored).
+
+ # Safety
+ `l` NULL or a live loan, not used afterwards.
+ */
+void shmfifo_loan_release(shmfifo_loan *l);
+
+/*
+ Whether the message a receipt handle (NUL-terminated text) names is still in its slot as
+ that receive left it: call it after reading a borrowed body (`shmfifo_receive` with
+ `borrow` set). `SHMFIFO_OK`: the bytes read were that message's; `SHMFIFO_RECEIPT_HANDLE_EXPIRED`:
+ it was deleted, purged, expired, moved or received again meanwhile, and what was read may
+ belong to another message. A process that writes the queue's file outside the library can
+ change the bytes undetected (never make a reader read outside the mapping).
+
+ # Safety
+ `q` a live handle; `receipt` a NUL-terminated string.
+ */
+shmfifo_result shmfifo_verify(const shmfifo_queue *q, const char *receipt);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -64,10 +64,34 @@ impl shmfifo_str {
         len: 0,
     };
     pub(crate) fn of(s: &str) -> shmfifo_str {
+        Self::of_bytes(s.as_bytes())
+    }
+    /// A view of bytes (a binary queue's body).
+    pub(crate) fn of_bytes(b: &[u8]) -> shmfifo_str {
         shmfifo_str {
-            data: s.as_ptr().cast(),
-            len: s.len(),
+            data: b.as_ptr().cast(),
+            len: b.len(),
         }
+    }
+    /// The bytes, if not NULL, whatever they hold (a body on a binary queue); the length is
+    /// checked against `max` first, as in [`shmfifo_str::get`].
+    ///
+    /// # Safety
+    /// As [`shmfifo_str::get`].
+    pub(crate) unsafe fn get_bytes<'a>(self, what: &str, max: usize) -> R<Option<&'a [u8]>> {
+        if self.data.is_null() {
+            return Ok(None);
+        }
+        if self.len > max {
+            return Err(Fail(
+                SHMFIFO_INVALID_PARAMETER_VALUE,
+                format!("{what} is {} bytes long; at most {max}", self.len),
+            ));
+        }
+        // SAFETY: the caller guarantees `len` readable bytes at `data` (and `len <= max`).
+        Ok(Some(unsafe {
+            std::slice::from_raw_parts(self.data.cast::<u8>(), self.len)
+        }))
     }
     /// The string, if not NULL. Its length is checked against `max` (its SQS limit) before a
     /// byte is read: a length past the limit is `SHMFIFO_INVALID_PARAMETER_VALUE`, never a

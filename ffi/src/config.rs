@@ -63,6 +63,10 @@ pub struct shmfifo_config {
     /// 1: the queue runs on a test clock that only `shmfifo_queue_advance_clock` moves (a
     /// shmfifo extension for users' tests); 0 (default): the real clock. Fixed at creation.
     pub test_clock: u32,
+    /// 0 (default): bodies are SQS text (S7, checked on send); 1: any bytes (a shmfifo
+    /// extension for binary frames; its dead-letter queue must be binary too). Fixed at
+    /// creation.
+    pub body_mode: u32,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -88,6 +92,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         release_on_death: 1,
         dedup_overflow: 0,
         test_clock: 0,
+        body_mode: 0,
     }
 }
 
@@ -117,6 +122,16 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
             ))
         }
     };
+    let body_mode = match c.body_mode {
+        0 => shmfifo_core::BodyMode::Text,
+        1 => shmfifo_core::BodyMode::Binary,
+        n => {
+            return Err(Fail(
+                SHMFIFO_INVALID_CONFIG,
+                format!("invalid setting body_mode: {n} (0 text, 1 any bytes)"),
+            ))
+        }
+    };
     // SAFETY: forwarded from the caller.
     let dlq = unsafe { c.dead_letter_queue.get("dead_letter_queue", MAX_PATH) }?
         .filter(|s| !s.is_empty());
@@ -137,7 +152,8 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
         .max_in_flight(c.max_in_flight)
         .release_on_death(c.release_on_death != 0)
-        .test_clock(c.test_clock != 0);
+        .test_clock(c.test_clock != 0)
+        .body_mode(body_mode);
     match (dlq, c.max_receive_count) {
         (None, 0) => {}
         (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),
@@ -176,6 +192,12 @@ pub struct shmfifo_receive_options {
     /// within 5 minutes returns the same messages and receipt handles and restarts their
     /// visibility, if none of them changed since; otherwise it is a fresh receive.
     pub attempt_id: shmfifo_str,
+    /// 1: a borrowing receive (issue 15): each message's `body` views the queue's memory
+    /// instead of the buffer (no copy), readable while the queue is open and the message in
+    /// flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
+    /// whether the bytes were still that message's. 0 (default): bodies are copied into the
+    /// buffer. Not with `attempt_id`.
+    pub borrow: u32,
 }
 
 /// The default receive options.
@@ -186,6 +208,7 @@ pub extern "C" fn shmfifo_receive_options_default() -> shmfifo_receive_options {
         visibility_timeout_ms: -1,
         wait_time_ms: -1,
         attempt_id: shmfifo_str::ABSENT,
+        borrow: 0,
     }
 }
 

@@ -15,11 +15,13 @@ mod config;
 mod error;
 mod message;
 mod queue;
+mod zero_copy;
 
 pub use config::*;
 pub use error::*;
 pub use message::*;
 pub use queue::*;
+pub use zero_copy::*;
 
 use core::ffi::c_char;
 

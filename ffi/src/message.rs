@@ -15,6 +15,8 @@ use crate::{boundary::*, error::*};
 pub struct shmfifo_receive_buffer {
     pub(crate) rb: ReceiveBuffer,
     pub(crate) attrs: Vec<Vec<shmfifo_attribute>>,
+    /// A borrowing receive's messages (their bodies empty) and where each body lies.
+    pub(crate) borrowed: Vec<(shmfifo_core::Message, *const u8, usize)>,
 }
 
 /// A message attribute, to send or as received (views into the buffer).
@@ -102,39 +104,72 @@ pub(crate) unsafe fn message<'a>(
     m: &shmfifo_send_message,
     attrs: &'a mut Vec<MessageAttribute<'a>>,
     max_body: usize,
+    binary: bool,
 ) -> R<SendMessage<'a>> {
     // Every count and length is checked against its SQS limit before the memory is read.
     // SAFETY: forwarded from the caller (all views below).
     let group = unsafe { m.group_id.get("group_id", MAX_ID_LEN) }?;
     // SAFETY: as above.
-    let body = unsafe { m.body.required("body", max_body) }?;
+    let (body, bytes) = if binary {
+        // A binary queue: any bytes (the core checks only that there is one).
+        // SAFETY: as above.
+        let b = unsafe { m.body.get_bytes("body", max_body) }?.ok_or_else(|| null("body"))?;
+        ("", Some(b))
+    } else {
+        // SAFETY: as above.
+        (unsafe { m.body.required("body", max_body) }?, None)
+    };
     // SAFETY: as above.
     let dedup = unsafe { m.dedup_id.get("dedup_id", MAX_ID_LEN) }?;
-    if m.attribute_count > shmfifo_core::MAX_ATTRIBUTES {
+    // SAFETY: as above.
+    unsafe { attributes(m.attributes, m.attribute_count, attrs, max_body) }?;
+    Ok(SendMessage {
+        group_id: group,
+        body,
+        bytes,
+        dedup_id: dedup,
+        attributes: attrs,
+        delay_seconds: Some(m.delay_seconds),
+    })
+}
+
+/// Reads `count` C attributes at `list_ptr` into `attrs`, each checked against its limits
+/// (at most 10, names and types 256 bytes, values `max_value` bytes) before it is read.
+///
+/// # Safety
+/// `list_ptr` must point to `count` attributes (when `count` is at most 10) whose views are
+/// valid as documented on [`shmfifo_attribute`] and outlive `'a`.
+pub(crate) unsafe fn attributes<'a>(
+    list_ptr: *const shmfifo_attribute,
+    count: usize,
+    attrs: &mut Vec<MessageAttribute<'a>>,
+    max_value: usize,
+) -> R {
+    if count > shmfifo_core::MAX_ATTRIBUTES {
         return Err(Fail(
             SHMFIFO_INVALID_PARAMETER_VALUE,
             format!(
                 "Number of message attributes cannot exceed {} (attribute_count {}).",
                 shmfifo_core::MAX_ATTRIBUTES,
-                m.attribute_count
+                count
             ),
         ));
     }
-    if m.attribute_count > 0 {
-        if m.attributes.is_null() {
+    if count > 0 {
+        if list_ptr.is_null() {
             return Err(null("attributes"));
         }
         // SAFETY: the caller guarantees `attribute_count` (at most 10) attributes there.
-        let list = unsafe { std::slice::from_raw_parts(m.attributes, m.attribute_count) };
+        let list = unsafe { std::slice::from_raw_parts(list_ptr, count) };
         for a in list {
             if a.value.is_null() && a.value_len > 0 {
                 return Err(null("attribute value"));
             }
-            if a.value_len > max_body {
+            if a.value_len > max_value {
                 return Err(Fail(
                     SHMFIFO_INVALID_PARAMETER_VALUE,
                     format!(
-                        "attribute value is {} bytes long; at most {max_body}",
+                        "attribute value is {} bytes long; at most {max_value}",
                         a.value_len
                     ),
                 ));
@@ -156,13 +191,7 @@ pub(crate) unsafe fn message<'a>(
             });
         }
     }
-    Ok(SendMessage {
-        group_id: group,
-        body,
-        dedup_id: dedup,
-        attributes: attrs,
-        delay_seconds: Some(m.delay_seconds),
-    })
+    Ok(())
 }
 
 /// One entry of a send batch.
@@ -226,6 +255,7 @@ pub extern "C" fn shmfifo_receive_buffer_new() -> *mut shmfifo_receive_buffer {
         Box::into_raw(Box::new(shmfifo_receive_buffer {
             rb: ReceiveBuffer::new(),
             attrs: Vec::new(),
+            borrowed: Vec::new(),
         }))
     })
     .unwrap_or(core::ptr::null_mut())
@@ -325,6 +355,8 @@ pub struct shmfifo_queue_attributes {
     pub quarantined_groups: u64,
     /// The queue's time on a test clock (ms since creation, plus 1); 0 on the real clock.
     pub test_clock_ms: u64,
+    /// What bodies may hold: 0 SQS text, 1 any bytes (fixed at creation).
+    pub body_mode: u32,
 }
 
 /// A queue's lifetime counters, summed over every process that ever used it (each process

@@ -182,8 +182,9 @@ unsafe fn send_one(
         // SAFETY: per the contract.
         let m = unsafe { msg.as_ref() }.ok_or_else(|| null("msg"))?;
         let mut attrs = Vec::new();
+        let binary = q.body_mode() == shmfifo_core::BodyMode::Binary;
         // SAFETY: per the contract.
-        let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize) }?;
+        let m = unsafe { message(m, &mut attrs, q.maximum_message_size() as usize, binary) }?;
         let r = q.send_timeout(&m, std::time::Duration::from_millis(timeout_ms))?;
         // SAFETY: NULL or writable, per the contract.
         if let Some(o) = unsafe { out.as_mut() } {
@@ -229,6 +230,7 @@ pub unsafe extern "C" fn shmfifo_send_batch(
         let q = unsafe { queue(q) }?;
         batch_request(n, entries.is_null(), results.is_null(), "results")?;
         let max_body = q.maximum_message_size() as usize;
+        let binary = q.body_mode() == shmfifo_core::BodyMode::Binary;
         // SAFETY: `n` entries at `entries`, per the contract.
         let list = unsafe { std::slice::from_raw_parts(entries, n) };
         let mut attrs: Vec<Vec<MessageAttribute<'_>>> = (0..n).map(|_| Vec::new()).collect();
@@ -238,7 +240,7 @@ pub unsafe extern "C" fn shmfifo_send_batch(
                 // SAFETY: per the contract.
                 id: unsafe { e.id.required("entry id", MAX_ENTRY_ID) }?,
                 // SAFETY: per the contract.
-                entry: unsafe { message(&e.message, a, max_body) }?,
+                entry: unsafe { message(&e.message, a, max_body, binary) }?,
             });
         }
         let rs = q.send_batch(&batch)?;
@@ -315,9 +317,23 @@ pub unsafe extern "C" fn shmfifo_receive(
                 ),
             ));
         }
-        let n = match attempt_id {
-            Some(id) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
-            None => q.receive_into(&ro, &mut b.rb)?,
+        let borrow = o.borrow != 0;
+        b.borrowed.clear();
+        let n = match (attempt_id, borrow) {
+            (Some(_), true) => {
+                return Err(Fail(
+                    SHMFIFO_INVALID_PARAMETER_VALUE,
+                    "borrow is not offered with attempt_id".into(),
+                ))
+            }
+            (Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
+            (None, false) => q.receive_into(&ro, &mut b.rb)?,
+            (None, true) => {
+                let got = q.receive_borrowed(&ro)?;
+                b.borrowed
+                    .extend(got.into_iter().map(|m| m.into_raw_parts()));
+                b.borrowed.len()
+            }
         };
         // Never more than the caller's room, whatever the receive returned (it returns at most
         // `max_messages`, which is at most `out_cap`).
@@ -327,7 +343,22 @@ pub unsafe extern "C" fn shmfifo_receive(
         if b.attrs.len() < n {
             b.attrs.resize_with(n, Vec::new);
         }
-        for ((m, o), av) in b.rb.messages().iter().zip(out.iter_mut()).zip(&mut b.attrs) {
+        for (k, (o, av)) in out.iter_mut().zip(&mut b.attrs).enumerate() {
+            // Each message and its body: a view of the buffer's copy, or (borrowing) of the
+            // queue's memory.
+            let (m, body) = if borrow {
+                let (m, p, len) = &b.borrowed[k];
+                (
+                    m,
+                    shmfifo_str {
+                        data: p.cast(),
+                        len: *len,
+                    },
+                )
+            } else {
+                let m = &b.rb.messages()[k];
+                (m, shmfifo_str::of_bytes(m.bytes()))
+            };
             av.clear();
             av.extend(m.attributes.iter().map(|a| shmfifo_attribute {
                 name: shmfifo_str::of(&a.name),
@@ -336,7 +367,7 @@ pub unsafe extern "C" fn shmfifo_receive(
                 value_len: a.value.len(),
             }));
             *o = shmfifo_message {
-                body: shmfifo_str::of(&m.body),
+                body,
                 group_id: shmfifo_str::of(&m.group_id),
                 dedup_id: m
                     .dedup_id
@@ -610,6 +641,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             quarantined_messages: a.quarantined_messages,
             quarantined_groups: a.quarantined_groups,
             test_clock_ms: a.test_clock_ms.unwrap_or(0),
+            body_mode: u32::from(a.body_mode == shmfifo_core::BodyMode::Binary),
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

@@ -81,7 +81,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 9);
+    CHECK(shmfifo_layout_version() == 11);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -868,6 +868,98 @@ static void test_send_timeout(void) {
     shmfifo_queue_unlink(name);
 }
 
+/* Issue 15: a loaned send (the body written in place), a borrowing receive (the body read in
+ * place) and its check, a loan given back, a refused loan kept, and a binary queue's bytes. */
+static void test_zero_copy(void) {
+    const char *name = qname("zc");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = small_config();
+    c.max_messages = 4;
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+
+    shmfifo_loan *l = NULL;
+    EXPECT(shmfifo_loan_new(q, s("g"), 0, &l), SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(l == NULL);
+    EXPECT(shmfifo_loan_new(q, s("g"), 16, &l), SHMFIFO_OK);
+    CHECK(l != NULL && shmfifo_loan_len(l) == 16);
+    memcpy(shmfifo_loan_data(l), "in place", 8);
+    EXPECT(shmfifo_loan_truncate(l, 8), SHMFIFO_OK);
+    CHECK(shmfifo_loan_len(l) == 8);
+    /* No dedup id on a deduplicating queue: refused, the loan kept. */
+    EXPECT(shmfifo_loan_send(&l, absent(), NULL, 0, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(l != NULL && memcmp(shmfifo_loan_data(l), "in place", 8) == 0);
+    shmfifo_send_result r;
+    EXPECT(shmfifo_loan_send(&l, s("d1"), NULL, 0, &r), SHMFIFO_OK);
+    CHECK(l == NULL && r.duplicate == 0);
+
+    /* A loan released unsent gives its slot back: four loans fill the class, a release
+     * makes room. */
+    shmfifo_loan *ls[3];
+    for (int i = 0; i < 3; i++) EXPECT(shmfifo_loan_new(q, s("h"), 4, &ls[i]), SHMFIFO_OK);
+    shmfifo_loan *none = NULL;
+    EXPECT(shmfifo_loan_new(q, s("h"), 4, &none), SHMFIFO_SIZE_CLASS_FULL);
+    for (int i = 0; i < 3; i++) shmfifo_loan_release(ls[i]);
+    shmfifo_loan_release(NULL);
+
+    shmfifo_receive_buffer *b = shmfifo_receive_buffer_new();
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    o.wait_time_ms = 0;
+    o.borrow = 1;
+    shmfifo_message out[10];
+    size_t n = 0;
+    EXPECT(shmfifo_receive(q, &o, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && out[0].body.len == 8 && memcmp(out[0].body.data, "in place", 8) == 0);
+    EXPECT(shmfifo_verify(q, out[0].receipt_handle), SHMFIFO_OK);
+    char handle[48];
+    memcpy(handle, out[0].receipt_handle, sizeof handle);
+    EXPECT(shmfifo_delete(q, handle), SHMFIFO_OK);
+    EXPECT(shmfifo_verify(q, handle), SHMFIFO_RECEIPT_HANDLE_EXPIRED);
+    shmfifo_receive_options bad = o;
+    bad.attempt_id = s("a1");
+    EXPECT(shmfifo_receive(q, &bad, b, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+
+    /* A binary queue: any bytes, sent copied and loaned, received copied and borrowed. */
+    const char *bname = qname("zcbin");
+    shmfifo_queue_unlink(bname);
+    c = small_config();
+    c.body_mode = 1;
+    c.deduplication = 0;
+    EXPECT(shmfifo_queue_create(bname, &c, &q), SHMFIFO_OK);
+    if (!q) {
+        shmfifo_receive_buffer_free(b);
+        return;
+    }
+    shmfifo_queue_attributes a;
+    EXPECT(shmfifo_queue_get_attributes(q, &a), SHMFIFO_OK);
+    CHECK(a.body_mode == 1);
+    const unsigned char frame[4] = {0x00, 0xff, 0x01, 0xfe};
+    shmfifo_send_message m = msg("g", "", NULL);
+    m.body.data = (const char *)frame;
+    m.body.len = sizeof frame;
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    EXPECT(shmfifo_loan_new(q, s("g"), sizeof frame, &l), SHMFIFO_OK);
+    memcpy(shmfifo_loan_data(l), frame, sizeof frame);
+    EXPECT(shmfifo_loan_send(&l, absent(), NULL, 0, NULL), SHMFIFO_OK);
+    o.borrow = 0;
+    o.max_messages = 1;
+    EXPECT(shmfifo_receive(q, &o, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && out[0].body.len == 4 && memcmp(out[0].body.data, frame, 4) == 0);
+    EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_OK);
+    o.borrow = 1;
+    EXPECT(shmfifo_receive(q, &o, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && out[0].body.len == 4 && memcmp(out[0].body.data, frame, 4) == 0);
+    EXPECT(shmfifo_verify(q, out[0].receipt_handle), SHMFIFO_OK);
+    EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_OK);
+    shmfifo_receive_buffer_free(b);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(bname);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
@@ -877,6 +969,7 @@ int main(int argc, char **argv) {
     test_lengths_checked_before_reading();
     test_test_clock();
     test_send_timeout();
+    test_zero_copy();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

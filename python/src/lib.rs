@@ -249,6 +249,7 @@ impl RawQueue {
             group_id,
             dedup_id,
             body,
+            bytes: None,
             attributes: &a,
             delay_seconds,
         };
@@ -277,6 +278,7 @@ impl RawQueue {
                     group_id: e.1.as_deref(),
                     dedup_id: e.3.as_deref(),
                     body: &e.2,
+                    bytes: None,
                     attributes: a,
                     delay_seconds: e.5,
                 },

@@ -537,6 +537,7 @@ impl Queues {
             group_id: str_param(p, "MessageGroupId")?,
             dedup_id: str_param(p, "MessageDeduplicationId")?,
             body,
+            bytes: None,
             attributes: &a,
             delay_seconds: delay.map(|d| d.clamp(0, i64::from(u32::MAX)) as u32),
         };
@@ -589,6 +590,7 @@ impl Queues {
                     group_id: e.group,
                     dedup_id: e.dedup,
                     body: e.body,
+                    bytes: None,
                     attributes: a,
                     delay_seconds: e.delay,
                 },

@@ -230,6 +230,7 @@ fn forward_group(
                 group_id: Some(&m.group_id),
                 dedup_id: Some(&ids[i]),
                 body: &m.body,
+                bytes: None,
                 attributes: &attrs[i],
                 delay_seconds: None,
             },

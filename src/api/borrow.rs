@@ -114,19 +114,14 @@ impl<'q> BorrowedMessage<'q> {
     /// [`body`](BorrowedMessage::body): `Ok` proves the bytes read were this message's (see
     /// the type's documentation for a hostile writer). `Err(ReceiptHandleExpired)` otherwise.
     pub fn verify(&self) -> Result<()> {
-        let rh = &self.meta.receipt_handle;
-        let h = Handle {
-            idx: rh.idx,
-            inc: rh.inc,
-            epoch: rh.epoch,
-        };
-        match handle::still_taken(self.queue.arena(), h) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(Error::ReceiptHandleExpired {
-                handle: rh.to_string(),
-            }),
-            Err(f) => Err(fault(f, &self.queue.inner)),
-        }
+        self.queue.verify(&self.meta.receipt_handle)
+    }
+
+    /// The message without its body, and where the body lies in the queue's mapping (for a
+    /// foreign-function layer that hands the view on: it stays readable while the queue is
+    /// open and the message in flight; check it with [`Queue::verify`]).
+    pub fn into_raw_parts(self) -> (Message, *const u8, usize) {
+        (self.meta, self.view.body as *const u8, self.view.len)
     }
 
     /// Copies the message out (verified after the copy, as [`Queue::receive`] would return
@@ -140,6 +135,47 @@ impl<'q> BorrowedMessage<'q> {
     /// Deletes the message (as [`Queue::delete`] with its receipt handle), ending the borrow.
     pub fn delete(self) -> Result<()> {
         self.queue.delete(&self.meta.receipt_handle)
+    }
+}
+
+impl Queue {
+    /// Whether the message `handle` names is still in its slot as that receive left it: not
+    /// deleted, freed, purged, expired by retention, moved or received again since (its slot's
+    /// incarnation and epoch unchanged). A reader of a borrowed body calls it after reading
+    /// (see [`BorrowedMessage::verify`]); `Err(ReceiptHandleExpired)` otherwise,
+    /// `ReceiptHandleIsInvalid` for a handle of another queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "x").dedup_id("1"))?;
+    /// let got = q.receive(&ReceiveOptions::max(1))?;
+    /// q.verify(&got[0].receipt_handle)?;
+    /// q.delete(&got[0].receipt_handle)?;
+    /// assert!(q.verify(&got[0].receipt_handle).is_err());
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn verify(&self, handle: &ReceiptHandle) -> Result<()> {
+        if handle.nonce != self.inner.nonce {
+            return Err(Error::ReceiptHandleIsInvalid {
+                handle: handle.to_string(),
+            });
+        }
+        let h = Handle {
+            idx: handle.idx,
+            inc: handle.inc,
+            epoch: handle.epoch,
+        };
+        match handle::still_taken(self.arena(), h) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::ReceiptHandleExpired {
+                handle: handle.to_string(),
+            }),
+            Err(f) => Err(fault(f, &self.inner)),
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub(super) fn check_dead_letter(
     p: &RedrivePolicy,
     own_nonce: Option<u64>,
     own_max_message_size: u32,
+    own_binary: bool,
 ) -> Result<(PathBuf, Queue)> {
     if !(1..=MAX_RECEIVE_COUNT).contains(&p.max_receive_count) {
         return Err(Error::invalid(
@@ -57,6 +58,12 @@ pub(super) fn check_dead_letter(
         return Err(dl(
             &path,
             "its deduplication is off, so a move could not be made exactly once (D8); create it with deduplication on".into(),
+        ));
+    }
+    if own_binary && !q.inner.binary {
+        return Err(dl(
+            &path,
+            "it takes text bodies and this queue any bytes (BodyMode::Binary): a moved body might not be text; create it with BodyMode::Binary".into(),
         ));
     }
     if q.maximum_message_size() < own_max_message_size {
@@ -105,6 +112,12 @@ impl Queue {
             path: path.clone(),
             reason: format!("cannot be opened: {e}"),
         })?;
+        if inner.binary && !q.inner.binary {
+            return Err(Error::DeadLetterQueue {
+                path,
+                reason: "it takes text bodies and this queue any bytes".into(),
+            });
+        }
         if q.inner.dedup == Deduplication::Off {
             return Err(Error::DeadLetterQueue {
                 path,

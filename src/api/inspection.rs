@@ -238,6 +238,7 @@ impl Queue {
             redrive_policy: self.redrive_policy().ok().flatten(),
             max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
             release_on_death: recovery::release_on_death(self.arena()),
+            body_mode: self.body_mode(),
             in_flight_count: accounting::in_flight(self.arena()),
             in_flight_limit_hits: counters.in_flight_limit_hits,
             moved_to_dead_letter: counters.moved_to_dead_letter,

@@ -162,7 +162,8 @@ impl<'q> Loan<'q> {
     }
 
     /// Sends the body in place with `opts`: checked as [`Queue::send`] checks a message (the
-    /// body is text in SQS's character set, S7), then enqueued without copying it. A
+    /// body is text in SQS's character set, S7, unless the queue takes any bytes:
+    /// [`crate::BodyMode::Binary`]), then enqueued without copying it. A
     /// duplicate (D1) is accepted and its slot given back. On an error nothing was enqueued
     /// and the loan comes back in the [`LoanError`], its bytes as written.
     pub fn send_with(
@@ -181,14 +182,20 @@ impl<'q> Loan<'q> {
     }
 
     fn try_send(&self, opts: &LoanOptions<'_>) -> Result<SendResult> {
-        // The bytes are ours; they are checked as text here, once, in one pass where they
-        // are plain ASCII (the receiving side checks what it copies again: the arena is
-        // shared).
-        let body = validate::text(self.as_slice())?;
+        // The bytes are ours; on a text queue they are checked as text here, once, in one
+        // pass where they are plain ASCII (the receiving side checks what it copies again:
+        // the arena is shared). A binary queue takes any bytes.
+        let bytes = self.as_slice();
+        let (body, bytes) = if self.queue.inner.binary {
+            ("", Some(bytes))
+        } else {
+            (validate::text(bytes)?, None)
+        };
         let msg = SendMessage {
             group_id: Some(self.group_id()),
             dedup_id: opts.dedup_id,
             body,
+            bytes,
             attributes: opts.attributes,
             delay_seconds: None,
         };

@@ -189,7 +189,14 @@ impl Queue {
         let dlq = cfg
             .redrive_policy
             .as_ref()
-            .map(|p| check_dead_letter(p, None, cfg.maximum_message_size))
+            .map(|p| {
+                check_dead_letter(
+                    p,
+                    None,
+                    cfg.maximum_message_size,
+                    cfg.body_mode == crate::config::BodyMode::Binary,
+                )
+            })
             .transpose()?;
         let total = g.offsets().map(|o| o.total).ok_or(Error::InvalidConfig {
             setting: "size_classes",
@@ -608,6 +615,7 @@ impl Queue {
             me: crate::protocol::Owner::NOBODY,
             observer: true,
             test_clock: checked.test_clock,
+            binary: checked.binary,
             file,
             lock_file,
             map,
@@ -666,6 +674,7 @@ impl Queue {
             dlq: std::sync::Mutex::new(None),
             observer: false,
             test_clock: checked.test_clock,
+            binary: checked.binary,
             index: reg.index,
             me: owner::code(reg.index, reg.gen),
             file,

@@ -58,6 +58,8 @@ pub(super) struct Inner {
     pub(super) observer: bool,
     /// Arena time is the test clock (`Header::test_now`), fixed at creation.
     pub(super) test_clock: bool,
+    /// Bodies are any bytes (`BodyMode::Binary`), fixed at creation.
+    pub(super) binary: bool,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -305,6 +307,28 @@ impl Queue {
         // Relaxed: a live setting (see `set_attributes`); clamped, the arena is untrusted.
         let v = self.inner.view.hdr.max_message_size.load(Ordering::Relaxed);
         (v.min(u64::from(u32::MAX)) as u32).clamp(1024, self.maximum_message_size_limit())
+    }
+
+    /// What this queue's bodies may hold: SQS's text (the default) or any bytes
+    /// ([`crate::BodyMode`]). Fixed at creation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{BodyMode, Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// assert_eq!(q.body_mode(), BodyMode::Text);
+    /// let raw = Queue::create_anonymous(&QueueConfig::new().body_mode(BodyMode::Binary))?;
+    /// assert_eq!(raw.body_mode(), BodyMode::Binary);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn body_mode(&self) -> crate::BodyMode {
+        if self.inner.binary {
+            crate::BodyMode::Binary
+        } else {
+            crate::BodyMode::Text
+        }
     }
 
     /// The largest `MaximumMessageSize` this queue can be set to: what its largest size class

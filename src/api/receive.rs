@@ -22,6 +22,8 @@ pub(super) const SPIN_ROUNDS: u32 = 200;
 /// id, each with its own in-flight exclusion). A mismatch makes the message unreadable, so it
 /// is quarantined: the damage stays in the group whose entry it is.
 pub(super) struct Filler {
+    /// The queue's bodies are any bytes (`BodyMode::Binary`).
+    binary: bool,
     nonce: u64,
     created_wall_ms: u64,
     keys: (u64, u64),
@@ -32,6 +34,7 @@ pub(super) struct Filler {
 impl Filler {
     pub(super) fn new(inner: &super::queue::Inner) -> Self {
         Filler {
+            binary: inner.binary,
             nonce: inner.nonce,
             created_wall_ms: inner.created_wall_ms,
             keys: inner.keys,
@@ -55,7 +58,12 @@ impl Filler {
         t: &Taken<'_>,
         copy_body: bool,
     ) -> std::result::Result<usize, &'static str> {
-        let body_len = fill(m, t, self.nonce, self.created_wall_ms, copy_body)?;
+        let body = match (copy_body, self.binary) {
+            (false, _) => Body::InPlace,
+            (true, false) => Body::Text,
+            (true, true) => Body::Binary,
+        };
+        let body_len = fill(m, t, self.nonce, self.created_wall_ms, body)?;
         let at = t.group as *const _ as usize;
         if at != self.checked {
             // Relaxed: read under the group claim (or re-validated by a peek).
@@ -92,15 +100,25 @@ impl Filler {
     }
 }
 
-/// Copies a taken message into `m`, reusing its allocations (the body only if `copy_body`:
-/// otherwise `m.body` is left empty, for a borrowing receive to read in place). Returns the
-/// body's length. Errors name corrupted framing.
+/// How [`fill`] treats a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Body {
+    /// Copied into `body`, checked as UTF-8 (a text queue).
+    Text,
+    /// Copied into `body_bytes` (and into `body` where it is UTF-8): a binary queue.
+    Binary,
+    /// Not copied (a borrowing receive reads it in place).
+    InPlace,
+}
+
+/// Copies a taken message into `m`, reusing its allocations (the body as `body` says).
+/// Returns the body's length. Errors name corrupted framing.
 pub(super) fn fill(
     m: &mut Message,
     t: &Taken<'_>,
     nonce: u64,
     created_wall_ms: u64,
-    copy_body: bool,
+    body: Body,
 ) -> std::result::Result<usize, &'static str> {
     let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
     let h = t.header;
@@ -141,10 +159,16 @@ pub(super) fn fill(
             }
         }
     }
-    if copy_body {
-        set_text(&mut m.body, p.body)?;
-    } else {
-        m.body.clear();
+    m.body_bytes.clear();
+    match body {
+        Body::Text => set_text(&mut m.body, p.body)?,
+        Body::Binary => {
+            m.body_bytes.extend_from_slice(p.body);
+            if set_text(&mut m.body, &m.body_bytes).is_err() {
+                m.body.clear(); // not UTF-8: `body_bytes` only
+            }
+        }
+        Body::InPlace => m.body.clear(),
     }
     let mut id = [0u8; MAX_ID_LEN];
     let n = group::read_id(t.group, &mut id);

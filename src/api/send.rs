@@ -224,7 +224,15 @@ impl Queue {
             _ => {}
         }
         if body {
-            validate::body(msg.body)?;
+            match (inner.binary, msg.bytes) {
+                // S6 holds for any bytes: a body is at least one byte.
+                (true, _) if msg.body_bytes().is_empty() => validate::body("")?,
+                (true, _) => {} // any bytes (BodyMode::Binary)
+                (false, Some(b)) => {
+                    validate::text(b)?;
+                }
+                (false, None) => validate::body(msg.body)?,
+            }
         }
         if msg.attributes.len() > MAX_ATTRIBUTES {
             return Err(Error::invalid(
@@ -232,7 +240,7 @@ impl Queue {
                 "Number of message attributes cannot exceed 10.",
             ));
         }
-        let mut size = msg.body.len();
+        let mut size = msg.body_bytes().len();
         for (i, a) in msg.attributes.iter().enumerate() {
             validate::attribute(a.name, a.data_type, a.value)?;
             if msg.attributes[..i].iter().any(|b| b.name == a.name) {
@@ -272,7 +280,7 @@ impl Queue {
             group_id.as_bytes(),
             &parts[..n],
             attr_len,
-            msg.body.len(),
+            msg.body_bytes().len(),
             0,
             0,
             wait_ms,
@@ -293,6 +301,11 @@ impl Queue {
         flags: u8,
         prior_receives: u32,
     ) -> Result<SendResult> {
+        if !self.inner.binary {
+            // A body from a binary queue (a redrive from a binary dead-letter queue) must be
+            // text to enter a text queue (S7).
+            validate::text(body)?;
+        }
         let (parts, n) = all_parts(source, dedup, attr_pieces, body);
         self.send_all(
             group_id,
@@ -470,13 +483,13 @@ impl Queue {
         let (n, attr_len) = f.fill(msg, &mut parts);
         let extra: usize = parts[1..n].iter().map(|p| p.len()).sum();
         let cap = inner.caps.get(class).map_or(0, |&(cap, _)| cap as usize);
-        if msg.body.len() + extra > cap {
+        if msg.body_bytes().len() + extra > cap {
             // The options outgrow the class the body was lent from: one copy.
             let r = self.send_all(
                 group_id.as_bytes(),
                 &parts[..n],
                 attr_len,
-                msg.body.len(),
+                msg.body_bytes().len(),
                 0,
                 0,
                 0,
@@ -489,14 +502,14 @@ impl Queue {
             group_id.as_bytes(),
             &parts[..n],
             attr_len,
-            msg.body.len(),
+            msg.body_bytes().len(),
             0,
             0,
             None,
         )?;
         out.class = class;
         out.loaned = Some(lent);
-        out.in_place = msg.body.len();
+        out.in_place = msg.body_bytes().len();
         let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
             .map_err(|f| fault(f, inner))?;
         if sent.duplicate {
@@ -574,7 +587,7 @@ impl Queue {
             if e.entry.dedup_id.is_none() && self.inner.needs_dedup_id() {
                 return Err(missing_dedup_id());
             }
-            total += e.entry.body.len()
+            total += e.entry.body_bytes().len()
                 + e.entry
                     .attributes
                     .iter()
@@ -617,7 +630,7 @@ impl Queue {
                 group_of(e).as_bytes(),
                 &parts[k][..n],
                 attr_len,
-                e.entry.body.len(),
+                e.entry.body_bytes().len(),
                 0,
                 0,
                 hash,
@@ -773,7 +786,7 @@ impl Framed {
         }
         // D5: SHA-256 of the body only (attributes excluded), stored as the message's dedup id.
         let generated = (msg.dedup_id.is_none() && dedup != Deduplication::Off)
-            .then(|| content_dedup_id(msg.body.as_bytes()));
+            .then(|| content_dedup_id(msg.body_bytes()));
         Framed { frames, generated }
     }
 
@@ -789,7 +802,7 @@ impl Framed {
             (None, Some(g)) => g,
             (None, None) => &[],
         };
-        parts[0] = msg.body.as_bytes();
+        parts[0] = msg.body_bytes();
         parts[1] = &[];
         parts[2] = dedup;
         let mut n = 3;

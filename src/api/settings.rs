@@ -67,6 +67,7 @@ impl Queue {
                 p,
                 Some(inner.nonce),
                 self.maximum_message_size(),
+                inner.binary,
             )?)),
             Some(None) => Some(None),
             None => None,

@@ -65,6 +65,8 @@ pub struct SendMessage<'a> {
     pub dedup_id: Option<&'a str>,
     /// `MessageBody` (S6, S7).
     pub body: &'a str,
+    /// A body of bytes, sent instead of `body` (see [`SendMessage::bytes`]).
+    pub bytes: Option<&'a [u8]>,
     /// Message attributes (S8), at most 10.
     pub attributes: &'a [MessageAttribute<'a>],
     /// Per-message `DelaySeconds`: only `None` or `Some(0)` are accepted on a FIFO queue (S5).
@@ -78,9 +80,23 @@ impl<'a> SendMessage<'a> {
             group_id: Some(group_id),
             dedup_id: None,
             body,
+            bytes: None,
             attributes: &[],
             delay_seconds: None,
         }
+    }
+    /// A message for `group_id` whose body is `bytes`: any bytes on a queue in binary body
+    /// mode ([`crate::BodyMode::Binary`]); on a text queue they must be text (S7), as a `&str`
+    /// body must.
+    pub fn bytes(group_id: &'a str, bytes: &'a [u8]) -> Self {
+        SendMessage {
+            bytes: Some(bytes),
+            ..SendMessage::new(group_id, "")
+        }
+    }
+    /// The body's bytes: `bytes` if set, else `body`'s.
+    pub fn body_bytes(&self) -> &'a [u8] {
+        self.bytes.unwrap_or(self.body.as_bytes())
     }
     /// Sets the deduplication id.
     pub fn dedup_id(mut self, id: &'a str) -> Self {
@@ -284,8 +300,12 @@ pub struct Message {
     pub message_id: MessageId,
     /// The receipt handle of this receive.
     pub receipt_handle: ReceiptHandle,
-    /// `Body`.
+    /// `Body`. On a queue in binary body mode: the bytes as text where they are UTF-8, else
+    /// empty (read [`body_bytes`](Message::body_bytes) there).
     pub body: String,
+    /// On a queue in binary body mode ([`crate::BodyMode::Binary`]): the body's bytes, exactly;
+    /// empty on a text queue (see [`Message::bytes`]).
+    pub body_bytes: Vec<u8>,
     /// `MessageGroupId`.
     pub group_id: String,
     /// `MessageDeduplicationId`, if one was sent.
@@ -303,6 +323,33 @@ pub struct Message {
     /// `DeadLetterQueueSourceArn`: for a message moved here by a redrive policy (X3), the path
     /// of the queue it came from (`None` otherwise, or when that queue was anonymous).
     pub dead_letter_source: Option<String>,
+}
+
+impl Message {
+    /// The body's bytes, whatever the queue's body mode: `body_bytes` on a binary queue,
+    /// `body`'s bytes on a text queue.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{BodyMode, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(
+    ///     &QueueConfig::new().body_mode(BodyMode::Binary).content_based_deduplication(true),
+    /// )?;
+    /// q.send(&SendMessage::bytes("frames", &[0, 159, 146, 150]))?;
+    /// let got = q.receive(&ReceiveOptions::max(1))?;
+    /// assert_eq!(got[0].bytes(), &[0, 159, 146, 150]);
+    /// assert!(got[0].body.is_empty()); // not UTF-8
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn bytes(&self) -> &[u8] {
+        if self.body_bytes.is_empty() {
+            self.body.as_bytes()
+        } else {
+            &self.body_bytes
+        }
+    }
 }
 
 /// Reusable storage for [`crate::Queue::receive_into`]: keeps each message's allocations so a
@@ -368,6 +415,8 @@ pub struct QueueAttributes {
     pub retention_expiries: u64,
     /// Whether a dead receiver's in-flight messages are released at once (a creation setting).
     pub release_on_death: bool,
+    /// What bodies may hold ([`crate::BodyMode`]; an extension, fixed at creation).
+    pub body_mode: crate::BodyMode,
     /// `ReceiveMessageWaitTimeSeconds`.
     pub receive_message_wait_time: Duration,
     /// `MaximumMessageSize`.

@@ -50,6 +50,8 @@ pub struct Checked {
     pub dedup_interval_ms: u64,
     /// Arena time is the test clock (`Header::test_now`).
     pub test_clock: bool,
+    /// Bodies are any bytes (`body_mode` 1), not text.
+    pub binary: bool,
 }
 
 /// Validates the header of a mapping of `len` bytes (at least one page).
@@ -168,11 +170,17 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         1 => true,
         _ => return Err(corrupt("unknown clock mode")),
     };
+    let binary = match hdr.body_mode.load(r) {
+        0 => false,
+        1 => true,
+        _ => return Err(corrupt("unknown body mode")),
+    };
     Ok(Checked {
         geometry,
         dedup,
         dedup_interval_ms,
         test_clock,
+        binary,
     })
 }
 
@@ -347,6 +355,10 @@ pub fn initialise(
         .store(u64::from(cfg.content_based_deduplication), r);
     hdr.next_expiry.0.store(u64::MAX, r);
     hdr.clock_mode.store(u64::from(cfg.test_clock), r);
+    hdr.body_mode.store(
+        u64::from(cfg.body_mode == crate::config::BodyMode::Binary),
+        r,
+    );
     hdr.test_now.0.store(1, r);
     hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.

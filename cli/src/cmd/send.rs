@@ -81,6 +81,7 @@ impl Outgoing {
             group_id: self.group.as_deref(),
             dedup_id: self.dedup_id.as_deref(),
             body: &self.body,
+            bytes: None,
             attributes: attrs,
             delay_seconds: None,
         }
