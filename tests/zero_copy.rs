@@ -378,3 +378,33 @@ fn x1_a_binary_queue_needs_a_binary_dead_letter_queue_and_moves_bytes_intact() {
     let moved = bin_dlq.receive(&opts()).unwrap();
     assert_eq!(moved[0].bytes(), &frame);
 }
+
+/// A producer of a large class reuses the slot freed last (its lines are likely still cached)
+/// instead of walking the class round robin; a small class keeps the round robin.
+#[test]
+fn a_large_class_reuses_the_slot_freed_last() {
+    let slot_of = |id: shmfifo::MessageId| (id.0 >> 32) as u32;
+    let q = queue(
+        "zc-reuse",
+        &small().size_classes(vec![(256, 64), (4560, 64)]),
+    );
+    let big = "x".repeat(1000);
+    let mut slots = Vec::new();
+    for _ in 0..8 {
+        let sent = q.send(&SendMessage::new("g", &big)).unwrap();
+        slots.push(slot_of(sent.message_id));
+        let got = q.receive(&opts()).unwrap();
+        q.delete(&got[0].receipt_handle).unwrap();
+    }
+    slots.dedup();
+    assert_eq!(slots.len(), 1, "the same slot every time: {slots:?}");
+    let mut small_slots = Vec::new();
+    for _ in 0..8 {
+        let sent = q.send(&SendMessage::new("g", "small")).unwrap();
+        small_slots.push(slot_of(sent.message_id));
+        let got = q.receive(&opts()).unwrap();
+        q.delete(&got[0].receipt_handle).unwrap();
+    }
+    small_slots.dedup();
+    assert_eq!(small_slots.len(), 8, "round robin: {small_slots:?}");
+}

@@ -6,7 +6,15 @@
 //! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
 
 use super::{doorbell, node, vis, Arena, Env, Fault, Owner, PResult};
+use crate::layout::MsgHeader;
 use crate::sync::{fence, Ordering};
+
+/// Classes whose slots hold at least this many payload bytes reuse the slot freed last first
+/// (`Header::free_hint`): for large messages the cost is the payload's cache misses, and a
+/// producer that walks a class round robin touches every slot's lines in turn (64 MiB for the
+/// 1 MiB class), while the slot freed last is usually still cached. Smaller classes keep the
+/// round robin and never touch the hint line.
+pub const HINT_MIN_CAP: u32 = 4096;
 
 /// Claims a free slot of class `class` for `owner`, scanning from `start`.
 ///
@@ -22,6 +30,16 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
     if n == 0 {
         return Err(Fault::ClassFull(class));
     }
+    if cl.cap >= HINT_MIN_CAP {
+        // Relaxed: a hint (index + 1 of the slot freed last); the claim CAS decides.
+        let hint = a.hdr.free_hint.0[class].load(Ordering::Relaxed);
+        let i = hint.wrapping_sub(1).wrapping_sub(u64::from(cl.base));
+        if hint != 0 && i < n as u64 {
+            if let Some((inc, epoch)) = try_claim(&cl.headers[i as usize], owner)? {
+                return Ok((cl.base + i as u32, inc, epoch));
+            }
+        }
+    }
     let start = (start % n as u64) as usize;
     for k in 0..n {
         let i = if start + k >= n {
@@ -29,41 +47,47 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
         } else {
             start + k
         };
-        let h = &cl.headers[i];
-        // Relaxed: only a hint; the CAS below is what decides.
-        let w = h.vis.load(Ordering::Relaxed);
-        if vis::state(w) != vis::State::Free {
-            continue;
-        }
-        let epoch = vis::next(vis::epoch(w));
-        // SYNC POINT(slot-free): Acquire pairs with the Release CAS in `free`, so the previous
-        // incarnation's last reads of header and payload happen before our writes.
-        if h.vis
-            .compare_exchange(
-                w,
-                vis::pack(epoch, vis::claimed(owner)),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
-            crash_point!();
-            // Relaxed load: the slot is ours. The new incarnation reaches receivers through
-            // the SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)); the
-            // store is Release for peekers, who read slots without a claim (SYNC
-            // POINT(peek-seqlock)): one that sees the new incarnation also sees this claim
-            // and every free before it.
-            let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);
-            h.link.store(node::pack(inc, node::NIL), Ordering::Release);
-            // SYNC POINT(peek-seqlock): Release orders the claim and the new incarnation
-            // before the payload writes that follow, against `inspect::peek`'s Acquire fence:
-            // a peeker that copied any of the new payload sees the slot changed when it
-            // re-checks. (On x86 both are compiler barriers only.)
-            fence(Ordering::Release);
+        if let Some((inc, epoch)) = try_claim(&cl.headers[i], owner)? {
             return Ok((cl.base + i as u32, inc, epoch));
         }
     }
     Err(Fault::ClassFull(class))
+}
+
+/// Claims slot `h` for `owner` if it is free: its new incarnation and epoch, or `None`.
+fn try_claim(h: &MsgHeader, owner: Owner) -> PResult<Option<(u32, u32)>> {
+    // Relaxed: only a hint; the CAS below is what decides.
+    let w = h.vis.load(Ordering::Relaxed);
+    if vis::state(w) != vis::State::Free {
+        return Ok(None);
+    }
+    let epoch = vis::next(vis::epoch(w));
+    // SYNC POINT(slot-free): Acquire pairs with the Release CAS in `free`, so the previous
+    // incarnation's last reads of header and payload happen before our writes.
+    if h.vis
+        .compare_exchange(
+            w,
+            vis::pack(epoch, vis::claimed(owner)),
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return Ok(None);
+    }
+    crash_point!();
+    // Relaxed load: the slot is ours. The new incarnation reaches receivers through the
+    // SeqCst link CAS that makes the node reachable (SYNC POINT(node-link)); the store is
+    // Release for peekers, who read slots without a claim (SYNC POINT(peek-seqlock)): one that
+    // sees the new incarnation also sees this claim and every free before it.
+    let inc = node::inc(h.link.load(Ordering::Relaxed)).wrapping_add(1);
+    h.link.store(node::pack(inc, node::NIL), Ordering::Release);
+    // SYNC POINT(peek-seqlock): Release orders the claim and the new incarnation before the
+    // payload writes that follow, against `inspect::peek`'s Acquire fence: a peeker that
+    // copied any of the new payload sees the slot changed when it re-checks. (On x86 both are
+    // compiler barriers only.)
+    fence(Ordering::Release);
+    Ok(Some((inc, epoch)))
 }
 
 /// Frees slot `idx` if its `vis` word still equals `expected` (a `DELETED` or `CLAIMED` word),
@@ -87,6 +111,12 @@ pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bo
         .is_ok();
     if freed {
         crash_point!(Ok(true));
+        let (c, _) = a.locate(idx)?;
+        if a.classes[c].is_some_and(|cl| cl.cap >= HINT_MIN_CAP) {
+            // Relaxed: a hint for the next producer of this class (see `alloc`); a stale or
+            // lost one only sends it to the round robin.
+            a.hdr.free_hint.0[c].store(u64::from(idx) + 1, Ordering::Relaxed);
+        }
         doorbell::notify_space(a, env);
     }
     Ok(freed)

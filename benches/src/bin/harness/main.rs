@@ -497,7 +497,16 @@ fn run(args: Args) -> Result<i32, String> {
             for &size in &sizes {
                 // The raw mailbox holds one message: a latency figure only (said in the header).
                 for &peer in peers.iter().filter(|&&p| p != Peer::Raw) {
-                    let why = peer.unsupported(size, transport_wait(peer), true);
+                    let why = peer
+                        .unsupported(size, transport_wait(peer), true)
+                        .or_else(|| {
+                            (matches!(peer, Peer::Shmfifo | Peer::ShmfifoAsync)
+                                && size * batch > 1_048_576)
+                                .then(|| {
+                                    "a SendMessageBatch carries at most 1 MiB in all (S13)"
+                                        .to_owned()
+                                })
+                        });
                     add(Case::Tput { peer, size, batch }, why, &plan);
                 }
             }

@@ -616,7 +616,7 @@ pub fn targets(
     // Issue 15: large messages, each form beside its peer of the same kind.
     for (what, goal, section, size, a, b, lat, bound) in [
         (
-            "spinning one-way p50, 64 KiB: shmfifo zero-copy (loan + borrowed receive) / iceoryx2 read in place",
+            "spinning one-way p50, 64 KiB: shmfifo zero-copy (loan + borrowed receive, binary bodies) / iceoryx2 read in place",
             "≤ 1×",
             ls,
             65_536,
@@ -636,7 +636,7 @@ pub fn targets(
             0.5,
         ),
         (
-            "throughput 1 → 1, 1 MiB, single ops: shmfifo zero-copy / iceoryx2 read in place",
+            "throughput 1 → 1, 1 MiB, single ops: shmfifo zero-copy (binary bodies) / iceoryx2 read in place",
             "≥ 1×",
             Section::TputSingle,
             1_048_576,

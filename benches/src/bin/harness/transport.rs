@@ -119,7 +119,7 @@ impl Peer {
             (Peer::Raw, Wait::Spin) => "hardware: cache-line ping-pong",
             (Peer::Raw, Wait::Sleep) => "hardware: futex wake",
             (Peer::Shmfifo, _) => "shmfifo",
-            (Peer::ShmfifoZc, _) => "shmfifo, loaned send + borrowed receive",
+            (Peer::ShmfifoZc, _) => "shmfifo, loaned send + borrowed receive, binary bodies",
             (Peer::Iceoryx2Zc, _) => "iceoryx2, read in place",
             (Peer::ShmfifoAsync, _) => "shmfifo, async receive (tokio)",
             (Peer::Crossbeam, _) => "crossbeam ArrayQueue (2 threads)",
@@ -356,6 +356,11 @@ pub fn shmfifo_config(spec: &ChanSpec) -> QueueConfig {
         Dedup::ById => cfg,
         Dedup::Content => cfg.content_based_deduplication(true),
     };
+    if spec.peer == Peer::ShmfifoZc {
+        // The zero-copy peer moves raw frames, as iceoryx2 does: bodies of any bytes, no
+        // character check (an extension, said in its label).
+        cfg = cfg.body_mode(shmfifo::BodyMode::Binary);
+    }
     let limit = cfg.stored_size_limit();
     // The payload, and a dedup id (64 hex digits for content-based dedup).
     let first = ((spec.size + 64).div_ceil(64) * 64).max(192) as u32;
