@@ -1620,3 +1620,48 @@ fn the_operators_session_runs_in_a_container_sized_dev_shm() {
         assert!(o.contains(want), "missing {want:?} in\n{o}");
     }
 }
+
+/// `create --body-mode binary` (an extension, issue 15): `send --file` takes any bytes,
+/// `receive --json` shows them in base64 (said by `BodyEncoding`), and `send --batch` decodes
+/// them back, so bytes survive a pipe from one binary queue to another; `stat` says the mode;
+/// a text queue refuses a file that is not text (S7) as an input error.
+#[test]
+fn binary_bodies_round_trip_through_the_cli() {
+    let a = create("bin-a", &["--body-mode", "binary"]);
+    let b = create("bin-b", &["--body-mode", "binary"]);
+    let text = create("bin-text", &[]);
+    assert_eq!(stat(&a)["settings"]["body_mode"], "binary");
+    assert_eq!(stat(&text)["settings"]["body_mode"], "text");
+    let frame: Vec<u8> = vec![0, 0xff, 0x01, 0xfe, b'\n', 0x80];
+    let dir = std::env::temp_dir().join(format!("shmfifo-cli-bin-{}", std::process::id()));
+    std::fs::write(&dir, &frame).unwrap();
+    let f = dir.display().to_string();
+    json(&["send", a.s(), "-g", "g", "-d", "f1", "--file", &f]);
+    let (_, err) = expect(&["send", text.s(), "-g", "g", "-d", "f1", "--file", &f], 3);
+    assert!(
+        err.contains("not UTF-8") && err.contains("--body-mode binary"),
+        "{err}"
+    );
+    let got = received(&["receive", a.s(), "--max", "1"]);
+    assert_eq!(got[0]["BodyEncoding"], "base64");
+    let body = got[0]["Body"].as_str().unwrap();
+    let line = serde_json::to_string(&got[0]).unwrap();
+    let mut pipe = std::process::Command::new(BIN)
+        .args(["send", b.s(), "--batch", "-", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    pipe.stdin
+        .take()
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    assert_eq!(pipe.wait_with_output().unwrap().status.code(), Some(0));
+    let (shown, _) = expect(&["peek", b.s()], 0);
+    assert!(shown.contains("(base64)"), "{shown}");
+    let moved = received(&["receive", b.s(), "--max", "1"]);
+    assert_eq!(moved[0]["Body"].as_str().unwrap(), body, "the same bytes");
+    let _ = std::fs::remove_file(&dir);
+}

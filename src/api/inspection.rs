@@ -66,6 +66,7 @@ impl Queue {
             Ok(PeekedMessage {
                 message_id: m.message_id,
                 body: std::mem::take(&mut m.body),
+                body_bytes: std::mem::take(&mut m.body_bytes),
                 group_id: std::mem::take(&mut m.group_id),
                 dedup_id: m.dedup_id.take(),
                 sequence_number: m.sequence_number,

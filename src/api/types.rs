@@ -665,6 +665,9 @@ pub struct PeekedMessage {
     pub message_id: MessageId,
     /// `Body`.
     pub body: String,
+    /// On a queue in binary body mode: the body's bytes, exactly (as
+    /// [`Message::body_bytes`]); empty on a text queue.
+    pub body_bytes: Vec<u8>,
     /// `MessageGroupId`.
     pub group_id: String,
     /// `MessageDeduplicationId`, if one was sent.

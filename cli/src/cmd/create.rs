@@ -36,6 +36,17 @@ pub enum Overflow {
     Refuse,
 }
 
+/// What message bodies may hold.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyModeArg {
+    /// SQS's rule: text in the XML character set.
+    #[value(name = "text")]
+    Text,
+    /// Any bytes (shmfifo extension; `receive --json` shows them in base64).
+    #[value(name = "binary")]
+    Binary,
+}
+
 /// Arguments of `create`. Unset settings take the library's defaults.
 #[derive(Args, Debug)]
 #[command(
@@ -139,6 +150,14 @@ pub struct CreateArgs {
     /// Whether a dead receiver's in-flight messages are made visible at once [default: true].
     #[arg(long, value_name = "BOOL", help_heading = "shmfifo settings")]
     pub release_on_death: Option<bool>,
+    /// What bodies may hold: text (SQS's rule) or binary (any bytes) [default: text].
+    #[arg(
+        long,
+        value_name = "MODE",
+        value_enum,
+        help_heading = "shmfifo settings"
+    )]
+    pub body_mode: Option<BodyModeArg>,
     /// Permission bits of the queue file, octal [default: 0600].
     #[arg(long, value_name = "OCTAL", value_parser = parse::mode, help_heading = "shmfifo settings")]
     pub mode: Option<u32>,
@@ -210,6 +229,12 @@ impl CreateArgs {
         }
         if let Some(n) = self.attempt_entries {
             c = c.attempt_entries(n);
+        }
+        if let Some(m) = self.body_mode {
+            c = c.body_mode(match m {
+                BodyModeArg::Text => shmfifo::BodyMode::Text,
+                BodyModeArg::Binary => shmfifo::BodyMode::Binary,
+            });
         }
         if let Some(b) = self.release_on_death {
             c = c.release_on_death(b);

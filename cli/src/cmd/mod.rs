@@ -142,6 +142,7 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
         "max_groups": a.max_groups,
         "max_participants": a.max_participants,
         "release_on_death": a.release_on_death,
+        "body_mode": body_mode(a.body_mode),
         "size_classes": a.size_classes.iter().map(|&(payload, slots)| json!({
             "payload_bytes": payload,
             "slots": slots,
@@ -196,10 +197,19 @@ pub fn settings_text(a: &QueueAttributes, indent: usize) -> String {
         ("MaxGroups", output::num(a.max_groups)),
         ("MaxParticipants", output::num(a.max_participants.into())),
         ("ReleaseOnDeath", on(a.release_on_death)),
+        ("BodyMode", body_mode(a.body_mode).to_owned()),
         ("ArenaSize", size(a.arena_bytes)),
         ("CreatedTimestamp", ms_and_time(a.created_timestamp)),
     ]);
     kv(&rows, indent)
+}
+
+/// A body mode as the CLI names it (`create --body-mode`).
+fn body_mode(m: shmfifo::BodyMode) -> &'static str {
+    match m {
+        shmfifo::BodyMode::Text => "text",
+        shmfifo::BodyMode::Binary => "binary",
+    }
 }
 
 /// A message as `receive` and `peek` print it: SQS's message shape.
@@ -211,6 +221,8 @@ pub struct Shown<'a> {
     pub receipt_handle: Option<String>,
     /// `Body`.
     pub body: &'a str,
+    /// A binary queue's body bytes (shown in base64), `None` on a text queue.
+    pub body_bytes: Option<&'a [u8]>,
     /// `MessageGroupId`.
     pub group_id: &'a str,
     /// `MessageDeduplicationId`.
@@ -235,6 +247,7 @@ impl<'a> From<&'a shmfifo::Message> for Shown<'a> {
             message_id: m.message_id.to_string(),
             receipt_handle: Some(m.receipt_handle.to_string()),
             body: &m.body,
+            body_bytes: (!m.body_bytes.is_empty()).then_some(m.body_bytes.as_slice()),
             group_id: &m.group_id,
             dedup_id: m.dedup_id.as_deref(),
             sequence_number: m.sequence_number,
@@ -253,6 +266,7 @@ impl<'a> From<&'a shmfifo::PeekedMessage> for Shown<'a> {
             message_id: m.message_id.to_string(),
             receipt_handle: None,
             body: &m.body,
+            body_bytes: (!m.body_bytes.is_empty()).then_some(m.body_bytes.as_slice()),
             group_id: &m.group_id,
             dedup_id: m.dedup_id.as_deref(),
             sequence_number: m.sequence_number,
@@ -315,11 +329,22 @@ impl Shown<'_> {
         if let Some(h) = &self.receipt_handle {
             m.insert("ReceiptHandle".into(), json!(h));
         }
-        m.insert(
-            "MD5OfBody".into(),
-            json!(shmfifo_serve::digest::md5_hex(self.body.as_bytes())),
-        );
-        m.insert("Body".into(), json!(self.body));
+        match self.body_bytes {
+            // A binary queue's body: base64, said by `BodyEncoding` (a shmfifo extension;
+            // `send --batch` decodes it back).
+            Some(b) => {
+                m.insert("MD5OfBody".into(), json!(shmfifo_serve::digest::md5_hex(b)));
+                m.insert("Body".into(), json!(crate::parse::base64_encode(b)));
+                m.insert("BodyEncoding".into(), json!("base64"));
+            }
+            None => {
+                m.insert(
+                    "MD5OfBody".into(),
+                    json!(shmfifo_serve::digest::md5_hex(self.body.as_bytes())),
+                );
+                m.insert("Body".into(), json!(self.body));
+            }
+        }
         m.insert("Attributes".into(), Value::Object(sys));
         if !attrs.is_empty() {
             m.insert(
@@ -376,7 +401,13 @@ impl Shown<'_> {
         if !attrs.is_empty() {
             rows.push(("MessageAttributes", attrs.join("\n")));
         }
-        rows.push(("Body", self.body.to_owned()));
+        match self.body_bytes {
+            Some(b) => rows.push((
+                "Body",
+                format!("(base64) {}", crate::parse::base64_encode(b)),
+            )),
+            None => rows.push(("Body", self.body.to_owned())),
+        }
         kv(&rows, 0)
     }
 }

@@ -63,6 +63,7 @@ pub fn receive(
             message_id: m.message_id.clone(),
             receipt_handle: Some(m.receipt_handle.clone()),
             body: &m.body,
+            body_bytes: None,
             group_id: &m.group_id,
             dedup_id: m.dedup_id.as_deref(),
             sequence_number: m.sequence_number.parse().unwrap_or(0),

@@ -64,6 +64,9 @@ struct Outgoing {
     group: Option<String>,
     dedup_id: Option<String>,
     body: String,
+    /// A body of bytes (a binary queue's: a file that is not UTF-8, or a `receive --json`
+    /// body in base64), sent instead of `body`.
+    bytes: Option<Vec<u8>>,
     attributes: Vec<Attribute>,
 }
 
@@ -81,7 +84,7 @@ impl Outgoing {
             group_id: self.group.as_deref(),
             dedup_id: self.dedup_id.as_deref(),
             body: &self.body,
-            bytes: None,
+            bytes: self.bytes.as_deref(),
             attributes: attrs,
             delay_seconds: None,
         }
@@ -89,7 +92,7 @@ impl Outgoing {
 
     /// Bytes as `send_batch` counts them against its 1 MiB limit.
     fn counted_bytes(&self) -> usize {
-        self.body.len()
+        self.bytes.as_ref().map_or(self.body.len(), Vec::len)
             + self
                 .attributes
                 .iter()
@@ -99,10 +102,7 @@ impl Outgoing {
 }
 
 fn read_all(source: &str, r: &mut dyn Read) -> Result<String, Failure> {
-    let mut v = Vec::new();
-    r.read_to_end(&mut v)
-        .map_err(|e| Failure::input(source, e))?;
-    String::from_utf8(v).map_err(|e| {
+    String::from_utf8(read_raw(source, r)?).map_err(|e| {
         Failure::input(
             source,
             format!(
@@ -111,6 +111,38 @@ fn read_all(source: &str, r: &mut dyn Read) -> Result<String, Failure> {
             ),
         )
     })
+}
+
+fn read_raw(source: &str, r: &mut dyn Read) -> Result<Vec<u8>, Failure> {
+    let mut v = Vec::new();
+    r.read_to_end(&mut v)
+        .map_err(|e| Failure::input(source, e))?;
+    Ok(v)
+}
+
+/// A single send's body from a file or stdin: text, or (for a binary queue) any bytes.
+fn read_body(path: &str) -> Result<(String, Option<Vec<u8>>), Failure> {
+    let raw = if path == "-" {
+        read_raw("stdin", &mut std::io::stdin().lock())?
+    } else {
+        let mut f = std::fs::File::open(path).map_err(|e| Failure::input(path, e))?;
+        read_raw(path, &mut f)?
+    };
+    Ok(match String::from_utf8(raw) {
+        Ok(s) => (s, None),
+        Err(e) => (String::new(), Some(e.into_bytes())),
+    })
+}
+
+/// The input error for a body that is not text, sent to a queue that takes text.
+fn not_text(source: &str, bytes: &[u8]) -> Failure {
+    let at = std::str::from_utf8(bytes)
+        .err()
+        .map_or(0, |e| e.valid_up_to());
+    Failure::input(
+        source,
+        format!("not UTF-8 text (a message body is text; a queue created with --body-mode binary takes any bytes) at byte {at}"),
+    )
 }
 
 fn read_source(path: &str) -> Result<(String, String), Failure> {
@@ -139,10 +171,13 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         let q = open(&a.queue)?;
         return send_batches(&q, &a.queue, &msgs, a.wait, ctx);
     }
-    let body = match (&a.body, &a.file) {
-        (Some(b), _) if b == "-" => read_source("-")?.1,
-        (Some(b), _) => b.clone(),
-        (None, Some(f)) => read_source(&f.display().to_string())?.1,
+    let (source, (body, bytes)) = match (&a.body, &a.file) {
+        (Some(b), _) if b == "-" => ("stdin".to_owned(), read_body("-")?),
+        (Some(b), _) => (String::new(), (b.clone(), None)),
+        (None, Some(f)) => {
+            let p = f.display().to_string();
+            (p.clone(), read_body(&p)?)
+        }
         // clap requires one of the body, --file and --batch.
         (None, None) => unreachable!("clap requires a body source"),
     };
@@ -151,6 +186,7 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         group: a.group.clone(),
         dedup_id: a.dedup_id.clone(),
         body,
+        bytes,
         attributes: a.attribute.clone(),
     };
     let attrs = m.attribute_views();
@@ -161,9 +197,15 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
                 "--wait applies to local queues only (an SQS queue is never full)",
             ));
         }
+        if let Some(b) = &m.bytes {
+            return Err(not_text(&source, b));
+        }
         return super::remote::send(&a.queue, &m.message(&attrs), ctx);
     }
     let q = open(&a.queue)?;
+    if let (Some(b), shmfifo::BodyMode::Text) = (&m.bytes, q.body_mode()) {
+        return Err(not_text(&source, b));
+    }
     let msg = m.message(&attrs);
     let r = match a.wait {
         Some(t) => q.send_timeout(&msg, t),
@@ -315,6 +357,7 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
             group: text_of(o, "MessageGroupId")?,
             dedup_id: text_of(o, "MessageDeduplicationId")?,
             body: text_of(o, "MessageBody")?.ok_or("\"MessageBody\" is missing")?,
+            bytes: None,
             attributes: attributes_of(o.get("MessageAttributes"))?,
         });
     }
@@ -326,11 +369,21 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
             Some(Value::Object(a)) => a.clone(),
             Some(_) => return Err("\"Attributes\" must be an object".into()),
         };
+        let body = text_of(o, "Body")?.ok_or("\"Body\" is missing")?;
+        // A binary queue's body as `receive --json` prints it: base64 (shmfifo extension).
+        let bytes = match text_of(o, "BodyEncoding")?.as_deref() {
+            None => None,
+            Some("base64") => {
+                Some(crate::parse::base64_decode(&body).ok_or("\"Body\" is not base64")?)
+            }
+            Some(e) => return Err(format!("unknown \"BodyEncoding\" {e:?} (base64)")),
+        };
         return Ok(Outgoing {
             line: 0,
             group: text_of(&sys, "MessageGroupId")?,
             dedup_id: text_of(&sys, "MessageDeduplicationId")?,
-            body: text_of(o, "Body")?.ok_or("\"Body\" is missing")?,
+            body: if bytes.is_some() { String::new() } else { body },
+            bytes,
             attributes: attributes_of(o.get("MessageAttributes"))?,
         });
     }
@@ -340,6 +393,7 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
         group: text_of(o, "group")?,
         dedup_id: text_of(o, "dedup_id")?,
         body: text_of(o, "body")?.ok_or("\"body\" is missing")?,
+        bytes: None,
         attributes: attributes_of(o.get("attributes"))?,
     })
 }
@@ -542,6 +596,7 @@ mod tests {
     #[test]
     fn batches_hold_ten_entries_and_one_mib() {
         let small = Outgoing {
+            bytes: None,
             body: "x".into(),
             ..Outgoing::default()
         };
@@ -549,6 +604,7 @@ mod tests {
         let sizes: Vec<usize> = batches(&v).iter().map(|b| b.len()).collect();
         assert_eq!(sizes, [10, 10, 5]);
         let big = Outgoing {
+            bytes: None,
             body: "x".repeat(400_000),
             ..Outgoing::default()
         };
