@@ -60,7 +60,8 @@ class Message:
 
     message_id: str
     receipt_handle: str
-    body: str
+    #: ``str``; ``bytes`` on a queue created with ``body_mode="binary"``.
+    body: Union[str, bytes]
     group_id: str
     dedup_id: Optional[str]
     sequence_number: str
@@ -121,6 +122,7 @@ class Queue:
         deduplication: Optional[str] = None,
         dedup_entries: Optional[int] = None,
         test_clock: bool = False,
+        body_mode: Optional[str] = None,
     ) -> "Queue":
         """Creates a queue (an error if it exists). Durations in seconds (whole seconds, as
         SQS's attributes); ``deduplication_scope`` ``"queue"`` or ``"messageGroup"``;
@@ -128,7 +130,9 @@ class Queue:
         sizes (``max_messages``, ``max_groups``, ``max_participants``, ``dedup_entries``)
         and ``deduplication="off"`` (no dedup ids at all) are shmfifo's own, as is
         ``test_clock=True``: the queue's time stands still until ``advance_clock`` moves it,
-        so every timeout runs in microseconds in a test (waits stay real time)."""
+        so every timeout runs in microseconds in a test (waits stay real time), and
+        ``body_mode="binary"``: bodies of any bytes (sent as ``bytes``, received as ``bytes``;
+        the default ``"text"`` is SQS's rule)."""
         attrs: List[Tuple[str, str]] = []
 
         def secs(name: str, v: Optional[float]) -> None:
@@ -161,6 +165,7 @@ class Queue:
             deduplication=deduplication,
             dedup_entries=dedup_entries,
             test_clock=test_clock,
+            body_mode=body_mode,
         )
         return cls(raw)
 
@@ -192,13 +197,14 @@ class Queue:
     def send(
         self,
         group_id: str,
-        body: str,
+        body: Union[str, bytes],
         *,
         dedup_id: Optional[str] = None,
         attributes: Optional[Mapping[str, AttributeValue]] = None,
     ) -> SendResult:
         """Sends one message to ``group_id``; ``dedup_id`` is required unless the queue has
-        content-based deduplication (or none)."""
+        content-based deduplication (or none). ``body`` is ``str``, or ``bytes``: any bytes
+        on a binary queue, text on a text queue."""
         return SendResult(*self._raw.send(group_id, body, dedup_id, _attributes_in(attributes)))
 
     def send_batch(

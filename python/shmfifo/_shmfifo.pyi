@@ -18,6 +18,7 @@ class RawQueue:
         deduplication: Optional[str] = ...,
         dedup_entries: Optional[int] = ...,
         test_clock: bool = ...,
+        body_mode: Optional[str] = ...,
     ) -> "RawQueue": ...
     @staticmethod
     def open(path: str) -> "RawQueue": ...
@@ -28,14 +29,14 @@ class RawQueue:
     def send(
         self,
         group_id: Optional[str],
-        body: str,
+        body: Union[str, bytes],
         dedup_id: Optional[str] = ...,
         attributes: Optional[List[_Attr]] = ...,
         delay_seconds: Optional[int] = ...,
     ) -> Tuple[str, str, bool]: ...
     def send_batch(
         self,
-        entries: List[Tuple[str, Optional[str], str, Optional[str], Optional[List[_Attr]], Optional[int]]],
+        entries: List[Tuple[str, Optional[str], Union[str, bytes], Optional[str], Optional[List[_Attr]], Optional[int]]],
     ) -> List[Tuple[str, bool, Union[Tuple[str, str, bool], _Failure]]]: ...
     def receive(
         self,

@@ -39,7 +39,7 @@ type AttrIn = (String, String, Vec<u8>);
 type SendEntry = (
     String,
     Option<String>,
-    String,
+    BodyIn,
     Option<String>,
     Option<Vec<AttrIn>>,
     Option<u32>,
@@ -98,13 +98,36 @@ fn attributes_out<'py>(py: Python<'py>, attrs: &[ReceivedAttribute]) -> Bound<'p
     PyList::new(py, items).expect("a list")
 }
 
+/// A body from Python: `str` (text), or `bytes` (any bytes on a binary queue; text on a
+/// text queue).
+#[derive(FromPyObject)]
+enum BodyIn {
+    Text(String),
+    Bytes(Vec<u8>),
+}
+
+impl BodyIn {
+    /// As `SendMessage` takes it: `(body, bytes)`.
+    fn views(&self) -> (&str, Option<&[u8]>) {
+        match self {
+            BodyIn::Text(s) => (s, None),
+            BodyIn::Bytes(b) => ("", Some(b)),
+        }
+    }
+}
+
 /// The fields a received and a peeked message share (the same names on both types).
 macro_rules! message_dict {
     ($py:expr, $m:expr) => {{
         let (py, m) = ($py, $m);
         let d = PyDict::new(py);
         d.set_item("message_id", m.message_id.to_string())?;
-        d.set_item("body", &m.body)?;
+        if m.body_bytes.is_empty() {
+            d.set_item("body", &m.body)?;
+        } else {
+            // A binary queue's body: `bytes`.
+            d.set_item("body", PyBytes::new(py, &m.body_bytes))?;
+        }
         d.set_item("group_id", &m.group_id)?;
         d.set_item("dedup_id", m.dedup_id.as_deref())?;
         d.set_item("sequence_number", m.sequence_number.to_string())?;
@@ -141,7 +164,7 @@ impl RawQueue {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, attributes=Vec::new(), max_messages=None, max_groups=None,
                         max_participants=None, deduplication=None, dedup_entries=None,
-                        test_clock=false))]
+                        test_clock=false, body_mode=None))]
     fn create(
         py: Python<'_>,
         path: &str,
@@ -152,8 +175,18 @@ impl RawQueue {
         deduplication: Option<&str>,
         dedup_entries: Option<u32>,
         test_clock: bool,
+        body_mode: Option<&str>,
     ) -> PyResult<RawQueue> {
         let mut cfg = QueueConfig::new().test_clock(test_clock);
+        match body_mode {
+            None | Some("text") => {}
+            Some("binary") => cfg = cfg.body_mode(shmfifo::BodyMode::Binary),
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "body_mode: \"text\" or \"binary\", not {other:?}"
+                )))
+            }
+        }
         if let Some(n) = max_messages {
             cfg = cfg.max_messages(n);
         }
@@ -237,7 +270,7 @@ impl RawQueue {
     fn send(
         &self,
         group_id: Option<&str>,
-        body: &str,
+        body: BodyIn,
         dedup_id: Option<&str>,
         attributes: Option<Vec<AttrIn>>,
         delay_seconds: Option<u32>,
@@ -245,11 +278,12 @@ impl RawQueue {
         let q = self.get()?;
         let attrs = attributes.unwrap_or_default();
         let a = attributes_in(&attrs);
+        let (body, bytes) = body.views();
         let msg = SendMessage {
             group_id,
             dedup_id,
             body,
-            bytes: None,
+            bytes,
             attributes: &a,
             delay_seconds,
         };
@@ -277,8 +311,8 @@ impl RawQueue {
                 entry: SendMessage {
                     group_id: e.1.as_deref(),
                     dedup_id: e.3.as_deref(),
-                    body: &e.2,
-                    bytes: None,
+                    body: e.2.views().0,
+                    bytes: e.2.views().1,
                     attributes: a,
                     delay_seconds: e.5,
                 },

@@ -154,3 +154,26 @@ def test_a_test_clock_runs_timeouts_at_once(qdir):
         with pytest.raises(shmfifo.Error) as e:
             real.advance_clock(1)
         assert e.value.code == "InvalidAttributeValue"
+
+
+def test_a_binary_queue_moves_any_bytes(qdir):
+    """Issue 15's binary body mode: bytes in, the same bytes out; a text queue refuses bytes
+    that are not text (S7) and takes bytes that are."""
+    frame = bytes(range(256))
+    with shmfifo.Queue.create(
+        os.path.join(qdir, "frames.fifo"), body_mode="binary", deduplication="off"
+    ) as q:
+        q.send("camera", frame)
+        q.send("camera", "text too")
+        got = q.receive(max_messages=10)
+        # A binary queue hands out bytes, whatever was sent.
+        assert [m.body for m in got] == [frame, b"text too"]
+    with shmfifo.Queue.create(os.path.join(qdir, "text.fifo"), deduplication="off") as t:
+        with pytest.raises(shmfifo.Error) as e:
+            t.send("g", b"\xff\xfe")
+        assert e.value.code == "InvalidMessageContents"
+        t.send("g", b"plain")
+        [m] = t.receive()
+        assert m.body == "plain"
+    with pytest.raises(ValueError):
+        shmfifo.Queue.create(os.path.join(qdir, "bad.fifo"), body_mode="hex")
