@@ -23,8 +23,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use shmfifo::{
-    BatchEntry, Deduplication, Error, MessageAttribute, Queue, QueueConfig, ReceiptHandle,
-    ReceiveBuffer, ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
+    BatchEntry, Deduplication, Error, LoanOptions, MessageAttribute, Queue, QueueConfig,
+    ReceiptHandle, ReceiveBuffer, ReceiveOptions, RedriveOptions, RedrivePolicy, SendMessage,
 };
 
 /// Most handles (participants) a context keeps open at once.
@@ -516,7 +516,7 @@ impl Ctx {
                 START.with(|s| s.elapsed())
             );
         }
-        if op >= 18 {
+        if op >= 20 {
             self.scribble(inp);
             return;
         }
@@ -695,6 +695,49 @@ impl Ctx {
             16 => {
                 if self.check("purge", q.purge()).is_some() {
                     self.receipts.clear();
+                }
+            }
+            18 => {
+                // A loaned send (issue 15): the body written in place, then sent or dropped.
+                let group = group_id(inp);
+                let dedup = dedup_id(inp);
+                let n = usize::from(inp.byte()) * 5 + 1;
+                let send = inp.byte() & 1 == 0;
+                let c = usize::from(inp.byte());
+                if let Some(mut loan) = self.check("loan", q.loan(&group, n)) {
+                    for (k, b) in loan.as_mut_slice().iter_mut().enumerate() {
+                        *b = 0x21 + ((c + k) % 94) as u8;
+                    }
+                    if send {
+                        let mut opts = LoanOptions::new();
+                        if let Some(d) = &dedup {
+                            opts = opts.dedup_id(d);
+                        }
+                        let r = loan.send_with(&opts).map_err(|e| e.error);
+                        if let Some(s) = self.check("loan send", r) {
+                            self.nonce = Some((s.message_id.0 >> 64) as u64);
+                        }
+                    }
+                }
+            }
+            19 => {
+                // A borrowed receive read while the arena is scribbled over (another process
+                // writing the slot): any bytes may be read, `verify` says Ok or expired, and
+                // nothing crashes.
+                let opts = Self::receive_opts(inp);
+                let got = self
+                    .check("receive_borrowed", q.receive_borrowed(&opts))
+                    .unwrap_or_default();
+                for m in &got {
+                    let sum: u64 = m.body().iter().map(|&b| u64::from(b)).sum();
+                    std::hint::black_box(sum);
+                    if inp.byte() & 1 == 1 {
+                        self.scribble(inp);
+                    }
+                    let _ = m.verify();
+                    let _ = m.body_str();
+                    let _ = m.to_message();
+                    self.remember(*m.receipt_handle());
                 }
             }
             _ => unreachable!("op {op} is handled above"),
