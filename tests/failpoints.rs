@@ -67,6 +67,25 @@ fn child(spec: &str) {
             failpoint::disarm();
             say(format!("ACK {}", r.message_id));
         }
+        "send-loan-batch" => {
+            // The batch of `send-batch` as loans (issue 15's batch form).
+            failpoint::arm(k);
+            let batch = the_batch();
+            let loans: Vec<_> = batch
+                .iter()
+                .map(|e| {
+                    let m = &e.entry;
+                    let mut loan = q.loan(m.group_id.unwrap(), m.body.len()).unwrap();
+                    loan.as_mut_slice().copy_from_slice(m.body.as_bytes());
+                    (loan, LoanOptions::new().dedup_id(m.dedup_id.unwrap()))
+                })
+                .collect();
+            let rs = q.send_loans(loans);
+            failpoint::disarm();
+            for (r, e) in rs.into_iter().zip(&batch) {
+                say(format!("ACK {} {}", e.id, r.unwrap().message_id));
+            }
+        }
         "loan-drop" => {
             // A loan given back unsent.
             failpoint::arm(k);
@@ -845,13 +864,14 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 16] = [
+    let cases: [(&str, Case); 17] = [
         ("send", case_send),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
         ("send-wait", case_send_wait),
         ("send-new-group", case_send),
         ("send-batch", case_send_batch),
+        ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
         ("receive-delete-batch", case_receive_delete),
         ("receive-borrowed-delete", case_receive_delete),
@@ -877,6 +897,7 @@ fn main() {
         "send-loan",
         "send-new-group",
         "send-batch",
+        "send-loan-batch",
         "receive-delete",
         "receive-borrowed-delete",
         "change-visibility",

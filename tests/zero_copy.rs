@@ -408,3 +408,75 @@ fn a_large_class_reuses_the_slot_freed_last() {
     small_slots.dedup();
     assert_eq!(small_slots.len(), 8, "round robin: {small_slots:?}");
 }
+
+/// The batch form: each group's loans go as one chain, in order (R3), a duplicate (D1) gives
+/// its slot back, a refused loan comes back while the others go, and a request-level error
+/// (S12) gives every loan back.
+#[test]
+fn s11_s13_a_batch_of_loans_is_sent_as_chains_in_order() {
+    let q = queue("zc-batch", &two_classes(8));
+    fn fill<'q>(q: &'q Queue, g: &str, body: &[u8]) -> shmfifo::Loan<'q> {
+        let mut l = q.loan(g, body.len()).unwrap();
+        l.as_mut_slice().copy_from_slice(body);
+        l
+    }
+    let first = q
+        .send_loans(vec![(
+            fill(&q, "g", b"d0"),
+            LoanOptions::new().dedup_id("0"),
+        )])
+        .pop()
+        .unwrap()
+        .unwrap();
+    let loans = vec![
+        (fill(&q, "g", b"a1"), LoanOptions::new().dedup_id("1")),
+        (fill(&q, "h", b"b1"), LoanOptions::new().dedup_id("2")),
+        (fill(&q, "g", b"\x01"), LoanOptions::new().dedup_id("3")), // S7: refused
+        (fill(&q, "g", b"a2"), LoanOptions::new().dedup_id("4")),
+        (fill(&q, "g", b"dup"), LoanOptions::new().dedup_id("0")), // D1
+    ];
+    let rs = q.send_loans(loans);
+    assert!(rs[0].is_ok() && rs[1].is_ok() && rs[3].is_ok());
+    let dup = rs[4].as_ref().unwrap();
+    assert!(dup.duplicate);
+    assert_eq!(dup.message_id, first.message_id);
+    let refused = rs.into_iter().nth(2).unwrap().unwrap_err();
+    assert!(matches!(
+        refused.error,
+        Error::InvalidMessageContents { .. }
+    ));
+    assert_eq!(refused.loan.as_slice(), b"\x01");
+    drop(refused);
+    let got = q.receive(&opts()).unwrap();
+    let bodies: Vec<(&str, &str)> = got
+        .iter()
+        .map(|m| (m.group_id.as_str(), m.body.as_str()))
+        .collect();
+    // Group g first (its first message was there first), then h; each in order.
+    assert_eq!(bodies, [("g", "d0"), ("g", "a1"), ("g", "a2"), ("h", "b1")]);
+    // Slots: 4 messages hold 4 of the 8 small slots; the refused and the duplicate came back.
+    let held: Vec<_> = (0..4).map(|_| q.loan("z", 1).unwrap()).collect();
+    assert!(matches!(q.loan("z", 1), Err(Error::SizeClassFull { .. })));
+    drop(held);
+    // S12: a missing dedup id fails the whole request; every loan comes back.
+    let rs = q.send_loans(vec![
+        (fill(&q, "g", b"x"), LoanOptions::new().dedup_id("9")),
+        (fill(&q, "g", b"y"), LoanOptions::new()),
+    ]);
+    for r in rs {
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e.error, Error::InvalidParameterValue { .. }),
+            "{e:?}"
+        );
+    }
+    // A loan of another handle is refused alone.
+    let other = Queue::open(&q.name).unwrap();
+    let mut foreign = other.loan("g", 1).unwrap();
+    foreign.as_mut_slice()[0] = b'f';
+    let rs = q.send_loans(vec![(foreign, LoanOptions::new().dedup_id("f"))]);
+    assert!(matches!(
+        rs[0].as_ref().unwrap_err().error,
+        Error::InvalidParameterValue { .. }
+    ));
+}

@@ -104,6 +104,94 @@ fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
     panic!("still crashing after 32 steps");
 }
 
+/// Participant 1 lends two slots and sends them to "g" as one chain (the batch form,
+/// `Queue::send_loans`), stopping forever at its `k`-th step; participant 2 sends "b" to "g"
+/// meanwhile. Then 1 is found dead and recovered: its chain is delivered whole and in order
+/// ("x1" before "x2", nothing between them) or not at all (invariant C), "b" once, and every
+/// slot comes back.
+#[test]
+fn a_chain_of_loans_is_whole_or_nothing_when_its_lender_stops() {
+    static CRASHED: AtomicBool = AtomicBool::new(false);
+    for k in 0..40 {
+        CRASHED.store(false, std::sync::atomic::Ordering::Relaxed);
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let ((res, crashed), b) = par(
+                move || {
+                    crash::arm(k);
+                    let a = h1.arena();
+                    let r = (|| {
+                        let l1 = send::loan(&a, me(1), 0, 1)?;
+                        let l2 = send::loan(&a, me(1), 0, 2)?;
+                        let bodies: [&[u8]; 2] = [b"x1", b"x2"];
+                        let parts: Vec<[&[u8]; 1]> = bodies.iter().map(|b| [*b]).collect();
+                        let outs: Vec<Outgoing<'_>> = [l1, l2]
+                            .iter()
+                            .zip(&parts)
+                            .map(|(l, p)| Outgoing {
+                                class: 0,
+                                cursor: 1,
+                                hash: hash(b"g"),
+                                group_id: b"g",
+                                lens: words::pack_lens(2, 0, 0, 0),
+                                parts: p,
+                                dedup: None,
+                                source_len: 0,
+                                prior_receives: 0,
+                                loaned: Some(*l),
+                                in_place: 0,
+                            })
+                            .collect();
+                        let refs: Vec<&Outgoing<'_>> = outs.iter().collect();
+                        let mut results = vec![Err(Fault::Expired); 2];
+                        send::send_chain(&a, &*e1, me(1), &refs, &mut results)?;
+                        Ok::<_, Fault>(results)
+                    })();
+                    (r, crash::crashed())
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"b"),
+            );
+            if crashed {
+                CRASHED.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            assert!(!matches!(b, Err(Fault::Corrupted(_))), "send beside: {b:?}");
+            let a = h.arena();
+            if crashed {
+                env.kill(1);
+                recovery::recover(&a, &*env, me(2)).expect("recover");
+            } else {
+                let r = res.expect("a chain that was not stopped");
+                assert!(r.iter().all(|x| x.is_ok()), "{r:?}");
+            }
+            let got = drain(&a, &env, 2);
+            let xs: Vec<&Vec<u8>> = got.iter().filter(|x| x.starts_with(b"x")).collect();
+            assert!(
+                xs.is_empty() || xs == [&b"x1".to_vec(), &b"x2".to_vec()],
+                "whole or nothing, in order: {got:?}"
+            );
+            if let Some(p) = got.iter().position(|x| x.as_slice() == b"x1") {
+                assert_eq!(
+                    got.get(p + 1).map(Vec::as_slice),
+                    Some(&b"x2"[..]),
+                    "{got:?}"
+                );
+            }
+            if b.is_ok() {
+                assert_eq!(got.iter().filter(|x| x.as_slice() == b"b").count(), 1);
+            }
+            assert_clean(&a);
+        });
+        if !CRASHED.load(std::sync::atomic::Ordering::Relaxed) {
+            assert!(k > 5, "the chain's steps were reached");
+            return;
+        }
+    }
+    panic!("still crashing after 40 steps");
+}
+
 /// Participant 1 holds a borrowed view of "a" (received, in flight) and reads it in place (the
 /// slot's `sent` word stands for a payload byte: `prepare` writes both after `pool::alloc`'s
 /// Release fence), then validates it (`still_taken`). Participant 2 purges (freeing the slot

@@ -182,30 +182,166 @@ impl<'q> Loan<'q> {
     }
 
     fn try_send(&self, opts: &LoanOptions<'_>) -> Result<SendResult> {
-        // The bytes are ours; on a text queue they are checked as text here, once, in one
-        // pass where they are plain ASCII (the receiving side checks what it copies again:
-        // the arena is shared). A binary queue takes any bytes.
+        let msg = self.message(opts)?;
+        self.queue.send_lent(self.lent, self.class, &msg)
+    }
+
+    /// The message this loan sends with `opts`, its body viewing the slot. On a text queue
+    /// the bytes are checked as text here, once, in one pass where they are plain ASCII (the
+    /// receiving side checks what it copies again: the arena is shared); a binary queue takes
+    /// any bytes.
+    fn message<'s>(&'s self, opts: &LoanOptions<'s>) -> Result<SendMessage<'s>> {
         let bytes = self.as_slice();
         let (body, bytes) = if self.queue.inner.binary {
             ("", Some(bytes))
         } else {
             (validate::text(bytes)?, None)
         };
-        let msg = SendMessage {
+        Ok(SendMessage {
             group_id: Some(self.group_id()),
             dedup_id: opts.dedup_id,
             body,
             bytes,
             attributes: opts.attributes,
             delay_seconds: None,
-        };
-        self.queue.send_lent(self.lent, self.class, &msg)
+        })
     }
 }
 
 impl Drop for Loan<'_> {
     fn drop(&mut self) {
         self.queue.return_lent(self.lent);
+    }
+}
+
+impl Queue {
+    /// Sends up to 10 loans as one batch, as [`send_batch`](Queue::send_batch) sends
+    /// messages (S11–S13): each group's loans go as one chain, in their order, committed whole
+    /// or not at all per group, with one lookup, one hint and one doorbell per group; every
+    /// body stays in place. One result per loan, in order: `Ok`, or the error with the loan
+    /// back untouched. A request-level error (more than 10 loans, over 1 MiB in all, a
+    /// missing dedup id where one is needed) fails every loan alike, each given back.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{LoanOptions, Queue, QueueConfig, ReceiveOptions};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let mut loans = Vec::new();
+    /// for (i, id) in ["1", "2", "3"].iter().enumerate() {
+    ///     let mut loan = q.loan("frames", 6)?;
+    ///     loan.as_mut_slice().copy_from_slice(format!("frame{i}").as_bytes());
+    ///     loans.push((loan, LoanOptions::new().dedup_id(id)));
+    /// }
+    /// for r in q.send_loans(loans) {
+    ///     assert!(!r?.duplicate);
+    /// }
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    /// assert_eq!(bodies, ["frame0", "frame1", "frame2"]);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn send_loans<'q>(
+        &'q self,
+        loans: Vec<(Loan<'q>, LoanOptions<'_>)>,
+    ) -> Vec<std::result::Result<SendResult, Box<LoanError<'q>>>> {
+        const IDS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+        let n = loans.len();
+        let mut done: Vec<Option<Result<SendResult>>> = (0..n).map(|_| None).collect();
+        let mut in_place = vec![false; n];
+        // The request's own errors, for every loan alike (each gets its own copy).
+        let total: usize = loans
+            .iter()
+            .map(|(l, o)| {
+                l.len()
+                    + o.attributes
+                        .iter()
+                        .map(|a| a.name.len() + a.data_type.len() + a.value.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        let needs_id = self.inner.needs_dedup_id();
+        let request: Option<fn(usize, usize) -> Error> = if n > 10 {
+            Some(|n, _| Error::TooManyEntriesInBatchRequest { entries: n })
+        } else if total > 1_048_576 {
+            Some(|_, bytes| Error::BatchRequestTooLong { bytes })
+        } else if needs_id && loans.iter().any(|(_, o)| o.dedup_id.is_none()) {
+            Some(|_, _| super::send::missing_dedup_id())
+        } else {
+            None
+        };
+        if let Some(e) = request {
+            for d in done.iter_mut() {
+                *d = Some(Err(e(n, total)));
+            }
+        } else {
+            let mut entries = Vec::with_capacity(n);
+            let mut lent = [None; 10];
+            let mut at = Vec::with_capacity(n);
+            for (k, (loan, opts)) in loans.iter().enumerate() {
+                // The slot is claimed by the handle that lent it (its participant).
+                if !std::sync::Arc::ptr_eq(&loan.queue.inner, &self.inner) {
+                    done[k] = Some(Err(Error::invalid(
+                        "Loan",
+                        "the loan was made by another queue handle (lend and send through one)",
+                    )));
+                    continue;
+                }
+                match loan.message(opts) {
+                    Ok(m) => {
+                        lent[entries.len()] = Some((loan.lent, loan.class));
+                        entries.push(super::types::BatchEntry {
+                            id: IDS[k],
+                            entry: m,
+                        });
+                        at.push(k);
+                    }
+                    Err(e) => done[k] = Some(Err(e)),
+                }
+            }
+            if !entries.is_empty() {
+                match self.send_batch_lent(&entries, &lent) {
+                    Ok((mut results, placed)) => {
+                        for (j, &k) in at.iter().enumerate() {
+                            done[k] = results[j].take();
+                            in_place[k] = placed[j];
+                        }
+                    }
+                    Err(e) => {
+                        // Not one of the request errors checked above (a damaged arena): the
+                        // first loan gets it, the others say so.
+                        let mut e = Some(e);
+                        for &k in &at {
+                            done[k] = Some(Err(e.take().unwrap_or(Error::Corrupted {
+                                what: "the batch failed: see its first entry's error",
+                            })));
+                        }
+                    }
+                }
+            }
+        }
+        loans
+            .into_iter()
+            .zip(done)
+            .zip(in_place)
+            .map(|(((loan, _), r), placed)| {
+                match r.unwrap_or(Err(Error::Corrupted {
+                    what: "a batch entry was neither sent nor refused",
+                })) {
+                    Ok(sent) => {
+                        if placed && !sent.duplicate {
+                            // Linked in place: nothing left to give back.
+                            std::mem::forget(loan);
+                        }
+                        // Otherwise (a duplicate, D1, or a body copied into a larger class)
+                        // dropping the loan gives its slot back.
+                        Ok(sent)
+                    }
+                    Err(error) => Err(Box::new(LoanError { error, loan })),
+                }
+            })
+            .collect()
     }
 }
 

@@ -574,7 +574,32 @@ impl Queue {
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
     ) -> Result<Vec<BatchResult<SendResult>>> {
+        let (results, _) = self.send_batch_lent(entries, &[None; 10])?;
+        Ok(entries
+            .iter()
+            .zip(results)
+            .map(|(e, r)| BatchResult {
+                id: e.id.to_owned(),
+                result: r.unwrap_or(Err(Error::Corrupted {
+                    what: "a batch entry was neither sent nor refused",
+                })),
+            })
+            .collect())
+    }
+
+    /// [`send_batch`](Self::send_batch), where entry `k` may be a lent slot (`lent[k]`: the
+    /// loan and its class) whose first bytes hold `entries[k]`'s body already (checked as
+    /// text by the caller): its options go after the body in place, or (where they do not fit
+    /// the class) the body is copied into a slot of a larger class. Returns each entry's
+    /// result and whether its lent slot was linked in place (otherwise the caller gives a
+    /// lent slot back on success: a duplicate or a copy; on an error it is still lent).
+    pub(super) fn send_batch_lent(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+        lent: &[Option<(send::Loaned, usize)>],
+    ) -> Result<([Option<Result<SendResult>>; 10], [bool; 10])> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
+        let lent_at = |k: usize| lent.get(k).copied().flatten();
         let mut total = 0;
         for e in entries {
             if e.entry.group_id.is_none() {
@@ -604,16 +629,26 @@ impl Queue {
         let mut results: [Option<Result<SendResult>>; B] = std::array::from_fn(|_| None);
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
         for (k, e) in entries.iter().enumerate() {
-            match self.check(group_of(e), &e.entry) {
+            // A lent body was checked where it lies.
+            match self.check_with(group_of(e), &e.entry, lent_at(k).is_none()) {
                 Ok(()) => framed[k] = Some(Framed::new(inner.dedup, &e.entry)),
                 Err(err) => results[k] = Some(Err(err)),
             }
         }
         let mut parts: [[&[u8]; 3 + 4 * MAX_ATTRIBUTES]; B] = [[&[]; 3 + 4 * MAX_ATTRIBUTES]; B];
         let mut shape: [(usize, usize); B] = [(0, 0); B];
+        let mut in_place = [false; B];
         for (k, e) in entries.iter().enumerate() {
             if let Some(f) = &framed[k] {
                 shape[k] = f.fill(&e.entry, &mut parts[k]);
+                if let Some((_, class)) = lent_at(k) {
+                    let extra: usize = parts[k][1..shape[k].0].iter().map(|p| p.len()).sum();
+                    let cap = inner.caps.get(class).map_or(0, |&(cap, _)| cap as usize);
+                    if e.entry.body_bytes().len() + extra <= cap {
+                        parts[k][0] = &[]; // the body is in place
+                        in_place[k] = true;
+                    }
+                }
             }
         }
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
@@ -635,7 +670,14 @@ impl Queue {
                 0,
                 hash,
             ) {
-                Ok(o) => outs[k] = Some(o),
+                Ok(mut o) => {
+                    if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
+                        o.class = class;
+                        o.loaned = Some(l);
+                        o.in_place = e.entry.body_bytes().len();
+                    }
+                    outs[k] = Some(o)
+                }
                 Err(err) => results[k] = Some(Err(err)),
             }
         }
@@ -663,16 +705,7 @@ impl Queue {
             pending[k] = true;
         }
         self.send_chains(entries, &mut pending, &outs, &mut results)?;
-        Ok(entries
-            .iter()
-            .zip(results)
-            .map(|(e, r)| BatchResult {
-                id: e.id.to_owned(),
-                result: r.unwrap_or(Err(Error::Corrupted {
-                    what: "a batch entry was neither sent nor refused",
-                })),
-            })
-            .collect())
+        Ok((results, in_place))
     }
 
     /// Sends each group's pending entries of a batch as one chain, groups in the order of
