@@ -597,7 +597,7 @@ impl Queue {
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
         lent: &[Option<(send::Loaned, usize)>],
-    ) -> Result<([Option<Result<SendResult>>; 10], [bool; 10])> {
+    ) -> Result<LentBatch> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         let lent_at = |k: usize| lent.get(k).copied().flatten();
         let mut total = 0;
@@ -777,6 +777,10 @@ impl Queue {
         Ok(())
     }
 }
+
+/// What [`Queue::send_batch_lent`] returns: each entry's result, and whether its lent slot
+/// was linked in place.
+pub(super) type LentBatch = ([Option<Result<SendResult>>; 10], [bool; 10]);
 
 /// The group id of a batch entry (present: `send_batch` checks that first).
 fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
