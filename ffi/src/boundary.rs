@@ -100,20 +100,13 @@ impl shmfifo_str {
     /// # Safety
     /// `data` must be NULL or point to `len` readable bytes that outlive `'a`.
     pub(crate) unsafe fn get<'a>(self, what: &str, max: usize) -> R<Option<&'a str>> {
-        if self.data.is_null() {
-            return Ok(None);
+        // SAFETY: forwarded from the caller.
+        match unsafe { self.get_bytes(what, max) }? {
+            None => Ok(None),
+            Some(b) => std::str::from_utf8(b)
+                .map(Some)
+                .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8"))),
         }
-        if self.len > max {
-            return Err(Fail(
-                SHMFIFO_INVALID_PARAMETER_VALUE,
-                format!("{what} is {} bytes long; at most {max}", self.len),
-            ));
-        }
-        // SAFETY: the caller guarantees `len` readable bytes at `data` (and `len <= max`).
-        let b = unsafe { std::slice::from_raw_parts(self.data.cast::<u8>(), self.len) };
-        std::str::from_utf8(b)
-            .map(Some)
-            .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
     }
     /// # Safety
     /// As [`shmfifo_str::get`].

@@ -256,6 +256,29 @@ pub fn assert_clean(a: &Arena<'_>) {
     assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 0);
 }
 
+static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says that a model's participant stopped at its armed step in this execution (see
+/// [`at_each_step`]).
+pub fn stopped() {
+    STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Runs `case(k)` for k = 0, 1, …: a model whose participant stops at its `k`-th step and
+/// calls [`stopped`] when it did; ends at the first `k` at which no execution stopped (the
+/// participant passed every step), after more than `min` steps, or fails after `max`.
+pub fn at_each_step(max: u32, min: u32, case: impl Fn(u32)) {
+    for k in 0..max {
+        STOPPED.store(false, std::sync::atomic::Ordering::Relaxed);
+        case(k);
+        if !STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
+            assert!(k > min, "only {k} steps were reached");
+            return;
+        }
+    }
+    panic!("still stopping after {max} steps");
+}
+
 /// Runs `f` under loom with the project's bounds.
 pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     let mut b = loom::model::Builder::new();

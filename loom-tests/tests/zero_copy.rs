@@ -3,8 +3,6 @@
 //! concurrent purge and reuse of its slot.
 #![cfg(shmfifo_loom)]
 
-use std::sync::atomic::AtomicBool;
-
 use shmfifo::protocol::handle::still_taken;
 use shmfifo_loom_tests::*;
 
@@ -40,9 +38,7 @@ fn loan_send(a: &Arena<'_>, env: &MockEnv, body: &[u8]) -> PResult<send::Sent> {
 /// back (a lent slot never linked is freed).
 #[test]
 fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
-    static CRASHED: AtomicBool = AtomicBool::new(false);
-    for k in 0..32 {
-        CRASHED.store(false, std::sync::atomic::Ordering::Relaxed);
+    at_each_step(32, 3, |k| {
         model(move || {
             let h = arena(3, 2, 4);
             let env = Arc::new(MockEnv::default());
@@ -64,7 +60,7 @@ fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
             );
             let (sent, crashed) = sent;
             if crashed {
-                CRASHED.store(true, std::sync::atomic::Ordering::Relaxed);
+                stopped();
             }
             assert!(!matches!(b, Err(Fault::Corrupted(_))), "send beside: {b:?}");
             assert!(!matches!(got, Err(Fault::Corrupted(_))), "receive beside");
@@ -96,12 +92,7 @@ fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
             }
             assert_clean(&a);
         });
-        if !CRASHED.load(std::sync::atomic::Ordering::Relaxed) {
-            assert!(k > 3, "the loan's steps were reached");
-            return;
-        }
-    }
-    panic!("still crashing after 32 steps");
+    });
 }
 
 /// Participant 1 lends two slots and sends them to "g" as one chain (the batch form,
@@ -111,9 +102,7 @@ fn a_lender_stopped_then_dead_at_each_step_loses_nothing() {
 /// slot comes back.
 #[test]
 fn a_chain_of_loans_is_whole_or_nothing_when_its_lender_stops() {
-    static CRASHED: AtomicBool = AtomicBool::new(false);
-    for k in 0..40 {
-        CRASHED.store(false, std::sync::atomic::Ordering::Relaxed);
+    at_each_step(40, 5, |k| {
         model(move || {
             let h = arena(3, 2, 4);
             let env = Arc::new(MockEnv::default());
@@ -155,7 +144,7 @@ fn a_chain_of_loans_is_whole_or_nothing_when_its_lender_stops() {
                 move || send(&h2.arena(), &e2, 2, "g", b"b"),
             );
             if crashed {
-                CRASHED.store(true, std::sync::atomic::Ordering::Relaxed);
+                stopped();
             }
             assert!(!matches!(b, Err(Fault::Corrupted(_))), "send beside: {b:?}");
             let a = h.arena();
@@ -184,12 +173,7 @@ fn a_chain_of_loans_is_whole_or_nothing_when_its_lender_stops() {
             }
             assert_clean(&a);
         });
-        if !CRASHED.load(std::sync::atomic::Ordering::Relaxed) {
-            assert!(k > 5, "the chain's steps were reached");
-            return;
-        }
-    }
-    panic!("still crashing after 40 steps");
+    });
 }
 
 /// Participant 1 holds a borrowed view of "a" (received, in flight) and reads it in place (the

@@ -140,16 +140,11 @@ impl Queue {
         for ((k, rh), r) in which[..n].iter().zip(got) {
             results[*k] = Some(r.map_err(|f| self.handle_fault(f, rh)));
         }
-        Ok(entries
-            .iter()
-            .zip(results)
-            .map(|(e, r)| BatchResult {
-                id: e.id.to_owned(),
-                result: r.unwrap_or(Err(Error::Corrupted {
-                    what: "a batch entry was neither deleted nor refused",
-                })),
-            })
-            .collect())
+        Ok(batch_results(
+            entries.iter().map(|e| e.id),
+            results,
+            "a batch entry was neither deleted nor refused",
+        ))
     }
 
     /// Changes the visibility timeout of the message received with `handle` to `timeout` from

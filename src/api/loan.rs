@@ -301,8 +301,9 @@ impl Queue {
                 }
             }
             if !entries.is_empty() {
-                match self.send_batch_lent(&entries, &lent) {
-                    Ok((mut results, placed)) => {
+                let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
+                match self.send_batch_lent(&entries, &lent, &mut results) {
+                    Ok(placed) => {
                         for (j, &k) in at.iter().enumerate() {
                             done[k] = results[j].take();
                             in_place[k] = placed[j];

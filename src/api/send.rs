@@ -574,30 +574,28 @@ impl Queue {
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
     ) -> Result<Vec<BatchResult<SendResult>>> {
-        let (results, _) = self.send_batch_lent(entries, &[None; 10])?;
-        Ok(entries
-            .iter()
-            .zip(results)
-            .map(|(e, r)| BatchResult {
-                id: e.id.to_owned(),
-                result: r.unwrap_or(Err(Error::Corrupted {
-                    what: "a batch entry was neither sent nor refused",
-                })),
-            })
-            .collect())
+        let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
+        self.send_batch_lent(entries, &[None; 10], &mut results)?;
+        Ok(batch_results(
+            entries.iter().map(|e| e.id),
+            results,
+            "a batch entry was neither sent nor refused",
+        ))
     }
 
     /// [`send_batch`](Self::send_batch), where entry `k` may be a lent slot (`lent[k]`: the
     /// loan and its class) whose first bytes hold `entries[k]`'s body already (checked as
     /// text by the caller): its options go after the body in place, or (where they do not fit
-    /// the class) the body is copied into a slot of a larger class. Returns each entry's
-    /// result and whether its lent slot was linked in place (otherwise the caller gives a
-    /// lent slot back on success: a duplicate or a copy; on an error it is still lent).
+    /// the class) the body is copied into a slot of a larger class. Writes each entry's result
+    /// into `results` (all `None` on entry) and returns whether each lent slot was linked in
+    /// place (otherwise the caller gives a lent slot back on success: a duplicate or a copy;
+    /// on an error it is still lent).
     pub(super) fn send_batch_lent(
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
         lent: &[Option<(send::Loaned, usize)>],
-    ) -> Result<LentBatch> {
+        results: &mut [Option<Result<SendResult>>; 10],
+    ) -> Result<[bool; 10]> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         let lent_at = |k: usize| lent.get(k).copied().flatten();
         let mut total = 0;
@@ -626,7 +624,6 @@ impl Queue {
         // arrays on the stack (a batch holds at most 10 entries)...
         const B: usize = 10;
         let inner = &*self.inner;
-        let mut results: [Option<Result<SendResult>>; B] = std::array::from_fn(|_| None);
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
         for (k, e) in entries.iter().enumerate() {
             // A lent body was checked where it lies.
@@ -700,12 +697,12 @@ impl Queue {
                 })
             });
             if repeats {
-                self.send_chains(entries, &mut pending, &outs, &mut results)?;
+                self.send_chains(entries, &mut pending, &outs, results)?;
             }
             pending[k] = true;
         }
-        self.send_chains(entries, &mut pending, &outs, &mut results)?;
-        Ok((results, in_place))
+        self.send_chains(entries, &mut pending, &outs, results)?;
+        Ok(in_place)
     }
 
     /// Sends each group's pending entries of a batch as one chain, groups in the order of
@@ -777,10 +774,6 @@ impl Queue {
         Ok(())
     }
 }
-
-/// What [`Queue::send_batch_lent`] returns: each entry's result, and whether its lent slot
-/// was linked in place.
-pub(super) type LentBatch = ([Option<Result<SendResult>>; 10], [bool; 10]);
 
 /// The group id of a batch entry (present: `send_batch` checks that first).
 fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {

@@ -816,3 +816,18 @@ pub struct Recovered {
     /// moved here from another queue (then it is the slot's own id, as `peek` cannot show).
     pub dropped: Vec<MessageId>,
 }
+
+/// A batch's results by entry id, in order; an entry the batch left without a result (a bug,
+/// or a corrupted arena) gets `Corrupted { what: missing }`.
+pub(crate) fn batch_results<'e, T>(
+    ids: impl Iterator<Item = &'e str>,
+    results: impl IntoIterator<Item = Option<crate::error::Result<T>>>,
+    missing: &'static str,
+) -> Vec<BatchResult<T>> {
+    ids.zip(results)
+        .map(|(id, r)| BatchResult {
+            id: id.to_owned(),
+            result: r.unwrap_or(Err(crate::error::Error::Corrupted { what: missing })),
+        })
+        .collect()
+}

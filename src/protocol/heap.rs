@@ -97,6 +97,7 @@ impl HeapArena {
             dedup_keys: &self.dedup_keys,
             dedup_key_words: self.dedup_key_words,
             attempts: &self.attempts,
+            hint_from: super::hint_from(&classes, base),
         }
     }
 }

@@ -226,6 +226,19 @@ pub struct Arena<'a> {
     pub dedup_key_words: usize,
     /// Attempt-id records (R11; empty: none, else length a power of two).
     pub attempts: &'a [AttemptEntry],
+    /// The first slot of the first class that reuses the slot freed last (payload of at
+    /// least `pool::HINT_MIN_CAP`; `total`: none): a free below it skips the hint in one
+    /// compare.
+    pub hint_from: u32,
+}
+
+/// [`Arena::hint_from`] of these classes.
+pub fn hint_from(classes: &[Option<Class<'_>>], total: u32) -> u32 {
+    classes
+        .iter()
+        .flatten()
+        .find(|c| c.cap >= pool::HINT_MIN_CAP)
+        .map_or(total, |c| c.base)
 }
 
 impl<'a> Arena<'a> {

@@ -55,6 +55,7 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
 }
 
 /// Claims slot `h` for `owner` if it is free: its new incarnation and epoch, or `None`.
+#[inline]
 fn try_claim(h: &MsgHeader, owner: Owner) -> PResult<Option<(u32, u32)>> {
     // Relaxed: only a hint; the CAS below is what decides.
     let w = h.vis.load(Ordering::Relaxed);
@@ -111,10 +112,10 @@ pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bo
         .is_ok();
     if freed {
         crash_point!(Ok(true));
-        let (c, _) = a.locate(idx)?;
-        if a.classes[c].is_some_and(|cl| cl.cap >= HINT_MIN_CAP) {
+        if idx >= a.hint_from {
             // Relaxed: a hint for the next producer of this class (see `alloc`); a stale or
             // lost one only sends it to the round robin.
+            let (c, _) = a.locate(idx)?;
             a.hdr.free_hint.0[c].store(u64::from(idx) + 1, Ordering::Relaxed);
         }
         doorbell::notify_space(a, env);

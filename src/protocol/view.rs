@@ -250,6 +250,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
         dedup_keys,
         dedup_key_words: g.dedup_key_words as usize,
         attempts,
+        hint_from: super::hint_from(&classes, first),
     }
 }
 

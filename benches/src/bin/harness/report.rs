@@ -349,12 +349,7 @@ fn p50_at(
     size: usize,
     variant: &str,
 ) -> Result<f64, String> {
-    let r = find(rows, section, peer, size, variant)
-        .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
-    r.lat
-        .as_ref()
-        .map(|l| l.0.median)
-        .ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
+    median_at(rows, section, peer, size, variant, true)
 }
 
 fn rate_of(
@@ -364,12 +359,26 @@ fn rate_of(
     size: usize,
     variant: &str,
 ) -> Result<f64, String> {
+    median_at(rows, section, peer, size, variant, false)
+}
+
+/// The median of a row: its latency p50 (`lat`) or its throughput.
+fn median_at(
+    rows: &[Row],
+    section: Section,
+    peer: Peer,
+    size: usize,
+    variant: &str,
+    lat: bool,
+) -> Result<f64, String> {
     let r = find(rows, section, peer, size, variant)
         .ok_or_else(|| format!("{} not measured in this run", peer.label(section.wait())))?;
-    r.tput
-        .as_ref()
-        .map(|t| t.median)
-        .ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
+    let m = if lat {
+        r.lat.as_ref().map(|l| l.0.median)
+    } else {
+        r.tput.as_ref().map(|t| t.median)
+    };
+    m.ok_or_else(|| format!("{}: {}", peer.label(section.wait()), r.note))
 }
 
 /// The figure a target compares of one run: a latency p50 or a throughput.
