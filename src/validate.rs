@@ -104,33 +104,147 @@ enum Scan {
     NotAscii,
 }
 
-/// One pass over `bytes`, 64 at a time with no branch inside a block ([`block`]; issue 15: a
-/// large body's check runs near memory speed). Only a block holding a byte below 0x20 is
-/// looked at byte by byte (tab, LF and CR are allowed: text with line breaks meets one per line).
+/// One pass over `bytes` (issue 15: a large body's check runs near memory speed): 256 bytes at
+/// a time while they are plain ([`plain_256`]: AVX2 where the CPU has it), else 64 at a time
+/// with no branch inside a block ([`block`]). Only a block holding a byte below 0x20 is
+/// looked at byte by byte (tab, LF and CR are allowed: text with line breaks meets one per
+/// line).
+#[inline]
 fn scan(bytes: &[u8]) -> Scan {
-    let mut blocks = bytes.chunks_exact(64);
+    if bytes.len() < 256 {
+        // Short bodies (most): blocks only, never asking for the CPU's features.
+        return scan_blocks(bytes, 0).unwrap_or(Scan::Plain);
+    }
+    scan_long(bytes)
+}
+
+/// [`scan`] of a body of 256 bytes or more: spans while they are plain, blocks where not.
+#[inline(never)]
+fn scan_long(bytes: &[u8]) -> Scan {
+    let wide = wide();
+    let mut spans = bytes.chunks_exact(256);
     let mut base = 0;
+    for c in &mut spans {
+        if !plain_256(c, wide) {
+            if let Some(r) = scan_blocks(c, base) {
+                return r;
+            }
+        }
+        base += 256;
+    }
+    scan_blocks(spans.remainder(), base).unwrap_or(Scan::Plain)
+}
+
+/// [`scan`] over `bytes` (at offset `base` of the body) 64 at a time: the first refused
+/// control character or byte past ASCII, or `None` if all are plain.
+#[inline]
+fn scan_blocks(bytes: &[u8], base: usize) -> Option<Scan> {
+    let mut blocks = bytes.chunks_exact(64);
+    let mut at = base;
     for c in &mut blocks {
         let (past_ascii, low) = block(c);
         if past_ascii {
-            return Scan::NotAscii;
+            return Some(Scan::NotAscii);
         }
         if low {
             if let Some(k) = c.iter().position(|&b| bad(b)) {
-                return Scan::Control(base + k);
+                return Some(Scan::Control(at + k));
             }
         }
-        base += 64;
+        at += 64;
     }
     for (k, &b) in blocks.remainder().iter().enumerate() {
         if b >= 0x80 {
-            return Scan::NotAscii;
+            return Some(Scan::NotAscii);
         }
         if bad(b) {
-            return Scan::Control(base + k);
+            return Some(Scan::Control(at + k));
         }
     }
-    Scan::Plain
+    None
+}
+
+/// Whether every byte of `bytes` is ASCII (a copied body that then needs no UTF-8 decoding):
+/// 256 bytes at a time as [`scan`] goes, the tail byte by byte.
+pub(crate) fn ascii(bytes: &[u8]) -> bool {
+    let wide = wide();
+    let mut chunks = bytes.chunks_exact(256);
+    for c in &mut chunks {
+        if !ascii_256(c, wide) {
+            return false;
+        }
+    }
+    chunks.remainder().is_ascii()
+}
+
+/// Whether the CPU has AVX2 (checked once; `std` caches it).
+#[cfg(target_arch = "x86_64")]
+fn wide() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn wide() -> bool {
+    false
+}
+
+/// Whether 256 bytes are all ASCII from 0x20 up (no byte to look at): eight 32-byte AVX2
+/// lanes with `wide`, else four [`block`]s.
+fn plain_256(c: &[u8], wide: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: `wide` says the CPU has AVX2; `c` is 256 bytes (the caller slices it).
+        #[allow(unsafe_code)]
+        return unsafe { avx2::flags_256(c) } == (false, false);
+    }
+    let _ = wide;
+    c.chunks_exact(64).all(|b| block(b) == (false, false))
+}
+
+/// Whether 256 bytes are all ASCII.
+fn ascii_256(c: &[u8], wide: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if wide {
+        // SAFETY: as in `plain_256`.
+        #[allow(unsafe_code)]
+        return !unsafe { avx2::flags_256(c) }.0;
+    }
+    let _ = wide;
+    c.is_ascii()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use core::arch::x86_64::{
+        __m256i, _mm256_cmpgt_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+        _mm256_set1_epi8,
+    };
+
+    /// Whether 256 bytes hold a byte past ASCII, and (if not) one below 0x20: eight 32-byte
+    /// lanes, ORed, two masks.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2, and `c` must be at least 256 bytes long.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn flags_256(c: &[u8]) -> (bool, bool) {
+        debug_assert!(c.len() >= 256);
+        let p = c.as_ptr() as *const __m256i;
+        let k = _mm256_set1_epi8(0x20);
+        // SAFETY: eight unaligned 32-byte loads of `c[0..256]` (the caller's contract).
+        let v: [__m256i; 8] = core::array::from_fn(|i| unsafe { _mm256_loadu_si256(p.add(i)) });
+        let mut any = v[0];
+        // Signed: bytes past ASCII compare below 0x20 too, but `any` catches them first.
+        let mut low = _mm256_cmpgt_epi8(k, v[0]);
+        for x in &v[1..] {
+            any = _mm256_or_si256(any, *x);
+            low = _mm256_or_si256(low, _mm256_cmpgt_epi8(k, *x));
+        }
+        (
+            _mm256_movemask_epi8(any) != 0,
+            _mm256_movemask_epi8(low) != 0,
+        )
+    }
 }
 
 /// Whether a 64-byte block holds a byte past ASCII, and (if not) one below 0x20: SSE2 (the
@@ -387,9 +501,9 @@ mod tests {
 
     /// S7: `text` (the one-pass block scan, then decoding only past ASCII) accepts and
     /// refuses exactly what a reference does (decode, then check each character), reporting
-    /// the same byte, for every byte value at every position of lengths around the 64-byte
-    /// blocks (0–140: every block boundary and tail), among ASCII, tab/LF/CR and UTF-8 text;
-    /// `body` agrees on everything that is UTF-8.
+    /// the same byte, for every byte value at positions around the 64-byte blocks and the
+    /// 256-byte spans (lengths 0–140 and up to 600), among ASCII, tab/LF/CR and UTF-8 text;
+    /// `body` agrees on everything that is UTF-8, and `ascii` with `is_ascii`.
     #[test]
     fn s7_block_scan_matches_a_reference() {
         let allowed = |c: u32| matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
@@ -419,15 +533,20 @@ mod tests {
         };
         let fills: [&[u8]; 3] = [b"abc", b"\t\n\r x", "é€😀".as_bytes()];
         for fill in fills {
-            for len in (0..=140).filter(|l| l % 7 == 0 || (60..70).contains(l) || l % 64 < 2) {
+            let lens = (0..=140)
+                .filter(|l| l % 7 == 0 || (60..70).contains(l) || l % 64 < 2)
+                .chain([255, 256, 257, 300, 511, 512, 513, 600]);
+            for len in lens {
                 let base: Vec<u8> = fill.iter().copied().cycle().take(len).collect();
-                let at_all = [0, len / 2, len.saturating_sub(1)];
+                // Every 64-byte block and 256-byte span boundary near the ends and the middle.
+                let at_all = [0, len / 2, len.saturating_sub(1), 63, 64, 255, 256, 300];
                 for &at in at_all.iter().filter(|&&a| a < len) {
                     for v in 0..=255u8 {
                         let mut b = base.clone();
                         b[at] = v;
                         let want = reference(&b);
                         let got = text(&b).map(|_| ()).map_err(pos);
+                        assert_eq!(ascii(&b), b.is_ascii(), "ascii: len {len} at {at}");
                         if std::str::from_utf8(&b).is_err() {
                             // Not text at all: refused (which fault is named first may
                             // differ: a control byte or the broken sequence).
@@ -440,6 +559,31 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The AVX2 span check and its fallback (four SSE2 or word blocks) agree, for every byte
+    /// value at every position of a 256-byte span (where the CPU has AVX2; elsewhere both
+    /// sides are the fallback).
+    #[test]
+    fn s7_wide_and_narrow_span_checks_agree() {
+        let base: Vec<u8> = b"plain text ".iter().copied().cycle().take(256).collect();
+        for at in 0..256 {
+            for v in 0..=255u8 {
+                let mut b = base.clone();
+                b[at] = v;
+                assert_eq!(
+                    plain_256(&b, wide()),
+                    plain_256(&b, false),
+                    "at {at} byte {v}"
+                );
+                assert_eq!(
+                    ascii_256(&b, wide()),
+                    ascii_256(&b, false),
+                    "at {at} byte {v}"
+                );
+                assert_eq!(plain_256(&b, false), (0x20..0x80).contains(&v));
             }
         }
     }

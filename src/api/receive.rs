@@ -146,6 +146,15 @@ pub(super) fn fill(
         let mut v = std::mem::take(dst).into_bytes();
         v.clear();
         v.extend_from_slice(src);
+        if v.len() >= 256 && crate::validate::ascii(&v) {
+            #[allow(unsafe_code)]
+            {
+                // SAFETY: every byte of the copy is ASCII (checked just above, on the copy,
+                // not on the shared bytes), and ASCII is UTF-8.
+                *dst = unsafe { String::from_utf8_unchecked(v) };
+            }
+            return Ok(());
+        }
         match String::from_utf8(v) {
             Ok(t) => {
                 *dst = t;
