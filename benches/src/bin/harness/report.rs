@@ -339,27 +339,7 @@ fn find<'a>(
 }
 
 fn p50(rows: &[Row], section: Section, peer: Peer, variant: &str) -> Result<f64, String> {
-    p50_at(rows, section, peer, 64, variant)
-}
-
-fn p50_at(
-    rows: &[Row],
-    section: Section,
-    peer: Peer,
-    size: usize,
-    variant: &str,
-) -> Result<f64, String> {
-    median_at(rows, section, peer, size, variant, true)
-}
-
-fn rate_of(
-    rows: &[Row],
-    section: Section,
-    peer: Peer,
-    size: usize,
-    variant: &str,
-) -> Result<f64, String> {
-    median_at(rows, section, peer, size, variant, false)
+    median_at(rows, section, peer, 64, variant, true)
 }
 
 /// The median of a row: its latency p50 (`lat`) or its throughput.
@@ -415,13 +395,7 @@ fn paired_at(
     b: (Peer, &str),
     lat: bool,
 ) -> Result<(f64, f64, f64), String> {
-    let med = |(p, v): (Peer, &str)| {
-        if lat {
-            p50_at(rows, section, p, size, v)
-        } else {
-            rate_of(rows, section, p, size, v)
-        }
-    };
+    let med = |(p, v): (Peer, &str)| median_at(rows, section, p, size, v, lat);
     let (ma, mb) = (med(a)?, med(b)?);
     let of = |(p, v): (Peer, &str), run: usize| {
         records
