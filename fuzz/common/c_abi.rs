@@ -119,7 +119,11 @@ impl Arena {
             attributes,
             attribute_count,
             // S5: mostly none, sometimes a delay the queue must refuse.
-            delay_seconds: if inp.byte() < 16 { u32::from(inp.byte()) } else { 0 },
+            delay_seconds: if inp.byte() < 16 {
+                u32::from(inp.byte())
+            } else {
+                0
+            },
         }
     }
     /// A NUL-terminated receipt: a received one, or arbitrary text (also long).
@@ -185,7 +189,7 @@ pub fn c_abi(data: &[u8]) {
         }
         let mut mem = Arena::default();
         ATTRS.with(|a| a.borrow_mut().clear());
-        match inp.byte() % 9 {
+        match inp.byte() % 11 {
             0 => {
                 let m = mem.message(&mut inp);
                 let mut out = core::mem::MaybeUninit::<shmfifo_send_result>::uninit();
@@ -248,7 +252,9 @@ pub fn c_abi(data: &[u8]) {
                 let h = mem.receipt(&mut inp, &received);
                 let t = u64::from(inp.byte()) * 1000;
                 // SAFETY: NUL-terminated.
-                ok("change_visibility", unsafe { shmfifo_change_visibility(q, h, t) });
+                ok("change_visibility", unsafe {
+                    shmfifo_change_visibility(q, h, t)
+                });
             }
             5 | 6 => {
                 let real = usize::from(inp.byte() % 4) + 1;
@@ -263,7 +269,11 @@ pub fn c_abi(data: &[u8]) {
                             id,
                             receipt: shmfifo_str {
                                 data: r,
-                                len: if claimed <= 4096 { claimed.min(len) } else { claimed },
+                                len: if claimed <= 4096 {
+                                    claimed.min(len)
+                                } else {
+                                    claimed
+                                },
                             },
                             timeout_ms: u64::from(inp.byte()),
                         }
@@ -286,12 +296,91 @@ pub fn c_abi(data: &[u8]) {
                 let name = mem.text(&mut inp, MAX_ATTR_NAME);
                 let value = mem.text(&mut inp, 4096);
                 // SAFETY: views honest or past their limits.
-                ok("set_attribute", unsafe { shmfifo_queue_set_attribute(q, name, value) });
+                ok("set_attribute", unsafe {
+                    shmfifo_queue_set_attribute(q, name, value)
+                });
+            }
+            9 => {
+                // A loan (issue 15): a dishonest group view or length, a fill, a truncation,
+                // then a send with a dishonest dedup id and attribute count, or a release.
+                let group = mem.text(&mut inp, MAX_ID);
+                let len = match inp.byte() % 4 {
+                    0 => 0,
+                    1 => MAX_SIZE + 1,
+                    2 => usize::MAX,
+                    _ => usize::from(inp.byte()) * 4 + 1,
+                };
+                let mut l: *mut shmfifo_loan = core::ptr::null_mut();
+                // SAFETY: a view honest or past its limit; a writable out-pointer.
+                let r = unsafe { shmfifo_loan_new(q, group, len, &mut l) };
+                ok("loan_new", r);
+                if r == SHMFIFO_OK {
+                    // SAFETY: `l` is a live loan of `shmfifo_loan_len(l)` bytes.
+                    unsafe {
+                        let n = shmfifo_loan_len(l);
+                        let d = shmfifo_loan_data(l);
+                        for k in 0..n {
+                            *d.add(k) = b'!' + inp.byte() % 94;
+                        }
+                        ok(
+                            "loan_truncate",
+                            shmfifo_loan_truncate(l, usize::from(inp.byte())),
+                        );
+                    }
+                    if inp.byte() & 1 == 0 {
+                        let dedup = mem.text(&mut inp, MAX_ID);
+                        let count = inp.claim(0, MAX_ATTRS);
+                        let mut out = core::mem::MaybeUninit::<shmfifo_send_result>::uninit();
+                        // SAFETY: `l` live; views honest or past their limits; a NULL
+                        // attribute array with a count of 0 or past the limit.
+                        let r = unsafe {
+                            shmfifo_loan_send(
+                                &mut l,
+                                dedup,
+                                core::ptr::null(),
+                                count,
+                                out.as_mut_ptr(),
+                            )
+                        };
+                        ok("loan_send", r);
+                    }
+                    // SAFETY: NULL (sent) or a live loan, not used afterwards.
+                    unsafe { shmfifo_loan_release(l) };
+                }
+            }
+            10 => {
+                // A borrowing receive, each body read where it lies, then verified.
+                let mut o = shmfifo_receive_options_default();
+                o.max_messages = u32::from(inp.byte() % 11) + 1;
+                o.wait_time_ms = 0;
+                o.borrow = 1;
+                let mut out: Vec<shmfifo_message> = Vec::with_capacity(10);
+                let mut count = 0usize;
+                // SAFETY: `out` has room for 10 messages; `buf` is live.
+                let r = unsafe { shmfifo_receive(q, &o, buf, out.as_mut_ptr(), 10, &mut count) };
+                ok("receive borrowed", r);
+                if r == SHMFIFO_OK {
+                    // SAFETY: the library wrote `count` (≤ 10) messages.
+                    unsafe { out.set_len(count.min(10)) };
+                    for m in &out {
+                        // SAFETY: a borrowed body views `len` bytes of the live queue's mapping.
+                        let body = unsafe {
+                            std::slice::from_raw_parts(m.body.data.cast::<u8>(), m.body.len)
+                        };
+                        std::hint::black_box(body.iter().map(|&b| u64::from(b)).sum::<u64>());
+                        // SAFETY: the receipt handle is a NUL-terminated array in `m`.
+                        ok("verify", unsafe {
+                            shmfifo_verify(q, m.receipt_handle.as_ptr())
+                        });
+                    }
+                }
             }
             _ => {
                 let mut a = core::mem::MaybeUninit::<shmfifo_queue_attributes>::uninit();
                 // SAFETY: a writable out-pointer.
-                ok("attributes", unsafe { shmfifo_queue_get_attributes(q, a.as_mut_ptr()) });
+                ok("attributes", unsafe {
+                    shmfifo_queue_get_attributes(q, a.as_mut_ptr())
+                });
                 let mut n = 0u64;
                 if inp.byte() == 0xFF {
                     // SAFETY: a writable out-pointer.

@@ -16,6 +16,8 @@ mod error;
 mod message;
 #[path = "../../ffi/src/queue.rs"]
 mod queue;
+#[path = "../../ffi/src/zero_copy.rs"]
+mod zero_copy;
 
 /// The C ABI as `ffi/src/lib.rs` exports it.
 mod ffi {
@@ -24,6 +26,7 @@ mod ffi {
     pub use crate::error::*;
     pub use crate::message::*;
     pub use crate::queue::*;
+    pub use crate::zero_copy::*;
 }
 
 #[path = "../common/c_abi.rs"]
