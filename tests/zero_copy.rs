@@ -480,3 +480,31 @@ fn s11_s13_a_batch_of_loans_is_sent_as_chains_in_order() {
         Error::InvalidParameterValue { .. }
     ));
 }
+
+/// R11 with a borrowed receive: a retry with the same attempt id hands out the same messages
+/// (the same receipt handles, bodies in place); once one of them is deleted it is a fresh
+/// receive.
+#[test]
+fn r11_a_borrowed_receive_replays_under_its_attempt_id() {
+    let q = queue("zc-attempt", &small());
+    send(&q, "g", "one");
+    send(&q, "h", "two");
+    let first = q.receive_borrowed_with_attempt_id(&opts(), "a1").unwrap();
+    assert_eq!(first.len(), 2);
+    let retry = q.receive_borrowed_with_attempt_id(&opts(), "a1").unwrap();
+    let handles = |v: &[shmfifo::BorrowedMessage<'_>]| {
+        v.iter().map(|m| *m.receipt_handle()).collect::<Vec<_>>()
+    };
+    assert_eq!(handles(&retry), handles(&first));
+    assert_eq!(retry[0].body(), b"one");
+    for m in &retry {
+        m.verify().unwrap();
+        assert_eq!(m.message().receive_count, 1, "a replay does not count");
+    }
+    let mut it = retry.into_iter();
+    it.next().unwrap().delete().unwrap();
+    assert!(q
+        .receive_borrowed_with_attempt_id(&opts(), "a1")
+        .unwrap()
+        .is_empty());
+}

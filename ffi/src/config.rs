@@ -196,7 +196,7 @@ pub struct shmfifo_receive_options {
     /// instead of the buffer (no copy), readable while the queue is open and the message in
     /// flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
     /// whether the bytes were still that message's. 0 (default): bodies are copied into the
-    /// buffer. Not with `attempt_id`.
+    /// buffer. With `attempt_id`, a replay hands out the same bodies in place.
     pub borrow: u32,
 }
 

@@ -320,16 +320,13 @@ pub unsafe extern "C" fn shmfifo_receive(
         let borrow = o.borrow != 0;
         b.borrowed.clear();
         let n = match (attempt_id, borrow) {
-            (Some(_), true) => {
-                return Err(Fail(
-                    SHMFIFO_INVALID_PARAMETER_VALUE,
-                    "borrow is not offered with attempt_id".into(),
-                ))
-            }
             (Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
             (None, false) => q.receive_into(&ro, &mut b.rb)?,
-            (None, true) => {
-                let got = q.receive_borrowed(&ro)?;
+            (id, true) => {
+                let got = match id {
+                    Some(id) => q.receive_borrowed_with_attempt_id(&ro, id)?,
+                    None => q.receive_borrowed(&ro)?,
+                };
                 b.borrowed
                     .extend(got.into_iter().map(|m| m.into_raw_parts()));
                 b.borrowed.len()

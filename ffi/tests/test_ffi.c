@@ -917,9 +917,20 @@ static void test_zero_copy(void) {
     memcpy(handle, out[0].receipt_handle, sizeof handle);
     EXPECT(shmfifo_delete(q, handle), SHMFIFO_OK);
     EXPECT(shmfifo_verify(q, handle), SHMFIFO_RECEIPT_HANDLE_EXPIRED);
-    shmfifo_receive_options bad = o;
-    bad.attempt_id = s("a1");
-    EXPECT(shmfifo_receive(q, &bad, b, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    /* Borrowed with an attempt id: the retry replays the same message, in place (R11). */
+    shmfifo_loan_new(q, s("g"), 5, &l);
+    memcpy(shmfifo_loan_data(l), "again", 5);
+    EXPECT(shmfifo_loan_send(&l, s("d2"), NULL, 0, NULL), SHMFIFO_OK);
+    shmfifo_receive_options att = o;
+    att.attempt_id = s("a1");
+    EXPECT(shmfifo_receive(q, &att, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && out[0].body.len == 5 && memcmp(out[0].body.data, "again", 5) == 0);
+    memcpy(handle, out[0].receipt_handle, sizeof handle);
+    EXPECT(shmfifo_receive(q, &att, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && strcmp(out[0].receipt_handle, handle) == 0);
+    CHECK(memcmp(out[0].body.data, "again", 5) == 0);
+    EXPECT(shmfifo_verify(q, handle), SHMFIFO_OK);
+    EXPECT(shmfifo_delete(q, handle), SHMFIFO_OK);
     shmfifo_queue_close(q);
     shmfifo_queue_unlink(name);
 

@@ -203,11 +203,51 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn receive_borrowed(&self, opts: &ReceiveOptions) -> Result<Vec<BorrowedMessage<'_>>> {
+        self.borrowed(opts, None)
+    }
+
+    /// [`receive_borrowed`](Queue::receive_borrowed) with a `ReceiveRequestAttemptId` (R11),
+    /// as [`receive_with_attempt_id`](Queue::receive_with_attempt_id): a retry with the same
+    /// id within 5 minutes hands out the same messages (the same receipt handles, bodies in
+    /// place) if none of them changed since.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "frame").dedup_id("1"))?;
+    /// let opts = ReceiveOptions::max(10);
+    /// let first = q.receive_borrowed_with_attempt_id(&opts, "attempt-1")?;
+    /// // The answer was lost: the retry gets the same message, in place.
+    /// let retry = q.receive_borrowed_with_attempt_id(&opts, "attempt-1")?;
+    /// assert_eq!(retry[0].receipt_handle(), first[0].receipt_handle());
+    /// assert_eq!(retry[0].body(), b"frame");
+    /// retry[0].verify()?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_borrowed_with_attempt_id(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+    ) -> Result<Vec<BorrowedMessage<'_>>> {
+        self.borrowed(opts, Some(attempt_id))
+    }
+
+    fn borrowed(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+    ) -> Result<Vec<BorrowedMessage<'_>>> {
         let mut buf = ReceiveBuffer {
             borrow: true,
             ..ReceiveBuffer::default()
         };
-        let n = self.receive_into(opts, &mut buf)?;
+        let n = match attempt_id {
+            None => self.receive_into(opts, &mut buf)?,
+            Some(id) => self.receive_with_attempt_id_into(opts, id, &mut buf)?,
+        };
         buf.msgs.truncate(n);
         Ok(buf
             .msgs
