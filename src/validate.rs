@@ -18,21 +18,27 @@ pub(crate) fn id(parameter: &'static str, v: &str) -> Result<()> {
 
 /// S7: `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`, at least one.
 pub(crate) fn body(v: &str) -> Result<()> {
-    if v.is_empty() {
-        return Err(empty_body());
-    }
-    match scan(v.as_bytes()) {
-        Scan::Plain => Ok(()),
-        Scan::Control(pos) => Err(not_allowed(u32::from(v.as_bytes()[pos]), pos)),
-        Scan::NotAscii => body_beyond_ascii(v),
-    }
+    checked(v.as_bytes(), || Ok(v)).map(|_| ())
 }
 
 /// S7 on bytes that should be text (a loaned body, written in place as bytes): the text, or
-/// why it is not. Plain ASCII (most bodies) is checked in one pass a word at a time and needs
-/// no UTF-8 decoding; anything else is decoded (`from_utf8`) and checked character by
-/// character.
+/// why it is not.
 pub(crate) fn text(bytes: &[u8]) -> Result<&str> {
+    checked(bytes, || {
+        std::str::from_utf8(bytes).map_err(|e| Error::InvalidMessageContents {
+            reason: format!(
+                "the body is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        })
+    })
+}
+
+/// S6 and S7 on a body's bytes: plain ASCII (most bodies) is checked in one pass ([`scan`])
+/// and needs no UTF-8 decoding; anything else is decoded (`decode`: nothing to do for a
+/// `&str`) and checked character by character.
+#[inline]
+fn checked<'a>(bytes: &'a [u8], decode: impl FnOnce() -> Result<&'a str>) -> Result<&'a str> {
     if bytes.is_empty() {
         return Err(empty_body());
     }
@@ -44,19 +50,15 @@ pub(crate) fn text(bytes: &[u8]) -> Result<&str> {
         }
         Scan::Control(pos) => Err(not_allowed(u32::from(bytes[pos]), pos)),
         Scan::NotAscii => {
-            let v = std::str::from_utf8(bytes).map_err(|e| Error::InvalidMessageContents {
-                reason: format!(
-                    "the body is not UTF-8 (invalid byte at offset {})",
-                    e.valid_up_to()
-                ),
-            })?;
+            let v = decode()?;
             body_beyond_ascii(v)?;
             Ok(v)
         }
     }
 }
 
-fn empty_body() -> Error {
+/// S6's error for an empty body.
+pub(crate) fn empty_body() -> Error {
     Error::invalid(
         "MessageBody",
         "The message body must be at least 1 character long.",

@@ -58,36 +58,6 @@ pub(super) fn attr_size(attrs: &[u8]) -> usize {
     size
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_round_trip_and_corruption_is_reported() {
-        let mut buf = Vec::new();
-        for (n, t, v) in [("a", "String", "x"), ("bb", "Binary", "")] {
-            buf.extend_from_slice(&frame(n.len(), t.len(), v.len()));
-            buf.extend_from_slice(n.as_bytes());
-            buf.extend_from_slice(t.as_bytes());
-            buf.extend_from_slice(v.as_bytes());
-        }
-        let got: Vec<_> = decode(&buf).collect::<Result<_, _>>().unwrap();
-        assert_eq!(
-            got,
-            [
-                (&b"a"[..], &b"String"[..], &b"x"[..]),
-                (&b"bb"[..], &b"Binary"[..], &b""[..])
-            ]
-        );
-        assert_eq!(attr_size(&buf), 1 + 6 + 1 + 2 + 6);
-        // A length past the end: an error, and the whole counts.
-        buf[4] = 200;
-        assert!(decode(&buf).any(|d| d.is_err()));
-        assert_eq!(attr_size(&buf), buf.len());
-        assert_eq!(decode(&[1, 2, 3]).next(), Some(Err("attribute framing")));
-    }
-}
-
 /// A stored message's pieces, in slot order (layout 10): the body first, then the dead-letter
 /// source, the dedup id and the framed attributes.
 #[derive(Debug, Clone, Copy)]
@@ -119,4 +89,34 @@ pub(super) fn split(
         dedup: d,
         attrs: a,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_corruption_is_reported() {
+        let mut buf = Vec::new();
+        for (n, t, v) in [("a", "String", "x"), ("bb", "Binary", "")] {
+            buf.extend_from_slice(&frame(n.len(), t.len(), v.len()));
+            buf.extend_from_slice(n.as_bytes());
+            buf.extend_from_slice(t.as_bytes());
+            buf.extend_from_slice(v.as_bytes());
+        }
+        let got: Vec<_> = decode(&buf).collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            got,
+            [
+                (&b"a"[..], &b"String"[..], &b"x"[..]),
+                (&b"bb"[..], &b"Binary"[..], &b""[..])
+            ]
+        );
+        assert_eq!(attr_size(&buf), 1 + 6 + 1 + 2 + 6);
+        // A length past the end: an error, and the whole counts.
+        buf[4] = 200;
+        assert!(decode(&buf).any(|d| d.is_err()));
+        assert_eq!(attr_size(&buf), buf.len());
+        assert_eq!(decode(&[1, 2, 3]).next(), Some(Err("attribute framing")));
+    }
 }

@@ -226,7 +226,7 @@ impl Queue {
         if body {
             match (inner.binary, msg.bytes) {
                 // S6 holds for any bytes: a body is at least one byte.
-                (true, _) if msg.body_bytes().is_empty() => validate::body("")?,
+                (true, _) if msg.body_bytes().is_empty() => return Err(validate::empty_body()),
                 (true, _) => {} // any bytes (BodyMode::Binary)
                 (false, Some(b)) => {
                     validate::text(b)?;
@@ -301,11 +301,6 @@ impl Queue {
         flags: u8,
         prior_receives: u32,
     ) -> Result<SendResult> {
-        if !self.inner.binary {
-            // A body from a binary queue (a redrive from a binary dead-letter queue) must be
-            // text to enter a text queue (S7).
-            validate::text(body)?;
-        }
         let (parts, n) = all_parts(source, dedup, attr_pieces, body);
         self.send_all(
             group_id,
@@ -481,9 +476,7 @@ impl Queue {
         let f = Framed::new(inner.dedup, msg);
         let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
         let (n, attr_len) = f.fill(msg, &mut parts);
-        let extra: usize = parts[1..n].iter().map(|p| p.len()).sum();
-        let cap = inner.caps.get(class).map_or(0, |&(cap, _)| cap as usize);
-        if msg.body_bytes().len() + extra > cap {
+        if !self.fits_in_place(&mut parts[..n], class) {
             // The options outgrow the class the body was lent from: one copy.
             let r = self.send_all(
                 group_id.as_bytes(),
@@ -497,7 +490,6 @@ impl Queue {
             self.return_lent(lent);
             return Ok(r);
         }
-        parts[0] = &[]; // in place
         let mut out = self.outgoing(
             group_id.as_bytes(),
             &parts[..n],
@@ -507,9 +499,7 @@ impl Queue {
             0,
             None,
         )?;
-        out.class = class;
-        out.loaned = Some(lent);
-        out.in_place = msg.body_bytes().len();
+        out.lend(lent, class, msg.body_bytes().len());
         let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
             .map_err(|f| fault(f, inner))?;
         if sent.duplicate {
@@ -517,6 +507,23 @@ impl Queue {
             self.return_lent(lent);
         }
         Ok(self.sent(&sent))
+    }
+
+    /// Whether a message's options (`parts[1..]`: source, dedup id, attributes) fit after its
+    /// lent body (`parts[0]`) in a slot of class `class`; if they do, the body part is emptied:
+    /// it is in place already.
+    fn fits_in_place(&self, parts: &mut [&[u8]], class: usize) -> bool {
+        let stored: usize = parts.iter().map(|p| p.len()).sum();
+        let cap = self
+            .inner
+            .caps
+            .get(class)
+            .map_or(0, |&(cap, _)| cap as usize);
+        let fits = stored <= cap;
+        if fits {
+            parts[0] = &[];
+        }
+        fits
     }
 
     /// Gives a lent slot back to the pool (a dropped loan, a duplicate, a copy).
@@ -610,12 +617,7 @@ impl Queue {
             if e.entry.dedup_id.is_none() && self.inner.needs_dedup_id() {
                 return Err(missing_dedup_id());
             }
-            total += e.entry.body_bytes().len()
-                + e.entry
-                    .attributes
-                    .iter()
-                    .map(|a| a.name.len() + a.data_type.len() + a.value.len())
-                    .sum::<usize>();
+            total += e.entry.body_bytes().len() + attributes_len(e.entry.attributes);
         }
         if total > 1_048_576 {
             return Err(Error::BatchRequestTooLong { bytes: total });
@@ -639,12 +641,7 @@ impl Queue {
             if let Some(f) = &framed[k] {
                 shape[k] = f.fill(&e.entry, &mut parts[k]);
                 if let Some((_, class)) = lent_at(k) {
-                    let extra: usize = parts[k][1..shape[k].0].iter().map(|p| p.len()).sum();
-                    let cap = inner.caps.get(class).map_or(0, |&(cap, _)| cap as usize);
-                    if e.entry.body_bytes().len() + extra <= cap {
-                        parts[k][0] = &[]; // the body is in place
-                        in_place[k] = true;
-                    }
+                    in_place[k] = self.fits_in_place(&mut parts[k][..shape[k].0], class);
                 }
             }
         }
@@ -669,9 +666,7 @@ impl Queue {
             ) {
                 Ok(mut o) => {
                     if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
-                        o.class = class;
-                        o.loaned = Some(l);
-                        o.in_place = e.entry.body_bytes().len();
+                        o.lend(l, class, e.entry.body_bytes().len());
                     }
                     outs[k] = Some(o)
                 }
@@ -773,6 +768,14 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+/// Bytes of `attributes` as SQS counts them against the size limits: names, types, values.
+pub(super) fn attributes_len(attributes: &[MessageAttribute<'_>]) -> usize {
+    attributes
+        .iter()
+        .map(|a| a.name.len() + a.data_type.len() + a.value.len())
+        .sum()
 }
 
 /// The group id of a batch entry (present: `send_batch` checks that first).

@@ -57,6 +57,16 @@ pub struct Outgoing<'x> {
     pub in_place: usize,
 }
 
+impl Outgoing<'_> {
+    /// Makes this message go in lent slot `l` of class `class`, whose first `in_place` bytes
+    /// (the body) are written already.
+    pub fn lend(&mut self, l: Loaned, class: usize, in_place: usize) {
+        self.class = class;
+        self.loaned = Some(l);
+        self.in_place = in_place;
+    }
+}
+
 /// A slot lent to its producer by [`loan`]: claimed by it (`vis` = CLAIMED(owner) at epoch
 /// `epoch0`), not linked anywhere, so nobody else reads or writes it. A producer that dies
 /// holding it leaves a claimed, never-linked slot, which recovery frees as it frees a
