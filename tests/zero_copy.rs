@@ -379,6 +379,37 @@ fn x1_a_binary_queue_needs_a_binary_dead_letter_queue_and_moves_bytes_intact() {
     assert_eq!(moved[0].bytes(), &frame);
 }
 
+/// X6 with binary bodies: a redrive carries the bytes back, exactly (it used to send the
+/// body's text form, empty for bytes that are not UTF-8).
+#[test]
+fn x6_a_redrive_carries_binary_bodies_back() {
+    let bin_dlq = queue(
+        "zc-redrive-dlq",
+        &small_dedup().body_mode(shmfifo::BodyMode::Binary),
+    );
+    let src = queue(
+        "zc-redrive-src",
+        &small_dedup()
+            .body_mode(shmfifo::BodyMode::Binary)
+            .visibility_timeout(Duration::ZERO)
+            .redrive_policy(shmfifo::RedrivePolicy::new(bin_dlq.name.as_str(), 1)),
+    );
+    let frame = [0u8, 0xff, 7];
+    src.send(&SendMessage::bytes("g", &frame).dedup_id("f"))
+        .unwrap();
+    assert_eq!(src.receive(&opts()).unwrap().len(), 1);
+    assert!(
+        src.receive(&opts()).unwrap().is_empty(),
+        "moved on this receive"
+    );
+    let report = bin_dlq
+        .redrive(&shmfifo::RedriveOptions::default())
+        .unwrap();
+    assert_eq!(report.moved, 1);
+    let back = src.receive(&opts()).unwrap();
+    assert_eq!(back[0].bytes(), &frame, "the same bytes");
+}
+
 /// A producer of a large class reuses the slot freed last (its lines are likely still cached)
 /// instead of walking the class round robin; a small class keeps the round robin.
 #[test]

@@ -333,7 +333,9 @@ impl Queue {
                         })
                         .collect();
                     let id = m.message_id.to_string();
-                    let mut out = SendMessage::new(&m.group_id, &m.body).attributes(&attrs);
+                    // As bytes: a binary dead-letter queue's body exactly (a text queue
+                    // checks them as text, S7).
+                    let mut out = SendMessage::bytes(&m.group_id, m.bytes()).attributes(&attrs);
                     if dest.inner.dedup != Deduplication::Off {
                         out = out.dedup_id(&id);
                     }
