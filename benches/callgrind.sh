@@ -7,7 +7,8 @@
 # difference divided by the messages in between is the figure per message, so setup (creating
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
-# Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch newgroup dedup empty
+# Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed newgroup
+#        dedup empty
 #        large large-zc (64 KiB bodies; not in the default set: slow under valgrind)
 # (default: all; N = 2000 rounds). Needs valgrind and objdump.
 set -euo pipefail
@@ -20,7 +21,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single kept batch newgroup dedup empty)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed newgroup dedup empty)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$PWD/target/release/shmfifo-hotpath"
 out="$(mktemp -d)"
@@ -33,7 +34,7 @@ for mode in "${modes[@]}"; do
             "$bin" "$mode" $((n * k)) > /dev/null 2>&1
     done
     per=$n
-    case "$mode" in batch) per=$((n * 10)) ;; esac
+    case "$mode" in batch | batch-typed) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
 import re, subprocess, sys
 

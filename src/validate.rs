@@ -453,7 +453,7 @@ pub(crate) fn batch_entry_id(v: &str) -> Result<()> {
 }
 
 /// Request-level batch checks shared by every batch call (S11, S12, H8).
-pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str> + Clone) -> Result<()> {
+pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str>) -> Result<()> {
     let n = ids.len();
     if n == 0 {
         return Err(Error::EmptyBatchRequest);
@@ -461,11 +461,24 @@ pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str> + Clone)
     if n > 10 {
         return Err(Error::TooManyEntriesInBatchRequest { entries: n });
     }
-    for id in ids.clone() {
+    // At most 10 ids: on the stack, compared pairwise (45 comparisons), not by re-walking the
+    // caller's iterator.
+    // Every id's characters are checked before any two are compared. Each id gets a key of
+    // its length and first 8 bytes; only ids whose keys are equal are compared whole.
+    let mut seen: [(&str, u64, usize); 10] = [("", 0, 0); 10];
+    for (slot, id) in seen.iter_mut().zip(ids) {
         batch_entry_id(id)?;
+        let mut head = [0u8; 8];
+        let k = id.len().min(8);
+        head[..k].copy_from_slice(&id.as_bytes()[..k]);
+        *slot = (id, u64::from_le_bytes(head), id.len());
     }
-    for (i, a) in ids.clone().enumerate() {
-        if ids.clone().skip(i + 1).any(|b| b == a) {
+    let seen = &seen[..n];
+    for (i, &(a, ah, al)) in seen.iter().enumerate() {
+        if seen[i + 1..]
+            .iter()
+            .any(|&(b, bh, bl)| ah == bh && al == bl && a == b)
+        {
             return Err(Error::BatchEntryIdsNotDistinct { id: a.to_owned() });
         }
     }
@@ -475,6 +488,31 @@ pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str> + Clone)
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
     use super::*;
+
+    /// S12/H8: ids equal in their first 8 bytes or their length are still told apart; an id
+    /// repeated anywhere, however long, is refused by name; characters are checked first.
+    #[test]
+    fn s12_batch_ids_are_compared_whole() {
+        let ok = |ids: &[&str]| batch_ids(ids.iter().copied());
+        assert!(ok(&["abcdefgh1", "abcdefgh2", "abcdefgh", "a", "b", "ab"]).is_ok());
+        let long = "x".repeat(80);
+        let long2 = "x".repeat(79) + "y";
+        assert!(ok(&[&long, &long2]).is_ok());
+        for ids in [
+            &["abcdefgh1", "q", "abcdefgh1"][..],
+            &["a", "b", "c", "d", "e", "f", "g", "h", "i", "a"],
+            &[&long, "z", &long],
+        ] {
+            match ok(ids) {
+                Err(Error::BatchEntryIdsNotDistinct { id }) => assert_eq!(id, ids[0]),
+                r => panic!("{ids:?}: {r:?}"),
+            }
+        }
+        assert!(matches!(
+            ok(&["a", "a", "bad id"]),
+            Err(Error::InvalidBatchEntryId { .. })
+        ));
+    }
 
     /// S7: the word-at-a-time scan finds the first invalid control byte exactly where a byte
     /// loop does, for every byte value at every position of every length up to 40 (so each

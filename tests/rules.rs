@@ -1515,6 +1515,81 @@ fn h8_batch_per_entry_results() {
     assert_eq!(got, ["g1", "g4"]);
 }
 
+/// H1–H5 through the typed batch delete: each handle is deleted or refused on its own (a
+/// spent one is `ReceiptHandleExpired`, one of another queue `ReceiptHandleIsInvalid`),
+/// results come in the handles' order, more than 10 handles are taken, and each group moves
+/// on to its next message.
+#[test]
+fn h1_h5_delete_handles_deletes_or_refuses_each_handle() {
+    let q = Queue::create_anonymous(&QueueConfig::new().deduplication(Deduplication::Off)).unwrap();
+    let other =
+        Queue::create_anonymous(&QueueConfig::new().deduplication(Deduplication::Off)).unwrap();
+    const GROUPS: [&str; 4] = ["a", "b", "c", "d"];
+    for g in GROUPS {
+        for k in 0..4 {
+            q.send(&SendMessage::new(g, &format!("{g}{k}"))).unwrap();
+        }
+    }
+    other.send(&SendMessage::new("x", "elsewhere")).unwrap();
+    let mut handles = Vec::new();
+    let mut bodies = Vec::new();
+    loop {
+        let got = recv_vt(&q, 10, LONG);
+        if got.is_empty() {
+            break;
+        }
+        for m in got {
+            bodies.push(m.body);
+            handles.push(m.receipt_handle);
+        }
+    }
+    let n = handles.len();
+    assert!(n > 10 && n < 16, "{bodies:?}");
+    let foreign = recv_vt(&other, 1, LONG).remove(0).receipt_handle;
+    let spent = handles[0];
+    q.delete(&spent).unwrap();
+    let mut asked = handles.clone();
+    asked.insert(3, foreign);
+    let res = q.delete_handles(&asked).unwrap();
+    assert_eq!(res.len(), n + 1);
+    for (k, r) in res.iter().enumerate() {
+        match k {
+            0 => assert!(
+                matches!(r, Err(Error::ReceiptHandleExpired { .. })),
+                "{r:?}"
+            ),
+            3 => assert!(
+                matches!(r, Err(Error::ReceiptHandleIsInvalid { .. })),
+                "{r:?}"
+            ),
+            _ => assert!(r.is_ok(), "handle {k}: {r:?}"),
+        }
+    }
+    assert!(q.delete_handles(&[]).unwrap().is_empty());
+    // All received gone; the other queue's message untouched; the rest come next, in order.
+    let c = q.attributes();
+    assert_eq!(
+        (
+            c.approximate_number_of_messages,
+            c.approximate_number_of_messages_not_visible
+        ),
+        (16 - n as u64, 0)
+    );
+    assert_eq!(
+        other
+            .attributes()
+            .approximate_number_of_messages_not_visible,
+        1
+    );
+    let rest: Vec<String> = recv_vt(&q, 10, LONG).into_iter().map(|m| m.body).collect();
+    let want: Vec<String> = GROUPS
+        .iter()
+        .flat_map(|g| (0..4).map(move |k| format!("{g}{k}")))
+        .filter(|b| !bodies.contains(b))
+        .collect();
+    assert_eq!(rest, want, "each group's next messages, in order");
+}
+
 // ---------------------------------------------------------------------------------------------
 // P, C: purge and counters
 // ---------------------------------------------------------------------------------------------

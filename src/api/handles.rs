@@ -102,27 +102,95 @@ impl Queue {
     /// ```
     pub fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
+        // Each handle parsed alone (a text that is no handle is refused by itself); the rest
+        // deleted together, each group cleaned up once (issue 14), on the stack (at most 10).
+        let mut parsed: [Option<ReceiptHandle>; 10] = [None; 10];
+        let mut refused: [Option<Error>; 10] = std::array::from_fn(|_| None);
+        for (k, e) in entries.iter().enumerate() {
+            match e.entry.parse::<ReceiptHandle>() {
+                Ok(h) => parsed[k] = Some(h),
+                Err(err) => refused[k] = Some(err),
+            }
+        }
+        let refs: [Option<&ReceiptHandle>; 10] = std::array::from_fn(|k| parsed[k].as_ref());
+        let mut results = self.delete_checked(&refs[..entries.len()])?;
+        for (r, e) in results.iter_mut().zip(refused) {
+            if let Some(e) = e {
+                *r = Some(Err(e));
+            }
+        }
+        Ok(batch_results(
+            entries.iter().map(|e| e.id),
+            results,
+            "a batch entry was neither deleted nor refused",
+        ))
+    }
+
+    /// Deletes the messages of several typed receipt handles at once (H1–H5 each): the form
+    /// of [`delete_batch`](Queue::delete_batch) for a program that holds [`ReceiptHandle`]s
+    /// (from [`ReceiveBuffer::messages`] or [`Message::receipt_handle`]), without batch entry
+    /// ids, text handles or the limit of 10. Each handle is marked deleted on its own, then
+    /// each group concerned is cleaned up once, not once per message (issue 14). Returns one
+    /// result per handle, in order; `Err` only for a fault of the queue itself.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// for i in 0..3 {
+    ///     q.send(&SendMessage::new("g", "m").dedup_id(&i.to_string()))?;
+    /// }
+    /// let mut buf = ReceiveBuffer::new();
+    /// q.receive_into(&ReceiveOptions::max(10).wait(Duration::ZERO), &mut buf)?;
+    /// let handles: Vec<_> = buf.messages().iter().map(|m| m.receipt_handle).collect();
+    /// assert!(q.delete_handles(&handles)?.iter().all(|r| r.is_ok()));
+    /// // Spent handles are refused one by one (H2).
+    /// let again = q.delete_handles(&handles[..1])?;
+    /// assert!(matches!(again[0], Err(Error::ReceiptHandleExpired { .. })));
+    /// assert_eq!(q.attributes().approximate_number_of_messages_not_visible, 0);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn delete_handles(&self, handles: &[ReceiptHandle]) -> Result<Vec<Result<()>>> {
+        let mut results: Vec<Result<()>> = Vec::with_capacity(handles.len());
+        for chunk in handles.chunks(10) {
+            let refs: [Option<&ReceiptHandle>; 10] = std::array::from_fn(|k| chunk.get(k));
+            let mut one = self.delete_checked(&refs[..chunk.len()])?;
+            results.extend(one.iter_mut().take(chunk.len()).map(|r| {
+                r.take().unwrap_or(Err(Error::Corrupted {
+                    what: "a handle was neither deleted nor refused",
+                }))
+            }));
+        }
+        Ok(results)
+    }
+
+    /// Deletes up to 10 parsed handles together (`None`: an entry already refused, left as
+    /// `None` in the result). Each is checked alone; the valid ones go to one
+    /// [`handle::delete_many`], each group cleaned up once.
+    fn delete_checked(
+        &self,
+        handles: &[Option<&ReceiptHandle>],
+    ) -> Result<[Option<Result<()>>; 10]> {
         let inner = &*self.inner;
-        // Each handle parsed and checked alone; the valid ones deleted together, each group
-        // cleaned up once (issue 14), in arrays on the stack (at most 10 entries).
         let mut results: [Option<Result<()>>; 10] = std::array::from_fn(|_| None);
-        let mut handles = [Handle {
+        let mut checked = [Handle {
             idx: 0,
             inc: 0,
             epoch: 0,
         }; 10];
-        // The entry and its parsed handle (for the error text) of each of `handles`.
-        let mut which = [(0usize, ReceiptHandle::default()); 10];
+        // The entry of each of `checked`.
+        let mut which = [0usize; 10];
         let mut n = 0;
-        for (k, e) in entries.iter().enumerate() {
-            match e
-                .entry
-                .parse::<ReceiptHandle>()
-                .and_then(|h| Ok((self.handle(&h)?, h)))
-            {
-                Ok((h, rh)) => {
-                    handles[n] = h;
-                    which[n] = (k, rh);
+        for (k, h) in handles.iter().enumerate().take(10) {
+            let Some(rh) = h else { continue };
+            match self.handle(rh) {
+                Ok(h) => {
+                    checked[n] = h;
+                    which[n] = k;
                     n += 1;
                 }
                 Err(err) => results[k] = Some(Err(err)),
@@ -133,18 +201,16 @@ impl Queue {
             self.arena(),
             &Op::new(inner),
             inner.me,
-            &handles[..n],
+            &checked[..n],
             &mut got[..n],
         )
         .map_err(|f| fault(f, inner))?;
-        for ((k, rh), r) in which[..n].iter().zip(got) {
-            results[*k] = Some(r.map_err(|f| self.handle_fault(f, rh)));
+        for (&k, r) in which[..n].iter().zip(got) {
+            if let Some(rh) = handles[k] {
+                results[k] = Some(r.map_err(|f| self.handle_fault(f, rh)));
+            }
         }
-        Ok(batch_results(
-            entries.iter().map(|e| e.id),
-            results,
-            "a batch entry was neither deleted nor refused",
-        ))
+        Ok(results)
     }
 
     /// Changes the visibility timeout of the message received with `handle` to `timeout` from

@@ -270,25 +270,40 @@ impl FromStr for ReceiptHandle {
         if hex.len() != 38 {
             return Err(invalid());
         }
-        let nibble = |b: u8| -> Option<u64> {
-            match b {
-                b'0'..=b'9' => Some(u64::from(b - b'0')),
-                b'a'..=b'f' => Some(u64::from(b - b'a' + 10)),
-                b'A'..=b'F' => Some(u64::from(b - b'A' + 10)),
-                _ => None,
+        // One table lookup per digit; the digits' values are or-ed together on the side, so
+        // one test at the end finds any byte that is not a hex digit (its entry is 0x10).
+        const fn table() -> [u8; 256] {
+            let mut t = [0x10u8; 256];
+            let mut b = 0;
+            while b < 256 {
+                t[b] = match b as u8 {
+                    c @ b'0'..=b'9' => c - b'0',
+                    c @ b'a'..=b'f' => c - b'a' + 10,
+                    c @ b'A'..=b'F' => c - b'A' + 10,
+                    _ => 0x10,
+                };
+                b += 1;
             }
+            t
+        }
+        static HEX: [u8; 256] = table();
+        let mut bad = 0u8;
+        let mut field = |r: std::ops::Range<usize>| -> u64 {
+            hex[r].iter().fold(0u64, |v, &b| {
+                let n = HEX[usize::from(b)];
+                bad |= n;
+                (v << 4) | u64::from(n & 0xf)
+            })
         };
-        let field = |r: std::ops::Range<usize>| -> Result<u64, Error> {
-            hex[r]
-                .iter()
-                .try_fold(0u64, |v, &b| nibble(b).map(|n| (v << 4) | n))
-                .ok_or_else(invalid)
-        };
+        let (nonce, idx, inc, epoch) = (field(0..16), field(16..24), field(24..32), field(32..38));
+        if bad & 0x10 != 0 {
+            return Err(invalid());
+        }
         Ok(ReceiptHandle {
-            nonce: field(0..16)?,
-            idx: field(16..24)? as u32,
-            inc: field(24..32)? as u32,
-            epoch: field(32..38)? as u32,
+            nonce,
+            idx: idx as u32,
+            inc: inc as u32,
+            epoch: epoch as u32,
         })
     }
 }
@@ -532,6 +547,36 @@ mod tests {
                 ),
                 "{bad}"
             );
+        }
+    }
+
+    /// Every byte value at every digit position: a hex digit of either case parses to its
+    /// value in its field, anything else refuses the whole handle.
+    #[test]
+    fn receipt_handle_parse_checks_every_digit() {
+        let base = "sf1".to_owned() + &"0".repeat(38);
+        for at in 3..41 {
+            for v in 0..=255u8 {
+                let mut b = base.clone().into_bytes();
+                b[at] = v;
+                let Ok(text) = String::from_utf8(b) else {
+                    continue; // not a str at all (a lone non-ASCII byte)
+                };
+                let digit = (v as char).to_digit(16).filter(|_| v.is_ascii());
+                match (text.parse::<ReceiptHandle>(), digit) {
+                    (Ok(h), Some(d)) => {
+                        let (field, shift) = match at - 3 {
+                            k @ 0..16 => (h.nonce, 4 * (15 - k)),
+                            k @ 16..24 => (u64::from(h.idx), 4 * (23 - k)),
+                            k @ 24..32 => (u64::from(h.inc), 4 * (31 - k)),
+                            k => (u64::from(h.epoch), 4 * (37 - k)),
+                        };
+                        assert_eq!(field, u64::from(d) << shift, "{text}");
+                    }
+                    (Err(Error::ReceiptHandleIsInvalid { .. }), None) => {}
+                    (r, d) => panic!("{text}: {r:?} for digit {d:?}"),
+                }
+            }
         }
     }
 

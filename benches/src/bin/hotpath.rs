@@ -7,6 +7,8 @@
 //! * `single`: `send` + `receive_into` (max 1, no wait) + `delete`, one group, dedup off.
 //! * `batch`: `send_batch` of 10 to one group + `receive_into` (max 10) + `delete_batch`, dedup
 //!   off (the receipt handles formatted as the batch API takes them: included).
+//! * `batch-typed`: as `batch`, deleting with `delete_handles` (typed handles: no batch entry
+//!   ids, no handle text).
 //! * `newgroup`: as `single`, with a new group id per message (SQS's advice for deduplication
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
@@ -36,7 +38,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|newgroup|dedup|kept|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|newgroup|dedup|kept|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -119,6 +121,25 @@ fn main() {
                     .collect();
                 for r in q.delete_batch(&del).expect("delete_batch") {
                     r.result.expect("entry deleted");
+                }
+            }
+        }
+        "batch-typed" => {
+            let mut handles = Vec::with_capacity(10);
+            for _ in 0..n {
+                let entries: [BatchEntry<'_, SendMessage<'_>>; 10] =
+                    std::array::from_fn(|k| BatchEntry {
+                        id: IDS[k],
+                        entry: SendMessage::new("g", BODY),
+                    });
+                for r in q.send_batch(&entries).expect("send_batch") {
+                    r.result.expect("entry sent");
+                }
+                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
+                handles.clear();
+                handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+                for r in q.delete_handles(&handles).expect("delete_handles") {
+                    r.expect("handle deleted");
                 }
             }
         }

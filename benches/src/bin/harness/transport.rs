@@ -770,10 +770,22 @@ impl Rx for ShmfifoRx {
         for m in self.buf.messages() {
             sink(m.body.as_bytes());
         }
-        for m in self.buf.messages() {
-            self.q
-                .delete(&m.receipt_handle)
-                .map_err(|e| format!("delete: {e}"))?;
+        if n == 1 {
+            let h = &self.buf.messages()[0].receipt_handle;
+            self.q.delete(h).map_err(|e| format!("delete: {e}"))?;
+        } else {
+            // A batch is deleted as one (each group cleaned up once), as a batch was received.
+            let mut hs = [shmfifo::ReceiptHandle::default(); 10];
+            for (h, m) in hs.iter_mut().zip(self.buf.messages()) {
+                *h = m.receipt_handle;
+            }
+            for r in self
+                .q
+                .delete_handles(&hs[..n.min(10)])
+                .map_err(|e| format!("delete_handles: {e}"))?
+            {
+                r.map_err(|e| format!("delete: {e}"))?;
+            }
         }
         Ok(Got::Msgs(n))
     }
