@@ -24,6 +24,9 @@
 //!   cycled through many times over in each window);
 //! * shmfifo ping-pong latency with a 1,000,000-message backlog in another group whose head
 //!   is in flight, against the same queue geometry without it;
+//! * shmfifo draining a visible backlog of 1,000,000 messages (none in flight: the consumer
+//!   walks every one) in one group and over 1,000 groups, receive 10 + `delete_handles`, in
+//!   one process (the backlog's sending is timed apart);
 //! * arena bytes per message, measured from the arena sizes of two geometries.
 //!
 //! Every case runs `--repeats` times (3), interleaved with the others; the table gives the
@@ -68,7 +71,7 @@ struct Args {
     #[arg(long, default_value = "target/harness")]
     out: PathBuf,
     /// Scenarios, comma-separated: latency, sleep, throughput, dedup, groups, groupids,
-    /// backlog, memory
+    /// backlog, drain, memory
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -89,7 +92,7 @@ struct Args {
     /// Consumer processes of the groups scenario.
     #[arg(long, default_value_t = 2)]
     consumers: usize,
-    /// Messages in the backlog scenario's backlog [default: 1000000].
+    /// Messages in the backlog and drain scenarios' backlogs [default: 1000000].
     #[arg(long)]
     backlog: Option<u64>,
     /// Spinning round trips timed per run [default: 100000; quick: 5000].
@@ -122,6 +125,8 @@ enum Case {
     GroupIds { unique: bool },
     /// shmfifo ping-pong beside a backlog (or not).
     Backlog { loaded: bool },
+    /// shmfifo: one consumer drains a visible backlog spread over `groups`.
+    Drain { groups: u32 },
 }
 
 /// Settings of the whole run.
@@ -236,6 +241,17 @@ impl Case {
                 64,
                 backlog_variant(loaded, plan.backlog),
             ),
+            Case::Drain { groups } => (
+                Section::Drain,
+                Peer::Shmfifo,
+                64,
+                format!(
+                    "{} messages in {} group{}, none in flight",
+                    thousands(plan.backlog),
+                    thousands(u64::from(groups)),
+                    if groups == 1 { "" } else { "s" }
+                ),
+            ),
         };
         Key {
             section,
@@ -336,6 +352,11 @@ fn run_case(ctx: &mut Ctx, case: &Case, plan: &Plan) -> (Outcome, String) {
             let line = format!("p50 {} p99 {}{extra}", report::us(l.p50), report::us(l.p99));
             Ok((Outcome::Lat(l), line))
         }
+        Case::Drain { groups } => {
+            let (t, setup) = scenarios::drain(groups, plan.backlog)?;
+            let line = format!("{} (backlog sent in {setup:.1} s)", report::per_s(t.rate));
+            Ok((Outcome::Tput(t), line))
+        }
     })();
     r.unwrap_or_else(|e| (Outcome::Failed(e.clone()), format!("FAILED: {e}")))
 }
@@ -425,6 +446,7 @@ fn run(args: Args) -> Result<i32, String> {
         "groups",
         "groupids",
         "backlog",
+        "drain",
         "memory",
     ];
     for s in &args.only {
@@ -532,6 +554,11 @@ fn run(args: Args) -> Result<i32, String> {
     if want("backlog") {
         for loaded in [false, true] {
             add(Case::Backlog { loaded }, None, &plan);
+        }
+    }
+    if want("drain") {
+        for groups in [1, 1_000] {
+            add(Case::Drain { groups }, None, &plan);
         }
     }
 

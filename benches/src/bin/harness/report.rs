@@ -26,6 +26,8 @@ pub enum Section {
     GroupIds,
     /// shmfifo ping-pong beside a backlog.
     Backlog,
+    /// shmfifo: one consumer walking a visible backlog to its end.
+    Drain,
 }
 
 impl Section {
@@ -40,6 +42,9 @@ impl Section {
             Section::Groups => "shmfifo throughput, producers × consumers, batches of 10",
             Section::GroupIds => "shmfifo throughput 1 → 1, single ops, by group id",
             Section::Backlog => "shmfifo one-way latency (spinning) of a group beside a backlog",
+            Section::Drain => {
+                "shmfifo draining a visible backlog (one process: receive 10 + delete_handles)"
+            }
         }
     }
 
@@ -62,6 +67,7 @@ impl Section {
             Section::Groups => "groups_throughput",
             Section::GroupIds => "group_ids_throughput",
             Section::Backlog => "backlog_latency",
+            Section::Drain => "drain_throughput",
         }
     }
 }

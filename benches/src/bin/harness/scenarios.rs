@@ -512,6 +512,68 @@ pub fn backlog(
     Ok((r, setup))
 }
 
+/// A visible backlog of `messages` 64-byte messages, sent round robin over `groups`, drained
+/// by one consumer (this process): receive 10, then `delete_handles`, until the queue is
+/// empty. Returns the drain's rate (in `rate` and `received`) and the seconds the backlog
+/// took to send.
+pub fn drain(groups: u32, messages: u64) -> Res<(TputRun, f64)> {
+    let groups = groups.max(1);
+    let limit = QueueConfig::new().stored_size_limit();
+    let slots = u32::try_from(messages + u64::from(groups) + 4_096)
+        .map_err(|_| "backlog too large for one size class")?;
+    let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .size_classes(vec![(192, slots), (limit, 4)]);
+    let q = Queue::create_anonymous(&cfg).map_err(|e| format!("create: {e}"))?;
+    let names: Vec<String> = (0..groups as usize).map(transport::group_name).collect();
+    let t = now_ns();
+    let mut p = payload(64);
+    for i in 0..messages {
+        stamp(&mut p, i as u32);
+        let g = &names[(i % u64::from(groups)) as usize];
+        q.send(&SendMessage::new(g, std::str::from_utf8(&p).unwrap_or("x")))
+            .map_err(|e| format!("backlog send {i}: {e}"))?;
+    }
+    let setup = (now_ns() - t) as f64 / 1e9;
+    let opts = ReceiveOptions::max(10).wait(Duration::ZERO);
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let mut handles = [shmfifo::ReceiptHandle::default(); 10];
+    let mut got = 0u64;
+    let t = now_ns();
+    loop {
+        let n = q
+            .receive_into(&opts, &mut buf)
+            .map_err(|e| format!("receive: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        for (h, m) in handles.iter_mut().zip(buf.messages()) {
+            *h = m.receipt_handle;
+        }
+        for r in q
+            .delete_handles(&handles[..n])
+            .map_err(|e| format!("delete_handles: {e}"))?
+        {
+            r.map_err(|e| format!("delete: {e}"))?;
+        }
+        got += n as u64;
+    }
+    let secs = (now_ns() - t) as f64 / 1e9;
+    if got != messages {
+        return Err(format!("drained {got} of {messages} messages"));
+    }
+    let rate = got as f64 / secs.max(1e-9);
+    Ok((
+        TputRun {
+            rate,
+            sent: 0.0,
+            received: rate,
+            full_retries: 0,
+        },
+        setup,
+    ))
+}
+
 /// Drops the backlog fixture (unlinks its queues).
 pub fn drop_fixtures(ctx: &mut Ctx) {
     ctx.backlog = None;
