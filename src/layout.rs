@@ -8,6 +8,8 @@
 //! participants_off      Participant × P   (128 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
+//! timers_off            u64 × 64 × (1 + W) (expiry wheel: 64 bucket minima, then 64 bucket
+//!                                           bitmaps of W = ⌈G / 64⌉ words)
 //! dedup_off             DedupEntry × D    (64 B each, D a power of two; D = 0: dedup off)
 //! dedup_keys_off        u64 × D × K       (key words: K = 16, or 32 with messageGroup scope)
 //! attempts_off          AttemptEntry × A  (384 B each, A a power of two or 0)
@@ -24,7 +26,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 11;
+pub const LAYOUT_VERSION: u64 = 12;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -39,6 +41,18 @@ pub const PARTICIPANT_SIZE: usize = 128;
 pub const PAGE: u64 = 4096;
 /// Longest group id or dedup id (S2, S3).
 pub const MAX_ID_LEN: usize = 128;
+/// Buckets of the expiry wheel (layout 12, see `protocol::timers`).
+pub const WHEEL_BUCKETS: usize = 64;
+/// A deadline `d` (ms) falls in wheel bucket `(d >> WHEEL_SHIFT) % WHEEL_BUCKETS`: buckets of
+/// 1,024 ms, the wheel turning once in about 65 s.
+pub const WHEEL_SHIFT: u32 = 10;
+/// Group table entries a periodic sweep looks at (see `Header::sweep_cursor`).
+pub const SWEEP_CHUNK: u64 = 16_384;
+
+/// Words of one expiry-wheel bucket's bitmap for a table of `group_slots` entries.
+pub fn wheel_words(group_slots: u32) -> usize {
+    (group_slots as usize).div_ceil(64)
+}
 
 /// `Header::state` while the creator is still writing the arena.
 pub const STATE_INITIALISING: u64 = 0;
@@ -124,6 +138,10 @@ pub struct Header {
     pub next_expiry: Padded<AtomicU64>,
     /// Time (ms) of the last sweep.
     pub last_sweep: Padded<AtomicU64>,
+    /// Where the next periodic sweep starts in the group table (layout 12): each takes the
+    /// next [`SWEEP_CHUNK`] entries (`fetch_add`), so a periodic sweep does bounded work on
+    /// any table and consecutive ones cover it all.
+    pub sweep_cursor: Padded<AtomicU64>,
     /// Counter from which each group incarnation takes its sequence-number base.
     pub group_seq: Padded<AtomicU64>,
     /// Number of group entries in use (inserting or active).
@@ -487,6 +505,8 @@ pub struct Offsets {
     pub groups: u64,
     /// Ready ring.
     pub ready: u64,
+    /// Expiry wheel: [`WHEEL_BUCKETS`] bucket minima, then the buckets' bitmaps.
+    pub timers: u64,
     /// Dedup table.
     pub dedup: u64,
     /// Dedup key words.
@@ -515,6 +535,11 @@ impl Geometry {
         let ready = off;
         off = off.checked_add(u64::from(self.ready_slots) * 8)?;
         off = round_up(off, 128);
+        let timers = off;
+        off = off.checked_add(
+            (WHEEL_BUCKETS as u64 * (1 + wheel_words(self.group_slots) as u64)).checked_mul(8)?,
+        )?;
+        off = round_up(off, 128);
         let dedup = off;
         off = off.checked_add(u64::from(self.dedup_slots) * DEDUP_ENTRY_SIZE as u64)?;
         let dedup_keys = off;
@@ -538,6 +563,7 @@ impl Geometry {
             participants,
             groups,
             ready,
+            timers,
             dedup,
             dedup_keys,
             attempts,
@@ -573,8 +599,13 @@ mod tests {
         assert_eq!(o.groups % 128, 0);
         assert!(o.groups >= o.participants + 3 * 64);
         assert_eq!(o.ready, o.groups + 16 * 256);
+        assert_eq!(o.timers % 128, 0);
+        assert!(o.timers >= o.ready + 16 * 8);
+        // 64 minima and 64 one-word bitmaps (16 entries fit in one word).
+        assert_eq!(wheel_words(16), 1);
+        assert_eq!(wheel_words(65), 2);
         assert_eq!(o.dedup % 128, 0);
-        assert!(o.dedup >= o.ready + 16 * 8);
+        assert!(o.dedup >= o.timers + 64 * 2 * 8);
         assert_eq!(o.dedup_keys, o.dedup + 4 * 64);
         assert_eq!(o.attempts % 128, 0);
         assert!(o.attempts >= o.dedup_keys + 4 * 128);

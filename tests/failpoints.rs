@@ -198,6 +198,25 @@ fn child(spec: &str) {
                 Err(e) => panic!("send-wait: {e}"),
             }
         }
+        "expiry-sweep" => {
+            // Issue 14: visibility timeouts end (on the test clock) with no hint queued, so
+            // the receive drains the expiry wheel's due bucket, hints what expired and takes
+            // it again; then deletes it.
+            let short = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(10));
+            let first = q.receive(&short).unwrap();
+            assert!(!first.is_empty());
+            q.advance_clock(Duration::from_secs(11)).unwrap();
+            failpoint::arm(k);
+            let got = q.receive(&long).unwrap();
+            failpoint::disarm();
+            for m in &got {
+                say(format!("RECV {}", m.body));
+            }
+            for m in &got {
+                q.delete(&m.receipt_handle).unwrap();
+                say(format!("DEL {}", m.body));
+            }
+        }
         "release" => {
             q.recover().unwrap();
         }
@@ -526,6 +545,24 @@ fn case_change_visibility(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
+/// An expiry sweep killed at each step (draining the wheel's bucket, hinting, taking the
+/// expired messages again): each message is delivered again exactly once (to the child, or
+/// after the recovery of its death, to us), in group order, and nothing leaks.
+fn case_expiry_sweep(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fpexp", &config().test_clock(true));
+    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
+        send(&q, g, b);
+    }
+    let o = run_child(op, &name, k, "");
+    let deleted: BTreeSet<String> = o.with("DEL ").into_iter().collect();
+    let got = drain(&q);
+    let mut all: Vec<String> = got.iter().chain(&deleted).cloned().collect();
+    all.sort();
+    assert_eq!(all, ["a", "b", "c"], "{op} k={k}: each once, nothing lost");
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
+    o.killed
+}
+
 /// Purge killed at each step (with one message in flight to a live holder): what survives is
 /// delivered once, in group order; the in-flight one is purged or still ours to delete.
 fn case_purge(op: &str, k: u64, full: usize) -> bool {
@@ -723,7 +760,13 @@ fn case_set_redrive_policy(op: &str, k: u64, _full: usize) -> bool {
 static BUSY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 fn stop_case(op: &str, k: u64) -> bool {
-    let (name, q) = fresh("fpstop", &config());
+    // The expiry sweep's child moves the test clock to end its timeouts.
+    let cfg = if op == "expiry-sweep" {
+        config().test_clock(true)
+    } else {
+        config()
+    };
+    let (name, q) = fresh("fpstop", &cfg);
     for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
         send(&q, g, b);
     }
@@ -864,7 +907,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 17] = [
+    let cases: [(&str, Case); 18] = [
         ("send", case_send),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
@@ -876,6 +919,7 @@ fn main() {
         ("receive-delete-batch", case_receive_delete),
         ("receive-borrowed-delete", case_receive_delete),
         ("change-visibility", case_change_visibility),
+        ("expiry-sweep", case_expiry_sweep),
         ("purge", case_purge),
         ("dead-letter-move", case_dead_letter_move),
         ("attempt-receive", case_attempt_receive),
@@ -901,6 +945,7 @@ fn main() {
         "receive-delete",
         "receive-borrowed-delete",
         "change-visibility",
+        "expiry-sweep",
         "purge",
         "attempt-receive",
         "quarantine",

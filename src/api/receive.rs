@@ -687,3 +687,90 @@ struct Pass {
     /// Why a move failed, if one did.
     move_err: Option<Error>,
 }
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::queue::Op;
+    use crate::layout::SWEEP_CHUNK;
+    use crate::protocol::ready::{self, Swept};
+    use crate::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+    /// A queue of 65,536 groups (a table of 131,072 entries) on the test clock, with a message
+    /// received (in flight for 10 s) in each of `groups` groups.
+    fn in_flight(groups: usize) -> Queue {
+        let cfg = QueueConfig::new()
+            .deduplication(Deduplication::Off)
+            .max_groups(65_536)
+            .test_clock(true);
+        let q = Queue::create_anonymous(&cfg).unwrap();
+        for g in 0..groups {
+            q.send(&SendMessage::new(&format!("g{g}"), "m")).unwrap();
+        }
+        let o = ReceiveOptions::max(10)
+            .wait(Duration::ZERO)
+            .visibility_timeout(Duration::from_secs(10));
+        let mut got = 0;
+        while got < groups {
+            let n = q.receive(&o).unwrap().len();
+            assert!(n > 0, "every message is received once");
+            got += n;
+        }
+        q
+    }
+
+    fn sweep_due(q: &Queue, periodic: bool) -> Swept {
+        let inner = &*q.inner;
+        ready::sweep_due(q.arena(), &Op::new(inner), inner.me, periodic).unwrap()
+    }
+
+    fn redelivered(q: &Queue) -> usize {
+        let o = ReceiveOptions::max(10).wait(Duration::ZERO);
+        let mut n = 0;
+        loop {
+            let got = q.receive(&o).unwrap();
+            if got.is_empty() {
+                return n;
+            }
+            assert!(got.iter().all(|m| m.receive_count == 2), "{got:?}");
+            n += got.len();
+        }
+    }
+
+    /// V3 (issue 14): when visibility timeouts end, the sweep finds the groups concerned on the
+    /// expiry wheel, looking at those groups only (the whole table is 131,072 entries), hints
+    /// each, and every message is received again.
+    #[test]
+    fn v3_an_expiry_visits_the_expired_groups_not_the_table() {
+        let q = in_flight(5);
+        q.advance_clock(Duration::from_secs(11)).unwrap();
+        let s = sweep_due(&q, false);
+        assert_eq!(s.pushed, 5);
+        assert!(s.visited >= 5 && s.visited <= 10, "{s:?}");
+        assert_eq!(redelivered(&q), 5);
+    }
+
+    /// V3 with deadlines left off the wheel (a receiver stopped or killed between publishing
+    /// its deadline and filing it; here the wheel is wiped): the periodic sweeps, a bounded
+    /// chunk of the table each, find every locked group within one turn of the table and file
+    /// it again, so that the expiry sweep finds them all when their timeouts end.
+    #[test]
+    fn v3_periodic_chunks_file_what_the_wheel_lost() {
+        let q = in_flight(40);
+        for w in q.arena().timers {
+            w.store(0, crate::sync::Ordering::Relaxed);
+        }
+        let table = q.arena().groups.len() as u64;
+        for _ in 0..table.div_ceil(SWEEP_CHUNK) {
+            let s = sweep_due(&q, true);
+            assert!(s.visited as u64 <= SWEEP_CHUNK, "bounded: {s:?}");
+            assert_eq!(s.pushed, 0, "still in flight");
+        }
+        q.advance_clock(Duration::from_secs(11)).unwrap();
+        let s = sweep_due(&q, false);
+        assert_eq!(s.pushed, 40, "every group filed again: {s:?}");
+        assert!(s.visited <= 80, "{s:?}");
+        assert_eq!(redelivered(&q), 40);
+    }
+}

@@ -183,6 +183,9 @@ pub fn change_visibility(
                 let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
                 hint_if_ready(a, env, me, g, a.group(g)?)?;
             } else {
+                // SYNC POINT(expiry-wheel): filed after the SeqCst CAS above.
+                let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+                super::timers::file(a, g, deadline)?;
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
             }
             return Ok(());

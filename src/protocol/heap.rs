@@ -13,6 +13,7 @@ pub struct HeapArena {
     parts: Box<[Participant]>,
     groups: Box<[GroupEntry]>,
     ready: Box<[AtomicU64]>,
+    timers: Box<[AtomicU64]>,
     headers: Vec<Box<[MsgHeader]>>,
     payload: Vec<Box<[UnsafeCell<u8>]>>,
     caps: Vec<u32>,
@@ -55,6 +56,9 @@ impl HeapArena {
             parts,
             groups: boxed(g.group_slots as usize),
             ready: boxed(g.ready_slots as usize),
+            timers: boxed(
+                crate::layout::WHEEL_BUCKETS * (1 + crate::layout::wheel_words(g.group_slots)),
+            ),
             headers: g.classes.iter().map(|&(_, n)| boxed(n as usize)).collect(),
             payload: g
                 .classes
@@ -89,6 +93,7 @@ impl HeapArena {
             parts: &self.parts,
             groups: &self.groups,
             ready: &self.ready,
+            timers: &self.timers,
             classes,
             nclasses: self.headers.len(),
             total: base,

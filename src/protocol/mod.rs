@@ -116,6 +116,7 @@ pub mod ring;
 pub mod send;
 pub mod settings;
 pub mod settle;
+pub mod timers;
 pub mod times;
 pub mod view;
 pub mod words;
@@ -175,6 +176,20 @@ pub enum Fault {
     Crashed,
 }
 
+/// Whether `f` is a loom model's participant stopping forever (it must keep its state, not
+/// carry on); never outside loom.
+pub(crate) fn stopped(f: Fault) -> bool {
+    #[cfg(shmfifo_loom)]
+    {
+        f == Fault::Crashed
+    }
+    #[cfg(not(shmfifo_loom))]
+    {
+        let _ = f;
+        false
+    }
+}
+
 /// Result type of the protocol layer.
 pub type PResult<T> = Result<T, Fault>;
 
@@ -210,6 +225,9 @@ pub struct Arena<'a> {
     pub groups: &'a [GroupEntry],
     /// Ready ring (length a power of two).
     pub ready: &'a [AtomicU64],
+    /// Expiry wheel (see [`timers`]): `WHEEL_BUCKETS` bucket minima, then the buckets'
+    /// bitmaps of `wheel_words(groups.len())` words each.
+    pub timers: &'a [AtomicU64],
     /// Size classes (only the first `nclasses` are meaningful).
     pub classes: [Option<Class<'a>>; crate::layout::MAX_CLASSES],
     /// Number of classes.

@@ -9,10 +9,11 @@ use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
 use super::ring::Ring;
+use super::timers;
 use super::times::{Standing, Times};
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::{counter, GroupEntry};
+use crate::layout::{counter, GroupEntry, SWEEP_CHUNK};
 use crate::sync::Ordering;
 
 /// A receiver that finds no hint sweeps at least this often, re-deriving lost hints.
@@ -380,41 +381,139 @@ fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64) -> PResult
     {
         return Ok(false);
     }
-    // Only expiries are due: hint just the groups whose visibility ended. Periodically, or when
-    // asked (`next_expiry == 0`), re-derive every hint (lost by a participant that died).
-    let full = ne == 0 || now >= ls.saturating_add(period);
-    sweep_with(a, env, me, full)?;
+    // Only expiries are due: drain the wheel's due buckets. Periodically, also look at the
+    // next chunk of the group table (re-deriving hints lost by a participant that died or
+    // stopped, and arming deadlines left off the wheel); when asked (`next_expiry == 0`), at
+    // the whole table.
+    let scope = if ne == 0 {
+        Scope::Table
+    } else if now >= ls.saturating_add(period) {
+        Scope::Chunk
+    } else {
+        Scope::Expiries
+    };
+    sweep_with(a, env, me, scope)?;
     Ok(true)
 }
 
-/// Re-derives ready hints for every group, repairs dead claims and inserts, retires empty
-/// groups and recomputes the next visibility deadline. O(group table); runs only when a
-/// receiver is idle. Returns the number of hints pushed.
-pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<usize> {
-    sweep_with(a, env, me, true)
+/// What a sweep looks at besides the wheel's due buckets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    /// Nothing else: the groups filed at expired deadlines.
+    Expiries,
+    /// The next [`SWEEP_CHUNK`] entries of the group table (all of a smaller table).
+    Chunk,
+    /// The whole group table.
+    Table,
 }
 
-/// A sweep; `full` also hints ready groups whose head was never received (normally hinted by
-/// their producer). Groups ready by visibility expiry are hinted in deadline order (R6).
-fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, full: bool) -> PResult<usize> {
+/// What a sweep did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Ready hints pushed.
+    pub pushed: usize,
+    /// Groups looked at (on the wheel and in the table).
+    pub visited: usize,
+}
+
+/// Re-derives ready hints for every group, repairs dead claims and inserts, retires empty
+/// groups, files every locked group on the expiry wheel and recomputes the next visibility
+/// deadline. O(group table): run by recovery and when asked (`next_expiry == 0`); the sweeps
+/// of idle receivers drain the wheel and look at one chunk of the table at a time.
+pub fn sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<usize> {
+    Ok(sweep_with(a, env, me, Scope::Table)?.pushed)
+}
+
+/// The sweep of an idle receiver that found a deadline passed (or its period over), as
+/// [`maybe_sweep`] runs it when due: the wheel's due buckets, then, when `periodic`, the
+/// next chunk of the group table. For tests and models that count its work.
+#[cfg(any(test, feature = "loom"))]
+pub fn sweep_due(a: &Arena<'_>, env: &dyn Env, me: Owner, periodic: bool) -> PResult<Swept> {
+    let scope = if periodic {
+        Scope::Chunk
+    } else {
+        Scope::Expiries
+    };
+    sweep_with(a, env, me, scope)
+}
+
+/// A sweep: drains the expiry wheel's due buckets, then looks at the table `scope` names
+/// (hinting there also ready groups whose head was never received, normally hinted by their
+/// producer). Groups ready by visibility expiry are hinted in deadline order (R6).
+fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<Swept> {
     // Swap (an RMW) then fetch_min: a receiver's fetch_min before the swap is acquired by it,
-    // so the scan below sees that receiver's in-flight message; later ones are kept. SYNC
-    // POINT(expiry-publish): SeqCst swap and fence before the scan, against a receiver's
-    // SeqCst deadline CAS then SeqCst load of `next_expiry` (which skips its fetch_min when an
-    // earlier deadline is pending): either it sees our reset or our scan sees its deadline.
+    // so the wheel (or the table) read below holds that receiver's deadline; later ones are
+    // kept. SYNC POINT(expiry-publish): SeqCst swap and fence before the reads, against a
+    // receiver's SeqCst deadline CAS, arming, then SeqCst load of `next_expiry` (which skips
+    // its fetch_min when an earlier deadline is pending): either it sees our reset or we see
+    // its deadline (on the wheel: SYNC POINT(expiry-wheel)).
     a.hdr.next_expiry.0.swap(u64::MAX, Ordering::SeqCst);
     crate::sync::fence(Ordering::SeqCst);
+    let now = env.now_ms();
+    let full = scope != Scope::Expiries;
     let mut min = u64::MAX;
-    let mut pushed = 0;
+    let mut out = Swept::default();
     let mut expired: Vec<(u64, u32)> = Vec::new();
-    for (g, e) in a.groups.iter().enumerate() {
-        let g = g as u32;
+    // One group: hinted if its deadline passed, its deadline returned if it is still locked.
+    let mut look = |g: u32, min: &mut u64| -> Option<u64> {
+        let Ok(e) = a.group(g) else { return None };
         // A corrupted group is skipped: it must not stop the sweep for every other group.
-        match sweep_group(a, env, me, g, e, full, &mut min) {
-            Ok(Some(d)) => expired.push((d, g)),
-            Ok(None) => {}
-            Err(_) => min = min.min(env.now_ms().saturating_add(SWEEP_PERIOD_MS)),
+        match sweep_group(a, env, me, g, e, full) {
+            Ok(Found::Ready(d)) => {
+                expired.push((d, g));
+                None
+            }
+            Ok(Found::Locked(d)) => Some(d),
+            Ok(Found::Nothing) => None,
+            Err(_) => {
+                *min = (*min).min(now.saturating_add(SWEEP_PERIOD_MS));
+                None
+            }
         }
+    };
+    for b in 0..crate::layout::WHEEL_BUCKETS {
+        if timers::bucket_min(a, b) <= now {
+            let mut m = u64::MAX;
+            match timers::drain(a, b, &mut |g| look(g, &mut m)) {
+                Ok(n) => out.visited += n,
+                // A stopped participant (loom) keeps its state; a corrupted wheel is the
+                // periodic sweep's to mend.
+                Err(f) if super::stopped(f) => return Err(f),
+                Err(_) => min = min.min(now.saturating_add(SWEEP_PERIOD_MS)),
+            }
+            min = min.min(m);
+        }
+    }
+    let n = a.groups.len() as u64;
+    let (start, len) = match scope {
+        Scope::Expiries => (0, 0),
+        Scope::Table => (0, n),
+        Scope::Chunk if n <= SWEEP_CHUNK => (0, n),
+        // Relaxed: a position only; consecutive periodic sweeps take consecutive chunks
+        // (`n` is a power of two, so the wrapping sum stays in step modulo it).
+        Scope::Chunk => (
+            a.hdr
+                .sweep_cursor
+                .0
+                .fetch_add(SWEEP_CHUNK, Ordering::Relaxed)
+                % n,
+            SWEEP_CHUNK,
+        ),
+    };
+    for i in 0..len {
+        let g = ((start + i) % n) as u32;
+        out.visited += 1;
+        let mut m = u64::MAX;
+        if let Some(d) = look(g, &mut m) {
+            // Locked: on the wheel (again, if whoever set its deadline stopped before).
+            if let Err(f) = timers::arm(a, g, d) {
+                if super::stopped(f) {
+                    return Err(f);
+                }
+                min = min.min(d);
+            }
+        }
+        min = min.min(m);
     }
     // Ready order (R6): by the moment each head became visible again.
     expired.sort_unstable();
@@ -427,23 +526,39 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, full: bool) -> PResult<us
             continue; // already queued
         }
         if ring(a).push(g) {
-            pushed += 1;
+            out.pushed += 1;
         } else {
             e.hint.store(0, Ordering::Release);
             // Full (or corrupted): the rest would fail too, each after a bounded spin. The
             // next sweep finds them again.
-            min = min.min(env.now_ms().saturating_add(1));
+            min = min.min(now.saturating_add(1));
             break;
         }
     }
-    a.hdr.next_expiry.0.fetch_min(min, Ordering::AcqRel);
-    if pushed > 0 {
+    // The next deadline: the wheel's earliest (after our re-arming), or sooner where a
+    // group could not be looked at.
+    a.hdr
+        .next_expiry
+        .0
+        .fetch_min(min.min(timers::earliest(a)), Ordering::AcqRel);
+    if out.pushed > 0 {
         notify(a, env, me);
     }
-    Ok(pushed)
+    Ok(out)
 }
 
-/// One group of a sweep. Returns the group's ready time if it should be hinted.
+/// What a sweep found in one group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Ready since this time (0: never received): hint it.
+    Ready(u64),
+    /// Its head is locked until this deadline.
+    Locked(u64),
+    /// Nothing to do.
+    Nothing,
+}
+
+/// One group of a sweep: whether to hint it, or until when it is locked.
 fn sweep_group(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -451,17 +566,16 @@ fn sweep_group(
     g: u32,
     e: &GroupEntry,
     full: bool,
-    min: &mut u64,
-) -> PResult<Option<u64>> {
+) -> PResult<Found> {
     // Acquire: SYNC POINT(group-publish).
     let st = e.state.load(Ordering::Acquire);
     match gstate::kind(st) {
         gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
             group::tombstone(a, e, st);
-            return Ok(None);
+            return Ok(Found::Nothing);
         }
         gstate::ACTIVE => {}
-        _ => return Ok(None),
+        _ => return Ok(Found::Nothing),
     }
     let ginc = gstate::ginc(st);
     // Acquire: SYNC POINT(claim).
@@ -472,10 +586,10 @@ fn sweep_group(
     let status = status(a, env, e)?;
     if held {
         // A live holder re-checks readiness when it releases; keep its lock deadline.
-        if let Status::Locked(d) = status {
-            *min = (*min).min(d);
-        }
-        return Ok(None);
+        return Ok(match status {
+            Status::Locked(d) => Found::Locked(d),
+            _ => Found::Nothing,
+        });
     }
     if c != 0 || status == Status::Empty || status == Status::Expired {
         // Dead (or stale) holder, or an empty group nobody will touch: take the claim over,
@@ -486,13 +600,13 @@ fn sweep_group(
                 if status == Status::Expired {
                     or_release(e, cw, trim_expired(a, env, me, e))?;
                     if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Retired {
-                        return Ok(None);
+                        return Ok(Found::Nothing);
                     }
                 }
                 or_release(e, cw, release(a, env, me, cw, g))?;
             }
         }
-        return Ok(None);
+        return Ok(Found::Nothing);
     }
     match status {
         Status::Deliverable => {
@@ -501,13 +615,14 @@ fn sweep_group(
             // (L1): that hint was consumed while it was, so a sweep hints it now.
             // Relaxed: a live setting.
             let delayed_queue = a.hdr.delay_ms.load(Ordering::Relaxed) > 0;
-            Ok((d > 0 || full || delayed_queue).then_some(d))
+            Ok(if d > 0 || full || delayed_queue {
+                Found::Ready(d)
+            } else {
+                Found::Nothing
+            })
         }
-        Status::Locked(d) => {
-            *min = (*min).min(d);
-            Ok(None)
-        }
-        Status::Pending | Status::Empty | Status::Expired => Ok(None),
+        Status::Locked(d) => Ok(Found::Locked(d)),
+        Status::Pending | Status::Empty | Status::Expired => Ok(Found::Nothing),
     }
 }
 

@@ -11,6 +11,7 @@ use super::ready::{
 };
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::settle::{settle_known, Link, Then};
+use super::timers;
 use super::times::{Standing, Times};
 use super::words::{self, unpack_group_epoch0};
 use super::Owner;
@@ -316,11 +317,12 @@ pub fn replay(
                 Ordering::Relaxed,
             );
         }
-        // AcqRel: as a visibility change (Acquire orders the payload reads below after the
-        // producer's writes; Release publishes the new deadline).
+        // SeqCst: as a visibility change (Acquire orders the payload reads below after the
+        // producer's writes; Release publishes the new deadline; SYNC POINT(expiry-wheel)
+        // orders it before the arming below).
         let ok = unchanged(m, r, w)
             && m.vis
-                .compare_exchange(w, new, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(w, new, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok();
         if ok {
             // Relaxed: read under the claim, after the Acquire CAS.
@@ -346,6 +348,7 @@ pub fn replay(
                 return Ok(false);
             }
             if vt_ms > 0 {
+                or_release(e, cw, timers::file(a, g, deadline))?;
                 // AcqRel: as in `take`.
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
             }
@@ -447,6 +450,9 @@ fn take(
                         // The group is locked from here on (R3). Retention may end before the
                         // visibility timeout: wake a sweep for it.
                         if t.expiry(sent) < d {
+                            // On the wheel at that time too (SYNC POINT(expiry-wheel): after
+                            // the SeqCst CAS that published `d`).
+                            timers::file(a, g, t.expiry(sent))?;
                             // AcqRel: as the deadline's fetch_min below.
                             a.hdr
                                 .next_expiry
@@ -457,7 +463,9 @@ fn take(
                     }
                     Standing::Delayed => {
                         // L1, R4: delayed messages are at the tail and lock nothing; a sweep
-                        // hints the group when the delay ends.
+                        // hints the group when the delay ends: filed on the wheel then
+                        // (SYNC POINT(expiry-wheel): after the load that found it published).
+                        timers::file(a, g, sent.saturating_add(t.delay))?;
                         // AcqRel: as the deadline's fetch_min below.
                         a.hdr
                             .next_expiry
@@ -573,6 +581,11 @@ fn take(
     // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
     // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
     // due at the earlier deadline we saw, scans after our CASes.
+    // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the SeqCst
+    // CASes that published it (one arming for every message taken: they share the deadline).
+    if taken > 0 && vt_ms > 0 {
+        timers::file(a, g, deadline)?;
+    }
     if taken > 0
         && vt_ms > 0
         && deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0)

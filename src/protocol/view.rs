@@ -11,8 +11,8 @@ use crate::config::{
     MAX_DEDUP_INTERVAL, MAX_GROUPS, MAX_PARTICIPANTS, MAX_SLOTS,
 };
 use crate::layout::{
-    AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, LAYOUT_VERSION,
-    MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY,
+    wheel_words, AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant,
+    LAYOUT_VERSION, MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -207,12 +207,17 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
     // for tables, 64 B for headers) and inside `o.total`, at most the mapped length; the
     // element types are atomics, valid for any bit pattern; the mapping outlives `'a`.
     // SAFETY: as just said, for each region below.
-    let (hdr, parts, groups, ready, dedup, dedup_keys, attempts) = unsafe {
+    let (hdr, parts, groups, ready, timers, dedup, dedup_keys, attempts) = unsafe {
         (
             &*(base as *const Header),
             region::<Participant>(base, o.participants, g.participants as usize),
             region::<GroupEntry>(base, o.groups, g.group_slots as usize),
             region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
+            region::<AtomicU64>(
+                base,
+                o.timers,
+                WHEEL_BUCKETS * (1 + wheel_words(g.group_slots)),
+            ),
             region::<DedupEntry>(base, o.dedup, g.dedup_slots as usize),
             region::<AtomicU64>(
                 base,
@@ -242,6 +247,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
         parts,
         groups,
         ready,
+        timers,
         classes,
         nclasses: g.classes.len(),
         total: first,

@@ -1,0 +1,230 @@
+//! The expiry wheel (layout 12, issue 14): the groups whose head is locked until a deadline (a
+//! visibility timeout, or the queue delay of a never-received head), filed by that deadline,
+//! so that a sweep due at an expiry visits the groups filed near it, not the whole group table.
+//!
+//! **Layout.** `timers[0..WHEEL_BUCKETS]` are the buckets' earliest deadlines, stored
+//! inverted (`!d`: the zeroed region of a new arena reads "none", and lowering is a
+//! `fetch_max`). Bucket `b`'s bitmap follows: `W = wheel_words(group slots)` words from
+//! `WHEEL_BUCKETS + b × W`, bit `g` for group slot `g`. A deadline `d` falls in bucket
+//! `(d >> WHEEL_SHIFT) % WHEEL_BUCKETS`: a bucket holds deadlines 1,024 ms wide, and the wheel
+//! turns in about 65 s, so a bucket may also hold deadlines one or more turns ahead.
+//!
+//! **Protocol** (SYNC POINT(expiry-wheel)).
+//! * *Arming.* Whoever publishes a deadline `d` on group `g`'s head (a receive, a replayed
+//!   receive, a visibility change) or finds its head delayed until `d` arms it after the
+//!   SeqCst CAS that published it: a SeqCst load of `g`'s bit in bucket `b(d)` and a
+//!   `fetch_or` if it is clear, then the bucket's minimum lowered to `d` if it is later.
+//! * *Draining.* A sweeper drains a bucket whose minimum has passed: it resets the minimum
+//!   (SeqCst swap), then, for each set bit, clears the bit (SeqCst `fetch_and`) and only then
+//!   reads the group's status (SeqCst loads): a group still locked is armed again, one whose
+//!   deadline passed is hinted, any other stays off the wheel.
+//! * Either the arming load follows the clear in the SeqCst order (it sees the bit clear and
+//!   sets it), or the clear follows the load, and then the sweeper's status read, later still,
+//!   sees the published deadline and arms it again. So every published deadline has its bit and
+//!   its bucket's minimum set, or a participant between those steps will set them
+//!   (loom: `loom-tests/tests/timers.rs`).
+//! * A participant that stops or dies between publishing a deadline and arming it, or a sweeper
+//!   that stops mid-drain, leaves deadlines off the wheel: the periodic sweep, which looks at
+//!   every group in turn (`SWEEP_CHUNK` entries per sweep), arms them again, as it re-derives
+//!   every other lost hint.
+//!
+//! Bits may be stale (the message was deleted since): they cost one visit and are cleared when
+//! their bucket is next drained. The wheel is a hint like the ready ring: a hostile peer that
+//! scribbles over it delays expiries until the periodic sweep, and every index is checked.
+
+use super::{Arena, Fault, PResult};
+use crate::layout::{wheel_words, WHEEL_BUCKETS, WHEEL_SHIFT};
+use crate::sync::{AtomicU64, Ordering};
+
+/// The wheel bucket of deadline `d` (ms).
+pub fn bucket(d: u64) -> usize {
+    ((d >> WHEEL_SHIFT) % WHEEL_BUCKETS as u64) as usize
+}
+
+/// Bucket `b`'s minimum word (inverted).
+fn min_word<'a>(a: &Arena<'a>, b: usize) -> PResult<&'a AtomicU64> {
+    a.timers
+        .get(b)
+        .filter(|_| b < WHEEL_BUCKETS)
+        .ok_or(Fault::Corrupted("wheel bucket out of range"))
+}
+
+/// The word holding group `g`'s bit in bucket `b`, and the bit.
+fn bit<'a>(a: &Arena<'a>, b: usize, g: u32) -> PResult<(&'a AtomicU64, u64)> {
+    let w = wheel_words(a.groups.len() as u32);
+    let g = g as usize;
+    if b >= WHEEL_BUCKETS || g >= a.groups.len() {
+        return Err(Fault::Corrupted("wheel index out of range"));
+    }
+    a.timers
+        .get(WHEEL_BUCKETS + b * w + g / 64)
+        .map(|word| (word, 1u64 << (g % 64)))
+        .ok_or(Fault::Corrupted("wheel index out of range"))
+}
+
+/// Files group `g`, whose head is locked until `d`, on the wheel. Called after the SeqCst CAS
+/// that published `d` (or, for a delayed head, after the SeqCst load that found it).
+pub fn arm(a: &Arena<'_>, g: u32, d: u64) -> PResult<()> {
+    let b = bucket(d);
+    let (word, m) = bit(a, b, g)?;
+    // SYNC POINT(expiry-wheel): a SeqCst load after our SeqCst publication of `d`, against a
+    // sweeper's SeqCst clear of the bit then SeqCst status loads. A set bit is left alone, so
+    // a group re-armed in the same bucket costs no write (and its line stays shared).
+    if crate::sync::load_after_seqcst_rmw_u64(word) & m == 0 {
+        // SeqCst: the other side of the same point (a later drain's clear is ordered after).
+        word.fetch_or(m, Ordering::SeqCst);
+    }
+    crash_point!();
+    lower(a, b, d)
+}
+
+/// [`arm`] where the deadline is already published: a wheel that cannot take it (only a
+/// corrupted geometry) leaves it to the periodic sweep, which arms every locked group it
+/// looks at. Returns an error only for a loom model's stop.
+pub fn file(a: &Arena<'_>, g: u32, d: u64) -> PResult<()> {
+    match arm(a, g, d) {
+        Err(f) if super::stopped(f) => Err(f),
+        _ => Ok(()),
+    }
+}
+
+/// Lowers bucket `b`'s minimum to `d` if it is later.
+fn lower(a: &Arena<'_>, b: usize, d: u64) -> PResult<()> {
+    let w = min_word(a, b)?;
+    // SeqCst load: after our bit's SeqCst RMW or load, against the drain's SeqCst reset of the
+    // minimum: either we read the reset (and lower it) or the drain, which resets before it
+    // reads the bits, finds our bit and arms the group again. A minimum already at or before
+    // `d` is left alone (an earlier deadline is pending: the line stays shared).
+    if d < !crate::sync::load_after_seqcst_rmw_u64(w) {
+        // AcqRel: composes with concurrent lowerings and a drain's reset.
+        w.fetch_max(!d, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// Bucket `b`'s earliest deadline (`u64::MAX`: none).
+pub fn bucket_min(a: &Arena<'_>, b: usize) -> u64 {
+    // Acquire: pairs with the AcqRel lowerings.
+    min_word(a, b).map_or(u64::MAX, |w| !w.load(Ordering::Acquire))
+}
+
+/// The earliest deadline on the wheel (`u64::MAX`: none).
+pub fn earliest(a: &Arena<'_>) -> u64 {
+    (0..WHEEL_BUCKETS)
+        .map(|b| bucket_min(a, b))
+        .min()
+        .unwrap_or(u64::MAX)
+}
+
+/// Drains bucket `b`: resets its minimum, then for each group filed in it clears its bit and
+/// calls `visit(g)`, which returns the group's deadline if its head is still locked (it is
+/// armed again). Returns the number of groups visited.
+pub fn drain(a: &Arena<'_>, b: usize, visit: &mut dyn FnMut(u32) -> Option<u64>) -> PResult<usize> {
+    // SYNC POINT(expiry-wheel): SeqCst reset, before the bits are read (see `lower`).
+    min_word(a, b)?.swap(0, Ordering::SeqCst);
+    crate::sync::fence(Ordering::SeqCst);
+    let w = wheel_words(a.groups.len() as u32);
+    let mut visited = 0;
+    for k in 0..w {
+        let Some(word) = a.timers.get(WHEEL_BUCKETS + b * w + k) else {
+            return Err(Fault::Corrupted("wheel index out of range"));
+        };
+        // Acquire: the bits set by arming participants (each re-checked below).
+        let mut bits = word.load(Ordering::Acquire);
+        while bits != 0 {
+            let j = bits.trailing_zeros();
+            bits &= bits - 1;
+            let g = k * 64 + j as usize;
+            if g >= a.groups.len() {
+                break; // a bit past the table (scribbled): ignored
+            }
+            // SYNC POINT(expiry-wheel): clear first, then look (SeqCst, see `arm`).
+            word.fetch_and(!(1u64 << j), Ordering::SeqCst);
+            crash_point!();
+            visited += 1;
+            if let Some(d) = visit(g as u32) {
+                arm(a, g as u32, d)?;
+            }
+        }
+    }
+    Ok(visited)
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+    use crate::layout::Geometry;
+    use crate::protocol::heap::HeapArena;
+
+    fn wheel(groups: u32) -> HeapArena {
+        HeapArena::new(&Geometry {
+            participants: 1,
+            max_groups: groups / 2,
+            group_slots: groups,
+            ready_slots: groups,
+            classes: vec![(16, 4)],
+            dedup_slots: 0,
+            dedup_key_words: 16,
+            attempt_slots: 0,
+        })
+    }
+
+    /// Arming files a group in its deadline's bucket and lowers that bucket's minimum only;
+    /// a drain visits exactly the groups filed there, re-arms those it is told are still
+    /// locked and leaves the rest off the wheel.
+    #[test]
+    fn arm_and_drain_visit_exactly_the_filed_groups() {
+        let h = wheel(256);
+        let a = h.arena();
+        assert_eq!(earliest(&a), u64::MAX, "a zeroed wheel is empty");
+        arm(&a, 3, 5_120).unwrap();
+        arm(&a, 200, 5_500).unwrap();
+        arm(&a, 7, 6_144).unwrap(); // the next bucket
+        arm(&a, 9, 5_120 + 64 * 1024).unwrap(); // one turn ahead: same bucket as 5,000
+        let b = bucket(5_120);
+        assert_eq!(bucket(5_500), b);
+        assert_eq!(bucket_min(&a, b), 5_120);
+        assert_eq!(bucket_min(&a, bucket(6_144)), 6_144);
+        assert_eq!(earliest(&a), 5_120);
+        let mut seen = Vec::new();
+        let n = drain(&a, b, &mut |g| {
+            seen.push(g);
+            // Group 9 is still locked a turn ahead; the others expired.
+            (g == 9).then_some(5_120 + 64 * 1024)
+        })
+        .unwrap();
+        seen.sort_unstable();
+        assert_eq!((n, seen), (3, vec![3, 9, 200]));
+        assert_eq!(bucket_min(&a, b), 5_120 + 64 * 1024, "re-armed");
+        let mut again = Vec::new();
+        drain(&a, b, &mut |g| {
+            again.push(g);
+            None
+        })
+        .unwrap();
+        assert_eq!(again, vec![9], "only the re-armed group is left");
+        assert_eq!(bucket_min(&a, b), u64::MAX);
+        assert_eq!(earliest(&a), 6_144);
+    }
+
+    /// Indices from shared memory are checked: a group past the table is refused, and a bit
+    /// scribbled past the table is ignored by a drain.
+    #[test]
+    fn out_of_range_is_refused_not_followed() {
+        let h = wheel(16);
+        let a = h.arena();
+        assert!(arm(&a, 16, 1).is_err());
+        let (word, _) = bit(&a, 0, 0).unwrap();
+        word.store(u64::MAX, Ordering::Relaxed); // bits 16..64 lie past the table
+        let mut n = 0;
+        assert_eq!(
+            drain(&a, 0, &mut |_| {
+                n += 1;
+                None
+            })
+            .unwrap(),
+            16
+        );
+        assert_eq!(n, 16);
+    }
+}
