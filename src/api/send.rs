@@ -185,7 +185,7 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send_timeout(&self, msg: &SendMessage<'_>, timeout: Duration) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or(Error::MissingParameter {
+        let group_id = msg.group_id.ok_or_else(|| Error::MissingParameter {
             parameter: "MessageGroupId",
         })?;
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
@@ -424,7 +424,7 @@ impl Queue {
             .caps
             .iter()
             .position(|&(cap, _)| cap as usize >= stored)
-            .ok_or(Error::Corrupted {
+            .ok_or_else(|| Error::Corrupted {
                 what: "no size class fits a valid message",
             })?;
         Ok(Outgoing {
@@ -467,7 +467,7 @@ impl Queue {
         class: usize,
         msg: &SendMessage<'_>,
     ) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or(Error::MissingParameter {
+        let group_id = msg.group_id.ok_or_else(|| Error::MissingParameter {
             parameter: "MessageGroupId",
         })?;
         // The body was checked as text where it lies (`Loan::send_with`).
