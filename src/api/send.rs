@@ -185,9 +185,11 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send_timeout(&self, msg: &SendMessage<'_>, timeout: Duration) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or_else(|| Error::MissingParameter {
-            parameter: "MessageGroupId",
-        })?;
+        let Some(group_id) = msg.group_id else {
+            return Err(Error::MissingParameter {
+                parameter: "MessageGroupId",
+            });
+        };
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         // A timeout under a millisecond still waits (for one): it asked to wait.
         let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
@@ -420,13 +422,15 @@ impl Queue {
         let inner = &*self.inner;
         let (source, dedup) = (parts[1], parts[2]);
         let stored = source.len() + dedup.len() + attr_len + body_len;
-        let class = inner
+        let Some(class) = inner
             .caps
             .iter()
             .position(|&(cap, _)| cap as usize >= stored)
-            .ok_or_else(|| Error::Corrupted {
+        else {
+            return Err(Error::Corrupted {
                 what: "no size class fits a valid message",
-            })?;
+            });
+        };
         Ok(Outgoing {
             class,
             cursor: next_cursor(&inner.cursor),
@@ -467,9 +471,11 @@ impl Queue {
         class: usize,
         msg: &SendMessage<'_>,
     ) -> Result<SendResult> {
-        let group_id = msg.group_id.ok_or_else(|| Error::MissingParameter {
-            parameter: "MessageGroupId",
-        })?;
+        let Some(group_id) = msg.group_id else {
+            return Err(Error::MissingParameter {
+                parameter: "MessageGroupId",
+            });
+        };
         // The body was checked as text where it lies (`Loan::send_with`).
         self.check_with(group_id, msg, false)?;
         let inner = &*self.inner;
