@@ -471,11 +471,13 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             }
         }
     };
+    // The due buckets, within one budget for the whole sweep (a bucket left over stays due).
     for b in 0..crate::layout::WHEEL_BUCKETS {
         if timers::bucket_min(a, b) <= now {
             let mut m = u64::MAX;
-            match timers::drain(a, b, &mut |g| look(g, &mut m)) {
-                Ok(n) => out.visited += n,
+            let left = timers::DRAIN_BUDGET.saturating_sub(out.visited);
+            match timers::drain(a, b, now, left, &mut |g| look(g, &mut m)) {
+                Ok(d) => out.visited += d.visited,
                 // A stopped participant (loom) keeps its state; a corrupted wheel is the
                 // periodic sweep's to mend.
                 Err(f) if super::stopped(f) => return Err(f),

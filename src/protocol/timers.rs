@@ -15,9 +15,10 @@
 //!   SeqCst CAS that published it: a SeqCst load of `g`'s bit in bucket `b(d)` and a
 //!   `fetch_or` if it is clear, then the bucket's minimum lowered to `d` if it is later.
 //! * *Draining.* A sweeper drains a bucket whose minimum has passed: it resets the minimum
-//!   (SeqCst swap), then, for each set bit, clears the bit (SeqCst `fetch_and`) and only then
-//!   reads the group's status (SeqCst loads): a group still locked is armed again, one whose
-//!   deadline passed is hinted, any other stays off the wheel.
+//!   (SeqCst swap), then, a bitmap word at a time, clears the word (SeqCst swap) and only then
+//!   reads the status of each group it held (SeqCst loads): a group still locked is armed
+//!   again, one whose deadline passed is hinted, any other stays off the wheel. A sweep looks
+//!   at [`DRAIN_BUDGET`] groups at most; a bucket left over stays due for the next sweep.
 //! * Either the arming load follows the clear in the SeqCst order (it sees the bit clear and
 //!   sets it), or the clear follows the load, and then the sweeper's status read, later still,
 //!   sees the published deadline and arms it again. So every published deadline has its bit and
@@ -116,10 +117,33 @@ pub fn earliest(a: &Arena<'_>) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// Drains bucket `b`: resets its minimum, then for each group filed in it clears its bit and
-/// calls `visit(g)`, which returns the group's deadline if its head is still locked (it is
-/// armed again). Returns the number of groups visited.
-pub fn drain(a: &Arena<'_>, b: usize, visit: &mut dyn FnMut(u32) -> Option<u64>) -> PResult<usize> {
+/// Groups the drains of one sweep look at, at most (rounded up to a whole bitmap word): due
+/// buckets holding more (stale bits of many groups received about a turn ago, on a busy queue
+/// with many groups) are drained over several sweeps, each of bounded work, instead of
+/// stalling one.
+pub const DRAIN_BUDGET: usize = 4_096;
+
+/// What a [`drain`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Groups looked at.
+    pub visited: usize,
+    /// Whether the bucket was drained to its end (otherwise it stays due: the next sweep
+    /// goes on).
+    pub complete: bool,
+}
+
+/// Drains bucket `b` at time `now`: resets its minimum, then, a bitmap word at a time, clears
+/// the word and calls `visit(g)` for each group it held, which returns the group's deadline if
+/// its head is still locked (it is armed again). Once `budget` groups were looked at it stops
+/// before the next word, and leaves the bucket due at `now` for the next sweep.
+pub fn drain(
+    a: &Arena<'_>,
+    b: usize,
+    now: u64,
+    budget: usize,
+    visit: &mut dyn FnMut(u32) -> Option<u64>,
+) -> PResult<Drained> {
     // SYNC POINT(expiry-wheel): SeqCst reset, before the bits are read (see `lower`).
     min_word(a, b)?.swap(0, Ordering::SeqCst);
     crate::sync::fence(Ordering::SeqCst);
@@ -129,25 +153,38 @@ pub fn drain(a: &Arena<'_>, b: usize, visit: &mut dyn FnMut(u32) -> Option<u64>)
         let Some(word) = a.timers.get(WHEEL_BUCKETS + b * w + k) else {
             return Err(Fault::Corrupted("wheel index out of range"));
         };
-        // Acquire: the bits set by arming participants (each re-checked below).
-        let mut bits = word.load(Ordering::Acquire);
+        // Relaxed: a filter only (the swap below reads the bits that count).
+        if word.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        if visited >= budget {
+            lower(a, b, now)?;
+            return Ok(Drained {
+                visited,
+                complete: false,
+            });
+        }
+        // SYNC POINT(expiry-wheel): clear the word first, then look at each of its groups
+        // (SeqCst, see `arm`): one RMW per word, not per group.
+        let mut bits = word.swap(0, Ordering::SeqCst);
+        crash_point!();
         while bits != 0 {
             let j = bits.trailing_zeros();
             bits &= bits - 1;
             let g = k * 64 + j as usize;
             if g >= a.groups.len() {
-                break; // a bit past the table (scribbled): ignored
+                break; // a bit past the table (scribbled): cleared, ignored
             }
-            // SYNC POINT(expiry-wheel): clear first, then look (SeqCst, see `arm`).
-            word.fetch_and(!(1u64 << j), Ordering::SeqCst);
-            crash_point!();
             visited += 1;
             if let Some(d) = visit(g as u32) {
                 arm(a, g as u32, d)?;
             }
         }
     }
-    Ok(visited)
+    Ok(Drained {
+        visited,
+        complete: true,
+    })
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]
@@ -187,17 +224,17 @@ mod tests {
         assert_eq!(bucket_min(&a, bucket(6_144)), 6_144);
         assert_eq!(earliest(&a), 5_120);
         let mut seen = Vec::new();
-        let n = drain(&a, b, &mut |g| {
+        let n = drain(&a, b, 5_120, DRAIN_BUDGET, &mut |g| {
             seen.push(g);
             // Group 9 is still locked a turn ahead; the others expired.
             (g == 9).then_some(5_120 + 64 * 1024)
         })
         .unwrap();
         seen.sort_unstable();
-        assert_eq!((n, seen), (3, vec![3, 9, 200]));
+        assert_eq!((n.visited, n.complete, seen), (3, true, vec![3, 9, 200]));
         assert_eq!(bucket_min(&a, b), 5_120 + 64 * 1024, "re-armed");
         let mut again = Vec::new();
-        drain(&a, b, &mut |g| {
+        drain(&a, b, 5_120, DRAIN_BUDGET, &mut |g| {
             again.push(g);
             None
         })
@@ -217,14 +254,47 @@ mod tests {
         let (word, _) = bit(&a, 0, 0).unwrap();
         word.store(u64::MAX, Ordering::Relaxed); // bits 16..64 lie past the table
         let mut n = 0;
+        let d = drain(&a, 0, 1, DRAIN_BUDGET, &mut |_| {
+            n += 1;
+            None
+        })
+        .unwrap();
+        assert_eq!((d.visited, n), (16, 16));
         assert_eq!(
-            drain(&a, 0, &mut |_| {
-                n += 1;
+            word.load(Ordering::Relaxed),
+            0,
+            "cleared, bits past the table too"
+        );
+    }
+
+    /// A bucket holding more groups than the budget is drained over several calls, each
+    /// visiting at most the budget (rounded up to a word) and leaving the bucket due at the
+    /// time given, until every group was visited once.
+    #[test]
+    fn a_crowded_bucket_drains_in_bounded_steps() {
+        let h = wheel(16_384);
+        let a = h.arena();
+        for g in 0..10_000 {
+            arm(&a, g, 70_000).unwrap();
+        }
+        let b = bucket(70_000);
+        let mut seen = vec![0u32; 10_000];
+        let mut calls = 0;
+        loop {
+            let d = drain(&a, b, 70_500, DRAIN_BUDGET, &mut |g| {
+                seen[g as usize] += 1;
                 None
             })
-            .unwrap(),
-            16
-        );
-        assert_eq!(n, 16);
+            .unwrap();
+            calls += 1;
+            assert!(d.visited <= DRAIN_BUDGET + 63, "{d:?}");
+            if d.complete {
+                break;
+            }
+            assert_eq!(bucket_min(&a, b), 70_500, "left due");
+        }
+        assert_eq!(calls, 10_000usize.div_ceil(DRAIN_BUDGET));
+        assert!(seen.iter().all(|&n| n == 1), "each group once");
+        assert_eq!(bucket_min(&a, b), u64::MAX);
     }
 }

@@ -6,8 +6,11 @@
 //! one message sent to each of N groups and received with a one-hour visibility timeout, so
 //! that every group is locked. Then, for 3 s, an idle receiver polls every millisecond (each
 //! empty receive may run the periodic sweep): the slowest poll and the time spent in polls
-//! over 100 µs. Last, 10 more groups get messages received with a 1 ms timeout; once it ended,
-//! the time of the one receive that finds and takes them again.
+//! over 100 µs. Then 10 more groups get messages received with a 1 ms timeout; once it ended,
+//! the time of the one receive that finds and takes them again. Last, on a fresh queue, N
+//! groups each get a message received with a 2 s timeout and deleted at once (a busy queue's
+//! wheel: every group filed, every filing stale); once the timeouts would have ended, the
+//! slowest of the polls that sweep the stale filings away.
 //!
 //! ```text
 //! cargo run --release -p shmfifo-benches --bin shmfifo-sweeps -- 4096 100000 1000000
@@ -26,21 +29,24 @@ fn main() {
         eprintln!("usage: shmfifo-sweeps GROUPS...   (e.g. 4096 100000 1000000)");
         std::process::exit(2);
     }
-    println!("| groups locked | idle polls | slowest idle poll | time in polls > 100 µs | receive that finds 10 expiries |");
-    println!("|---|---|---|---|---|");
+    println!("| groups | idle polls | slowest idle poll | time in polls > 100 µs | receive that finds 10 expiries | slowest poll sweeping N stale filings |");
+    println!("|---|---|---|---|---|---|");
     for n in counts {
         run(n);
     }
 }
 
-fn run(n: u32) {
+fn config(n: u32) -> QueueConfig {
     let limit = QueueConfig::new().stored_size_limit();
-    let cfg = QueueConfig::new()
+    QueueConfig::new()
         .deduplication(Deduplication::Off)
         .max_groups(n + 16)
         .max_in_flight(2 * n + 8_192)
-        .size_classes(vec![(192, 2 * n + 4_096), (limit, 4)]);
-    let q = Queue::create_anonymous(&cfg).expect("create");
+        .size_classes(vec![(192, 2 * n + 4_096), (limit, 4)])
+}
+
+fn run(n: u32) {
+    let q = Queue::create_anonymous(&config(n)).expect("create");
     for g in 0..n {
         q.send(&SendMessage::new(&format!("g{g}"), "x"))
             .expect("send");
@@ -81,5 +87,45 @@ fn run(n: u32) {
     let again = q.receive_into(&hour, &mut buf).expect("receive again");
     let expiry = t.elapsed();
     assert_eq!(again, 10, "the expired messages come back");
-    println!("| {n} | {polls} | {worst:.1?} | {slow:.1?} over 3 s | {expiry:.1?} |");
+    drop(q);
+    let stale = stale(n);
+    println!("| {n} | {polls} | {worst:.1?} | {slow:.1?} over 3 s | {expiry:.1?} | {stale:.1?} |");
+}
+
+/// N groups filed on the wheel and then deleted; the slowest poll over the second after their
+/// timeouts would have ended.
+fn stale(n: u32) -> Duration {
+    let q = Queue::create_anonymous(&config(n)).expect("create");
+    let mut buf = ReceiveBuffer::new();
+    let two = ReceiveOptions::max(10)
+        .wait(Duration::ZERO)
+        .visibility_timeout(Duration::from_secs(2));
+    let mut handles = Vec::with_capacity(10);
+    let mut done = 0;
+    let mut g = 0;
+    while done < n {
+        while g < n && g < done + 10_000 {
+            q.send(&SendMessage::new(&format!("g{g}"), "x"))
+                .expect("send");
+            g += 1;
+        }
+        let k = q.receive_into(&two, &mut buf).expect("receive");
+        assert!(k > 0, "every message is received once");
+        handles.clear();
+        handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+        for r in q.delete_handles(&handles).expect("delete") {
+            r.expect("deleted");
+        }
+        done += k as u32;
+    }
+    std::thread::sleep(Duration::from_millis(2_500));
+    let mut worst = Duration::ZERO;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(1) {
+        let t = Instant::now();
+        assert_eq!(q.receive_into(&two, &mut buf).expect("poll"), 0);
+        worst = worst.max(t.elapsed());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    worst
 }
