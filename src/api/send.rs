@@ -717,6 +717,13 @@ impl Queue {
     ) -> Result<()> {
         let inner = &*self.inner;
         let group = |k: usize| group_of(&entries[k]);
+        // Every group's table entry asked for at once: on a large table each lookup below is a
+        // cache miss, and a batch over several groups then waits for them together.
+        if entries.len() > 1 {
+            for o in outs.iter().flatten() {
+                crate::protocol::group::prefetch(self.arena(), o.hash);
+            }
+        }
         for first in 0..entries.len() {
             if !pending[first] {
                 continue;

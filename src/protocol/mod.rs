@@ -190,6 +190,29 @@ pub(crate) fn stopped(f: Fault) -> bool {
     }
 }
 
+/// Asks the CPU to start loading the cache line `off` bytes into `*at` (`off` below its
+/// size). Only a hint: nothing is read into the program, nothing can fault; a no-op off x86_64
+/// and under loom.
+#[inline]
+pub(crate) fn prefetch_line<T>(at: &T, off: usize) {
+    #[cfg(all(target_arch = "x86_64", not(shmfifo_loom)))]
+    {
+        use core::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = (at as *const T).cast::<i8>().wrapping_add(off);
+        // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 CPU has (the build's baseline);
+        // a prefetch reads nothing into the program and cannot fault, whatever the address
+        // (here one inside `*at`, by the caller's `off`).
+        #[allow(unsafe_code)]
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(p);
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(shmfifo_loom))))]
+    {
+        let _ = (at, off);
+    }
+}
+
 /// Result type of the protocol layer.
 pub type PResult<T> = Result<T, Fault>;
 
