@@ -90,6 +90,17 @@ fn main() {
     let large: String = (0..65_536)
         .map(|i| (b'a' + (i % 26) as u8) as char)
         .collect();
+    // A batch of 10 to one group, then a receive of the 10 (the batch modes' first half).
+    let send_and_receive_ten = |buf: &mut ReceiveBuffer| {
+        let entries: [BatchEntry<'_, SendMessage<'_>>; 10] = std::array::from_fn(|k| BatchEntry {
+            id: IDS[k],
+            entry: SendMessage::new("g", BODY),
+        });
+        for r in q.send_batch(&entries).expect("send_batch") {
+            r.result.expect("entry sent");
+        }
+        assert_eq!(q.receive_into(&ten, buf).expect("receive"), 10);
+    };
     match mode {
         "large" => {
             for _ in 0..n {
@@ -136,15 +147,7 @@ fn main() {
         "batch" => {
             let mut handles: Vec<String> = Vec::with_capacity(10);
             for _ in 0..n {
-                let entries: [BatchEntry<'_, SendMessage<'_>>; 10] =
-                    std::array::from_fn(|k| BatchEntry {
-                        id: IDS[k],
-                        entry: SendMessage::new("g", BODY),
-                    });
-                for r in q.send_batch(&entries).expect("send_batch") {
-                    r.result.expect("entry sent");
-                }
-                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
+                send_and_receive_ten(&mut buf);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle.to_string()));
                 let del: Vec<BatchEntry<'_, &str>> = handles
@@ -163,15 +166,7 @@ fn main() {
         "batch-typed" => {
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
-                let entries: [BatchEntry<'_, SendMessage<'_>>; 10] =
-                    std::array::from_fn(|k| BatchEntry {
-                        id: IDS[k],
-                        entry: SendMessage::new("g", BODY),
-                    });
-                for r in q.send_batch(&entries).expect("send_batch") {
-                    r.result.expect("entry sent");
-                }
-                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
+                send_and_receive_ten(&mut buf);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
                 for r in q.delete_handles(&handles).expect("delete_handles") {
