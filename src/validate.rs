@@ -464,21 +464,18 @@ pub(crate) fn batch_ids<'a>(ids: impl ExactSizeIterator<Item = &'a str>) -> Resu
     // At most 10 ids: on the stack, compared pairwise (45 comparisons), not by re-walking the
     // caller's iterator.
     // Every id's characters are checked before any two are compared. Each id gets a key of
-    // its length and first 8 bytes; only ids whose keys are equal are compared whole.
-    let mut seen: [(&str, u64, usize); 10] = [("", 0, 0); 10];
+    // its first 8 bytes; only ids whose keys are equal are compared whole.
+    let mut seen: [(&str, u64); 10] = [("", 0); 10];
     for (slot, id) in seen.iter_mut().zip(ids) {
         batch_entry_id(id)?;
         let mut head = [0u8; 8];
         let k = id.len().min(8);
         head[..k].copy_from_slice(&id.as_bytes()[..k]);
-        *slot = (id, u64::from_le_bytes(head), id.len());
+        *slot = (id, u64::from_le_bytes(head));
     }
     let seen = &seen[..n];
-    for (i, &(a, ah, al)) in seen.iter().enumerate() {
-        if seen[i + 1..]
-            .iter()
-            .any(|&(b, bh, bl)| ah == bh && al == bl && a == b)
-        {
+    for (i, &(a, ah)) in seen.iter().enumerate() {
+        if seen[i + 1..].iter().any(|&(b, bh)| ah == bh && a == b) {
             return Err(Error::BatchEntryIdsNotDistinct { id: a.to_owned() });
         }
     }

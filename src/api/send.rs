@@ -720,8 +720,13 @@ impl Queue {
         // Every group's table entry asked for at once: on a large table each lookup below is a
         // cache miss, and a batch over several groups then waits for them together.
         if entries.len() > 1 {
+            let mut last = None;
             for o in outs.iter().flatten() {
-                crate::protocol::group::prefetch(self.arena(), o.hash);
+                // Consecutive entries of one group: its lines are asked for once.
+                if last != Some(o.hash) {
+                    crate::protocol::group::prefetch(self.arena(), o.hash);
+                    last = Some(o.hash);
+                }
             }
         }
         for first in 0..entries.len() {

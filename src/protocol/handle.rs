@@ -178,13 +178,13 @@ pub fn change_visibility(
             )
             .is_ok()
         {
+            // Relaxed: stable while the message is in flight under our handle.
+            let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
             if vt_ms == 0 {
                 // The group may be unlocked now (R3): hint it if its first message is visible.
-                let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
                 hint_if_ready(a, env, me, g, a.group(g)?)?;
             } else {
                 // SYNC POINT(expiry-wheel): filed after the SeqCst CAS above.
-                let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
                 super::timers::file(a, g, deadline)?;
                 a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
             }

@@ -170,11 +170,9 @@ fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResul
 /// everyone else's, would wait on it). Under loom a participant stopped forever keeps it.
 pub(crate) fn or_release<T>(e: &GroupEntry, cw: u64, r: PResult<T>) -> PResult<T> {
     if let Err(f) = &r {
-        #[cfg(shmfifo_loom)]
-        if *f == Fault::Crashed {
+        if super::stopped(*f) {
             return r;
         }
-        let _ = f;
         release_claim_word(e, cw);
     }
     r
@@ -473,9 +471,12 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
     };
     // The due buckets, within one budget for the whole sweep (a bucket left over stays due).
     for b in 0..crate::layout::WHEEL_BUCKETS {
+        if out.visited >= timers::DRAIN_BUDGET {
+            break; // the buckets left are still due: the next sweep drains them
+        }
         if timers::bucket_min(a, b) <= now {
             let mut m = u64::MAX;
-            let left = timers::DRAIN_BUDGET.saturating_sub(out.visited);
+            let left = timers::DRAIN_BUDGET - out.visited;
             match timers::drain(a, b, now, left, &mut |g| look(g, &mut m)) {
                 Ok(d) => out.visited += d.visited,
                 // A stopped participant (loom) keeps its state; a corrupted wheel is the

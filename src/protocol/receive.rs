@@ -198,8 +198,7 @@ pub fn receive(
             Ok(Some(k)) => k,
             Ok(None) => continue, // retired (and released) during cleanup
             Err(f) => {
-                #[cfg(shmfifo_loom)]
-                if f == Fault::Crashed {
+                if super::stopped(f) {
                     return Err(f); // stopped forever, still holding the claim
                 }
                 release_claim_word(e, cw);
@@ -575,23 +574,22 @@ fn take(
             }
         }
     }
-    // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier than
-    // it: usually an earlier deadline is pending, and a read leaves the header's line shared
-    // instead of taking it exclusive on every receive. A SeqCst load after our SeqCst deadline
-    // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
-    // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
-    // due at the earlier deadline we saw, scans after our CASes.
-    // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the SeqCst
-    // CASes that published it (one arming for every message taken: they share the deadline).
     if taken > 0 && vt_ms > 0 {
+        // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the
+        // SeqCst CASes that published it (one arming for every message taken: they share the
+        // deadline).
         timers::file(a, g, deadline)?;
-    }
-    if taken > 0
-        && vt_ms > 0
-        && deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0)
-    {
-        // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
-        a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+        // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier
+        // than it: usually an earlier deadline is pending, and a read leaves the header's line
+        // shared instead of taking it exclusive on every receive. A SeqCst load after our
+        // SeqCst deadline CASes, against a sweeper's SeqCst swap, fence, then scan: either
+        // this load sees the sweeper's reset (MAX, so we lower it) or its scan sees our
+        // deadlines; and a later sweep, due at the earlier deadline we saw, scans after our
+        // CASes.
+        if deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0) {
+            // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
+            a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+        }
     }
     rep.moved += moved;
     rep.expired += expired;

@@ -166,8 +166,7 @@ pub fn send_chain(
                 }
                 Ok(Reserved::New { index, word }) => Some((index, word)),
                 Err(f) => {
-                    #[cfg(shmfifo_loom)]
-                    if f == Fault::Crashed {
+                    if super::stopped(f) {
                         return Err(f);
                     }
                     results[k] = Err(f);
@@ -182,8 +181,7 @@ pub fn send_chain(
                 n += 1;
             }
             Err(f) => {
-                #[cfg(shmfifo_loom)]
-                if f == Fault::Crashed {
+                if super::stopped(f) {
                     return Err(f);
                 }
                 // Nothing was linked: the key may be sent again (invariant D).
@@ -201,8 +199,7 @@ pub fn send_chain(
     let (g, e, pred, seq_hi, pos0) = match link(a, env, me, outs[usize::from(which[0])], chain) {
         Ok(l) => l,
         Err(f) => {
-            #[cfg(shmfifo_loom)]
-            if f == Fault::Crashed {
+            if super::stopped(f) {
                 return Err(f); // stopped before the link CAS: nothing enqueued
             }
             for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
