@@ -418,6 +418,7 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
             max_per_second: Some(20),
             limit: Some(4),
             cancel: None,
+            sources: None,
         })
         .unwrap();
     assert_eq!(rep.moved, 4);

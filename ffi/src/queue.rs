@@ -836,6 +836,7 @@ pub unsafe extern "C" fn shmfifo_queue_redrive(
             max_per_second: (o.max_per_second > 0).then_some(o.max_per_second),
             limit: (o.limit > 0).then_some(o.limit),
             cancel: None,
+            sources: None,
         };
         let rep = if o.cancel.is_null() {
             q.redrive(&ro)?

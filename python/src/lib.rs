@@ -485,6 +485,7 @@ impl RawQueue {
             max_per_second,
             limit,
             cancel: None,
+            sources: None,
         };
         let r = py.detach(move || q.redrive(&opts)).map_err(err)?;
         Ok((r.moved, r.skipped, r.cancelled))

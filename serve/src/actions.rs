@@ -2,6 +2,7 @@
 //! its answer.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,20 +15,51 @@ use shmfifo::{
     RedriveOptions, SendMessage, LOCAL_ARN_PREFIX,
 };
 
+use crate::access::Identity;
 use crate::digest::{md5_hex, md5_of_attributes};
 use crate::protocol::ApiError;
 
 type Res = Result<Map<String, Value>, ApiError>;
 
-/// The queues a server serves: files in one directory, opened once and kept.
+/// The queues a server serves: the files in one directory whose names are FIFO queue names
+/// ([`valid_name`]: the one naming rule, for every action), opened once and kept while the
+/// name names the same file.
 #[derive(Debug)]
 pub struct Queues {
     dir: PathBuf,
     /// `http://HOST:PORT/ACCOUNT/`: the prefix of every queue URL.
     url_prefix: String,
-    open: Mutex<HashMap<String, AsyncQueue>>,
+    /// The server's own user: the owner of every file it creates.
+    own_uid: u32,
+    open: Mutex<HashMap<String, Opened>>,
     tasks: Mutex<Vec<MoveTask>>,
     next_task: AtomicU64,
+}
+
+/// An open queue and the file it has open (device, inode): when the name comes to name
+/// another file (the queue deleted and created again), the queue is opened anew.
+#[derive(Debug)]
+struct Opened {
+    queue: AsyncQueue,
+    file: (u64, u64),
+}
+
+/// `AWS.SimpleQueueService.NonExistentQueue`, as SQS words it.
+fn no_such_queue() -> ApiError {
+    ApiError::sender(
+        "AWS.SimpleQueueService.NonExistentQueue",
+        "The specified queue does not exist.",
+    )
+}
+
+/// `AccessDenied`: the caller may not do this to the queue's file themselves.
+fn access_denied(name: &str, what: &str) -> ApiError {
+    ApiError {
+        code: "AccessDenied".into(),
+        message: format!("Access to the resource {name} is denied: the caller's user may not {what} (the file's permissions)."),
+        sender: true,
+        status: 403,
+    }
 }
 
 /// A dead-letter move task (StartMessageMoveTask).
@@ -90,13 +122,18 @@ fn int_param(p: &Map<String, Value>, name: &str) -> Result<Option<i64>, ApiError
 }
 
 fn seconds(p: &Map<String, Value>, name: &str) -> Result<Option<Duration>, ApiError> {
+    Ok(delay_param(p, name)?.map(|n| Duration::from_secs(u64::from(n))))
+}
+
+/// A count of seconds that must not be negative (the library checks each one's upper bound).
+fn delay_param(p: &Map<String, Value>, name: &str) -> Result<Option<u32>, ApiError> {
     match int_param(p, name)? {
         None => Ok(None),
         Some(n) if n < 0 => Err(ApiError::sender(
             "InvalidParameterValue",
             format!("Value {n} for parameter {name} is invalid. Reason: must not be negative."),
         )),
-        Some(n) => Ok(Some(Duration::from_secs(n as u64))),
+        Some(n) => Ok(Some(n.min(i64::from(u32::MAX)) as u32)),
     }
 }
 
@@ -188,11 +225,12 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Queues {
-    /// Queues in `dir`, reached at `http://{host}/{ACCOUNT}/NAME`.
-    pub fn new(dir: PathBuf, host: &str) -> Self {
+    /// Queues in `dir`, reached at `http://{host}/{ACCOUNT}/NAME`, served by user `own_uid`.
+    pub fn new(dir: PathBuf, host: &str, own_uid: u32) -> Self {
         Queues {
             dir,
             url_prefix: format!("http://{host}/{ACCOUNT}/"),
+            own_uid,
             open: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             next_task: AtomicU64::new(1),
@@ -208,51 +246,116 @@ impl Queues {
     }
 
     /// The queue name of a queue URL (any host: clients say localhost or 127.0.0.1), or of the
-    /// request path of a query-protocol request without a `QueueUrl`.
+    /// request path of a query-protocol request without a `QueueUrl`: its last segment, which
+    /// must be a FIFO queue name ([`valid_name`]), else the queue does not exist.
     fn name_of(&self, url: &str) -> Result<String, ApiError> {
         let name = url.trim_end_matches('/').rsplit('/').next().unwrap_or("");
-        if name.is_empty() || name == "." || name == ".." || name.contains('\\') {
-            return Err(ApiError::sender(
-                "InvalidAddress",
-                format!("The address {url} is not valid for this endpoint."),
-            ));
+        if !valid_name(name) {
+            return Err(no_such_queue());
         }
         Ok(name.to_owned())
     }
 
-    fn queue_by_name(&self, name: &str) -> Result<AsyncQueue, ApiError> {
-        if let Some(q) = self.open.lock().expect("queue table").get(name) {
-            return Ok(q.clone());
+    /// The metadata of the name `name` in the directory, if it is a regular file (never
+    /// through a symlink).
+    fn file_of(&self, name: &str) -> Result<std::fs::Metadata, ApiError> {
+        if !valid_name(name) {
+            return Err(no_such_queue());
         }
-        let q = AsyncQueue::new(Queue::open_at(self.path(name))?);
-        Ok(self
-            .open
-            .lock()
-            .expect("queue table")
-            .entry(name.to_owned())
-            .or_insert(q)
-            .clone())
+        match std::fs::symlink_metadata(self.path(name)) {
+            Ok(m) if m.file_type().is_file() => Ok(m),
+            _ => {
+                self.open.lock().expect("queue table").remove(name);
+                Err(no_such_queue())
+            }
+        }
     }
 
-    fn queue(&self, p: &Map<String, Value>) -> Result<(String, AsyncQueue), ApiError> {
+    fn dir_meta(&self) -> Result<std::fs::Metadata, ApiError> {
+        std::fs::metadata(&self.dir).map_err(|e| ApiError::from(shmfifo::Error::Io(e)))
+    }
+
+    /// The queue `name` for `who`, who must be allowed to open its file for reading and
+    /// writing. Opened on first use and kept while the name names the same file: a queue
+    /// deleted and created again under the name is opened anew (the old handle would serve
+    /// the deleted queue).
+    fn queue_by_name(&self, name: &str, who: &Identity) -> Result<AsyncQueue, ApiError> {
+        let meta = self.file_of(name)?;
+        if !who.may_open(&meta) {
+            return Err(access_denied(name, "open it for reading and writing"));
+        }
+        let id = (meta.dev(), meta.ino());
+        {
+            let mut open = self.open.lock().expect("queue table");
+            match open.get(name) {
+                Some(o) if o.file == id => return Ok(o.queue.clone()),
+                Some(_) => {
+                    tracing::info!(queue = name, "the queue file was replaced; reopening it");
+                    open.remove(name);
+                }
+                None => {}
+            }
+        }
+        let q = Queue::open_at(self.path(name))?;
+        // Checked again on the file as opened: the name may have changed since it was looked at.
+        let m = q.file_metadata()?;
+        if !who.may_open(&m) {
+            return Err(access_denied(name, "open it for reading and writing"));
+        }
+        let opened = Opened {
+            queue: AsyncQueue::new(q),
+            file: (m.dev(), m.ino()),
+        };
+        let mut open = self.open.lock().expect("queue table");
+        let o = open.entry(name.to_owned()).or_insert(opened);
+        Ok(o.queue.clone())
+    }
+
+    fn queue(
+        &self,
+        p: &Map<String, Value>,
+        who: &Identity,
+    ) -> Result<(String, AsyncQueue), ApiError> {
         let name = self.name_of(required(p, "QueueUrl")?)?;
-        let q = self.queue_by_name(&name)?;
+        let q = self.queue_by_name(&name, who)?;
         Ok((name, q))
     }
 
-    /// A RedrivePolicy with its target (an ARN, a name) made a path in our directory.
-    fn local_policy(&self, value: &str) -> String {
+    /// The queue name of an ARN (`arn:aws:sqs:REGION:ACCOUNT:NAME`), a URL or a name: its
+    /// last part, which must be a FIFO queue name.
+    fn name_of_target(&self, t: &str) -> Result<String, ApiError> {
+        let name = t.rsplit([':', '/']).next().unwrap_or("");
+        if !valid_name(name) {
+            return Err(no_such_queue());
+        }
+        Ok(name.to_owned())
+    }
+
+    /// A RedrivePolicy with its target (an ARN, a URL, a name) made the path of a queue in
+    /// our directory (never one outside it), which `who` must be allowed to use.
+    fn local_policy(&self, value: &str, who: &Identity) -> Result<String, ApiError> {
         let Ok(mut v) = serde_json::from_str::<Value>(value) else {
-            return value.to_owned(); // the library reports what is wrong
+            return Ok(value.to_owned()); // the library reports what is wrong
         };
         if let Some(t) = v.get("deadLetterTargetArn").and_then(Value::as_str) {
-            if !t.contains('/') {
-                let name = t.rsplit(':').next().unwrap_or(t);
-                let p = self.path(name).display().to_string();
-                v["deadLetterTargetArn"] = Value::String(p);
+            let name = self.name_of_target(t).map_err(|_| {
+                ApiError::invalid(
+                    "RedrivePolicy",
+                    &format!("deadLetterTargetArn {t} does not name a FIFO queue of this endpoint"),
+                )
+            })?;
+            let meta = self.file_of(&name).map_err(|_| {
+                ApiError::invalid(
+                    "RedrivePolicy",
+                    &format!("the dead-letter queue {name} does not exist"),
+                )
+            })?;
+            if !who.may_open(&meta) {
+                return Err(access_denied(&name, "open it for reading and writing"));
             }
+            v["deadLetterTargetArn"] = Value::String(self.path(&name).display().to_string());
         }
-        v.to_string()
+        Ok(v.to_string())
     }
 
     /// A RedrivePolicy as SQS shows it: the target a local ARN.
@@ -287,29 +390,30 @@ impl Queues {
     }
 
     /// Runs one action.
-    pub async fn run(&self, action: &str, p: &Map<String, Value>) -> Res {
+    /// Runs one action for `who`: nothing a user could not do to the files themselves (see
+    /// [`crate::access`]).
+    pub async fn run(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
         match action {
-            "CreateQueue" => self.create_queue(p),
+            "CreateQueue" => self.create_queue(p, who),
             "GetQueueUrl" => {
                 let name = required(p, "QueueName")?;
-                if !valid_name(name) {
-                    return Err(ApiError::sender(
-                        "AWS.SimpleQueueService.NonExistentQueue",
-                        "The specified queue does not exist.",
-                    ));
-                }
-                self.queue_by_name(name)?;
+                self.queue_by_name(name, who)?;
                 Ok(obj(json!({"QueueUrl": self.url(name)})))
             }
-            "ListQueues" => self.list_queues(p),
+            "ListQueues" => self.list_queues(p, who),
             "DeleteQueue" => {
                 let name = self.name_of(required(p, "QueueUrl")?)?;
+                let meta = self.file_of(&name)?;
+                if !who.may_unlink(&self.dir_meta()?, &meta) {
+                    return Err(access_denied(&name, "remove its name from the directory"));
+                }
                 self.open.lock().expect("queue table").remove(&name);
                 Queue::unlink_at(self.path(&name))?;
+                tracing::info!(queue = name, uid = who.uid, "queue deleted");
                 Ok(Map::new())
             }
             "GetQueueAttributes" => {
-                let (name, q) = self.queue(p)?;
+                let (name, q) = self.queue(p, who)?;
                 let all = self.attributes_of(&name, q.queue());
                 let wanted_names = names(p, "AttributeNames");
                 for n in &wanted_names {
@@ -331,14 +435,14 @@ impl Queues {
                 Ok(out)
             }
             "SetQueueAttributes" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 let Some(Value::Object(attrs)) = p.get("Attributes") else {
                     return Err(ApiError::missing("Attributes"));
                 };
                 for (k, v) in attrs {
                     let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
                     let v = if k == "RedrivePolicy" && !v.is_empty() {
-                        self.local_policy(&v)
+                        self.local_policy(&v, who)?
                     } else {
                         v
                     };
@@ -347,20 +451,20 @@ impl Queues {
                 Ok(Map::new())
             }
             "PurgeQueue" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 q.queue().purge()?;
                 Ok(Map::new())
             }
-            "SendMessage" => self.send_message(p),
-            "SendMessageBatch" => self.send_message_batch(p),
-            "ReceiveMessage" => self.receive_message(p).await,
+            "SendMessage" => self.send_message(p, who),
+            "SendMessageBatch" => self.send_message_batch(p, who),
+            "ReceiveMessage" => self.receive_message(p, who).await,
             "DeleteMessage" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 q.queue().delete_str(required(p, "ReceiptHandle")?)?;
                 Ok(Map::new())
             }
             "DeleteMessageBatch" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 let entries = entries(p)?;
                 let mut list = Vec::new();
                 for e in &entries {
@@ -379,7 +483,7 @@ impl Queues {
                 ))
             }
             "ChangeMessageVisibility" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 let vt = seconds(p, "VisibilityTimeout")?
                     .ok_or_else(|| ApiError::missing("VisibilityTimeout"))?;
                 q.queue()
@@ -387,7 +491,7 @@ impl Queues {
                 Ok(Map::new())
             }
             "ChangeMessageVisibilityBatch" => {
-                let (_, q) = self.queue(p)?;
+                let (_, q) = self.queue(p, who)?;
                 let entries = entries(p)?;
                 let mut list = Vec::new();
                 for e in &entries {
@@ -409,9 +513,9 @@ impl Queues {
                     r.into_iter().map(|r| (r.id, r.result.map(|()| Map::new()))),
                 ))
             }
-            "StartMessageMoveTask" => self.start_move(p),
-            "ListMessageMoveTasks" => self.list_moves(p),
-            "CancelMessageMoveTask" => self.cancel_move(p),
+            "StartMessageMoveTask" => self.start_move(p, who),
+            "ListMessageMoveTasks" => self.list_moves(p, who),
+            "CancelMessageMoveTask" => self.cancel_move(p, who),
             "TagQueue"
             | "UntagQueue"
             | "ListQueueTags"
@@ -428,39 +532,61 @@ impl Queues {
         }
     }
 
-    fn create_queue(&self, p: &Map<String, Value>) -> Res {
+    fn create_queue(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         let name = required(p, "QueueName")?;
-        let mut attrs: Vec<(String, String)> = Vec::new();
-        if let Some(Value::Object(m)) = p.get("Attributes") {
-            for (k, v) in m {
-                let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                let v = if k == "RedrivePolicy" {
-                    self.local_policy(&v)
-                } else {
-                    v
-                };
-                attrs.push((k.clone(), v));
-            }
-        }
-        let fifo = attrs.iter().any(|(k, v)| k == "FifoQueue" && v == "true");
+        let fifo = match p.get("Attributes") {
+            Some(Value::Object(m)) => m.get("FifoQueue").and_then(Value::as_str) == Some("true"),
+            _ => false,
+        };
         if !valid_name(name) || !fifo {
             return Err(ApiError::sender(
                 "InvalidParameterValue",
                 "The name of a FIFO queue can only include alphanumeric characters, hyphens, or underscores, must end with .fifo suffix and be 1 to 80 in length; FifoQueue must be true (shmfifo serves FIFO queues only).",
             ));
         }
+        let mut attrs: Vec<(String, String)> = Vec::new();
+        if let Some(Value::Object(m)) = p.get("Attributes") {
+            for (k, v) in m {
+                let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+                let v = if k == "RedrivePolicy" {
+                    self.local_policy(&v, who)?
+                } else {
+                    v
+                };
+                attrs.push((k.clone(), v));
+            }
+        }
         let cfg = QueueConfig::new()
             .from_sqs_attributes(attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        if self.file_of(name).is_err() {
+            // The file is made by this server's user, mode 0600: only that user and root
+            // could open it, so only they may make it (and they must be allowed to make a
+            // name in the directory).
+            if !who.may_create_in(&self.dir_meta()?) {
+                return Err(access_denied(name, "create a file in the directory"));
+            }
+            if who.uid != self.own_uid && who.uid != 0 {
+                return Err(access_denied(
+                    name,
+                    "open a queue this server creates (it would be owned by the server's user, mode 0600); create it with `shmfifo create`",
+                ));
+            }
+        }
         match Queue::create_at(self.path(name), &cfg) {
             Ok(q) => {
-                self.open
-                    .lock()
-                    .expect("queue table")
-                    .insert(name.to_owned(), AsyncQueue::new(q));
+                let m = q.file_metadata()?;
+                self.open.lock().expect("queue table").insert(
+                    name.to_owned(),
+                    Opened {
+                        queue: AsyncQueue::new(q),
+                        file: (m.dev(), m.ino()),
+                    },
+                );
+                tracing::info!(queue = name, uid = who.uid, "queue created");
             }
             Err(shmfifo::Error::QueueNameExists { .. }) => {
                 // Q7: the same attributes again is success; others are QueueAlreadyExists.
-                let q = self.queue_by_name(name)?;
+                let q = self.queue_by_name(name, who)?;
                 let have = self.attributes_of(name, q.queue());
                 let mut differ = Vec::new();
                 for (k, v) in &attrs {
@@ -490,7 +616,7 @@ impl Queues {
         Ok(obj(json!({"QueueUrl": self.url(name)})))
     }
 
-    fn list_queues(&self, p: &Map<String, Value>) -> Res {
+    fn list_queues(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         let prefix = str_param(p, "QueueNamePrefix")?.unwrap_or("");
         let max = int_param(p, "MaxResults")?;
         if max.is_some_and(|m| !(1..=1000).contains(&m)) {
@@ -500,12 +626,17 @@ impl Queues {
             ));
         }
         let after = str_param(p, "NextToken")?.unwrap_or("");
+        if !who.may_list(&self.dir_meta()?) {
+            return Err(access_denied("the queue directory", "list it"));
+        }
+        // Only the queues the caller may use: the names of others are not theirs to learn.
         let mut names: Vec<String> = std::fs::read_dir(&self.dir)
             .map_err(|e| ApiError::from(shmfifo::Error::Io(e)))?
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| valid_name(n) && n.starts_with(prefix) && n.as_str() > after)
+            .filter(|n| std::fs::symlink_metadata(self.path(n)).is_ok_and(|m| who.may_open(&m)))
             .collect();
         names.sort();
         let mut out = Map::new();
@@ -527,19 +658,19 @@ impl Queues {
         Ok(out)
     }
 
-    fn send_message(&self, p: &Map<String, Value>) -> Res {
-        let (_, q) = self.queue(p)?;
+    fn send_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let (_, q) = self.queue(p, who)?;
         let body = required(p, "MessageBody")?;
         let attrs = attributes_in(p)?;
         let a = meta_attrs(&attrs);
-        let delay = int_param(p, "DelaySeconds")?;
+        let delay = delay_param(p, "DelaySeconds")?;
         let msg = SendMessage {
             group_id: str_param(p, "MessageGroupId")?,
             dedup_id: str_param(p, "MessageDeduplicationId")?,
             body,
             bytes: None,
             attributes: &a,
-            delay_seconds: delay.map(|d| d.clamp(0, i64::from(u32::MAX)) as u32),
+            delay_seconds: delay,
         };
         let r = q.queue().send(&msg)?;
         let mut out = obj(json!({
@@ -556,8 +687,8 @@ impl Queues {
         Ok(out)
     }
 
-    fn send_message_batch(&self, p: &Map<String, Value>) -> Res {
-        let (_, q) = self.queue(p)?;
+    fn send_message_batch(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let (_, q) = self.queue(p, who)?;
         let entries = entries(p)?;
         struct Entry<'a> {
             id: &'a str,
@@ -574,8 +705,7 @@ impl Queues {
                 group: str_param(e, "MessageGroupId")?,
                 dedup: str_param(e, "MessageDeduplicationId")?,
                 body: str_param(e, "MessageBody")?.unwrap_or(""),
-                delay: int_param(e, "DelaySeconds")?
-                    .map(|d| d.clamp(0, i64::from(u32::MAX)) as u32),
+                delay: delay_param(e, "DelaySeconds")?,
                 attrs: attributes_in(e)?,
             });
         }
@@ -618,8 +748,8 @@ impl Queues {
         })))
     }
 
-    async fn receive_message(&self, p: &Map<String, Value>) -> Res {
-        let (_, q) = self.queue(p)?;
+    async fn receive_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let (_, q) = self.queue(p, who)?;
         let max = int_param(p, "MaxNumberOfMessages")?.unwrap_or(1);
         if !(1..=10).contains(&max) {
             return Err(ApiError::sender(
@@ -665,23 +795,36 @@ impl Queues {
         Ok(out)
     }
 
-    fn start_move(&self, p: &Map<String, Value>) -> Res {
-        let source_arn = required(p, "SourceArn")?.to_owned();
-        let name = self.name_of(&source_arn.replace(':', "/"))?;
-        let dlq = self.queue_by_name(&name).map_err(|_| {
+    /// The queue an ARN of a move task names, for `who`.
+    fn move_queue(&self, arn: &str, who: &Identity) -> Result<(String, AsyncQueue), ApiError> {
+        let not_found = || {
             ApiError::sender(
                 "ResourceNotFoundException",
-                format!("The resource {source_arn} does not exist."),
+                format!("The resource {arn} does not exist."),
             )
-        })?;
+        };
+        let name = self.name_of_target(arn).map_err(|_| not_found())?;
+        match self.queue_by_name(&name, who) {
+            Ok(q) => Ok((name, q)),
+            Err(e) if e.code == "AccessDenied" => Err(e),
+            Err(_) => Err(not_found()),
+        }
+    }
+
+    fn start_move(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let source_arn = required(p, "SourceArn")?.to_owned();
+        let (_, dlq) = self.move_queue(&source_arn, who)?;
         let destination_arn = str_param(p, "DestinationArn")?.map(str::to_owned);
         let destination = match &destination_arn {
             Some(a) => {
-                let d = self.name_of(&a.replace(':', "/"))?;
+                let (d, _) = self.move_queue(a, who)?;
                 Some(self.path(&d).display().to_string())
             }
             None => None,
         };
+        // Without a destination each message goes back to its source: only to the queues of
+        // this directory that the caller may use (a message naming another source stays).
+        let sources = destination.is_none().then(|| self.usable_paths(who));
         let max_per_second = int_param(p, "MaxNumberOfMessagesPerSecond")?
             .map(|n| {
                 if (1..=500).contains(&n) {
@@ -720,6 +863,7 @@ impl Queues {
             max_per_second,
             limit: None,
             cancel: Some(Arc::clone(&cancel)),
+            sources,
         };
         let (q, st) = (dlq.queue().clone(), Arc::clone(&state));
         tokio::task::spawn_blocking(move || {
@@ -745,8 +889,31 @@ impl Queues {
         Ok(obj(json!({"TaskHandle": handle})))
     }
 
-    fn list_moves(&self, p: &Map<String, Value>) -> Res {
+    /// The paths of every queue of the directory `who` may use, as given and canonical.
+    fn usable_paths(&self, who: &Identity) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for e in entries.filter_map(|e| e.ok()) {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !valid_name(&name) {
+                continue;
+            }
+            let path = self.path(&name);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && who.may_open(&m)) {
+                if let Ok(c) = std::fs::canonicalize(&path) {
+                    out.push(c);
+                }
+                out.push(path);
+            }
+        }
+        out
+    }
+
+    fn list_moves(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         let source_arn = required(p, "SourceArn")?;
+        self.move_queue(source_arn, who)?;
         let max = int_param(p, "MaxResults")?.unwrap_or(1).clamp(1, 10) as usize;
         let tasks = self.tasks.lock().expect("tasks");
         let results: Vec<Value> = tasks
@@ -789,8 +956,18 @@ impl Queues {
         Ok(obj(json!({ "Results": results })))
     }
 
-    fn cancel_move(&self, p: &Map<String, Value>) -> Res {
+    fn cancel_move(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         let handle = required(p, "TaskHandle")?;
+        let source = {
+            let tasks = self.tasks.lock().expect("tasks");
+            tasks
+                .iter()
+                .find(|t| t.handle == handle)
+                .map(|t| t.source_arn.clone())
+        };
+        if let Some(source) = source {
+            self.move_queue(&source, who)?;
+        }
         let tasks = self.tasks.lock().expect("tasks");
         let t = tasks
             .iter()

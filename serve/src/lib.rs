@@ -14,19 +14,21 @@
 
 #![warn(missing_docs)]
 
+pub mod access;
 mod actions;
+mod conn;
 pub mod digest;
 pub mod metrics;
 pub mod protocol;
 pub mod sigv4;
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
@@ -40,15 +42,31 @@ use protocol::{ApiError, Wire};
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Where to listen (default `127.0.0.1:9324`, as ElasticMQ; port 0 picks a free one).
+    /// An address other than a loopback one is refused unless signatures are checked: the
+    /// owner of a remote client's socket cannot be known (see [`access`]).
     pub addr: SocketAddr,
     /// The directory of queue files (default `/dev/shm`): `NAME.fifo` there is the queue
     /// `NAME.fifo`, shared with every process that opens that path.
     pub dir: PathBuf,
-    /// Check SigV4 signatures against this key pair (default: accept any signature).
+    /// Check SigV4 signatures against this key pair (default: accept any signature, and act
+    /// as the user that owns the client's socket; see [`access`]).
     pub check_signature: Option<sigv4::KeyPair>,
     /// Largest request body accepted, bytes (default 4 MiB: a 1 MiB message, base64-encoded
     /// binary attributes and the JSON around them). A larger one is refused with 413.
     pub max_body: usize,
+    /// How long a client may take to send a request's head, from its first byte (default
+    /// 10 s); a connection still sending one then is closed.
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body once its head is in (default
+    /// 30 s); a slower one is answered 408 and closed.
+    pub body_timeout: Duration,
+    /// How long a connection may sit with no request and no byte moving (default 30 s)
+    /// before it is closed; a long poll in progress is a request, never idle.
+    pub idle_timeout: Duration,
+    /// Most connections open at once (default: the soft `RLIMIT_NOFILE` less 64 for queue
+    /// files and the rest, at most 1,024). A connection beyond it is closed at once, and
+    /// counted in the log; the server goes on serving the others.
+    pub max_connections: usize,
 }
 
 impl Default for Config {
@@ -58,6 +76,10 @@ impl Default for Config {
             dir: PathBuf::from("/dev/shm"),
             check_signature: None,
             max_body: 4 << 20,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(30),
+            max_connections: conn::default_max_connections(),
         }
     }
 }
@@ -66,51 +88,61 @@ struct Server {
     queues: actions::Queues,
     keys: Option<sigv4::KeyPair>,
     max_body: usize,
+    body_timeout: Duration,
     requests: AtomicU64,
+    /// Requests being served now, on every connection.
+    active: AtomicUsize,
+    /// This process's user: whom a signed request acts as.
+    own: Arc<access::Identity>,
 }
 
 /// Serves until `shutdown` completes; `ready` is told the address once listening.
+///
+/// Refuses (`InvalidInput`) to listen on an address other than a loopback one without
+/// [`Config::check_signature`].
 pub async fn serve(
     cfg: Config,
     ready: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
-    let addr = listener.local_addr()?;
+    if cfg.check_signature.is_none() && !cfg.addr.ip().is_loopback() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "refusing to listen on {} without signature checks: a request from another host \
+                 carries no user to check the queue files' permissions against, so anyone who \
+                 can reach the port would act as this server's user; listen on a loopback \
+                 address, or check signatures (--check-signature)",
+                cfg.addr
+            ),
+        ));
+    }
     if !cfg.dir.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("{} is not a directory", cfg.dir.display()),
         ));
     }
+    let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
+    let addr = listener.local_addr()?;
     let server = Arc::new(Server {
-        queues: actions::Queues::new(cfg.dir.clone(), &addr.to_string()),
+        queues: actions::Queues::new(
+            cfg.dir.clone(),
+            &addr.to_string(),
+            access::Identity::of_this_process().uid,
+        ),
         keys: cfg.check_signature.clone(),
         max_body: cfg.max_body,
+        body_timeout: cfg.body_timeout,
         requests: AtomicU64::new(0),
+        active: AtomicUsize::new(0),
+        own: Arc::new(access::Identity::of_this_process()),
     });
+    let trim = tokio::spawn(conn::trim_when_idle(Arc::clone(&server)));
     ready(addr);
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, _) = tokio::select! {
-            r = listener.accept() => r?,
-            () = &mut shutdown => return Ok(()),
-        };
-        let _ = stream.set_nodelay(true);
-        let server = Arc::clone(&server);
-        tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| {
-                let server = Arc::clone(&server);
-                async move { Ok::<_, Infallible>(server.handle(req).await) }
-            });
-            // A client that goes away mid-request drops its request's future: a long poll
-            // then has taken nothing; messages already taken stay in flight until their
-            // visibility timeout, as on SQS.
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                .await;
-        });
-    }
+    let r = conn::accept_loop(listener, server, &cfg, shutdown).await;
+    trim.abort();
+    r
 }
 
 /// Runs a server on its own runtime until Ctrl-C or SIGTERM, printing
@@ -166,7 +198,13 @@ impl Server {
         )
     }
 
-    async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    /// Answers one request from a client acting as `who` (`None`: the client's user could
+    /// not be found, so only a signed request is served).
+    async fn handle(
+        &self,
+        req: Request<Incoming>,
+        who: Option<Arc<access::Identity>>,
+    ) -> Response<Full<Bytes>> {
         let id = self.request_id();
         let target = req
             .headers()
@@ -179,9 +217,14 @@ impl Server {
             Wire::Query
         };
         let (parts, body) = req.into_parts();
-        let body = match Limited::new(body, self.max_body).collect().await {
-            Ok(b) => b.to_bytes(),
-            Err(e) => {
+        let collected = tokio::time::timeout(
+            self.body_timeout,
+            Limited::new(body, self.max_body).collect(),
+        )
+        .await;
+        let body = match collected {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(e)) => {
                 let err = if e
                     .downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
@@ -200,8 +243,25 @@ impl Server {
                 };
                 return respond_error(wire, &err, &id);
             }
+            Err(_) => {
+                let err = ApiError {
+                    code: "RequestTimeout".into(),
+                    message: format!(
+                        "The request body did not arrive within {} s.",
+                        self.body_timeout.as_secs_f64()
+                    ),
+                    sender: true,
+                    status: 408,
+                };
+                let mut r = respond_error(wire, &err, &id);
+                r.headers_mut().insert(
+                    "connection",
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+                return r;
+            }
         };
-        if let Some(keys) = &self.keys {
+        let who = if let Some(keys) = &self.keys {
             let signed = sigv4::Signed {
                 method: parts.method.as_str(),
                 path: parts.uri.path(),
@@ -218,10 +278,25 @@ impl Server {
                     .collect(),
                 body: &body,
             };
-            if let Err(e) = keys.check(&signed) {
+            if let Err(e) = keys.check(&signed, std::time::SystemTime::now()) {
+                tracing::info!(request = %id, code = e.code, "signature refused");
                 return respond_error(wire, &e, &id);
             }
-        }
+            Arc::clone(&self.own)
+        } else {
+            match who {
+                Some(w) => w,
+                None => {
+                    let e = ApiError {
+                        code: "AccessDenied".into(),
+                        message: "The user that owns this connection could not be found, so no queue is served to it.".into(),
+                        sender: true,
+                        status: 403,
+                    };
+                    return respond_error(wire, &e, &id);
+                }
+            }
+        };
         let parsed = match (&target, wire) {
             (Some(t), _) => parse_json(t, &body),
             (None, _) => {
@@ -242,12 +317,18 @@ impl Server {
         };
         let (action, params) = match parsed {
             Ok(x) => x,
-            Err(e) => return respond_error(wire, &e, &id),
-        };
-        match self.queues.run(&action, &params).await {
-            Ok(result) => respond(wire, &action, &result, &id),
             Err(e) => {
-                tracing::debug!(action, code = e.code, "request refused");
+                tracing::info!(request = %id, code = e.code, "request refused");
+                return respond_error(wire, &e, &id);
+            }
+        };
+        match self.queues.run(&action, &params, &who).await {
+            Ok(result) => {
+                tracing::debug!(request = %id, action, uid = who.uid, "served");
+                respond(wire, &action, &result, &id)
+            }
+            Err(e) => {
+                tracing::info!(request = %id, action, uid = who.uid, code = e.code, status = e.status, "request refused");
                 respond_error(wire, &e, &id)
             }
         }

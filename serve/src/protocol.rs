@@ -75,11 +75,24 @@ impl ApiError {
 
 impl From<shmfifo::Error> for ApiError {
     fn from(e: shmfifo::Error) -> Self {
-        let code = e.sqs_code();
-        let (sender, status) = match code {
-            "ServiceUnavailable" => (false, 503),
-            c if c.starts_with("shmfifo.") => (false, 500),
-            _ => (true, 400),
+        use shmfifo::Error as E;
+        // What a client can fix (or wait out) is theirs, in SQS's words, and not a status
+        // SDKs retry at once: a full queue is SQS's `OverLimit` (403). Only faults of the
+        // server or its files are 5xx.
+        let (code, sender, status) = match &e {
+            E::SizeClassFull { .. }
+            | E::NoSpace { .. }
+            | E::GroupLimitReached { .. }
+            | E::DedupTableFull { .. }
+            | E::ParticipantLimitReached { .. } => ("OverLimit", true, 403),
+            E::UntrustedFile { .. } => ("AccessDenied", true, 403),
+            E::DeadLetterQueue { .. } => ("InvalidParameterValue", true, 400),
+            E::NotReady | E::DedupInProgress => ("ServiceUnavailable", false, 503),
+            _ => match e.sqs_code() {
+                "ServiceUnavailable" => ("ServiceUnavailable", false, 503),
+                c if c.starts_with("shmfifo.") => (c, false, 500),
+                c => (c, true, 400),
+            },
         };
         let message = match e {
             // SQS's text: a remote client has no use for the server's file paths.
@@ -117,29 +130,49 @@ const NUMERIC: [&str; 7] = [
     "MaxResults",
 ];
 
-/// A flattened query parameter tree: `A.1.B` is `A → 1 → B`.
+/// The most parameters one query-protocol request may carry. A `SendMessageBatch` of ten
+/// entries with ten message attributes each and every optional field carries about 400.
+pub const MAX_QUERY_PARAMS: usize = 1_000;
+/// The longest parameter name, bytes (`SendMessageBatchRequestEntry.10.MessageAttribute.10.Value.StringValue`
+/// is 68).
+pub const MAX_QUERY_KEY: usize = 256;
+/// The most dot-separated segments of a parameter name (the deepest SQS name has 6).
+pub const MAX_QUERY_DEPTH: usize = 8;
+
+/// A flattened query parameter tree: `A.1.B` is `A → 1 → B`. Its depth is at most
+/// [`MAX_QUERY_DEPTH`] (checked before anything is inserted), so the walks over it
+/// ([`members`], and the tree's drop) recurse at most that deep whatever the input.
 #[derive(Debug)]
 enum Node {
     Leaf(String),
     Branch(BTreeMap<String, Node>),
 }
 
+/// Inserts `value` at `path` (iteratively: no recursion on input). A name that is both a
+/// leaf and a prefix of a longer name keeps the longer one's branch.
 fn insert(tree: &mut BTreeMap<String, Node>, path: &[&str], value: String) {
-    let Some((first, rest)) = path.split_first() else {
+    let Some((last, parents)) = path.split_last() else {
         return;
     };
-    if rest.is_empty() {
-        tree.insert((*first).to_owned(), Node::Leaf(value));
-        return;
+    let mut cur = tree;
+    for seg in parents {
+        let child = cur
+            .entry((*seg).to_owned())
+            .or_insert_with(|| Node::Branch(BTreeMap::new()));
+        if let Node::Leaf(_) = child {
+            *child = Node::Branch(BTreeMap::new());
+        }
+        cur = match child {
+            Node::Branch(m) => m,
+            Node::Leaf(_) => return,
+        };
     }
-    let child = tree
-        .entry((*first).to_owned())
-        .or_insert_with(|| Node::Branch(BTreeMap::new()));
-    if let Node::Leaf(_) = child {
-        *child = Node::Branch(BTreeMap::new());
-    }
-    if let Node::Branch(m) = child {
-        insert(m, rest, value);
+    match cur.get(*last) {
+        // `A.1=x` after `A.1.B=y`: the structure wins (SQS has no name that is both).
+        Some(Node::Branch(_)) => {}
+        _ => {
+            cur.insert((*last).to_owned(), Node::Leaf(value));
+        }
     }
 }
 
@@ -253,16 +286,105 @@ fn members(m: BTreeMap<String, Node>) -> Map<String, Value> {
     out
 }
 
-/// A query-protocol request (form pairs) as `(action, parameters)`.
+fn malformed(why: impl Into<String>) -> ApiError {
+    ApiError::sender("MalformedQueryString", why)
+}
+
+/// The value of a hex digit.
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// `application/x-www-form-urlencoded` decoding of one name or value into bytes: `+` is a
+/// space, `%XX` a byte, and a `%` not followed by two hex digits stands for itself (as
+/// browsers and the `form_urlencoded` crate read it).
+fn percent_decode(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'+' => out.push(b' '),
+            b'%' => match (
+                s.get(i + 1).copied().and_then(hex_digit),
+                s.get(i + 2).copied().and_then(hex_digit),
+            ) {
+                (Some(h), Some(l)) => {
+                    out.push(h << 4 | l);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The form pairs of a query-protocol request, decoded and checked: names within
+/// [`MAX_QUERY_KEY`] bytes and [`MAX_QUERY_DEPTH`] segments, at most [`MAX_QUERY_PARAMS`]
+/// pairs, names and values valid UTF-8 (a body that is not is refused, never stored with
+/// replacement characters).
+pub fn form_pairs(form: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
+    let mut out = Vec::new();
+    for pair in form.split(|&b| b == b'&') {
+        if pair.is_empty() {
+            continue;
+        }
+        if out.len() == MAX_QUERY_PARAMS {
+            return Err(malformed(format!(
+                "A request may carry at most {MAX_QUERY_PARAMS} parameters."
+            )));
+        }
+        let (k, v) = match pair.iter().position(|&b| b == b'=') {
+            Some(at) => (&pair[..at], &pair[at + 1..]),
+            None => (pair, &pair[..0]),
+        };
+        let k = percent_decode(k);
+        if k.len() > MAX_QUERY_KEY {
+            return Err(malformed(format!(
+                "A parameter name is {} bytes long; at most {MAX_QUERY_KEY} are accepted.",
+                k.len()
+            )));
+        }
+        let k =
+            String::from_utf8(k).map_err(|_| malformed("A parameter name is not valid UTF-8."))?;
+        if k.split('.').count() > MAX_QUERY_DEPTH {
+            return Err(malformed(format!(
+                "The parameter name {k} has more than {MAX_QUERY_DEPTH} parts."
+            )));
+        }
+        let v = String::from_utf8(percent_decode(v)).map_err(|_| {
+            if k.ends_with("MessageBody") || k.ends_with("StringValue") {
+                ApiError::sender(
+                    "InvalidMessageContents",
+                    format!("The value of {k} is not valid UTF-8."),
+                )
+            } else {
+                malformed(format!("The value of {k} is not valid UTF-8."))
+            }
+        })?;
+        out.push((k, v));
+    }
+    Ok(out)
+}
+
+/// A query-protocol request (form pairs) as `(action, parameters)`; see [`form_pairs`] for
+/// the bounds it checks.
 pub fn from_query(form: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
     let mut tree = BTreeMap::new();
     let mut action = None;
-    for (k, v) in form_urlencoded::parse(form) {
+    for (k, v) in form_pairs(form)? {
         if k == "Action" {
-            action = Some(v.into_owned());
+            action = Some(v);
             continue;
         }
-        if matches!(k.as_ref(), "Version" | "Expires" | "Timestamp")
+        if matches!(k.as_str(), "Version" | "Expires" | "Timestamp")
             || k.starts_with("X-Amz-")
             || k.starts_with("AWSAccessKeyId")
             || k.starts_with("Signature")
@@ -270,7 +392,7 @@ pub fn from_query(form: &[u8]) -> Result<(String, Map<String, Value>), ApiError>
             continue;
         }
         let path: Vec<&str> = k.split('.').collect();
-        insert(&mut tree, &path, v.into_owned());
+        insert(&mut tree, &path, v);
     }
     let action = action.ok_or_else(|| ApiError::missing("Action"))?;
     Ok((action, members(tree)))
@@ -464,5 +586,54 @@ mod tests {
         );
         let e = ApiError::sender("AWS.SimpleQueueService.NonExistentQueue", "gone");
         assert_eq!(e.json_type(), "com.amazonaws.sqs#QueueDoesNotExist");
+    }
+
+    /// The trial's request that overflowed the stack (one recursion per segment): a name of
+    /// 3,000 dot-separated segments is refused with a 400, as are over-long names, too many
+    /// parameters and text that is not UTF-8 (never stored with U+FFFD replacements).
+    #[test]
+    fn hostile_forms_are_refused_not_crashed_on() {
+        let deep = format!("Action=SendMessage&{}=1", "a.".repeat(3000));
+        let e = from_query(deep.as_bytes()).unwrap_err();
+        assert_eq!((e.code.as_str(), e.status), ("MalformedQueryString", 400));
+        let deep9 = format!("Action=SendMessage&{}b=1", "a.".repeat(MAX_QUERY_DEPTH));
+        assert_eq!(
+            from_query(deep9.as_bytes()).unwrap_err().code,
+            "MalformedQueryString"
+        );
+        let deep8 = format!("Action=SendMessage&{}b=1", "a.".repeat(MAX_QUERY_DEPTH - 1));
+        assert!(from_query(deep8.as_bytes()).is_ok());
+        let long = format!("Action=SendMessage&{}=1", "k".repeat(MAX_QUERY_KEY + 1));
+        assert_eq!(
+            from_query(long.as_bytes()).unwrap_err().code,
+            "MalformedQueryString"
+        );
+        let many: String = (0..MAX_QUERY_PARAMS).map(|i| format!("&P{i}=1")).collect();
+        let many = format!("Action=ListQueues{many}");
+        assert_eq!(
+            from_query(many.as_bytes()).unwrap_err().code,
+            "MalformedQueryString"
+        );
+        let bad = b"Action=SendMessage&QueueUrl=q&MessageBody=%FF%FEx";
+        let e = from_query(bad).unwrap_err();
+        assert_eq!(e.code, "InvalidMessageContents");
+        assert_eq!(
+            from_query(b"Action=ListQueues&Queue%FFName=x")
+                .unwrap_err()
+                .code,
+            "MalformedQueryString"
+        );
+        // A leaf and a longer name under it: the structure is kept, in either order.
+        for form in [
+            &b"Action=X&A.1=x&A.1.B=y"[..],
+            &b"Action=X&A.1.B=y&A.1=x"[..],
+        ] {
+            let (_, p) = from_query(form).unwrap();
+            assert_eq!(p["A"]["1"]["B"], "y", "{}", String::from_utf8_lossy(form));
+        }
+        // Percent escapes, `+`, and a stray `%` as form decoding reads them.
+        let (_, p) = from_query(b"Action=X&QueueUrl=a%2Fb+c%2&Empty").unwrap();
+        assert_eq!(p["QueueUrl"], "a/b c%2");
+        assert_eq!(p["Empty"], "");
     }
 }

@@ -307,10 +307,13 @@ impl Queue {
                     rep.cancelled = true;
                     continue;
                 }
-                let Some(path) = fixed
-                    .clone()
-                    .or_else(|| m.dead_letter_source.as_deref().map(PathBuf::from))
-                else {
+                let Some(path) = fixed.clone().or_else(|| {
+                    let source = PathBuf::from(m.dead_letter_source.as_deref()?);
+                    match &opts.sources {
+                        Some(allowed) if !allowed.contains(&source) => None,
+                        _ => Some(source),
+                    }
+                }) else {
                     rep.skipped += 1;
                     continue;
                 };

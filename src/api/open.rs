@@ -481,6 +481,41 @@ impl Queue {
         Ok(f.into_raw_fd())
     }
 
+    /// The metadata of the queue's file as it is open (`fstat`): owner, mode, device and
+    /// inode. A long-lived process compares it with the name's (`std::fs::symlink_metadata`)
+    /// to notice a queue deleted and created again under the same name, and so reopen it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    ///
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-meta-{}", std::process::id()));
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// # struct UnlinkAt(std::path::PathBuf);
+    /// # impl Drop for UnlinkAt {
+    /// #     fn drop(&mut self) {
+    /// #         let _ = shmfifo::Queue::unlink_at(&self.0);
+    /// #     }
+    /// # }
+    /// # let _cleanup = UnlinkAt(path.clone());
+    /// let same = |q: &Queue| {
+    ///     let (a, b) = (q.file_metadata().unwrap(), std::fs::metadata(&path).unwrap());
+    ///     (a.dev(), a.ino()) == (b.dev(), b.ino())
+    /// };
+    /// assert!(same(&q));
+    /// Queue::unlink_at(&path)?;
+    /// let _again = Queue::create_at(&path, &QueueConfig::new())?;
+    /// assert!(!same(&q)); // `q` still has the deleted queue open
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn file_metadata(&self) -> Result<std::fs::Metadata> {
+        Ok(self.inner.file.metadata()?)
+    }
+
     /// Removes the queue file at `path`.
     ///
     /// # Examples

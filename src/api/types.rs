@@ -492,6 +492,11 @@ pub struct RedriveOptions {
     pub limit: Option<u64>,
     /// Set to `true` (from any thread) to stop after the current message.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Without a `destination`: the only source queues messages may go back to (paths as
+    /// the messages record them, canonical); a message from any other source is left here
+    /// and counted `skipped`. `None`: every source. A server that moves messages for a
+    /// client uses it to keep the moves to the queues that client may use.
+    pub sources: Option<Vec<std::path::PathBuf>>,
 }
 
 /// What a redrive did (X6).
@@ -499,8 +504,9 @@ pub struct RedriveOptions {
 pub struct RedriveReport {
     /// Messages moved (sent to their destination and deleted here).
     pub moved: u64,
-    /// Messages left here because they name no source queue and no destination was given;
-    /// they are visible again after the visibility timeout.
+    /// Messages left here because they name no source queue (or one outside
+    /// [`RedriveOptions::sources`]) and no destination was given; they are visible again
+    /// after the visibility timeout.
     pub skipped: u64,
     /// The redrive stopped because it was cancelled.
     pub cancelled: bool,

@@ -76,6 +76,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
                 limit: Some(want),
                 // Ctrl-C / SIGTERM stop after the current message.
                 cancel: Some(crate::interrupt_flag()),
+                sources: None,
             })
             .map_err(|e| {
                 bar.abandon();

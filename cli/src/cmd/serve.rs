@@ -11,7 +11,9 @@ use crate::errors::Failure;
 /// Arguments of `serve`.
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (loopback by default: anything on the host may then send).
+    /// Address to listen on. Loopback by default: each request then acts as the user that
+    /// owns the client's socket, and may do what that user may do to the queue files. Any
+    /// other address is refused unless signatures are checked.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: IpAddr,
     /// Port (0: a free one, printed on stdout).
@@ -20,10 +22,17 @@ pub struct ServeArgs {
     /// Directory of the queue files (queue NAME.fifo is DIR/NAME.fifo).
     #[arg(long, default_value = "/dev/shm")]
     pub dir: PathBuf,
-    /// Check SigV4 signatures against this key pair, ACCESS_KEY_ID:SECRET (default: accept any
-    /// signature, as local emulators do).
+    /// Check SigV4 signatures against this key pair, ACCESS_KEY_ID:SECRET; a signed request
+    /// acts as the server's own user (default: no signature checked; requests act as the
+    /// user that owns the client's socket).
     #[arg(long, value_name = "ACCESS_KEY_ID:SECRET")]
     pub check_signature: Option<String>,
+    /// The region signatures must be scoped to (with --check-signature).
+    #[arg(long, default_value = "us-east-1")]
+    pub region: String,
+    /// Most connections open at once (default: the descriptor limit less 64, at most 1,024).
+    #[arg(long)]
+    pub max_connections: Option<usize>,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -34,18 +43,20 @@ pub fn run(a: &ServeArgs, _ctx: Ctx) -> Result<(), Failure> {
             let (k, v) = s.split_once(':').ok_or_else(|| {
                 Failure::input("--check-signature", "expected ACCESS_KEY_ID:SECRET")
             })?;
-            Some(shmfifo_serve::sigv4::KeyPair {
-                access_key: k.to_owned(),
-                secret: v.to_owned(),
-            })
+            let mut kp = shmfifo_serve::sigv4::KeyPair::new(k, v);
+            kp.region.clone_from(&a.region);
+            Some(kp)
         }
     };
-    let cfg = shmfifo_serve::Config {
+    let mut cfg = shmfifo_serve::Config {
         addr: SocketAddr::new(a.host, a.port),
         dir: a.dir.clone(),
         check_signature,
         ..Default::default()
     };
+    if let Some(n) = a.max_connections {
+        cfg.max_connections = n;
+    }
     shmfifo_serve::run(cfg)
         .map_err(|e| Failure::input(format!("serve on {}:{}", a.host, a.port), e))
 }

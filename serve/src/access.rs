@@ -1,0 +1,317 @@
+//! Who a request comes from, and what they may do to the queue files: access through the
+//! server is never wider than the files' own permissions.
+//!
+//! A request acts as one user ([`Identity`]):
+//! * when signatures are checked ([`crate::Config::check_signature`]), as the server's own
+//!   user: the key pair is the operator's, and a request signed with it is the operator's;
+//! * otherwise as the user that owns the client's socket. The server then listens on a
+//!   loopback address only (it refuses to start on any other without signatures), and the
+//!   owner of the connecting socket is read from the kernel's table of TCP sockets
+//!   (`/proc/net/tcp` and `/proc/net/tcp6`: what `ss -e` shows), as the entry whose local
+//!   address is the client's and whose remote address is the server's. A connection whose
+//!   owner cannot be found is served nothing but `AccessDenied`.
+//!
+//! Each action is then checked as the system would check the same user's own call: a queue is
+//! used only by a user who may open its file for reading and writing (the mode's owner, group
+//! or other bits, as `open(2)` reads them, root always); a queue is created only by a user who
+//! may write the directory and could then open the file the server creates (owned by the
+//! server's user, mode 0600: in practice the server's user and root); a queue is deleted only
+//! by a user who may remove the name (`unlink(2)`'s rule, sticky directories included).
+//! Supplementary groups are the user's groups in the group database (`getgrouplist`), which
+//! may differ from a running process's own groups (`newgrp`, or groups changed since login).
+
+use std::ffi::CStr;
+use std::fs::Metadata;
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::os::unix::fs::MetadataExt;
+
+/// A user as the permission checks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The user id.
+    pub uid: u32,
+    /// The primary group id.
+    pub gid: u32,
+    /// Every group the user is in (the primary one included).
+    pub groups: Vec<u32>,
+}
+
+/// `S_ISVTX`: in a sticky directory only a file's owner, the directory's owner or root may
+/// remove or rename the file.
+const STICKY: u32 = 0o1000;
+
+impl Identity {
+    /// The user `uid` with the groups the group database gives it (only `uid` itself and no
+    /// group if the user has no entry in the password database).
+    pub fn of_uid(uid: u32) -> Identity {
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: an all-zero `passwd` is a valid value of a plain C struct (null pointers,
+        // zero ids); getpwuid_r fills it in.
+        let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        loop {
+            // SAFETY: `pw`, `buf` (of `buf.len()` bytes) and `result` are valid for writes
+            // for the whole call; the strings `pw` points to live in `buf`, which outlives
+            // their use below.
+            let rc = unsafe {
+                libc::getpwuid_r(
+                    uid,
+                    &mut pw,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    &mut result,
+                )
+            };
+            if rc == libc::ERANGE && buf.len() < 1 << 20 {
+                buf.resize(buf.len() * 2, 0);
+                continue;
+            }
+            break;
+        }
+        if result.is_null() {
+            return Identity {
+                uid,
+                gid: u32::MAX,
+                groups: Vec::new(),
+            };
+        }
+        let gid = pw.pw_gid;
+        // SAFETY: getpwuid_r succeeded, so `pw_name` points to a NUL-terminated string in
+        // `buf`, alive and unchanged here.
+        let name = unsafe { CStr::from_ptr(pw.pw_name) };
+        let mut groups = vec![0 as libc::gid_t; 64];
+        loop {
+            let mut n = groups.len() as libc::c_int;
+            // SAFETY: `name` is NUL-terminated; `groups` has room for `n` ids and `n` is
+            // valid for reads and writes.
+            let rc = unsafe { libc::getgrouplist(name.as_ptr(), gid, groups.as_mut_ptr(), &mut n) };
+            if rc >= 0 {
+                groups.truncate(n.max(0) as usize);
+                break;
+            }
+            if groups.len() >= 1 << 16 {
+                groups = vec![gid];
+                break;
+            }
+            // -1: `n` now holds the count needed (glibc); grow to it, at least double.
+            let want = (n.max(0) as usize).max(groups.len() * 2);
+            groups.resize(want, 0);
+        }
+        Identity { uid, gid, groups }
+    }
+
+    /// This process's effective user and groups.
+    pub fn of_this_process() -> Identity {
+        // SAFETY: geteuid and getegid cannot fail and touch no memory of ours.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        // SAFETY: a count query (size 0, null list) writes nothing.
+        let n = unsafe { libc::getgroups(0, std::ptr::null_mut()) };
+        let mut groups = vec![0 as libc::gid_t; n.max(0) as usize];
+        // SAFETY: `groups` has room for `groups.len()` ids.
+        let got = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+        groups.truncate(got.max(0) as usize);
+        if !groups.contains(&gid) {
+            groups.push(gid);
+        }
+        Identity { uid, gid, groups }
+    }
+
+    /// The mode's permission bits (`rwx` as 4, 2, 1) that apply to this user for a file or
+    /// directory, as the kernel picks them: owner's, else group's, else other's.
+    fn bits(&self, m: &Metadata) -> u32 {
+        let mode = m.mode();
+        if m.uid() == self.uid {
+            (mode >> 6) & 7
+        } else if m.gid() == self.gid || self.groups.contains(&m.gid()) {
+            (mode >> 3) & 7
+        } else {
+            mode & 7
+        }
+    }
+
+    /// Whether this user may open the file for reading and writing (as a queue is opened).
+    pub fn may_open(&self, file: &Metadata) -> bool {
+        self.uid == 0 || self.bits(file) & 6 == 6
+    }
+
+    /// Whether this user may list the directory (read and search).
+    pub fn may_list(&self, dir: &Metadata) -> bool {
+        self.uid == 0 || self.bits(dir) & 5 == 5
+    }
+
+    /// Whether this user may make a new name in the directory (write and search).
+    pub fn may_create_in(&self, dir: &Metadata) -> bool {
+        self.uid == 0 || self.bits(dir) & 3 == 3
+    }
+
+    /// Whether this user may remove `file`'s name from `dir` (`unlink(2)`: write and search
+    /// on the directory; in a sticky one, also owning the file or the directory).
+    pub fn may_unlink(&self, dir: &Metadata, file: &Metadata) -> bool {
+        self.uid == 0
+            || (self.bits(dir) & 3 == 3
+                && (dir.mode() & STICKY == 0 || file.uid() == self.uid || dir.uid() == self.uid))
+    }
+}
+
+/// `a` with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) written as the IPv4 address it is.
+fn canonical(a: SocketAddr) -> SocketAddr {
+    match a.ip() {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => SocketAddr::new(IpAddr::V4(v4), a.port()),
+            None => a,
+        },
+        IpAddr::V4(_) => a,
+    }
+}
+
+/// Whether a peer's address is a loopback one (IPv4-mapped included).
+pub fn is_loopback(a: SocketAddr) -> bool {
+    canonical(a).ip().is_loopback()
+}
+
+/// One `ADDR:PORT` of `/proc/net/tcp{,6}`: the address as 32-bit words printed in the
+/// machine's byte order, the port in hexadecimal.
+fn proc_addr(s: &str) -> Option<SocketAddr> {
+    let (a, p) = s.split_once(':')?;
+    let port = u16::from_str_radix(p, 16).ok()?;
+    let word = |i: usize| -> Option<[u8; 4]> {
+        let w = u32::from_str_radix(a.get(i * 8..i * 8 + 8)?, 16).ok()?;
+        Some(w.to_ne_bytes())
+    };
+    let ip = match a.len() {
+        8 => IpAddr::from(word(0)?),
+        32 => {
+            let mut b = [0u8; 16];
+            for i in 0..4 {
+                b[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+            }
+            IpAddr::V6(Ipv6Addr::from(b))
+        }
+        _ => return None,
+    };
+    Some(canonical(SocketAddr::new(ip, port)))
+}
+
+/// The uid in the socket table `text` (the contents of `/proc/net/tcp` or `tcp6`) of the
+/// socket whose local address is `client` and whose remote address is `server`.
+pub fn uid_in_table(text: &str, client: SocketAddr, server: SocketAddr) -> Option<u32> {
+    let (client, server) = (canonical(client), canonical(server));
+    text.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().take(8).collect();
+        if f.len() < 8 {
+            return None;
+        }
+        (proc_addr(f[1])? == client && proc_addr(f[2])? == server)
+            .then(|| f[7].parse().ok())
+            .flatten()
+    })
+}
+
+/// The uid that owns the TCP socket at `client` connected to this server's `server` address
+/// (both on this host), from `/proc/net/tcp` and `/proc/net/tcp6`; `None` if neither lists it
+/// (the client has gone, or it is not on this host).
+pub fn peer_uid(client: SocketAddr, server: SocketAddr) -> io::Result<Option<u32>> {
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = match std::fs::read_to_string(table) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if let Some(uid) = uid_in_table(&text, client, server) {
+            return Ok(Some(uid));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_tables_are_read_as_the_kernel_writes_them() {
+        // 127.0.0.1:40000 -> 127.0.0.1:9324 owned by uid 1000, and the server's side (uid 0).
+        let v4 = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+   0: 0100007F:246C 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0 0 10 0\n\
+   1: 0100007F:9C40 0100007F:246C 01 00000000:00000000 00:00000000 00000000  1000        0 2 1 0 20 4 30 10 -1\n\
+   2: 0100007F:246C 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4 30 10 -1\n";
+        let client: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let server: SocketAddr = "127.0.0.1:9324".parse().unwrap();
+        if cfg!(target_endian = "little") {
+            assert_eq!(uid_in_table(v4, client, server), Some(1000));
+            assert_eq!(uid_in_table(v4, server, client), Some(0));
+            // An IPv4-mapped client address finds the same entry.
+            let mapped: SocketAddr = "[::ffff:127.0.0.1]:40000".parse().unwrap();
+            assert_eq!(uid_in_table(v4, mapped, server), Some(1000));
+            // ::1 in tcp6.
+            let v6 = "header\n   0: 00000000000000000000000001000000:9C40 00000000000000000000000001000000:246C 01 0:0 0:0 0 1234 0 5\n";
+            let c6: SocketAddr = "[::1]:40000".parse().unwrap();
+            let s6: SocketAddr = "[::1]:9324".parse().unwrap();
+            assert_eq!(uid_in_table(v6, c6, s6), Some(1234));
+        }
+        assert_eq!(
+            uid_in_table(v4, client, "127.0.0.1:1".parse().unwrap()),
+            None
+        );
+        assert_eq!(
+            uid_in_table("header\n garbage line\n 0: zz:zz", client, server),
+            None
+        );
+    }
+
+    /// A live connection's owner is this process's user.
+    #[test]
+    fn a_loopback_peer_is_found_with_its_uid() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = l.local_addr().unwrap();
+        let c = std::net::TcpStream::connect(server).unwrap();
+        let (_s, client) = l.accept().unwrap();
+        assert_eq!(c.local_addr().unwrap(), client);
+        let me = Identity::of_this_process();
+        assert_eq!(peer_uid(client, server).unwrap(), Some(me.uid));
+    }
+
+    #[test]
+    fn permission_bits_as_open_reads_them() {
+        let dir = std::env::temp_dir().join(format!("shmfifo-serve-access-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("q.fifo");
+        std::fs::write(&f, b"").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let me = Identity::of_this_process();
+        let other = Identity {
+            uid: me.uid.wrapping_add(12345),
+            gid: u32::MAX - 1,
+            groups: vec![],
+        };
+        let group_member = Identity {
+            groups: vec![std::fs::metadata(&f).unwrap().gid()],
+            ..other.clone()
+        };
+        for (mode, mine, theirs, group) in [
+            (0o600, true, false, false),
+            (0o660, true, false, true),
+            (0o666, true, true, true),
+            (0o644, true, false, false),
+            (0o400, false, false, false),
+        ] {
+            std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+            let m = std::fs::metadata(&f).unwrap();
+            assert_eq!(me.may_open(&m), mine || me.uid == 0, "{mode:o} owner");
+            assert_eq!(other.may_open(&m), theirs, "{mode:o} other");
+            assert_eq!(group_member.may_open(&m), group, "{mode:o} group");
+        }
+        // A sticky world-writable directory (as /dev/shm): others may create, not remove.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let d = std::fs::metadata(&dir).unwrap();
+        let m = std::fs::metadata(&f).unwrap();
+        assert!(other.may_create_in(&d) && other.may_list(&d));
+        assert!(!other.may_unlink(&d, &m));
+        assert!(me.may_unlink(&d, &m));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let d = std::fs::metadata(&dir).unwrap();
+        assert!(!other.may_create_in(&d) && !other.may_unlink(&d, &m));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,332 @@
+//! Connections: accepting them within a limit, finding whose they are, and closing those that
+//! hold the server without using it (a head or body sent too slowly, an idle keep-alive, a
+//! response nobody reads).
+//!
+//! Every connection runs in its own task beside a watchdog that looks at it every
+//! [`tick`]: with no request being served, a connection whose request head started more
+//! than [`Config::header_timeout`] ago, or that moved no byte for [`Config::idle_timeout`],
+//! is closed. A request's body has [`Config::body_timeout`] (in `Server::handle`). Errors of
+//! `accept` (a descriptor limit reached, a connection reset before it was accepted) are
+//! logged and survived: the loop pauses briefly and goes on.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use crate::access::{self, Identity};
+use crate::{Config, Server};
+
+/// The default connection limit: the soft `RLIMIT_NOFILE` less 64 (queue files, the
+/// listener, logs), at least 16 and at most 1,024.
+pub(crate) fn default_max_connections() -> usize {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `r` is a valid `rlimit` for getrlimit to write.
+    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } == 0 {
+        r.rlim_cur
+    } else {
+        1024
+    };
+    (soft.saturating_sub(64) as usize).clamp(16, 1024)
+}
+
+/// What the watchdog of a connection reads, and its I/O and service write.
+struct Watch {
+    /// When the watch began: the times below are milliseconds since, plus one (0: never).
+    epoch: Instant,
+    /// Requests being served on this connection.
+    in_flight: AtomicUsize,
+    /// When a byte last moved either way.
+    last_io: AtomicU64,
+    /// When the first byte of a request head arrived while no request was being served.
+    head_started: AtomicU64,
+}
+
+impl Watch {
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    fn moved(&self, reading: bool) {
+        let now = self.now();
+        // Relaxed (all of Watch): one connection's task and its watchdog share these words
+        // as clocks and counts; nothing else is published through them.
+        self.last_io.store(now, Ordering::Relaxed);
+        if reading
+            && self.in_flight.load(Ordering::Relaxed) == 0
+            && self.head_started.load(Ordering::Relaxed) == 0
+        {
+            self.head_started.store(now, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the connection should close now, if it should.
+    fn expired(&self, cfg: &Limits) -> Option<&'static str> {
+        // Relaxed: see `moved`.
+        if self.in_flight.load(Ordering::Relaxed) > 0 {
+            return None;
+        }
+        let now = self.now();
+        let head = self.head_started.load(Ordering::Relaxed);
+        if head != 0 && now.saturating_sub(head) > cfg.header_ms {
+            return Some("request head not sent in time");
+        }
+        let last = self.last_io.load(Ordering::Relaxed);
+        if now.saturating_sub(last) > cfg.idle_ms {
+            return Some("idle");
+        }
+        None
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Limits {
+    header_ms: u64,
+    idle_ms: u64,
+}
+
+/// The watchdog's period: a quarter of the shortest timeout, within 10 ms and 1 s.
+fn tick(cfg: &Config) -> Duration {
+    (cfg.header_timeout.min(cfg.idle_timeout) / 4)
+        .clamp(Duration::from_millis(10), Duration::from_secs(1))
+}
+
+/// A stream that tells its [`Watch`] when bytes move.
+struct Watched {
+    inner: TcpStream,
+    watch: Arc<Watch>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.watch.moved(true);
+        }
+        r
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(r, Poll::Ready(Ok(n)) if n > 0) {
+            self.watch.moved(false);
+        }
+        r
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// Counts a request in flight on its connection and in the server while it lives, and
+/// restarts the connection's head timer when it ends.
+struct InFlight {
+    watch: Arc<Watch>,
+    server: Arc<Server>,
+}
+
+impl InFlight {
+    fn new(watch: Arc<Watch>, server: Arc<Server>) -> Self {
+        // Relaxed: counts read by the watchdog and the trimmer, which publish nothing.
+        watch.in_flight.fetch_add(1, Ordering::Relaxed);
+        watch.head_started.store(0, Ordering::Relaxed);
+        server.active.fetch_add(1, Ordering::Relaxed);
+        InFlight { watch, server }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // Relaxed: as in `new`.
+        self.server.active.fetch_sub(1, Ordering::Relaxed);
+        self.watch.head_started.store(0, Ordering::Relaxed);
+        self.watch.in_flight.fetch_sub(1, Ordering::Relaxed);
+        self.watch.moved(false);
+    }
+}
+
+/// Accepts connections until `shutdown` completes.
+pub(crate) async fn accept_loop(
+    listener: TcpListener,
+    server: Arc<Server>,
+    cfg: &Config,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let local = listener.local_addr()?;
+    let permits = Arc::new(Semaphore::new(cfg.max_connections.max(1)));
+    let limits = Limits {
+        header_ms: cfg.header_timeout.as_millis() as u64,
+        idle_ms: cfg.idle_timeout.as_millis() as u64,
+    };
+    let period = tick(cfg);
+    let signed = cfg.check_signature.is_some();
+    let mut refused: u64 = 0;
+    let mut last_refusal_log: Option<Instant> = None;
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
+            () = &mut shutdown => return Ok(()),
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => x,
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS, ECONNABORTED …: the listener is still good. Pause
+                // so that a descriptor limit is not a busy loop, then go on.
+                tracing::warn!(error = %e, "accept failed; serving on");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            refused += 1;
+            if last_refusal_log.is_none_or(|t| t.elapsed() > Duration::from_secs(5)) {
+                tracing::warn!(
+                    peer = %peer,
+                    limit = cfg.max_connections,
+                    refused_so_far = refused,
+                    "connection limit reached; closing new connections"
+                );
+                last_refusal_log = Some(Instant::now());
+            }
+            drop(stream);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let server = Arc::clone(&server);
+        tokio::spawn(async move {
+            let _permit = permit;
+            serve_connection(stream, peer, local, server, limits, period, signed).await;
+        });
+    }
+}
+
+/// The user a connection's requests act as, when signatures are not checked.
+async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
+    if !access::is_loopback(peer) {
+        return None;
+    }
+    let found = tokio::task::spawn_blocking(move || {
+        access::peer_uid(peer, local)
+            .ok()
+            .flatten()
+            .map(Identity::of_uid)
+    })
+    .await
+    .ok()
+    .flatten();
+    if found.is_none() {
+        tracing::warn!(peer = %peer, "the owner of a connection was not found; it is refused");
+    }
+    found.map(Arc::new)
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+    server: Arc<Server>,
+    limits: Limits,
+    period: Duration,
+    signed: bool,
+) {
+    let who = if signed {
+        None
+    } else {
+        whose(peer, local).await
+    };
+    let watch = Arc::new(Watch {
+        epoch: Instant::now(),
+        in_flight: AtomicUsize::new(0),
+        last_io: AtomicU64::new(1),
+        head_started: AtomicU64::new(0),
+    });
+    let io = Watched {
+        inner: stream,
+        watch: Arc::clone(&watch),
+    };
+    let svc = {
+        let watch = Arc::clone(&watch);
+        hyper::service::service_fn(move |req| {
+            let (server, who) = (Arc::clone(&server), who.clone());
+            let guard = InFlight::new(Arc::clone(&watch), Arc::clone(&server));
+            async move {
+                let r = server.handle(req, who).await;
+                drop(guard);
+                Ok::<_, Infallible>(r)
+            }
+        })
+    };
+    // A client that goes away mid-request drops its request's future: a long poll then has
+    // taken nothing; messages already taken stay in flight until their visibility timeout,
+    // as on SQS.
+    let conn = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            _ = ticks.tick() => {
+                if let Some(why) = watch.expired(&limits) {
+                    tracing::debug!(peer = %peer, why, "closing connection");
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Hands memory freed after a burst back to the system: glibc's allocator keeps a thread's
+/// freed blocks for that thread (a burst of 10,000 requests left ~290 MiB resident). Once a
+/// second, if requests were served since the last look and none is being served now,
+/// `malloc_trim(0)` returns the free pages of every arena.
+pub(crate) async fn trim_when_idle(server: Arc<Server>) {
+    let mut seen = 0u64;
+    let mut ticks = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        ticks.tick().await;
+        // Relaxed: counters; a trim at a slightly wrong moment costs a little time only.
+        let n = server.requests.load(Ordering::Relaxed);
+        if n == seen || server.active.load(Ordering::Relaxed) > 0 {
+            continue;
+        }
+        seen = n;
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        let _ = tokio::task::spawn_blocking(|| {
+            // SAFETY: malloc_trim only walks the allocator's own free lists; any thread may
+            // call it at any time.
+            unsafe { libc::malloc_trim(0) };
+        })
+        .await;
+    }
+}

@@ -1,0 +1,561 @@
+//! `shmfifo serve` against hostile and unlucky clients: requests that crashed it, connections
+//! that held it, users who reached queues they could not open, a queue replaced under it, and
+//! answers SDKs retried. Each test reproduces a defect the server had (issue 30's trial).
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+use shmfifo_serve::Config;
+
+/// A temporary directory, removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!(
+            "shmfifo-serve-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A server on its own runtime, stopped on drop.
+struct Server {
+    addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl Server {
+    fn start(cfg: Config) -> Server {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(shmfifo_serve::serve(
+                cfg,
+                move |addr| tx.send(addr).unwrap(),
+                async {
+                    let _ = stopped.await;
+                },
+            ))
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        Server {
+            addr,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self, name: &str) -> String {
+        format!("http://{}/000000000000/{name}", self.addr)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn config(dir: &Path) -> Config {
+    Config {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        dir: dir.to_owned(),
+        ..Default::default()
+    }
+}
+
+/// One HTTP/1.1 exchange on a new connection: (status, headers and body as text).
+fn exchange(addr: SocketAddr, raw: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(raw).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    let out = String::from_utf8_lossy(&out).into_owned();
+    let status = out.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    (status, out)
+}
+
+fn post_form(addr: SocketAddr, form: &str) -> (u16, String) {
+    exchange(
+        addr,
+        format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}",
+            form.len()
+        )
+        .as_bytes(),
+    )
+}
+
+fn post_json(addr: SocketAddr, action: &str, body: &str) -> (u16, String) {
+    exchange(
+        addr,
+        format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.{action}\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+}
+
+/// Whether the server closes `s` (EOF or reset) within `within`.
+fn closed_within(s: &mut TcpStream, within: Duration) -> bool {
+    s.set_read_timeout(Some(within)).unwrap();
+    let mut b = [0u8; 4096];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue, // an answer (408) before the close
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+}
+
+/// The trial's one request that killed the server: a query-protocol name of 3,000 segments
+/// (stack overflow in the key parser, exit 134), in a body or a GET's query string. Now a 400,
+/// and the server answers the next request.
+#[test]
+fn a_deep_query_name_is_a_400_not_a_crash() {
+    let dir = Dir::new("deep");
+    let srv = Server::start(config(&dir.0));
+    let deep = format!("Action=SendMessage&{}=1", "a.".repeat(3000));
+    let (status, out) = post_form(srv.addr, &deep);
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("<Code>MalformedQueryString</Code>"), "{out}");
+    let (status, out) = exchange(
+        srv.addr,
+        format!("GET /?{deep} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status, 400, "{out}");
+    let (status, out) = post_form(srv.addr, "Action=ListQueues");
+    assert_eq!(status, 200, "{out}");
+}
+
+/// Connections that send half a request line, half a body, or nothing after a request were
+/// held forever. Now each is closed after its timeout, while a long poll (a request in
+/// progress) is never cut.
+#[test]
+fn slow_and_idle_connections_are_closed() {
+    let dir = Dir::new("slow");
+    let srv = Server::start(Config {
+        header_timeout: Duration::from_millis(400),
+        body_timeout: Duration::from_millis(400),
+        idle_timeout: Duration::from_millis(800),
+        ..config(&dir.0)
+    });
+    // Half a request head.
+    let mut half_head = TcpStream::connect(srv.addr).unwrap();
+    half_head
+        .write_all(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    // A head sent a byte at a time, forever (slowloris): the head's timer does not restart.
+    let mut drip = TcpStream::connect(srv.addr).unwrap();
+    let dripper = {
+        let mut d = drip.try_clone().unwrap();
+        std::thread::spawn(move || {
+            for _ in 0..40 {
+                if d.write_all(b"X").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    // Half a body.
+    let mut half_body = TcpStream::connect(srv.addr).unwrap();
+    half_body
+        .write_all(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nAction=List")
+        .unwrap();
+    // Nothing at all.
+    let mut silent = TcpStream::connect(srv.addr).unwrap();
+    let t0 = Instant::now();
+    assert!(
+        closed_within(&mut half_head, Duration::from_secs(5)),
+        "half head held"
+    );
+    assert!(
+        closed_within(&mut drip, Duration::from_secs(5)),
+        "dripping head held"
+    );
+    assert!(
+        t0.elapsed() < Duration::from_millis(1900),
+        "{:?}",
+        t0.elapsed()
+    );
+    let mut answer = Vec::new();
+    half_body
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = half_body.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(5)),
+        "idle held"
+    );
+    dripper.join().unwrap();
+
+    // A keep-alive connection: served, then closed once idle.
+    let mut ka = TcpStream::connect(srv.addr).unwrap();
+    let form = "Action=ListQueues";
+    write!(ka, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{form}", form.len()).unwrap();
+    let mut b = [0u8; 1024];
+    ka.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let n = ka.read(&mut b).unwrap();
+    assert!(b[..n].starts_with(b"HTTP/1.1 200"));
+    assert!(
+        closed_within(&mut ka, Duration::from_secs(5)),
+        "idle keep-alive held"
+    );
+
+    // A long poll of 2 s, longer than every timeout: answered, not cut.
+    let q = Queue::create_at(dir.0.join("poll.fifo"), &QueueConfig::new()).unwrap();
+    let t0 = Instant::now();
+    let (status, out) = post_json(
+        srv.addr,
+        "ReceiveMessage",
+        &format!(
+            r#"{{"QueueUrl":"{}","WaitTimeSeconds":2}}"#,
+            srv.url("poll.fifo")
+        ),
+    );
+    assert_eq!(status, 200, "{out}");
+    assert!(t0.elapsed() >= Duration::from_millis(1900));
+    drop(q);
+}
+
+/// The 1,012th connection under `ulimit -n 1024` ended the server (accept's error ended its
+/// loop). Now connections beyond the limit are closed at once and the server serves on.
+#[test]
+fn connections_beyond_the_limit_are_closed_and_the_server_serves_on() {
+    let dir = Dir::new("limit");
+    let srv = Server::start(Config {
+        max_connections: 3,
+        ..config(&dir.0)
+    });
+    let held: Vec<TcpStream> = (0..3)
+        .map(|_| TcpStream::connect(srv.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    for _ in 0..5 {
+        let mut extra = TcpStream::connect(srv.addr).unwrap();
+        assert!(
+            closed_within(&mut extra, Duration::from_secs(5)),
+            "over the limit, kept"
+        );
+    }
+    drop(held);
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, out) = post_form(srv.addr, "Action=ListQueues");
+    assert_eq!(status, 200, "{out}");
+}
+
+/// Runs curl as `uid` (root only): the request then comes from a socket that user owns.
+fn curl_as(uid: u32, addr: SocketAddr, action: &str, body: &str) -> (u16, String) {
+    let out = Command::new("curl")
+        .uid(uid)
+        .gid(uid)
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            "-H",
+            "Content-Type: application/x-amz-json-1.0",
+            "-H",
+            &format!("X-Amz-Target: AmazonSQS.{action}"),
+            "--data-binary",
+            body,
+            &format!("http://{addr}/"),
+        ])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+use std::os::unix::process::CommandExt as _;
+
+/// Through serve, user `nobody` received, purged and deleted root's 0600 queue. Now a request
+/// acts as the user owning the client's socket, with that user's permissions on the file:
+/// nothing of a 0600 queue for another user (not even its name in ListQueues), a 0666 queue
+/// for everyone, and the directory's sticky bit for DeleteQueue. Names that are not FIFO queue
+/// names are not served, nor symlinks, nor dead-letter targets outside the directory.
+#[test]
+fn access_through_serve_is_the_files_own() {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: the cross-user half needs another uid; checking the rest");
+    }
+    let root = unsafe { libc::geteuid() } == 0;
+    let dir = Dir::new("access");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let outside = Dir::new("outside");
+    let srv = Server::start(config(&dir.0));
+    let private = Queue::create_at(dir.0.join("private.fifo"), &QueueConfig::new()).unwrap();
+    private
+        .send(&SendMessage::new("g", "secret").dedup_id("1"))
+        .unwrap();
+    let shared =
+        Queue::create_at(dir.0.join("shared.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    // A queue under a name that is not a FIFO queue name, and a symlink to a queue outside.
+    let hidden = Queue::create_at(dir.0.join("hidden"), &QueueConfig::new()).unwrap();
+    hidden
+        .send(&SendMessage::new("g", "h").dedup_id("1"))
+        .unwrap();
+    let far = Queue::create_at(outside.0.join("far.fifo"), &QueueConfig::new()).unwrap();
+    far.send(&SendMessage::new("g", "far").dedup_id("1"))
+        .unwrap();
+    std::os::unix::fs::symlink(outside.0.join("far.fifo"), dir.0.join("link.fifo")).unwrap();
+
+    let me = |action: &str, body: String| post_json(srv.addr, action, &body);
+    let receive = |name: &str| {
+        format!(
+            r#"{{"QueueUrl":"{}","MaxNumberOfMessages":10}}"#,
+            srv.url(name)
+        )
+    };
+    for name in ["hidden", "link.fifo"] {
+        let (status, out) = me("ReceiveMessage", receive(name));
+        assert_eq!(status, 400, "{name}: {out}");
+        assert!(out.contains("NonExistentQueue"), "{name}: {out}");
+    }
+    assert_eq!(hidden.attributes().approximate_number_of_messages, 1);
+    assert_eq!(far.attributes().approximate_number_of_messages, 1);
+    // A dead-letter target outside the directory: refused; the queue outside gets nothing.
+    let policy = serde_json::json!({
+        "deadLetterTargetArn": outside.0.join("far.fifo").display().to_string(),
+        "maxReceiveCount": 1
+    })
+    .to_string();
+    let (status, out) = me(
+        "SetQueueAttributes",
+        serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": policy}})
+            .to_string(),
+    );
+    assert_eq!(status, 400, "{out}");
+    assert!(shared.redrive_policy().unwrap().is_none());
+    let policy = serde_json::json!({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:../outside/far.fifo", "maxReceiveCount": 1}).to_string();
+    let (status, _) = me(
+        "SetQueueAttributes",
+        serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": policy}})
+            .to_string(),
+    );
+    assert_eq!(status, 400);
+    // The server's own user reaches its own queue.
+    let (status, out) = me("ReceiveMessage", receive("private.fifo"));
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("secret"), "{out}");
+
+    if !root {
+        return;
+    }
+    let nobody = 65534;
+    let (status, out) = curl_as(nobody, srv.addr, "ListQueues", "{}");
+    assert_eq!(status, 200, "{out}");
+    assert!(
+        out.contains("shared.fifo") && !out.contains("private.fifo"),
+        "{out}"
+    );
+    for action in ["ReceiveMessage", "PurgeQueue", "GetQueueAttributes"] {
+        let (status, out) = curl_as(nobody, srv.addr, action, &receive("private.fifo"));
+        assert_eq!(status, 403, "{action}: {out}");
+        assert!(out.contains("AccessDenied"), "{action}: {out}");
+    }
+    let send = |name: &str| {
+        format!(
+            r#"{{"QueueUrl":"{}","MessageBody":"from nobody","MessageGroupId":"n","MessageDeduplicationId":"n1"}}"#,
+            srv.url(name)
+        )
+    };
+    assert_eq!(
+        curl_as(nobody, srv.addr, "SendMessage", &send("private.fifo")).0,
+        403
+    );
+    let (status, out) = curl_as(
+        nobody,
+        srv.addr,
+        "GetQueueUrl",
+        r#"{"QueueName":"private.fifo"}"#,
+    );
+    assert_eq!(status, 403, "{out}");
+    // Deleting root's queue from a sticky directory: refused, and the file is still there.
+    let del = format!(r#"{{"QueueUrl":"{}"}}"#, srv.url("private.fifo"));
+    assert_eq!(curl_as(nobody, srv.addr, "DeleteQueue", &del).0, 403);
+    assert!(dir.0.join("private.fifo").exists());
+    // Creating a queue the server would own, mode 0600: refused for another user.
+    let (status, out) = curl_as(
+        nobody,
+        srv.addr,
+        "CreateQueue",
+        r#"{"QueueName":"mine.fifo","Attributes":{"FifoQueue":"true"}}"#,
+    );
+    assert_eq!(status, 403, "{out}");
+    assert!(!dir.0.join("mine.fifo").exists());
+    // A world-writable queue is everyone's.
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send("shared.fifo"));
+    assert_eq!(status, 200, "{out}");
+    let got = shared.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, "from nobody");
+    // Made private again, it is no longer reachable (checked on every request).
+    std::fs::set_permissions(
+        dir.0.join("shared.fifo"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    assert_eq!(
+        curl_as(nobody, srv.addr, "SendMessage", &send("shared.fifo")).0,
+        403
+    );
+    // The private queue still holds its message, in flight from the receive above.
+    let a = private.attributes();
+    assert_eq!(
+        a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+        1
+    );
+}
+
+/// After `unlink` and `create` under the same name, serve sent into (and received from) the
+/// deleted queue it still had open. Now it notices the file replaced and opens the new one.
+#[test]
+fn a_queue_replaced_under_serve_is_reopened() {
+    let dir = Dir::new("stale");
+    let srv = Server::start(config(&dir.0));
+    let path = dir.0.join("q.fifo");
+    let old = Queue::create_at(&path, &QueueConfig::new()).unwrap();
+    let send = |id: &str| {
+        post_json(
+            srv.addr,
+            "SendMessage",
+            &format!(
+                r#"{{"QueueUrl":"{}","MessageBody":"m{id}","MessageGroupId":"g","MessageDeduplicationId":"{id}"}}"#,
+                srv.url("q.fifo")
+            ),
+        )
+    };
+    assert_eq!(send("1").0, 200);
+    assert_eq!(old.attributes().approximate_number_of_messages, 1);
+    drop(old);
+    Queue::unlink_at(&path).unwrap();
+    let new = Queue::create_at(&path, &QueueConfig::new()).unwrap();
+    let (status, out) = send("2");
+    assert_eq!(status, 200, "{out}");
+    let got = new.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(got.len(), 1, "the send went to the deleted queue");
+    assert_eq!(got[0].body, "m2");
+    // Deleted and not created again: the queue does not exist.
+    drop(new);
+    Queue::unlink_at(&path).unwrap();
+    let (status, out) = send("3");
+    assert_eq!(
+        (status, out.contains("NonExistentQueue")),
+        (400, true),
+        "{out}"
+    );
+}
+
+/// A full queue was an HTTP 500, which every SDK retries (the aws CLI four times); invalid
+/// UTF-8 in a form body was stored with U+FFFD; `DelaySeconds=-1` was accepted. Now a full
+/// queue is SQS's `OverLimit` (403, the sender's), and both inputs are 400s that store nothing.
+#[test]
+fn client_errors_are_4xx_with_sqs_codes() {
+    let dir = Dir::new("codes");
+    let srv = Server::start(config(&dir.0));
+    let q = Queue::create_at(
+        dir.0.join("small.fifo"),
+        &QueueConfig::new().max_messages(4),
+    )
+    .unwrap();
+    let send = |id: usize, extra: &str| {
+        post_json(
+            srv.addr,
+            "SendMessage",
+            &format!(
+                r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"{id}"{extra}}}"#,
+                srv.url("small.fifo")
+            ),
+        )
+    };
+    let mut full = None;
+    for i in 0..64 {
+        let (status, out) = send(i, "");
+        if status != 200 {
+            full = Some((status, out));
+            break;
+        }
+    }
+    let (status, out) = full.expect("the queue never filled");
+    assert_eq!(status, 403, "{out}");
+    assert!(
+        out.contains("x-amzn-query-error: OverLimit;Sender"),
+        "{out}"
+    );
+    let before = q.attributes().approximate_number_of_messages;
+    let (status, out) = send(100, r#","DelaySeconds":-1"#);
+    assert_eq!(status, 400, "{out}");
+    let form = format!(
+        "Action=SendMessage&QueueUrl={}&MessageBody=%FF%FE&MessageGroupId=g&MessageDeduplicationId=u",
+        srv.url("small.fifo")
+    );
+    let (status, out) = post_form(srv.addr, &form);
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("InvalidMessageContents"), "{out}");
+    assert_eq!(q.attributes().approximate_number_of_messages, before);
+}
+
+/// Listening off loopback without signatures is refused: there would be no user to check.
+#[test]
+fn listening_off_loopback_needs_signatures() {
+    let dir = Dir::new("bind");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(shmfifo_serve::serve(
+        Config {
+            addr: "0.0.0.0:0".parse().unwrap(),
+            ..config(&dir.0)
+        },
+        |_| panic!("listened"),
+        async {},
+    ));
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("--check-signature"), "{e}");
+}
