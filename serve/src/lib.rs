@@ -298,7 +298,7 @@ impl Server {
             }
         };
         let parsed = match (&target, wire) {
-            (Some(t), _) => parse_json(t, &body),
+            (Some(t), _) => protocol::from_json(t, &body),
             (None, _) => {
                 let form: &[u8] = if body.is_empty() {
                     parts.uri.query().unwrap_or("").as_bytes()
@@ -332,32 +332,6 @@ impl Server {
                 respond_error(wire, &e, &id)
             }
         }
-    }
-}
-
-fn parse_json(target: &str, body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
-    let action = target
-        .strip_prefix("AmazonSQS.")
-        .ok_or_else(|| {
-            ApiError::sender(
-                "InvalidAction",
-                format!("The target {target} is not valid for this endpoint."),
-            )
-        })?
-        .to_owned();
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok((action, Map::new()));
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok((action, m)),
-        Ok(_) => Err(ApiError::sender(
-            "SerializationException",
-            "The request body must be a JSON object.",
-        )),
-        Err(e) => Err(ApiError::sender(
-            "SerializationException",
-            format!("The request body is not JSON: {e}"),
-        )),
     }
 }
 

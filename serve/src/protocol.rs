@@ -398,6 +398,35 @@ pub fn from_query(form: &[u8]) -> Result<(String, Map<String, Value>), ApiError>
     Ok((action, members(tree)))
 }
 
+/// A JSON-protocol request (`X-Amz-Target: AmazonSQS.<Action>` and its body) as
+/// `(action, parameters)`. serde_json bounds the nesting (128 levels), so no body recurses
+/// deeper.
+pub fn from_json(target: &str, body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
+    let action = target
+        .strip_prefix("AmazonSQS.")
+        .ok_or_else(|| {
+            ApiError::sender(
+                "InvalidAction",
+                format!("The target {target} is not valid for this endpoint."),
+            )
+        })?
+        .to_owned();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok((action, Map::new()));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok((action, m)),
+        Ok(_) => Err(ApiError::sender(
+            "SerializationException",
+            "The request body must be a JSON object.",
+        )),
+        Err(e) => Err(ApiError::sender(
+            "SerializationException",
+            format!("The request body is not JSON: {e}"),
+        )),
+    }
+}
+
 /// Escapes text for XML.
 fn esc(s: &str, out: &mut String) {
     for c in s.chars() {
