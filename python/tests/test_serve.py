@@ -218,6 +218,85 @@ def test_signatures_checked_when_asked(qdir):
         assert x.value.response["Error"]["Code"] == "InvalidClientTokenId"
 
 
+def _botocore_signed(endpoint, body, headers, timestamp=None, secret="s3cret"):
+    """A request signed by botocore's own SigV4 signer, now or at `timestamp`
+    (YYYYMMDDTHHMMSSZ): (url, body, headers) ready to send with any other body."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest(method="POST", url=endpoint + "/", data=body, headers=dict(headers))
+    auth = SigV4Auth(Credentials("AKIDLOCAL", secret), "sqs", "us-east-1")
+    if timestamp is None:
+        auth.add_auth(req)
+    else:
+        # add_auth's own steps, with the clock it reads replaced by `timestamp`.
+        req.context["timestamp"] = timestamp
+        auth._modify_request_before_signing(req)
+        canonical = auth.canonical_request(req)
+        to_sign = auth.string_to_sign(req, canonical)
+        auth._inject_signature_to_request(req, auth.signature(to_sign, req))
+    p = req.prepare()
+    return p.url, dict(p.headers)
+
+
+def _send_raw(url, body, headers):
+    r = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def test_signatures_cover_the_body_and_the_date(qdir):
+    """A captured signed request carried any body (the client's X-Amz-Content-SHA256 was
+    trusted), and a request signed for 2015 was accepted. Signed here by botocore itself."""
+    import hashlib
+
+    with serve(qdir, "--check-signature", "AKIDLOCAL:s3cret") as e:
+        good = boto3_client(e, aws_access_key_id="AKIDLOCAL", aws_secret_access_key="s3cret")
+        url = good.create_queue(QueueName="sig2.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+        good.send_message(QueueUrl=url, MessageBody="keep", MessageGroupId="g", MessageDeduplicationId="1")
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        honest = b"Action=ListQueues"
+        forged = urllib.parse.urlencode({"Action": "PurgeQueue", "QueueUrl": url}).encode()
+        # Signed as botocore signs it: accepted.
+        u, h = _botocore_signed(e, honest, form)
+        status, out = _send_raw(u, honest, h)
+        assert status == 200 and "sig2.fifo" in out, out
+        # The same signature over another body: refused.
+        status, out = _send_raw(u, forged, h)
+        assert status == 403 and "SignatureDoesNotMatch" in out, out
+        # With the signed body's hash claimed in X-Amz-Content-SHA256 (signed too): refused.
+        claimed = dict(form, **{"X-Amz-Content-SHA256": hashlib.sha256(honest).hexdigest()})
+        u, h = _botocore_signed(e, honest, claimed)
+        assert _send_raw(u, honest, h)[0] == 200
+        status, out = _send_raw(u, forged, h)
+        assert status == 400 and "XAmzContentSHA256Mismatch" in out, out
+        # UNSIGNED-PAYLOAD: refused.
+        u, h = _botocore_signed(e, forged, dict(form, **{"X-Amz-Content-SHA256": "UNSIGNED-PAYLOAD"}))
+        assert _send_raw(u, forged, h)[0] == 403
+        # Nothing was purged.
+        attrs = good.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "1"
+        # A request signed for 2015 (and one 20 minutes old): expired.
+        old = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() - 20 * 60))
+        for stamp in ["20150830T123600Z", old]:
+            u, h = _botocore_signed(e, honest, form, timestamp=stamp)
+            status, out = _send_raw(u, honest, h)
+            assert status == 400 and "RequestExpired" in out, (stamp, out)
+        # Five minutes old is within AWS's skew.
+        recent = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() - 5 * 60))
+        u, h = _botocore_signed(e, honest, form, timestamp=recent)
+        assert _send_raw(u, honest, h)[0] == 200
+        # Another region's scope: refused.
+        other = boto3_client(e, region_name="eu-west-1", aws_access_key_id="AKIDLOCAL", aws_secret_access_key="s3cret")
+        with pytest.raises(other.exceptions.ClientError) as x:
+            other.list_queues()
+        assert x.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+
+
 def test_dead_letter_move_tasks(endpoint):
     # X1 then X6 through StartMessageMoveTask / ListMessageMoveTasks.
     sqs = boto3_client(endpoint)
