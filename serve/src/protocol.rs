@@ -437,6 +437,10 @@ fn esc(s: &str, out: &mut String) {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&apos;"),
             '\r' => out.push_str("&#xD;"),
+            // Characters XML 1.0 cannot carry at all (an error message quoting a client's
+            // control characters): the replacement character, so the answer still parses.
+            '\t' | '\n' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
             c => out.push(c),
         }
     }
@@ -613,6 +617,8 @@ mod tests {
             x.contains("<Type>Sender</Type><Code>MissingParameter</Code>"),
             "{x}"
         );
+        let e = ApiError::sender("X", "a\u{1}b\tc");
+        assert!(error_xml(&e, "id").contains("<Message>a\u{FFFD}b\tc</Message>"));
         let e = ApiError::sender("AWS.SimpleQueueService.NonExistentQueue", "gone");
         assert_eq!(e.json_type(), "com.amazonaws.sqs#QueueDoesNotExist");
     }
