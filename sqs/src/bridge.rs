@@ -1,49 +1,91 @@
 //! The bridge: every message of a local queue forwarded to a FIFO queue elsewhere (an SQS
-//! queue, usually), exactly once and in group order.
+//! queue, usually), exactly once and in group order, whatever the remote queue answers.
 //!
 //! Each message is received from the local queue (so it is in flight, and its group locked,
 //! R3), sent with its group id, body and attributes and with **its local message id as the
 //! deduplication id**, and deleted locally only once the remote queue acknowledged it. A
 //! bridge killed at any point leaves its messages in flight locally; they come back after the
 //! visibility timeout and are sent again with the same deduplication ids, which SQS drops as
-//! duplicates within its 5-minute interval: each message arrives once. A group's messages go
-//! in one batch, in order, and the group stays locked locally until they are acknowledged, so
-//! no later message of the group can overtake them.
+//! duplicates within its 5-minute interval (D1): each message arrives once.
 //!
-//! A message the remote queue refuses for itself (too large for its `MaximumMessageSize`, say)
-//! is made visible again and counted `failed`; it stays in the local queue (and moves to the
-//! local dead-letter queue after `maxReceiveCount` receives, if the local queue has a redrive
-//! policy), while the group's later messages go on. An unreachable endpoint or throttling
-//! releases the group's messages at once and backs off (counted `retried`).
+//! **Order.** SQS enqueues the later entries of a batch even when an earlier entry of the same
+//! group was refused (S13), so a request never carries more than one message of a group, and
+//! a group's next message is sent only once the one before it was acknowledged and deleted
+//! locally: each group is one chain, in order, whatever the remote refuses. Batching comes
+//! from the heads of up to 10 different groups in one `SendMessageBatch`, and from
+//! [`BridgeOptions::concurrency`] requests in flight at once (on worker threads). The price:
+//! one busy group moves one message per round trip to the remote queue.
+//!
+//! **Holding.** The calling thread does every local operation: receives (a long poll only
+//! when nothing is in flight to the remote), local deletes (batched), and the *heartbeat*:
+//! every message it holds gets its visibility timeout renewed once half of it has passed,
+//! whether or not a send of it is outstanding, so a remote slower than the visibility
+//! timeout causes neither a duplicate nor a reorder. A renewal that fails (the hold lapsed,
+//! after a SIGSTOP, say) drops that group's held messages: they come back in order on a later
+//! receive, and any resend is a duplicate the remote queue drops. A killed bridge's groups
+//! stay locked for the visibility timeout, and each message received again counts one more
+//! receive toward the local queue's own `maxReceiveCount`, if it has a redrive policy.
+//!
+//! **Refusals.** A message the remote queue refuses for itself (too large for its
+//! `MaximumMessageSize`, say) stops its group (its later messages stay in the local queue)
+//! and is tried again after an exponential backoff with jitter ([`BridgeOptions::backoff`]
+//! doubling up to [`BridgeOptions::max_backoff`]); the other groups flow on. After
+//! [`BridgeOptions::max_tries`] refusals it moves to the local queue's dead-letter queue if
+//! the local queue has a redrive policy (sent there with its local message id as the dedup
+//! id, then deleted locally; counted `dead_lettered`), and its group goes on. Without one the
+//! group stays stopped at that message, tried again every `max_backoff`, and is reported
+//! ([`BridgeReport::stopped`], the status file, a warning). A remote that refuses a whole
+//! batch for one entry (moto's server does) gets the entries again one per request, so the
+//! culprit is found and refused alone.
+//!
+//! **Remote failures.** An unreachable endpoint, throttling or a 5xx answer backs the whole
+//! remote off (exponential with jitter, counted `retried`) while the messages stay held. A
+//! missing remote queue or refused credentials end the bridge with the error.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use shmfifo::{
-    BatchEntry, Error, FifoQueue, Message, MessageAttribute, Queue, ReceiveOptions, RemoteKind,
-    Result, SendMessage,
+    BatchEntry, Error, FifoQueue, Message, MessageAttribute, Queue, ReceiptHandle, ReceiveOptions,
+    RemoteKind, Result, SendMessage,
 };
 
 /// How a bridge runs.
 #[derive(Debug, Clone)]
 pub struct BridgeOptions {
-    /// Visibility timeout of the local receives (default 30 s): how long a killed bridge's
-    /// messages stay hidden before a restarted one sends them again.
+    /// Visibility timeout of the local receives (default 30 s, at least 1 s), renewed while a
+    /// message is held: how long a killed bridge's messages stay hidden before a restarted one
+    /// sends them again.
     pub visibility_timeout: Duration,
-    /// Long poll of each local receive (default 1 s).
+    /// Long poll of each local receive while nothing is in flight to the remote (default 1 s).
     pub wait: Duration,
-    /// Most messages forwarded per second (`None`: as fast as the remote answers).
+    /// Most messages sent per second (`None`: as fast as the remote answers).
     pub max_per_second: Option<u32>,
-    /// Return once the local queue has no visible message (default: run until cancelled).
+    /// Return once the local queue has no visible and no in-flight message apart from those of
+    /// the groups the bridge stopped (listed in [`BridgeReport::stopped`]); default: run until
+    /// cancelled.
     pub until_empty: bool,
-    /// Set (from any thread) to stop after the current batch.
+    /// Set (from any thread) to stop once the requests in flight are answered.
     pub cancel: Option<Arc<AtomicBool>>,
     /// Where to keep the bridge's counters, cumulative across restarts (see
     /// [`status_path`]; `None`: nowhere). `shmfifo stat` and `shmfifo metrics` show them.
     pub status_file: Option<std::path::PathBuf>,
     /// The remote queue's name or URL, recorded in the status file.
     pub remote_name: String,
+    /// Requests in flight to the remote queue at once, each carrying the heads of up to 10
+    /// groups (default 4, at least 1).
+    pub concurrency: usize,
+    /// Refusals of one message before it moves to the local dead-letter queue, or, without
+    /// one, before its group is reported stopped (default 5, at least 1).
+    pub max_tries: u32,
+    /// The wait after a message's first refusal (default 1 s); it doubles with each refusal,
+    /// up to `max_backoff`, and each wait is drawn between half and all of it (jitter).
+    pub backoff: Duration,
+    /// The longest wait after a refusal (default 60 s): a stopped group is tried this often.
+    pub max_backoff: Duration,
 }
 
 impl Default for BridgeOptions {
@@ -56,31 +98,43 @@ impl Default for BridgeOptions {
             cancel: None,
             status_file: None,
             remote_name: String::new(),
+            concurrency: 4,
+            max_tries: 5,
+            backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(60),
         }
     }
 }
 
 /// What a bridge did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BridgeReport {
     /// Messages acknowledged by the remote queue and deleted locally.
     pub forwarded: u64,
-    /// Messages released for another try after a transport failure or throttling.
+    /// Messages sent again after a transport failure, throttling or a 5xx answer.
     pub retried: u64,
-    /// Messages the remote queue refused for themselves (left in the local queue).
+    /// Refusals by the remote queue of a message for itself (one message refused three times
+    /// counts three).
     pub failed: u64,
+    /// Messages moved to the local dead-letter queue after `max_tries` refusals.
+    pub dead_lettered: u64,
+    /// The groups stopped at a message the remote queue refuses (no local dead-letter queue),
+    /// sorted: their messages stay in the local queue.
+    pub stopped: Vec<String>,
 }
 
 /// The status file of the bridge of the local queue at `queue_path`: `PATH.bridge.json`, a
-/// JSON object `{"remote", "forwarded", "retried", "failed", "pid", "updated_ms"}` rewritten
-/// (by rename) after each batch. The counters add up over every bridge run on that queue.
+/// JSON object `{"remote", "forwarded", "retried", "failed", "dead_lettered", "stopped",
+/// "pid", "updated_ms"}` rewritten (by rename) as the counters change. The counters add up
+/// over every bridge run on that queue; `stopped` lists the groups the last run stopped.
 pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
     let mut p = queue_path.as_os_str().to_owned();
     p.push(".bridge.json");
     std::path::PathBuf::from(p)
 }
 
-/// The counters a status file holds (zero if there is none, or it does not parse).
+/// What a status file holds (zeros and no stopped group if there is none, or it does not
+/// parse).
 pub fn read_status(path: &std::path::Path) -> BridgeReport {
     let v: serde_json::Value = std::fs::read(path)
         .ok()
@@ -91,6 +145,16 @@ pub fn read_status(path: &std::path::Path) -> BridgeReport {
         forwarded: n("forwarded"),
         retried: n("retried"),
         failed: n("failed"),
+        dead_lettered: n("dead_lettered"),
+        stopped: v
+            .get("stopped")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|g| g.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -103,6 +167,8 @@ fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
         "forwarded": r.forwarded,
         "retried": r.retried,
         "failed": r.failed,
+        "dead_lettered": r.dead_lettered,
+        "stopped": r.stopped,
         "pid": std::process::id(),
         "updated_ms": now,
     });
@@ -113,171 +179,791 @@ fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
     }
 }
 
+/// Another try may succeed with no change: the remote was unreachable, throttled us, or
+/// failed on its side (5xx), or a local remote queue was momentarily full or busy.
 fn transient(e: &Error) -> bool {
-    matches!(
-        e,
+    match e {
         Error::Remote {
             kind: RemoteKind::Unreachable | RemoteKind::Throttled,
             ..
+        } => true,
+        Error::Remote {
+            kind: RemoteKind::Other,
+            code,
+            ..
+        } => {
+            // "response": an answer the SDK could not read (a proxy's 502 page, say).
+            code.starts_with("Internal")
+                || code.starts_with("ServiceUnavailable")
+                || matches!(
+                    code.as_str(),
+                    "response" | "RequestTimeout" | "MissingEntry"
+                )
         }
-    ) || e.code().is_retryable()
+        e => e.code().is_retryable(),
+    }
 }
 
-/// Forwards `local`'s messages to `remote` (see the module doc), calling `progress` after
-/// each batch. Returns when the local queue is empty (with `until_empty`), when cancelled, or
-/// on an error that another try cannot mend (refused credentials, a missing remote queue).
+/// No message can get through: the remote queue is missing, our credentials are refused, or
+/// the far end is not a queue any more.
+fn fatal(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::QueueDoesNotExist { .. }
+            | Error::Remote {
+                kind: RemoteKind::Credentials,
+                ..
+            }
+            | Error::Io(_)
+            | Error::Corrupted { .. }
+            | Error::NotAnArena { .. }
+            | Error::LayoutVersionMismatch { .. }
+            | Error::Truncated { .. }
+            | Error::UntrustedFile { .. }
+    )
+}
+
+/// Forwards `local`'s messages to `remote` (see the module doc), calling `progress` whenever
+/// the counters change. Returns with `until_empty` once the local queue has nothing left but
+/// the messages of stopped groups, when cancelled (once the requests in flight are
+/// answered), or on an error that another try cannot mend (refused credentials, a missing
+/// remote queue). The messages it still holds are made visible again before it returns.
 pub fn bridge(
     local: &Queue,
     remote: &dyn FifoQueue,
     opts: &BridgeOptions,
     progress: &mut dyn FnMut(&BridgeReport),
 ) -> Result<BridgeReport> {
-    let mut report = BridgeReport::default();
-    let before = opts
-        .status_file
-        .as_deref()
-        .map(read_status)
-        .unwrap_or_default();
-    let total = |r: &BridgeReport| BridgeReport {
-        forwarded: before.forwarded + r.forwarded,
-        retried: before.retried + r.retried,
-        failed: before.failed + r.failed,
-    };
-    let started = Instant::now();
-    let mut backoff = Duration::from_millis(50);
-    let ropts = ReceiveOptions::max(10)
-        .visibility_timeout(opts.visibility_timeout)
-        .wait(opts.wait);
+    let concurrency = opts.concurrency.max(1);
+    let (job_tx, job_rx) = mpsc::channel::<Vec<Entry>>();
+    let job_rx = Mutex::new(job_rx);
+    let (reply_tx, reply_rx) = mpsc::channel::<Reply>();
+    std::thread::scope(|s| {
+        for _ in 0..concurrency {
+            let (jobs, replies) = (&job_rx, reply_tx.clone());
+            s.spawn(move || work(remote, jobs, &replies));
+        }
+        drop(reply_tx);
+        let mut b = Bridge::new(local, opts, concurrency);
+        let r = b.run(&job_tx, &reply_rx, progress);
+        // The workers end once their request is answered; what they acknowledged is deleted.
+        drop(job_tx);
+        while let Ok(reply) = reply_rx.recv() {
+            let _ = b.on_reply(reply, Instant::now(), false);
+        }
+        b.flush_deletes();
+        b.release_all();
+        b.publish(progress);
+        r.map(|()| b.report())
+    })
+}
+
+/// One message sent to the remote queue, as a worker gets it.
+struct Entry {
+    group: String,
+    id: String,
+    msg: Arc<Message>,
+}
+
+/// A worker's answer: the request's entries and the remote queue's results.
+struct Reply {
+    entries: Vec<Entry>,
+    outcome: Result<Vec<Result<()>>>,
+}
+
+fn work(
+    remote: &dyn FifoQueue,
+    jobs: &Mutex<mpsc::Receiver<Vec<Entry>>>,
+    replies: &mpsc::Sender<Reply>,
+) {
     loop {
-        // Relaxed: a stop request polled once a batch; it publishes nothing.
-        if opts
-            .cancel
-            .as_ref()
-            .is_some_and(|c| c.load(Ordering::Relaxed))
-        {
-            return Ok(report);
-        }
-        let got = local.receive(&ropts)?;
-        if got.is_empty() {
-            if opts.until_empty
-                && local
-                    .attributes()
-                    .approximate_number_of_messages_not_visible
-                    == 0
-            {
-                return Ok(report);
-            }
-            continue;
-        }
-        // A receive returns each group's messages together, in order (R5).
-        let mut start = 0;
-        while start < got.len() {
-            let g = &got[start].group_id;
-            let end = start + got[start..].iter().take_while(|m| &m.group_id == g).count();
-            match forward_group(local, remote, &got[start..end], &mut report) {
-                Ok(()) => backoff = Duration::from_millis(50),
-                Err(e) if transient(&e) => {
-                    tracing::warn!(error = %e, "bridge: the remote queue failed; retrying");
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
-                }
-                Err(e) => return Err(e),
-            }
-            start = end;
-        }
-        progress(&report);
-        if let Some(p) = &opts.status_file {
-            write_status(p, &opts.remote_name, &total(&report));
-        }
-        if let Some(rate) = opts.max_per_second.filter(|r| *r > 0) {
-            let due = Duration::from_secs_f64(report.forwarded as f64 / f64::from(rate));
-            if let Some(wait) = due.checked_sub(started.elapsed()) {
-                std::thread::sleep(wait);
-            }
+        let job = jobs.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(entries) = job else { return };
+        let outcome = send(remote, &entries);
+        if replies.send(Reply { entries, outcome }).is_err() {
+            return;
         }
     }
 }
 
-/// Sends one group's received messages as one batch; deletes those acknowledged; releases
-/// the others.
-fn forward_group(
-    local: &Queue,
-    remote: &dyn FifoQueue,
-    msgs: &[Message],
-    report: &mut BridgeReport,
-) -> Result<()> {
-    let ids: Vec<String> = msgs.iter().map(|m| m.message_id.to_string()).collect();
-    let attrs: Vec<Vec<MessageAttribute<'_>>> = msgs
+/// The body as it is to be sent: the bytes on a binary queue, else the text.
+fn body_bytes(m: &Message) -> Option<&[u8]> {
+    (!m.body_bytes.is_empty()).then_some(m.body_bytes.as_slice())
+}
+
+fn attributes(m: &Message) -> Vec<MessageAttribute<'_>> {
+    m.attributes
         .iter()
-        .map(|m| {
-            m.attributes
-                .iter()
-                .map(|a| MessageAttribute {
-                    name: &a.name,
-                    data_type: &a.data_type,
-                    value: &a.value,
-                })
-                .collect()
+        .map(|a| MessageAttribute {
+            name: &a.name,
+            data_type: &a.data_type,
+            value: &a.value,
         })
-        .collect();
-    let entry_ids: Vec<String> = (0..msgs.len()).map(|i| i.to_string()).collect();
-    let batch: Vec<BatchEntry<'_, SendMessage<'_>>> = msgs
+        .collect()
+}
+
+/// One `SendMessageBatch` of the entries (one per group); the results in entry order.
+fn send(remote: &dyn FifoQueue, entries: &[Entry]) -> Result<Vec<Result<()>>> {
+    let attrs: Vec<Vec<MessageAttribute<'_>>> =
+        entries.iter().map(|e| attributes(&e.msg)).collect();
+    let entry_ids: Vec<String> = (0..entries.len()).map(|i| i.to_string()).collect();
+    let batch: Vec<BatchEntry<'_, SendMessage<'_>>> = entries
         .iter()
         .enumerate()
-        .map(|(i, m)| BatchEntry {
+        .map(|(i, e)| BatchEntry {
             id: &entry_ids[i],
             entry: SendMessage {
-                group_id: Some(&m.group_id),
-                dedup_id: Some(&ids[i]),
-                body: &m.body,
-                bytes: None,
+                group_id: Some(&e.msg.group_id),
+                dedup_id: Some(&e.id),
+                body: &e.msg.body,
+                bytes: body_bytes(&e.msg),
                 attributes: &attrs[i],
                 delay_seconds: None,
             },
         })
         .collect();
-    let release = |which: &mut dyn Iterator<Item = &Message>| {
-        for m in which {
-            // Visible again at once: the next receive takes the group from here, in order.
-            let _ = local.change_visibility(&m.receipt_handle, Duration::ZERO);
-        }
-    };
-    let results = match remote.send_batch(&batch) {
-        Ok(r) => r,
-        Err(e) => {
-            if transient(&e) {
-                report.retried += msgs.len() as u64;
-            }
-            release(&mut msgs.iter());
-            return Err(e);
-        }
-    };
-    let handles: Vec<String> = msgs.iter().map(|m| m.receipt_handle.to_string()).collect();
-    let mut done = Vec::new();
-    for (i, r) in results.iter().enumerate() {
-        match &r.result {
-            Ok(_) => done.push(BatchEntry {
-                id: entry_ids[i].as_str(),
-                entry: handles[i].as_str(),
+    let mut results = remote.send_batch(&batch)?.into_iter();
+    Ok(entry_ids
+        .iter()
+        .map(|id| match results.next() {
+            Some(r) if r.id == *id => r.result.map(|_| ()),
+            _ => Err(Error::Remote {
+                kind: RemoteKind::Other,
+                code: "MissingEntry".into(),
+                message: format!("the answer has no result for entry {id} in its place"),
             }),
-            Err(e) => {
-                tracing::warn!(message_id = %ids[i], error = %e, "bridge: the remote queue refused a message");
-                report.failed += 1;
-                release(&mut std::iter::once(&msgs[i]));
+        })
+        .collect())
+}
+
+/// A message the bridge holds (received, in flight locally).
+struct Held {
+    msg: Arc<Message>,
+    /// Its message id: the deduplication id it is sent with.
+    id: String,
+    /// When its visibility timeout was last set.
+    renewed: Instant,
+}
+
+/// A group's held messages and where its chain stands.
+#[derive(Default)]
+struct Group {
+    held: VecDeque<Held>,
+    /// A request carrying one of this group's messages is with a worker.
+    outstanding: bool,
+    /// Refusals of message `tried` (the head, while it is held).
+    tries: u32,
+    tried: String,
+    /// Not sent before this instant (after a refusal).
+    not_before: Option<Instant>,
+    /// Sent alone: the head was refused, or a batch it was in was refused as a whole.
+    solo: bool,
+    /// Stopped at a message refused `max_tries` times, with no dead-letter queue.
+    stopped: bool,
+    /// Ready since (a tick; the longest waiting groups are sent first).
+    since: u64,
+}
+
+/// What a local delete is for.
+#[derive(Clone, Copy)]
+enum Done {
+    Forwarded,
+    DeadLettered,
+}
+
+/// A short pause while requests are in flight: how often new local messages are looked for.
+const TICK: Duration = Duration::from_millis(10);
+
+struct Bridge<'a> {
+    local: &'a Queue,
+    opts: &'a BridgeOptions,
+    vt: Duration,
+    concurrency: usize,
+    /// Most messages held at once by the groups not held at a refused message (each group
+    /// holds at most one receive's worth: a receive returns no group already held).
+    max_held: usize,
+    groups: HashMap<String, Group>,
+    held: usize,
+    /// Requests with the workers.
+    outstanding: usize,
+    deletes: Vec<(ReceiptHandle, Done)>,
+    report: BridgeReport,
+    before: BridgeReport,
+    changed: bool,
+    /// The whole remote backs off until then (after a transport failure or throttling).
+    remote_not_before: Option<Instant>,
+    remote_backoff: Duration,
+    dlq: Option<(String, Queue)>,
+    started: Instant,
+    sent: u64,
+    tick: u64,
+    rng: u64,
+}
+
+impl<'a> Bridge<'a> {
+    fn new(local: &'a Queue, opts: &'a BridgeOptions, concurrency: usize) -> Self {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+            ^ (u64::from(std::process::id()) << 32);
+        Bridge {
+            local,
+            opts,
+            vt: opts.visibility_timeout.max(Duration::from_secs(1)),
+            concurrency,
+            max_held: concurrency.saturating_mul(100),
+            groups: HashMap::new(),
+            held: 0,
+            outstanding: 0,
+            deletes: Vec::new(),
+            report: BridgeReport::default(),
+            before: opts
+                .status_file
+                .as_deref()
+                .map(read_status)
+                .unwrap_or_default(),
+            changed: false,
+            remote_not_before: None,
+            remote_backoff: Duration::from_millis(50),
+            dlq: None,
+            started: Instant::now(),
+            sent: 0,
+            tick: 0,
+            rng: seed | 1,
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        // Relaxed: a stop request, polled; it publishes nothing.
+        self.opts
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    fn run(
+        &mut self,
+        jobs: &mpsc::Sender<Vec<Entry>>,
+        replies: &mpsc::Receiver<Reply>,
+        progress: &mut dyn FnMut(&BridgeReport),
+    ) -> Result<()> {
+        loop {
+            if self.cancelled() {
+                return Ok(());
+            }
+            let mut now = Instant::now();
+            while let Ok(r) = replies.try_recv() {
+                self.on_reply(r, now, true)?;
+            }
+            self.flush_deletes();
+            self.heartbeat(now);
+            self.dispatch(jobs, now);
+            if self.changed {
+                self.publish(progress);
+            }
+            // Receive while there is room; a long poll only when nothing else is to be done.
+            let idle = self.outstanding == 0 && !self.any_ready(now);
+            let deadline = self.next_deadline(now);
+            let poll = if idle {
+                deadline.map_or(self.opts.wait, |d| {
+                    self.opts.wait.min(d.saturating_duration_since(now))
+                })
+            } else {
+                Duration::ZERO
+            };
+            // Groups held at a refused message do not count: their messages wait anyway.
+            let busy: usize = self
+                .groups
+                .values()
+                .filter(|g| g.tries == 0 && !g.stopped)
+                .map(|g| g.held.len())
+                .sum();
+            let mut polled = false;
+            if busy < self.max_held {
+                let room = (self.max_held - busy).min(10) as u32;
+                polled = poll > Duration::ZERO;
+                let got = self.local.receive(
+                    &ReceiveOptions::max(room)
+                        .visibility_timeout(self.vt)
+                        .wait(poll),
+                )?;
+                if !got.is_empty() {
+                    self.take(got, Instant::now());
+                    continue;
+                }
+                if self.opts.until_empty && self.drained() {
+                    return Ok(());
+                }
+            }
+            now = Instant::now();
+            let pause = self
+                .next_deadline(now)
+                .map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
+            if self.outstanding > 0 {
+                match replies.recv_timeout(pause) {
+                    Ok(r) => self.on_reply(r, Instant::now(), true)?,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err(Error::Remote {
+                            kind: RemoteKind::Other,
+                            code: "worker".into(),
+                            message: "the bridge's sending threads ended".into(),
+                        })
+                    }
+                }
+            } else if !polled {
+                std::thread::sleep(pause);
             }
         }
     }
-    if !done.is_empty() {
-        for r in local.delete_batch(&done)? {
-            match r.result {
-                Ok(()) => report.forwarded += 1,
-                // Our receive timed out and another bridge took the message: it will send it
-                // with the same deduplication id, which the remote queue drops.
+
+    /// Nothing left to do: no request in flight, every held message is in a stopped group,
+    /// and every message in flight locally is one of those (the last receive found none).
+    fn drained(&self) -> bool {
+        self.outstanding == 0
+            && self.groups.values().all(|g| g.held.is_empty() || g.stopped)
+            && self
+                .local
+                .attributes()
+                .approximate_number_of_messages_not_visible
+                == self.held as u64
+    }
+
+    fn report(&self) -> BridgeReport {
+        let mut stopped: Vec<String> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| g.stopped)
+            .map(|(k, _)| k.clone())
+            .collect();
+        stopped.sort();
+        BridgeReport {
+            stopped,
+            ..self.report.clone()
+        }
+    }
+
+    /// Calls `progress` and rewrites the status file (the counters of every run).
+    fn publish(&mut self, progress: &mut dyn FnMut(&BridgeReport)) {
+        self.changed = false;
+        let r = self.report();
+        progress(&r);
+        if let Some(p) = &self.opts.status_file {
+            let b = &self.before;
+            let total = BridgeReport {
+                forwarded: b.forwarded + r.forwarded,
+                retried: b.retried + r.retried,
+                failed: b.failed + r.failed,
+                dead_lettered: b.dead_lettered + r.dead_lettered,
+                stopped: r.stopped,
+            };
+            write_status(p, &self.opts.remote_name, &total);
+        }
+    }
+
+    fn random(&mut self) -> u64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng
+    }
+
+    /// Between half of `d` and all of it, so that groups refused together do not retry in
+    /// step.
+    fn jitter(&mut self, d: Duration) -> Duration {
+        let half = d / 2;
+        let ms = half.as_millis() as u64;
+        half + Duration::from_millis(if ms == 0 { 0 } else { self.random() % (ms + 1) })
+    }
+
+    /// The backoff after refusal number `tries` (1 the first).
+    fn backoff(&mut self, tries: u32) -> Duration {
+        let d = self
+            .opts
+            .backoff
+            .saturating_mul(1 << tries.saturating_sub(1).min(20))
+            .min(self.opts.max_backoff);
+        self.jitter(d)
+    }
+
+    fn ready(g: &Group, now: Instant) -> bool {
+        !g.held.is_empty() && !g.outstanding && g.not_before.is_none_or(|t| t <= now)
+    }
+
+    fn any_ready(&self, now: Instant) -> bool {
+        self.remote_not_before.is_none_or(|t| t <= now)
+            && self.groups.values().any(|g| Self::ready(g, now))
+    }
+
+    /// The next moment something is due: a renewal, a retry, the end of a remote backoff.
+    fn next_deadline(&self, now: Instant) -> Option<Instant> {
+        let half = self.vt / 2;
+        let mut next: Option<Instant> = self.remote_not_before.filter(|t| *t > now);
+        let mut at = |t: Instant| next = Some(next.map_or(t, |n| n.min(t)));
+        for g in self.groups.values() {
+            if let Some(h) = g.held.iter().map(|h| h.renewed).min() {
+                at(h + half);
+            }
+            if let Some(t) = g
+                .not_before
+                .filter(|_| !g.held.is_empty() && !g.outstanding)
+            {
+                at(t);
+            }
+        }
+        if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
+            at(self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate)));
+        }
+        next
+    }
+
+    /// Received messages into their groups' chains. A group that is still held here means
+    /// our hold on its head lapsed: the new receive replaces what it returned again.
+    fn take(&mut self, got: Vec<Message>, now: Instant) {
+        let mut by_group: Vec<(String, Vec<Message>)> = Vec::new();
+        for m in got {
+            match by_group.iter_mut().find(|(g, _)| *g == m.group_id) {
+                Some((_, v)) => v.push(m),
+                None => by_group.push((m.group_id.clone(), vec![m])),
+            }
+        }
+        for (name, msgs) in by_group {
+            self.tick += 1;
+            let tick = self.tick;
+            let g = self.groups.entry(name).or_default();
+            let last = msgs.last().map_or(0, |m| m.sequence_number);
+            let old: Vec<Held> = g.held.drain(..).collect();
+            if !old.is_empty() {
+                tracing::debug!(group = %msgs[0].group_id, "bridge: a hold lapsed; the group was received again");
+            }
+            self.held -= old.len();
+            for m in msgs {
+                g.held.push_back(Held {
+                    id: m.message_id.to_string(),
+                    msg: Arc::new(m),
+                    renewed: now,
+                });
+            }
+            // Those after the ones received again are still ours.
+            g.held
+                .extend(old.into_iter().filter(|h| h.msg.sequence_number > last));
+            self.held += g.held.len();
+            if !g.outstanding {
+                g.since = tick;
+            }
+        }
+    }
+
+    /// Renews the visibility of every held message past half its timeout; a group whose hold
+    /// is lost is dropped (its messages come back in order).
+    fn heartbeat(&mut self, now: Instant) {
+        let half = self.vt / 2;
+        let (local, vt) = (self.local, self.vt);
+        let mut dropped = 0;
+        for (name, g) in &mut self.groups {
+            let mut lost = None;
+            for h in g.held.iter_mut() {
+                if now.duration_since(h.renewed) < half {
+                    continue;
+                }
+                match local.change_visibility(&h.msg.receipt_handle, vt) {
+                    Ok(()) => h.renewed = now,
+                    Err(e) => {
+                        lost = Some(e);
+                        break;
+                    }
+                }
+            }
+            if let Some(e) = lost {
+                tracing::warn!(group = %name, error = %e, "bridge: a held message was no longer ours; the group will be received again");
+                for h in g.held.drain(..) {
+                    // Made visible at once where still ours, so the group comes back sooner.
+                    let _ = local.change_visibility(&h.msg.receipt_handle, Duration::ZERO);
+                    dropped += 1;
+                }
+            }
+        }
+        self.held -= dropped;
+        if dropped > 0 {
+            self.forget_idle();
+        }
+    }
+
+    /// Forgets groups with nothing held, nothing outstanding and no refusal to remember.
+    fn forget_idle(&mut self) {
+        self.groups
+            .retain(|_, g| !g.held.is_empty() || g.outstanding || g.tries > 0);
+    }
+
+    /// Hands requests to the workers: the heads of up to 10 ready groups each (a group in
+    /// `solo` goes alone), longest waiting first.
+    fn dispatch(&mut self, jobs: &mpsc::Sender<Vec<Entry>>, now: Instant) {
+        if self.remote_not_before.is_some_and(|t| t > now) {
+            return;
+        }
+        self.remote_not_before = None;
+        while self.outstanding < self.concurrency {
+            let mut allowed = 10usize;
+            if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
+                let due = (self.started.elapsed().as_secs_f64() * f64::from(rate)) as u64 + 1;
+                allowed = allowed.min(due.saturating_sub(self.sent) as usize);
+                if allowed == 0 {
+                    return;
+                }
+            }
+            let mut ready: Vec<(u64, bool, &String)> = self
+                .groups
+                .iter()
+                .filter(|(_, g)| Self::ready(g, now))
+                .map(|(k, g)| (g.since, g.solo, k))
+                .collect();
+            if ready.is_empty() {
+                return;
+            }
+            ready.sort_unstable();
+            let names: Vec<String> = if ready[0].1 {
+                vec![ready[0].2.clone()]
+            } else {
+                ready
+                    .iter()
+                    .filter(|r| !r.1)
+                    .take(allowed)
+                    .map(|r| r.2.clone())
+                    .collect()
+            };
+            let mut entries = Vec::with_capacity(names.len());
+            for name in names {
+                let Some(g) = self.groups.get_mut(&name) else {
+                    continue;
+                };
+                let Some(h) = g.held.front() else { continue };
+                g.outstanding = true;
+                g.not_before = None;
+                entries.push(Entry {
+                    group: name,
+                    id: h.id.clone(),
+                    msg: Arc::clone(&h.msg),
+                });
+            }
+            self.sent += entries.len() as u64;
+            self.outstanding += 1;
+            if jobs.send(entries).is_err() {
+                // The workers are gone; `run` finds out when it waits for them.
+                self.outstanding -= 1;
+                return;
+            }
+        }
+    }
+
+    /// A worker's answer. `live`: the bridge goes on (refused messages may move to the
+    /// dead-letter queue); a fatal error is returned.
+    fn on_reply(&mut self, r: Reply, now: Instant, live: bool) -> Result<()> {
+        self.outstanding -= 1;
+        self.changed = true;
+        let results = match r.outcome {
+            Ok(results) => {
+                self.remote_backoff = Duration::from_millis(50);
+                results
+            }
+            Err(_) if !live => {
+                for e in &r.entries {
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.outstanding = false;
+                    }
+                }
+                return Ok(());
+            }
+            Err(e) if transient(&e) => {
+                tracing::warn!(error = %e, "bridge: the remote queue failed; retrying");
+                self.report.retried += r.entries.len() as u64;
+                let wait = self.jitter(self.remote_backoff);
+                self.remote_not_before = Some(now + wait);
+                self.remote_backoff = (self.remote_backoff * 2)
+                    .min(Duration::from_secs(5))
+                    .min(self.opts.max_backoff.max(Duration::from_millis(50)));
+                for e in &r.entries {
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.outstanding = false;
+                    }
+                }
+                return Ok(());
+            }
+            Err(e) if fatal(&e) => {
+                for e in &r.entries {
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.outstanding = false;
+                    }
+                }
+                return Err(e);
+            }
+            Err(e) if r.entries.len() > 1 => {
+                // Refused as a whole, for one entry or more: each goes again on its own, so
+                // the culprit is refused alone and the others flow on.
+                tracing::warn!(error = %e, entries = r.entries.len(), "bridge: the remote queue refused a batch; sending its entries one by one");
+                for e in &r.entries {
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.outstanding = false;
+                        g.solo = true;
+                    }
+                }
+                return Ok(());
+            }
+            Err(e) => vec![Err(e)],
+        };
+        for (e, result) in r.entries.into_iter().zip(results) {
+            self.on_result(e, result, now);
+        }
+        self.forget_idle();
+        Ok(())
+    }
+
+    /// One entry's result.
+    fn on_result(&mut self, e: Entry, result: Result<()>, now: Instant) {
+        self.tick += 1;
+        let tick = self.tick;
+        let Some(g) = self.groups.get_mut(&e.group) else {
+            return;
+        };
+        g.outstanding = false;
+        g.since = tick;
+        // Our hold on it lapsed and it was dropped: it comes back, and a resend is a
+        // duplicate the remote queue drops.
+        let is_head = g.held.front().is_some_and(|h| h.id == e.id);
+        match result {
+            Ok(()) => {
+                if !is_head {
+                    return;
+                }
+                if g.stopped {
+                    tracing::info!(group = %e.group, "bridge: a stopped group goes on");
+                }
+                let h = g.held.pop_front().expect("the head");
+                self.held -= 1;
+                self.deletes.push((h.msg.receipt_handle, Done::Forwarded));
+                (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
+            }
+            Err(err) if transient(&err) => {
+                tracing::debug!(group = %e.group, error = %err, "bridge: the remote queue failed an entry; retrying");
+                self.report.retried += 1;
+                let wait = self.jitter(self.remote_backoff);
+                if let Some(g) = self.groups.get_mut(&e.group) {
+                    g.not_before = Some(now + wait);
+                }
+            }
+            Err(err) => {
+                self.report.failed += 1;
+                if !is_head {
+                    return;
+                }
+                if g.tried != e.id {
+                    (g.tried, g.tries) = (e.id.clone(), 0);
+                }
+                g.tries += 1;
+                g.solo = true;
+                let tries = g.tries;
+                tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: the remote queue refused a message");
+                if tries < self.opts.max_tries.max(1) {
+                    let wait = self.backoff(tries);
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.not_before = Some(now + wait);
+                    }
+                    return;
+                }
+                match self.dead_letter(&e) {
+                    Ok(true) => {
+                        tracing::warn!(group = %e.group, message_id = %e.id, "bridge: moved to the local dead-letter queue");
+                        let g = self.groups.get_mut(&e.group).expect("the group");
+                        let h = g.held.pop_front().expect("the head");
+                        self.held -= 1;
+                        self.deletes
+                            .push((h.msg.receipt_handle, Done::DeadLettered));
+                        (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
+                    }
+                    moved => {
+                        if let Err(err) = moved {
+                            tracing::warn!(group = %e.group, message_id = %e.id, error = %err, "bridge: the local dead-letter queue refused the message");
+                        }
+                        let wait = self.jitter(self.opts.max_backoff);
+                        let g = self.groups.get_mut(&e.group).expect("the group");
+                        if !g.stopped {
+                            tracing::warn!(group = %e.group, message_id = %e.id, "bridge: the group is stopped at a message the remote queue refuses; its messages stay here");
+                        }
+                        g.stopped = true;
+                        g.not_before = Some(now + wait);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends a refused message to the local queue's dead-letter queue, with its message id as
+    /// the deduplication id (so a move repeated after a kill is a duplicate there). `false`:
+    /// the local queue has no redrive policy.
+    fn dead_letter(&mut self, e: &Entry) -> Result<bool> {
+        let Some(p) = self.local.redrive_policy()? else {
+            return Ok(false);
+        };
+        if self
+            .dlq
+            .as_ref()
+            .is_none_or(|(path, _)| *path != p.dead_letter_queue)
+        {
+            let q = Queue::open_at(&p.dead_letter_queue)?;
+            self.dlq = Some((p.dead_letter_queue.clone(), q));
+        }
+        let (_, dlq) = self.dlq.as_ref().expect("opened above");
+        let m = &e.msg;
+        let attrs = attributes(m);
+        dlq.send(&SendMessage {
+            group_id: Some(&m.group_id),
+            dedup_id: Some(&e.id),
+            body: &m.body,
+            bytes: body_bytes(m),
+            attributes: &attrs,
+            delay_seconds: None,
+        })?;
+        Ok(true)
+    }
+
+    /// Deletes locally what the remote acknowledged (or the dead-letter queue took).
+    fn flush_deletes(&mut self) {
+        if self.deletes.is_empty() {
+            return;
+        }
+        let deletes = std::mem::take(&mut self.deletes);
+        let handles: Vec<ReceiptHandle> = deletes.iter().map(|(h, _)| *h).collect();
+        let results = match self.local.delete_handles(&handles) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, "bridge: the local deletes failed; those messages will be sent again (duplicates)");
+                return;
+            }
+        };
+        for ((_, done), r) in deletes.iter().zip(results) {
+            match r {
+                Ok(()) => match done {
+                    Done::Forwarded => self.report.forwarded += 1,
+                    Done::DeadLettered => self.report.dead_lettered += 1,
+                },
+                // Our hold lapsed and the message was received again: whoever holds it sends
+                // it with the same deduplication id, which the far end drops.
                 Err(e) => {
                     tracing::debug!(error = %e, "bridge: a forwarded message was no longer ours")
                 }
             }
         }
+        self.changed = true;
     }
-    Ok(())
+
+    /// Makes every held message visible again (the bridge is ending).
+    fn release_all(&mut self) {
+        for g in self.groups.values_mut() {
+            for h in g.held.drain(..) {
+                let _ = self
+                    .local
+                    .change_visibility(&h.msg.receipt_handle, Duration::ZERO);
+            }
+        }
+        self.held = 0;
+    }
 }

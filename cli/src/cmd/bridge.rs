@@ -1,7 +1,9 @@
-//! `shmfifo bridge`: runs `shmfifo-bridge` (crate shmfifo-sqs), which forwards a local queue
-//! to an SQS FIFO queue exactly once. A separate program, so that the AWS SDK is linked only
-//! where it is used.
+//! `shmfifo bridge`: becomes `shmfifo-bridge` (crate shmfifo-sqs), which forwards a local
+//! queue to an SQS FIFO queue exactly once. A separate program, so that the AWS SDK is linked
+//! only where it is used; exec'd, not spawned, so that a signal to `shmfifo bridge` (SIGKILL
+//! included) reaches the bridge itself and no bridge is left running without it.
 
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -13,6 +15,7 @@ use crate::errors::Failure;
 #[derive(Args, Debug)]
 pub struct BridgeArgs {
     /// LOCAL REMOTE [--endpoint-url URL] [--visibility-timeout SECS] [--rate N] [--until-empty]
+    /// [--concurrency N] [--max-tries N]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }
@@ -26,17 +29,13 @@ fn program() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("shmfifo-bridge"))
 }
 
-/// Runs the bridge; its exit code becomes ours.
+/// Replaces this process with the bridge (same pid, so its exit code and signals are the
+/// bridge's); returns only if that fails.
 pub fn run(a: &BridgeArgs) -> Result<(), Failure> {
     let p = program();
-    let status = Command::new(&p).args(&a.args).status().map_err(|e| {
-        Failure::input(
-            p.display().to_string(),
-            format!("{e} (build it with `cargo build -p shmfifo-sqs`, or put it on the PATH)"),
-        )
-    })?;
-    match status.code() {
-        Some(0) => Ok(()),
-        code => std::process::exit(code.unwrap_or(1)),
-    }
+    let e = Command::new(&p).args(&a.args).exec();
+    Err(Failure::input(
+        p.display().to_string(),
+        format!("{e} (build it with `cargo build -p shmfifo-sqs`, or put it on the PATH)"),
+    ))
 }

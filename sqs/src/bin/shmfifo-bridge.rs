@@ -23,16 +23,27 @@ struct Args {
     /// The SQS endpoint (default: AWS_ENDPOINT_URL, else the URL's own host).
     #[arg(long)]
     endpoint_url: Option<String>,
-    /// Visibility timeout of the local receives, seconds: how long a killed bridge's messages
-    /// wait before a restarted one sends them again (within SQS's 5-minute dedup interval).
+    /// Visibility timeout of the local receives, seconds (at least 1; renewed while the bridge
+    /// holds a message): how long a killed bridge's messages wait before a restarted one sends
+    /// them again (within SQS's 5-minute dedup interval).
     #[arg(long, default_value_t = 30)]
     visibility_timeout: u64,
     /// Most messages per second.
     #[arg(long)]
     rate: Option<u32>,
-    /// Stop once the local queue is empty.
+    /// Stop once the local queue is empty, apart from the groups stopped at a message the
+    /// remote queue refuses (listed on stderr).
     #[arg(long)]
     until_empty: bool,
+    /// Requests in flight to the remote queue at once (each with the next message of up to
+    /// 10 groups; a group's messages still go one after another).
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Refusals of one message before it moves to the local queue's dead-letter queue (or,
+    /// without a redrive policy, before its group is reported stopped). Tries are spaced
+    /// 1 s, 2 s, 4 s ... up to 60 s apart, with jitter.
+    #[arg(long, default_value_t = 5)]
+    max_tries: u32,
 }
 
 fn main() {
@@ -76,14 +87,37 @@ fn main() {
         max_per_second: a.rate,
         until_empty: a.until_empty,
         cancel: Some(cancel),
+        concurrency: a.concurrency.max(1),
+        max_tries: a.max_tries.max(1),
         ..Default::default()
     };
     let tty = std::io::stderr().is_terminal();
+    let (mut stopped, mut dead) = (Vec::new(), 0);
     let r = bridge(&local, remote.as_ref(), &opts, &mut |r| {
+        // Reported as they happen, on a terminal or not (a service's log).
+        if r.dead_lettered > dead {
+            dead = r.dead_lettered;
+            eprintln!(
+                "{}shmfifo bridge: a message the remote queue refuses moved to the local dead-letter queue ({dead} so far)",
+                if tty { "\n" } else { "" }
+            );
+        }
+        if r.stopped != stopped {
+            stopped.clone_from(&r.stopped);
+            eprintln!(
+                "{}shmfifo bridge: groups stopped at a message the remote queue refuses (their messages stay in the local queue): [{}]",
+                if tty { "\n" } else { "" },
+                stopped.join(", ")
+            );
+        }
         if tty {
             eprint!(
-                "\rforwarded {}, retried {}, failed {}   ",
-                r.forwarded, r.retried, r.failed
+                "\rforwarded {}, retried {}, failed {}, dead-lettered {}, stopped groups {}   ",
+                r.forwarded,
+                r.retried,
+                r.failed,
+                r.dead_lettered,
+                r.stopped.len()
             );
         }
     });
@@ -93,9 +127,15 @@ fn main() {
                 eprintln!();
             }
             println!(
-                "forwarded {}, retried {}, failed {}",
-                r.forwarded, r.retried, r.failed
+                "forwarded {}, retried {}, failed {}, dead-lettered {}",
+                r.forwarded, r.retried, r.failed, r.dead_lettered
             );
+            if !r.stopped.is_empty() {
+                eprintln!(
+                    "shmfifo bridge: stopped at a message the remote queue refuses (left in the local queue): groups {}",
+                    r.stopped.join(", ")
+                );
+            }
         }
         Err(e) => fail(&a.remote, &e),
     }

@@ -1,0 +1,109 @@
+//! `shmfifo bridge` becomes `shmfifo-bridge` (exec, same process), so that killing it, even
+//! with SIGKILL, leaves no bridge running (issue 30, item 10). The bridge here is a stand-in
+//! script beside a link to the `shmfifo` binary, where `shmfifo bridge` looks for it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo");
+
+/// A directory holding `shmfifo` (a hard link to the built binary, or a copy); removed on
+/// drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("shmfifo-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let exe = d.join("shmfifo");
+        if std::fs::hard_link(BIN, &exe).is_err() {
+            std::fs::copy(BIN, &exe).unwrap();
+        }
+        Dir(d)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Kills a stand-in bridge left running (by its pid), so that a failing run leaves nothing.
+struct Reap(Option<u32>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn shmfifo_bridge_becomes_the_bridge_so_killing_it_leaves_none_running() {
+    let dir = Dir::new("bridge-exec");
+    let ran = dir.0.join("ran");
+    let stub = dir.0.join("shmfifo-bridge");
+    // Writes its pid and arguments, then waits as the bridge would.
+    std::fs::write(
+        &stub,
+        format!(
+            "#!/bin/sh\necho \"$$ $*\" > {0}.tmp && mv {0}.tmp {0}\nexec sleep 120\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = Command::new(dir.0.join("shmfifo"))
+        .args(["bridge", "outbox", "sqs://inbox.fifo", "--until-empty"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !ran.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the bridge never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let text = std::fs::read_to_string(&ran).unwrap();
+    let (pid, args) = text.trim().split_once(' ').unwrap();
+    let pid: u32 = pid.parse().unwrap();
+    let _reap = Reap((pid != child.id()).then_some(pid));
+    assert_eq!(args, "outbox sqs://inbox.fifo --until-empty");
+    assert_eq!(
+        pid,
+        child.id(),
+        "the bridge runs as `shmfifo bridge`'s own process (exec), not as its child"
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "a bridge is left running after `shmfifo bridge` was killed"
+    );
+}
+
+#[test]
+fn shmfifo_bridge_without_the_bridge_program_says_how_to_build_it() {
+    let dir = Dir::new("bridge-missing");
+    let out = Command::new(dir.0.join("shmfifo"))
+        .args(["bridge", "outbox", "sqs://inbox.fifo"])
+        .env("PATH", dir.0.join("nothing-here"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("shmfifo-bridge") && err.contains("cargo build -p shmfifo-sqs"),
+        "{err}"
+    );
+}
