@@ -149,6 +149,16 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "shmfifo_bridge_failed",
         "Messages the remote queue refused",
     );
+    let bridge_dead_lettered = counter(
+        &mut reg,
+        "shmfifo_bridge_dead_lettered",
+        "Messages a bridge moved to the local dead-letter queue after refusals",
+    );
+    let bridge_stopped = gauge(
+        &mut reg,
+        "shmfifo_bridge_stopped_groups",
+        "Groups a bridge stopped at a message the remote queue refuses",
+    );
     for (name, path) in queues(cfg) {
         let l = QueueLabel { queue: name };
         let o = match Queue::observe_at(&path) {
@@ -210,6 +220,14 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
             bridged.get_or_create(&l).inc_by(n("forwarded"));
             bridge_retried.get_or_create(&l).inc_by(n("retried"));
             bridge_failed.get_or_create(&l).inc_by(n("failed"));
+            bridge_dead_lettered
+                .get_or_create(&l)
+                .inc_by(n("dead_lettered"));
+            let stopped = v
+                .get("stopped")
+                .and_then(serde_json::Value::as_array)
+                .map_or(0, Vec::len);
+            bridge_stopped.get_or_create(&l).set(stopped as i64);
         }
     }
     let mut out = String::new();

@@ -53,7 +53,7 @@ fn a_scrape_reports_every_queue_without_joining() {
     // A bridge's counters beside queue b (the file `shmfifo bridge` keeps).
     std::fs::write(
         dir.join("b.fifo.bridge.json"),
-        r#"{"remote":"sqs://x.fifo","forwarded":7,"retried":2,"failed":1,"pid":1,"updated_ms":1}"#,
+        r#"{"remote":"sqs://x.fifo","forwarded":7,"retried":2,"failed":1,"dead_lettered":3,"stopped":["p","q"],"pid":1,"updated_ms":1}"#,
     )
     .unwrap();
 
@@ -113,6 +113,11 @@ fn a_scrape_reports_every_queue_without_joining() {
         7.0
     );
     assert_eq!(value(&text, "shmfifo_bridge_failed_total", "b.fifo"), 1.0);
+    assert_eq!(
+        value(&text, "shmfifo_bridge_dead_lettered_total", "b.fifo"),
+        3.0
+    );
+    assert_eq!(value(&text, "shmfifo_bridge_stopped_groups", "b.fifo"), 2.0);
     assert!(
         !text.contains("bridge.json"),
         "the status file is not a queue"

@@ -59,27 +59,47 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
                     "Messages a bridge released for another try.",
                 ),
                 ("failed", b.failed, "Messages the remote queue refused."),
+                (
+                    "dead_lettered",
+                    b.dead_lettered,
+                    "Messages a bridge moved to the local dead-letter queue after refusals.",
+                ),
             ] {
                 s.push_str(&format!(
                     "# HELP shmfifo_bridge_{name}_total {help}\n# TYPE shmfifo_bridge_{name}_total counter\nshmfifo_bridge_{name}_total{{queue=\"{q}\"}} {v}\n"
                 ));
             }
+            s.push_str(&format!(
+                "# HELP shmfifo_bridge_stopped_groups Groups a bridge stopped at a message the remote queue refuses.\n# TYPE shmfifo_bridge_stopped_groups gauge\nshmfifo_bridge_stopped_groups{{queue=\"{q}\"}} {}\n",
+                b.stopped.len()
+            ));
         }
         out(&s);
     } else if ctx.json {
         let mut v = stat_json(&a.queue, &i);
         if let Some(b) = &bridge {
-            v["bridge"] =
-                json!({"forwarded": b.forwarded, "retried": b.retried, "failed": b.failed});
+            v["bridge"] = json!({
+                "forwarded": b.forwarded,
+                "retried": b.retried,
+                "failed": b.failed,
+                "dead_lettered": b.dead_lettered,
+                "stopped": b.stopped,
+            });
         }
         print_json(&v);
     } else {
         let mut s = stat_text(&a.queue, &i);
         if let Some(b) = &bridge {
             s.push_str(&format!(
-                "\nBridge (shmfifo bridge, all runs)\n  forwarded {}, retried {}, failed {}\n",
-                b.forwarded, b.retried, b.failed
+                "\nBridge (shmfifo bridge, all runs)\n  forwarded {}, retried {}, failed {}, dead-lettered {}\n",
+                b.forwarded, b.retried, b.failed, b.dead_lettered
             ));
+            if !b.stopped.is_empty() {
+                s.push_str(&format!(
+                    "  stopped groups (a message the remote refuses): {}\n",
+                    b.stopped.join(", ")
+                ));
+            }
         }
         out(&s);
     }
