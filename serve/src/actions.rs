@@ -4,15 +4,15 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use shmfifo::{
-    AsyncQueue, BatchEntry, Message, MessageAttribute, Queue, QueueConfig, ReceiveOptions,
-    RedriveOptions, SendMessage, LOCAL_ARN_PREFIX,
+    AsyncQueue, BatchEntry, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage,
+    LOCAL_ARN_PREFIX,
 };
 
 use crate::access::Identity;
@@ -20,6 +20,12 @@ use crate::digest::{md5_hex, md5_of_attributes};
 use crate::protocol::ApiError;
 
 type Res = Result<Map<String, Value>, ApiError>;
+
+mod answers;
+mod moves;
+
+use answers::{batch_out, message_out};
+use moves::MoveTask;
 
 /// The queues a server serves: the files in one directory whose names are FIFO queue names
 /// ([`valid_name`]: the one naming rule, for every action), opened once and kept while the
@@ -60,26 +66,6 @@ fn access_denied(name: &str, what: &str) -> ApiError {
         sender: true,
         status: 403,
     }
-}
-
-/// A dead-letter move task (StartMessageMoveTask).
-#[derive(Debug)]
-struct MoveTask {
-    handle: String,
-    source_arn: String,
-    destination_arn: Option<String>,
-    max_per_second: Option<u32>,
-    started_ms: u64,
-    to_move: u64,
-    cancel: Arc<AtomicBool>,
-    state: Arc<Mutex<TaskState>>,
-}
-
-#[derive(Debug, Clone)]
-enum TaskState {
-    Running,
-    Done { moved: u64, cancelled: bool },
-    Failed(String),
 }
 
 /// The account id in queue URLs and ARNs.
@@ -794,196 +780,6 @@ impl Queues {
         }
         Ok(out)
     }
-
-    /// The queue an ARN of a move task names, for `who`.
-    fn move_queue(&self, arn: &str, who: &Identity) -> Result<(String, AsyncQueue), ApiError> {
-        let not_found = || {
-            ApiError::sender(
-                "ResourceNotFoundException",
-                format!("The resource {arn} does not exist."),
-            )
-        };
-        let name = self.name_of_target(arn).map_err(|_| not_found())?;
-        match self.queue_by_name(&name, who) {
-            Ok(q) => Ok((name, q)),
-            Err(e) if e.code == "AccessDenied" => Err(e),
-            Err(_) => Err(not_found()),
-        }
-    }
-
-    fn start_move(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let source_arn = required(p, "SourceArn")?.to_owned();
-        let (_, dlq) = self.move_queue(&source_arn, who)?;
-        let destination_arn = str_param(p, "DestinationArn")?.map(str::to_owned);
-        let destination = match &destination_arn {
-            Some(a) => {
-                let (d, _) = self.move_queue(a, who)?;
-                Some(self.path(&d).display().to_string())
-            }
-            None => None,
-        };
-        // Without a destination each message goes back to its source: only to the queues of
-        // this directory that the caller may use (a message naming another source stays).
-        let sources = destination.is_none().then(|| self.usable_paths(who));
-        let max_per_second = int_param(p, "MaxNumberOfMessagesPerSecond")?
-            .map(|n| {
-                if (1..=500).contains(&n) {
-                    Ok(n as u32)
-                } else {
-                    Err(ApiError::invalid(
-                        "MaxNumberOfMessagesPerSecond",
-                        "must be between 1 and 500",
-                    ))
-                }
-            })
-            .transpose()?;
-        {
-            let tasks = self.tasks.lock().expect("tasks");
-            if tasks.iter().any(|t| {
-                t.source_arn == source_arn
-                    && matches!(*t.state.lock().expect("task"), TaskState::Running)
-            }) {
-                return Err(ApiError::sender(
-                    "AWS.SimpleQueueService.UnsupportedOperation",
-                    "A message move task is already running on this source.",
-                ));
-            }
-        }
-        let handle = format!(
-            "shmfifo-move-{}-{}",
-            std::process::id(),
-            // Relaxed: a unique number only; it orders nothing.
-            self.next_task.fetch_add(1, Ordering::Relaxed)
-        );
-        let cancel = Arc::new(AtomicBool::new(false));
-        let state = Arc::new(Mutex::new(TaskState::Running));
-        let to_move = dlq.queue().attributes().approximate_number_of_messages;
-        let opts = RedriveOptions {
-            destination,
-            max_per_second,
-            limit: None,
-            cancel: Some(Arc::clone(&cancel)),
-            sources,
-        };
-        let (q, st) = (dlq.queue().clone(), Arc::clone(&state));
-        tokio::task::spawn_blocking(move || {
-            let r = q.redrive(&opts);
-            *st.lock().expect("task") = match r {
-                Ok(r) => TaskState::Done {
-                    moved: r.moved,
-                    cancelled: r.cancelled,
-                },
-                Err(e) => TaskState::Failed(e.to_string()),
-            };
-        });
-        self.tasks.lock().expect("tasks").push(MoveTask {
-            handle: handle.clone(),
-            source_arn,
-            destination_arn,
-            max_per_second,
-            started_ms: now_ms(),
-            to_move,
-            cancel,
-            state,
-        });
-        Ok(obj(json!({"TaskHandle": handle})))
-    }
-
-    /// The paths of every queue of the directory `who` may use, as given and canonical.
-    fn usable_paths(&self, who: &Identity) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for e in entries.filter_map(|e| e.ok()) {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if !valid_name(&name) {
-                continue;
-            }
-            let path = self.path(&name);
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && who.may_open(&m)) {
-                if let Ok(c) = std::fs::canonicalize(&path) {
-                    out.push(c);
-                }
-                out.push(path);
-            }
-        }
-        out
-    }
-
-    fn list_moves(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let source_arn = required(p, "SourceArn")?;
-        self.move_queue(source_arn, who)?;
-        let max = int_param(p, "MaxResults")?.unwrap_or(1).clamp(1, 10) as usize;
-        let tasks = self.tasks.lock().expect("tasks");
-        let results: Vec<Value> = tasks
-            .iter()
-            .rev()
-            .filter(|t| t.source_arn == source_arn)
-            .take(max)
-            .map(|t| {
-                let mut m = obj(json!({
-                    "SourceArn": t.source_arn,
-                    "StartedTimestamp": t.started_ms,
-                    "ApproximateNumberOfMessagesToMove": t.to_move,
-                }));
-                if let Some(d) = &t.destination_arn {
-                    m.insert("DestinationArn".into(), d.clone().into());
-                }
-                if let Some(r) = t.max_per_second {
-                    m.insert("MaxNumberOfMessagesPerSecond".into(), r.into());
-                }
-                let (status, moved) = match &*t.state.lock().expect("task") {
-                    TaskState::Running => {
-                        m.insert("TaskHandle".into(), t.handle.clone().into());
-                        ("RUNNING", 0)
-                    }
-                    TaskState::Done {
-                        moved,
-                        cancelled: true,
-                    } => ("CANCELLED", *moved),
-                    TaskState::Done { moved, .. } => ("COMPLETED", *moved),
-                    TaskState::Failed(why) => {
-                        m.insert("FailureReason".into(), why.clone().into());
-                        ("FAILED", 0)
-                    }
-                };
-                m.insert("Status".into(), status.into());
-                m.insert("ApproximateNumberOfMessagesMoved".into(), moved.into());
-                Value::Object(m)
-            })
-            .collect();
-        Ok(obj(json!({ "Results": results })))
-    }
-
-    fn cancel_move(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let handle = required(p, "TaskHandle")?;
-        let source = {
-            let tasks = self.tasks.lock().expect("tasks");
-            tasks
-                .iter()
-                .find(|t| t.handle == handle)
-                .map(|t| t.source_arn.clone())
-        };
-        if let Some(source) = source {
-            self.move_queue(&source, who)?;
-        }
-        let tasks = self.tasks.lock().expect("tasks");
-        let t = tasks
-            .iter()
-            .find(|t| {
-                t.handle == handle && matches!(*t.state.lock().expect("task"), TaskState::Running)
-            })
-            .ok_or_else(|| {
-                ApiError::sender(
-                    "ResourceNotFoundException",
-                    format!("No running task {handle}."),
-                )
-            })?;
-        // Relaxed: a stop request the redrive polls between messages; it publishes nothing.
-        t.cancel.store(true, Ordering::Relaxed);
-        Ok(obj(json!({"ApproximateNumberOfMessagesMoved": 0})))
-    }
 }
 
 /// Every name GetQueueAttributes knows; those shmfifo has no value for are not returned.
@@ -1050,91 +846,6 @@ fn entries(p: &Map<String, Value>) -> Result<Vec<Map<String, Value>>, ApiError> 
             )),
         })
         .collect()
-}
-
-/// A batch answer: `Successful` and `Failed`.
-fn batch_out(
-    results: impl Iterator<Item = (String, Result<Map<String, Value>, shmfifo::Error>)>,
-) -> Map<String, Value> {
-    let (mut ok, mut failed) = (Vec::new(), Vec::new());
-    for (id, r) in results {
-        match r {
-            Ok(mut m) => {
-                m.insert("Id".into(), Value::String(id));
-                ok.push(Value::Object(m));
-            }
-            Err(e) => {
-                let a = ApiError::from(e);
-                failed.push(json!({
-                    "Id": id,
-                    "SenderFault": a.sender,
-                    "Code": a.code,
-                    "Message": a.message,
-                }));
-            }
-        }
-    }
-    obj(json!({"Successful": ok, "Failed": failed}))
-}
-
-fn message_out(m: &Message, system: &[String], wanted_attrs: &[String]) -> Map<String, Value> {
-    let mut out = obj(json!({
-        "MessageId": m.message_id.to_string(),
-        "ReceiptHandle": m.receipt_handle.to_string(),
-        "MD5OfBody": md5_hex(m.body.as_bytes()),
-        "Body": m.body,
-    }));
-    let mut a = Map::new();
-    let mut put = |k: &str, v: String| {
-        if wanted(system, k) {
-            a.insert(k.to_owned(), Value::String(v));
-        }
-    };
-    put("SentTimestamp", m.sent_timestamp.to_string());
-    put("ApproximateReceiveCount", m.receive_count.to_string());
-    put(
-        "ApproximateFirstReceiveTimestamp",
-        m.first_receive_timestamp.to_string(),
-    );
-    put("SequenceNumber", m.sequence_number.to_string());
-    put("MessageGroupId", m.group_id.clone());
-    if let Some(d) = &m.dedup_id {
-        put("MessageDeduplicationId", d.clone());
-    }
-    if let Some(src) = &m.dead_letter_source {
-        let name = Path::new(src)
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        put(
-            "DeadLetterQueueSourceArn",
-            format!("{LOCAL_ARN_PREFIX}{name}"),
-        );
-    }
-    if !a.is_empty() {
-        out.insert("Attributes".into(), Value::Object(a));
-    }
-    let mut ma = Map::new();
-    let mut md5_in = Vec::new();
-    for at in &m.attributes {
-        if !wanted(wanted_attrs, &at.name) {
-            continue;
-        }
-        let v = if at.data_type.starts_with("Binary") {
-            json!({"BinaryValue": base64::engine::general_purpose::STANDARD.encode(&at.value), "DataType": at.data_type})
-        } else {
-            json!({"StringValue": String::from_utf8_lossy(&at.value), "DataType": at.data_type})
-        };
-        ma.insert(at.name.clone(), v);
-        md5_in.push((at.name.clone(), at.data_type.clone(), at.value.clone()));
-    }
-    if !ma.is_empty() {
-        out.insert("MessageAttributes".into(), Value::Object(ma));
-        out.insert(
-            "MD5OfMessageAttributes".into(),
-            md5_of_attributes(triples(&md5_in)).into(),
-        );
-    }
-    out
 }
 
 #[cfg(test)]

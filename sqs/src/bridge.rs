@@ -48,6 +48,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+mod kinds;
+mod status;
+
+use kinds::{fatal, transient};
+use status::write_status;
+pub use status::{read_status, status_path};
+
 use shmfifo::{
     BatchEntry, Error, FifoQueue, Message, MessageAttribute, Queue, ReceiptHandle, ReceiveOptions,
     RemoteKind, Result, SendMessage,
@@ -121,106 +128,6 @@ pub struct BridgeReport {
     /// The groups stopped at a message the remote queue refuses (no local dead-letter queue),
     /// sorted: their messages stay in the local queue.
     pub stopped: Vec<String>,
-}
-
-/// The status file of the bridge of the local queue at `queue_path`: `PATH.bridge.json`, a
-/// JSON object `{"remote", "forwarded", "retried", "failed", "dead_lettered", "stopped",
-/// "pid", "updated_ms"}` rewritten (by rename) as the counters change. The counters add up
-/// over every bridge run on that queue; `stopped` lists the groups the last run stopped.
-pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
-    let mut p = queue_path.as_os_str().to_owned();
-    p.push(".bridge.json");
-    std::path::PathBuf::from(p)
-}
-
-/// What a status file holds (zeros and no stopped group if there is none, or it does not
-/// parse).
-pub fn read_status(path: &std::path::Path) -> BridgeReport {
-    let v: serde_json::Value = std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    BridgeReport {
-        forwarded: n("forwarded"),
-        retried: n("retried"),
-        failed: n("failed"),
-        dead_lettered: n("dead_lettered"),
-        stopped: v
-            .get("stopped")
-            .and_then(serde_json::Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|g| g.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-    }
-}
-
-fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let text = serde_json::json!({
-        "remote": remote,
-        "forwarded": r.forwarded,
-        "retried": r.retried,
-        "failed": r.failed,
-        "dead_lettered": r.dead_lettered,
-        "stopped": r.stopped,
-        "pid": std::process::id(),
-        "updated_ms": now,
-    });
-    // Written beside, then renamed over: a reader sees the old file or the new one, whole.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, format!("{text}\n")).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
-    }
-}
-
-/// Another try may succeed with no change: the remote was unreachable, throttled us, or
-/// failed on its side (5xx), or a local remote queue was momentarily full or busy.
-fn transient(e: &Error) -> bool {
-    match e {
-        Error::Remote {
-            kind: RemoteKind::Unreachable | RemoteKind::Throttled,
-            ..
-        } => true,
-        Error::Remote {
-            kind: RemoteKind::Other,
-            code,
-            ..
-        } => {
-            // "response": an answer the SDK could not read (a proxy's 502 page, say).
-            code.starts_with("Internal")
-                || code.starts_with("ServiceUnavailable")
-                || matches!(
-                    code.as_str(),
-                    "response" | "RequestTimeout" | "MissingEntry"
-                )
-        }
-        e => e.code().is_retryable(),
-    }
-}
-
-/// No message can get through: the remote queue is missing, our credentials are refused, or
-/// the far end is not a queue any more.
-fn fatal(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::QueueDoesNotExist { .. }
-            | Error::Remote {
-                kind: RemoteKind::Credentials,
-                ..
-            }
-            | Error::Io(_)
-            | Error::Corrupted { .. }
-            | Error::NotAnArena { .. }
-            | Error::LayoutVersionMismatch { .. }
-            | Error::Truncated { .. }
-            | Error::UntrustedFile { .. }
-    )
 }
 
 /// Forwards `local`'s messages to `remote` (see the module doc), calling `progress` whenever
