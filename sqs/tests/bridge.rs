@@ -1,4 +1,4 @@
-//! The bridge (rule ids from /work/shared/SQS-FIFO.md): SIGKILLed again and again mid-stream
+//! The bridge (rule ids from docs/contract.md): SIGKILLed again and again mid-stream
 //! and restarted, it forwards every message of a local queue to an SQS FIFO queue (SQS's API
 //! on `shmfifo serve` and on moto's server, both with SQS's 5-minute deduplication) exactly
 //! once and in group order (R1, D1); a message the remote queue refuses stops its own group
