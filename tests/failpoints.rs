@@ -224,6 +224,20 @@ fn child(spec: &str) {
             failpoint::arm(k);
             q.recover().unwrap();
         }
+        "set-delay" => {
+            // A change of a live setting that asks for a sweep (live::change, reschedule).
+            failpoint::arm(k);
+            q.set_attribute("DelaySeconds", "0").unwrap();
+        }
+        "census" => {
+            // The in-flight limit is reached, the last census a second old: this receive
+            // runs the census (accounting::fresh_budget), finds the one message in flight
+            // real and takes nothing.
+            failpoint::arm(k);
+            let got = q.receive(&long.wait(Duration::ZERO)).unwrap();
+            failpoint::disarm();
+            assert!(got.is_empty(), "the limit holds");
+        }
         "set-redrive-policy" => {
             failpoint::arm(k);
             q.set_attribute("RedrivePolicy", &policy_json(f[3], 3))
@@ -751,6 +765,64 @@ fn case_set_redrive_policy(op: &str, k: u64, _full: usize) -> bool {
     o.killed
 }
 
+/// A delay change killed at each step (L1): the setting is the old or the new value, never
+/// torn; the delayed message is delivered once the delay is over by whichever value holds (on
+/// the test clock), and nothing waits on the dead changer.
+fn case_set_delay(op: &str, k: u64, full: usize) -> bool {
+    let cfg = config().test_clock(true).delay(Duration::from_secs(900));
+    let (name, q) = fresh("fpdelay", &cfg);
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    let delay = q.attributes().delay;
+    assert!(
+        delay == Duration::ZERO || delay == Duration::from_secs(900),
+        "{op} k={k}: {delay:?}"
+    );
+    if !o.killed {
+        assert_eq!(
+            delay,
+            Duration::ZERO,
+            "{op} k={k}: a completed change is seen"
+        );
+    }
+    // At most one periodic sweep later (1 s) where the change landed; past the old delay
+    // otherwise.
+    let wait = if delay.is_zero() { 1_100 } else { 901_000 };
+    q.advance_clock(Duration::from_millis(wait)).unwrap();
+    let got = drain(&q);
+    assert_eq!(got, ["a"], "{op} k={k}: delivered once");
+    q.set_attribute("DelaySeconds", "0").unwrap();
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
+    o.killed
+}
+
+/// The in-flight census killed at each step (R8): the limit still holds, the count is never
+/// left short, and once the held message is deleted the next one is delivered.
+fn case_census(op: &str, k: u64, full: usize) -> bool {
+    let cfg = config().test_clock(true).max_in_flight(1);
+    let (name, q) = fresh("fpcensus", &cfg);
+    send(&q, "g", "a");
+    send(&q, "h", "b");
+    let long = ReceiveOptions::max(10)
+        .visibility_timeout(Duration::from_secs(600))
+        .wait(Duration::ZERO);
+    let held = q.receive(&long).unwrap();
+    assert_eq!(held.len(), 1, "the limit of 1");
+    q.advance_clock(Duration::from_secs(2)).unwrap();
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    assert!(
+        q.receive(&long).unwrap().is_empty(),
+        "{op} k={k}: the limit holds"
+    );
+    q.delete(&held[0].receipt_handle).unwrap();
+    q.advance_clock(Duration::from_secs(2)).unwrap();
+    let got = drain(&q);
+    assert_eq!(got.len(), 1, "{op} k={k}: the other message, once: {got:?}");
+    finish(&q, &name, &got, full, &format!("{op} k={k}"));
+    o.killed
+}
+
 /// Issue 20, stop points: the same steps as the kill points, but the child is stopped there
 /// (SIGSTOP: alive, holding whatever it holds) while this process works on the queue, then
 /// continued. A stopped participant is not corruption: meanwhile every operation either
@@ -907,7 +979,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 18] = [
+    let cases: [(&str, Case); 20] = [
         ("send", case_send),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
@@ -925,6 +997,8 @@ fn main() {
         ("attempt-receive", case_attempt_receive),
         ("release", case_release),
         ("set-redrive-policy", case_set_redrive_policy),
+        ("set-delay", case_set_delay),
+        ("census", case_census),
         ("quarantine", case_quarantine),
     ];
     let mut total = 0;

@@ -241,9 +241,9 @@ fn two_openers_on_a_new_boot_agree_on_one_clock_base() {
                     if let Some(k) = k {
                         crash::arm(k);
                     }
-                    clock::rebase(h1.arena().hdr, new, 10_000, 6_000)
+                    clock::rebase(&h1.arena(), new, 10_000, 6_000)
                 },
-                move || clock::rebase(h2.arena().hdr, new, 10_001, 6_001),
+                move || clock::rebase(&h2.arena(), new, 10_001, 6_001),
             );
             let w = a.hdr.clock.load(Ordering::SeqCst);
             assert_eq!(w >> 40, clock::boot_tag(new), "the new boot's tag");

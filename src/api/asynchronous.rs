@@ -26,6 +26,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle};
@@ -37,7 +38,6 @@ use super::queue::Queue;
 use super::types::{Message, ReceiveBuffer, ReceiveOptions};
 use crate::error::Result;
 use crate::protocol::doorbell;
-use crate::sync::{AtomicU32, Ordering};
 use crate::sys;
 
 /// A [`Queue`] whose receives wait as futures on a tokio runtime, never blocking a worker
@@ -296,11 +296,9 @@ impl WatchState {
     /// The watcher thread (module doc, step 2).
     fn run(&self) {
         let q = &self.queue;
-        let hdr = q.inner.view.hdr;
-        let bell = &hdr.wake.0.doorbell;
-        // Acquire: pairs with the producers' Release increment of the doorbell (as in the
-        // blocking wait), so the tasks we wake see what the ring announced.
-        let mut seen = bell.load(Ordering::Acquire);
+        let a = q.arena();
+        // The tasks we wake see what the ring announced (`doorbell::rung` is an Acquire load).
+        let mut seen = doorbell::rung(a);
         loop {
             // Acquire: pairs with the Release store in `Watcher::drop`.
             if self.closed.load(Ordering::Acquire) != 0 {
@@ -311,9 +309,8 @@ impl WatchState {
                 thread::park();
                 continue;
             }
-            // Acquire: as the first load; this is the load that must follow a ring the
-            // tasks wait for (module doc, step 3).
-            let now_bell = bell.load(Ordering::Acquire);
+            // The load that must follow a ring the tasks wait for (module doc, step 3).
+            let now_bell = doorbell::rung(a);
             if now_bell != seen {
                 seen = now_bell;
                 self.notify.notify_waiters();
@@ -321,9 +318,9 @@ impl WatchState {
             }
             let now = q.inner.real_ms();
             let t = q.sleep_bound_ms(now, u64::MAX);
-            sys::futex_wait(bell, now_bell, t);
-            // Acquire: as above; an unchanged value means the sleep ended without a ring.
-            if bell.load(Ordering::Acquire) == now_bell {
+            sys::futex_wait(doorbell::receivers(a), now_bell, t);
+            // An unchanged value means the sleep ended without a ring.
+            if doorbell::rung(a) == now_bell {
                 // Timed out (or a spurious wake-up): an expiry may be due; let them look.
                 self.notify.notify_waiters();
             }

@@ -5,16 +5,18 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::framing::{self, attr_size};
+use super::framing::attr_size;
 use super::queue::queue_path;
 use super::queue::{fault, Queue};
 use super::types::*;
 use crate::config::{Deduplication, RedrivePolicy, MAX_RECEIVE_COUNT};
 use crate::error::{Error, Result};
-use crate::layout::{MAX_ID_LEN, MAX_REDRIVE_PATH};
+use std::sync::atomic::Ordering;
+
+use crate::protocol::message::MAX_ID_LEN;
 use crate::protocol::receive::Taken;
-use crate::protocol::{group, settings, words};
-use crate::sync::Ordering;
+use crate::protocol::view::MAX_REDRIVE_PATH;
+use crate::protocol::{settings, words};
 
 /// Checks a redrive policy's target (X1, X2): it exists, is a shmfifo queue other than this
 /// one, deduplicates (for exactly-once moves, D8) and takes every message this queue can
@@ -82,8 +84,7 @@ impl Queue {
     /// The dead-letter queue and `maxReceiveCount` of the live redrive policy, if any.
     pub(super) fn dead_letter(&self) -> Result<Option<(u32, u64)>> {
         let inner = &*self.inner;
-        // Acquire: SYNC POINT(settings-publish) (the full read below validates).
-        let c = inner.view.hdr.redrive.current.load(Ordering::Acquire);
+        let c = settings::current(self.arena());
         // Relaxed: a process-local cache of that word.
         if inner.no_policy.load(Ordering::Relaxed) == c {
             return Ok(None);
@@ -130,20 +131,16 @@ impl Queue {
 
     /// Sends a taken message to the dead-letter queue (X1, X3, D8, M2, M4, T2).
     pub(super) fn move_to(&self, dlq: &Queue, t: &Taken<'_>) -> Result<()> {
-        let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
-        let h = t.header;
-        let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
-        let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
         let corrupt = || Error::Corrupted {
             what: "message lengths exceed the slot",
         };
-        let p = framing::split(t.payload, body_len, src_len, dedup_len, attr_len)
-            .map_err(|_| corrupt())?;
+        let lengths = t.lengths();
+        let p = t.stored().map_err(|_| corrupt())?;
         let dedup = p.dedup;
         // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
         // it had: its dedup id).
         let mut id_text = [0u8; 36];
-        if flags & words::LENS_MOVED != 0 {
+        if lengths.moved {
             if dedup.len() != 36 {
                 return Err(corrupt());
             }
@@ -165,13 +162,13 @@ impl Queue {
             });
         }
         let mut gid = [0u8; MAX_ID_LEN];
-        let glen = group::read_id(t.group, &mut gid);
+        let glen = t.group_id(&mut gid);
         dlq.send_parts(
             &gid[..glen],
             &self.inner.source,
             &id_text,
             &[attrs],
-            attr_len,
+            lengths.attrs,
             body,
             words::LENS_MOVED,
             t.receive_count,
@@ -300,7 +297,7 @@ impl Queue {
                 if opts
                     .cancel
                     .as_ref()
-                    .is_some_and(|c| c.load(crate::sync::Ordering::Relaxed))
+                    .is_some_and(|c| c.load(Ordering::Relaxed))
                 {
                     // Put back what this batch has not moved.
                     let _ = self.change_visibility(&m.receipt_handle, Duration::ZERO);

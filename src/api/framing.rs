@@ -58,39 +58,6 @@ pub(super) fn attr_size(attrs: &[u8]) -> usize {
     size
 }
 
-/// A stored message's pieces, in slot order (layout 10): the body first, then the dead-letter
-/// source, the dedup id and the framed attributes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Stored<'p> {
-    pub(super) body: &'p [u8],
-    pub(super) source: &'p [u8],
-    pub(super) dedup: &'p [u8],
-    pub(super) attrs: &'p [u8],
-}
-
-/// Splits a slot's `payload` by its header's lengths (read from the shared `lens` and
-/// `group_epoch0` words): an `Err` where they do not add up to the payload (corruption).
-pub(super) fn split(
-    payload: &[u8],
-    body: usize,
-    source: usize,
-    dedup: usize,
-    attrs: usize,
-) -> Result<Stored<'_>, &'static str> {
-    if body + source + dedup + attrs != payload.len() {
-        return Err("message lengths exceed the slot");
-    }
-    let (b, rest) = payload.split_at(body);
-    let (s, rest) = rest.split_at(source);
-    let (d, a) = rest.split_at(dedup);
-    Ok(Stored {
-        body: b,
-        source: s,
-        dedup: d,
-        attrs: a,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -392,7 +392,7 @@ impl Queue {
         let a = self.arena();
         let mut busy = None;
         let mut patience = Patience::new();
-        for g in 0..a.groups.len() as u32 {
+        for g in 0..a.group_slots() {
             if !quarantine::suspect(a, inner, inner.me, g) {
                 continue;
             }
@@ -408,9 +408,7 @@ impl Queue {
             let dl = self.dead_letter().ok().flatten();
             let dlq = dl.and_then(|(_, version)| self.dead_letter_queue(version).ok());
             for &(idx, inc, w) in &q.messages {
-                let id = MessageId(
-                    (u128::from(inner.nonce) << 64) | (u128::from(idx) << 32) | u128::from(inc),
-                );
+                let id = self.message_id(idx, inc);
                 let moved = dlq.as_ref().is_some_and(|d| {
                     quarantine::taken(a, g, idx, inc, w).is_ok_and(|t| self.move_to(d, &t).is_ok())
                 });

@@ -7,9 +7,8 @@ use super::receive::Filler;
 use super::types::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
-use crate::layout::{MsgHeader, MAX_ID_LEN};
-use crate::protocol::{accounting, dedup, group, inspect, owner, pstate, recovery, Env};
-use crate::sync::Ordering;
+use crate::protocol::message::MAX_ID_LEN;
+use crate::protocol::{accounting, dedup, inspect, live, recovery, Env};
 
 impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
@@ -114,12 +113,12 @@ impl Queue {
         // One scan of the slots: messages by state, per size class and in total.
         let mut size_classes = Vec::new();
         let c = accounting::counts_per_class(a, inner, &mut |cl, u| {
-            let slots = cl.headers.len() as u32;
+            let slots = cl.slots();
             let used = u.published() as u32;
             let (sending, deleted) = (u.sending as u32, u.deleted as u32);
             size_classes.push(SizeClassUse {
                 payload_bytes: cl.cap,
-                slot_bytes: (std::mem::size_of::<MsgHeader>() + cl.stride) as u64,
+                slot_bytes: cl.slot_bytes(),
                 slots,
                 free: slots.saturating_sub(used + sending + deleted),
                 sending,
@@ -133,7 +132,7 @@ impl Queue {
             .largest
             .iter()
             .map(|g| {
-                let n = a.group(g.index).map_or(0, |e| group::read_id(e, &mut id));
+                let n = inspect::group_id(a, g.index, &mut id);
                 GroupInfo {
                     group_id: String::from_utf8_lossy(&id[..n]).into_owned(),
                     visible: g.visible,
@@ -145,23 +144,16 @@ impl Queue {
             })
             .collect();
         let dead = recovery::dead_participants(a, inner, inner.me);
-        let mut participants = Vec::new();
-        for (i, p) in a.parts.iter().enumerate() {
-            // Relaxed: a snapshot for display.
-            let st = p.state.load(Ordering::Relaxed);
-            if pstate::status(st) != pstate::ALIVE {
-                continue;
-            }
-            let generation = pstate::gen(st);
-            participants.push(ParticipantInfo {
-                slot: i as u32,
-                generation,
-                // Relaxed: display only.
-                pid: p.pid.load(Ordering::Relaxed) as u32,
-                alive: !dead.contains(&(i as u32, generation)),
-                is_self: owner::code(i as u32, generation) == inner.me,
-            });
-        }
+        let participants = inspect::members(a)
+            .into_iter()
+            .map(|m| ParticipantInfo {
+                slot: m.slot,
+                generation: m.generation,
+                pid: m.pid,
+                alive: !dead.contains(&(m.slot, m.generation)),
+                is_self: m.owner == inner.me,
+            })
+            .collect();
         let counters = self.counters();
         Ok(Inspection {
             attributes: self.attributes_from(&c, &counters),
@@ -219,8 +211,9 @@ impl Queue {
         c: &accounting::Counts,
         counters: &Counters,
     ) -> QueueAttributes {
-        let hdr = self.inner.view.hdr;
         let inner = &*self.inner;
+        let live = live::read(self.arena());
+        let stats = live::stats(self.arena());
         QueueAttributes {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
@@ -231,13 +224,10 @@ impl Queue {
                 inner.now_ms().saturating_sub(c.oldest_sent)
             }),
             visibility_timeout: Duration::from_millis(self.default_vt_ms()),
-            // Relaxed: live settings and statistics.
-            delay: Duration::from_millis(inner.view.hdr.delay_ms.load(Ordering::Relaxed)),
-            message_retention_period: Duration::from_millis(
-                inner.view.hdr.retention_ms.load(Ordering::Relaxed),
-            ),
+            delay: Duration::from_millis(live.delay_ms),
+            message_retention_period: Duration::from_millis(live.retention_ms),
             redrive_policy: self.redrive_policy().ok().flatten(),
-            max_in_flight: inner.view.hdr.max_in_flight.load(Ordering::Relaxed),
+            max_in_flight: live::max_in_flight(self.arena()),
             release_on_death: recovery::release_on_death(self.arena()),
             body_mode: self.body_mode(),
             in_flight_count: accounting::in_flight(self.arena()),
@@ -248,44 +238,37 @@ impl Queue {
             maximum_message_size: self.maximum_message_size(),
             created_timestamp: inner.created_wall_ms,
             fifo_queue: true,
-            // Relaxed: a gauge.
-            active_groups: inner.view.hdr.active_groups.0.load(Ordering::Relaxed),
+            active_groups: stats.active_groups,
             max_groups: inner.view.max_groups,
-            max_participants: inner.view.parts.len() as u32,
+            max_participants: inner.view.participant_slots(),
             size_classes: inner.caps.clone(),
             arena_bytes: inner.map.len() as u64,
             deduplication: inner.dedup,
-            // Relaxed: a live setting.
-            content_based_deduplication: inner.view.hdr.content_based_dedup.load(Ordering::Relaxed)
-                != 0,
+            content_based_deduplication: live.content_based_dedup,
             deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
-            dedup_entries: inner.view.dedup.len() as u64,
+            dedup_entries: inner.view.dedup_entries(),
             dedup_entries_in_use: {
                 let (live, pending) = dedup::count(self.arena(), inner.now_ms());
                 live + pending
             },
-            // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
-            dedup_overflow: match hdr.dedup_overflow.load(Ordering::Relaxed) {
-                1 => DedupOverflow::Refuse,
-                _ => DedupOverflow::ShortenWindow,
+            dedup_overflow: if stats.dedup_refuses {
+                DedupOverflow::Refuse
+            } else {
+                DedupOverflow::ShortenWindow
             },
-            // Relaxed: a statistic.
-            dedup_evictions: hdr.dedup_evict.0.count.load(Ordering::Relaxed),
+            dedup_evictions: stats.dedup_evictions,
             effective_deduplication_interval: {
-                // Relaxed: statistics.
-                let ev = &hdr.dedup_evict.0;
-                let (at, age) = (
-                    ev.last_ms.load(Ordering::Relaxed),
-                    ev.last_age_ms.load(Ordering::Relaxed),
-                );
                 let full = inner.dedup_interval_ms;
-                let recent = ev.count.load(Ordering::Relaxed) > 0
-                    && inner.now_ms().saturating_sub(at) < full;
-                Duration::from_millis(if recent { age.min(full) } else { full })
+                let recent = stats.dedup_evictions > 0
+                    && inner.now_ms().saturating_sub(stats.last_eviction_ms) < full;
+                Duration::from_millis(if recent {
+                    stats.last_eviction_age_ms.min(full)
+                } else {
+                    full
+                })
             },
-            // Relaxed: statistics.
-            quarantined_messages: hdr.quarantine.0.messages.load(Ordering::Relaxed),
-            quarantined_groups: hdr.quarantine.0.groups.load(Ordering::Relaxed),
+            quarantined_messages: stats.quarantined_messages,
+            quarantined_groups: stats.quarantined_groups,
             test_clock_ms: inner.test_clock.then(|| inner.now_ms()),
         }
     }

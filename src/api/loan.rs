@@ -10,15 +10,15 @@
 #![allow(unsafe_code)] // views of a lent slot's bytes in the mapping (each block says why)
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 
 use super::queue::{fault, Queue};
 use super::send::next_cursor;
 use super::types::{MessageAttribute, SendMessage, SendResult};
 use crate::error::{Error, Result};
-use crate::layout::MAX_ID_LEN;
+use crate::protocol::message::MAX_ID_LEN;
 use crate::protocol::send::{self, Loaned};
 use crate::protocol::Fault;
-use crate::sync::Ordering;
 use crate::validate;
 
 /// A slot of the queue lent to this process to write a message's body in place

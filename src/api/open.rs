@@ -12,11 +12,11 @@ use super::dead_letter::check_dead_letter;
 use super::queue::{fault, shm_path, Inner, Queue};
 use crate::config::QueueConfig;
 use crate::error::{Error, Result};
-use crate::layout::{Header, LAYOUT_VERSION, MAGIC, MAX_REDRIVE_PATH, PAGE, STATE_INITIALISING};
-use crate::protocol::view::{self, Refused};
-use crate::protocol::{clock, registry};
+use std::sync::atomic::AtomicU64;
+
+use crate::protocol::view::{self, Refused, Shape, LAYOUT_VERSION, MAX_REDRIVE_PATH};
+use crate::protocol::{clock, live, registry};
 use crate::protocol::{owner, recovery, Arena};
-use crate::sync::{AtomicU64, Ordering};
 use crate::sys;
 
 impl Queue {
@@ -184,7 +184,7 @@ impl Queue {
     /// What a creation needs before any file exists: the validated geometry, the checked
     /// dead-letter queue of the redrive policy (if any), and the arena's size.
     #[allow(clippy::type_complexity)]
-    fn plan(cfg: &QueueConfig) -> Result<(crate::layout::Geometry, Option<(PathBuf, Queue)>, u64)> {
+    fn plan(cfg: &QueueConfig) -> Result<(Shape, Option<(PathBuf, Queue)>, u64)> {
         let g = cfg.geometry()?;
         let dlq = cfg
             .redrive_policy
@@ -270,15 +270,11 @@ impl Queue {
     /// Whether an arena file is stale: see [`Queue::remove_stale`].
     pub(super) fn is_stale(f: &File) -> Result<bool> {
         use std::os::unix::fs::FileExt;
-        let mut head = vec![0u8; 0x160];
+        let mut head = [0u8; view::HEAD_LEN];
         let n = f.read_at(&mut head, 0)?;
-        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or([0; 8]));
         // An arena whose creator never finished it (an older build created in place). An empty
         // or zero-filled file is not ours to judge: it stays (`create` says the name exists).
-        Ok(n == head.len()
-            && word(0) == MAGIC
-            && word(8) == LAYOUT_VERSION
-            && word(0x158) == STATE_INITIALISING)
+        Ok(view::is_unfinished(&head[..n]))
     }
 
     /// Creates an anonymous queue (a memfd). Children get it through [`Queue::inheritable_fd`]
@@ -308,7 +304,7 @@ impl Queue {
     pub(super) fn init_and_attach(
         file: File,
         cfg: &QueueConfig,
-        g: &crate::layout::Geometry,
+        g: &Shape,
         total: u64,
         path: Option<PathBuf>,
         dlq: Option<(PathBuf, Queue)>,
@@ -322,7 +318,7 @@ impl Queue {
     pub(super) fn initialise_file(
         file: &File,
         cfg: &QueueConfig,
-        g: &crate::layout::Geometry,
+        g: &Shape,
         total: u64,
         dlq: Option<&(PathBuf, Queue)>,
     ) -> Result<()> {
@@ -341,11 +337,9 @@ impl Queue {
             wall_ms: sys::realtime_ms(),
             mono_ms: sys::monotonic_ns() / 1_000_000,
         };
-        // SAFETY: a fresh, zero-filled, page-aligned mapping of `total` bytes, not yet named
-        // to anyone (an unnamed or hidden file, or a memfd not yet handed out); `Header` is
-        // made of atomics, valid for the all-zero bit pattern, and fits in its first page.
-        let hdr = unsafe { &*(map.as_mut_ptr() as *const Header) };
-        view::initialise(hdr, cfg, g, total, redrive, &fresh);
+        // SAFETY: a fresh, zero-filled, page-aligned, writable mapping of `total` bytes, not
+        // yet named to anyone (an unnamed or hidden file, or a memfd not yet handed out).
+        unsafe { view::initialise_at(map.as_mut_ptr(), cfg, g, total, redrive, &fresh) };
         Ok(())
     }
 
@@ -552,7 +546,7 @@ impl Queue {
             use std::os::unix::fs::FileExt;
             file.read_at(&mut magic, 0)?
         };
-        if n < 8 || u64::from_le_bytes(magic) != MAGIC {
+        if n < 8 || !view::has_magic(magic) {
             return Err(Error::NotAnArena {
                 path: path.to_owned(),
             });
@@ -589,10 +583,9 @@ impl Queue {
             sys::map(file, len)?
         };
         let base = map.as_mut_ptr();
-        // SAFETY: the mapping is page-aligned and at least PAGE bytes (`probe`); `Header` fits
-        // in a page and is made of atomics, valid for any bit pattern.
-        let hdr: &Header = unsafe { &*(base as *const Header) };
-        let checked = view::check(hdr, len).map_err(|r| match r {
+        // SAFETY: the mapping is page-aligned and at least `view::MIN_LEN` bytes (`probe`),
+        // owned by `map` for the call.
+        let checked = unsafe { view::check_at(base, len) }.map_err(|r| match r {
             Refused::NotAnArena => Error::NotAnArena {
                 path: shown.clone(),
             },
@@ -604,9 +597,12 @@ impl Queue {
             Refused::Truncated { expected, found } => Error::Truncated { expected, found },
             Refused::Corrupted(what) => Error::Corrupted { what },
         })?;
+        // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is
+        // returned with the view and owned by the `Inner` that holds both, which outlives
+        // every use of the view.
+        let view: Arena<'static> = unsafe { view::view(base, &checked) };
         if path.is_some() {
-            // Relaxed: fixed at creation, published by SYNC POINT(arena-ready) (checked).
-            let asked = hdr.mode.load(Ordering::Relaxed) as u32 & 0o777;
+            let asked = live::identity(&view).mode & 0o777;
             let now = sys::mode_of(file)? & 0o777;
             if now & !asked != 0 {
                 return Err(Error::UntrustedFile {
@@ -617,10 +613,6 @@ impl Queue {
                 });
             }
         }
-        // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is
-        // returned with the view and owned by the `Inner` that holds both, which outlives
-        // every use of the view.
-        let view: Arena<'static> = unsafe { view::view(base, &checked) };
         Ok((map, checked, view))
     }
 
@@ -629,14 +621,13 @@ impl Queue {
     /// released or repaired.
     pub(super) fn attach_observer(file: File, path: PathBuf) -> Result<Queue> {
         let (map, checked, view) = Self::map_checked(&file, Some(&path), true)?;
-        let hdr = view.hdr;
-        let r = Ordering::Relaxed; // published by SYNC POINT(arena-ready), checked above
+        let id = live::identity(&view);
         let lock_file = file.try_clone()?;
         let inner = Inner {
-            keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
-            nonce: hdr.nonce.load(r),
-            base_ms: clock::base_ms(hdr),
-            created_wall_ms: hdr.created_wall_ms.load(r),
+            keys: id.keys,
+            nonce: id.nonce,
+            base_ms: clock::base_ms(&view),
+            created_wall_ms: id.created_wall_ms,
             caps: checked.geometry.classes.clone(),
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(0),
@@ -663,11 +654,10 @@ impl Queue {
 
     pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
         let (map, checked, view) = Self::map_checked(&file, path.as_deref(), false)?;
-        let hdr = view.hdr;
         // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
         // opener on a new boot rebases it (see `Header::clock`).
         let based = clock::rebase(
-            hdr,
+            &view,
             sys::boot_id(),
             sys::monotonic_ns() / 1_000_000,
             sys::realtime_ms(),
@@ -687,12 +677,12 @@ impl Queue {
         .ok_or(Error::ParticipantLimitReached {
             max_participants: checked.geometry.participants,
         })?;
-        let r = Ordering::Relaxed; // published by SYNC POINT(arena-ready), checked above
+        let id = live::identity(&view);
         let inner = Inner {
-            keys: (hdr.hash_k0.load(r), hdr.hash_k1.load(r)),
-            nonce: hdr.nonce.load(r),
+            keys: id.keys,
+            nonce: id.nonce,
             base_ms: based.base_ms,
-            created_wall_ms: hdr.created_wall_ms.load(r),
+            created_wall_ms: id.created_wall_ms,
             caps: checked.geometry.classes.clone(),
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
@@ -743,14 +733,14 @@ impl Queue {
         if m[..n].iter().all(|&b| b == 0) {
             return Err(Error::NotReady);
         }
-        if n < 8 || u64::from_le_bytes(m) != MAGIC {
+        if n < 8 || !view::has_magic(m) {
             return Err(Error::NotAnArena {
                 path: shown.to_owned(),
             });
         }
-        if len < PAGE {
+        if len < view::MIN_LEN {
             return Err(Error::Truncated {
-                expected: PAGE,
+                expected: view::MIN_LEN,
                 found: len,
             });
         }

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use crate::config::Deduplication;
 use crate::error::Error;
-use crate::protocol::{clock, registry, Arena, Env, Fault, Owner};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
+
+use crate::protocol::{clock, live, registry, Arena, Env, Fault, Owner, WakeWord};
 use crate::sys;
 
 /// A handle on one shmfifo queue. `Send + Sync`, cheap to clone (an `Arc`); each
@@ -108,10 +109,10 @@ impl Env for Op<'_> {
     fn participant_alive(&self, index: u32) -> bool {
         self.inner.participant_alive(index)
     }
-    fn wake(&self, word: &AtomicU32) {
+    fn wake(&self, word: &WakeWord) {
         self.inner.wake(word)
     }
-    fn wake_all(&self, word: &AtomicU32) {
+    fn wake_all(&self, word: &WakeWord) {
         self.inner.wake_all(word)
     }
     fn elapsed_ms(&self) -> u64 {
@@ -134,10 +135,7 @@ impl Env for Inner {
     /// Starts at 1 ms, not 0: a visibility deadline of 0 means "never received".
     fn now_ms(&self) -> u64 {
         if self.test_clock {
-            // Acquire: pairs with `advance_clock`'s Release increment, so what was done
-            // before the clock moved is seen at the new time. Clamped to at least 1 (0 means
-            // "never received" in the message words).
-            return self.view.hdr.test_now.0.load(Ordering::Acquire).max(1);
+            return live::test_now(&self.view);
         }
         self.real_ms()
     }
@@ -150,10 +148,10 @@ impl Env for Inner {
     fn participant_alive(&self, index: u32) -> bool {
         index == self.index || sys::participant_locked(&self.file, index)
     }
-    fn wake(&self, word: &AtomicU32) {
+    fn wake(&self, word: &WakeWord) {
         sys::futex_wake(word, 1);
     }
-    fn wake_all(&self, word: &AtomicU32) {
+    fn wake_all(&self, word: &WakeWord) {
         sys::futex_wake(word, i32::MAX as u32);
     }
 }
@@ -192,7 +190,7 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
             what: "clock beyond the arena's time range",
         },
         Fault::DedupFull => Error::DedupTableFull {
-            entries: inner.view.dedup.len() as u64,
+            entries: inner.view.dedup_entries(),
             interval_ms: inner.dedup_interval_ms,
         },
         Fault::DedupBusy => Error::DedupInProgress,
@@ -210,9 +208,8 @@ impl Inner {
     /// Whether a send must carry a dedup id (S4): the queue deduplicates and content-based
     /// dedup is off.
     pub(super) fn needs_dedup_id(&self) -> bool {
-        // Relaxed: a live setting; a send racing with its change may see either value.
-        self.dedup != Deduplication::Off
-            && self.view.hdr.content_based_dedup.load(Ordering::Relaxed) == 0
+        // A send racing with a change of the setting may see either value.
+        self.dedup != Deduplication::Off && !live::content_based_dedup(&self.view)
     }
 }
 
@@ -304,8 +301,8 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn maximum_message_size(&self) -> u32 {
-        // Relaxed: a live setting (see `set_attributes`); clamped, the arena is untrusted.
-        let v = self.inner.view.hdr.max_message_size.load(Ordering::Relaxed);
+        // Clamped: the arena is untrusted.
+        let v = live::max_message_size(self.arena());
         (v.min(u64::from(u32::MAX)) as u32).clamp(1024, self.maximum_message_size_limit())
     }
 
@@ -354,8 +351,7 @@ impl Queue {
 
     /// The live `ReceiveMessageWaitTimeSeconds`, in ms (clamped: the arena is untrusted).
     pub(super) fn default_wait_ms(&self) -> u64 {
-        // Relaxed: a live setting.
-        let v = self.inner.view.hdr.receive_wait_ms.load(Ordering::Relaxed);
+        let v = live::receive_wait_ms(self.arena());
         v.min(crate::config::MAX_WAIT_TIME.as_millis() as u64)
     }
 

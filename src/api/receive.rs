@@ -7,10 +7,10 @@ use super::send::hash_id;
 use super::types::*;
 use crate::config::{MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
 use crate::error::{Error, Result};
-use crate::layout::{counter, MAX_ID_LEN};
+use crate::protocol::accounting::{self, counter};
+use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::receive::{self, Taken};
-use crate::protocol::{accounting, attempt, doorbell, group, ready, recovery, words, Env};
-use crate::sync::Ordering;
+use crate::protocol::{attempt, doorbell, live, ready, recovery, Env};
 use crate::{sys, validate};
 
 /// Spin rounds before a long-polling receiver goes to sleep.
@@ -64,12 +64,9 @@ impl Filler {
             (true, true) => Body::Binary,
         };
         let body_len = fill(m, t, self.nonce, self.created_wall_ms, body)?;
-        let at = t.group as *const _ as usize;
+        let at = t.group_entry();
         if at != self.checked {
-            // Relaxed: read under the group claim (or re-validated by a peek).
-            if super::send::group_hash(self.keys, m.group_id.as_bytes())
-                != t.group.hash.load(Ordering::Relaxed)
-            {
+            if super::send::group_hash(self.keys, m.group_id.as_bytes()) != t.group_hash() {
                 return Err("group id does not match its hash");
             }
             self.checked = at;
@@ -120,19 +117,15 @@ pub(super) fn fill(
     created_wall_ms: u64,
     body: Body,
 ) -> std::result::Result<usize, &'static str> {
-    let r = Ordering::Relaxed; // read under the group claim, after the Acquire of `vis`
-    let h = t.header;
-    let (body_len, attr_len, dedup_len, flags) = words::unpack_lens(h.lens.load(r));
-    let (src_len, _, _) = words::unpack_group_epoch0(h.group_epoch0.load(r));
-    let p = framing::split(t.payload, body_len, src_len, dedup_len, attr_len)?;
-    m.message_id = if flags & words::LENS_MOVED != 0 {
+    let p = t.stored()?;
+    m.message_id = if t.lengths().moved {
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
         std::str::from_utf8(p.dedup)
             .ok()
             .and_then(MessageId::parse)
             .ok_or("moved message id")?
     } else {
-        MessageId((u128::from(nonce) << 64) | (u128::from(t.idx) << 32) | u128::from(t.inc))
+        MessageId(message::id(nonce, t.idx, t.inc))
     };
     m.receipt_handle = ReceiptHandle {
         nonce,
@@ -180,9 +173,9 @@ pub(super) fn fill(
         Body::InPlace => m.body.clear(),
     }
     let mut id = [0u8; MAX_ID_LEN];
-    let n = group::read_id(t.group, &mut id);
+    let n = t.group_id(&mut id);
     set_text(&mut m.group_id, &id[..n])?;
-    if dedup_len == 0 {
+    if p.dedup.is_empty() {
         m.dedup_id = None;
     } else {
         set_text(m.dedup_id.get_or_insert_with(String::new), p.dedup)?;
@@ -195,13 +188,12 @@ pub(super) fn fill(
             p.source,
         )?;
     }
-    let seq_hi = t.group.seq_base.load(r);
-    m.sequence_number = (u128::from(seq_hi) << 64) | u128::from(h.pos.load(r));
+    m.sequence_number = t.sequence_number();
     // The enqueue's arena time on the creation's wall clock: stable across receives (M3),
     // immune to wall-clock steps after creation, within 1 ms of the wall clock otherwise.
     // Arena time 1 is the creation instant (see `now_ms`).
-    m.sent_timestamp = created_wall_ms.saturating_add(h.sent.load(r).saturating_sub(1));
-    m.first_receive_timestamp = h.first_recv_ms.load(r);
+    m.sent_timestamp = created_wall_ms.saturating_add(t.sent_ms().saturating_sub(1));
+    m.first_receive_timestamp = t.first_receive_ms();
     m.receive_count = t.receive_count;
     let mut k = 0;
     for d in framing::decode(p.attrs) {
@@ -460,7 +452,6 @@ impl Queue {
             return Ok(n);
         }
         let inner = &*self.inner;
-        let hdr = inner.view.hdr;
         // The wait is real time (also on a test clock).
         let deadline = inner.real_ms() + wait;
         let ring = ready::ring(self.arena());
@@ -485,7 +476,7 @@ impl Queue {
             if matches!(n, Ok(0)) {
                 let t = self.sleep_bound_ms(now, deadline);
                 accounting::count(self.arena(), inner.me, counter::WAITS, 1);
-                sys::futex_wait(&hdr.wake.0.doorbell, bell, t);
+                sys::futex_wait(doorbell::receivers(self.arena()), bell, t);
                 // A participant that slept may wake to a file truncated under it (a named
                 // queue; anonymous ones are sealed): look before touching a page past the
                 // header, and report it instead of dying of SIGBUS.
@@ -506,8 +497,7 @@ impl Queue {
     /// visibility or delay expiry (1 ms if one is already due), and at most the period of the
     /// liveness check (a dead receiver's messages are due back) or of the hint sweep.
     pub(super) fn sleep_bound_ms(&self, now: u64, deadline: u64) -> u64 {
-        // Relaxed: a sleep bound only.
-        let ne = self.inner.view.hdr.next_expiry.0.load(Ordering::Relaxed);
+        let ne = live::next_expiry(self.arena());
         let mut t = deadline.saturating_sub(now);
         // `now` and `deadline` are real time; expiries are in the queue's time (the same on a
         // real clock; on a test clock, `advance_clock` rings the doorbell when it moves).
@@ -537,42 +527,15 @@ impl Queue {
 
     /// The live default visibility timeout (clamped: the arena is untrusted).
     pub(super) fn default_vt_ms(&self) -> u64 {
-        // Relaxed: a live setting; a receive racing with its change may use either value.
-        let v = self
-            .inner
-            .view
-            .hdr
-            .visibility_timeout_ms
-            .load(Ordering::Relaxed);
+        // A receive racing with a change of the setting may use either value.
+        let v = live::visibility_timeout_ms(self.arena());
         v.min(ms(MAX_VISIBILITY_TIMEOUT))
     }
 
     /// Room left under the in-flight limit (R8), correcting the count by a census (at most
     /// once a second) when it says there is none.
     pub(super) fn fresh_budget(&self) -> usize {
-        let a = self.arena();
-        // Relaxed: a setting fixed at creation.
-        let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
-        if limit >= u64::from(a.total) {
-            return usize::MAX; // never reached: cost nothing
-        }
-        let room = limit.saturating_sub(accounting::in_flight(a));
-        if room > 0 {
-            return room as usize;
-        }
-        let now = self.inner.now_ms();
-        let c = &a.hdr.census.0;
-        // Relaxed load, AcqRel CAS: one census per second among all participants.
-        let last = c.last_ms.load(Ordering::Relaxed);
-        if now >= last.saturating_add(1000)
-            && c.last_ms
-                .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-        {
-            accounting::in_flight_census(a);
-            return limit.saturating_sub(accounting::in_flight(a)) as usize;
-        }
-        0
+        accounting::fresh_budget(self.arena(), self.inner.now_ms())
     }
 
     /// One receive without waiting.
@@ -693,8 +656,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::queue::Op;
-    use crate::layout::SWEEP_CHUNK;
-    use crate::protocol::ready::{self, Swept};
+    use crate::protocol::ready::{self, Swept, SWEEP_CHUNK};
     use crate::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
     /// A queue of 65,536 groups (a table of 131,072 entries) on the test clock, with a message
@@ -758,10 +720,8 @@ mod tests {
     #[test]
     fn v3_periodic_chunks_file_what_the_wheel_lost() {
         let q = in_flight(40);
-        for w in q.arena().timers {
-            w.store(0, crate::sync::Ordering::Relaxed);
-        }
-        let table = q.arena().groups.len() as u64;
+        ready::forget_the_wheel(q.arena());
+        let table = u64::from(q.arena().group_slots());
         for _ in 0..table.div_ceil(SWEEP_CHUNK) {
             let s = sweep_due(&q, true);
             assert!(s.visited as u64 <= SWEEP_CHUNK, "bounded: {s:?}");

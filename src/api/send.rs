@@ -2,6 +2,7 @@
 //! [`crate::protocol::send`].
 
 use std::hash::Hasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::framing;
@@ -9,16 +10,16 @@ use super::queue::{fault, Op, Queue};
 use super::types::*;
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
-use crate::layout::{counter, MAX_ID_LEN};
+use crate::protocol::accounting::counter;
+use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::send::{self, Outgoing};
 use crate::protocol::{accounting, dedup, doorbell, ready, recovery, words, Fault, PResult};
-use crate::sync::Ordering;
 use crate::{sys, validate};
 
 /// The allocation cursor's next value: a process-local spreading hint, so a load and a store
 /// (no locked read-modify-write per message); threads racing may start at the same slot, and
 /// the allocation CAS sorts them out.
-pub(super) fn next_cursor(c: &crate::sync::AtomicU64) -> u64 {
+pub(super) fn next_cursor(c: &AtomicU64) -> u64 {
     // Relaxed: a hint, never a synchronisation.
     let v = c.load(Ordering::Relaxed);
     c.store(v.wrapping_add(1), Ordering::Relaxed);
@@ -379,7 +380,7 @@ impl Queue {
             }
             let t = (deadline - now).clamp(1, recovery::LIVENESS_PERIOD_MS);
             accounting::count(self.arena(), inner.me, counter::WAITS, 1);
-            sys::futex_wait(&inner.view.hdr.space.0.doorbell, bell, t);
+            sys::futex_wait(doorbell::producers(self.arena()), bell, t);
             doorbell::space_end_wait(self.arena(), part);
             // As a sleeping receiver does: a named queue's file may have been truncated
             // under us while we slept; report it rather than touch a page that is gone.
@@ -557,7 +558,7 @@ impl Queue {
     }
 
     pub(super) fn message_id(&self, idx: u32, inc: u32) -> MessageId {
-        MessageId((u128::from(self.inner.nonce) << 64) | (u128::from(idx) << 32) | u128::from(inc))
+        MessageId(message::id(self.inner.nonce, idx, inc))
     }
 
     /// Sends up to 10 messages (S11–S13). Request-level errors reject the whole batch; other

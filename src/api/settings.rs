@@ -6,9 +6,7 @@ use super::dead_letter::check_dead_letter;
 use super::queue::{fault, ms, Queue};
 use crate::config::{Deduplication, QueueSettings};
 use crate::error::{Error, Result};
-use crate::protocol::settings;
-use crate::sync::Ordering;
-use crate::sys;
+use crate::protocol::{live, settings};
 
 /// The names [`Queue::set_attribute`] changes.
 const SETTABLE: [&str; 10] = [
@@ -54,7 +52,6 @@ impl Queue {
     /// ```
     pub fn set_attributes(&self, s: &QueueSettings) -> Result<()> {
         let inner = &*self.inner;
-        let hdr = inner.view.hdr;
         crate::config::check_live(s.visibility_timeout, s.delay, s.message_retention_period)?;
         if s.content_based_deduplication == Some(true) && inner.dedup == Deduplication::Off {
             return Err(Error::AttributeNotMutable {
@@ -89,26 +86,14 @@ impl Queue {
                 reason: "Invalid value for the parameter ReceiveMessageWaitTimeSeconds. Reason: Must be between 0 and 20 seconds.".into(),
             });
         }
-        // Relaxed stores: single-word live settings; each operation reads each once.
-        if let Some(m) = s.maximum_message_size {
-            hdr.max_message_size.store(u64::from(m), Ordering::Relaxed);
-        }
-        if let Some(d) = s.receive_message_wait_time {
-            hdr.receive_wait_ms.store(ms(d), Ordering::Relaxed);
-        }
-        if let Some(d) = s.visibility_timeout {
-            hdr.visibility_timeout_ms.store(ms(d), Ordering::Relaxed);
-        }
-        if let Some(d) = s.delay {
-            hdr.delay_ms.store(ms(d), Ordering::Relaxed);
-        }
-        if let Some(d) = s.message_retention_period {
-            hdr.retention_ms.store(ms(d), Ordering::Relaxed);
-        }
-        if let Some(on) = s.content_based_deduplication {
-            hdr.content_based_dedup
-                .store(u64::from(on), Ordering::Relaxed);
-        }
+        let change = live::Change {
+            max_message_size: s.maximum_message_size.map(u64::from),
+            receive_wait_ms: s.receive_message_wait_time.map(ms),
+            visibility_timeout_ms: s.visibility_timeout.map(ms),
+            delay_ms: s.delay.map(ms),
+            retention_ms: s.message_retention_period.map(ms),
+            content_based_dedup: s.content_based_deduplication,
+        };
         if let Some(r) = redrive {
             let (max, path) = match &r {
                 Some((path, _)) => (
@@ -123,15 +108,8 @@ impl Queue {
             settings::write(self.arena(), inner, inner.me, max, path)
                 .map_err(|f| fault(f, inner))?;
         }
-        if s.delay.is_some() || s.message_retention_period.is_some() {
-            // Messages may be ready (or gone) at other times now: ask the next receiver for a
-            // full sweep, and wake every sleeper to recompute its sleep.
-            // Release: pairs with `maybe_sweep`'s Acquire load.
-            hdr.next_expiry.0.store(0, Ordering::Release);
-            // Release: a woken receiver's Acquire load of the doorbell sees the change.
-            hdr.wake.0.doorbell.fetch_add(1, Ordering::Release);
-            sys::futex_wake(&hdr.wake.0.doorbell, u32::MAX);
-        }
+        // The redrive policy first: a failure there leaves every setting as it was.
+        live::change(self.arena(), inner, &change);
         Ok(())
     }
 
@@ -167,26 +145,14 @@ impl Queue {
                 reason: "this queue runs on the real clock; only a queue created with QueueConfig::test_clock(true) has a clock to advance".into(),
             });
         }
-        let hdr = inner.view.hdr;
-        let step = ms(d);
         // Half the 40-bit range of arena times: far beyond any test, and no time wraps.
         const LIMIT: u64 = crate::protocol::clock::CLOCK_MASK / 2;
-        // Relaxed: a bound check only (the fetch_add below is the move).
-        if hdr.test_now.0.load(Ordering::Relaxed).saturating_add(step) > LIMIT {
-            return Err(Error::InvalidConfig {
+        live::advance_test_clock(self.arena(), inner, ms(d), LIMIT).map_err(|limit| {
+            Error::InvalidConfig {
                 setting: "test_clock",
-                reason: format!("the test clock cannot pass {LIMIT} ms of queue time"),
-            });
-        }
-        // Release: pairs with `Inner::now_ms`'s Acquire load.
-        hdr.test_now.0.fetch_add(step, Ordering::Release);
-        // Deadlines may have passed: ask the next receiver for a full sweep, and wake every
-        // sleeper to look (as a change of delay or retention does).
-        // Release: pairs with `maybe_sweep`'s Acquire load.
-        hdr.next_expiry.0.store(0, Ordering::Release);
-        // Release: a woken receiver's Acquire load of the doorbell sees the move.
-        hdr.wake.0.doorbell.fetch_add(1, Ordering::Release);
-        sys::futex_wake(&hdr.wake.0.doorbell, u32::MAX);
+                reason: format!("the test clock cannot pass {limit} ms of queue time"),
+            }
+        })?;
         Ok(())
     }
 

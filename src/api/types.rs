@@ -689,8 +689,8 @@ impl Counters {
         ]
     }
 
-    pub(crate) fn from_array(c: &[u64; crate::layout::counter::COUNT]) -> Counters {
-        use crate::layout::counter as k;
+    pub(crate) fn from_array(c: &[u64; crate::protocol::accounting::counter::COUNT]) -> Counters {
+        use crate::protocol::accounting::counter as k;
         Counters {
             sent: c[k::SENT],
             duplicates: c[k::DUPLICATES],

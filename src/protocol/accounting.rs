@@ -8,6 +8,41 @@ use super::Owner;
 use super::{owner, vis, Arena, Env};
 use crate::sync::Ordering;
 
+/// The lifetime counters' indices.
+pub use crate::layout::counter;
+
+/// Room left under the in-flight limit (R8) at arena time `now`: `usize::MAX` without a
+/// limit. When the count says there is none, corrects it by a census, at most once a second
+/// among all participants (SYNC POINT(census): one CAS of `census.last_ms` elects the
+/// censor). A censor that stops mid-census leaves the count as it was; the next census, a
+/// second later, corrects it. Loom: `census_corrects_the_count_once_a_second`.
+pub fn fresh_budget(a: &Arena<'_>, now: u64) -> usize {
+    // Relaxed: fixed at creation, published by SYNC POINT(arena-ready).
+    let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
+    if limit >= u64::from(a.total) {
+        return usize::MAX; // never reached: cost nothing
+    }
+    let room = limit.saturating_sub(in_flight(a));
+    if room > 0 {
+        return room as usize;
+    }
+    let c = &a.hdr.census.0;
+    // Relaxed: the CAS below decides.
+    let last = c.last_ms.load(Ordering::Relaxed);
+    // SYNC POINT(census): AcqRel, one censor per second; the census's Relaxed reads and store
+    // are approximate by nature (concurrent receives and deletes move the count meanwhile).
+    if now >= last.saturating_add(1000)
+        && c.last_ms
+            .compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        crash_point!(0);
+        in_flight_census(a);
+        return limit.saturating_sub(in_flight(a)) as usize;
+    }
+    0
+}
+
 /// Adds `delta` to participant `me`'s share of the in-flight count (R8).
 pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
     if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {

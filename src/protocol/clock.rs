@@ -3,7 +3,7 @@
 //! the first opener on a new boot rebases the clock by CAS: arena time goes on from the
 //! arena's wall-clock age, never below its last sweep or liveness check.
 
-use crate::layout::Header;
+use super::Arena;
 use crate::sync::Ordering;
 
 /// Mask of the clock's base (ms) and of arena times derived from it.
@@ -33,7 +33,8 @@ pub struct Based {
 /// The clock base as the clock word has it, without rebasing (an observer, which writes
 /// nothing; on a boot the arena has not seen yet, arena times read from it are the last
 /// boot's until a participant opens the queue).
-pub fn base_ms(hdr: &Header) -> u64 {
+pub fn base_ms(a: &Arena<'_>) -> u64 {
+    let hdr = a.hdr;
     // Acquire: pairs with the rebaser's AcqRel CAS (SYNC POINT(clock-rebase)).
     hdr.clock.load(Ordering::Acquire) & CLOCK_MASK
 }
@@ -43,7 +44,8 @@ pub fn base_ms(hdr: &Header) -> u64 {
 ///
 /// Lock-free: one CAS decides the rebaser per boot; a loser (or an opener that stopped
 /// between the CAS and its boot-id stores, which are informational) reads the winner's word.
-pub fn rebase(hdr: &Header, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Based {
+pub fn rebase(a: &Arena<'_>, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Based {
+    let hdr = a.hdr;
     let tag = boot_tag(boot);
     let r = Ordering::Relaxed;
     loop {

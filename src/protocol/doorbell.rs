@@ -28,6 +28,25 @@ pub fn notify(a: &Arena<'_>, env: &dyn Env, me: Owner) {
     }
 }
 
+/// The receivers' doorbell: the futex word a receiver sleeps on after [`begin_wait`].
+pub fn receivers<'a>(a: &Arena<'a>) -> &'a super::WakeWord {
+    &a.hdr.wake.0.doorbell
+}
+
+/// The space doorbell: the futex word a producer sleeps on after [`space_begin_wait`].
+pub fn producers<'a>(a: &Arena<'a>) -> &'a super::WakeWord {
+    &a.hdr.space.0.doorbell
+}
+
+/// The receivers' doorbell's value now, for a watcher that sleeps on behalf of others (the
+/// async watcher): a change since an earlier reading means a producer rang.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+pub fn rung(a: &Arena<'_>) -> u32 {
+    // Acquire: pairs with the producers' Release increment (SYNC POINT(doorbell)) and a
+    // settings change's (SYNC POINT(reschedule)), so what they announced is seen.
+    a.hdr.wake.0.doorbell.load(Ordering::Acquire)
+}
+
 /// Announces participant `part` as about to sleep on the doorbell; returns the doorbell value
 /// to sleep on. The caller must re-check for messages after this, then sleep, then call
 /// [`end_wait`].

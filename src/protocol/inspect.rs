@@ -317,3 +317,44 @@ fn copy<T>(
         vis: w,
     })
 }
+
+/// A live participant's record, for display.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// Registry slot.
+    pub slot: u32,
+    /// Generation of the slot's registration.
+    pub generation: u32,
+    /// Process id it registered with.
+    pub pid: u32,
+    /// Its owner code (as claims carry it).
+    pub owner: super::Owner,
+}
+
+/// The registered participants (a snapshot, for display).
+pub fn members(a: &Arena<'_>) -> Vec<Member> {
+    use super::words::{owner, pstate};
+    let mut out = Vec::new();
+    for (i, p) in a.parts.iter().enumerate() {
+        // Relaxed: a snapshot for display.
+        let st = p.state.load(Ordering::Relaxed);
+        if pstate::status(st) != pstate::ALIVE {
+            continue;
+        }
+        let generation = pstate::gen(st);
+        out.push(Member {
+            slot: i as u32,
+            generation,
+            // Relaxed: display only.
+            pid: p.pid.load(Ordering::Relaxed) as u32,
+            owner: owner::code(i as u32, generation),
+        });
+    }
+    out
+}
+
+/// Copies the id of the group at table index `g` into `out` (a snapshot, for display);
+/// returns its length (0 for an index out of range).
+pub fn group_id(a: &Arena<'_>, g: u32, out: &mut [u8; crate::layout::MAX_ID_LEN]) -> usize {
+    a.group(g).map_or(0, |e| super::group::read_id(e, out))
+}

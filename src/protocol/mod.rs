@@ -106,6 +106,8 @@ pub mod handle;
 pub mod heap;
 pub mod inspect;
 pub mod list;
+pub mod live;
+pub mod message;
 pub mod pool;
 pub mod quarantine;
 pub mod ready;
@@ -125,6 +127,10 @@ use crate::layout::{AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Par
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Time, liveness and wake-ups, provided by the OS layer (or by loom mocks).
+/// A futex word of the arena (a doorbell): what [`Env::wake`] wakes sleepers on. The API only
+/// passes it to the system's futex calls; the protocol alone reads and writes it.
+pub type WakeWord = AtomicU32;
+
 pub trait Env {
     /// Milliseconds since the arena's time base (monotonic, shared by all processes).
     fn now_ms(&self) -> u64;
@@ -134,9 +140,9 @@ pub trait Env {
     /// lock. `false` must be proof of death.
     fn participant_alive(&self, index: u32) -> bool;
     /// Wakes one receiver sleeping on `word`.
-    fn wake(&self, word: &AtomicU32);
+    fn wake(&self, word: &WakeWord);
     /// Wakes every process sleeping on `word` (by default, as [`Env::wake`] does).
-    fn wake_all(&self, word: &AtomicU32) {
+    fn wake_all(&self, word: &WakeWord) {
         self.wake(word);
     }
     /// A fresh reading of [`Env::now_ms`]'s clock, for measuring how long a wait has lasted.
@@ -237,6 +243,18 @@ pub struct Class<'a> {
     pub base: u32,
 }
 
+impl Class<'_> {
+    /// Slots in the class.
+    pub fn slots(&self) -> u32 {
+        self.headers.len() as u32
+    }
+
+    /// Bytes one slot takes: its header and its payload.
+    pub fn slot_bytes(&self) -> u64 {
+        (core::mem::size_of::<MsgHeader>() + self.stride) as u64
+    }
+}
+
 /// Typed view of one arena. Every index read from shared memory is checked against it.
 #[derive(Debug, Clone, Copy)]
 pub struct Arena<'a> {
@@ -283,6 +301,21 @@ pub fn hint_from(classes: &[Option<Class<'_>>], total: u32) -> u32 {
 }
 
 impl<'a> Arena<'a> {
+    /// Entries of the group table.
+    pub fn group_slots(&self) -> u32 {
+        self.groups.len() as u32
+    }
+
+    /// Slots of the participant registry.
+    pub fn participant_slots(&self) -> u32 {
+        self.parts.len() as u32
+    }
+
+    /// Entries of the dedup table (0 without deduplication).
+    pub fn dedup_entries(&self) -> u64 {
+        self.dedup.len() as u64
+    }
+
     /// `(class, slot)` of a global message index.
     pub fn locate(&self, idx: u32) -> PResult<(usize, usize)> {
         if idx >= self.total {

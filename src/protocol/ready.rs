@@ -13,7 +13,10 @@ use super::timers;
 use super::times::{Standing, Times};
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::{counter, GroupEntry, SWEEP_CHUNK};
+use crate::layout::{counter, GroupEntry};
+
+/// Group table entries one periodic sweep visits.
+pub use crate::layout::SWEEP_CHUNK;
 use crate::sync::Ordering;
 
 /// A receiver that finds no hint sweeps at least this often, re-deriving lost hints.
@@ -362,7 +365,8 @@ pub const FULL_CLASS_SWEEP_MS: u64 = 10;
 /// Sweeps if a visibility deadline has passed or the last sweep is `period` ms old.
 fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64) -> PResult<bool> {
     let now = env.now_ms();
-    // Acquire: pairs with the fetch_min of receivers.
+    // Acquire: pairs with the fetch_min of receivers, and (SYNC POINT(reschedule)) with a
+    // settings change's Release store of 0 after its setting stores (`live::reschedule`).
     let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
     // Relaxed: the CAS below decides who sweeps.
     let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
@@ -678,4 +682,14 @@ fn head_deadline(a: &Arena<'_>, e: &GroupEntry) -> u64 {
         }
     }
     0
+}
+
+/// Wipes the expiry wheel, as a participant stopped between publishing deadlines and filing
+/// them would leave it (tests: the periodic sweeps must file them again).
+#[cfg(all(test, not(shmfifo_loom)))]
+pub(crate) fn forget_the_wheel(a: &Arena<'_>) {
+    for w in a.timers {
+        // Relaxed: a test, single-threaded here.
+        w.store(0, Ordering::Relaxed);
+    }
 }

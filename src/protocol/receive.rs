@@ -30,11 +30,12 @@ pub struct Taken<'t> {
     pub epoch: u32,
     /// Receive count including this one.
     pub receive_count: u32,
-    /// The message header.
-    pub header: &'t MsgHeader,
-    /// The group entry.
-    pub group: &'t GroupEntry,
-    /// The payload bytes (body, dead-letter source, dedup id, attributes: layout 10).
+    /// The message header (read through `Taken`'s methods, `protocol::message`).
+    pub(super) header: &'t MsgHeader,
+    /// The group entry (read through `Taken`'s methods).
+    pub(super) group: &'t GroupEntry,
+    /// The payload bytes (body, dead-letter source, dedup id, attributes: layout 10; split
+    /// by [`Taken::stored`]).
     pub payload: &'t [u8],
     /// The message's `vis` word as this receive left it (epoch and deadline).
     pub vis: u64,

@@ -30,6 +30,13 @@ pub struct Redrive {
 /// Bound on reader retries and writer waits before declaring the words corrupted.
 const MAX_ROUNDS: u32 = 1 << 20;
 
+/// The policy's version word: it changes with every write, so a reader that saw no policy
+/// under one value need not [`read`] again until it changes.
+pub fn current(a: &Arena<'_>) -> u64 {
+    // Acquire: SYNC POINT(settings-publish), as in `read` (which validates the whole policy).
+    a.hdr.redrive.current.load(Ordering::Acquire)
+}
+
 /// Reads the current policy (lock-free: retries only while a writer publishes).
 pub fn read(a: &Arena<'_>) -> PResult<Redrive> {
     let ctl = &a.hdr.redrive;

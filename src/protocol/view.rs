@@ -12,7 +12,7 @@ use crate::config::{
 };
 use crate::layout::{
     wheel_words, AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant,
-    LAYOUT_VERSION, MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
+    MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -52,6 +52,66 @@ pub struct Checked {
     pub test_clock: bool,
     /// Bodies are any bytes (`body_mode` 1), not text.
     pub binary: bool,
+}
+
+pub use crate::layout::{Geometry as Shape, LAYOUT_VERSION, MAX_REDRIVE_PATH};
+
+/// The shortest file that can hold an arena (its header page).
+pub const MIN_LEN: u64 = crate::layout::PAGE;
+
+/// Bytes of a file's beginning that [`is_unfinished`] reads.
+pub const HEAD_LEN: usize = 0x160;
+
+/// Whether the first 8 bytes of a file are shmfifo's magic number.
+pub fn has_magic(first: [u8; 8]) -> bool {
+    u64::from_le_bytes(first) == MAGIC
+}
+
+/// Whether `head`, the first [`HEAD_LEN`] bytes of a file read with `read(2)` (not mapped), are
+/// an arena of this layout whose creator never finished it (`state` still initialising).
+pub fn is_unfinished(head: &[u8]) -> bool {
+    let word = |at: usize| {
+        head.get(at..at + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    head.len() >= HEAD_LEN
+        && word(0) == MAGIC
+        && word(8) == LAYOUT_VERSION
+        && word(core::mem::offset_of!(Header, state)) == STATE_INITIALISING
+}
+
+/// [`check`] on the header at `base`.
+///
+/// # Safety
+///
+/// `base` is page-aligned and maps at least [`MIN_LEN`] readable bytes, which stay mapped
+/// during the call.
+pub unsafe fn check_at(base: *const u8, len: u64) -> Result<Checked, Refused> {
+    // SAFETY: the caller maps a page at `base`; `Header` fits in a page and is made of atomics,
+    // valid for any bit pattern.
+    let hdr = unsafe { &*(base as *const Header) };
+    check(hdr, len)
+}
+
+/// [`initialise`] on the mapping at `base`.
+///
+/// # Safety
+///
+/// `base` is a fresh, zero-filled, page-aligned, writable mapping of `total` bytes that no
+/// other process can reach yet.
+pub unsafe fn initialise_at(
+    base: *mut u8,
+    cfg: &QueueConfig,
+    g: &Geometry,
+    total: u64,
+    redrive: Option<(u32, &[u8])>,
+    fresh: &Fresh,
+) {
+    // SAFETY: the caller maps at least a page at `base`; `Header` is made of atomics, valid for
+    // the all-zero bit pattern, and fits in its first page.
+    let hdr = unsafe { &*(base as *const Header) };
+    initialise(hdr, cfg, g, total, redrive, fresh);
 }
 
 /// Validates the header of a mapping of `len` bytes (at least one page).
