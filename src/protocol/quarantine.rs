@@ -276,7 +276,8 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
         match node::index(l) {
             node::CLOSED => return,
             node::NIL => {
-                // SeqCst: against appenders' SeqCst link CAS; exactly one of them wins.
+                // SYNC POINT(quarantine-close): SeqCst, against appenders' SeqCst link CAS
+                // (`send::append`); exactly one of the two wins per link word.
                 if lw
                     .compare_exchange(
                         l,

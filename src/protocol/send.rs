@@ -483,6 +483,7 @@ fn append(
             ));
         }
         match node::index(l) {
+            // SYNC POINT(quarantine-close): a quarantiner's SeqCst CAS to CLOSED won this link.
             node::CLOSED => return Ok(None),
             node::NIL => {
                 let pos = node_pos(a, node::index(t))?.wrapping_add(1);
@@ -492,7 +493,8 @@ fn append(
                 }
                 // SYNC POINT(node-link): SeqCst makes the payloads and headers of the whole
                 // chain (and its inner links) visible to anyone who loads this link with
-                // Acquire, and orders it before `head` checks.
+                // Acquire, and orders it before `head` checks. SYNC POINT(quarantine-close):
+                // against a quarantiner's SeqCst CAS of this word to CLOSED.
                 if tl
                     .compare_exchange(
                         l,
