@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hot path's deterministic figures per message (issue 14): instructions, locked
+# The hot path's deterministic figures per message: instructions, locked
 # instructions (atomic read-modify-writes: `lock`-prefixed, and `xchg` with memory, which is
 # locked without the prefix) and clock reads, from callgrind.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Fuzz smoke (issue 6): each cargo-fuzz target for FUZZ_SECONDS (default 30) over its kept
-# inputs: the arena's four, then serve's request parsers (issue 30), each with its libFuzzer
+# Fuzz smoke: each cargo-fuzz target for FUZZ_SECONDS (default 30) over its kept
+# inputs: the arena's four, then serve's request parsers, each with its libFuzzer
 # dictionary where fuzz/dicts/ has one (7 targets: 3.5 min of fuzzing at the default, plus the
 # build). cargo-fuzz passes nightly flags (-Zsanitizer=address); the stable toolchain takes
 # them through RUSTC_BOOTSTRAP=1 and ships the ASan runtime. See fuzz/README.md.
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/../fuzz"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 0.13.2
 export RUSTC_BOOTSTRAP=1
 # A target killed by a timeout or a crash leaves its scratch directory under /dev/shm: clean
-# them up whatever happens (issue 20).
+# them up whatever happens.
 trap 'rm -rf /dev/shm/shmfifo-fuzz-* 2>/dev/null || true' EXIT
 for t in open_arena live_scribble one_word c_abi serve_query serve_json serve_sigv4; do
     mkdir -p "corpus/$t" "artifacts/$t"

@@ -1,4 +1,4 @@
-//! Issue 20, item 2: with the default settings (SQS's 5-minute deduplication interval, the
+//! With the default settings (SQS's 5-minute deduplication interval, the
 //! default table), a producer sending as fast as it can with a new dedup id per message, and a
 //! consumer receiving and deleting, for a given time: no send is refused, memory stays bounded,
 //! and the shortened window is reported.

@@ -137,7 +137,7 @@ pub enum Deduplication {
     Off,
 }
 
-/// What a message body may hold (issue 15).
+/// What a message body may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
 pub enum BodyMode {
     /// SQS's rule (S7): text in the XML character set (`#x9 | #xA | #xD | #x20–#xD7FF |
@@ -565,7 +565,7 @@ mod tests {
         assert_eq!(g.group_slots, 8192);
     }
 
-    /// Issue 21: three queues with the default settings fit in a container's default 64 MiB
+    /// Three queues with the default settings fit in a container's default 64 MiB
     /// `/dev/shm` with room to spare, keeping SQS's limits (256 KiB messages, 5-minute dedup
     /// interval, 120,000 in flight).
     #[test]

@@ -183,12 +183,12 @@ pub struct Header {
     /// sleep on `doorbell`, counted in `waiters`; whoever frees a slot while one is counted
     /// rings it (SYNC POINT(space-doorbell)).
     pub space: Padded<WakeLine>,
-    /// 0: bodies are SQS text (S7, checked on send); 1: any bytes (layout 11, issue 15).
+    /// 0: bodies are SQS text (S7, checked on send); 1: any bytes (layout 11).
     /// Fixed at creation.
     pub body_mode: AtomicU64,
     /// Per size class, the slot freed last (index + 1; 0: none), a hint for producers of
     /// large classes (payload of at least `protocol::pool::HINT_MIN_CAP`) to reuse a slot
-    /// whose lines are still cached instead of walking the whole class (issue 15). Written
+    /// whose lines are still cached instead of walking the whole class. Written
     /// only for those classes, so the small messages' hot path never touches this line.
     pub free_hint: Padded<[AtomicU64; MAX_CLASSES]>,
 }

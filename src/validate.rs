@@ -106,7 +106,7 @@ enum Scan {
     NotAscii,
 }
 
-/// One pass over `bytes` (issue 15: a large body's check runs near memory speed): 256 bytes at
+/// One pass over `bytes` (a large body's check runs near memory speed): 256 bytes at
 /// a time while they are plain ([`plain_256`]: AVX2 where the CPU has it), else 64 at a time
 /// with no branch inside a block ([`block`]). Only a block holding a byte below 0x20 is
 /// looked at byte by byte (tab, LF and CR are allowed: text with line breaks meets one per
@@ -705,7 +705,7 @@ mod tests {
         ));
     }
 
-    /// S8: `Number` attributes as SQS takes them (issue 20): 38 significant digits, magnitudes
+    /// S8: `Number` attributes as SQS takes them: 38 significant digits, magnitudes
     /// 10^-128 to 10^126, no NaN or infinity.
     #[test]
     fn s8_numbers_as_sqs_takes_them() {

@@ -224,7 +224,7 @@ fn other_layout_version_is_mismatch() {
 
 /// ARCHITECTURE §3: the state word is stored last, and a creator names the arena only once it is
 /// complete; a file whose state was never set ready is stale: `open` says `NotReady` at once, and
-/// `create` at its path replaces it (issue 6: stale arenas). A live arena is never replaced.
+/// `create` at its path replaces it (stale arenas). A live arena is never replaced.
 #[test]
 fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
     let q = queue("readysrc", &small());
@@ -247,7 +247,7 @@ fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
         Queue::create(f.name(), &small()),
         Err(Error::QueueNameExists { .. })
     ));
-    // Empty and all-zero files carry no arena magic: not ours to replace (issue 20). `open`
+    // Empty and all-zero files carry no arena magic: not ours to replace. `open`
     // says NotReady, `create` that the name exists, and the file stays as it was.
     for (tag, content) in [("stale-empty", vec![]), ("stale-zeros", vec![0u8; 8192])] {
         let s = Scratch::file(tag, &content);
@@ -260,7 +260,7 @@ fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
     }
 }
 
-/// Issue 20: tools touch only queues. `unlink` removes only a regular file of ours that carries
+/// Tools touch only queues. `unlink` removes only a regular file of ours that carries
 /// the arena magic; a FIFO, a device node, a zero-filled or foreign file and a symlink stay,
 /// with an error that says why. `create` never replaces them either.
 #[test]
@@ -313,7 +313,7 @@ fn unlink_and_create_touch_only_queues() {
     Queue::unlink_at(dir.join("real")).expect("a queue file is removed");
 }
 
-/// Issue 20: a queue name cannot be squatted. Open never follows a symlink, refuses a file
+/// A queue name cannot be squatted. Open never follows a symlink, refuses a file
 /// whose permissions are wider than its creator asked, and one owned by another user.
 #[test]
 fn open_refuses_symlinks_widened_modes_and_foreign_owners() {
@@ -696,7 +696,7 @@ fn emptied_group_entries_are_reused() {
     assert_eq!(q.attributes().active_groups, 0);
 }
 
-/// Issue 21, `send_timeout`: a full size class makes the send wait and then fail with
+/// `send_timeout`: a full size class makes the send wait and then fail with
 /// `SizeClassFull`; other errors return at once; a zero timeout is a plain send; a slot freed
 /// by a delete in another thread lets the waiting send through (woken, in order behind what
 /// was there).
@@ -760,7 +760,7 @@ fn resident_pages() -> u64 {
     statm.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// Issue 14: `prefault` maps the whole arena into the process at once (a writer's mapping and
+/// `prefault` maps the whole arena into the process at once (a writer's mapping and
 /// an observer's read-only one), so its pages are resident before any message touches them.
 #[test]
 fn prefault_maps_the_whole_arena() {

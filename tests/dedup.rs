@@ -406,7 +406,7 @@ fn concurrent_duplicates_deliver_exactly_once() {
     assert_eq!(got.len(), 300);
 }
 
-/// D1 under load, default setting (`DedupOverflow::ShortenWindow`, issue 20): a table of 64
+/// D1 under load, default setting (`DedupOverflow::ShortenWindow`): a table of 64
 /// entries and SQS's 5-minute interval take 5,000 sends with new ids without one refusal
 /// (SQS would accept them all). The oldest ids are forgotten early, which is counted and
 /// reported as a shorter effective interval; an id sent a moment ago is still a duplicate.

@@ -1,4 +1,4 @@
-//! Issue 6, deterministic kill points: for each queue operation, a real process is SIGKILLed at
+//! Deterministic kill points: for each queue operation, a real process is SIGKILLed at
 //! each step of it in turn (the `failpoints` feature turns every protocol crash point, the ones
 //! the loom models stop a participant at, into a countdown that ends in `raise(SIGKILL)`), and
 //! the survivors check that the queue recovers: nothing acknowledged lost, nothing duplicated,
@@ -59,7 +59,7 @@ fn child(spec: &str) {
             say(format!("ACK {}", r.message_id));
         }
         "send-loan" => {
-            // Issue 15: the slot lent, the body written in place, the loan sent.
+            // The slot lent, the body written in place, the loan sent.
             failpoint::arm(k);
             let mut loan = q.loan("g", 1).unwrap();
             loan.as_mut_slice().copy_from_slice(b"x");
@@ -68,7 +68,7 @@ fn child(spec: &str) {
             say(format!("ACK {}", r.message_id));
         }
         "send-loan-batch" => {
-            // The batch of `send-batch` as loans (issue 15's batch form).
+            // The batch of `send-batch` as loans (the batch form).
             failpoint::arm(k);
             let batch = the_batch();
             let loans: Vec<_> = batch
@@ -199,7 +199,7 @@ fn child(spec: &str) {
             }
         }
         "expiry-sweep" => {
-            // Issue 14: visibility timeouts end (on the test clock) with no hint queued, so
+            // Visibility timeouts end (on the test clock) with no hint queued, so
             // the receive drains the expiry wheel's due bucket, hints what expired and takes
             // it again; then deletes it.
             let short = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(10));
@@ -470,7 +470,7 @@ fn the_batch() -> [BatchEntry<'static, SendMessage<'static>>; 3] {
     ]
 }
 
-/// A batch (two entries to group g, one to h) killed at each step (issue 14: each group's
+/// A batch (two entries to group g, one to h) killed at each step (each group's
 /// entries are one chain): afterwards (a recovery, then the same batch again, whose entries
 /// are duplicates of whatever was committed) each group's messages are delivered exactly
 /// once, in order, g's two together after "a"; an acknowledged batch was committed whole.
@@ -621,7 +621,7 @@ fn case_purge(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
-/// The quarantine of a damaged group inside `recover` (issue 20, item 6), killed at each
+/// The quarantine of a damaged group inside `recover`, killed at each
 /// step: a group whose `head` names a node that does not exist holds "a" and "b", a healthy
 /// one holds "c". Afterwards a second `recover` finishes (or resumes) the quarantine: the
 /// damaged group's messages are never delivered, "c" is, the group is counted once, and
@@ -823,7 +823,7 @@ fn case_census(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
-/// Issue 20, stop points: the same steps as the kill points, but the child is stopped there
+/// Stop points: the same steps as the kill points, but the child is stopped there
 /// (SIGSTOP: alive, holding whatever it holds) while this process works on the queue, then
 /// continued. A stopped participant is not corruption: meanwhile every operation either
 /// succeeds or reports a typed, retryable error (`ParticipantBusy`, `DedupInProgress`), never

@@ -1,4 +1,4 @@
-//! Hostile memory (issue 6), replayed without libFuzzer: every input kept under
+//! Hostile memory, replayed without libFuzzer: every input kept under
 //! `fuzz/regressions/<target>/` (crashes found by `cargo fuzz`, and seeds), then a few hundred
 //! pseudo-random inputs from a fixed seed, through the fuzz targets' own bodies
 //! (`fuzz/common/targets.rs`). A failure is a panic inside a target (a library call that
@@ -107,7 +107,7 @@ fn live_scribble_pseudo_random_inputs() {
     }
 }
 
-/// `one_word` (issue 20, item 6) needs the layout, which the `loom` feature exposes:
+/// `one_word` needs the layout, which the `loom` feature exposes:
 /// `cargo test -p shmfifo --features loom --test fuzz_regressions` (ci/test-all.sh) runs these.
 #[cfg(feature = "loom")]
 #[path = "../fuzz/common/one_word.rs"]

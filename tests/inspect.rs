@@ -1,4 +1,4 @@
-//! Operator views (issue 8): lifetime counters against a known workload, `peek` changing
+//! Operator views: lifetime counters against a known workload, `peek` changing
 //! nothing, and `inspect` (groups, participants, size classes).
 
 mod common;
@@ -262,7 +262,7 @@ fn counters_count_recovered_participants() {
     );
 }
 
-/// Issue 20: one bad word breaks one entry, not the queue. A corrupted `head` word in one
+/// One bad word breaks one entry, not the queue. A corrupted `head` word in one
 /// group's entry: `inspect` reports that group as damaged and counts every other one, `peek`
 /// shows the others, and receiving from the other groups goes on.
 #[test]

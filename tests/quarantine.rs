@@ -1,4 +1,4 @@
-//! Issue 20, item 6: one bad word breaks one entry, not the queue. A corrupted word written
+//! One bad word breaks one entry, not the queue. A corrupted word written
 //! into the arena behind the library's back (as another process could) makes one message or
 //! one group unreadable: receives pass over it, `recover` quarantines it (its messages to the
 //! dead-letter queue where a redrive policy names one, otherwise dropped, by id in the

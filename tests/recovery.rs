@@ -1,4 +1,4 @@
-//! Issue 6, deterministic recovery cases: a dead receiver's in-flight messages come back at once
+//! Deterministic recovery cases: a dead receiver's in-flight messages come back at once
 //! (not at their visibility timeout), a closed one's do not, an arena whose processes are all
 //! dead reopens with nothing lost, and an arena carried across a reboot (boot id) makes every
 //! in-flight message visible while its clock goes on forward.
@@ -24,7 +24,7 @@ fn config() -> QueueConfig {
         .visibility_timeout(Duration::from_secs(600))
 }
 
-/// A dead receiver's messages are released at once (issue 6, `release_on_death`, on by
+/// A dead receiver's messages are released at once (`release_on_death`, on by
 /// default): with every other participant closed when it dies, the next `open` releases them;
 /// they come back in group order with their receive count going on (R1, R2), and the dead
 /// receiver's receipts are expired by the new receive (H3).
@@ -151,7 +151,7 @@ fn set_word(path: &Path, at: u64, v: u64) {
 const CREATED_WALL: u64 = 72;
 const CLOCK: u64 = 80;
 
-/// Issue 6, boot id: an arena on a persistent path carried across a reboot. The reboot is
+/// Boot id: an arena on a persistent path carried across a reboot. The reboot is
 /// simulated by changing the boot tag of the arena's clock word and moving its creation an
 /// hour back (an hour of downtime). On open, every in-flight message is visible (no process of
 /// the old boot holds anything), nothing is lost, order holds, and the arena clock goes on from
@@ -217,7 +217,7 @@ fn arena_survives_a_reboot() {
         .all(|m| new[0].sent_timestamp > m.sent_timestamp));
 }
 
-/// Issue 20: truncating a named queue's file under a receiver asleep in a long poll does not
+/// Truncating a named queue's file under a receiver asleep in a long poll does not
 /// kill it with SIGBUS: it wakes, sees the file shorter than its mapping before touching a page
 /// past the end, and returns `Truncated`.
 #[test]
@@ -248,7 +248,7 @@ fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
-/// Issue 20: an anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
+/// An anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
 /// grow it under the participants.
 #[test]
 fn an_anonymous_queue_cannot_be_truncated() {

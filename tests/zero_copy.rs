@@ -1,4 +1,4 @@
-//! Loaned sends and borrowed receives (issue 15) on the public API: the SQS FIFO rules hold for
+//! Loaned sends and borrowed receives on the public API: the SQS FIFO rules hold for
 //! messages written in place (S2, S4, S6, S7, D1, R3 order) and a borrowed view proves it is
 //! still its message (H-rules: a view ends where its receipt handle would).
 

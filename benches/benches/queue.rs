@@ -259,7 +259,7 @@ fn inproc(c: &mut Criterion) {
         });
         drop(fx);
     }
-    // Issue 14's defect: a new group id per message (SQS's advice for deduplication without
+    // The churn case: a new group id per message (SQS's advice for deduplication without
     // ordering). Send, receive, delete, each message in a group never seen before, after the
     // default-sized group table has been cycled through several times (dedup off, so that the
     // figure is the group table's alone).

@@ -518,7 +518,7 @@ mod tests {
         ]
     }
 
-    /// Issue 21: every command a hint names is one the CLI takes, and every flag a hint names
+    /// Every command a hint names is one the CLI takes, and every flag a hint names
     /// exists, so that no hint can drift from the commands (placeholders such as DURATION are
     /// filled in with a valid value first).
     #[test]

@@ -1,5 +1,5 @@
 //! `shmfifo bridge` becomes `shmfifo-bridge` (exec, same process), so that killing it, even
-//! with SIGKILL, leaves no bridge running (issue 30, item 10). The bridge here is a stand-in
+//! with SIGKILL, leaves no bridge running. The bridge here is a stand-in
 //! script beside a link to the `shmfifo` binary, where `shmfifo bridge` looks for it.
 
 use std::os::unix::fs::PermissionsExt;

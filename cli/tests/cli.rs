@@ -779,7 +779,7 @@ fn errors_have_exit_codes_names_and_hints() {
     expect(&["peek", not.s()], 13);
 }
 
-/// Issue 21: `send --wait` on a full size class waits for room: it fails with SizeClassFull
+/// `send --wait` on a full size class waits for room: it fails with SizeClassFull
 /// (exit 30) when the time passes, and goes through when a consumer in another process
 /// deletes a message; with --batch the lines are sent in order, each waiting.
 #[test]
@@ -1223,7 +1223,7 @@ fn receive_attempt_id_replays() {
     );
 }
 
-/// Issue 21: Ctrl-C (SIGINT) or SIGTERM ends `watch` and a long-poll `receive` at once and
+/// Ctrl-C (SIGINT) or SIGTERM ends `watch` and a long-poll `receive` at once and
 /// cleanly: exit 0, and the queue counts no dead participant (the handle was closed, not
 /// left registered by a dying process).
 #[test]
@@ -1266,7 +1266,7 @@ fn ctrl_c_is_a_clean_exit() {
     assert_eq!(u(&recover["dead_participants"]), 0, "{recover}");
 }
 
-/// Issue 21: one duration syntax everywhere: `set` takes `30s`, `500ms` or `1h 30m` for the
+/// One duration syntax everywhere: `set` takes `30s`, `500ms` or `1h 30m` for the
 /// settings SQS keeps in seconds (plain numbers stay seconds).
 #[test]
 fn set_takes_durations_with_units() {
@@ -1280,7 +1280,7 @@ fn set_takes_durations_with_units() {
     expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 3);
 }
 
-/// Issue 21: `send --batch` takes aws's entries (a JSON array, or `{"Entries": [...]}`) and
+/// `send --batch` takes aws's entries (a JSON array, or `{"Entries": [...]}`) and
 /// what `receive --json` prints, so `receive | transform | send --batch` moves messages with
 /// their group, dedup id and attributes.
 #[test]
@@ -1346,7 +1346,7 @@ fn send_batch_takes_aws_entries_and_receive_output() {
     assert_eq!(one["MessageAttributes"]["kind"]["StringValue"], "order");
 }
 
-/// R6 (issue 21): groups are served in the order they became ready: a, b, c received and
+/// R6: groups are served in the order they became ready: a, b, c received and
 /// deleted, then d, a, b sent: a receive returns d, a, b. `peek` shows the same messages (in
 /// group-table order, as documented).
 #[test]
@@ -1381,7 +1381,7 @@ fn r6_groups_are_served_in_the_order_they_became_ready() {
     );
 }
 
-/// Issue 21: with `-v`, the library's events reach stderr: a quarantine of a damaged group
+/// With `-v`, the library's events reach stderr: a quarantine of a damaged group
 /// during `recover`, which also reports the dropped message ids.
 #[test]
 fn verbose_shows_the_library_events() {
@@ -1534,7 +1534,7 @@ fn commands_on_an_sqs_queue_url() {
     run(&["stat", "http://127.0.0.1:1/000000000000/gone.fifo"], 41);
 }
 
-/// Issue 21: three queues with the default settings fit in a container's default 64 MiB
+/// Three queues with the default settings fit in a container's default 64 MiB
 /// `/dev/shm`, and work there; a fourth does not fit and `create` says so (NoSpace, exit 17)
 /// with how much it needs and what to do. Run on a 64 MiB tmpfs mounted in a private mount
 /// namespace (`unshare -rm`); where user namespaces are not allowed it says so and checks
@@ -1587,7 +1587,7 @@ df -k "$D" | tail -1"#;
     );
 }
 
-/// Issue 21: the operator's path (create with a dead-letter queue, send, watch, receive,
+/// The operator's path (create with a dead-letter queue, send, watch, receive,
 /// scrape the metrics endpoint, redrive, errors, `send --wait`), in a container's conditions:
 /// `cli/session.sh` runs each command in a mount namespace with a 64 MiB tmpfs on /dev/shm and
 /// checks its exit status. The README and cli/README.md show this session.
@@ -1621,7 +1621,7 @@ fn the_operators_session_runs_in_a_container_sized_dev_shm() {
     }
 }
 
-/// `create --body-mode binary` (an extension, issue 15): `send --file` takes any bytes,
+/// `create --body-mode binary` (an extension): `send --file` takes any bytes,
 /// `receive --json` shows them in base64 (said by `BodyEncoding`), and `send --batch` decodes
 /// them back, so bytes survive a pipe from one binary queue to another; `stat` says the mode;
 /// a text queue refuses a file that is not text (S7) as an input error.

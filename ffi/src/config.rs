@@ -192,7 +192,7 @@ pub struct shmfifo_receive_options {
     /// within 5 minutes returns the same messages and receipt handles and restarts their
     /// visibility, if none of them changed since; otherwise it is a fresh receive.
     pub attempt_id: shmfifo_str,
-    /// 1: a borrowing receive (issue 15): each message's `body` views the queue's memory
+    /// 1: a borrowing receive: each message's `body` views the queue's memory
     /// instead of the buffer (no copy), readable while the queue is open and the message in
     /// flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
     /// whether the bytes were still that message's. 0 (default): bodies are copied into the

@@ -1,4 +1,4 @@
-//! Zero-copy forms (issue 15): loaned sends (`shmfifo_loan_*`) and the check of a borrowed
+//! Zero-copy forms: loaned sends (`shmfifo_loan_*`) and the check of a borrowed
 //! body (`shmfifo_verify`; a borrowing receive is `shmfifo_receive` with
 //! `shmfifo_receive_options.borrow` set).
 

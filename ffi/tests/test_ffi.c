@@ -234,7 +234,7 @@ static void test_errors(const char *dir) {
     CHECK(other == NULL);
     EXPECT(shmfifo_queue_open(name, &other), SHMFIFO_PARTICIPANT_LIMIT_REACHED);
     EXPECT(shmfifo_queue_open(qname("nonexistent"), &other), SHMFIFO_QUEUE_DOES_NOT_EXIST);
-    /* A symlink at a queue's name is never followed (issue 20: names cannot be squatted). */
+    /* A symlink at a queue's name is never followed (names cannot be squatted). */
     char target[256], link[256];
     snprintf(target, sizeof target, "/dev/shm/%s", name);
     snprintf(link, sizeof link, "/dev/shm/%s", qname("symlink"));
@@ -673,7 +673,7 @@ static void test_lifecycle(void) {
     shmfifo_receive_buffer_free(buf);
 }
 
-/* Issue 20: every count and length is checked against its SQS limit before the library reads
+/* Every count and length is checked against its SQS limit before the library reads
    the caller's memory. Each parameter below is huge while the caller's memory ends at an
    inaccessible page: an over-read would crash (SIGSEGV), a check returns the code. */
 static void test_lengths_checked_before_reading(void) {
@@ -868,7 +868,7 @@ static void test_send_timeout(void) {
     shmfifo_queue_unlink(name);
 }
 
-/* Issue 15: a loaned send (the body written in place), a borrowing receive (the body read in
+/* A loaned send (the body written in place), a borrowing receive (the body read in
  * place) and its check, a loan given back, a refused loan kept, and a binary queue's bytes. */
 static void test_zero_copy(void) {
     const char *name = qname("zc");

@@ -1,4 +1,4 @@
-//! Body of the `c_abi` fuzz target (issue 20, item 7: the C ABI checks every count and length
+//! Body of the `c_abi` fuzz target (the C ABI checks every count and length
 //! before it reads). The C entry points are called as a C program would, with arbitrary
 //! counts and lengths, on a small queue under `/dev/shm`.
 //!
@@ -301,7 +301,7 @@ pub fn c_abi(data: &[u8]) {
                 });
             }
             9 => {
-                // A loan (issue 15): a dishonest group view or length, a fill, a truncation,
+                // A loan: a dishonest group view or length, a fill, a truncation,
                 // then a send with a dishonest dedup id and attribute count, or a release.
                 let group = mem.text(&mut inp, MAX_ID);
                 let len = match inp.byte() % 4 {

@@ -1,4 +1,4 @@
-//! Body of the `one_word` fuzz target (issue 20, item 6: one bad word breaks one entry, not the
+//! Body of the `one_word` fuzz target (one bad word breaks one entry, not the
 //! queue), shared by the cargo-fuzz binary and the replay test `tests/fuzz_regressions.rs`.
 //!
 //! A small queue gets messages in three groups (one in flight, one deleted), then exactly one

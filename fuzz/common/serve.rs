@@ -1,4 +1,4 @@
-//! Bodies of the three request-parser fuzz targets of `shmfifo serve` (issue 30), shared by
+//! Bodies of the three request-parser fuzz targets of `shmfifo serve`, shared by
 //! the cargo-fuzz binaries (`fuzz/fuzz_targets/serve_*.rs`) and by the replay test
 //! `serve/tests/fuzz_regressions.rs` (both include this file with `#[path = ...] mod serve;`).
 //!

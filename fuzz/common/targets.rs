@@ -9,7 +9,7 @@
 //!   and the input is a sequence of operations, among them scribbles: bytes written anywhere in
 //!   an arena through a second mapping of its file, as another process would.
 //!
-//! The oracle is the hostile-memory rule (issue 6): every call returns `Ok` or a typed `Err`.
+//! The oracle is the hostile-memory rule: every call returns `Ok` or a typed `Err`.
 //! A panic, an out-of-bounds access (SIGSEGV, SIGBUS, or AddressSanitizer under cargo-fuzz) or
 //! a hang (libFuzzer's `-timeout`) is a bug. Besides, while nothing has written into an arena
 //! behind the library's back, `Error::Corrupted` is a bug too. Nothing here catches panics.
@@ -698,7 +698,7 @@ impl Ctx {
                 }
             }
             18 => {
-                // A loaned send (issue 15): the body written in place, then sent or dropped.
+                // A loaned send: the body written in place, then sent or dropped.
                 let group = group_id(inp);
                 let dedup = dedup_id(inp);
                 let n = usize::from(inp.byte()) * 5 + 1;

@@ -1,4 +1,4 @@
-//! Fuzz target: the C entry points called with arbitrary counts and lengths (issue 20, item 7).
+//! Fuzz target: the C entry points called with arbitrary counts and lengths.
 //! The C ABI's modules are compiled into this binary at its root, as in `ffi/src/lib.rs`
 //! (they name the core crate `shmfifo_core`); the body is `fuzz/common/c_abi.rs`.
 #![no_main]

@@ -1,5 +1,5 @@
 //! Fuzz target: one word of a group entry or a message header overwritten in a lived-in queue;
-//! everything else must keep working (issue 20, item 6). The body is `one_word::one_word` in
+//! everything else must keep working. The body is `one_word::one_word` in
 //! `fuzz/common/one_word.rs`, shared with the replay test `tests/fuzz_regressions.rs`.
 #![no_main]
 

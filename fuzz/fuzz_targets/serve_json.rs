@@ -1,4 +1,4 @@
-//! Fuzz target (issue 30): `X-Amz-Target` and a JSON-protocol body, through
+//! Fuzz target: `X-Amz-Target` and a JSON-protocol body, through
 //! `protocol::from_json`. The body is `serve::serve_json` in `fuzz/common/serve.rs`, shared
 //! with the replay test `serve/tests/fuzz_regressions.rs`.
 #![no_main]

@@ -1,4 +1,4 @@
-//! Fuzz target (issue 30): a request, raw or signed here, through `sigv4::KeyPair::check`.
+//! Fuzz target: a request, raw or signed here, through `sigv4::KeyPair::check`.
 //! The body is `serve::serve_sigv4` in `fuzz/common/serve.rs`, shared with the replay test
 //! `serve/tests/fuzz_regressions.rs`.
 #![no_main]

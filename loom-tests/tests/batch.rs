@@ -1,4 +1,4 @@
-//! Models of a batch sent as one chain (issue 14): the producer links its messages to each
+//! Models of a batch sent as one chain: the producer links its messages to each
 //! other, appends the chain by one CAS and publishes each, and may die at each of those steps,
 //! while another participant sends a single message to the same group and a third receives.
 //! The chain is committed whole or not at all, in order, and never interleaved with another

@@ -199,7 +199,7 @@ fn expiry_and_reuse_across_homes() {
     });
 }
 
-/// The default setting (`DedupOverflow::ShortenWindow`, issue 20): the table (2 entries) is
+/// The default setting (`DedupOverflow::ShortenWindow`): the table (2 entries) is
 /// full of ids within their interval. A new id evicts the oldest (k1) while another sender
 /// retries k1: the retry is a duplicate of k1's message (it came first) or a new message (the
 /// eviction came first), never refused, never lost, and the eviction is counted.

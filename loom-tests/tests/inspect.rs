@@ -1,4 +1,4 @@
-//! Models of the read-only operator views (issue 8): `peek` walks a group's list without its
+//! Models of the read-only operator views: `peek` walks a group's list without its
 //! claim while a receiver takes, deletes and frees its messages and a producer reuses the
 //! freed slot. Whatever the interleaving, and wherever the receiver stops forever, a peek
 //! terminates and returns a snapshot a receive could have returned at some instant: the

@@ -1,4 +1,4 @@
-//! Models of the quarantine of a damaged group (issue 20, item 6): a recoverer that marks the
+//! Models of the quarantine of a damaged group: a recoverer that marks the
 //! group, closes its list, waits for its senders and frees its slots, racing with a sender
 //! appending to the same group, and stopping (dying) at each of its steps; a second recoverer
 //! then resumes the quarantine. Nothing is lost silently: every message sent is delivered or

@@ -1,4 +1,4 @@
-//! Models of the recovery paths (issue 6): a dead receiver's in-flight messages released at
+//! Models of the recovery paths: a dead receiver's in-flight messages released at
 //! once racing with its own delete and with another receiver, a releaser that stops forever
 //! mid-release, and the repair of a dead producer's claim racing with a live send and a second
 //! repairer (a late commit must never be undone, a half-made send never published twice).

@@ -1,4 +1,4 @@
-//! Models of the arena-level protocols that `attach` and `Drop` run (issue 13): registration
+//! Models of the arena-level protocols that `attach` and `Drop` run: registration
 //! (the two-pass slot take) racing with another registrant and with recovery, deregistration
 //! stopped mid-step, and the clock rebase by two openers on a new boot. Each has a participant
 //! that stops forever at each of its steps.

@@ -1,5 +1,5 @@
 //! Models of a participant that stops forever (SIGSTOP: alive, so nothing it holds can be
-//! taken over) at each step of a receive (issue 20): the others keep serving every group it
+//! taken over) at each step of a receive: the others keep serving every group it
 //! does not hold, and an operation that needs its group returns the retryable `Fault::Busy`
 //! after a bounded wait, never `Corrupted`.
 #![cfg(shmfifo_loom)]

@@ -1,4 +1,4 @@
-//! Models of the expiry wheel (layout 12, issue 14): SYNC POINT(expiry-wheel) between a
+//! Models of the expiry wheel (layout 12): SYNC POINT(expiry-wheel) between a
 //! receiver filing its deadline and a sweeper draining the bucket, and a sweeper that stops
 //! forever mid-drain.
 #![cfg(shmfifo_loom)]

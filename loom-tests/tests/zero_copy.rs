@@ -1,4 +1,4 @@
-//! Models of issue 15's loaned sends and borrowed receives: a lender that stops forever (or
+//! Models of the loaned sends and borrowed receives: a lender that stops forever (or
 //! dies) at each step of a loan and its send, and a borrowed view validated against a
 //! concurrent purge and reuse of its slot.
 #![cfg(shmfifo_loom)]

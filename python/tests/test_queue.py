@@ -157,7 +157,7 @@ def test_a_test_clock_runs_timeouts_at_once(qdir):
 
 
 def test_a_binary_queue_moves_any_bytes(qdir):
-    """Issue 15's binary body mode: bytes in, the same bytes out; a text queue refuses bytes
+    """the binary body mode: bytes in, the same bytes out; a text queue refuses bytes
     that are not text (S7) and takes bytes that are."""
     frame = bytes(range(256))
     with shmfifo.Queue.create(

@@ -1,4 +1,4 @@
-//! The request parsers' fuzz targets (issue 30), replayed without libFuzzer: every input kept
+//! The request parsers' fuzz targets, replayed without libFuzzer: every input kept
 //! under `fuzz/regressions/serve_*/` (seeds, and whatever `cargo fuzz` found), then a few
 //! hundred pseudo-random inputs from fixed seeds, through the targets' own bodies
 //! (`fuzz/common/serve.rs`). A failure is a panic inside a target (a parser that panicked, or

@@ -1,6 +1,6 @@
 //! `shmfifo serve` against hostile and unlucky clients: requests that crashed it, connections
 //! that held it, users who reached queues they could not open, a queue replaced under it, and
-//! answers SDKs retried. Each test reproduces a defect the server had (issue 30's trial).
+//! answers SDKs retried. Each test reproduces a defect the server had (the trial).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -1,4 +1,4 @@
-//! Borrowed receives (issue 15): a message's body read in place in the arena instead of
+//! Borrowed receives: a message's body read in place in the arena instead of
 //! copied out.
 //!
 //! A receive takes messages under their group's claim as always (the same protocol, the same
@@ -182,8 +182,8 @@ impl Queue {
 impl Queue {
     /// Receives like [`receive`](Queue::receive) (R1–R10: the same in-flight exclusion,
     /// counts, waits and dead-letter moves), but hands each body out in place instead of
-    /// copying it: a large message costs one read of its bytes where the reader reads them
-    /// (issue 15). Read a body, then [`verify`](BorrowedMessage::verify) it; delete through
+    /// copying it: a large message costs one read of its bytes where the reader reads them.
+    /// Read a body, then [`verify`](BorrowedMessage::verify) it; delete through
     /// the view.
     ///
     /// # Examples

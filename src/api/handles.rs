@@ -103,7 +103,7 @@ impl Queue {
     pub fn delete_batch(&self, entries: &[BatchEntry<'_, &str>]) -> Result<Vec<BatchResult<()>>> {
         validate::batch_ids(entries.iter().map(|e| e.id))?;
         // Each handle parsed alone (a text that is no handle is refused by itself); the rest
-        // deleted together, each group cleaned up once (issue 14), on the stack (at most 10).
+        // deleted together, each group cleaned up once, on the stack (at most 10).
         let mut parsed: [Option<ReceiptHandle>; 10] = [None; 10];
         let mut refused: [Option<Error>; 10] = std::array::from_fn(|_| None);
         for (k, e) in entries.iter().enumerate() {
@@ -130,7 +130,7 @@ impl Queue {
     /// of [`delete_batch`](Queue::delete_batch) for a program that holds [`ReceiptHandle`]s
     /// (from [`ReceiveBuffer::messages`] or [`Message::receipt_handle`]), without batch entry
     /// ids, text handles or the limit of 10. Each handle is marked deleted on its own, then
-    /// each group concerned is cleaned up once, not once per message (issue 14). Returns one
+    /// each group concerned is cleaned up once, not once per message. Returns one
     /// result per handle, in order; `Err` only for a fault of the queue itself.
     ///
     /// # Examples

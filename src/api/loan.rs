@@ -1,4 +1,4 @@
-//! Loaned sends (issue 15): a producer writes a message's body straight into the slot it will
+//! Loaned sends: a producer writes a message's body straight into the slot it will
 //! be delivered from, so a large message costs no copy on the sending side.
 //!
 //! A [`Loan`] is a slot claimed the way every send claims one (`CLAIMED(owner)` in its `vis`
@@ -342,7 +342,7 @@ impl Queue {
 
 impl Queue {
     /// Lends a slot for a message of `len` bytes to `group_id`, to write its body in place
-    /// and [`send`](Loan::send) it without a copy (issue 15). The slot comes from the
+    /// and [`send`](Loan::send) it without a copy. The slot comes from the
     /// smallest size class that holds `len` bytes; dropping the loan gives it back. A process
     /// that dies holding a loan loses nothing: recovery frees the slot.
     ///

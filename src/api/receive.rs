@@ -700,7 +700,7 @@ mod tests {
         }
     }
 
-    /// V3 (issue 14): when visibility timeouts end, the sweep finds the groups concerned on the
+    /// V3: when visibility timeouts end, the sweep finds the groups concerned on the
     /// expiry wheel, looking at those groups only (the whole table is 131,072 entries), hints
     /// each, and every message is received again.
     #[test]

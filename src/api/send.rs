@@ -680,7 +680,7 @@ impl Queue {
                 Err(err) => results[k] = Some(Err(err)),
             }
         }
-        // ... then the entries of each group sent as one chain, in their order (issue 14: one
+        // ... then the entries of each group sent as one chain, in their order (one
         // lookup, one link, one hint and one doorbell per group, committed whole or not at
         // all). An entry whose dedup key repeats an earlier pending entry's first lets
         // everything before it be sent (D9: the earlier entry is the original, the later the

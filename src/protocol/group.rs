@@ -229,7 +229,7 @@ pub fn read_id(e: &GroupEntry, out: &mut [u8; MAX_ID_LEN]) -> usize {
 
 /// Asks the CPU to start loading the lines a lookup of keyed hash `hash` reads first (its home
 /// entry's state, hash and id, and probe length), so that a batch's lookups of several groups
-/// wait for their cache misses together instead of one after the other (issue 14: on a table
+/// wait for their cache misses together instead of one after the other (on a table
 /// of 1,000,000 groups each is a miss). Only a hint: no load, no fault, nothing to check.
 pub fn prefetch(a: &Arena<'_>, hash: u64) {
     let mask = a.groups.len() as u64 - 1;

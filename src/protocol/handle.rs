@@ -24,7 +24,7 @@ pub struct Handle {
 
 /// Whether slot `h.idx` still holds the message `h` names as its receive left it: the same
 /// incarnation and epoch, published (not deleted, freed or claimed). A borrowing reader calls
-/// it after reading the payload in place (issue 15): SYNC POINT(peek-seqlock), its reads of
+/// it after reading the payload in place: SYNC POINT(peek-seqlock), its reads of
 /// the payload come before the Acquire fence here, and `pool::alloc` issues a Release fence
 /// between a new claim (epoch and incarnation) and the new payload's writes, so a reader that
 /// read any byte of a later message sees the slot changed. Every protocol step that frees or
@@ -75,7 +75,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
     Ok(())
 }
 
-/// Deletes the messages of several live handles (a `delete_batch`, issue 14): each is marked
+/// Deletes the messages of several live handles (a `delete_batch`): each is marked
 /// deleted (its own CAS, its own result in `results`), then each group concerned is cleaned up
 /// once, not once per message. A deleter dying between the two leaves deleted nodes at its
 /// groups' heads, as a single delete dying after its CAS does: the next cleanup of each group

@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(vis::state(w), vis::State::Free);
     }
 
-    /// Issue 14's defect: a new group id per message. Emptied entries become tombstones that
+    /// A new group id per message (churn): emptied entries become tombstones that
     /// never become FREE again, so once the table has been cycled, a lookup that scanned to a
     /// FREE entry scanned the whole table. The probe length of each home keeps every lookup
     /// and insert within the few slots where its home's live entries are, however many

@@ -417,7 +417,7 @@ impl<'a> Arena<'a> {
         // Acquire), so the registry we read is at least as new as the code. A newer
         // generation in the registry proves the owner gone; an older one (the code names a
         // generation never registered) can only come from corruption, and nobody can hold
-        // it: a hostile word must not keep a claim forever (issue 20, one bad word).
+        // it: a hostile word must not keep a claim forever (one bad word).
         let st = p.state.load(crate::sync::Ordering::Acquire);
         let reg = pstate::gen(st) & ((1 << owner::GEN_BITS) - 1);
         if reg != gen {

@@ -81,7 +81,7 @@ pub struct Loaned {
     pub epoch0: u32,
 }
 
-/// Lends a free slot of `class` to `me` (issue 15's loaned send): claims it as a send does
+/// Lends a free slot of `class` to `me` (the loaned send): claims it as a send does
 /// (`pool::alloc`) and clears its dedup back-pointer, so a settler of a dead lender finds no
 /// entry to settle and frees the slot. The caller writes the payload in place and later sends
 /// it ([`Outgoing::loaned`]) or gives it back ([`return_loan`]).
@@ -122,7 +122,7 @@ pub fn send(a: &Arena<'_>, env: &dyn Env, me: Owner, out: &Outgoing<'_>) -> PRes
 /// (each one unit, in order).
 pub const MAX_CHAIN: usize = 10;
 
-/// Sends `outs`, all to the same group, in order, as one unit (issue 14): each key reserved
+/// Sends `outs`, all to the same group, in order, as one unit: each key reserved
 /// (duplicates answer with their original, D1), each slot allocated and written, then one
 /// group lookup, the slots linked to each other beforehand and appended to the group's list by
 /// one link CAS (SYNC POINT(node-link)): the whole chain is committed at once or not at all

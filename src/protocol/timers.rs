@@ -1,4 +1,4 @@
-//! The expiry wheel (layout 12, issue 14): the groups whose head is locked until a deadline (a
+//! The expiry wheel (layout 12): the groups whose head is locked until a deadline (a
 //! visibility timeout, or the queue delay of a never-received head), filed by that deadline,
 //! so that a sweep due at an expiry visits the groups filed near it, not the whole group table.
 //!

@@ -18,7 +18,7 @@
 //! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
 //! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
 //!   the copy on receive).
-//! * `large-zc`: the zero-copy forms with a 64 KiB body (issue 15): `loan`, the body copied
+//! * `large-zc`: the zero-copy forms with a 64 KiB body: `loan`, the body copied
 //!   into the loan (the producer writing its payload), `send_with`, `receive_borrowed`, the
 //!   body's first and last bytes read, `verify`, `delete`.
 

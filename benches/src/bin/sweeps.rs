@@ -1,5 +1,5 @@
 //! `shmfifo-sweeps GROUPS...`: what sweeping costs a receiver as the group table grows
-//! (issue 14: a visibility expiry found in time proportional to what expired, not by looking
+//! (a visibility expiry found in time proportional to what expired, not by looking
 //! at every group).
 //!
 //! For each group count N: an anonymous queue with `max_groups` N (a table of 2N entries),

@@ -602,7 +602,7 @@ pub fn targets(
             })(),
         );
     }
-    // Issue 15: large messages, each form beside its peer of the same kind.
+    // Large messages, each form beside its peer of the same kind.
     for (what, goal, section, size, a, b, lat, bound) in [
         (
             "spinning one-way p50, 64 KiB: shmfifo zero-copy (loan + borrowed receive, binary bodies) / iceoryx2 read in place",

@@ -34,7 +34,7 @@ pub type Res<T> = Result<T, String>;
 pub enum Peer {
     /// shmfifo queues.
     Shmfifo,
-    /// shmfifo queues, zero-copy forms (issue 15): `Queue::loan` (the payload written into the
+    /// shmfifo queues, zero-copy forms: `Queue::loan` (the payload written into the
     /// slot) and `Queue::receive_borrowed` (read in place, then verified).
     ShmfifoZc,
     /// The hardware limit: a mailbox in shared memory, polled (cache-line ping-pong) or
