@@ -76,6 +76,7 @@ fn counters_match_a_known_workload() {
             wake_ups: 0,
             contention_retries: 0,
             participants_recovered: 0,
+            empty_receives: 0,
         }
     );
     // The dead-letter queue counts the two moves as its sends.
@@ -91,6 +92,35 @@ fn counters_match_a_known_workload() {
     let at = q.attributes();
     assert_eq!(at.moved_to_dead_letter, 2);
     assert_eq!(at.in_flight_limit_hits, 1);
+}
+
+/// `NumberOfEmptyReceives` (CloudWatch's metric for idle pollers): each receive that returns no
+/// message counts once, a long poll that ends empty once however long it waited, an
+/// attempt-id receive and a borrowing one too; a receive that returns a message does not.
+#[test]
+fn counters_count_empty_receives() {
+    let q = queue("cnt-empty", &small_dedup());
+    let now = ReceiveOptions::max(10).wait(Duration::ZERO);
+    assert!(q.receive(&now).unwrap().is_empty());
+    let poll = ReceiveOptions::max(10).wait(Duration::from_millis(30));
+    assert!(q.receive(&poll).unwrap().is_empty());
+    assert!(q.receive_with_attempt_id(&now, "a1").unwrap().is_empty());
+    assert!(q.receive_borrowed(&now).unwrap().is_empty());
+    assert_eq!(q.counters().empty_receives, 4);
+    q.send(&SendMessage::new("g", "m").dedup_id("1")).unwrap();
+    assert_eq!(q.receive(&now).unwrap().len(), 1);
+    assert_eq!(
+        q.counters().empty_receives,
+        4,
+        "a receive with a message is not empty"
+    );
+    // Summed for the queue, not per handle: another process's handle sees the same count.
+    assert_eq!(Queue::open(&q.name).unwrap().counters().empty_receives, 4);
+    assert!(q
+        .counters()
+        .named()
+        .iter()
+        .any(|&(n, v, _)| n == "empty_receives" && v == 4));
 }
 
 /// Waits and wake-ups: a receiver that sleeps on the futex and a producer that wakes it.

@@ -1131,6 +1131,7 @@ fn counters_count_a_known_cli_workload() {
         ("wake_ups", 0),
         ("contention_retries", 0),
         ("participants_recovered", 0),
+        ("empty_receives", 0),
     ];
     assert_eq!(c.as_object().unwrap().len(), expected.len());
     for (k, v) in expected {

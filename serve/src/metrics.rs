@@ -98,6 +98,29 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "Messages returned by receives",
     );
     let deleted = counter(&mut reg, "NumberOfMessagesDeleted", "Messages deleted");
+    let empty = counter(
+        &mut reg,
+        "NumberOfEmptyReceives",
+        "Receives that returned no message (CloudWatch's SQS metric)",
+    );
+    // Every other lifetime counter `shmfifo stat` shows, under its own name.
+    let cloudwatch = ["sent", "received", "deleted", "empty_receives"];
+    let lifetime: Vec<(&'static str, Family<QueueLabel, Counter>)> = shmfifo::Counters::default()
+        .named()
+        .iter()
+        .filter(|(n, _, _)| !cloudwatch.contains(n))
+        .map(|&(n, _, help)| (n, counter(&mut reg, &format!("shmfifo_{n}"), help)))
+        .collect();
+    let dedup_evictions = counter(
+        &mut reg,
+        "shmfifo_dedup_evictions",
+        "Dedup ids forgotten before their interval ended (the table was full)",
+    );
+    let quarantined_groups = counter(
+        &mut reg,
+        "shmfifo_quarantined_groups",
+        "Groups rebuilt empty because a corrupted word made their list unwalkable",
+    );
     let dedup = gauge(
         &mut reg,
         "shmfifo_dedup_entries_in_use",
@@ -113,16 +136,6 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         &mut reg,
         "shmfifo_participants",
         "Processes with the queue open",
-    );
-    let recovered = counter(
-        &mut reg,
-        "shmfifo_participants_recovered",
-        "Dead participants recovered",
-    );
-    let dead_lettered = counter(
-        &mut reg,
-        "shmfifo_moved_to_dead_letter",
-        "Messages moved to the dead-letter queue",
     );
     let quarantined = counter(
         &mut reg,
@@ -204,10 +217,17 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         participants
             .get_or_create(&l)
             .set(i.participants.iter().filter(|p| p.alive).count() as i64);
-        recovered.get_or_create(&l).inc_by(c.participants_recovered);
-        dead_lettered
+        empty.get_or_create(&l).inc_by(c.empty_receives);
+        for ((_, family), (_, v, _)) in lifetime
+            .iter()
+            .zip(c.named().iter().filter(|(n, _, _)| !cloudwatch.contains(n)))
+        {
+            family.get_or_create(&l).inc_by(*v);
+        }
+        dedup_evictions.get_or_create(&l).inc_by(a.dedup_evictions);
+        quarantined_groups
             .get_or_create(&l)
-            .inc_by(c.moved_to_dead_letter);
+            .inc_by(a.quarantined_groups);
         quarantined.get_or_create(&l).inc_by(a.quarantined_messages);
         // The bridge's counters (`shmfifo bridge` keeps them in PATH.bridge.json).
         let mut status = path.clone().into_os_string();

@@ -50,6 +50,14 @@ fn a_scrape_reports_every_queue_without_joining() {
     a.delete(&got[0].receipt_handle).unwrap();
     let _ = a.receive(&ReceiveOptions::max(1)).unwrap(); // one in flight
     b.send(&SendMessage::new("g", "x").dedup_id("x")).unwrap();
+    // Two empty receives on b (its one message is taken by the first).
+    let zero = ReceiveOptions::max(10).wait(Duration::ZERO);
+    let taken = b.receive(&zero).unwrap();
+    b.change_visibility(&taken[0].receipt_handle, Duration::ZERO)
+        .unwrap();
+    let _hold = b.receive(&zero).unwrap();
+    assert!(b.receive(&zero).unwrap().is_empty());
+    assert!(b.receive(&zero).unwrap().is_empty());
     // A bridge's counters beside queue b (the file `shmfifo bridge` keeps).
     std::fs::write(
         dir.join("b.fifo.bridge.json"),
@@ -88,6 +96,10 @@ fn a_scrape_reports_every_queue_without_joining() {
     );
     assert_eq!(
         value(&text, "ApproximateNumberOfMessagesVisible", "b.fifo"),
+        0.0
+    );
+    assert_eq!(
+        value(&text, "ApproximateNumberOfMessagesNotVisible", "b.fifo"),
         1.0
     );
     // On a's test clock, the oldest message left was sent 90 s ago.
@@ -101,6 +113,31 @@ fn a_scrape_reports_every_queue_without_joining() {
         value(&text, "NumberOfMessagesReceived_total", "a.fifo"),
         2.0
     );
+    // NumberOfEmptyReceives, and every counter `shmfifo stat` shows.
+    assert_eq!(value(&text, "NumberOfEmptyReceives_total", "b.fifo"), 2.0);
+    assert_eq!(value(&text, "NumberOfEmptyReceives_total", "a.fifo"), 0.0);
+    assert_eq!(value(&text, "shmfifo_duplicates_total", "a.fifo"), 0.0);
+    assert_eq!(
+        value(&text, "shmfifo_visibility_expiries_total", "b.fifo"),
+        1.0
+    );
+    for (name, _, _) in shmfifo::Counters::default().named() {
+        let shown = match name {
+            "sent" => "NumberOfMessagesSent".to_owned(),
+            "received" => "NumberOfMessagesReceived".to_owned(),
+            "deleted" => "NumberOfMessagesDeleted".to_owned(),
+            "empty_receives" => "NumberOfEmptyReceives".to_owned(),
+            n => format!("shmfifo_{n}"),
+        };
+        value(&text, &format!("{shown}_total"), "a.fifo");
+    }
+    for n in [
+        "shmfifo_dedup_evictions_total",
+        "shmfifo_quarantined_messages_total",
+        "shmfifo_quarantined_groups_total",
+    ] {
+        assert_eq!(value(&text, n, "a.fifo"), 0.0);
+    }
     // a's one participant slot is ours: the scrape observed it without joining.
     assert_eq!(value(&text, "shmfifo_participants", "a.fifo"), 1.0);
     assert_eq!(value(&text, "shmfifo_queue_up", "a.fifo"), 1.0);

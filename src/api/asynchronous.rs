@@ -174,6 +174,19 @@ impl AsyncQueue {
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
+        let n = self.receive_waiting(opts, buf).await?;
+        if n == 0 {
+            self.shared.queue.count_empty_receive();
+        }
+        Ok(n)
+    }
+
+    /// [`AsyncQueue::receive_into`] without counting an empty receive.
+    async fn receive_waiting(
+        &self,
+        opts: &ReceiveOptions,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
         let q = &self.shared.queue;
         let (max, vt, wait) = q.receive_params(opts)?;
         buf.len = 0;

@@ -30,7 +30,10 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn counters(&self) -> Counters {
-        Counters::from_array(&accounting::counters(self.arena()))
+        Counters {
+            empty_receives: accounting::empty_receives(self.arena()),
+            ..Counters::from_array(&accounting::counters(self.arena()))
+        }
     }
 
     /// Reads up to `max` messages that a receive could return now (each group's visible

@@ -445,6 +445,15 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
+        let n = self.receive_waiting(opts, buf)?;
+        if n == 0 {
+            accounting::count_empty_receive(self.arena());
+        }
+        Ok(n)
+    }
+
+    /// [`Queue::receive_into`] without counting an empty receive.
+    fn receive_waiting(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
         let (max, vt, wait) = self.receive_params(opts)?;
         buf.len = 0;
         let n = self.try_receive(max, vt, buf)?;
@@ -490,6 +499,12 @@ impl Queue {
                 return Ok(n);
             }
         }
+    }
+
+    /// Counts a receive that returned no message (`NumberOfEmptyReceives`).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(super) fn count_empty_receive(&self) {
+        accounting::count_empty_receive(self.arena());
     }
 
     /// How long a receiver that found nothing at `now` may sleep on the doorbell before it

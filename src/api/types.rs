@@ -628,11 +628,14 @@ pub struct Counters {
     /// repaired and whose registrations were freed, by any process's recovery (on open, from
     /// an idle receiver, or `recover`).
     pub participants_recovered: u64,
+    /// Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`): a long
+    /// poll that ends empty counts once.
+    pub empty_receives: u64,
 }
 
 impl Counters {
     /// Every counter with its Prometheus-style name (`snake_case`, no prefix) and help text.
-    pub fn named(&self) -> [(&'static str, u64, &'static str); 12] {
+    pub fn named(&self) -> [(&'static str, u64, &'static str); 13] {
         [
             (
                 "sent",
@@ -686,6 +689,11 @@ impl Counters {
                 self.participants_recovered,
                 "Dead participants repaired and freed by recovery.",
             ),
+            (
+                "empty_receives",
+                self.empty_receives,
+                "Receives that returned no message (CloudWatch's NumberOfEmptyReceives).",
+            ),
         ]
     }
 
@@ -704,6 +712,7 @@ impl Counters {
             wake_ups: c[k::WAKE_UPS],
             contention_retries: c[k::CONTENTION_RETRIES],
             participants_recovered: c[k::PARTICIPANTS_RECOVERED],
+            empty_receives: 0,
         }
     }
 }

@@ -43,6 +43,18 @@ pub fn fresh_budget(a: &Arena<'_>, now: u64) -> usize {
     0
 }
 
+/// Counts a receive that returned no message (CloudWatch's `NumberOfEmptyReceives`).
+pub fn count_empty_receive(a: &Arena<'_>) {
+    // Relaxed: a statistic.
+    a.hdr.empty_receives.0.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Receives that returned no message, since creation.
+pub fn empty_receives(a: &Arena<'_>) -> u64 {
+    // Relaxed: a statistic.
+    a.hdr.empty_receives.0.load(Ordering::Relaxed)
+}
+
 /// Adds `delta` to participant `me`'s share of the in-flight count (R8).
 pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
     if let Some(p) = a.parts.get(owner::decode(me).0 as usize) {
