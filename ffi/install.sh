@@ -18,12 +18,61 @@
 #   DESTDIR     staging root for packaging, default empty
 #
 # Usage: [PREFIX=...] [DESTDIR=...] ffi/install.sh [PREFIX] [BUILT_LIB_DIR]
-# A first argument sets PREFIX (as earlier versions of this script took it). Without
-# BUILT_LIB_DIR it builds the release library first (cargo build --release -p shmfifo-ffi).
+# A first argument sets PREFIX (as earlier versions of this script took it).
+#
+# Without BUILT_LIB_DIR the library is taken from cargo's release directory: $CARGO_TARGET_DIR
+# (relative to the current directory, as cargo reads it) or, when it is unset, the target
+# directory cargo reports (`cargo metadata`: build.target-dir of a config file included), else
+# target/ beside this script. A library there that is newer than every source it is built from
+# is installed as it is, without cargo: so `cargo build --release -p shmfifo-ffi` as yourself,
+# then `sudo bash ffi/install.sh` (where cargo is not on root's PATH, and a build as root would
+# leave root-owned files in your target directory) works. Otherwise it is built first, with
+# $CARGO, cargo on the PATH, or ~/.cargo/bin/cargo (the invoking user's under sudo); never as
+# root under sudo (it says what to run instead). sudo drops CARGO_TARGET_DIR from the
+# environment: pass it on (`sudo CARGO_TARGET_DIR=... bash ffi/install.sh`) or give
+# BUILT_LIB_DIR.
+#
 # Then: PKG_CONFIG_PATH=$LIBDIR/pkgconfig cc prog.c $(pkg-config --cflags --libs shmfifo);
 # run `ldconfig` after installing into a system directory, or set LD_LIBRARY_PATH for others.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+
+# Sets `cargo`: $CARGO, cargo on the PATH, or ~/.cargo/bin/cargo (under sudo, the invoking
+# user's, run with that user's rustup and cargo homes); empty when there is none.
+find_cargo() {
+    cargo=""
+    if [ -n "${CARGO:-}" ] && [ -x "$CARGO" ]; then cargo="$CARGO"; return; fi
+    if command -v cargo >/dev/null 2>&1; then cargo="$(command -v cargo)"; return; fi
+    local home="${HOME:-}"
+    if [ -n "${SUDO_USER:-}" ] && command -v getent >/dev/null 2>&1; then
+        home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
+    fi
+    if [ -n "$home" ] && [ -x "$home/.cargo/bin/cargo" ]; then
+        cargo="$home/.cargo/bin/cargo"
+        export RUSTUP_HOME="${RUSTUP_HOME:-$home/.rustup}" CARGO_HOME="${CARGO_HOME:-$home/.cargo}"
+    fi
+}
+
+# Cargo's target directory for this workspace (see the usage above).
+target_dir() {
+    if [ -n "${CARGO_TARGET_DIR:-}" ]; then
+        case "$CARGO_TARGET_DIR" in /*) echo "$CARGO_TARGET_DIR" ;; *) echo "$PWD/$CARGO_TARGET_DIR" ;; esac
+        return
+    fi
+    local dir=""
+    if [ -n "$cargo" ]; then
+        dir="$(cd "$root" && "$cargo" metadata --format-version 1 --no-deps 2>/dev/null \
+            | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')" || dir=""
+    fi
+    echo "${dir:-$root/target}"
+}
+
+# The first source of the library newer than $1 (none: $1 is up to date).
+newer_source() {
+    find "$root/src" "$root/ffi/src" "$root/ffi/build.rs" "$root/ffi/Cargo.toml" \
+        "$root/Cargo.toml" "$root/Cargo.lock" -type f -newer "$1" -print -quit 2>/dev/null || true
+}
 if [ -n "${1:-}" ]; then PREFIX="$1"; fi
 PREFIX="${PREFIX:-/usr/local}"
 LIBDIR="${LIBDIR:-$PREFIX/lib}"
@@ -33,8 +82,30 @@ DESTDIR="${DESTDIR:-}"
 built="${2:-}"
 case "$PREFIX" in /*) ;; *) echo "install.sh: PREFIX must be absolute: $PREFIX" >&2; exit 2 ;; esac
 if [ -z "$built" ]; then
-    (cd "$here/.." && cargo build --release -p shmfifo-ffi)
-    built="$here/../target/release"
+    find_cargo
+    target="$(target_dir)"
+    built="$target/release"
+    stale=""
+    if [ ! -f "$built/libshmfifo.so" ] || [ ! -f "$built/libshmfifo.a" ]; then
+        stale="$built/libshmfifo.so does not exist"
+    else
+        src="$(newer_source "$built/libshmfifo.so")"
+        if [ -n "$src" ]; then stale="$src is newer than $built/libshmfifo.so"; fi
+    fi
+    if [ -n "$stale" ]; then
+        build="cargo build --release -p shmfifo-ffi"
+        if [ -z "$cargo" ]; then
+            echo "install.sh: $stale, and cargo is not found (\$CARGO, PATH, ~/.cargo/bin):" \
+                "run \`$build\` first, or give CARGO=/path/to/cargo" >&2
+            exit 1
+        fi
+        if [ "$(id -u)" = 0 ] && [ -n "${SUDO_USER:-}" ]; then
+            echo "install.sh: $stale; not building as root under sudo (it would leave" \
+                "root-owned files in $target): run \`$build\` as $SUDO_USER first" >&2
+            exit 1
+        fi
+        (cd "$root" && CARGO_TARGET_DIR="$target" "$cargo" build --release -p shmfifo-ffi)
+    fi
 fi
 for tool in objcopy readelf; do
     command -v "$tool" >/dev/null || { echo "install.sh: $tool (binutils) is needed" >&2; exit 2; }

@@ -3,7 +3,10 @@
 //! its versioned `libshmfifo.so`), and runs them:
 //!
 //! * the install itself: SONAME and versioned links, a stripped library with split-off debug
-//!   info, DESTDIR staging, the pkg-config file;
+//!   info, DESTDIR staging, the pkg-config file; finding the built library through
+//!   CARGO_TARGET_DIR or cargo's own answer, and without cargo (as under sudo);
+//! * linking against the build tree as ffi/README.md says (the SONAME link and an rpath, or
+//!   the static library);
 //! * `test_ffi.c`: every function and every provokable result code, also under valgrind
 //!   (memcheck, leaks) with no error;
 //! * C producer processes → a Rust consumer, and a Rust producer → C consumer processes:
@@ -382,7 +385,7 @@ fn readelf(file: &Path, what: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Issue 21: the install lays the library out as distributions do: under DESTDIR (the .pc
+/// The install lays the library out as distributions do: under DESTDIR (the .pc
 /// file still says PREFIX), `libshmfifo.so.X.Y.Z` with SONAME `libshmfifo.so.X`, the two
 /// links, the library stripped with a debuglink to its split-off debug info, the static
 /// library, the header.
@@ -459,4 +462,242 @@ fn header_compiles_as_cpp() {
         .status()
         .unwrap_or_else(|e| panic!("running the C++ compiler {cxx}: {e}"));
     assert!(st.success(), "shmfifo.h does not compile as C++");
+}
+
+/// A scratch directory of its own under the test's temporary directory (emptied first).
+fn scratch(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A cargo target directory holding a fresh copy of the built library in `release/`, as
+/// `cargo build --release -p shmfifo-ffi` leaves it (copies: newer than every source).
+fn fake_target(dir: &Path) {
+    let rel = dir.join("release");
+    std::fs::create_dir_all(&rel).unwrap();
+    for f in ["libshmfifo.so", "libshmfifo.a"] {
+        std::fs::copy(lib_dir().join(f), rel.join(f)).unwrap();
+    }
+}
+
+/// A PATH directory with only the programs `install.sh` runs (no cargo, no rustup), as root's
+/// PATH under `sudo` is for a user who installed Rust with rustup.
+fn path_without_cargo(dir: &Path) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in [
+        "bash", "dirname", "getent", "cut", "find", "sed", "head", "id", "mktemp", "mkdir", "cp",
+        "objcopy", "readelf", "install", "ln", "rm", "chmod",
+    ] {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .unwrap();
+        let at = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+        assert!(out.status.success() && !at.is_empty(), "{tool} not found");
+        std::os::unix::fs::symlink(at, bin.join(tool)).unwrap();
+    }
+    bin
+}
+
+/// `install.sh PREFIX` (no built-library argument) run in `cwd` with `env`, without `CARGO`,
+/// `CARGO_TARGET_DIR` or `SUDO_USER` from this test's environment unless `env` sets them.
+fn install_from_target(cwd: &Path, prefix: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = Command::new("bash");
+    c.arg(root().join("install.sh"))
+        .arg(prefix)
+        .current_dir(cwd)
+        .env_remove("CARGO")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("SUDO_USER");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// Sets a file's modification time to 2000-01-01 (older than every source).
+fn age(file: &Path) {
+    let st = Command::new("touch")
+        .args(["-d", "2000-01-01"])
+        .arg(file)
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// With CARGO_TARGET_DIR set (relative, as cargo reads it: from the current
+/// directory) and no cargo anywhere (not on the PATH, no ~/.cargo/bin, no $CARGO: root under
+/// sudo), the library built there is installed as it is; one older than its sources is
+/// refused with what to run, and nothing is installed.
+#[test]
+fn install_takes_cargo_target_dir_without_cargo() {
+    let dir = scratch("install-no-cargo");
+    fake_target(&dir.join("elsewhere"));
+    let bin = path_without_cargo(&dir);
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let prefix = dir.join("prefix");
+    let env = [
+        ("PATH", bin.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+        ("CARGO_TARGET_DIR", "elsewhere"),
+    ];
+    let out = install_from_target(&dir, &prefix, &env);
+    assert!(
+        out.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let so = prefix.join(format!("lib/libshmfifo.so.{}", env!("CARGO_PKG_VERSION")));
+    assert!(readelf(&so, "-d").contains("Library soname: [libshmfifo.so.0]"));
+    assert!(prefix.join("lib/libshmfifo.a").is_file());
+    assert!(prefix.join("include/shmfifo.h").is_file());
+
+    // Older than its sources: not installed, and the message says what to run.
+    age(&dir.join("elsewhere/release/libshmfifo.so"));
+    let prefix2 = dir.join("prefix2");
+    let out = install_from_target(&dir, &prefix2, &env);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("is newer than")
+            && err.contains("cargo is not found")
+            && err.contains("cargo build --release -p shmfifo-ffi"),
+        "{err}"
+    );
+    assert!(!prefix2.exists(), "nothing installed");
+}
+
+/// Without CARGO_TARGET_DIR the script asks cargo (`$CARGO`, here a stand-in that
+/// logs its calls) where its target directory is, installs a fresh library from there without
+/// building, and builds (with that target directory) only a stale one.
+#[test]
+fn install_asks_cargo_for_its_target_directory() {
+    let dir = scratch("install-metadata");
+    let target = dir.join("cargo-target");
+    fake_target(&target);
+    let log = dir.join("cargo.log");
+    let fake = dir.join("fake-cargo");
+    // `metadata`: cargo's answer (one JSON line); `build`: a fresh library, as a build leaves.
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\necho \"$* CARGO_TARGET_DIR=$CARGO_TARGET_DIR\" >> {log}\n\
+             case \"$1\" in\n\
+             metadata) echo '{{\"packages\":[],\"target_directory\":\"{t}\",\"version\":1}}' ;;\n\
+             build) touch {t}/release/libshmfifo.so ;;\n\
+             *) exit 3 ;;\n\
+             esac\n",
+            log = log.display(),
+            t = target.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let env = [("CARGO", fake.to_str().unwrap())];
+    let prefix = dir.join("prefix");
+    let out = install_from_target(&dir, &prefix, &env);
+    assert!(
+        out.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(prefix.join("lib/libshmfifo.a").is_file());
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        calls
+            .lines()
+            .map(|l| l.split(' ').next().unwrap())
+            .collect::<Vec<_>>(),
+        ["metadata"],
+        "a fresh library is not rebuilt: {calls}"
+    );
+
+    age(&target.join("release/libshmfifo.so"));
+    let out = install_from_target(&dir, &dir.join("prefix2"), &env);
+    assert!(
+        out.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let last = calls.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "build --release -p shmfifo-ffi CARGO_TARGET_DIR={}",
+            target.display()
+        ),
+        "{calls}"
+    );
+}
+
+/// Linking straight against the build tree, as ffi/README.md says: without the
+/// SONAME link the program does not start (`libshmfifo.so.0: cannot open shared object
+/// file`); with it, and the rpath, it runs. The static library needs neither.
+#[test]
+fn build_tree_links_as_the_readme_says() {
+    let dir = scratch("build-tree");
+    let built = dir.join("release");
+    fake_target(&dir);
+    let include = root().join("include");
+    let cc = |args: &[&str], out: &Path| {
+        let st = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cc -std=c11 -D_DEFAULT_SOURCE -Wall -Werror $0 -I {} {} -o {}",
+                include.display(),
+                args.join(" "),
+                out.display()
+            ))
+            .arg(root().join("examples/producer.c"))
+            .status()
+            .unwrap();
+        assert!(st.success(), "cc {args:?}");
+    };
+    let d = built.display().to_string();
+    let dynamic = dir.join("producer_dyn");
+    cc(
+        &["-L", &d, &format!("-Wl,-rpath,{d}"), "-lshmfifo"],
+        &dynamic,
+    );
+    let (name, q) = queue("tree");
+    // Producer `id` sends 5 messages to its own group.
+    let run = |exe: &Path, id: &str| {
+        Command::new(exe)
+            .args([&name.0, id, "1", "5"])
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap()
+    };
+    let out = run(&dynamic, "0");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("libshmfifo.so.0: cannot open shared object file"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::os::unix::fs::symlink("libshmfifo.so", built.join("libshmfifo.so.0")).unwrap();
+    let out = run(&dynamic, "0");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stat = dir.join("producer_static");
+    cc(
+        &[
+            &built.join("libshmfifo.a").display().to_string(),
+            "-lpthread -ldl -lm",
+        ],
+        &stat,
+    );
+    assert!(!readelf(&stat, "-d").contains("libshmfifo"), "linked in");
+    assert!(run(&stat, "1").status.success());
+    assert_eq!(consume_in_rust(&q, 10).len(), 2, "both programs sent");
 }
