@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Every test: unit, integration, multi-process (SIGKILL included), doc tests, then the loom
-# models. This is the README's test command.
+# models. This is the README's test command. CARGO_TARGET_DIR is honoured: every script asks
+# cargo where its target directory is (ci/target-dir.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+target="$(bash ci/target-dir.sh)"
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
@@ -17,5 +19,5 @@ cargo test -p shmfifo --features failpoints --test failpoints
 bash ci/python.sh
 # The SQS backend: the shared FIFO suite on a local queue, on `shmfifo serve` and on moto's
 # server (from the virtual environment above), and the bridge's SIGKILL test.
-MOTO_SERVER="$PWD/target/pyvenv/bin/moto_server" cargo test -p shmfifo-sqs -- --nocapture
+MOTO_SERVER="$target/pyvenv/bin/moto_server" cargo test -p shmfifo-sqs -- --nocapture
 bash ci/loom.sh

@@ -8,14 +8,15 @@
 #
 # Usage: cli/session.sh [SHMFIFO_BINARY]          prints the session
 #        cli/session.sh --write [SHMFIFO_BINARY]  also replaces the session in cli/README.md
-# Without a binary it uses target/debug/shmfifo (build it with `cargo build -p shmfifo-cli`).
+# Without a binary it uses debug/shmfifo in $CARGO_TARGET_DIR, else target/ (build it with
+# `cargo build -p shmfifo-cli`).
 # Exit status: 0 when every command exited as expected; 77 when this machine cannot make a
 # mount namespace (unprivileged user namespaces are off); 1 otherwise.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 write=0
 if [ "${1:-}" = "--write" ]; then write=1; shift; fi
-bin="$(realpath "${1:-$here/../target/debug/shmfifo}")"
+bin="$(realpath "${1:-${CARGO_TARGET_DIR:-$here/../target}/debug/shmfifo}")"
 [ -x "$bin" ] || { echo "session.sh: no shmfifo binary at $bin" >&2; exit 1; }
 
 if [ -z "${SHMFIFO_SESSION_INSIDE:-}" ]; then

@@ -1,4 +1,5 @@
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -18,9 +19,24 @@ def qdir():
     shutil.rmtree(d, ignore_errors=True)
 
 
+def target_dir():
+    """Cargo's target directory, as cargo reports it (CARGO_TARGET_DIR, relative to the current
+    directory, or a config's build.target-dir); ROOT/target when cargo cannot be asked."""
+    try:
+        out = subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--no-deps",
+             "--manifest-path", os.path.join(ROOT, "Cargo.toml")],
+            capture_output=True, check=True, text=True,
+        ).stdout
+        return json.loads(out)["target_directory"]
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError):
+        return os.path.join(ROOT, "target")
+
+
 def shmfifo_bin():
-    """The `shmfifo` command: $SHMFIFO_BIN, else the workspace's debug build."""
-    return os.environ.get("SHMFIFO_BIN", os.path.join(ROOT, "target", "debug", "shmfifo"))
+    """The `shmfifo` command: $SHMFIFO_BIN (ci/python.sh sets it), else the workspace's debug
+    build in cargo's target directory."""
+    return os.environ.get("SHMFIFO_BIN") or os.path.join(target_dir(), "debug", "shmfifo")
 
 
 @contextlib.contextmanager

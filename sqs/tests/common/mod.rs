@@ -1,6 +1,6 @@
 //! Backends for the shared tests: a local queue, SQS's API on `shmfifo serve` (in this
 //! process), and SQS's API on moto's server (`moto_server` from the virtual environment
-//! `ci/python.sh` makes, or `$MOTO_SERVER`).
+//! `ci/python.sh` makes in cargo's target directory, or `$MOTO_SERVER`).
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -113,12 +113,15 @@ pub struct Moto {
 
 impl Moto {
     pub fn start() -> Moto {
+        // Else the virtual environment in cargo's target directory (the parent of this
+        // test's temporary directory, wherever CARGO_TARGET_DIR put it).
         let exe = std::env::var("MOTO_SERVER").unwrap_or_else(|_| {
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../target/pyvenv/bin/moto_server"
-            )
-            .to_owned()
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .expect("CARGO_TARGET_TMPDIR is inside the target directory")
+                .join("pyvenv/bin/moto_server")
+                .display()
+                .to_string()
         });
         let port = {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
