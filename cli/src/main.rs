@@ -30,10 +30,12 @@ pub struct Cli {
     /// `watch`).
     #[arg(long, global = true)]
     pub json: bool,
-    /// Log the library's events on stderr: repairs of what dead processes left, quarantines
-    /// of corrupted messages and groups, dead-letter moves.
-    #[arg(long, short = 'v', global = true)]
-    pub verbose: bool,
+    /// Log events on stderr, each line with its time: the library's repairs of what dead
+    /// processes left, quarantines of corrupted messages and groups, dead-letter moves, and
+    /// serve's queue changes and move tasks (-v: info); -vv adds every request serve answers
+    /// (debug). RUST_LOG, when set, chooses instead (e.g. RUST_LOG=shmfifo_serve=debug,info).
+    #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -98,6 +100,37 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// Installs a subscriber that writes events to stderr, each line with its time (UTC, RFC
+/// 3339), level and target: the levels RUST_LOG names (`info`, `shmfifo_serve=debug,warn`:
+/// targets and levels, comma-separated), else `-v` info and `-vv` debug; nothing at all without
+/// either.
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let by_flag = match verbose {
+        0 => None,
+        1 => Some(Targets::new().with_default(LevelFilter::INFO)),
+        _ => Some(Targets::new().with_default(LevelFilter::DEBUG)),
+    };
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(s) if !s.trim().is_empty() => match s.parse::<Targets>() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!("shmfifo: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_serve=debug,warn)");
+                by_flag
+            }
+        },
+        _ => by_flag,
+    };
+    if let Some(f) = filter {
+        let _ = tracing_subscriber::registry()
+            .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+            .with(f)
+            .try_init();
+    }
+}
+
 fn main() -> ExitCode {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // Registration fails only for a forbidden signal; these are not.
@@ -111,13 +144,7 @@ fn main() -> ExitCode {
     // cleanly leaves its received messages in flight (their receipts stay valid for other
     // processes); a process that exits holding one counts as dead.
     let json = cli.json;
-    if cli.verbose {
-        tracing_subscriber::fmt()
-            .with_writer(std::io::stderr)
-            .with_target(false)
-            .without_time()
-            .init();
-    }
+    init_logging(cli.verbose);
     match cmd::run(cli) {
         Ok(()) => ExitCode::from(errors::OK),
         Err(f) => {

@@ -22,6 +22,18 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     })
 }
 
+/// A receive's wait time (SQS's `WaitTimeSeconds`): a [`duration`] of at most 20 seconds, as
+/// SQS takes it.
+pub fn wait_time(s: &str) -> Result<Duration, String> {
+    let d = duration(s)?;
+    if d > Duration::from_secs(20) {
+        return Err(format!(
+            "{s:?} is longer than 20s, the longest a receive waits (SQS's WaitTimeSeconds is 0-20)"
+        ));
+    }
+    Ok(d)
+}
+
 /// A byte count with an optional binary suffix: `262144`, `256KiB`, `256K`, `1MiB`, `1M`.
 pub fn bytes(s: &str) -> Result<u32, String> {
     let t = s.trim();

@@ -580,14 +580,29 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
     };
     assert!(err.starts_with("shmfifo: stdin line 2: "), "{err}");
     assert_eq!(u(&stat(&q)["counters"]["sent"]), 23);
-    // A line the queue rejects (no group): its batch fails as a request, exit code 20.
+    // A line without a group: its batch fails as a request with MissingParameter, as a
+    // single send says (exit code 21); each of its entries is in Failed under its id.
     let a = cmd(&["send", q.s(), "--batch", "-", "--json"])
-        .write_stdin("{\"body\":\"no group\",\"dedup_id\":\"z2\"}\n")
+        .write_stdin("{\"group\":\"g\",\"body\":\"ok\",\"dedup_id\":\"z3\"}\n{\"body\":\"no group\",\"dedup_id\":\"z2\"}\n")
         .assert()
-        .code(20);
+        .code(21);
     let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
-    assert_eq!(v["Failed"][0]["Kind"], "InvalidParameterValue");
-    assert_eq!(u(&v["Unsent"]), 1);
+    let failed = v["Failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{v}");
+    assert_eq!(failed[1]["Id"], "2");
+    assert_eq!(failed[1]["Code"], "MissingParameter");
+    assert_eq!(failed[1]["Kind"], "MissingParameter");
+    assert_eq!(failed[1]["SenderFault"], true);
+    assert_eq!(u(&v["Unsent"]), 0);
+    let single = cmd(&["send", q.s(), "-d", "z4", "body", "--json"])
+        .assert()
+        .code(21);
+    let e: Value = serde_json::from_slice(&single.get_output().stderr).unwrap();
+    assert_eq!(
+        e["Error"]["Code"], failed[1]["Code"],
+        "the same answer as a single send"
+    );
+    assert_eq!(u(&stat(&q)["counters"]["sent"]), 23);
 }
 
 #[test]
@@ -930,9 +945,9 @@ fn stat_prometheus_is_the_text_exposition_format() {
     assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
     assert_eq!(samples["shmfifo_groups_locked"], 1.0);
     assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
-    // 12 lifetime counters, the dedup evictions and the two quarantine counts, each a counter
-    // family.
-    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 15);
+    // 13 lifetime counters (empty receives the latest), the dedup evictions and the two
+    // quarantine counts, each a counter family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 16);
     assert_eq!(samples["shmfifo_dedup_evictions_total"], 0.0);
     assert_eq!(samples["shmfifo_quarantined_messages_total"], 0.0);
     assert_eq!(samples["shmfifo_quarantined_groups_total"], 0.0);
@@ -1302,7 +1317,7 @@ fn send_batch_takes_aws_entries_and_receive_output() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let wrapped = r#"{"Entries": [{"Id": "3", "MessageBody": "three", "MessageGroupId": "h", "MessageDeduplicationId": "d3"}]}"#;
+    let wrapped = r#"{"QueueUrl": "http://localhost/q.fifo", "Entries": [{"Id": "3", "MessageBody": "three", "MessageGroupId": "h", "MessageDeduplicationId": "d3"}]}"#;
     cmd(&["send", a.s(), "--batch", "-"])
         .write_stdin(wrapped)
         .assert()
@@ -1622,6 +1637,110 @@ fn the_operators_session_runs_in_a_container_sized_dev_shm() {
     }
 }
 
+/// `send --batch` takes what `aws sqs send-message-batch --cli-input-json` takes (the filled-in
+/// skeleton: QueueUrl, Entries with Id, DelaySeconds, both attribute value keys) and answers
+/// as aws does: `Successful` with the caller's ids, `MessageId`, `MD5OfMessageBody`,
+/// `MD5OfMessageAttributes` and `SequenceNumber`; `Failed` with the caller's id,
+/// `SenderFault`, `Code` and `Message` (a per-entry failure: a non-zero DelaySeconds, refused
+/// on a FIFO queue as SQS does, while the other entries are sent).
+#[test]
+fn send_batch_answers_in_aws_shapes_with_the_callers_ids() {
+    let q = create("aws-shape", &[]);
+    let skeleton = r#"{
+        "QueueUrl": "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+        "Entries": [
+            {"Id": "e1", "MessageBody": "hello", "DelaySeconds": 0,
+             "MessageAttributes": {"kind": {"StringValue": "order", "BinaryValue": null,
+                 "StringListValues": [], "BinaryListValues": [], "DataType": "String"}},
+             "MessageDeduplicationId": "d1", "MessageGroupId": "g"},
+            {"Id": "late", "MessageBody": "delayed", "DelaySeconds": 5,
+             "MessageDeduplicationId": "d2", "MessageGroupId": "g"},
+            {"Id": "e3", "MessageBody": "world", "MessageDeduplicationId": "d3",
+             "MessageGroupId": "g"}
+        ]
+    }"#;
+    let out = cmd(&["send", q.s(), "--batch", "-", "--json"])
+        .write_stdin(skeleton)
+        .output()
+        .unwrap();
+    // The failed entry's exit code (InvalidParameterValue: 20).
+    assert_eq!(
+        out.status.code(),
+        Some(20),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ok = v["Successful"].as_array().unwrap();
+    let ids: Vec<&str> = ok.iter().map(|e| e["Id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["e1", "e3"], "{v}");
+    // MD5 of "hello", and SQS's digest of the one attribute.
+    assert_eq!(
+        ok[0]["MD5OfMessageBody"],
+        "5d41402abc4b2a76b9719d911017c592"
+    );
+    assert!(ok[0]["MD5OfMessageAttributes"].is_string(), "{v}");
+    assert!(ok[1].get("MD5OfMessageAttributes").is_none(), "{v}");
+    for e in ok {
+        assert!(
+            e["MessageId"].is_string() && e["SequenceNumber"].is_string(),
+            "{e}"
+        );
+    }
+    let failed = v["Failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{v}");
+    assert_eq!(failed[0]["Id"], "late");
+    assert_eq!(failed[0]["SenderFault"], true);
+    assert_eq!(failed[0]["Code"], "InvalidParameterValue");
+    assert!(
+        failed[0]["Message"]
+            .as_str()
+            .unwrap()
+            .contains("DelaySeconds"),
+        "{v}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("entry 2 (Id late)"), "{err}");
+    let got = received(&["receive", q.s(), "-n", "10"]);
+    let bodies: Vec<&str> = got
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["Body"].as_str().unwrap())
+        .collect();
+    assert_eq!(bodies, ["hello", "world"]);
+    assert_eq!(
+        got[0]["MD5OfMessageAttributes"], ok[0]["MD5OfMessageAttributes"],
+        "the digest receive reports"
+    );
+
+    // A bare list of entries; the table shows the caller's ids.
+    let (o, _) = {
+        let a = cmd(&["send", q.s(), "--batch", "-"])
+            .write_stdin(r#"[{"Id": "only-one", "MessageBody": "x", "MessageGroupId": "h", "MessageDeduplicationId": "d9"}]"#)
+            .assert()
+            .code(0);
+        let o = a.get_output();
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert!(o.starts_with("ID "), "{o}");
+    assert!(o.contains("only-one "), "{o}");
+    // A batch entry id SQS refuses: the batch is refused as a request, under each entry's id.
+    let bad = cmd(&["send", q.s(), "--batch", "-", "--json"])
+        .write_stdin(r#"[{"Id": "no spaces", "MessageBody": "x", "MessageGroupId": "h", "MessageDeduplicationId": "d10"}]"#)
+        .assert()
+        .failure();
+    let v: Value = serde_json::from_slice(&bad.get_output().stdout).unwrap();
+    assert_eq!(v["Failed"][0]["Id"], "no spaces");
+    assert_eq!(
+        v["Failed"][0]["Code"],
+        "AWS.SimpleQueueService.InvalidBatchEntryId"
+    );
+}
+
 /// `create --body-mode binary` (an extension): `send --file` takes any bytes,
 /// `receive --json` shows them in base64 (said by `BodyEncoding`), and `send --batch` decodes
 /// them back, so bytes survive a pipe from one binary queue to another; `stat` says the mode;
@@ -1665,4 +1784,175 @@ fn binary_bodies_round_trip_through_the_cli() {
     let moved = received(&["receive", b.s(), "--max", "1"]);
     assert_eq!(moved[0]["Body"].as_str().unwrap(), body, "the same bytes");
     let _ = std::fs::remove_file(&dir);
+}
+
+/// The command line says what it takes: `receive --wait` up to 20 s, as its help says (a
+/// longer wait, plain or with units, is a usage error); `send`'s usage puts QUEUE before the
+/// body; aws's flag names (`--message-group-id`, `--message-deduplication-id`,
+/// `--max-number-of-messages`, `--wait-time-seconds`) are taken as aliases.
+#[test]
+fn command_line_limits_usage_and_aws_flag_names() {
+    let q = create("flags", &[]);
+    for long in ["21s", "21", "1h 30m", "20001ms"] {
+        let (_, e) = expect(&["receive", q.s(), "--wait", long], 2);
+        assert!(e.contains("longer than 20s"), "{long}: {e}");
+    }
+    expect(&["receive", q.s(), "--wait", "20ms"], 0);
+    let (help, _) = expect(&["send", "--help"], 0);
+    assert!(
+        help.contains("Usage: shmfifo send [OPTIONS] <QUEUE> <BODY|-|--file FILE|--batch FILE|->"),
+        "{help}"
+    );
+    assert!(
+        help.contains("message-group-id"),
+        "the alias is shown: {help}"
+    );
+    let (_, e) = expect(&["send"], 2);
+    assert!(
+        e.contains("Usage: shmfifo send [OPTIONS] <QUEUE> <BODY"),
+        "{e}"
+    );
+    let s = json(&[
+        "send",
+        q.s(),
+        "--message-group-id",
+        "g",
+        "--message-deduplication-id",
+        "d",
+        "aws names",
+    ]);
+    assert!(s["MessageId"].is_string());
+    let got = received(&[
+        "receive",
+        q.s(),
+        "--max-number-of-messages",
+        "10",
+        "--wait-time-seconds",
+        "1",
+    ]);
+    assert_eq!(got[0]["Body"], "aws names");
+    assert_eq!(got[0]["Attributes"]["MessageGroupId"], "g");
+    assert_eq!(got[0]["Attributes"]["MessageDeduplicationId"], "d");
+}
+
+/// `shmfifo serve` in `dir` with `args` and `env`; its endpoint.
+fn start_serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (Child, String) {
+    let mut c = std::process::Command::new(BIN);
+    c.args(["serve", "--port", "0", "--dir", dir.to_str().unwrap()])
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let mut server = c.spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let endpoint = line.trim().trim_start_matches("listening on ").to_owned();
+    (server, endpoint)
+}
+
+/// One SQS JSON-protocol request (`AmazonSQS.{action}`) to `endpoint`; the response's status.
+fn sqs_json(endpoint: &str, action: &str, body: &str) -> u16 {
+    use std::io::{Read, Write};
+    let addr = endpoint.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        s,
+        "POST / HTTP/1.1\r\nHost: {addr}\r\nX-Amz-Target: AmazonSQS.{action}\r\n\
+         Content-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut r = String::new();
+    s.read_to_string(&mut r).unwrap();
+    r.split(' ').nth(1).unwrap().parse().unwrap()
+}
+
+/// Stops a server and returns what it logged.
+fn stop_serve(mut server: Child) -> String {
+    server.kill().unwrap();
+    let out = server.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Logging: RUST_LOG is honoured without `-v` (here serve's debug level: one line per
+/// request with its method, action, status and duration); `-v` logs at info (a message move
+/// task's start and end, with its source and what it moved) and leaves requests out; every
+/// line starts with its time (RFC 3339, UTC).
+#[test]
+fn logs_honour_rust_log_and_carry_timestamps_and_requests() {
+    let dir = Dir::new("logs");
+    let (server, endpoint) = start_serve(&dir.0, &[], &[("RUST_LOG", "shmfifo_serve=debug")]);
+    assert_eq!(sqs_json(&endpoint, "ListQueues", "{}"), 200);
+    assert_eq!(
+        sqs_json(&endpoint, "GetQueueUrl", r#"{"QueueName": "none.fifo"}"#),
+        400
+    );
+    let log = stop_serve(server);
+    let requests: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" request ") && l.contains("method="))
+        .collect();
+    assert_eq!(requests.len(), 2, "{log}");
+    for (l, (action, status)) in requests
+        .iter()
+        .zip([("ListQueues", 200), ("GetQueueUrl", 400)])
+    {
+        assert!(
+            l.contains("DEBUG")
+                && l.contains("method=POST")
+                && l.contains(&format!("action={action}"))
+                && l.contains(&format!("status={status}"))
+                && l.contains(" ms="),
+            "{l}"
+        );
+        let (ts, _) = l.split_once(' ').unwrap();
+        assert!(
+            ts.len() >= 20 && ts.as_bytes()[4] == b'-' && ts.contains('T') && ts.ends_with('Z'),
+            "a timestamp first: {l}"
+        );
+    }
+
+    // -v: info. A move task from a dead-letter queue to another queue is logged.
+    let dlq = dir.0.join("dlq.fifo");
+    let dst = dir.0.join("dst.fifo");
+    for p in [&dlq, &dst] {
+        expect(&["create", p.to_str().unwrap()], 0);
+    }
+    json(&["send", dlq.to_str().unwrap(), "-g", "g", "-d", "1", "x"]);
+    let (server, endpoint) = start_serve(&dir.0, &["-v"], &[]);
+    let body = r#"{"SourceArn": "arn:aws:sqs:us-east-1:000000000000:dlq.fifo",
+                   "DestinationArn": "arn:aws:sqs:us-east-1:000000000000:dst.fifo"}"#;
+    assert_eq!(sqs_json(&endpoint, "StartMessageMoveTask", body), 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while u(&stat(&Q::at(&dst))["messages"]["visible"]) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the task moved nothing"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let log = stop_serve(server);
+    let started = log
+        .lines()
+        .find(|l| l.contains("message move task started"))
+        .unwrap_or_else(|| panic!("{log}"));
+    assert!(
+        started.contains("INFO") && started.contains("dlq.fifo") && started.contains("dst.fifo"),
+        "{started}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("message move task ended") && l.contains("moved=1")),
+        "{log}"
+    );
+    assert!(!log.contains("method="), "no request lines at info: {log}");
 }

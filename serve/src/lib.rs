@@ -199,18 +199,48 @@ impl Server {
     }
 
     /// Answers one request from a client acting as `who` (`None`: the client's user could
-    /// not be found, so only a signed request is served).
+    /// not be found, so only a signed request is served), and logs it at debug level (target
+    /// `shmfifo_serve`): request id, method, action (`-` when none was read), status and
+    /// duration in milliseconds.
     async fn handle(
         &self,
         req: Request<Incoming>,
         who: Option<Arc<access::Identity>>,
     ) -> Response<Full<Bytes>> {
+        let start = std::time::Instant::now();
         let id = self.request_id();
+        let method = req.method().clone();
+        let mut action = None;
+        let r = self.answer(req, who, &id, &mut action).await;
+        tracing::debug!(
+            request = %id,
+            method = %method,
+            action = %action.as_deref().unwrap_or("-"),
+            status = r.status().as_u16(),
+            ms = format_args!("{:.3}", start.elapsed().as_secs_f64() * 1e3),
+            "request"
+        );
+        r
+    }
+
+    /// [`handle`](Self::handle)'s answer; `action` is set once the request names one.
+    async fn answer(
+        &self,
+        req: Request<Incoming>,
+        who: Option<Arc<access::Identity>>,
+        id: &str,
+        action: &mut Option<String>,
+    ) -> Response<Full<Bytes>> {
+        let id = id.to_owned();
         let target = req
             .headers()
             .get("x-amz-target")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        // The JSON protocol names its action in a header (`AmazonSQS.SendMessage`).
+        *action = target
+            .as_deref()
+            .map(|t| t.rsplit('.').next().unwrap_or(t).to_owned());
         let wire = if target.is_some() {
             Wire::Json
         } else {
@@ -315,18 +345,17 @@ impl Server {
                 })
             }
         };
-        let (action, params) = match parsed {
+        let (name, params) = match parsed {
             Ok(x) => x,
             Err(e) => {
                 tracing::info!(request = %id, code = e.code, "request refused");
                 return respond_error(wire, &e, &id);
             }
         };
+        *action = Some(name.clone());
+        let action = name;
         match self.queues.run(&action, &params, &who).await {
-            Ok(result) => {
-                tracing::debug!(request = %id, action, uid = who.uid, "served");
-                respond(wire, &action, &result, &id)
-            }
+            Ok(result) => respond(wire, &action, &result, &id),
             Err(e) => {
                 tracing::info!(request = %id, action, uid = who.uid, code = e.code, status = e.status, "request refused");
                 respond_error(wire, &e, &id)

@@ -94,7 +94,7 @@ pub fn observe(queue: &str) -> Result<Observer, Failure> {
 /// Adds SQS's digests to a send's JSON answer, as `aws sqs send-message` prints them (SDKs
 /// check them): `MD5OfMessageBody`, and `MD5OfMessageAttributes` when there are attributes.
 pub fn add_send_digests(v: &mut Value, msg: &shmfifo::SendMessage<'_>) {
-    v["MD5OfMessageBody"] = json!(shmfifo_serve::digest::md5_hex(msg.body.as_bytes()));
+    v["MD5OfMessageBody"] = json!(shmfifo_serve::digest::md5_hex(msg.body_bytes()));
     if !msg.attributes.is_empty() {
         v["MD5OfMessageAttributes"] = json!(shmfifo_serve::digest::md5_of_attributes(
             msg.attributes

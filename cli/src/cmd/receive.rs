@@ -17,18 +17,25 @@ pub struct ReceiveArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
     pub queue: String,
     /// MaxNumberOfMessages, 1-10.
-    #[arg(long, short = 'n', value_name = "N", default_value_t = 1)]
+    #[arg(
+        long,
+        short = 'n',
+        value_name = "N",
+        default_value_t = 1,
+        visible_alias = "max-number-of-messages"
+    )]
     pub max: u32,
-    /// WaitTimeSeconds: wait up to this long for a first message (up to 20s) [default: the
-    /// queue's ReceiveMessageWaitTimeSeconds].
-    #[arg(long, short = 'w', value_name = "DURATION", value_parser = parse::duration)]
+    /// WaitTimeSeconds: wait up to this long for a first message (at most 20s; a longer one
+    /// is refused) [default: the queue's ReceiveMessageWaitTimeSeconds].
+    #[arg(long, short = 'w', value_name = "DURATION", value_parser = parse::wait_time,
+          visible_alias = "wait-time-seconds")]
     pub wait: Option<Duration>,
     /// VisibilityTimeout of the received messages [default: the queue's].
     #[arg(long, value_name = "DURATION", value_parser = parse::duration)]
     pub visibility_timeout: Option<Duration>,
     /// ReceiveRequestAttemptId: a retry with the same id within 5 minutes returns the same
     /// messages and receipt handles.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", visible_alias = "receive-request-attempt-id")]
     pub attempt_id: Option<String>,
     /// Delete the messages once received (and printed).
     #[arg(long)]

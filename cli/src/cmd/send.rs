@@ -16,15 +16,25 @@ use crate::parse::{self, Attribute};
 /// Arguments of `send`.
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("source").required(true).args(["body", "file", "batch"])))]
-#[command(after_help = "Batch lines are JSON objects, one per line: \
-{\"group\": \"g1\", \"body\": \"text\", \"dedup_id\": \"id-1\", \"attributes\": {\"kind\": \"order\", \
-\"n\": 42, \"raw\": {\"DataType\": \"Binary\", \"BinaryValue\": \"aGk=\"}}}. \
-Only \"body\" is required by this command (the queue may require \"group\" and \"dedup_id\"). \
+// clap would list the required body source before the queue; the queue comes first.
+#[command(override_usage = "shmfifo send [OPTIONS] <QUEUE> <BODY|-|--file FILE|--batch FILE|->")]
+#[command(
+    after_help = "Batch input: what `aws sqs send-message-batch --cli-input-json` takes \
+({\"QueueUrl\": ..., \"Entries\": [{\"Id\": \"e1\", \"MessageBody\": \"text\", \"MessageGroupId\": \"g1\", \
+\"MessageDeduplicationId\": \"d1\", \"DelaySeconds\": 0, \"MessageAttributes\": {\"kind\": \
+{\"DataType\": \"String\", \"StringValue\": \"order\"}}}]}; QUEUE is where they go, QueueUrl is not \
+read), a bare list of such entries, messages as receive --json prints them (an array or \
+{\"Messages\": [...]}), or JSON lines, one entry per line, in any of those shapes or this \
+command's own: {\"group\": \"g1\", \"body\": \"text\", \"dedup_id\": \"id-1\", \"attributes\": \
+{\"kind\": \"order\", \"n\": 42, \"raw\": {\"DataType\": \"Binary\", \"BinaryValue\": \"aGk=\"}}}. \
 Attribute values: a string (String), a number (Number), or an object with DataType and \
-StringValue or base64 BinaryValue. Also taken: aws sqs send-message-batch entries (Id, \
-MessageBody, MessageGroupId, MessageDeduplicationId, MessageAttributes) and messages as \
-receive --json prints them, as lines or as one JSON document (an array, {\"Entries\": [...]} \
-or {\"Messages\": [...]}). Every entry is parsed before the first batch is sent.")]
+StringValue or base64 BinaryValue. Every entry is parsed before the first batch is sent; \
+entries go 10 (and at most 1 MiB) per send_batch, in order, and a batch with a failure is the \
+last one sent. --json answers as aws does: {\"Successful\": [{\"Id\", \"MessageId\", \
+\"MD5OfMessageBody\", \"SequenceNumber\", ...}], \"Failed\": [{\"Id\", \"SenderFault\", \"Code\", \
+\"Message\"}]}, each Id the entry's own (its line or entry number where it has none), plus \
+\"Unsent\" (entries after a failed batch) and, per entry, \"Duplicate\" or \"Kind\" and \"ExitCode\"."
+)]
 pub struct SendArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
     pub queue: String,
@@ -35,11 +45,23 @@ pub struct SendArgs {
     #[arg(long, short = 'f', value_name = "FILE", conflicts_with = "batch")]
     pub file: Option<PathBuf>,
     /// MessageGroupId (required by the queue).
-    #[arg(long, short = 'g', value_name = "GROUP", conflicts_with = "batch")]
+    #[arg(
+        long,
+        short = 'g',
+        value_name = "GROUP",
+        conflicts_with = "batch",
+        visible_alias = "message-group-id"
+    )]
     pub group: Option<String>,
     /// MessageDeduplicationId (required unless the queue has content-based deduplication, or
     /// deduplication off).
-    #[arg(long, short = 'd', value_name = "ID", conflicts_with = "batch")]
+    #[arg(
+        long,
+        short = 'd',
+        value_name = "ID",
+        conflicts_with = "batch",
+        visible_alias = "message-deduplication-id"
+    )]
     pub dedup_id: Option<String>,
     /// A message attribute NAME=TYPE:VALUE (TYPE String, Number or Binary with a base64
     /// value, optionally with a .label); repeatable, at most 10.
@@ -59,8 +81,14 @@ pub struct SendArgs {
 /// One message to send, owned.
 #[derive(Debug, Clone, Default)]
 struct Outgoing {
-    /// Line number in the batch input (1-based; 0 for a single send).
+    /// Line or entry number in the batch input (1-based; 0 for a single send).
     line: usize,
+    /// Where it is in the input, for messages: `line 3`, `entry 2` (empty for a single send).
+    at: String,
+    /// Its batch entry id: the caller's `Id` (aws's entries), else the line or entry number.
+    id: String,
+    /// Whether `id` is the caller's.
+    own_id: bool,
     group: Option<String>,
     dedup_id: Option<String>,
     body: String,
@@ -68,6 +96,8 @@ struct Outgoing {
     /// body in base64), sent instead of `body`.
     bytes: Option<Vec<u8>>,
     attributes: Vec<Attribute>,
+    /// `DelaySeconds` of an aws entry (a FIFO queue takes only 0, as SQS: per queue).
+    delay_seconds: Option<u32>,
 }
 
 impl Outgoing {
@@ -86,7 +116,16 @@ impl Outgoing {
             body: &self.body,
             bytes: self.bytes.as_deref(),
             attributes: attrs,
-            delay_seconds: None,
+            delay_seconds: self.delay_seconds,
+        }
+    }
+
+    /// Where the entry is, with its own id if it has one: `entry 2 (Id e2)`, `line 3`.
+    fn place(&self) -> String {
+        if self.own_id {
+            format!("{} (Id {})", self.at, self.id)
+        } else {
+            self.at.clone()
         }
     }
 
@@ -182,12 +221,12 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         (None, None) => unreachable!("clap requires a body source"),
     };
     let m = Outgoing {
-        line: 0,
         group: a.group.clone(),
         dedup_id: a.dedup_id.clone(),
         body,
         bytes,
         attributes: a.attribute.clone(),
+        ..Outgoing::default()
     };
     let attrs = m.attribute_views();
     if super::remote::is_remote(&a.queue) {
@@ -246,20 +285,31 @@ fn result_json(r: &SendResult) -> Value {
     })
 }
 
-/// Parses JSON lines into messages; blank lines are skipped.
-/// Parses batch input: JSON lines, or one JSON document. Each entry is in one of three
-/// shapes: ours (`group`, `body`, `dedup_id`, `attributes`); an `aws sqs send-message-batch`
-/// entry (`Id`, `MessageBody`, `MessageGroupId`, `MessageDeduplicationId`,
-/// `MessageAttributes`); or a message as `receive --json` prints it (`Body`, `Attributes` with
-/// `MessageGroupId` and `MessageDeduplicationId`, `MessageAttributes`). A document may be an
-/// array of entries, aws's `{"Entries": [...]}`, or `receive --json`'s `{"Messages": [...]}`,
-/// so `shmfifo receive A --json | jq ... | shmfifo send B --batch -` works.
+/// Parses batch input: one JSON document, or JSON lines (blank lines skipped). A document is
+/// `aws sqs send-message-batch`'s input (`{"QueueUrl", "Entries": [...]}`, `QueueUrl` not
+/// read: the command's queue argument is where messages go), a bare list of entries, or
+/// `receive --json`'s `{"Messages": [...]}`, so `shmfifo receive A --json | jq ... | shmfifo
+/// send B --batch -` works. Each entry is in one of the shapes of [`parse_line`].
 fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
     let whole: Option<Value> = serde_json::from_str(text).ok();
     let items: Option<Vec<Value>> = match whole {
         Some(Value::Array(a)) => Some(a),
-        Some(Value::Object(o)) if o.len() == 1 && o.contains_key("Entries") => {
-            o.get("Entries").and_then(Value::as_array).cloned()
+        Some(Value::Object(o)) if o.contains_key("Entries") => {
+            if let Some(k) = o
+                .keys()
+                .find(|k| !["QueueUrl", "Entries"].contains(&k.as_str()))
+            {
+                return Err(Failure::input(
+                    source,
+                    format!("unknown key {k:?} beside \"Entries\" (keys: QueueUrl, Entries)"),
+                ));
+            }
+            Some(
+                o.get("Entries")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .ok_or_else(|| Failure::input(source, "\"Entries\" must be a list"))?,
+            )
         }
         Some(Value::Object(o)) if o.len() == 1 && o.contains_key("Messages") => {
             o.get("Messages").and_then(Value::as_array).cloned()
@@ -267,12 +317,22 @@ fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
         _ => None,
     };
     let mut out = Vec::new();
+    let mut push = |v: &Value, kind: &str, n: usize| -> Result<(), Failure> {
+        let at = format!("{kind} {n}");
+        let mut m = parse_line(v).map_err(|e| Failure::input(format!("{source} {at}"), e))?;
+        m.line = n;
+        if m.id.is_empty() {
+            m.id = n.to_string();
+        } else {
+            m.own_id = true;
+        }
+        m.at = at;
+        out.push(m);
+        Ok(())
+    };
     if let Some(items) = items {
         for (i, v) in items.iter().enumerate() {
-            let at = format!("{source} entry {}", i + 1);
-            let mut m = parse_line(v).map_err(|e| Failure::input(&at, e))?;
-            m.line = i + 1;
-            out.push(m);
+            push(v, "entry", i + 1)?;
         }
         return Ok(out);
     }
@@ -280,11 +340,9 @@ fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, Failure> {
         if line.trim().is_empty() {
             continue;
         }
-        let at = format!("{source} line {}", i + 1);
-        let v: Value = serde_json::from_str(line).map_err(|e| Failure::input(&at, e))?;
-        let mut m = parse_line(&v).map_err(|e| Failure::input(&at, e))?;
-        m.line = i + 1;
-        out.push(m);
+        let v: Value = serde_json::from_str(line)
+            .map_err(|e| Failure::input(format!("{source} line {}", i + 1), e))?;
+        push(&v, "line", i + 1)?;
     }
     Ok(out)
 }
@@ -305,10 +363,21 @@ fn attributes_of(v: Option<&Value>) -> Result<Vec<Attribute>, String> {
                             .get("DataType")
                             .and_then(Value::as_str)
                             .ok_or(format!("attribute {name}: \"DataType\" is missing"))?;
+                        // aws's skeleton has both keys, the unused one null (and list values
+                        // SQS reserves, which are refused unless empty).
+                        for k in ["StringListValues", "BinaryListValues"] {
+                            if a.get(k).and_then(Value::as_array).is_some_and(|l| {
+                                l.iter().any(|x| !x.is_null() && x.as_str() != Some(""))
+                            }) {
+                                return Err(format!(
+                                    "attribute {name}: {k} is not supported (nor by SQS)"
+                                ));
+                            }
+                        }
                         let val = a
                             .get("StringValue")
-                            .or_else(|| a.get("BinaryValue"))
                             .and_then(Value::as_str)
+                            .or_else(|| a.get("BinaryValue").and_then(Value::as_str))
                             .ok_or(format!(
                                 "attribute {name}: \"StringValue\" or \"BinaryValue\" is missing"
                             ))?;
@@ -327,7 +396,12 @@ fn attributes_of(v: Option<&Value>) -> Result<Vec<Attribute>, String> {
     Ok(attributes)
 }
 
-/// One entry, in any of the three shapes of [`parse_lines`].
+/// One entry, in one of three shapes: an `aws sqs send-message-batch` entry (`Id`,
+/// `MessageBody`, `MessageGroupId`, `MessageDeduplicationId`, `DelaySeconds`,
+/// `MessageAttributes`); a message as `receive --json` prints it (`Body`, `Attributes` with
+/// `MessageGroupId` and `MessageDeduplicationId`, `MessageAttributes`: its id, receipt handle
+/// and other system attributes are the old message's, not sent); or this command's own
+/// (`group`, `body`, `dedup_id`, `attributes`). Only aws's entries carry an id.
 fn parse_line(v: &Value) -> Result<Outgoing, String> {
     let o = v.as_object().ok_or("an entry must be a JSON object")?;
     let text_of = |o: &serde_json::Map<String, Value>, k: &str| -> Result<Option<String>, String> {
@@ -343,22 +417,46 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
             None => Ok(()),
         }
     };
-    if o.contains_key("MessageBody") {
-        // aws sqs send-message-batch's entry (DelaySeconds is per queue in FIFO queues).
+    if o.contains_key("MessageBody") || o.contains_key("Id") {
+        // aws sqs send-message-batch's entry.
         allow(&[
             "Id",
             "MessageBody",
             "MessageGroupId",
             "MessageDeduplicationId",
+            "DelaySeconds",
             "MessageAttributes",
+            "MessageSystemAttributes",
         ])?;
+        // SQS's only system attribute is AWSTraceHeader (X-Ray), which a local queue does not
+        // keep: refused rather than dropped, unless empty (as the skeleton leaves it).
+        if let Some(Value::Object(sys)) = o.get("MessageSystemAttributes") {
+            if let Some(k) = sys.keys().find(|k| k.as_str() != "KeyName") {
+                return Err(format!(
+                    "MessageSystemAttributes {k:?}: not kept by shmfifo"
+                ));
+            }
+        }
+        let delay_seconds = match o.get("DelaySeconds") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(
+                v.as_u64()
+                    .and_then(|d| u32::try_from(d).ok())
+                    .ok_or("\"DelaySeconds\" must be a whole number of seconds")?,
+            ),
+        };
+        let id = text_of(o, "Id")?.ok_or("\"Id\" is missing (aws's entries have one)")?;
+        if id.is_empty() {
+            return Err("\"Id\" is empty".into());
+        }
         return Ok(Outgoing {
-            line: 0,
+            id,
             group: text_of(o, "MessageGroupId")?,
             dedup_id: text_of(o, "MessageDeduplicationId")?,
             body: text_of(o, "MessageBody")?.ok_or("\"MessageBody\" is missing")?,
-            bytes: None,
             attributes: attributes_of(o.get("MessageAttributes"))?,
+            delay_seconds,
+            ..Outgoing::default()
         });
     }
     if o.contains_key("Body") {
@@ -379,22 +477,21 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
             Some(e) => return Err(format!("unknown \"BodyEncoding\" {e:?} (base64)")),
         };
         return Ok(Outgoing {
-            line: 0,
             group: text_of(&sys, "MessageGroupId")?,
             dedup_id: text_of(&sys, "MessageDeduplicationId")?,
             body: if bytes.is_some() { String::new() } else { body },
             bytes,
             attributes: attributes_of(o.get("MessageAttributes"))?,
+            ..Outgoing::default()
         });
     }
     allow(&["group", "body", "dedup_id", "attributes"])?;
     Ok(Outgoing {
-        line: 0,
         group: text_of(o, "group")?,
         dedup_id: text_of(o, "dedup_id")?,
         body: text_of(o, "body")?.ok_or("\"body\" is missing")?,
-        bytes: None,
         attributes: attributes_of(o.get("attributes"))?,
+        ..Outgoing::default()
     })
 }
 
@@ -418,6 +515,15 @@ fn batches(msgs: &[Outgoing]) -> Vec<&[Outgoing]> {
     out
 }
 
+/// What became of the entries: sent, refused one by one, or refused with their whole batch.
+#[derive(Debug, Default)]
+struct Outcome<'m> {
+    ok: Vec<(&'m Outgoing, SendResult)>,
+    failed: Vec<(&'m Outgoing, shmfifo::Error)>,
+    /// A batch refused as a request (its entries, the error).
+    refused: Option<(&'m [Outgoing], shmfifo::Error)>,
+}
+
 /// Sends the batches in order. A batch with a failed entry is the last one sent: the
 /// messages after it are not sent (a later message of the same group would overtake it).
 fn send_batches(
@@ -427,32 +533,39 @@ fn send_batches(
     wait: Option<std::time::Duration>,
     ctx: Ctx,
 ) -> Result<(), Failure> {
-    let mut ok: Vec<(usize, SendResult)> = Vec::new();
-    let mut failed: Vec<(usize, shmfifo::Error)> = Vec::new();
-    let mut request_error = None;
+    let mut o = Outcome::default();
     if let Some(t) = wait {
         // Backpressure: one message at a time, each waiting for room, so that order holds
         // whatever fills up.
         for m in msgs {
             match q.send_timeout(&m.message(&m.attribute_views()), t) {
-                Ok(r) => ok.push((m.line, r)),
+                Ok(r) => o.ok.push((m, r)),
                 Err(e) => {
-                    failed.push((m.line, e));
+                    o.failed.push((m, e));
                     break;
                 }
             }
         }
     } else {
         for batch in batches(msgs) {
+            // As a single send says (and SQS): a message without a group is MissingParameter,
+            // for the whole request.
+            if batch.iter().any(|m| m.group.is_none()) {
+                o.refused = Some((
+                    batch,
+                    shmfifo::Error::MissingParameter {
+                        parameter: "MessageGroupId",
+                    },
+                ));
+                break;
+            }
             let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> =
                 batch.iter().map(Outgoing::attribute_views).collect();
-            let ids: Vec<String> = batch.iter().map(|m| m.line.to_string()).collect();
             let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = batch
                 .iter()
                 .zip(&attrs)
-                .zip(&ids)
-                .map(|((m, a), id)| BatchEntry {
-                    id,
+                .map(|(m, a)| BatchEntry {
+                    id: &m.id,
                     entry: m.message(a),
                 })
                 .collect();
@@ -460,59 +573,27 @@ fn send_batches(
                 Ok(results) => {
                     for (m, r) in batch.iter().zip(results) {
                         match r.result {
-                            Ok(s) => ok.push((m.line, s)),
-                            Err(e) => failed.push((m.line, e)),
+                            Ok(s) => o.ok.push((m, s)),
+                            Err(e) => o.failed.push((m, e)),
                         }
                     }
                 }
-                Err(e) => {
-                    let lines = format!("lines {}-{}", batch[0].line, batch[batch.len() - 1].line);
-                    request_error = Some((lines, e));
-                }
+                Err(e) => o.refused = Some((batch, e)),
             }
-            if !failed.is_empty() || request_error.is_some() {
+            if !o.failed.is_empty() || o.refused.is_some() {
                 break;
             }
         }
     }
+    let refused_n = o.refused.as_ref().map_or(0, |(b, _)| b.len());
+    let unsent = msgs.len() - o.ok.len() - o.failed.len() - refused_n;
     if ctx.json {
-        let mut failed_json: Vec<Value> = failed
-            .iter()
-            .map(|(line, e)| {
-                json!({
-                    "Id": line.to_string(),
-                    "Code": e.sqs_code(),
-                    "Kind": errors::kind(e),
-                    "ExitCode": errors::code(e),
-                    "Message": e.to_string(),
-                    "SenderFault": true,
-                })
-            })
-            .collect();
-        if let Some((lines, e)) = &request_error {
-            failed_json.push(json!({
-                "Id": lines,
-                "Code": e.sqs_code(),
-                "Kind": errors::kind(e),
-                "ExitCode": errors::code(e),
-                "Message": e.to_string(),
-                "SenderFault": true,
-            }));
-        }
-        print_json(&json!({
-            "Successful": ok.iter().map(|(line, r)| {
-                let mut v = result_json(r);
-                v["Id"] = json!(line.to_string());
-                v
-            }).collect::<Vec<_>>(),
-            "Failed": failed_json,
-            "Unsent": msgs.len() - ok.len() - failed.len(),
-        }));
-    } else if !ok.is_empty() {
-        let mut t = Table::new(&["LINE", "MESSAGE-ID", "SEQUENCE-NUMBER", "DUPLICATE"]);
-        for (line, r) in &ok {
+        print_json(&batch_json(&o, unsent));
+    } else if !o.ok.is_empty() {
+        let mut t = Table::new(&["ID", "MESSAGE-ID", "SEQUENCE-NUMBER", "DUPLICATE"]);
+        for (m, r) in &o.ok {
             t.row(vec![
-                line.to_string(),
+                m.id.clone(),
                 r.message_id.to_string(),
                 r.sequence_number.to_string(),
                 if r.duplicate { "yes" } else { "no" }.into(),
@@ -521,31 +602,70 @@ fn send_batches(
         out(&t.render(0));
     }
     let mut first = None;
-    for (line, e) in &failed {
-        eprint!(
-            "{}",
-            errors::message_at(queue, Some(&format!("line {line}")), e)
-        );
+    for (m, e) in &o.failed {
+        eprint!("{}", errors::message_at(queue, Some(&m.place()), e));
         first.get_or_insert(errors::code(e));
     }
-    if let Some((lines, e)) = &request_error {
-        eprint!("{}", errors::message_at(queue, Some(lines), e));
+    if let Some((batch, e)) = &o.refused {
+        let at = match batch {
+            [one] => one.place(),
+            [a, .., b] if a.at.starts_with("line") => format!("lines {}-{}", a.line, b.line),
+            [a, .., b] => format!("entries {}-{}", a.line, b.line),
+            [] => String::new(),
+        };
+        eprint!("{}", errors::message_at(queue, Some(&at), e));
         first.get_or_insert(errors::code(e));
     }
     match first {
         None => Ok(()),
         Some(code) => {
-            let unsent = msgs.len() - ok.len() - failed.len();
-            if unsent > 0 {
+            if unsent + refused_n > 0 {
                 eprintln!(
-                    "shmfifo: {queue}: {} of {} messages sent, {unsent} not sent",
-                    ok.len(),
-                    msgs.len()
+                    "shmfifo: {queue}: {} of {} messages sent, {} not sent",
+                    o.ok.len(),
+                    msgs.len(),
+                    msgs.len() - o.ok.len()
                 );
             }
             Err(Failure::Reported(code))
         }
     }
+}
+
+/// `send --batch --json`: aws's `SendMessageBatch` answer, each entry under its own id
+/// (`Successful`: `Id`, `MessageId`, `MD5OfMessageBody`, `MD5OfMessageAttributes` where it has
+/// attributes, `SequenceNumber`; `Failed`: `Id`, `SenderFault`, `Code`, `Message`), with
+/// shmfifo's additions: `Duplicate` for each sent entry, `Kind` and `ExitCode` for each failed
+/// one, and `Unsent`, how many entries after a failed batch were not tried. Every entry of a
+/// batch refused as a request is in `Failed` with the request's error.
+fn batch_json(o: &Outcome<'_>, unsent: usize) -> Value {
+    let failure = |m: &Outgoing, e: &shmfifo::Error| {
+        json!({
+            "Id": m.id,
+            "SenderFault": true,
+            "Code": e.sqs_code(),
+            "Message": e.to_string(),
+            "Kind": errors::kind(e),
+            "ExitCode": errors::code(e),
+        })
+    };
+    let mut failed: Vec<Value> = o.failed.iter().map(|(m, e)| failure(m, e)).collect();
+    if let Some((batch, e)) = &o.refused {
+        failed.extend(batch.iter().map(|m| failure(m, e)));
+    }
+    let ok: Vec<Value> =
+        o.ok.iter()
+            .map(|(m, r)| {
+                let attrs = m.attribute_views();
+                let mut v = json!({"Id": m.id});
+                super::add_send_digests(&mut v, &m.message(&attrs));
+                v["MessageId"] = json!(r.message_id.to_string());
+                v["SequenceNumber"] = json!(r.sequence_number.to_string());
+                v["Duplicate"] = json!(r.duplicate);
+                v
+            })
+            .collect();
+    json!({"Successful": ok, "Failed": failed, "Unsent": unsent})
 }
 
 #[cfg(test)]
@@ -584,12 +704,83 @@ mod tests {
             ("{\"body\":1}", "t line 1"),
             ("{\"body\":\"b\",\"x\":1}", "t line 1"),
             ("{\"MessageBody\":\"b\",\"DelaySeconds\":1}", "t line 1"),
+            (
+                "{\"Id\":\"e\",\"MessageBody\":\"b\",\"DelaySeconds\":-1}",
+                "t line 1",
+            ),
+            (
+                "{\"Id\":\"e\",\"MessageBody\":\"b\",\"Nope\":1}",
+                "t line 1",
+            ),
+            ("{\"QueueUrl\":\"q\",\"Entries\":[],\"Extra\":1}", "t"),
+            ("{\"Entries\":{}}", "t"),
             ("{", "t line 1"),
         ] {
             match parse_lines("t", bad) {
                 Err(Failure::Input { source, .. }) => assert_eq!(source, at, "{bad}"),
                 other => panic!("{bad}: {other:?}"),
             }
+        }
+    }
+
+    /// aws's input shapes: `send-message-batch --cli-input-json` (QueueUrl not read, the
+    /// skeleton's null alternatives and empty placeholders taken), and a bare list; each entry
+    /// keeps its caller's id and its DelaySeconds; entries without an id get their number.
+    #[test]
+    fn aws_send_message_batch_input_is_taken_with_its_ids() {
+        let doc = r#"{"QueueUrl": "https://sqs.us-east-1.amazonaws.com/1/q.fifo", "Entries": [
+            {"Id": "e1", "MessageBody": "one", "DelaySeconds": 0, "MessageGroupId": "g",
+             "MessageDeduplicationId": "d1",
+             "MessageAttributes": {"k": {"StringValue": "v", "BinaryValue": null,
+                 "StringListValues": [""], "BinaryListValues": [null], "DataType": "String"},
+                 "b": {"StringValue": null, "BinaryValue": "aGk=", "DataType": "Binary"}},
+             "MessageSystemAttributes": {}},
+            {"Id": "e-2", "MessageBody": "two", "MessageGroupId": "g", "DelaySeconds": 5}
+        ]}"#;
+        let m = parse_lines("t", doc).unwrap();
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].id.as_str(), m[0].own_id), ("e1", true));
+        assert_eq!(m[0].place(), "entry 1 (Id e1)");
+        assert_eq!(m[1].id, "e-2");
+        assert_eq!(m[0].delay_seconds, Some(0));
+        assert_eq!(m[1].delay_seconds, Some(5));
+        assert_eq!(m[1].dedup_id, None);
+        let a: Vec<_> = m[0]
+            .attributes
+            .iter()
+            .map(|a| (a.name.as_str(), a.data_type.as_str(), a.value.clone()))
+            .collect();
+        assert!(a.contains(&("k", "String", b"v".to_vec())), "{a:?}");
+        assert!(a.contains(&("b", "Binary", b"hi".to_vec())), "{a:?}");
+        let bare = r#"[{"Id": "x", "MessageBody": "b", "MessageGroupId": "g"}, {"body": "c"}]"#;
+        let m = parse_lines("t", bare).unwrap();
+        assert_eq!(
+            m.iter()
+                .map(|m| (m.id.as_str(), m.own_id))
+                .collect::<Vec<_>>(),
+            [("x", true), ("2", false)]
+        );
+        assert_eq!(m[1].place(), "entry 2");
+        let lines = parse_lines(
+            "t",
+            "{\"body\": \"a\"}\n\n{\"Id\": \"z\", \"MessageBody\": \"b\"}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (lines[0].id.as_str(), lines[0].place()),
+            ("1", "line 1".to_owned())
+        );
+        assert_eq!(lines[1].place(), "line 3 (Id z)");
+        for bad in [
+            r#"[{"Id": "x", "MessageBody": "b", "MessageSystemAttributes": {"AWSTraceHeader": {"DataType": "String", "StringValue": "t"}}}]"#,
+            r#"[{"Id": "x", "MessageBody": "b", "MessageAttributes": {"l": {"DataType": "String", "StringListValues": ["a"]}}}]"#,
+            r#"[{"MessageBody": "b"}]"#,
+            r#"[{"Id": "", "MessageBody": "b"}]"#,
+        ] {
+            assert!(
+                matches!(parse_lines("t", bad), Err(Failure::Input { .. })),
+                "{bad}"
+            );
         }
     }
 

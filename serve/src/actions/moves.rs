@@ -104,15 +104,35 @@ impl Queues {
             cancel: Some(Arc::clone(&cancel)),
             sources,
         };
-        let (q, st) = (dlq.queue().clone(), Arc::clone(&state));
+        tracing::info!(
+            task = %handle,
+            source = %source_arn,
+            destination = opts.destination.as_deref().unwrap_or("each message's source"),
+            max_per_second = max_per_second.unwrap_or(0),
+            to_move,
+            uid = who.uid,
+            "message move task started"
+        );
+        let (q, st, task) = (dlq.queue().clone(), Arc::clone(&state), handle.clone());
         tokio::task::spawn_blocking(move || {
             let r = q.redrive(&opts);
             *st.lock().expect("task") = match r {
-                Ok(r) => TaskState::Done {
-                    moved: r.moved,
-                    cancelled: r.cancelled,
-                },
-                Err(e) => TaskState::Failed(e.to_string()),
+                Ok(r) => {
+                    tracing::info!(
+                        task = %task,
+                        moved = r.moved,
+                        cancelled = r.cancelled,
+                        "message move task ended"
+                    );
+                    TaskState::Done {
+                        moved: r.moved,
+                        cancelled: r.cancelled,
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(task = %task, error = %e, "message move task failed");
+                    TaskState::Failed(e.to_string())
+                }
             };
         });
         self.tasks.lock().expect("tasks").push(MoveTask {
@@ -221,6 +241,7 @@ impl Queues {
             })?;
         // Relaxed: a stop request the redrive polls between messages; it publishes nothing.
         t.cancel.store(true, Ordering::Relaxed);
+        tracing::info!(task = %handle, uid = who.uid, "message move task cancelled");
         Ok(obj(json!({"ApproximateNumberOfMessagesMoved": 0})))
     }
 }
