@@ -30,7 +30,7 @@ pub use shmfifo::layout::Geometry;
 pub use shmfifo::protocol::handle::{self, Handle};
 pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
 pub use shmfifo::protocol::send::{self, Outgoing};
-pub use shmfifo::protocol::{accounting, doorbell, ready, receive, recovery, words};
+pub use shmfifo::protocol::{accounting, doorbell, ready, receive, recovery, sweep, words};
 pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, Owner, PResult};
 pub use shmfifo::sync::Ordering;
 
@@ -226,7 +226,7 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
             if swept {
                 return got;
             }
-            ready::sweep(a, env, me(who)).expect("sweep");
+            sweep::sweep(a, env, me(who)).expect("sweep");
             swept = true;
             continue;
         }

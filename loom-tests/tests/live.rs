@@ -51,7 +51,7 @@ fn a_setting_change_wakes_a_sleeper_or_is_seen() {
             move || {
                 let a = h1.arena();
                 let bell = doorbell::begin_wait(&a, 1);
-                let _ = ready::maybe_sweep(&a, &*e1, me(1));
+                let _ = sweep::maybe_sweep(&a, &*e1, me(1));
                 (bell, recv(&a, &e1, 1, 1, 1_000).unwrap())
             },
             move || delay_ends(&h2.arena(), &e2),
@@ -63,14 +63,14 @@ fn a_setting_change_wakes_a_sleeper_or_is_seen() {
         }
         assert_ne!(doorbell::rung(&a), bell, "the sleeper is woken");
         let pending = a.hdr.next_expiry.0.load(Ordering::SeqCst) == 0;
-        let _ = ready::maybe_sweep(&a, &*env, me(1));
+        let _ = sweep::maybe_sweep(&a, &*env, me(1));
         let mut again = recv(&a, &env, 1, 1, 1_000).unwrap();
         if pending {
             assert_eq!(again.len(), 1, "the change's sweep request was pending");
         }
         if again.is_empty() {
-            env.advance(ready::SWEEP_PERIOD_MS + 1);
-            ready::maybe_sweep(&a, &*env, me(1)).unwrap();
+            env.advance(sweep::SWEEP_PERIOD_MS + 1);
+            sweep::maybe_sweep(&a, &*env, me(1)).unwrap();
             again = recv(&a, &env, 1, 1, 1_000).unwrap();
         }
         assert_eq!(
@@ -102,15 +102,15 @@ fn a_changer_stopped_mid_change_delays_nothing_past_the_sweep_period() {
             .join()
             .unwrap();
             let a = h.arena();
-            let _ = ready::maybe_sweep(&a, &*env, me(1));
+            let _ = sweep::maybe_sweep(&a, &*env, me(1));
             let got = recv(&a, &env, 1, 1, 1_000).unwrap();
             if asked {
                 assert_eq!(got.len(), 1, "a sweep was asked for");
                 return;
             }
             if got.is_empty() {
-                env.advance(ready::SWEEP_PERIOD_MS + 1);
-                ready::maybe_sweep(&a, &*env, me(1)).unwrap();
+                env.advance(sweep::SWEEP_PERIOD_MS + 1);
+                sweep::maybe_sweep(&a, &*env, me(1)).unwrap();
                 let later = recv(&a, &env, 1, 1, 1_000).unwrap();
                 let delay = live::read(&a).delay_ms;
                 assert_eq!(later.len(), usize::from(delay == 0), "delay {delay}");

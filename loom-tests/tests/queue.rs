@@ -359,7 +359,7 @@ fn a_deadline_survives_a_concurrent_sweep() {
             let (got, ()) = par(
                 move || recv(&h1.arena(), &e1, 1, 1, 1_000).unwrap().len(),
                 move || {
-                    ready::sweep(&h2.arena(), &*e2, me(2)).unwrap();
+                    sweep::sweep(&h2.arena(), &*e2, me(2)).unwrap();
                 },
             );
             let a = h.arena();

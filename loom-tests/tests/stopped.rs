@@ -43,7 +43,7 @@ fn a_receiver_stopped_forever_holds_only_its_group() {
             // A hint popped by the stopped receiver is lost until the next full sweep (at most
             // a sweep period later): then "h" is served, whatever 1 holds.
             let mut bodies: Vec<Vec<u8>> = got.into_iter().map(|(_, b)| b).collect();
-            env.advance(ready::SWEEP_PERIOD_MS + 1);
+            env.advance(sweep::SWEEP_PERIOD_MS + 1);
             bodies.extend(drain(&a, &env, 2));
             // Unless the stopped receiver holds "h" itself (it may have claimed it mid-receive).
             let holds_h = group::find(&a, hash(b"h"), b"h")
@@ -95,7 +95,7 @@ fn a_sender_stopped_forever_blocks_nothing_but_its_own_key_and_insert() {
             assert!(ok(&same), "same key: {same:?}");
             assert!(ok(&other), "another group: {other:?}");
             let a = h.arena();
-            env.advance(ready::SWEEP_PERIOD_MS + 1);
+            env.advance(sweep::SWEEP_PERIOD_MS + 1);
             let got = drain(&a, &env, 2);
             if other.is_ok() {
                 assert!(got.contains(&b"y".to_vec()), "{got:?}");

@@ -64,14 +64,14 @@ fn a_deadline_filed_during_a_drain_stays_on_the_wheel() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (got, _) = par(
             move || recv(&h1.arena(), &e1, 1, 1, 500).unwrap(),
-            move || ready::maybe_sweep(&h2.arena(), &*e2, me(2)).unwrap(),
+            move || sweep::maybe_sweep(&h2.arena(), &*e2, me(2)).unwrap(),
         );
         let a = h.arena();
         assert_filed(&a, env.now.load(Ordering::SeqCst));
         // "e" comes back by its hint (the sweep above, or a later due one): no full sweep.
         let mut bodies: Vec<Vec<u8>> = got.into_iter().map(|(_, b)| b).collect();
         if !bodies.contains(&b"0".to_vec()) {
-            ready::maybe_sweep(&a, &*env, me(2)).unwrap();
+            sweep::maybe_sweep(&a, &*env, me(2)).unwrap();
             bodies.extend(
                 recv(&a, &env, 2, 10, 500)
                     .unwrap()
@@ -105,7 +105,7 @@ fn a_sweeper_stopped_mid_drain_loses_no_expiry() {
                 move || recv(&h1.arena(), &e1, 1, 1, 500).unwrap(),
                 move || {
                     crash::arm(k);
-                    let r = ready::maybe_sweep(&h2.arena(), &*e2, me(2));
+                    let r = sweep::maybe_sweep(&h2.arena(), &*e2, me(2));
                     if crash::crashed() {
                         stopped();
                     }
@@ -115,8 +115,8 @@ fn a_sweeper_stopped_mid_drain_loses_no_expiry() {
             let a = h.arena();
             let mut bodies: Vec<Vec<u8>> = got.into_iter().map(|(_, b)| b).collect();
             // Every timeout ends and a sweep period passes: the periodic sweep runs.
-            env.advance(ready::SWEEP_PERIOD_MS + 1_000);
-            ready::maybe_sweep(&a, &*env, me(0)).unwrap();
+            env.advance(sweep::SWEEP_PERIOD_MS + 1_000);
+            sweep::maybe_sweep(&a, &*env, me(0)).unwrap();
             for (_, b) in recv(&a, &env, 0, 10, 500).unwrap() {
                 bodies.push(b);
             }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::protocol::accounting::{self, counter};
 use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::receive::{self, Taken};
-use crate::protocol::{attempt, doorbell, live, ready, recovery, Env};
+use crate::protocol::{attempt, doorbell, live, ready, recovery, sweep, Env};
 use crate::{sys, validate};
 
 /// Spin rounds before a long-polling receiver goes to sleep.
@@ -525,7 +525,7 @@ impl Queue {
         let cap = if recovery::release_on_death(self.arena()) {
             recovery::LIVENESS_PERIOD_MS
         } else {
-            ready::SWEEP_PERIOD_MS
+            sweep::SWEEP_PERIOD_MS
         };
         t.clamp(1, cap)
     }
@@ -671,7 +671,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::queue::Op;
-    use crate::protocol::ready::{self, Swept, SWEEP_CHUNK};
+    use crate::protocol::sweep::{self, Swept, SWEEP_CHUNK};
     use crate::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
     /// A queue of 65,536 groups (a table of 131,072 entries) on the test clock, with a message
@@ -699,7 +699,7 @@ mod tests {
 
     fn sweep_due(q: &Queue, periodic: bool) -> Swept {
         let inner = &*q.inner;
-        ready::sweep_due(q.arena(), &Op::new(inner), inner.me, periodic).unwrap()
+        sweep::sweep_due(q.arena(), &Op::new(inner), inner.me, periodic).unwrap()
     }
 
     fn redelivered(q: &Queue) -> usize {
@@ -735,7 +735,7 @@ mod tests {
     #[test]
     fn v3_periodic_chunks_file_what_the_wheel_lost() {
         let q = in_flight(40);
-        ready::forget_the_wheel(q.arena());
+        sweep::forget_the_wheel(q.arena());
         let table = u64::from(q.arena().group_slots());
         for _ in 0..table.div_ceil(SWEEP_CHUNK) {
             let s = sweep_due(&q, true);

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::protocol::accounting::counter;
 use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::send::{self, Outgoing};
-use crate::protocol::{accounting, dedup, doorbell, ready, recovery, words, Fault, PResult};
+use crate::protocol::{accounting, dedup, doorbell, recovery, sweep, words, Fault, PResult};
 use crate::{sys, validate};
 
 /// The allocation cursor's next value: a process-local spreading hint, so a load and a store
@@ -401,7 +401,7 @@ impl Queue {
         let inner = &*self.inner;
         let a = self.arena();
         let recovered = recovery::maybe_check_liveness(a, inner, inner.me).unwrap_or(false);
-        let swept = ready::sweep_for_room(a, inner, inner.me).unwrap_or(false);
+        let swept = sweep::sweep_for_room(a, inner, inner.me).unwrap_or(false);
         recovered || swept
     }
 

@@ -9,10 +9,10 @@
 //! than every participant planned. [`reschedule`] asks the next receiver for a full sweep and
 //! wakes every sleeper to recompute its sleep (SYNC POINT(reschedule)): the changer's Release
 //! store of `next_expiry = 0` after its setting stores, against the sweeper's Acquire load of
-//! `next_expiry` (`ready::maybe_sweep`) before it reads the settings; then a Release bump of the
+//! `next_expiry` (`sweep::maybe_sweep`) before it reads the settings; then a Release bump of the
 //! doorbell against a sleeper's Acquire load. A changer that stops between its stores and the
 //! request leaves the change in place and no sweep asked for: the periodic sweep
-//! (`ready::SWEEP_PERIOD_MS`) finds what became ready, and sleepers wake within their sleep
+//! (`sweep::SWEEP_PERIOD_MS`) finds what became ready, and sleepers wake within their sleep
 //! bound. Loom: `a_setting_change_wakes_a_sleeper_or_is_seen`,
 //! `a_changer_stopped_mid_change_delays_nothing_past_the_sweep_period`.
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
@@ -136,7 +136,7 @@ pub fn change(a: &Arena<'_>, env: &dyn Env, c: &Change) {
 pub fn reschedule(a: &Arena<'_>, env: &dyn Env) {
     let h = a.hdr;
     // SYNC POINT(reschedule): Release, after the changer's stores, pairs with the sweeper's
-    // Acquire load of `next_expiry` (`ready::sweep_if_due`) before it reads the settings.
+    // Acquire load of `next_expiry` (`sweep::sweep_if_due`) before it reads the settings.
     h.next_expiry.0.store(0, Ordering::Release);
     crash_point!(());
     // SYNC POINT(reschedule): Release pairs with a sleeper's Acquire load of the doorbell

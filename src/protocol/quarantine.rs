@@ -14,8 +14,8 @@
 
 use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Next};
-use super::ready::{or_release, release, release_claim_word};
 use super::receive::Taken;
+use super::release::{or_release, release, release_claim_word};
 use super::{gstate, node, pool, vis, words, Arena, Env, Owner, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::Ordering;

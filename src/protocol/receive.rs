@@ -6,11 +6,11 @@ use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
 use super::quarantine;
-use super::ready::{
-    cleanup, maybe_sweep, or_release, poke, release, release_claim_word, ring, Cleaned,
-};
+use super::ready::{poke, ring};
 use super::recovery::{maybe_check_liveness, release_on_death};
+use super::release::{cleanup, or_release, release, release_claim_word, Cleaned};
 use super::settle::{settle_known, Link, Then};
+use super::sweep::maybe_sweep;
 use super::timers;
 use super::times::{Standing, Times};
 use super::words::{self, unpack_group_epoch0};
@@ -380,15 +380,22 @@ fn take(
         return Ok(None);
     }
     let t = Times::load(a, env);
-    let now = t.now;
-    let vt_ms = policy.vt_ms;
     // A deadline is never 0 (that means "never received").
-    let deadline = now
-        .checked_add(vt_ms)
+    let deadline = t
+        .now
+        .checked_add(policy.vt_ms)
         .filter(|&d| d <= vis::MAX_DEADLINE)
         .ok_or(Fault::ClockRange)?
         .max(1);
-    let wall = env.wall_ms();
+    let c = Holder {
+        a,
+        env,
+        me,
+        e,
+        t,
+        deadline,
+        wall: env.wall_ms(),
+    };
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
     let mut taken = 0;
@@ -413,184 +420,67 @@ fn take(
                 "another group's message linked in a group",
             ));
         }
-        match vis::state(w) {
-            vis::State::Deleted => cur = node::pack(ninc, next),
+        let d = match vis::state(w) {
+            vis::State::Deleted => {
+                cur = node::pack(ninc, next);
+                continue;
+            }
             vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
             vis::State::Claimed(o) => {
                 if !a.owner_dead(env, o) {
                     break; // its producer is publishing it right now
                 }
-                // Linked by a producer that died before publishing: the send committed at the
-                // link CAS, so publish it on its behalf, its dedup entry settled first
-                // (invariant D: a retry of its dedup id must find the message). We hold the
-                // claim, so no hint: the loop looks at the message again.
-                // A corrupted dedup entry must not wedge the group: publish all the same.
-                if settle_known(a, env, me, next, w, Link::Linked, Then::NoHint).is_err() {
-                    let _ = m.vis.compare_exchange(
-                        w,
-                        vis::pack(vis::epoch(w), vis::published(0)),
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    );
-                }
+                publish_orphan(a, env, me, m, next, w);
+                continue; // we hold the claim, so no hint: the loop looks at it again
             }
-            vis::State::Published(d) => {
-                // Relaxed: written before the link CAS that published the node (Acquire above).
-                let sent = m.sent.load(Ordering::Relaxed);
-                match t.standing(sent, d) {
-                    Standing::Expired => {
-                        // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
-                        if remove(a, me, m, w) {
-                            expired += 1;
-                            cur = node::pack(ninc, next);
-                        }
-                        continue;
-                    }
-                    Standing::InFlight => {
-                        // The group is locked from here on (R3). Retention may end before the
-                        // visibility timeout: wake a sweep for it.
-                        if t.expiry(sent) < d {
-                            // On the wheel at that time too (SYNC POINT(expiry-wheel): after
-                            // the SeqCst CAS that published `d`).
-                            timers::file(a, g, t.expiry(sent))?;
-                            // AcqRel: as the deadline's fetch_min below.
-                            a.hdr
-                                .next_expiry
-                                .0
-                                .fetch_min(t.expiry(sent), Ordering::AcqRel);
-                        }
-                        break;
-                    }
-                    Standing::Delayed => {
-                        // L1, R4: delayed messages are at the tail and lock nothing; a sweep
-                        // hints the group when the delay ends: filed on the wheel then
-                        // (SYNC POINT(expiry-wheel): after the load that found it published).
-                        timers::file(a, g, sent.saturating_add(t.delay))?;
-                        // AcqRel: as the deadline's fetch_min below.
-                        a.hdr
-                            .next_expiry
-                            .0
-                            .fetch_min(sent.saturating_add(t.delay), Ordering::AcqRel);
-                        break;
-                    }
-                    Standing::Visible => {}
+            vis::State::Published(d) => d,
+        };
+        // Relaxed: written before the link CAS that published the node (Acquire above).
+        let sent = m.sent.load(Ordering::Relaxed);
+        match t.standing(sent, d) {
+            Standing::Expired => {
+                // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                if remove(a, me, m, w) {
+                    expired += 1;
+                    cur = node::pack(ninc, next);
                 }
-                let epoch = vis::next(vis::epoch(w));
-                // Relaxed: stable while the message is published; we hold the claim.
-                let ge = m.group_epoch0.load(Ordering::Relaxed);
-                let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
-                let lens = m.lens.load(Ordering::Relaxed);
-                // SAFETY: we hold the group claim, so no participant can receive, delete or
-                // free this message while we read.
-                let payload = unsafe { a.payload(next, lens, ge) }?;
-                if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
-                    if receive_count > *max_count {
-                        // X1: this receive would deliver it for the (max+1)-th time: move it
-                        // instead. A mover that dies after its send and before the removal
-                        // leaves the message here; the next mover's send is a duplicate
-                        // (the dead-letter queue dedups on the message id, D8).
-                        let moved_ok = mover(&Taken {
-                            idx: next,
-                            inc: ninc,
-                            epoch: vis::epoch(w),
-                            receive_count: receive_count.wrapping_sub(1),
-                            header: m,
-                            group: e,
-                            payload,
-                            vis: w,
-                        });
-                        crash_point!();
-                        if !moved_ok {
-                            rep.move_failed = true;
-                            break;
-                        }
-                        if remove(a, me, m, w) {
-                            moved += 1;
-                            cur = node::pack(ninc, next);
-                        }
-                        continue; // X4: the group goes on with its next message
-                    }
+                continue;
+            }
+            Standing::InFlight => {
+                // The group is locked from here on (R3). Retention may end before the
+                // visibility timeout: wake a sweep for it (SYNC POINT(expiry-wheel): after the
+                // SeqCst CAS that published `d`).
+                if t.expiry(sent) < d {
+                    wake_at(a, g, t.expiry(sent))?;
                 }
-                if d == 0 {
-                    // R8: a first receive adds to the in-flight count.
-                    if policy.fresh_budget == 0 {
-                        rep.limited = true;
-                        break;
-                    }
-                    policy.fresh_budget -= 1;
-                }
-                // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it: `change_visibility` reads it after
-                // an Acquire load of `vis`. Nobody else can take this visible message: we hold
-                // the group claim.
-                m.recv_ms
-                    .store(super::recv::pack(me, now), Ordering::Relaxed);
-                // Acquire orders our payload reads after the producer's writes; Release
-                // publishes the new deadline to deleters and other receivers. SYNC
-                // POINT(expiry-publish): SeqCst, so that this deadline and the `next_expiry`
-                // load after the loop are ordered against a sweeper's swap and fence (on x86 a
-                // locked CAS costs the same either way).
-                if m.vis
-                    .compare_exchange(
-                        w,
-                        vis::pack(epoch, vis::published(deadline)),
-                        Ordering::SeqCst,
-                        Ordering::Relaxed,
-                    )
-                    .is_err()
-                {
-                    if d == 0 {
-                        policy.fresh_budget += 1;
-                    }
-                    continue; // changed under us (purge); look again
-                }
-                if d == 0 {
-                    account_in_flight(a, me, 1);
-                }
-                crash_point!();
-                // Relaxed: informational fields of a message we now hold.
-                let _ =
-                    m.first_recv_ms
-                        .compare_exchange(0, wall, Ordering::Relaxed, Ordering::Relaxed);
-                let held = vis::pack(epoch, vis::published(deadline));
-                let read = sink(&Taken {
-                    idx: next,
-                    inc: ninc,
-                    epoch,
-                    receive_count,
-                    header: m,
-                    group: e,
-                    payload,
-                    vis: held,
-                });
-                cur = node::pack(ninc, next);
-                if !read {
-                    // A corrupted word made it unreadable: take it out, and go on with the
-                    // group's next message (it breaks itself, not its group). A failed CAS
-                    // (a purge got there first) removed it all the same.
-                    quarantine::message(a, env, me, m, next, ninc, held);
-                    continue;
-                }
+                break;
+            }
+            Standing::Delayed => {
+                // L1, R4: delayed messages are at the tail and lock nothing; a sweep hints the
+                // group when the delay ends (SYNC POINT(expiry-wheel): after the load that
+                // found it published).
+                wake_at(a, g, sent.saturating_add(t.delay))?;
+                break;
+            }
+            Standing::Visible => {}
+        }
+        match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
+            Held::Taken { redelivered: again } => {
                 taken += 1;
-                redelivered += u64::from(d != 0);
+                redelivered += u64::from(again);
+                cur = node::pack(ninc, next);
             }
+            Held::Gone { moved: true } => {
+                moved += 1;
+                cur = node::pack(ninc, next);
+            }
+            Held::Gone { moved: false } => cur = node::pack(ninc, next),
+            Held::LookAgain => {}
+            Held::Stop => break,
         }
     }
-    if taken > 0 && vt_ms > 0 {
-        // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the
-        // SeqCst CASes that published it (one arming for every message taken: they share the
-        // deadline).
-        timers::file(a, g, deadline)?;
-        // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier
-        // than it: usually an earlier deadline is pending, and a read leaves the header's line
-        // shared instead of taking it exclusive on every receive. A SeqCst load after our
-        // SeqCst deadline CASes, against a sweeper's SeqCst swap, fence, then scan: either
-        // this load sees the sweeper's reset (MAX, so we lower it) or its scan sees our
-        // deadlines; and a later sweep, due at the earlier deadline we saw, scans after our
-        // CASes.
-        if deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0) {
-            // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
-            a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
-        }
+    if taken > 0 && policy.vt_ms > 0 {
+        publish_deadline(a, g, deadline)?;
     }
     rep.moved += moved;
     rep.expired += expired;
@@ -605,4 +495,185 @@ fn take(
         return Ok(None);
     }
     Ok(Some(taken))
+}
+
+/// Linked by a producer that died before publishing: the send committed at the link CAS, so
+/// the claim holder publishes it on its behalf, its dedup entry settled first (invariant D: a
+/// retry of its dedup id must find the message). A corrupted dedup entry must not wedge the
+/// group: published all the same.
+fn publish_orphan(a: &Arena<'_>, env: &dyn Env, me: Owner, m: &MsgHeader, idx: u32, w: u64) {
+    if settle_known(a, env, me, idx, w, Link::Linked, Then::NoHint).is_err() {
+        // SeqCst: as the settle's own publication (SYNC POINT(ready-check)).
+        let _ = m.vis.compare_exchange(
+            w,
+            vis::pack(vis::epoch(w), vis::published(0)),
+            Ordering::SeqCst,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Files group `g` on the expiry wheel at `at` and lowers `next_expiry` to it: a sweep wakes
+/// for the group then (a delay or a retention period that ends while its head is locked).
+fn wake_at(a: &Arena<'_>, g: u32, at: u64) -> PResult<()> {
+    timers::file(a, g, at)?;
+    // AcqRel: as the deadline's fetch_min in `publish_deadline`.
+    a.hdr.next_expiry.0.fetch_min(at, Ordering::AcqRel);
+    Ok(())
+}
+
+/// After a take: the group filed on the wheel at the messages' visibility deadline, and
+/// `next_expiry` lowered to it where it is earlier.
+fn publish_deadline(a: &Arena<'_>, g: u32, deadline: u64) -> PResult<()> {
+    // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the SeqCst
+    // CASes that published it (one arming for every message taken: they share the deadline).
+    timers::file(a, g, deadline)?;
+    // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier than
+    // it: usually an earlier deadline is pending, and a read leaves the header's line shared
+    // instead of taking it exclusive on every receive. A SeqCst load after our SeqCst deadline
+    // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
+    // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
+    // due at the earlier deadline we saw, scans after our CASes.
+    if deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0) {
+        // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
+        a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
+    }
+    Ok(())
+}
+
+/// What a take knows for the whole group: the claim it holds and the instant it acts at.
+struct Holder<'x, 'a> {
+    a: &'x Arena<'a>,
+    env: &'x dyn Env,
+    me: Owner,
+    e: &'x GroupEntry,
+    t: Times,
+    /// The visibility deadline of the messages taken.
+    deadline: u64,
+    /// Wall-clock now (the first receive's timestamp).
+    wall: u64,
+}
+
+/// What [`Holder::hold`] did with one visible message.
+enum Held {
+    /// Handed to the sink, in flight now (`redelivered`: it had been received before).
+    Taken { redelivered: bool },
+    /// Out of the group: moved to the dead-letter queue (`moved`), or unreadable and
+    /// quarantined.
+    Gone { moved: bool },
+    /// Changed under us (a purge, a move that lost its removal): look at it again.
+    LookAgain,
+    /// The group yields nothing more this time (the in-flight limit, a failed move).
+    Stop,
+}
+
+impl Holder<'_, '_> {
+    /// Under the claim: takes visible message `idx` (header `m`, `vis` word `w` with
+    /// deadline field `d`), or moves it to the dead-letter queue past `maxReceiveCount`.
+    #[allow(clippy::too_many_arguments)]
+    fn hold(
+        &self,
+        m: &MsgHeader,
+        idx: u32,
+        inc: u32,
+        w: u64,
+        d: u64,
+        policy: &mut Policy<'_>,
+        rep: &mut Received,
+        sink: &mut Sink<'_>,
+    ) -> PResult<Held> {
+        let a = self.a;
+        let epoch = vis::next(vis::epoch(w));
+        // Relaxed: stable while the message is published; we hold the claim.
+        let ge = m.group_epoch0.load(Ordering::Relaxed);
+        let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
+        let lens = m.lens.load(Ordering::Relaxed);
+        // SAFETY: we hold the group claim, so no participant can receive, delete or free this
+        // message while we read.
+        let payload = unsafe { a.payload(idx, lens, ge) }?;
+        if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
+            if receive_count > *max_count {
+                // X1: this receive would deliver it for the (max+1)-th time: move it instead. A
+                // mover that dies after its send and before the removal leaves the message
+                // here; the next mover's send is a duplicate (the dead-letter queue dedups on
+                // the message id, D8).
+                let moved_ok = mover(&Taken {
+                    idx,
+                    inc,
+                    epoch: vis::epoch(w),
+                    receive_count: receive_count.wrapping_sub(1),
+                    header: m,
+                    group: self.e,
+                    payload,
+                    vis: w,
+                });
+                crash_point!();
+                if !moved_ok {
+                    rep.move_failed = true;
+                    return Ok(Held::Stop);
+                }
+                // X4: the group goes on with its next message.
+                return Ok(if remove(a, self.me, m, w) {
+                    Held::Gone { moved: true }
+                } else {
+                    Held::LookAgain
+                });
+            }
+        }
+        if d == 0 {
+            // R8: a first receive adds to the in-flight count.
+            if policy.fresh_budget == 0 {
+                rep.limited = true;
+                return Ok(Held::Stop);
+            }
+            policy.fresh_budget -= 1;
+        }
+        // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it:
+        // `change_visibility` reads it after an Acquire load of `vis`. Nobody else can take
+        // this visible message: we hold the group claim.
+        m.recv_ms
+            .store(super::recv::pack(self.me, self.t.now), Ordering::Relaxed);
+        let held = vis::pack(epoch, vis::published(self.deadline));
+        // Acquire orders our payload reads after the producer's writes; Release publishes the
+        // new deadline to deleters and other receivers. SYNC POINT(expiry-publish): SeqCst, so
+        // that this deadline and the `next_expiry` load after the take are ordered against a
+        // sweeper's swap and fence (on x86 a locked CAS costs the same either way).
+        if m.vis
+            .compare_exchange(w, held, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            if d == 0 {
+                policy.fresh_budget += 1;
+            }
+            return Ok(Held::LookAgain); // changed under us (purge)
+        }
+        if d == 0 {
+            account_in_flight(a, self.me, 1);
+        }
+        crash_point!();
+        // Relaxed: informational fields of a message we now hold.
+        let _ =
+            m.first_recv_ms
+                .compare_exchange(0, self.wall, Ordering::Relaxed, Ordering::Relaxed);
+        let read = sink(&Taken {
+            idx,
+            inc,
+            epoch,
+            receive_count,
+            header: m,
+            group: self.e,
+            payload,
+            vis: held,
+        });
+        if !read {
+            // A corrupted word made it unreadable: take it out, and go on with the group's
+            // next message (it breaks itself, not its group). A failed CAS (a purge got there
+            // first) removed it all the same.
+            quarantine::message(a, self.env, self.me, m, idx, inc, held);
+            return Ok(Held::Gone { moved: false });
+        }
+        Ok(Held::Taken {
+            redelivered: d != 0,
+        })
+    }
 }

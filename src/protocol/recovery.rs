@@ -3,8 +3,9 @@
 //! and lost hints).
 
 use super::accounting::count;
-use super::ready::{hint_if_ready, sweep};
+use super::ready::hint_if_ready;
 use super::settle::{settle_dead_send, Settled};
+use super::sweep::sweep;
 use super::Owner;
 use super::{owner, pstate, vis, words, Arena, Env, PResult};
 use crate::layout::counter;

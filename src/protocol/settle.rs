@@ -7,7 +7,8 @@
 
 use super::dedup::{self, PENDING};
 use super::group::{self, TryClaim};
-use super::ready::{hint_if_ready, or_release, release};
+use super::ready::hint_if_ready;
+use super::release::{or_release, release};
 use super::Owner;
 use super::{gstate, node, pool, vis, words, Arena, Env, Fault, PResult};
 use crate::layout::MsgHeader;

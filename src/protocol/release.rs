@@ -1,0 +1,179 @@
+//! Releasing a group's claim: the cleanup a holder runs before it lets go (moving `head` past
+//! deleted messages, retiring an empty group), DIRTY requests from deleters, and the
+//! readiness re-check after the release (SYNC POINT(claim)).
+
+use super::group::{self};
+use super::ready::hint_if_ready;
+use super::Owner;
+use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
+use crate::layout::GroupEntry;
+use crate::sync::Ordering;
+
+/// Outcome of a cleanup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cleaned {
+    /// The group is still active.
+    Kept,
+    /// The group was retired and our claim released.
+    Retired,
+}
+
+/// Under the claim: frees a dead holder's pending dummy, moves `head` past deleted nodes, and
+/// retires the group if it is empty.
+pub(crate) fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> PResult<Cleaned> {
+    let r = cleanup_inner(a, env, e)?;
+    if r == Cleaned::Retired {
+        release_claim_word(e, cw);
+    }
+    Ok(r)
+}
+
+fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleaned> {
+    let _ = env;
+    // Acquire: SYNC POINT(claim); a dead holder's pending free is visible.
+    let p = e.pending_free.load(Ordering::Acquire);
+    if p != 0 && p != e.head.load(Ordering::Acquire) {
+        pool::free_dummy(a, env, p)?;
+    }
+    if p != 0 {
+        e.pending_free.store(0, Ordering::Release);
+    }
+    for _ in 0..a.steps() {
+        let h = e.head.load(Ordering::Acquire);
+        let hlw = a.link(node::index(h))?;
+        let hl = hlw.load(Ordering::Acquire);
+        if node::inc(hl) != node::inc(h) {
+            // Only a retire frees the dummy (invariant 1): finish it.
+            finish_retire(a, env, e, h)?;
+            return Ok(Cleaned::Retired);
+        }
+        match node::index(hl) {
+            node::CLOSED => {
+                finish_retire(a, env, e, h)?;
+                return Ok(Cleaned::Retired);
+            }
+            node::NIL => {
+                // Empty: close the list so no append can succeed, then retire. SeqCst: orders
+                // the close against appenders' SeqCst link CAS (exactly one of them wins).
+                if hlw
+                    .compare_exchange(
+                        hl,
+                        node::pack(node::inc(hl), node::CLOSED),
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+                {
+                    crash_point!();
+                    finish_retire(a, env, e, h)?;
+                    return Ok(Cleaned::Retired);
+                }
+                continue; // an append won: look again
+            }
+            next => {
+                let m = a.msg(next)?;
+                // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release check.
+                let w = m.vis.load(Ordering::SeqCst);
+                if vis::state(w) != vis::State::Deleted {
+                    return Ok(Cleaned::Kept);
+                }
+                let nref = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
+                // Invariant 2: never leave `tail` on a node about to be freed. AcqRel pairs
+                // with appenders' Acquire loads of `tail`.
+                let _ = e
+                    .tail
+                    .compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                if node::index(h) < a.total {
+                    // Release: a stealer that takes the claim (Acquire) sees what to free.
+                    e.pending_free.store(h, Ordering::Release);
+                }
+                crash_point!();
+                // SYNC POINT(ready-check): a swap (AcqRel) against the producer's RMW on `head`;
+                // our later loads of `vis` see any producer whose RMW came first.
+                e.head.swap(nref, Ordering::AcqRel);
+                crash_point!();
+                pool::free_dummy(a, env, h)?;
+                if node::index(h) < a.total {
+                    e.pending_free.store(0, Ordering::Release);
+                }
+            }
+        }
+    }
+    Err(Fault::Corrupted("cleanup did not converge"))
+}
+
+/// Frees the dummy `h` of a closed list and turns the entry into a tombstone.
+fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResult<()> {
+    pool::free_dummy(a, env, h)?;
+    crash_point!();
+    // Acquire: the state word as of our claim.
+    let st = e.state.load(Ordering::Acquire);
+    if gstate::kind(st) == gstate::ACTIVE {
+        group::tombstone(a, e, st);
+    }
+    Ok(())
+}
+
+/// What a step made under group `e`'s claim `cw` returned: on a fault (a corrupted word met
+/// under the claim), the claim is given up first, so that the fault breaks the operation and
+/// never leaves the group held by a process that goes on living (its later operations, and
+/// everyone else's, would wait on it). Under loom a participant stopped forever keeps it.
+pub(crate) fn or_release<T>(e: &GroupEntry, cw: u64, r: PResult<T>) -> PResult<T> {
+    if let Err(f) = &r {
+        if super::stopped(*f) {
+            return r;
+        }
+        release_claim_word(e, cw);
+    }
+    r
+}
+
+/// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
+pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
+    for _ in 0..64 {
+        // Relaxed: the CAS below carries the ordering.
+        let cur = e.claim.load(Ordering::Relaxed);
+        if owner::clean(cur) != cw {
+            return;
+        }
+        // SYNC POINT(claim): Release hands our writes to the next holder.
+        if e.claim
+            .compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
+/// the group if it has a deliverable message (H5: a delete that unlocks a group wakes a
+/// receiver).
+pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) -> PResult<()> {
+    let e = a.group(g)?;
+    for _ in 0..MAX_STEPS {
+        // Acquire: a deleter's DIRTY request carries its delete (Release CAS).
+        let cur = e.claim.load(Ordering::Acquire);
+        if owner::clean(cur) != cw {
+            return Ok(()); // taken from us (we were presumed dead) or corrupted
+        }
+        if cur & owner::DIRTY != 0 {
+            if e.claim
+                .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+                && cleanup(a, env, cw, e)? == Cleaned::Retired
+            {
+                return Ok(());
+            }
+            continue;
+        }
+        // SYNC POINT(claim): SeqCst release; also orders it before the readiness check.
+        if e.claim
+            .compare_exchange(cw, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            break;
+        }
+    }
+    hint_if_ready(a, env, me, g, e)
+}
