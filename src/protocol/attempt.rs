@@ -11,6 +11,7 @@
 //! fresh receive, as SQS does for an attempt id it no longer knows).
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
+use super::words::attempt::{inc, kind, pack, pack_meta, unpack_meta, DONE, FREE, WRITING};
 use super::Owner;
 use super::{Arena, Env};
 use crate::layout::{AttemptEntry, MAX_ID_LEN};
@@ -22,20 +23,6 @@ pub const LIFETIME_MS: u64 = 5 * 60 * 1000;
 pub const WINDOW: usize = 8;
 /// Most messages per record (one receive).
 pub const MAX_MESSAGES: usize = 10;
-
-const FREE: u64 = 0;
-const WRITING: u64 = 1;
-const DONE: u64 = 2;
-
-fn pack(inc: u32, kind: u64, owner_code: Owner) -> u64 {
-    (u64::from(inc & super::words::GINC_MASK) << 40) | (kind << 38) | owner_code.bits()
-}
-fn inc(w: u64) -> u32 {
-    (w >> 40) as u32
-}
-fn kind(w: u64) -> u64 {
-    (w >> 38) & 3
-}
 
 /// A record: the receive's messages as `(node ref, vis word after the receive)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,11 +66,7 @@ pub fn find(a: &Arena<'_>, now: u64, hash: u64, id: &[u8]) -> Option<Record> {
         // Relaxed field loads, validated by the state re-check after the Acquire fence.
         let created = e.created.load(Ordering::Relaxed);
         let meta = e.meta.load(Ordering::Relaxed);
-        let (count, id_len, vt_ms) = (
-            (meta >> 56) as usize,
-            ((meta >> 48) & 0xFF) as usize,
-            meta & ((1 << 48) - 1),
-        );
+        let (count, id_len, vt_ms) = unpack_meta(meta);
         let same = e.hash.load(Ordering::Relaxed) == hash
             && id_len == id.len()
             && e.id
@@ -169,10 +152,8 @@ pub fn record(a: &Arena<'_>, env: &dyn Env, me: Owner, hash: u64, id: &[u8], rec
     e.hash.store(hash, Ordering::Relaxed);
     e.created.store(now, Ordering::Relaxed);
     let count = rec.count.min(MAX_MESSAGES);
-    e.meta.store(
-        ((count as u64) << 56) | ((id.len() as u64 & 0xFF) << 48) | (rec.vt_ms & ((1 << 48) - 1)),
-        Ordering::Relaxed,
-    );
+    e.meta
+        .store(pack_meta(count, id.len(), rec.vt_ms), Ordering::Relaxed);
     for (w, x) in e.id.iter().zip(want.iter()) {
         w.store(*x, Ordering::Relaxed);
     }

@@ -6,19 +6,7 @@
 use super::Arena;
 use crate::sync::Ordering;
 
-/// Mask of the clock's base (ms) and of arena times derived from it.
-pub const CLOCK_MASK: u64 = (1 << 40) - 1;
-
-/// The 24-bit tag of a boot id kept in the clock word.
-pub fn boot_tag(b: [u64; 2]) -> u64 {
-    let x = b[0] ^ b[1];
-    (x ^ (x >> 24) ^ (x >> 48)) & ((1 << 24) - 1)
-}
-
-/// The clock word `[boot_tag:24][base_ms:40]`.
-pub fn clock_word(tag: u64, base_ms: u64) -> u64 {
-    (tag << 40) | (base_ms & CLOCK_MASK)
-}
+pub use super::words::clock::{boot_tag, pack as clock_word, CLOCK_MASK};
 
 /// The clock base [`rebase`] settled on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +39,7 @@ pub fn rebase(a: &Arena<'_>, boot: [u64; 2], mono_ms: u64, wall_ms: u64) -> Base
     loop {
         // Acquire: SYNC POINT(clock-rebase), pairs with a rebaser's AcqRel CAS (and the creator's publication).
         let c = hdr.clock.load(Ordering::Acquire);
-        if c >> 40 == tag {
+        if super::words::clock::tag(c) == tag {
             return Based {
                 base_ms: c & CLOCK_MASK,
                 rebased: false,

@@ -50,8 +50,6 @@ pub const MAX_WAIT_MS: u64 = 1_000;
 /// from its home. A reservation then looks at no more than this many entries, full table or
 /// not, and a full window gives up its oldest key instead of the send.
 pub const EVICT_WINDOW: usize = 256;
-/// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
-const MAX_EXPIRES: u64 = (1 << 48) - 1;
 
 /// A dedup key: the dedup id, and the group id with messageGroup scope (empty otherwise).
 #[derive(Debug, Clone, Copy)]
@@ -109,17 +107,7 @@ fn key_words<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a [AtomicU64]> {
         .ok_or(Fault::Corrupted("dedup key index out of range"))
 }
 
-fn pack_meta(dedup_len: usize, group_len: usize, expires: u64) -> u64 {
-    ((dedup_len as u64 & 0xFF) << 56) | ((group_len as u64 & 0xFF) << 48) | expires.min(MAX_EXPIRES)
-}
-
-fn meta_lens(m: u64) -> (usize, usize) {
-    ((m >> 56) as usize, ((m >> 48) & 0xFF) as usize)
-}
-
-fn meta_expires(m: u64) -> u64 {
-    m & MAX_EXPIRES
-}
+use super::words::dedup_meta::{expires as meta_expires, lens as meta_lens, pack as pack_meta};
 
 fn key_bytes<'k>(key: &'k Key<'k>) -> impl Iterator<Item = u64> + 'k {
     let total = key.dedup.len() + key.group.len();

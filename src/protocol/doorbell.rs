@@ -87,20 +87,16 @@ fn withdraw(a: &Arena<'_>, line: &WakeLine, part: usize, unit: u64) {
     line.waiters.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Per-participant count of one receiver waiting (the low half of `waiting`).
-const RECEIVER: u64 = 1;
-/// Per-participant count of one producer waiting for space (the high half of `waiting`).
-const SPACE_WAITER: u64 = 1 << 32;
+use super::words::waiting::{PRODUCER as SPACE_WAITER, RECEIVER};
 
 /// Gives back the sleeper counts `w` (a swapped-out `Participant::waiting`) of a participant
 /// that died or closed: receivers to the wake line, producers to the space line.
 pub fn give_back(a: &Arena<'_>, w: u64) {
     // AcqRel: counts; the caller's swap made this the only give-back of `w`.
-    let receivers = w as u32;
+    let (receivers, producers) = super::words::waiting::unpack(w);
     if receivers > 0 {
         a.hdr.wake.0.waiters.fetch_sub(receivers, Ordering::AcqRel);
     }
-    let producers = (w >> 32) as u32;
     if producers > 0 {
         a.hdr.space.0.waiters.fetch_sub(producers, Ordering::AcqRel);
     }

@@ -39,10 +39,7 @@ pub fn message(
     true
 }
 
-/// `[idx:32][inc:32]`, as `QuarantineLine::last_ref` keeps it.
-pub fn node_ref(idx: u32, inc: u32) -> u64 {
-    (u64::from(idx) << 32) | u64::from(inc)
-}
+pub use super::words::quarantined_ref as node_ref;
 
 /// Counts `messages` and `groups` quarantined, the last message being `last_ref`.
 fn note(a: &Arena<'_>, env: &dyn Env, messages: u64, groups: u64, last_ref: u64) {

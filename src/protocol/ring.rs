@@ -11,23 +11,14 @@
 //! Hints are allowed to be lost (full ring, corrupted entry) or duplicated: consumers re-validate
 //! the group, and a sweep re-derives lost hints.
 
+use super::words::ring::{pack, seq, value, SEQ_MASK};
 use crate::sync::{AtomicU64, Ordering};
 
-const SEQ_MASK: u64 = (1 << 40) - 1;
-const VALUE_MASK: u64 = (1 << 24) - 1;
 /// Retries before a push or pop gives up (only reached under corruption or extreme contention;
 /// a lost hint is repaired by the sweep).
 const MAX_SPINS: u32 = 1 << 16;
 /// Rounds a push waits on an entry in an impossible state before it calls the ring corrupted.
 const ODD_ROUNDS: u32 = 256;
-
-fn pack(seq: u64, value: u32) -> u64 {
-    ((seq & SEQ_MASK) << 24) | (u64::from(value) & VALUE_MASK)
-}
-
-fn seq(w: u64) -> u64 {
-    w >> 24
-}
 
 /// The ring: entries plus the two position hints.
 #[derive(Debug, Clone, Copy)]
@@ -139,14 +130,14 @@ impl Ring<'_> {
                 )
                 .is_ok()
                 {
-                    crash_point!(Some((w & VALUE_MASK) as u32));
+                    crash_point!(Some(value(w)));
                     let _ = self.head.compare_exchange(
                         h,
                         h.wrapping_add(1),
                         Ordering::Release,
                         Ordering::Relaxed,
                     );
-                    return Some((w & VALUE_MASK) as u32);
+                    return Some(value(w));
                 }
             } else if s == lap.wrapping_mul(2) & SEQ_MASK {
                 // Relaxed: a re-read to rule out a stale `h`.

@@ -1,6 +1,8 @@
 //! Encodings of the shared words: owner codes, claim words, `vis`, `recv_ms`, node references,
-//! group and participant states, and the packed message header words (`lens`,
-//! `group_epoch0`). Every bit layout of the arena's atomics is defined here and nowhere else.
+//! group and participant states, the packed message header words (`lens`, `group_epoch0`),
+//! attempt records' state and meta words, dedup entries' meta word, ready-ring entries, the
+//! clock word and a participant's `waiting` word. Every bit layout of the arena's atomics is
+//! defined here and nowhere else; the protocols pack and unpack through these functions.
 
 /// Mask of a group incarnation (24 bits), in claim words, group and dedup state words and
 /// attempt records.
@@ -295,4 +297,121 @@ pub fn group_of(w: u64) -> u32 {
 pub(crate) fn payload_len(lens: u64, ge: u64) -> usize {
     let (b, at, d, _) = unpack_lens(lens);
     b + at + d + unpack_group_epoch0(ge).0
+}
+
+/// ReceiveRequestAttemptId records (`protocol::attempt`): the state word
+/// `[inc:24][kind:2][owner:38]` and the meta word `[count:8][id_len:8][vt_ms:48]`.
+pub mod attempt {
+    use super::super::Owner;
+    use super::GINC_MASK;
+
+    /// An empty record.
+    pub const FREE: u64 = 0;
+    /// A record being written by its owner.
+    pub const WRITING: u64 = 1;
+    /// A complete record.
+    pub const DONE: u64 = 2;
+    const VT_MASK: u64 = (1 << 48) - 1;
+
+    /// The state word.
+    pub fn pack(inc: u32, kind: u64, owner_code: Owner) -> u64 {
+        (u64::from(inc & GINC_MASK) << 40) | (kind << 38) | owner_code.bits()
+    }
+    /// The incarnation of a state word.
+    pub fn inc(w: u64) -> u32 {
+        (w >> 40) as u32
+    }
+    /// The kind of a state word (`FREE`, `WRITING`, `DONE`).
+    pub fn kind(w: u64) -> u64 {
+        (w >> 38) & 3
+    }
+    /// The meta word: how many messages, the id's length, the visibility timeout (ms).
+    pub fn pack_meta(count: usize, id_len: usize, vt_ms: u64) -> u64 {
+        ((count as u64 & 0xFF) << 56) | ((id_len as u64 & 0xFF) << 48) | (vt_ms & VT_MASK)
+    }
+    /// `(count, id_len, vt_ms)` of a meta word.
+    pub fn unpack_meta(m: u64) -> (usize, usize, u64) {
+        ((m >> 56) as usize, ((m >> 48) & 0xFF) as usize, m & VT_MASK)
+    }
+}
+
+/// A dedup entry's meta word (`protocol::dedup`): `[dedup_len:8][group_len:8][expires:48]`.
+pub mod dedup_meta {
+    /// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
+    pub const MAX_EXPIRES: u64 = (1 << 48) - 1;
+
+    /// The meta word.
+    pub fn pack(dedup_len: usize, group_len: usize, expires: u64) -> u64 {
+        ((dedup_len as u64 & 0xFF) << 56)
+            | ((group_len as u64 & 0xFF) << 48)
+            | expires.min(MAX_EXPIRES)
+    }
+    /// `(dedup_len, group_len)` of a meta word.
+    pub fn lens(m: u64) -> (usize, usize) {
+        ((m >> 56) as usize, ((m >> 48) & 0xFF) as usize)
+    }
+    /// The expiry time (arena ms) of a meta word.
+    pub fn expires(m: u64) -> u64 {
+        m & MAX_EXPIRES
+    }
+}
+
+/// A ready-ring entry (`protocol::ring`): `[seq:40][value:24]`.
+pub mod ring {
+    /// Mask of an entry's sequence (positions wrap at 2^40).
+    pub const SEQ_MASK: u64 = (1 << 40) - 1;
+    /// Mask of an entry's value (a group index).
+    pub const VALUE_MASK: u64 = (1 << 24) - 1;
+
+    /// The entry word.
+    pub fn pack(seq: u64, value: u32) -> u64 {
+        ((seq & SEQ_MASK) << 24) | (u64::from(value) & VALUE_MASK)
+    }
+    /// The sequence of an entry word.
+    pub fn seq(w: u64) -> u64 {
+        w >> 24
+    }
+    /// The value (a group index) of an entry word.
+    pub fn value(w: u64) -> u32 {
+        (w & VALUE_MASK) as u32
+    }
+}
+
+/// The arena clock word (`protocol::clock`): `[boot_tag:24][base_ms:40]`.
+pub mod clock {
+    /// Mask of the clock's base (ms) and of arena times derived from it.
+    pub const CLOCK_MASK: u64 = (1 << 40) - 1;
+
+    /// The 24-bit tag of a boot id kept in the clock word.
+    pub fn boot_tag(b: [u64; 2]) -> u64 {
+        let x = b[0] ^ b[1];
+        (x ^ (x >> 24) ^ (x >> 48)) & ((1 << 24) - 1)
+    }
+    /// The clock word.
+    pub fn pack(tag: u64, base_ms: u64) -> u64 {
+        (tag << 40) | (base_ms & CLOCK_MASK)
+    }
+    /// The boot tag of a clock word.
+    pub fn tag(w: u64) -> u64 {
+        w >> 40
+    }
+}
+
+/// A participant's `waiting` word (`protocol::doorbell`): receivers asleep on the doorbell in
+/// the low 32 bits, producers asleep on the space doorbell in the high 32.
+pub mod waiting {
+    /// One receiver.
+    pub const RECEIVER: u64 = 1;
+    /// One producer waiting for space.
+    pub const PRODUCER: u64 = 1 << 32;
+
+    /// `(receivers, producers)` of a `waiting` word.
+    pub fn unpack(w: u64) -> (u32, u32) {
+        (w as u32, (w >> 32) as u32)
+    }
+}
+
+/// `QuarantineLine::last_ref`: the last message quarantined, `[idx:32][inc:32]`.
+pub fn quarantined_ref(idx: u32, inc: u32) -> u64 {
+    (u64::from(idx) << 32) | u64::from(inc)
 }
