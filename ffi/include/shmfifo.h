@@ -170,7 +170,7 @@ typedef struct {
    */
   shmfifo_str attempt_id;
   /*
-   1: a borrowing receive (issue 15): each message's `body` views the queue's memory
+   1: a borrowing receive: each message's `body` views the queue's memory
    instead of the buffer (no copy), readable while the queue is open and the message in
    flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
    whether the bytes were still that message's. 0 (default): bodies are copied into the
@@ -929,9 +929,13 @@ shmfifo_result shmfifo_send_timeout(const shmfifo_queue *q,
                                     shmfifo_send_result *out);
 
 /*
- Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids,
- too long, missing group or dedup id) is returned and nothing is sent; otherwise returns
- `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries).
+ Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids
+ (an id longer than 80 bytes is `SHMFIFO_INVALID_BATCH_ENTRY_ID`, as SQS answers), more than
+ 1 MiB in all, missing group or dedup id) is returned and nothing is sent; otherwise returns
+ `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
+ SQS, an entry whose body or an attribute value is longer than the queue's maximum message
+ size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
+ result, its memory past those lengths unread) and the others are sent.
 
  # Safety
  `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).

@@ -746,9 +746,13 @@ static void test_lengths_checked_before_reading(void) {
     shmfifo_batch_result br[1];
     EXPECT(shmfifo_send_batch(q, be, SIZE_MAX, br), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
     EXPECT(shmfifo_send_batch(q, be, huge, br), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    /* An entry id past 80 bytes: SQS's InvalidBatchEntryId, unread. */
     be->id.data = edge;
     be->id.len = huge;
-    EXPECT(shmfifo_send_batch(q, be, 1, br), SHMFIFO_INVALID_PARAMETER_VALUE);
+    EXPECT(shmfifo_send_batch(q, be, 1, br), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    be->id.len = 81;
+    EXPECT(shmfifo_send_batch(q, be, 1, br), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    be->id = s("one");
     shmfifo_handle_entry *he = (shmfifo_handle_entry *)(mem + page - sizeof(shmfifo_handle_entry));
     he->id = s("one");
     he->receipt = s("sf1");
@@ -757,9 +761,65 @@ static void test_lengths_checked_before_reading(void) {
     EXPECT(shmfifo_delete_batch(q, he, SIZE_MAX, codes), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
     EXPECT(shmfifo_change_visibility_batch(q, he, huge, codes),
            SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    he->id.data = edge;
+    he->id.len = huge;
+    EXPECT(shmfifo_delete_batch(q, he, 1, codes), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    EXPECT(shmfifo_change_visibility_batch(q, he, 1, codes), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    he->id.len = 81;
+    EXPECT(shmfifo_delete_batch(q, he, 1, codes), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    EXPECT(shmfifo_change_visibility_batch(q, he, 1, codes), SHMFIFO_INVALID_BATCH_ENTRY_ID);
+    he->id = s("one");
     he->receipt.data = edge;
     he->receipt.len = huge;
     EXPECT(shmfifo_delete_batch(q, he, 1, codes), SHMFIFO_INVALID_PARAMETER_VALUE);
+
+    /* S13: an entry too large for the queue (a body, or an attribute value, past its
+       4,096-byte maximum, or 11 attributes) fails alone, its memory unread; the others are
+       sent, in order. A batch over 1 MiB in all is refused whole. */
+    shmfifo_batch_entry five[5];
+    shmfifo_batch_result r5[5];
+    const char *bodies[5] = {"first", "big body", "big value", "11 attributes", "last"};
+    const char *dedups[5] = {"s13-1", "s13-2", "s13-3", "s13-4", "s13-5"};
+    const char *ids[5] = {"a", "b", "c", "d", "e"};
+    for (int i = 0; i < 5; i++) {
+        five[i].id = s(ids[i]);
+        five[i].message = msg("s13", bodies[i], dedups[i]);
+    }
+    five[1].message.body.data = edge;
+    five[1].message.body.len = 4097;
+    attrs->name = s("n");
+    attrs->data_type = s("String");
+    attrs->value = (const uint8_t *)edge;
+    attrs->value_len = 4097;
+    five[2].message.attributes = attrs;
+    five[2].message.attribute_count = 1;
+    five[3].message.attributes = attrs;
+    five[3].message.attribute_count = 11;
+    memset(r5, 0xff, sizeof r5);
+    EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_OK);
+    CHECK(r5[0].code == SHMFIFO_OK && r5[4].code == SHMFIFO_OK);
+    for (int i = 1; i < 4; i++) {
+        CHECK(r5[i].code == SHMFIFO_INVALID_PARAMETER_VALUE);
+        CHECK(r5[i].result.message_id[0] == 0);
+    }
+    CHECK(r5[0].result.sequence_lo < r5[4].result.sequence_lo);
+    {
+        shmfifo_receive_buffer *rb = shmfifo_receive_buffer_new();
+        shmfifo_message got[10];
+        size_t n = receive_now(q, rb, got, 60000);
+        CHECK(n == 2);
+        if (n == 2) CHECK(streq(got[0].body, "first") && streq(got[1].body, "last"));
+        shmfifo_receive_buffer_free(rb);
+        EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
+    }
+    /* Still request-level: ids checked on every entry (an oversized one's too), and the
+       lengths' total, oversized bodies included, against 1 MiB. */
+    five[3].id = s("a");
+    EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT);
+    five[3].id = s("d");
+    five[1].message.body.len = huge;
+    EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_BATCH_REQUEST_TOO_LONG);
+    CHECK(attributes(q).approximate_number_of_messages == 0);
 
     /* NUL-terminated arguments (names, receipt handles) are read at most 4,096 bytes far. */
     char *longstr = malloc(5001);
