@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed newgroup dedup empty)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
-bin="$PWD/target/release/shmfifo-hotpath"
+bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 printf '%-9s %14s %16s %12s\n' mode instructions locked-atomics clock-reads
