@@ -231,6 +231,77 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
 }
 
 fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> PResult<Pass> {
+    let (d, st, evicted, probe, now) = match choose(a, env, me, key, home)? {
+        Choice::Decided(p) => return Ok(p),
+        Choice::Entry {
+            d,
+            st,
+            evicted,
+            probe,
+            now,
+        } => (d, st, evicted, probe, now),
+    };
+    let mask = a.dedup.len() - 1;
+    let he = entry(a, home)?;
+    let i = (home + d) & mask;
+    let e = entry(a, i)?;
+    let inc = gstate::ginc(st).wrapping_add(1);
+    // AcqRel: Acquire orders our field writes after the previous incarnation's readers' view
+    // of the state (SYNC POINT(dedup-seqlock)); Release publishes our registration.
+    if e.state
+        .compare_exchange(
+            st,
+            gstate::pack(inc, WRITING, me),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        return Ok(Pass::Again);
+    }
+    // SYNC POINT(dedup-seqlock): Release fence after the state change, before the field
+    // writes: a reader that sees any of them sees the state change after its Acquire fence.
+    fence(Ordering::Release);
+    if let Some(expires) = evicted {
+        note_eviction(a, now, expires);
+    }
+    crash_point!();
+    write_key(a, i, key)?;
+    // Release: pairs with the Acquire load of `probe` by later passes (which hold the home
+    // claim, also Release/Acquire) and by lock-free readers.
+    if d + 1 > probe {
+        he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+    }
+    crash_point!();
+    let word = gstate::pack(inc, PENDING, me);
+    // SYNC POINT(dedup-publish): Release publishes the key and fields.
+    e.state.store(word, Ordering::Release);
+    Ok(Pass::Done(Reserved::New {
+        index: i as u32,
+        word,
+    }))
+}
+
+/// What a pass's search decided.
+enum Choice {
+    /// No entry to write: a duplicate, a wait, or a look again.
+    Decided(Pass),
+    /// Entry `d` from the home (state word `st`) takes the key, evicting a key that expired at
+    /// `evicted`'s time where it is `Some`; `probe` is the home's probe length as read and
+    /// `now` the time of the search.
+    Entry {
+        d: usize,
+        st: u64,
+        evicted: Option<u64>,
+        probe: usize,
+        now: u64,
+    },
+}
+
+/// Under the home claim: looks for `key` within the home's probe length (a duplicate, a live
+/// sender of it, or a dead sender's entry to settle) and for an entry to take: a reusable one,
+/// else (eviction on) the oldest key of the window.
+fn choose(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> PResult<Choice> {
     let n = a.dedup.len();
     let mask = n - 1;
     let he = entry(a, home)?;
@@ -255,11 +326,11 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
             let expires = meta_expires(e.meta.load(Ordering::Relaxed));
             let orig = original(e);
             if !still(e, st) {
-                return Ok(Pass::Again);
+                return Ok(Choice::Decided(Pass::Again));
             }
             if k == DONE {
                 if expires > now {
-                    return Ok(Pass::Done(Reserved::Duplicate(orig)));
+                    return Ok(Choice::Decided(Pass::Done(Reserved::Duplicate(orig))));
                 }
                 // Expired (D1): the key may be accepted again; reuse this very entry.
                 if cand.is_none() {
@@ -269,10 +340,10 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
             }
             let holder = gstate::owner(st);
             if holder == me || !a.owner_dead(env, holder) {
-                return Ok(Pass::Wait);
+                return Ok(Choice::Decided(Pass::Wait));
             }
             settle_entry(a, env, me, i, st)?;
-            return Ok(Pass::Again);
+            return Ok(Choice::Decided(Pass::Again));
         }
         if cand.is_none() && reusable(a, env, e, st, now) {
             cand = Some((d, st));
@@ -309,43 +380,37 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
     let Some((d, st)) = cand else {
         // Only sends in progress in the window (eviction on): wait for one to finish.
         return if evict {
-            Ok(Pass::Wait)
+            Ok(Choice::Decided(Pass::Wait))
         } else {
             Err(Fault::DedupFull)
         };
     };
-    let i = (home + d) & mask;
+    Ok(Choice::Entry {
+        d,
+        st,
+        evicted,
+        probe,
+        now,
+    })
+}
+
+/// Counts an eviction of a key that would have expired at `expires` (statistics).
+fn note_eviction(a: &Arena<'_>, now: u64, expires: u64) {
+    // Relaxed: statistics (a racing eviction may overwrite the age: either is recent).
+    let interval = a.hdr.dedup_interval_ms.load(Ordering::Relaxed);
+    let ev = &a.hdr.dedup_evict.0;
+    ev.count.fetch_add(1, Ordering::Relaxed);
+    ev.last_ms.store(now, Ordering::Relaxed);
+    ev.last_age_ms.store(
+        now.saturating_sub(expires.saturating_sub(interval)),
+        Ordering::Relaxed,
+    );
+}
+
+/// Writes `key` into entry `i` (WRITING by us): hash, meta, no message yet, key words.
+fn write_key(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<()> {
     let e = entry(a, i)?;
-    let inc = gstate::ginc(st).wrapping_add(1);
-    // AcqRel: Acquire orders our field writes after the previous incarnation's readers' view
-    // of the state (SYNC POINT(dedup-seqlock)); Release publishes our registration.
-    if e.state
-        .compare_exchange(
-            st,
-            gstate::pack(inc, WRITING, me),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        )
-        .is_err()
-    {
-        return Ok(Pass::Again);
-    }
-    // SYNC POINT(dedup-seqlock): Release fence after the state change, before the field
-    // writes: a reader that sees any of them sees the state change after its Acquire fence.
-    fence(Ordering::Release);
-    if let Some(expires) = evicted {
-        // Relaxed: statistics (a racing eviction may overwrite the age: either is recent).
-        let interval = a.hdr.dedup_interval_ms.load(Ordering::Relaxed);
-        let ev = &a.hdr.dedup_evict.0;
-        ev.count.fetch_add(1, Ordering::Relaxed);
-        ev.last_ms.store(now, Ordering::Relaxed);
-        ev.last_age_ms.store(
-            now.saturating_sub(expires.saturating_sub(interval)),
-            Ordering::Relaxed,
-        );
-    }
-    crash_point!();
-    // Relaxed: published by the Release store of PENDING below.
+    // Relaxed: published by the Release store of PENDING after this.
     e.hash.store(key.hash, Ordering::Relaxed);
     e.meta.store(
         pack_meta(key.dedup.len(), key.group.len(), 0),
@@ -359,21 +424,10 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
         return Err(Fault::Corrupted("dedup key longer than its entry"));
     }
     for (w, k) in words.iter().zip(key_bytes(key)) {
+        // Relaxed: as above.
         w.store(k, Ordering::Relaxed);
     }
-    // Release: pairs with the Acquire load of `probe` by later passes (which hold the home
-    // claim, also Release/Acquire) and by lock-free readers.
-    if d + 1 > probe {
-        he.probe.fetch_max(d as u64 + 1, Ordering::Release);
-    }
-    crash_point!();
-    let word = gstate::pack(inc, PENDING, me);
-    // SYNC POINT(dedup-publish): Release publishes the key and fields.
-    e.state.store(word, Ordering::Release);
-    Ok(Pass::Done(Reserved::New {
-        index: i as u32,
-        word,
-    }))
+    Ok(())
 }
 
 /// Records the sender's message slot in its `PENDING` entry (before the message is linked).

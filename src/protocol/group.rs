@@ -302,108 +302,27 @@ fn insert_locked(
     hash: u64,
     id: &[u8],
 ) -> PResult<(u32, u32)> {
-    let slots = a.groups.len();
-    let mask = slots as u64 - 1;
+    let mask = a.groups.len() as u64 - 1;
+    let home = hash & mask;
     let mut full_retries = 0;
     let mut p = Patience::new();
     let mut first = true;
-    'rescan: loop {
+    loop {
         // Each rescan follows a change by another participant (progress); bounded by time,
         // as a hostile word could make every scan look changed.
         if !core::mem::take(&mut first) {
             p.wait(env, "the group table kept changing under an insert")?;
         }
-        let home = hash & mask;
-        let mut i = home;
-        let mut reusable: Option<(u64, u64)> = None;
-        let mut end = None;
-        // Every live entry with our home lies within `limit` slots of it (we hold the home
-        // claim, so none is added meanwhile): look for the id that far, and for a free or
-        // reusable slot as far as it takes. `live` is the farthest live entry with our home.
-        // Acquire: the last holder of the home claim wrote it (SYNC POINT(claim) orders it too).
-        let limit = a.groups[home as usize]
-            .probe
-            .load(Ordering::Acquire)
-            .min(mask);
-        let mut live = 0;
-        for d in 0..slots as u64 {
-            if d > limit && (reusable.is_some() || end.is_some()) {
-                break;
-            }
-            let e = &a.groups[i as usize];
-            // Acquire: SYNC POINT(group-publish), as in `find`.
-            let st = e.state.load(Ordering::Acquire);
-            match gstate::kind(st) {
-                gstate::FREE => {
-                    end = Some((i, st));
-                    break;
-                }
-                gstate::ACTIVE => {
-                    // Relaxed: see `id_matches`; nobody else may insert or retire-and-reuse
-                    // this key while we hold its home claim, but another key may reuse the
-                    // entry, hence the re-check.
-                    let h = e.hash.load(Ordering::Relaxed);
-                    if h == hash && id_matches(e, id) && e.state.load(Ordering::Acquire) == st {
-                        return Ok((i as u32, gstate::ginc(st)));
-                    }
-                    if h & mask == home {
-                        live = d;
-                    }
-                }
-                gstate::INSERTING => {
-                    // Another key's inserter (ours all hold our home claim). If it died, its
-                    // half-made entry becomes a tombstone, reusable like any other.
-                    if a.owner_dead(env, gstate::owner(st))
-                        && tombstone(a, e, st)
-                        && reusable.is_none()
-                    {
-                        reusable = Some((i, e.state.load(Ordering::Acquire)));
-                    }
-                }
-                _ => {
-                    // A tombstone with an owner is being quarantined: not reusable yet.
-                    if reusable.is_none() && gstate::owner(st) == Owner::NOBODY {
-                        reusable = Some((i, st));
-                    }
-                }
-            }
-            i = (i + 1) & mask;
-        }
-        let Some((target, st)) = reusable.or(end) else {
-            return Err(Fault::GroupsFull);
+        let (target, st, live) = match scan_home(a, env, hash, id)? {
+            Scan::Found(g, ginc) => return Ok((g, ginc)),
+            Scan::Room { target, st, live } => (target, st, live),
         };
-        // Relaxed: a capacity counter; an over-count after a crash is corrected by recovery.
-        let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
-        if active >= a.max_groups {
-            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-            // A retiring group turns into a tombstone a moment before it leaves the count:
-            // give such a retire a few rounds to finish before reporting the table full.
-            full_retries += 1;
-            if full_retries < 16 {
-                crate::sync::yield_hint();
-                continue 'rescan;
-            }
-            // The counter is over by one for each participant that died between counting and
-            // inserting: recount once (a racy snapshot, corrected again the next time).
-            let real = a
-                .groups
-                .iter()
-                // Relaxed: a census for the capacity counter only.
-                .filter(|e| {
-                    matches!(
-                        gstate::kind(e.state.load(Ordering::Relaxed)),
-                        gstate::ACTIVE | gstate::INSERTING
-                    )
-                })
-                .count() as u64;
-            if full_retries == 16 && real < a.max_groups {
-                a.hdr.active_groups.0.store(real, Ordering::Relaxed);
-                continue 'rescan;
-            }
-            return Err(Fault::GroupsFull);
+        match count_in(a, &mut full_retries) {
+            Counted::Yes => {}
+            Counted::Again => continue,
+            Counted::Full => return Err(Fault::GroupsFull),
         }
         let e = &a.groups[target as usize];
-        let dist = target.wrapping_sub(home) & mask;
         let ginc = super::words::next_ginc(gstate::ginc(st));
         // Acquire: orders our initialisation after the previous incarnation's last use.
         if e.state
@@ -416,11 +335,12 @@ fn insert_locked(
             .is_err()
         {
             a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-            continue 'rescan;
+            continue;
         }
         // The probe length covers the new entry before it can become ACTIVE, and shrinks to the
         // farthest live entry of our home (entries retired since the last insert no longer
         // count). Release: pairs with `find`'s Acquire load.
+        let dist = target.wrapping_sub(home) & mask;
         a.groups[home as usize]
             .probe
             .store(live.max(dist), Ordering::Release);
@@ -429,37 +349,159 @@ fn insert_locked(
         // `seqlock_still` re-check (its Acquire fence against this Release fence).
         crate::sync::fence(Ordering::Release);
         crash_point!();
-        // Relaxed stores: all published by the Release store of ACTIVE below.
-        e.hash.store(hash, Ordering::Relaxed);
-        e.id_len.store(id.len() as u64, Ordering::Relaxed);
-        for (k, chunk) in id.chunks(8).enumerate() {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
-        }
         let g = target as u32;
-        let sentinel = node::pack(ginc, a.sentinel_index(g));
-        e.sentinel
-            .store(node::pack(ginc, node::NIL), Ordering::Relaxed);
-        e.head.store(sentinel, Ordering::Relaxed);
-        e.tail.store(sentinel, Ordering::Relaxed);
-        e.hint.store(0, Ordering::Relaxed);
-        e.pending_free.store(0, Ordering::Relaxed);
-        // Relaxed: a unique-value counter; uniqueness needs no ordering.
-        let base = a
-            .hdr
-            .group_seq
-            .0
-            .fetch_add(1, Ordering::Relaxed)
-            .wrapping_add(1);
-        e.seq_base.store(base, Ordering::Relaxed);
-        // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
-        e.state.store(
-            gstate::pack(ginc, gstate::ACTIVE, Owner::NOBODY),
-            Ordering::Release,
-        );
+        publish_entry(a, e, g, ginc, hash, id);
         return Ok((g, ginc));
     }
+}
+
+/// What a scan of a home's probe range found, under the home claim.
+enum Scan {
+    /// The id's entry: index and incarnation.
+    Found(u32, u32),
+    /// Where to insert (a reusable entry, else the first free one; `st` its state word) and
+    /// the distance of the farthest live entry of the home.
+    Room { target: u64, st: u64, live: u64 },
+}
+
+/// Under the home claim of `hash`: looks for `id` as far as the home's probe length, and for a
+/// free or reusable entry as far as it takes (turning a dead inserter's half-made entry into
+/// a tombstone on the way). Every live entry with our home lies within the probe length (we
+/// hold the home claim, so none is added meanwhile).
+fn scan_home(a: &Arena<'_>, env: &dyn Env, hash: u64, id: &[u8]) -> PResult<Scan> {
+    let slots = a.groups.len();
+    let mask = slots as u64 - 1;
+    let home = hash & mask;
+    let mut i = home;
+    let mut reusable: Option<(u64, u64)> = None;
+    let mut end = None;
+    // Acquire: the last holder of the home claim wrote it (SYNC POINT(claim) orders it too).
+    let limit = a.groups[home as usize]
+        .probe
+        .load(Ordering::Acquire)
+        .min(mask);
+    let mut live = 0;
+    for d in 0..slots as u64 {
+        if d > limit && (reusable.is_some() || end.is_some()) {
+            break;
+        }
+        let e = &a.groups[i as usize];
+        // Acquire: SYNC POINT(group-publish), as in `find`.
+        let st = e.state.load(Ordering::Acquire);
+        match gstate::kind(st) {
+            gstate::FREE => {
+                end = Some((i, st));
+                break;
+            }
+            gstate::ACTIVE => {
+                // Relaxed: see `id_matches`; nobody else may insert or retire-and-reuse this
+                // key while we hold its home claim, but another key may reuse the entry,
+                // hence the re-check.
+                let h = e.hash.load(Ordering::Relaxed);
+                if h == hash && id_matches(e, id) && e.state.load(Ordering::Acquire) == st {
+                    return Ok(Scan::Found(i as u32, gstate::ginc(st)));
+                }
+                if h & mask == home {
+                    live = d;
+                }
+            }
+            gstate::INSERTING => {
+                // Another key's inserter (ours all hold our home claim). If it died, its
+                // half-made entry becomes a tombstone, reusable like any other.
+                if a.owner_dead(env, gstate::owner(st)) && tombstone(a, e, st) && reusable.is_none()
+                {
+                    reusable = Some((i, e.state.load(Ordering::Acquire)));
+                }
+            }
+            _ => {
+                // A tombstone with an owner is being quarantined: not reusable yet.
+                if reusable.is_none() && gstate::owner(st) == Owner::NOBODY {
+                    reusable = Some((i, st));
+                }
+            }
+        }
+        i = (i + 1) & mask;
+    }
+    let (target, st) = reusable.or(end).ok_or(Fault::GroupsFull)?;
+    Ok(Scan::Room { target, st, live })
+}
+
+/// Whether an insert may count itself into `active_groups` (`max_groups`).
+enum Counted {
+    /// Counted: go on.
+    Yes,
+    /// Not now: scan again (a retire about to leave the count, or a corrected count).
+    Again,
+    /// At `max_groups`.
+    Full,
+}
+
+/// Counts a new group into `active_groups` unless that reaches `max_groups`.
+fn count_in(a: &Arena<'_>, full_retries: &mut u32) -> Counted {
+    // Relaxed: a capacity counter; an over-count after a crash is corrected by recovery.
+    let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
+    if active < a.max_groups {
+        return Counted::Yes;
+    }
+    a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+    // A retiring group turns into a tombstone a moment before it leaves the count: give such
+    // a retire a few rounds to finish before reporting the table full.
+    *full_retries += 1;
+    if *full_retries < 16 {
+        crate::sync::yield_hint();
+        return Counted::Again;
+    }
+    // The counter is over by one for each participant that died between counting and
+    // inserting: recount once (a racy snapshot, corrected again the next time).
+    let real = a
+        .groups
+        .iter()
+        // Relaxed: a census for the capacity counter only.
+        .filter(|e| {
+            matches!(
+                gstate::kind(e.state.load(Ordering::Relaxed)),
+                gstate::ACTIVE | gstate::INSERTING
+            )
+        })
+        .count() as u64;
+    if *full_retries == 16 && real < a.max_groups {
+        a.hdr.active_groups.0.store(real, Ordering::Relaxed);
+        return Counted::Again;
+    }
+    Counted::Full
+}
+
+/// Writes a new incarnation `ginc` of entry `e` (index `g`, state INSERTING by us) for
+/// `hash`/`id`, then publishes it ACTIVE (SYNC POINT(group-publish)).
+fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, hash: u64, id: &[u8]) {
+    // Relaxed stores: all published by the Release store of ACTIVE below.
+    e.hash.store(hash, Ordering::Relaxed);
+    e.id_len.store(id.len() as u64, Ordering::Relaxed);
+    for (k, chunk) in id.chunks(8).enumerate() {
+        let mut b = [0u8; 8];
+        b[..chunk.len()].copy_from_slice(chunk);
+        e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+    }
+    let sentinel = node::pack(ginc, a.sentinel_index(g));
+    e.sentinel
+        .store(node::pack(ginc, node::NIL), Ordering::Relaxed);
+    e.head.store(sentinel, Ordering::Relaxed);
+    e.tail.store(sentinel, Ordering::Relaxed);
+    e.hint.store(0, Ordering::Relaxed);
+    e.pending_free.store(0, Ordering::Relaxed);
+    // Relaxed: a unique-value counter; uniqueness needs no ordering.
+    let base = a
+        .hdr
+        .group_seq
+        .0
+        .fetch_add(1, Ordering::Relaxed)
+        .wrapping_add(1);
+    e.seq_base.store(base, Ordering::Relaxed);
+    // SYNC POINT(group-publish): Release makes the id and list words visible to lookups.
+    e.state.store(
+        gstate::pack(ginc, gstate::ACTIVE, Owner::NOBODY),
+        Ordering::Release,
+    );
 }
 
 /// Turns the entry whose state word is `st` (ACTIVE, or INSERTING by a dead inserter) into a
