@@ -590,6 +590,10 @@ typedef struct {
    Dead participants repaired and freed by recovery.
    */
   uint64_t participants_recovered;
+  /*
+   Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`).
+   */
+  uint64_t empty_receives;
 } shmfifo_counters;
 
 /*

@@ -388,6 +388,8 @@ pub struct shmfifo_counters {
     pub contention_retries: u64,
     /// Dead participants repaired and freed by recovery.
     pub participants_recovered: u64,
+    /// Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`).
+    pub empty_receives: u64,
 }
 
 /// What a redrive did.

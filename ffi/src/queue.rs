@@ -780,6 +780,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_counters(
             wake_ups: c.wake_ups,
             contention_retries: c.contention_retries,
             participants_recovered: c.participants_recovered,
+            empty_receives: c.empty_receives,
         };
         Ok(())
     })

@@ -280,11 +280,21 @@ fn rust_producer_c_consumers() {
         }
     }
     std::fs::write(format!("/dev/shm/{}.done", name.0), b"").unwrap();
-    let logs: Vec<String> = consumers
+    // Each consumer's output read on its own thread: a consumer blocked on a full pipe would
+    // hold its messages in flight while the other waits for the queue to empty.
+    let readers: Vec<_> = consumers
         .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            assert!(out.status.success());
+        .map(|c| std::thread::spawn(move || c.wait_with_output().unwrap()))
+        .collect();
+    let logs: Vec<String> = readers
+        .into_iter()
+        .map(|r| {
+            let out = r.join().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             String::from_utf8(out.stdout).unwrap()
         })
         .collect();
