@@ -65,19 +65,7 @@ impl Queue {
         let mut filler = Filler::new(inner);
         let (out, bad) = inspect::peek(self.arena(), inner, max, &mut |t| {
             filler.fill(&mut m, t)?;
-            Ok(PeekedMessage {
-                message_id: m.message_id,
-                body: std::mem::take(&mut m.body),
-                body_bytes: std::mem::take(&mut m.body_bytes),
-                group_id: std::mem::take(&mut m.group_id),
-                dedup_id: m.dedup_id.take(),
-                sequence_number: m.sequence_number,
-                sent_timestamp: m.sent_timestamp,
-                first_receive_timestamp: m.first_receive_timestamp,
-                receive_count: m.receive_count,
-                attributes: std::mem::take(&mut m.attributes),
-                dead_letter_source: m.dead_letter_source.take(),
-            })
+            Ok(PeekedMessage::from(std::mem::take(&mut m)))
         })
         .map_err(|f| fault(f, inner))?;
         match bad {

@@ -746,6 +746,26 @@ pub struct PeekedMessage {
     pub dead_letter_source: Option<String>,
 }
 
+impl From<Message> for PeekedMessage {
+    /// The message without its receipt handle (a peek fills a [`Message`] as a receive does,
+    /// then drops the handle: nothing was received).
+    fn from(m: Message) -> Self {
+        PeekedMessage {
+            message_id: m.message_id,
+            body: m.body,
+            body_bytes: m.body_bytes,
+            group_id: m.group_id,
+            dedup_id: m.dedup_id,
+            sequence_number: m.sequence_number,
+            sent_timestamp: m.sent_timestamp,
+            first_receive_timestamp: m.first_receive_timestamp,
+            receive_count: m.receive_count,
+            attributes: m.attributes,
+            dead_letter_source: m.dead_letter_source,
+        }
+    }
+}
+
 /// Messages by state, from a scan of every slot (approximate while the queue is in use).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MessageCounts {
