@@ -244,6 +244,14 @@ pub enum Failure {
         /// What was wrong.
         what: String,
     },
+    /// An argument this build cannot act on (an SQS queue URL without the `sqs` feature):
+    /// exit code 2, as a usage error.
+    Usage {
+        /// The argument.
+        source: String,
+        /// Why, and what to do.
+        what: String,
+    },
     /// Nothing to return (receive, peek): exit code 1, no message printed.
     Empty,
     /// Failures already reported (per entry of a batch, per receipt of a delete): the exit
@@ -273,6 +281,7 @@ impl Failure {
         match self {
             Failure::Queue { error, .. } => code(error),
             Failure::Input { .. } => INPUT,
+            Failure::Usage { .. } => USAGE,
             Failure::Empty => EMPTY,
             Failure::Reported(c) => *c,
         }
@@ -291,6 +300,11 @@ impl Failure {
             Failure::Input { source, what } => {
                 ("InvalidParameterValue", format!("{source}: {what}"), None)
             }
+            Failure::Usage { source, what } => (
+                "AWS.SimpleQueueService.UnsupportedOperation",
+                format!("{source}: {what}"),
+                None,
+            ),
             Failure::Empty | Failure::Reported(_) => return None,
         };
         let mut e = serde_json::json!({"Error": {"Code": code, "Message": message}});
@@ -304,7 +318,9 @@ impl Failure {
     pub fn report(&self) -> Option<String> {
         match self {
             Failure::Queue { queue, error } => Some(message(queue, error)),
-            Failure::Input { source, what } => Some(format!("shmfifo: {source}: {what}\n")),
+            Failure::Input { source, what } | Failure::Usage { source, what } => {
+                Some(format!("shmfifo: {source}: {what}\n"))
+            }
             Failure::Empty | Failure::Reported(_) => None,
         }
     }

@@ -1474,6 +1474,7 @@ fn json_answers_carry_sqs_md5_digests() {
 
 /// `send`, `receive`, `delete`, `set`, `stat` and `purge` on an SQS queue URL (SQS's API
 /// served by `shmfifo serve` here); an unreachable endpoint is exit code 41 (`Remote`).
+#[cfg(feature = "sqs")]
 #[test]
 fn commands_on_an_sqs_queue_url() {
     let dir = Dir::new("remote");

@@ -1,7 +1,8 @@
 //! The commands that make sense for SQS (`send`, `receive`, `delete`, `purge`, `stat`, `set`)
 //! on an SQS queue URL (`https://…/NAME.fifo`, `http://…` for a local endpoint, or
 //! `sqs://NAME.fifo`), through `shmfifo_sqs` (aws-sdk-sqs; credentials, region and
-//! `AWS_ENDPOINT_URL` from the environment, as the `aws` CLI takes them).
+//! `AWS_ENDPOINT_URL` from the environment, as the `aws` CLI takes them). That needs the
+//! `sqs` feature (on by default); a CLI built without it says so for every queue URL.
 
 use std::time::Duration;
 
@@ -18,8 +19,28 @@ pub fn is_remote(queue: &str) -> bool {
 }
 
 /// Opens the SQS queue a queue argument names.
+#[cfg(feature = "sqs")]
 pub fn open(queue: &str) -> Result<Box<dyn FifoQueue>, Failure> {
     shmfifo_sqs::open_url(queue).map_err(|e| Failure::queue(queue, e))
+}
+
+/// Without the `sqs` feature: no SQS queue can be opened.
+#[cfg(not(feature = "sqs"))]
+pub fn open(queue: &str) -> Result<Box<dyn FifoQueue>, Failure> {
+    Err(without_sqs(queue))
+}
+
+/// The failure of a queue URL given to a CLI built without the `sqs` feature: what is off and
+/// how to get it.
+#[cfg_attr(feature = "sqs", allow(dead_code))]
+pub fn without_sqs(queue: &str) -> Failure {
+    Failure::Usage {
+        source: queue.to_owned(),
+        what: "an SQS queue URL, but this shmfifo was built without the `sqs` feature (SQS \
+               queue URLs and the bridge's counters in stat): reinstall it with default \
+               features (`cargo install --path cli`), or name a local queue"
+            .to_owned(),
+    }
 }
 
 /// `send` of one message.
@@ -163,4 +184,34 @@ pub fn stat(queue: &str, ctx: Ctx) -> Result<(), Failure> {
         out(&format!("{queue}\n{}", kv(&rows, 2)));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A queue URL is told apart from a path; the lean build's refusal is a usage error that
+    /// names the feature and the way to get it.
+    #[test]
+    fn queue_urls_and_the_refusal_without_the_sqs_feature() {
+        for url in [
+            "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+            "http://127.0.0.1:9324/000000000000/q.fifo",
+            "sqs://q.fifo",
+        ] {
+            assert!(is_remote(url), "{url}");
+        }
+        assert!(!is_remote("/dev/shm/q") && !is_remote("q"));
+        let f = without_sqs("sqs://q.fifo");
+        assert_eq!(f.exit_code(), crate::errors::USAGE);
+        let text = f.report().unwrap();
+        assert!(
+            text.starts_with("shmfifo: sqs://q.fifo: ")
+                && text.contains("without the `sqs` feature")
+                && text.contains("cargo install --path cli"),
+            "{text}"
+        );
+        #[cfg(not(feature = "sqs"))]
+        assert!(matches!(open("sqs://q.fifo"), Err(Failure::Usage { .. })));
+    }
 }

@@ -21,6 +21,40 @@ pub struct StatArgs {
     pub prometheus: bool,
 }
 
+/// What `stat` shows of a bridge forwarding the queue (`shmfifo bridge`): its counters over
+/// every run, and the groups it stopped.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "sqs"), allow(dead_code))]
+struct Bridge {
+    forwarded: u64,
+    retried: u64,
+    failed: u64,
+    dead_lettered: u64,
+    stopped: Vec<String>,
+}
+
+/// The bridge's status file beside the queue's (`PATH.bridge.json`), if there is one.
+#[cfg(feature = "sqs")]
+fn bridge_status(queue: &str) -> Option<Bridge> {
+    let p = shmfifo_sqs::bridge::status_path(std::path::Path::new(&path_of(queue)));
+    p.exists().then(|| {
+        let r = shmfifo_sqs::bridge::read_status(&p);
+        Bridge {
+            forwarded: r.forwarded,
+            retried: r.retried,
+            failed: r.failed,
+            dead_lettered: r.dead_lettered,
+            stopped: r.stopped,
+        }
+    })
+}
+
+/// Without the `sqs` feature, no bridge's status is read.
+#[cfg(not(feature = "sqs"))]
+fn bridge_status(_queue: &str) -> Option<Bridge> {
+    None
+}
+
 /// The participants other than this command's own handle.
 fn others(i: &Inspection) -> Vec<ParticipantInfo> {
     i.participants
@@ -38,11 +72,7 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = observe(&a.queue)?;
     let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
-    let bridge = Some(shmfifo_sqs::bridge::status_path(std::path::Path::new(
-        &path_of(&a.queue),
-    )))
-    .filter(|p| p.exists())
-    .map(|p| shmfifo_sqs::bridge::read_status(&p));
+    let bridge = bridge_status(&a.queue);
     if a.prometheus {
         let mut s = prometheus(&a.queue, &i);
         if let Some(b) = &bridge {
