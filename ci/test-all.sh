@@ -8,9 +8,12 @@ target="$(bash ci/target-dir.sh)"
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
-# Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`.
+# Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`, and the async
+# example program (it asserts what it shows: every message once, each group in order; it ends
+# by itself in about a second).
 cargo test -p shmfifo --features tokio --test async_receive
 cargo test -p shmfifo --features tokio --doc asynchronous
+cargo run -q --example async-consumer --features tokio
 # The one-bad-word checks need the layout, which the `loom` feature exposes (no behaviour change).
 cargo test -p shmfifo --features loom --test fuzz_regressions one_word
 # Kill points at every protocol step in real processes (test-only feature).
