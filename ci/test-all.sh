@@ -16,6 +16,9 @@ cargo test -p shmfifo --features tokio --doc asynchronous
 cargo run -q --example async-consumer --features tokio
 # The one-bad-word checks need the layout, which the `loom` feature exposes (no behaviour change).
 cargo test -p shmfifo --features loom --test fuzz_regressions one_word
+# The cache-line model (feature `lines`) against toys whose counts are known: a ping-pong of
+# one line, private and shared lines, an SPSC ring with cached indices.
+cargo test -p shmfifo --features lines --lib lines
 # Kill points at every protocol step in real processes (test-only feature).
 cargo test -p shmfifo --features failpoints --test failpoints
 # The Python package: pip-installed into a virtual environment, then pytest.

@@ -51,6 +51,10 @@ pub mod protocol;
 #[allow(unsafe_code)]
 pub(crate) mod protocol;
 
+/// Deterministic cache-line transfer counts (feature `lines`; see the benches' `shmfifo-lines`).
+#[cfg(all(feature = "lines", not(shmfifo_loom)))]
+pub mod lines;
+
 #[cfg(not(shmfifo_loom))]
 mod api;
 mod config;

@@ -5,7 +5,44 @@
 //! same `protocol` code runs under the model checker on heap memory.
 
 #[cfg(not(shmfifo_loom))]
-pub use core::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub use core::sync::atomic::{fence, Ordering};
+
+#[cfg(all(not(shmfifo_loom), not(feature = "lines")))]
+pub use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// With the `lines` feature, the arena's atomics record every access (see `crate::lines`).
+#[cfg(all(not(shmfifo_loom), feature = "lines"))]
+pub use crate::lines::{AtomicU32, AtomicU64};
+
+/// The core atomic under a facade futex word, for the futex system calls.
+#[cfg(not(shmfifo_loom))]
+#[inline]
+pub fn futex_word(a: &AtomicU32) -> &core::sync::atomic::AtomicU32 {
+    #[cfg(not(feature = "lines"))]
+    {
+        a
+    }
+    #[cfg(feature = "lines")]
+    {
+        a.as_core()
+    }
+}
+
+/// Records a copy of `len` payload bytes at `p` (feature `lines`; nothing otherwise).
+#[inline]
+#[allow(unused_variables)]
+pub fn payload_touch(p: *const u8, len: usize, write: bool) {
+    #[cfg(all(not(shmfifo_loom), feature = "lines"))]
+    crate::lines::touch(
+        p as usize,
+        len,
+        if write {
+            crate::lines::Access::Write
+        } else {
+            crate::lines::Access::Read
+        },
+    );
+}
 
 #[cfg(shmfifo_loom)]
 pub use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};

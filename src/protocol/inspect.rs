@@ -304,6 +304,7 @@ fn copy<T>(
     unsafe {
         core::ptr::copy_nonoverlapping(cl.payload.add(slot * cl.stride), payload.as_mut_ptr(), len)
     };
+    crate::sync::payload_touch(cl.payload.wrapping_add(slot * cl.stride), len, false);
     let epoch = vis::epoch(w);
     let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
     f(&Taken {

@@ -375,7 +375,11 @@ impl<'a> Arena<'a> {
         // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`,
         // so the bytes are inside the class's payload array, mapped as long as the arena; the
         // caller keeps every writer away from them while the slice lives.
-        Ok(unsafe { core::slice::from_raw_parts(cl.payload.add(slot * cl.stride), len) })
+        let p = unsafe { cl.payload.add(slot * cl.stride) };
+        // Whoever takes the slice reads it (a copy out, or a borrowed body read in place).
+        crate::sync::payload_touch(p, len, false);
+        // SAFETY: as above.
+        Ok(unsafe { core::slice::from_raw_parts(p, len) })
     }
 
     /// The group entry `g`.

@@ -339,11 +339,14 @@ fn prepare<'a>(
     // bytes with `stride >= cap >= total`, so the range is inside the arena; the slot is
     // CLAIMED by us, so no other participant reads or writes these bytes until we publish it.
     unsafe {
-        let mut dst = cl.payload.add(slot * cl.stride + out.in_place);
+        let start = cl.payload.add(slot * cl.stride);
+        let mut dst = start.add(out.in_place);
         for p in out.parts.iter() {
             core::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
             dst = dst.add(p.len());
         }
+        // The body a loan wrote in place counts as written by this send, with our copies.
+        crate::sync::payload_touch(start, dst.offset_from(start) as usize, true);
     }
     crash_point!();
     let h = &cl.headers[slot];

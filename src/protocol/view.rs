@@ -263,6 +263,12 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
     let g = &c.geometry;
     // `check` accepted `offsets()` and a length of at least `o.total`.
     let o = g.offsets().expect("checked geometry");
+    #[cfg(all(feature = "lines", not(shmfifo_loom)))]
+    {
+        // SAFETY: `base` maps a header `check` accepted (the caller's contract).
+        let hdr = unsafe { &*(base as *const Header) };
+        crate::lines::register_arena(base, hdr.nonce.load(Ordering::Relaxed), &o, g);
+    }
     // Offsets come from `Geometry::offsets`, which lays regions out disjointly, aligned (128 B
     // for tables, 64 B for headers) and inside `o.total`, at most the mapped length; the
     // element types are atomics, valid for any bit pattern; the mapping outlives `'a`.

@@ -265,7 +265,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
         tv_nsec: ((timeout_ms % 1000) * 1_000_000) as i64,
     };
     let _ = rustix::thread::futex::wait(
-        word,
+        crate::sync::futex_word(word),
         rustix::thread::futex::Flags::empty(),
         expected,
         Some(&ts),
@@ -274,7 +274,11 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
 
 /// Wakes up to `n` sleepers on a shared futex.
 pub fn futex_wake(word: &AtomicU32, n: u32) {
-    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);
+    let _ = rustix::thread::futex::wake(
+        crate::sync::futex_word(word),
+        rustix::thread::futex::Flags::empty(),
+        n,
+    );
 }
 
 /// CLOCK_MONOTONIC in nanoseconds.
