@@ -580,18 +580,19 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
     };
     assert!(err.starts_with("shmfifo: stdin line 2: "), "{err}");
     assert_eq!(u(&stat(&q)["counters"]["sent"]), 23);
-    // A line without a group: its batch fails as a request with MissingParameter, as a
-    // single send says (exit code 21); each of its entries is in Failed under its id.
+    // A line without a group: its batch fails as a request with the code SQS gives a batch
+    // (S12: InvalidParameterValue, where a single send says MissingParameter); each of its
+    // entries is in Failed under its id.
     let a = cmd(&["send", q.s(), "--batch", "-", "--json"])
         .write_stdin("{\"group\":\"g\",\"body\":\"ok\",\"dedup_id\":\"z3\"}\n{\"body\":\"no group\",\"dedup_id\":\"z2\"}\n")
         .assert()
-        .code(21);
+        .code(20);
     let v: Value = serde_json::from_slice(&a.get_output().stdout).unwrap();
     let failed = v["Failed"].as_array().unwrap();
     assert_eq!(failed.len(), 2, "{v}");
     assert_eq!(failed[1]["Id"], "2");
-    assert_eq!(failed[1]["Code"], "MissingParameter");
-    assert_eq!(failed[1]["Kind"], "MissingParameter");
+    assert_eq!(failed[1]["Code"], "InvalidParameterValue");
+    assert_eq!(failed[1]["Kind"], "InvalidParameterValue");
     assert_eq!(failed[1]["SenderFault"], true);
     assert_eq!(u(&v["Unsent"]), 0);
     let single = cmd(&["send", q.s(), "-d", "z4", "body", "--json"])
@@ -599,8 +600,8 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
         .code(21);
     let e: Value = serde_json::from_slice(&single.get_output().stderr).unwrap();
     assert_eq!(
-        e["Error"]["Code"], failed[1]["Code"],
-        "the same answer as a single send"
+        e["Error"]["Code"], "MissingParameter",
+        "a single send's answer (S1), which SQS gives differently from a batch's (S12)"
     );
     assert_eq!(u(&stat(&q)["counters"]["sent"]), 23);
 }

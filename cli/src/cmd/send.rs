@@ -548,17 +548,9 @@ fn send_batches(
         }
     } else {
         for batch in batches(msgs) {
-            // As a single send says (and SQS): a message without a group is MissingParameter,
-            // for the whole request.
-            if batch.iter().any(|m| m.group.is_none()) {
-                o.refused = Some((
-                    batch,
-                    shmfifo::Error::MissingParameter {
-                        parameter: "MessageGroupId",
-                    },
-                ));
-                break;
-            }
+            // A message without a group fails the whole request with the code SQS gives a
+            // batch (S12: InvalidParameterValue, where a single send says MissingParameter),
+            // as `aws sqs send-message-batch` against SQS shows it.
             let attrs: Vec<Vec<shmfifo::MessageAttribute<'_>>> =
                 batch.iter().map(Outgoing::attribute_views).collect();
             let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = batch
