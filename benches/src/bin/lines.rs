@@ -4,9 +4,11 @@
 //! and run through a MESI model (`shmfifo::lines`): a read of a line another actor holds
 //! modified is one transfer; a write to a line another actor holds is one transfer plus an
 //! invalidation per other holder. The producer and the consumer are actors taking scripted
-//! turns on one thread, so the figures are the same on every machine and every run: what
-//! costs across processes is lines moved, and on a VM whose line time changes fourfold within
-//! seconds these counts steer where the clock cannot.
+//! turns on one thread, so the figures are the same on every machine: what costs across
+//! processes is lines moved, and on a VM whose line time changes fourfold within seconds these
+//! counts steer where the clock cannot. (Where messages spread over many groups, the groups'
+//! places in the table follow the arena's random hash keys: those workloads vary by a few
+//! hundredths of a line from run to run; one-group workloads are exact.)
 //!
 //! Workloads (64-byte bodies, the settings users get: default sizes, SQS's 5-minute dedup
 //! window, a new dedup id per message; producer and consumer are two handles, two
