@@ -6,6 +6,13 @@ use shmfifo_loom_tests::*;
 
 type Env = Arc<MockEnv>;
 
+/// A mock environment whose clock reads `ms`.
+fn at(ms: u64) -> MockEnv {
+    let e = MockEnv::default();
+    e.advance(ms);
+    e
+}
+
 /// One participant slot per role, one group, one slot; a queue delay long enough that the
 /// message sent in the set-up is delayed until a change ends it.
 fn delayed() -> (Arc<HeapArena>, Env) {
@@ -134,19 +141,19 @@ fn census_corrects_the_count_once_a_second() {
         accounting::account_in_flight(&a, me(0), 1); // a count nobody holds
         env.advance(2_000);
         assert_eq!(
-            accounting::fresh_budget(&a, 999),
+            accounting::fresh_budget(&a, &at(999)),
             0,
             "no census before a second"
         );
         let (h1, h2) = (h.clone(), h.clone());
         let (x, y) = par(
-            move || accounting::fresh_budget(&h1.arena(), 2_000),
-            move || accounting::fresh_budget(&h2.arena(), 2_000),
+            move || accounting::fresh_budget(&h1.arena(), &at(2_000)),
+            move || accounting::fresh_budget(&h2.arena(), &at(2_000)),
         );
         assert!(x <= 1 && y <= 1, "never more room than there is: {x} {y}");
         assert!(x + y >= 1, "the censor finds the room: {x} {y}");
         assert_eq!(a.hdr.census.0.last_ms.load(Ordering::SeqCst), 2_000);
-        assert_eq!(accounting::fresh_budget(&a, 2_000), 1);
+        assert_eq!(accounting::fresh_budget(&a, &at(2_000)), 1);
     });
 }
 
@@ -163,7 +170,7 @@ fn a_censor_stopped_mid_census_is_replaced_a_second_later() {
             let h1 = h.clone();
             let first = thread::spawn(move || {
                 crash::arm(k);
-                let r = accounting::fresh_budget(&h1.arena(), 1_000);
+                let r = accounting::fresh_budget(&h1.arena(), &at(1_000));
                 if crash::crashed() {
                     stopped();
                 }
@@ -172,7 +179,7 @@ fn a_censor_stopped_mid_census_is_replaced_a_second_later() {
             .join()
             .unwrap();
             let now = if first == 1 { 1_000 } else { 2_000 };
-            assert_eq!(accounting::fresh_budget(&a, now), 1);
+            assert_eq!(accounting::fresh_budget(&a, &at(now)), 1);
         });
     });
 }

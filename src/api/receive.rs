@@ -550,7 +550,7 @@ impl Queue {
     /// Room left under the in-flight limit (R8), correcting the count by a census (at most
     /// once a second) when it says there is none.
     pub(super) fn fresh_budget(&self) -> usize {
-        accounting::fresh_budget(self.arena(), self.inner.now_ms())
+        accounting::fresh_budget(self.arena(), &*self.inner)
     }
 
     /// One receive without waiting.

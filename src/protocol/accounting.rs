@@ -11,12 +11,12 @@ use crate::sync::Ordering;
 /// The lifetime counters' indices.
 pub use crate::layout::counter;
 
-/// Room left under the in-flight limit (R8) at arena time `now`: `usize::MAX` without a
-/// limit. When the count says there is none, corrects it by a census, at most once a second
+/// Room left under the in-flight limit (R8): `usize::MAX` without a limit. The clock is read
+/// (`env.now_ms`) only when a census may be due. When the count says there is none, corrects it by a census, at most once a second
 /// among all participants (SYNC POINT(census): one CAS of `census.last_ms` elects the
 /// censor). A censor that stops mid-census leaves the count as it was; the next census, a
 /// second later, corrects it. Loom: `census_corrects_the_count_once_a_second`.
-pub fn fresh_budget(a: &Arena<'_>, now: u64) -> usize {
+pub fn fresh_budget(a: &Arena<'_>, env: &dyn Env) -> usize {
     // Relaxed: fixed at creation, published by SYNC POINT(arena-ready).
     let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
     if limit >= u64::from(a.total) {
@@ -26,6 +26,7 @@ pub fn fresh_budget(a: &Arena<'_>, now: u64) -> usize {
     if room > 0 {
         return room as usize;
     }
+    let now = env.now_ms();
     let c = &a.hdr.census.0;
     // Relaxed: the CAS below decides.
     let last = c.last_ms.load(Ordering::Relaxed);
