@@ -97,16 +97,29 @@ fn counters_match_a_known_workload() {
 /// `NumberOfEmptyReceives` (CloudWatch's metric for idle pollers): each receive that returns no
 /// message counts once, a long poll that ends empty once however long it waited, an
 /// attempt-id receive and a borrowing one too; a receive that returns a message does not.
+/// Polls that do not wait are tallied by their handle and added to the queue's count 64 at a
+/// time (a spinning consumer pays no locked instruction per poll), a long poll at once, and a
+/// handle adds what it tallied when it closes.
 #[test]
 fn counters_count_empty_receives() {
     let q = queue("cnt-empty", &small_dedup());
+    let other = Queue::open(&q.name).unwrap();
     let now = ReceiveOptions::max(10).wait(Duration::ZERO);
     assert!(q.receive(&now).unwrap().is_empty());
     let poll = ReceiveOptions::max(10).wait(Duration::from_millis(30));
     assert!(q.receive(&poll).unwrap().is_empty());
     assert!(q.receive_with_attempt_id(&now, "a1").unwrap().is_empty());
     assert!(q.receive_borrowed(&now).unwrap().is_empty());
-    assert_eq!(q.counters().empty_receives, 4);
+    assert_eq!(
+        q.counters().empty_receives,
+        4,
+        "this handle's count, its tally included"
+    );
+    assert_eq!(
+        other.counters().empty_receives,
+        2,
+        "the queue's: the long poll added itself and the tally before it"
+    );
     q.send(&SendMessage::new("g", "m").dedup_id("1")).unwrap();
     assert_eq!(q.receive(&now).unwrap().len(), 1);
     assert_eq!(
@@ -114,13 +127,23 @@ fn counters_count_empty_receives() {
         4,
         "a receive with a message is not empty"
     );
-    // Summed for the queue, not per handle: another process's handle sees the same count.
-    assert_eq!(Queue::open(&q.name).unwrap().counters().empty_receives, 4);
+    // The 64th poll of a handle adds its tally to the queue's count.
+    for _ in 0..64 {
+        assert!(other.receive(&now).unwrap().is_empty());
+    }
+    assert_eq!(q.counters().empty_receives, 4 + 64);
+    // A handle that closes adds what it tallied.
+    let third = Queue::open(&q.name).unwrap();
+    for _ in 0..5 {
+        assert!(third.receive(&now).unwrap().is_empty());
+    }
+    drop(third);
+    assert_eq!(other.counters().empty_receives, 2 + 64 + 5);
     assert!(q
         .counters()
         .named()
         .iter()
-        .any(|&(n, v, _)| n == "empty_receives" && v == 4));
+        .any(|&(n, v, _)| n == "empty_receives" && v == 2 + 64 + 5 + 2));
 }
 
 /// Waits and wake-ups: a receiver that sleeps on the futex and a producer that wakes it.

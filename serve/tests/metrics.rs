@@ -50,8 +50,9 @@ fn a_scrape_reports_every_queue_without_joining() {
     a.delete(&got[0].receipt_handle).unwrap();
     let _ = a.receive(&ReceiveOptions::max(1)).unwrap(); // one in flight
     b.send(&SendMessage::new("g", "x").dedup_id("x")).unwrap();
-    // Two empty receives on b (its one message is taken by the first).
-    let zero = ReceiveOptions::max(10).wait(Duration::ZERO);
+    // Two empty receives on b (its one message is taken by the first), long polls of 1 ms:
+    // counted in the queue at once (polls that do not wait are added 64 at a time).
+    let zero = ReceiveOptions::max(10).wait(Duration::from_millis(1));
     let taken = b.receive(&zero).unwrap();
     b.change_visibility(&taken[0].receipt_handle, Duration::ZERO)
         .unwrap();

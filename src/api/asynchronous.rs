@@ -176,7 +176,9 @@ impl AsyncQueue {
     ) -> Result<usize> {
         let n = self.receive_waiting(opts, buf).await?;
         if n == 0 {
-            self.shared.queue.count_empty_receive();
+            self.shared
+                .queue
+                .count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
         }
         Ok(n)
     }

@@ -31,7 +31,12 @@ impl Queue {
     /// ```
     pub fn counters(&self) -> Counters {
         Counters {
-            empty_receives: accounting::empty_receives(self.arena()),
+            // This handle's tally of empty polls included (other handles add theirs in batches).
+            empty_receives: accounting::empty_receives(self.arena())
+                + self
+                    .inner
+                    .empty_polls
+                    .load(std::sync::atomic::Ordering::Relaxed),
             ..Counters::from_array(&accounting::counters(self.arena()))
         }
     }

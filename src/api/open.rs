@@ -636,6 +636,7 @@ impl Queue {
             dedup_interval_ms: checked.dedup_interval_ms,
             source: Vec::new(),
             no_policy: AtomicU64::new(u64::MAX),
+            empty_polls: AtomicU64::new(0),
             dlq: std::sync::Mutex::new(None),
             index: u32::MAX,
             me: crate::protocol::Owner::NOBODY,
@@ -696,6 +697,7 @@ impl Queue {
                 .filter(|p| p.len() <= MAX_REDRIVE_PATH)
                 .unwrap_or_default(),
             no_policy: AtomicU64::new(u64::MAX),
+            empty_polls: AtomicU64::new(0),
             dlq: std::sync::Mutex::new(None),
             observer: false,
             test_clock: checked.test_clock,

@@ -52,6 +52,8 @@ pub(super) struct Inner {
     pub(super) source: Vec<u8>,
     /// The last redrive-policy `current` word seen without a policy (a fast path).
     pub(super) no_policy: AtomicU64,
+    /// Empty polls not yet added to the queue's count (see `Queue::count_empty_receive`).
+    pub(super) empty_polls: AtomicU64,
     /// The dead-letter queue of the current policy, opened on first use.
     pub(super) dlq: std::sync::Mutex<Option<(u64, Queue)>>,
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered
@@ -160,6 +162,11 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if self.observer {
             return;
+        }
+        let polls = *self.empty_polls.get_mut();
+        // Not if the file was truncated under us (below).
+        if polls > 0 && sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64) {
+            crate::protocol::accounting::count_empty_receives(&self.view, polls);
         }
         // `FREE` first, then the lock (see `registry`). Not if the file was truncated under us:
         // the registry's pages may be gone (touching them would be SIGBUS), and so is the queue.

@@ -7,11 +7,17 @@ use super::send::hash_id;
 use super::types::*;
 use crate::config::{MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
 use crate::error::{Error, Result};
+use std::sync::atomic::Ordering;
+
 use crate::protocol::accounting::{self, counter};
 use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::receive::{self, Taken};
 use crate::protocol::{attempt, doorbell, live, ready, recovery, sweep, Env};
 use crate::{sys, validate};
+
+/// Empty polls (receives that did not wait) a handle tallies before adding them to the
+/// queue's `NumberOfEmptyReceives`.
+pub(super) const EMPTY_BATCH: u64 = 64;
 
 /// Spin rounds before a long-polling receiver goes to sleep.
 pub(super) const SPIN_ROUNDS: u32 = 200;
@@ -447,7 +453,7 @@ impl Queue {
     pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
         let n = self.receive_waiting(opts, buf)?;
         if n == 0 {
-            accounting::count_empty_receive(self.arena());
+            self.count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
         }
         Ok(n)
     }
@@ -501,10 +507,22 @@ impl Queue {
         }
     }
 
-    /// Counts a receive that returned no message (`NumberOfEmptyReceives`).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(super) fn count_empty_receive(&self) {
-        accounting::count_empty_receive(self.arena());
+    /// Counts a receive that returned no message (`NumberOfEmptyReceives`). A long poll that
+    /// ended empty (`waited`) is counted in the queue at once; polls that do not wait are
+    /// counted in this handle first and added to the queue's count [`EMPTY_BATCH`] at a time
+    /// (and when the handle closes), so that a consumer spinning on an empty queue pays no
+    /// locked instruction on a shared line per poll.
+    pub(super) fn count_empty_receive(&self, waited: bool) {
+        // Relaxed load and store, not an RMW: a process-local tally; two threads of one
+        // handle racing may lose a count of it (a statistic), never more.
+        let c = &self.inner.empty_polls;
+        let n = c.load(Ordering::Relaxed) + 1;
+        if waited || n >= EMPTY_BATCH {
+            c.store(0, Ordering::Relaxed);
+            accounting::count_empty_receives(self.arena(), n);
+        } else {
+            c.store(n, Ordering::Relaxed);
+        }
     }
 
     /// How long a receiver that found nothing at `now` may sleep on the doorbell before it

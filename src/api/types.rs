@@ -629,7 +629,9 @@ pub struct Counters {
     /// an idle receiver, or `recover`).
     pub participants_recovered: u64,
     /// Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`): a long
-    /// poll that ends empty counts once.
+    /// poll that ends empty counts once, at once; polls that do not wait are added by each
+    /// handle 64 at a time (and when it closes), so another process's count may lag by up
+    /// to 63 per handle.
     pub empty_receives: u64,
 }
 

@@ -44,10 +44,10 @@ pub fn fresh_budget(a: &Arena<'_>, env: &dyn Env) -> usize {
     0
 }
 
-/// Counts a receive that returned no message (CloudWatch's `NumberOfEmptyReceives`).
-pub fn count_empty_receive(a: &Arena<'_>) {
+/// Adds `n` receives that returned no message (CloudWatch's `NumberOfEmptyReceives`).
+pub fn count_empty_receives(a: &Arena<'_>, n: u64) {
     // Relaxed: a statistic.
-    a.hdr.empty_receives.0.fetch_add(1, Ordering::Relaxed);
+    a.hdr.empty_receives.0.fetch_add(n, Ordering::Relaxed);
 }
 
 /// Receives that returned no message, since creation.
