@@ -191,9 +191,9 @@ pub struct Header {
     /// whose lines are still cached instead of walking the whole class. Written
     /// only for those classes, so the small messages' hot path never touches this line.
     pub free_hint: Padded<[AtomicU64; MAX_CLASSES]>,
-    /// Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`), one
-    /// `fetch_add` per empty receive: the slow path, where a receiver is about to return or
-    /// sleep anyway. Appended in the header's spare page: an arena made before it reads 0.
+    /// Receives that returned no message (CloudWatch's `NumberOfEmptyReceives`): a long poll
+    /// that ends empty adds itself; polls that do not wait are tallied by their handle and
+    /// added 64 at a time. Appended in the header's spare page: an arena made before it reads 0.
     pub empty_receives: Padded<AtomicU64>,
 }
 
