@@ -256,12 +256,17 @@ pub fn assert_clean(a: &Arena<'_>) {
     assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 0);
 }
 
-static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+// Per test: the tests of one binary run on threads of their own, and loom runs a model's
+// threads on the thread of the test that runs it, so a flag per OS thread is a flag per test
+// (one shared flag let a test's reset hide another's stop).
+std::thread_local! {
+    static STOPPED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 /// Says that a model's participant stopped at its armed step in this execution (see
 /// [`at_each_step`]).
 pub fn stopped() {
-    STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+    STOPPED.with(|s| s.set(true));
 }
 
 /// Runs `case(k)` for k = 0, 1, …: a model whose participant stops at its `k`-th step and
@@ -269,9 +274,9 @@ pub fn stopped() {
 /// participant passed every step), after more than `min` steps, or fails after `max`.
 pub fn at_each_step(max: u32, min: u32, case: impl Fn(u32)) {
     for k in 0..max {
-        STOPPED.store(false, std::sync::atomic::Ordering::Relaxed);
+        STOPPED.with(|s| s.set(false));
         case(k);
-        if !STOPPED.load(std::sync::atomic::Ordering::Relaxed) {
+        if !STOPPED.with(|s| s.get()) {
             assert!(k > min, "only {k} steps were reached");
             return;
         }

@@ -183,3 +183,41 @@ fn a_censor_stopped_mid_census_is_replaced_a_second_later() {
         });
     });
 }
+
+/// L1, R3: a receive whose instant was read before the producer stamped its message (each
+/// operation reads the clock once) pops the producer's hint. Without a delay the message is
+/// visible whatever the two instants: taken at once, never mistaken for a delayed one (which
+/// nobody would hint again before a periodic sweep: the 1 s stall a two-consumer run found).
+#[test]
+fn a_receiver_whose_instant_is_older_than_the_send_takes_the_message() {
+    model(|| {
+        let h = arena(3, 1, 2);
+        let a = h.arena();
+        let (sender, receiver) = (at(10), at(5));
+        send(&a, &sender, 0, "g", b"m").unwrap();
+        let got = recv(&a, &receiver, 1, 10, 1_000).unwrap();
+        assert_eq!(got.len(), 1, "taken by the receiver of the older instant");
+    });
+}
+
+/// L1: a taker found a message delayed and filed its group on the expiry wheel at the delay's
+/// end, then the delay was removed (by a changer stopped before it asked for a sweep). When
+/// the filed time comes, the expiry sweep (the wheel's due buckets only) hints the group,
+/// though its head was never received: whoever files a group leaves its hint to the sweep.
+#[test]
+fn a_group_filed_while_delayed_is_hinted_by_the_expiry_sweep() {
+    model(|| {
+        let h = arena(3, 1, 2);
+        let a = h.arena();
+        a.hdr.delay_ms.store(1_000, Ordering::Relaxed);
+        send(&a, &at(10), 0, "g", b"m").unwrap();
+        assert!(
+            recv(&a, &at(20), 1, 10, 1_000).unwrap().is_empty(),
+            "delayed"
+        );
+        a.hdr.delay_ms.store(0, Ordering::Relaxed);
+        let swept = sweep::sweep_due(&a, &at(1_011), me(1), false).unwrap();
+        assert_eq!(swept.pushed, 1, "hinted from the wheel: {swept:?}");
+        assert_eq!(recv(&a, &at(1_012), 1, 10, 1_000).unwrap().len(), 1);
+    });
+}

@@ -133,10 +133,12 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
     let mut out = Swept::default();
     let mut expired: Vec<(u64, u32)> = Vec::new();
     // One group: hinted if its deadline passed, its deadline returned if it is still locked.
-    let mut look = |g: u32, min: &mut u64| -> Option<u64> {
+    // `filed`: found on the wheel, where whoever found it locked or delayed left its hint to
+    // the sweep, so it is hinted when deliverable even if its head was never received.
+    let mut look = |g: u32, min: &mut u64, filed: bool| -> Option<u64> {
         let Ok(e) = a.group(g) else { return None };
         // A corrupted group is skipped: it must not stop the sweep for every other group.
-        match sweep_group(a, env, me, g, e, full) {
+        match sweep_group(a, env, me, g, e, full || filed) {
             Ok(Found::Ready(d)) => {
                 expired.push((d, g));
                 None
@@ -157,7 +159,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
         if timers::bucket_min(a, b) <= now {
             let mut m = u64::MAX;
             let left = timers::DRAIN_BUDGET - out.visited;
-            match timers::drain(a, b, now, left, &mut |g| look(g, &mut m)) {
+            match timers::drain(a, b, now, left, &mut |g| look(g, &mut m, true)) {
                 Ok(d) => out.visited += d.visited,
                 // A stopped participant (loom) keeps its state; a corrupted wheel is the
                 // periodic sweep's to mend.
@@ -187,7 +189,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
         let g = ((start + i) % n) as u32;
         out.visited += 1;
         let mut m = u64::MAX;
-        if let Some(d) = look(g, &mut m) {
+        if let Some(d) = look(g, &mut m, false) {
             // Locked: on the wheel (again, if whoever set its deadline stopped before).
             if let Err(f) = timers::arm(a, g, d) {
                 if super::stopped(f) {
@@ -241,14 +243,16 @@ enum Found {
     Nothing,
 }
 
-/// One group of a sweep: whether to hint it, or until when it is locked.
+/// One group of a sweep: whether to hint it, or until when it is locked. `fresh_too`: hint a
+/// deliverable group whose head was never received too (a full sweep; a group filed on the
+/// wheel).
 fn sweep_group(
     a: &Arena<'_>,
     env: &dyn Env,
     me: Owner,
     g: u32,
     e: &GroupEntry,
-    full: bool,
+    fresh_too: bool,
 ) -> PResult<Found> {
     // Acquire: SYNC POINT(group-publish).
     let st = e.state.load(Ordering::Acquire);
@@ -295,10 +299,11 @@ fn sweep_group(
         Status::Deliverable => {
             let d = head_deadline(a, e);
             // A never-received head is hinted by its producer, except when it was delayed
-            // (L1): that hint was consumed while it was, so a sweep hints it now.
+            // (L1): that hint was consumed while it was, so a sweep hints it now (and a group
+            // filed on the wheel: its taker found it delayed, under a delay since removed).
             // Relaxed: a live setting.
             let delayed_queue = a.hdr.delay_ms.load(Ordering::Relaxed) > 0;
-            Ok(if d > 0 || full || delayed_queue {
+            Ok(if d > 0 || fresh_too || delayed_queue {
                 Found::Ready(d)
             } else {
                 Found::Nothing

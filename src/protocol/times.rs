@@ -36,9 +36,12 @@ impl Times {
     pub fn expiry(&self, sent: u64) -> u64 {
         sent.saturating_add(self.retention)
     }
-    /// Whether a never-received message enqueued at `sent` is still delayed (L1).
+    /// Whether a never-received message enqueued at `sent` is still delayed (L1). Without a
+    /// delay nothing is: a receiver whose instant was read before the sender stamped `sent`
+    /// (each operation reads the clock once) must not take a message that is published for a
+    /// delayed one, which nobody would hint again until a periodic sweep.
     pub fn delayed(&self, sent: u64) -> bool {
-        self.now < sent.saturating_add(self.delay)
+        self.delay > 0 && self.now < sent.saturating_add(self.delay)
     }
     /// Where a published message enqueued at `sent`, with deadline field `d` (0: never
     /// received), stands now. Expiry comes first: an expired message is gone whatever its
