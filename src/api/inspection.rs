@@ -32,11 +32,12 @@ impl Queue {
     pub fn counters(&self) -> Counters {
         Counters {
             // This handle's tally of empty polls included (other handles add theirs in batches).
-            empty_receives: accounting::empty_receives(self.arena())
-                + self
-                    .inner
+            // The shared count is untrusted (any value): saturating, never an overflow.
+            empty_receives: accounting::empty_receives(self.arena()).saturating_add(
+                self.inner
                     .empty_polls
                     .load(std::sync::atomic::Ordering::Relaxed),
+            ),
             ..Counters::from_array(&accounting::counters(self.arena()))
         }
     }
