@@ -12,7 +12,6 @@
 //! budget; these counts can.
 //!
 //! With the feature off nothing of this is compiled, and the facade's atomics are core's.
-#![allow(unsafe_code)]
 
 use core::mem::offset_of;
 use core::sync::atomic::Ordering;

@@ -31,6 +31,11 @@ typedef struct shmfifo_queue shmfifo_queue;
 typedef struct shmfifo_receive_buffer shmfifo_receive_buffer;
 
 /*
+ Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
+ */
+typedef uint32_t shmfifo_result;
+
+/*
  A string argument or view: `len` bytes at `data` (UTF-8, not NUL-terminated). `data` NULL
  means "absent" (for optional parameters); a non-NULL `data` with `len` 0 is the empty
  string.
@@ -45,6 +50,133 @@ typedef struct {
    */
   size_t len;
 } shmfifo_str;
+
+/*
+ A message attribute, to send or as received (views into the buffer).
+ */
+typedef struct {
+  /*
+   Name (S8).
+   */
+  shmfifo_str name;
+  /*
+   `String`, `Number` or `Binary`, optionally `.label`.
+   */
+  shmfifo_str data_type;
+  /*
+   Value bytes.
+   */
+  const uint8_t *value;
+  /*
+   Number of value bytes.
+   */
+  size_t value_len;
+} shmfifo_attribute;
+
+/*
+ A message to send.
+ */
+typedef struct {
+  /*
+   `MessageGroupId` (required).
+   */
+  shmfifo_str group_id;
+  /*
+   `MessageBody`.
+   */
+  shmfifo_str body;
+  /*
+   `MessageDeduplicationId` (`data` NULL: none).
+   */
+  shmfifo_str dedup_id;
+  /*
+   Message attributes (may be NULL when `attribute_count` is 0).
+   */
+  const shmfifo_attribute *attributes;
+  /*
+   Number of attributes (at most 10).
+   */
+  size_t attribute_count;
+  /*
+   Per-message `DelaySeconds` (S5): 0 (none) is the only value a FIFO queue accepts; any
+   other is `SHMFIFO_INVALID_PARAMETER_VALUE`, as SQS answers. A zero-initialised message
+   has none.
+   */
+  uint32_t delay_seconds;
+} shmfifo_send_message;
+
+/*
+ One entry of a send batch.
+ */
+typedef struct {
+  /*
+   Entry id: 1–80 of `[A-Za-z0-9_-]`, unique in the batch.
+   */
+  shmfifo_str id;
+  /*
+   The message.
+   */
+  shmfifo_send_message message;
+} shmfifo_batch_entry;
+
+/*
+ What a successful send returns.
+ */
+typedef struct {
+  /*
+   `MessageId`, NUL-terminated (36 characters, UUID form).
+   */
+  char message_id[40];
+  /*
+   `SequenceNumber`, decimal, NUL-terminated.
+   */
+  char sequence_number[40];
+  /*
+   High 64 bits of the sequence number.
+   */
+  uint64_t sequence_hi;
+  /*
+   Low 64 bits of the sequence number.
+   */
+  uint64_t sequence_lo;
+  /*
+   1 when the send was a duplicate (D1): nothing was enqueued, the id and sequence number
+   are the original's.
+   */
+  uint32_t duplicate;
+} shmfifo_send_result;
+
+/*
+ The outcome of one batch entry.
+ */
+typedef struct {
+  /*
+   `SHMFIFO_OK` or the entry's error.
+   */
+  shmfifo_result code;
+  /*
+   The send result when `code` is `SHMFIFO_OK`.
+   */
+  shmfifo_send_result result;
+} shmfifo_batch_result;
+
+/*
+ One entry of a delete or change-visibility batch.
+ */
+typedef struct {
+  /*
+   Entry id: 1–80 of `[A-Za-z0-9_-]`, unique in the batch.
+   */
+  shmfifo_str id;
+  /*
+   The receipt handle.
+   */
+  shmfifo_str receipt;
+  /*
+   New visibility timeout, ms (change-visibility batches only).
+   */
+  uint64_t timeout_ms;
+} shmfifo_handle_entry;
 
 /*
  Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
@@ -209,120 +341,6 @@ typedef struct {
 } shmfifo_redrive_options;
 
 /*
- Result code of every fallible function: 0 is success. Codes are fixed and never renumbered.
- */
-typedef uint32_t shmfifo_result;
-
-/*
- A message attribute, to send or as received (views into the buffer).
- */
-typedef struct {
-  /*
-   Name (S8).
-   */
-  shmfifo_str name;
-  /*
-   `String`, `Number` or `Binary`, optionally `.label`.
-   */
-  shmfifo_str data_type;
-  /*
-   Value bytes.
-   */
-  const uint8_t *value;
-  /*
-   Number of value bytes.
-   */
-  size_t value_len;
-} shmfifo_attribute;
-
-/*
- A message to send.
- */
-typedef struct {
-  /*
-   `MessageGroupId` (required).
-   */
-  shmfifo_str group_id;
-  /*
-   `MessageBody`.
-   */
-  shmfifo_str body;
-  /*
-   `MessageDeduplicationId` (`data` NULL: none).
-   */
-  shmfifo_str dedup_id;
-  /*
-   Message attributes (may be NULL when `attribute_count` is 0).
-   */
-  const shmfifo_attribute *attributes;
-  /*
-   Number of attributes (at most 10).
-   */
-  size_t attribute_count;
-  /*
-   Per-message `DelaySeconds` (S5): 0 (none) is the only value a FIFO queue accepts; any
-   other is `SHMFIFO_INVALID_PARAMETER_VALUE`, as SQS answers. A zero-initialised message
-   has none.
-   */
-  uint32_t delay_seconds;
-} shmfifo_send_message;
-
-/*
- What a successful send returns.
- */
-typedef struct {
-  /*
-   `MessageId`, NUL-terminated (36 characters, UUID form).
-   */
-  char message_id[40];
-  /*
-   `SequenceNumber`, decimal, NUL-terminated.
-   */
-  char sequence_number[40];
-  /*
-   High 64 bits of the sequence number.
-   */
-  uint64_t sequence_hi;
-  /*
-   Low 64 bits of the sequence number.
-   */
-  uint64_t sequence_lo;
-  /*
-   1 when the send was a duplicate (D1): nothing was enqueued, the id and sequence number
-   are the original's.
-   */
-  uint32_t duplicate;
-} shmfifo_send_result;
-
-/*
- One entry of a send batch.
- */
-typedef struct {
-  /*
-   Entry id: 1–80 of `[A-Za-z0-9_-]`, unique in the batch.
-   */
-  shmfifo_str id;
-  /*
-   The message.
-   */
-  shmfifo_send_message message;
-} shmfifo_batch_entry;
-
-/*
- The outcome of one batch entry.
- */
-typedef struct {
-  /*
-   `SHMFIFO_OK` or the entry's error.
-   */
-  shmfifo_result code;
-  /*
-   The send result when `code` is `SHMFIFO_OK`.
-   */
-  shmfifo_send_result result;
-} shmfifo_batch_result;
-
-/*
  A received message. String views point into the receive buffer.
  */
 typedef struct {
@@ -378,24 +396,6 @@ typedef struct {
    */
   shmfifo_str dead_letter_source;
 } shmfifo_message;
-
-/*
- One entry of a delete or change-visibility batch.
- */
-typedef struct {
-  /*
-   Entry id: 1–80 of `[A-Za-z0-9_-]`, unique in the batch.
-   */
-  shmfifo_str id;
-  /*
-   The receipt handle.
-   */
-  shmfifo_str receipt;
-  /*
-   New visibility timeout, ms (change-visibility batches only).
-   */
-  uint64_t timeout_ms;
-} shmfifo_handle_entry;
 
 /*
  Settings and approximate counters of a queue.
@@ -824,6 +824,47 @@ const char *shmfifo_version(void);
 uint64_t shmfifo_layout_version(void);
 
 /*
+ Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids
+ (an id longer than 80 bytes is `SHMFIFO_INVALID_BATCH_ENTRY_ID`, as SQS answers), more than
+ 1 MiB in all, missing group or dedup id) is returned and nothing is sent; otherwise returns
+ `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
+ SQS, an entry whose body or an attribute value is longer than the queue's maximum message
+ size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
+ result, its memory past those lengths unread) and the others are sent.
+
+ # Safety
+ `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).
+ */
+shmfifo_result shmfifo_send_batch(const shmfifo_queue *q,
+                                  const shmfifo_batch_entry *entries,
+                                  size_t n,
+                                  shmfifo_batch_result *results);
+
+/*
+ Deletes 1–10 messages. Request-level errors are returned (nothing deleted); otherwise
+ `SHMFIFO_OK` with each entry's code in `codes[i]`.
+
+ # Safety
+ `entries` and `codes` must hold `n` entries each.
+ */
+shmfifo_result shmfifo_delete_batch(const shmfifo_queue *q,
+                                    const shmfifo_handle_entry *entries,
+                                    size_t n,
+                                    shmfifo_result *codes);
+
+/*
+ Changes the visibility of 1–10 messages (`timeout_ms` of each entry), as
+ [`shmfifo_delete_batch`].
+
+ # Safety
+ `entries` and `codes` must hold `n` entries each.
+ */
+shmfifo_result shmfifo_change_visibility_batch(const shmfifo_queue *q,
+                                               const shmfifo_handle_entry *entries,
+                                               size_t n,
+                                               shmfifo_result *codes);
+
+/*
  The default settings (SQS's defaults where SQS has them).
  */
 shmfifo_config shmfifo_config_default(void);
@@ -933,23 +974,6 @@ shmfifo_result shmfifo_send_timeout(const shmfifo_queue *q,
                                     shmfifo_send_result *out);
 
 /*
- Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids
- (an id longer than 80 bytes is `SHMFIFO_INVALID_BATCH_ENTRY_ID`, as SQS answers), more than
- 1 MiB in all, missing group or dedup id) is returned and nothing is sent; otherwise returns
- `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
- SQS, an entry whose body or an attribute value is longer than the queue's maximum message
- size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
- result, its memory past those lengths unread) and the others are sent.
-
- # Safety
- `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).
- */
-shmfifo_result shmfifo_send_batch(const shmfifo_queue *q,
-                                  const shmfifo_batch_entry *entries,
-                                  size_t n,
-                                  shmfifo_batch_result *results);
-
-/*
  Receives up to `opts->max_messages` messages (`opts` NULL: the defaults) into `buf`,
  writing views to `out[0..*count]`. A bad option (`max_messages` outside 1–10, a visibility
  timeout over 12 h, a wait over 20 s) is `SHMFIFO_INVALID_PARAMETER_VALUE` first; then `out`
@@ -985,30 +1009,6 @@ shmfifo_result shmfifo_delete(const shmfifo_queue *q, const char *receipt);
 shmfifo_result shmfifo_change_visibility(const shmfifo_queue *q,
                                          const char *receipt,
                                          uint64_t timeout_ms);
-
-/*
- Deletes 1–10 messages. Request-level errors are returned (nothing deleted); otherwise
- `SHMFIFO_OK` with each entry's code in `codes[i]`.
-
- # Safety
- `entries` and `codes` must hold `n` entries each.
- */
-shmfifo_result shmfifo_delete_batch(const shmfifo_queue *q,
-                                    const shmfifo_handle_entry *entries,
-                                    size_t n,
-                                    shmfifo_result *codes);
-
-/*
- Changes the visibility of 1–10 messages (`timeout_ms` of each entry), as
- [`shmfifo_delete_batch`].
-
- # Safety
- `entries` and `codes` must hold `n` entries each.
- */
-shmfifo_result shmfifo_change_visibility_batch(const shmfifo_queue *q,
-                                               const shmfifo_handle_entry *entries,
-                                               size_t n,
-                                               shmfifo_result *codes);
 
 /*
  Deletes every message, visible or in flight, and clears the dedup table. `purged` (may be

@@ -10,6 +10,7 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)] // every function says what it needs under "Safety"
 
+mod batch;
 mod boundary;
 mod config;
 mod error;

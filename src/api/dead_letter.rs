@@ -13,7 +13,7 @@ use crate::config::{Deduplication, RedrivePolicy, MAX_RECEIVE_COUNT};
 use crate::error::{Error, Result};
 use std::sync::atomic::Ordering;
 
-use crate::protocol::message::MAX_ID_LEN;
+use crate::protocol::message::{self, MAX_ID_LEN};
 use crate::protocol::receive::Taken;
 use crate::protocol::view::MAX_REDRIVE_PATH;
 use crate::protocol::{settings, words};
@@ -135,7 +135,7 @@ impl Queue {
             what: "message lengths exceed the slot",
         };
         let lengths = t.lengths();
-        let p = t.stored().map_err(|_| corrupt())?;
+        let p = message::split(t.payload, lengths).map_err(|_| corrupt())?;
         let dedup = p.dedup;
         // M2: the id stays; D8: it becomes the dedup id (a message moved before keeps the id
         // it had: its dedup id).

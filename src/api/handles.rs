@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::queue::{fault, ms, Op, Queue};
 use super::types::*;
+use super::views::*;
 use crate::config::MAX_VISIBILITY_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::protocol::group::Patience;

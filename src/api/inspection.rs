@@ -5,6 +5,7 @@ use std::time::Duration;
 use super::queue::{fault, Queue};
 use super::receive::Filler;
 use super::types::*;
+use super::views::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
 use crate::protocol::message::MAX_ID_LEN;

@@ -17,6 +17,7 @@ mod send;
 mod settings;
 mod sqs_attributes;
 mod types;
+mod views;
 
 #[cfg(feature = "tokio")]
 pub use asynchronous::{AsyncQueue, MessageStream};
@@ -27,3 +28,4 @@ pub use observe::Observer;
 pub use queue::Queue;
 pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};
 pub use types::*;
+pub use views::*;

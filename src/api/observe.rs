@@ -10,7 +10,8 @@
 use std::path::Path;
 
 use super::queue::Queue;
-use super::types::{Counters, Inspection, PeekedMessage, QueueAttributes};
+use super::types::QueueAttributes;
+use super::views::{Counters, Inspection, PeekedMessage};
 use crate::error::Result;
 
 /// A read-only, unregistered view of a queue (see [`Queue::observe`]). Cheap to clone.

@@ -123,8 +123,9 @@ pub(super) fn fill(
     created_wall_ms: u64,
     body: Body,
 ) -> std::result::Result<usize, &'static str> {
-    let p = t.stored()?;
-    m.message_id = if t.lengths().moved {
+    let lengths = t.lengths();
+    let p = message::split(t.payload, lengths)?;
+    m.message_id = if lengths.moved {
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
         std::str::from_utf8(p.dedup)
             .ok()

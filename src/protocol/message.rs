@@ -80,11 +80,6 @@ impl<'t> Taken<'t> {
         }
     }
 
-    /// The payload's pieces; an `Err` names corrupted lengths.
-    pub fn stored(&self) -> Result<Stored<'t>, &'static str> {
-        split(self.payload, self.lengths())
-    }
-
     /// The message's sequence number (M1): its group incarnation's base, then its position.
     pub fn sequence_number(&self) -> u128 {
         let r = Ordering::Relaxed; // under the claim (see above)

@@ -35,7 +35,7 @@ pub struct Taken<'t> {
     /// The group entry (read through `Taken`'s methods).
     pub(super) group: &'t GroupEntry,
     /// The payload bytes (body, dead-letter source, dedup id, attributes: layout 10; split
-    /// by [`Taken::stored`]).
+    /// by `message::split` with [`Taken::lengths`]).
     pub payload: &'t [u8],
     /// The message's `vis` word as this receive left it (epoch and deadline).
     pub vis: u64,
