@@ -17,3 +17,11 @@ elif ! diff -u ffi/include/shmfifo.h "$out"; then
     echo "ffi/include/shmfifo.h is out of date: run bash ci/ffi-header.sh --write" >&2
     exit 1
 fi
+# The C ABI fuzz target compiles ffi/src's modules into itself by path: each module of
+# ffi/src/lib.rs must be there too, or the fuzz build (late in CI) fails.
+for m in $(sed -n 's/^mod \([a-z_]*\);$/\1/p' ffi/src/lib.rs); do
+    if ! grep -q "^#\[path = \"../../ffi/src/$m.rs\"\]" fuzz/fuzz_targets/c_abi.rs; then
+        echo "fuzz/fuzz_targets/c_abi.rs does not include ffi/src/$m.rs (a module of ffi/src/lib.rs)" >&2
+        exit 1
+    fi
+done

@@ -18,6 +18,7 @@ mod message;
 mod queue;
 mod zero_copy;
 
+pub use batch::*;
 pub use config::*;
 pub use error::*;
 pub use message::*;

@@ -6,6 +6,8 @@
 
 extern crate shmfifo as shmfifo_core;
 
+#[path = "../../ffi/src/batch.rs"]
+mod batch;
 #[path = "../../ffi/src/boundary.rs"]
 mod boundary;
 #[path = "../../ffi/src/config.rs"]
@@ -21,6 +23,7 @@ mod zero_copy;
 
 /// The C ABI as `ffi/src/lib.rs` exports it.
 mod ffi {
+    pub use crate::batch::*;
     pub use crate::boundary::shmfifo_str;
     pub use crate::config::*;
     pub use crate::error::*;
