@@ -42,6 +42,13 @@ pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
 /// Default `dedup_entries`: 3 MiB of table (192 B each), every id of the last 5 minutes kept up
 /// to 54 new ids a second; beyond that the window shortens (`DedupOverflow::ShortenWindow`).
 pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
+/// Default `size_limit`: how far a queue's file may grow as its size classes fill (1 GiB),
+/// lowered at creation to a quarter of the file system's free space (never below the base
+/// file). With it a default queue holds about 4 million small messages where its base file
+/// holds 8,192.
+pub const DEFAULT_SIZE_LIMIT: u64 = 1 << 30;
+/// Largest `size_limit` (1 TiB).
+pub const MAX_SIZE_LIMIT: u64 = 1 << 40;
 /// Default `max_groups`: groups with messages at once.
 pub const DEFAULT_MAX_GROUPS: u32 = 4_096;
 /// Default `max_participants`: processes with the queue open at once.
@@ -175,9 +182,7 @@ pub enum DedupOverflow {
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
 ///
-/// A consumed message's slot stays in use as its group's list head until the group's next
-/// message is consumed or the group empties: a class of N slots always holds N messages minus
-/// one per group whose head was consumed (at most `max_groups`).
+/// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment twice its size until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
@@ -194,6 +199,10 @@ pub enum DedupOverflow {
 /// | `body_mode` | `Text` | `Text`: SQS's character rule (S7); `Binary`: any bytes (an extension) |
 /// | `release_on_death` | `true` | a receiver process that dies (killed, crashed; not one that closes the queue) has its in-flight messages made visible at once, within about 100 ms once a receiver is idle, instead of at their visibility timeout. Turn it off if receipt handles outlive their receiving process (handed to another process that deletes them) |
 ///
+/// A consumed message's slot stays in use as its group's list head until the group's next
+/// message is consumed or the group empties: a class of N slots always holds N messages minus
+/// one per group whose head was consumed (at most `max_groups`).
+///
 /// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueConfig {
@@ -202,6 +211,7 @@ pub struct QueueConfig {
     pub(crate) maximum_message_size: u32,
     pub(crate) max_messages: u32,
     pub(crate) size_classes: Option<Vec<(u32, u32)>>,
+    pub(crate) size_limit: Option<u64>,
     pub(crate) max_groups: u32,
     pub(crate) max_participants: u32,
     pub(crate) mode: u32,
@@ -228,6 +238,7 @@ impl Default for QueueConfig {
             maximum_message_size: 262_144,
             max_messages: DEFAULT_MAX_MESSAGES,
             size_classes: None,
+            size_limit: None,
             max_groups: DEFAULT_MAX_GROUPS,
             max_participants: DEFAULT_MAX_PARTICIPANTS,
             mode: 0o600,
@@ -278,6 +289,15 @@ impl QueueConfig {
     /// framing: see [`QueueConfig::stored_size_limit`]).
     pub fn size_classes(mut self, classes: Vec<(u32, u32)>) -> Self {
         self.size_classes = Some(classes);
+        self
+    }
+    /// Most bytes the queue's file may grow to as its size classes fill (default: see the
+    /// table). A class whose every slot is taken adds a segment of twice its slots, reserved
+    /// with `fallocate`, as long as the file stays within the limit; only then does a send
+    /// answer [`crate::Error::SizeClassFull`]. A limit at or below the base file (the size
+    /// [`QueueConfig::geometry`] lays out) keeps the queue at its base size.
+    pub fn size_limit(mut self, bytes: u64) -> Self {
+        self.size_limit = Some(bytes);
         self
     }
     /// Most groups with messages at once.
@@ -400,6 +420,11 @@ impl QueueConfig {
 
     /// Validates the settings and derives the arena geometry.
     pub fn geometry(&self) -> Result<Geometry> {
+        self.geometry_within(DEFAULT_SIZE_LIMIT)
+    }
+
+    /// [`QueueConfig::geometry`] with `default_limit` as the size limit when none was set.
+    pub(crate) fn geometry_within(&self, default_limit: u64) -> Result<Geometry> {
         let bad = |setting, reason: String| Err(Error::InvalidConfig { setting, reason });
         check_live(
             Some(self.visibility_timeout),
@@ -489,8 +514,11 @@ impl QueueConfig {
         if total > MAX_SLOTS {
             return bad("max_messages", format!("at most {MAX_SLOTS} slots in all"));
         }
+        if self.size_limit.is_some_and(|l| l > MAX_SIZE_LIMIT) {
+            return bad("size_limit", "at most 1 TiB".into());
+        }
         let group_slots = (u64::from(self.max_groups) * 2).next_power_of_two() as u32;
-        let g = Geometry {
+        let mut g = Geometry {
             participants: self.max_participants,
             max_groups: self.max_groups,
             group_slots,
@@ -509,15 +537,63 @@ impl QueueConfig {
             } else {
                 self.attempt_entries.next_power_of_two()
             },
+            class_growth: Vec::new(),
+            size_limit: 0,
         };
-        if g.offsets().is_none() {
+        let Some(base) = g.offsets().map(|o| o.total) else {
             return bad(
                 "size_classes",
                 "the arena would be larger than 2^64 bytes".into(),
             );
-        }
+        };
+        g.size_limit = self
+            .size_limit
+            .unwrap_or(default_limit)
+            .min(MAX_SIZE_LIMIT)
+            .max(base);
+        g.class_growth = class_growth(&g.classes, base, g.size_limit);
         Ok(g)
     }
+}
+
+/// How many segments each class may add (layout 13): as many as fit, one class alone, between
+/// the base file's end and the size limit, and no more than keep the whole index range (every
+/// class at its limit) within [`MAX_SLOTS`].
+fn class_growth(classes: &[(u32, u32)], base: u64, limit: u64) -> Vec<u32> {
+    let budget = limit.saturating_sub(base);
+    let mut growth: Vec<u32> = classes
+        .iter()
+        .map(|&(cap, n)| {
+            let stride = crate::layout::stride_of(cap);
+            let (mut k, mut used) = (0u32, 0u64);
+            while (k as usize) < crate::layout::MAX_SEGMENTS {
+                let b = crate::layout::segment_bytes(n, stride, k + 1);
+                if used.saturating_add(b) > budget {
+                    break;
+                }
+                used += b;
+                k += 1;
+            }
+            k
+        })
+        .collect();
+    let range = |g: &[u32]| -> u64 {
+        classes
+            .iter()
+            .zip(g)
+            .map(|(&(_, n), &k)| u64::from(n) << k)
+            .sum()
+    };
+    while range(&growth) > MAX_SLOTS {
+        let widest = (0..classes.len())
+            .filter(|&c| growth[c] > 0)
+            .max_by_key(|&c| u64::from(classes[c].1) << growth[c]);
+        match widest {
+            Some(c) => growth[c] -= 1,
+            None => break,
+        }
+    }
+    growth
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]

@@ -112,12 +112,14 @@ pub enum Error {
         /// What was wrong.
         what: &'static str,
     },
-    /// Not enough space on the file system for the arena (`/dev/shm` too small).
+    /// Not enough space on the file system for the arena (`/dev/shm` too small), at creation
+    /// or when a full size class grows below its size limit.
     NoSpace {
-        /// Bytes the arena needs.
+        /// Bytes the arena (or its new segment) needs.
         needed: u64,
     },
-    /// Every slot of the size class that fits this message is in use.
+    /// Every slot of the size class that fits this message is in use, and the class has grown
+    /// as far as the queue's size limit allows.
     SizeClassFull {
         /// Payload capacity of the class.
         class_bytes: u32,

@@ -5,6 +5,8 @@
 //!
 //! ```text
 //! offset 0              Header            (static settings, then hot lines, padded to 4 KiB)
+//! segments_off = 4 KiB  u64 × C_max × S   (segment directory, layout 13: per class, the file
+//!                                           offsets of its added segments, S = MAX_SEGMENTS)
 //! participants_off      Participant × P   (128 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
@@ -16,7 +18,10 @@
 //! class k, k < C:
 //!   headers_off[k]      MsgHeader × N_k   (64 B each)
 //!   payload_off[k]      [u8; stride_k] × N_k
-//! total_size            rounded up to 4 KiB
+//! total_size            rounded up to 4 KiB: the base file
+//! segments              appended as size classes grow (layout 13), each page-aligned:
+//!                       MsgHeader × n then [u8; stride_k] × n, n = N_k × 2^(j-1) for the
+//!                       class's j-th segment; where, the directory says
 //! ```
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
@@ -26,7 +31,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 12;
+pub const LAYOUT_VERSION: u64 = 13;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -35,6 +40,10 @@ pub const MSG_HEADER_SIZE: usize = 64;
 pub const GROUP_ENTRY_SIZE: usize = 256;
 /// Bytes of a dedup table entry (its key lives in a parallel array).
 pub const DEDUP_ENTRY_SIZE: usize = 64;
+/// Most segments a size class may add to the arena as it grows (layout 13): segment `k`
+/// (from 1) holds `slots × 2^(k-1)` slots, so a class that has added `k` segments holds
+/// `slots × 2^k`.
+pub const MAX_SEGMENTS: usize = 24;
 /// Bytes of a participant record.
 pub const PARTICIPANT_SIZE: usize = 128;
 /// Page granularity of the arena.
@@ -195,6 +204,32 @@ pub struct Header {
     /// that ends empty adds itself; polls that do not wait are tallied by their handle and
     /// added 64 at a time. Appended in the header's spare page: an arena made before it reads 0.
     pub empty_receives: Padded<AtomicU64>,
+    /// The arena's growth (layout 13, see `protocol::grow`): the grow claim and each class's
+    /// published segments.
+    pub grow: Padded<GrowLine>,
+    /// Per size class, the most segments it may add (fixed at creation: with the size limit,
+    /// it fixes the class's index range).
+    pub class_growth: [AtomicU64; MAX_CLASSES],
+    /// The size limit (bytes): the arena's file never grows past it. Fixed at creation.
+    pub size_limit: AtomicU64,
+}
+
+/// The growth line (layout 13): written only when a size class grows, so no hot path touches
+/// it; read by a participant that meets a slot index of a segment it has not mapped yet.
+#[repr(C)]
+#[derive(Debug, Default)]
+pub struct GrowLine {
+    /// Owner code of the participant adding a segment (0 = none): owner-tagged, taken over
+    /// only from a proven-dead owner.
+    pub claim: AtomicU64,
+    /// Per size class, the segments it has added and published. SYNC POINT(segment-publish):
+    /// stored with Release after the segment's directory entry and its reserved blocks,
+    /// loaded with Acquire before a participant maps the segment.
+    pub segments: [AtomicU64; MAX_CLASSES],
+    /// Segments added over the arena's life (all classes).
+    pub grows: AtomicU64,
+    /// Growths refused by the file system (no space left under the size limit).
+    pub refused: AtomicU64,
 }
 
 /// One ReceiveRequestAttemptId record (R11), see `protocol::attempt`.
@@ -498,11 +533,18 @@ pub struct Geometry {
     pub dedup_key_words: u32,
     /// Attempt-id records (power of two, or 0).
     pub attempt_slots: u32,
+    /// Per size class (as `classes`; missing entries are 0), the most segments it may add as
+    /// the arena grows.
+    pub class_growth: Vec<u32>,
+    /// The size limit in bytes (the file never grows past it); 0: the base size.
+    pub size_limit: u64,
 }
 
 /// Byte offsets of each region, computed from a [`Geometry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offsets {
+    /// Segment directory: per class, [`MAX_SEGMENTS`] file offsets of its added segments.
+    pub segments: u64,
     /// Participant array.
     pub participants: u64,
     /// Group table.
@@ -530,7 +572,9 @@ fn round_up(x: u64, to: u64) -> u64 {
 impl Geometry {
     /// Computes the offsets of every region. Returns `None` on arithmetic overflow.
     pub fn offsets(&self) -> Option<Offsets> {
-        let mut off = PAGE;
+        let segments = PAGE;
+        let mut off = segments + (MAX_CLASSES * MAX_SEGMENTS * 8) as u64;
+        off = round_up(off, 128);
         let participants = off;
         off = off.checked_add(u64::from(self.participants) * PARTICIPANT_SIZE as u64)?;
         off = round_up(off, 128);
@@ -558,12 +602,13 @@ impl Geometry {
             off = round_up(off, 128);
             let headers = off;
             off = off.checked_add(u64::from(count) * MSG_HEADER_SIZE as u64)?;
-            let stride = round_up(u64::from(payload), 64);
+            let stride = stride_of(payload);
             let pay = off;
             off = off.checked_add(u64::from(count).checked_mul(stride)?)?;
             classes.push((headers, pay, stride));
         }
         Some(Offsets {
+            segments,
             participants,
             groups,
             ready,
@@ -576,10 +621,46 @@ impl Geometry {
         })
     }
 
-    /// Total number of message slots over all classes.
+    /// Total number of message slots over all classes in the base file.
     pub fn total_slots(&self) -> u64 {
         self.classes.iter().map(|&(_, n)| u64::from(n)).sum()
     }
+
+    /// The most segments class `k` may add.
+    pub fn growth(&self, k: usize) -> u32 {
+        self.class_growth.get(k).copied().unwrap_or(0)
+    }
+
+    /// The most slots class `k` may hold once grown to its limit: the size of its index range.
+    pub fn max_slots(&self, k: usize) -> u64 {
+        self.classes
+            .get(k)
+            .map_or(0, |&(_, n)| u64::from(n) << self.growth(k))
+    }
+
+    /// The size of the whole index range of message slots (every class at its limit).
+    pub fn index_slots(&self) -> u64 {
+        (0..self.classes.len()).map(|k| self.max_slots(k)).sum()
+    }
+}
+
+/// Slots of segment `k` (from 1) of a class whose base file holds `base` slots.
+pub fn segment_slots(base: u32, k: u32) -> u64 {
+    u64::from(base) << (k - 1)
+}
+
+/// Bytes of segment `k` (from 1) of a class of `base` slots in the base file and payloads of
+/// `stride` bytes: its headers, then its payloads, rounded up to a page.
+pub fn segment_bytes(base: u32, stride: u64, k: u32) -> u64 {
+    round_up(
+        segment_slots(base, k) * (MSG_HEADER_SIZE as u64 + stride),
+        PAGE,
+    )
+}
+
+/// Payload stride of a class whose slots hold `payload` bytes.
+pub fn stride_of(payload: u32) -> u64 {
+    round_up(u64::from(payload), 64)
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]
@@ -597,9 +678,15 @@ mod tests {
             dedup_slots: 4,
             dedup_key_words: 16,
             attempt_slots: 2,
+            class_growth: Vec::new(),
+            size_limit: 0,
         };
         let o = g.offsets().unwrap();
-        assert_eq!(o.participants, PAGE);
+        assert_eq!(o.segments, PAGE);
+        assert_eq!(
+            o.participants,
+            PAGE + (MAX_CLASSES * MAX_SEGMENTS * 8) as u64
+        );
         assert_eq!(o.groups % 128, 0);
         assert!(o.groups >= o.participants + 3 * 64);
         assert_eq!(o.ready, o.groups + 16 * 256);
@@ -633,6 +720,8 @@ mod tests {
             dedup_slots: 0,
             dedup_key_words: 16,
             attempt_slots: 0,
+            class_growth: Vec::new(),
+            size_limit: 0,
         };
         // 8 × 4 GiB × 4 GiB overflows u64.
         assert!(g.offsets().is_none());

@@ -51,6 +51,17 @@ pub use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 #[cfg(shmfifo_loom)]
 pub use loom::thread_local;
 
+/// Process-local atomics: never in shared memory, so never the arena's (and never loom's:
+/// they hold this process's own caches, such as where it mapped a segment, whose every value
+/// is equally right). Shared words use the atomics above.
+pub mod local {
+    pub use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// A flag of heap arenas (tests and loom models).
+    #[cfg(any(test, feature = "loom"))]
+    pub use std::sync::atomic::AtomicBool;
+}
+
 /// Interior mutability for payload bytes of heap arenas (tests and loom models).
 #[cfg(any(test, feature = "loom"))]
 pub use core::cell::UnsafeCell;

@@ -509,6 +509,7 @@ fn size_class_full_leaves_other_classes_and_groups_working() {
         .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
         .size_classes(vec![(192, 4), (1488, 4)])
+        .size_limit(0) // no growth: the classes fill
         .max_groups(16);
     let q = queue("classfull", &cfg);
     assert_eq!(q.attributes().size_classes, vec![(192, 4), (1488, 4)]);
@@ -634,6 +635,7 @@ fn slot_of_deleted_head_returns_at_the_next_delete_of_its_group() {
         .deduplication(Deduplication::Off)
         .maximum_message_size(1024)
         .size_classes(vec![(192, 4), (1488, 4)])
+        .size_limit(0) // no growth: the classes fill
         .max_groups(16);
     let q = queue("slotreuse", &cfg);
     for i in 0..4 {
@@ -705,6 +707,7 @@ fn send_timeout_waits_for_room_in_a_full_class() {
     let cfg = QueueConfig::new()
         .deduplication(Deduplication::Off)
         .size_classes(vec![(192, 4), (262_608, 4)])
+        .size_limit(0) // no growth: the class fills
         .max_groups(16);
     let q = queue("sendwait", &cfg);
     for i in 0..4 {

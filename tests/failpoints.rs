@@ -30,7 +30,16 @@ fn config() -> QueueConfig {
         .maximum_message_size(1024)
         .dedup_entries(512)
         .visibility_timeout(Duration::from_secs(600))
+        .size_limit(0) // a fixed capacity: the cases count slots coming back
 }
+
+/// [`config`] for a queue that grows (layout 13): the `send-grow` case.
+fn grow_config() -> QueueConfig {
+    config().size_limit(64 << 20)
+}
+
+/// Slots of [`config`]'s smallest class: the base file's.
+const BASE_SLOTS: usize = 64;
 
 /// The child side: open, arm, run one operation, report what was acknowledged on stdout.
 fn child(spec: &str) {
@@ -51,8 +60,8 @@ fn child(spec: &str) {
         o.flush().unwrap();
     };
     match op {
-        "send" | "send-new-group" => {
-            let g = if op == "send" { "g" } else { "h" };
+        "send" | "send-new-group" | "send-grow" => {
+            let g = if op == "send-new-group" { "h" } else { "g" };
             failpoint::arm(k);
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
             failpoint::disarm();
@@ -410,6 +419,66 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     let got = drain(&q);
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
     assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A send that grows a full class by a segment (layout 13), killed at each step of it
+/// (holding the grow claim, with the segment's offset written, its blocks reserved, or it
+/// published): the survivor's send is the same message once (a duplicate if it was
+/// acknowledged), the class grows on (the dead grower's claim taken over), every message comes
+/// back in order, and the file stays within its limit.
+fn case_send_grow(op: &str, k: u64, _full: usize) -> bool {
+    let (name, q) = fresh("fpgrow", &grow_config());
+    for i in 0..BASE_SLOTS {
+        send(&q, "f", &format!("f{i}"));
+    }
+    assert_eq!(q.size().grows, 0, "the base file holds {BASE_SLOTS}");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let again = q.send(&SendMessage::new("g", "x").dedup_id("x1")).unwrap();
+    if let Some(id) = o.with("ACK ").first() {
+        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
+        assert_eq!(&again.message_id.to_string(), id);
+    }
+    // The class grows on: the claim of a dead grower is no obstacle.
+    for i in 0..3 * BASE_SLOTS {
+        send(&q, "m", &format!("m{i}"));
+    }
+    let s = q.size();
+    assert!(
+        s.grows >= 2 && s.bytes <= s.limit_bytes,
+        "{op} k={k}: {s:?}"
+    );
+    let got = drain(&q);
+    let of = |g: char| -> Vec<&String> { got.iter().filter(|b| b.starts_with(g)).collect() };
+    let f: Vec<String> = (0..BASE_SLOTS).map(|i| format!("f{i}")).collect();
+    let m: Vec<String> = (0..3 * BASE_SLOTS).map(|i| format!("m{i}")).collect();
+    assert!(
+        of('f')
+            .iter()
+            .map(|b| b.as_str())
+            .eq(f.iter().map(String::as_str)),
+        "{op} k={k}: f in order"
+    );
+    assert!(
+        of('m')
+            .iter()
+            .map(|b| b.as_str())
+            .eq(m.iter().map(String::as_str)),
+        "{op} k={k}: m in order"
+    );
+    assert_eq!(of('x').len(), 1, "{op} k={k}: exactly one x");
+    assert_eq!(got.len(), 4 * BASE_SLOTS + 1, "{op} k={k}: nothing else");
+    let a = q.attributes();
+    assert_eq!(
+        (
+            a.approximate_number_of_messages,
+            a.approximate_number_of_messages_not_visible
+        ),
+        (0, 0),
+        "{op} k={k}: counts"
+    );
     let _ = Queue::unlink(&name);
     o.killed
 }
@@ -833,14 +902,21 @@ static BUSY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::ne
 
 fn stop_case(op: &str, k: u64) -> bool {
     // The expiry sweep's child moves the test clock to end its timeouts.
-    let cfg = if op == "expiry-sweep" {
-        config().test_clock(true)
-    } else {
-        config()
+    let cfg = match op {
+        "expiry-sweep" => config().test_clock(true),
+        "send-grow" => grow_config(),
+        _ => config(),
     };
     let (name, q) = fresh("fpstop", &cfg);
     for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
         send(&q, g, b);
+    }
+    if op == "send-grow" {
+        // The base file full: the stopped child's send grows the class, holding the grow
+        // claim at some steps (then every send that needs room waits and says Busy).
+        for i in 3..BASE_SLOTS {
+            send(&q, "f", &format!("f{i}"));
+        }
     }
     if op == "quarantine" {
         // A damaged group for the stopped quarantine to work on.
@@ -979,8 +1055,9 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 20] = [
+    let cases: [(&str, Case); 21] = [
         ("send", case_send),
+        ("send-grow", case_send_grow),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
         ("send-wait", case_send_wait),
@@ -1012,6 +1089,7 @@ fn main() {
     let mut stops = 0;
     for op in [
         "send",
+        "send-grow",
         "send-loan",
         "send-new-group",
         "send-batch",

@@ -170,6 +170,7 @@ fn t1_expired_messages_are_reclaimed_without_receivers() {
     let cfg = small()
         .maximum_message_size(1024)
         .size_classes(vec![(1488, 4)])
+        .size_limit(0) // no growth: the class fills
         .message_retention_period(Duration::from_millis(100));
     let q = queue("t1reclaim", &cfg);
     for i in 0..4 {

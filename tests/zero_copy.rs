@@ -17,10 +17,12 @@ fn opts() -> ReceiveOptions {
 
 /// Two slot classes: 256 bytes and 4,560 (the least a 4 KiB maximum message size allows, with
 /// its dedup id and attribute framing), `n` slots each.
+/// Two classes of `n` slots that do not grow (these tests count slots coming back).
 fn two_classes(n: u32) -> QueueConfig {
     small_dedup()
         .maximum_message_size(4096)
         .size_classes(vec![(256, n), (4560, n)])
+        .size_limit(0)
 }
 
 #[test]

@@ -36,6 +36,12 @@ pub fn wait_time(s: &str) -> Result<Duration, String> {
 
 /// A byte count with an optional binary suffix: `262144`, `256KiB`, `256K`, `1MiB`, `1M`.
 pub fn bytes(s: &str) -> Result<u32, String> {
+    let n = large_bytes(s)?;
+    u32::try_from(n).map_err(|_| format!("{s:?} is too large"))
+}
+
+/// A byte count that may pass 4 GiB: as [`bytes`], with `GiB`/`G` and `TiB`/`T` too.
+pub fn large_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
@@ -46,10 +52,15 @@ pub fn bytes(s: &str) -> Result<u32, String> {
         "" | "B" => 1,
         "K" | "KiB" | "k" => 1024,
         "M" | "MiB" => 1024 * 1024,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (use KiB or MiB)")),
+        "G" | "GiB" => 1 << 30,
+        "T" | "TiB" => 1 << 40,
+        u => {
+            return Err(format!(
+                "{s:?}: unknown unit {u:?} (use KiB, MiB, GiB or TiB)"
+            ))
+        }
     };
     n.checked_mul(scale)
-        .and_then(|v| u32::try_from(v).ok())
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 

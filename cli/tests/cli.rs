@@ -801,7 +801,10 @@ fn errors_have_exit_codes_names_and_hints() {
 #[test]
 fn send_wait_applies_backpressure_on_a_full_class() {
     let q = Q::named("wait");
-    expect(&["create", q.s(), "--max-messages", "4"], 0);
+    expect(
+        &["create", q.s(), "--max-messages", "4", "--size-limit", "0"],
+        0,
+    );
     for g in ["a", "b", "c", "d"] {
         send(&q, g, g, "x");
     }

@@ -67,6 +67,12 @@ pub struct shmfifo_config {
     /// extension for binary frames; its dead-letter queue must be binary too). Fixed at
     /// creation.
     pub body_mode: u32,
+    /// Most bytes the queue's file may grow to as its size classes fill (default
+    /// `UINT64_MAX`: 1 GiB, at most a quarter of the file system's free space at creation;
+    /// up to 1 TiB). A class whose slots are all taken adds a segment of twice its slots until
+    /// the next would pass the limit; only then does a send answer
+    /// `SHMFIFO_SIZE_CLASS_FULL`. 0 (or any size at or below the base file): no growth.
+    pub size_limit: u64,
 }
 
 /// The default settings (SQS's defaults where SQS has them).
@@ -93,6 +99,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
         dedup_overflow: 0,
         test_clock: 0,
         body_mode: 0,
+        size_limit: u64::MAX,
     }
 }
 
@@ -154,6 +161,9 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .release_on_death(c.release_on_death != 0)
         .test_clock(c.test_clock != 0)
         .body_mode(body_mode);
+    if c.size_limit != u64::MAX {
+        cfg = cfg.size_limit(c.size_limit);
+    }
     match (dlq, c.max_receive_count) {
         (None, 0) => {}
         (Some(q), n) if n > 0 => cfg = cfg.redrive_policy(RedrivePolicy::new(q, n)),

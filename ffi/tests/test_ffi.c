@@ -81,7 +81,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 12);
+    CHECK(shmfifo_layout_version() == 13);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -227,6 +227,7 @@ static void test_errors(const char *dir) {
     shmfifo_queue_unlink(name);
     shmfifo_config c = shmfifo_config_default();
     c.max_messages = 4;
+    c.size_limit = 0; /* no growth: the class fills */
     c.max_groups = 1;
     c.max_participants = 1;
     c.maximum_message_size = 1048576;
@@ -341,6 +342,7 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_queue_unlink(name), SHMFIFO_OK);
     c = shmfifo_config_default();
     c.max_messages = 4;
+    c.size_limit = 0; /* no growth: the class fills */
     c.max_groups = 1;
     c.deduplication = 0;
     EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
@@ -908,6 +910,7 @@ static void test_send_timeout(void) {
     shmfifo_queue_unlink(name);
     shmfifo_config c = small_config();
     c.max_messages = 4;
+    c.size_limit = 0; /* no growth: the class fills */
     shmfifo_queue *q = NULL;
     EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
     if (!q) return;
@@ -940,6 +943,7 @@ static void test_zero_copy(void) {
     shmfifo_queue_unlink(name);
     shmfifo_config c = small_config();
     c.max_messages = 4;
+    c.size_limit = 0; /* no growth: the class fills */
     shmfifo_queue *q = NULL;
     EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
     if (!q) return;

@@ -30,7 +30,7 @@ pub use shmfifo::layout::Geometry;
 pub use shmfifo::protocol::handle::{self, Handle};
 pub use shmfifo::protocol::heap::{HeapArena, MockEnv};
 pub use shmfifo::protocol::send::{self, Outgoing};
-pub use shmfifo::protocol::{accounting, doorbell, ready, receive, recovery, sweep, words};
+pub use shmfifo::protocol::{accounting, doorbell, grow, ready, receive, recovery, sweep, words};
 pub use shmfifo::protocol::{crash, dedup, gstate, owner, vis, Arena, Fault, Owner, PResult};
 pub use shmfifo::sync::Ordering;
 
@@ -65,6 +65,26 @@ pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32)
         dedup_slots,
         dedup_key_words: 16,
         attempt_slots: 2,
+        class_growth: Vec::new(),
+        size_limit: 0,
+    }))
+}
+
+/// An arena of `participants` participants, `groups` max groups and one class of `slots`
+/// 16-byte slots that may add `growth` segments (layout 13), without a dedup table.
+pub fn arena_growing(participants: u32, groups: u32, slots: u32, growth: u32) -> Arc<HeapArena> {
+    let group_slots = (groups * 2).next_power_of_two();
+    Arc::new(HeapArena::new(&Geometry {
+        participants,
+        max_groups: groups,
+        group_slots,
+        ready_slots: group_slots,
+        classes: vec![(16, slots)],
+        dedup_slots: 0,
+        dedup_key_words: 16,
+        attempt_slots: 2,
+        class_growth: vec![growth],
+        size_limit: 1 << 30,
     }))
 }
 
@@ -240,11 +260,9 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
 
 /// Asserts that every slot is free and no group is active.
 pub fn assert_clean(a: &Arena<'_>) {
-    for cl in a.classes.iter().flatten() {
-        for h in cl.headers {
-            let w = h.vis.load(Ordering::SeqCst);
-            assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
-        }
+    for (_, h) in a.slots() {
+        let w = h.vis.load(Ordering::SeqCst);
+        assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
     }
     for e in a.groups {
         let k = gstate::kind(e.state.load(Ordering::SeqCst));

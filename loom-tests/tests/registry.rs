@@ -272,6 +272,8 @@ fn an_opener_never_sees_a_half_initialised_header() {
             dedup_slots: 2,
             dedup_key_words: 16,
             attempt_slots: 0,
+            class_growth: Vec::new(),
+            size_limit: 0,
         };
         let total = g.offsets().unwrap().total;
         let hdr: Arc<shmfifo::layout::Header> = Arc::new(Default::default());

@@ -123,6 +123,7 @@ class Queue:
         dedup_entries: Optional[int] = None,
         test_clock: bool = False,
         body_mode: Optional[str] = None,
+        size_limit: Optional[int] = None,
     ) -> "Queue":
         """Creates a queue (an error if it exists). Durations in seconds (whole seconds, as
         SQS's attributes); ``deduplication_scope`` ``"queue"`` or ``"messageGroup"``;
@@ -132,7 +133,9 @@ class Queue:
         ``test_clock=True``: the queue's time stands still until ``advance_clock`` moves it,
         so every timeout runs in microseconds in a test (waits stay real time), and
         ``body_mode="binary"``: bodies of any bytes (sent as ``bytes``, received as ``bytes``;
-        the default ``"text"`` is SQS's rule)."""
+        the default ``"text"`` is SQS's rule), and ``size_limit``: the most bytes the queue's
+        file may grow to as its size classes fill (default 1 GiB, at most a quarter of the file
+        system's free space; 0: never grow)."""
         attrs: List[Tuple[str, str]] = []
 
         def secs(name: str, v: Optional[float]) -> None:
@@ -166,6 +169,7 @@ class Queue:
             dedup_entries=dedup_entries,
             test_clock=test_clock,
             body_mode=body_mode,
+            size_limit=size_limit,
         )
         return cls(raw)
 

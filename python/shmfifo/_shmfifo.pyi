@@ -19,6 +19,7 @@ class RawQueue:
         dedup_entries: Optional[int] = ...,
         test_clock: bool = ...,
         body_mode: Optional[str] = ...,
+        size_limit: Optional[int] = ...,
     ) -> "RawQueue": ...
     @staticmethod
     def open(path: str) -> "RawQueue": ...

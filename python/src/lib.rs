@@ -164,7 +164,7 @@ impl RawQueue {
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (path, attributes=Vec::new(), max_messages=None, max_groups=None,
                         max_participants=None, deduplication=None, dedup_entries=None,
-                        test_clock=false, body_mode=None))]
+                        test_clock=false, body_mode=None, size_limit=None))]
     fn create(
         py: Python<'_>,
         path: &str,
@@ -176,8 +176,12 @@ impl RawQueue {
         dedup_entries: Option<u32>,
         test_clock: bool,
         body_mode: Option<&str>,
+        size_limit: Option<u64>,
     ) -> PyResult<RawQueue> {
         let mut cfg = QueueConfig::new().test_clock(test_clock);
+        if let Some(n) = size_limit {
+            cfg = cfg.size_limit(n);
+        }
         match body_mode {
             None | Some("text") => {}
             Some("binary") => cfg = cfg.body_mode(shmfifo::BodyMode::Binary),

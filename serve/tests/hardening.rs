@@ -500,7 +500,7 @@ fn client_errors_are_4xx_with_sqs_codes() {
     let srv = Server::start(config(&dir.0));
     let q = Queue::create_at(
         dir.0.join("small.fifo"),
-        &QueueConfig::new().max_messages(4),
+        &QueueConfig::new().max_messages(4).size_limit(0),
     )
     .unwrap();
     let send = |id: usize, extra: &str| {

@@ -15,7 +15,7 @@ use crate::validate;
 
 impl Queue {
     pub(super) fn handle(&self, h: &ReceiptHandle) -> Result<Handle> {
-        if h.nonce != self.inner.nonce || h.idx >= self.inner.view.total {
+        if h.nonce != self.inner.nonce || !self.inner.view.is_slot(h.idx) {
             return Err(Error::ReceiptHandleIsInvalid {
                 handle: h.to_string(),
             });

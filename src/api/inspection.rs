@@ -9,7 +9,7 @@ use super::views::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
 use crate::protocol::message::MAX_ID_LEN;
-use crate::protocol::{accounting, dedup, inspect, live, recovery, Env};
+use crate::protocol::{accounting, dedup, grow, inspect, live, recovery, Env};
 
 impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
@@ -40,6 +40,41 @@ impl Queue {
                     .load(std::sync::atomic::Ordering::Relaxed),
             ),
             ..Counters::from_array(&accounting::counters(self.arena()))
+        }
+    }
+
+    /// How large the queue's file is and may grow: the bytes in use (base file and added
+    /// segments), the base file, the size limit, and how many segments were added (and
+    /// refused by the file system). Cheap: a few loads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Deduplication, Queue, QueueConfig, SendMessage};
+    ///
+    /// let cfg = QueueConfig::new()
+    ///     .deduplication(Deduplication::Off)
+    ///     .max_messages(16)
+    ///     .size_limit(64 << 20);
+    /// let q = Queue::create_anonymous(&cfg)?;
+    /// let before = q.size();
+    /// assert_eq!(before.bytes, before.base_bytes);
+    /// assert_eq!(before.limit_bytes, 64 << 20);
+    /// for i in 0..100 {
+    ///     q.send(&SendMessage::new("g", &i.to_string()))?; // 16 slots: the class grows
+    /// }
+    /// let after = q.size();
+    /// assert!(after.grows >= 3 && after.bytes > before.bytes);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn size(&self) -> QueueSize {
+        let s = grow::size(self.arena());
+        QueueSize {
+            bytes: s.bytes,
+            base_bytes: s.base,
+            limit_bytes: s.limit,
+            grows: s.grows,
+            refused_grows: s.refused,
         }
     }
 
@@ -111,13 +146,15 @@ impl Queue {
         // One scan of the slots: messages by state, per size class and in total.
         let mut size_classes = Vec::new();
         let c = accounting::counts_per_class(a, inner, &mut |cl, u| {
-            let slots = cl.slots();
+            let k = size_classes.len();
+            let slots = a.slots_now(k) as u32;
             let used = u.published() as u32;
             let (sending, deleted) = (u.sending as u32, u.deleted as u32);
             size_classes.push(SizeClassUse {
                 payload_bytes: cl.cap,
                 slot_bytes: cl.slot_bytes(),
                 slots,
+                max_slots: cl.max_slots() as u32,
                 free: slots.saturating_sub(used + sending + deleted),
                 sending,
                 used,
@@ -167,6 +204,7 @@ impl Queue {
             largest_groups,
             participants,
             size_classes,
+            size: self.size(),
             counters,
             damaged_groups: groups
                 .damaged

@@ -12,7 +12,7 @@
 use std::fmt;
 use std::sync::atomic::Ordering;
 
-use super::queue::{fault, Queue};
+use super::queue::{fault, Op, Queue};
 use super::send::next_cursor;
 use super::types::{MessageAttribute, SendMessage, SendResult};
 use crate::error::{Error, Result};
@@ -393,20 +393,23 @@ impl Queue {
             })?;
         let a = self.arena();
         let cursor = next_cursor(&inner.cursor);
-        let lent = match send::loan(a, inner.me, class, cursor) {
-            Err(Fault::ClassFull(_)) if self.make_room() => send::loan(a, inner.me, class, cursor),
+        let op = Op::new(inner);
+        let lent = match send::loan(a, &op, inner.me, class, cursor) {
+            Err(Fault::ClassFull(_)) if self.make_room() => {
+                send::loan(a, &op, inner.me, class, cursor)
+            }
             r => r,
         }
         .map_err(|f| fault(f, inner))?;
-        let (cl, slot) = match a.class_of(lent.idx) {
-            Ok((cl, slot)) if cl.cap as usize >= len => (cl, slot),
-            Ok(_) => {
+        let (ptr, slot) = match (a.class_of(lent.idx), a.locate(lent.idx)) {
+            (Ok((cl, _, ptr)), Ok((_, slot))) if cl.cap as usize >= len => (ptr, slot),
+            (Ok(_), Ok(_)) => {
                 self.return_lent(lent);
                 return Err(Error::Corrupted {
                     what: "a lent slot is smaller than its class",
                 });
             }
-            Err(f) => {
+            (Err(f), _) | (_, Err(f)) => {
                 self.return_lent(lent);
                 return Err(fault(f, inner));
             }
@@ -419,9 +422,9 @@ impl Queue {
             queue: self,
             lent,
             class,
-            // SAFETY: `slot < cl.headers.len()` (from `class_of`), and the class's payload
-            // array holds `headers.len() * stride` bytes inside the mapping.
-            ptr: unsafe { cl.payload.add(slot * cl.stride) },
+            // `class_of` found the slot's payload (base file or a mapped segment), `cap >= len`
+            // bytes that stay mapped as long as the queue.
+            ptr,
             len,
             group,
             group_len: group_id.len(),

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
 use super::queue::{fault, shm_path, Inner, Queue};
-use crate::config::QueueConfig;
+use crate::config::{QueueConfig, DEFAULT_SIZE_LIMIT};
 use crate::error::{Error, Result};
 use std::sync::atomic::AtomicU64;
 
+use crate::protocol::segments::Segments;
 use crate::protocol::view::{self, Refused, Shape, LAYOUT_VERSION, MAX_REDRIVE_PATH};
 use crate::protocol::{clock, live, registry};
 use crate::protocol::{owner, recovery, Arena};
@@ -136,7 +137,11 @@ impl Queue {
     /// ```
     pub fn create_at(path: impl AsRef<Path>, cfg: &QueueConfig) -> Result<Queue> {
         let path = path.as_ref();
-        let (g, dlq, total) = Self::plan(cfg)?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let (g, dlq, total) = Self::plan(cfg, dir)?;
         let no_space = |e: io::Error, dir: &Path| match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             Some(libc::ENOENT) => Error::QueueDoesNotExist {
@@ -184,8 +189,11 @@ impl Queue {
     /// What a creation needs before any file exists: the validated geometry, the checked
     /// dead-letter queue of the redrive policy (if any), and the arena's size.
     #[allow(clippy::type_complexity)]
-    fn plan(cfg: &QueueConfig) -> Result<(Shape, Option<(PathBuf, Queue)>, u64)> {
-        let g = cfg.geometry()?;
+    /// The arena's shape for `cfg` in directory `dir`: its default size limit is at most a
+    /// quarter of the file system's free space there.
+    fn plan(cfg: &QueueConfig, dir: &Path) -> Result<(Shape, Option<(PathBuf, Queue)>, u64)> {
+        let free = sys::free_bytes(dir).unwrap_or(DEFAULT_SIZE_LIMIT * 4);
+        let g = cfg.geometry_within((free / 4).min(DEFAULT_SIZE_LIMIT))?;
         let dlq = cfg
             .redrive_policy
             .as_ref()
@@ -293,7 +301,8 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn create_anonymous(cfg: &QueueConfig) -> Result<Queue> {
-        let (g, dlq, total) = Self::plan(cfg)?;
+        // A memfd's pages come from the kernel's shared-memory file system, as /dev/shm's.
+        let (g, dlq, total) = Self::plan(cfg, Path::new("/dev/shm"))?;
         let file = sys::memfd("shmfifo", total).map_err(|e| match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             _ => Error::Io(e),
@@ -574,7 +583,12 @@ impl Queue {
         file: &File,
         path: Option<&Path>,
         read_only: bool,
-    ) -> Result<(memmap2::MmapRaw, view::Checked, Arena<'static>)> {
+    ) -> Result<(
+        memmap2::MmapRaw,
+        view::Checked,
+        Arena<'static>,
+        Box<Segments>,
+    )> {
         let shown = path.map_or_else(|| PathBuf::from("<anonymous>"), Path::to_owned);
         let len = Self::probe(file, &shown)?;
         let map = if read_only {
@@ -597,10 +611,17 @@ impl Queue {
             Refused::Truncated { expected, found } => Error::Truncated { expected, found },
             Refused::Corrupted(what) => Error::Corrupted { what },
         })?;
+        let segs = Box::new(Segments::new(Box::new(sys::FileSegments::new(
+            file, read_only,
+        )?)));
+        // SAFETY: the segment map is boxed (its address stays put when the box moves) and
+        // returned with the view, owned by the `Inner` that holds both, which outlives every
+        // use of the view.
+        let segs_ref: &'static Segments = unsafe { &*(&*segs as *const Segments) };
         // SAFETY: `base` maps `len` bytes whose header `check` accepted; the mapping is
         // returned with the view and owned by the `Inner` that holds both, which outlives
         // every use of the view.
-        let view: Arena<'static> = unsafe { view::view(base, &checked) };
+        let view: Arena<'static> = unsafe { view::view(base, &checked, segs_ref) };
         if path.is_some() {
             let asked = live::identity(&view).mode & 0o777;
             let now = sys::mode_of(file)? & 0o777;
@@ -613,14 +634,14 @@ impl Queue {
                 });
             }
         }
-        Ok((map, checked, view))
+        Ok((map, checked, view, segs))
     }
 
     /// An observer's handle (see [`Queue::observe`]): the arena mapped read-only, its clock
     /// read (never rebased: an observer writes nothing), no participant registered, nothing
     /// released or repaired.
     pub(super) fn attach_observer(file: File, path: PathBuf) -> Result<Queue> {
-        let (map, checked, view) = Self::map_checked(&file, Some(&path), true)?;
+        let (map, checked, view, segs) = Self::map_checked(&file, Some(&path), true)?;
         let id = live::identity(&view);
         let lock_file = file.try_clone()?;
         let inner = Inner {
@@ -632,6 +653,7 @@ impl Queue {
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(0),
             view,
+            _segs: segs,
             dedup: checked.dedup,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: Vec::new(),
@@ -654,7 +676,7 @@ impl Queue {
     }
 
     pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
-        let (map, checked, view) = Self::map_checked(&file, path.as_deref(), false)?;
+        let (map, checked, view, segs) = Self::map_checked(&file, path.as_deref(), false)?;
         // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
         // opener on a new boot rebases it (see `Header::clock`).
         let based = clock::rebase(
@@ -688,6 +710,7 @@ impl Queue {
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
+            _segs: segs,
             dedup: checked.dedup,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: path

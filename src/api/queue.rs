@@ -11,6 +11,7 @@ use crate::config::Deduplication;
 use crate::error::Error;
 use std::sync::atomic::AtomicU64;
 
+use crate::protocol::segments::Segments;
 use crate::protocol::{clock, live, registry, Arena, Env, Fault, Owner, WakeWord};
 use crate::sys;
 
@@ -31,8 +32,10 @@ pub(super) struct Inner {
     /// Private open file description holding our liveness lock.
     pub(super) lock_file: File,
     pub(super) map: memmap2::MmapRaw,
-    /// Points into `map`, which lives as long as `self`.
+    /// Points into `map` and `segs`, which live as long as `self`.
     pub(super) view: Arena<'static>,
+    /// This process's mappings of the arena's added segments (layout 13).
+    pub(super) _segs: Box<Segments>,
     pub(super) index: u32,
     pub(super) me: Owner,
     pub(super) keys: (u64, u64),
@@ -183,6 +186,7 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
         Fault::ClassFull(c) => Error::SizeClassFull {
             class_bytes: inner.caps.get(c).map_or(0, |c| c.0),
         },
+        Fault::NoSpace(needed) => Error::NoSpace { needed },
         Fault::GroupsFull => Error::GroupLimitReached {
             max_groups: inner.view.max_groups,
         },

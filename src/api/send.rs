@@ -161,8 +161,8 @@ impl Queue {
     /// use std::time::Duration;
     /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
     ///
-    /// // Room for four small messages.
-    /// let q = Queue::create_anonymous(&QueueConfig::new().max_messages(4))?;
+    /// // Room for four small messages, and no growth.
+    /// let q = Queue::create_anonymous(&QueueConfig::new().max_messages(4).size_limit(0))?;
     /// for i in 0..4 {
     ///     let id = format!("m{i}");
     ///     q.send(&SendMessage::new(&id, "x").dedup_id(&id))?;

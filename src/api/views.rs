@@ -240,8 +240,10 @@ pub struct SizeClassUse {
     pub payload_bytes: u32,
     /// Arena bytes per slot: its 64-byte header plus its payload stride.
     pub slot_bytes: u64,
-    /// Slots.
+    /// Slots now: the base file's and those of the segments the class has added.
     pub slots: u32,
+    /// The most slots the class may hold, once grown to the queue's size limit.
+    pub max_slots: u32,
     /// Free slots.
     pub free: u32,
     /// Slots being written by a producer.
@@ -250,6 +252,24 @@ pub struct SizeClassUse {
     pub used: u32,
     /// Slots holding a deleted message not yet reclaimed.
     pub deleted: u32,
+}
+
+/// How large a queue's file is and may grow ([`crate::Queue::size`]): a size class whose slots
+/// are all taken adds a segment of twice its slots, reserved on the file system, until the
+/// next would pass the size limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSize {
+    /// Bytes in use: the base file and every segment added.
+    pub bytes: u64,
+    /// Bytes of the base file (what the queue took at creation).
+    pub base_bytes: u64,
+    /// The size limit: the file never grows past it.
+    pub limit_bytes: u64,
+    /// Segments added over the queue's life.
+    pub grows: u64,
+    /// Growths the file system refused for want of space (each failed a send with
+    /// [`crate::Error::NoSpace`]).
+    pub refused_grows: u64,
 }
 
 /// Everything `shmfifo stat` shows: a read-only snapshot of a queue in use
@@ -270,6 +290,8 @@ pub struct Inspection {
     pub participants: Vec<ParticipantInfo>,
     /// Slot use by size class.
     pub size_classes: Vec<SizeClassUse>,
+    /// How large the queue's file is and may grow.
+    pub size: QueueSize,
     /// Lifetime counters.
     pub counters: Counters,
     /// Groups whose message list could not be read (a corrupted word in shared memory): left

@@ -19,8 +19,11 @@ pub use crate::layout::counter;
 pub fn fresh_budget(a: &Arena<'_>, env: &dyn Env) -> usize {
     // Relaxed: fixed at creation, published by SYNC POINT(arena-ready).
     let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
-    if limit >= u64::from(a.total) {
-        return usize::MAX; // never reached: cost nothing
+    // Never reached with as many slots as there are now (the base file's and the published
+    // segments': the growth line is read-shared, written only when a class grows): cost
+    // nothing.
+    if limit >= (0..a.nclasses).map(|c| a.slots_now(c)).sum::<u64>() {
+        return usize::MAX;
     }
     let room = limit.saturating_sub(in_flight(a));
     if room > 0 {
@@ -79,8 +82,8 @@ pub fn in_flight(a: &Arena<'_>) -> u64 {
 /// participant that died between a receive or delete and its count left it off). O(slots).
 pub fn in_flight_census(a: &Arena<'_>) {
     let mut real = 0u64;
-    for cl in a.classes.iter().take(a.nclasses).flatten() {
-        for h in cl.headers {
+    for c in 0..a.nclasses {
+        for (_, h) in a.slots_of(c) {
             // Relaxed: a census; concurrent operations make it approximate.
             if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::Relaxed)) {
                 real += u64::from(d > 0);
@@ -174,9 +177,10 @@ pub fn counts_per_class(
 ) -> Counts {
     let t = Times::load(a, env);
     let mut total = Counts::default();
-    for cl in a.classes.iter().take(a.nclasses).flatten() {
+    for (k, cl) in a.classes.iter().take(a.nclasses).enumerate() {
+        let Some(cl) = cl else { continue };
         let mut c = Counts::default();
-        for h in cl.headers {
+        for (_, h) in a.slots_of(k) {
             // Relaxed: an approximate snapshot, as C1 allows.
             match vis::state(h.vis.load(Ordering::Relaxed)) {
                 // Relaxed: as above.

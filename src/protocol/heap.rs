@@ -1,10 +1,58 @@
 //! An arena on the heap, for unit tests and loom models: the same protocol code, no mapping.
 
-use super::{pstate, Arena, Class, Env};
+use super::segments::{Mapped, SegmentFile, Segments};
+use super::{pstate, Arena, Class, Env, Fault, PResult};
 use crate::layout::{
-    DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES,
+    DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES, MAX_SEGMENTS,
+    PAGE,
 };
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
+
+/// The "file" of a heap arena's added segments: each reserved range gets its storage when it
+/// is reserved (as a file system's blocks exist, zero-filled, before the grower publishes
+/// them: under loom the storage is made by the grower, before its Release of the count), and
+/// every map of it returns that storage.
+#[derive(Debug, Default)]
+pub struct HeapFile {
+    /// Reserved ranges: offset, length, headers (one per 64 bytes) and payload bytes.
+    #[allow(clippy::type_complexity)]
+    reserved: std::sync::Mutex<Vec<(u64, u64, Box<[MsgHeader]>, Box<[UnsafeCell<u8>]>)>>,
+    /// Set: every reservation fails as a full file system would.
+    pub full: crate::sync::local::AtomicBool,
+}
+
+// SAFETY: as `HeapArena`: payload cells are accessed only through the protocol.
+unsafe impl Sync for HeapFile {}
+// SAFETY: as above.
+unsafe impl Send for HeapFile {}
+
+impl SegmentFile for HeapFile {
+    fn reserve(&self, offset: u64, len: u64) -> PResult<()> {
+        if self.full.load(crate::sync::local::Ordering::SeqCst) {
+            return Err(Fault::NoSpace(len));
+        }
+        let mut r = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        if !r.iter().any(|x| (x.0, x.1) == (offset, len)) {
+            let n = (len / crate::layout::MSG_HEADER_SIZE as u64) as usize;
+            r.push((offset, len, boxed(n), boxed(len as usize)));
+        }
+        Ok(())
+    }
+
+    fn map(&self, offset: u64, len: u64, slots: u64, stride: usize) -> PResult<Mapped> {
+        let r = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((_, _, h, p)) = r.iter().find(|x| (x.0, x.1) == (offset, len)) else {
+            return Err(Fault::Corrupted("a published segment was never reserved"));
+        };
+        if (h.len() as u64) < slots || (p.len() as u64) < slots * stride as u64 {
+            return Err(Fault::Corrupted("a segment smaller than its slots"));
+        }
+        Ok(Mapped {
+            headers: h.as_ptr(),
+            payload: p.as_ptr() as *mut u8,
+        })
+    }
+}
 
 /// Heap storage for one arena.
 #[derive(Debug)]
@@ -22,6 +70,12 @@ pub struct HeapArena {
     dedup_keys: Box<[AtomicU64]>,
     dedup_key_words: usize,
     attempts: Box<[crate::layout::AttemptEntry]>,
+    growth: Vec<u32>,
+    directory: Box<[AtomicU64]>,
+    segs: Box<Segments>,
+    file: std::sync::Arc<HeapFile>,
+    base_len: u64,
+    size_limit: u64,
 }
 
 // SAFETY: the payload cells are accessed only through the protocol, which gives one
@@ -47,6 +101,7 @@ impl HeapArena {
         // Retention: SQS's 4 days (T1); models change it through the header.
         hdr.retention_ms.store(345_600_000, Ordering::Relaxed);
         let parts = boxed::<Participant>(g.participants as usize);
+        let file = std::sync::Arc::new(HeapFile::default());
         for p in parts.iter() {
             p.state
                 .store(pstate::pack(1, pstate::ALIVE), Ordering::Relaxed);
@@ -71,7 +126,20 @@ impl HeapArena {
             dedup_keys: boxed(g.dedup_slots as usize * g.dedup_key_words as usize),
             dedup_key_words: g.dedup_key_words as usize,
             attempts: boxed(g.attempt_slots as usize),
+            growth: (0..g.classes.len()).map(|k| g.growth(k)).collect(),
+            directory: boxed(MAX_CLASSES * MAX_SEGMENTS),
+            segs: Box::new(Segments::new(Box::new(std::sync::Arc::clone(&file)))),
+            file,
+            base_len: g.offsets().map_or(PAGE, |o| o.total),
+            size_limit: g.size_limit.max(g.offsets().map_or(PAGE, |o| o.total)),
         }
+    }
+
+    /// Makes every later growth fail as a full file system would ([`Fault::NoSpace`]).
+    pub fn refuse_growth(&self) {
+        self.file
+            .full
+            .store(true, crate::sync::local::Ordering::SeqCst);
     }
 
     /// The typed view.
@@ -85,8 +153,9 @@ impl HeapArena {
                 stride: self.caps[k] as usize,
                 cap: self.caps[k],
                 base,
+                growth: self.growth[k],
             });
-            base += h.len() as u32;
+            base += (h.len() as u32) << self.growth[k];
         }
         Arena {
             hdr: &self.hdr,
@@ -103,6 +172,10 @@ impl HeapArena {
             dedup_key_words: self.dedup_key_words,
             attempts: &self.attempts,
             hint_from: super::hint_from(&classes, base),
+            directory: &self.directory,
+            segs: &self.segs,
+            base_len: self.base_len,
+            size_limit: self.size_limit,
         }
     }
 }
@@ -161,6 +234,8 @@ mod tests {
             dedup_slots: 8,
             dedup_key_words: 16,
             attempt_slots: 4,
+            class_growth: Vec::new(),
+            size_limit: 0,
         }
     }
 
@@ -267,7 +342,7 @@ mod tests {
         let h = HeapArena::new(&geom());
         let env = MockEnv::default();
         let a = h.arena();
-        let (idx, _, _) = crate::protocol::pool::alloc(&a, 0, 0, owner::code(1, 1)).unwrap();
+        let (idx, _, _) = crate::protocol::pool::alloc(&a, &env, 0, 0, owner::code(1, 1)).unwrap();
         let r = recovery::recover(&a, &env, owner::code(2, 1)).unwrap();
         assert_eq!(r.freed, 0, "alive: left alone");
         env.kill(1);
@@ -294,6 +369,8 @@ mod tests {
             dedup_slots: 0,
             dedup_key_words: 16,
             attempt_slots: 0,
+            class_growth: Vec::new(),
+            size_limit: 0,
         };
         let h = HeapArena::new(&g);
         let env = MockEnv::default();
@@ -367,5 +444,120 @@ mod tests {
                 .all(|e| gstate::kind(e.state.load(Ordering::Relaxed)) != gstate::FREE),
             "the table was cycled through: no entry is FREE any more"
         );
+    }
+
+    /// A geometry whose one class of 2 slots may add 3 segments (2, 4 and 8 slots: 16 in all).
+    fn growing() -> Geometry {
+        Geometry {
+            classes: vec![(16, 2)],
+            class_growth: vec![3],
+            size_limit: 1 << 30,
+            ..geom()
+        }
+    }
+
+    /// Layout 13: a full class grows segment by segment, up to its limit, then answers
+    /// `ClassFull`; every message comes back in order; the growth is counted.
+    #[test]
+    fn a_full_class_grows_to_its_limit_and_delivers_in_order() {
+        let h = HeapArena::new(&growing());
+        let env = MockEnv::default();
+        let a = h.arena();
+        for i in 0..16u8 {
+            send(&a, &env, 1, "g", &[i]).unwrap();
+            assert!(a.slots_now(0) > u64::from(i));
+        }
+        assert_eq!(a.published_segments(0), 3);
+        assert_eq!(send(&a, &env, 1, "g", b"x"), Err(Fault::ClassFull(0)));
+        let s = crate::protocol::grow::size(&a);
+        assert_eq!(s.grows, 3);
+        assert!(s.bytes > s.base && s.bytes <= s.limit);
+        let mut got = Vec::new();
+        loop {
+            let v = recv(&a, &env, 10, 30_000);
+            if v.is_empty() {
+                break;
+            }
+            for (hd, body, _) in v {
+                handle::delete(&a, &env, owner::code(0, 1), hd).unwrap();
+                got.push(body[0]);
+            }
+        }
+        assert_eq!(got, (0..16).collect::<Vec<u8>>());
+        // The segments' slots are reused, no further growth.
+        for i in 0..15u8 {
+            send(&a, &env, 1, "g", &[i]).unwrap();
+        }
+        assert_eq!(crate::protocol::grow::size(&a).grows, 3);
+    }
+
+    /// A file system that refuses the blocks fails the send with `NoSpace`, publishes nothing
+    /// and keeps the grow claim free.
+    #[test]
+    fn a_refused_growth_publishes_nothing() {
+        let h = HeapArena::new(&growing());
+        let env = MockEnv::default();
+        let a = h.arena();
+        send(&a, &env, 1, "g", b"a").unwrap();
+        send(&a, &env, 1, "g", b"b").unwrap();
+        h.refuse_growth();
+        assert!(matches!(
+            send(&a, &env, 1, "g", b"c"),
+            Err(Fault::NoSpace(_))
+        ));
+        assert_eq!(a.published_segments(0), 0);
+        assert_eq!(crate::protocol::grow::size(&a).refused, 1);
+        assert_eq!(a.hdr.grow.0.claim.load(Ordering::Relaxed), 0);
+        assert_eq!(recv(&a, &env, 10, 30_000).len(), 2);
+    }
+
+    /// A grower that died holding the claim after writing its segment's offset (and
+    /// reserving it) is redone by the next: the claim is taken over, the same range reserved
+    /// again, the segment published once.
+    #[test]
+    fn a_dead_growers_half_growth_is_redone() {
+        let h = HeapArena::new(&growing());
+        let env = MockEnv::default();
+        let a = h.arena();
+        send(&a, &env, 1, "g", b"a").unwrap();
+        send(&a, &env, 1, "g", b"b").unwrap();
+        // Participant 2 took the claim, wrote the offset, reserved the range, and died.
+        a.hdr
+            .grow
+            .0
+            .claim
+            .store(owner::code(2, 1).bits(), Ordering::Relaxed);
+        let at = crate::protocol::grow::file_end(&a).unwrap();
+        a.directory[0].store(at, Ordering::Relaxed);
+        let len = crate::layout::segment_bytes(2, 16, 1);
+        h.segs.file().reserve(at, len).unwrap();
+        env.kill(2);
+        send(&a, &env, 1, "g", b"c").unwrap();
+        assert_eq!(a.published_segments(0), 1);
+        assert_eq!(a.directory[0].load(Ordering::Relaxed), at);
+        assert_eq!(a.hdr.grow.0.claim.load(Ordering::Relaxed), 0);
+        let got: Vec<_> = recv(&a, &env, 10, 30_000)
+            .into_iter()
+            .map(|m| m.1)
+            .collect();
+        assert_eq!(got, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    }
+
+    /// An index in a segment that was never published is refused, never mapped (a receipt
+    /// handle naming it is caller garbage, a link naming it corruption).
+    #[test]
+    fn an_index_beyond_the_published_segments_is_refused() {
+        let h = HeapArena::new(&growing());
+        let a = h.arena();
+        assert!(a.is_slot(1));
+        assert!(!a.is_slot(2));
+        assert!(matches!(a.msg(2), Err(Fault::Corrupted(_))));
+        assert!(matches!(a.msg(15), Err(Fault::Corrupted(_))));
+        assert!(matches!(a.msg(16), Err(Fault::Corrupted(_))));
+        // A hostile count past the class's growth is bounded by it.
+        a.hdr.grow.0.segments[0].store(u64::MAX, Ordering::Relaxed);
+        assert_eq!(a.published_segments(0), 3);
+        // Its directory entries are zero: below the base file, refused.
+        assert!(matches!(a.msg(2), Err(Fault::Corrupted(_))));
     }
 }

@@ -294,17 +294,16 @@ fn copy<T>(
         dst.store(src.load(r), r);
     }
     let ge = snap.group_epoch0.load(r);
-    let (cl, slot) = a.class_of(idx).map_err(|_| "message slot index")?;
+    let (cl, _, src) = a.class_of(idx).map_err(|_| "message slot index")?;
     let len = payload_len(snap.lens.load(r), ge).min(cl.cap as usize);
     let mut payload = vec![0u8; len];
-    // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`, so
-    // the source lies inside the payload array, and `payload` has `len` bytes. The bytes may
-    // be rewritten meanwhile only if the message was freed and its slot reused, which
-    // changes its `vis` word and incarnation: `peek`'s re-checks then drop the copy.
-    unsafe {
-        core::ptr::copy_nonoverlapping(cl.payload.add(slot * cl.stride), payload.as_mut_ptr(), len)
-    };
-    crate::sync::payload_touch(cl.payload.wrapping_add(slot * cl.stride), len, false);
+    // SAFETY: `src` starts the slot's payload (checked by `class_of`, in the base file or a
+    // mapped segment) and `len <= cap <= stride`, so the source lies inside it, and `payload`
+    // has `len` bytes. The bytes may be rewritten meanwhile only if the message was freed and
+    // its slot reused, which changes its `vis` word and incarnation: `peek`'s re-checks then
+    // drop the copy.
+    unsafe { core::ptr::copy_nonoverlapping(src, payload.as_mut_ptr(), len) };
+    crate::sync::payload_touch(src, len, false);
     let epoch = vis::epoch(w);
     let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
     f(&Taken {

@@ -31,11 +31,11 @@
 //! Every Release/Acquire (or SeqCst) pair the protocols rely on is tagged `SYNC POINT(<name>)` at
 //! both ends; the table of writers and readers is in `ARCHITECTURE.md` ("Sync points"), and
 //! `ci/sync-points.sh` checks that this list, that table and the tags name the same points.
-//! The 22 names: `arena-ready`, `slot-free`, `node-link`, `group-publish`, `claim`,
+//! The 23 names: `arena-ready`, `slot-free`, `node-link`, `group-publish`, `claim`,
 //! `ready-check`, `doorbell`, `space-doorbell`, `expiry-publish`, `expiry-wheel`,
 //! `dedup-publish`, `dedup-seqlock`, `dedup-msg`, `attempt-seqlock`, `settings-publish`,
 //! `holder-record`, `registry-free`, `clock-rebase`, `peek-seqlock`, `quarantine-close`,
-//! `reschedule`, `census`.
+//! `reschedule`, `census`, `segment-publish`.
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
 /// Stops the calling participant here when a loom model armed a crash for this step: the
@@ -104,6 +104,7 @@ pub mod clock;
 pub mod dedup;
 pub mod doorbell;
 pub mod group;
+pub mod grow;
 pub mod handle;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
@@ -119,6 +120,7 @@ pub mod recovery;
 pub mod registry;
 pub mod release;
 pub mod ring;
+pub mod segments;
 pub mod send;
 pub mod settings;
 pub mod settle;
@@ -167,6 +169,9 @@ pub enum Fault {
     ClassFull(usize),
     /// The group table has no room for another active group.
     GroupsFull,
+    /// The file system refused the blocks of a new segment (this many bytes): the arena
+    /// could not grow, though its size limit allows it.
+    NoSpace(u64),
     /// The receipt handle is stale (expired, superseded, deleted).
     Expired,
     /// The visibility change would pass 12 hours after the receive (H6).
@@ -244,14 +249,24 @@ pub struct Class<'a> {
     pub stride: usize,
     /// Usable payload bytes per slot.
     pub cap: u32,
-    /// Global index of the first slot.
+    /// Global index of the first slot: the class's index range is `base ..
+    /// base + n × 2^growth` (room for every segment it may add).
     pub base: u32,
+    /// The most segments the class may add (layout 13).
+    pub growth: u32,
 }
 
 impl Class<'_> {
-    /// Slots in the class.
-    pub fn slots(&self) -> u32 {
+    /// Slots in the base file (segment 0); the class's `k`-th added segment holds
+    /// `n × 2^(k-1)` more.
+    #[inline]
+    pub fn n(&self) -> u32 {
         self.headers.len() as u32
+    }
+
+    /// The most slots the class may hold (its index range).
+    pub fn max_slots(&self) -> u64 {
+        u64::from(self.n()) << self.growth
     }
 
     /// Bytes one slot takes: its header and its payload.
@@ -294,6 +309,16 @@ pub struct Arena<'a> {
     /// least `pool::HINT_MIN_CAP`; `total`: none): a free below it skips the hint in one
     /// compare.
     pub hint_from: u32,
+    /// The segment directory (layout 13): per class, [`MAX_SEGMENTS`] file offsets.
+    ///
+    /// [`MAX_SEGMENTS`]: crate::layout::MAX_SEGMENTS
+    pub directory: &'a [AtomicU64],
+    /// This process's map of the added segments.
+    pub segs: &'a segments::Segments,
+    /// Bytes of the base file (segments lie at or after it).
+    pub base_len: u64,
+    /// The size limit (segments end at or before it).
+    pub size_limit: u64,
 }
 
 /// [`Arena::hint_from`] of these classes.
@@ -337,30 +362,48 @@ impl<'a> Arena<'a> {
     }
 
     /// The header of message `idx`.
+    #[inline]
     pub fn msg(&self, idx: u32) -> PResult<&'a MsgHeader> {
         let (c, i) = self.locate(idx)?;
-        let cl = self.classes[c].as_ref().ok_or(Fault::Corrupted("class"))?;
-        cl.headers.get(i).ok_or(Fault::Corrupted("slot index"))
+        Ok(self.slot(c, i as u64)?.0)
     }
 
-    /// The class of message `idx`.
-    pub fn class_of(&self, idx: u32) -> PResult<(Class<'a>, usize)> {
+    /// The class of message `idx`, its header and the start of its payload.
+    pub fn class_of(&self, idx: u32) -> PResult<(Class<'a>, &'a MsgHeader, *mut u8)> {
         let (c, i) = self.locate(idx)?;
-        Ok((self.classes[c].ok_or(Fault::Corrupted("class"))?, i))
+        let (h, p) = self.slot(c, i as u64)?;
+        Ok((self.classes[c].ok_or(Fault::Corrupted("class"))?, h, p))
     }
 
-    /// Every message slot of every class, with its global index.
+    /// Every message slot of every class (its base file and its published segments), with
+    /// its global index. A segment that cannot be mapped (a corrupted directory) is skipped.
     pub fn slots<'b>(&'b self) -> impl Iterator<Item = (u32, &'a MsgHeader)> + 'b {
-        self.classes
-            .iter()
-            .take(self.nclasses)
-            .flatten()
-            .flat_map(|cl| {
-                cl.headers
-                    .iter()
-                    .enumerate()
-                    .map(move |(i, h)| (cl.base + i as u32, h))
-            })
+        (0..self.nclasses).flat_map(move |c| self.slots_of(c))
+    }
+
+    /// Every message slot of class `c` (its base file and its published segments), with its
+    /// global index. A segment that cannot be mapped (a corrupted directory) is skipped.
+    pub fn slots_of<'b>(&'b self, c: usize) -> impl Iterator<Item = (u32, &'a MsgHeader)> + 'b {
+        let cl = self.classes.get(c).copied().flatten();
+        let n = cl.map_or(0, |cl| cl.n());
+        let base = cl.map_or(0, |cl| cl.base);
+        let segments = if cl.is_some() {
+            self.published_segments(c)
+        } else {
+            0
+        };
+        (0..=segments).flat_map(move |k| {
+            let (first, len) = match k {
+                0 if cl.is_some() => (0, u64::from(n)),
+                0 => (0, 0),
+                _ => {
+                    let s = crate::layout::segment_slots(n, k);
+                    (s, if self.segment(c, k).is_ok() { s } else { 0 })
+                }
+            };
+            (first..first + len)
+                .filter_map(move |i| self.slot(c, i).ok().map(|(h, _)| (base + i as u32, h)))
+        })
     }
 
     /// The payload of message `idx` (dead-letter source, dedup id, attributes, body) as its
@@ -370,15 +413,14 @@ impl<'a> Arena<'a> {
     /// While the slice lives, no participant may free or rewrite the message: the caller holds
     /// its group's claim, or the group is marked by its quarantine.
     pub unsafe fn payload(&self, idx: u32, lens: u64, ge: u64) -> PResult<&'a [u8]> {
-        let (cl, slot) = self.class_of(idx)?;
+        let (cl, _, p) = self.class_of(idx)?;
         let len = words::payload_len(lens, ge).min(cl.cap as usize);
-        // SAFETY: `slot` indexes the class (checked by `class_of`) and `len <= cap <= stride`,
-        // so the bytes are inside the class's payload array, mapped as long as the arena; the
-        // caller keeps every writer away from them while the slice lives.
-        let p = unsafe { cl.payload.add(slot * cl.stride) };
         // Whoever takes the slice reads it (a copy out, or a borrowed body read in place).
         crate::sync::payload_touch(p, len, false);
-        // SAFETY: as above.
+        // SAFETY: `p` starts the payload of a slot of the class (`class_of` checked the index,
+        // in the base file or a mapped segment) and `len <= cap <= stride`, so the bytes are
+        // inside the payload, mapped as long as the arena; the caller keeps every writer away
+        // from them while the slice lives.
         Ok(unsafe { core::slice::from_raw_parts(p, len) })
     }
 

@@ -5,7 +5,9 @@
 //! with one CAS to `CLAIMED(owner)`; a producer that dies while holding a claim leaves a slot
 //! that recovery can attribute to it. Freeing is one CAS back to `FREE` with the epoch bumped.
 
+use super::grow::{self, Grew};
 use super::{doorbell, node, vis, Arena, Env, Fault, Owner, PResult};
+use crate::layout::segment_slots;
 use crate::layout::MsgHeader;
 use crate::sync::{fence, Ordering};
 
@@ -16,17 +18,24 @@ use crate::sync::{fence, Ordering};
 /// round robin and never touch the hint line.
 pub const HINT_MIN_CAP: u32 = 4096;
 
-/// Claims a free slot of class `class` for `owner`, scanning from `start`.
+/// Claims a free slot of class `class` for `owner`, scanning from `start`; a class whose
+/// every slot is taken grows by a segment ([`grow`]) while its size limit allows.
 ///
 /// Returns the global index, the new incarnation and the epoch the slot was claimed at.
-pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(u32, u32, u32)> {
+pub fn alloc(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    class: usize,
+    start: u64,
+    owner: Owner,
+) -> PResult<(u32, u32, u32)> {
     let cl = a
         .classes
         .get(class)
         .copied()
         .flatten()
         .ok_or(Fault::Corrupted("class"))?;
-    let n = cl.headers.len();
+    let n = u64::from(cl.n());
     if n == 0 {
         return Err(Fault::ClassFull(class));
     }
@@ -34,24 +43,82 @@ pub fn alloc(a: &Arena<'_>, class: usize, start: u64, owner: Owner) -> PResult<(
         // Relaxed: a hint (index + 1 of the slot freed last); the claim CAS decides.
         let hint = a.hdr.free_hint.0[class].load(Ordering::Relaxed);
         let i = hint.wrapping_sub(1).wrapping_sub(u64::from(cl.base));
-        if hint != 0 && i < n as u64 {
-            if let Some((inc, epoch)) = try_claim(&cl.headers[i as usize], owner)? {
-                return Ok((cl.base + i as u32, inc, epoch));
+        if hint != 0 && i < cl.max_slots() {
+            if let Ok((h, _)) = a.slot(class, i) {
+                if let Some((inc, epoch)) = try_claim(h, owner)? {
+                    return Ok((cl.base + i as u32, inc, epoch));
+                }
             }
         }
     }
-    let start = (start % n as u64) as usize;
-    for k in 0..n {
-        let i = if start + k >= n {
-            start + k - n
-        } else {
-            start + k
-        };
-        if let Some((inc, epoch)) = try_claim(&cl.headers[i], owner)? {
-            return Ok((cl.base + i as u32, inc, epoch));
+    // Every slot the class has now, from the caller's cursor (a producer's cursor sits just
+    // past the slot it took last, so a filling backlog finds the next free slot at once);
+    // when every slot is taken, a new segment, whose slots are all free.
+    let mut seen = a.published_segments(class);
+    let mut from = start % (n << seen);
+    let mut wrap = true;
+    for _ in 0..=cl.growth + 1 {
+        let now = n << seen;
+        if let Some(got) = scan(a, class, from, now, owner)? {
+            return Ok(got);
+        }
+        if wrap {
+            if let Some(got) = scan(a, class, 0, from, owner)? {
+                return Ok(got);
+            }
+        }
+        match grow::grow(a, env, owner, class, seen)? {
+            Grew::Added | Grew::Found => {
+                // Only the new slots are worth a look (another producer's, or ours).
+                from = now;
+                wrap = false;
+                seen = a.published_segments(class);
+            }
+            Grew::AtLimit => break,
         }
     }
     Err(Fault::ClassFull(class))
+}
+
+/// Claims the first free slot of class `class` at positions `from .. to` (within the class,
+/// across its segments): its global index, incarnation and epoch.
+fn scan(
+    a: &Arena<'_>,
+    class: usize,
+    from: u64,
+    to: u64,
+    owner: Owner,
+) -> PResult<Option<(u32, u32, u32)>> {
+    let cl = a.classes[class].ok_or(Fault::Corrupted("class"))?;
+    let n = cl.n();
+    let mut i = from;
+    while i < to {
+        let (k, j) = super::segments::segment_of(n, i);
+        let first = i - j;
+        if k == 0 {
+            let end = to.min(u64::from(n));
+            for x in i..end {
+                if let Some((inc, epoch)) = try_claim(&cl.headers[x as usize], owner)? {
+                    return Ok(Some((cl.base + x as u32, inc, epoch)));
+                }
+            }
+            i = end;
+            continue;
+        }
+        let m = a.segment(class, k)?;
+        let end = to.min(first + segment_slots(n, k));
+        for x in i..end {
+            // SAFETY: `segment` mapped the whole segment, `segment_slots(n, k)` headers, for
+            // the arena's life, and `x - first` is below that; headers are atomics, valid for
+            // any bit pattern.
+            let h = unsafe { &*m.headers.add((x - first) as usize) };
+            if let Some((inc, epoch)) = try_claim(h, owner)? {
+                return Ok(Some((cl.base + x as u32, inc, epoch)));
+            }
+        }
+        i = end;
+    }
+    Ok(None)
 }
 
 /// Claims slot `h` for `owner` if it is free: its new incarnation and epoch, or `None`.

@@ -86,8 +86,8 @@ pub struct Loaned {
 /// (`pool::alloc`) and clears its dedup back-pointer, so a settler of a dead lender finds no
 /// entry to settle and frees the slot. The caller writes the payload in place and later sends
 /// it ([`Outgoing::loaned`]) or gives it back ([`return_loan`]).
-pub fn loan(a: &Arena<'_>, me: Owner, class: usize, cursor: u64) -> PResult<Loaned> {
-    let (idx, inc, epoch0) = pool::alloc(a, class, cursor, me)?;
+pub fn loan(a: &Arena<'_>, env: &dyn Env, me: Owner, class: usize, cursor: u64) -> PResult<Loaned> {
+    let (idx, inc, epoch0) = pool::alloc(a, env, class, cursor, me)?;
     crash_point!();
     // Relaxed: the slot is ours; a stale back-pointer names no PENDING entry of ours and this
     // slot either, so settlers ignore it: clearing it only keeps the word tidy.
@@ -315,7 +315,7 @@ fn prepare<'a>(
     entry: Option<(u32, u64)>,
 ) -> PResult<Prepared<'a>> {
     let (idx, inc, epoch0) = match out.loaned {
-        None => pool::alloc(a, out.class, out.cursor, me)?,
+        None => pool::alloc(a, env, out.class, out.cursor, me)?,
         Some(l) => {
             let h = a.msg(l.idx)?;
             // Relaxed: our own claim; only a hostile writer changes it meanwhile.
@@ -329,17 +329,16 @@ fn prepare<'a>(
     };
     let loaned = out.loaned.is_some();
     let claimed = vis::pack(epoch0, vis::claimed(me));
-    let (cl, slot) = a.class_of(idx)?;
+    let (cl, h, start) = a.class_of(idx)?;
     let total: usize = out.in_place + out.parts.iter().map(|p| p.len()).sum::<usize>();
     if total > cl.cap as usize {
         give_up(a, env, idx, claimed, entry, loaned)?;
         return Err(Fault::Corrupted("payload larger than its class"));
     }
-    // SAFETY: `slot < cl.headers.len()` and the payload array holds `headers.len() * stride`
-    // bytes with `stride >= cap >= total`, so the range is inside the arena; the slot is
+    // SAFETY: `start` begins the slot's payload (in the base file or a mapped segment), which
+    // holds `stride >= cap >= total` bytes, so the range is inside the arena; the slot is
     // CLAIMED by us, so no other participant reads or writes these bytes until we publish it.
     unsafe {
-        let start = cl.payload.add(slot * cl.stride);
         let mut dst = start.add(out.in_place);
         for p in out.parts.iter() {
             core::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
@@ -349,7 +348,6 @@ fn prepare<'a>(
         crate::sync::payload_touch(start, dst.offset_from(start) as usize, true);
     }
     crash_point!();
-    let h = &cl.headers[slot];
     // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)).
     h.lens.store(out.lens, Ordering::Relaxed);
     h.sent.store(env.now_ms(), Ordering::Relaxed);

@@ -203,6 +203,8 @@ mod tests {
             dedup_slots: 0,
             dedup_key_words: 16,
             attempt_slots: 0,
+            class_growth: Vec::new(),
+            size_limit: 0,
         })
     }
 

@@ -5,6 +5,7 @@
 //! from the checked counts only, so a view never reaches past the checked length.
 
 use super::clock;
+use super::segments::Segments;
 use super::{Arena, Class};
 use crate::config::{
     DedupOverflow, Deduplication, QueueConfig, MAX_ATTEMPT_ENTRIES, MAX_DEDUP_ENTRIES,
@@ -12,7 +13,7 @@ use crate::config::{
 };
 use crate::layout::{
     wheel_words, AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant,
-    MAGIC, MAX_CLASSES, MAX_ID_LEN, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
+    MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_SEGMENTS, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -198,6 +199,15 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         }
         classes.push((cap as u32, n as u32));
     }
+    let size_limit = hdr.size_limit.load(r);
+    let mut class_growth = Vec::new();
+    for k in 0..nclasses as usize {
+        let most = hdr.class_growth[k].load(r);
+        if most > MAX_SEGMENTS as u64 {
+            return Err(corrupt("a size class's growth out of range"));
+        }
+        class_growth.push(most as u32);
+    }
     let geometry = Geometry {
         participants: participants as u32,
         max_groups: max_groups as u32,
@@ -207,8 +217,10 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         dedup_slots: dedup_slots as u32,
         dedup_key_words,
         attempt_slots: attempt_slots as u32,
+        class_growth,
+        size_limit,
     };
-    if geometry.total_slots() > MAX_SLOTS {
+    if geometry.total_slots() > MAX_SLOTS || geometry.index_slots() > MAX_SLOTS {
         return Err(corrupt("too many message slots"));
     }
     let Some(o) = geometry.offsets() else {
@@ -216,6 +228,9 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     };
     if hdr.total_size.load(r) != o.total {
         return Err(corrupt("total size does not match the geometry"));
+    }
+    if size_limit != 0 && size_limit < o.total {
+        return Err(corrupt("size limit below the base file"));
     }
     if len < o.total {
         return Err(Refused::Truncated {
@@ -259,7 +274,7 @@ unsafe fn region<'a, T>(base: *mut u8, off: u64, n: usize) -> &'a [T] {
 /// # Safety
 /// `base` must be the start of a page-aligned mapping of at least `check`'s `len` bytes whose
 /// header produced `c`, and the mapping must outlive `'a`.
-pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
+pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<'a> {
     let g = &c.geometry;
     // `check` accepted `offsets()` and a length of at least `o.total`.
     let o = g.offsets().expect("checked geometry");
@@ -273,9 +288,10 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
     // for tables, 64 B for headers) and inside `o.total`, at most the mapped length; the
     // element types are atomics, valid for any bit pattern; the mapping outlives `'a`.
     // SAFETY: as just said, for each region below.
-    let (hdr, parts, groups, ready, timers, dedup, dedup_keys, attempts) = unsafe {
+    let (hdr, directory, parts, groups, ready, timers, dedup, dedup_keys, attempts) = unsafe {
         (
             &*(base as *const Header),
+            region::<AtomicU64>(base, o.segments, MAX_CLASSES * MAX_SEGMENTS),
             region::<Participant>(base, o.participants, g.participants as usize),
             region::<GroupEntry>(base, o.groups, g.group_slots as usize),
             region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
@@ -305,8 +321,10 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
             stride: stride as usize,
             cap,
             base: first,
+            growth: g.growth(k),
         });
-        first += n;
+        // `check` bounds the whole index range (every class at its limit) by `MAX_SLOTS`.
+        first += g.max_slots(k) as u32;
     }
     Arena {
         hdr,
@@ -323,6 +341,10 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked) -> Arena<'a> {
         dedup_key_words: g.dedup_key_words as usize,
         attempts,
         hint_from: super::hint_from(&classes, first),
+        directory,
+        segs,
+        base_len: o.total,
+        size_limit: g.size_limit.max(o.total),
     }
 }
 
@@ -434,6 +456,10 @@ pub fn initialise(
     );
     hdr.test_now.0.store(1, r);
     hdr.attempt_slots.store(u64::from(g.attempt_slots), r);
+    for k in 0..g.classes.len() {
+        hdr.class_growth[k].store(u64::from(g.growth(k)), r);
+    }
+    hdr.size_limit.store(g.size_limit.max(total), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
 }

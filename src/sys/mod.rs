@@ -90,6 +90,12 @@ pub fn reserve(file: &File, size: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// Bytes free for an unprivileged user on the file system holding `dir` (`statvfs`).
+pub fn free_bytes(dir: &Path) -> io::Result<u64> {
+    let s = rustix::fs::statvfs(dir)?;
+    Ok(s.f_bavail.saturating_mul(s.f_frsize))
+}
+
 /// The current length of a file (`fstat`): a participant compares it with its mapping to find
 /// a file truncated under it before it touches a page past the end.
 pub fn file_len(file: &File) -> io::Result<u64> {
@@ -165,12 +171,10 @@ pub fn memfd(name: &str, size: u64) -> io::Result<File> {
     let fd = rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::ALLOW_SEALING)?;
     let file = File::from(fd);
     reserve(&file, size)?;
-    // Sealed against shrinking and growing: no process holding the descriptor can truncate
-    // the arena under its participants (which would kill them with SIGBUS).
-    rustix::fs::fcntl_add_seals(
-        &file,
-        rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::GROW,
-    )?;
+    // Sealed against shrinking: no process holding the descriptor can truncate the arena
+    // under its participants (which would kill them with SIGBUS). Not against growing: the
+    // arena adds segments as its size classes fill (layout 13).
+    rustix::fs::fcntl_add_seals(&file, rustix::fs::SealFlags::SHRINK)?;
     Ok(file)
 }
 
@@ -326,4 +330,110 @@ pub fn pid() -> u32 {
 /// Duplicates a descriptor into an owned file.
 pub fn dup(file: &File) -> io::Result<File> {
     Ok(File::from(file.as_fd().try_clone_to_owned()?))
+}
+
+/// The added segments of an arena file (layout 13): reserved with `fallocate`, each mapped
+/// on its own (shared; read-only for an observer) the first time this process meets it, and
+/// unmapped when the queue handle goes.
+#[derive(Debug)]
+pub struct FileSegments {
+    file: File,
+    read_only: bool,
+    maps: std::sync::Mutex<Vec<(usize, usize)>>,
+}
+
+impl FileSegments {
+    /// The segments of `file` (a descriptor of its own, kept open for mapping).
+    pub fn new(file: &File, read_only: bool) -> io::Result<Self> {
+        Ok(FileSegments {
+            file: file.try_clone()?,
+            read_only,
+            maps: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+}
+
+impl crate::protocol::segments::SegmentFile for FileSegments {
+    fn reserve(&self, offset: u64, len: u64) -> crate::protocol::PResult<()> {
+        use crate::protocol::Fault;
+        loop {
+            return match rustix::fs::fallocate(
+                &self.file,
+                rustix::fs::FallocateFlags::empty(),
+                offset,
+                len,
+            ) {
+                Ok(()) => Ok(()),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::NOSPC)
+                | Err(rustix::io::Errno::FBIG)
+                | Err(rustix::io::Errno::DQUOT) => Err(Fault::NoSpace(len)),
+                Err(_) => Err(Fault::Corrupted("the arena's file refused a new segment")),
+            };
+        }
+    }
+
+    fn map(
+        &self,
+        offset: u64,
+        len: u64,
+        slots: u64,
+        stride: usize,
+    ) -> crate::protocol::PResult<crate::protocol::segments::Mapped> {
+        use crate::protocol::Fault;
+        use rustix::mm::{MapFlags, ProtFlags};
+        // A segment is published only after its blocks are reserved, so the file reaches past
+        // it; one that does not (a corrupted directory, or a file truncated under us) is never
+        // mapped: touching it would be SIGBUS.
+        let end = offset.checked_add(len);
+        if end.is_none_or(|e| file_len(&self.file).map_or(true, |n| n < e)) {
+            return Err(Fault::Corrupted(
+                "a published segment lies past the file's end",
+            ));
+        }
+        let n = usize::try_from(len).map_err(|_| Fault::Corrupted("segment size"))?;
+        let prot = if self.read_only {
+            ProtFlags::READ
+        } else {
+            ProtFlags::READ | ProtFlags::WRITE
+        };
+        // SAFETY: a new mapping at an address of the kernel's choosing (nothing of ours is
+        // replaced), of a range of our file that exists (checked above); it stays mapped until
+        // `self` is dropped, which the arena view that hands out references into it
+        // never outlives (both live in the queue's `Inner`).
+        let p = unsafe {
+            rustix::mm::mmap(
+                core::ptr::null_mut(),
+                n,
+                prot,
+                MapFlags::SHARED,
+                &self.file,
+                offset,
+            )
+        }
+        .map_err(|_| Fault::Corrupted("a segment could not be mapped"))?;
+        self.maps
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((p as usize, n));
+        let headers = p as *const crate::layout::MsgHeader;
+        let payload = (p as *mut u8).wrapping_add(slots as usize * crate::layout::MSG_HEADER_SIZE);
+        let _ = stride;
+        Ok(crate::protocol::segments::Mapped { headers, payload })
+    }
+}
+
+impl Drop for FileSegments {
+    fn drop(&mut self) {
+        for &(p, n) in self
+            .maps
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            // SAFETY: a mapping made by `map` above, unmapped once, here, when nothing refers
+            // into it any more (the view that did is dropped first).
+            let _ = unsafe { rustix::mm::munmap(p as *mut core::ffi::c_void, n) };
+        }
+    }
 }

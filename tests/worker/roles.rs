@@ -313,6 +313,32 @@ fn wait_receive(args: &[String]) -> shmfifo::Result<()> {
     std::process::exit(0);
 }
 
+/// `fill-fsize QUEUE BYTES`: with the file size limit (`RLIMIT_FSIZE`) at `BYTES` (and
+/// `SIGXFSZ` ignored, so a write past it fails instead of killing us), sends to group `g`
+/// until a send fails; prints `SENT n ERR kind`.
+fn fill_fsize(args: &[String]) -> shmfifo::Result<()> {
+    let limit: u64 = args[1].parse().expect("BYTES");
+    let lim = libc::rlimit {
+        rlim_cur: limit,
+        rlim_max: libc::RLIM_INFINITY,
+    };
+    // SAFETY: plain system calls on this process's own limits and signal disposition.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+    }
+    let q = Queue::open(&args[0])?;
+    let mut n = 0;
+    let e = loop {
+        match q.send(&SendMessage::new("g", "x")) {
+            Ok(_) => n += 1,
+            Err(e) => break e,
+        }
+    };
+    println!("SENT {n} ERR {}", e.code().name());
+    Ok(())
+}
+
 /// Runs the worker mode named by `args[0]`; `None` if `args` names none.
 pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
     Some(match args.first().map(String::as_str) {
@@ -321,6 +347,7 @@ pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
         Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
         Some("attempt-receive") => attempt_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("wait-receive") => wait_receive(&args[1..]).map_err(|e| e.to_string()),
+        Some("fill-fsize") => fill_fsize(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();
             for f in &args[1..] {

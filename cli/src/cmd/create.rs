@@ -131,6 +131,10 @@ pub struct CreateArgs {
         conflicts_with = "size_classes"
     )]
     pub max_messages: Option<u32>,
+    /// Most bytes the queue's file may grow to as its size classes fill (e.g. 4GiB; 0: never
+    /// grow) [default: 1GiB, at most a quarter of the free space].
+    #[arg(long, value_name = "SIZE", value_parser = parse::large_bytes, help_heading = "shmfifo settings")]
+    pub size_limit: Option<u64>,
     /// Explicit size classes PAYLOAD:SLOTS,... ascending, at most 8; the last must hold a
     /// message of --maximum-message-size plus 464 bytes.
     #[arg(long, value_name = "LIST", value_parser = parse::size_classes, help_heading = "shmfifo settings")]
@@ -214,6 +218,9 @@ impl CreateArgs {
         }
         if let Some(n) = self.max_messages {
             c = c.max_messages(n);
+        }
+        if let Some(n) = self.size_limit {
+            c = c.size_limit(n);
         }
         if let Some(v) = &self.size_classes {
             c = c.size_classes(v.0.clone());

@@ -1,0 +1,173 @@
+//! Growing a size class (`protocol::grow`, layout 13): SYNC POINT(segment-publish) and the
+//! grow claim, with growers racing, a grower that dies at each step, and one that stops
+//! forever holding the claim.
+#![cfg(shmfifo_loom)]
+
+use shmfifo::layout::{segment_bytes, MAX_SEGMENTS};
+use shmfifo_loom_tests::*;
+
+/// The published segments' file ranges: never overlapping, all past the base file.
+fn assert_disjoint(a: &Arena<'_>) {
+    let n = a.classes[0].unwrap().n();
+    let mut ranges: Vec<(u64, u64)> = (1..=a.published_segments(0))
+        .map(|k| {
+            let off = a.directory[k as usize - 1].load(Ordering::SeqCst);
+            (off, off + segment_bytes(n, 16, k))
+        })
+        .collect();
+    ranges.sort_unstable();
+    for w in ranges.windows(2) {
+        assert!(w[0].1 <= w[1].0, "segments overlap: {ranges:?}");
+    }
+    assert!(ranges.iter().all(|r| r.0 >= a.base_len), "{ranges:?}");
+    assert!(MAX_SEGMENTS >= 2);
+}
+
+/// Two producers fill a class of one slot that may add two segments (1 + 1 + 2 slots): each
+/// of their four sends is accepted, the class has grown exactly as far as it needed, the
+/// segments do not overlap, and every message is received in each producer's order (the
+/// consumer maps the segments it meets: only published ones).
+#[test]
+fn two_growers_race_and_nothing_overlaps() {
+    model(|| {
+        let h = arena_growing(3, 2, 1, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = par(
+            move || {
+                let a = h1.arena();
+                (send(&a, &e1, 1, "g", b"a1"), send(&a, &e1, 1, "g", b"a2"))
+            },
+            move || {
+                let a = h2.arena();
+                (send(&a, &e2, 2, "h", b"b1"), send(&a, &e2, 2, "h", b"b2"))
+            },
+        );
+        for r in [r1.0, r1.1, r2.0, r2.1] {
+            r.expect("room grows: every send is accepted");
+        }
+        let a = h.arena();
+        assert_eq!(
+            a.published_segments(0),
+            2,
+            "4 messages need 1 + 1 + 2 slots"
+        );
+        assert_disjoint(&a);
+        assert_eq!(a.hdr.grow.0.claim.load(Ordering::SeqCst), 0);
+        let got = drain(&a, &env, 0);
+        let pos = |b: &[u8]| got.iter().position(|x| x == b).expect("received");
+        assert!(
+            pos(b"a1") < pos(b"a2") && pos(b"b1") < pos(b"b2"),
+            "{got:?}"
+        );
+        assert_eq!(got.len(), 4);
+    });
+}
+
+/// A receiver meets the messages of a segment while it is being published: whatever it
+/// receives it reads through a published segment (never `Corrupted`), and the rest follows.
+#[test]
+fn a_receiver_maps_only_published_segments() {
+    model(|| {
+        let h = arena_growing(3, 1, 1, 1);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 1, "g", b"m1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (sent, got) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"m2"),
+            move || {
+                let a = h2.arena();
+                let first = recv(&a, &e2, 2, 10, 1_000).expect("never corrupted");
+                for (hd, _) in &first {
+                    handle::delete(&a, &*e2, me(2), *hd).expect("delete");
+                }
+                let second = recv(&a, &e2, 2, 10, 1_000).expect("never corrupted");
+                (first, second)
+            },
+        );
+        sent.expect("the class grows for the second message");
+        let a = h.arena();
+        let mut bodies: Vec<Vec<u8>> = got.0.into_iter().chain(got.1).map(|(_, b)| b).collect();
+        bodies.extend(drain(&a, &env, 0));
+        assert_eq!(bodies, [b"m1".to_vec(), b"m2".to_vec()]);
+    });
+}
+
+/// Participant 1 fills a class of one slot that may add one segment and dies at its `k`-th
+/// step of the send that grows it (holding the grow claim, with the offset written or the
+/// blocks reserved, or the segment published). Participant 2 then sends: the growth is
+/// finished or redone (one segment, never two at once), and after recovery every accepted
+/// message is received, in order.
+#[test]
+fn a_grower_that_dies_at_each_step_leaves_the_growth_to_the_next() {
+    for k in 0..12 {
+        model(move || {
+            let h = arena_growing(3, 1, 1, 2);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send(&a, &env, 1, "g", b"a").unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (dead, other) = par(
+                move || as_participant(&e1, 1, Some(k), || send(&h1.arena(), &e1, 1, "g", b"b")),
+                move || send(&h2.arena(), &e2, 2, "g", b"c"),
+            );
+            let a = h.arena();
+            // A survivor that met the dead grower's claim before it was proven dead waited and
+            // said Busy (retryable); otherwise it was served.
+            let other = match other {
+                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"c"),
+                r => r,
+            };
+            other.expect("the survivor's send is accepted");
+            assert!(a.published_segments(0) <= 2);
+            assert_disjoint(&a);
+            recovery::recover(&a, &*env, me(0)).expect("recovery");
+            let got = drain(&a, &env, 0);
+            assert!(got.contains(&b"c".to_vec()), "{got:?}");
+            if dead.is_ok() {
+                assert!(got.contains(&b"b".to_vec()), "{got:?}");
+            }
+            assert_eq!(got[0], b"a".to_vec());
+        });
+    }
+}
+
+/// A grower stopped forever (alive) holding the grow claim: a producer that needs room waits
+/// its bounded time and says `Busy` (retryable), never `Corrupted`; a producer of another
+/// group with room, and a receiver, are served.
+#[test]
+fn a_grower_stopped_forever_holds_only_the_growth() {
+    for k in 0..4 {
+        model(move || {
+            let h = arena_growing(3, 2, 2, 1);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send(&a, &env, 1, "g", b"a").unwrap();
+            send(&a, &env, 1, "g", b"b").unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, (needs_room, got)) = par(
+                move || {
+                    crash::arm(k);
+                    // Stopped (not dead): the claim it holds stays held.
+                    let _ = send(&h1.arena(), &e1, 1, "g", b"c");
+                },
+                move || {
+                    let a = h2.arena();
+                    let r = send(&a, &e2, 2, "h", b"d");
+                    let got = recv(&a, &e2, 2, 10, 1_000).expect("receive is served");
+                    (r, got)
+                },
+            );
+            assert!(
+                matches!(needs_room, Ok(_) | Err(Fault::Busy(_))),
+                "{needs_room:?}"
+            );
+            assert!(!got.is_empty(), "the receiver is served");
+        });
+    }
+}

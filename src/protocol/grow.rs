@@ -1,0 +1,189 @@
+//! Growing a size class by one segment (layout 13): an arena that starts at its base size and
+//! holds a backlog up to its size limit.
+//!
+//! A producer that finds every slot of its class taken (base file and published segments)
+//! adds the class's next segment, twice the slots of all it has so far:
+//!
+//! 1. It takes the *grow claim* (`GrowLine::claim`, owner-tagged: taken over only from a
+//!    proven-dead owner; a live holder, even a stopped one, is waited for at most
+//!    [`CLAIM_WAIT_MS`](super::group::CLAIM_WAIT_MS), then the send fails retryably).
+//! 2. Under it, it re-reads the class's published count (someone may have grown it
+//!    meanwhile: then it is done) and finds the file's end from the directory: the end of the
+//!    last published segment of any class, or the base file's.
+//! 3. It writes the new segment's offset into the directory (not yet published).
+//! 4. It reserves the segment's blocks (`fallocate`): the file system gives them or the growth
+//!    fails with [`Fault::NoSpace`], nothing published. Zero-filled blocks are free slots
+//!    (a zero header is `FREE`, incarnation 0), so a segment needs no initialisation.
+//! 5. It publishes the segment: the class's count, Release (SYNC POINT(segment-publish)).
+//! 6. It releases the claim.
+//!
+//! A grower that dies at any step leaves at most an offset written beyond the published
+//! count (ignored, and overwritten by the next grower) and blocks reserved past the directory's
+//! end (reserved again, idempotently, by the next grower, which computes the same end): the
+//! next grower takes the claim over and redoes the step. Nothing is ever published before its
+//! blocks exist, and no two segments share a byte: every offset is chosen under the claim from
+//! the published segments, and a published segment is never unpublished. Segments are kept
+//! for the arena's life (no shrinking in layout 13: a burst's slots stay, free).
+
+use super::group::Patience;
+use super::{Arena, Env, Fault, Owner, PResult};
+use crate::layout::{segment_bytes, MAX_SEGMENTS};
+use crate::sync::Ordering;
+
+/// What a call to [`grow`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grew {
+    /// It added and published the class's next segment.
+    Added,
+    /// The class had more published segments than the caller saw (another producer grew
+    /// it): look again.
+    Found,
+    /// The class has all the segments it may have, or the next would pass the size limit.
+    AtLimit,
+}
+
+/// Grows class `c`, whose slots the caller found all taken with `seen` published segments.
+pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PResult<Grew> {
+    let cl = a.classes[c].ok_or(Fault::Corrupted("class"))?;
+    if a.published_segments(c) > seen {
+        return Ok(Grew::Found);
+    }
+    if seen >= cl.growth {
+        return Ok(Grew::AtLimit);
+    }
+    let mut p = Patience::new();
+    while !take_claim(a, env, me) {
+        if a.published_segments(c) > seen {
+            return Ok(Grew::Found);
+        }
+        p.wait(
+            env,
+            "the grow claim is held by a live participant (stopped?)",
+        )?;
+    }
+    crash_point!();
+    let r = grow_locked(a, c, seen);
+    if let Err(f) = r {
+        if super::stopped(f) {
+            return r; // a model's participant stopped forever keeps the claim
+        }
+    }
+    release_claim(a, me);
+    r
+}
+
+/// Steps 2–5 under the grow claim.
+fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
+    let cl = a.classes[c].ok_or(Fault::Corrupted("class"))?;
+    let line = &a.hdr.grow.0;
+    // Acquire: the previous holder's publication (and SYNC POINT(claim)'s hand-over).
+    let n = line.segments[c].load(Ordering::Acquire);
+    if n > u64::from(seen) {
+        return Ok(Grew::Found);
+    }
+    if n >= u64::from(cl.growth) {
+        return Ok(Grew::AtLimit);
+    }
+    let k = n as u32 + 1;
+    let len = segment_bytes(cl.n(), cl.stride as u64, k);
+    let at = file_end(a)?;
+    if at.saturating_add(len) > a.size_limit {
+        return Ok(Grew::AtLimit);
+    }
+    // Relaxed: published by the Release store of the count below.
+    a.directory[c * MAX_SEGMENTS + k as usize - 1].store(at, Ordering::Relaxed);
+    crash_point!();
+    if let Err(f) = a.segs.file().reserve(at, len) {
+        if f == Fault::NoSpace(len) {
+            // Relaxed: a statistic.
+            line.refused.fetch_add(1, Ordering::Relaxed);
+        }
+        return Err(f);
+    }
+    crash_point!();
+    // SYNC POINT(segment-publish): Release makes the directory entry (and the reserved
+    // blocks, which exist from here on) visible to whoever loads the count with Acquire
+    // before it maps the segment (`Arena::segment`).
+    line.segments[c].store(u64::from(k), Ordering::Release);
+    // Relaxed: a statistic.
+    line.grows.fetch_add(1, Ordering::Relaxed);
+    crash_point!(Ok(Grew::Added));
+    Ok(Grew::Added)
+}
+
+/// The end of the arena's file as the directory says: the end of the last published segment
+/// of any class, or the base file's end. Checked: a directory entry out of range is
+/// corruption.
+pub fn file_end(a: &Arena<'_>) -> PResult<u64> {
+    let mut end = a.base_len;
+    for c in 0..a.nclasses {
+        let Some(cl) = a.classes[c] else { continue };
+        for k in 1..=a.published_segments(c) {
+            // Relaxed: published by the count's Release store, loaded with Acquire above.
+            let off = a.directory[c * MAX_SEGMENTS + k as usize - 1].load(Ordering::Relaxed);
+            let e = off
+                .checked_add(segment_bytes(cl.n(), cl.stride as u64, k))
+                .filter(|&e| off >= a.base_len && e <= a.size_limit)
+                .ok_or(Fault::Corrupted("a segment's offset is out of range"))?;
+            end = end.max(e);
+        }
+    }
+    Ok(end)
+}
+
+/// Takes the grow claim, or takes it over from a proven-dead owner. Returns whether we hold it.
+fn take_claim(a: &Arena<'_>, env: &dyn Env, me: Owner) -> bool {
+    let w = &a.hdr.grow.0.claim;
+    // SYNC POINT(claim): AcqRel/Acquire, as a group claim: the previous holder's writes (its
+    // directory entry and count) happen before ours.
+    match w.compare_exchange(0, me.bits(), Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => true,
+        Err(cur) => {
+            let holder = Owner::of_word(cur);
+            holder != me
+                && a.owner_dead(env, holder)
+                && w.compare_exchange(cur, me.bits(), Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+        }
+    }
+}
+
+/// Gives the grow claim up if it still names us.
+fn release_claim(a: &Arena<'_>, me: Owner) {
+    // SYNC POINT(claim): Release hands our directory writes to the next holder.
+    let _ = a
+        .hdr
+        .grow
+        .0
+        .claim
+        .compare_exchange(me.bits(), 0, Ordering::Release, Ordering::Relaxed);
+}
+
+/// How large the arena is and may grow, for `stat`, `inspect`, the metrics and the queue
+/// attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    /// Bytes of the file in use: the base file and every published segment.
+    pub bytes: u64,
+    /// Bytes of the base file.
+    pub base: u64,
+    /// The size limit.
+    pub limit: u64,
+    /// Segments added over the arena's life.
+    pub grows: u64,
+    /// Growths the file system refused (no space).
+    pub refused: u64,
+}
+
+/// The arena's size now (a snapshot; a corrupted directory counts as the base file).
+pub fn size(a: &Arena<'_>) -> Size {
+    let line = &a.hdr.grow.0;
+    Size {
+        bytes: file_end(a).unwrap_or(a.base_len),
+        base: a.base_len,
+        limit: a.size_limit,
+        // Relaxed: statistics.
+        grows: line.grows.load(Ordering::Relaxed),
+        refused: line.refused.load(Ordering::Relaxed),
+    }
+}

@@ -1,0 +1,142 @@
+//! An arena that grows (layout 13): a backlog beyond the base file's slots is held up to the
+//! size limit, in order, across processes that map the new segments as they meet them; at the
+//! limit a send answers `SizeClassFull`.
+
+use std::time::Duration;
+
+mod common;
+
+use shmfifo::{BatchEntry, Deduplication, Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+fn small(limit: u64) -> QueueConfig {
+    QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .max_messages(64)
+        .size_limit(limit)
+}
+
+fn drain(q: &Queue, group: &str, n: usize) -> Vec<String> {
+    let mut got = Vec::new();
+    while got.len() < n {
+        let ms = q
+            .receive(&ReceiveOptions::max(10).wait(Duration::ZERO))
+            .unwrap();
+        assert!(
+            !ms.is_empty(),
+            "{} of {n} received, then nothing",
+            got.len()
+        );
+        for m in ms {
+            assert_eq!(m.group_id, group);
+            q.delete(&m.receipt_handle).unwrap();
+            got.push(m.body);
+        }
+    }
+    got
+}
+
+/// S-backlog (issue: a queue as large as SQS's): 100,000 small messages with no consumer
+/// running are all accepted by a default queue, and come back in order.
+#[test]
+fn a_default_queue_holds_a_backlog_of_100_000() {
+    let q = Queue::create_anonymous(&QueueConfig::new().deduplication(Deduplication::Off)).unwrap();
+    let base = q.size().bytes;
+    for i in 0..100_000 {
+        q.send(&SendMessage::new("g", &format!("{i}"))).unwrap();
+    }
+    let s = q.size();
+    assert!(s.bytes > base, "the file grew: {} > {base}", s.bytes);
+    assert!(s.grows > 0);
+    let got = drain(&q, "g", 100_000);
+    for (i, b) in got.iter().enumerate() {
+        assert_eq!(b, &format!("{i}"));
+    }
+}
+
+/// Growth stops at the size limit: then, and only then, a send answers `SizeClassFull`.
+#[test]
+fn growth_stops_at_the_size_limit() {
+    let cfg = small(0);
+    let base = cfg.geometry().unwrap().offsets().unwrap().total;
+    // Room for a few segments of the smallest class past the base file.
+    let q = Queue::create_anonymous(&small(base + 256 * 1024)).unwrap();
+    let mut sent = 0;
+    let err = loop {
+        match q.send(&SendMessage::new("g", "x")) {
+            Ok(_) => sent += 1,
+            Err(e) => break e,
+        }
+        assert!(sent < 10_000, "never reached the limit");
+    };
+    assert!(matches!(err, Error::SizeClassFull { .. }), "{err:?}");
+    assert!(sent > 64, "grew past the base file's 64 slots: {sent}");
+    let s = q.size();
+    assert!(s.bytes <= s.limit_bytes);
+    assert_eq!(drain(&q, "g", sent).len(), sent);
+    // Freed slots of the segments are reused.
+    q.send(&SendMessage::new("g", "again")).unwrap();
+}
+
+/// A queue whose limit is its base file never grows.
+#[test]
+fn a_limit_at_the_base_file_means_no_growth() {
+    let q = Queue::create_anonymous(&small(0)).unwrap();
+    let mut sent = 0;
+    while q.send(&SendMessage::new("g", "x")).is_ok() {
+        sent += 1;
+    }
+    assert_eq!(sent, 64);
+    assert_eq!(q.size().grows, 0);
+}
+
+/// A process that opened the queue before it grew maps the new segments when it meets their
+/// messages (here: another handle, which maps on its own).
+#[test]
+fn another_handle_maps_the_segments_it_meets() {
+    let producer = common::queue("grow-map", &small(64 << 20));
+    let consumer = Queue::open(&producer.name).unwrap();
+    let ids = ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"];
+    let entries: Vec<_> = ids
+        .iter()
+        .map(|id| BatchEntry {
+            id,
+            entry: SendMessage::new("g", "y"),
+        })
+        .collect();
+    for _ in 0..100 {
+        for r in producer.send_batch(&entries).unwrap() {
+            r.result.unwrap();
+        }
+    }
+    assert_eq!(drain(&consumer, "g", 1000).len(), 1000);
+    // And a handle opened after the growth sees the grown file.
+    let late = Queue::open(&producer.name).unwrap();
+    producer.send(&SendMessage::new("g", "late")).unwrap();
+    assert_eq!(drain(&late, "g", 1), vec!["late".to_owned()]);
+}
+
+/// The file system refusing a segment fails the send with `NoSpace`, nothing else changed: a
+/// worker process whose file size limit (`RLIMIT_FSIZE`) stops at the base file fills the
+/// base slots, then its send answers `NoSpace`; the queue stays usable.
+#[test]
+fn a_refused_segment_answers_no_space() {
+    let q = common::queue("grow-nospace", &small(1 << 30));
+    let size = q.size().bytes;
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_shmfifo-test-worker"))
+        .args(["fill-fsize", &q.name, &size.to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.trim(), "SENT 64 ERR NoSpace");
+    assert_eq!(drain(&q, "g", 64).len(), 64);
+    // Without the worker's limit the queue grows.
+    for _ in 0..100 {
+        q.send(&SendMessage::new("g", "x")).unwrap();
+    }
+    assert_eq!(drain(&q, "g", 100).len(), 100);
+}
