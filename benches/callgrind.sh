@@ -8,7 +8,8 @@
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed newgroup
-#        dedup empty
+#        dedup empty grown presized (grown: on a queue that grew to 4x its small slots;
+#        presized: one created with them)
 #        large large-zc (64 KiB bodies; not in the default set: slow under valgrind)
 # (default: all; N = 2000 rounds). Needs valgrind and objdump.
 set -euo pipefail
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed newgroup dedup empty)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed newgroup dedup empty grown presized)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"

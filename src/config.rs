@@ -39,8 +39,9 @@ pub const MAX_RECEIVE_COUNT: u32 = 1000;
 /// Default `max_messages`: slots of the smallest size class. With the other defaults a queue's
 /// file is 18.5 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
 pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
-/// Default `dedup_entries`: 3 MiB of table (192 B each), every id of the last 5 minutes kept up
-/// to 54 new ids a second; beyond that the window shortens (`DedupOverflow::ShortenWindow`).
+/// Default `dedup_entries`: 3 MiB of table (192 B each) in the base file, every id of the last
+/// 5 minutes kept up to 54 new ids a second; beyond that the table grows (layout 14) up to the
+/// size limit, and only there does the window shorten (`DedupOverflow::ShortenWindow`).
 pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
 /// Default `size_limit`: how far a queue's file may grow as its size classes fill (1 GiB),
 /// lowered at creation to a quarter of the file system's free space (never below the base
@@ -188,7 +189,7 @@ pub enum DedupOverflow {
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
-/// | `dedup_entries` | 16,384 | dedup ids remembered at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval, `dedup_overflow` decides |
+/// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval the table grows (a table of twice its entries) while `size_limit` allows, then `dedup_overflow` decides |
 /// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
@@ -539,6 +540,7 @@ impl QueueConfig {
             },
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         };
         let Some(base) = g.offsets().map(|o| o.total) else {
             return bad(
@@ -552,6 +554,7 @@ impl QueueConfig {
             .min(MAX_SIZE_LIMIT)
             .max(base);
         g.class_growth = class_growth(&g.classes, base, g.size_limit);
+        g.dedup_growth = dedup_growth(g.dedup_slots, g.dedup_key_words, base, g.size_limit);
         Ok(g)
     }
 }
@@ -594,6 +597,25 @@ fn class_growth(classes: &[(u32, u32)], base: u64, limit: u64) -> Vec<u32> {
         }
     }
     growth
+}
+
+/// How many segments the dedup table may add (layout 14): as many as fit between the base
+/// file's end and the size limit, the table alone, within [`MAX_SLOTS`] entries in all.
+fn dedup_growth(slots: u32, key_words: u32, base: u64, limit: u64) -> u32 {
+    if slots == 0 {
+        return 0;
+    }
+    let budget = limit.saturating_sub(base);
+    let (mut k, mut used) = (0u32, 0u64);
+    while (k as usize) < crate::layout::MAX_SEGMENTS && u64::from(slots) << (k + 1) <= MAX_SLOTS {
+        let b = crate::layout::dedup_segment_bytes(slots, key_words, k + 1);
+        if used.saturating_add(b) > budget {
+            break;
+        }
+        used += b;
+        k += 1;
+    }
+    k
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]

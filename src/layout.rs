@@ -5,8 +5,9 @@
 //!
 //! ```text
 //! offset 0              Header            (static settings, then hot lines, padded to 4 KiB)
-//! segments_off = 4 KiB  u64 × C_max × S   (segment directory, layout 13: per class, the file
-//!                                           offsets of its added segments, S = MAX_SEGMENTS)
+//! segments_off = 4 KiB  u64 × (C_max+1) × S (segment directory, layout 13: per class, then
+//!                                           the dedup table (layout 14), the file offsets of
+//!                                           its added segments, S = MAX_SEGMENTS)
 //! participants_off      Participant × P   (128 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
@@ -21,7 +22,8 @@
 //! total_size            rounded up to 4 KiB: the base file
 //! segments              appended as size classes grow (layout 13), each page-aligned:
 //!                       MsgHeader × n then [u8; stride_k] × n, n = N_k × 2^(j-1) for the
-//!                       class's j-th segment; where, the directory says
+//!                       class's j-th segment; a dedup segment: DedupEntry × m then
+//!                       u64 × m × K, m = D × 2^(j-1); where, the directory says
 //! ```
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
@@ -31,7 +33,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 13;
+pub const LAYOUT_VERSION: u64 = 14;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -44,6 +46,11 @@ pub const DEDUP_ENTRY_SIZE: usize = 64;
 /// (from 1) holds `slots × 2^(k-1)` slots, so a class that has added `k` segments holds
 /// `slots × 2^k`.
 pub const MAX_SEGMENTS: usize = 24;
+/// Kinds of segments (layout 14): one per size class, then the dedup table's.
+pub const MAX_KINDS: usize = MAX_CLASSES + 1;
+/// The segment kind of the dedup table (layout 14): its `k`-th added segment is a table of
+/// `dedup_slots × 2^(k-1)` entries with their key words.
+pub const DEDUP_KIND: usize = MAX_CLASSES;
 /// Bytes of a participant record.
 pub const PARTICIPANT_SIZE: usize = 128;
 /// Page granularity of the arena.
@@ -212,6 +219,8 @@ pub struct Header {
     pub class_growth: [AtomicU64; MAX_CLASSES],
     /// The size limit (bytes): the arena's file never grows past it. Fixed at creation.
     pub size_limit: AtomicU64,
+    /// The most segments the dedup table may add (layout 14). Fixed at creation.
+    pub dedup_growth: AtomicU64,
 }
 
 /// The growth line (layout 13): written only when a size class grows, so no hot path touches
@@ -222,10 +231,11 @@ pub struct GrowLine {
     /// Owner code of the participant adding a segment (0 = none): owner-tagged, taken over
     /// only from a proven-dead owner.
     pub claim: AtomicU64,
-    /// Per size class, the segments it has added and published. SYNC POINT(segment-publish):
-    /// stored with Release after the segment's directory entry and its reserved blocks,
-    /// loaded with Acquire before a participant maps the segment.
-    pub segments: [AtomicU64; MAX_CLASSES],
+    /// Per segment kind (each size class, then the dedup table), the segments it has added
+    /// and published. SYNC POINT(segment-publish): stored with Release after the segment's
+    /// directory entry and its reserved blocks, loaded with Acquire before a participant maps
+    /// the segment.
+    pub segments: [AtomicU64; MAX_KINDS],
     /// Segments added over the arena's life (all classes).
     pub grows: AtomicU64,
     /// Growths refused by the file system (no space left under the size limit).
@@ -538,12 +548,15 @@ pub struct Geometry {
     pub class_growth: Vec<u32>,
     /// The size limit in bytes (the file never grows past it); 0: the base size.
     pub size_limit: u64,
+    /// The most segments the dedup table may add (layout 14).
+    pub dedup_growth: u32,
 }
 
 /// Byte offsets of each region, computed from a [`Geometry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offsets {
-    /// Segment directory: per class, [`MAX_SEGMENTS`] file offsets of its added segments.
+    /// Segment directory: per kind (each class, then the dedup table), [`MAX_SEGMENTS`] file
+    /// offsets of its added segments.
     pub segments: u64,
     /// Participant array.
     pub participants: u64,
@@ -573,7 +586,7 @@ impl Geometry {
     /// Computes the offsets of every region. Returns `None` on arithmetic overflow.
     pub fn offsets(&self) -> Option<Offsets> {
         let segments = PAGE;
-        let mut off = segments + (MAX_CLASSES * MAX_SEGMENTS * 8) as u64;
+        let mut off = segments + (MAX_KINDS * MAX_SEGMENTS * 8) as u64;
         off = round_up(off, 128);
         let participants = off;
         off = off.checked_add(u64::from(self.participants) * PARTICIPANT_SIZE as u64)?;
@@ -658,6 +671,15 @@ pub fn segment_bytes(base: u32, stride: u64, k: u32) -> u64 {
     )
 }
 
+/// Bytes of segment `k` (from 1) of a dedup table of `base` entries in the base file with
+/// `key_words` key words each: its entries, then their key words, rounded up to a page.
+pub fn dedup_segment_bytes(base: u32, key_words: u32, k: u32) -> u64 {
+    round_up(
+        segment_slots(base, k) * (DEDUP_ENTRY_SIZE as u64 + 8 * u64::from(key_words)),
+        PAGE,
+    )
+}
+
 /// Payload stride of a class whose slots hold `payload` bytes.
 pub fn stride_of(payload: u32) -> u64 {
     round_up(u64::from(payload), 64)
@@ -680,12 +702,13 @@ mod tests {
             attempt_slots: 2,
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         };
         let o = g.offsets().unwrap();
         assert_eq!(o.segments, PAGE);
         assert_eq!(
             o.participants,
-            PAGE + (MAX_CLASSES * MAX_SEGMENTS * 8) as u64
+            PAGE + round_up((MAX_KINDS * MAX_SEGMENTS * 8) as u64, 128)
         );
         assert_eq!(o.groups % 128, 0);
         assert!(o.groups >= o.participants + 3 * 64);
@@ -722,6 +745,7 @@ mod tests {
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         };
         // 8 × 4 GiB × 4 GiB overflows u64.
         assert!(g.offsets().is_none());

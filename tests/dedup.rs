@@ -303,6 +303,7 @@ fn full_table_fails_clearly_and_recovers_after_the_interval() {
         &small_dedup()
             .dedup_entries(4)
             .dedup_overflow(DedupOverflow::Refuse)
+            .size_limit(0) // no growth: the table fills
             .deduplication_interval(Duration::from_millis(300)),
     );
     for i in 0..4 {
@@ -417,6 +418,7 @@ fn d1_a_full_table_shortens_the_window_instead_of_refusing() {
         &small_dedup()
             .max_messages(256)
             .dedup_entries(64)
+            .size_limit(0) // no growth: the table fills
             .deduplication_interval(Duration::from_secs(300)),
     );
     assert_eq!(q.attributes().dedup_overflow, DedupOverflow::ShortenWindow);

@@ -60,7 +60,7 @@ fn child(spec: &str) {
         o.flush().unwrap();
     };
     match op {
-        "send" | "send-new-group" | "send-grow" => {
+        "send" | "send-new-group" | "send-grow" | "send-dedup-grow" => {
             let g = if op == "send-new-group" { "h" } else { "g" };
             failpoint::arm(k);
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
@@ -479,6 +479,36 @@ fn case_send_grow(op: &str, k: u64, _full: usize) -> bool {
         (0, 0),
         "{op} k={k}: counts"
     );
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A send whose new dedup id grows the dedup table (layout 14: a table of one entry, so the
+/// second id needs a new segment), killed at each step of it: the survivor's send of the same
+/// id is one message (a duplicate where it was acknowledged), the first id is still
+/// remembered, nothing was evicted, and the messages come back in order.
+fn case_send_dedup_grow(op: &str, k: u64, _full: usize) -> bool {
+    let (name, q) = fresh("fpdgrow", &grow_config().dedup_entries(1));
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let again = q.send(&SendMessage::new("g", "x").dedup_id("x1")).unwrap();
+    if let Some(id) = o.with("ACK ").first() {
+        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
+        assert_eq!(&again.message_id.to_string(), id);
+    }
+    let first = q.send(&SendMessage::new("g", "a").dedup_id("a")).unwrap();
+    assert!(first.duplicate, "{op} k={k}: the first id is remembered");
+    assert_eq!(
+        q.attributes().dedup_evictions,
+        0,
+        "{op} k={k}: nothing forgotten"
+    );
+    assert!(
+        q.attributes().dedup_entries >= 2,
+        "{op} k={k}: the table grew"
+    );
+    assert_eq!(drain(&q), ["a", "x"], "{op} k={k}: exactly one x, in order");
     let _ = Queue::unlink(&name);
     o.killed
 }
@@ -905,6 +935,7 @@ fn stop_case(op: &str, k: u64) -> bool {
     let cfg = match op {
         "expiry-sweep" => config().test_clock(true),
         "send-grow" => grow_config(),
+        "send-dedup-grow" => grow_config().dedup_entries(1),
         _ => config(),
     };
     let (name, q) = fresh("fpstop", &cfg);
@@ -917,6 +948,11 @@ fn stop_case(op: &str, k: u64) -> bool {
         for i in 3..BASE_SLOTS {
             send(&q, "f", &format!("f{i}"));
         }
+    }
+    if op == "send-dedup-grow" {
+        // The dedup table (1, then 1 + 1 + 2 entries after a, b, c) full with d: the child's
+        // new id grows it, holding the key's home claim and the grow claim at some steps.
+        send(&q, "f", "d");
     }
     if op == "quarantine" {
         // A damaged group for the stopped quarantine to work on.
@@ -1055,9 +1091,10 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 21] = [
+    let cases: [(&str, Case); 22] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
+        ("send-dedup-grow", case_send_dedup_grow),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
         ("send-wait", case_send_wait),
@@ -1090,6 +1127,7 @@ fn main() {
     for op in [
         "send",
         "send-grow",
+        "send-dedup-grow",
         "send-loan",
         "send-new-group",
         "send-batch",

@@ -140,3 +140,40 @@ fn a_refused_segment_answers_no_space() {
     }
     assert_eq!(drain(&q, "g", 100).len(), 100);
 }
+
+/// D1 at any rate the size limit allows (layout 14): 60,000 new dedup ids sent, received and
+/// deleted as fast as one thread goes (far above the 54 a second the base table holds for 5
+/// minutes), then the first id again: a duplicate, as SQS answers. The table grew instead of
+/// forgetting: nothing evicted, the effective window the whole interval.
+#[test]
+fn d1_the_dedup_window_holds_at_any_rate() {
+    let q = Queue::create_anonymous(&QueueConfig::new().size_limit(512 << 20)).unwrap();
+    let base = q.attributes().dedup_entries;
+    let first = q
+        .send(&SendMessage::new("g", "x").dedup_id("id-0"))
+        .unwrap();
+    let one = ReceiveOptions::max(10).wait(Duration::ZERO);
+    for i in 1..60_000 {
+        let id = format!("id-{i}");
+        assert!(
+            !q.send(&SendMessage::new("g", "x").dedup_id(&id))
+                .unwrap()
+                .duplicate
+        );
+        if i % 10 == 0 {
+            for m in q.receive(&one).unwrap() {
+                q.delete(&m.receipt_handle).unwrap();
+            }
+        }
+    }
+    let again = q
+        .send(&SendMessage::new("g", "x").dedup_id("id-0"))
+        .unwrap();
+    assert!(again.duplicate, "the first id is still remembered");
+    assert_eq!(again.message_id, first.message_id);
+    let a = q.attributes();
+    assert_eq!(a.dedup_evictions, 0);
+    assert_eq!(a.effective_deduplication_interval, Duration::from_secs(300));
+    assert!(a.dedup_entries >= 4 * base, "{} of {base}", a.dedup_entries);
+    assert!(q.size().grows >= 2);
+}

@@ -450,7 +450,7 @@ typedef struct {
    */
   uint64_t max_groups;
   /*
-   Arena bytes.
+   Bytes of the arena's file in use (the base file and its added segments).
    */
   uint64_t arena_bytes;
   /*
@@ -543,6 +543,16 @@ typedef struct {
    What bodies may hold: 0 SQS text, 1 any bytes (fixed at creation).
    */
   uint32_t body_mode;
+  /*
+   The most bytes the arena's file may grow to (`shmfifo_config.size_limit`; layout 13).
+   `arena_bytes` is what it uses now: the base file and the segments its size classes
+   added.
+   */
+  uint64_t size_limit_bytes;
+  /*
+   Segments the size classes added over the queue's life.
+   */
+  uint64_t grows;
 } shmfifo_queue_attributes;
 
 /*

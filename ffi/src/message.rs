@@ -309,7 +309,7 @@ pub struct shmfifo_queue_attributes {
     pub active_groups: u64,
     /// Most groups.
     pub max_groups: u64,
-    /// Arena bytes.
+    /// Bytes of the arena's file in use (the base file and its added segments).
     pub arena_bytes: u64,
     /// 0 off, 1 queue, 2 message group.
     pub deduplication: u32,
@@ -357,6 +357,12 @@ pub struct shmfifo_queue_attributes {
     pub test_clock_ms: u64,
     /// What bodies may hold: 0 SQS text, 1 any bytes (fixed at creation).
     pub body_mode: u32,
+    /// The most bytes the arena's file may grow to (`shmfifo_config.size_limit`; layout 13).
+    /// `arena_bytes` is what it uses now: the base file and the segments its size classes
+    /// added.
+    pub size_limit_bytes: u64,
+    /// Segments the size classes added over the queue's life.
+    pub grows: u64,
 }
 
 /// A queue's lifetime counters, summed over every process that ever used it (each process

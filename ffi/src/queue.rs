@@ -480,6 +480,8 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             quarantined_groups: a.quarantined_groups,
             test_clock_ms: a.test_clock_ms.unwrap_or(0),
             body_mode: u32::from(a.body_mode == shmfifo_core::BodyMode::Binary),
+            size_limit_bytes: a.size_limit_bytes,
+            grows: a.grows,
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

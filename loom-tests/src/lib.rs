@@ -67,6 +67,7 @@ pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32)
         attempt_slots: 2,
         class_growth: Vec::new(),
         size_limit: 0,
+        dedup_growth: 0,
     }))
 }
 
@@ -85,6 +86,32 @@ pub fn arena_growing(participants: u32, groups: u32, slots: u32, growth: u32) ->
         attempt_slots: 2,
         class_growth: vec![growth],
         size_limit: 1 << 30,
+        dedup_growth: 0,
+    }))
+}
+
+/// An arena with a dedup table of `dedup_slots` entries (queue scope) that may add
+/// `dedup_growth` segments (layout 14), and one class of `slots` 16-byte slots.
+pub fn arena_dedup_growing(
+    participants: u32,
+    groups: u32,
+    slots: u32,
+    dedup_slots: u32,
+    dedup_growth: u32,
+) -> Arc<HeapArena> {
+    let group_slots = (groups * 2).next_power_of_two();
+    Arc::new(HeapArena::new(&Geometry {
+        participants,
+        max_groups: groups,
+        group_slots,
+        ready_slots: group_slots,
+        classes: vec![(16, slots)],
+        dedup_slots,
+        dedup_key_words: 16,
+        attempt_slots: 2,
+        class_growth: Vec::new(),
+        size_limit: 1 << 30,
+        dedup_growth,
     }))
 }
 

@@ -171,3 +171,71 @@ fn a_grower_stopped_forever_holds_only_the_growth() {
         });
     }
 }
+
+/// Layout 14, D1: two senders with new dedup ids meet a full dedup table of one entry (every
+/// window full at once) that may add two segments (1 + 1 + 2 entries): it grows twice, both
+/// ids are accepted and all three are remembered (each a duplicate when sent again), none
+/// evicted.
+#[test]
+fn two_senders_grow_the_dedup_table_and_both_ids_are_kept() {
+    model(|| {
+        let h = arena_dedup_growing(3, 2, 4, 1, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send_dedup(&a, &env, 0, "g", b"a", "ka", 1).unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = par(
+            move || send_dedup(&h1.arena(), &e1, 1, "g", b"b", "kb", 3),
+            move || send_dedup(&h2.arena(), &e2, 2, "h", b"c", "kc", 5),
+        );
+        let r1 = r1.expect("accepted");
+        let r2 = r2.expect("accepted");
+        assert!(!r1.duplicate && !r2.duplicate);
+        let a = h.arena();
+        // One entry, then one and two more: the third id needed the second segment.
+        assert_eq!(a.dedup_entries(), 4);
+        assert_eq!(a.hdr.dedup_evict.0.count.load(Ordering::SeqCst), 0);
+        for (g, k, home) in [("g", "ka", 1), ("g", "kb", 3), ("h", "kc", 5)] {
+            let again = send_dedup(&a, &env, 0, g, b"x", k, home).unwrap();
+            assert!(again.duplicate, "{k} remembered");
+        }
+    });
+}
+
+/// A sender whose new dedup id grows the dedup table dies at each step of it (holding the
+/// key's home claim and the grow claim): the survivor's send of the same id is accepted once
+/// (a duplicate of the dead one's where that was linked), the table is usable, and the
+/// first id is still remembered.
+#[test]
+fn a_dedup_grower_that_dies_at_each_step_leaves_the_table_usable() {
+    for k in 0..10 {
+        model(move || {
+            let h = arena_dedup_growing(3, 2, 4, 1, 1);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send_dedup(&a, &env, 0, "g", b"a", "ka", 1).unwrap();
+            let (h1, e1) = (h.clone(), env.clone());
+            let (dead, ()) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        send_dedup(&h1.arena(), &e1, 1, "g", b"b", "kb", 3)
+                    })
+                },
+                || (),
+            );
+            let a = h.arena();
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            let again = send_dedup(&a, &env, 2, "g", b"b", "kb", 3).expect("accepted");
+            if let Ok(first) = dead {
+                assert!(again.duplicate, "k={k}: acknowledged, so a duplicate");
+                assert_eq!((again.idx, again.inc), (first.idx, first.inc));
+            }
+            let first = send_dedup(&a, &env, 2, "g", b"x", "ka", 1).unwrap();
+            assert!(first.duplicate, "k={k}: the first id is remembered");
+            let got = drain(&a, &env, 0);
+            assert_eq!(got, [b"a".to_vec(), b"b".to_vec()], "k={k}");
+        });
+    }
+}

@@ -453,14 +453,14 @@ fn deleter_dies_at_every_step() {
 fn slot_allocation_is_exclusive_and_recoverable() {
     model(|| {
         let (h, env) = setup(3, 1, 2);
-        let (h1, e1, h2) = (h.clone(), env.clone(), h.clone());
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (x, y) = par(
             move || {
                 as_participant(&e1.clone(), 1, Some(0), || {
-                    shmfifo::protocol::pool::alloc(&h1.arena(), 0, 0, me(1))
+                    shmfifo::protocol::pool::alloc(&h1.arena(), &*e1, 0, 0, me(1))
                 })
             },
-            move || shmfifo::protocol::pool::alloc(&h2.arena(), 0, 0, me(0)).unwrap(),
+            move || shmfifo::protocol::pool::alloc(&h2.arena(), &*e2, 0, 0, me(0)).unwrap(),
         );
         assert!(matches!(x, Err(Fault::Crashed)));
         let a = h.arena();

@@ -263,7 +263,7 @@ fn an_opener_never_sees_a_half_initialised_header() {
     use shmfifo::protocol::view::{self, Fresh, Refused};
     use shmfifo::QueueConfig;
     model(|| {
-        let g = Geometry {
+        let mut g = Geometry {
             participants: 2,
             max_groups: 1,
             group_slots: 2,
@@ -272,10 +272,13 @@ fn an_opener_never_sees_a_half_initialised_header() {
             dedup_slots: 2,
             dedup_key_words: 16,
             attempt_slots: 0,
-            class_growth: Vec::new(),
+            class_growth: vec![1],
             size_limit: 0,
+            dedup_growth: 0,
         };
         let total = g.offsets().unwrap().total;
+        // The growth fields as the header holds them: a limit of at least the base file.
+        g.size_limit = total + (1 << 20);
         let hdr: Arc<shmfifo::layout::Header> = Arc::new(Default::default());
         let (h1, h2) = (hdr.clone(), hdr.clone());
         let g1 = g.clone();

@@ -9,7 +9,7 @@ use shmfifo_loom_tests::*;
 /// Participant 1 lends a slot, then sends it to "g" (the body written through the loan's
 /// `Outgoing`, as `Loan::send` does once the bytes are in place).
 fn loan_send(a: &Arena<'_>, env: &MockEnv, body: &[u8]) -> PResult<send::Sent> {
-    let lent = send::loan(a, me(1), 0, 1)?;
+    let lent = send::loan(a, env, me(1), 0, 1)?;
     let parts = [body];
     send::send(
         a,
@@ -113,8 +113,8 @@ fn a_chain_of_loans_is_whole_or_nothing_when_its_lender_stops() {
                     crash::arm(k);
                     let a = h1.arena();
                     let r = (|| {
-                        let l1 = send::loan(&a, me(1), 0, 1)?;
-                        let l2 = send::loan(&a, me(1), 0, 2)?;
+                        let l1 = send::loan(&a, &*e1, me(1), 0, 1)?;
+                        let l2 = send::loan(&a, &*e1, me(1), 0, 2)?;
                         let bodies: [&[u8]; 2] = [b"x1", b"x2"];
                         let parts: Vec<[&[u8]; 1]> = bodies.iter().map(|b| [*b]).collect();
                         let outs: Vec<Outgoing<'_>> = [l1, l2]

@@ -250,6 +250,7 @@ impl Queue {
         let inner = &*self.inner;
         let live = live::read(self.arena());
         let stats = live::stats(self.arena());
+        let size = self.size();
         QueueAttributes {
             approximate_number_of_messages: c.visible,
             approximate_number_of_messages_not_visible: c.in_flight,
@@ -278,7 +279,9 @@ impl Queue {
             max_groups: inner.view.max_groups,
             max_participants: inner.view.participant_slots(),
             size_classes: inner.caps.clone(),
-            arena_bytes: inner.map.len() as u64,
+            arena_bytes: size.bytes,
+            size_limit_bytes: size.limit_bytes,
+            grows: size.grows,
             deduplication: inner.dedup,
             content_based_deduplication: live.content_based_dedup,
             deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),

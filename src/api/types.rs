@@ -448,8 +448,13 @@ pub struct QueueAttributes {
     pub max_participants: u32,
     /// `(payload bytes, slots)` of each size class.
     pub size_classes: Vec<(u32, u32)>,
-    /// Bytes of the arena.
+    /// Bytes of the arena's file in use: the base file and the segments its size classes
+    /// added (layout 13).
     pub arena_bytes: u64,
+    /// The most bytes the arena's file may grow to ([`crate::QueueConfig::size_limit`]).
+    pub size_limit_bytes: u64,
+    /// Segments the size classes added over the queue's life.
+    pub grows: u64,
     /// `DeduplicationScope` (D2), or `Off`.
     pub deduplication: crate::Deduplication,
     /// `ContentBasedDeduplication` (D5).

@@ -26,10 +26,11 @@
 //! linked: the retry is sent). Recovery settles a dead producer's slot the same way, entry
 //! first.
 
+use super::segments::segment_of;
 use super::settle::settle_entry;
 use super::Owner;
 use super::{gstate, node, Arena, Env, Fault, PResult};
-use crate::layout::DedupEntry;
+use crate::layout::{segment_slots, DedupEntry, DEDUP_KIND};
 use crate::sync::{fence, AtomicU64, Ordering};
 
 /// Reusable entry (its incarnation is kept).
@@ -94,17 +95,67 @@ pub fn kind(w: u64) -> u64 {
     gstate::kind(w)
 }
 
+/// One table of the dedup index (layout 14): the base file's, or one the table added as it
+/// grew (`dedup_slots × 2^(k-1)` entries for the `k`-th). Each is its own open-addressing
+/// table (home `hash & (len - 1)`); a key's reservations all hold the home claim of its home
+/// in the base table, which also serialises every writer of its homes in the added tables
+/// (they are larger powers of two, so the same low bits pick the base home).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Table<'a> {
+    /// Global index of its first entry.
+    base: usize,
+    entries: &'a [DedupEntry],
+    keys: &'a [AtomicU64],
+}
+
+/// Table `k` of the dedup index (0: the base file's).
+pub(crate) fn table<'a>(a: &Arena<'a>, k: u32) -> PResult<Table<'a>> {
+    if k == 0 {
+        return Ok(Table {
+            base: 0,
+            entries: a.dedup,
+            keys: a.dedup_keys,
+        });
+    }
+    let (entries, keys) = a.dedup_segment(k)?;
+    Ok(Table {
+        base: segment_slots(a.dedup.len() as u32, k) as usize,
+        entries,
+        keys,
+    })
+}
+
+/// Where global entry `i` lives: its table and its index there.
+fn locate<'a>(a: &Arena<'a>, i: usize) -> PResult<(Table<'a>, usize)> {
+    let n = a.dedup.len() as u32;
+    if n == 0 {
+        return Err(Fault::Corrupted("dedup index out of range"));
+    }
+    let (k, j) = segment_of(n, i as u64);
+    Ok((table(a, k)?, j as usize))
+}
+
 pub(crate) fn entry<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a DedupEntry> {
-    a.dedup
-        .get(i)
+    let (t, j) = locate(a, i)?;
+    t.entries
+        .get(j)
         .ok_or(Fault::Corrupted("dedup index out of range"))
 }
 
 fn key_words<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a [AtomicU64]> {
     let k = a.dedup_key_words;
-    a.dedup_keys
-        .get(i * k..(i + 1) * k)
+    let (t, j) = locate(a, i)?;
+    t.keys
+        .get(j * k..(j + 1) * k)
         .ok_or(Fault::Corrupted("dedup key index out of range"))
+}
+
+/// Every entry of every table (base and published segments; one that cannot be mapped is
+/// skipped).
+fn all_entries<'a>(a: &'a Arena<'a>) -> impl Iterator<Item = &'a DedupEntry> + 'a {
+    (0..=a.published(DEDUP_KIND))
+        .filter_map(move |k| table(a, k).ok())
+        .flat_map(|t| t.entries.iter())
 }
 
 use super::words::dedup_meta::{expires as meta_expires, lens as meta_lens, pack as pack_meta};
@@ -180,15 +231,33 @@ fn reusable(a: &Arena<'_>, env: &dyn Env, e: &DedupEntry, st: u64, now: u64) -> 
     }
 }
 
+/// An entry a pass may take: in table `t`, `d` entries from the key's home `home` there, in
+/// state `st`; `probe` is that home's probe length as read.
+#[derive(Debug, Clone, Copy)]
+struct Spot<'a> {
+    t: Table<'a>,
+    home: usize,
+    d: usize,
+    st: u64,
+    probe: usize,
+}
+
+impl Spot<'_> {
+    /// The global index of the entry.
+    fn index(&self) -> usize {
+        self.t.base + ((self.home + self.d) & (self.t.entries.len() - 1))
+    }
+}
+
 /// Keeps in `oldest` the `DONE` entry that expires first (was accepted first) among those seen.
-fn note_oldest(e: &DedupEntry, st: u64, d: usize, oldest: &mut Option<(usize, u64, u64)>) {
-    if kind(st) != DONE {
+fn note_oldest<'a>(e: &DedupEntry, spot: Spot<'a>, oldest: &mut Option<(Spot<'a>, u64)>) {
+    if kind(spot.st) != DONE {
         return;
     }
     // Relaxed: a choice of victim; if the entry changed since `st`, the reserving CAS fails.
     let x = meta_expires(e.meta.load(Ordering::Relaxed));
-    if oldest.is_none_or(|(_, _, y)| x < y) {
-        *oldest = Some((d, st, x));
+    if oldest.is_none_or(|(_, y)| x < y) {
+        *oldest = Some((spot, x));
     }
 }
 
@@ -214,7 +283,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
     loop {
         super::group::home_claim_wait(a, env, &he.home_claim, me)?;
         crash_point!();
-        let r = pass(a, env, me, key, home);
+        let r = pass(a, env, me, key);
         crash_point!();
         super::group::release_plain(&he.home_claim, me.bits());
         match r? {
@@ -230,21 +299,15 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
     }
 }
 
-fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> PResult<Pass> {
-    let (d, st, evicted, probe, now) = match choose(a, env, me, key, home)? {
+fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Pass> {
+    let (spot, evicted, now) = match choose(a, env, me, key)? {
         Choice::Decided(p) => return Ok(p),
-        Choice::Entry {
-            d,
-            st,
-            evicted,
-            probe,
-            now,
-        } => (d, st, evicted, probe, now),
+        Choice::Entry { spot, evicted, now } => (spot, evicted, now),
     };
-    let mask = a.dedup.len() - 1;
-    let he = entry(a, home)?;
-    let i = (home + d) & mask;
+    let i = spot.index();
     let e = entry(a, i)?;
+    let he = entry(a, spot.t.base + spot.home)?;
+    let (d, st, probe) = (spot.d, spot.st, spot.probe);
     let inc = gstate::ginc(st).wrapping_add(1);
     // AcqRel: Acquire orders our field writes after the previous incarnation's readers' view
     // of the state (SYNC POINT(dedup-seqlock)); Release publishes our registration.
@@ -283,41 +346,102 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> 
 }
 
 /// What a pass's search decided.
-enum Choice {
+enum Choice<'a> {
     /// No entry to write: a duplicate, a wait, or a look again.
     Decided(Pass),
-    /// Entry `d` from the home (state word `st`) takes the key, evicting a key that expired at
-    /// `evicted`'s time where it is `Some`; `probe` is the home's probe length as read and
-    /// `now` the time of the search.
+    /// `spot` takes the key, evicting a key that would have expired at `evicted`'s time where
+    /// it is `Some`; `now` is the time of the search.
     Entry {
-        d: usize,
-        st: u64,
+        spot: Spot<'a>,
         evicted: Option<u64>,
-        probe: usize,
         now: u64,
     },
 }
 
-/// Under the home claim: looks for `key` within the home's probe length (a duplicate, a live
-/// sender of it, or a dead sender's entry to settle) and for an entry to take: a reusable one,
-/// else (eviction on) the oldest key of the window.
-fn choose(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -> PResult<Choice> {
-    let n = a.dedup.len();
-    let mask = n - 1;
-    let he = entry(a, home)?;
-    // Acquire: pairs with the Release `fetch_max` of earlier reservations of this home (also
-    // carried by the home claim).
+/// Under the home claim: looks for `key` in every table within its home's probe length (a
+/// duplicate, a live sender of it, or a dead sender's entry to settle) and for an entry to
+/// take: a reusable one (the newest table first); else a new table (the dedup table grows,
+/// layout 14); else, at the size limit (eviction on), the oldest key of the windows.
+fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Choice<'a>> {
     // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
     let evict = a.hdr.dedup_overflow.load(Ordering::Relaxed) == 0;
-    let window = if evict { EVICT_WINDOW.min(n) } else { n };
-    let probe = (he.probe.load(Ordering::Acquire) as usize).min(window);
     let now = env.now_ms();
-    let mut cand: Option<(usize, u64)> = None;
-    // The DONE entry accepted earliest among those seen: `(d, state, expires)`.
-    let mut oldest: Option<(usize, u64, u64)> = None;
+    let newest = a.published(DEDUP_KIND);
+    let mut cand: Option<Spot<'a>> = None;
+    // The DONE entry accepted earliest among those seen, and when it expires.
+    let mut oldest: Option<(Spot<'a>, u64)> = None;
+    for k in (0..=newest).rev() {
+        let t = table(a, k)?;
+        if let Some(p) = search(a, env, me, key, t, now, evict, &mut cand, &mut oldest)? {
+            return Ok(Choice::Decided(p));
+        }
+    }
+    if let Some(spot) = cand {
+        return Ok(Choice::Entry {
+            spot,
+            evicted: None,
+            now,
+        });
+    }
+    // Every entry within reach holds a key accepted within the interval (or a send in
+    // progress): the table grows, and the next pass finds room in the new table.
+    match super::grow::grow(a, env, me, DEDUP_KIND, newest)? {
+        super::grow::Grew::Added | super::grow::Grew::Found => {
+            return Ok(Choice::Decided(Pass::Again))
+        }
+        super::grow::Grew::AtLimit => {}
+    }
+    // At the size limit: evict the oldest key (its interval ends now instead of later:
+    // counted and reported as the effective window) rather than refuse a send SQS accepts.
+    match oldest {
+        Some((spot, expires)) if evict => Ok(Choice::Entry {
+            spot,
+            evicted: Some(expires),
+            now,
+        }),
+        // Only sends in progress in the windows (eviction on): wait for one to finish.
+        _ if evict => Ok(Choice::Decided(Pass::Wait)),
+        _ => Err(Fault::DedupFull),
+    }
+}
+
+/// One table of [`choose`]: the key within its home's probe length (a decision if found),
+/// then the first reusable entry (kept in `cand` if none is yet) and, while none is known,
+/// the oldest key (in `oldest`).
+#[allow(clippy::too_many_arguments)]
+fn search<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    key: &Key<'_>,
+    t: Table<'a>,
+    now: u64,
+    evict: bool,
+    cand: &mut Option<Spot<'a>>,
+    oldest: &mut Option<(Spot<'a>, u64)>,
+) -> PResult<Option<Pass>> {
+    let n = t.entries.len();
+    if n == 0 || !n.is_power_of_two() {
+        return Err(Fault::Corrupted("dedup table size"));
+    }
+    let mask = n - 1;
+    let home = key.hash as usize & mask;
+    let he = &t.entries[home];
+    let window = if evict { EVICT_WINDOW.min(n) } else { n };
+    // Acquire: pairs with the Release `fetch_max` of earlier reservations of this home (also
+    // carried by the home claim).
+    let probe = (he.probe.load(Ordering::Acquire) as usize).min(window);
+    let spot = |d: usize, st: u64| Spot {
+        t,
+        home,
+        d,
+        st,
+        probe,
+    };
+    let had = cand.is_some();
     for d in 0..probe {
-        let i = (home + d) & mask;
-        let e = entry(a, i)?;
+        let i = t.base + ((home + d) & mask);
+        let e = &t.entries[(home + d) & mask];
         // Acquire: SYNC POINT(dedup-publish), the key and fields of a PENDING/DONE entry.
         let st = e.state.load(Ordering::Acquire);
         let k = kind(st);
@@ -326,72 +450,48 @@ fn choose(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, home: usize) -
             let expires = meta_expires(e.meta.load(Ordering::Relaxed));
             let orig = original(e);
             if !still(e, st) {
-                return Ok(Choice::Decided(Pass::Again));
+                return Ok(Some(Pass::Again));
             }
             if k == DONE {
                 if expires > now {
-                    return Ok(Choice::Decided(Pass::Done(Reserved::Duplicate(orig))));
+                    return Ok(Some(Pass::Done(Reserved::Duplicate(orig))));
                 }
                 // Expired (D1): the key may be accepted again; reuse this very entry.
                 if cand.is_none() {
-                    cand = Some((d, st));
+                    *cand = Some(spot(d, st));
                 }
                 continue;
             }
             let holder = gstate::owner(st);
             if holder == me || !a.owner_dead(env, holder) {
-                return Ok(Choice::Decided(Pass::Wait));
+                return Ok(Some(Pass::Wait));
             }
             settle_entry(a, env, me, i, st)?;
-            return Ok(Choice::Decided(Pass::Again));
+            return Ok(Some(Pass::Again));
         }
         if cand.is_none() && reusable(a, env, e, st, now) {
-            cand = Some((d, st));
+            *cand = Some(spot(d, st));
         }
         // A victim matters only while no reusable entry is known.
         if evict && cand.is_none() {
-            note_oldest(e, st, d, &mut oldest);
+            note_oldest(e, spot(d, st), oldest);
         }
     }
-    if cand.is_none() {
+    if !had && cand.is_none() {
         for d in probe..window {
-            let e = entry(a, (home + d) & mask)?;
+            let e = &t.entries[(home + d) & mask];
             // Acquire: as above.
             let st = e.state.load(Ordering::Acquire);
             if reusable(a, env, e, st, now) {
-                cand = Some((d, st));
+                *cand = Some(spot(d, st));
                 break;
             }
             if evict {
-                note_oldest(e, st, d, &mut oldest);
+                note_oldest(e, spot(d, st), oldest);
             }
         }
     }
-    let mut evicted = None;
-    if cand.is_none() {
-        // Every entry of the window holds a key accepted within the interval (or a send in
-        // progress). Evict the oldest key: its interval ends now instead of later (counted
-        // and reported as the effective window), rather than refusing a send SQS accepts.
-        if let Some((d, st, expires)) = oldest {
-            cand = Some((d, st));
-            evicted = Some(expires);
-        }
-    }
-    let Some((d, st)) = cand else {
-        // Only sends in progress in the window (eviction on): wait for one to finish.
-        return if evict {
-            Ok(Choice::Decided(Pass::Wait))
-        } else {
-            Err(Fault::DedupFull)
-        };
-    };
-    Ok(Choice::Entry {
-        d,
-        st,
-        evicted,
-        probe,
-        now,
-    })
+    Ok(None)
 }
 
 /// Counts an eviction of a key that would have expired at `expires` (statistics).
@@ -488,7 +588,7 @@ pub fn abort(a: &Arena<'_>, index: u32, word: u64) -> PResult<()> {
 /// Purge (D7): every accepted key may be accepted again. Sends in progress keep their entries.
 pub fn clear(a: &Arena<'_>) -> u64 {
     let mut n = 0;
-    for e in a.dedup {
+    for e in all_entries(a) {
         // Acquire: the entry's current state.
         let st = e.state.load(Ordering::Acquire);
         // Release: as any state change (readers validate with `still`).
@@ -512,7 +612,7 @@ pub fn clear(a: &Arena<'_>) -> u64 {
 /// progress (`WRITING`, `PENDING`).
 pub fn count(a: &Arena<'_>, now: u64) -> (u64, u64) {
     let (mut live, mut pending) = (0, 0);
-    for e in a.dedup {
+    for e in all_entries(a) {
         // Relaxed: a statistic.
         let st = e.state.load(Ordering::Relaxed);
         match kind(st) {

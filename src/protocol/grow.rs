@@ -1,8 +1,10 @@
-//! Growing a size class by one segment (layout 13): an arena that starts at its base size and
-//! holds a backlog up to its size limit.
+//! Growing a size class (layout 13) or the dedup table (layout 14) by one segment: an arena
+//! that starts at its base size and holds a backlog, and remembers every dedup id of its
+//! interval, up to its size limit.
 //!
-//! A producer that finds every slot of its class taken (base file and published segments)
-//! adds the class's next segment, twice the slots of all it has so far:
+//! A producer that finds every slot of its class taken (base file and published segments), or
+//! a dedup id whose every entry within reach holds an id of the interval, adds the next
+//! segment of that kind, twice what it has so far:
 //!
 //! 1. It takes the *grow claim* (`GrowLine::claim`, owner-tagged: taken over only from a
 //!    proven-dead owner; a live holder, even a stopped one, is waited for at most
@@ -27,7 +29,7 @@
 
 use super::group::Patience;
 use super::{Arena, Env, Fault, Owner, PResult};
-use crate::layout::{segment_bytes, MAX_SEGMENTS};
+use crate::layout::{DEDUP_KIND, MAX_SEGMENTS};
 use crate::sync::Ordering;
 
 /// What a call to [`grow`] found.
@@ -42,18 +44,18 @@ pub enum Grew {
     AtLimit,
 }
 
-/// Grows class `c`, whose slots the caller found all taken with `seen` published segments.
+/// Grows kind `c` (a size class, or [`DEDUP_KIND`](crate::layout::DEDUP_KIND)), which the
+/// caller found full with `seen` published segments.
 pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PResult<Grew> {
-    let cl = a.classes[c].ok_or(Fault::Corrupted("class"))?;
-    if a.published_segments(c) > seen {
+    if a.published(c) > seen {
         return Ok(Grew::Found);
     }
-    if seen >= cl.growth {
+    if seen >= a.growth(c) {
         return Ok(Grew::AtLimit);
     }
     let mut p = Patience::new();
     while !take_claim(a, env, me) {
-        if a.published_segments(c) > seen {
+        if a.published(c) > seen {
             return Ok(Grew::Found);
         }
         p.wait(
@@ -74,18 +76,17 @@ pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PRe
 
 /// Steps 2–5 under the grow claim.
 fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
-    let cl = a.classes[c].ok_or(Fault::Corrupted("class"))?;
     let line = &a.hdr.grow.0;
     // Acquire: the previous holder's publication (and SYNC POINT(claim)'s hand-over).
     let n = line.segments[c].load(Ordering::Acquire);
     if n > u64::from(seen) {
         return Ok(Grew::Found);
     }
-    if n >= u64::from(cl.growth) {
+    if n >= u64::from(a.growth(c)) {
         return Ok(Grew::AtLimit);
     }
     let k = n as u32 + 1;
-    let len = segment_bytes(cl.n(), cl.stride as u64, k);
+    let (layout, len) = a.segment_layout(c, k)?;
     let at = file_end(a)?;
     if at.saturating_add(len) > a.size_limit {
         return Ok(Grew::AtLimit);
@@ -93,7 +94,7 @@ fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
     // Relaxed: published by the Release store of the count below.
     a.directory[c * MAX_SEGMENTS + k as usize - 1].store(at, Ordering::Relaxed);
     crash_point!();
-    if let Err(f) = a.segs.file().reserve(at, len) {
+    if let Err(f) = a.segs.file().reserve(at, len, layout) {
         if f == Fault::NoSpace(len) {
             // Relaxed: a statistic.
             line.refused.fetch_add(1, Ordering::Relaxed);
@@ -112,17 +113,17 @@ fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
 }
 
 /// The end of the arena's file as the directory says: the end of the last published segment
-/// of any class, or the base file's end. Checked: a directory entry out of range is
+/// of any kind, or the base file's end. Checked: a directory entry out of range is
 /// corruption.
 pub fn file_end(a: &Arena<'_>) -> PResult<u64> {
     let mut end = a.base_len;
-    for c in 0..a.nclasses {
-        let Some(cl) = a.classes[c] else { continue };
-        for k in 1..=a.published_segments(c) {
+    for c in (0..a.nclasses).chain([DEDUP_KIND]) {
+        for k in 1..=a.published(c) {
             // Relaxed: published by the count's Release store, loaded with Acquire above.
             let off = a.directory[c * MAX_SEGMENTS + k as usize - 1].load(Ordering::Relaxed);
+            let (_, len) = a.segment_layout(c, k)?;
             let e = off
-                .checked_add(segment_bytes(cl.n(), cl.stride as u64, k))
+                .checked_add(len)
                 .filter(|&e| off >= a.base_len && e <= a.size_limit)
                 .ok_or(Fault::Corrupted("a segment's offset is out of range"))?;
             end = end.max(e);

@@ -1,6 +1,6 @@
 //! An arena on the heap, for unit tests and loom models: the same protocol code, no mapping.
 
-use super::segments::{Mapped, SegmentFile, Segments};
+use super::segments::{Layout, Mapped, SegmentFile, Segments};
 use super::{pstate, Arena, Class, Env, Fault, PResult};
 use crate::layout::{
     DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES, MAX_SEGMENTS,
@@ -8,15 +8,21 @@ use crate::layout::{
 };
 use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 
+/// The storage of one reserved heap segment, typed by its layout.
+#[derive(Debug)]
+enum Storage {
+    Slots(Box<[MsgHeader]>, Box<[UnsafeCell<u8>]>),
+    Dedup(Box<[crate::layout::DedupEntry]>, Box<[AtomicU64]>),
+}
+
 /// The "file" of a heap arena's added segments: each reserved range gets its storage when it
 /// is reserved (as a file system's blocks exist, zero-filled, before the grower publishes
 /// them: under loom the storage is made by the grower, before its Release of the count), and
 /// every map of it returns that storage.
 #[derive(Debug, Default)]
 pub struct HeapFile {
-    /// Reserved ranges: offset, length, headers (one per 64 bytes) and payload bytes.
-    #[allow(clippy::type_complexity)]
-    reserved: std::sync::Mutex<Vec<(u64, u64, Box<[MsgHeader]>, Box<[UnsafeCell<u8>]>)>>,
+    /// Reserved ranges: offset, length, layout and storage.
+    reserved: std::sync::Mutex<Vec<(u64, u64, Layout, Storage)>>,
     /// Set: every reservation fails as a full file system would.
     pub full: crate::sync::local::AtomicBool,
 }
@@ -27,29 +33,40 @@ unsafe impl Sync for HeapFile {}
 unsafe impl Send for HeapFile {}
 
 impl SegmentFile for HeapFile {
-    fn reserve(&self, offset: u64, len: u64) -> PResult<()> {
+    fn reserve(&self, offset: u64, len: u64, layout: Layout) -> PResult<()> {
         if self.full.load(crate::sync::local::Ordering::SeqCst) {
             return Err(Fault::NoSpace(len));
         }
         let mut r = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        if !r.iter().any(|x| (x.0, x.1) == (offset, len)) {
-            let n = (len / crate::layout::MSG_HEADER_SIZE as u64) as usize;
-            r.push((offset, len, boxed(n), boxed(len as usize)));
+        if !r.iter().any(|x| (x.0, x.1, x.2) == (offset, len, layout)) {
+            let storage = match layout {
+                Layout::Slots { slots, stride } => {
+                    Storage::Slots(boxed(slots as usize), boxed(slots as usize * stride))
+                }
+                Layout::Dedup { entries, key_words } => {
+                    Storage::Dedup(boxed(entries as usize), boxed(entries as usize * key_words))
+                }
+            };
+            r.push((offset, len, layout, storage));
         }
         Ok(())
     }
 
-    fn map(&self, offset: u64, len: u64, slots: u64, stride: usize) -> PResult<Mapped> {
+    fn map(&self, offset: u64, len: u64, layout: Layout) -> PResult<Mapped> {
         let r = self.reserved.lock().unwrap_or_else(|e| e.into_inner());
-        let Some((_, _, h, p)) = r.iter().find(|x| (x.0, x.1) == (offset, len)) else {
+        let Some((_, _, _, st)) = r.iter().find(|x| (x.0, x.1, x.2) == (offset, len, layout))
+        else {
             return Err(Fault::Corrupted("a published segment was never reserved"));
         };
-        if (h.len() as u64) < slots || (p.len() as u64) < slots * stride as u64 {
-            return Err(Fault::Corrupted("a segment smaller than its slots"));
-        }
-        Ok(Mapped {
-            headers: h.as_ptr(),
-            payload: p.as_ptr() as *mut u8,
+        Ok(match st {
+            Storage::Slots(h, p) => Mapped {
+                table: h.as_ptr() as *const u8,
+                data: p.as_ptr() as *mut u8,
+            },
+            Storage::Dedup(e, k) => Mapped {
+                table: e.as_ptr() as *const u8,
+                data: k.as_ptr() as *mut u8,
+            },
         })
     }
 }
@@ -76,6 +93,7 @@ pub struct HeapArena {
     file: std::sync::Arc<HeapFile>,
     base_len: u64,
     size_limit: u64,
+    dedup_growth: u32,
 }
 
 // SAFETY: the payload cells are accessed only through the protocol, which gives one
@@ -127,11 +145,12 @@ impl HeapArena {
             dedup_key_words: g.dedup_key_words as usize,
             attempts: boxed(g.attempt_slots as usize),
             growth: (0..g.classes.len()).map(|k| g.growth(k)).collect(),
-            directory: boxed(MAX_CLASSES * MAX_SEGMENTS),
+            directory: boxed(crate::layout::MAX_KINDS * MAX_SEGMENTS),
             segs: Box::new(Segments::new(Box::new(std::sync::Arc::clone(&file)))),
             file,
             base_len: g.offsets().map_or(PAGE, |o| o.total),
             size_limit: g.size_limit.max(g.offsets().map_or(PAGE, |o| o.total)),
+            dedup_growth: g.dedup_growth,
         }
     }
 
@@ -176,6 +195,7 @@ impl HeapArena {
             segs: &self.segs,
             base_len: self.base_len,
             size_limit: self.size_limit,
+            dedup_growth: self.dedup_growth,
         }
     }
 }
@@ -236,6 +256,7 @@ mod tests {
             attempt_slots: 4,
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         }
     }
 
@@ -371,6 +392,7 @@ mod tests {
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         };
         let h = HeapArena::new(&g);
         let env = MockEnv::default();
@@ -452,6 +474,7 @@ mod tests {
             classes: vec![(16, 2)],
             class_growth: vec![3],
             size_limit: 1 << 30,
+            dedup_growth: 0,
             ..geom()
         }
     }
@@ -530,7 +553,11 @@ mod tests {
         let at = crate::protocol::grow::file_end(&a).unwrap();
         a.directory[0].store(at, Ordering::Relaxed);
         let len = crate::layout::segment_bytes(2, 16, 1);
-        h.segs.file().reserve(at, len).unwrap();
+        let layout = Layout::Slots {
+            slots: 2,
+            stride: 16,
+        };
+        h.segs.file().reserve(at, len, layout).unwrap();
         env.kill(2);
         send(&a, &env, 1, "g", b"c").unwrap();
         assert_eq!(a.published_segments(0), 1);
@@ -559,5 +586,67 @@ mod tests {
         assert_eq!(a.published_segments(0), 3);
         // Its directory entries are zero: below the base file, refused.
         assert!(matches!(a.msg(2), Err(Fault::Corrupted(_))));
+    }
+
+    /// Sends `body` to group `g` with dedup key `k` (its hash `k`'s bytes folded, so that every
+    /// key of one byte has its own hash).
+    fn send_key(a: &Arena<'_>, env: &MockEnv, g: &str, k: &str) -> Result<send::Sent, Fault> {
+        let parts: [&[u8]; 1] = [b"m"];
+        let out = Outgoing {
+            class: 0,
+            cursor: 0,
+            hash: g.len() as u64,
+            group_id: g.as_bytes(),
+            lens: words::pack_lens(1, 0, k.len(), 0),
+            parts: &parts,
+            dedup: Some(crate::protocol::dedup::Key {
+                hash: k
+                    .bytes()
+                    .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+                dedup: k.as_bytes(),
+                group: &[],
+            }),
+            source_len: 0,
+            prior_receives: 0,
+            loaned: None,
+            in_place: 0,
+        };
+        send::send(a, env, owner::code(1, 1), &out)
+    }
+
+    /// Layout 14, D1: a dedup table of one entry (so every key's window is full at once) that
+    /// may add two segments (1 + 1 + 2 entries) remembers four keys within the interval, each
+    /// a duplicate when sent again, none evicted; at the size limit the fifth key evicts the
+    /// oldest (counted), as a table that cannot grow does.
+    #[test]
+    fn the_dedup_table_grows_instead_of_forgetting() {
+        let h = HeapArena::new(&Geometry {
+            dedup_slots: 1,
+            dedup_growth: 2,
+            size_limit: 1 << 30,
+            classes: vec![(16, 16)],
+            ..geom()
+        });
+        let env = MockEnv::default();
+        env.advance(1);
+        let a = h.arena();
+        for k in ["a", "b", "c", "d"] {
+            assert!(!send_key(&a, &env, "g", k).unwrap().duplicate, "{k} is new");
+        }
+        assert_eq!(a.dedup_entries(), 4);
+        for k in ["a", "b", "c", "d"] {
+            assert!(
+                send_key(&a, &env, "g", k).unwrap().duplicate,
+                "{k} is remembered"
+            );
+        }
+        assert_eq!(a.hdr.dedup_evict.0.count.load(Ordering::Relaxed), 0);
+        assert!(!send_key(&a, &env, "g", "e").unwrap().duplicate);
+        assert_eq!(a.hdr.dedup_evict.0.count.load(Ordering::Relaxed), 1);
+        assert_eq!(crate::protocol::dedup::count(&a, env.now_ms()), (4, 0));
+        // A purge clears every table (D7).
+        handle::purge(&a, &env, owner::code(0, 1)).unwrap();
+        assert_eq!(crate::protocol::dedup::count(&a, env.now_ms()), (0, 0));
+        assert!(!send_key(&a, &env, "g", "a").unwrap().duplicate);
     }
 }

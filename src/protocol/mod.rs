@@ -319,6 +319,8 @@ pub struct Arena<'a> {
     pub base_len: u64,
     /// The size limit (segments end at or before it).
     pub size_limit: u64,
+    /// The most segments the dedup table may add (layout 14).
+    pub dedup_growth: u32,
 }
 
 /// [`Arena::hint_from`] of these classes.
@@ -341,9 +343,10 @@ impl<'a> Arena<'a> {
         self.parts.len() as u32
     }
 
-    /// Entries of the dedup table (0 without deduplication).
+    /// Entries of the dedup table now: the base file's and those of its published segments
+    /// (0 without deduplication).
     pub fn dedup_entries(&self) -> u64 {
-        self.dedup.len() as u64
+        (self.dedup.len() as u64) << self.published(crate::layout::DEDUP_KIND)
     }
 
     /// `(class, slot)` of a global message index.

@@ -111,7 +111,7 @@ fn scan(
             // SAFETY: `segment` mapped the whole segment, `segment_slots(n, k)` headers, for
             // the arena's life, and `x - first` is below that; headers are atomics, valid for
             // any bit pattern.
-            let h = unsafe { &*m.headers.add((x - first) as usize) };
+            let h = unsafe { &*m.headers().add((x - first) as usize) };
             if let Some((inc, epoch)) = try_claim(h, owner)? {
                 return Ok(Some((cl.base + x as u32, inc, epoch)));
             }

@@ -17,16 +17,47 @@ use crate::sync::local::{AtomicPtr, Ordering as StdOrdering};
 use core::fmt;
 
 use super::{Arena, Fault, PResult};
-use crate::layout::{segment_bytes, segment_slots, MsgHeader, MAX_CLASSES, MAX_SEGMENTS, PAGE};
+use crate::layout::{
+    dedup_segment_bytes, segment_bytes, segment_slots, DedupEntry, MsgHeader, DEDUP_KIND,
+    MAX_KINDS, MAX_SEGMENTS, PAGE,
+};
+use crate::sync::AtomicU64;
 use crate::sync::Ordering;
 
-/// Where one mapped segment's headers and payloads start.
+/// What a segment holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `slots` message headers, then their payloads `stride` bytes apart.
+    Slots {
+        /// Slots.
+        slots: u64,
+        /// Bytes between payloads.
+        stride: usize,
+    },
+    /// `entries` dedup entries, then their key words, `key_words` each.
+    Dedup {
+        /// Entries.
+        entries: u64,
+        /// Key words per entry.
+        key_words: usize,
+    },
+}
+
+/// Where one mapped segment's two arrays start: slot headers and payloads, or dedup entries
+/// and key words.
 #[derive(Debug, Clone, Copy)]
 pub struct Mapped {
-    /// Its slot headers (`segment_slots` of them).
-    pub headers: *const MsgHeader,
-    /// Its payloads (`stride` bytes apart).
-    pub payload: *mut u8,
+    /// Its slot headers, or its dedup entries.
+    pub table: *const u8,
+    /// Its payloads, or its key words.
+    pub data: *mut u8,
+}
+
+impl Mapped {
+    /// The slot headers of a `Slots` segment.
+    pub fn headers(&self) -> *const MsgHeader {
+        self.table as *const MsgHeader
+    }
 }
 
 /// The file behind an arena's added segments: reserves their blocks (a grower) and maps them
@@ -37,27 +68,27 @@ pub trait SegmentFile: Send + Sync + fmt::Debug {
     /// them can never fault for want of space. [`Fault::NoSpace`] if the file system has no
     /// room. Reserving a range again is harmless (a grower that died after reserving is
     /// redone by the next).
-    fn reserve(&self, offset: u64, len: u64) -> PResult<()>;
+    fn reserve(&self, offset: u64, len: u64, layout: Layout) -> PResult<()>;
 
-    /// Maps the segment of `slots` slots with payloads `stride` bytes apart found at `offset`
-    /// (`len` bytes, reserved and published). The mapping lasts as long as `self`.
-    fn map(&self, offset: u64, len: u64, slots: u64, stride: usize) -> PResult<Mapped>;
+    /// Maps the segment laid out as `layout` found at `offset` (`len` bytes, reserved and
+    /// published). The mapping lasts as long as `self`.
+    fn map(&self, offset: u64, len: u64, layout: Layout) -> PResult<Mapped>;
 }
 
 impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
-    fn reserve(&self, offset: u64, len: u64) -> PResult<()> {
-        (**self).reserve(offset, len)
+    fn reserve(&self, offset: u64, len: u64, layout: Layout) -> PResult<()> {
+        (**self).reserve(offset, len, layout)
     }
 
-    fn map(&self, offset: u64, len: u64, slots: u64, stride: usize) -> PResult<Mapped> {
-        (**self).map(offset, len, slots, stride)
+    fn map(&self, offset: u64, len: u64, layout: Layout) -> PResult<Mapped> {
+        (**self).map(offset, len, layout)
     }
 }
 
 /// One process's map of the added segments of one arena.
 pub struct Segments {
-    headers: [[AtomicPtr<MsgHeader>; MAX_SEGMENTS]; MAX_CLASSES],
-    payload: [[AtomicPtr<u8>; MAX_SEGMENTS]; MAX_CLASSES],
+    table: [[AtomicPtr<u8>; MAX_SEGMENTS]; MAX_KINDS],
+    data: [[AtomicPtr<u8>; MAX_SEGMENTS]; MAX_KINDS],
     file: Box<dyn SegmentFile>,
 }
 
@@ -73,10 +104,10 @@ impl Segments {
     /// A map with nothing mapped yet, over `file`.
     pub fn new(file: Box<dyn SegmentFile>) -> Self {
         Segments {
-            headers: core::array::from_fn(|_| {
+            table: core::array::from_fn(|_| {
                 core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()))
             }),
-            payload: core::array::from_fn(|_| {
+            data: core::array::from_fn(|_| {
                 core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()))
             }),
             file,
@@ -88,26 +119,23 @@ impl Segments {
         &*self.file
     }
 
-    /// This process's mapping of segment `k` (from 1) of class `c`, if it made one.
+    /// This process's mapping of segment `k` (from 1) of kind `c`, if it made one.
     fn get(&self, c: usize, k: usize) -> Option<Mapped> {
-        // Process-local: Acquire pairs with the Release store in `put`, so the payload
-        // pointer stored before it is seen with the headers pointer.
-        let h = self.headers[c][k - 1].load(StdOrdering::Acquire);
-        if h.is_null() {
+        // Process-local: Acquire pairs with the Release store in `put`, so the data pointer
+        // stored before it is seen with the table pointer.
+        let t = self.table[c][k - 1].load(StdOrdering::Acquire);
+        if t.is_null() {
             return None;
         }
-        let p = self.payload[c][k - 1].load(StdOrdering::Relaxed);
-        Some(Mapped {
-            headers: h,
-            payload: p,
-        })
+        let d = self.data[c][k - 1].load(StdOrdering::Relaxed);
+        Some(Mapped { table: t, data: d })
     }
 
     fn put(&self, c: usize, k: usize, m: Mapped) {
         // Process-local: another thread that mapped the same segment stored the same file
         // range; either mapping serves (both last as long as the file's mappings).
-        self.payload[c][k - 1].store(m.payload, StdOrdering::Relaxed);
-        self.headers[c][k - 1].store(m.headers as *mut MsgHeader, StdOrdering::Release);
+        self.data[c][k - 1].store(m.data, StdOrdering::Relaxed);
+        self.table[c][k - 1].store(m.table as *mut u8, StdOrdering::Release);
     }
 }
 
@@ -124,25 +152,85 @@ pub fn segment_of(n: u32, i: u64) -> (u32, u64) {
 }
 
 impl<'a> Arena<'a> {
-    /// The published segments class `c` has added (Acquire: SYNC POINT(segment-publish)),
+    /// The most segments kind `c` (a class, or [`DEDUP_KIND`]) may add.
+    pub fn growth(&self, c: usize) -> u32 {
+        if c == DEDUP_KIND {
+            if self.dedup.is_empty() {
+                0
+            } else {
+                self.dedup_growth
+            }
+        } else {
+            self.classes
+                .get(c)
+                .copied()
+                .flatten()
+                .map_or(0, |cl| cl.growth)
+        }
+    }
+
+    /// Entries of kind `c` in the base file: a class's slots, or the dedup table's entries.
+    pub fn base_count(&self, c: usize) -> u32 {
+        if c == DEDUP_KIND {
+            self.dedup.len() as u32
+        } else {
+            self.classes
+                .get(c)
+                .copied()
+                .flatten()
+                .map_or(0, |cl| cl.n())
+        }
+    }
+
+    /// The layout of segment `k` (from 1) of kind `c`, and its bytes.
+    pub fn segment_layout(&self, c: usize, k: u32) -> PResult<(Layout, u64)> {
+        let n = self.base_count(c);
+        if c == DEDUP_KIND {
+            let kw = self.dedup_key_words as u32;
+            return Ok((
+                Layout::Dedup {
+                    entries: segment_slots(n, k),
+                    key_words: kw as usize,
+                },
+                dedup_segment_bytes(n, kw, k),
+            ));
+        }
+        let cl = self.classes[c].ok_or(Fault::Corrupted("class"))?;
+        Ok((
+            Layout::Slots {
+                slots: segment_slots(n, k),
+                stride: cl.stride,
+            },
+            segment_bytes(n, cl.stride as u64, k),
+        ))
+    }
+
+    /// The published segments kind `c` has added (Acquire: SYNC POINT(segment-publish)),
     /// bounded by the most it may add.
-    pub fn published_segments(&self, c: usize) -> u32 {
-        let Some(cl) = self.classes.get(c).copied().flatten() else {
+    pub fn published(&self, c: usize) -> u32 {
+        if c >= MAX_KINDS {
             return 0;
-        };
+        }
         // Acquire: SYNC POINT(segment-publish), against the grower's Release store of the
         // count after the segment's directory entry and its reserved blocks.
         let n = self.hdr.grow.0.segments[c].load(Ordering::Acquire);
-        n.min(u64::from(cl.growth)) as u32
+        n.min(u64::from(self.growth(c))) as u32
+    }
+
+    /// The published segments class `c` has added.
+    pub fn published_segments(&self, c: usize) -> u32 {
+        if c >= self.nclasses {
+            return 0;
+        }
+        self.published(c)
     }
 
     /// The slots class `c` holds now: its base slots and those of its published segments.
     pub fn slots_now(&self, c: usize) -> u64 {
-        self.classes
-            .get(c)
-            .copied()
-            .flatten()
-            .map_or(0, |cl| u64::from(cl.n()) << self.published_segments(c))
+        if c >= self.nclasses {
+            return 0;
+        }
+        u64::from(self.base_count(c)) << self.published(c)
     }
 
     /// Whether `idx` names a slot that exists now: in the base file, or in a published
@@ -157,32 +245,28 @@ impl<'a> Arena<'a> {
         }
     }
 
-    /// Segment `k` (from 1) of class `c`, mapped in this process (the first time: read from
+    /// Segment `k` (from 1) of kind `c`, mapped in this process (the first time: read from
     /// the shared directory, checked, mapped).
     pub fn segment(&self, c: usize, k: u32) -> PResult<Mapped> {
-        let cl = self.classes[c].ok_or(Fault::Corrupted("class"))?;
-        if k == 0 || k > cl.growth {
-            return Err(Fault::Corrupted("slot index beyond the class's segments"));
+        if c >= MAX_KINDS || k == 0 || k > self.growth(c) {
+            return Err(Fault::Corrupted("an index beyond its table's segments"));
         }
         if let Some(m) = self.segs.get(c, k as usize) {
             return Ok(m);
         }
-        if k > self.published_segments(c) {
+        if k > self.published(c) {
             return Err(Fault::Corrupted(
-                "slot index in a segment that was never published",
+                "an index in a segment that was never published",
             ));
         }
         // Relaxed: published by the Release store of the count, read with Acquire above.
         let off = self.directory[c * MAX_SEGMENTS + k as usize - 1].load(Ordering::Relaxed);
-        let len = segment_bytes(cl.n(), cl.stride as u64, k);
+        let (layout, len) = self.segment_layout(c, k)?;
         let end = off.checked_add(len);
         if off % PAGE != 0 || off < self.base_len || end.is_none_or(|e| e > self.size_limit) {
             return Err(Fault::Corrupted("a segment's offset is out of range"));
         }
-        let m = self
-            .segs
-            .file()
-            .map(off, len, segment_slots(cl.n(), k), cl.stride)?;
+        let m = self.segs.file().map(off, len, layout)?;
         self.segs.put(c, k as usize, m);
         Ok(m)
     }
@@ -206,7 +290,23 @@ impl<'a> Arena<'a> {
         // then as many payloads, for as long as the arena's segment map lives (at least 'a);
         // `j` is below `segment_slots(n, k)` by `segment_of`; headers are atomics, valid for
         // any bit pattern.
-        let h = unsafe { &*m.headers.add(j as usize) };
-        Ok((h, m.payload.wrapping_add(j as usize * cl.stride)))
+        let h = unsafe { &*m.headers().add(j as usize) };
+        Ok((h, m.data.wrapping_add(j as usize * cl.stride)))
+    }
+
+    /// Dedup table segment `k` (from 1): its entries and their key words.
+    pub fn dedup_segment(&self, k: u32) -> PResult<(&'a [DedupEntry], &'a [AtomicU64])> {
+        let m = self.segment(DEDUP_KIND, k)?;
+        let n = segment_slots(self.dedup.len() as u32, k) as usize;
+        // SAFETY: `segment` mapped the whole segment, `n` entries then `n × key_words` key
+        // words (`dedup_segment_bytes`), for as long as the arena's segment map lives (at
+        // least 'a); entries and words are atomics, valid for any bit pattern, and the
+        // mapping is page-aligned (entries are 64 bytes, words 8).
+        unsafe {
+            Ok((
+                core::slice::from_raw_parts(m.table as *const DedupEntry, n),
+                core::slice::from_raw_parts(m.data as *const AtomicU64, n * self.dedup_key_words),
+            ))
+        }
     }
 }

@@ -226,7 +226,10 @@ pub fn settle_for_slot(
         return Ok(());
     };
     // A stale or hostile back-pointer names no entry, or an entry that is not this send's.
-    let Some(e) = a.dedup.get(i as usize) else {
+    let Ok(e) = usize::try_from(i)
+        .map_err(|_| Fault::Corrupted("dedup index"))
+        .and_then(|i| dedup::entry(a, i))
+    else {
         return Ok(());
     };
     // Acquire: SYNC POINT(dedup-publish).

@@ -205,6 +205,7 @@ mod tests {
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,
+            dedup_growth: 0,
         })
     }
 

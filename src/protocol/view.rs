@@ -13,7 +13,8 @@ use crate::config::{
 };
 use crate::layout::{
     wheel_words, AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant,
-    MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_SEGMENTS, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
+    MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_KINDS, MAX_SEGMENTS, STATE_INITIALISING, STATE_READY,
+    WHEEL_BUCKETS,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -208,6 +209,12 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         }
         class_growth.push(most as u32);
     }
+    let dedup_growth = hdr.dedup_growth.load(r);
+    if dedup_growth > MAX_SEGMENTS as u64
+        || (dedup_growth > 0 && dedup_slots << dedup_growth > MAX_SLOTS)
+    {
+        return Err(corrupt("the dedup table's growth out of range"));
+    }
     let geometry = Geometry {
         participants: participants as u32,
         max_groups: max_groups as u32,
@@ -219,6 +226,7 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         attempt_slots: attempt_slots as u32,
         class_growth,
         size_limit,
+        dedup_growth: dedup_growth as u32,
     };
     if geometry.total_slots() > MAX_SLOTS || geometry.index_slots() > MAX_SLOTS {
         return Err(corrupt("too many message slots"));
@@ -291,7 +299,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
     let (hdr, directory, parts, groups, ready, timers, dedup, dedup_keys, attempts) = unsafe {
         (
             &*(base as *const Header),
-            region::<AtomicU64>(base, o.segments, MAX_CLASSES * MAX_SEGMENTS),
+            region::<AtomicU64>(base, o.segments, MAX_KINDS * MAX_SEGMENTS),
             region::<Participant>(base, o.participants, g.participants as usize),
             region::<GroupEntry>(base, o.groups, g.group_slots as usize),
             region::<AtomicU64>(base, o.ready, g.ready_slots as usize),
@@ -345,6 +353,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         segs,
         base_len: o.total,
         size_limit: g.size_limit.max(o.total),
+        dedup_growth: g.dedup_growth,
     }
 }
 
@@ -460,6 +469,7 @@ pub fn initialise(
         hdr.class_growth[k].store(u64::from(g.growth(k)), r);
     }
     hdr.size_limit.store(g.size_limit.max(total), r);
+    hdr.dedup_growth.store(u64::from(g.dedup_growth), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
 }

@@ -354,7 +354,12 @@ impl FileSegments {
 }
 
 impl crate::protocol::segments::SegmentFile for FileSegments {
-    fn reserve(&self, offset: u64, len: u64) -> crate::protocol::PResult<()> {
+    fn reserve(
+        &self,
+        offset: u64,
+        len: u64,
+        _layout: crate::protocol::segments::Layout,
+    ) -> crate::protocol::PResult<()> {
         use crate::protocol::Fault;
         loop {
             return match rustix::fs::fallocate(
@@ -377,9 +382,9 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
         &self,
         offset: u64,
         len: u64,
-        slots: u64,
-        stride: usize,
+        layout: crate::protocol::segments::Layout,
     ) -> crate::protocol::PResult<crate::protocol::segments::Mapped> {
+        use crate::protocol::segments::Layout;
         use crate::protocol::Fault;
         use rustix::mm::{MapFlags, ProtFlags};
         // A segment is published only after its blocks are reserved, so the file reaches past
@@ -416,10 +421,15 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push((p as usize, n));
-        let headers = p as *const crate::layout::MsgHeader;
-        let payload = (p as *mut u8).wrapping_add(slots as usize * crate::layout::MSG_HEADER_SIZE);
-        let _ = stride;
-        Ok(crate::protocol::segments::Mapped { headers, payload })
+        // Both layouts put a 64-byte record per entry first (a slot header, a dedup entry),
+        // then the rest (payloads, key words).
+        let count = match layout {
+            Layout::Slots { slots, .. } => slots,
+            Layout::Dedup { entries, .. } => entries,
+        };
+        let table = p as *const u8;
+        let data = (p as *mut u8).wrapping_add(count as usize * crate::layout::MSG_HEADER_SIZE);
+        Ok(crate::protocol::segments::Mapped { table, data })
     }
 }
 

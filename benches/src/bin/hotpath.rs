@@ -15,6 +15,9 @@
 //!   5-minute interval, the default table).
 //! * `kept`: as `single`, with one more message always queued in the group, so the group never
 //!   empties (no retire and re-insert per message).
+//! * `grown`: as `single` on a queue that grew to 4 × 8,192 small slots (filled and drained
+//!   before the rounds: its producer takes slots of the added segments); `presized`: the same
+//!   on a queue created with them (layout 13: the steady state after growth).
 //! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
 //! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
 //!   the copy on receive).
@@ -69,7 +72,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|newgroup|dedup|kept|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -80,7 +83,31 @@ fn main() {
     } else {
         off
     };
+    let cfg = if mode == "presized" {
+        cfg.max_messages(4 * 8_192)
+    } else {
+        cfg
+    };
     let q = Queue::create_anonymous(&cfg).expect("create");
+    if mode == "grown" || mode == "presized" {
+        // 4 × 8,192 messages in, then all out: the producer's cursor is past them.
+        for _ in 0..4 * 8_192 {
+            q.send(&SendMessage::new("fill", BODY)).expect("fill");
+        }
+        let mut buf = ReceiveBuffer::new();
+        let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
+        loop {
+            let k = q.receive_into(&ten, &mut buf).expect("drain");
+            if k == 0 {
+                break;
+            }
+            let handles: Vec<_> = buf.messages().iter().map(|m| m.receipt_handle).collect();
+            for r in q.delete_handles(&handles).expect("delete") {
+                r.expect("deleted");
+            }
+        }
+        assert_eq!(q.size().grows > 0, mode == "grown");
+    }
     let mut buf = ReceiveBuffer::new();
     let one = ReceiveOptions::max(1).wait(Duration::ZERO);
     let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
@@ -124,7 +151,7 @@ fn main() {
             }
             std::hint::black_box(touched);
         }
-        "single" | "newgroup" | "dedup" | "kept" => {
+        "single" | "newgroup" | "dedup" | "kept" | "grown" | "presized" => {
             let mut ids = Counter::default();
             for _ in 0..n {
                 // A new id per round only where the mode uses one (a counter in place, so

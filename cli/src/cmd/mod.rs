@@ -148,6 +148,8 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
             "slots": slots,
         })).collect::<Vec<_>>(),
         "arena_bytes": a.arena_bytes,
+        "size_limit_bytes": a.size_limit_bytes,
+        "grows": a.grows,
         "created_timestamp": a.created_timestamp,
     })
 }
@@ -199,6 +201,7 @@ pub fn settings_text(a: &QueueAttributes, indent: usize) -> String {
         ("ReleaseOnDeath", on(a.release_on_death)),
         ("BodyMode", body_mode(a.body_mode).to_owned()),
         ("ArenaSize", size(a.arena_bytes)),
+        ("SizeLimit", size(a.size_limit_bytes)),
         ("CreatedTimestamp", ms_and_time(a.created_timestamp)),
     ]);
     kv(&rows, indent)

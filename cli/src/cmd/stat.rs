@@ -190,10 +190,18 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
             "messages": i.attributes.quarantined_messages,
             "groups": i.attributes.quarantined_groups,
         },
+        "size": {
+            "bytes": i.size.bytes,
+            "base_bytes": i.size.base_bytes,
+            "limit_bytes": i.size.limit_bytes,
+            "grows": i.size.grows,
+            "refused_grows": i.size.refused_grows,
+        },
         "size_classes": i.size_classes.iter().map(|c| json!({
             "payload_bytes": c.payload_bytes,
             "slot_bytes": c.slot_bytes,
             "slots": c.slots,
+            "max_slots": c.max_slots,
             "used": c.used,
             "free": c.free,
             "sending": c.sending,
@@ -335,6 +343,20 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
         size(slot_bytes),
         size(a.arena_bytes.saturating_sub(slot_bytes))
     ));
+    s.push_str(&format!(
+        "Growth: {} of {} size limit used, {} segments added since creation{}\n",
+        size(i.size.bytes),
+        size(i.size.limit_bytes),
+        num(i.size.grows),
+        if i.size.refused_grows > 0 {
+            format!(
+                ", {} refused by the file system (no space)",
+                num(i.size.refused_grows)
+            )
+        } else {
+            String::new()
+        }
+    ));
     let mut t = Table::new(&[
         "PAYLOAD", "SLOTS", "USED", "FREE", "SENDING", "DELETED", "FILL", "SIZE",
     ]);
@@ -404,6 +426,18 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
         &[(String::new(), a.quarantined_messages)],
     );
     metric(
+        "grows_total",
+        "counter",
+        "Segments the queue's size classes added (the arena grows by segments as its classes fill).",
+        &[(String::new(), i.size.grows)],
+    );
+    metric(
+        "refused_grows_total",
+        "counter",
+        "Growths the file system refused for want of space (each failed a send with NoSpace).",
+        &[(String::new(), i.size.refused_grows)],
+    );
+    metric(
         "quarantined_groups_total",
         "counter",
         "Groups rebuilt empty because a corrupted word made their list unwalkable.",
@@ -411,7 +445,7 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
     );
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count() as u64;
-    let gauges: [(&str, &str, u64); 14] = [
+    let gauges: [(&str, &str, u64); 15] = [
         (
             "messages_visible",
             "Visible messages (ApproximateNumberOfMessages).",
@@ -465,7 +499,16 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
             "How long a dedup id is remembered now (shorter than the interval after evictions).",
             a.effective_deduplication_interval.as_millis() as u64,
         ),
-        ("arena_bytes", "Bytes of the arena.", a.arena_bytes),
+        (
+            "arena_bytes",
+            "Bytes of the arena's file in use (the base file and its added segments).",
+            a.arena_bytes,
+        ),
+        (
+            "size_limit_bytes",
+            "The most bytes the arena's file may grow to.",
+            a.size_limit_bytes,
+        ),
     ];
     for (name, help, v) in gauges {
         metric(name, "gauge", help, &[(String::new(), v)]);
