@@ -949,9 +949,12 @@ fn stat_prometheus_is_the_text_exposition_format() {
     assert_eq!(samples["shmfifo_messages_in_flight"], 1.0);
     assert_eq!(samples["shmfifo_groups_locked"], 1.0);
     assert_eq!(samples["shmfifo_dedup_entries"], 256.0);
-    // 13 lifetime counters (empty receives the latest), the dedup evictions and the two
-    // quarantine counts, each a counter family.
-    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 16);
+    // 13 lifetime counters (empty receives the latest), the dedup evictions, the growths and
+    // those refused, and the two quarantine counts, each a counter family.
+    assert_eq!(typed.values().filter(|t| *t == "counter").count(), 18);
+    assert_eq!(samples["shmfifo_grows_total"], 0.0);
+    assert_eq!(samples["shmfifo_refused_grows_total"], 0.0);
+    assert!(samples["shmfifo_size_limit_bytes"] >= samples["shmfifo_arena_bytes"]);
     assert_eq!(samples["shmfifo_dedup_evictions_total"], 0.0);
     assert_eq!(samples["shmfifo_quarantined_messages_total"], 0.0);
     assert_eq!(samples["shmfifo_quarantined_groups_total"], 0.0);
