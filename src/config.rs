@@ -22,7 +22,7 @@ pub const MAX_PARTICIPANTS: u32 = 65_534;
 /// Most active groups an arena can have.
 pub const MAX_GROUPS: u32 = 1 << 23;
 /// Most message slots an arena can have, over all classes.
-pub const MAX_SLOTS: u64 = (1 << 31) - 1;
+pub const MAX_SLOTS: u64 = crate::layout::INDEX_SLOTS;
 
 /// Longest dedup interval (14 days, SQS's longest retention).
 pub const MAX_DEDUP_INTERVAL: Duration = Duration::from_secs(14 * 24 * 3600);
@@ -553,69 +553,9 @@ impl QueueConfig {
             .unwrap_or(default_limit)
             .min(MAX_SIZE_LIMIT)
             .max(base);
-        g.class_growth = class_growth(&g.classes, base, g.size_limit);
-        g.dedup_growth = dedup_growth(g.dedup_slots, g.dedup_key_words, base, g.size_limit);
+        g.derive_growth(base);
         Ok(g)
     }
-}
-
-/// How many segments each class may add (layout 13): as many as fit, one class alone, between
-/// the base file's end and the size limit, and no more than keep the whole index range (every
-/// class at its limit) within [`MAX_SLOTS`].
-fn class_growth(classes: &[(u32, u32)], base: u64, limit: u64) -> Vec<u32> {
-    let budget = limit.saturating_sub(base);
-    let mut growth: Vec<u32> = classes
-        .iter()
-        .map(|&(cap, n)| {
-            let stride = crate::layout::stride_of(cap);
-            let (mut k, mut used) = (0u32, 0u64);
-            while (k as usize) < crate::layout::MAX_SEGMENTS {
-                let b = crate::layout::segment_bytes(n, stride, k + 1);
-                if used.saturating_add(b) > budget {
-                    break;
-                }
-                used += b;
-                k += 1;
-            }
-            k
-        })
-        .collect();
-    let range = |g: &[u32]| -> u64 {
-        classes
-            .iter()
-            .zip(g)
-            .map(|(&(_, n), &k)| u64::from(n) << k)
-            .sum()
-    };
-    while range(&growth) > MAX_SLOTS {
-        let widest = (0..classes.len())
-            .filter(|&c| growth[c] > 0)
-            .max_by_key(|&c| u64::from(classes[c].1) << growth[c]);
-        match widest {
-            Some(c) => growth[c] -= 1,
-            None => break,
-        }
-    }
-    growth
-}
-
-/// How many segments the dedup table may add (layout 14): as many as fit between the base
-/// file's end and the size limit, the table alone, within [`MAX_SLOTS`] entries in all.
-fn dedup_growth(slots: u32, key_words: u32, base: u64, limit: u64) -> u32 {
-    if slots == 0 {
-        return 0;
-    }
-    let budget = limit.saturating_sub(base);
-    let (mut k, mut used) = (0u32, 0u64);
-    while (k as usize) < crate::layout::MAX_SEGMENTS && u64::from(slots) << (k + 1) <= MAX_SLOTS {
-        let b = crate::layout::dedup_segment_bytes(slots, key_words, k + 1);
-        if used.saturating_add(b) > budget {
-            break;
-        }
-        used += b;
-        k += 1;
-    }
-    k
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]

@@ -657,6 +657,60 @@ impl Geometry {
     }
 }
 
+/// Most message slots (every class at its limit), as [`crate::config::MAX_SLOTS`].
+pub const INDEX_SLOTS: u64 = (1 << 31) - 1;
+
+impl Geometry {
+    /// Sets `class_growth` and `dedup_growth` from `size_limit` for a base file of `base`
+    /// bytes (layout 13): each kind may add as many segments as fit, that kind alone, between
+    /// the base file's end and the limit, within [`MAX_SEGMENTS`] and an index range of at most
+    /// 2^31 - 1 (slots of every class at its limit; dedup entries). A header's values are
+    /// checked against this at every open: two processes never disagree on an index range.
+    pub fn derive_growth(&mut self, base: u64) {
+        let budget = self.size_limit.saturating_sub(base);
+        let fit = |bytes: &dyn Fn(u32) -> u64, count: u64| -> u32 {
+            let (mut k, mut used) = (0u32, 0u64);
+            while (k as usize) < MAX_SEGMENTS && count << (k + 1) <= INDEX_SLOTS {
+                let b = bytes(k + 1);
+                if used.saturating_add(b) > budget {
+                    break;
+                }
+                used += b;
+                k += 1;
+            }
+            k
+        };
+        let mut growth: Vec<u32> = self
+            .classes
+            .iter()
+            .map(|&(cap, n)| fit(&|k| segment_bytes(n, stride_of(cap), k), u64::from(n)))
+            .collect();
+        let range = |g: &[u32]| -> u64 {
+            self.classes
+                .iter()
+                .zip(g)
+                .map(|(&(_, n), &k)| u64::from(n) << k)
+                .sum()
+        };
+        while range(&growth) > INDEX_SLOTS {
+            let widest = (0..self.classes.len())
+                .filter(|&c| growth[c] > 0)
+                .max_by_key(|&c| u64::from(self.classes[c].1) << growth[c]);
+            match widest {
+                Some(c) => growth[c] -= 1,
+                None => break,
+            }
+        }
+        self.class_growth = growth;
+        self.dedup_growth = if self.dedup_slots == 0 {
+            0
+        } else {
+            let (d, kw) = (self.dedup_slots, self.dedup_key_words);
+            fit(&|k| dedup_segment_bytes(d, kw, k), u64::from(d))
+        };
+    }
+}
+
 /// Slots of segment `k` (from 1) of a class whose base file holds `base` slots.
 pub fn segment_slots(base: u32, k: u32) -> u64 {
     u64::from(base) << (k - 1)

@@ -277,8 +277,10 @@ fn an_opener_never_sees_a_half_initialised_header() {
             dedup_growth: 0,
         };
         let total = g.offsets().unwrap().total;
-        // The growth fields as the header holds them: a limit of at least the base file.
+        // The growth fields as the header holds them: a limit of at least the base file, and
+        // the growth it gives.
         g.size_limit = total + (1 << 20);
+        g.derive_growth(total);
         let hdr: Arc<shmfifo::layout::Header> = Arc::new(Default::default());
         let (h1, h2) = (hdr.clone(), hdr.clone());
         let g1 = g.clone();

@@ -393,10 +393,11 @@ impl Queue {
             })?;
         let a = self.arena();
         let cursor = next_cursor(&inner.cursor);
-        let op = Op::new(inner);
-        let lent = match send::loan(a, &op, inner.me, class, cursor) {
-            Err(Fault::ClassFull(_)) if self.make_room() => {
-                send::loan(a, &op, inner.me, class, cursor)
+        let lent = match send::loan(a, &Op::new(inner), inner.me, class, cursor) {
+            Err(Fault::ClassFull(_)) => {
+                // Reclaim what is due first, then grow the class if that freed nothing.
+                self.make_room();
+                send::loan(a, &Op::growing(inner), inner.me, class, cursor)
             }
             r => r,
         }

@@ -653,7 +653,7 @@ impl Queue {
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(0),
             view,
-            _segs: segs,
+            segs,
             dedup: checked.dedup,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: Vec::new(),
@@ -710,7 +710,7 @@ impl Queue {
             max_message_limit: super::queue::max_message_limit(&checked.geometry.classes),
             cursor: AtomicU64::new(sys::random_u64().unwrap_or(0)),
             view,
-            _segs: segs,
+            segs,
             dedup: checked.dedup,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: path

@@ -35,7 +35,7 @@ pub(super) struct Inner {
     /// Points into `map` and `segs`, which live as long as `self`.
     pub(super) view: Arena<'static>,
     /// This process's mappings of the arena's added segments (layout 13).
-    pub(super) _segs: Box<Segments>,
+    pub(super) segs: Box<Segments>,
     pub(super) index: u32,
     pub(super) me: Owner,
     pub(super) keys: (u64, u64),
@@ -83,13 +83,24 @@ unsafe impl Sync for Inner {}
 pub(super) struct Op<'a> {
     pub(super) inner: &'a Inner,
     now: std::cell::Cell<u64>,
+    grow: bool,
 }
 
 impl<'a> Op<'a> {
+    /// An operation that does not grow the arena (a full size class answers `ClassFull`).
     pub(super) fn new(inner: &'a Inner) -> Self {
         Op {
             inner,
             now: std::cell::Cell::new(0),
+            grow: false,
+        }
+    }
+
+    /// An operation that may grow a full size class: a send's attempt after `make_room`.
+    pub(super) fn growing(inner: &'a Inner) -> Self {
+        Op {
+            grow: true,
+            ..Self::new(inner)
         }
     }
 }
@@ -123,6 +134,9 @@ impl Env for Op<'_> {
     fn elapsed_ms(&self) -> u64 {
         // Waits are real time, also on a test clock.
         self.inner.real_ms()
+    }
+    fn may_grow(&self) -> bool {
+        self.grow
     }
 }
 
@@ -187,6 +201,7 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
             class_bytes: inner.caps.get(c).map_or(0, |c| c.0),
         },
         Fault::NoSpace(needed) => Error::NoSpace { needed },
+        Fault::Mapping(errno) => Error::Io(std::io::Error::from_raw_os_error(errno)),
         Fault::GroupsFull => Error::GroupLimitReached {
             max_groups: inner.view.max_groups,
         },

@@ -551,7 +551,8 @@ impl Queue {
 
     /// `Truncated` if the queue's file is now shorter than its mapping.
     pub(super) fn truncated(&self) -> Result<Option<Error>> {
-        let mapped = self.inner.map.len() as u64;
+        // The base file as mapped at open, and the segments mapped since (layout 13).
+        let mapped = (self.inner.map.len() as u64).max(self.inner.segs.file().mapped_end());
         let now = sys::file_len(&self.inner.file)?;
         Ok((now < mapped).then_some(Error::Truncated {
             expected: mapped,

@@ -340,18 +340,19 @@ impl Queue {
             prior_receives,
             None,
         )?;
+        // A full class: reclaim what is due first (retention, dead producers), then send
+        // again, growing the class if that freed nothing (layout 13).
         let sent = match send::send(self.arena(), &Op::new(inner), inner.me, &out) {
-            Err(Fault::ClassFull(c)) => {
-                if self.make_room() {
-                    send::send(self.arena(), &Op::new(inner), inner.me, &out)
-                } else {
-                    Err(Fault::ClassFull(c))
-                }
+            Err(Fault::ClassFull(_)) => {
+                self.make_room();
+                send::send(self.arena(), &Op::growing(inner), inner.me, &out)
             }
             r => r,
         };
         let sent = match sent {
-            Err(Fault::ClassFull(_)) if wait_ms > 0 => self.wait_for_space(&out, wait_ms)?,
+            Err(Fault::ClassFull(_) | Fault::NoSpace(_)) if wait_ms > 0 => {
+                self.wait_for_space(&out, wait_ms)?
+            }
             r => r,
         }
         .map_err(|f| fault(f, inner))?;
@@ -372,9 +373,9 @@ impl Queue {
             // A kill point: a producer that dies announced (tests/failpoints.rs).
             #[cfg(feature = "failpoints")]
             crate::failpoint::hit();
-            let r = send::send(self.arena(), &Op::new(inner), inner.me, out);
+            let r = send::send(self.arena(), &Op::growing(inner), inner.me, out);
             let now = inner.real_ms();
-            if !matches!(r, Err(Fault::ClassFull(_))) || now >= deadline {
+            if !matches!(r, Err(Fault::ClassFull(_) | Fault::NoSpace(_))) || now >= deadline {
                 doorbell::space_end_wait(self.arena(), part);
                 return Ok(r);
             }
@@ -770,10 +771,12 @@ impl Queue {
                 && got[last_ok..n]
                     .iter()
                     .any(|r| matches!(r, Err(Fault::ClassFull(_))));
-            if suffix_full && self.make_room() {
+            if suffix_full {
+                // Reclaim what is due, then send the suffix again, growing if need be.
+                self.make_room();
                 send::send_chain(
                     self.arena(),
-                    &Op::new(inner),
+                    &Op::growing(inner),
                     inner.me,
                     &chain[last_ok..n],
                     &mut got[last_ok..n],

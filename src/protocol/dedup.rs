@@ -383,13 +383,22 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
             now,
         });
     }
-    // Every entry within reach holds a key accepted within the interval (or a send in
-    // progress): the table grows, and the next pass finds room in the new table.
-    match super::grow::grow(a, env, me, DEDUP_KIND, newest)? {
-        super::grow::Grew::Added | super::grow::Grew::Found => {
+    // Only sends in progress within reach (eviction on): wait for one to finish rather than
+    // grow for a passing burst.
+    if evict && oldest.is_none() {
+        return Ok(Choice::Decided(Pass::Wait));
+    }
+    // Every entry within reach holds a key accepted within the interval: the table grows,
+    // and the next pass finds room in the new table. A growth that cannot happen now (the
+    // file system full, the grow claim held by a stopped process, a damaged directory) is
+    // the size limit for this send: as in a table that cannot grow, the oldest key goes.
+    match super::grow::grow(a, env, me, DEDUP_KIND, newest) {
+        Ok(super::grow::Grew::Added | super::grow::Grew::Found) => {
             return Ok(Choice::Decided(Pass::Again))
         }
-        super::grow::Grew::AtLimit => {}
+        Ok(super::grow::Grew::AtLimit) => {}
+        Err(f) if super::stopped(f) => return Err(f),
+        Err(_) => {}
     }
     // At the size limit: evict the oldest key (its interval ends now instead of later:
     // counted and reported as the effective window) rather than refuse a send SQS accepts.

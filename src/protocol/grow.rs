@@ -29,7 +29,7 @@
 
 use super::group::Patience;
 use super::{Arena, Env, Fault, Owner, PResult};
-use crate::layout::{DEDUP_KIND, MAX_SEGMENTS};
+use crate::layout::{DEDUP_KIND, MAX_SEGMENTS, PAGE};
 use crate::sync::Ordering;
 
 /// What a call to [`grow`] found.
@@ -77,17 +77,23 @@ pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PRe
 /// Steps 2–5 under the grow claim.
 fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
     let line = &a.hdr.grow.0;
-    // Acquire: the previous holder's publication (and SYNC POINT(claim)'s hand-over).
-    let n = line.segments[c].load(Ordering::Acquire);
+    // An RMW (AcqRel), not a load: it reads the latest count in its modification order, so
+    // a grower that took the claim over from a dead one (whose release we never read) still
+    // sees every segment published before (SYNC POINT(segment-publish)).
+    let n = line.segments[c].fetch_add(0, Ordering::AcqRel);
     if n > u64::from(seen) {
         return Ok(Grew::Found);
+    }
+    if n < u64::from(seen) {
+        // Counts only grow: a smaller one was written by no grower.
+        return Err(Fault::Corrupted("a segment count went down"));
     }
     if n >= u64::from(a.growth(c)) {
         return Ok(Grew::AtLimit);
     }
     let k = n as u32 + 1;
     let (layout, len) = a.segment_layout(c, k)?;
-    let at = file_end(a)?;
+    let at = end_of(a, Some((c, n)))?;
     if at.saturating_add(len) > a.size_limit {
         return Ok(Grew::AtLimit);
     }
@@ -116,15 +122,35 @@ fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
 /// of any kind, or the base file's end. Checked: a directory entry out of range is
 /// corruption.
 pub fn file_end(a: &Arena<'_>) -> PResult<u64> {
+    end_of(a, None)
+}
+
+/// [`file_end`]; `latest`: under the grow claim, each count read by an RMW (the latest in its
+/// modification order, whoever held the claim before), kind `c`'s given as `n` (read so by the
+/// caller).
+fn end_of(a: &Arena<'_>, latest: Option<(usize, u64)>) -> PResult<u64> {
     let mut end = a.base_len;
-    for c in (0..a.nclasses).chain([DEDUP_KIND]) {
-        for k in 1..=a.published(c) {
-            // Relaxed: published by the count's Release store, loaded with Acquire above.
+    // Kinds that may not grow have no segments: not even their counts are read.
+    for c in (0..a.nclasses)
+        .chain([DEDUP_KIND])
+        .filter(|&c| a.growth(c) > 0)
+    {
+        let published = match latest {
+            Some((k, n)) if k == c => n.min(u64::from(a.growth(c))) as u32,
+            // AcqRel: see `grow_locked`.
+            Some(_) => a.hdr.grow.0.segments[c]
+                .fetch_add(0, Ordering::AcqRel)
+                .min(u64::from(a.growth(c))) as u32,
+            None => a.published(c),
+        };
+        for k in 1..=published {
+            // Relaxed: published by the count's Release store, read by an Acquire or AcqRel
+            // operation above.
             let off = a.directory[c * MAX_SEGMENTS + k as usize - 1].load(Ordering::Relaxed);
             let (_, len) = a.segment_layout(c, k)?;
             let e = off
                 .checked_add(len)
-                .filter(|&e| off >= a.base_len && e <= a.size_limit)
+                .filter(|&e| off >= a.base_len && e <= a.size_limit && off % PAGE == 0)
                 .ok_or(Fault::Corrupted("a segment's offset is out of range"))?;
             end = end.max(e);
         }

@@ -23,6 +23,8 @@ enum Storage {
 pub struct HeapFile {
     /// Reserved ranges: offset, length, layout and storage.
     reserved: std::sync::Mutex<Vec<(u64, u64, Layout, Storage)>>,
+    /// Mapped (so published) ranges: offset, length.
+    mapped: std::sync::Mutex<Vec<(u64, u64)>>,
     /// Set: every reservation fails as a full file system would.
     pub full: crate::sync::local::AtomicBool,
 }
@@ -58,6 +60,19 @@ impl SegmentFile for HeapFile {
         else {
             return Err(Fault::Corrupted("a published segment was never reserved"));
         };
+        // Invariant G2, checked: a published (so mapped) segment shares no byte with another
+        // published one. Storage is kept per reservation, so an overlap would not alias here:
+        // it is reported instead, and the models that grow fail on it.
+        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        if mapped
+            .iter()
+            .any(|&(o, l)| (o, l) != (offset, len) && o < offset + len && offset < o + l)
+        {
+            return Err(Fault::Corrupted("two published segments overlap"));
+        }
+        if !mapped.contains(&(offset, len)) {
+            mapped.push((offset, len));
+        }
         Ok(match st {
             Storage::Slots(h, p) => Mapped {
                 table: h.as_ptr() as *const u8,

@@ -158,6 +158,13 @@ pub trait Env {
     fn elapsed_ms(&self) -> u64 {
         self.now_ms()
     }
+    /// Whether a size class whose slots are all taken may grow in this operation (layout 13).
+    /// The API's first attempt says no: it reclaims first (messages past their retention, a
+    /// dead producer's slots) and grows only when that freed nothing, so that a queue holding
+    /// what its base file holds never grows for want of a sweep.
+    fn may_grow(&self) -> bool {
+        true
+    }
 }
 
 /// A fault found in shared memory or a capacity limit reached.
@@ -172,6 +179,10 @@ pub enum Fault {
     /// The file system refused the blocks of a new segment (this many bytes): the arena
     /// could not grow, though its size limit allows it.
     NoSpace(u64),
+    /// This process could not map (or reserve) an added segment: a local failure with this
+    /// `errno` (the address space, `vm.max_map_count`, a file descriptor), not damage in the
+    /// arena. Nothing was changed; the operation may be retried.
+    Mapping(i32),
     /// The receipt handle is stale (expired, superseded, deleted).
     Expired,
     /// The visibility change would pass 12 hours after the receive (H6).

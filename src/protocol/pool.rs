@@ -57,7 +57,8 @@ pub fn alloc(
     let mut seen = a.published_segments(class);
     let mut from = start % (n << seen);
     let mut wrap = true;
-    for _ in 0..=cl.growth + 1 {
+    let growth = if env.may_grow() { cl.growth } else { 0 };
+    for _ in 0..=growth + 1 {
         let now = n << seen;
         if let Some(got) = scan(a, class, from, now, owner)? {
             return Ok(got);
@@ -66,6 +67,9 @@ pub fn alloc(
             if let Some(got) = scan(a, class, 0, from, owner)? {
                 return Ok(got);
             }
+        }
+        if growth == 0 {
+            break; // not in this operation (see `Env::may_grow`)
         }
         match grow::grow(a, env, owner, class, seen)? {
             Grew::Added | Grew::Found => {

@@ -16,7 +16,7 @@ use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Next};
 use super::receive::Taken;
 use super::release::{or_release, release, release_claim_word};
-use super::{gstate, node, pool, vis, words, Arena, Env, Owner, PResult};
+use super::{gstate, node, pool, vis, words, Arena, Env, Fault, Owner, PResult};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::Ordering;
 
@@ -67,40 +67,46 @@ pub struct Quarantine {
 
 /// Whether group `g` (entry `e`), whose claim we hold, can be walked from `head` to its end:
 /// every node reachable is a live message of `g` (or its sentinel), within [`Arena::steps`].
-pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> bool {
+/// An added segment this process could not map ([`Fault::Mapping`]: a local failure, not a
+/// damaged list) is an error, never a reason to quarantine.
+pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> PResult<bool> {
     // Acquire: we hold the claim (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
-    if !of_group(a, g, cur) {
-        return false;
+    if !of_group(a, g, cur)? {
+        return Ok(false);
     }
     for _ in 0..a.steps() {
         match successor(a, cur) {
-            Ok(Next::End) => return true,
+            Ok(Next::End) => return Ok(true),
             Ok(Next::Node(next, m, ninc)) => {
                 // Acquire: the node's state as its last writer left it.
                 if vis::state(m.vis.load(Ordering::Acquire)) == vis::State::Free
                     // Relaxed: written before the link CAS that made it reachable.
                     || words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
                 {
-                    return false;
+                    return Ok(false);
                 }
                 cur = node::pack(ninc, next);
             }
-            Ok(Next::Stale) | Err(_) => return false,
+            Err(f @ Fault::Mapping(_)) => return Err(f),
+            Ok(Next::Stale) | Err(_) => return Ok(false),
         }
     }
-    false // a cycle
+    Ok(false) // a cycle
 }
 
 /// Whether node reference `r` names group `g`'s sentinel or a slot holding a message of `g`.
-fn of_group(a: &Arena<'_>, g: u32, r: u64) -> bool {
+fn of_group(a: &Arena<'_>, g: u32, r: u64) -> PResult<bool> {
     let i = node::index(r);
     if i >= a.total {
-        return i == a.sentinel_index(g);
+        return Ok(i == a.sentinel_index(g));
     }
-    // Relaxed: a check under the claim; the walk re-reads what it uses.
-    a.msg(i)
-        .is_ok_and(|m| words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g)
+    match a.msg(i) {
+        // Relaxed: a check under the claim; the walk re-reads what it uses.
+        Ok(m) => Ok(words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g),
+        Err(f @ Fault::Mapping(_)) => Err(f),
+        Err(_) => Ok(false),
+    }
 }
 
 /// Starts (or resumes) quarantining group `g` if its list cannot be walked:
@@ -148,7 +154,7 @@ pub fn begin(
                     )?,
                 }
             };
-            if walkable(a, g, e) {
+            if or_release(e, cw, walkable(a, g, e))? {
                 or_release(e, cw, release(a, env, me, cw, g))?;
                 return Ok(None);
             }
@@ -368,7 +374,8 @@ pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
     // Acquire: SYNC POINT(group-publish).
     let st = e.state.load(Ordering::Acquire);
     match gstate::kind(st) {
-        gstate::ACTIVE => !walkable(a, g, e),
+        // A group this process cannot map now is not suspected: `begin` would fail on it.
+        gstate::ACTIVE => walkable(a, g, e).is_ok_and(|w| !w),
         gstate::TOMBSTONE => {
             let o = gstate::owner(st);
             o != Owner::NOBODY && (o == me || a.owner_dead(env, o))

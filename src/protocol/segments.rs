@@ -73,6 +73,12 @@ pub trait SegmentFile: Send + Sync + fmt::Debug {
     /// Maps the segment laid out as `layout` found at `offset` (`len` bytes, reserved and
     /// published). The mapping lasts as long as `self`.
     fn map(&self, offset: u64, len: u64, layout: Layout) -> PResult<Mapped>;
+
+    /// The furthest file offset this process has mapped a segment to (0: none): a participant
+    /// that checks its file for truncation compares the file's length with it.
+    fn mapped_end(&self) -> u64 {
+        0
+    }
 }
 
 impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
@@ -82,6 +88,10 @@ impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
 
     fn map(&self, offset: u64, len: u64, layout: Layout) -> PResult<Mapped> {
         (**self).map(offset, len, layout)
+    }
+
+    fn mapped_end(&self) -> u64 {
+        (**self).mapped_end()
     }
 }
 

@@ -226,11 +226,15 @@ pub fn settle_for_slot(
         return Ok(());
     };
     // A stale or hostile back-pointer names no entry, or an entry that is not this send's.
-    let Ok(e) = usize::try_from(i)
+    let e = match usize::try_from(i)
         .map_err(|_| Fault::Corrupted("dedup index"))
         .and_then(|i| dedup::entry(a, i))
-    else {
-        return Ok(());
+    {
+        Ok(e) => e,
+        // This process could not map the entry's segment: settle later, never as if the
+        // entry were not this send's (invariant D).
+        Err(f @ Fault::Mapping(_)) => return Err(f),
+        Err(_) => return Ok(()),
     };
     // Acquire: SYNC POINT(dedup-publish).
     let st = e.state.load(Ordering::Acquire);

@@ -240,6 +240,16 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     if size_limit != 0 && size_limit < o.total {
         return Err(corrupt("size limit below the base file"));
     }
+    // The growth fields fix every index range: they must be what the size limit gives, or
+    // two processes could disagree on which index names which slot.
+    let mut derived = geometry.clone();
+    derived.size_limit = size_limit.max(o.total);
+    derived.derive_growth(o.total);
+    if derived.class_growth != geometry.class_growth
+        || derived.dedup_growth != geometry.dedup_growth
+    {
+        return Err(corrupt("growth settings do not match the size limit"));
+    }
     if len < o.total {
         return Err(Refused::Truncated {
             expected: o.total,

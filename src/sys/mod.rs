@@ -339,7 +339,8 @@ pub fn dup(file: &File) -> io::Result<File> {
 pub struct FileSegments {
     file: File,
     read_only: bool,
-    maps: std::sync::Mutex<Vec<(usize, usize)>>,
+    /// Each mapping made, `(address, length)`, and the furthest file offset mapped.
+    maps: std::sync::Mutex<(Vec<(usize, usize)>, u64)>,
 }
 
 impl FileSegments {
@@ -348,9 +349,17 @@ impl FileSegments {
         Ok(FileSegments {
             file: file.try_clone()?,
             read_only,
-            maps: std::sync::Mutex::new(Vec::new()),
+            maps: std::sync::Mutex::new((Vec::new(), 0)),
         })
     }
+}
+
+/// Whether `end` is past this process's file size limit (`RLIMIT_FSIZE`): growing the file
+/// there would raise SIGXFSZ (which kills by default) instead of failing.
+fn past_fsize_limit(end: u64) -> bool {
+    rustix::process::getrlimit(rustix::process::Resource::Fsize)
+        .current
+        .is_some_and(|lim| end > lim)
 }
 
 impl crate::protocol::segments::SegmentFile for FileSegments {
@@ -361,6 +370,9 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
         _layout: crate::protocol::segments::Layout,
     ) -> crate::protocol::PResult<()> {
         use crate::protocol::Fault;
+        if past_fsize_limit(offset.saturating_add(len)) {
+            return Err(Fault::NoSpace(len));
+        }
         loop {
             return match rustix::fs::fallocate(
                 &self.file,
@@ -373,7 +385,7 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
                 Err(rustix::io::Errno::NOSPC)
                 | Err(rustix::io::Errno::FBIG)
                 | Err(rustix::io::Errno::DQUOT) => Err(Fault::NoSpace(len)),
-                Err(_) => Err(Fault::Corrupted("the arena's file refused a new segment")),
+                Err(e) => Err(Fault::Mapping(e.raw_os_error())),
             };
         }
     }
@@ -390,13 +402,22 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
         // A segment is published only after its blocks are reserved, so the file reaches past
         // it; one that does not (a corrupted directory, or a file truncated under us) is never
         // mapped: touching it would be SIGBUS.
-        let end = offset.checked_add(len);
-        if end.is_none_or(|e| file_len(&self.file).map_or(true, |n| n < e)) {
+        let end = offset
+            .checked_add(len)
+            .ok_or(Fault::Corrupted("a segment's offset is out of range"))?;
+        let file_len =
+            file_len(&self.file).map_err(|e| Fault::Mapping(e.raw_os_error().unwrap_or(0)))?;
+        if file_len < end {
             return Err(Fault::Corrupted(
                 "a published segment lies past the file's end",
             ));
         }
-        let n = usize::try_from(len).map_err(|_| Fault::Corrupted("segment size"))?;
+        // The layout is 4 KiB-aligned; `mmap` wants offsets aligned to the system's page (16 or
+        // 64 KiB on some kernels): map from the page below and step over the difference.
+        let page = rustix::param::page_size() as u64;
+        let from = offset & !(page - 1);
+        let skip = (offset - from) as usize;
+        let n = usize::try_from(end - from).map_err(|_| Fault::Corrupted("segment size"))?;
         let prot = if self.read_only {
             ProtFlags::READ
         } else {
@@ -413,23 +434,30 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
                 prot,
                 MapFlags::SHARED,
                 &self.file,
-                offset,
+                from,
             )
         }
-        .map_err(|_| Fault::Corrupted("a segment could not be mapped"))?;
-        self.maps
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((p as usize, n));
+        .map_err(|e| Fault::Mapping(e.raw_os_error()))?;
+        {
+            let mut m = self.maps.lock().unwrap_or_else(|e| e.into_inner());
+            m.0.push((p as usize, n));
+            m.1 = m.1.max(end);
+        }
         // Both layouts put a 64-byte record per entry first (a slot header, a dedup entry),
         // then the rest (payloads, key words).
         let count = match layout {
             Layout::Slots { slots, .. } => slots,
             Layout::Dedup { entries, .. } => entries,
         };
-        let table = p as *const u8;
-        let data = (p as *mut u8).wrapping_add(count as usize * crate::layout::MSG_HEADER_SIZE);
+        let table = (p as *const u8).wrapping_add(skip);
+        let data = (p as *mut u8)
+            .wrapping_add(skip)
+            .wrapping_add(count as usize * crate::layout::MSG_HEADER_SIZE);
         Ok(crate::protocol::segments::Mapped { table, data })
+    }
+
+    fn mapped_end(&self) -> u64 {
+        self.maps.lock().unwrap_or_else(|e| e.into_inner()).1
     }
 }
 
@@ -439,6 +467,7 @@ impl Drop for FileSegments {
             .maps
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
+            .0
             .iter()
         {
             // SAFETY: a mapping made by `map` above, unmapped once, here, when nothing refers
