@@ -19,10 +19,19 @@ pub use crate::layout::counter;
 pub fn fresh_budget(a: &Arena<'_>, env: &dyn Env) -> usize {
     // Relaxed: fixed at creation, published by SYNC POINT(arena-ready).
     let limit = a.hdr.max_in_flight.load(Ordering::Relaxed);
-    // Never reached with as many slots as there are now (the base file's and the published
-    // segments': the growth line is read-shared, written only when a class grows): cost
-    // nothing.
-    if limit >= (0..a.nclasses).map(|c| a.slots_now(c)).sum::<u64>() {
+    // Never reached with as many slots as there are now: cost nothing. Every possible slot
+    // (the index ranges) first; then, in an arena that never grew (one Relaxed load of the
+    // read-shared growth line), the base file's; else the slots of the published segments too.
+    if limit >= u64::from(a.total) {
+        return usize::MAX;
+    }
+    // Relaxed: a statistic that only grows; a growth it misses is seen at the next receive.
+    let slots = if a.hdr.grow.0.grows.load(Ordering::Relaxed) == 0 {
+        a.base_slots
+    } else {
+        (0..a.nclasses).map(|c| a.slots_now(c)).sum::<u64>()
+    };
+    if limit >= slots {
         return usize::MAX;
     }
     let room = limit.saturating_sub(in_flight(a));

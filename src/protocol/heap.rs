@@ -211,6 +211,7 @@ impl HeapArena {
             base_len: self.base_len,
             size_limit: self.size_limit,
             dedup_growth: self.dedup_growth,
+            base_slots: self.headers.iter().map(|h| h.len() as u64).sum(),
         }
     }
 }

@@ -130,7 +130,9 @@ pub mod times;
 pub mod view;
 pub mod words;
 
-use crate::layout::{AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant};
+use crate::layout::{
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES,
+};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Time, liveness and wake-ups, provided by the OS layer (or by loom mocks).
@@ -332,6 +334,8 @@ pub struct Arena<'a> {
     pub size_limit: u64,
     /// The most segments the dedup table may add (layout 14).
     pub dedup_growth: u32,
+    /// Message slots of the base file, all classes.
+    pub base_slots: u64,
 }
 
 /// [`Arena::hint_from`] of these classes.
@@ -365,14 +369,17 @@ impl<'a> Arena<'a> {
         if idx >= self.total {
             return Err(Fault::Corrupted("message index out of range"));
         }
-        for c in (0..self.nclasses).rev() {
+        // From the smallest class up (small messages, the common case, stop at the first):
+        // each class's range is `base .. base + n × 2^growth`, the next class's base its end.
+        for c in 0..self.nclasses.min(MAX_CLASSES) {
             if let Some(cl) = &self.classes[c] {
-                if idx >= cl.base {
-                    return Ok((c, (idx - cl.base) as usize));
+                let off = u64::from(idx.wrapping_sub(cl.base));
+                if idx >= cl.base && off < cl.max_slots() {
+                    return Ok((c, off as usize));
                 }
             }
         }
-        Err(Fault::Corrupted("message index below every class"))
+        Err(Fault::Corrupted("message index in no class"))
     }
 
     /// The header of message `idx`.

@@ -285,15 +285,28 @@ impl<'a> Arena<'a> {
     /// published segment, mapped here the first time).
     #[inline]
     pub fn slot(&self, c: usize, i: u64) -> PResult<(&'a MsgHeader, *mut u8)> {
+        let Some(Some(cl)) = self.classes.get(c) else {
+            return Err(Fault::Corrupted("class"));
+        };
+        // The base file's slots: no growth state read, one compare.
+        if i < cl.headers.len() as u64 {
+            // `i` indexes the base slots, so the payload lies inside the class's array.
+            return Ok((
+                &cl.headers[i as usize],
+                cl.payload.wrapping_add(i as usize * cl.stride),
+            ));
+        }
+        self.slot_in_segment(c, i)
+    }
+
+    /// [`Arena::slot`] past the base file.
+    #[cold]
+    #[inline(never)]
+    fn slot_in_segment(&self, c: usize, i: u64) -> PResult<(&'a MsgHeader, *mut u8)> {
         let cl = self.classes[c].ok_or(Fault::Corrupted("class"))?;
         let (k, j) = segment_of(cl.n(), i);
         if k == 0 {
-            let h = cl
-                .headers
-                .get(j as usize)
-                .ok_or(Fault::Corrupted("slot index"))?;
-            // `j` indexes the base slots, so the payload lies inside the class's array.
-            return Ok((h, cl.payload.wrapping_add(j as usize * cl.stride)));
+            return Err(Fault::Corrupted("slot index"));
         }
         let m = self.segment(c, k)?;
         // SAFETY: `segment` mapped (or found mapped) the whole segment, `segment_slots` headers

@@ -364,6 +364,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         base_len: o.total,
         size_limit: g.size_limit.max(o.total),
         dedup_growth: g.dedup_growth,
+        base_slots: g.total_slots(),
     }
 }
 
