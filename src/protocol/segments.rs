@@ -130,6 +130,7 @@ impl Segments {
     }
 
     /// This process's mapping of segment `k` (from 1) of kind `c`, if it made one.
+    #[inline]
     fn get(&self, c: usize, k: usize) -> Option<Mapped> {
         // Process-local: Acquire pairs with the Release store in `put`, so the data pointer
         // stored before it is seen with the table pointer.
@@ -257,7 +258,21 @@ impl<'a> Arena<'a> {
 
     /// Segment `k` (from 1) of kind `c`, mapped in this process (the first time: read from
     /// the shared directory, checked, mapped).
+    #[inline]
     pub fn segment(&self, c: usize, k: u32) -> PResult<Mapped> {
+        if c < MAX_KINDS && k >= 1 && k as usize <= MAX_SEGMENTS {
+            if let Some(m) = self.segs.get(c, k as usize) {
+                return Ok(m);
+            }
+        }
+        self.map_segment(c, k)
+    }
+
+    /// [`Arena::segment`] the first time this process meets it: read from the shared
+    /// directory, checked, mapped.
+    #[cold]
+    #[inline(never)]
+    fn map_segment(&self, c: usize, k: u32) -> PResult<Mapped> {
         if c >= MAX_KINDS || k == 0 || k > self.growth(c) {
             return Err(Fault::Corrupted("an index beyond its table's segments"));
         }
@@ -299,9 +314,9 @@ impl<'a> Arena<'a> {
         self.slot_in_segment(c, i)
     }
 
-    /// [`Arena::slot`] past the base file.
-    #[cold]
-    #[inline(never)]
+    /// [`Arena::slot`] past the base file: the segment's pointer cached in this process (its
+    /// first touch maps it, on a cold path).
+    #[inline]
     fn slot_in_segment(&self, c: usize, i: u64) -> PResult<(&'a MsgHeader, *mut u8)> {
         let cl = self.classes[c].ok_or(Fault::Corrupted("class"))?;
         let (k, j) = segment_of(cl.n(), i);
