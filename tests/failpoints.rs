@@ -411,16 +411,22 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
     let g = if op == "send-new-group" { "h" } else { "g" };
-    let again = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
-    if let Some(id) = o.with("ACK ").first() {
-        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
-        assert_eq!(&again.message_id.to_string(), id);
-    }
+    resend_x(&q, g, &o, op, k);
     let got = drain(&q);
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
     assert_clean(&q, full, &format!("{op} k={k}"));
     let _ = Queue::unlink(&name);
     o.killed
+}
+
+/// The survivor sends the child's message again (`x` to group `g`, dedup id `x1`): one
+/// message in all, a duplicate of the child's where the child was acknowledged.
+fn resend_x(q: &Queue, g: &str, o: &Outcome, op: &str, k: u64) {
+    let again = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
+    if let Some(id) = o.with("ACK ").first() {
+        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
+        assert_eq!(&again.message_id.to_string(), id);
+    }
 }
 
 /// A send that grows a full class by a segment (layout 13), killed at each step of it
@@ -436,11 +442,7 @@ fn case_send_grow(op: &str, k: u64, _full: usize) -> bool {
     assert_eq!(q.size().grows, 0, "the base file holds {BASE_SLOTS}");
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
-    let again = q.send(&SendMessage::new("g", "x").dedup_id("x1")).unwrap();
-    if let Some(id) = o.with("ACK ").first() {
-        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
-        assert_eq!(&again.message_id.to_string(), id);
-    }
+    resend_x(&q, "g", &o, op, k);
     // The class grows on: the claim of a dead grower is no obstacle.
     for i in 0..3 * BASE_SLOTS {
         send(&q, "m", &format!("m{i}"));
@@ -492,11 +494,7 @@ fn case_send_dedup_grow(op: &str, k: u64, _full: usize) -> bool {
     send(&q, "g", "a");
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
-    let again = q.send(&SendMessage::new("g", "x").dedup_id("x1")).unwrap();
-    if let Some(id) = o.with("ACK ").first() {
-        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
-        assert_eq!(&again.message_id.to_string(), id);
-    }
+    resend_x(&q, "g", &o, op, k);
     let first = q.send(&SendMessage::new("g", "a").dedup_id("a")).unwrap();
     assert!(first.duplicate, "{op} k={k}: the first id is remembered");
     assert_eq!(

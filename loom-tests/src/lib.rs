@@ -55,8 +55,18 @@ pub fn arena(participants: u32, groups: u32, slots: u32) -> Arc<HeapArena> {
 
 /// As [`arena`], with a dedup table of `dedup_slots` entries (queue scope).
 pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Arc<HeapArena> {
+    Arc::new(HeapArena::new(&geometry(
+        participants,
+        groups,
+        slots,
+        dedup_slots,
+    )))
+}
+
+/// The geometry of [`arena_dedup`]: nothing may grow.
+fn geometry(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Geometry {
     let group_slots = (groups * 2).next_power_of_two();
-    Arc::new(HeapArena::new(&Geometry {
+    Geometry {
         participants,
         max_groups: groups,
         group_slots,
@@ -68,25 +78,16 @@ pub fn arena_dedup(participants: u32, groups: u32, slots: u32, dedup_slots: u32)
         class_growth: Vec::new(),
         size_limit: 0,
         dedup_growth: 0,
-    }))
+    }
 }
 
 /// An arena of `participants` participants, `groups` max groups and one class of `slots`
 /// 16-byte slots that may add `growth` segments (layout 13), without a dedup table.
 pub fn arena_growing(participants: u32, groups: u32, slots: u32, growth: u32) -> Arc<HeapArena> {
-    let group_slots = (groups * 2).next_power_of_two();
     Arc::new(HeapArena::new(&Geometry {
-        participants,
-        max_groups: groups,
-        group_slots,
-        ready_slots: group_slots,
-        classes: vec![(16, slots)],
-        dedup_slots: 0,
-        dedup_key_words: 16,
-        attempt_slots: 2,
         class_growth: vec![growth],
         size_limit: 1 << 30,
-        dedup_growth: 0,
+        ..geometry(participants, groups, slots, 0)
     }))
 }
 
@@ -99,19 +100,10 @@ pub fn arena_dedup_growing(
     dedup_slots: u32,
     dedup_growth: u32,
 ) -> Arc<HeapArena> {
-    let group_slots = (groups * 2).next_power_of_two();
     Arc::new(HeapArena::new(&Geometry {
-        participants,
-        max_groups: groups,
-        group_slots,
-        ready_slots: group_slots,
-        classes: vec![(16, slots)],
-        dedup_slots,
-        dedup_key_words: 16,
-        attempt_slots: 2,
-        class_growth: Vec::new(),
         size_limit: 1 << 30,
         dedup_growth,
+        ..geometry(participants, groups, slots, dedup_slots)
     }))
 }
 

@@ -9,7 +9,7 @@ use shmfifo_loom_tests::*;
 /// The published segments' file ranges: never overlapping, all past the base file.
 fn assert_disjoint(a: &Arena<'_>) {
     let n = a.classes[0].unwrap().n();
-    let mut ranges: Vec<(u64, u64)> = (1..=a.published_segments(0))
+    let mut ranges: Vec<(u64, u64)> = (1..=a.published(0))
         .map(|k| {
             let off = a.directory[k as usize - 1].load(Ordering::SeqCst);
             (off, off + segment_bytes(n, 16, k))
@@ -48,11 +48,7 @@ fn two_growers_race_and_nothing_overlaps() {
             r.expect("room grows: every send is accepted");
         }
         let a = h.arena();
-        assert_eq!(
-            a.published_segments(0),
-            2,
-            "4 messages need 1 + 1 + 2 slots"
-        );
+        assert_eq!(a.published(0), 2, "4 messages need 1 + 1 + 2 slots");
         assert_disjoint(&a);
         assert_eq!(a.hdr.grow.0.claim.load(Ordering::SeqCst), 0);
         let got = drain(&a, &env, 0);
@@ -123,7 +119,7 @@ fn a_grower_that_dies_at_each_step_leaves_the_growth_to_the_next() {
                 r => r,
             };
             other.expect("the survivor's send is accepted");
-            assert!(a.published_segments(0) <= 2);
+            assert!(a.published(0) <= 2);
             assert_disjoint(&a);
             recovery::recover(&a, &*env, me(0)).expect("recovery");
             let got = drain(&a, &env, 0);

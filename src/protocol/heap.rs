@@ -506,7 +506,7 @@ mod tests {
             send(&a, &env, 1, "g", &[i]).unwrap();
             assert!(a.slots_now(0) > u64::from(i));
         }
-        assert_eq!(a.published_segments(0), 3);
+        assert_eq!(a.published(0), 3);
         assert_eq!(send(&a, &env, 1, "g", b"x"), Err(Fault::ClassFull(0)));
         let s = crate::protocol::grow::size(&a);
         assert_eq!(s.grows, 3);
@@ -544,7 +544,7 @@ mod tests {
             send(&a, &env, 1, "g", b"c"),
             Err(Fault::NoSpace(_))
         ));
-        assert_eq!(a.published_segments(0), 0);
+        assert_eq!(a.published(0), 0);
         assert_eq!(crate::protocol::grow::size(&a).refused, 1);
         assert_eq!(a.hdr.grow.0.claim.load(Ordering::Relaxed), 0);
         assert_eq!(recv(&a, &env, 10, 30_000).len(), 2);
@@ -576,7 +576,7 @@ mod tests {
         h.segs.file().reserve(at, len, layout).unwrap();
         env.kill(2);
         send(&a, &env, 1, "g", b"c").unwrap();
-        assert_eq!(a.published_segments(0), 1);
+        assert_eq!(a.published(0), 1);
         assert_eq!(a.directory[0].load(Ordering::Relaxed), at);
         assert_eq!(a.hdr.grow.0.claim.load(Ordering::Relaxed), 0);
         let got: Vec<_> = recv(&a, &env, 10, 30_000)
@@ -599,7 +599,7 @@ mod tests {
         assert!(matches!(a.msg(16), Err(Fault::Corrupted(_))));
         // A hostile count past the class's growth is bounded by it.
         a.hdr.grow.0.segments[0].store(u64::MAX, Ordering::Relaxed);
-        assert_eq!(a.published_segments(0), 3);
+        assert_eq!(a.published(0), 3);
         // Its directory entries are zero: below the base file, refused.
         assert!(matches!(a.msg(2), Err(Fault::Corrupted(_))));
     }

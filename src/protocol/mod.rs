@@ -408,11 +408,7 @@ impl<'a> Arena<'a> {
         let cl = self.classes.get(c).copied().flatten();
         let n = cl.map_or(0, |cl| cl.n());
         let base = cl.map_or(0, |cl| cl.base);
-        let segments = if cl.is_some() {
-            self.published_segments(c)
-        } else {
-            0
-        };
+        let segments = self.published(c);
         (0..=segments).flat_map(move |k| {
             let (first, len) = match k {
                 0 if cl.is_some() => (0, u64::from(n)),

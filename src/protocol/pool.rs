@@ -51,10 +51,13 @@ pub fn alloc(
             }
         }
     }
-    // Every slot the class has now, from the caller's cursor (a producer's cursor sits just
-    // past the slot it took last, so a filling backlog finds the next free slot at once);
-    // when every slot is taken, a new segment, whose slots are all free.
-    let mut seen = a.published_segments(class);
+    // Every slot of the segments this process knows of (no shared word read: the hot path
+    // of a class that does not grow reads nothing of the growth line), from the caller's
+    // cursor (a producer's cursor sits just past the slot it took last, so a filling backlog
+    // finds the next free slot at once); when every slot is taken, the shared count (a
+    // segment another process added: `Grew::Found`) or a new segment, whose slots are all
+    // free.
+    let mut seen = a.known_segments(class);
     let mut from = start % (n << seen);
     let mut wrap = true;
     let growth = if env.may_grow() { cl.growth } else { 0 };
@@ -76,7 +79,7 @@ pub fn alloc(
                 // Only the new slots are worth a look (another producer's, or ours).
                 from = now;
                 wrap = false;
-                seen = a.published_segments(class);
+                seen = a.refresh_segments(class);
             }
             Grew::AtLimit => break,
         }

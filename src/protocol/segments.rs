@@ -21,8 +21,8 @@ use crate::layout::{
     dedup_segment_bytes, segment_bytes, segment_slots, DedupEntry, MsgHeader, DEDUP_KIND,
     MAX_KINDS, MAX_SEGMENTS, PAGE,
 };
-use crate::sync::AtomicU64;
 use crate::sync::Ordering;
+use crate::sync::{AtomicU32, AtomicU64};
 
 /// What a segment holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +99,11 @@ impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
 pub struct Segments {
     table: [[AtomicPtr<u8>; MAX_SEGMENTS]; MAX_KINDS],
     data: [[AtomicPtr<u8>; MAX_SEGMENTS]; MAX_KINDS],
+    /// Per kind, the most segments this process knows to be published (it mapped one that
+    /// far, or read the count): a lower bound of the shared count, read without touching it.
+    /// A facade atomic, not a local one: a thread that reads it uses segments another thread
+    /// learnt of, so it carries that thread's Acquire of the count (loom checks it).
+    known: [AtomicU32; MAX_KINDS],
     file: Box<dyn SegmentFile>,
 }
 
@@ -120,8 +125,17 @@ impl Segments {
             data: core::array::from_fn(|_| {
                 core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()))
             }),
+            known: core::array::from_fn(|_| AtomicU32::new(0)),
             file,
         }
+    }
+
+    /// Notes that kind `c` has at least `k` published segments.
+    fn note(&self, c: usize, k: u32) {
+        // Release: the caller read the count with Acquire (or mapped after it) before; a
+        // thread that reads `k` here with Acquire then sees the segments' blocks as the
+        // grower published them (SYNC POINT(segment-publish), carried on).
+        self.known[c].fetch_max(k, Ordering::Release);
     }
 
     /// The file behind the segments.
@@ -147,6 +161,7 @@ impl Segments {
         // range; either mapping serves (both last as long as the file's mappings).
         self.data[c][k - 1].store(m.data, StdOrdering::Relaxed);
         self.table[c][k - 1].store(m.table as *mut u8, StdOrdering::Release);
+        self.note(c, k as u32);
     }
 }
 
@@ -228,12 +243,26 @@ impl<'a> Arena<'a> {
         n.min(u64::from(self.growth(c))) as u32
     }
 
-    /// The published segments class `c` has added.
-    pub fn published_segments(&self, c: usize) -> u32 {
-        if c >= self.nclasses {
+    /// The segments kind `c` has added as far as this process knows, without reading the
+    /// shared count (a lower bound of [`Arena::published`]: every slot of these segments
+    /// exists). The hot path scans these; only a full scan reads the count.
+    pub fn known_segments(&self, c: usize) -> u32 {
+        if c >= MAX_KINDS {
             return 0;
         }
-        self.published(c)
+        // Acquire: pairs with `Segments::note`'s Release (see there).
+        self.segs.known[c]
+            .load(Ordering::Acquire)
+            .min(self.growth(c))
+    }
+
+    /// [`Arena::published`], noted as known to this process.
+    pub fn refresh_segments(&self, c: usize) -> u32 {
+        let n = self.published(c);
+        if c < MAX_KINDS {
+            self.segs.note(c, n);
+        }
+        n
     }
 
     /// The slots class `c` holds now: its base slots and those of its published segments.
