@@ -37,9 +37,10 @@ pub const MAX_ATTEMPT_ENTRIES: u32 = 1 << 20;
 /// Most `maxReceiveCount` of a redrive policy (X1).
 pub const MAX_RECEIVE_COUNT: u32 = 1000;
 /// Default `max_messages`: slots of the smallest size class. With the other defaults a queue's
-/// file is 18.5 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
+/// file is 16.6 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
 pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
-/// Default `dedup_entries`: 3 MiB of table (192 B each) in the base file, every id of the last
+/// Default `dedup_entries`: 1.1 MiB of table (72 B each: 64 B of entry and the high half of the
+/// key's 128-bit hash, layout 15) in the base file, every id of the last
 /// 5 minutes kept up to 54 new ids a second; beyond that the table grows (layout 14) up to the
 /// size limit, and only there does the window shorten (`DedupOverflow::ShortenWindow`).
 pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
@@ -287,7 +288,9 @@ impl QueueConfig {
     }
     /// Explicit size classes: `(payload bytes, slots)`, ascending, at most 8; the last must
     /// hold a message of `maximum_message_size` (plus up to 128 B dedup id and attribute
-    /// framing: see [`QueueConfig::stored_size_limit`]).
+    /// framing: see [`QueueConfig::stored_size_limit`]). A class of 0 slots starts empty and
+    /// adds its first segment (1 slot, then 2, 4, …) when a message needs it: it costs nothing
+    /// in the base file, and needs a size limit with room for it.
     pub fn size_classes(mut self, classes: Vec<(u32, u32)>) -> Self {
         self.size_classes = Some(classes);
         self
@@ -401,9 +404,9 @@ impl QueueConfig {
         self
     }
 
-    /// Bytes of the queue's file, all of it allocated at creation (on a tmpfs such as
-    /// `/dev/shm` that is memory, counted against the file system's size): 18.5 MiB with the
-    /// defaults. Fails as [`crate::Queue::create`] would on settings out of range.
+    /// Bytes of the queue's base file, all of it allocated at creation (on a tmpfs such as
+    /// `/dev/shm` that is memory, counted against the file system's size): 16.6 MiB with the
+    /// defaults; it grows from there up to [`QueueConfig::size_limit`]. Fails as [`crate::Queue::create`] would on settings out of range.
     ///
     /// ```
     /// use shmfifo::QueueConfig;
@@ -488,6 +491,13 @@ impl QueueConfig {
                     cap = (cap + 64) * 4 - 64;
                     k += 1;
                 }
+                // A queue that may grow can take any `MaximumMessageSize` SQS accepts later
+                // (`set_attributes`): a class for the largest, empty until a message needs it
+                // (layout 15), costing nothing in the base file.
+                let largest = need - self.maximum_message_size + MAX_MESSAGE_SIZE_LIMIT;
+                if self.size_limit != Some(0) && need < largest && v.len() < MAX_CLASSES {
+                    v.push((largest, 0));
+                }
                 v
             }
         };
@@ -499,10 +509,17 @@ impl QueueConfig {
                 return bad("size_classes", "payload sizes must ascend".into());
             }
         }
-        if classes.iter().any(|&(cap, n)| cap == 0 || n == 0) {
+        if classes.iter().any(|&(cap, _)| cap == 0) {
+            return bad("size_classes", "every class needs a size".into());
+        }
+        if self.size_classes.is_some()
+            && self.size_limit == Some(0)
+            && classes.iter().any(|&(_, n)| n == 0)
+        {
             return bad(
                 "size_classes",
-                "every class needs a size and at least one slot".into(),
+                "a class of 0 slots starts empty and grows on demand, which a size_limit of 0 forbids"
+                    .into(),
             );
         }
         if classes.last().map(|c| c.0) < Some(need) {
@@ -529,10 +546,7 @@ impl QueueConfig {
                 Deduplication::Off => 0,
                 _ => self.dedup_entries.next_power_of_two(),
             },
-            dedup_key_words: match self.deduplication {
-                Deduplication::MessageGroup => 2 * MAX_ID_LEN as u32 / 8,
-                _ => MAX_ID_LEN as u32 / 8,
-            },
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
             attempt_slots: if self.attempt_entries == 0 {
                 0
             } else {
@@ -554,6 +568,21 @@ impl QueueConfig {
             .min(MAX_SIZE_LIMIT)
             .max(base);
         g.derive_growth(base);
+        if let Some(k) = (0..g.classes.len()).find(|&k| g.max_slots(k) == 0) {
+            if self.size_classes.is_some() {
+                return bad(
+                    "size_classes",
+                    format!(
+                        "class {k} has 0 slots and the size limit ({} bytes) leaves no room for its first segment",
+                        g.size_limit
+                    ),
+                );
+            }
+            // The default on-demand class, where the limit leaves no room for one of its
+            // slots: left out (`MaximumMessageSize` then stays within the other classes).
+            g.classes.truncate(k);
+            g.derive_growth(base);
+        }
         Ok(g)
     }
 }
@@ -598,8 +627,16 @@ mod tests {
     fn default_geometry() {
         let g = QueueConfig::new().geometry().unwrap();
         assert_eq!(g.classes.first(), Some(&(192, 8_192)));
-        assert_eq!(g.classes.last().unwrap().0, 262_144 + 128 + 80 + 256);
+        let n = g.classes.len();
+        assert_eq!(g.classes[n - 2].0, 262_144 + 128 + 80 + 256);
+        // The on-demand class (layout 15): 1 MiB messages, no slot in the base file.
+        assert_eq!(g.classes[n - 1], (1_048_576 + 128 + 80 + 256, 0));
+        assert!(g.growth(n - 1) > 0);
         assert!(g.classes.windows(2).all(|w| w[0].0 < w[1].0));
+        // Without growth there is no on-demand class.
+        let fixed = QueueConfig::new().size_limit(0).geometry().unwrap();
+        assert_eq!(fixed.classes.len(), n - 1);
+        assert_eq!(fixed.offsets().unwrap().total, g.offsets().unwrap().total);
         assert_eq!(g.group_slots, 8192);
     }
 

@@ -14,7 +14,7 @@
 //! timers_off            u64 × 64 × (1 + W) (expiry wheel: 64 bucket minima, then 64 bucket
 //!                                           bitmaps of W = ⌈G / 64⌉ words)
 //! dedup_off             DedupEntry × D    (64 B each, D a power of two; D = 0: dedup off)
-//! dedup_keys_off        u64 × D × K       (key words: K = 16, or 32 with messageGroup scope)
+//! dedup_keys_off        u64 × D           (key words: the high half of each key's 128-bit hash)
 //! attempts_off          AttemptEntry × A  (384 B each, A a power of two or 0)
 //! class k, k < C:
 //!   headers_off[k]      MsgHeader × N_k   (64 B each)
@@ -33,7 +33,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 14;
+pub const LAYOUT_VERSION: u64 = 15;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -51,6 +51,10 @@ pub const MAX_KINDS: usize = MAX_CLASSES + 1;
 /// The segment kind of the dedup table (layout 14): its `k`-th added segment is a table of
 /// `dedup_slots × 2^(k-1)` entries with their key words.
 pub const DEDUP_KIND: usize = MAX_CLASSES;
+/// Key words per dedup entry (layout 15): the high 64 bits of the key's 128-bit keyed hash,
+/// whose low 64 bits are the entry's `hash` (before layout 15: the key's bytes, 16 or 32
+/// words).
+pub const DEDUP_KEY_WORDS: u32 = 1;
 /// Bytes of a participant record.
 pub const PARTICIPANT_SIZE: usize = 128;
 /// Page granularity of the arena.
@@ -648,7 +652,7 @@ impl Geometry {
     pub fn max_slots(&self, k: usize) -> u64 {
         self.classes
             .get(k)
-            .map_or(0, |&(_, n)| u64::from(n) << self.growth(k))
+            .map_or(0, |&(_, n)| slots_with(n, self.growth(k)))
     }
 
     /// The size of the whole index range of message slots (every class at its limit).
@@ -670,7 +674,7 @@ impl Geometry {
         let budget = self.size_limit.saturating_sub(base);
         let fit = |bytes: &dyn Fn(u32) -> u64, count: u64| -> u32 {
             let (mut k, mut used) = (0u32, 0u64);
-            while (k as usize) < MAX_SEGMENTS && count << (k + 1) <= INDEX_SLOTS {
+            while (k as usize) < MAX_SEGMENTS && count.max(1) << (k + 1) <= INDEX_SLOTS {
                 let b = bytes(k + 1);
                 if used.saturating_add(b) > budget {
                     break;
@@ -689,13 +693,13 @@ impl Geometry {
             self.classes
                 .iter()
                 .zip(g)
-                .map(|(&(_, n), &k)| u64::from(n) << k)
+                .map(|(&(_, n), &k)| slots_with(n, k))
                 .sum()
         };
         while range(&growth) > INDEX_SLOTS {
             let widest = (0..self.classes.len())
                 .filter(|&c| growth[c] > 0)
-                .max_by_key(|&c| u64::from(self.classes[c].1) << growth[c]);
+                .max_by_key(|&c| slots_with(self.classes[c].1, growth[c]));
             match widest {
                 Some(c) => growth[c] -= 1,
                 None => break,
@@ -711,9 +715,23 @@ impl Geometry {
     }
 }
 
-/// Slots of segment `k` (from 1) of a class whose base file holds `base` slots.
+/// Slots of segment `k` (from 1) of a class whose base file holds `base` slots. A class that
+/// starts empty (`base` 0, layout 15: taken on demand) grows from one slot: its segments hold
+/// 1, 2, 4, … slots.
 pub fn segment_slots(base: u32, k: u32) -> u64 {
-    u64::from(base) << (k - 1)
+    u64::from(base.max(1)) << (k - 1)
+}
+
+/// The slots a class whose base file holds `base` holds once it has added `k` segments: `base
+/// × 2^k`, or `2^k - 1` for a class that starts empty (layout 15).
+pub fn slots_with(base: u32, k: u32) -> u64 {
+    (u64::from(base.max(1)) << k) - u64::from(base == 0)
+}
+
+/// Where the first slot of segment `k` (from 1) of a class of `base` base slots lies among the
+/// class's slots (its slots before it: [`slots_with`]`(base, k - 1)`).
+pub fn segment_start(base: u32, k: u32) -> u64 {
+    slots_with(base, k - 1)
 }
 
 /// Bytes of segment `k` (from 1) of a class of `base` slots in the base file and payloads of
@@ -752,7 +770,7 @@ mod tests {
             ready_slots: 16,
             classes: vec![(192, 7), (960, 3)],
             dedup_slots: 4,
-            dedup_key_words: 16,
+            dedup_key_words: DEDUP_KEY_WORDS,
             attempt_slots: 2,
             class_growth: Vec::new(),
             size_limit: 0,
@@ -776,7 +794,7 @@ mod tests {
         assert!(o.dedup >= o.timers + 64 * 2 * 8);
         assert_eq!(o.dedup_keys, o.dedup + 4 * 64);
         assert_eq!(o.attempts % 128, 0);
-        assert!(o.attempts >= o.dedup_keys + 4 * 128);
+        assert!(o.attempts >= o.dedup_keys + 4 * 8);
         assert!(o.classes[0].0 >= o.attempts + 2 * 384);
         assert_eq!(o.classes[0].0 % 128, 0);
         assert_eq!(o.classes[0].1, o.classes[0].0 + 7 * 64);
@@ -795,7 +813,7 @@ mod tests {
             ready_slots: 2,
             classes: vec![(u32::MAX, u32::MAX); 8],
             dedup_slots: 0,
-            dedup_key_words: 16,
+            dedup_key_words: DEDUP_KEY_WORDS,
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,

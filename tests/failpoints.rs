@@ -67,6 +67,14 @@ fn child(spec: &str) {
             failpoint::disarm();
             say(format!("ACK {}", r.message_id));
         }
+        "send-large" => {
+            // A message for the class laid out empty (layout 15): its first segment.
+            let big = large_body();
+            failpoint::arm(k);
+            let r = q.send(&SendMessage::new("g", &big).dedup_id("x1")).unwrap();
+            failpoint::disarm();
+            say(format!("ACK {}", r.message_id));
+        }
         "send-loan" => {
             // The slot lent, the body written in place, the loan sent.
             failpoint::arm(k);
@@ -480,6 +488,49 @@ fn case_send_grow(op: &str, k: u64, _full: usize) -> bool {
         ),
         (0, 0),
         "{op} k={k}: counts"
+    );
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A body for the class [`grow_config`] lays out empty (layout 15): larger than its
+/// `maximum_message_size` of 1,024, so the queue's is raised first.
+fn large_body() -> String {
+    "L".repeat(4000)
+}
+
+/// A send of a message larger than the queue was created for, after `MaximumMessageSize` was
+/// raised (layout 15): the class for it has no slot in the base file, so the send adds its
+/// first segment; killed at each step of that: the survivor's send of the same message is one
+/// message (a duplicate where it was acknowledged), the class grows on, and every message
+/// comes back in order.
+fn case_send_large(op: &str, k: u64, _full: usize) -> bool {
+    let (name, q) = fresh("fplarge", &grow_config());
+    q.set_attribute("MaximumMessageSize", "1048576").unwrap();
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let big = large_body();
+    let again = q.send(&SendMessage::new("g", &big).dedup_id("x1")).unwrap();
+    if let Some(id) = o.with("ACK ").first() {
+        assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
+        assert_eq!(&again.message_id.to_string(), id);
+    }
+    // The class grows on past a dead grower: two more large messages need its second segment.
+    for b in ["M", "N"] {
+        let body = b.repeat(4000);
+        q.send(&SendMessage::new("g", &body).dedup_id(b)).unwrap();
+    }
+    assert!(q.size().grows >= 2, "{op} k={k}: {:?}", q.size());
+    let got = drain(&q);
+    let heads: Vec<String> = got
+        .iter()
+        .map(|b| format!("{}{}", &b[..1], b.len()))
+        .collect();
+    assert_eq!(
+        heads,
+        ["a1", "L4000", "M4000", "N4000"],
+        "{op} k={k}: exactly one large x, in order"
     );
     let _ = Queue::unlink(&name);
     o.killed
@@ -934,9 +985,13 @@ fn stop_case(op: &str, k: u64) -> bool {
         "expiry-sweep" => config().test_clock(true),
         "send-grow" => grow_config(),
         "send-dedup-grow" => grow_config().dedup_entries(1),
+        "send-large" => grow_config(),
         _ => config(),
     };
     let (name, q) = fresh("fpstop", &cfg);
+    if op == "send-large" {
+        q.set_attribute("MaximumMessageSize", "1048576").unwrap();
+    }
     for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
         send(&q, g, b);
     }
@@ -1089,9 +1144,10 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 22] = [
+    let cases: [(&str, Case); 23] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
+        ("send-large", case_send_large),
         ("send-dedup-grow", case_send_dedup_grow),
         ("send-loan", case_send),
         ("loan-drop", case_loan_drop),
@@ -1125,6 +1181,7 @@ fn main() {
     for op in [
         "send",
         "send-grow",
+        "send-large",
         "send-dedup-grow",
         "send-loan",
         "send-new-group",

@@ -177,3 +177,83 @@ fn d1_the_dedup_window_holds_at_any_rate() {
     assert!(a.dedup_entries >= 8 * base, "{} of {base}", a.dedup_entries);
     assert!(q.size().grows >= 2);
 }
+
+/// Q4, S6 (layout 15): `MaximumMessageSize` takes any value SQS accepts, up to 1 MiB, on a
+/// default queue created for 256 KiB: the class for the largest messages is laid out empty
+/// (no byte of the base file) and takes its first segment when such a message is sent. Another
+/// process's handle maps it when it meets the message; a queue that may not grow keeps the
+/// limit it was created for.
+#[test]
+fn q4_s6_maximum_message_size_is_raised_to_1_mib_on_a_default_queue() {
+    let cfg = QueueConfig::new().deduplication(Deduplication::Off);
+    let q = common::queue("grow-size", &cfg.clone().size_limit(64 << 20));
+    let consumer = Queue::open(&q.name).unwrap();
+    let base = q.size().bytes;
+    assert_eq!(q.maximum_message_size(), 262_144);
+    assert_eq!(q.maximum_message_size_limit(), 1 << 20);
+    let big = "y".repeat(1 << 20);
+    let e = q.send(&SendMessage::new("g", &big)).unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidParameterValue", "{e}");
+    q.set_attribute("MaximumMessageSize", "1048576").unwrap();
+    assert_eq!(consumer.attributes().maximum_message_size, 1 << 20);
+    assert_eq!(q.size().bytes, base, "nothing grew before a large message");
+    for i in 0..5 {
+        let body = format!("{i}{}", &big[1..]);
+        q.send(&SendMessage::new("g", &body)).unwrap();
+    }
+    let s = q.size();
+    // 5 slots of 1 MiB: segments of 1, 2 and 4 slots.
+    assert_eq!(s.grows, 3);
+    assert!(s.bytes >= base + (7 << 20), "{} from {base}", s.bytes);
+    let got = drain(&consumer, "g", 5);
+    for (i, b) in got.iter().enumerate() {
+        assert_eq!(b.len(), 1 << 20);
+        assert!(b.starts_with(&i.to_string()) && b[1..] == big[1..]);
+    }
+    // The freed slots serve the next large messages: no further growth.
+    for _ in 0..7 {
+        q.send(&SendMessage::new("h", &big)).unwrap();
+    }
+    assert_eq!(q.size().grows, 3);
+    assert_eq!(drain(&consumer, "h", 7).len(), 7);
+    q.set_attribute("MaximumMessageSize", "1048577")
+        .unwrap_err();
+    // A queue that may not grow keeps what its arena was created for.
+    let fixed = Queue::create_anonymous(&cfg.size_limit(0)).unwrap();
+    assert!(fixed.maximum_message_size_limit() < 1 << 20);
+    let e = fixed
+        .set_attribute("MaximumMessageSize", "1048576")
+        .unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidAttributeValue");
+}
+
+/// A size class of 0 slots (layout 15) starts empty and grows on demand; one with no room
+/// under the size limit, or with growth off, is refused at creation.
+#[test]
+fn a_class_of_no_slots_grows_on_demand() {
+    let classes = vec![(512, 16), (4096, 0)];
+    let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .maximum_message_size(1024)
+        .size_classes(classes.clone());
+    let q = Queue::create_anonymous(&cfg.clone().size_limit(8 << 20)).unwrap();
+    let body = "z".repeat(1000);
+    for _ in 0..40 {
+        q.send(&SendMessage::new("g", &body)).unwrap();
+    }
+    assert_eq!(q.size().grows, 6, "1 + 2 + 4 + 8 + 16 + 32 slots ≥ 40");
+    assert_eq!(drain(&q, "g", 40).len(), 40);
+    for limit in [0, cfg.geometry().unwrap().offsets().unwrap().total] {
+        let e = Queue::create_anonymous(&cfg.clone().size_limit(limit)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidConfig {
+                    setting: "size_classes",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+}

@@ -1602,7 +1602,7 @@ df -k "$D" | tail -1"#;
     assert!(o.contains("exit 17"), "the fourth queue must not fit: {o}");
     assert!(o.contains("\"Code\":\"shmfifo.NoSpace\""), "{o}");
     assert!(
-        o.contains("18.5 MiB"),
+        o.contains("16.6 MiB"),
         "the error names the size needed: {o}"
     );
     assert!(
@@ -1634,7 +1634,7 @@ fn the_operators_session_runs_in_a_container_sized_dev_shm() {
     assert!(out.status.success(), "{e}\n{o}");
     for want in [
         "tmpfs            64M",
-        "created orders (/dev/shm/orders, 18.5 MiB)",
+        "created orders (/dev/shm/orders, 16.6 MiB)",
         "orders-dlq        3",
         "ApproximateNumberOfMessagesVisible{queue=\"orders-dlq\"} 3",
         "moved 3 messages from orders-dlq",

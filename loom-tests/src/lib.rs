@@ -73,7 +73,7 @@ fn geometry(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Geo
         ready_slots: group_slots,
         classes: vec![(16, slots)],
         dedup_slots,
-        dedup_key_words: 16,
+        dedup_key_words: shmfifo::layout::DEDUP_KEY_WORDS,
         attempt_slots: 2,
         class_growth: Vec::new(),
         size_limit: 0,
@@ -156,6 +156,10 @@ pub fn send_dedup(
 ) -> PResult<send::Sent> {
     let key = dedup::Key {
         hash: home,
+        // The key's other hash half: distinct for distinct keys, whatever their home.
+        check: key
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
         dedup: key.as_bytes(),
         group: &[],
     };

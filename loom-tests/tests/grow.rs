@@ -61,6 +61,32 @@ fn two_growers_race_and_nothing_overlaps() {
     });
 }
 
+/// A class laid out empty (layout 15: no slot in the base file, segments of 1, then 2 slots):
+/// two producers race to take its first slots; each send is accepted, the class grew exactly
+/// as far as two messages need (1 + 2 slots), nothing overlaps, and both are received.
+#[test]
+fn an_empty_class_takes_its_first_segments_on_demand() {
+    model(|| {
+        let h = arena_growing(3, 2, 0, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"a"),
+            move || send(&h2.arena(), &e2, 2, "h", b"b"),
+        );
+        r1.expect("room grows");
+        r2.expect("room grows");
+        let a = h.arena();
+        assert_eq!(a.published(0), 2, "2 messages need 1 + 2 slots");
+        assert_eq!(a.slots_now(0), 3);
+        assert_disjoint(&a);
+        let mut got = drain(&a, &env, 0);
+        got.sort();
+        assert_eq!(got, [b"a".to_vec(), b"b".to_vec()]);
+    });
+}
+
 /// A receiver meets the messages of a segment while it is being published: whatever it
 /// receives it reads through a published segment (never `Corrupted`), and the rest follows.
 #[test]

@@ -270,7 +270,7 @@ fn an_opener_never_sees_a_half_initialised_header() {
             ready_slots: 2,
             classes: vec![(192, 4)],
             dedup_slots: 2,
-            dedup_key_words: 16,
+            dedup_key_words: shmfifo::layout::DEDUP_KEY_WORDS,
             attempt_slots: 0,
             class_growth: vec![1],
             size_limit: 0,

@@ -79,16 +79,21 @@ pub(super) fn group_hash(keys: (u64, u64), id: &[u8]) -> u64 {
     })
 }
 
-/// The keyed hash of a dedup key: SipHash-2-4 over `[b'D', group_len] ‖ group ‖ dedup` (the
-/// group is empty with queue scope). Specified byte for byte, so every build agrees.
-pub(super) fn hash_dedup(keys: (u64, u64), group: &[u8], dedup: &[u8]) -> u64 {
+/// The keyed hash of a dedup key: SipHash-2-4-128 over `[b'D', group_len] ‖ group ‖ dedup`
+/// (the group is empty with queue scope), as `(low, high)` 64 bits: the low half places the
+/// key in the table, both stand for it in its entry (layout 15). Specified byte for byte, so
+/// every build agrees.
+pub(super) fn hash_dedup(keys: (u64, u64), group: &[u8], dedup: &[u8]) -> (u64, u64) {
     let mut buf = [0u8; 2 + 2 * MAX_ID_LEN];
     let (g, d) = (group.len().min(MAX_ID_LEN), dedup.len().min(MAX_ID_LEN));
     buf[0] = b'D';
     buf[1] = g as u8;
     buf[2..2 + g].copy_from_slice(&group[..g]);
     buf[2 + g..2 + g + d].copy_from_slice(&dedup[..d]);
-    hash_id(keys, &buf[..2 + g + d])
+    let mut h = siphasher::sip128::SipHasher24::new_with_keys(keys.0, keys.1);
+    h.write(&buf[..2 + g + d]);
+    let h = siphasher::sip128::Hasher128::finish128(&h);
+    (h.h1, h.h2)
 }
 
 /// Lowercase hex of the SHA-256 of `body` (the content-based dedup id, D5).
@@ -442,16 +447,24 @@ impl Queue {
             parts,
             dedup: match inner.dedup {
                 Deduplication::Off => None,
-                Deduplication::Queue => Some(dedup::Key {
-                    hash: hash_dedup(inner.keys, &[], dedup),
-                    dedup,
-                    group: &[],
-                }),
-                Deduplication::MessageGroup => Some(dedup::Key {
-                    hash: hash_dedup(inner.keys, group_id, dedup),
-                    dedup,
-                    group: group_id,
-                }),
+                Deduplication::Queue => {
+                    let (hash, check) = hash_dedup(inner.keys, &[], dedup);
+                    Some(dedup::Key {
+                        hash,
+                        check,
+                        dedup,
+                        group: &[],
+                    })
+                }
+                Deduplication::MessageGroup => {
+                    let (hash, check) = hash_dedup(inner.keys, group_id, dedup);
+                    Some(dedup::Key {
+                        hash,
+                        check,
+                        dedup,
+                        group: group_id,
+                    })
+                }
             },
             source_len: source.len() as u8,
             prior_receives,

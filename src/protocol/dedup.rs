@@ -55,8 +55,14 @@ pub const EVICT_WINDOW: usize = 256;
 /// A dedup key: the dedup id, and the group id with messageGroup scope (empty otherwise).
 #[derive(Debug, Clone, Copy)]
 pub struct Key<'x> {
-    /// Keyed hash of the whole key (the API layer hashes `group` and `dedup` together).
+    /// Keyed hash of the whole key (the API layer hashes `group` and `dedup` together): its
+    /// low 64 bits, which place it in the table.
     pub hash: u64,
+    /// The high 64 bits of the key's 128-bit keyed hash (layout 15): with `hash` and the two
+    /// lengths, what stands for the key in its entry; the id itself is not kept. Two keys
+    /// are the same when all four are (a false match needs a 128-bit collision of a hash
+    /// keyed with the arena's secret key).
+    pub check: u64,
     /// Dedup id bytes (1–128).
     pub dedup: &'x [u8],
     /// Group id bytes (0–128).
@@ -142,11 +148,13 @@ pub(crate) fn entry<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a DedupEntry> {
         .ok_or(Fault::Corrupted("dedup index out of range"))
 }
 
-fn key_words<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a [AtomicU64]> {
+/// Entry `i`'s key word: the high 64 bits of its key's 128-bit hash ([`Key::check`]).
+fn check_word<'a>(a: &Arena<'a>, i: usize) -> PResult<&'a AtomicU64> {
     let k = a.dedup_key_words;
     let (t, j) = locate(a, i)?;
     t.keys
-        .get(j * k..(j + 1) * k)
+        .get(j * k)
+        .filter(|_| k >= 1)
         .ok_or(Fault::Corrupted("dedup key index out of range"))
 }
 
@@ -160,26 +168,6 @@ fn all_entries<'a>(a: &'a Arena<'a>) -> impl Iterator<Item = &'a DedupEntry> + '
 
 use super::words::dedup_meta::{expires as meta_expires, lens as meta_lens, pack as pack_meta};
 
-fn key_bytes<'k>(key: &'k Key<'k>) -> impl Iterator<Item = u64> + 'k {
-    let total = key.dedup.len() + key.group.len();
-    let byte = move |n: usize| {
-        if n < key.dedup.len() {
-            key.dedup[n]
-        } else {
-            key.group[n - key.dedup.len()]
-        }
-    };
-    (0..total.div_ceil(8)).map(move |w| {
-        let mut b = [0u8; 8];
-        for (j, x) in b.iter_mut().enumerate() {
-            if 8 * w + j < total {
-                *x = byte(8 * w + j);
-            }
-        }
-        u64::from_le_bytes(b)
-    })
-}
-
 /// Whether entry `i` (read in state `st`) holds `key`. Relaxed loads: the caller loaded `st`
 /// with Acquire and validates it afterwards ([`still`]), so a torn read of a reused entry is
 /// discarded.
@@ -192,13 +180,7 @@ fn matches(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<bool> {
     if dl != key.dedup.len() || gl != key.group.len() {
         return Ok(false);
     }
-    let words = key_words(a, i)?;
-    if (dl + gl).div_ceil(8) > words.len() {
-        return Ok(false);
-    }
-    Ok(key_bytes(key)
-        .zip(words)
-        .all(|(k, w)| w.load(Ordering::Relaxed) == k))
+    Ok(check_word(a, i)?.load(Ordering::Relaxed) == key.check)
 }
 
 /// Seqlock validation: whether entry `e` is still in state `st` after the Relaxed reads made
@@ -516,7 +498,7 @@ fn note_eviction(a: &Arena<'_>, now: u64, expires: u64) {
     );
 }
 
-/// Writes `key` into entry `i` (WRITING by us): hash, meta, no message yet, key words.
+/// Writes `key` into entry `i` (WRITING by us): hash, meta, no message yet, key word.
 fn write_key(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<()> {
     let e = entry(a, i)?;
     // Relaxed: published by the Release store of PENDING after this.
@@ -528,14 +510,8 @@ fn write_key(a: &Arena<'_>, i: usize, key: &Key<'_>) -> PResult<()> {
     e.msg.store(node::pack(0, node::NIL), Ordering::Relaxed);
     e.seq_hi.store(0, Ordering::Relaxed);
     e.pos.store(0, Ordering::Relaxed);
-    let words = key_words(a, i)?;
-    if (key.dedup.len() + key.group.len()).div_ceil(8) > words.len() {
-        return Err(Fault::Corrupted("dedup key longer than its entry"));
-    }
-    for (w, k) in words.iter().zip(key_bytes(key)) {
-        // Relaxed: as above.
-        w.store(k, Ordering::Relaxed);
-    }
+    // Relaxed: as above.
+    check_word(a, i)?.store(key.check, Ordering::Relaxed);
     Ok(())
 }
 

@@ -189,7 +189,7 @@ impl HeapArena {
                 base,
                 growth: self.growth[k],
             });
-            base += (h.len() as u32) << self.growth[k];
+            base += crate::layout::slots_with(h.len() as u32, self.growth[k]) as u32;
         }
         Arena {
             hdr: &self.hdr,
@@ -268,7 +268,7 @@ mod tests {
             ready_slots: 8,
             classes: vec![(16, 8)],
             dedup_slots: 8,
-            dedup_key_words: 16,
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
             attempt_slots: 4,
             class_growth: Vec::new(),
             size_limit: 0,
@@ -404,7 +404,7 @@ mod tests {
             ready_slots: 64,
             classes: vec![(16, 64)],
             dedup_slots: 0,
-            dedup_key_words: 16,
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,
@@ -619,6 +619,7 @@ mod tests {
                 hash: k
                     .bytes()
                     .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+                check: k.len() as u64,
                 dedup: k.as_bytes(),
                 group: &[],
             }),

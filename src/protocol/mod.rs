@@ -271,7 +271,7 @@ pub struct Class<'a> {
 
 impl Class<'_> {
     /// Slots in the base file (segment 0); the class's `k`-th added segment holds
-    /// `n × 2^(k-1)` more.
+    /// `n × 2^(k-1)` more (a class that starts empty, layout 15: `2^(k-1)`).
     #[inline]
     pub fn n(&self) -> u32 {
         self.headers.len() as u32
@@ -279,7 +279,13 @@ impl Class<'_> {
 
     /// The most slots the class may hold (its index range).
     pub fn max_slots(&self) -> u64 {
-        u64::from(self.n()) << self.growth
+        crate::layout::slots_with(self.n(), self.growth)
+    }
+
+    /// The slots the class holds once it has added `k` segments.
+    #[inline]
+    pub fn slots_with(&self, k: u32) -> u64 {
+        crate::layout::slots_with(self.n(), k)
     }
 
     /// Bytes one slot takes: its header and its payload.
@@ -415,7 +421,8 @@ impl<'a> Arena<'a> {
                 0 => (0, 0),
                 _ => {
                     let s = crate::layout::segment_slots(n, k);
-                    (s, if self.segment(c, k).is_ok() { s } else { 0 })
+                    let first = crate::layout::segment_start(n, k);
+                    (first, if self.segment(c, k).is_ok() { s } else { 0 })
                 }
             };
             (first..first + len)

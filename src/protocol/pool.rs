@@ -35,10 +35,6 @@ pub fn alloc(
         .copied()
         .flatten()
         .ok_or(Fault::Corrupted("class"))?;
-    let n = u64::from(cl.n());
-    if n == 0 {
-        return Err(Fault::ClassFull(class));
-    }
     if cl.cap >= HINT_MIN_CAP {
         // Relaxed: a hint (index + 1 of the slot freed last); the claim CAS decides.
         let hint = a.hdr.free_hint.0[class].load(Ordering::Relaxed);
@@ -58,11 +54,12 @@ pub fn alloc(
     // segment another process added: `Grew::Found`) or a new segment, whose slots are all
     // free.
     let mut seen = a.known_segments(class);
-    let mut from = start % (n << seen);
+    // A class that starts empty (layout 15) and has no segment yet holds no slot.
+    let mut from = start.checked_rem(cl.slots_with(seen)).unwrap_or(0);
     let mut wrap = true;
     let growth = if env.may_grow() { cl.growth } else { 0 };
     for _ in 0..=growth + 1 {
-        let now = n << seen;
+        let now = cl.slots_with(seen);
         if let Some(got) = scan(a, class, from, now, owner)? {
             return Ok(got);
         }

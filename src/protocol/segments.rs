@@ -18,8 +18,8 @@ use core::fmt;
 
 use super::{Arena, Fault, PResult};
 use crate::layout::{
-    dedup_segment_bytes, segment_bytes, segment_slots, DedupEntry, MsgHeader, DEDUP_KIND,
-    MAX_KINDS, MAX_SEGMENTS, PAGE,
+    dedup_segment_bytes, segment_bytes, segment_slots, slots_with, DedupEntry, MsgHeader,
+    DEDUP_KIND, MAX_KINDS, MAX_SEGMENTS, PAGE,
 };
 use crate::sync::Ordering;
 use crate::sync::{AtomicU32, AtomicU64};
@@ -166,15 +166,17 @@ impl Segments {
 }
 
 /// The segment of slot `i` of a class whose base file holds `n` slots: `(segment, slot in
-/// it)`; segment 0 is the base file.
+/// it)`; segment 0 is the base file. A class that starts empty (`n` 0, layout 15) has no
+/// segment 0: its slot `i` is slot `i + 1` of a class of one base slot.
 #[inline]
 pub fn segment_of(n: u32, i: u64) -> (u32, u64) {
     let n64 = u64::from(n);
     if i < n64 {
         return (0, i);
     }
-    let k = 64 - (i / n64).leading_zeros();
-    (k, i - segment_slots(n, k))
+    let (seed, at) = if n == 0 { (1, i + 1) } else { (n64, i) };
+    let k = 64 - (at / seed).leading_zeros();
+    (k, at - (seed << (k - 1)))
 }
 
 impl<'a> Arena<'a> {
@@ -270,7 +272,7 @@ impl<'a> Arena<'a> {
         if c >= self.nclasses {
             return 0;
         }
-        u64::from(self.base_count(c)) << self.published(c)
+        slots_with(self.base_count(c), self.published(c))
     }
 
     /// Whether `idx` names a slot that exists now: in the base file, or in a published

@@ -201,7 +201,7 @@ mod tests {
             ready_slots: groups,
             classes: vec![(16, 4)],
             dedup_slots: 0,
-            dedup_key_words: 16,
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
             attempt_slots: 0,
             class_growth: Vec::new(),
             size_limit: 0,

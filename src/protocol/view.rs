@@ -13,8 +13,7 @@ use crate::config::{
 };
 use crate::layout::{
     wheel_words, AttemptEntry, DedupEntry, Geometry, GroupEntry, Header, MsgHeader, Participant,
-    MAGIC, MAX_CLASSES, MAX_ID_LEN, MAX_KINDS, MAX_SEGMENTS, STATE_INITIALISING, STATE_READY,
-    WHEEL_BUCKETS,
+    MAGIC, MAX_CLASSES, MAX_KINDS, MAX_SEGMENTS, STATE_INITIALISING, STATE_READY, WHEEL_BUCKETS,
 };
 use crate::sync::{AtomicU64, Ordering};
 
@@ -168,12 +167,13 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     let dedup_mode = hdr.dedup_mode.load(r);
     let dedup_slots = hdr.dedup_slots.load(r);
     let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
-    let (dedup, dedup_key_words) = match dedup_mode {
-        0 => (Deduplication::Off, MAX_ID_LEN as u32 / 8),
-        1 => (Deduplication::Queue, MAX_ID_LEN as u32 / 8),
-        2 => (Deduplication::MessageGroup, 2 * MAX_ID_LEN as u32 / 8),
+    let dedup = match dedup_mode {
+        0 => Deduplication::Off,
+        1 => Deduplication::Queue,
+        2 => Deduplication::MessageGroup,
         _ => return Err(corrupt("unknown dedup mode")),
     };
+    let dedup_key_words = crate::layout::DEDUP_KEY_WORDS;
     let max_interval = MAX_DEDUP_INTERVAL.as_millis() as u64;
     let dedup_ok = if dedup_mode == 0 {
         dedup_slots == 0
@@ -195,7 +195,8 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     for k in 0..nclasses as usize {
         let cap = hdr.class_payload[k].load(r);
         let n = hdr.class_slots[k].load(r);
-        if cap == 0 || cap > u64::from(u32::MAX) || n == 0 || n > MAX_SLOTS {
+        // `n` 0: a class that starts empty and takes its first segment on demand (layout 15).
+        if cap == 0 || cap > u64::from(u32::MAX) || n > MAX_SLOTS {
             return Err(corrupt("size class out of range"));
         }
         classes.push((cap as u32, n as u32));
@@ -249,6 +250,9 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         || derived.dedup_growth != geometry.dedup_growth
     {
         return Err(corrupt("growth settings do not match the size limit"));
+    }
+    if (0..geometry.classes.len()).any(|k| geometry.max_slots(k) == 0) {
+        return Err(corrupt("a size class that can never hold a slot"));
     }
     if len < o.total {
         return Err(Refused::Truncated {
