@@ -724,6 +724,7 @@ pub fn segment_slots(base: u32, k: u32) -> u64 {
 
 /// The slots a class whose base file holds `base` holds once it has added `k` segments: `base
 /// × 2^k`, or `2^k - 1` for a class that starts empty (layout 15).
+#[inline]
 pub fn slots_with(base: u32, k: u32) -> u64 {
     (u64::from(base.max(1)) << k) - u64::from(base == 0)
 }

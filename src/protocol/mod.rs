@@ -278,6 +278,7 @@ impl Class<'_> {
     }
 
     /// The most slots the class may hold (its index range).
+    #[inline]
     pub fn max_slots(&self) -> u64 {
         crate::layout::slots_with(self.n(), self.growth)
     }
@@ -371,6 +372,7 @@ impl<'a> Arena<'a> {
     }
 
     /// `(class, slot)` of a global message index.
+    #[inline]
     pub fn locate(&self, idx: u32) -> PResult<(usize, usize)> {
         if idx >= self.total {
             return Err(Fault::Corrupted("message index out of range"));
@@ -456,6 +458,7 @@ impl<'a> Arena<'a> {
     }
 
     /// The link word of node `idx` (a message, or the sentinel of group `idx - total`).
+    #[inline]
     pub fn link(&self, idx: u32) -> PResult<&'a AtomicU64> {
         if idx < self.total {
             Ok(&self.msg(idx)?.link)
