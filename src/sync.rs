@@ -55,7 +55,7 @@ pub use loom::thread_local;
 /// they hold this process's own caches, such as where it mapped a segment, whose every value
 /// is equally right). Shared words use the atomics above.
 pub mod local {
-    pub use std::sync::atomic::{AtomicPtr, Ordering};
+    pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
     /// A flag of heap arenas (tests and loom models).
     #[cfg(any(test, feature = "loom"))]

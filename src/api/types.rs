@@ -527,7 +527,7 @@ pub(crate) fn batch_results<'e, T>(
     ids.zip(results)
         .map(|(id, r)| BatchResult {
             id: id.to_owned(),
-            result: r.unwrap_or(Err(crate::error::Error::Corrupted { what: missing })),
+            result: r.unwrap_or_else(|| Err(crate::error::Error::Corrupted { what: missing })),
         })
         .collect()
 }

@@ -26,10 +26,11 @@ pub fn fresh_budget(a: &Arena<'_>, env: &dyn Env) -> usize {
         return usize::MAX;
     }
     // Relaxed: a statistic that only grows; a growth it misses is seen at the next receive.
-    let slots = if a.hdr.grow.0.grows.load(Ordering::Relaxed) == 0 {
+    let grows = a.hdr.grow.0.grows.load(Ordering::Relaxed);
+    let slots = if grows == 0 {
         a.base_slots
     } else {
-        (0..a.nclasses).map(|c| a.slots_now(c)).sum::<u64>()
+        a.slots_counted(grows)
     };
     if limit >= slots {
         return usize::MAX;

@@ -104,6 +104,9 @@ pub struct Segments {
     /// A facade atomic, not a local one: a thread that reads it uses segments another thread
     /// learnt of, so it carries that thread's Acquire of the count (loom checks it).
     known: [AtomicU32; MAX_KINDS],
+    /// `[grows:32][slots:32]`: the message slots of every class as this process last counted
+    /// them, and the arena's growth count when it did (see [`Arena::slots_counted`]).
+    counted: crate::sync::local::AtomicU64,
     file: Box<dyn SegmentFile>,
 }
 
@@ -126,6 +129,7 @@ impl Segments {
                 core::array::from_fn(|_| AtomicPtr::new(core::ptr::null_mut()))
             }),
             known: core::array::from_fn(|_| AtomicU32::new(0)),
+            counted: crate::sync::local::AtomicU64::new(0),
             file,
         }
     }
@@ -280,6 +284,23 @@ impl<'a> Arena<'a> {
         slots_with(self.base_count(c), self.published(c))
     }
 
+    /// The message slots of every class now ([`Arena::slots_now`] summed), for an arena that
+    /// has grown `grows` times (the header's count, read by the caller): counted once per
+    /// growth and kept in this process, so that a receive in a grown arena does not read every
+    /// class's count. A growth published after `grows` was read is seen at the next call.
+    pub fn slots_counted(&self, grows: u64) -> u64 {
+        // Process-local, a cache: a pair written whole by whichever thread counted last.
+        let c = self.segs.counted.load(StdOrdering::Relaxed);
+        if c >> 32 == grows & 0xffff_ffff && c != 0 {
+            return c & 0xffff_ffff;
+        }
+        let slots: u64 = (0..self.nclasses).map(|k| self.slots_now(k)).sum();
+        // `slots` ≤ 2^31 (the index ranges), so it fits its half.
+        let pair = ((grows & 0xffff_ffff) << 32) | slots.min(0xffff_ffff);
+        self.segs.counted.store(pair, StdOrdering::Relaxed);
+        slots
+    }
+
     /// Whether `idx` names a slot that exists now: in the base file, or in a published
     /// segment (a receipt handle naming any other index was never handed out).
     pub fn is_slot(&self, idx: u32) -> bool {
@@ -347,14 +368,18 @@ impl<'a> Arena<'a> {
                 cl.payload.wrapping_add(i as usize * cl.stride),
             ));
         }
-        self.slot_in_segment(c, i)
+        self.slot_in_segment(c, cl, i)
     }
 
     /// [`Arena::slot`] past the base file: the segment's pointer cached in this process (its
     /// first touch maps it, on a cold path).
     #[inline]
-    fn slot_in_segment(&self, c: usize, i: u64) -> PResult<(&'a MsgHeader, *mut u8)> {
-        let cl = self.classes[c].ok_or(Fault::Corrupted("class"))?;
+    fn slot_in_segment(
+        &self,
+        c: usize,
+        cl: &super::Class<'a>,
+        i: u64,
+    ) -> PResult<(&'a MsgHeader, *mut u8)> {
         let (k, j) = segment_of(cl.n(), i);
         if k == 0 {
             return Err(Fault::Corrupted("slot index"));
