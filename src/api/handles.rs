@@ -161,11 +161,13 @@ impl Queue {
             let refs: [Option<&ReceiptHandle>; 10] = std::array::from_fn(|k| chunk.get(k));
             let mut one = self.delete_checked(&refs[..chunk.len()])?;
             results.extend(one.iter_mut().take(chunk.len()).map(|r| {
-                r.take().unwrap_or_else(|| {
-                    Err(Error::Corrupted {
+                // A match, not `unwrap_or`: the fallback is built (and dropped) only when used.
+                match r.take() {
+                    Some(r) => r,
+                    None => Err(Error::Corrupted {
                         what: "a handle was neither deleted nor refused",
-                    })
-                })
+                    }),
+                }
             }));
         }
         Ok(results)

@@ -527,7 +527,11 @@ pub(crate) fn batch_results<'e, T>(
     ids.zip(results)
         .map(|(id, r)| BatchResult {
             id: id.to_owned(),
-            result: r.unwrap_or_else(|| Err(crate::error::Error::Corrupted { what: missing })),
+            // A match, not `unwrap_or`: the fallback is built (and dropped) only when used.
+            result: match r {
+                Some(r) => r,
+                None => Err(crate::error::Error::Corrupted { what: missing }),
+            },
         })
         .collect()
 }
