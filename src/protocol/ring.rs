@@ -51,20 +51,24 @@ impl Ring<'_> {
             // load is at least as new as the one that was filled before the advance.
             let t = self.tail.load(Ordering::Acquire);
             let (e, lap) = self.at(t);
-            // Acquire: pairs with the AcqRel CAS of the last push or pop of this entry.
-            let w = e.load(Ordering::Acquire);
-            let s = seq(w);
             let empty = lap.wrapping_mul(2) & SEQ_MASK;
+            let full = pack(lap.wrapping_mul(2).wrapping_add(1), value);
+            // The entry as a pop leaves it (empty for this lap, value 0) is expected, and taken
+            // with one CAS: one exclusive fetch of the entry's line, where a load then a CAS
+            // fetch it twice from the consumer that emptied it (the line count's ring rows).
+            // AcqRel on success: Release publishes the value to the popper's Acquire RMW;
+            // Acquire orders us after the pop that emptied the entry. Acquire on failure:
+            // pairs with the AcqRel CAS of the last push or pop of this entry (what the
+            // branches below read).
+            let first =
+                e.compare_exchange(pack(empty, 0), full, Ordering::AcqRel, Ordering::Acquire);
+            let w = first.unwrap_or_else(|cur| cur);
+            let s = seq(w);
             if s == empty {
-                // AcqRel: Release publishes the value to the popper's Acquire load; Acquire
-                // orders us after the pop that emptied the entry.
-                if e.compare_exchange(
-                    w,
-                    pack(lap.wrapping_mul(2).wrapping_add(1), value),
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
+                // AcqRel: as above (an empty entry whose value is not 0 is only scribbled).
+                if first.is_ok()
+                    || e.compare_exchange(w, full, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_ok()
                 {
                     crash_point!(true);
                     // Release: pairs with the Acquire loads of `tail` above. Failure means
@@ -116,8 +120,11 @@ impl Ring<'_> {
             // Acquire: pairs with the Release CAS that advanced `head`.
             let h = self.head.load(Ordering::Acquire);
             let (e, lap) = self.at(h);
+            // An RMW that writes nothing, not a load: it fetches the entry's line exclusively,
+            // so the CAS that takes the value below finds it here (a load then a CAS fetch the
+            // line twice from the producer that filled it: the line count's ring rows).
             // Acquire: pairs with the AcqRel CAS of the push that filled this entry.
-            let w = e.load(Ordering::Acquire);
+            let w = e.fetch_add(0, Ordering::Acquire);
             let s = seq(w);
             if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK {
                 // AcqRel: Acquire takes the pushed value; Release hands the emptied entry to
