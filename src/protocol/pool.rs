@@ -166,7 +166,11 @@ fn try_claim(h: &MsgHeader, owner: Owner) -> PResult<Option<(u32, u32)>> {
 /// then rings the space doorbell if a producer waits for a slot. Returns whether this call
 /// freed it.
 pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bool> {
-    let h = a.msg(idx)?;
+    free_at(a, env, a.msg(idx)?, idx, expected)
+}
+
+/// [`free`] of slot `idx` whose header `h` the caller has looked up already.
+fn free_at(a: &Arena<'_>, env: &dyn Env, h: &MsgHeader, idx: u32, expected: u64) -> PResult<bool> {
     let epoch = vis::next(vis::epoch(expected));
     // SYNC POINT(slot-free): Release (within SeqCst) orders our reads of the slot before the
     // next claimer's Acquire CAS in `alloc`. SYNC POINT(space-doorbell): SeqCst puts this free
@@ -215,7 +219,7 @@ pub fn free_dummy(a: &Arena<'_>, env: &dyn Env, node_ref: u64) -> PResult<()> {
         return Ok(());
     }
     if vis::state(w) == vis::State::Deleted {
-        free(a, env, idx, w)?;
+        free_at(a, env, h, idx, w)?;
     }
     Ok(())
 }
