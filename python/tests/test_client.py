@@ -177,6 +177,23 @@ def test_errors_carry_sqs_codes(sqs, url):
     assert "An error occurred (X) when calling the Op operation: m" in str(e)
 
 
+def test_maximum_message_size_is_raised_to_1_mib_as_sqs_takes_it(sqs):
+    # Q4, S6: a queue created with the default 256 KiB takes SQS's largest MaximumMessageSize
+    # later (layout 15: the class for 1 MiB messages starts empty and grows on demand).
+    url = sqs.create_queue(QueueName="big.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    body = "x" * (1 << 20)
+    with pytest.raises(sqs.exceptions.ClientError) as e:
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId="1")
+    assert code(e) == "InvalidParameterValue"
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"MaximumMessageSize": "1048576"})
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MaximumMessageSize"])["Attributes"]
+    assert attrs["MaximumMessageSize"] == "1048576"
+    sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId="1")
+    [m] = sqs.receive_message(QueueUrl=url)["Messages"]
+    assert m["Body"] == body
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+
+
 def test_batch_entries_fail_alone(sqs):
     url = sqs.create_queue(QueueName="small.fifo", Attributes={"FifoQueue": "true", "MaximumMessageSize": "1024"})["QueueUrl"]
     # S13: an entry over MaximumMessageSize fails alone (HTTP 200), the others are sent.
