@@ -138,6 +138,27 @@ pub fn load_after_seqcst_rmw_u64(a: &AtomicU64) -> u64 {
     }
 }
 
+/// An Acquire load of a word whose line the caller writes next: in a real build an RMW that
+/// writes back what it read (`fetch_add(0)`), which fetches the line once, exclusively, where a
+/// load then a write would fetch it twice from the core that wrote it last; the value is what a
+/// load could have read (the latest). Under loom a plain load: loom orders a plain store by
+/// another thread loosely against such an RMW (by causality, not as one total order), so it
+/// would credit the no-op write with values no execution can leave, while a load allows every
+/// value the RMW could read, and more.
+#[inline]
+pub fn load_for_write_u64(a: &AtomicU64) -> u64 {
+    #[cfg(not(shmfifo_loom))]
+    {
+        // Acquire: as the load it stands for (the caller names what it pairs with).
+        a.fetch_add(0, Ordering::Acquire)
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        // Acquire: as above.
+        a.load(Ordering::Acquire)
+    }
+}
+
 /// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
 /// made since it loaded `seen` with Acquire.
 ///

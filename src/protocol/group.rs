@@ -250,10 +250,18 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
     // initialises the entry). A stale (shorter) value only sends the caller to the insert path,
     // which scans again under the home claim. Untrusted: clamped to the table.
     let limit = a.groups[i as usize].probe.load(Ordering::Acquire).min(mask);
-    for _ in 0..=limit {
+    for d in 0..=limit {
         let e = &a.groups[i as usize];
         // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
-        let st = e.state.load(Ordering::Acquire);
+        // The home entry (where a group usually lives) is read for writing: the send that
+        // looks it up writes its line next (the append's `tail`, the hint, or an insert's home
+        // claim), so its line comes once (`load_for_write_u64`). Entries further along are
+        // other groups': plain loads.
+        let st = if d == 0 {
+            crate::sync::load_for_write_u64(&e.state)
+        } else {
+            e.state.load(Ordering::Acquire)
+        };
         match gstate::kind(st) {
             gstate::FREE => return Ok(None),
             // Relaxed loads in the guard: see `id_matches`. The seqlock re-check proves the
