@@ -7,6 +7,7 @@ pub(crate) mod borrow;
 mod dead_letter;
 mod framing;
 mod handles;
+mod hashing;
 mod inspection;
 mod loan;
 mod observe;

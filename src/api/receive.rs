@@ -2,8 +2,8 @@
 //! budget (R8), attempt-id replays (R11), and copying taken messages out.
 
 use super::framing;
+use super::hashing::hash_id;
 use super::queue::{fault, ms, Op, Queue};
-use super::send::hash_id;
 use super::types::*;
 use crate::config::{MAX_ATTRIBUTES, MAX_VISIBILITY_TIMEOUT, MAX_WAIT_TIME};
 use crate::error::{Error, Result};
@@ -72,7 +72,7 @@ impl Filler {
         let body_len = fill(m, t, self.nonce, self.created_wall_ms, body)?;
         let at = t.group_entry();
         if at != self.checked {
-            if super::send::group_hash(self.keys, m.group_id.as_bytes()) != t.group_hash() {
+            if super::hashing::group_hash(self.keys, m.group_id.as_bytes()) != t.group_hash() {
                 return Err("group id does not match its hash");
             }
             self.checked = at;

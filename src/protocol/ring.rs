@@ -120,11 +120,11 @@ impl Ring<'_> {
             // Acquire: pairs with the Release CAS that advanced `head`.
             let h = self.head.load(Ordering::Acquire);
             let (e, lap) = self.at(h);
-            // An RMW that writes nothing, not a load: it fetches the entry's line exclusively,
-            // so the CAS that takes the value below finds it here (a load then a CAS fetch the
-            // line twice from the producer that filled it: the line count's ring rows).
-            // Acquire: pairs with the AcqRel CAS of the push that filled this entry.
-            let w = e.fetch_add(0, Ordering::Acquire);
+            // Read for writing (`load_for_write_u64`): the CAS that takes the value below then
+            // finds the entry's line here (a load then a CAS fetch it twice from the producer
+            // that filled it: the line count's ring rows). Acquire: pairs with the AcqRel CAS
+            // of the push that filled this entry.
+            let w = crate::sync::load_for_write_u64(e);
             let s = seq(w);
             if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK {
                 // AcqRel: Acquire takes the pushed value; Release hands the emptied entry to
