@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Fuzz smoke: each cargo-fuzz target for FUZZ_SECONDS (default 30) over its kept
+# Fuzz smoke: each cargo-fuzz target for FUZZ_SECONDS (default 20) over its kept
 # inputs: the arena's four, then serve's request parsers, each with its libFuzzer
-# dictionary where fuzz/dicts/ has one (7 targets: 3.5 min of fuzzing at the default, plus the
-# build). cargo-fuzz passes nightly flags (-Zsanitizer=address); the stable toolchain takes
-# them through RUSTC_BOOTSTRAP=1 and ships the ASan runtime. See fuzz/README.md.
+# dictionary where fuzz/dicts/ has one (7 targets: 2.3 min of fuzzing at the default, plus the
+# build; a longer run: FUZZ_SECONDS=600). cargo-fuzz passes nightly flags
+# (-Zsanitizer=address); the stable toolchain takes them through RUSTC_BOOTSTRAP=1 and ships
+# the ASan runtime. See fuzz/README.md.
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 0.13.2
@@ -16,6 +17,6 @@ for t in open_arena live_scribble one_word c_abi serve_query serve_json serve_si
     dict=()
     if [ -f "dicts/$t.dict" ]; then dict=(-dict="dicts/$t.dict"); fi
     cargo fuzz run "$t" "corpus/$t" "regressions/$t" -- \
-        -max_total_time="${FUZZ_SECONDS:-30}" -timeout=10 -artifact_prefix="artifacts/$t/" \
+        -max_total_time="${FUZZ_SECONDS:-20}" -timeout=10 -artifact_prefix="artifacts/$t/" \
         ${dict[@]+"${dict[@]}"}
 done

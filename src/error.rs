@@ -124,9 +124,10 @@ pub enum Error {
         /// Payload capacity of the class.
         class_bytes: u32,
     },
-    /// The group table is full: `max_groups` groups have messages.
+    /// The group table is full: `max_groups` groups have messages, and the table has grown as
+    /// far as the queue's size limit allows (layout 16).
     GroupLimitReached {
-        /// The configured maximum.
+        /// The most groups the queue may hold at once (its tables at the size limit).
         max_groups: u64,
     },
     /// Every dedup table entry holds a dedup id accepted within the dedup interval (none can

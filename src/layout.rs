@@ -5,9 +5,10 @@
 //!
 //! ```text
 //! offset 0              Header            (static settings, then hot lines, padded to 4 KiB)
-//! segments_off = 4 KiB  u64 × (C_max+1) × S (segment directory, layout 13: per class, then
-//!                                           the dedup table (layout 14), the file offsets of
-//!                                           its added segments, S = MAX_SEGMENTS)
+//! segments_off = 4 KiB  u64 × (C_max+2) × S (segment directory, layout 13: per class, then
+//!                                           the dedup table (layout 14), then the group table
+//!                                           (layout 16), the file offsets of its added
+//!                                           segments, S = MAX_SEGMENTS)
 //! participants_off      Participant × P   (128 B each)
 //! groups_off            GroupEntry × G    (256 B each, G a power of two = 2 × max groups)
 //! ready_off             u64 × R           (ready-hint ring, R = G)
@@ -23,7 +24,10 @@
 //! segments              appended as size classes grow (layout 13), each page-aligned:
 //!                       MsgHeader × n then [u8; stride_k] × n, n = N_k × 2^(j-1) for the
 //!                       class's j-th segment; a dedup segment: DedupEntry × m then
-//!                       u64 × m × K, m = D × 2^(j-1); where, the directory says
+//!                       u64 × m × K, m = D × 2^(j-1); a group segment: GroupEntry × m
+//!                       then u64 × 64 × ⌈m / 64⌉ (its groups' expiry-wheel bitmaps), its
+//!                       ready ring's head and tail (128 B each) and u64 × m (its ready
+//!                       ring), m = G × 2^(j-1); where, the directory says
 //! ```
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
@@ -33,7 +37,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 15;
+pub const LAYOUT_VERSION: u64 = 16;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -46,11 +50,19 @@ pub const DEDUP_ENTRY_SIZE: usize = 64;
 /// (from 1) holds `slots × 2^(k-1)` slots, so a class that has added `k` segments holds
 /// `slots × 2^k`.
 pub const MAX_SEGMENTS: usize = 24;
-/// Kinds of segments (layout 14): one per size class, then the dedup table's.
-pub const MAX_KINDS: usize = MAX_CLASSES + 1;
+/// Kinds of segments: one per size class, then the dedup table's (layout 14), then the group
+/// table's (layout 16).
+pub const MAX_KINDS: usize = MAX_CLASSES + 2;
 /// The segment kind of the dedup table (layout 14): its `k`-th added segment is a table of
 /// `dedup_slots × 2^(k-1)` entries with their key words.
 pub const DEDUP_KIND: usize = MAX_CLASSES;
+/// The segment kind of the group table (layout 16): its `k`-th added segment is a table of
+/// `group_slots × 2^(k-1)` entries with their expiry-wheel bitmaps.
+pub const GROUP_KIND: usize = MAX_CLASSES + 1;
+/// The most group entries an arena may hold, base table and added tables together (layout
+/// 16): a group's index is a ready-ring value (24 bits), and its sentinel's node index
+/// (`total + g`) stays below 2^32.
+pub const MAX_GROUP_RANGE: u64 = 1 << 24;
 /// Key words per dedup entry (layout 15): the high 64 bits of the key's 128-bit keyed hash,
 /// whose low 64 bits are the entry's `hash` (before layout 15: the key's bytes, 16 or 32
 /// words).
@@ -71,7 +83,13 @@ pub const SWEEP_CHUNK: u64 = 16_384;
 
 /// Words of one expiry-wheel bucket's bitmap for a table of `group_slots` entries.
 pub fn wheel_words(group_slots: u32) -> usize {
-    (group_slots as usize).div_ceil(64)
+    wheel_words_of(group_slots as usize)
+}
+
+/// Words of one expiry-wheel bucket's bitmap for `entries` group entries (a base table, or an
+/// added one, layout 16).
+pub fn wheel_words_of(entries: usize) -> usize {
+    entries.div_ceil(64)
 }
 
 /// `Header::state` while the creator is still writing the arena.
@@ -225,6 +243,8 @@ pub struct Header {
     pub size_limit: AtomicU64,
     /// The most segments the dedup table may add (layout 14). Fixed at creation.
     pub dedup_growth: AtomicU64,
+    /// The most segments the group table may add (layout 16). Fixed at creation.
+    pub group_growth: AtomicU64,
 }
 
 /// The growth line (layout 13): written only when a size class grows, so no hot path touches
@@ -235,7 +255,7 @@ pub struct GrowLine {
     /// Owner code of the participant adding a segment (0 = none): owner-tagged, taken over
     /// only from a proven-dead owner.
     pub claim: AtomicU64,
-    /// Per segment kind (each size class, then the dedup table), the segments it has added
+    /// Per segment kind (each size class, the dedup table, the group table), the segments it has added
     /// and published. SYNC POINT(segment-publish): stored with Release after the segment's
     /// directory entry and its reserved blocks, loaded with Acquire before a participant maps
     /// the segment.
@@ -554,13 +574,15 @@ pub struct Geometry {
     pub size_limit: u64,
     /// The most segments the dedup table may add (layout 14).
     pub dedup_growth: u32,
+    /// The most segments the group table may add (layout 16).
+    pub group_growth: u32,
 }
 
 /// Byte offsets of each region, computed from a [`Geometry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Offsets {
-    /// Segment directory: per kind (each class, then the dedup table), [`MAX_SEGMENTS`] file
-    /// offsets of its added segments.
+    /// Segment directory: per kind (each class, the dedup table, the group table),
+    /// [`MAX_SEGMENTS`] file offsets of its added segments.
     pub segments: u64,
     /// Participant array.
     pub participants: u64,
@@ -659,16 +681,23 @@ impl Geometry {
     pub fn index_slots(&self) -> u64 {
         (0..self.classes.len()).map(|k| self.max_slots(k)).sum()
     }
+
+    /// The size of the group index range: the base table's entries and those of every table
+    /// it may add (layout 16).
+    pub fn group_range(&self) -> u64 {
+        slots_with(self.group_slots, self.group_growth)
+    }
 }
 
 /// Most message slots (every class at its limit), as [`crate::config::MAX_SLOTS`].
 pub const INDEX_SLOTS: u64 = (1 << 31) - 1;
 
 impl Geometry {
-    /// Sets `class_growth` and `dedup_growth` from `size_limit` for a base file of `base`
+    /// Sets `class_growth`, `dedup_growth` and `group_growth` from `size_limit` for a base file of `base`
     /// bytes (layout 13): each kind may add as many segments as fit, that kind alone, between
     /// the base file's end and the limit, within [`MAX_SEGMENTS`] and an index range of at most
-    /// 2^31 - 1 (slots of every class at its limit; dedup entries). A header's values are
+    /// 2^31 - 1 (slots of every class at its limit; dedup entries), or [`MAX_GROUP_RANGE`]
+    /// (group entries). A header's values are
     /// checked against this at every open: two processes never disagree on an index range.
     pub fn derive_growth(&mut self, base: u64) {
         let budget = self.size_limit.saturating_sub(base);
@@ -712,6 +741,12 @@ impl Geometry {
             let (d, kw) = (self.dedup_slots, self.dedup_key_words);
             fit(&|k| dedup_segment_bytes(d, kw, k), u64::from(d))
         };
+        let gs = self.group_slots;
+        let mut k = fit(&|k| group_segment_bytes(gs, k), u64::from(gs));
+        while k > 0 && slots_with(gs, k) > MAX_GROUP_RANGE {
+            k -= 1;
+        }
+        self.group_growth = k;
     }
 }
 
@@ -753,6 +788,27 @@ pub fn dedup_segment_bytes(base: u32, key_words: u32, k: u32) -> u64 {
     )
 }
 
+/// Words of a group segment's tail (layout 16), after its entries: the table's expiry-wheel
+/// bitmaps ([`WHEEL_BUCKETS`] of [`wheel_words_of`]`(m)` words), its ready ring's head and
+/// tail words (each alone in 128 bytes) and its ready ring's `m` entries.
+pub fn group_segment_words(m: u64) -> u64 {
+    WHEEL_BUCKETS as u64 * m.div_ceil(64) + GROUP_RING_OFFSET_WORDS + m
+}
+
+/// Where a group segment's ready-ring words start in its tail, after the bitmaps (words): the
+/// head at 0, the tail at 16 (128 bytes on), the entries at [`GROUP_RING_OFFSET_WORDS`].
+pub const GROUP_RING_OFFSET_WORDS: u64 = 32;
+
+/// Bytes of segment `k` (from 1) of a group table of `base` entries in the base file: its
+/// entries, then its tail ([`group_segment_words`]), rounded up to a page.
+pub fn group_segment_bytes(base: u32, k: u32) -> u64 {
+    let m = segment_slots(base, k);
+    round_up(
+        m * GROUP_ENTRY_SIZE as u64 + group_segment_words(m) * 8,
+        PAGE,
+    )
+}
+
 /// Payload stride of a class whose slots hold `payload` bytes.
 pub fn stride_of(payload: u32) -> u64 {
     round_up(u64::from(payload), 64)
@@ -776,6 +832,7 @@ mod tests {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         };
         let o = g.offsets().unwrap();
         assert_eq!(o.segments, PAGE);
@@ -819,6 +876,7 @@ mod tests {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         };
         // 8 × 4 GiB × 4 GiB overflows u64.
         assert!(g.offsets().is_none());

@@ -494,7 +494,9 @@ fn settings_are_read_from_the_arena() {
     assert_eq!(a.visibility_timeout, Duration::from_millis(1234));
     assert_eq!(a.receive_message_wait_time, Duration::from_millis(250));
     assert_eq!(a.maximum_message_size, 4096);
-    assert_eq!(a.max_groups, 7);
+    // The base table holds 7 groups; the table may grow past them (layout 16).
+    assert_eq!(a.group_capacity, 7);
+    assert!(a.max_groups >= 7, "{}", a.max_groups);
     assert_eq!(a.max_participants, 5);
     assert!(a.fifo_queue);
     assert_eq!(a.size_classes, q.attributes().size_classes);
@@ -559,10 +561,13 @@ fn size_class_full_leaves_other_classes_and_groups_working() {
     ));
 }
 
-/// ARCHITECTURE §3 capacity: `GroupLimitReached` affects no existing group; emptied groups free entries.
+/// ARCHITECTURE §3 capacity: `GroupLimitReached` affects no existing group; emptied groups free
+/// entries. A queue that may not grow (`size_limit(0)`) is at its cap from the start.
 #[test]
 fn group_limit_reached_leaves_existing_groups_working() {
-    let q = queue("groupfull", &small().max_groups(4));
+    let q = queue("groupfull", &small().max_groups(4).size_limit(0));
+    assert_eq!(q.attributes().max_groups, 4);
+    assert_eq!(q.attributes().group_capacity, 4);
     for g in 0..4 {
         send(&q, &format!("g{g}"), &format!("g{g}-1"));
     }

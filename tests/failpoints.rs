@@ -38,6 +38,21 @@ fn grow_config() -> QueueConfig {
     config().size_limit(64 << 20)
 }
 
+/// The group of the child's message `x`: a new group for the `send-new-group` cases.
+fn group_of_x(op: &str) -> &'static str {
+    match op {
+        "send-new-group" => "h",
+        "send-new-group-grow" => "k",
+        _ => "g",
+    }
+}
+
+/// [`grow_config`] with a group table of one group in its base file (layout 16): the
+/// `send-new-group-grow` case.
+fn group_grow_config() -> QueueConfig {
+    grow_config().max_groups(1)
+}
+
 /// Slots of [`config`]'s smallest class: the base file's.
 const BASE_SLOTS: usize = 64;
 
@@ -60,8 +75,8 @@ fn child(spec: &str) {
         o.flush().unwrap();
     };
     match op {
-        "send" | "send-new-group" | "send-grow" | "send-dedup-grow" => {
-            let g = if op == "send-new-group" { "h" } else { "g" };
+        "send" | "send-new-group" | "send-new-group-grow" | "send-grow" | "send-dedup-grow" => {
+            let g = group_of_x(op);
             failpoint::arm(k);
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
             failpoint::disarm();
@@ -418,7 +433,7 @@ fn case_send(op: &str, k: u64, full: usize) -> bool {
     send(&q, "g", "a");
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
-    let g = if op == "send-new-group" { "h" } else { "g" };
+    let g = group_of_x(op);
     resend_x(&q, g, &o, op, k);
     let got = drain(&q);
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x, in order");
@@ -497,6 +512,50 @@ fn case_send_grow(op: &str, k: u64, _full: usize) -> bool {
 /// `maximum_message_size` of 1,024, so the queue's is raised first.
 fn large_body() -> String {
     "L".repeat(4000)
+}
+
+/// A send of a new group to a full group table (layout 16: one group in the base table, two
+/// with the first added table, both taken), which adds the next table; killed at each step of
+/// that (holding the key's home claim, then the grow claim, with the table's offset written,
+/// its blocks reserved, or it published): the survivor's send is the same message once, into
+/// one entry of its group (a duplicate where it was acknowledged), the table grows on past the
+/// dead grower's claim, and every message comes back in its group's order.
+fn case_send_new_group_grow(op: &str, k: u64, _full: usize) -> bool {
+    let (name, q) = fresh("fpggrow", &group_grow_config());
+    send(&q, "g", "a");
+    send(&q, "h", "b");
+    assert_eq!(
+        q.attributes().group_capacity,
+        2,
+        "the base table and one added"
+    );
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    resend_x(&q, "k", &o, op, k);
+    assert_eq!(
+        q.attributes().active_groups,
+        3,
+        "{op} k={k}: k inserted once"
+    );
+    // The table grows on: the claims of a dead grower are no obstacle.
+    for i in 0..8 {
+        send(&q, &format!("n{i}"), &format!("n{i}"));
+    }
+    let a = q.attributes();
+    assert!(
+        a.active_groups == 11 && a.group_capacity >= 11,
+        "{op} k={k}: {} groups, capacity {}",
+        a.active_groups,
+        a.group_capacity
+    );
+    let mut got = drain(&q);
+    got.sort();
+    let mut want: Vec<String> = ["a", "b", "x"].iter().map(|s| s.to_string()).collect();
+    want.extend((0..8).map(|i| format!("n{i}")));
+    want.sort();
+    assert_eq!(got, want, "{op} k={k}: exactly one x, nothing lost");
+    let _ = Queue::unlink(&name);
+    o.killed
 }
 
 /// A send of a message larger than the queue was created for, after `MaximumMessageSize` was
@@ -985,6 +1044,7 @@ fn stop_case(op: &str, k: u64) -> bool {
         "expiry-sweep" => config().test_clock(true),
         "send-grow" => grow_config(),
         "send-dedup-grow" => grow_config().dedup_entries(1),
+        "send-new-group-grow" => group_grow_config(),
         "send-large" => grow_config(),
         _ => config(),
     };
@@ -1057,7 +1117,7 @@ fn stop_case(op: &str, k: u64) -> bool {
         );
         // The very send a stopped sender is making (same group and dedup id): a duplicate, a
         // new message (the child's then becomes the duplicate), or a retryable wait for it.
-        let gx = if op == "send-new-group" { "h" } else { "g" };
+        let gx = group_of_x(op);
         retryable(
             &q.send(&SendMessage::new(gx, "x").dedup_id("x1"))
                 .map(|_| ()),
@@ -1144,7 +1204,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 23] = [
+    let cases: [(&str, Case); 24] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1153,6 +1213,7 @@ fn main() {
         ("loan-drop", case_loan_drop),
         ("send-wait", case_send_wait),
         ("send-new-group", case_send),
+        ("send-new-group-grow", case_send_new_group_grow),
         ("send-batch", case_send_batch),
         ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
@@ -1185,6 +1246,7 @@ fn main() {
         "send-dedup-grow",
         "send-loan",
         "send-new-group",
+        "send-new-group-grow",
         "send-batch",
         "send-loan-batch",
         "receive-delete",

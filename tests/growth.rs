@@ -257,3 +257,77 @@ fn a_class_of_no_slots_grows_on_demand() {
         );
     }
 }
+
+/// Groups (layout 16): `max_groups` sizes the base table, and the table grows past it by added
+/// tables of twice the entries, up to the size limit, as SQS holds any number of groups. A
+/// second handle finds groups in tables it maps as it meets them (never a second entry for one
+/// id), every group keeps its order, and more groups are ready at once than the base table's
+/// ready ring holds (each added table hints its groups on a ring of its own).
+#[test]
+fn the_group_table_grows_past_max_groups() {
+    let cfg = small(64 << 20).max_groups(4).max_messages(4096);
+    let q = common::queue("groups-grow", &cfg);
+    let name = q.name.clone();
+    let a = q.attributes();
+    assert_eq!(a.group_capacity, 4);
+    assert!(a.max_groups >= 2_000, "{}", a.max_groups);
+    let base = q.size().bytes;
+    for g in 0..2_000 {
+        q.send(&SendMessage::new(&format!("g{g}"), &format!("{g}-0")))
+            .unwrap();
+    }
+    let a = q.attributes();
+    assert_eq!(a.active_groups, 2_000);
+    assert!(a.group_capacity >= 2_000, "{}", a.group_capacity);
+    assert!(q.size().bytes > base && q.size().grows > 0);
+    // Another handle: each group is found where the first put it (in tables this handle maps
+    // as it meets them), never inserted again.
+    let o = Queue::open(&name).unwrap();
+    for g in 0..2_000 {
+        o.send(&SendMessage::new(&format!("g{g}"), &format!("{g}-1")))
+            .unwrap();
+    }
+    assert_eq!(o.attributes().active_groups, 2_000);
+    // 4,000 messages, each group in order, every receive served at once (each table's groups
+    // are hinted on that table's own ring, which the receives take in turn).
+    let mut seen = vec![0u32; 2_000];
+    let mut n = 0;
+    while n < 4_000 {
+        let ms = o
+            .receive(&ReceiveOptions::max(10).wait(Duration::ZERO))
+            .unwrap();
+        assert!(!ms.is_empty(), "{n} of 4000 received, then nothing");
+        for m in ms {
+            let g: usize = m.group_id[1..].parse().unwrap();
+            assert_eq!(m.body, format!("{g}-{}", seen[g]), "group {g} in order");
+            seen[g] += 1;
+            o.delete(&m.receipt_handle).unwrap();
+            n += 1;
+        }
+    }
+    assert!(seen.iter().all(|&k| k == 2), "every message once");
+    assert_eq!(q.attributes().active_groups, 0);
+}
+
+/// At the size limit the group table stops growing, and only there does a new group answer
+/// `GroupLimitReached`, naming the cap; existing groups go on.
+#[test]
+fn the_group_table_stops_at_the_size_limit() {
+    let fixed = small(0).max_groups(4);
+    let base = fixed.geometry().unwrap().offsets().unwrap().total;
+    // Room for a few group tables (8, 16, 32 … entries of 256 B and their wheel bitmaps).
+    let q = Queue::create_anonymous(&small(base + (64 << 10)).max_groups(4)).unwrap();
+    let cap = q.attributes().max_groups;
+    assert!(cap > 4 && cap < 1_000, "{cap}");
+    for g in 0..cap {
+        q.send(&SendMessage::new(&format!("g{g}"), "x")).unwrap();
+    }
+    assert_eq!(q.attributes().group_capacity, cap);
+    let r = q.send(&SendMessage::new("one-too-many", "x"));
+    assert!(
+        matches!(r, Err(Error::GroupLimitReached { max_groups }) if max_groups == cap),
+        "{r:?}"
+    );
+    q.send(&SendMessage::new("g0", "y")).unwrap();
+    assert_eq!(q.attributes().active_groups, cap);
+}

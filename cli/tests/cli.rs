@@ -264,7 +264,9 @@ fn create_and_stat_report_every_setting() {
     assert_eq!(u(&set["deduplication_interval_ms"]), 60_000);
     assert_eq!(u(&set["dedup_entries"]), 256);
     assert_eq!(u(&set["max_in_flight"]), 7);
-    assert_eq!(u(&set["max_groups"]), 64);
+    // `--max-groups` sizes the base table; the table may grow past it (layout 16).
+    assert_eq!(u(&set["group_capacity"]), 64);
+    assert!(u(&set["max_groups"]) >= 64);
     assert_eq!(u(&set["max_participants"]), 8);
     assert_eq!(set["release_on_death"], false);
     assert_eq!(

@@ -446,7 +446,7 @@ typedef struct {
    */
   uint64_t active_groups;
   /*
-   Most groups.
+   Most groups at once: the group table grown to the size limit (layout 16).
    */
   uint64_t max_groups;
   /*
@@ -553,6 +553,11 @@ typedef struct {
    Segments the size classes added over the queue's life.
    */
   uint64_t grows;
+  /*
+   Groups the group table holds now, before it adds a table (layout 16): `max_groups` is
+   what it holds once grown to the size limit.
+   */
+  uint64_t group_capacity;
 } shmfifo_queue_attributes;
 
 /*

@@ -307,7 +307,7 @@ pub struct shmfifo_queue_attributes {
     pub created_timestamp_ms: u64,
     /// Groups with messages now.
     pub active_groups: u64,
-    /// Most groups.
+    /// Most groups at once: the group table grown to the size limit (layout 16).
     pub max_groups: u64,
     /// Bytes of the arena's file in use (the base file and its added segments).
     pub arena_bytes: u64,
@@ -363,6 +363,9 @@ pub struct shmfifo_queue_attributes {
     pub size_limit_bytes: u64,
     /// Segments the size classes added over the queue's life.
     pub grows: u64,
+    /// Groups the group table holds now, before it adds a table (layout 16): `max_groups` is
+    /// what it holds once grown to the size limit.
+    pub group_capacity: u64,
 }
 
 /// A queue's lifetime counters, summed over every process that ever used it (each process

@@ -482,6 +482,7 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
             body_mode: u32::from(a.body_mode == shmfifo_core::BodyMode::Binary),
             size_limit_bytes: a.size_limit_bytes,
             grows: a.grows,
+            group_capacity: a.group_capacity,
         };
         if let Some(p) = &a.redrive_policy {
             put(&mut out.dead_letter_queue, &p.dead_letter_queue);

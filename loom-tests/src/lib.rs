@@ -78,6 +78,7 @@ fn geometry(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Geo
         class_growth: Vec::new(),
         size_limit: 0,
         dedup_growth: 0,
+        group_growth: 0,
     }
 }
 
@@ -104,6 +105,22 @@ pub fn arena_dedup_growing(
         size_limit: 1 << 30,
         dedup_growth,
         ..geometry(participants, groups, slots, dedup_slots)
+    }))
+}
+
+/// An arena of `participants` participants whose group table holds `groups` groups in the
+/// base file and may add `growth` tables (layout 16: twice the entries each), with one class of
+/// `slots` 16-byte slots, without a dedup table.
+pub fn arena_groups_growing(
+    participants: u32,
+    groups: u32,
+    slots: u32,
+    growth: u32,
+) -> Arc<HeapArena> {
+    Arc::new(HeapArena::new(&Geometry {
+        size_limit: 1 << 30,
+        group_growth: growth,
+        ..geometry(participants, groups, slots, 0)
     }))
 }
 
@@ -287,7 +304,7 @@ pub fn assert_clean(a: &Arena<'_>) {
         let w = h.vis.load(Ordering::SeqCst);
         assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
     }
-    for e in a.groups {
+    for (_, e) in a.all_groups() {
         let k = gstate::kind(e.state.load(Ordering::SeqCst));
         assert!(
             k != gstate::ACTIVE && k != gstate::INSERTING,

@@ -261,3 +261,196 @@ fn a_dedup_grower_that_dies_at_each_step_leaves_the_table_usable() {
         });
     }
 }
+
+/// The active group entries holding `id`, in every published table (layout 16).
+fn entries_of(a: &Arena<'_>, id: &[u8]) -> usize {
+    a.all_groups()
+        .filter(|(_, e)| {
+            let mut out = [0u8; shmfifo::layout::MAX_ID_LEN];
+            let n = shmfifo::protocol::group::read_id(e, &mut out);
+            gstate::kind(e.state.load(Ordering::SeqCst)) == gstate::ACTIVE && &out[..n] == id
+        })
+        .count()
+}
+
+/// Layout 16: two senders of new groups meet a full group table (one group in a base table of
+/// two entries) that may add two tables (2 and 4 entries): it grows twice, both groups are
+/// inserted once each, a later send finds each where it was put, and every message comes back
+/// in its group's order.
+#[test]
+fn two_senders_grow_the_group_table_and_each_group_is_inserted_once() {
+    model(|| {
+        let h = arena_groups_growing(3, 1, 6, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "a", b"a1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = par(
+            move || send(&h1.arena(), &e1, 1, "b", b"b1"),
+            move || send(&h2.arena(), &e2, 2, "c", b"c1"),
+        );
+        r1.expect("accepted");
+        r2.expect("accepted");
+        let a = h.arena();
+        assert_eq!(a.published(shmfifo::layout::GROUP_KIND), 2);
+        send(&a, &env, 0, "b", b"b2").unwrap();
+        send(&a, &env, 0, "c", b"c2").unwrap();
+        for id in [&b"a"[..], b"b", b"c"] {
+            assert_eq!(entries_of(&a, id), 1, "{id:?} inserted once");
+        }
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 3);
+        let got = drain(&a, &env, 0);
+        assert_eq!(got.len(), 5);
+        for (x, y) in [(&b"b1"[..], &b"b2"[..]), (b"c1", b"c2")] {
+            let (i, j) = (
+                got.iter().position(|m| m == x).unwrap(),
+                got.iter().position(|m| m == y).unwrap(),
+            );
+            assert!(i < j, "{got:?}");
+        }
+        assert_clean(&a);
+    });
+}
+
+/// Layout 16: two senders of the same new group race while the table must grow to take it:
+/// one entry for it (the base table's home claim serialises them across tables), both
+/// messages in it.
+#[test]
+fn two_senders_of_one_new_group_insert_it_once_across_tables() {
+    model(|| {
+        let h = arena_groups_growing(3, 1, 6, 1);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "a", b"a1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = par(
+            move || send(&h1.arena(), &e1, 1, "b", b"x"),
+            move || send(&h2.arena(), &e2, 2, "b", b"y"),
+        );
+        r1.expect("accepted");
+        r2.expect("accepted");
+        let a = h.arena();
+        assert_eq!(entries_of(&a, b"b"), 1);
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 2);
+        let mut got = drain(&a, &env, 0);
+        got.sort();
+        assert_eq!(got, [b"a1".to_vec(), b"x".to_vec(), b"y".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// Layout 16: a sender whose new group grows the group table dies at each step (holding the
+/// key's home claim, then the grow claim): the survivor's send to the same group is accepted,
+/// into the one entry of that group, and the table stays usable.
+#[test]
+fn a_group_grower_that_dies_at_each_step_leaves_the_table_usable() {
+    for k in 0..12 {
+        model(move || {
+            let h = arena_groups_growing(3, 1, 6, 1);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send(&a, &env, 0, "a", b"a1").unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (dead, other) = par(
+                move || as_participant(&e1, 1, Some(k), || send(&h1.arena(), &e1, 1, "b", b"x")),
+                move || send(&h2.arena(), &e2, 2, "b", b"y"),
+            );
+            let a = h.arena();
+            // A survivor that met the dead sender's claim before it was proven dead waited and
+            // said Busy (retryable); otherwise it was served.
+            let other = match other {
+                Err(Fault::Busy(_)) => send(&a, &env, 2, "b", b"y"),
+                r => r,
+            };
+            other.expect("the survivor's send is accepted");
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            assert_eq!(entries_of(&a, b"b"), 1, "k={k}");
+            let got = drain(&a, &env, 2);
+            assert!(got.contains(&b"y".to_vec()), "k={k}: {got:?}");
+            if dead.is_ok() {
+                assert!(got.contains(&b"x".to_vec()), "k={k}: {got:?}");
+            }
+            assert_eq!(got[0], b"a1".to_vec());
+        });
+    }
+}
+
+/// Layout 16: a sender stopped forever (alive) while its new group grows the group table: a
+/// sender of an existing group and a receiver are served; a sender of another new group is
+/// served or says `Busy` (retryable, the claims the stopped one holds), never `Corrupted`.
+#[test]
+fn a_group_grower_stopped_forever_holds_only_its_claims() {
+    for k in 0..8 {
+        model(move || {
+            let h = arena_groups_growing(3, 1, 6, 1);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            send(&a, &env, 0, "a", b"a1").unwrap();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, (old, new, got)) = par(
+                move || {
+                    crash::arm(k);
+                    // Stopped (not dead): the claims it holds stay held.
+                    let _ = send(&h1.arena(), &e1, 1, "b", b"x");
+                },
+                move || {
+                    let a = h2.arena();
+                    let old = send(&a, &e2, 2, "a", b"a2");
+                    let new = send(&a, &e2, 2, "c", b"c1");
+                    let got = recv(&a, &e2, 2, 10, 1_000).expect("receive is served");
+                    (old, new, got)
+                },
+            );
+            old.expect("an existing group is served");
+            assert!(matches!(new, Ok(_) | Err(Fault::Busy(_))), "{new:?}");
+            assert!(!got.is_empty(), "the receiver is served");
+        });
+    }
+}
+
+/// Layout 16: more groups ready than the base ring holds (two entries, one per base entry;
+/// three groups once the table grew): the groups of an added table are hinted on that table's
+/// own ring while a receiver pops: receives alone (no sweep) deliver every group's message,
+/// each once.
+#[test]
+fn groups_of_an_added_table_are_hinted_on_its_own_ring() {
+    model(|| {
+        let h = arena_groups_growing(3, 1, 6, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "a", b"a").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (sent, got) = par(
+            move || {
+                let a = h1.arena();
+                send(&a, &e1, 1, "b", b"b").unwrap();
+                send(&a, &e1, 1, "c", b"c").unwrap();
+            },
+            move || {
+                let a = h2.arena();
+                let got = recv(&a, &e2, 2, 10, 1_000).expect("receive");
+                for (hd, _) in &got {
+                    handle::delete(&a, &*e2, me(2), *hd).expect("delete");
+                }
+                got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
+            },
+        );
+        let () = sent;
+        let a = h.arena();
+        let mut all = got;
+        for _ in 0..4 {
+            for (hd, b) in recv(&a, &env, 0, 10, 1_000).expect("receive") {
+                handle::delete(&a, &*env, me(0), hd).expect("delete");
+                all.push(b);
+            }
+        }
+        all.sort();
+        assert_eq!(all, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        assert_clean(&a);
+    });
+}

@@ -275,6 +275,7 @@ fn an_opener_never_sees_a_half_initialised_header() {
             class_growth: vec![1],
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         };
         let total = g.offsets().unwrap().total;
         // The growth fields as the header holds them: a limit of at least the base file, and

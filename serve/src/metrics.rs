@@ -132,6 +132,11 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "shmfifo_active_groups",
         "Message groups with messages",
     );
+    let group_cap = gauge(
+        &mut reg,
+        "shmfifo_group_capacity",
+        "Message groups the group table holds now, before it adds a table",
+    );
     let participants = gauge(
         &mut reg,
         "shmfifo_participants",
@@ -214,6 +219,7 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         dedup.get_or_create(&l).set(a.dedup_entries_in_use as i64);
         dedup_cap.get_or_create(&l).set(a.dedup_entries as i64);
         groups.get_or_create(&l).set(a.active_groups as i64);
+        group_cap.get_or_create(&l).set(a.group_capacity as i64);
         participants
             .get_or_create(&l)
             .set(i.participants.iter().filter(|p| p.alive).count() as i64);

@@ -397,7 +397,7 @@ impl Queue {
         let a = self.arena();
         let mut busy = None;
         let mut patience = Patience::new();
-        for g in 0..a.group_slots() {
+        for g in 0..a.group_entries() as u32 {
             if !quarantine::suspect(a, inner, inner.me, g) {
                 continue;
             }

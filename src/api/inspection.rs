@@ -9,7 +9,7 @@ use super::views::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
 use crate::protocol::message::MAX_ID_LEN;
-use crate::protocol::{accounting, dedup, grow, inspect, live, recovery, Env};
+use crate::protocol::{accounting, dedup, group, grow, inspect, live, recovery, Env};
 
 impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
@@ -276,7 +276,8 @@ impl Queue {
             created_timestamp: inner.created_wall_ms,
             fifo_queue: true,
             active_groups: stats.active_groups,
-            max_groups: inner.view.max_groups,
+            max_groups: group::capacity_max(&inner.view),
+            group_capacity: group::capacity_now(&inner.view),
             max_participants: inner.view.participant_slots(),
             size_classes: inner.caps.clone(),
             arena_bytes: size.bytes,

@@ -470,11 +470,10 @@ impl Queue {
         let inner = &*self.inner;
         // The wait is real time (also on a test clock).
         let deadline = inner.real_ms() + wait;
-        let ring = ready::ring(self.arena());
         loop {
             // Spin briefly: a message often arrives within microseconds.
             for _ in 0..SPIN_ROUNDS {
-                if !ring.looks_empty() {
+                if !ready::looks_empty(self.arena()) {
                     break;
                 }
                 crate::sync::spin_hint();
@@ -756,7 +755,7 @@ mod tests {
     fn v3_periodic_chunks_file_what_the_wheel_lost() {
         let q = in_flight(40);
         sweep::forget_the_wheel(q.arena());
-        let table = u64::from(q.arena().group_slots());
+        let table = q.arena().group_entries();
         for _ in 0..table.div_ceil(SWEEP_CHUNK) {
             let s = sweep_due(&q, true);
             assert!(s.visited as u64 <= SWEEP_CHUNK, "bounded: {s:?}");

@@ -442,8 +442,11 @@ pub struct QueueAttributes {
     pub fifo_queue: bool,
     /// Groups with messages now.
     pub active_groups: u64,
-    /// Most groups at once.
+    /// Most groups at once: what the group table holds once it has added every table the size
+    /// limit allows (layout 16); `max_groups` where it may not grow.
     pub max_groups: u64,
+    /// Groups the group table holds now, before it adds a table (it starts at `max_groups`).
+    pub group_capacity: u64,
     /// Most participants at once.
     pub max_participants: u32,
     /// `(payload bytes, slots)` of each size class.

@@ -558,6 +558,7 @@ impl QueueConfig {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         };
         let Some(base) = g.offsets().map(|o| o.total) else {
             return bad(
@@ -641,6 +642,11 @@ mod tests {
         assert_eq!(fixed.classes.len(), n - 1);
         assert_eq!(fixed.offsets().unwrap().total, g.offsets().unwrap().total);
         assert_eq!(g.group_slots, 8192);
+        // The group table (layout 16): 8 added tables within the default 1 GiB (8,192 × 2^8
+        // entries in all), so 4,096 + (2,097,152 − 8,192) / 2 = 1,048,576 groups at once.
+        assert_eq!(g.group_growth, 8);
+        assert_eq!(g.group_range(), 2_097_152);
+        assert_eq!(fixed.group_growth, 0);
     }
 
     /// Three queues with the default settings fit in a container's default 64 MiB

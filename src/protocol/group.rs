@@ -9,7 +9,7 @@
 
 use super::Owner;
 use super::{gstate, node, owner, Arena, Env, Fault, PResult};
-use crate::layout::{GroupEntry, MAX_ID_LEN};
+use crate::layout::{GroupEntry, GROUP_KIND, MAX_ID_LEN};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Result of trying to take a group claim.
@@ -242,16 +242,37 @@ pub fn prefetch(a: &Arena<'_>, hash: u64) {
 }
 
 /// Finds the active group `id` (with keyed hash `hash`). Returns `(index, incarnation)`.
+///
+/// Looks in each table the group table added (layout 16) that this process knows of, newest
+/// (largest, and where inserts go first) first, then in the base table. A table published
+/// since only sends the caller to the insert path, which looks in every published table under
+/// the home claim.
+#[inline]
 pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> {
-    let slots = a.groups.len();
+    for k in (1..=a.known_segments(GROUP_KIND)).rev() {
+        let (first, t) = a.group_table(k)?;
+        if let Some(found) = find_in(t, first, hash, id)? {
+            return Ok(Some(found));
+        }
+    }
+    find_in(a.groups, 0, hash, id)
+}
+
+/// [`find`] in one table, whose first entry has global index `first`.
+#[inline]
+fn find_in(t: &[GroupEntry], first: u32, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> {
+    let slots = t.len();
+    if slots == 0 || !slots.is_power_of_two() {
+        return Err(Fault::Corrupted("group table size"));
+    }
     let mask = slots as u64 - 1;
     let mut i = hash & mask;
     // Acquire: pairs with an inserter's Release store of the probe length (made before it
     // initialises the entry). A stale (shorter) value only sends the caller to the insert path,
     // which scans again under the home claim. Untrusted: clamped to the table.
-    let limit = a.groups[i as usize].probe.load(Ordering::Acquire).min(mask);
+    let limit = t[i as usize].probe.load(Ordering::Acquire).min(mask);
     for d in 0..=limit {
-        let e = &a.groups[i as usize];
+        let e = &t[i as usize];
         // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
         // The home entry (where a group usually lives) is read for writing: the send that
         // looks it up writes its line next (the append's `tail`, the hint, or an insert's home
@@ -273,7 +294,7 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
                     && id_matches(e, id)
                     && crate::sync::seqlock_still(&e.state, st) =>
             {
-                return Ok(Some((i as u32, gstate::ginc(st))));
+                return Ok(Some((first + i as u32, gstate::ginc(st))));
             }
             _ => {}
         }
@@ -295,12 +316,39 @@ pub fn find_or_insert(
     }
     let slots = a.groups.len();
     let mask = slots as u64 - 1;
+    // Every inserter of a key holds the home claim of its home in the base table, whichever
+    // table it inserts into: the added tables are larger powers of two, so the same low bits
+    // pick the base home, and the claim also serialises every writer of the key's homes there
+    // (their probe lengths).
     let home = &a.groups[(hash & mask) as usize];
     home_claim_wait(a, env, &home.home_claim, me)?;
     crash_point!();
     let r = insert_locked(a, env, me, hash, id);
     release_plain(&home.home_claim, me.bits());
     r
+}
+
+/// How far from its home an insert prefers to place a group (layout 16): the newest table
+/// with room this close takes it, else an older one, else wherever there is room. Keeps every
+/// table's probes short as old tables empty and the newest fills.
+const NEAR: u64 = 8;
+
+/// The groups the table may hold with `k` added tables: `max_groups` in the base table, half
+/// the entries of each added one.
+fn capacity(a: &Arena<'_>, k: u32) -> u64 {
+    let n = a.groups.len() as u32;
+    a.max_groups + (crate::layout::slots_with(n, k) - u64::from(n)) / 2
+}
+
+/// The groups the group table holds now (its published tables), before it must add a table.
+pub fn capacity_now(a: &Arena<'_>) -> u64 {
+    capacity(a, a.published(GROUP_KIND))
+}
+
+/// The most groups the queue may hold at once: the capacity of every table the group table
+/// may add under the size limit (layout 16); `max_groups` for a queue that may not grow.
+pub fn capacity_max(a: &Arena<'_>) -> u64 {
+    capacity(a, a.growth(GROUP_KIND))
 }
 
 fn insert_locked(
@@ -310,9 +358,8 @@ fn insert_locked(
     hash: u64,
     id: &[u8],
 ) -> PResult<(u32, u32)> {
-    let mask = a.groups.len() as u64 - 1;
-    let home = hash & mask;
     let mut full_retries = 0;
+    let mut no_room = 0;
     let mut p = Patience::new();
     let mut first = true;
     loop {
@@ -321,16 +368,50 @@ fn insert_locked(
         if !core::mem::take(&mut first) {
             p.wait(env, "the group table kept changing under an insert")?;
         }
-        let (target, st, live) = match scan_home(a, env, hash, id)? {
-            Scan::Found(g, ginc) => return Ok((g, ginc)),
-            Scan::Room { target, st, live } => (target, st, live),
+        // Every table published now. An RMW, not a load: it reads the latest count, so an
+        // inserter of our key that died holding the claim we took over (whose release we never
+        // read) cannot have used a table we do not look in.
+        let newest = published_latest(a);
+        let may_grow = newest < a.growth(GROUP_KIND);
+        let (t, first_index, target, st, live, home) = match place(a, env, hash, id, newest)? {
+            Placed::Found(g, ginc) => return Ok((g, ginc)),
+            // Every entry of every table looked taken. The count keeps the tables at most half
+            // full, so this is a view not yet updated (a retire's tombstone we have not seen:
+            // nothing orders it before our loads) or a damaged table: a new table certainly has
+            // room; at the limit, look again within the bound, then report the table full.
+            Placed::NoRoom if may_grow => {
+                grow_or_full(a, env, me, newest)?;
+                continue;
+            }
+            Placed::NoRoom => {
+                no_room += 1;
+                if no_room > 16 {
+                    return Err(Fault::GroupsFull);
+                }
+                continue; // paced by the wait at the top of the loop
+            }
+            Placed::Room {
+                table,
+                first,
+                target,
+                st,
+                live,
+                home,
+            } => (table, first, target, st, live, home),
         };
-        match count_in(a, &mut full_retries) {
+        match count_in(a, capacity(a, newest), may_grow, &mut full_retries) {
             Counted::Yes => {}
             Counted::Again => continue,
-            Counted::Full => return Err(Fault::GroupsFull),
+            Counted::Full => {
+                // At the capacity of the tables published: add the next (layout 16), and look
+                // again (another inserter may have added it meanwhile).
+                grow_or_full(a, env, me, newest)?;
+                full_retries = 0;
+                continue;
+            }
         }
-        let e = &a.groups[target as usize];
+        let mask = t.len() as u64 - 1;
+        let e = &t[target as usize];
         let ginc = super::words::next_ginc(gstate::ginc(st));
         // Acquire: orders our initialisation after the previous incarnation's last use.
         if e.state
@@ -349,7 +430,7 @@ fn insert_locked(
         // farthest live entry of our home (entries retired since the last insert no longer
         // count). Release: pairs with `find`'s Acquire load.
         let dist = target.wrapping_sub(home) & mask;
-        a.groups[home as usize]
+        t[home as usize]
             .probe
             .store(live.max(dist), Ordering::Release);
         // SYNC POINT(group-publish), seqlock half: a lookup that compares the id of the
@@ -357,43 +438,137 @@ fn insert_locked(
         // `seqlock_still` re-check (its Acquire fence against this Release fence).
         crate::sync::fence(Ordering::Release);
         crash_point!();
-        let g = target as u32;
+        let g = first_index + target as u32;
         publish_entry(a, e, g, ginc, hash, id);
         return Ok((g, ginc));
     }
 }
 
+/// Adds the group table's next table (layout 16) after `newest`, or finds it added by
+/// another inserter; [`Fault::GroupsFull`] at the size limit.
+fn grow_or_full(a: &Arena<'_>, env: &dyn Env, me: Owner, newest: u32) -> PResult<()> {
+    match super::grow::grow(a, env, me, GROUP_KIND, newest)? {
+        super::grow::Grew::Added | super::grow::Grew::Found => Ok(()),
+        super::grow::Grew::AtLimit => Err(Fault::GroupsFull),
+    }
+}
+
+/// The group table's published tables, read by an RMW under a home claim (the latest count;
+/// see `insert_locked`), noted as known to this process.
+fn published_latest(a: &Arena<'_>) -> u32 {
+    if a.growth(GROUP_KIND) == 0 {
+        return 0;
+    }
+    // AcqRel: SYNC POINT(segment-publish), as `Arena::published`, and the latest value in the
+    // count's modification order (as `grow::grow_locked` reads it).
+    let n = a.hdr.grow.0.segments[GROUP_KIND].fetch_add(0, Ordering::AcqRel);
+    let n = n.min(u64::from(a.growth(GROUP_KIND))) as u32;
+    a.refresh_segments(GROUP_KIND).max(n)
+}
+
+/// Where an insert goes: the id's entry if some table holds it, else the entry to take.
+enum Placed<'a> {
+    /// The id's entry: index and incarnation.
+    Found(u32, u32),
+    /// Take entry `target` of `table` (global index `first + target`), whose state is `st`;
+    /// `home` is the key's home there and `live` the farthest live entry of it.
+    Room {
+        table: &'a [GroupEntry],
+        first: u32,
+        target: u64,
+        st: u64,
+        live: u64,
+        home: u64,
+    },
+    /// No table has a free or reusable entry (as this participant sees them).
+    NoRoom,
+}
+
+/// Under the home claim: looks for `id` in every table (`0..=newest`), and chooses where to
+/// insert it: the newest table with room within [`NEAR`] of the key's home there, else the
+/// nearest room of any table (the newest on a tie).
+fn place<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    hash: u64,
+    id: &[u8],
+    newest: u32,
+) -> PResult<Placed<'a>> {
+    let mut near: Option<Placed<'a>> = None;
+    let mut best: Option<(u64, Placed<'a>)> = None;
+    for k in (0..=newest).rev() {
+        let (first, t) = a.group_table(k)?;
+        match scan_home(a, env, t, hash, id)? {
+            Scan::Found(i, ginc) => return Ok(Placed::Found(first + i, ginc)),
+            Scan::Room { target, st, live } => {
+                let mask = t.len() as u64 - 1;
+                let home = hash & mask;
+                let dist = target.wrapping_sub(home) & mask;
+                let room = Placed::Room {
+                    table: t,
+                    first,
+                    target,
+                    st,
+                    live,
+                    home,
+                };
+                if dist <= NEAR {
+                    // The newest such table (tables are scanned newest first).
+                    if near.is_none() {
+                        near = Some(room);
+                    }
+                } else if best.as_ref().is_none_or(|(d, _)| dist < *d) {
+                    best = Some((dist, room));
+                }
+            }
+            Scan::NoRoom => {}
+        }
+    }
+    // Every table was scanned for the id (it is in none).
+    Ok(near
+        .or(best.map(|(_, room)| room))
+        .unwrap_or(Placed::NoRoom))
+}
+
 /// What a scan of a home's probe range found, under the home claim.
 enum Scan {
-    /// The id's entry: index and incarnation.
+    /// The id's entry: index in the table and incarnation.
     Found(u32, u32),
     /// Where to insert (a reusable entry, else the first free one; `st` its state word) and
     /// the distance of the farthest live entry of the home.
     Room { target: u64, st: u64, live: u64 },
+    /// No free or reusable entry in the whole table.
+    NoRoom,
 }
 
-/// Under the home claim of `hash`: looks for `id` as far as the home's probe length, and for a
-/// free or reusable entry as far as it takes (turning a dead inserter's half-made entry into
-/// a tombstone on the way). Every live entry with our home lies within the probe length (we
-/// hold the home claim, so none is added meanwhile).
-fn scan_home(a: &Arena<'_>, env: &dyn Env, hash: u64, id: &[u8]) -> PResult<Scan> {
-    let slots = a.groups.len();
+/// Under the home claim of `hash`: looks for `id` in table `t` as far as the home's probe
+/// length, and for a free or reusable entry as far as it takes (turning a dead inserter's
+/// half-made entry into a tombstone on the way). Every live entry with our home lies within
+/// the probe length (we hold the home claim, so none is added meanwhile).
+fn scan_home(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    t: &[GroupEntry],
+    hash: u64,
+    id: &[u8],
+) -> PResult<Scan> {
+    let slots = t.len();
+    if slots == 0 || !slots.is_power_of_two() {
+        return Err(Fault::Corrupted("group table size"));
+    }
     let mask = slots as u64 - 1;
     let home = hash & mask;
     let mut i = home;
     let mut reusable: Option<(u64, u64)> = None;
     let mut end = None;
     // Acquire: the last holder of the home claim wrote it (SYNC POINT(claim) orders it too).
-    let limit = a.groups[home as usize]
-        .probe
-        .load(Ordering::Acquire)
-        .min(mask);
+    let limit = t[home as usize].probe.load(Ordering::Acquire).min(mask);
     let mut live = 0;
     for d in 0..slots as u64 {
         if d > limit && (reusable.is_some() || end.is_some()) {
             break;
         }
-        let e = &a.groups[i as usize];
+        let e = &t[i as usize];
         // Acquire: SYNC POINT(group-publish), as in `find`.
         let st = e.state.load(Ordering::Acquire);
         match gstate::kind(st) {
@@ -430,28 +605,35 @@ fn scan_home(a: &Arena<'_>, env: &dyn Env, hash: u64, id: &[u8]) -> PResult<Scan
         }
         i = (i + 1) & mask;
     }
-    let (target, st) = reusable.or(end).ok_or(Fault::GroupsFull)?;
-    Ok(Scan::Room { target, st, live })
+    Ok(match reusable.or(end) {
+        Some((target, st)) => Scan::Room { target, st, live },
+        None => Scan::NoRoom,
+    })
 }
 
-/// Whether an insert may count itself into `active_groups` (`max_groups`).
+/// Whether an insert may count itself into `active_groups`.
 enum Counted {
     /// Counted: go on.
     Yes,
     /// Not now: scan again (a retire about to leave the count, or a corrected count).
     Again,
-    /// At `max_groups`.
+    /// At the capacity.
     Full,
 }
 
-/// Counts a new group into `active_groups` unless that reaches `max_groups`.
-fn count_in(a: &Arena<'_>, full_retries: &mut u32) -> Counted {
+/// Counts a new group into `active_groups` unless that reaches `cap` (the capacity of the
+/// tables published). `may_grow`: the group table may add a table, so a full count is
+/// answered at once (the caller grows) instead of waited on.
+fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> Counted {
     // Relaxed: a capacity counter; an over-count after a crash is corrected by recovery.
     let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
-    if active < a.max_groups {
+    if active < cap {
         return Counted::Yes;
     }
     a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+    if may_grow {
+        return Counted::Full;
+    }
     // A retiring group turns into a tombstone a moment before it leaves the count: give such
     // a retire a few rounds to finish before reporting the table full.
     *full_retries += 1;
@@ -462,17 +644,16 @@ fn count_in(a: &Arena<'_>, full_retries: &mut u32) -> Counted {
     // The counter is over by one for each participant that died between counting and
     // inserting: recount once (a racy snapshot, corrected again the next time).
     let real = a
-        .groups
-        .iter()
+        .all_groups()
         // Relaxed: a census for the capacity counter only.
-        .filter(|e| {
+        .filter(|(_, e)| {
             matches!(
                 gstate::kind(e.state.load(Ordering::Relaxed)),
                 gstate::ACTIVE | gstate::INSERTING
             )
         })
         .count() as u64;
-    if *full_retries == 16 && real < a.max_groups {
+    if *full_retries == 16 && real < cap {
         a.hdr.active_groups.0.store(real, Ordering::Relaxed);
         return Counted::Again;
     }

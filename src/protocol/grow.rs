@@ -29,7 +29,7 @@
 
 use super::group::Patience;
 use super::{Arena, Env, Fault, Owner, PResult};
-use crate::layout::{DEDUP_KIND, MAX_SEGMENTS, PAGE};
+use crate::layout::{DEDUP_KIND, GROUP_KIND, MAX_SEGMENTS, PAGE};
 use crate::sync::Ordering;
 
 /// What a call to [`grow`] found.
@@ -110,8 +110,12 @@ fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
     crash_point!();
     // SYNC POINT(segment-publish): Release makes the directory entry (and the reserved
     // blocks, which exist from here on) visible to whoever loads the count with Acquire
-    // before it maps the segment (`Arena::segment`).
-    line.segments[c].store(u64::from(k), Ordering::Release);
+    // before it maps the segment (`Arena::segment`). An RMW, not a store: every write of the
+    // count is then an RMW, so an inserter's RMW read of it (`group::published_latest`) and its
+    // later loads see one modification order (a plain store is ordered against other
+    // threads' RMWs only by causality in loom's model, which let a load after such an RMW
+    // read an older count).
+    line.segments[c].fetch_max(u64::from(k), Ordering::Release);
     // Relaxed: a statistic.
     line.grows.fetch_add(1, Ordering::Relaxed);
     crash_point!(Ok(Grew::Added));
@@ -132,7 +136,7 @@ fn end_of(a: &Arena<'_>, latest: Option<(usize, u64)>) -> PResult<u64> {
     let mut end = a.base_len;
     // Kinds that may not grow have no segments: not even their counts are read.
     for c in (0..a.nclasses)
-        .chain([DEDUP_KIND])
+        .chain([DEDUP_KIND, GROUP_KIND])
         .filter(|&c| a.growth(c) > 0)
     {
         let published = match latest {

@@ -207,9 +207,9 @@ pub fn purge(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<u64> {
     let mut p = Patience::new();
     for round in 0..2 {
         let mut busy = 0;
-        for (g, e) in a.groups.iter().enumerate() {
+        for (g, e) in a.all_groups() {
             let wait = if round == 0 { None } else { Some(&mut p) };
-            match purge_group(a, env, me, g as u32, e, wait) {
+            match purge_group(a, env, me, g, e, wait) {
                 Ok(k) => n += k,
                 Err(Fault::Busy(what)) if round == 0 || held.is_some() => {
                     busy += 1;

@@ -13,6 +13,7 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering, UnsafeCell};
 enum Storage {
     Slots(Box<[MsgHeader]>, Box<[UnsafeCell<u8>]>),
     Dedup(Box<[crate::layout::DedupEntry]>, Box<[AtomicU64]>),
+    Groups(Box<[GroupEntry]>, Box<[AtomicU64]>),
 }
 
 /// The "file" of a heap arena's added segments: each reserved range gets its storage when it
@@ -48,6 +49,10 @@ impl SegmentFile for HeapFile {
                 Layout::Dedup { entries, key_words } => {
                     Storage::Dedup(boxed(entries as usize), boxed(entries as usize * key_words))
                 }
+                Layout::Groups { entries } => Storage::Groups(
+                    boxed(entries as usize),
+                    boxed(crate::layout::group_segment_words(entries) as usize),
+                ),
             };
             r.push((offset, len, layout, storage));
         }
@@ -82,6 +87,10 @@ impl SegmentFile for HeapFile {
                 table: e.as_ptr() as *const u8,
                 data: k.as_ptr() as *mut u8,
             },
+            Storage::Groups(e, w) => Mapped {
+                table: e.as_ptr() as *const u8,
+                data: w.as_ptr() as *mut u8,
+            },
         })
     }
 }
@@ -109,6 +118,7 @@ pub struct HeapArena {
     base_len: u64,
     size_limit: u64,
     dedup_growth: u32,
+    group_growth: u32,
 }
 
 // SAFETY: the payload cells are accessed only through the protocol, which gives one
@@ -166,6 +176,7 @@ impl HeapArena {
             base_len: g.offsets().map_or(PAGE, |o| o.total),
             size_limit: g.size_limit.max(g.offsets().map_or(PAGE, |o| o.total)),
             dedup_growth: g.dedup_growth,
+            group_growth: g.group_growth,
         }
     }
 
@@ -211,6 +222,7 @@ impl HeapArena {
             base_len: self.base_len,
             size_limit: self.size_limit,
             dedup_growth: self.dedup_growth,
+            group_growth: self.group_growth,
             base_slots: self.headers.iter().map(|h| h.len() as u64).sum(),
         }
     }
@@ -273,6 +285,7 @@ mod tests {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         }
     }
 
@@ -409,6 +422,7 @@ mod tests {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         };
         let h = HeapArena::new(&g);
         let env = MockEnv::default();
@@ -491,6 +505,7 @@ mod tests {
             class_growth: vec![3],
             size_limit: 1 << 30,
             dedup_growth: 0,
+            group_growth: 0,
             ..geom()
         }
     }
@@ -640,6 +655,7 @@ mod tests {
         let h = HeapArena::new(&Geometry {
             dedup_slots: 1,
             dedup_growth: 2,
+            group_growth: 0,
             size_limit: 1 << 30,
             classes: vec![(16, 16)],
             ..geom()

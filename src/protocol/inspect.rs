@@ -117,7 +117,7 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
     let t = Times::load(a, env);
     let mut out = Groups::default();
     let mut all = Vec::new();
-    for (g, e) in a.groups.iter().enumerate() {
+    for (g, e) in a.all_groups() {
         // Acquire: SYNC POINT(group-publish), the entry's fields are initialised.
         let st = e.state.load(Ordering::Acquire);
         if gstate::kind(st) != gstate::ACTIVE {
@@ -127,7 +127,7 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
         let mut c = GroupCounts::default();
         for _ in 0..WALK_RESTARTS {
             c = GroupCounts {
-                index: g as u32,
+                index: g,
                 ..GroupCounts::default()
             };
             let mut first = true;
@@ -149,7 +149,7 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
                 Ok(false) => {}
                 // One bad word breaks one group, not the inspection: report it and go on.
                 Err(f) => {
-                    out.damaged.push((g as u32, fault_text(f)));
+                    out.damaged.push((g, fault_text(f)));
                     c = GroupCounts::default();
                     break;
                 }
@@ -184,7 +184,7 @@ pub fn peek<T>(
     let t = Times::load(a, env);
     let mut out: Vec<T> = Vec::new();
     let mut bad = None;
-    for e in a.groups {
+    for (_, e) in a.all_groups() {
         if out.len() >= max {
             break;
         }

@@ -131,7 +131,7 @@ pub mod view;
 pub mod words;
 
 use crate::layout::{
-    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, MAX_CLASSES,
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, GROUP_KIND, MAX_CLASSES,
 };
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -341,6 +341,8 @@ pub struct Arena<'a> {
     pub size_limit: u64,
     /// The most segments the dedup table may add (layout 14).
     pub dedup_growth: u32,
+    /// The most segments the group table may add (layout 16).
+    pub group_growth: u32,
     /// Message slots of the base file, all classes.
     pub base_slots: u64,
 }
@@ -355,9 +357,38 @@ pub fn hint_from(classes: &[Option<Class<'_>>], total: u32) -> u32 {
 }
 
 impl<'a> Arena<'a> {
-    /// Entries of the group table.
-    pub fn group_slots(&self) -> u32 {
-        self.groups.len() as u32
+    /// Group entries now: the base table's and those of every published added table (layout
+    /// 16).
+    pub fn group_entries(&self) -> u64 {
+        crate::layout::slots_with(self.groups.len() as u32, self.published(GROUP_KIND))
+    }
+
+    /// The group index range, fixed at creation: every table the group table may add.
+    pub fn group_range(&self) -> u32 {
+        crate::layout::slots_with(self.groups.len() as u32, self.group_growth)
+            .min(crate::layout::MAX_GROUP_RANGE) as u32
+    }
+
+    /// Group table `k` (0: the base file's; `k ≥ 1`: its `k`-th added table, mapped here the
+    /// first time): the global index of its first entry, and its entries.
+    pub fn group_table(&self, k: u32) -> PResult<(u32, &'a [GroupEntry])> {
+        if k == 0 {
+            return Ok((0, self.groups));
+        }
+        let first = crate::layout::segment_start(self.groups.len() as u32, k) as u32;
+        Ok((first, self.group_segment(k)?.entries))
+    }
+
+    /// Every group entry of every published table, with its index (a table that cannot be
+    /// mapped, a corrupted directory, is skipped).
+    pub fn all_groups<'b>(&'b self) -> impl Iterator<Item = (u32, &'a GroupEntry)> + 'b {
+        (0..=self.published(GROUP_KIND))
+            .filter_map(move |k| self.group_table(k).ok())
+            .flat_map(|(first, t)| {
+                t.iter()
+                    .enumerate()
+                    .map(move |(j, e)| (first + j as u32, e))
+            })
     }
 
     /// Slots of the participant registry.
@@ -450,11 +481,30 @@ impl<'a> Arena<'a> {
         Ok(unsafe { core::slice::from_raw_parts(p, len) })
     }
 
-    /// The group entry `g`.
+    /// The group entry `g`: in the base table, or in an added one (layout 16, mapped here the
+    /// first time).
+    #[inline]
     pub fn group(&self, g: u32) -> PResult<&'a GroupEntry> {
-        self.groups
-            .get(g as usize)
-            .ok_or(Fault::Corrupted("group index out of range"))
+        match self.groups.get(g as usize) {
+            Some(e) => Ok(e),
+            None => self.group_in_segment(g),
+        }
+    }
+
+    /// [`Arena::group`] past the base table.
+    #[inline(never)]
+    fn group_in_segment(&self, g: u32) -> PResult<&'a GroupEntry> {
+        let n = self.groups.len() as u32;
+        if n == 0 || g >= self.group_range() {
+            return Err(Fault::Corrupted("group index out of range"));
+        }
+        let (k, j) = segments::segment_of(n, u64::from(g));
+        let m = self.segment(GROUP_KIND, k)?;
+        // SAFETY: `segment` mapped the whole segment, whose first array is its table's
+        // `segment_slots(n, k)` group entries, for as long as the arena's segment map lives (at
+        // least 'a); `j` is below that by `segment_of` (and `g` below the index range, so `k`
+        // is a segment the table may add); entries are atomics, valid for any bit pattern.
+        Ok(unsafe { &*(m.table as *const GroupEntry).add(j as usize) })
     }
 
     /// The link word of node `idx` (a message, or the sentinel of group `idx - total`).
@@ -471,7 +521,7 @@ impl<'a> Arena<'a> {
     /// only corruption can make.
     pub fn steps(&self) -> u32 {
         self.total
-            .saturating_add(self.groups.len() as u32)
+            .saturating_add(self.group_range())
             .saturating_add(64)
     }
 

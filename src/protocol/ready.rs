@@ -16,17 +16,75 @@ use super::sweep::maybe_sweep;
 use super::times::{Standing, Times};
 use super::Owner;
 use super::{gstate, node, owner, vis, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::GroupEntry;
+use crate::layout::{GroupEntry, GROUP_KIND};
 
 use crate::sync::Ordering;
 
-/// The ready ring of an arena.
+/// The base group table's ready ring.
 pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
     Ring {
         entries: a.ready,
         head: &a.hdr.ready_head.0,
         tail: &a.hdr.ready_tail.0,
     }
+}
+
+/// The ready ring of group `g`'s table (layout 16): the base ring for a group of the base
+/// table, the added table's own ring (in its segment) otherwise. Each ring has one entry per
+/// entry of its table, and a group has at most one hint queued, so no ring overflows.
+#[inline]
+pub fn ring_for<'a>(a: &Arena<'a>, g: u32) -> PResult<Ring<'a>> {
+    if (g as usize) < a.groups.len() {
+        return Ok(ring(a));
+    }
+    let n = a.groups.len() as u32;
+    if n == 0 || g >= a.group_range() {
+        return Err(Fault::Corrupted("group index out of range"));
+    }
+    let (k, _) = super::segments::segment_of(n, u64::from(g));
+    Ok(a.group_segment(k)?.ring)
+}
+
+/// Ready ring `k`: the base table's (0), or added table `k`'s.
+fn table_ring<'a>(a: &Arena<'a>, k: u32) -> Option<Ring<'a>> {
+    if k == 0 {
+        return Some(ring(a));
+    }
+    a.group_segment(k).ok().map(|s| s.ring)
+}
+
+/// Pops the hint of a ready group. A queue whose group table never grew has one ring; a grown
+/// one has a ring per table (layout 16), taken in turn, each pop starting at the next (so that
+/// no table's groups wait on another's), then any table published since this process last
+/// looked. R6's order holds within each table; across tables, their rings are served in turn.
+pub fn pop(a: &Arena<'_>) -> Option<u32> {
+    let known = a.known_segments(GROUP_KIND);
+    if known == 0 {
+        if let Some(g) = ring(a).pop() {
+            return Some(g);
+        }
+    } else {
+        let turn = a.segs.next_turn();
+        let rings = u64::from(known) + 1;
+        for i in 0..rings {
+            let k = ((turn + i) % rings) as u32;
+            if let Some(g) = table_ring(a, k).and_then(|r| r.pop()) {
+                return Some(g);
+            }
+        }
+    }
+    // Every ring this process knows of is empty: a table published since may hold hints.
+    if a.growth(GROUP_KIND) == 0 {
+        return None;
+    }
+    let now = a.refresh_segments(GROUP_KIND);
+    (known + 1..=now).find_map(|k| table_ring(a, k).and_then(|r| r.pop()))
+}
+
+/// Whether every ready ring looks empty (a hint).
+pub fn looks_empty(a: &Arena<'_>) -> bool {
+    ring(a).looks_empty()
+        && (1..=a.published(GROUP_KIND)).all(|k| table_ring(a, k).is_none_or(|r| r.looks_empty()))
 }
 
 /// Marks group `g` ready unless a hint is already queued. Returns whether it pushed one.
@@ -48,15 +106,22 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     if e.hint.swap(1, Ordering::AcqRel) != 0 {
         return Ok(false);
     }
-    let pushed = ring(a).push(g);
+    let pushed = ring_for(a, g)?.push(g);
     crash_point!();
     if pushed {
         return Ok(true);
     }
-    // Ring full (only under corruption: it has one entry per group slot): drop the hint and
-    // ask the next idle receiver to sweep.
+    // Ring full: only under corruption (each table's ring has one entry per entry of its
+    // table). The group is filed on the expiry wheel as due now, so that the next sweep (due
+    // now) hints it once the ring has room. Release: our hint reset happens before the
+    // wheel's SeqCst RMW, which a drain's clearing swap reads, so the drain's hint swap finds
+    // it reset.
     e.hint.store(0, Ordering::Release);
-    a.hdr.next_expiry.0.store(0, Ordering::Release);
+    let now = env.now_ms();
+    super::timers::file(a, g, now)?;
+    // AcqRel: as a receiver's deadline (SYNC POINT(expiry-publish)): a sweep that reset it
+    // before reads our bit on the wheel, a later one runs because of it.
+    a.hdr.next_expiry.0.fetch_min(now, Ordering::AcqRel);
     Ok(false)
 }
 

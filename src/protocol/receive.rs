@@ -6,11 +6,11 @@ use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
 use super::quarantine;
-use super::ready::{poke, ring};
+use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::release::{cleanup, or_release, release, release_claim_word, Cleaned};
 use super::settle::{settle_known, Link, Then};
-use super::sweep::maybe_sweep;
+use super::sweep::sweep_if_idle;
 use super::timers;
 use super::times::{Standing, Times};
 use super::words::{self, unpack_group_epoch0};
@@ -112,7 +112,6 @@ pub fn receive(
     policy: &mut Policy<'_>,
     sink: &mut Sink<'_>,
 ) -> PResult<Received> {
-    let r = ring(a);
     let mut rep = Received::default();
     let mut swept = false;
     // Groups already served by this call: with a zero visibility timeout a group is ready again
@@ -128,7 +127,7 @@ pub fn receive(
     let mut damaged = None;
     let mut damaged_groups = 0;
     while rep.taken < max && limited_pops < 16 && move_failures < 4 {
-        let popped = r.pop();
+        let popped = super::ready::pop(a);
         crash_point!();
         let Some(g) = popped else {
             if swept {
@@ -137,7 +136,7 @@ pub fn receive(
             // Idle: release dead receivers' messages (at most once per liveness period), then
             // sweep if a deadline passed. Either may have hinted groups: look once more.
             let released = release_on_death(a) && maybe_check_liveness(a, env, me).unwrap_or(false);
-            if !maybe_sweep(a, env, me).unwrap_or(false) && !released {
+            if !sweep_if_idle(a, env, me).unwrap_or(false) && !released {
                 break;
             }
             swept = true;
@@ -232,7 +231,7 @@ pub fn receive(
     }
     for &g in &requeue[..nrequeue] {
         // The flag is still 1 from the hint we popped: push directly, no flag change needed.
-        if !ring(a).push(g) {
+        if !super::ready::ring_for(a, g)?.push(g) {
             a.group(g)?.hint.store(0, Ordering::Release);
         }
     }

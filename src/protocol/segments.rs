@@ -18,8 +18,10 @@ use core::fmt;
 
 use super::{Arena, Fault, PResult};
 use crate::layout::{
-    dedup_segment_bytes, segment_bytes, segment_slots, slots_with, DedupEntry, MsgHeader,
-    DEDUP_KIND, MAX_KINDS, MAX_SEGMENTS, PAGE,
+    dedup_segment_bytes, group_segment_bytes, group_segment_words, segment_bytes, segment_slots,
+    slots_with, wheel_words_of, DedupEntry, GroupEntry, MsgHeader, DEDUP_ENTRY_SIZE, DEDUP_KIND,
+    GROUP_ENTRY_SIZE, GROUP_KIND, GROUP_RING_OFFSET_WORDS, MAX_KINDS, MAX_SEGMENTS,
+    MSG_HEADER_SIZE, PAGE, WHEEL_BUCKETS,
 };
 use crate::sync::Ordering;
 use crate::sync::{AtomicU32, AtomicU64};
@@ -41,6 +43,23 @@ pub enum Layout {
         /// Key words per entry.
         key_words: usize,
     },
+    /// `entries` group entries, then their expiry-wheel bitmaps (layout 16).
+    Groups {
+        /// Entries.
+        entries: u64,
+    },
+}
+
+impl Layout {
+    /// Bytes of the segment's first array (slot headers, dedup entries, group entries): the
+    /// second (payloads, key words, bitmaps) starts there.
+    pub fn table_bytes(&self) -> u64 {
+        match *self {
+            Layout::Slots { slots, .. } => slots * MSG_HEADER_SIZE as u64,
+            Layout::Dedup { entries, .. } => entries * DEDUP_ENTRY_SIZE as u64,
+            Layout::Groups { entries } => entries * GROUP_ENTRY_SIZE as u64,
+        }
+    }
 }
 
 /// Where one mapped segment's two arrays start: slot headers and payloads, or dedup entries
@@ -107,6 +126,9 @@ pub struct Segments {
     /// `[grows:32][slots:32]`: the message slots of every class as this process last counted
     /// them, and the arena's growth count when it did (see [`Arena::slots_counted`]).
     counted: crate::sync::local::AtomicU64,
+    /// Which ready ring a pop of a grown group table tries first (layout 16): each pop starts
+    /// at the next, so the tables' rings are served in turn.
+    turn: crate::sync::local::AtomicU64,
     file: Box<dyn SegmentFile>,
 }
 
@@ -130,6 +152,7 @@ impl Segments {
             }),
             known: core::array::from_fn(|_| AtomicU32::new(0)),
             counted: crate::sync::local::AtomicU64::new(0),
+            turn: crate::sync::local::AtomicU64::new(0),
             file,
         }
     }
@@ -140,6 +163,14 @@ impl Segments {
         // thread that reads `k` here with Acquire then sees the segments' blocks as the
         // grower published them (SYNC POINT(segment-publish), carried on).
         self.known[c].fetch_max(k, Ordering::Release);
+    }
+
+    /// The next turn of the ready rings' rotation (process-local; a plain load and store: two
+    /// threads that take the same turn only start at the same ring).
+    pub fn next_turn(&self) -> u64 {
+        let t = self.turn.load(StdOrdering::Relaxed);
+        self.turn.store(t.wrapping_add(1), StdOrdering::Relaxed);
+        t
     }
 
     /// The file behind the segments.
@@ -189,8 +220,11 @@ pub fn segment_of(n: u32, i: u64) -> (u32, u64) {
 }
 
 impl<'a> Arena<'a> {
-    /// The most segments kind `c` (a class, or [`DEDUP_KIND`]) may add.
+    /// The most segments kind `c` (a class, [`DEDUP_KIND`] or [`GROUP_KIND`]) may add.
     pub fn growth(&self, c: usize) -> u32 {
+        if c == GROUP_KIND {
+            return self.group_growth;
+        }
         if c == DEDUP_KIND {
             if self.dedup.is_empty() {
                 0
@@ -206,8 +240,12 @@ impl<'a> Arena<'a> {
         }
     }
 
-    /// Entries of kind `c` in the base file: a class's slots, or the dedup table's entries.
+    /// Entries of kind `c` in the base file: a class's slots, the dedup table's entries or
+    /// the group table's.
     pub fn base_count(&self, c: usize) -> u32 {
+        if c == GROUP_KIND {
+            return self.groups.len() as u32;
+        }
         if c == DEDUP_KIND {
             self.dedup.len() as u32
         } else {
@@ -222,6 +260,14 @@ impl<'a> Arena<'a> {
     /// The layout of segment `k` (from 1) of kind `c`, and its bytes.
     pub fn segment_layout(&self, c: usize, k: u32) -> PResult<(Layout, u64)> {
         let n = self.base_count(c);
+        if c == GROUP_KIND {
+            return Ok((
+                Layout::Groups {
+                    entries: segment_slots(n, k),
+                },
+                group_segment_bytes(n, k),
+            ));
+        }
         if c == DEDUP_KIND {
             let kw = self.dedup_key_words as u32;
             return Ok((
@@ -407,6 +453,51 @@ impl<'a> Arena<'a> {
                 core::slice::from_raw_parts(m.data as *const AtomicU64, n * self.dedup_key_words),
             ))
         }
+    }
+}
+
+/// One group table segment (layout 16): the entries of an added group table, their
+/// expiry-wheel bitmaps and their ready ring.
+#[derive(Debug, Clone, Copy)]
+pub struct GroupSegment<'a> {
+    /// The table's entries.
+    pub entries: &'a [GroupEntry],
+    /// [`WHEEL_BUCKETS`] bitmaps of [`wheel_words_of`]`(entries)` words.
+    pub maps: &'a [AtomicU64],
+    /// The table's ready ring (one entry per table entry): the hints of its groups.
+    pub ring: super::ring::Ring<'a>,
+}
+
+impl<'a> Arena<'a> {
+    /// Group table segment `k` (from 1, layout 16): its entries, their expiry-wheel bitmaps
+    /// and their ready ring.
+    pub fn group_segment(&self, k: u32) -> PResult<GroupSegment<'a>> {
+        let m = self.segment(GROUP_KIND, k)?;
+        let n = segment_slots(self.groups.len() as u32, k) as usize;
+        let w = WHEEL_BUCKETS * wheel_words_of(n);
+        // SAFETY: `segment` mapped the whole segment, `n` entries then the tail of
+        // `group_segment_words(n)` words (`group_segment_bytes`), for as long as the arena's
+        // segment map lives (at least 'a); entries and words are atomics, valid for any bit
+        // pattern, and the mapping is page-aligned (entries are 256 bytes, words 8).
+        let (entries, tail) = unsafe {
+            (
+                core::slice::from_raw_parts(m.table as *const GroupEntry, n),
+                core::slice::from_raw_parts(
+                    m.data as *const AtomicU64,
+                    group_segment_words(n as u64) as usize,
+                ),
+            )
+        };
+        let r = w + GROUP_RING_OFFSET_WORDS as usize;
+        Ok(GroupSegment {
+            entries,
+            maps: &tail[..w],
+            ring: super::ring::Ring {
+                entries: &tail[r..r + n],
+                head: &tail[w],
+                tail: &tail[w + 16],
+            },
+        })
     }
 }
 

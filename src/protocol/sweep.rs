@@ -8,7 +8,7 @@ use super::accounting::count;
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Next};
-use super::ready::{ring, status, Status};
+use super::ready::{looks_empty, ring_for, status, Status};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::timers;
 use super::times::Times;
@@ -25,21 +25,31 @@ pub const SWEEP_PERIOD_MS: u64 = 1000;
 
 /// Sweeps if a visibility deadline has passed or the last sweep is old. Returns whether it did.
 pub fn maybe_sweep(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
-    sweep_if_due(a, env, me, SWEEP_PERIOD_MS)
+    sweep_if_due(a, env, me, SWEEP_PERIOD_MS, false)
+}
+
+/// [`maybe_sweep`] for a receiver that found the ready ring empty: it also sweeps again within
+/// the millisecond of the last sweep when an expiry is due and the ring looks empty, as it is
+/// when groups ready beyond the ring's capacity wait on the wheel (filed as due now, layout
+/// 16) and the ring has drained. Such a sweep is never idle work: with an empty ring it may
+/// push as many hints as the ring holds, and it clears every due bit it looks at.
+pub fn sweep_if_idle(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
+    sweep_if_due(a, env, me, SWEEP_PERIOD_MS, true)
 }
 
 /// A producer that found its size class full: a full sweep (which removes messages past their
 /// retention period, T1) if none ran in the last [`FULL_CLASS_SWEEP_MS`], so that a full class
 /// costs at most that many sweeps per second across the queue. Returns whether it swept.
 pub fn sweep_for_room(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
-    sweep_if_due(a, env, me, FULL_CLASS_SWEEP_MS)
+    sweep_if_due(a, env, me, FULL_CLASS_SWEEP_MS, false)
 }
 
 /// Shortest time between two sweeps run for a full size class (ms).
 pub const FULL_CLASS_SWEEP_MS: u64 = 10;
 
-/// Sweeps if a visibility deadline has passed or the last sweep is `period` ms old.
-fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64) -> PResult<bool> {
+/// Sweeps if a visibility deadline has passed or the last sweep is `period` ms old; `idle`: see
+/// [`sweep_if_idle`].
+fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64, idle: bool) -> PResult<bool> {
     let now = env.now_ms();
     // Acquire: pairs with the fetch_min of receivers, and (SYNC POINT(reschedule)) with a
     // settings change's Release store of 0 after its setting stores (`live::reschedule`).
@@ -47,7 +57,10 @@ fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64) -> PResult
     // Relaxed: the CAS below decides who sweeps.
     let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
     let due = now >= ne || now >= ls.saturating_add(period);
-    if !due || (now == ls && ne != 0) {
+    // Once a millisecond, unless asked (`next_expiry == 0`) or idle with an expiry due and the
+    // ring drained (`sweep_if_idle`).
+    let again = ne == 0 || (idle && now >= ne && looks_empty(a));
+    if !due || (now == ls && !again) {
         return Ok(false);
     }
     // AcqRel: one sweeper per millisecond.
@@ -169,7 +182,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             min = min.min(m);
         }
     }
-    let n = a.groups.len() as u64;
+    let n = a.group_entries();
     let (start, len) = match scope {
         Scope::Expiries => (0, 0),
         Scope::Table => (0, n),
@@ -202,7 +215,13 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
     }
     // Ready order (R6): by the moment each head became visible again.
     expired.sort_unstable();
+    let mut refile = Vec::new();
     for (_, g) in expired {
+        if !refile.is_empty() {
+            // A ring was full: the rest wait too, behind the first (R6).
+            refile.push(g);
+            continue;
+        }
         let e = a.group(g)?;
         if full {
             // Forced: a flag left set by a participant that died before pushing is reset.
@@ -210,15 +229,24 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
         } else if e.hint.swap(1, Ordering::AcqRel) != 0 {
             continue; // already queued
         }
-        if ring(a).push(g) {
+        if ring_for(a, g).is_ok_and(|r| r.push(g)) {
             out.pushed += 1;
         } else {
             e.hint.store(0, Ordering::Release);
-            // Full (or corrupted): the rest would fail too, each after a bounded spin. The
-            // next sweep finds them again.
-            min = min.min(now.saturating_add(1));
-            break;
+            // Full (only under corruption: each table's ring holds one hint per entry): this
+            // group and the rest go back on the wheel as due now, for the next sweep, which
+            // sorts them again by the moment each became ready.
+            refile.push(g);
         }
+    }
+    for g in refile {
+        if let Err(f) = timers::arm(a, g, now) {
+            if super::stopped(f) {
+                return Err(f);
+            }
+            min = min.min(now.saturating_add(SWEEP_PERIOD_MS));
+        }
+        min = min.min(now);
     }
     // The next deadline: the wheel's earliest (after our re-arming), or sooner where a
     // group could not be looked at.

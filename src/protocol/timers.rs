@@ -5,7 +5,9 @@
 //! **Layout.** `timers[0..WHEEL_BUCKETS]` are the buckets' earliest deadlines, stored
 //! inverted (`!d`: the zeroed region of a new arena reads "none", and lowering is a
 //! `fetch_max`). Bucket `b`'s bitmap follows: `W = wheel_words(group slots)` words from
-//! `WHEEL_BUCKETS + b × W`, bit `g` for group slot `g`. A deadline `d` falls in bucket
+//! `WHEEL_BUCKETS + b × W`, bit `g` for group slot `g`. Each table the group table adds
+//! (layout 16) carries its own 64 bitmaps after its entries, laid out the same way for its
+//! entries; a drain of bucket `b` reads the base table's bitmap, then each added table's. A deadline `d` falls in bucket
 //! `(d >> WHEEL_SHIFT) % WHEEL_BUCKETS`: a bucket holds deadlines 1,024 ms wide, and the wheel
 //! turns in about 65 s, so a bucket may also hold deadlines one or more turns ahead.
 //!
@@ -33,8 +35,9 @@
 //! their bucket is next drained. The wheel is a hint like the ready ring: a hostile peer that
 //! scribbles over it delays expiries until the periodic sweep, and every index is checked.
 
+use super::segments::segment_of;
 use super::{Arena, Fault, PResult};
-use crate::layout::{wheel_words, WHEEL_BUCKETS, WHEEL_SHIFT};
+use crate::layout::{wheel_words, wheel_words_of, GROUP_KIND, WHEEL_BUCKETS, WHEEL_SHIFT};
 use crate::sync::{AtomicU64, Ordering};
 
 /// The wheel bucket of deadline `d` (ms).
@@ -50,16 +53,45 @@ fn min_word<'a>(a: &Arena<'a>, b: usize) -> PResult<&'a AtomicU64> {
         .ok_or(Fault::Corrupted("wheel bucket out of range"))
 }
 
-/// The word holding group `g`'s bit in bucket `b`, and the bit.
-fn bit<'a>(a: &Arena<'a>, b: usize, g: u32) -> PResult<(&'a AtomicU64, u64)> {
-    let w = wheel_words(a.groups.len() as u32);
-    let g = g as usize;
-    if b >= WHEEL_BUCKETS || g >= a.groups.len() {
+/// The bitmaps of group `g`'s table (the base table's after the bucket minima, or those of
+/// the added table it lies in, layout 16), the words of one bucket's bitmap there, and `g`'s
+/// index in its table.
+fn bitmaps<'a>(a: &Arena<'a>, g: u32) -> PResult<(&'a [AtomicU64], usize, usize)> {
+    let n = a.groups.len();
+    if (g as usize) < n {
+        let maps = a
+            .timers
+            .get(WHEEL_BUCKETS..)
+            .ok_or(Fault::Corrupted("wheel index out of range"))?;
+        return Ok((maps, wheel_words(n as u32), g as usize));
+    }
+    if n == 0 || g >= a.group_range() {
         return Err(Fault::Corrupted("wheel index out of range"));
     }
-    a.timers
-        .get(WHEEL_BUCKETS + b * w + g / 64)
-        .map(|word| (word, 1u64 << (g % 64)))
+    let (k, j) = segment_of(n as u32, u64::from(g));
+    let s = a.group_segment(k)?;
+    Ok((s.maps, wheel_words_of(s.entries.len()), j as usize))
+}
+
+/// Table `k`'s bitmaps (as [`bitmaps`]), the global index of its first group and its entries.
+fn table_maps<'a>(a: &Arena<'a>, k: u32) -> PResult<(&'a [AtomicU64], usize, u32, usize)> {
+    if k == 0 {
+        let (maps, w, _) = bitmaps(a, 0)?;
+        return Ok((maps, w, 0, a.groups.len()));
+    }
+    let (first, t) = a.group_table(k)?;
+    let s = a.group_segment(k)?;
+    Ok((s.maps, wheel_words_of(t.len()), first, t.len()))
+}
+
+/// The word holding group `g`'s bit in bucket `b`, and the bit.
+fn bit<'a>(a: &Arena<'a>, b: usize, g: u32) -> PResult<(&'a AtomicU64, u64)> {
+    if b >= WHEEL_BUCKETS {
+        return Err(Fault::Corrupted("wheel index out of range"));
+    }
+    let (maps, w, j) = bitmaps(a, g)?;
+    maps.get(b * w + j / 64)
+        .map(|word| (word, 1u64 << (j % 64)))
         .ok_or(Fault::Corrupted("wheel index out of range"))
 }
 
@@ -147,37 +179,41 @@ pub fn drain(
     // SYNC POINT(expiry-wheel): SeqCst reset, before the bits are read (see `lower`).
     min_word(a, b)?.swap(0, Ordering::SeqCst);
     crate::sync::fence(Ordering::SeqCst);
-    let w = wheel_words(a.groups.len() as u32);
     let mut visited = 0;
-    for k in 0..w {
-        let Some(word) = a.timers.get(WHEEL_BUCKETS + b * w + k) else {
-            return Err(Fault::Corrupted("wheel index out of range"));
-        };
-        // Relaxed: a filter only (the swap below reads the bits that count).
-        if word.load(Ordering::Relaxed) == 0 {
-            continue;
-        }
-        if visited >= budget {
-            lower(a, b, now)?;
-            return Ok(Drained {
-                visited,
-                complete: false,
-            });
-        }
-        // SYNC POINT(expiry-wheel): clear the word first, then look at each of its groups
-        // (SeqCst, see `arm`): one RMW per word, not per group.
-        let mut bits = word.swap(0, Ordering::SeqCst);
-        crash_point!();
-        while bits != 0 {
-            let j = bits.trailing_zeros();
-            bits &= bits - 1;
-            let g = k * 64 + j as usize;
-            if g >= a.groups.len() {
-                break; // a bit past the table (scribbled): cleared, ignored
+    // The base table's bitmap, then each added table's (layout 16).
+    for k in 0..=a.published(GROUP_KIND) {
+        let (maps, w, first, len) = table_maps(a, k)?;
+        for i in 0..w {
+            let Some(word) = maps.get(b * w + i) else {
+                return Err(Fault::Corrupted("wheel index out of range"));
+            };
+            // Relaxed: a filter only (the swap below reads the bits that count).
+            if word.load(Ordering::Relaxed) == 0 {
+                continue;
             }
-            visited += 1;
-            if let Some(d) = visit(g as u32) {
-                arm(a, g as u32, d)?;
+            if visited >= budget {
+                lower(a, b, now)?;
+                return Ok(Drained {
+                    visited,
+                    complete: false,
+                });
+            }
+            // SYNC POINT(expiry-wheel): clear the word first, then look at each of its
+            // groups (SeqCst, see `arm`): one RMW per word, not per group.
+            let mut bits = word.swap(0, Ordering::SeqCst);
+            crash_point!();
+            while bits != 0 {
+                let j = bits.trailing_zeros();
+                bits &= bits - 1;
+                let local = i * 64 + j as usize;
+                if local >= len {
+                    break; // a bit past the table (scribbled): cleared, ignored
+                }
+                let g = first + local as u32;
+                visited += 1;
+                if let Some(d) = visit(g) {
+                    arm(a, g, d)?;
+                }
             }
         }
     }
@@ -206,6 +242,7 @@ mod tests {
             class_growth: Vec::new(),
             size_limit: 0,
             dedup_growth: 0,
+            group_growth: 0,
         })
     }
 

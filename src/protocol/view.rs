@@ -216,6 +216,12 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     {
         return Err(corrupt("the dedup table's growth out of range"));
     }
+    let group_growth = hdr.group_growth.load(r);
+    if group_growth > MAX_SEGMENTS as u64
+        || (group_growth > 0 && group_slots << group_growth > crate::layout::MAX_GROUP_RANGE)
+    {
+        return Err(corrupt("the group table's growth out of range"));
+    }
     let geometry = Geometry {
         participants: participants as u32,
         max_groups: max_groups as u32,
@@ -228,6 +234,7 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
         class_growth,
         size_limit,
         dedup_growth: dedup_growth as u32,
+        group_growth: group_growth as u32,
     };
     if geometry.total_slots() > MAX_SLOTS || geometry.index_slots() > MAX_SLOTS {
         return Err(corrupt("too many message slots"));
@@ -248,6 +255,7 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     derived.derive_growth(o.total);
     if derived.class_growth != geometry.class_growth
         || derived.dedup_growth != geometry.dedup_growth
+        || derived.group_growth != geometry.group_growth
     {
         return Err(corrupt("growth settings do not match the size limit"));
     }
@@ -368,6 +376,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         base_len: o.total,
         size_limit: g.size_limit.max(o.total),
         dedup_growth: g.dedup_growth,
+        group_growth: g.group_growth,
         base_slots: g.total_slots(),
     }
 }
@@ -485,6 +494,7 @@ pub fn initialise(
     }
     hdr.size_limit.store(g.size_limit.max(total), r);
     hdr.dedup_growth.store(u64::from(g.dedup_growth), r);
+    hdr.group_growth.store(u64::from(g.group_growth), r);
     // SYNC POINT(arena-ready): Release publishes every store above to `open`'s Acquire load.
     hdr.state.store(STATE_READY, Ordering::Release);
 }

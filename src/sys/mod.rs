@@ -396,7 +396,6 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
         len: u64,
         layout: crate::protocol::segments::Layout,
     ) -> crate::protocol::PResult<crate::protocol::segments::Mapped> {
-        use crate::protocol::segments::Layout;
         use crate::protocol::Fault;
         use rustix::mm::{MapFlags, ProtFlags};
         // A segment is published only after its blocks are reserved, so the file reaches past
@@ -443,16 +442,12 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
             m.0.push((p as usize, n));
             m.1 = m.1.max(end);
         }
-        // Both layouts put a 64-byte record per entry first (a slot header, a dedup entry),
-        // then the rest (payloads, key words).
-        let count = match layout {
-            Layout::Slots { slots, .. } => slots,
-            Layout::Dedup { entries, .. } => entries,
-        };
+        // Every layout puts a record per entry first (a slot header, a dedup entry, a group
+        // entry), then the rest (payloads, key words, wheel bitmaps).
         let table = (p as *const u8).wrapping_add(skip);
         let data = (p as *mut u8)
             .wrapping_add(skip)
-            .wrapping_add(count as usize * crate::layout::MSG_HEADER_SIZE);
+            .wrapping_add(layout.table_bytes() as usize);
         Ok(crate::protocol::segments::Mapped { table, data })
     }
 

@@ -254,10 +254,19 @@ impl CreateArgs {
 }
 
 /// The settings of `a` (a queue's attributes) that must match for a create of an existing
-/// queue to succeed, as SQS's CreateQueue compares them: every setting, not the creation time.
+/// queue to succeed, as SQS's CreateQueue compares them: every setting, not the creation time
+/// nor how far the queue has grown.
 fn comparable(a: &shmfifo::QueueAttributes) -> serde_json::Map<String, serde_json::Value> {
     let mut m = settings_json(a).as_object().cloned().unwrap_or_default();
-    m.remove("created_timestamp");
+    // Not settings but how far the queue has grown (layouts 13–16).
+    for k in [
+        "created_timestamp",
+        "arena_bytes",
+        "grows",
+        "group_capacity",
+    ] {
+        m.remove(k);
+    }
     m
 }
 

@@ -140,6 +140,7 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
         })),
         "max_in_flight": a.max_in_flight,
         "max_groups": a.max_groups,
+        "group_capacity": a.group_capacity,
         "max_participants": a.max_participants,
         "release_on_death": a.release_on_death,
         "body_mode": body_mode(a.body_mode),

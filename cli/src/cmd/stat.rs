@@ -155,6 +155,8 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
         "groups": {
             "active": i.active_groups,
             "locked": i.locked_groups,
+            "capacity": i.attributes.group_capacity,
+            "max": i.attributes.max_groups,
             "largest": i.largest_groups.iter().map(|g| json!({
                 "group_id": g.group_id,
                 "backlog": g.backlog(),
@@ -253,9 +255,10 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
         2,
     ));
     s.push_str(&format!(
-        "\nGroups: {} active, {} locked (of {} at most)\n",
+        "\nGroups: {} active, {} locked (room for {} now, {} at most)\n",
         num(i.active_groups),
         num(i.locked_groups),
+        num(a.group_capacity),
         num(a.max_groups)
     ));
     if !i.largest_groups.is_empty() {
@@ -445,7 +448,7 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
     );
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count() as u64;
-    let gauges: [(&str, &str, u64); 15] = [
+    let gauges: [(&str, &str, u64); 16] = [
         (
             "messages_visible",
             "Visible messages (ApproximateNumberOfMessages).",
@@ -475,8 +478,13 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
         ),
         (
             "groups_max",
-            "Most groups with messages at once.",
+            "Most groups with messages at once (the group table grown to the size limit).",
             a.max_groups,
+        ),
+        (
+            "groups_capacity",
+            "Groups the group table holds now, before it adds a table.",
+            a.group_capacity,
         ),
         (
             "participants_alive",
