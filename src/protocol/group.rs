@@ -169,11 +169,22 @@ pub fn backoff(spin: u32) {
 /// Takes an insert (home) claim: owner code only, stolen from a proven-dead owner;
 /// [`Fault::Busy`] after [`CLAIM_WAIT_MS`] under a live holder.
 pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: Owner) -> PResult<()> {
+    home_claim_taken(a, env, word, me).map(|_| ())
+}
+
+/// [`home_claim_wait`], returning whether the claim was taken over from a dead owner (whose
+/// release, and so whose view, we never read).
+pub fn home_claim_taken(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    word: &AtomicU64,
+    me: Owner,
+) -> PResult<bool> {
     let mut p = Patience::new();
     loop {
         // SYNC POINT(claim): as in `try_claim`.
         match word.compare_exchange(0, me.bits(), Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return Ok(()),
+            Ok(_) => return Ok(false),
             Err(cur) => {
                 let holder = Owner::of_word(cur);
                 if holder != me
@@ -182,7 +193,7 @@ pub fn home_claim_wait(a: &Arena<'_>, env: &dyn Env, word: &AtomicU64, me: Owner
                         .compare_exchange(cur, me.bits(), Ordering::AcqRel, Ordering::Acquire)
                         .is_ok()
                 {
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         }
@@ -249,40 +260,61 @@ pub fn prefetch(a: &Arena<'_>, hash: u64) {
 /// the home claim.
 #[inline]
 pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> {
-    for k in (1..=a.known_segments(GROUP_KIND)).rev() {
+    let known = a.known_segments(GROUP_KIND);
+    for k in (1..=known).rev() {
         let (first, t) = a.group_table(k)?;
-        if let Some(found) = find_in(t, first, hash, id)? {
+        if let Some(found) = find_in(t, first, hash, id, false)? {
             return Ok(Some(found));
         }
     }
-    find_in(a.groups, 0, hash, id)
+    find_in(a.groups, 0, hash, id, known == 0)
 }
 
-/// [`find`] in one table, whose first entry has global index `first`.
+/// [`find`] in one table, whose first entry has global index `first`. `for_write`: read the
+/// home entry's state with an RMW (the one table where the group must be).
 #[inline]
-fn find_in(t: &[GroupEntry], first: u32, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> {
+fn find_in(
+    t: &[GroupEntry],
+    first: u32,
+    hash: u64,
+    id: &[u8],
+    for_write: bool,
+) -> PResult<Option<(u32, u32)>> {
     let slots = t.len();
     if slots == 0 || !slots.is_power_of_two() {
         return Err(Fault::Corrupted("group table size"));
     }
     let mask = slots as u64 - 1;
     let mut i = hash & mask;
+    let home = &t[i as usize];
+    // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
+    // Where the group can only be in this table, the home entry (where a group usually lives)
+    // is read for writing: the send that looks it up writes its line next (the append's
+    // `tail`, the hint, or an insert's home claim), so its line comes once
+    // (`load_for_write_u64`). Entries further along are other groups': plain loads, as in the
+    // tables of a grown group table, where the home is often another table's.
+    let st0 = if for_write {
+        crate::sync::load_for_write_u64(&home.state)
+    } else {
+        home.state.load(Ordering::Acquire)
+    };
+    // A FREE home was never used (entries never return to FREE): no key with this home is in
+    // this table, and its probe length need not be read (a miss in an added table of a grown
+    // group table costs one line).
+    if gstate::kind(st0) == gstate::FREE {
+        return Ok(None);
+    }
     // Acquire: pairs with an inserter's Release store of the probe length (made before it
     // initialises the entry). A stale (shorter) value only sends the caller to the insert path,
     // which scans again under the home claim. Untrusted: clamped to the table.
-    let limit = t[i as usize].probe.load(Ordering::Acquire).min(mask);
+    let limit = home.probe.load(Ordering::Acquire).min(mask);
+    let mut st = st0;
     for d in 0..=limit {
         let e = &t[i as usize];
-        // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
-        // The home entry (where a group usually lives) is read for writing: the send that
-        // looks it up writes its line next (the append's `tail`, the hint, or an insert's home
-        // claim), so its line comes once (`load_for_write_u64`). Entries further along are
-        // other groups': plain loads.
-        let st = if d == 0 {
-            crate::sync::load_for_write_u64(&e.state)
-        } else {
-            e.state.load(Ordering::Acquire)
-        };
+        if d > 0 {
+            // Acquire: SYNC POINT(group-publish), as above.
+            st = e.state.load(Ordering::Acquire);
+        }
         match gstate::kind(st) {
             gstate::FREE => return Ok(None),
             // Relaxed loads in the guard: see `id_matches`. The seqlock re-check proves the
@@ -321,9 +353,9 @@ pub fn find_or_insert(
     // pick the base home, and the claim also serialises every writer of the key's homes there
     // (their probe lengths).
     let home = &a.groups[(hash & mask) as usize];
-    home_claim_wait(a, env, &home.home_claim, me)?;
+    let stolen = home_claim_taken(a, env, &home.home_claim, me)?;
     crash_point!();
-    let r = insert_locked(a, env, me, hash, id);
+    let r = insert_locked(a, env, me, hash, id, stolen);
     release_plain(&home.home_claim, me.bits());
     r
 }
@@ -351,12 +383,14 @@ pub fn capacity_max(a: &Arena<'_>) -> u64 {
     capacity(a, a.growth(GROUP_KIND))
 }
 
+/// Under the home claim (`stolen`: taken over from a dead owner).
 fn insert_locked(
     a: &Arena<'_>,
     env: &dyn Env,
     me: Owner,
     hash: u64,
     id: &[u8],
+    stolen: bool,
 ) -> PResult<(u32, u32)> {
     let mut full_retries = 0;
     let mut no_room = 0;
@@ -368,10 +402,9 @@ fn insert_locked(
         if !core::mem::take(&mut first) {
             p.wait(env, "the group table kept changing under an insert")?;
         }
-        // Every table published now. An RMW, not a load: it reads the latest count, so an
-        // inserter of our key that died holding the claim we took over (whose release we never
-        // read) cannot have used a table we do not look in.
-        let newest = published_latest(a);
+        // Every table published now: a table an earlier inserter of our key used is among
+        // them (see `published_latest`).
+        let newest = published_latest(a, stolen);
         let may_grow = newest < a.growth(GROUP_KIND);
         let (t, first_index, target, st, live, home) = match place(a, env, hash, id, newest)? {
             Placed::Found(g, ginc) => return Ok((g, ginc)),
@@ -453,17 +486,29 @@ fn grow_or_full(a: &Arena<'_>, env: &dyn Env, me: Owner, newest: u32) -> PResult
     }
 }
 
-/// The group table's published tables, read by an RMW under a home claim (the latest count;
-/// see `insert_locked`), noted as known to this process.
-fn published_latest(a: &Arena<'_>) -> u32 {
+/// The group table's published tables, read under the key's home claim (`stolen`: taken over
+/// from a dead owner), noted as known to this process. Every earlier inserter of the key held
+/// the claim, and the table it used was published before it used it: where we acquired the
+/// claim from its release, an Acquire load sees that count (the claim's Release/Acquire orders
+/// it before); where we took it over from a dead holder, whose release we never read, an RMW
+/// reads the latest count in its modification order. So an insert never misses a table that
+/// holds its key, and the common insert writes nothing to the growth line.
+fn published_latest(a: &Arena<'_>, stolen: bool) -> u32 {
     if a.growth(GROUP_KIND) == 0 {
         return 0;
     }
-    // AcqRel: SYNC POINT(segment-publish), as `Arena::published`, and the latest value in the
-    // count's modification order (as `grow::grow_locked` reads it).
-    let n = a.hdr.grow.0.segments[GROUP_KIND].fetch_add(0, Ordering::AcqRel);
-    let n = n.min(u64::from(a.growth(GROUP_KIND))) as u32;
-    a.refresh_segments(GROUP_KIND).max(n)
+    let n = if stolen {
+        // AcqRel: SYNC POINT(segment-publish), as `Arena::published`, and the latest value in
+        // the count's modification order (as `grow::grow_locked` reads it).
+        let n = a.hdr.grow.0.segments[GROUP_KIND].fetch_add(0, Ordering::AcqRel);
+        n.min(u64::from(a.growth(GROUP_KIND))) as u32
+    } else {
+        a.published(GROUP_KIND)
+    };
+    if n > a.known_segments(GROUP_KIND) {
+        a.refresh_segments(GROUP_KIND);
+    }
+    n
 }
 
 /// Where an insert goes: the id's entry if some table holds it, else the entry to take.

@@ -37,6 +37,7 @@ pub(crate) enum Next<'a> {
 }
 
 /// The node after `cur` in its group's list.
+#[inline]
 pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
     // Acquire: SYNC POINT(node-link), so the node found is seen as its producer wrote it.
     let l = a.link(node::index(cur))?.load(Ordering::Acquire);

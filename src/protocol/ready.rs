@@ -37,6 +37,13 @@ pub fn ring_for<'a>(a: &Arena<'a>, g: u32) -> PResult<Ring<'a>> {
     if (g as usize) < a.groups.len() {
         return Ok(ring(a));
     }
+    added_ring_for(a, g)
+}
+
+/// [`ring_for`] of a group of an added table.
+#[cold]
+#[inline(never)]
+fn added_ring_for<'a>(a: &Arena<'a>, g: u32) -> PResult<Ring<'a>> {
     let n = a.groups.len() as u32;
     if n == 0 || g >= a.group_range() {
         return Err(Fault::Corrupted("group index out of range"));
@@ -57,13 +64,22 @@ fn table_ring<'a>(a: &Arena<'a>, k: u32) -> Option<Ring<'a>> {
 /// one has a ring per table (layout 16), taken in turn, each pop starting at the next (so that
 /// no table's groups wait on another's), then any table published since this process last
 /// looked. R6's order holds within each table; across tables, their rings are served in turn.
+#[inline]
 pub fn pop(a: &Arena<'_>) -> Option<u32> {
-    let known = a.known_segments(GROUP_KIND);
-    if known == 0 {
+    if a.known_segments(GROUP_KIND) == 0 {
         if let Some(g) = ring(a).pop() {
             return Some(g);
         }
-    } else {
+    }
+    pop_tables(a)
+}
+
+/// [`pop`] past the base ring of a table that never grew: every ring in turn, then the tables
+/// published since.
+#[inline(never)]
+fn pop_tables(a: &Arena<'_>) -> Option<u32> {
+    let known = a.known_segments(GROUP_KIND);
+    if known > 0 {
         let turn = a.segs.next_turn();
         let rings = u64::from(known) + 1;
         for i in 0..rings {
@@ -73,11 +89,17 @@ pub fn pop(a: &Arena<'_>) -> Option<u32> {
             }
         }
     }
-    // Every ring this process knows of is empty: a table published since may hold hints.
+    // Every ring this process knows of is empty: a table published since may hold hints (a
+    // load of the count, read-shared: an empty poll of a table that never grew writes nothing
+    // more).
     if a.growth(GROUP_KIND) == 0 {
         return None;
     }
-    let now = a.refresh_segments(GROUP_KIND);
+    let now = a.published(GROUP_KIND);
+    if now <= known {
+        return None;
+    }
+    a.refresh_segments(GROUP_KIND);
     (known + 1..=now).find_map(|k| table_ring(a, k).and_then(|r| r.pop()))
 }
 
@@ -92,6 +114,7 @@ pub fn looks_empty(a: &Arena<'_>) -> bool {
 /// Groups that became ready by visibility expiry (no event) are found by a sweep; running a due
 /// sweep first keeps them ahead of `g` in ready order (R6: a group is ready from the moment its
 /// head became visible).
+#[inline]
 pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire. The clock is read only
     // when some deadline is pending.

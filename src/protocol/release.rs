@@ -149,6 +149,7 @@ pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
 /// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
 /// the group if it has a deliverable message (H5: a delete that unlocks a group wakes a
 /// receiver).
+#[inline]
 pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) -> PResult<()> {
     let e = a.group(g)?;
     for _ in 0..MAX_STEPS {

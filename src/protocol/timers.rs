@@ -56,6 +56,7 @@ fn min_word<'a>(a: &Arena<'a>, b: usize) -> PResult<&'a AtomicU64> {
 /// The bitmaps of group `g`'s table (the base table's after the bucket minima, or those of
 /// the added table it lies in, layout 16), the words of one bucket's bitmap there, and `g`'s
 /// index in its table.
+#[inline]
 fn bitmaps<'a>(a: &Arena<'a>, g: u32) -> PResult<(&'a [AtomicU64], usize, usize)> {
     let n = a.groups.len();
     if (g as usize) < n {
@@ -65,6 +66,14 @@ fn bitmaps<'a>(a: &Arena<'a>, g: u32) -> PResult<(&'a [AtomicU64], usize, usize)
             .ok_or(Fault::Corrupted("wheel index out of range"))?;
         return Ok((maps, wheel_words(n as u32), g as usize));
     }
+    added_bitmaps(a, g)
+}
+
+/// [`bitmaps`] of a group of an added table.
+#[cold]
+#[inline(never)]
+fn added_bitmaps<'a>(a: &Arena<'a>, g: u32) -> PResult<(&'a [AtomicU64], usize, usize)> {
+    let n = a.groups.len();
     if n == 0 || g >= a.group_range() {
         return Err(Fault::Corrupted("wheel index out of range"));
     }
@@ -97,6 +106,7 @@ fn bit<'a>(a: &Arena<'a>, b: usize, g: u32) -> PResult<(&'a AtomicU64, u64)> {
 
 /// Files group `g`, whose head is locked until `d`, on the wheel. Called after the SeqCst CAS
 /// that published `d` (or, for a delayed head, after the SeqCst load that found it).
+#[inline]
 pub fn arm(a: &Arena<'_>, g: u32, d: u64) -> PResult<()> {
     let b = bucket(d);
     let (word, m) = bit(a, b, g)?;
