@@ -127,7 +127,9 @@ pub enum Error {
     /// The group table is full: `max_groups` groups have messages, and the table has grown as
     /// far as the queue's size limit allows (layout 16).
     GroupLimitReached {
-        /// The most groups the queue may hold at once (its tables at the size limit).
+        /// The groups the queue's tables hold: its cap where the size limit stopped the table
+        /// growing (normally `max_groups` in the attributes; less where the size classes took
+        /// the room first).
         max_groups: u64,
     },
     /// Every dedup table entry holds a dedup id accepted within the dedup interval (none can

@@ -203,7 +203,7 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
         Fault::NoSpace(needed) => Error::NoSpace { needed },
         Fault::Mapping(errno) => Error::Io(std::io::Error::from_raw_os_error(errno)),
         Fault::GroupsFull => Error::GroupLimitReached {
-            max_groups: crate::protocol::group::capacity_max(&inner.view),
+            max_groups: crate::protocol::group::capacity_now(&inner.view),
         },
         Fault::Expired => Error::ReceiptHandleExpired {
             handle: String::new(),

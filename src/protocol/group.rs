@@ -271,7 +271,7 @@ pub fn find(a: &Arena<'_>, hash: u64, id: &[u8]) -> PResult<Option<(u32, u32)>> 
 }
 
 /// [`find`] in one table, whose first entry has global index `first`. `for_write`: read the
-/// home entry's state with an RMW (the one table where the group must be).
+/// home entry's state with an RMW (the only table this process knows of).
 #[inline]
 fn find_in(
     t: &[GroupEntry],
@@ -288,8 +288,9 @@ fn find_in(
     let mut i = hash & mask;
     let home = &t[i as usize];
     // SYNC POINT(group-publish): Acquire pairs with the inserter's Release store of ACTIVE.
-    // Where the group can only be in this table, the home entry (where a group usually lives)
-    // is read for writing: the send that looks it up writes its line next (the append's
+    // In a table that never grew as far as this process knows (a choice of how the line
+    // comes, not of where to look: a table published since sends a miss to the insert path),
+    // the home entry (where a group usually lives) is read for writing: the send that looks it up writes its line next (the append's
     // `tail`, the hint, or an insert's home claim), so its line comes once
     // (`load_for_write_u64`). Entries further along are other groups': plain loads, as in the
     // tables of a grown group table, where the home is often another table's.
@@ -394,6 +395,9 @@ fn insert_locked(
 ) -> PResult<(u32, u32)> {
     let mut full_retries = 0;
     let mut no_room = 0;
+    // Cleared when a growth finds no room under the size limit (which the size classes and
+    // the dedup table share): the table is then at its cap, whatever its own growth allows.
+    let mut can_grow = true;
     let mut p = Patience::new();
     let mut first = true;
     loop {
@@ -405,7 +409,7 @@ fn insert_locked(
         // Every table published now: a table an earlier inserter of our key used is among
         // them (see `published_latest`).
         let newest = published_latest(a, stolen);
-        let may_grow = newest < a.growth(GROUP_KIND);
+        let may_grow = can_grow && newest < a.growth(GROUP_KIND);
         let (t, first_index, target, st, live, home) = match place(a, env, hash, id, newest)? {
             Placed::Found(g, ginc) => return Ok((g, ginc)),
             // Every entry of every table looked taken. The count keeps the tables at most half
@@ -413,7 +417,7 @@ fn insert_locked(
             // nothing orders it before our loads) or a damaged table: a new table certainly has
             // room; at the limit, look again within the bound, then report the table full.
             Placed::NoRoom if may_grow => {
-                grow_or_full(a, env, me, newest)?;
+                can_grow = grow_more(a, env, me, newest)?;
                 continue;
             }
             Placed::NoRoom => {
@@ -435,13 +439,15 @@ fn insert_locked(
         match count_in(a, capacity(a, newest), may_grow, &mut full_retries) {
             Counted::Yes => {}
             Counted::Again => continue,
-            Counted::Full => {
+            Counted::Full if may_grow => {
                 // At the capacity of the tables published: add the next (layout 16), and look
-                // again (another inserter may have added it meanwhile).
-                grow_or_full(a, env, me, newest)?;
+                // again (another inserter may have added it meanwhile). At the size limit, the
+                // waits and the recount of a table that cannot grow decide.
+                can_grow = grow_more(a, env, me, newest)?;
                 full_retries = 0;
                 continue;
             }
+            Counted::Full => return Err(Fault::GroupsFull),
         }
         let mask = t.len() as u64 - 1;
         let e = &t[target as usize];
@@ -478,12 +484,12 @@ fn insert_locked(
 }
 
 /// Adds the group table's next table (layout 16) after `newest`, or finds it added by
-/// another inserter; [`Fault::GroupsFull`] at the size limit.
-fn grow_or_full(a: &Arena<'_>, env: &dyn Env, me: Owner, newest: u32) -> PResult<()> {
-    match super::grow::grow(a, env, me, GROUP_KIND, newest)? {
-        super::grow::Grew::Added | super::grow::Grew::Found => Ok(()),
-        super::grow::Grew::AtLimit => Err(Fault::GroupsFull),
-    }
+/// another inserter: `true`. `false` at the size limit.
+fn grow_more(a: &Arena<'_>, env: &dyn Env, me: Owner, newest: u32) -> PResult<bool> {
+    Ok(match super::grow::grow(a, env, me, GROUP_KIND, newest)? {
+        super::grow::Grew::Added | super::grow::Grew::Found => true,
+        super::grow::Grew::AtLimit => false,
+    })
 }
 
 /// The group table's published tables, read under the key's home claim (`stolen`: taken over
@@ -677,6 +683,10 @@ fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> 
     }
     a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
     if may_grow {
+        // The table grows. (Not recounted first: a recount is a racy snapshot whose store
+        // loses the increments of inserters between their count and their entry, which a
+        // loom model caught making the count wrap; its over-count of a dead inserter's
+        // group only adds a table a little early, within the size limit.)
         return Counted::Full;
     }
     // A retiring group turns into a tombstone a moment before it leaves the count: give such
@@ -688,6 +698,17 @@ fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> 
     }
     // The counter is over by one for each participant that died between counting and
     // inserting: recount once (a racy snapshot, corrected again the next time).
+    if *full_retries == 16 {
+        if let Some(real) = recount(a, cap) {
+            a.hdr.active_groups.0.store(real, Ordering::Relaxed);
+            return Counted::Again;
+        }
+    }
+    Counted::Full
+}
+
+/// The groups in use (ACTIVE or INSERTING) in every published table, if fewer than `cap`.
+fn recount(a: &Arena<'_>, cap: u64) -> Option<u64> {
     let real = a
         .all_groups()
         // Relaxed: a census for the capacity counter only.
@@ -698,11 +719,7 @@ fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> 
             )
         })
         .count() as u64;
-    if *full_retries == 16 && real < cap {
-        a.hdr.active_groups.0.store(real, Ordering::Relaxed);
-        return Counted::Again;
-    }
-    Counted::Full
+    (real < cap).then_some(real)
 }
 
 /// Writes a new incarnation `ginc` of entry `e` (index `g`, state INSERTING by us) for

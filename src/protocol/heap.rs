@@ -199,6 +199,7 @@ impl HeapArena {
                 cap: self.caps[k],
                 base,
                 growth: self.growth[k],
+                span: crate::layout::slots_with(h.len() as u32, self.growth[k]) as u32,
             });
             base += crate::layout::slots_with(h.len() as u32, self.growth[k]) as u32;
         }

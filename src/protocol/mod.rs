@@ -267,6 +267,9 @@ pub struct Class<'a> {
     pub base: u32,
     /// The most segments the class may add (layout 13).
     pub growth: u32,
+    /// The size of its index range, `slots_with(n, growth)` (≤ 2^31), kept so that locating a
+    /// message index (several times a message) does not compute it.
+    pub span: u32,
 }
 
 impl Class<'_> {
@@ -280,7 +283,7 @@ impl Class<'_> {
     /// The most slots the class may hold (its index range).
     #[inline]
     pub fn max_slots(&self) -> u64 {
-        crate::layout::slots_with(self.n(), self.growth)
+        u64::from(self.span)
     }
 
     /// The slots the class holds once it has added `k` segments.

@@ -60,6 +60,15 @@ fn table_ring<'a>(a: &Arena<'a>, k: u32) -> Option<Ring<'a>> {
     a.group_segment(k).ok().map(|s| s.ring)
 }
 
+/// Notes the tables the group table has added (layout 16) if it added any this process does
+/// not know of yet, so that [`pop`] takes their rings too.
+#[inline]
+pub fn learn_tables(a: &Arena<'_>) {
+    if a.growth(GROUP_KIND) > 0 && a.published(GROUP_KIND) > a.known_segments(GROUP_KIND) {
+        a.refresh_segments(GROUP_KIND);
+    }
+}
+
 /// Pops the hint of a ready group. A queue whose group table never grew has one ring; a grown
 /// one has a ring per table (layout 16), taken in turn, each pop starting at the next (so that
 /// no table's groups wait on another's), then any table published since this process last

@@ -112,6 +112,10 @@ pub fn receive(
     policy: &mut Policy<'_>,
     sink: &mut Sink<'_>,
 ) -> PResult<Received> {
+    // Once a call: a table the group table added since this process last looked (layout 16)
+    // holds hints on its own ring, which the pops below take in turn only once known. A load
+    // of the count (a read-shared line, written only when a table is added).
+    super::ready::learn_tables(a);
     let mut rep = Received::default();
     let mut swept = false;
     // Groups already served by this call: with a zero visibility timeout a group is ready again

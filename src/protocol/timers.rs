@@ -190,9 +190,18 @@ pub fn drain(
     min_word(a, b)?.swap(0, Ordering::SeqCst);
     crate::sync::fence(Ordering::SeqCst);
     let mut visited = 0;
-    // The base table's bitmap, then each added table's (layout 16).
+    let mut damaged = None;
+    // The base table's bitmap, then each added table's (layout 16). A table that cannot be
+    // mapped (a damaged directory) is passed over: the others are drained, and the bucket
+    // stays due.
     for k in 0..=a.published(GROUP_KIND) {
-        let (maps, w, first, len) = table_maps(a, k)?;
+        let (maps, w, first, len) = match table_maps(a, k) {
+            Ok(t) => t,
+            Err(f) => {
+                damaged = Some(f);
+                continue;
+            }
+        };
         for i in 0..w {
             let Some(word) = maps.get(b * w + i) else {
                 return Err(Fault::Corrupted("wheel index out of range"));
@@ -226,6 +235,10 @@ pub fn drain(
                 }
             }
         }
+    }
+    if let Some(f) = damaged {
+        lower(a, b, now)?;
+        return Err(f);
     }
     Ok(Drained {
         visited,

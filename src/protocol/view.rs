@@ -352,6 +352,8 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
             cap,
             base: first,
             growth: g.growth(k),
+            // `check` bounds every class's index range by `MAX_SLOTS` (< 2^31).
+            span: g.max_slots(k) as u32,
         });
         // `check` bounds the whole index range (every class at its limit) by `MAX_SLOTS`.
         first += g.max_slots(k) as u32;
