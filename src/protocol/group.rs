@@ -682,11 +682,14 @@ fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> 
         return Counted::Yes;
     }
     a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-    if may_grow {
-        // The table grows. (Not recounted first: a recount is a racy snapshot whose store
-        // loses the increments of inserters between their count and their entry, which a
-        // loom model caught making the count wrap; its over-count of a dead inserter's
-        // group only adds a table a little early, within the size limit.)
+    // The table grows (layout 16), for a count that inserts could have made: at most one
+    // insert in progress per participant past the capacity (and a few dead inserters' leaks).
+    // A count further past it was not made by inserts (a damaged word): the table must not
+    // grow to the size limit for it, so the waits and the recount below decide, as in a table
+    // that cannot grow. (Not recounted before each growth: a recount is a racy snapshot whose
+    // store loses the increments of inserters between their count and their entry, which a
+    // loom model caught making the count wrap.)
+    if may_grow && active <= cap.saturating_add(a.parts.len() as u64 + 64) {
         return Counted::Full;
     }
     // A retiring group turns into a tombstone a moment before it leaves the count: give such
