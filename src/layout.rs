@@ -37,7 +37,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 16;
+pub const LAYOUT_VERSION: u64 = 17;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -431,6 +431,9 @@ pub mod counter {
 /// | `INSERTING` | inserter    | being initialised by `owner` (who holds the home claim)   |
 /// | `ACTIVE`    | 0           | group `id` lives here, incarnation `ginc`                 |
 /// | `TOMBSTONE` | 0           | was a group; reusable, does not end probe chains          |
+/// | `TOMBSTONE` | `KEPT` (1)  | a group its last receive emptied, kept with its key and   |
+/// |             |             | counted: its next send revives it (layout 17); reusable    |
+/// | `TOMBSTONE` | quarantiner | being quarantined by `owner`                              |
 ///
 /// The `claim` word grants its owner exclusive right to take messages of the group and to
 /// advance `head` (free consumed nodes). Bit 63 (`DIRTY`) asks the owner to clean up again.

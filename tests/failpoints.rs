@@ -43,6 +43,7 @@ fn group_of_x(op: &str) -> &'static str {
     match op {
         "send-new-group" => "h",
         "send-new-group-grow" => "k",
+        "send-revive" => "r",
         _ => "g",
     }
 }
@@ -75,7 +76,12 @@ fn child(spec: &str) {
         o.flush().unwrap();
     };
     match op {
-        "send" | "send-new-group" | "send-new-group-grow" | "send-grow" | "send-dedup-grow" => {
+        "send"
+        | "send-new-group"
+        | "send-new-group-grow"
+        | "send-grow"
+        | "send-dedup-grow"
+        | "send-revive" => {
             let g = group_of_x(op);
             failpoint::arm(k);
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
@@ -450,6 +456,36 @@ fn resend_x(q: &Queue, g: &str, o: &Outcome, op: &str, k: u64) {
         assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
         assert_eq!(&again.message_id.to_string(), id);
     }
+}
+
+/// Group `r` emptied (its one message received and deleted), so that its entry is kept with
+/// its key (layout 17) for the `send-revive` cases.
+fn keep_r(q: &Queue) {
+    send(q, "r", "r0");
+    assert_eq!(drain(q), ["r0"]);
+}
+
+/// A send that revives a kept group (layout 17), killed at each step (holding the key's home
+/// claim, with the entry INSERTING, or ACTIVE with nothing linked yet): the survivor's send is
+/// the same message once, into the one entry of the group, and the queue ends clean.
+fn case_send_revive(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh("fprevive", &config());
+    keep_r(&q);
+    send(&q, "g", "a");
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    resend_x(&q, "r", &o, op, k);
+    assert_eq!(
+        q.attributes().active_groups,
+        2,
+        "{op} k={k}: r revived (or inserted) once"
+    );
+    let mut got = drain(&q);
+    got.sort();
+    assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x");
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
 }
 
 /// A send that grows a full class by a segment (layout 13), killed at each step of it
@@ -1049,6 +1085,9 @@ fn stop_case(op: &str, k: u64) -> bool {
         _ => config(),
     };
     let (name, q) = fresh("fpstop", &cfg);
+    if op == "send-revive" {
+        keep_r(&q);
+    }
     if op == "send-large" {
         q.set_attribute("MaximumMessageSize", "1048576").unwrap();
     }
@@ -1204,7 +1243,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 24] = [
+    let cases: [(&str, Case); 25] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1214,6 +1253,7 @@ fn main() {
         ("send-wait", case_send_wait),
         ("send-new-group", case_send),
         ("send-new-group-grow", case_send_new_group_grow),
+        ("send-revive", case_send_revive),
         ("send-batch", case_send_batch),
         ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
@@ -1247,6 +1287,7 @@ fn main() {
         "send-loan",
         "send-new-group",
         "send-new-group-grow",
+        "send-revive",
         "send-batch",
         "send-loan-batch",
         "receive-delete",

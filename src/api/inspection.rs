@@ -275,7 +275,7 @@ impl Queue {
             maximum_message_size: self.maximum_message_size(),
             created_timestamp: inner.created_wall_ms,
             fifo_queue: true,
-            active_groups: stats.active_groups,
+            active_groups: group::count_active(&inner.view),
             max_groups: group::capacity_max(&inner.view),
             group_capacity: group::capacity_now(&inner.view),
             max_participants: inner.view.participant_slots(),

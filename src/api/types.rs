@@ -440,7 +440,8 @@ pub struct QueueAttributes {
     pub created_timestamp: u64,
     /// `FifoQueue`: always true.
     pub fifo_queue: bool,
-    /// Groups with messages now.
+    /// Groups with messages now (a census of the group table: a group emptied by its last
+    /// receive is kept for its next send, layout 17, but not counted here).
     pub active_groups: u64,
     /// Most groups at once: what the group table holds once it has added every table the size
     /// limit allows (layout 16); `max_groups` where it may not grow.

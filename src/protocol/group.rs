@@ -6,6 +6,18 @@
 //! *insert claim* of the key's home slot, so a key is never inserted twice; a retiring group
 //! closes its list first (no append can succeed after), so a lookup that finds a retiring group
 //! and fails to append simply looks again.
+//!
+//! Kept groups (layout 17): the receive that empties a group retires it into a *kept*
+//! tombstone ([`gstate::kept`]) that keeps its key and stays in `active_groups`. The next send
+//! of the key revives that entry (a new incarnation) without writing the key or the count, so
+//! a group that empties after each message moves neither the id's lines nor the count's
+//! between the producer and the consumer. An insert of another key may take a kept entry as
+//! its room (still without counting); an insert that finds the count at the capacity first
+//! turns kept entries into plain tombstones, out of the count ([`reclaim_kept`]). Every change
+//! of a kept entry is a CAS of its state word from the kept word read, so a reviver, a reuser
+//! and a reclaimer of one entry agree on exactly one winner. `active_groups` counts the
+//! entries INSERTING, ACTIVE or kept (plus the leaks of inserters that died between counting
+//! and inserting, corrected by the recount).
 
 use super::Owner;
 use super::{gstate, node, owner, Arena, Env, Fault, PResult};
@@ -400,6 +412,8 @@ fn insert_locked(
     let mut can_grow = true;
     let mut p = Patience::new();
     let mut first = true;
+    // Whether this insert turned the kept groups out of the count already (once an insert).
+    let mut reclaimed = false;
     loop {
         // Each rescan follows a change by another participant (progress); bounded by time,
         // as a hostile word could make every scan look changed.
@@ -410,7 +424,7 @@ fn insert_locked(
         // them (see `published_latest`).
         let newest = published_latest(a, stolen);
         let may_grow = can_grow && newest < a.growth(GROUP_KIND);
-        let (t, first_index, target, st, live, home) = match place(a, env, hash, id, newest)? {
+        let room = match place(a, env, hash, id, newest)? {
             Placed::Found(g, ginc) => return Ok((g, ginc)),
             // Every entry of every table looked taken. The count keeps the tables at most half
             // full, so this is a view not yet updated (a retire's tombstone we have not seen:
@@ -434,20 +448,27 @@ fn insert_locked(
                 st,
                 live,
                 home,
-            } => (table, first, target, st, live, home),
+                ours,
+            } => (table, first, target, st, live, home, ours),
         };
-        match count_in(a, capacity(a, newest), may_grow, &mut full_retries) {
-            Counted::Yes => {}
-            Counted::Again => continue,
-            Counted::Full if may_grow => {
-                // At the capacity of the tables published: add the next (layout 16), and look
-                // again (another inserter may have added it meanwhile). At the size limit, the
-                // waits and the recount of a table that cannot grow decide.
-                can_grow = grow_more(a, env, me, newest)?;
-                full_retries = 0;
-                continue;
+        let (t, first_index, target, st, live, home, ours) = room;
+        // A kept entry is counted already (layout 17): reviving or reusing it counts nothing.
+        let counted = !gstate::is_kept(st);
+        if counted {
+            let cap = capacity(a, newest);
+            match count_in(a, cap, may_grow, &mut full_retries, &mut reclaimed)? {
+                Counted::Yes => {}
+                Counted::Again => continue,
+                Counted::Full if may_grow => {
+                    // At the capacity of the tables published: add the next (layout 16), and
+                    // look again (another inserter may have added it meanwhile). At the size
+                    // limit, the waits and the recount of a table that cannot grow decide.
+                    can_grow = grow_more(a, env, me, newest)?;
+                    full_retries = 0;
+                    continue;
+                }
+                Counted::Full => return Err(Fault::GroupsFull),
             }
-            Counted::Full => return Err(Fault::GroupsFull),
         }
         let mask = t.len() as u64 - 1;
         let e = &t[target as usize];
@@ -462,7 +483,9 @@ fn insert_locked(
             )
             .is_err()
         {
-            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            if counted {
+                a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            }
             continue;
         }
         // The probe length covers the new entry before it can become ACTIVE, and shrinks to the
@@ -478,7 +501,7 @@ fn insert_locked(
         crate::sync::fence(Ordering::Release);
         crash_point!();
         let g = first_index + target as u32;
-        publish_entry(a, e, g, ginc, hash, id);
+        publish_entry(a, e, g, ginc, (!ours).then_some((hash, id)));
         return Ok((g, ginc));
     }
 }
@@ -522,7 +545,8 @@ enum Placed<'a> {
     /// The id's entry: index and incarnation.
     Found(u32, u32),
     /// Take entry `target` of `table` (global index `first + target`), whose state is `st`;
-    /// `home` is the key's home there and `live` the farthest live entry of it.
+    /// `home` is the key's home there and `live` the farthest live entry of it; `ours`: the
+    /// entry holds the key already (the key's kept group, or its plain tombstone).
     Room {
         table: &'a [GroupEntry],
         first: u32,
@@ -530,14 +554,16 @@ enum Placed<'a> {
         st: u64,
         live: u64,
         home: u64,
+        ours: bool,
     },
     /// No table has a free or reusable entry (as this participant sees them).
     NoRoom,
 }
 
 /// Under the home claim: looks for `id` in every table (`0..=newest`), and chooses where to
-/// insert it: the newest table with room within [`NEAR`] of the key's home there, else the
-/// nearest room of any table (the newest on a tie).
+/// insert it: the key's own kept or retired entry (revived without writing the key, nor the
+/// count if kept), else the newest table with room within [`NEAR`] of the key's home there,
+/// else the nearest room of any table (the newest on a tie).
 fn place<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
@@ -545,13 +571,19 @@ fn place<'a>(
     id: &[u8],
     newest: u32,
 ) -> PResult<Placed<'a>> {
+    let mut own: Option<Placed<'a>> = None;
     let mut near: Option<Placed<'a>> = None;
     let mut best: Option<(u64, Placed<'a>)> = None;
     for k in (0..=newest).rev() {
         let (first, t) = a.group_table(k)?;
         match scan_home(a, env, t, hash, id)? {
             Scan::Found(i, ginc) => return Ok(Placed::Found(first + i, ginc)),
-            Scan::Room { target, st, live } => {
+            Scan::Room {
+                target,
+                st,
+                live,
+                ours,
+            } => {
                 let mask = t.len() as u64 - 1;
                 let home = hash & mask;
                 let dist = target.wrapping_sub(home) & mask;
@@ -562,8 +594,15 @@ fn place<'a>(
                     st,
                     live,
                     home,
+                    ours,
                 };
-                if dist <= NEAR {
+                if ours {
+                    // The newest table's (an older one may still hold the key active: every
+                    // table is scanned before this is taken).
+                    if own.is_none() {
+                        own = Some(room);
+                    }
+                } else if dist <= NEAR {
                     // The newest such table (tables are scanned newest first).
                     if near.is_none() {
                         near = Some(room);
@@ -575,8 +614,9 @@ fn place<'a>(
             Scan::NoRoom => {}
         }
     }
-    // Every table was scanned for the id (it is in none).
-    Ok(near
+    // Every table was scanned for the id (it is active in none).
+    Ok(own
+        .or(near)
         .or(best.map(|(_, room)| room))
         .unwrap_or(Placed::NoRoom))
 }
@@ -585,9 +625,15 @@ fn place<'a>(
 enum Scan {
     /// The id's entry: index in the table and incarnation.
     Found(u32, u32),
-    /// Where to insert (a reusable entry, else the first free one; `st` its state word) and
-    /// the distance of the farthest live entry of the home.
-    Room { target: u64, st: u64, live: u64 },
+    /// Where to insert (the key's own kept or retired entry, else a reusable entry, else the
+    /// first free one; `st` its state word; `ours`: it holds the key already) and the
+    /// distance of the farthest live or kept entry of the home.
+    Room {
+        target: u64,
+        st: u64,
+        live: u64,
+        ours: bool,
+    },
     /// No free or reusable entry in the whole table.
     NoRoom,
 }
@@ -611,6 +657,7 @@ fn scan_home(
     let home = hash & mask;
     let mut i = home;
     let mut reusable: Option<(u64, u64)> = None;
+    let mut ours: Option<(u64, u64)> = None;
     let mut end = None;
     // Acquire: the last holder of the home claim wrote it (SYNC POINT(claim) orders it too).
     let limit = t[home as usize].probe.load(Ordering::Acquire).min(mask);
@@ -648,17 +695,44 @@ fn scan_home(
                 }
             }
             _ => {
-                // A tombstone with an owner is being quarantined: not reusable yet.
-                if reusable.is_none() && gstate::owner(st) == Owner::NOBODY {
-                    reusable = Some((i, st));
+                // A plain tombstone or a kept group is reusable; a tombstone with another
+                // owner is being quarantined: not yet.
+                let kept = gstate::is_kept(st);
+                if kept || gstate::owner(st) == Owner::NOBODY {
+                    // Relaxed: see `id_matches`; a kept entry of our key stays ours while we
+                    // hold the home claim (only our key's inserters revive it), and a reuser
+                    // or reclaimer of it changes `state`, which the CAS that takes it checks.
+                    let h = e.hash.load(Ordering::Relaxed);
+                    if ours.is_none() && h == hash && id_matches(e, id) {
+                        ours = Some((i, st));
+                    }
+                    // A kept entry of our home stays within its probe length, so that the
+                    // next insert of its key finds it (and revives it).
+                    if kept && h & mask == home {
+                        live = d;
+                    }
+                    if reusable.is_none() {
+                        reusable = Some((i, st));
+                    }
                 }
             }
         }
         i = (i + 1) & mask;
     }
-    Ok(match reusable.or(end) {
-        Some((target, st)) => Scan::Room { target, st, live },
-        None => Scan::NoRoom,
+    Ok(match (ours, reusable.or(end)) {
+        (Some((target, st)), _) => Scan::Room {
+            target,
+            st,
+            live,
+            ours: true,
+        },
+        (None, Some((target, st))) => Scan::Room {
+            target,
+            st,
+            live,
+            ours: false,
+        },
+        (None, None) => Scan::NoRoom,
     })
 }
 
@@ -674,14 +748,30 @@ enum Counted {
 
 /// Counts a new group into `active_groups` unless that reaches `cap` (the capacity of the
 /// tables published). `may_grow`: the group table may add a table, so a full count is
-/// answered at once (the caller grows) instead of waited on.
-fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> Counted {
+/// answered at once (the caller grows) instead of waited on. The first time an insert finds
+/// the count at the capacity (`reclaimed` false), the kept groups leave the count first
+/// ([`reclaim_kept`], layout 17); unless that frees an eighth of the capacity where the table
+/// may grow, the table grows anyway: one that full of groups with messages would soon scan
+/// again.
+fn count_in(
+    a: &Arena<'_>,
+    cap: u64,
+    may_grow: bool,
+    full_retries: &mut u32,
+    reclaimed: &mut bool,
+) -> PResult<Counted> {
     // Relaxed: a capacity counter; an over-count after a crash is corrected by recovery.
     let active = a.hdr.active_groups.0.fetch_add(1, Ordering::Relaxed);
     if active < cap {
-        return Counted::Yes;
+        return Ok(Counted::Yes);
     }
     a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+    if !core::mem::replace(reclaimed, true) {
+        let freed = reclaim_kept(a)?;
+        if freed > 0 && (!may_grow || freed >= cap / 8) {
+            return Ok(Counted::Again);
+        }
+    }
     // The table grows (layout 16), for a count that inserts could have made: at most one
     // insert in progress per participant past the capacity (and a few dead inserters' leaks).
     // A count further past it was not made by inserts (a damaged word): the table must not
@@ -690,51 +780,109 @@ fn count_in(a: &Arena<'_>, cap: u64, may_grow: bool, full_retries: &mut u32) -> 
     // store loses the increments of inserters between their count and their entry, which a
     // loom model caught making the count wrap.)
     if may_grow && active <= cap.saturating_add(a.parts.len() as u64 + 64) {
-        return Counted::Full;
+        return Ok(Counted::Full);
     }
     // A retiring group turns into a tombstone a moment before it leaves the count: give such
     // a retire a few rounds to finish before reporting the table full.
     *full_retries += 1;
     if *full_retries < 16 {
         crate::sync::yield_hint();
-        return Counted::Again;
+        return Ok(Counted::Again);
     }
     // The counter is over by one for each participant that died between counting and
     // inserting: recount once (a racy snapshot, corrected again the next time).
     if *full_retries == 16 {
         if let Some(real) = recount(a, cap) {
             a.hdr.active_groups.0.store(real, Ordering::Relaxed);
-            return Counted::Again;
+            return Ok(Counted::Again);
         }
     }
-    Counted::Full
+    Ok(Counted::Full)
 }
 
-/// The groups in use (ACTIVE or INSERTING) in every published table, if fewer than `cap`.
+/// The entries in use (ACTIVE, INSERTING or kept) in every published table, if fewer than
+/// `cap`.
 fn recount(a: &Arena<'_>, cap: u64) -> Option<u64> {
     let real = a
         .all_groups()
         // Relaxed: a census for the capacity counter only.
-        .filter(|(_, e)| {
-            matches!(
-                gstate::kind(e.state.load(Ordering::Relaxed)),
-                gstate::ACTIVE | gstate::INSERTING
-            )
-        })
+        .filter(|(_, e)| counted_state(e.state.load(Ordering::Relaxed)))
         .count() as u64;
     (real < cap).then_some(real)
 }
 
+/// Whether an entry in state `st` counts in `active_groups`: INSERTING, ACTIVE, or kept.
+pub fn counted_state(st: u64) -> bool {
+    matches!(gstate::kind(st), gstate::ACTIVE | gstate::INSERTING) || gstate::is_kept(st)
+}
+
+/// The groups ACTIVE now in every published table (a census: each state word read once, with
+/// no claim; the count of groups with messages, whatever the kept entries).
+pub fn count_active(a: &Arena<'_>) -> u64 {
+    a.all_groups()
+        // Relaxed: a census for reports.
+        .filter(|(_, e)| gstate::kind(e.state.load(Ordering::Relaxed)) == gstate::ACTIVE)
+        .count() as u64
+}
+
+/// Turns every kept group of the published tables into a plain tombstone, out of the count
+/// (layout 17): what an insert at the capacity does before it grows the table or reports it
+/// full. Each by a CAS from the kept word read (a reviver or a reuser of the entry may win
+/// it instead), counted out at once (one that dies between the two leaves the count one
+/// over, as a dead inserter does). Returns how many it took out.
+pub fn reclaim_kept(a: &Arena<'_>) -> PResult<u64> {
+    let mut freed = 0;
+    for (_, e) in a.all_groups() {
+        // Relaxed: the CAS below decides, and a kept entry carries no data to read.
+        let st = e.state.load(Ordering::Relaxed);
+        if !gstate::is_kept(st) {
+            continue;
+        }
+        let plain = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, Owner::NOBODY);
+        // Relaxed: the entry stays a reusable tombstone with the same key and incarnation;
+        // a reuser's Acquire CAS of `state` pairs with the retire's Release (kept), which
+        // this CAS continues in the word's modification order (release sequence).
+        if e.state
+            .compare_exchange(st, plain, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            crash_point!();
+            // Relaxed: a capacity counter.
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
+            freed += 1;
+        }
+    }
+    Ok(freed)
+}
+
+/// Retires the ACTIVE group whose state word is `st` into a kept entry (layout 17): its key
+/// stays, and so does its place in `active_groups`. Returns whether this call did it.
+pub fn keep(e: &GroupEntry, st: u64) -> bool {
+    // Release: our last writes to the entry happen before a reviver's or reuser's Acquire
+    // CAS of `state`.
+    e.state
+        .compare_exchange(
+            st,
+            gstate::kept(gstate::ginc(st)),
+            Ordering::Release,
+            Ordering::Relaxed,
+        )
+        .is_ok()
+}
+
 /// Writes a new incarnation `ginc` of entry `e` (index `g`, state INSERTING by us) for
-/// `hash`/`id`, then publishes it ACTIVE (SYNC POINT(group-publish)).
-fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, hash: u64, id: &[u8]) {
+/// `key` (`hash`, `id`; `None`: the entry holds the key already, a revived kept group), then
+/// publishes it ACTIVE (SYNC POINT(group-publish)).
+fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(u64, &[u8])>) {
     // Relaxed stores: all published by the Release store of ACTIVE below.
-    e.hash.store(hash, Ordering::Relaxed);
-    e.id_len.store(id.len() as u64, Ordering::Relaxed);
-    for (k, chunk) in id.chunks(8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+    if let Some((hash, id)) = key {
+        e.hash.store(hash, Ordering::Relaxed);
+        e.id_len.store(id.len() as u64, Ordering::Relaxed);
+        for (k, chunk) in id.chunks(8).enumerate() {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
     }
     let sentinel = node::pack(ginc, a.sentinel_index(g));
     e.sentinel
@@ -742,7 +890,12 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, hash: u64, id
     e.head.store(sentinel, Ordering::Relaxed);
     e.tail.store(sentinel, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
-    e.pending_free.store(0, Ordering::Relaxed);
+    // `pending_free` shares a line with the key, which a revived group's consumer reads (its
+    // id): written only where not 0 already (a retire leaves it 0), so that line stays shared.
+    // Relaxed: as the stores above.
+    if e.pending_free.load(Ordering::Relaxed) != 0 {
+        e.pending_free.store(0, Ordering::Relaxed);
+    }
     // Relaxed: a unique-value counter; uniqueness needs no ordering.
     let base = a
         .hdr

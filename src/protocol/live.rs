@@ -217,8 +217,9 @@ pub struct Stats {
     pub quarantined_messages: u64,
     /// Groups quarantined.
     pub quarantined_groups: u64,
-    /// Group entries in use.
-    pub active_groups: u64,
+    /// Group entries in use: ACTIVE, INSERTING or kept (layout 17), as `active_groups`
+    /// counts them for the capacity (not the groups with messages: [`super::group::count_active`]).
+    pub group_entries_in_use: u64,
 }
 
 /// Reads the [`Stats`].
@@ -234,6 +235,6 @@ pub fn stats(a: &Arena<'_>) -> Stats {
         last_eviction_age_ms: ev.last_age_ms.load(r),
         quarantined_messages: h.quarantine.0.messages.load(r),
         quarantined_groups: h.quarantine.0.groups.load(r),
-        active_groups: h.active_groups.0.load(r),
+        group_entries_in_use: h.active_groups.0.load(r),
     }
 }

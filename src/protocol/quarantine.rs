@@ -175,8 +175,10 @@ pub fn begin(
             release_claim_word(e, cw);
             crash_point!();
         }
+        // A kept group (layout 17) is no quarantine: its owner field names nobody.
         gstate::TOMBSTONE
             if gstate::owner(st) != Owner::NOBODY
+                && !gstate::is_kept(st)
                 && (gstate::owner(st) == me || a.owner_dead(env, gstate::owner(st))) =>
         {
             // A quarantine left by a dead (or our own earlier, busy) recovery: take it over.
@@ -378,7 +380,7 @@ pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
         gstate::ACTIVE => walkable(a, g, e).is_ok_and(|w| !w),
         gstate::TOMBSTONE => {
             let o = gstate::owner(st);
-            o != Owner::NOBODY && (o == me || a.owner_dead(env, o))
+            o != Owner::NOBODY && !gstate::is_kept(st) && (o == me || a.owner_dead(env, o))
         }
         _ => false,
     }

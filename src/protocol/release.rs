@@ -102,14 +102,15 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
     Err(Fault::Corrupted("cleanup did not converge"))
 }
 
-/// Frees the dummy `h` of a closed list and turns the entry into a tombstone.
+/// Frees the dummy `h` of a closed list and retires the entry into a kept group (layout 17:
+/// its key and its place in the count stay for its next send, see `group`).
 fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResult<()> {
     pool::free_dummy(a, env, h)?;
     crash_point!();
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) == gstate::ACTIVE {
-        group::tombstone(a, e, st);
+        group::keep(e, st);
     }
     Ok(())
 }
