@@ -44,6 +44,7 @@ fn group_of_x(op: &str) -> &'static str {
         "send-new-group" => "h",
         "send-new-group-grow" => "k",
         "send-revive" => "r",
+        "send-new-group-reclaim" => "k",
         _ => "g",
     }
 }
@@ -81,7 +82,8 @@ fn child(spec: &str) {
         | "send-new-group-grow"
         | "send-grow"
         | "send-dedup-grow"
-        | "send-revive" => {
+        | "send-revive"
+        | "send-new-group-reclaim" => {
             let g = group_of_x(op);
             failpoint::arm(k);
             let r = q.send(&SendMessage::new(g, "x").dedup_id("x1")).unwrap();
@@ -379,6 +381,7 @@ fn assert_clean(q: &Queue, full: usize, what: &str) {
         (0, 0, 0),
         "{what}: counts"
     );
+    assert_group_count(q, what);
     // One slot per group may stay as its list head until the group retires (documented).
     let c = capacity(q);
     assert!(
@@ -465,25 +468,86 @@ fn keep_r(q: &Queue) {
     assert_eq!(drain(q), ["r0"]);
 }
 
+/// A fresh queue in which group `r` is kept (layout 17) and `then` was sent after it: made
+/// again (new arena keys, so new homes) until no group of `then` took `r`'s entry as its room.
+fn fresh_r_kept(tag: &str, cfg: &QueueConfig, then: &[(&str, &str)]) -> (String, Queue) {
+    for _ in 0..64 {
+        let (name, q) = fresh(tag, cfg);
+        keep_r(&q);
+        for (g, b) in then {
+            send(&q, g, b);
+        }
+        if q.inspect(0).unwrap().kept_groups == 1 {
+            return (name, q);
+        }
+        drop(q);
+        let _ = Queue::unlink(&name);
+    }
+    panic!("{tag}: r's kept entry was taken in 64 fresh queues");
+}
+
+/// The group table's count against its census (layout 17): never below the entries it covers
+/// (groups with messages and kept groups), and over them by at most the one participant killed
+/// (between a count change and its entry's) and not yet recounted.
+fn assert_group_count(q: &Queue, what: &str) {
+    let i = q.inspect(0).unwrap();
+    let census = i.active_groups + i.kept_groups;
+    assert!(
+        (census..=census + 1).contains(&i.group_entries_in_use),
+        "{what}: {} group entries counted, {} active and {} kept",
+        i.group_entries_in_use,
+        i.active_groups,
+        i.kept_groups
+    );
+}
+
 /// A send that revives a kept group (layout 17), killed at each step (holding the key's home
 /// claim, with the entry INSERTING, or ACTIVE with nothing linked yet): the survivor's send is
 /// the same message once, into the one entry of the group, and the queue ends clean.
 fn case_send_revive(op: &str, k: u64, full: usize) -> bool {
-    let (name, q) = fresh("fprevive", &config());
-    keep_r(&q);
-    send(&q, "g", "a");
+    let (name, q) = fresh_r_kept("fprevive", &config(), &[("g", "a")]);
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
     resend_x(&q, "r", &o, op, k);
+    let i = q.inspect(0).unwrap();
     assert_eq!(
-        q.attributes().active_groups,
-        2,
-        "{op} k={k}: r revived (or inserted) once"
+        (i.active_groups, i.kept_groups),
+        (2, 0),
+        "{op} k={k}: r revived (or inserted again) once"
     );
+    assert_group_count(&q, &format!("{op} k={k}"));
     let mut got = drain(&q);
     got.sort();
     assert_eq!(got, ["a", "x"], "{op} k={k}: exactly one x");
     assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
+}
+
+/// A send of a new group into a table at its capacity (layout 17: two groups, one with a
+/// message and one kept), killed at each step: the insert first turns the kept group into a
+/// plain tombstone and counts it out (the reclaim), then counts its own group in. The
+/// survivor's send is the same message once, the count never falls below what it covers and
+/// stays over it by at most the dead sender's one, and once the table is full again a send
+/// of another new group gets in (the recount of a table that may not grow corrects the dead
+/// sender's leak).
+fn case_send_new_group_reclaim(op: &str, k: u64, full: usize) -> bool {
+    let cfg = config().max_groups(2);
+    let (name, q) = fresh_r_kept("fpreclaim", &cfg, &[("g", "a")]);
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    let what = format!("{op} k={k}");
+    assert_group_count(&q, &what);
+    resend_x(&q, "k", &o, op, k);
+    assert_group_count(&q, &what);
+    let mut got = drain(&q);
+    got.sort();
+    assert_eq!(got, ["a", "x"], "{what}: exactly one x");
+    // g and k are kept now, the table at its capacity: a third group gets in.
+    send(&q, "m", "m1");
+    assert_eq!(drain(&q), ["m1"], "{what}");
+    assert_group_count(&q, &what);
+    assert_clean(&q, full, &what);
     let _ = Queue::unlink(&name);
     o.killed
 }
@@ -1084,15 +1148,19 @@ fn stop_case(op: &str, k: u64) -> bool {
         "send-large" => grow_config(),
         _ => config(),
     };
-    let (name, q) = fresh("fpstop", &cfg);
-    if op == "send-revive" {
-        keep_r(&q);
-    }
+    let first = [("g", "a"), ("g", "b"), ("h", "c")];
+    let (name, q) = if op == "send-revive" {
+        // The stopped child revives r, kept.
+        fresh_r_kept("fpstop", &cfg, &first)
+    } else {
+        let (name, q) = fresh("fpstop", &cfg);
+        for (g, b) in first {
+            send(&q, g, b);
+        }
+        (name, q)
+    };
     if op == "send-large" {
         q.set_attribute("MaximumMessageSize", "1048576").unwrap();
-    }
-    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
-        send(&q, g, b);
     }
     if op == "send-grow" {
         // The base file full: the stopped child's send grows the class, holding the grow
@@ -1243,7 +1311,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 25] = [
+    let cases: [(&str, Case); 26] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1254,6 +1322,7 @@ fn main() {
         ("send-new-group", case_send),
         ("send-new-group-grow", case_send_new_group_grow),
         ("send-revive", case_send_revive),
+        ("send-new-group-reclaim", case_send_new_group_reclaim),
         ("send-batch", case_send_batch),
         ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),

@@ -3,7 +3,9 @@
 //! revives it (writing neither the key nor the count), another key's insert may take it as its
 //! room, and an insert at the capacity turns kept entries into plain tombstones. Models: a
 //! revive racing with that reclaim, a revive racing with another key's insert in the same
-//! home, a reviver that dies at each step, and one that stops forever.
+//! home and with one from the home before (different home claims), an insert at the capacity
+//! reclaiming while another group is kept, a reviver that dies at each step, and one that
+//! stops forever.
 #![cfg(shmfifo_loom)]
 
 use shmfifo::protocol::group;
@@ -27,7 +29,8 @@ fn counted(a: &Arena<'_>) -> u64 {
         .count() as u64
 }
 
-/// Sends `body` to `id` and receives and deletes it, so that the group is kept.
+/// Sends `body` to `id` and receives and deletes it, so that the group is kept (on a queue
+/// with no other message: the receive takes the first ready group's).
 fn send_and_empty(a: &Arena<'_>, env: &MockEnv, id: &str, body: &[u8]) {
     send(a, env, 0, id, body).unwrap();
     let got = recv(a, env, 0, 1, 1_000).unwrap();
@@ -116,6 +119,97 @@ fn a_revive_races_with_another_keys_insert_in_its_home() {
         let mut got = drain(&a, &env, 0);
         got.sort();
         assert_eq!(got, vec![b"a2".to_vec(), b"b1".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// A kept group's revive races with the insert of a key from the home before it, whose scan
+/// passes an ACTIVE group there and meets the kept entry as its first room: the two hold
+/// different home claims, so they meet only at the kept entry's state word, where one CAS
+/// wins; the other looks again (the reviver inserts its group afresh, counted, or the other
+/// key takes the next room). One entry per key, every message delivered, the count equal to
+/// the entries it covers.
+#[test]
+fn a_revive_races_with_a_reuse_from_the_home_before() {
+    // In a table of 8: `k` at home h, `x` and `k2` at home h - 1.
+    let keys: Vec<String> = (0..256).map(|i| format!("k{i}")).collect();
+    let home = |k: &String| hash(k.as_bytes()) % 8;
+    let k = keys[0].clone();
+    let before = (home(&k) + 7) % 8;
+    let mut at_before = keys.iter().filter(|c| home(c) == before).cloned();
+    let (x, k2) = (at_before.next().unwrap(), at_before.next().unwrap());
+    model(move || {
+        let h = arena(3, 3, 4);
+        let env = Arc::new(MockEnv::default());
+        let a = h.arena();
+        send_and_empty(&a, &env, &k, b"k0");
+        // x's home (h - 1) is FREE: it takes it, not k's kept entry.
+        send(&a, &env, 0, &x, b"x1").unwrap();
+        let kept = a.all_groups();
+        assert_eq!(
+            kept.filter(|(_, e)| gstate::is_kept(e.state.load(Ordering::SeqCst)))
+                .count(),
+            1
+        );
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 2);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (r1, r2) = {
+            let (k, k2) = (k.clone(), k2.clone());
+            par(
+                move || send(&h1.arena(), &e1, 1, &k, b"k1"),
+                move || send(&h2.arena(), &e2, 2, &k2, b"k2"),
+            )
+        };
+        r1.expect("revived or inserted again");
+        r2.expect("inserted");
+        for id in [&x, &k, &k2] {
+            assert_eq!(entries_of(&a, id.as_bytes()), 1, "{id}");
+        }
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), counted(&a));
+        let mut got = drain(&a, &env, 0);
+        got.sort();
+        assert_eq!(got, vec![b"k1".to_vec(), b"k2".to_vec(), b"x1".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// An insert of a new group finds the table at its capacity (two groups: one with a message,
+/// one kept): it turns the kept group into a plain tombstone, counted out, and counts itself
+/// in, while a receiver empties the other group (which is kept meanwhile). The new group gets
+/// in, and the count equals the entries it covers.
+#[test]
+fn an_insert_at_the_capacity_reclaims_kept_groups_while_another_is_kept() {
+    model(|| {
+        let h = arena(3, 2, 4);
+        let env = Arc::new(MockEnv::default());
+        let a = h.arena();
+        send_and_empty(&a, &env, "k", b"k0");
+        send(&a, &env, 0, "a", b"a1").unwrap();
+        assert_eq!(
+            a.hdr.active_groups.0.load(Ordering::SeqCst),
+            2,
+            "at the capacity"
+        );
+        assert_eq!(entries_of(&a, b"a"), 1);
+        assert_eq!(counted(&a), 2, "k kept, a beside it");
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (n, emptied) = par(
+            move || send(&h1.arena(), &e1, 1, "n", b"n1"),
+            move || {
+                let a = h2.arena();
+                let got = recv(&a, &e2, 2, 1, 1_000).unwrap();
+                for (hd, _) in &got {
+                    handle::delete(&a, &*e2, me(2), *hd).unwrap();
+                }
+                got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
+            },
+        );
+        n.expect("the kept group makes room");
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), counted(&a));
+        let mut got = drain(&a, &env, 0);
+        got.extend(emptied);
+        got.sort();
+        assert_eq!(got, vec![b"a1".to_vec(), b"n1".to_vec()]);
         assert_clean(&a);
     });
 }

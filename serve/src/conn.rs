@@ -229,11 +229,22 @@ pub(crate) async fn accept_loop(
     }
 }
 
+/// How many connections' owners are looked up at once: each lookup reads the kernel's socket
+/// tables on a blocking thread, so a burst of new connections (50 clients connecting at once)
+/// takes at most this many blocking threads, not one each; the others wait their turn (a
+/// lookup takes well under a millisecond).
+const OWNER_LOOKUPS: usize = 4;
+
+/// Bounds the owner lookups running at once (see [`OWNER_LOOKUPS`]).
+static LOOKUPS: Semaphore = Semaphore::const_new(OWNER_LOOKUPS);
+
 /// The user a connection's requests act as, when signatures are not checked.
 async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
     if !access::is_loopback(peer) {
         return None;
     }
+    // Never closed, so `acquire` only waits.
+    let _turn = LOOKUPS.acquire().await.ok()?;
     let found = tokio::task::spawn_blocking(move || {
         access::peer_uid(peer, local)
             .ok()

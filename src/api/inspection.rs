@@ -201,6 +201,8 @@ impl Queue {
             },
             active_groups: groups.active,
             locked_groups: groups.locked,
+            kept_groups: groups.kept,
+            group_entries_in_use: live::stats(a).group_entries_in_use,
             largest_groups,
             participants,
             size_classes,

@@ -501,7 +501,12 @@ fn insert_locked(
         crate::sync::fence(Ordering::Release);
         crash_point!();
         let g = first_index + target as u32;
-        publish_entry(a, e, g, ginc, (!ours).then_some((hash, id)));
+        // The key is ours as the scan read it from the state word our CAS expected; checked
+        // again now that the entry is INSERTING by us (a stopped scanner whose expected word
+        // came round again in the 24-bit incarnation would otherwise keep another key).
+        // Relaxed: nobody else writes an entry we hold INSERTING.
+        let keep_key = ours && e.hash.load(Ordering::Relaxed) == hash && id_matches(e, id);
+        publish_entry(a, e, g, ginc, (!keep_key).then_some((hash, id)));
         return Ok((g, ginc));
     }
 }
@@ -597,9 +602,16 @@ fn place<'a>(
                     ours,
                 };
                 if ours {
-                    // The newest table's (an older one may still hold the key active: every
-                    // table is scanned before this is taken).
-                    if own.is_none() {
+                    // The newest table's, a kept one before a plain tombstone (an older table
+                    // may still hold the key active: every table is scanned before this is
+                    // taken).
+                    let better = match &own {
+                        Some(Placed::Room { st: o, .. }) => {
+                            gstate::is_kept(st) && !gstate::is_kept(*o)
+                        }
+                        _ => true,
+                    };
+                    if better {
                         own = Some(room);
                     }
                 } else if dist <= NEAR {
@@ -703,7 +715,13 @@ fn scan_home(
                     // hold the home claim (only our key's inserters revive it), and a reuser
                     // or reclaimer of it changes `state`, which the CAS that takes it checks.
                     let h = e.hash.load(Ordering::Relaxed);
-                    if ours.is_none() && h == hash && id_matches(e, id) {
+                    // The key's kept entry before a plain tombstone of it (a key has at most
+                    // one kept entry in a table unless a quarantine ran; either may be taken).
+                    let better = match ours {
+                        None => true,
+                        Some((_, o)) => kept && !gstate::is_kept(o),
+                    };
+                    if better && h == hash && id_matches(e, id) {
                         ours = Some((i, st));
                     }
                     // A kept entry of our home stays within its probe length, so that the
@@ -782,16 +800,21 @@ fn count_in(
     if may_grow && active <= cap.saturating_add(a.parts.len() as u64 + 64) {
         return Ok(Counted::Full);
     }
-    // A retiring group turns into a tombstone a moment before it leaves the count: give such
-    // a retire a few rounds to finish before reporting the table full.
+    // A group being retired (its list closed) is kept a moment later, and only then can it be
+    // reclaimed; a quarantine counts its group out a moment after marking it: give those a
+    // few rounds to finish before reporting the table full.
     *full_retries += 1;
     if *full_retries < 16 {
         crate::sync::yield_hint();
         return Ok(Counted::Again);
     }
-    // The counter is over by one for each participant that died between counting and
-    // inserting: recount once (a racy snapshot, corrected again the next time).
     if *full_retries == 16 {
+        // What was kept since the first reclaim leaves the count now.
+        if reclaim_kept(a)? > 0 {
+            return Ok(Counted::Again);
+        }
+        // The counter is over by one for each participant that died between a count change
+        // and its entry's: recount once (a racy snapshot, corrected again the next time).
         if let Some(real) = recount(a, cap) {
             a.hdr.active_groups.0.store(real, Ordering::Relaxed);
             return Ok(Counted::Again);
@@ -911,7 +934,7 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
     );
 }
 
-/// Turns the entry whose state word is `st` (ACTIVE, or INSERTING by a dead inserter) into a
+/// Turns the entry whose state word is `st` (INSERTING by a dead inserter) into a plain
 /// tombstone and takes it out of the active count. Returns whether this call did it.
 pub fn tombstone(a: &Arena<'_>, e: &GroupEntry, st: u64) -> bool {
     let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, Owner::NOBODY);

@@ -54,6 +54,8 @@ pub struct Groups {
     pub active: u64,
     /// Groups whose first message is in flight.
     pub locked: u64,
+    /// Groups kept after their last message for their next send (layout 17).
+    pub kept: u64,
     /// The largest groups by backlog, largest first.
     pub largest: Vec<GroupCounts>,
     /// Groups whose list could not be walked (a corrupted word): their indices and what is
@@ -120,6 +122,9 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
     for (g, e) in a.all_groups() {
         // Acquire: SYNC POINT(group-publish), the entry's fields are initialised.
         let st = e.state.load(Ordering::Acquire);
+        if gstate::is_kept(st) {
+            out.kept += 1;
+        }
         if gstate::kind(st) != gstate::ACTIVE {
             continue;
         }

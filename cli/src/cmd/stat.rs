@@ -155,6 +155,7 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
         "groups": {
             "active": i.active_groups,
             "locked": i.locked_groups,
+            "kept": i.kept_groups,
             "capacity": i.attributes.group_capacity,
             "max": i.attributes.max_groups,
             "largest": i.largest_groups.iter().map(|g| json!({
@@ -255,9 +256,10 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
         2,
     ));
     s.push_str(&format!(
-        "\nGroups: {} active, {} locked (room for {} now, {} at most)\n",
+        "\nGroups: {} active, {} locked, {} kept for their next send (room for {} now, {} at most)\n",
         num(i.active_groups),
         num(i.locked_groups),
+        num(i.kept_groups),
         num(a.group_capacity),
         num(a.max_groups)
     ));
@@ -448,7 +450,7 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
     );
     let parts = others(i);
     let alive = parts.iter().filter(|p| p.alive).count() as u64;
-    let gauges: [(&str, &str, u64); 16] = [
+    let gauges: [(&str, &str, u64); 17] = [
         (
             "messages_visible",
             "Visible messages (ApproximateNumberOfMessages).",
@@ -475,6 +477,11 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
             "groups_locked",
             "Groups whose first message is in flight.",
             i.locked_groups,
+        ),
+        (
+            "groups_kept",
+            "Groups kept after their last message for their next send.",
+            i.kept_groups,
         ),
         (
             "groups_max",
