@@ -456,19 +456,22 @@ pub struct GroupEntry {
     pub sentinel: AtomicU64,
     /// High 64 bits of this incarnation's sequence numbers.
     pub seq_base: AtomicU64,
-    /// Node ref of an old dummy being freed by the claim holder (0 = none).
-    pub pending_free: AtomicU64,
+    /// As a home slot: every live entry whose home is this slot lies within this many slots
+    /// after it (its probe length). Grown by an inserter holding this slot's home claim before
+    /// it initialises the entry, shrunk to the live maximum by the next such inserter: lookups
+    /// of keys with this home scan only that far, whatever tombstones lie beyond. (Layout 17:
+    /// on the key's line, which a lookup reads anyway, and written only when it changes.)
+    pub probe: AtomicU64,
     /// Keyed hash of the id.
     pub hash: AtomicU64,
     /// Length of the id in bytes.
     pub id_len: AtomicU64,
     /// The id bytes, 8 per word, little-endian.
     pub id: [AtomicU64; MAX_ID_LEN / 8],
-    /// As a home slot: every live entry whose home is this slot lies within this many slots
-    /// after it (its probe length). Grown by an inserter holding this slot's home claim before
-    /// it initialises the entry, shrunk to the live maximum by the next such inserter: lookups
-    /// of keys with this home scan only that far, whatever tombstones lie beyond.
-    pub probe: AtomicU64,
+    /// Node ref of an old dummy being freed by the claim holder (0 = none). Layout 17: on the
+    /// entry's last line, which a lookup of an id of up to 104 bytes never reads, so that the
+    /// consumer's writes of it do not take the key's line from the producers that look it up.
+    pub pending_free: AtomicU64,
 }
 
 /// One entry of the dedup table. Its key (dedup id, then the group id with messageGroup

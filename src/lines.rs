@@ -406,11 +406,11 @@ const GROUP: &[(usize, &str)] = &[
     (offset_of!(GroupEntry, tail), "tail"),
     (offset_of!(GroupEntry, sentinel), "sentinel"),
     (offset_of!(GroupEntry, seq_base), "seq_base"),
-    (offset_of!(GroupEntry, pending_free), "pending_free"),
+    (offset_of!(GroupEntry, probe), "probe"),
     (offset_of!(GroupEntry, hash), "hash"),
     (offset_of!(GroupEntry, id_len), "id_len"),
     (offset_of!(GroupEntry, id), "id"),
-    (offset_of!(GroupEntry, probe), "probe"),
+    (offset_of!(GroupEntry, pending_free), "pending_free"),
 ];
 
 const MSG: &[(usize, &str)] = &[

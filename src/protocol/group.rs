@@ -257,9 +257,8 @@ pub fn read_id(e: &GroupEntry, out: &mut [u8; MAX_ID_LEN]) -> usize {
 pub fn prefetch(a: &Arena<'_>, hash: u64) {
     let mask = a.groups.len() as u64 - 1;
     let e: &GroupEntry = &a.groups[(hash & mask) as usize];
-    // Lines 0 and 1 (state; hash and the id's start) and the one holding `probe`.
-    let probe = core::mem::offset_of!(GroupEntry, probe);
-    for off in [0, 64, probe] {
+    // Lines 0 and 1 (state; probe, hash and the id's start).
+    for off in [0, 64] {
         super::prefetch_line(e, off);
     }
 }
@@ -492,9 +491,14 @@ fn insert_locked(
         // farthest live entry of our home (entries retired since the last insert no longer
         // count). Release: pairs with `find`'s Acquire load.
         let dist = target.wrapping_sub(home) & mask;
-        t[home as usize]
-            .probe
-            .store(live.max(dist), Ordering::Release);
+        // Written only when it changes (it shares the key's line, which the group's consumer
+        // reads: an unchanged word is not taken from it). Relaxed load: only home-claim holders
+        // write it, and we hold the claim.
+        let probe = &t[home as usize].probe;
+        let want = live.max(dist);
+        if probe.load(Ordering::Relaxed) != want {
+            probe.store(want, Ordering::Release);
+        }
         // SYNC POINT(group-publish), seqlock half: a lookup that compares the id of the
         // previous incarnation and reads any word we write below sees our state change in its
         // `seqlock_still` re-check (its Acquire fence against this Release fence).
@@ -506,7 +510,14 @@ fn insert_locked(
         // came round again in the 24-bit incarnation would otherwise keep another key).
         // Relaxed: nobody else writes an entry we hold INSERTING.
         let keep_key = ours && e.hash.load(Ordering::Relaxed) == hash && id_matches(e, id);
-        publish_entry(a, e, g, ginc, (!keep_key).then_some((hash, id)));
+        publish_entry(
+            a,
+            e,
+            g,
+            ginc,
+            (!keep_key).then_some((hash, id)),
+            gstate::is_kept(st),
+        );
         return Ok((g, ginc));
     }
 }
@@ -894,9 +905,17 @@ pub fn keep(e: &GroupEntry, st: u64) -> bool {
 }
 
 /// Writes a new incarnation `ginc` of entry `e` (index `g`, state INSERTING by us) for
-/// `key` (`hash`, `id`; `None`: the entry holds the key already, a revived kept group), then
-/// publishes it ACTIVE (SYNC POINT(group-publish)).
-fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(u64, &[u8])>) {
+/// `key` (`hash`, `id`; `None`: the entry holds the key already), then publishes it ACTIVE
+/// (SYNC POINT(group-publish)). `kept`: the entry was a kept group, whose `pending_free` is 0
+/// already (see below).
+fn publish_entry(
+    a: &Arena<'_>,
+    e: &GroupEntry,
+    g: u32,
+    ginc: u32,
+    key: Option<(u64, &[u8])>,
+    kept: bool,
+) {
     // Relaxed stores: all published by the Release store of ACTIVE below.
     if let Some((hash, id)) = key {
         e.hash.store(hash, Ordering::Relaxed);
@@ -913,10 +932,13 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
     e.head.store(sentinel, Ordering::Relaxed);
     e.tail.store(sentinel, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
-    // `pending_free` shares a line with the key, which a revived group's consumer reads (its
-    // id): written only where not 0 already (a retire leaves it 0), so that line stays shared.
-    // Relaxed: as the stores above.
-    if e.pending_free.load(Ordering::Relaxed) != 0 {
+    // A kept group's `pending_free` is 0: its cleanup zeroes the word before its walk and
+    // after each dummy it frees, and keeps the group only from within the walk. Left alone
+    // there (its line is the consumer's); a plain tombstone may be a quarantined group's,
+    // which a dead claim holder can leave with a dummy named. Relaxed: as the stores above.
+    // Elsewhere written only where not 0 (a line the consumer reads at each cleanup is not
+    // taken from it for nothing).
+    if !kept && e.pending_free.load(Ordering::Relaxed) != 0 {
         e.pending_free.store(0, Ordering::Relaxed);
     }
     // Relaxed: a unique-value counter; uniqueness needs no ordering.

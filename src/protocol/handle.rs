@@ -3,7 +3,7 @@
 use super::accounting::{account_in_flight, count};
 use super::dedup;
 use super::group::{self, Patience, TryClaim};
-use super::list::{remove, successor, Next};
+use super::list::{remove, successor, Cycle, Next};
 use super::ready::{hint_if_ready, poke};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
@@ -263,6 +263,7 @@ fn purge_group(
     let walk = || -> PResult<u64> {
         let mut n = 0;
         let mut cur = e.head.load(Ordering::Acquire);
+        let mut cycle = Cycle::from(cur);
         for _ in 0..a.steps() {
             let Next::Node(next, m, ninc) = successor(a, cur)? else {
                 break;
@@ -277,6 +278,9 @@ fn purge_group(
                 n += 1;
             }
             cur = node::pack(ninc, next);
+            if cycle.met_again(cur) {
+                break; // a damaged list: every message of it was met
+            }
         }
         Ok(n)
     };

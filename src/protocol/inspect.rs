@@ -12,7 +12,7 @@
 //! fence after it claims a slot and before it writes the payload, against the peeker's
 //! Acquire fence after its copies). So a peek shows each group as it was at one instant.
 
-use super::list::{successor, Next};
+use super::list::{successor, Cycle, Next};
 use super::receive::Taken;
 use super::times::{Standing, Times};
 use super::words::{payload_len, unpack_group_epoch0};
@@ -76,6 +76,7 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
     // Acquire: pairs with the claim holder's Release store of `head`, so the node it names is
     // at least as new as that store.
     let mut cur = e.head.load(Ordering::Acquire);
+    let mut cycle = Cycle::from(cur);
     for _ in 0..a.steps() {
         let (next, m, ninc) = match successor(a, cur)? {
             Next::Stale => return Ok(false),
@@ -109,6 +110,9 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
             }
         }
         cur = node::pack(ninc, next);
+        if cycle.met_again(cur) {
+            return Ok(true); // a damaged list: every message of it was met
+        }
     }
     Ok(true)
 }

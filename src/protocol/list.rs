@@ -25,6 +25,45 @@ pub(crate) fn remove(a: &Arena<'_>, me: Owner, m: &MsgHeader, w: u64) -> bool {
     ok
 }
 
+/// Finds a cycle in a walk of a group list (Brent's algorithm): a walk that records each node
+/// reference it moves to is told when it meets one it met before, within about four times the
+/// length of the cycle and the path into it. Only a damaged list has a cycle; without this
+/// check a walk went round one until [`Arena::steps`], every slot the classes may grow to
+/// (millions with the default size limit), which a hostile word made cost seconds a walk.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cycle {
+    /// A reference met earlier (the tortoise), moved up to the walk at each power of two.
+    saved: u64,
+    /// Steps since `saved` was taken, and the step at which it is taken again.
+    since: u32,
+    power: u32,
+}
+
+impl Cycle {
+    /// A walk that starts at node reference `start`.
+    pub(crate) fn from(start: u64) -> Cycle {
+        Cycle {
+            saved: start,
+            since: 0,
+            power: 1,
+        }
+    }
+
+    /// Records the walk's move to `cur`: `true` if the walk met `cur` before (a cycle).
+    pub(crate) fn met_again(&mut self, cur: u64) -> bool {
+        if cur == self.saved {
+            return true;
+        }
+        self.since += 1;
+        if self.since == self.power {
+            self.saved = cur;
+            self.since = 0;
+            self.power = self.power.saturating_mul(2);
+        }
+        false
+    }
+}
+
 /// One step of a group-list walk from node reference `cur`.
 pub(crate) enum Next<'a> {
     /// `cur`'s link no longer carries `cur`'s incarnation: it was freed (under the group's
@@ -52,4 +91,25 @@ pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
     // Acquire: pairs with the allocation's link store, published by the link CAS.
     let ninc = node::inc(m.link.load(Ordering::Acquire));
     Ok(Next::Node(next, m, ninc))
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::Cycle;
+
+    /// A walk along a chain of `tail` references into a cycle of `len` is told of the cycle
+    /// within four times their sum, and a chain without one is never told.
+    #[test]
+    fn a_cycle_is_found_within_a_few_laps() {
+        for tail in 0..40u64 {
+            for len in 1..40u64 {
+                let at = |i: u64| if i < tail { i } else { tail + (i - tail) % len };
+                let mut c = Cycle::from(at(0));
+                let found = (1..=4 * (tail + len)).find(|&i| c.met_again(at(i)));
+                assert!(found.is_some(), "tail {tail}, cycle {len}");
+            }
+        }
+        let mut c = Cycle::from(0);
+        assert!((1..100_000u64).all(|i| !c.met_again(i)));
+    }
 }

@@ -13,7 +13,7 @@
 //! slot of the last message, for `attributes()`, `shmfifo stat` and the Prometheus output.
 
 use super::group::{self, Patience, TryClaim};
-use super::list::{remove, successor, Next};
+use super::list::{remove, successor, Cycle, Next};
 use super::receive::Taken;
 use super::release::{or_release, release, release_claim_word};
 use super::{gstate, node, pool, vis, words, Arena, Env, Fault, Owner, PResult};
@@ -75,6 +75,7 @@ pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> PResult<bool> {
     if !of_group(a, g, cur)? {
         return Ok(false);
     }
+    let mut cycle = Cycle::from(cur);
     for _ in 0..a.steps() {
         match successor(a, cur) {
             Ok(Next::End) => return Ok(true),
@@ -87,6 +88,9 @@ pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> PResult<bool> {
                     return Ok(false);
                 }
                 cur = node::pack(ninc, next);
+                if cycle.met_again(cur) {
+                    return Ok(false);
+                }
             }
             Err(f @ Fault::Mapping(_)) => return Err(f),
             Ok(Next::Stale) | Err(_) => return Ok(false),
@@ -269,6 +273,7 @@ fn linked(a: &Arena<'_>, g: u32, target: u32) -> bool {
 /// and turns the first `NIL` into `CLOSED` (keeping the incarnation), so no append can link
 /// after it. Bounded by [`Arena::steps`]; stops at a freed node or one of another group.
 fn close(a: &Arena<'_>, g: u32, mut r: u64) {
+    let mut cycle = Cycle::from(r);
     for _ in 0..a.steps() {
         let Ok(lw) = a.link(node::index(r)) else {
             return;
@@ -303,6 +308,9 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
                 }
                 // Acquire: the next node's incarnation.
                 r = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
+                if cycle.met_again(r) {
+                    return; // a damaged list: closed wherever it can be
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 use super::accounting::{account_in_flight, count};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
-use super::list::{remove, successor, Next};
+use super::list::{remove, successor, Cycle, Next};
 use super::quarantine;
 use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
@@ -401,11 +401,20 @@ fn take(
     };
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
+    let mut cycle = Cycle::from(cur);
+    let mut at = cur;
     let mut taken = 0;
     let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
     for _ in 0..a.steps() {
         if taken == want {
             break;
+        }
+        // Each node the walk moved to, checked once (a step that looks again stays).
+        if cur != at {
+            at = cur;
+            if cycle.met_again(cur) {
+                break; // a damaged list
+            }
         }
         let (next, m, ninc) = match successor(a, cur)? {
             Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),

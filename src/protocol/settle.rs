@@ -157,6 +157,7 @@ fn find_in_group(
     };
     let walk = || -> PResult<bool> {
         let mut cur = e.head.load(Ordering::Acquire);
+        let mut cycle = super::list::Cycle::from(cur);
         for _ in 0..a.steps() {
             let l = a.link(node::index(cur))?.load(Ordering::Acquire);
             let next = node::index(l);
@@ -167,6 +168,9 @@ fn find_in_group(
                 return Ok(true);
             }
             cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
+            if cycle.met_again(cur) {
+                break; // a damaged list, without the slot
+            }
         }
         Ok(false)
     };

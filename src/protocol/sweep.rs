@@ -7,7 +7,7 @@
 use super::accounting::count;
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
-use super::list::{remove, successor, Next};
+use super::list::{remove, successor, Cycle, Next};
 use super::ready::{looks_empty, ring_for, status, Status};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::timers;
@@ -348,6 +348,7 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PRes
     let t = Times::load(a, env);
     // Acquire: SYNC POINT(claim), as in `take`.
     let mut cur = e.head.load(Ordering::Acquire);
+    let mut cycle = Cycle::from(cur);
     let mut n = 0;
     for _ in 0..a.steps() {
         let Next::Node(next, m, ninc) = successor(a, cur)? else {
@@ -356,15 +357,19 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PRes
         // Acquire: the message's latest state.
         let w = m.vis.load(Ordering::Acquire);
         match vis::state(w) {
-            vis::State::Deleted => cur = node::pack(ninc, next),
+            vis::State::Deleted => {}
             // Relaxed: written before the node was published (Acquire above).
             vis::State::Published(_) if t.expired(m.sent.load(Ordering::Relaxed)) => {
-                if remove(a, me, m, w) {
-                    n += 1;
-                    cur = node::pack(ninc, next);
+                if !remove(a, me, m, w) {
+                    continue; // changed meanwhile: look again
                 }
+                n += 1;
             }
             _ => break,
+        }
+        cur = node::pack(ninc, next);
+        if cycle.met_again(cur) {
+            break; // a damaged list
         }
     }
     count(a, me, counter::RETENTION_EXPIRIES, n);
