@@ -496,7 +496,9 @@ fn insert_locked(
         // write it, and we hold the claim.
         let probe = &t[home as usize].probe;
         let want = live.max(dist);
-        if probe.load(Ordering::Relaxed) != want {
+        // Taken over from a dead holder (whose release we never read): stored whatever we
+        // read, as the last holder's value may not be the one we see.
+        if stolen || probe.load(Ordering::Relaxed) != want {
             probe.store(want, Ordering::Release);
         }
         // SYNC POINT(group-publish), seqlock half: a lookup that compares the id of the

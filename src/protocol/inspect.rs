@@ -111,7 +111,9 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
         }
         cur = node::pack(ninc, next);
         if cycle.met_again(cur) {
-            return Ok(true); // a damaged list: every message of it was met
+            // A damaged list (nodes of it were visited twice): the group is reported as
+            // damaged, its counts and copies left out.
+            return Err(Fault::Corrupted("a group's list links in a cycle"));
         }
     }
     Ok(true)

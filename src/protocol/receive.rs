@@ -402,19 +402,18 @@ fn take(
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
     let mut cycle = Cycle::from(cur);
-    let mut at = cur;
+    // Whether the last step moved to the next node (a step that looks again stays; a node
+    // whose link names itself moves to the same reference).
+    let mut advanced = false;
     let mut taken = 0;
     let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
     for _ in 0..a.steps() {
         if taken == want {
             break;
         }
-        // Each node the walk moved to, checked once (a step that looks again stays).
-        if cur != at {
-            at = cur;
-            if cycle.met_again(cur) {
-                break; // a damaged list
-            }
+        // Each node the walk moved to, checked once.
+        if core::mem::take(&mut advanced) && cycle.met_again(cur) {
+            break; // a damaged list
         }
         let (next, m, ninc) = match successor(a, cur)? {
             Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
@@ -435,6 +434,7 @@ fn take(
         let d = match vis::state(w) {
             vis::State::Deleted => {
                 cur = node::pack(ninc, next);
+                advanced = true;
                 continue;
             }
             vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
@@ -455,6 +455,7 @@ fn take(
                 if remove(a, me, m, w) {
                     expired += 1;
                     cur = node::pack(ninc, next);
+                    advanced = true;
                 }
                 continue;
             }
@@ -481,12 +482,17 @@ fn take(
                 taken += 1;
                 redelivered += u64::from(again);
                 cur = node::pack(ninc, next);
+                advanced = true;
             }
             Held::Gone { moved: true } => {
                 moved += 1;
                 cur = node::pack(ninc, next);
+                advanced = true;
             }
-            Held::Gone { moved: false } => cur = node::pack(ninc, next),
+            Held::Gone { moved: false } => {
+                cur = node::pack(ninc, next);
+                advanced = true;
+            }
             Held::LookAgain => {}
             Held::Stop => break,
         }
