@@ -8,7 +8,7 @@
 //! stops forever.
 #![cfg(shmfifo_loom)]
 
-use shmfifo::protocol::group;
+use shmfifo::protocol::{group, kept};
 use shmfifo_loom_tests::*;
 
 /// ACTIVE entries holding `id`.
@@ -25,7 +25,7 @@ fn entries_of(a: &Arena<'_>, id: &[u8]) -> usize {
 /// Entries that count in `active_groups` (INSERTING, ACTIVE, kept).
 fn counted(a: &Arena<'_>) -> u64 {
     a.all_groups()
-        .filter(|(_, e)| group::counted_state(e.state.load(Ordering::SeqCst)))
+        .filter(|(_, e)| kept::counted_state(e.state.load(Ordering::SeqCst)))
         .count() as u64
 }
 
@@ -76,7 +76,7 @@ fn a_revive_races_with_the_reclaim_of_kept_groups() {
         let (h1, e1, h2) = (h.clone(), env.clone(), h.clone());
         let (s, freed) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"2"),
-            move || group::reclaim_kept(&h2.arena()).unwrap(),
+            move || kept::reclaim_kept(&h2.arena()).unwrap(),
         );
         let s = s.expect("accepted");
         assert!(freed <= 1);

@@ -9,7 +9,7 @@ use super::views::*;
 use crate::config::DedupOverflow;
 use crate::error::{Error, Result};
 use crate::protocol::message::MAX_ID_LEN;
-use crate::protocol::{accounting, dedup, group, grow, inspect, live, recovery, Env};
+use crate::protocol::{accounting, dedup, group, grow, inspect, kept, live, recovery, Env};
 
 impl Queue {
     /// The queue's lifetime counters, summed over every participant that ever used it. Cheap
@@ -277,7 +277,7 @@ impl Queue {
             maximum_message_size: self.maximum_message_size(),
             created_timestamp: inner.created_wall_ms,
             fifo_queue: true,
-            active_groups: group::count_active(&inner.view),
+            active_groups: kept::count_active(&inner.view),
             max_groups: group::capacity_max(&inner.view),
             group_capacity: group::capacity_now(&inner.view),
             max_participants: inner.view.participant_slots(),

@@ -481,12 +481,12 @@ mod tests {
             }
             // Every group emptied: none is ACTIVE, and the count holds exactly the entries
             // kept for their next send (layout 17).
-            assert_eq!(crate::protocol::group::count_active(&a), 0);
+            assert_eq!(crate::protocol::kept::count_active(&a), 0);
             assert_eq!(
                 a.hdr.active_groups.0.load(Ordering::Relaxed),
                 a.groups
                     .iter()
-                    .filter(|e| crate::protocol::group::counted_state(
+                    .filter(|e| crate::protocol::kept::counted_state(
                         e.state.load(Ordering::Relaxed)
                     ))
                     .count() as u64

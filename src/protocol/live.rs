@@ -218,7 +218,7 @@ pub struct Stats {
     /// Groups quarantined.
     pub quarantined_groups: u64,
     /// Group entries in use: ACTIVE, INSERTING or kept (layout 17), as `active_groups`
-    /// counts them for the capacity (not the groups with messages: [`super::group::count_active`]).
+    /// counts them for the capacity (not the groups with messages: [`super::kept::count_active`]).
     pub group_entries_in_use: u64,
 }
 

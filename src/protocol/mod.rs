@@ -109,6 +109,7 @@ pub mod handle;
 #[cfg(any(test, feature = "loom"))]
 pub mod heap;
 pub mod inspect;
+pub mod kept;
 pub mod list;
 pub mod live;
 pub mod message;

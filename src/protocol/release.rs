@@ -2,7 +2,6 @@
 //! deleted messages, retiring an empty group), DIRTY requests from deleters, and the
 //! readiness re-check after the release (SYNC POINT(claim)).
 
-use super::group::{self};
 use super::ready::hint_if_ready;
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
@@ -110,7 +109,7 @@ fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResul
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);
     if gstate::kind(st) == gstate::ACTIVE {
-        group::keep(e, st);
+        super::kept::keep(e, st);
     }
     Ok(())
 }

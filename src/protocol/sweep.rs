@@ -286,7 +286,7 @@ fn sweep_group(
     let st = e.state.load(Ordering::Acquire);
     match gstate::kind(st) {
         gstate::INSERTING if a.owner_dead(env, gstate::owner(st)) => {
-            group::tombstone(a, e, st);
+            super::kept::tombstone(a, e, st);
             return Ok(Found::Nothing);
         }
         gstate::ACTIVE => {}
