@@ -425,7 +425,8 @@ fn insert_locked(
         // them (see `published_latest`).
         let newest = published_latest(a, stolen);
         let may_grow = can_grow && newest < a.growth(GROUP_KIND);
-        let room = match place(a, env, hash, id, newest)? {
+        let (t, first_index, target, st, live, home, ours) = match place(a, env, hash, id, newest)?
+        {
             Placed::Found(g, ginc) => return Ok((g, ginc)),
             // Every entry of every table looked taken. The count keeps the tables at most half
             // full, so this is a view not yet updated (a retire's tombstone we have not seen:
@@ -452,7 +453,6 @@ fn insert_locked(
                 ours,
             } => (table, first, target, st, live, home, ours),
         };
-        let (t, first_index, target, st, live, home, ours) = room;
         // A kept entry is counted already (layout 17): reviving or reusing it counts nothing.
         let counted = !gstate::is_kept(st);
         if counted {
@@ -494,12 +494,11 @@ fn insert_locked(
         // count). Release: pairs with `find`'s Acquire load.
         let dist = target.wrapping_sub(home) & mask;
         // Written only when it changes (it shares the key's line, which the group's consumer
-        // reads: an unchanged word is not taken from it). Relaxed load: only home-claim holders
-        // write it, and we hold the claim.
+        // reads: an unchanged word is not taken from it), or when the claim was taken over
+        // from a dead holder, whose last value we may not see. Relaxed load: only home-claim
+        // holders write it, and we hold the claim.
         let probe = &t[home as usize].probe;
         let want = live.max(dist);
-        // Taken over from a dead holder (whose release we never read): stored whatever we
-        // read, as the last holder's value may not be the one we see.
         if stolen || probe.load(Ordering::Relaxed) != want {
             probe.store(want, Ordering::Release);
         }
