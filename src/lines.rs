@@ -680,4 +680,47 @@ mod tests {
         assert_eq!(c.transfers, 100 * CAP * 9 / 2, "{c:?}");
         record_on(false);
     }
+
+    /// The least a message of two lines (a header line that also signals, and a payload line)
+    /// can move in this model when its slots are reused: an SPSC ring of 8 such slots, one
+    /// message at a time, with no tail index at all (the consumer finds the message by its
+    /// header's sequence, as Vyukov's queue does) and a cached head. Each of the message's
+    /// lines goes to the consumer (1) and back to the producer's next write a lap later (1:
+    /// the consumer holds a copy): 4 per message, plus the head, 2 a lap. Whatever the design,
+    /// a 64-byte body beside its header cannot move fewer than 4 lines per message here.
+    #[test]
+    fn a_message_of_two_lines_moves_each_twice_when_its_slot_is_reused() {
+        let _g = fresh();
+        const CAP: u64 = 8;
+        let headers: Vec<Line> = (0..CAP).map(|_| Line::default()).collect();
+        let payloads: Vec<Line> = (0..CAP).map(|_| Line::default()).collect();
+        let head = Line::default();
+        let (mut p_tail, mut p_head_cache) = (0u64, 0u64);
+        let mut c_head = 0u64;
+        let mut step = |n: u64| {
+            for v in 0..n {
+                set_actor(0);
+                if p_tail - p_head_cache == CAP {
+                    p_head_cache = head.0.load(Ordering::Acquire);
+                    assert!(p_tail - p_head_cache < CAP);
+                }
+                let k = (p_tail % CAP) as usize;
+                payloads[k].0.store(v, Ordering::Relaxed);
+                p_tail += 1;
+                headers[k].0.store(p_tail, Ordering::Release);
+                set_actor(1);
+                let k = (c_head % CAP) as usize;
+                assert_eq!(headers[k].0.load(Ordering::Acquire), c_head + 1);
+                assert_eq!(payloads[k].0.load(Ordering::Relaxed), v);
+                c_head += 1;
+                head.0.store(c_head, Ordering::Release);
+            }
+        };
+        step(2 * CAP); // warm
+        reset_counts();
+        step(100 * CAP);
+        let c = counts();
+        assert_eq!(c.transfers, 100 * CAP * 4 + 100 * 2, "{c:?}");
+        record_on(false);
+    }
 }

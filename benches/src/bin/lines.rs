@@ -24,7 +24,12 @@
 //!   sent back, received and deleted (two queues); figures per round trip.
 //!
 //! The floor beside each figure is what the message itself must move from producer to
-//! consumer in today's layout: its 64-byte slot header line and its payload's lines.
+//! consumer in today's layout: its 64-byte slot header line and its payload's lines. The
+//! payload is the dedup id, then the body: a 64-byte body after a dedup id of a few bytes spans
+//! two lines, so a message here occupies three. Each line counts once: these windows
+//! (a few hundred messages) never come back to a slot of a small class, whose producer cursor
+//! moves on round the class; a slot reused within the window (the 64 KiB class reuses the slot
+//! freed last) moves its lines back to the producer too.
 
 use std::time::Duration;
 
@@ -120,7 +125,7 @@ fn single(n: u64) -> Figure {
         name: "single",
         per: "message",
         units: n,
-        floor: 2.0,
+        floor: 3.0,
         counts,
     }
 }
@@ -132,7 +137,7 @@ fn newgroup(n: u64) -> Figure {
         name: "newgroup",
         per: "message",
         units: n,
-        floor: 2.0,
+        floor: 3.0,
         counts,
     }
 }
@@ -167,7 +172,7 @@ fn batch(n: u64) -> Figure {
         name: "batch",
         per: "message",
         units: batches * 10,
-        floor: 2.0,
+        floor: 3.0,
         counts,
     }
 }
@@ -179,7 +184,9 @@ fn groups1000(n: u64) -> Figure {
         q.p.send(&SendMessage::new(&format!("g{g}"), BODY).dedup_id(&format!("pre{g}")))
             .expect("send");
     }
-    let counts = measure(n, n, |k| {
+    // Warmed up over the whole backlog: every message received while counting was sent while
+    // recording (the 1,000 sent above, before the model's reset, would read as first touches).
+    let counts = measure(1000.max(n), n, |k| {
         lines::set_actor(PRODUCER);
         q.p.send(&SendMessage::new(&format!("g{}", k % 1000), BODY).dedup_id(&k.to_string()))
             .expect("send");
@@ -192,7 +199,7 @@ fn groups1000(n: u64) -> Figure {
         name: "groups1000",
         per: "message",
         units: n,
-        floor: 2.0,
+        floor: 3.0,
         counts,
     }
 }
@@ -221,7 +228,7 @@ fn zerocopy64k(n: u64) -> Figure {
         name: "zerocopy64k",
         per: "message",
         units: n,
-        floor: 1.0 + 1024.0,
+        floor: 1.0 + 1025.0,
         counts,
     }
 }
@@ -246,7 +253,7 @@ fn roundtrip(n: u64) -> Figure {
         name: "roundtrip",
         per: "round trip",
         units: n,
-        floor: 4.0,
+        floor: 6.0,
         counts,
     }
 }
