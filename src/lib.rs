@@ -19,8 +19,8 @@
 //! # Ok::<(), shmfifo::Error>(())
 //! ```
 //!
-//! The rules implemented are numbered in the project's `SQS-FIFO.md`; the arena format and the
-//! protocols are described in `ARCHITECTURE.md`.
+//! The rules implemented are numbered in the repository's `docs/contract.md`; the arena format
+//! and the protocols are described in `ARCHITECTURE.md`.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 #![cfg_attr(shmfifo_loom, allow(dead_code))]
 #![warn(

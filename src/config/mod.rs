@@ -49,8 +49,8 @@ pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
 pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
 /// Default `size_limit`: how far a queue's file may grow as its size classes fill (1 GiB),
 /// lowered at creation to a quarter of the file system's free space (never below the base
-/// file). With it a default queue holds about 4 million small messages where its base file
-/// holds 8,192.
+/// file). With it a default queue holds about 2 million small messages (2,097,152: the small
+/// class's eighth segment; a ninth would pass the limit) where its base file holds 8,192.
 pub const DEFAULT_SIZE_LIMIT: u64 = 1 << 30;
 /// Largest `size_limit` (1 TiB).
 pub const MAX_SIZE_LIMIT: u64 = 1 << 40;
@@ -186,14 +186,13 @@ pub enum DedupOverflow {
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
-///
-/// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment twice its size until the next would pass it (layout 13); a limit at or below the base file means no growth |
+/// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
-/// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 64 B + 128 B each (64 B + 256 B with `MessageGroup` scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval the table grows (a table of twice its entries) while `size_limit` allows, then `dedup_overflow` decides |
+/// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 72 B each (64 B of entry, 8 B of the key's hash; either scope). An id may use the 256 entries after its home; when all hold ids accepted within the interval the table grows (a table as large as all before it) while `size_limit` allows, then `dedup_overflow` decides |
 /// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
@@ -299,7 +298,7 @@ impl QueueConfig {
         self
     }
     /// Most bytes the queue's file may grow to as its size classes fill (default: see the
-    /// table). A class whose every slot is taken adds a segment of twice its slots, reserved
+    /// table). A class whose every slot is taken adds a segment as large as all its slots so far, reserved
     /// with `fallocate`, as long as the file stays within the limit; only then does a send
     /// answer [`crate::Error::SizeClassFull`]. A limit at or below the base file (the size
     /// [`QueueConfig::geometry`] lays out) keeps the queue at its base size.
