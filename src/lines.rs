@@ -681,6 +681,87 @@ mod tests {
         record_on(false);
     }
 
+    /// The slot header's transfers per message over `n` rounds of `round` (after as many to
+    /// warm up), a producer (actor 0) and a consumer (actor 1) on two handles of one queue.
+    fn header_per_message(
+        tag: &str,
+        per_round: u64,
+        round: impl Fn(&crate::Queue, &crate::Queue),
+    ) -> f64 {
+        let name = format!("shmfifo-lines-test-{tag}-{}", std::process::id());
+        let _ = crate::Queue::unlink(&name);
+        let p = crate::Queue::create(&name, &crate::QueueConfig::new()).expect("create");
+        let c = crate::Queue::open(&name).expect("open");
+        let _g = fresh();
+        for _ in 0..20 {
+            round(&p, &c);
+        }
+        reset_counts();
+        for _ in 0..40 {
+            round(&p, &c);
+        }
+        let n: u64 = counts()
+            .by_field
+            .iter()
+            .filter(|(f, _)| f.starts_with("slot_header."))
+            .map(|&(_, n)| n)
+            .sum();
+        record_on(false);
+        drop((p, c));
+        let _ = crate::Queue::unlink(&name);
+        n as f64 / (40 * per_round) as f64
+    }
+
+    /// A received message's header comes to the consumer once, for writing: the receive's
+    /// cleanup and walk fetch it by an RMW that writes nothing, where a load then the
+    /// in-flight CAS fetched it twice (2 per message before). One group, send, receive,
+    /// delete; and a batch of 10 received at once, whose messages after the first the walk
+    /// fetches.
+    #[test]
+    fn a_received_message_header_moves_once() {
+        use crate::{BatchEntry, ReceiveOptions, SendMessage};
+        let body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        let one = ReceiveOptions::max(1).wait(std::time::Duration::ZERO);
+        let k = std::cell::Cell::new(0u64);
+        let single = header_per_message("single", 1, |p, c| {
+            set_actor(0);
+            k.set(k.get() + 1);
+            let id = k.get().to_string();
+            p.send(&SendMessage::new("g", body).dedup_id(&id))
+                .expect("send");
+            set_actor(1);
+            let got = c.receive(&one).expect("receive");
+            c.delete(&got[0].receipt_handle).expect("delete");
+        });
+        assert_eq!(single, 1.0);
+        let ten = ReceiveOptions::max(10).wait(std::time::Duration::ZERO);
+        let batch = header_per_message("batch", 10, |p, c| {
+            set_actor(0);
+            k.set(k.get() + 1);
+            let ids: Vec<String> = (0..10).map(|i| format!("{}-{i}", k.get())).collect();
+            let names = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+            let entries: Vec<_> = ids
+                .iter()
+                .zip(names)
+                .map(|(d, id)| BatchEntry {
+                    id,
+                    entry: SendMessage::new("g", body).dedup_id(d),
+                })
+                .collect();
+            for r in p.send_batch(&entries).expect("send_batch") {
+                r.result.expect("sent");
+            }
+            set_actor(1);
+            let got = c.receive(&ten).expect("receive");
+            assert_eq!(got.len(), 10);
+            let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
+            for r in c.delete_handles(&handles).expect("delete") {
+                r.expect("deleted");
+            }
+        });
+        assert_eq!(batch, 1.0);
+    }
+
     /// The least a message of two lines (a header line that also signals, and a payload line)
     /// can move in this model when its slots are reused: an SPSC ring of 8 such slots, one
     /// message at a time, with no tail index at all (the consumer finds the message by its

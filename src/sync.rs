@@ -159,6 +159,23 @@ pub fn load_for_write_u64(a: &AtomicU64) -> u64 {
     }
 }
 
+/// [`load_for_write_u64`] standing for a SeqCst load: a SeqCst RMW that writes back what it
+/// read (in the single total order, and reading the latest value); under loom the SeqCst load
+/// it stands for.
+#[inline]
+pub fn load_for_write_seqcst_u64(a: &AtomicU64) -> u64 {
+    #[cfg(not(shmfifo_loom))]
+    {
+        // SeqCst: as the load it stands for (the caller names what it pairs with).
+        a.fetch_add(0, Ordering::SeqCst)
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        // SeqCst: as above.
+        a.load(Ordering::SeqCst)
+    }
+}
+
 /// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
 /// made since it loaded `seen` with Acquire.
 ///

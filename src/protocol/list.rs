@@ -78,6 +78,20 @@ pub(crate) enum Next<'a> {
 /// The node after `cur` in its group's list.
 #[inline]
 pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
+    step(a, cur, false)
+}
+
+/// [`successor`] for a walk that goes on to write the node it finds (a receive, which marks it
+/// in flight): its header line is fetched once, for writing, by an RMW that writes nothing
+/// (`sync::load_for_write_u64`), instead of shared by the load and then again by the write.
+/// One line less a received message (`shmfifo-lines`), one locked instruction more.
+#[inline]
+pub(crate) fn successor_for_write<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
+    step(a, cur, true)
+}
+
+#[inline]
+fn step<'a>(a: &Arena<'a>, cur: u64, for_write: bool) -> PResult<Next<'a>> {
     // Acquire: SYNC POINT(node-link), so the node found is seen as its producer wrote it.
     let l = a.link(node::index(cur))?.load(Ordering::Acquire);
     if node::inc(l) != node::inc(cur) {
@@ -89,8 +103,12 @@ pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
     }
     let m = a.msg(next)?;
     // Acquire: pairs with the allocation's link store, published by the link CAS.
-    let ninc = node::inc(m.link.load(Ordering::Acquire));
-    Ok(Next::Node(next, m, ninc))
+    let w = if for_write {
+        crate::sync::load_for_write_u64(&m.link)
+    } else {
+        m.link.load(Ordering::Acquire)
+    };
+    Ok(Next::Node(next, m, node::inc(w)))
 }
 
 #[cfg(all(test, not(shmfifo_loom)))]

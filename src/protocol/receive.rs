@@ -4,11 +4,13 @@
 use super::accounting::{account_in_flight, count};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
-use super::list::{remove, successor, Cycle, Next};
+use super::list::{remove, successor, successor_for_write, Cycle, Next};
 use super::quarantine;
 use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
-use super::release::{cleanup, or_release, release, release_claim_word, Cleaned};
+use super::release::{
+    cleanup, cleanup_before_take, or_release, release, release_claim_word, Cleaned,
+};
 use super::settle::{settle_known, Link, Then};
 use super::sweep::sweep_if_idle;
 use super::timers;
@@ -379,7 +381,7 @@ fn take(
     rep: &mut Received,
     sink: &mut Sink<'_>,
 ) -> PResult<Option<usize>> {
-    if cleanup(a, env, cw, e)? == Cleaned::Retired {
+    if cleanup_before_take(a, env, cw, e)? == Cleaned::Retired {
         return Ok(None);
     }
     let t = Times::load(a, env);
@@ -401,6 +403,7 @@ fn take(
     };
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
+    let first = cur;
     let mut cycle = Cycle::from(cur);
     // Whether the last step moved to the next node (a step that looks again stays; a node
     // whose link names itself moves to the same reference).
@@ -415,7 +418,13 @@ fn take(
         if core::mem::take(&mut advanced) && cycle.met_again(cur) {
             break; // a damaged list
         }
-        let (next, m, ninc) = match successor(a, cur)? {
+        // The first message was fetched for writing by the cleanup; those after it here.
+        let step = if cur == first {
+            successor
+        } else {
+            successor_for_write
+        };
+        let (next, m, ninc) = match step(a, cur)? {
             Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
             Next::End => break,
             Next::Node(next, m, ninc) => (next, m, ninc),

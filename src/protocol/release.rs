@@ -20,14 +20,32 @@ pub(crate) enum Cleaned {
 /// Under the claim: frees a dead holder's pending dummy, moves `head` past deleted nodes, and
 /// retires the group if it is empty.
 pub(crate) fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> PResult<Cleaned> {
-    let r = cleanup_inner(a, env, e)?;
+    finish(e, cw, cleanup_inner(a, env, e, false)?)
+}
+
+/// [`cleanup`] by a receive about to take the first live message: that message's header is
+/// fetched for writing where the cleanup first reads it (`sync::load_for_write_seqcst_u64`):
+/// the receive marks it in flight next, so its line comes from the producer once,
+/// exclusively, not shared and then again (one line less a received message, one locked
+/// instruction more). Other cleanups stop at a message nobody writes next, and mostly walk
+/// deleted messages the caller deleted itself: a plain load.
+pub(crate) fn cleanup_before_take(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    cw: u64,
+    e: &GroupEntry,
+) -> PResult<Cleaned> {
+    finish(e, cw, cleanup_inner(a, env, e, true)?)
+}
+
+fn finish(e: &GroupEntry, cw: u64, r: Cleaned) -> PResult<Cleaned> {
     if r == Cleaned::Retired {
         release_claim_word(e, cw);
     }
     Ok(r)
 }
 
-fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleaned> {
+fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -> PResult<Cleaned> {
     let _ = env;
     // Acquire: SYNC POINT(claim); a dead holder's pending free is visible.
     let p = e.pending_free.load(Ordering::Acquire);
@@ -72,7 +90,11 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<Cleane
             next => {
                 let m = a.msg(next)?;
                 // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release check.
-                let w = m.vis.load(Ordering::SeqCst);
+                let w = if for_take {
+                    crate::sync::load_for_write_seqcst_u64(&m.vis)
+                } else {
+                    m.vis.load(Ordering::SeqCst)
+                };
                 if vis::state(w) != vis::State::Deleted {
                     return Ok(Cleaned::Kept);
                 }
