@@ -503,6 +503,13 @@ macro_rules! recorded {
                 self.at(Access::Write);
                 self.0.fetch_add(v, o)
             }
+            /// `fetch_add(0, o)` recorded as a read: LLVM lowers an RMW that provably writes
+            /// nothing to a fence and a load on x86, which fetch the line shared
+            /// (`sync::idempotent_rmw_u64`).
+            pub fn idempotent_rmw(&self, o: Ordering) -> $int {
+                self.at(Access::Read);
+                self.0.fetch_add(0, o)
+            }
             /// See core's.
             pub fn fetch_sub(&self, v: $int, o: Ordering) -> $int {
                 self.at(Access::Write);

@@ -138,6 +138,25 @@ pub fn load_after_seqcst_rmw_u64(a: &AtomicU64) -> u64 {
     }
 }
 
+/// An RMW that writes nothing (`fetch_add(0)`), for what such an RMW guarantees over a
+/// load: it reads the latest value in the word's modification order, and with `AcqRel` it
+/// orders as a store too. LLVM lowers it on x86 to a fence and a plain load (equivalent under
+/// x86's total store order), which fetch the line shared: the `lines` model records a read,
+/// as the hardware does (an RMW would take the line exclusively).
+#[inline]
+pub fn idempotent_rmw_u64(a: &AtomicU64, o: Ordering) -> u64 {
+    #[cfg(all(not(shmfifo_loom), feature = "lines"))]
+    {
+        // `o`: the caller's, as for `fetch_add(0, o)`.
+        a.idempotent_rmw(o)
+    }
+    #[cfg(not(all(not(shmfifo_loom), feature = "lines")))]
+    {
+        // `o`: the caller's (it names what it pairs with).
+        a.fetch_add(0, o)
+    }
+}
+
 /// An Acquire load of a word whose line the caller writes next: in a real build an RMW that
 /// writes back what it read (`fetch_add(0)`), which fetches the line once, exclusively, where a
 /// load then a write would fetch it twice from the core that wrote it last; the value is what a
@@ -145,12 +164,20 @@ pub fn load_after_seqcst_rmw_u64(a: &AtomicU64) -> u64 {
 /// another thread loosely against such an RMW (by causality, not as one total order), so it
 /// would credit the no-op write with values no execution can leave, while a load allows every
 /// value the RMW could read, and more.
+///
+/// The addend is hidden from the optimiser (`black_box`): LLVM lowers an RMW it can prove
+/// writes nothing (`fetch_add(0)`) on x86 to a fence on a stack slot and a plain load (`lock
+/// or` on `rsp`, then `mov`), which fetches the line shared, the very thing this function is
+/// for; until this was found (layout 17's review) every use compiled so, and the `lines`
+/// model, which records the call, not the instruction, counted a write that did not happen.
+/// With the addend opaque it is a `lock xadd` on the word (checked in the disassembly of
+/// `ring::Ring::pop`, `list::step` and `release::cleanup_inner`).
 #[inline]
 pub fn load_for_write_u64(a: &AtomicU64) -> u64 {
     #[cfg(not(shmfifo_loom))]
     {
         // Acquire: as the load it stands for (the caller names what it pairs with).
-        a.fetch_add(0, Ordering::Acquire)
+        a.fetch_add(core::hint::black_box(0), Ordering::Acquire)
     }
     #[cfg(shmfifo_loom)]
     {
@@ -166,8 +193,9 @@ pub fn load_for_write_u64(a: &AtomicU64) -> u64 {
 pub fn load_for_write_seqcst_u64(a: &AtomicU64) -> u64 {
     #[cfg(not(shmfifo_loom))]
     {
-        // SeqCst: as the load it stands for (the caller names what it pairs with).
-        a.fetch_add(0, Ordering::SeqCst)
+        // SeqCst: as the load it stands for (the caller names what it pairs with). The
+        // addend is opaque for the reason given at `load_for_write_u64`.
+        a.fetch_add(core::hint::black_box(0), Ordering::SeqCst)
     }
     #[cfg(shmfifo_loom)]
     {

@@ -548,7 +548,8 @@ fn published_latest(a: &Arena<'_>, stolen: bool) -> u32 {
     let n = if stolen {
         // AcqRel: SYNC POINT(segment-publish), as `Arena::published`, and the latest value in
         // the count's modification order (as `grow::grow_locked` reads it).
-        let n = a.hdr.grow.0.segments[GROUP_KIND].fetch_add(0, Ordering::AcqRel);
+        let n =
+            crate::sync::idempotent_rmw_u64(&a.hdr.grow.0.segments[GROUP_KIND], Ordering::AcqRel);
         n.min(u64::from(a.growth(GROUP_KIND))) as u32
     } else {
         a.published(GROUP_KIND)

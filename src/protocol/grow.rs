@@ -80,7 +80,7 @@ fn grow_locked(a: &Arena<'_>, c: usize, seen: u32) -> PResult<Grew> {
     // An RMW (AcqRel), not a load: it reads the latest count in its modification order, so
     // a grower that took the claim over from a dead one (whose release we never read) still
     // sees every segment published before (SYNC POINT(segment-publish)).
-    let n = line.segments[c].fetch_add(0, Ordering::AcqRel);
+    let n = crate::sync::idempotent_rmw_u64(&line.segments[c], Ordering::AcqRel);
     if n > u64::from(seen) {
         return Ok(Grew::Found);
     }
@@ -142,8 +142,7 @@ fn end_of(a: &Arena<'_>, latest: Option<(usize, u64)>) -> PResult<u64> {
         let published = match latest {
             Some((k, n)) if k == c => n.min(u64::from(a.growth(c))) as u32,
             // AcqRel: see `grow_locked`.
-            Some(_) => a.hdr.grow.0.segments[c]
-                .fetch_add(0, Ordering::AcqRel)
+            Some(_) => crate::sync::idempotent_rmw_u64(&a.hdr.grow.0.segments[c], Ordering::AcqRel)
                 .min(u64::from(a.growth(c))) as u32,
             None => a.published(c),
         };

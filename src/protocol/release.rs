@@ -23,12 +23,14 @@ pub(crate) fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> 
     finish(e, cw, cleanup_inner(a, env, e, false)?)
 }
 
-/// [`cleanup`] by a receive about to take the first live message: that message's header is
-/// fetched for writing where the cleanup first reads it (`sync::load_for_write_seqcst_u64`):
-/// the receive marks it in flight next, so its line comes from the producer once,
-/// exclusively, not shared and then again (one line less a received message, one locked
-/// instruction more). Other cleanups stop at a message nobody writes next, and mostly walk
-/// deleted messages the caller deleted itself: a plain load.
+/// [`cleanup`] by a receive about to take the first live message: each node it visits is read
+/// for writing (`sync::load_for_write_seqcst_u64`): the first live message, which the receive
+/// marks in flight next, so its line comes from the producer once, exclusively, not shared
+/// and then again (one line less a received message, one locked instruction more); and any
+/// deleted message before it (rare here: a delete's own cleanup moves past them), which
+/// becomes the dummy and is freed when `head` moves on. Other cleanups stop at a message
+/// nobody writes next, and mostly walk deleted messages the caller deleted itself: a plain
+/// load.
 pub(crate) fn cleanup_before_take(
     a: &Arena<'_>,
     env: &dyn Env,

@@ -251,7 +251,7 @@ pub fn send_chain(
     // its nodes but the last, the next node is ours and published: hint; or its swap reads
     // ours and it then sees every publication above. The chain is committed: a fault while
     // hinting (corruption elsewhere) must not turn it into an error the caller would retry.
-    let h = e.head.fetch_add(0, Ordering::AcqRel);
+    let h = crate::sync::idempotent_rmw_u64(&e.head, Ordering::AcqRel);
     let before_ours = h == pred
         || chain[..n - 1]
             .iter()
