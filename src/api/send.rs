@@ -312,12 +312,15 @@ impl Queue {
             }
             let t = (deadline - now).clamp(1, recovery::LIVENESS_PERIOD_MS);
             accounting::count(self.arena(), inner.me, counter::WAITS, 1);
-            sys::futex_wait(doorbell::producers(self.arena()), bell, t);
+            let woke = sys::futex_wait(doorbell::producers(self.arena()), bell, t);
             doorbell::space_end_wait(self.arena(), part);
             // As a sleeping receiver does: a named queue's file may have been truncated
-            // under us while we slept; report it rather than touch a page that is gone.
-            if let Some(e) = self.truncated()? {
-                return Err(e);
+            // under us while we slept (which rings no bell: we wake by the timeout); report it
+            // rather than touch a page that is gone.
+            if woke == sys::Woke::Timeout {
+                if let Some(e) = self.truncated()? {
+                    return Err(e);
+                }
             }
             self.make_room();
         }

@@ -261,19 +261,31 @@ pub fn participant_locked(file: &File, index: u32) -> bool {
     r != 0 || i32::from(fl.l_type) != libc::F_UNLCK
 }
 
+/// How a [`futex_wait`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woke {
+    /// Woken by a `FUTEX_WAKE` (or it never slept: the word no longer held `expected`).
+    Rung,
+    /// The timeout passed, or a signal interrupted the sleep.
+    Timeout,
+}
+
 /// Sleeps on a futex in shared memory (never `FUTEX_PRIVATE`) while it holds `expected`, at most
 /// `timeout_ms`.
-pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) {
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) -> Woke {
     let ts = rustix::time::Timespec {
         tv_sec: (timeout_ms / 1000) as i64,
         tv_nsec: ((timeout_ms % 1000) * 1_000_000) as i64,
     };
-    let _ = rustix::thread::futex::wait(
+    match rustix::thread::futex::wait(
         crate::sync::futex_word(word),
         rustix::thread::futex::Flags::empty(),
         expected,
         Some(&ts),
-    );
+    ) {
+        Ok(()) | Err(rustix::io::Errno::AGAIN) => Woke::Rung,
+        Err(_) => Woke::Timeout,
+    }
 }
 
 /// Wakes up to `n` sleepers on a shared futex.
