@@ -248,6 +248,50 @@ fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
+/// The same for a producer asleep in `send_timeout` for space (a full queue that cannot grow):
+/// it wakes by its timeout, sees the file shorter than its mapping before it touches its
+/// participant record (past the cut) or any table, and returns `Truncated`.
+#[test]
+fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let name = common::unique("trunc-send");
+    let cfg = QueueConfig::new()
+        .max_messages(64)
+        .size_limit(0)
+        .deduplication(shmfifo::Deduplication::Off);
+    let q = Queue::create(&name, &cfg).unwrap();
+    let mut sent = 0;
+    while q.send(&shmfifo::SendMessage::new("g", "x")).is_ok() {
+        sent += 1;
+        assert!(
+            sent <= 1_000,
+            "a queue of 64 small slots that cannot grow fills"
+        );
+    }
+    assert!(sent >= 64);
+    let mut child = Command::new(BIN)
+        .args(["wait-send", &name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "WAITING");
+    // Asleep on the space doorbell by now.
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{name}"))
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let st = child.wait().unwrap();
+    assert!(st.success(), "the producer survived: {st:?}");
+    assert_eq!(lines.next().unwrap().unwrap(), "ERR Truncated");
+    drop(q);
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+}
+
 /// An anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
 /// grow it under the participants.
 #[test]

@@ -491,15 +491,16 @@ impl Queue {
             if matches!(n, Ok(0)) {
                 let t = self.sleep_bound_ms(now, deadline);
                 accounting::count(self.arena(), inner.me, counter::WAITS, 1);
+                let slept = sys::monotonic_ns();
                 let woke = sys::futex_wait(doorbell::receivers(self.arena()), bell, t);
                 // A participant that slept may wake to a file truncated under it (a named
                 // queue; anonymous ones are sealed): look before touching a page past the
                 // header, and report it instead of dying of SIGBUS. A truncation rings no
-                // bell, so a receiver asleep through one wakes by its timeout (at most the
-                // liveness period) and looks; a ring means a participant has just written the
-                // queue's tables, and the receiver goes on as any operation does, without
-                // the `fstat` (a system call, about 1 µs here, on every wake-up).
-                if woke == sys::Woke::Timeout {
+                // bell: a receiver asleep through one wakes by its timeout and looks, as does
+                // one rung after a sleep of a millisecond or more. One rung sooner goes on as
+                // an operation in progress does, without the `fstat` (a system call, about
+                // 1.2 µs here, on every quick wake-up).
+                if sys::needs_look(woke, slept) {
                     if let Some(e) = self.truncated()? {
                         return Err(e);
                     }

@@ -312,16 +312,18 @@ impl Queue {
             }
             let t = (deadline - now).clamp(1, recovery::LIVENESS_PERIOD_MS);
             accounting::count(self.arena(), inner.me, counter::WAITS, 1);
+            let slept = sys::monotonic_ns();
             let woke = sys::futex_wait(doorbell::producers(self.arena()), bell, t);
-            doorbell::space_end_wait(self.arena(), part);
             // As a sleeping receiver does: a named queue's file may have been truncated
-            // under us while we slept (which rings no bell: we wake by the timeout); report it
-            // rather than touch a page that is gone.
-            if woke == sys::Woke::Timeout {
+            // under us while we slept; report it rather than touch a page that is gone, the
+            // registry's included (so before `space_end_wait`, whose record may lie past the
+            // cut: a truncated file keeps its announcement, as a receiver's does).
+            if sys::needs_look(woke, slept) {
                 if let Some(e) = self.truncated()? {
                     return Err(e);
                 }
             }
+            doorbell::space_end_wait(self.arena(), part);
             self.make_room();
         }
     }

@@ -270,6 +270,14 @@ pub enum Woke {
     Timeout,
 }
 
+/// Whether a participant whose sleep (begun at `slept`, `monotonic_ns`) ended as `woke` looks
+/// at its file's length before it touches the arena again: after a timeout (how a sleeper meets
+/// a truncation, which rings no bell), and after any sleep of a millisecond or more (a ring
+/// may follow a truncation). A ring sooner is treated as an operation in progress is.
+pub fn needs_look(woke: Woke, slept: u64) -> bool {
+    woke == Woke::Timeout || monotonic_ns().saturating_sub(slept) >= 1_000_000
+}
+
 /// Sleeps on a futex in shared memory (never `FUTEX_PRIVATE`) while it holds `expected`, at most
 /// `timeout_ms`.
 pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ms: u64) -> Woke {

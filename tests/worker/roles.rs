@@ -313,6 +313,23 @@ fn wait_receive(args: &[String]) -> shmfifo::Result<()> {
     std::process::exit(0);
 }
 
+/// `wait-send QUEUE`: prints `WAITING`, then sends to group `g` with `send_timeout` (up to 20 s)
+/// and prints `SENT` or `ERR kind`: a producer asleep for space (the queue is full and cannot
+/// grow) when its file is truncated.
+fn wait_send(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let mut w = out(true);
+    writeln!(w, "WAITING").unwrap();
+    w.flush().unwrap();
+    match q.send_timeout(&SendMessage::new("g", "x"), Duration::from_secs(20)) {
+        Ok(_) => writeln!(w, "SENT").unwrap(),
+        Err(e) => writeln!(w, "ERR {}", e.code().name()).unwrap(),
+    }
+    w.flush().unwrap();
+    // Exit without the handle's close: its participant record is past the cut.
+    std::process::exit(0);
+}
+
 /// `fill-fsize QUEUE BYTES`: with the file size limit (`RLIMIT_FSIZE`) at `BYTES` (and
 /// `SIGXFSZ` ignored, so a write past it fails instead of killing us), sends to group `g`
 /// until a send fails; prints `SENT n ERR kind`.
@@ -347,6 +364,7 @@ pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
         Some("dedup-produce") => dedup_produce(&args[1..]).map_err(|e| e.to_string()),
         Some("attempt-receive") => attempt_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("wait-receive") => wait_receive(&args[1..]).map_err(|e| e.to_string()),
+        Some("wait-send") => wait_send(&args[1..]).map_err(|e| e.to_string()),
         Some("fill-fsize") => fill_fsize(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();
