@@ -157,7 +157,7 @@ pub fn idempotent_rmw_u64(a: &AtomicU64, o: Ordering) -> u64 {
     }
 }
 
-/// An Acquire load of a word whose line the caller writes next: in a real build an RMW that
+/// A load (`o`: `Acquire` or `SeqCst`) of a word whose line the caller writes next: in a real build an RMW that
 /// writes back what it read (`fetch_add(0)`), which fetches the line once, exclusively, where a
 /// load then a write would fetch it twice from the core that wrote it last; the value is what a
 /// load could have read (the latest). Under loom a plain load: loom orders a plain store by
@@ -171,36 +171,19 @@ pub fn idempotent_rmw_u64(a: &AtomicU64, o: Ordering) -> u64 {
 /// for; until this was found (layout 17's review) every use compiled so, and the `lines`
 /// model, which records the call, not the instruction, counted a write that did not happen.
 /// With the addend opaque it is a `lock xadd` on the word (checked in the disassembly of
-/// `ring::Ring::pop`, `list::step` and `release::cleanup_inner`).
+/// `ring::Ring::pop`, `list::step` and `release::cleanup_inner`). Standing for a SeqCst load, it
+/// is a SeqCst RMW: in the single total order, reading the latest value.
 #[inline]
-pub fn load_for_write_u64(a: &AtomicU64) -> u64 {
+pub fn load_for_write_u64(a: &AtomicU64, o: Ordering) -> u64 {
     #[cfg(not(shmfifo_loom))]
     {
-        // Acquire: as the load it stands for (the caller names what it pairs with).
-        a.fetch_add(core::hint::black_box(0), Ordering::Acquire)
+        // `o`: as the load it stands for (the caller names what it pairs with).
+        a.fetch_add(core::hint::black_box(0), o)
     }
     #[cfg(shmfifo_loom)]
     {
-        // Acquire: as above.
-        a.load(Ordering::Acquire)
-    }
-}
-
-/// [`load_for_write_u64`] standing for a SeqCst load: a SeqCst RMW that writes back what it
-/// read (in the single total order, and reading the latest value); under loom the SeqCst load
-/// it stands for.
-#[inline]
-pub fn load_for_write_seqcst_u64(a: &AtomicU64) -> u64 {
-    #[cfg(not(shmfifo_loom))]
-    {
-        // SeqCst: as the load it stands for (the caller names what it pairs with). The
-        // addend is opaque for the reason given at `load_for_write_u64`.
-        a.fetch_add(core::hint::black_box(0), Ordering::SeqCst)
-    }
-    #[cfg(shmfifo_loom)]
-    {
-        // SeqCst: as above.
-        a.load(Ordering::SeqCst)
+        // `o`: as above.
+        a.load(o)
     }
 }
 

@@ -217,23 +217,20 @@ fn arena_survives_a_reboot() {
         .all(|m| new[0].sent_timestamp > m.sent_timestamp));
 }
 
-/// Truncating a named queue's file under a receiver asleep in a long poll does not
-/// kill it with SIGBUS: it wakes, sees the file shorter than its mapping before touching a page
-/// past the end, and returns `Truncated`.
-#[test]
-fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
+/// Runs worker `role` on queue `name` until it prints `WAITING`, lets it fall asleep, cuts
+/// the queue's file to one page under it, and returns the line it prints next (after
+/// asserting that it exited normally, not killed by SIGBUS).
+fn cut_under_sleeper(role: &str, name: &str) -> String {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
-    let name = common::unique("trunc");
-    let q = Queue::create(&name, &QueueConfig::new().max_messages(64)).unwrap();
     let mut child = Command::new(BIN)
-        .args(["wait-receive", &name])
+        .args([role, name])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "WAITING");
-    // Asleep on the futex by now (it spins only microseconds before sleeping).
+    // Asleep on its futex by now (it spins only microseconds before sleeping).
     std::thread::sleep(Duration::from_millis(300));
     std::fs::OpenOptions::new()
         .write(true)
@@ -242,8 +239,18 @@ fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
         .set_len(4096)
         .unwrap();
     let st = child.wait().unwrap();
-    assert!(st.success(), "the receiver survived: {st:?}");
-    assert_eq!(lines.next().unwrap().unwrap(), "ERR Truncated");
+    assert!(st.success(), "the {role} worker survived: {st:?}");
+    lines.next().unwrap().unwrap()
+}
+
+/// Truncating a named queue's file under a receiver asleep in a long poll does not
+/// kill it with SIGBUS: it wakes, sees the file shorter than its mapping before touching a page
+/// past the end, and returns `Truncated`.
+#[test]
+fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
+    let name = common::unique("trunc");
+    let q = Queue::create(&name, &QueueConfig::new().max_messages(64)).unwrap();
+    assert_eq!(cut_under_sleeper("wait-receive", &name), "ERR Truncated");
     drop(q);
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
@@ -253,8 +260,6 @@ fn a_receiver_asleep_when_its_file_is_truncated_gets_an_error() {
 /// participant record (past the cut) or any table, and returns `Truncated`.
 #[test]
 fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     let name = common::unique("trunc-send");
     let cfg = QueueConfig::new()
         .max_messages(64)
@@ -270,24 +275,7 @@ fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
         );
     }
     assert!(sent >= 64);
-    let mut child = Command::new(BIN)
-        .args(["wait-send", &name])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "WAITING");
-    // Asleep on the space doorbell by now.
-    std::thread::sleep(Duration::from_millis(300));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/dev/shm/{name}"))
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
-    let st = child.wait().unwrap();
-    assert!(st.success(), "the producer survived: {st:?}");
-    assert_eq!(lines.next().unwrap().unwrap(), "ERR Truncated");
+    assert_eq!(cut_under_sleeper("wait-send", &name), "ERR Truncated");
     drop(q);
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }

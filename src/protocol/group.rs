@@ -308,7 +308,7 @@ fn find_in(
     // (`load_for_write_u64`). Entries further along are other groups': plain loads, as in the
     // tables of a grown group table, where the home is often another table's.
     let st0 = if for_write {
-        crate::sync::load_for_write_u64(&home.state)
+        crate::sync::load_for_write_u64(&home.state, Ordering::Acquire)
     } else {
         home.state.load(Ordering::Acquire)
     };

@@ -104,7 +104,7 @@ fn step<'a>(a: &Arena<'a>, cur: u64, for_write: bool) -> PResult<Next<'a>> {
     let m = a.msg(next)?;
     // Acquire: pairs with the allocation's link store, published by the link CAS.
     let w = if for_write {
-        crate::sync::load_for_write_u64(&m.link)
+        crate::sync::load_for_write_u64(&m.link, Ordering::Acquire)
     } else {
         m.link.load(Ordering::Acquire)
     };

@@ -24,7 +24,7 @@ pub(crate) fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> 
 }
 
 /// [`cleanup`] by a receive about to take the first live message: each node it visits is read
-/// for writing (`sync::load_for_write_seqcst_u64`): the first live message, which the receive
+/// for writing (`sync::load_for_write_u64`, SeqCst): the first live message, which the receive
 /// marks in flight next, so its line comes from the producer once, exclusively, not shared
 /// and then again (one line less a received message, one locked instruction more); and any
 /// deleted message before it (rare here: a delete's own cleanup moves past them), which
@@ -93,7 +93,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 let m = a.msg(next)?;
                 // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release check.
                 let w = if for_take {
-                    crate::sync::load_for_write_seqcst_u64(&m.vis)
+                    crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
                 } else {
                     m.vis.load(Ordering::SeqCst)
                 };

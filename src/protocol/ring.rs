@@ -124,7 +124,7 @@ impl Ring<'_> {
             // finds the entry's line here (a load then a CAS fetch it twice from the producer
             // that filled it: the line count's ring rows). Acquire: pairs with the AcqRel CAS
             // of the push that filled this entry.
-            let w = crate::sync::load_for_write_u64(e);
+            let w = crate::sync::load_for_write_u64(e, Ordering::Acquire);
             let s = seq(w);
             if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK {
                 // AcqRel: Acquire takes the pushed value; Release hands the emptied entry to
