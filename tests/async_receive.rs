@@ -311,3 +311,45 @@ fn an_async_consumer_of_producer_processes() {
         assert!(v.windows(2).all(|w| w[0].2 < w[1].2), "group {g}");
     }
 }
+
+/// A named queue's file cut under a waiting task (to one page: the task's participant record
+/// is past it; to nothing: the watcher's doorbell is too) does not kill the process with SIGBUS:
+/// the watcher looks after its sleep, the task returns `Truncated` without touching the arena,
+/// and so does every later receive of that handle; dropping the handle then is safe too.
+#[test]
+fn a_task_waiting_when_its_file_is_truncated_gets_an_error() {
+    for cut in [4096, 0] {
+        let name = unique("async-trunc");
+        let path = format!("/dev/shm/{name}");
+        let q = AsyncQueue::new(shmfifo::Queue::create(&name, &small().max_messages(64)).unwrap());
+        runtime().block_on(async {
+            let waiter = {
+                let q = q.clone();
+                tokio::spawn(async move {
+                    let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+                    q.receive(&opts).await
+                })
+            };
+            // Asleep by now: the task awaits its notification, the watcher its futex.
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            let got = tokio::time::timeout(Duration::from_secs(10), waiter)
+                .await
+                .expect("the waiting task ends within its watcher's sleep bound")
+                .unwrap();
+            let e = got.expect_err("no message: the file was cut");
+            assert_eq!(e.code(), shmfifo::ErrorCode::Truncated, "cut to {cut}: {e}");
+            let opts = ReceiveOptions::max(10).wait(Duration::from_secs(1));
+            let again = q.receive(&opts).await.expect_err("still cut");
+            assert_eq!(again.code(), shmfifo::ErrorCode::Truncated);
+        });
+        // Dropped: the watcher has ended; the handle skips its deregistration on a shrunk file.
+        drop(q);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

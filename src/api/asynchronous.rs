@@ -23,10 +23,20 @@
 //!    (the task is announced) and the watcher, sleeping on the old value or about to load the
 //!    new one, notifies after the task enabled; or it was published before the try, which
 //!    sees it.
+//!
+//! A named queue's file may be truncated under a waiting task (anonymous ones are sealed), and a
+//! truncation rings no bell. The watcher looks at the file's length after each sleep that ended
+//! by its timeout or lasted a millisecond or more (`sys::needs_look`, as a blocking receiver
+//! does); when it finds the file shorter than the mapping it records the cut, wakes every task
+//! and ends, touching the arena no more (a cut may leave none of it, the doorbell included). A
+//! woken task reads the record before its withdrawal writes its participant record (past the
+//! first page), and returns `Truncated` without withdrawing; so does a task whose wait ends by
+//! its deadline, which looks itself. A task that finds no message therefore costs no `fstat`
+//! unless a sleep needed one.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::thread::{self, JoinHandle};
@@ -36,7 +46,7 @@ use tokio::sync::Notify;
 
 use super::queue::Queue;
 use super::types::{Message, ReceiveBuffer, ReceiveOptions};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::protocol::doorbell;
 use crate::sys;
 
@@ -96,7 +106,13 @@ struct WatchState {
     closed: AtomicU32,
     /// The watcher thread, to unpark (set before any task can register).
     thread: OnceLock<thread::Thread>,
+    /// The file's length when the watcher found it cut below the mapping ([`NOT_CUT`] until
+    /// then); set once, after which the watcher has ended.
+    cut_at: AtomicU64,
 }
+
+/// [`WatchState::cut_at`] before any cut.
+const NOT_CUT: u64 = u64::MAX;
 
 impl AsyncQueue {
     /// Wraps a queue handle (see [`Queue::create`] and [`Queue::open`]).
@@ -190,8 +206,13 @@ impl AsyncQueue {
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
         let q = &self.shared.queue;
-        let (max, vt, wait) = q.receive_params(opts)?;
         buf.len = 0;
+        // A cut the watcher found ends every later receive too, before it touches the arena
+        // (the live settings included).
+        if let Some(e) = self.shared.watcher.get().and_then(|w| w.state.cut(q)) {
+            return Err(e);
+        }
+        let (max, vt, wait) = q.receive_params(opts)?;
         let n = q.try_receive(max, vt, buf)?;
         if n > 0 || wait == 0 {
             return Ok(n);
@@ -204,17 +225,32 @@ impl AsyncQueue {
             tokio::pin!(notified);
             // Step 1 of the protocol (module doc): enabled before announcing and trying.
             notified.as_mut().enable();
-            let _announced = Announced::new(q);
-            // The file may have been truncated while we slept (a named queue): look before
-            // touching a page past the header, as the blocking wait does.
-            if let Some(e) = q.truncated()? {
+            if let Some(e) = state.cut(q) {
                 return Err(e);
             }
+            let announced = Announced::new(q);
             let n = q.try_receive(max, vt, buf)?;
             if n > 0 {
                 return Ok(n);
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let timed_out = tokio::time::timeout_at(deadline, notified).await.is_err();
+            // Before the withdrawal writes our participant record (module doc): the watcher
+            // looked after its sleep; at our deadline we look ourselves (once per long poll).
+            let cut = if timed_out {
+                q.truncated()
+            } else {
+                Ok(state.cut(q))
+            };
+            match cut {
+                Ok(None) => drop(announced),
+                Ok(Some(e)) | Err(e) => {
+                    // Keep the announcement: its record may lie past the cut (as a blocking
+                    // receiver does; a dead process's count is given back by recovery).
+                    std::mem::forget(announced);
+                    return Err(e);
+                }
+            }
+            if timed_out {
                 return Ok(0);
             }
         }
@@ -282,6 +318,7 @@ impl Watcher {
             waiting: AtomicU32::new(0),
             closed: AtomicU32::new(0),
             thread: OnceLock::new(),
+            cut_at: AtomicU64::new(NOT_CUT),
         });
         let s = Arc::clone(&state);
         let thread = thread::Builder::new()
@@ -333,13 +370,36 @@ impl WatchState {
             }
             let now = q.inner.real_ms();
             let t = q.sleep_bound_ms(now, u64::MAX);
-            sys::futex_wait(doorbell::receivers(a), now_bell, t);
+            let slept = sys::monotonic_ns();
+            let woke = sys::futex_wait(doorbell::receivers(a), now_bell, t);
+            // The file may have been cut while we slept (module doc): look before touching
+            // the arena again. A failed `fstat` is retried after the next such sleep.
+            if sys::needs_look(woke, slept) {
+                if let Ok(Some(Error::Truncated { found, .. })) = q.truncated() {
+                    // Release: pairs with the tasks' Acquire load in `cut`.
+                    self.cut_at.store(found, Ordering::Release);
+                    self.notify.notify_waiters();
+                    return;
+                }
+            }
             // An unchanged value means the sleep ended without a ring.
             if doorbell::rung(a) == now_bell {
                 // Timed out (or a spurious wake-up): an expiry may be due; let them look.
                 self.notify.notify_waiters();
             }
         }
+    }
+}
+
+impl WatchState {
+    /// `Truncated` once the watcher has found the queue's file cut below its mapping.
+    fn cut(&self, q: &Queue) -> Option<Error> {
+        // Acquire: pairs with the watcher's Release store.
+        let found = self.cut_at.load(Ordering::Acquire);
+        (found != NOT_CUT).then(|| Error::Truncated {
+            expected: q.mapped_len(),
+            found,
+        })
     }
 }
 

@@ -555,10 +555,15 @@ impl Queue {
         t.clamp(1, cap)
     }
 
+    /// The bytes of the queue's file this handle has mapped: the base file as mapped at open,
+    /// and the segments mapped since (layout 13).
+    pub(super) fn mapped_len(&self) -> u64 {
+        (self.inner.map.len() as u64).max(self.inner.segs.file().mapped_end())
+    }
+
     /// `Truncated` if the queue's file is now shorter than its mapping.
     pub(super) fn truncated(&self) -> Result<Option<Error>> {
-        // The base file as mapped at open, and the segments mapped since (layout 13).
-        let mapped = (self.inner.map.len() as u64).max(self.inner.segs.file().mapped_end());
+        let mapped = self.mapped_len();
         let now = sys::file_len(&self.inner.file)?;
         Ok((now < mapped).then_some(Error::Truncated {
             expected: mapped,
