@@ -353,3 +353,41 @@ fn a_task_waiting_when_its_file_is_truncated_gets_an_error() {
         std::fs::remove_file(&path).unwrap();
     }
 }
+
+/// A receive dropped while it waits (its caller's timeout, a `select!`) after the file was cut
+/// under it, before anyone looked: the withdrawal looks first and leaves the record alone. The
+/// watcher of a queue with `release_on_death` off sleeps up to a second, so it has not looked.
+#[test]
+fn a_receive_cancelled_after_its_file_was_truncated_does_not_touch_it() {
+    let name = unique("async-trunc-cancel");
+    let path = format!("/dev/shm/{name}");
+    let cfg = small().max_messages(64).release_on_death(false);
+    let q = AsyncQueue::new(shmfifo::Queue::create(&name, &cfg).unwrap());
+    runtime().block_on(async {
+        let (cancel, cancelled) = tokio::sync::oneshot::channel::<()>();
+        let waiter = {
+            let q = q.clone();
+            tokio::spawn(async move {
+                let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+                tokio::select! {
+                    r = q.receive(&opts) => Some(r.map(|m| m.len())),
+                    _ = cancelled => None,
+                }
+            })
+        };
+        // Asleep by now: the task awaits its notification, the watcher its futex (1 s).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        cancel.send(()).unwrap();
+        let r = waiter.await.unwrap();
+        assert!(r.is_none(), "cancelled while it waited, not ended: {r:?}");
+    });
+    // The watcher wakes by its timeout, finds the cut and ends; the handle drops cleanly.
+    drop(q);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -30,9 +30,13 @@
 //! does); when it finds the file shorter than the mapping it records the cut, wakes every task
 //! and ends, touching the arena no more (a cut may leave none of it, the doorbell included). A
 //! woken task reads the record before its withdrawal writes its participant record (past the
-//! first page), and returns `Truncated` without withdrawing; so does a task whose wait ends by
-//! its deadline, which looks itself. A task that finds no message therefore costs no `fstat`
-//! unless a sleep needed one.
+//! first page), and returns `Truncated` without withdrawing; a task whose wait ends by its
+//! deadline looks itself (and records a cut it finds), and a receive dropped while it waits
+//! looks before it withdraws. A task that finds no message therefore costs no `fstat` unless a
+//! sleep, its deadline or its cancellation needed one. As in the blocking API, a cut while no
+//! task waits is met by the next operation, which the kernel may kill with SIGBUS; and the
+//! time between the watcher's look and a woken task's withdrawal includes the runtime's delay
+//! in polling that task.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -228,25 +232,31 @@ impl AsyncQueue {
             if let Some(e) = state.cut(q) {
                 return Err(e);
             }
-            let announced = Announced::new(q);
-            let n = q.try_receive(max, vt, buf)?;
-            if n > 0 {
-                return Ok(n);
+            let announced = Announced::new(q, state);
+            let n = q.try_receive(max, vt, buf);
+            if !matches!(n, Ok(0)) {
+                announced.withdraw();
+                return n;
             }
             let timed_out = tokio::time::timeout_at(deadline, notified).await.is_err();
             // Before the withdrawal writes our participant record (module doc): the watcher
-            // looked after its sleep; at our deadline we look ourselves (once per long poll).
+            // looked after its sleep; at our deadline we look ourselves (once per long poll)
+            // and record a cut for the watcher and the handle's later receives.
             let cut = if timed_out {
-                q.truncated()
+                q.truncated().inspect(|c| {
+                    if let Some(Error::Truncated { found, .. }) = c {
+                        state.record_cut(*found);
+                    }
+                })
             } else {
                 Ok(state.cut(q))
             };
             match cut {
-                Ok(None) => drop(announced),
+                Ok(None) => announced.withdraw(),
                 Ok(Some(e)) | Err(e) => {
                     // Keep the announcement: its record may lie past the cut (as a blocking
                     // receiver does; a dead process's count is given back by recovery).
-                    std::mem::forget(announced);
+                    announced.keep();
                     return Err(e);
                 }
             }
@@ -351,10 +361,30 @@ impl WatchState {
         let a = q.arena();
         // The tasks we wake see what the ring announced (`doorbell::rung` is an Acquire load).
         let mut seen = doorbell::rung(a);
+        // An `fstat` that failed: no arena read until one succeeds.
+        let mut look = false;
         loop {
             // Acquire: pairs with the Release store in `Watcher::drop`.
             if self.closed.load(Ordering::Acquire) != 0 {
                 return;
+            }
+            // A task found the file cut (at its deadline): touch the arena no more.
+            if self.cut_at.load(Ordering::Relaxed) != NOT_CUT {
+                return;
+            }
+            if look {
+                match self.look(q) {
+                    Look::Clean => {
+                        look = false;
+                        // As after a timeout: an expiry may be due.
+                        self.notify.notify_waiters();
+                    }
+                    Look::Cut => return,
+                    Look::Failed => {
+                        thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                }
             }
             // Acquire: pairs with `Registration::new`'s increment (then `unpark`).
             if self.waiting.load(Ordering::Acquire) == 0 {
@@ -373,13 +403,15 @@ impl WatchState {
             let slept = sys::monotonic_ns();
             let woke = sys::futex_wait(doorbell::receivers(a), now_bell, t);
             // The file may have been cut while we slept (module doc): look before touching
-            // the arena again. A failed `fstat` is retried after the next such sleep.
+            // the arena again.
             if sys::needs_look(woke, slept) {
-                if let Ok(Some(Error::Truncated { found, .. })) = q.truncated() {
-                    // Release: pairs with the tasks' Acquire load in `cut`.
-                    self.cut_at.store(found, Ordering::Release);
-                    self.notify.notify_waiters();
-                    return;
+                match self.look(q) {
+                    Look::Clean => {}
+                    Look::Cut => return,
+                    Look::Failed => {
+                        look = true;
+                        continue;
+                    }
                 }
             }
             // An unchanged value means the sleep ended without a ring.
@@ -389,13 +421,48 @@ impl WatchState {
             }
         }
     }
+
+    /// Compares the queue's file with the mapping (an `fstat`); records a cut.
+    fn look(&self, q: &Queue) -> Look {
+        match q.truncated() {
+            Ok(None) => Look::Clean,
+            Ok(Some(Error::Truncated { found, .. })) => {
+                self.record_cut(found);
+                Look::Cut
+            }
+            Ok(Some(_)) | Err(_) => Look::Failed,
+        }
+    }
+
+    /// Records that the file was found `found` bytes long, below the mapping (the first
+    /// finder's length stays), and wakes every task to see it.
+    fn record_cut(&self, found: u64) {
+        // Relaxed: the length is all it publishes. A task cannot miss it: its `Notified`
+        // exists before its check of `cut_at`, and `notify_waiters` (after this store, under
+        // `Notify`'s lock) completes every `Notified` created before the call.
+        let _ = self
+            .cut_at
+            .compare_exchange(NOT_CUT, found, Ordering::Relaxed, Ordering::Relaxed);
+        self.notify.notify_waiters();
+    }
+}
+
+/// What the watcher's look at the file found.
+enum Look {
+    /// As long as the mapping.
+    Clean,
+    /// Shorter: recorded in `cut_at`.
+    Cut,
+    /// The `fstat` failed (or said something else): looked at again before any arena read.
+    Failed,
 }
 
 impl WatchState {
-    /// `Truncated` once the watcher has found the queue's file cut below its mapping.
+    /// `Truncated` once the watcher (or a task at its deadline) has found the queue's file
+    /// cut below its mapping.
     fn cut(&self, q: &Queue) -> Option<Error> {
-        // Acquire: pairs with the watcher's Release store.
-        let found = self.cut_at.load(Ordering::Acquire);
+        // Relaxed: see `record_cut`.
+        let found = self.cut_at.load(Ordering::Relaxed);
         (found != NOT_CUT).then(|| Error::Truncated {
             expected: q.mapped_len(),
             found,
@@ -427,18 +494,38 @@ impl Drop for Registration<'_> {
 }
 
 /// Announced on the doorbell (producers ring while someone is), for one try and the await.
-struct Announced<'a>(&'a Queue);
+/// Ended by [`Announced::withdraw`] after a check, by [`Announced::keep`] on a cut, or (a
+/// receive future dropped while it waits) by `Drop`, which looks at the file first.
+struct Announced<'a> {
+    q: &'a Queue,
+    state: &'a WatchState,
+}
 
 impl<'a> Announced<'a> {
-    fn new(q: &'a Queue) -> Self {
+    fn new(q: &'a Queue, state: &'a WatchState) -> Self {
         doorbell::begin_wait(q.arena(), q.inner.index as usize);
-        Announced(q)
+        Announced { q, state }
+    }
+
+    /// Withdraws (`end_wait`): the caller knows of no cut.
+    fn withdraw(self) {
+        doorbell::end_wait(self.q.arena(), self.q.inner.index as usize);
+        std::mem::forget(self);
+    }
+
+    /// Stays announced: the file was cut, and the record may lie past the cut.
+    fn keep(self) {
+        std::mem::forget(self);
     }
 }
 
 impl Drop for Announced<'_> {
     fn drop(&mut self) {
-        doorbell::end_wait(self.0.arena(), self.0.inner.index as usize);
+        // A receive cancelled while it waited (its future dropped): the file may have been
+        // cut meanwhile, with nobody looking yet. One `fstat` per cancelled wait.
+        if self.state.cut(self.q).is_none() && matches!(self.q.truncated(), Ok(None)) {
+            doorbell::end_wait(self.q.arena(), self.q.inner.index as usize);
+        }
     }
 }
 
