@@ -62,7 +62,7 @@ fn main() -> Result<(), shmfifo::Error> {
         match q.send(
             &SendMessage::new(
                 "g",
-                "a 64-byte payload, as in the harness's dedup case ......",
+                "a 64-byte payload, as in the harness's dedup case ..............",
             )
             .dedup_id(&id),
         ) {

@@ -279,8 +279,8 @@ typedef struct {
   /*
    Most bytes the queue's file may grow to as its size classes fill (default
    `UINT64_MAX`: 1 GiB, at most a quarter of the file system's free space at creation;
-   up to 1 TiB). A class whose slots are all taken adds a segment of twice its slots until
-   the next would pass the limit; only then does a send answer
+   up to 1 TiB). A class whose slots are all taken adds a segment as large as all its
+   slots so far (doubling them) until the next would pass the limit; only then does a send answer
    `SHMFIFO_SIZE_CLASS_FULL`. 0 (or any size at or below the base file): no growth.
    */
   uint64_t size_limit;

@@ -1,6 +1,6 @@
 /* C tests of the shmfifo C ABI: every function, and every result code that a caller can
- * provoke (see ffi/README.md for the three that cannot be: DEDUP_IN_PROGRESS, PANIC,
- * UNKNOWN_ERROR). Built and run (also under valgrind) by ffi/tests/c.rs.
+ * provoke (see ffi/README.md for the five that cannot be: DEDUP_IN_PROGRESS,
+ * PARTICIPANT_BUSY, REMOTE, PANIC, UNKNOWN_ERROR). Built and run (also under valgrind) by ffi/tests/c.rs.
  * Usage: test_ffi SCRATCH_DIR */
 #include "shmfifo.h"
 

@@ -255,8 +255,8 @@ pub struct SizeClassUse {
 }
 
 /// How large a queue's file is and may grow ([`crate::Queue::size`]): a size class whose slots
-/// are all taken adds a segment of twice its slots, reserved on the file system, until the
-/// next would pass the size limit.
+/// are all taken adds a segment as large as all its slots so far (doubling them), reserved on
+/// the file system, until the next would pass the size limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueueSize {
     /// Bytes in use: the base file and every segment added.

@@ -2,7 +2,7 @@
 //!
 //! 1. **The send that adds a segment.** A default queue (deduplication off) is filled with
 //!    64-byte messages and no consumer: each send that finds the small class full adds a segment
-//!    of twice its slots (`fallocate`, a new mapping, its first pages touched). Printed: the
+//!    as large as all its slots so far (`fallocate`, a new mapping, its first pages touched). Printed: the
 //!    time of each such send, beside the median send around it.
 //! 2. **The steady state after growth.** Two queues each hold 4 × 8,192 small slots: one grew to
 //!    it (created at the default 8,192, filled to 32,768 and drained: its producer now takes

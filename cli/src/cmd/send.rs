@@ -41,7 +41,7 @@ pub struct SendArgs {
     /// The body; `-` reads it from stdin (exactly, trailing newline included).
     #[arg(conflicts_with_all = ["file", "batch"])]
     pub body: Option<String>,
-    /// Read the body from a file (exactly, as UTF-8 text).
+    /// Read the body from a file (exactly: text, or any bytes on a binary queue).
     #[arg(long, short = 'f', value_name = "FILE", conflicts_with = "batch")]
     pub file: Option<PathBuf>,
     /// MessageGroupId (required by the queue).
