@@ -9,7 +9,8 @@
 //!   owner of the connecting socket is read from the kernel's table of TCP sockets
 //!   (`/proc/net/tcp` and `/proc/net/tcp6`: what `ss -e` shows), as the entry whose local
 //!   address is the client's and whose remote address is the server's. A connection whose
-//!   owner cannot be found is served nothing but `AccessDenied`.
+//!   owner cannot be found (its client already closed the socket, which the table then lists
+//!   as nobody's: uid 0, inode 0) is served nothing but `AccessDenied`.
 //!
 //! Each action is then checked as the system would check the same user's own call: a queue is
 //! used only by a user who may open its file for reading and writing (the mode's owner, group
@@ -194,17 +195,29 @@ fn proc_addr(s: &str) -> Option<SocketAddr> {
 }
 
 /// The uid in the socket table `text` (the contents of `/proc/net/tcp` or `tcp6`) of the
-/// socket whose local address is `client` and whose remote address is `server`.
+/// socket whose local address is `client` and whose remote address is `server`, if a process
+/// still holds it open.
+///
+/// A socket its process has closed stays in the table for a while (FIN_WAIT2, TIME_WAIT),
+/// listed with uid 0 and inode 0: it belongs to no file any more, and the kernel has no owner
+/// to print. Such an entry names nobody (`None`), never root: otherwise a client that sends a
+/// request and closes at once would act as root whenever the lookup comes after its close.
 pub fn uid_in_table(text: &str, client: SocketAddr, server: SocketAddr) -> Option<u32> {
     let (client, server) = (canonical(client), canonical(server));
     text.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().take(8).collect();
-        if f.len() < 8 {
+        // sl, local, remote, state, tx:rx, tr:when, retransmits, uid, timeout, inode.
+        let f: Vec<&str> = line.split_whitespace().take(10).collect();
+        if f.len() < 10 {
             return None;
         }
-        (proc_addr(f[1])? == client && proc_addr(f[2])? == server)
-            .then(|| f[7].parse().ok())
-            .flatten()
+        if proc_addr(f[1])? != client || proc_addr(f[2])? != server {
+            return None;
+        }
+        let inode: u64 = f[9].parse().ok()?;
+        if inode == 0 {
+            return None; // closed: no owner (see above)
+        }
+        f[7].parse().ok()
     })
 }
 
@@ -254,6 +267,19 @@ mod tests {
             uid_in_table(v4, client, "127.0.0.1:1".parse().unwrap()),
             None
         );
+        // The client's socket after its close (FIN_WAIT2, then TIME_WAIT): uid 0 and inode 0
+        // in the table, and nobody's, not root's.
+        if cfg!(target_endian = "little") {
+            for st in ["05", "06"] {
+                let closed = format!(
+                    "header\n   1: 0100007F:9C40 0100007F:246C {st} 00000000:00000000 00:00000000 00000000     0        0 0 1 0 20 4 30 10 -1\n"
+                );
+                assert_eq!(uid_in_table(&closed, client, server), None, "state {st}");
+            }
+            // A root client's open socket is root's.
+            let root = "header\n   1: 0100007F:9C40 0100007F:246C 01 00000000:00000000 00:00000000 00000000     0        0 77 1 0 20 4 30 10 -1\n";
+            assert_eq!(uid_in_table(root, client, server), Some(0));
+        }
         assert_eq!(
             uid_in_table("header\n garbage line\n 0: zz:zz", client, server),
             None
@@ -270,6 +296,32 @@ mod tests {
         assert_eq!(c.local_addr().unwrap(), client);
         let me = Identity::of_this_process();
         assert_eq!(peer_uid(client, server).unwrap(), Some(me.uid));
+    }
+
+    /// A client that closed its socket (the server's end still open) is nobody: the kernel
+    /// lists the closed socket with uid 0, and taking that for its owner would make any local
+    /// user root (send a request, close at once, and win the race with the lookup).
+    #[test]
+    fn a_peer_that_closed_its_socket_is_nobody_not_root() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = l.local_addr().unwrap();
+        let c = std::net::TcpStream::connect(server).unwrap();
+        let (_s, client) = l.accept().unwrap();
+        drop(c);
+        // The close moves the client's socket to FIN_WAIT2 at once on loopback; wait for the
+        // table to show it (never more than a few milliseconds).
+        for _ in 0..200 {
+            let text = std::fs::read_to_string("/proc/net/tcp").unwrap();
+            let closed = text.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() > 9 && proc_addr(f[1]) == Some(client) && f[9] == "0"
+            });
+            if closed {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(peer_uid(client, server).unwrap(), None);
     }
 
     #[test]
