@@ -321,7 +321,11 @@ fn a_task_waiting_when_its_file_is_truncated_gets_an_error() {
     for cut in [4096, 0] {
         let name = unique("async-trunc");
         let path = format!("/dev/shm/{name}");
-        let q = AsyncQueue::new(shmfifo::Queue::create(&name, &small().max_messages(64)).unwrap());
+        // With `release_on_death` off the watcher sleeps up to a second, so the cut at 300 ms
+        // lands while it and the task sleep, not at one of their periodic wake-ups (a cut
+        // there, within an operation, is the documented SIGBUS).
+        let cfg = small().max_messages(64).release_on_death(false);
+        let q = AsyncQueue::new(shmfifo::Queue::create(&name, &cfg).unwrap());
         runtime().block_on(async {
             let waiter = {
                 let q = q.clone();

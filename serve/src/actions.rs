@@ -751,20 +751,10 @@ impl Queues {
             opts = opts.wait(w);
         }
         opts.check()?;
+        // Both wait as futures (a client that goes away drops its receive, which then has
+        // taken nothing); neither holds a thread while it waits.
         let got = match str_param(p, "ReceiveRequestAttemptId")? {
-            // A receive with an attempt id waits on a blocking thread (rare; the attempt
-            // record is made by the same call that takes the messages).
-            Some(id) => {
-                let (q, id) = (q.queue().clone(), id.to_owned());
-                tokio::task::spawn_blocking(move || q.receive_with_attempt_id(&opts, &id))
-                    .await
-                    .map_err(|e| ApiError {
-                        code: "InternalError".into(),
-                        message: e.to_string(),
-                        sender: false,
-                        status: 500,
-                    })??
-            }
+            Some(id) => q.receive_with_attempt_id(&opts, id).await?,
             None => q.receive(&opts).await?,
         };
         let mut system = names(p, "AttributeNames");

@@ -235,6 +235,10 @@ pub(crate) async fn accept_loop(
 /// lookup takes well under a millisecond).
 const OWNER_LOOKUPS: usize = 4;
 
+/// The longest an owner lookup may take, its turn included (one takes well under a
+/// millisecond).
+const OWNER_LOOKUP_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Bounds the owner lookups running at once (see [`OWNER_LOOKUPS`]).
 static LOOKUPS: Semaphore = Semaphore::const_new(OWNER_LOOKUPS);
 
@@ -243,17 +247,25 @@ async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
     if !access::is_loopback(peer) {
         return None;
     }
-    // Never closed, so `acquire` only waits.
-    let _turn = LOOKUPS.acquire().await.ok()?;
-    let found = tokio::task::spawn_blocking(move || {
-        access::peer_uid(peer, local)
-            .ok()
-            .flatten()
-            .map(Identity::of_uid)
-    })
-    .await
-    .ok()
-    .flatten();
+    let lookup = async {
+        // Never closed, so `acquire` only waits.
+        let _turn = LOOKUPS.acquire().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            access::peer_uid(peer, local)
+                .ok()
+                .flatten()
+                .map(Identity::of_uid)
+        })
+        .await
+        .ok()
+        .flatten()
+    };
+    // Bounded: a lookup that cannot get its turn or a blocking thread in time (the pool busy)
+    // refuses the connection rather than holding its slot.
+    let found = tokio::time::timeout(OWNER_LOOKUP_TIMEOUT, lookup)
+        .await
+        .ok()
+        .flatten();
     if found.is_none() {
         tracing::warn!(peer = %peer, "the owner of a connection was not found; it is refused");
     }

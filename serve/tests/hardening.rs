@@ -560,3 +560,116 @@ fn listening_off_loopback_needs_signatures() {
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("--check-signature"), "{e}");
 }
+
+/// A client that went away during a long poll with a `ReceiveRequestAttemptId` took a message
+/// sent after it had gone: the receive waited on a blocking thread that nothing cancelled
+/// (and enough such requests held every thread of the pool). Now it waits as a future, which
+/// the disconnect drops: the message stays for the next receiver.
+#[test]
+fn an_attempt_id_long_poll_of_a_client_gone_takes_nothing() {
+    let dir = Dir::new("attempt-gone");
+    let srv = Server::start(config(&dir.0));
+    let q = Queue::create_at(
+        dir.0.join("q.fifo"),
+        &QueueConfig::new().deduplication(shmfifo::Deduplication::Off),
+    )
+    .unwrap();
+    let body = format!(
+        r#"{{"QueueUrl":"{}","WaitTimeSeconds":5,"ReceiveRequestAttemptId":"a1"}}"#,
+        srv.url("q.fifo")
+    );
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.write_all(
+        format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    // Waiting by now; then gone.
+    std::thread::sleep(Duration::from_millis(300));
+    drop(s);
+    std::thread::sleep(Duration::from_millis(500));
+    q.send(&SendMessage::new("g", "for whoever is still here"))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let got = q.receive(&ReceiveOptions::max(1)).unwrap();
+    assert_eq!(got.len(), 1, "the gone client's receive took the message");
+    // And with the client present, the attempt id still replays.
+    let send_wait = |id: &str| {
+        post_json(
+            srv.addr,
+            "ReceiveMessage",
+            &format!(
+                r#"{{"QueueUrl":"{}","WaitTimeSeconds":2,"ReceiveRequestAttemptId":"{id}","VisibilityTimeout":30}}"#,
+                srv.url("q.fifo")
+            ),
+        )
+    };
+    q.delete(&got[0].receipt_handle).unwrap();
+    q.send(&SendMessage::new("g", "replayed")).unwrap();
+    let (status, first) = send_wait("a2");
+    assert_eq!(status, 200, "{first}");
+    let (status, again) = send_wait("a2");
+    assert_eq!(status, 200, "{again}");
+    let handle = |out: &str| {
+        let at = out.find("\"ReceiptHandle\":\"").expect("a message") + 17;
+        out[at..at + out[at..].find('"').unwrap()].to_owned()
+    };
+    assert_eq!(handle(&first), handle(&again));
+}
+
+/// Move tasks were kept forever with their ARNs as sent (4 MiB each, until the server ran out
+/// of memory) and told apart by those strings (two spellings of one queue ran two redrives at
+/// once). Now an ARN is at most 256 bytes, a task's source is its queue, and old finished
+/// tasks are forgotten.
+#[test]
+fn move_tasks_are_bounded_and_keyed_by_their_queue() {
+    let dir = Dir::new("moves");
+    let srv = Server::start(config(&dir.0));
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let dlq = Queue::create_at(dir.0.join("dlq.fifo"), &cfg).unwrap();
+    Queue::create_at(dir.0.join("dst.fifo"), &cfg).unwrap();
+    for i in 0..20 {
+        dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
+    }
+    let long = format!("arn:aws:sqs:us-east-1:{}:dlq.fifo", "1".repeat(300));
+    let (status, out) = post_json(
+        srv.addr,
+        "StartMessageMoveTask",
+        &format!(r#"{{"SourceArn":"{long}"}}"#),
+    );
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("InvalidParameterValue"), "{out}");
+    // One message a second: still running when the second start comes.
+    let (status, out) = post_json(
+        srv.addr,
+        "StartMessageMoveTask",
+        r#"{"SourceArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","DestinationArn":"arn:aws:sqs:us-east-1:000000000000:dst.fifo","MaxNumberOfMessagesPerSecond":1}"#,
+    );
+    assert_eq!(status, 200, "{out}");
+    let at = out.find("\"TaskHandle\":\"").unwrap() + 14;
+    let task = out[at..at + out[at..].find('"').unwrap()].to_owned();
+    let (status, out) = post_json(
+        srv.addr,
+        "StartMessageMoveTask",
+        r#"{"SourceArn":"arn:aws:sqs:eu-west-1:999999999999:dlq.fifo","DestinationArn":"arn:aws:sqs:us-east-1:000000000000:dst.fifo"}"#,
+    );
+    assert_eq!(status, 400, "another spelling of the same source: {out}");
+    assert!(out.contains("UnsupportedOperation"), "{out}");
+    let (status, out) = post_json(
+        srv.addr,
+        "CancelMessageMoveTask",
+        &format!(r#"{{"TaskHandle":"{task}"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+    // Listed under either spelling.
+    let (status, out) = post_json(
+        srv.addr,
+        "ListMessageMoveTasks",
+        r#"{"SourceArn":"arn:aws:sqs:eu-west-1:999999999999:dlq.fifo","MaxResults":10}"#,
+    );
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains(&task), "{out}");
+}

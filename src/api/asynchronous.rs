@@ -29,14 +29,13 @@
 //! by its timeout or lasted a millisecond or more (`sys::needs_look`, as a blocking receiver
 //! does); when it finds the file shorter than the mapping it records the cut, wakes every task
 //! and ends, touching the arena no more (a cut may leave none of it, the doorbell included). A
-//! woken task reads the record before its withdrawal writes its participant record (past the
-//! first page), and returns `Truncated` without withdrawing; a task whose wait ends by its
-//! deadline looks itself (and records a cut it finds), and a receive dropped while it waits
-//! looks before it withdraws. A task that finds no message therefore costs no `fstat` unless a
-//! sleep, its deadline or its cancellation needed one. As in the blocking API, a cut while no
-//! task waits is met by the next operation, which the kernel may kill with SIGBUS; and the
-//! time between the watcher's look and a woken task's withdrawal includes the runtime's delay
-//! in polling that task.
+//! task woken after a wait of a millisecond or more (or by its deadline) looks itself before
+//! its withdrawal writes its participant record (past the first page) and before its next try,
+//! as a blocking receiver does: the watcher's look may precede a cut by the runtime's delay in
+//! polling the task. It records a cut it finds, and returns `Truncated` without withdrawing; a
+//! task rung sooner reads the watcher's record; a receive dropped while it waits looks before it
+//! withdraws. As in the blocking API, a cut while no task waits is met by the next operation,
+//! which the kernel may kill with SIGBUS, as is one within a millisecond of a ring.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -194,7 +193,7 @@ impl AsyncQueue {
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        let n = self.receive_waiting(opts, buf).await?;
+        let n = self.receive_waiting(opts, buf, None).await?;
         if n == 0 {
             self.shared
                 .queue
@@ -203,11 +202,58 @@ impl AsyncQueue {
         Ok(n)
     }
 
-    /// [`AsyncQueue::receive_into`] without counting an empty receive.
+    /// [`Queue::receive_with_attempt_id`] (R11), with the wait as a future: a retry with the
+    /// same id within 5 minutes replays the recorded batch at once; otherwise it waits as
+    /// [`AsyncQueue::receive`] does, and records what it takes under the id.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> shmfifo::Result<()> {
+    /// use std::time::Duration;
+    /// use shmfifo::{AsyncQueue, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = AsyncQueue::new(Queue::create_anonymous(&QueueConfig::new())?);
+    /// let opts = ReceiveOptions::max(10).wait(Duration::from_secs(5));
+    /// let producer = q.queue().clone();
+    /// tokio::spawn(async move {
+    ///     tokio::time::sleep(Duration::from_millis(20)).await;
+    ///     producer.send(&SendMessage::new("g", "job").dedup_id("1")).unwrap();
+    /// });
+    /// // Waits (as a future) for the message, and records it under the id.
+    /// let first = q.receive_with_attempt_id(&opts, "attempt-1").await?;
+    /// // Retried with the same id (say the first answer was lost): the same batch at once.
+    /// let retry = q.receive_with_attempt_id(&opts, "attempt-1").await?;
+    /// assert_eq!(retry[0].receipt_handle, first[0].receipt_handle);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn receive_with_attempt_id(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+    ) -> Result<Vec<Message>> {
+        let mut buf = ReceiveBuffer::new();
+        let n = self
+            .receive_waiting(opts, &mut buf, Some(attempt_id))
+            .await?;
+        if n == 0 {
+            self.shared
+                .queue
+                .count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
+        }
+        buf.msgs.truncate(buf.len);
+        Ok(buf.msgs)
+    }
+
+    /// [`AsyncQueue::receive_into`] without counting an empty receive; each try a receive
+    /// with attempt id `attempt` if there is one.
     async fn receive_waiting(
         &self,
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
+        attempt: Option<&str>,
     ) -> Result<usize> {
         let q = &self.shared.queue;
         buf.len = 0;
@@ -217,7 +263,12 @@ impl AsyncQueue {
             return Err(e);
         }
         let (max, vt, wait) = q.receive_params(opts)?;
-        let n = q.try_receive(max, vt, buf)?;
+        // One non-blocking try (under the attempt id, if any: a replay or a fresh take).
+        let try_once = |buf: &mut ReceiveBuffer| match attempt {
+            None => q.try_receive(max, vt, buf),
+            Some(id) => q.with_attempt(opts, id, buf, |q, buf| q.try_receive(max, vt, buf)),
+        };
+        let n = try_once(buf)?;
         if n > 0 || wait == 0 {
             return Ok(n);
         }
@@ -233,16 +284,20 @@ impl AsyncQueue {
                 return Err(e);
             }
             let announced = Announced::new(q, state);
-            let n = q.try_receive(max, vt, buf);
+            let n = try_once(buf);
             if !matches!(n, Ok(0)) {
                 announced.withdraw();
                 return n;
             }
+            let slept = sys::monotonic_ns();
             let timed_out = tokio::time::timeout_at(deadline, notified).await.is_err();
-            // Before the withdrawal writes our participant record (module doc): the watcher
-            // looked after its sleep; at our deadline we look ourselves (once per long poll)
-            // and record a cut for the watcher and the handle's later receives.
-            let cut = if timed_out {
+            // Before the withdrawal writes our participant record and the next try reads the
+            // tables (module doc): after a wait that ended by our deadline or lasted a
+            // millisecond or more we look ourselves, as a blocking receiver does (the
+            // watcher's own look may precede a cut by the runtime's delay in polling us), and
+            // record a cut for the watcher and the handle's later receives; after a quicker
+            // ring, what the watcher recorded.
+            let cut = if timed_out || sys::needs_look(sys::Woke::Rung, slept) {
                 q.truncated().inspect(|c| {
                     if let Some(Error::Truncated { found, .. }) = c {
                         state.record_cut(*found);

@@ -367,6 +367,20 @@ impl Queue {
         attempt_id: &str,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
+        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into(opts, buf))
+    }
+
+    /// A receive with attempt id `attempt_id` (R11) whose fresh receive is `fresh` (a
+    /// blocking long poll, or one non-blocking try of an async one): a replay of the receive
+    /// recorded under the id if it may be replayed, else `fresh`, recorded under the id when
+    /// it took messages.
+    pub(super) fn with_attempt(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &mut ReceiveBuffer,
+        fresh: impl FnOnce(&Self, &mut ReceiveBuffer) -> Result<usize>,
+    ) -> Result<usize> {
         let (max, vt, _) = self.receive_params(opts)?;
         validate::id("ReceiveRequestAttemptId", attempt_id)?;
         let inner = &*self.inner;
@@ -406,7 +420,7 @@ impl Queue {
                 return Ok(buf.len);
             }
         }
-        let n = self.receive_into(opts, buf)?;
+        let n = fresh(self, buf)?;
         if n > 0 {
             let mut rec = attempt::Record {
                 vt_ms: vt,

@@ -13,10 +13,24 @@ use super::{int_param, now_ms, obj, required, str_param, valid_name, Queues, Res
 use crate::access::Identity;
 use crate::protocol::ApiError;
 
+/// Move tasks kept for ListMessageMoveTasks: past this many, the oldest finished ones are
+/// forgotten (SQS lists a source's ten most recent).
+const TASKS_KEPT: usize = 64;
+
+/// Move tasks running at once, over every source: each holds a blocking thread.
+const TASKS_RUNNING: usize = 16;
+
+/// The longest ARN a move task takes (an SQS ARN is far shorter: region, account and a name of
+/// at most 80 characters): a task keeps its ARNs as given, for ListMessageMoveTasks.
+const MAX_ARN: usize = 256;
+
 /// A dead-letter move task (StartMessageMoveTask).
 #[derive(Debug)]
 pub(super) struct MoveTask {
     handle: String,
+    /// The source queue's name in the directory: what identifies the source (two ARNs that
+    /// differ before the name are the same queue).
+    source: String,
     source_arn: String,
     destination_arn: Option<String>,
     max_per_second: Option<u32>,
@@ -51,9 +65,10 @@ impl Queues {
     }
 
     pub(super) fn start_move(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let source_arn = required(p, "SourceArn")?.to_owned();
-        let (_, dlq) = self.move_queue(&source_arn, who)?;
-        let destination_arn = str_param(p, "DestinationArn")?.map(str::to_owned);
+        let source_arn =
+            arn_param(p, "SourceArn")?.ok_or_else(|| ApiError::missing("SourceArn"))?;
+        let (source, dlq) = self.move_queue(&source_arn, who)?;
+        let destination_arn = arn_param(p, "DestinationArn")?;
         let destination = match &destination_arn {
             Some(a) => {
                 let (d, _) = self.move_queue(a, who)?;
@@ -78,13 +93,18 @@ impl Queues {
             .transpose()?;
         {
             let tasks = self.tasks.lock().expect("tasks");
-            if tasks.iter().any(|t| {
-                t.source_arn == source_arn
-                    && matches!(*t.state.lock().expect("task"), TaskState::Running)
-            }) {
+            let running =
+                |t: &&MoveTask| matches!(*t.state.lock().expect("task"), TaskState::Running);
+            if tasks.iter().filter(running).any(|t| t.source == source) {
                 return Err(ApiError::sender(
                     "AWS.SimpleQueueService.UnsupportedOperation",
                     "A message move task is already running on this source.",
+                ));
+            }
+            if tasks.iter().filter(running).count() >= TASKS_RUNNING {
+                return Err(ApiError::sender(
+                    "AWS.SimpleQueueService.UnsupportedOperation",
+                    format!("{TASKS_RUNNING} message move tasks are running on this server; start this one when one has ended."),
                 ));
             }
         }
@@ -135,8 +155,21 @@ impl Queues {
                 }
             };
         });
-        self.tasks.lock().expect("tasks").push(MoveTask {
+        let mut tasks = self.tasks.lock().expect("tasks");
+        // Forget the oldest finished tasks past `TASKS_KEPT` (running ones are at most
+        // `TASKS_RUNNING`).
+        while tasks.len() >= TASKS_KEPT {
+            let Some(old) = tasks
+                .iter()
+                .position(|t| !matches!(*t.state.lock().expect("task"), TaskState::Running))
+            else {
+                break;
+            };
+            tasks.remove(old);
+        }
+        tasks.push(MoveTask {
             handle: handle.clone(),
+            source,
             source_arn,
             destination_arn,
             max_per_second,
@@ -171,14 +204,15 @@ impl Queues {
     }
 
     pub(super) fn list_moves(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let source_arn = required(p, "SourceArn")?;
-        self.move_queue(source_arn, who)?;
+        let source_arn =
+            arn_param(p, "SourceArn")?.ok_or_else(|| ApiError::missing("SourceArn"))?;
+        let (source, _) = self.move_queue(&source_arn, who)?;
         let max = int_param(p, "MaxResults")?.unwrap_or(1).clamp(1, 10) as usize;
         let tasks = self.tasks.lock().expect("tasks");
         let results: Vec<Value> = tasks
             .iter()
             .rev()
-            .filter(|t| t.source_arn == source_arn)
+            .filter(|t| t.source == source)
             .take(max)
             .map(|t| {
                 let mut m = obj(json!({
@@ -222,10 +256,10 @@ impl Queues {
             tasks
                 .iter()
                 .find(|t| t.handle == handle)
-                .map(|t| t.source_arn.clone())
+                .map(|t| t.source.clone())
         };
         if let Some(source) = source {
-            self.move_queue(&source, who)?;
+            self.queue_by_name(&source, who)?;
         }
         let tasks = self.tasks.lock().expect("tasks");
         let t = tasks
@@ -243,5 +277,16 @@ impl Queues {
         t.cancel.store(true, Ordering::Relaxed);
         tracing::info!(task = %handle, uid = who.uid, "message move task cancelled");
         Ok(obj(json!({"ApproximateNumberOfMessagesMoved": 0})))
+    }
+}
+
+/// ARN parameter `name`, if given: at most [`MAX_ARN`] bytes.
+fn arn_param(p: &Map<String, Value>, name: &'static str) -> Result<Option<String>, ApiError> {
+    match str_param(p, name)? {
+        Some(a) if a.len() > MAX_ARN => Err(ApiError::invalid(
+            name,
+            &format!("must be at most {MAX_ARN} characters"),
+        )),
+        a => Ok(a.map(str::to_owned)),
     }
 }
