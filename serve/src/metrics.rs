@@ -297,14 +297,30 @@ pub async fn serve_metrics(
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     ready(listener.local_addr()?);
     let cfg = Arc::new(cfg);
+    let permits = Arc::new(tokio::sync::Semaphore::new(METRICS_CONNECTIONS));
     tokio::pin!(shutdown);
     loop {
-        let (stream, _) = tokio::select! {
-            r = listener.accept() => r?,
+        let accepted = tokio::select! {
+            r = listener.accept() => r,
             () = &mut shutdown => return Ok(()),
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // EMFILE, ENFILE, ECONNABORTED …: the listener is still good. Pause so that a
+                // descriptor limit is not a busy loop, then serve on.
+                tracing::warn!(error = %e, "metrics: accept failed; serving on");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Past the limit a new connection is closed at once (a scraper needs one or two).
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            continue;
         };
         let cfg = Arc::clone(&cfg);
         tokio::spawn(async move {
+            let _permit = permit;
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let cfg = Arc::clone(&cfg);
                 async move {
@@ -326,9 +342,17 @@ pub async fn serve_metrics(
                     Ok::<_, Infallible>(r.expect("a valid response"))
                 }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                .await;
+            // A connection lives at most `METRICS_CONNECTION_LIFE` (a scraper reconnects):
+            // one that sends nothing, or a byte at a time, holds its permit no longer.
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
+            let _ = tokio::time::timeout(METRICS_CONNECTION_LIFE, conn).await;
         });
     }
 }
+
+/// Connections the metrics endpoint serves at once.
+const METRICS_CONNECTIONS: usize = 64;
+
+/// How long one connection to the metrics endpoint may last, its requests included.
+const METRICS_CONNECTION_LIFE: std::time::Duration = std::time::Duration::from_secs(30);
