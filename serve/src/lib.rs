@@ -247,6 +247,14 @@ impl Server {
             Wire::Query
         };
         let (parts, body) = req.into_parts();
+        // Signed: refuse a request without a valid key, date and scope before reading its body.
+        if let Some(keys) = &self.keys {
+            let head = signed_request(&parts, &[]);
+            if let Err(e) = keys.check_head(&head, std::time::SystemTime::now()) {
+                tracing::info!(request = %id, code = e.code, "signature refused before the body");
+                return closing(respond_error(wire, &e, &id));
+            }
+        }
         let collected = tokio::time::timeout(
             self.body_timeout,
             Limited::new(body, self.max_body).collect(),
@@ -283,34 +291,14 @@ impl Server {
                     sender: true,
                     status: 408,
                 };
-                let mut r = respond_error(wire, &err, &id);
-                r.headers_mut().insert(
-                    "connection",
-                    hyper::header::HeaderValue::from_static("close"),
-                );
-                return r;
+                return closing(respond_error(wire, &err, &id));
             }
         };
         let who = if let Some(keys) = &self.keys {
-            let signed = sigv4::Signed {
-                method: parts.method.as_str(),
-                path: parts.uri.path(),
-                query: parts.uri.query().unwrap_or(""),
-                headers: parts
-                    .headers
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.as_str().to_owned(),
-                            String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                        )
-                    })
-                    .collect(),
-                body: &body,
-            };
+            let signed = signed_request(&parts, &body);
             if let Err(e) = keys.check(&signed, std::time::SystemTime::now()) {
                 tracing::info!(request = %id, code = e.code, "signature refused");
-                return respond_error(wire, &e, &id);
+                return closing(respond_error(wire, &e, &id));
             }
             Arc::clone(&self.own)
         } else {
@@ -411,4 +399,34 @@ fn respond_error(wire: Wire, e: &ApiError, id: &str) -> Response<Full<Bytes>> {
         }
         Wire::Query => response(e.status, "text/xml", id, protocol::error_xml(e, id)),
     }
+}
+
+/// The parts of a request a signature covers, with `body`.
+fn signed_request<'a>(parts: &'a hyper::http::request::Parts, body: &'a [u8]) -> sigv4::Signed<'a> {
+    sigv4::Signed {
+        method: parts.method.as_str(),
+        path: parts.uri.path(),
+        query: parts.uri.query().unwrap_or(""),
+        headers: parts
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body,
+    }
+}
+
+/// `r` with `Connection: close`: a client refused its signature keeps no connection (a client
+/// without the key cannot hold one of the server's connections by sending refused requests).
+fn closing(mut r: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    r.headers_mut().insert(
+        "connection",
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    r
 }

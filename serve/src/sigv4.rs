@@ -123,6 +123,19 @@ pub struct Signed<'a> {
 impl KeyPair {
     /// Checks the request's `Authorization` header against this key pair, at time `now`.
     pub fn check(&self, r: &Signed<'_>, now: SystemTime) -> Result<(), ApiError> {
+        self.verify(r, now, true)
+    }
+
+    /// What [`check`](Self::check) can check before the body arrives (`r.body` is not read):
+    /// the header's form, this key, the date within the allowed skew, the scope's date, region
+    /// and service, and the headers that must be signed. A request that fails it is refused
+    /// before its body is read, so that a client without the key holds no body's memory.
+    pub fn check_head(&self, r: &Signed<'_>, now: SystemTime) -> Result<(), ApiError> {
+        self.verify(r, now, false)
+    }
+
+    /// [`check`](Self::check), or only what precedes the body's hash (`with_body` false).
+    fn verify(&self, r: &Signed<'_>, now: SystemTime, with_body: bool) -> Result<(), ApiError> {
         let header = |name: &str| {
             r.headers
                 .iter()
@@ -231,6 +244,9 @@ impl KeyPair {
                 "SignatureDoesNotMatch",
                 "The headers host and x-amz-date must be signed.",
             ));
+        }
+        if !with_body {
+            return Ok(());
         }
         // The body's hash is computed, never taken from the client: a captured request with
         // another body must not check.

@@ -673,3 +673,39 @@ fn move_tasks_are_bounded_and_keyed_by_their_queue() {
     assert_eq!(status, 200, "{out}");
     assert!(out.contains(&task), "{out}");
 }
+
+/// With signatures checked, a client without the key had its whole body read (4 MiB a request,
+/// on every connection) before its refusal, and kept the connection. Now a request whose
+/// header names no valid key, date and scope is refused before its body is read, and its
+/// connection closed.
+#[test]
+fn an_unsigned_request_is_refused_before_its_body() {
+    let dir = Dir::new("unsigned");
+    let srv = Server::start(Config {
+        check_signature: Some(shmfifo_serve::sigv4::KeyPair::new("AKID", "secret")),
+        body_timeout: Duration::from_secs(20),
+        ..config(&dir.0)
+    });
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    // A large body announced, a few bytes of it sent.
+    s.write_all(
+        b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 4000000\r\n\r\nAction=ListQueues",
+    )
+    .unwrap();
+    let start = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "answered only after {:?} (the body's timeout)",
+        start.elapsed()
+    );
+    assert_eq!(out.get(9..12), Some("403"), "{out}");
+    assert!(out.contains("MissingAuthenticationToken"), "{out}");
+    assert!(
+        out.to_ascii_lowercase().contains("connection: close"),
+        "{out}"
+    );
+}
