@@ -340,6 +340,8 @@ impl Server {
                 return respond_error(wire, &e, &id);
             }
         };
+        // The raw body is parsed: not held through the action (a long poll waits 20 s).
+        drop(body);
         *action = Some(name.clone());
         let action = name;
         match self.queues.run(&action, &params, &who).await {

@@ -398,9 +398,39 @@ pub fn from_query(form: &[u8]) -> Result<(String, Map<String, Value>), ApiError>
     Ok((action, members(tree)))
 }
 
+/// The most structural tokens (`{`, `[`, `:`, `,` outside strings) a JSON request body may
+/// hold: a batch of ten messages with ten attributes each has under a thousand. Without a
+/// bound, a 4 MiB body of `[0,0,…]` parses into some 64 MiB of values, held while the request
+/// runs (a long poll: 20 s).
+pub const MAX_JSON_TOKENS: usize = 10_000;
+
+/// The structural tokens of JSON text `body` outside its strings (a bound on its values and
+/// members; one pass, no recursion).
+fn json_tokens(body: &[u8]) -> usize {
+    let (mut n, mut in_string, mut escaped) = (0, false, false);
+    for &b in body {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' | b':' | b',' => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 /// A JSON-protocol request (`X-Amz-Target: AmazonSQS.<Action>` and its body) as
 /// `(action, parameters)`. serde_json bounds the nesting (128 levels), so no body recurses
-/// deeper.
+/// deeper; [`MAX_JSON_TOKENS`] bounds its values.
 pub fn from_json(target: &str, body: &[u8]) -> Result<(String, Map<String, Value>), ApiError> {
     let action = target
         .strip_prefix("AmazonSQS.")
@@ -413,6 +443,12 @@ pub fn from_json(target: &str, body: &[u8]) -> Result<(String, Map<String, Value
         .to_owned();
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok((action, Map::new()));
+    }
+    if json_tokens(body) > MAX_JSON_TOKENS {
+        return Err(ApiError::sender(
+            "SerializationException",
+            format!("The request body holds more than {MAX_JSON_TOKENS} JSON values and members."),
+        ));
     }
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok((action, m)),
@@ -574,6 +610,27 @@ pub fn error_json(e: &ApiError) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A body of many small values is refused before it is parsed (a 4 MiB one parsed into
+    /// some 64 MiB); brackets and commas inside strings are text, not tokens.
+    #[test]
+    fn a_json_body_of_too_many_values_is_refused_unparsed() {
+        let many = format!(
+            r#"{{"QueueUrl":"q.fifo","Pad":[{}0]}}"#,
+            "0,".repeat(super::MAX_JSON_TOKENS)
+        );
+        let e = super::from_json("AmazonSQS.ReceiveMessage", many.as_bytes()).unwrap_err();
+        assert_eq!(e.code, "SerializationException");
+        assert!(e.message.contains("more than"), "{}", e.message);
+        let text = format!(
+            r#"{{"QueueUrl":"q.fifo","MessageBody":"{}"}}"#,
+            "[,{:".repeat(super::MAX_JSON_TOKENS)
+        );
+        let (_, m) = super::from_json("AmazonSQS.SendMessage", text.as_bytes()).unwrap();
+        assert_eq!(m.len(), 2);
+        let escaped = r#"{"a":"x\\\",[","b":1}"#;
+        assert_eq!(super::json_tokens(escaped.as_bytes()), 4);
+    }
+
     use super::*;
 
     #[test]
