@@ -1966,3 +1966,32 @@ fn logs_honour_rust_log_and_carry_timestamps_and_requests() {
     );
     assert!(!log.contains("method="), "no request lines at info: {log}");
 }
+
+/// The signature key pair is taken from SHMFIFO_SERVE_SIGNATURE (a command line is readable by
+/// every local user): serve then refuses an unsigned request, and says nothing of the secret;
+/// on the command line it still works, with a warning.
+#[test]
+fn serve_takes_its_signature_key_from_the_environment() {
+    let dir = Dir::new("serve-sig-env");
+    let body = r#"{"QueueNamePrefix":""}"#;
+    let (server, endpoint) = start_serve(
+        &dir.0,
+        &[],
+        &[("SHMFIFO_SERVE_SIGNATURE", "AKID:very-secret")],
+    );
+    assert_eq!(sqs_json(&endpoint, "ListQueues", body), 403);
+    let log = stop_serve(server);
+    assert!(!log.contains("warning"), "{log}");
+    let (server, endpoint) = start_serve(&dir.0, &["--check-signature", "AKID:very-secret"], &[]);
+    assert_eq!(sqs_json(&endpoint, "ListQueues", body), 403);
+    let log = stop_serve(server);
+    assert!(log.contains("SHMFIFO_SERVE_SIGNATURE"), "{log}");
+    let help = std::process::Command::new(BIN)
+        .args(["serve", "--help"])
+        .env("SHMFIFO_SERVE_SIGNATURE", "AKID:very-secret")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("SHMFIFO_SERVE_SIGNATURE"), "{help}");
+    assert!(!help.contains("very-secret"), "{help}");
+}

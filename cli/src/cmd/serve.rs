@@ -24,8 +24,15 @@ pub struct ServeArgs {
     pub dir: PathBuf,
     /// Check SigV4 signatures against this key pair, ACCESS_KEY_ID:SECRET; a signed request
     /// acts as the server's own user (default: no signature checked; requests act as the
-    /// user that owns the client's socket).
-    #[arg(long, value_name = "ACCESS_KEY_ID:SECRET")]
+    /// user that owns the client's socket). Give it in the environment
+    /// (SHMFIFO_SERVE_SIGNATURE): a command line is readable by every local user
+    /// (/proc/PID/cmdline), and the secret lets anyone who reads it act as the server's user.
+    #[arg(
+        long,
+        value_name = "ACCESS_KEY_ID:SECRET",
+        env = SIGNATURE_ENV,
+        hide_env_values = true
+    )]
     pub check_signature: Option<String>,
     /// The region signatures must be scoped to (with --check-signature).
     #[arg(long, default_value = "us-east-1")]
@@ -35,11 +42,21 @@ pub struct ServeArgs {
     pub max_connections: Option<usize>,
 }
 
+/// The environment variable that gives `--check-signature`'s key pair.
+const SIGNATURE_ENV: &str = "SHMFIFO_SERVE_SIGNATURE";
+
 /// Serves until Ctrl-C or SIGTERM.
 pub fn run(a: &ServeArgs, _ctx: Ctx) -> Result<(), Failure> {
     let check_signature = match &a.check_signature {
         None => None,
         Some(s) => {
+            if std::env::var_os(SIGNATURE_ENV).is_none_or(|v| v != s.as_str()) {
+                eprintln!(
+                    "shmfifo serve: warning: the --check-signature secret is on the command line, \
+                     which every local user can read (/proc/PID/cmdline); give it in \
+                     {SIGNATURE_ENV} instead"
+                );
+            }
             let (k, v) = s.split_once(':').ok_or_else(|| {
                 Failure::input("--check-signature", "expected ACCESS_KEY_ID:SECRET")
             })?;
