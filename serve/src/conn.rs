@@ -12,7 +12,7 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -189,6 +189,7 @@ pub(crate) async fn accept_loop(
     let period = tick(cfg);
     let signed = cfg.check_signature.is_some();
     let mut refused: u64 = 0;
+    let per_peer: PerPeer = Arc::default();
     let mut last_refusal_log: Option<Instant> = None;
     tokio::pin!(shutdown);
     loop {
@@ -205,6 +206,19 @@ pub(crate) async fn accept_loop(
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 continue;
             }
+        };
+        // A remote peer (signed mode) holds at most a quarter of the connections: one host
+        // cannot take them all. Loopback peers are every local user at once: not capped here.
+        let share = (!access::is_loopback(peer))
+            .then(|| PeerShare::take(&per_peer, peer.ip(), cfg.max_connections));
+        let share = match share {
+            Some(None) => {
+                refused += 1;
+                drop(stream);
+                continue;
+            }
+            Some(Some(s)) => Some(s),
+            None => None,
         };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
             refused += 1;
@@ -224,8 +238,46 @@ pub(crate) async fn accept_loop(
         let server = Arc::clone(&server);
         tokio::spawn(async move {
             let _permit = permit;
+            let _share = share;
             serve_connection(stream, peer, local, server, limits, period, signed).await;
         });
+    }
+}
+
+/// Connections open per remote address.
+type PerPeer = Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>;
+
+/// One connection of a remote address, counted while it lives.
+struct PeerShare {
+    per_peer: PerPeer,
+    ip: IpAddr,
+}
+
+impl PeerShare {
+    /// Counts a connection from `ip` if it holds fewer than a quarter of `max` (at least 1).
+    fn take(per_peer: &PerPeer, ip: IpAddr, max: usize) -> Option<PeerShare> {
+        let mut m = per_peer.lock().expect("per-peer counts");
+        let n = m.entry(ip).or_insert(0);
+        if *n >= (max / 4).max(1) {
+            return None;
+        }
+        *n += 1;
+        Some(PeerShare {
+            per_peer: Arc::clone(per_peer),
+            ip,
+        })
+    }
+}
+
+impl Drop for PeerShare {
+    fn drop(&mut self) {
+        let mut m = self.per_peer.lock().expect("per-peer counts");
+        if let Some(n) = m.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.ip);
+            }
+        }
     }
 }
 
@@ -351,5 +403,32 @@ pub(crate) async fn trim_when_idle(server: Arc<Server>) {
             unsafe { libc::malloc_trim(0) };
         })
         .await;
+    }
+}
+
+#[cfg(test)]
+mod peer_share_tests {
+    use super::*;
+
+    /// A remote address holds at most a quarter of the connections; a closed one frees its
+    /// share; another address has its own.
+    #[test]
+    fn a_remote_address_holds_at_most_a_quarter_of_the_connections() {
+        let per_peer: PerPeer = Arc::default();
+        let a: IpAddr = "192.0.2.1".parse().unwrap();
+        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let held: Vec<PeerShare> = (0..4)
+            .map(|_| PeerShare::take(&per_peer, a, 16).expect("under the share"))
+            .collect();
+        assert!(PeerShare::take(&per_peer, a, 16).is_none());
+        let other = PeerShare::take(&per_peer, b, 16);
+        assert!(other.is_some());
+        drop(held);
+        assert!(PeerShare::take(&per_peer, a, 16).is_some());
+        drop(other);
+        assert!(
+            per_peer.lock().unwrap().get(&b).is_none(),
+            "no count left behind"
+        );
     }
 }
