@@ -203,6 +203,11 @@ fn proc_addr(s: &str) -> Option<SocketAddr> {
 /// to print. Such an entry names nobody (`None`), never root: otherwise a client that sends a
 /// request and closes at once would act as root whenever the lookup comes after its close.
 pub fn uid_in_table(text: &str, client: SocketAddr, server: SocketAddr) -> Option<u32> {
+    entry_in_table(text, client, server).map(|(uid, _)| uid)
+}
+
+/// [`uid_in_table`]'s entry: its uid and its (non-zero) inode.
+fn entry_in_table(text: &str, client: SocketAddr, server: SocketAddr) -> Option<(u32, u64)> {
     let (client, server) = (canonical(client), canonical(server));
     text.lines().skip(1).find_map(|line| {
         // sl, local, remote, state, tx:rx, tr:when, retransmits, uid, timeout, inode.
@@ -217,7 +222,7 @@ pub fn uid_in_table(text: &str, client: SocketAddr, server: SocketAddr) -> Optio
         if inode == 0 {
             return None; // closed: no owner (see above)
         }
-        f[7].parse().ok()
+        Some((f[7].parse().ok()?, inode))
     })
 }
 
@@ -231,8 +236,16 @@ pub fn peer_uid(client: SocketAddr, server: SocketAddr) -> io::Result<Option<u32
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         };
-        if let Some(uid) = uid_in_table(&text, client, server) {
-            return Ok(Some(uid));
+        if let Some((uid, inode)) = entry_in_table(&text, client, server) {
+            // The kernel prints an entry's uid and inode as two separate reads, in no fixed
+            // order, and a close in between (the socket orphaned: uid 0, inode 0 after it)
+            // can pair root's 0 with the live inode. A second reading that still shows the
+            // socket's inode was made before any close, and so after the first one's uid.
+            let again = std::fs::read_to_string(table)?;
+            return Ok(match entry_in_table(&again, client, server) {
+                Some((_, i)) if i == inode => Some(uid),
+                _ => None,
+            });
         }
     }
     Ok(None)

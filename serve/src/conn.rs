@@ -244,6 +244,41 @@ pub(crate) async fn accept_loop(
     }
 }
 
+/// Whether TCP socket `s` is established or half-closed by its peer (`TCP_INFO`'s state).
+fn still_connected(s: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `tcp_info` is a plain C struct of integers, valid all zeros.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `getsockopt` writes at most `len` bytes into `info`, which has that many, on a
+    // descriptor `s` owns for the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    // 1: TCP_ESTABLISHED, 8: TCP_CLOSE_WAIT.
+    rc == 0 && matches!(info.tcpi_state, 1 | 8)
+}
+
+/// The address a remote peer's connections are counted under: an IPv6 address's /64 (one
+/// host commonly holds a whole /64), an IPv4 address itself (IPv4-mapped ones as IPv4).
+fn share_key(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(
+                u128::from(v6) & !u128::from(u64::MAX),
+            )),
+        },
+    }
+}
+
 /// Connections open per remote address.
 type PerPeer = Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>;
 
@@ -256,6 +291,7 @@ struct PeerShare {
 impl PeerShare {
     /// Counts a connection from `ip` if it holds fewer than a quarter of `max` (at least 1).
     fn take(per_peer: &PerPeer, ip: IpAddr, max: usize) -> Option<PeerShare> {
+        let ip = share_key(ip);
         let mut m = per_peer.lock().expect("per-peer counts");
         let n = m.entry(ip).or_insert(0);
         if *n >= (max / 4).max(1) {
@@ -300,9 +336,11 @@ async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
         return None;
     }
     let lookup = async {
-        // Never closed, so `acquire` only waits.
-        let _turn = LOOKUPS.acquire().await.ok()?;
+        // Never closed, so `acquire` only waits. The turn goes with the blocking read, which
+        // a timeout below does not stop: at most `OWNER_LOOKUPS` of them run, timed out or not.
+        let turn = LOOKUPS.acquire().await.ok()?;
         tokio::task::spawn_blocking(move || {
+            let _turn = turn;
             access::peer_uid(peer, local)
                 .ok()
                 .flatten()
@@ -336,7 +374,15 @@ async fn serve_connection(
     let who = if signed {
         None
     } else {
-        whose(peer, local).await
+        // Our end still connected after the lookup: no other socket can have held the client's
+        // address pair meanwhile (a client that reset its connection leaves the pair free).
+        whose(peer, local).await.filter(|_| {
+            let live = still_connected(&stream);
+            if !live {
+                tracing::warn!(peer = %peer, "the connection ended during its owner lookup; refused");
+            }
+            live
+        })
     };
     let watch = Arc::new(Watch {
         epoch: Instant::now(),
@@ -430,5 +476,15 @@ mod peer_share_tests {
             per_peer.lock().unwrap().get(&b).is_none(),
             "no count left behind"
         );
+        // An IPv6 /64 is one peer; another /64 another.
+        let x: IpAddr = "2001:db8::1".parse().unwrap();
+        let y: IpAddr = "2001:db8::ffff:2".parse().unwrap();
+        let z: IpAddr = "2001:db8:0:1::1".parse().unwrap();
+        let held: Vec<PeerShare> = (0..4)
+            .map(|i| PeerShare::take(&per_peer, if i % 2 == 0 { x } else { y }, 16).unwrap())
+            .collect();
+        assert!(PeerShare::take(&per_peer, y, 16).is_none());
+        assert!(PeerShare::take(&per_peer, z, 16).is_some());
+        drop(held);
     }
 }

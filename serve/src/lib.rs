@@ -247,6 +247,10 @@ impl Server {
             Wire::Query
         };
         let (parts, body) = req.into_parts();
+        // Unsigned from a connection whose owner was not found: refused before its body.
+        if self.keys.is_none() && who.is_none() {
+            return closing(respond_error(wire, &no_owner(), &id));
+        }
         // Signed: refuse a request without a valid key, date and scope before reading its body.
         if let Some(keys) = &self.keys {
             let head = signed_request(&parts, &[]);
@@ -304,15 +308,7 @@ impl Server {
         } else {
             match who {
                 Some(w) => w,
-                None => {
-                    let e = ApiError {
-                        code: "AccessDenied".into(),
-                        message: "The user that owns this connection could not be found, so no queue is served to it.".into(),
-                        sender: true,
-                        status: 403,
-                    };
-                    return respond_error(wire, &e, &id);
-                }
+                None => return closing(respond_error(wire, &no_owner(), &id)),
             }
         };
         let parsed = match (&target, wire) {
@@ -400,6 +396,18 @@ fn respond_error(wire: Wire, e: &ApiError, id: &str) -> Response<Full<Bytes>> {
             r
         }
         Wire::Query => response(e.status, "text/xml", id, protocol::error_xml(e, id)),
+    }
+}
+
+/// `AccessDenied` for a connection whose owner was not found (unsigned mode).
+fn no_owner() -> ApiError {
+    ApiError {
+        code: "AccessDenied".into(),
+        message:
+            "The user that owns this connection could not be found, so no queue is served to it."
+                .into(),
+        sender: true,
+        status: 403,
     }
 }
 

@@ -709,3 +709,46 @@ fn an_unsigned_request_is_refused_before_its_body() {
         "{out}"
     );
 }
+
+/// Concurrent starts of a move task on one source: the check and the start were two steps
+/// under two locks, so two could both pass. Now exactly one starts.
+#[test]
+fn concurrent_move_task_starts_on_one_source_start_one() {
+    let dir = Dir::new("moves-race");
+    let srv = Server::start(config(&dir.0));
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let dlq = Queue::create_at(dir.0.join("dlq.fifo"), &cfg).unwrap();
+    Queue::create_at(dir.0.join("dst.fifo"), &cfg).unwrap();
+    for i in 0..20 {
+        dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
+    }
+    let addr = srv.addr;
+    let starts: Vec<_> = (0..8)
+        .map(|i| {
+            std::thread::spawn(move || {
+                post_json(
+                    addr,
+                    "StartMessageMoveTask",
+                    &format!(
+                        r#"{{"SourceArn":"arn:aws:sqs:r{i}:000000000000:dlq.fifo","DestinationArn":"arn:aws:sqs:us-east-1:000000000000:dst.fifo","MaxNumberOfMessagesPerSecond":1}}"#
+                    ),
+                )
+            })
+        })
+        .collect();
+    let results: Vec<(u16, String)> = starts.into_iter().map(|t| t.join().unwrap()).collect();
+    let started: Vec<&String> = results
+        .iter()
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, o)| o)
+        .collect();
+    assert_eq!(started.len(), 1, "{results:?}");
+    let at = started[0].find("\"TaskHandle\":\"").unwrap() + 14;
+    let task = &started[0][at..at + started[0][at..].find('"').unwrap()];
+    let (status, out) = post_json(
+        srv.addr,
+        "CancelMessageMoveTask",
+        &format!(r#"{{"TaskHandle":"{task}"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+}

@@ -91,22 +91,21 @@ impl Queues {
                 }
             })
             .transpose()?;
-        {
-            let tasks = self.tasks.lock().expect("tasks");
-            let running =
-                |t: &&MoveTask| matches!(*t.state.lock().expect("task"), TaskState::Running);
-            if tasks.iter().filter(running).any(|t| t.source == source) {
-                return Err(ApiError::sender(
-                    "AWS.SimpleQueueService.UnsupportedOperation",
-                    "A message move task is already running on this source.",
-                ));
-            }
-            if tasks.iter().filter(running).count() >= TASKS_RUNNING {
-                return Err(ApiError::sender(
-                    "AWS.SimpleQueueService.UnsupportedOperation",
-                    format!("{TASKS_RUNNING} message move tasks are running on this server; start this one when one has ended."),
-                ));
-            }
+        // The checks, the task's start and its record under one lock: two requests for one
+        // source cannot both pass the check, nor a burst pass the running cap.
+        let mut tasks = self.tasks.lock().expect("tasks");
+        let running = |t: &&MoveTask| matches!(*t.state.lock().expect("task"), TaskState::Running);
+        if tasks.iter().filter(running).any(|t| t.source == source) {
+            return Err(ApiError::sender(
+                "AWS.SimpleQueueService.UnsupportedOperation",
+                "A message move task is already running on this source.",
+            ));
+        }
+        if tasks.iter().filter(running).count() >= TASKS_RUNNING {
+            return Err(ApiError::sender(
+                "AWS.SimpleQueueService.UnsupportedOperation",
+                format!("{TASKS_RUNNING} message move tasks are running on this server; start this one when one has ended."),
+            ));
         }
         let handle = format!(
             "shmfifo-move-{}-{}",
@@ -155,7 +154,6 @@ impl Queues {
                 }
             };
         });
-        let mut tasks = self.tasks.lock().expect("tasks");
         // Forget the oldest finished tasks past `TASKS_KEPT` (running ones are at most
         // `TASKS_RUNNING`).
         while tasks.len() >= TASKS_KEPT {
