@@ -325,9 +325,17 @@ pub async fn serve_metrics(
                 let cfg = Arc::clone(&cfg);
                 async move {
                     let r = if req.uri().path() == "/metrics" {
-                        let body = tokio::task::spawn_blocking(move || scrape(&cfg))
+                        // At most `SCRAPES` at once, each holding its turn until its blocking
+                        // read ends (a connection's timeout does not stop it).
+                        let body = match SCRAPE_TURNS.acquire().await {
+                            Ok(turn) => tokio::task::spawn_blocking(move || {
+                                let _turn = turn;
+                                scrape(&cfg)
+                            })
                             .await
-                            .unwrap_or_default();
+                            .unwrap_or_default(),
+                            Err(_) => String::new(),
+                        };
                         Response::builder()
                             .header(
                                 "content-type",
@@ -350,6 +358,12 @@ pub async fn serve_metrics(
         });
     }
 }
+
+/// Scrapes running at once (each on a blocking thread, reading every queue's header).
+const SCRAPES: usize = 4;
+
+/// Bounds the scrapes running at once (see [`SCRAPES`]).
+static SCRAPE_TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(SCRAPES);
 
 /// Connections the metrics endpoint serves at once.
 const METRICS_CONNECTIONS: usize = 64;
