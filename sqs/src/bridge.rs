@@ -60,12 +60,17 @@ use shmfifo::{
     RemoteKind, Result, SendMessage,
 };
 
+/// The longest local visibility timeout a bridge uses: a killed bridge's messages are sent
+/// again after it, and the remote drops the resend as a duplicate only within SQS's 5-minute
+/// deduplication interval, so it stays a minute inside it.
+pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(240);
+
 /// How a bridge runs.
 #[derive(Debug, Clone)]
 pub struct BridgeOptions {
-    /// Visibility timeout of the local receives (default 30 s, at least 1 s), renewed while a
-    /// message is held: how long a killed bridge's messages stay hidden before a restarted one
-    /// sends them again.
+    /// Visibility timeout of the local receives (default 30 s, from 1 s to
+    /// [`MAX_VISIBILITY_TIMEOUT`]), renewed while a message is held: how long a killed bridge's
+    /// messages stay hidden before a restarted one sends them again.
     pub visibility_timeout: Duration,
     /// Long poll of each local receive while nothing is in flight to the remote (default 1 s).
     pub wait: Duration,
@@ -269,6 +274,9 @@ struct Group {
     stopped: bool,
     /// Ready since (a tick; the longest waiting groups are sent first).
     since: u64,
+    /// Transient failures of this group's head in a row (the remote failed the entry, not
+    /// the request): each waits twice as long as the one before, up to 5 s.
+    retries: u32,
 }
 
 /// What a local delete is for.
@@ -316,7 +324,9 @@ impl<'a> Bridge<'a> {
         Bridge {
             local,
             opts,
-            vt: opts.visibility_timeout.max(Duration::from_secs(1)),
+            vt: opts
+                .visibility_timeout
+                .clamp(Duration::from_secs(1), MAX_VISIBILITY_TIMEOUT),
             concurrency,
             max_held: concurrency.saturating_mul(100),
             groups: HashMap::new(),
@@ -457,11 +467,12 @@ impl<'a> Bridge<'a> {
         progress(&r);
         if let Some(p) = &self.opts.status_file {
             let b = &self.before;
+            // Saturating: the earlier runs' counts come from a file another user may forge.
             let total = BridgeReport {
-                forwarded: b.forwarded + r.forwarded,
-                retried: b.retried + r.retried,
-                failed: b.failed + r.failed,
-                dead_lettered: b.dead_lettered + r.dead_lettered,
+                forwarded: b.forwarded.saturating_add(r.forwarded),
+                retried: b.retried.saturating_add(r.retried),
+                failed: b.failed.saturating_add(r.failed),
+                dead_lettered: b.dead_lettered.saturating_add(r.dead_lettered),
                 stopped: r.stopped,
             };
             write_status(p, &self.opts.remote_name, &total);
@@ -748,11 +759,18 @@ impl<'a> Bridge<'a> {
                 self.held -= 1;
                 self.deletes.push((h.msg.receipt_handle, Done::Forwarded));
                 (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
+                g.retries = 0;
             }
             Err(err) if transient(&err) => {
                 tracing::debug!(group = %e.group, error = %err, "bridge: the remote queue failed an entry; retrying");
                 self.report.retried += 1;
-                let wait = self.jitter(self.remote_backoff);
+                // Its own backoff: a request that succeeded resets the remote's, and an entry
+                // the remote keeps failing would otherwise go again every 25-50 ms forever.
+                g.retries = g.retries.saturating_add(1);
+                let base = Duration::from_millis(50)
+                    .saturating_mul(1 << g.retries.saturating_sub(1).min(7))
+                    .min(Duration::from_secs(5));
+                let wait = self.jitter(base);
                 if let Some(g) = self.groups.get_mut(&e.group) {
                     g.not_before = Some(now + wait);
                 }

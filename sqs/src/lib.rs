@@ -49,37 +49,81 @@ fn parameter_in(message: &str) -> &'static str {
         .unwrap_or("request")
 }
 
+/// The body of `m` as SQS takes it, text: a body given as bytes (a binary queue's) that is not
+/// UTF-8 is refused here, never sent empty or mangled.
+fn text_body<'a>(m: &SendMessage<'a>) -> Result<&'a str> {
+    match m.bytes {
+        None => Ok(m.body),
+        Some(b) => std::str::from_utf8(b).map_err(|e| Error::InvalidMessageContents {
+            reason: format!(
+                "SQS takes text bodies only; this one is not UTF-8 (at byte {})",
+                e.valid_up_to()
+            ),
+        }),
+    }
+}
+
+/// How long the client waits for a connection to the endpoint.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long one attempt of a call may take, its answer read (a 20 s long poll included).
+pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How long a call may take over all its attempts (the SDK retries throttling and 5xx).
+pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
+
 /// SQS's answer as the [`shmfifo::Error`] variant the local queue gives for the same rule; a
 /// transport failure, throttling and refused credentials as [`Error::Remote`].
-fn error<E, R>(e: SdkError<E, R>, queue_url: &str) -> Error
+fn error<E>(e: SdkError<E, aws_sdk_sqs::config::http::HttpResponse>, queue_url: &str) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
-    R: std::fmt::Debug,
 {
     let transport = |kind, code: &str, e: &dyn std::fmt::Display| Error::Remote {
         kind,
         code: code.to_owned(),
         message: e.to_string(),
     };
-    let se = match e {
+    match e {
         SdkError::DispatchFailure(d) => {
-            return transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
+            transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
         }
         SdkError::TimeoutError(t) => {
-            return transport(RemoteKind::Unreachable, "timeout", &format!("{t:?}"))
+            transport(RemoteKind::Unreachable, "timeout", &format!("{t:?}"))
         }
-        SdkError::ConstructionFailure(c) => {
-            return Error::InvalidParameterValue {
-                parameter: "request",
-                reason: format!("{c:?}"),
+        SdkError::ConstructionFailure(c) => Error::InvalidParameterValue {
+            parameter: "request",
+            reason: format!("{c:?}"),
+        },
+        SdkError::ServiceError(s) => {
+            let status = s.raw().status().as_u16();
+            let se = s.into_err();
+            let Some(code) = se.code() else {
+                // An answer without an error code (a proxy's 502 page, a garbled body): the
+                // remote failed as a whole, never a refusal of what was sent.
+                return transport(
+                    RemoteKind::Other,
+                    "response",
+                    &format!("HTTP {status} without an error code: {se}"),
+                );
+            };
+            let message = se.message().unwrap_or("").to_owned();
+            // The remote failed on its side (5xx) or throttled us (429): another try, whatever
+            // the code says, never a refusal of the message.
+            if status >= 500 || status == 429 {
+                return Error::Remote {
+                    kind: if status == 429 {
+                        RemoteKind::Throttled
+                    } else {
+                        RemoteKind::Unreachable
+                    },
+                    code: code.to_owned(),
+                    message: format!("HTTP {status}: {message}"),
+                };
             }
+            from_code(code, message, queue_url)
         }
-        SdkError::ServiceError(s) => s.into_err(),
-        other => return transport(RemoteKind::Other, "response", &format!("{other:?}")),
-    };
-    let code = se.code().unwrap_or("Unknown");
-    let message = se.message().unwrap_or("").to_owned();
-    from_code(code, message, queue_url)
+        other => transport(RemoteKind::Other, "response", &format!("{other:?}")),
+    }
 }
 
 /// An SQS error code and message as the [`shmfifo::Error`] variant the local queue gives for
@@ -199,7 +243,17 @@ impl AsyncSqsQueue {
     /// A client from the environment (credentials, region, `AWS_ENDPOINT_URL`) as the AWS
     /// SDKs and CLI load them, with `endpoint` overriding the endpoint.
     pub async fn client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
-        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            // The SDK's defaults bound only the connect: a remote that accepts and never
+            // answers would hold a call (and a bridge worker) forever. A long poll of SQS's
+            // 20 s fits in one attempt.
+            .timeout_config(
+                aws_config::timeout::TimeoutConfig::builder()
+                    .connect_timeout(CONNECT_TIMEOUT)
+                    .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+                    .operation_timeout(OPERATION_TIMEOUT)
+                    .build(),
+            );
         if let Some(e) = endpoint {
             loader = loader.endpoint_url(e);
         }
@@ -229,7 +283,7 @@ impl AsyncSqsQueue {
             .client
             .send_message()
             .queue_url(&self.url)
-            .message_body(msg.body)
+            .message_body(text_body(msg)?)
             .set_message_group_id(msg.group_id.map(str::to_owned))
             .set_message_deduplication_id(msg.dedup_id.map(str::to_owned))
             .set_delay_seconds(msg.delay_seconds.map(|d| d.min(i32::MAX as u32) as i32));
@@ -253,7 +307,7 @@ impl AsyncSqsQueue {
             let m = &e.entry;
             let mut b = SendMessageBatchRequestEntry::builder()
                 .id(e.id)
-                .message_body(m.body)
+                .message_body(text_body(m)?)
                 .set_message_group_id(m.group_id.map(str::to_owned))
                 .set_message_deduplication_id(m.dedup_id.map(str::to_owned))
                 .set_delay_seconds(m.delay_seconds.map(|d| d.min(i32::MAX as u32) as i32));
@@ -280,7 +334,17 @@ impl AsyncSqsQueue {
                         sequence_number: s.sequence_number().unwrap_or_default().to_owned(),
                     })
                 } else if let Some(f) = out.failed().iter().find(|f| f.id() == e.id) {
-                    Err(batch_error(f.code(), f.message()))
+                    if f.sender_fault() {
+                        Err(batch_error(f.code(), f.message()))
+                    } else {
+                        // The remote's fault, not the entry's (SQS's SenderFault false):
+                        // another try, never a refusal.
+                        Err(Error::Remote {
+                            kind: RemoteKind::Unreachable,
+                            code: f.code().to_owned(),
+                            message: f.message().unwrap_or("").to_owned(),
+                        })
+                    }
                 } else {
                     Err(Error::Remote {
                         kind: RemoteKind::Other,
@@ -619,6 +683,69 @@ pub fn open_url(url: &str) -> Result<Box<dyn FifoQueue>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body given as bytes that is not UTF-8 (a binary queue's) is refused before any
+    /// request: it was sent as `body`, which is empty for such a message.
+    #[test]
+    fn a_binary_body_is_refused_not_sent_empty() {
+        let mut m = SendMessage::new("g", "");
+        m.bytes = Some(&[0xff, 0xfe, b'x']);
+        assert!(matches!(
+            text_body(&m),
+            Err(Error::InvalidMessageContents { .. })
+        ));
+        m.bytes = Some(b"plain");
+        assert_eq!(text_body(&m).unwrap(), "plain");
+        assert_eq!(text_body(&SendMessage::new("g", "text")).unwrap(), "text");
+    }
+
+    /// An endpoint that answers every request with a proxy's 502 page (no SQS error code):
+    /// a failure of the remote as a whole, never a refusal of what was sent (it was
+    /// `Unknown`, which the bridge counted as a refusal and dead-lettered).
+    #[test]
+    fn an_answer_without_an_error_code_is_the_remote_failing() {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut b = [0u8; 65536];
+                let _ = s.read(&mut b);
+                let page = "<html><body>502 Bad Gateway</body></html>";
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
+                    page.len()
+                );
+            }
+        });
+        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
+        std::env::set_var("AWS_REGION", "us-east-1");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let e = rt
+            .block_on(async {
+                let c = AsyncSqsQueue::client(Some(&format!("http://{addr}"))).await;
+                AsyncSqsQueue::open(c, "q.fifo").await
+            })
+            .unwrap_err();
+        // "response": what the bridge retries as the remote failing (an SDK that reads the
+        // status first may say Unreachable).
+        assert!(
+            matches!(
+                &e,
+                Error::Remote {
+                    kind: RemoteKind::Unreachable,
+                    ..
+                }
+            ) || matches!(&e, Error::Remote { kind: RemoteKind::Other, code, .. } if code == "response"),
+            "{e:?}"
+        );
+    }
 
     /// An SQS error code comes back as the variant whose `sqs_code` is that code, so a
     /// program matching on either sees the same thing on both backends.

@@ -23,10 +23,10 @@ struct Args {
     /// The SQS endpoint (default: AWS_ENDPOINT_URL, else the URL's own host).
     #[arg(long)]
     endpoint_url: Option<String>,
-    /// Visibility timeout of the local receives, seconds (at least 1; renewed while the bridge
+    /// Visibility timeout of the local receives, seconds (1 to 240; renewed while the bridge
     /// holds a message): how long a killed bridge's messages wait before a restarted one sends
-    /// them again (within SQS's 5-minute dedup interval).
-    #[arg(long, default_value_t = 30)]
+    /// them again, within SQS's 5-minute dedup interval (which drops the resend).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=240))]
     visibility_timeout: u64,
     /// Most messages per second.
     #[arg(long)]

@@ -15,9 +15,12 @@ pub(super) fn transient(e: &Error) -> bool {
             code,
             ..
         } => {
-            // "response": an answer the SDK could not read (a proxy's 502 page, say).
+            // "response": an answer the SDK could not read (a proxy's 502 page, say). KMS:
+            // the queue's key is throttled, disabled or missing, for every message alike (an
+            // operator's fix, not a refusal of this message: nothing is dead-lettered for it).
             code.starts_with("Internal")
                 || code.starts_with("ServiceUnavailable")
+                || code.starts_with("KMS.")
                 || matches!(
                     code.as_str(),
                     "response" | "RequestTimeout" | "MissingEntry"

@@ -14,9 +14,12 @@ pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
 
 /// What a status file holds (zeros and no stopped group if there is none, or it does not
 /// parse).
+///
+/// The file lies beside the queue, often in a directory every user may write (`/dev/shm`): it
+/// is read only if it is a regular file (no symlink followed, no FIFO waited on) of at most
+/// [`MAX_STATUS_BYTES`].
 pub fn read_status(path: &std::path::Path) -> BridgeReport {
-    let v: serde_json::Value = std::fs::read(path)
-        .ok()
+    let v: serde_json::Value = read_small(path)
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -37,6 +40,27 @@ pub fn read_status(path: &std::path::Path) -> BridgeReport {
     }
 }
 
+/// The longest status file read (the stopped groups' names make it grow: 128 bytes each).
+pub const MAX_STATUS_BYTES: u64 = 4 << 20;
+
+/// The bytes of regular file `path`, if it is one of at most [`MAX_STATUS_BYTES`].
+fn read_small(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let m = f.metadata().ok()?;
+    if !m.is_file() || m.len() > MAX_STATUS_BYTES {
+        return None;
+    }
+    let mut b = Vec::new();
+    f.take(MAX_STATUS_BYTES).read_to_end(&mut b).ok()?;
+    Some(b)
+}
+
 pub(super) fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -52,8 +76,61 @@ pub(super) fn write_status(path: &std::path::Path, remote: &str, r: &BridgeRepor
         "updated_ms": now,
     });
     // Written beside, then renamed over: a reader sees the old file or the new one, whole.
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, format!("{text}\n")).is_ok() {
-        let _ = std::fs::rename(&tmp, path);
+    // The temporary file is made new (never one another user planted under a name they could
+    // guess, nor through a symlink), readable by its owner only.
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let tmp = path.with_extension(format!("tmp{}-{nonce:08x}", std::process::id()));
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp);
+    if let Ok(mut f) = made {
+        if f.write_all(format!("{text}\n").as_bytes()).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        } else {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A status file another user planted: a FIFO is not waited on, a symlink not followed, a
+    /// huge file not read; forged counters are read as numbers (and added saturating).
+    #[test]
+    fn a_planted_status_file_is_read_safely() {
+        let dir = std::env::temp_dir().join(format!("shmfifo-status-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo.bridge.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo(3) on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        assert_eq!(read_status(&fifo), BridgeReport::default());
+        let target = dir.join("target.json");
+        std::fs::write(&target, r#"{"forwarded":5}"#).unwrap();
+        let link = dir.join("link.bridge.json");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert_eq!(read_status(&link).forwarded, 0, "a symlink is not followed");
+        assert_eq!(read_status(&target).forwarded, 5);
+        let forged = dir.join("forged.bridge.json");
+        std::fs::write(&forged, format!(r#"{{"forwarded":{}}}"#, u64::MAX)).unwrap();
+        assert_eq!(read_status(&forged).forwarded, u64::MAX);
+        // Written as a new file of the owner's only.
+        let out = dir.join("out.bridge.json");
+        write_status(&out, "sqs://q.fifo", &BridgeReport::default());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
