@@ -286,6 +286,11 @@ enum Done {
     DeadLettered,
 }
 
+/// Messages held by groups stopped or waiting at a refused message, in units of `max_held`:
+/// past that the bridge receives no more until some go (to the remote or the dead-letter
+/// queue).
+const MAX_REFUSED_HELD: usize = 10;
+
 /// A short pause while requests are in flight: how often new local messages are looked for.
 const TICK: Duration = Duration::from_millis(10);
 
@@ -305,6 +310,8 @@ struct Bridge<'a> {
     report: BridgeReport,
     before: BridgeReport,
     changed: bool,
+    /// When the status was last published (it is rewritten at most once a second).
+    published: Option<Instant>,
     /// The whole remote backs off until then (after a transport failure or throttling).
     remote_not_before: Option<Instant>,
     remote_backoff: Duration,
@@ -340,6 +347,7 @@ impl<'a> Bridge<'a> {
                 .map(read_status)
                 .unwrap_or_default(),
             changed: false,
+            published: None,
             remote_not_before: None,
             remote_backoff: Duration::from_millis(50),
             dlq: None,
@@ -375,7 +383,12 @@ impl<'a> Bridge<'a> {
             self.flush_deletes();
             self.heartbeat(now);
             self.dispatch(jobs, now);
-            if self.changed {
+            if self.changed
+                && self
+                    .published
+                    .is_none_or(|t| now.saturating_duration_since(t) >= Duration::from_secs(1))
+            {
+                self.published = Some(now);
                 self.publish(progress);
             }
             // Receive while there is room; a long poll only when nothing else is to be done.
@@ -388,15 +401,18 @@ impl<'a> Bridge<'a> {
             } else {
                 Duration::ZERO
             };
-            // Groups held at a refused message do not count: their messages wait anyway.
-            let busy: usize = self
-                .groups
-                .values()
-                .filter(|g| g.tries == 0 && !g.stopped)
-                .map(|g| g.held.len())
-                .sum();
+            // Groups held at a refused message do not count: their messages wait anyway. But
+            // they are bounded too (`MAX_REFUSED_HELD` of `max_held`): a local queue whose
+            // every group starts with a message the remote refuses would be held whole.
+            let (busy, refused): (usize, usize) = self.groups.values().fold((0, 0), |(b, r), g| {
+                if g.tries == 0 && !g.stopped {
+                    (b + g.held.len(), r)
+                } else {
+                    (b, r + g.held.len())
+                }
+            });
             let mut polled = false;
-            if busy < self.max_held {
+            if busy < self.max_held && refused < self.max_held.saturating_mul(MAX_REFUSED_HELD) {
                 let room = (self.max_held - busy).min(10) as u32;
                 polled = poll > Duration::ZERO;
                 let got = self.local.receive(
