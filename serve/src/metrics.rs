@@ -50,6 +50,49 @@ struct QueueLabel {
     queue: String,
 }
 
+/// A file name as a label value of the text exposition: backslash, double quote and line feed
+/// escaped (prometheus-client writes label values as they are, and a name is anyone's in a
+/// shared directory: one `"` would make the whole scrape unreadable).
+fn label_value(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The most bytes of a bridge's status file read.
+const MAX_STATUS_BYTES: u64 = 4 << 20;
+
+/// The bytes of the bridge status file `status` of the queue at `queue`, if it is a regular
+/// file (no symlink followed, no FIFO waited on) of at most [`MAX_STATUS_BYTES`], owned by
+/// this process's user or the queue file's owner (not one another user planted beside it).
+fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(status)
+        .ok()?;
+    let m = f.metadata().ok()?;
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    let queue_owner = std::fs::symlink_metadata(queue).ok().map(|q| q.uid());
+    if !m.is_file() || m.len() > MAX_STATUS_BYTES || (m.uid() != me && Some(m.uid()) != queue_owner)
+    {
+        return None;
+    }
+    let mut b = Vec::new();
+    f.take(MAX_STATUS_BYTES).read_to_end(&mut b).ok()?;
+    Some(b)
+}
+
 /// One scrape: the text exposition of every queue.
 pub fn scrape(cfg: &MetricsConfig) -> String {
     let mut reg = Registry::default();
@@ -178,15 +221,19 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "Groups a bridge stopped at a message the remote queue refuses",
     );
     for (name, path) in queues(cfg) {
-        let l = QueueLabel { queue: name };
+        let l = QueueLabel {
+            queue: label_value(&name),
+        };
         let o = match Queue::observe_at(&path) {
             Ok(o) => o,
-            // Another kind of file in the directory: not a queue, not reported.
-            Err(shmfifo::Error::NotAnArena { .. } | shmfifo::Error::NotReady)
-                if cfg.queues.is_empty() =>
-            {
-                continue
-            }
+            // Another kind of file in the directory (or another user's, or unreadable): not a
+            // queue of ours, not reported.
+            Err(
+                shmfifo::Error::NotAnArena { .. }
+                | shmfifo::Error::NotReady
+                | shmfifo::Error::UntrustedFile { .. }
+                | shmfifo::Error::Io(_),
+            ) if cfg.queues.is_empty() => continue,
             Err(_) => {
                 up.get_or_create(&l).set(0);
                 continue;
@@ -238,8 +285,7 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         // The bridge's counters (`shmfifo bridge` keeps them in PATH.bridge.json).
         let mut status = path.clone().into_os_string();
         status.push(".bridge.json");
-        if let Some(v) = std::fs::read(&status)
-            .ok()
+        if let Some(v) = read_status_file(std::path::Path::new(&status), &path)
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         {
             let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);

@@ -166,3 +166,61 @@ fn a_scrape_reports_every_queue_without_joining() {
     drop((a, b));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Files another user may plant in a shared directory do not spoil a scrape: a queue whose
+/// name holds a double quote, a backslash and a line feed is labelled with them escaped (one
+/// raw `"` made the whole exposition unreadable), and a FIFO planted as a queue's bridge status
+/// file is not waited on (it hung every scrape).
+#[test]
+fn planted_names_and_status_files_do_not_spoil_a_scrape() {
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-names-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let odd = dir.join("a\"b\\c\nd.fifo");
+    shmfifo::Queue::create_at(&odd, &shmfifo::QueueConfig::new()).unwrap();
+    let plain = dir.join("plain.fifo");
+    shmfifo::Queue::create_at(&plain, &shmfifo::QueueConfig::new()).unwrap();
+    let fifo =
+        std::ffi::CString::new(dir.join("plain.fifo.bridge.json").to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path in our own directory.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o666) }, 0);
+    let cfg = MetricsConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        dir: dir.clone(),
+        queues: Vec::new(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let t = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(serve_metrics(cfg, move |a| tx.send(a).unwrap(), async {
+                let _ = stopped.await;
+            }))
+    });
+    let addr = rx.recv().unwrap();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("a scrape within 10 s");
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    assert!(
+        out.contains(r#"shmfifo_queue_up{queue="a\"b\\c\nd.fifo"} 1"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"shmfifo_queue_up{queue="plain.fifo"} 1"#),
+        "{out}"
+    );
+    // No line of the exposition begins inside a label (the raw line feed would have split one).
+    assert!(out.lines().all(|l| !l.starts_with("d.fifo")), "{out}");
+    let _ = stop.send(());
+    t.join().unwrap().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}

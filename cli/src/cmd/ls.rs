@@ -54,6 +54,8 @@ fn look(path: &Path) -> Entry {
         Err(Error::NotReady) => Entry::Other("empty or unfinished file".into()),
         // Unreadable: no way to tell whether it is a queue.
         Err(Error::Io(e)) => Entry::Other(format!("unreadable: {e}")),
+        // Another user's file (or a kind of file no queue is): not one of ours to list.
+        Err(Error::UntrustedFile { .. }) => Entry::Other("another user's file".into()),
         Err(e) => Entry::Broken(e),
     }
 }
@@ -75,12 +77,14 @@ pub fn run(a: &LsArgs, ctx: Ctx) -> Result<(), Failure> {
         if matches!(entry, Entry::Other(_)) && !a.all {
             continue;
         }
-        // The form other commands take: a bare name under /dev/shm, a path elsewhere.
-        let shown = if in_shm {
+        // The form other commands take: a bare name under /dev/shm, a path elsewhere; with
+        // its control characters escaped (a name in a shared directory is anyone's, and the
+        // table goes to a terminal).
+        let shown = printable(&if in_shm {
             name
         } else {
             path.display().to_string()
-        };
+        });
         rows.push((shown, path, entry));
     }
     if ctx.json {
@@ -171,5 +175,32 @@ fn broken(e: &Error) -> String {
             format!("all {max_participants} participant slots in use")
         }
         e => format!("{}: {e}", errors::kind(e)),
+    }
+}
+
+/// `s` with its control characters escaped as Rust writes them (`\n`, `\u{1b}`): a file name
+/// printed to a terminal cannot move the cursor or fake a row.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    /// Control characters of a planted name are shown escaped, the rest as it is.
+    #[test]
+    fn names_are_printed_with_their_control_characters_escaped() {
+        assert_eq!(
+            super::printable("q\u{1b}[2J\nx.fifo"),
+            "q\\u{1b}[2J\\nx.fifo"
+        );
+        assert_eq!(super::printable("héllo.fifo"), "héllo.fifo");
     }
 }

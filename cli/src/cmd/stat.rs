@@ -127,7 +127,11 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
             if !b.stopped.is_empty() {
                 s.push_str(&format!(
                     "  stopped groups (a message the remote refuses): {}\n",
-                    b.stopped.join(", ")
+                    b.stopped
+                        .iter()
+                        .map(|g| super::ls::printable(g))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ));
             }
         }

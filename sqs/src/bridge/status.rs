@@ -43,17 +43,27 @@ pub fn read_status(path: &std::path::Path) -> BridgeReport {
 /// The longest status file read (the stopped groups' names make it grow: 128 bytes each).
 pub const MAX_STATUS_BYTES: u64 = 4 << 20;
 
-/// The bytes of regular file `path`, if it is one of at most [`MAX_STATUS_BYTES`].
+/// The bytes of regular file `path`, if it is one of at most [`MAX_STATUS_BYTES`] owned by this
+/// process's user or by the queue file's owner (the file it is the status of, its path less
+/// `.bridge.json`): not one another user planted beside the queue.
 fn read_small(path: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .ok()?;
     let m = f.metadata().ok()?;
-    if !m.is_file() || m.len() > MAX_STATUS_BYTES {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    let queue_owner = path
+        .to_str()
+        .and_then(|p| p.strip_suffix(".bridge.json"))
+        .and_then(|q| std::fs::symlink_metadata(q).ok())
+        .map(|q| q.uid());
+    if !m.is_file() || m.len() > MAX_STATUS_BYTES || (m.uid() != me && Some(m.uid()) != queue_owner)
+    {
         return None;
     }
     let mut b = Vec::new();
@@ -91,9 +101,11 @@ pub(super) fn write_status(path: &std::path::Path, remote: &str, r: &BridgeRepor
         .custom_flags(libc::O_NOFOLLOW)
         .open(&tmp);
     if let Ok(mut f) = made {
-        if f.write_all(format!("{text}\n").as_bytes()).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
-        } else {
+        // A rename refused (another user's file at the name, in a sticky directory) leaves
+        // no temporary file behind.
+        if f.write_all(format!("{text}\n").as_bytes()).is_err()
+            || std::fs::rename(&tmp, path).is_err()
+        {
             let _ = std::fs::remove_file(&tmp);
         }
     }
@@ -123,6 +135,18 @@ mod tests {
         let forged = dir.join("forged.bridge.json");
         std::fs::write(&forged, format!(r#"{{"forwarded":{}}}"#, u64::MAX)).unwrap();
         assert_eq!(read_status(&forged).forwarded, u64::MAX);
+        // A regular file another user owns beside a queue of ours is not read as its status.
+        let queue = dir.join("q.fifo");
+        std::fs::write(&queue, b"").unwrap();
+        let planted = dir.join("q.fifo.bridge.json");
+        std::fs::write(&planted, r#"{"forwarded":7}"#).unwrap();
+        assert_eq!(read_status(&planted).forwarded, 7, "ours");
+        let c = std::ffi::CString::new(planted.to_str().unwrap()).unwrap();
+        // SAFETY: chown(2) on our own file (the tests run as root in CI; elsewhere it fails
+        // with EPERM and the check below is skipped).
+        if unsafe { libc::chown(c.as_ptr(), 12345, 12345) } == 0 {
+            assert_eq!(read_status(&planted).forwarded, 0, "another user's");
+        }
         // Written as a new file of the owner's only.
         let out = dir.join("out.bridge.json");
         write_status(&out, "sqs://q.fifo", &BridgeReport::default());
