@@ -560,18 +560,19 @@ impl Queue {
                 path: path.to_owned(),
             });
         }
-        if !sys::same_file(&file, path) {
-            // Replaced since we looked: not ours to remove.
-            return Err(Error::QueueNameExists {
+        // Removed only if the name, looked up in its directory once, still names the file we
+        // checked (replaced since we looked, or its directory swapped for a symlink: not ours
+        // to remove).
+        match sys::unlink_if_same(&file, path) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::QueueNameExists {
                 path: path.to_owned(),
-            });
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::QueueDoesNotExist {
+                path: path.to_owned(),
+            }),
+            Err(e) => Err(Error::Io(e)),
         }
-        std::fs::remove_file(path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => Error::QueueDoesNotExist {
-                path: path.to_owned(),
-            },
-            _ => Error::Io(e),
-        })
     }
 
     /// Opens an arena file: [`Queue::probe`] its beginning, map it, check its header and view

@@ -78,6 +78,32 @@ pub fn same_file(file: &File, path: &Path) -> bool {
     }
 }
 
+/// Removes the name `path` if it still names the open `file` (`Ok(false)` and nothing removed if
+/// it names another file; `NotFound` if it names nothing). The name is looked up once in its directory, opened
+/// first: the comparison and the removal are on that one directory, so a parent replaced by a
+/// symlink meanwhile cannot send the removal into another directory.
+pub fn unlink_if_same(file: &File, path: &Path) -> io::Result<bool> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
+    use std::os::unix::fs::MetadataExt;
+    let (parent, name) = match (path.parent(), path.file_name()) {
+        (Some(p), Some(n)) if !p.as_os_str().is_empty() => (p, n),
+        (_, Some(n)) => (Path::new("."), n),
+        _ => return Ok(false),
+    };
+    let dir = rustix::fs::open(
+        parent,
+        OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let meta = file.metadata()?;
+    let st = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    if st.st_dev != meta.dev() || st.st_ino != meta.ino() {
+        return Ok(false);
+    }
+    rustix::fs::unlinkat(&dir, name, AtFlags::empty())?;
+    Ok(true)
+}
+
 /// Takes the lock that serialises replacing a stale arena file, without waiting.
 pub fn try_lock_replace(file: &File) -> io::Result<bool> {
     try_lock_at(file, LOCK_BASE - 1)
@@ -489,5 +515,38 @@ impl Drop for FileSegments {
             // into it any more (the view that did is dropped first).
             let _ = unsafe { rustix::mm::munmap(p as *mut core::ffi::c_void, n) };
         }
+    }
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+
+    /// The name is removed only while it names the open file: a file renamed over it stays
+    /// (the check and the removal are on one directory), and a name gone is `NotFound`.
+    #[test]
+    fn unlink_if_same_removes_only_the_file_it_was_given() {
+        let dir = std::env::temp_dir().join(format!("shmfifo-unlink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a"), dir.join("b"));
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(&b, b"b").unwrap();
+        let fa = File::open(&a).unwrap();
+        std::fs::rename(&b, &a).unwrap();
+        assert!(
+            !unlink_if_same(&fa, &a).unwrap(),
+            "another file at the name"
+        );
+        assert_eq!(std::fs::read(&a).unwrap(), b"b");
+        let fb = File::open(&a).unwrap();
+        assert!(unlink_if_same(&fb, &a).unwrap());
+        assert!(!a.exists());
+        assert_eq!(
+            unlink_if_same(&fb, &a).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        // A relative name resolves in the current directory's stead of failing.
+        assert!(!unlink_if_same(&fb, Path::new("no-such-name-here")).is_ok_and(|x| x));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
