@@ -251,10 +251,11 @@ impl Server {
         if self.keys.is_none() && who.is_none() {
             return closing(respond_error(wire, &no_owner(), &id));
         }
-        // Signed: refuse a request without a valid key, date and scope before reading its body.
-        if let Some(keys) = &self.keys {
-            let head = signed_request(&parts, &[]);
-            if let Err(e) = keys.check_head(&head, std::time::SystemTime::now()) {
+        // Signed: refuse a request without a valid key, date and scope before reading its body
+        // (its headers, collected once, are checked again with the body below).
+        let mut signed = self.keys.as_ref().map(|_| signed_request(&parts, &[]));
+        if let (Some(keys), Some(head)) = (&self.keys, &signed) {
+            if let Err(e) = keys.check_head(head, std::time::SystemTime::now()) {
                 tracing::info!(request = %id, code = e.code, "signature refused before the body");
                 return closing(respond_error(wire, &e, &id));
             }
@@ -298,8 +299,8 @@ impl Server {
                 return closing(respond_error(wire, &err, &id));
             }
         };
-        let who = if let Some(keys) = &self.keys {
-            let signed = signed_request(&parts, &body);
+        let who = if let (Some(keys), Some(mut signed)) = (&self.keys, signed.take()) {
+            signed.body = &body;
             if let Err(e) = keys.check(&signed, std::time::SystemTime::now()) {
                 tracing::info!(request = %id, code = e.code, "signature refused");
                 return closing(respond_error(wire, &e, &id));

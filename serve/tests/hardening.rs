@@ -613,11 +613,10 @@ fn an_attempt_id_long_poll_of_a_client_gone_takes_nothing() {
     assert_eq!(status, 200, "{first}");
     let (status, again) = send_wait("a2");
     assert_eq!(status, 200, "{again}");
-    let handle = |out: &str| {
-        let at = out.find("\"ReceiptHandle\":\"").expect("a message") + 17;
-        out[at..at + out[at..].find('"').unwrap()].to_owned()
-    };
-    assert_eq!(handle(&first), handle(&again));
+    assert_eq!(
+        json_str(&first, "ReceiptHandle"),
+        json_str(&again, "ReceiptHandle")
+    );
 }
 
 /// Move tasks were kept forever with their ARNs as sent (4 MiB each, until the server ran out
@@ -628,12 +627,7 @@ fn an_attempt_id_long_poll_of_a_client_gone_takes_nothing() {
 fn move_tasks_are_bounded_and_keyed_by_their_queue() {
     let dir = Dir::new("moves");
     let srv = Server::start(config(&dir.0));
-    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
-    let dlq = Queue::create_at(dir.0.join("dlq.fifo"), &cfg).unwrap();
-    Queue::create_at(dir.0.join("dst.fifo"), &cfg).unwrap();
-    for i in 0..20 {
-        dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
-    }
+    let _dlq = dead_letter_queue_and_destination(&dir.0);
     let long = format!("arn:aws:sqs:us-east-1:{}:dlq.fifo", "1".repeat(300));
     let (status, out) = post_json(
         srv.addr,
@@ -649,8 +643,7 @@ fn move_tasks_are_bounded_and_keyed_by_their_queue() {
         r#"{"SourceArn":"arn:aws:sqs:us-east-1:000000000000:dlq.fifo","DestinationArn":"arn:aws:sqs:us-east-1:000000000000:dst.fifo","MaxNumberOfMessagesPerSecond":1}"#,
     );
     assert_eq!(status, 200, "{out}");
-    let at = out.find("\"TaskHandle\":\"").unwrap() + 14;
-    let task = out[at..at + out[at..].find('"').unwrap()].to_owned();
+    let task = json_str(&out, "TaskHandle");
     let (status, out) = post_json(
         srv.addr,
         "StartMessageMoveTask",
@@ -716,12 +709,7 @@ fn an_unsigned_request_is_refused_before_its_body() {
 fn concurrent_move_task_starts_on_one_source_start_one() {
     let dir = Dir::new("moves-race");
     let srv = Server::start(config(&dir.0));
-    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
-    let dlq = Queue::create_at(dir.0.join("dlq.fifo"), &cfg).unwrap();
-    Queue::create_at(dir.0.join("dst.fifo"), &cfg).unwrap();
-    for i in 0..20 {
-        dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
-    }
+    let _dlq = dead_letter_queue_and_destination(&dir.0);
     let addr = srv.addr;
     let starts: Vec<_> = (0..8)
         .map(|i| {
@@ -743,12 +731,34 @@ fn concurrent_move_task_starts_on_one_source_start_one() {
         .map(|(_, o)| o)
         .collect();
     assert_eq!(started.len(), 1, "{results:?}");
-    let at = started[0].find("\"TaskHandle\":\"").unwrap() + 14;
-    let task = &started[0][at..at + started[0][at..].find('"').unwrap()];
+    let task = json_str(started[0], "TaskHandle");
     let (status, out) = post_json(
         srv.addr,
         "CancelMessageMoveTask",
         &format!(r#"{{"TaskHandle":"{task}"}}"#),
     );
     assert_eq!(status, 200, "{out}");
+}
+
+/// `dlq.fifo` holding 20 messages and an empty `dst.fifo` in `dir`, deduplication off: a
+/// move task's source and destination (a move of one message a second still runs when the
+/// next request comes).
+fn dead_letter_queue_and_destination(dir: &Path) -> Queue {
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let dlq = Queue::create_at(dir.join("dlq.fifo"), &cfg).unwrap();
+    Queue::create_at(dir.join("dst.fifo"), &cfg).unwrap();
+    for i in 0..20 {
+        dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
+    }
+    dlq
+}
+
+/// The string value of member `key` in a JSON answer (its first occurrence).
+fn json_str(out: &str, key: &str) -> String {
+    let tag = format!("\"{key}\":\"");
+    let at = out
+        .find(&tag)
+        .unwrap_or_else(|| panic!("no {key} in {out}"))
+        + tag.len();
+    out[at..at + out[at..].find('"').unwrap()].to_owned()
 }

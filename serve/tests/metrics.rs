@@ -1,24 +1,13 @@
 //! `shmfifo metrics`: scraped over HTTP, CloudWatch's SQS metrics per queue, without joining
 //! any queue (one at its participant limit included).
 
-use std::io::{Read, Write};
 use std::time::Duration;
 
 use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
-use shmfifo_serve::metrics::{serve_metrics, MetricsConfig};
 
-fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out[9..12].parse().unwrap();
-    (status, out)
-}
+#[path = "support/metrics_endpoint.rs"]
+mod metrics_endpoint;
+use metrics_endpoint::{get, Endpoint};
 
 fn value(text: &str, metric: &str, queue: &str) -> f64 {
     let key = format!("{metric}{{queue=\"{queue}\"}} ");
@@ -66,25 +55,8 @@ fn a_scrape_reports_every_queue_without_joining() {
     )
     .unwrap();
 
-    let (tx, rx) = std::sync::mpsc::channel();
-    let cfg = MetricsConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        dir: dir.clone(),
-        queues: Vec::new(),
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let t = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(serve_metrics(cfg, move |a| tx.send(a).unwrap(), async {
-                let _ = stopped.await;
-            }))
-            .unwrap()
-    });
-    let addr = rx.recv().unwrap();
-    let (status, text) = get(addr, "/metrics");
+    let ep = Endpoint::start(&dir);
+    let (status, text) = get(ep.addr, "/metrics");
     assert_eq!(status, 200, "{text}");
     // C1 counts, CloudWatch's names.
     assert_eq!(
@@ -160,9 +132,8 @@ fn a_scrape_reports_every_queue_without_joining() {
         !text.contains("bridge.json"),
         "the status file is not a queue"
     );
-    assert_eq!(get(addr, "/").0, 404);
-    let _ = stop.send(());
-    t.join().unwrap();
+    assert_eq!(get(ep.addr, "/").0, 404);
+    ep.stop().unwrap();
     drop((a, b));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -183,33 +154,9 @@ fn planted_names_and_status_files_do_not_spoil_a_scrape() {
         std::ffi::CString::new(dir.join("plain.fifo.bridge.json").to_str().unwrap()).unwrap();
     // SAFETY: mkfifo(3) on a path in our own directory.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o666) }, 0);
-    let cfg = MetricsConfig {
-        addr: "127.0.0.1:0".parse().unwrap(),
-        dir: dir.clone(),
-        queues: Vec::new(),
-    };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let t = std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(serve_metrics(cfg, move |a| tx.send(a).unwrap(), async {
-                let _ = stopped.await;
-            }))
-    });
-    let addr = rx.recv().unwrap();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("a scrape within 10 s");
-    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    let ep = Endpoint::start(&dir);
+    let (status, out) = get(ep.addr, "/metrics");
+    assert_eq!(status, 200, "{out}");
     assert!(
         out.contains(r#"shmfifo_queue_up{queue="a\"b\\c\nd.fifo"} 1"#),
         "{out}"
@@ -220,7 +167,6 @@ fn planted_names_and_status_files_do_not_spoil_a_scrape() {
     );
     // No line of the exposition begins inside a label (the raw line feed would have split one).
     assert!(out.lines().all(|l| !l.starts_with("d.fifo")), "{out}");
-    let _ = stop.send(());
-    t.join().unwrap().unwrap();
+    ep.stop().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
