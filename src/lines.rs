@@ -695,11 +695,13 @@ mod tests {
         per_round: u64,
         round: impl Fn(&crate::Queue, &crate::Queue),
     ) -> f64 {
+        // The model is taken first: creating and opening the queue are accesses too, and a toy
+        // running meanwhile counted them as its own (a flaky count of the SPSC toy).
+        let _g = fresh();
         let name = format!("shmfifo-lines-test-{tag}-{}", std::process::id());
         let _ = crate::Queue::unlink(&name);
         let p = crate::Queue::create(&name, &crate::QueueConfig::new()).expect("create");
         let c = crate::Queue::open(&name).expect("open");
-        let _g = fresh();
         for _ in 0..20 {
             round(&p, &c);
         }

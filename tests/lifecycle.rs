@@ -216,6 +216,42 @@ fn r8_in_flight_limit_shortens_receives() {
     assert_eq!(again[0].body, got[1].body);
 }
 
+/// R8: a receive changes the in-flight count once for what it takes, however many it asked
+/// for: a receive of up to 10 that finds fewer (a group with 3 messages, then one whose head is
+/// in flight, then an empty queue) leaves exactly the messages it took counted, and deletes
+/// take them out again.
+#[test]
+fn r8_in_flight_count_is_what_receives_took() {
+    let q = queue("r8count", &small().max_in_flight(100));
+    for b in ["a1", "a2", "a3"] {
+        send(&q, "a", b);
+    }
+    let got = recv_vt(&q, 10, LONG);
+    assert_eq!(got.len(), 3);
+    assert_eq!(
+        q.attributes().in_flight_count,
+        3,
+        "three taken of ten asked"
+    );
+    send(&q, "a", "a4");
+    send(&q, "b", "b1");
+    let more = recv_vt(&q, 10, LONG);
+    assert_eq!(bodies(&more), ["b1"], "group a's head is in flight (R3)");
+    assert_eq!(q.attributes().in_flight_count, 4);
+    assert!(recv_vt(&q, 10, LONG).is_empty());
+    assert_eq!(
+        q.attributes().in_flight_count,
+        4,
+        "an empty receive counts nothing"
+    );
+    for m in got.iter().chain(&more) {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    assert_eq!(q.attributes().in_flight_count, 0);
+    assert_eq!(bodies(&recv_vt(&q, 10, LONG)), ["a4"]);
+    assert_eq!(q.attributes().in_flight_count, 1);
+}
+
 fn dlq_pair(tag: &str, max_receive_count: u32) -> (TestQueue, TestQueue) {
     let dlq = queue(&format!("{tag}-dlq"), &small_dedup());
     let src = queue(

@@ -449,6 +449,97 @@ fn s11_s12_batch_request_level_errors() {
     assert_eq!(recv(&q, 10).len(), 10);
 }
 
+/// S11–S13 for `send_messages`, the batch without entry ids: the same request-level errors
+/// reject the whole batch (nothing enqueued), an entry's own failure is its own, and the
+/// messages of a group go in their order, as one chain.
+#[test]
+fn s11_s13_send_messages_batches_without_entry_ids() {
+    let q = queue("s11typed", &small());
+    assert!(matches!(
+        q.send_messages(&[]),
+        Err(Error::EmptyBatchRequest)
+    ));
+    let eleven = vec![SendMessage::new("g", "x"); 11];
+    assert!(matches!(
+        q.send_messages(&eleven),
+        Err(Error::TooManyEntriesInBatchRequest { entries: 11 })
+    ));
+    let nogroup = SendMessage {
+        group_id: None,
+        dedup_id: None,
+        body: "x",
+        bytes: None,
+        attributes: &[],
+        delay_seconds: None,
+    };
+    let r = q.send_messages(&[SendMessage::new("g", "first"), nogroup]);
+    assert!(is_invalid(&r, "MessageGroupId"), "{r:?}");
+    assert!(
+        recv(&q, 10).is_empty(),
+        "no request-level failure may enqueue anything"
+    );
+    // S13: the empty body fails alone; the others go, each group in its order.
+    let r = q
+        .send_messages(&[
+            SendMessage::new("a", "a1"),
+            SendMessage::new("b", "b1"),
+            SendMessage::new("a", ""),
+            SendMessage::new("a", "a2"),
+            SendMessage::new("b", "b2"),
+        ])
+        .expect("a batch with one bad entry");
+    assert_eq!(r.len(), 5);
+    assert!(
+        matches!(r[2], Err(Error::InvalidParameterValue { .. })),
+        "{:?}",
+        r[2]
+    );
+    let ok: Vec<_> = [0, 1, 3, 4]
+        .iter()
+        .map(|&k| r[k].as_ref().unwrap())
+        .collect();
+    assert!(
+        ok[0].sequence_number < ok[2].sequence_number,
+        "a1 before a2 in the queue's sequence"
+    );
+    let got = recv(&q, 10);
+    let mut by_group: Vec<(String, String)> = got
+        .iter()
+        .map(|m| (m.group_id.clone(), m.body.clone()))
+        .collect();
+    by_group.sort_by(|x, y| x.0.cmp(&y.0));
+    assert_eq!(
+        by_group,
+        [("a", "a1"), ("a", "a2"), ("b", "b1"), ("b", "b2")]
+            .map(|(g, b)| (g.to_owned(), b.to_owned())),
+        "every message once, each group in its order"
+    );
+    for m in &got {
+        assert!(
+            ok.iter().any(|s| s.message_id == m.message_id),
+            "{} was reported sent, with its id",
+            m.body
+        );
+    }
+}
+
+/// S12: over 1 MiB in all rejects a `send_messages` batch whole, as it does `send_batch`.
+#[test]
+fn s12_send_messages_request_too_long() {
+    let cfg = QueueConfig::new()
+        .deduplication(Deduplication::Off)
+        .maximum_message_size(1_048_576)
+        .max_messages(16);
+    let q = queue("s12typedlong", &cfg);
+    let big = "b".repeat(600_000);
+    let r = q.send_messages(&[SendMessage::new("g", &big), SendMessage::new("g", &big)]);
+    assert!(
+        matches!(r, Err(Error::BatchRequestTooLong { bytes: 1_200_000 })),
+        "{r:?}"
+    );
+    assert!(recv(&q, 10).is_empty());
+}
+
 #[test]
 fn s12_batch_request_too_long() {
     let cfg = QueueConfig::new()

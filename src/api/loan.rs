@@ -246,7 +246,6 @@ impl Queue {
         &'q self,
         loans: Vec<(Loan<'q>, LoanOptions<'_>)>,
     ) -> Vec<std::result::Result<SendResult, Box<LoanError<'q>>>> {
-        const IDS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
         let n = loans.len();
         let mut done: Vec<Option<Result<SendResult>>> = (0..n).map(|_| None).collect();
         let mut in_place = vec![false; n];
@@ -285,10 +284,7 @@ impl Queue {
                 match loan.message(opts) {
                     Ok(m) => {
                         lent[entries.len()] = Some((loan.lent, loan.class));
-                        entries.push(super::types::BatchEntry {
-                            id: IDS[k],
-                            entry: m,
-                        });
+                        entries.push(m);
                         at.push(k);
                     }
                     Err(e) => done[k] = Some(Err(e)),
@@ -296,7 +292,8 @@ impl Queue {
             }
             if !entries.is_empty() {
                 let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
-                match self.send_batch_lent(&entries, &lent, &mut results) {
+                let refs: Vec<&SendMessage<'_>> = entries.iter().collect();
+                match self.send_batch_lent(&refs, &lent, &mut results) {
                     Ok(placed) => {
                         for (j, &k) in at.iter().enumerate() {
                             done[k] = results[j].take();

@@ -181,7 +181,11 @@ pub(super) fn fill(
     }
     let mut id = [0u8; MAX_ID_LEN];
     let n = t.group_id(&mut id);
-    set_text(&mut m.group_id, &id[..n])?;
+    // A reused buffer mostly holds this group's id already: equal bytes are that valid text,
+    // and neither copy nor check is needed.
+    if m.group_id.as_bytes() != &id[..n] {
+        set_text(&mut m.group_id, &id[..n])?;
+    }
     if p.dedup.is_empty() {
         m.dedup_id = None;
     } else {

@@ -533,8 +533,12 @@ impl Queue {
         &self,
         entries: &[BatchEntry<'_, SendMessage<'_>>],
     ) -> Result<Vec<BatchResult<SendResult>>> {
+        validate::batch_ids(entries.iter().map(|e| e.id))?;
+        // 1 to 10 entries (checked just above); the array's tail repeats the first, unused.
+        let msgs: [&SendMessage<'_>; 10] =
+            std::array::from_fn(|k| &entries[k.min(entries.len() - 1)].entry);
         let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
-        self.send_batch_lent(entries, &[None; 10], &mut results)?;
+        self.send_batch_lent(&msgs[..entries.len()], &[None; 10], &mut results)?;
         Ok(batch_results(
             entries.iter().map(|e| e.id),
             results,
@@ -542,7 +546,66 @@ impl Queue {
         ))
     }
 
-    /// [`send_batch`](Self::send_batch), where entry `k` may be a lent slot (`lent[k]`: the
+    /// Sends up to 10 messages as one batch, as [`send_batch`](Self::send_batch) does (S11–S13:
+    /// each group's messages go as one chain, in their order, committed whole or not at all,
+    /// with one lookup, one hint and one doorbell per group), without batch entry ids: one
+    /// result per message, in order, as [`delete_handles`](Self::delete_handles) reports
+    /// deletes. A request-level error (no message, more than 10, over 1 MiB in all, a missing
+    /// dedup id where one is needed) rejects the whole batch; any other failure is that
+    /// message's own.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let results = q.send_messages(&[
+    ///     SendMessage::new("g", "first").dedup_id("1"),
+    ///     SendMessage::new("g", "").dedup_id("2"), // empty body: refused alone
+    ///     SendMessage::new("g", "second").dedup_id("3"),
+    /// ])?;
+    /// assert!(matches!(results[1], Err(Error::InvalidParameterValue { .. })));
+    /// assert!(results[0].is_ok() && results[2].is_ok());
+    ///
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    /// assert_eq!(bodies, ["first", "second"]);
+    ///
+    /// // Eleven messages are more than one request may carry.
+    /// let many = vec![SendMessage::new("g", "x").dedup_id("4"); 11];
+    /// assert!(matches!(
+    ///     q.send_messages(&many),
+    ///     Err(Error::TooManyEntriesInBatchRequest { entries: 11 })
+    /// ));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn send_messages(&self, messages: &[SendMessage<'_>]) -> Result<Vec<Result<SendResult>>> {
+        match messages.len() {
+            0 => return Err(Error::EmptyBatchRequest),
+            n if n > 10 => return Err(Error::TooManyEntriesInBatchRequest { entries: n }),
+            _ => {}
+        }
+        // The array's tail repeats the first message, unused.
+        let msgs: [&SendMessage<'_>; 10] =
+            std::array::from_fn(|k| &messages[k.min(messages.len() - 1)]);
+        let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
+        self.send_batch_lent(&msgs[..messages.len()], &[None; 10], &mut results)?;
+        Ok(results
+            .into_iter()
+            .take(messages.len())
+            // A match, not `unwrap_or`: the fallback is built (and dropped) only when used.
+            .map(|r| match r {
+                Some(r) => r,
+                None => Err(Error::Corrupted {
+                    what: "a batch entry was neither sent nor refused",
+                }),
+            })
+            .collect())
+    }
+
+    /// [`send_batch`](Self::send_batch) of 1 to 10 messages (`Some` each; their batch entry ids
+    /// checked by the caller), where message `k` may be a lent slot (`lent[k]`: the
     /// loan and its class) whose first bytes hold `entries[k]`'s body already (checked as
     /// text by the caller): its options go after the body in place, or (where they do not fit
     /// the class) the body is copied into a slot of a larger class. Writes each entry's result
@@ -551,25 +614,24 @@ impl Queue {
     /// on an error it is still lent).
     pub(super) fn send_batch_lent(
         &self,
-        entries: &[BatchEntry<'_, SendMessage<'_>>],
+        entries: &[&SendMessage<'_>],
         lent: &[Option<(send::Loaned, usize)>],
         results: &mut [Option<Result<SendResult>>; 10],
     ) -> Result<[bool; 10]> {
-        validate::batch_ids(entries.iter().map(|e| e.id))?;
         let lent_at = |k: usize| lent.get(k).copied().flatten();
         let mut total = 0;
         for e in entries {
-            if e.entry.group_id.is_none() {
+            if e.group_id.is_none() {
                 return Err(Error::invalid(
                     "MessageGroupId",
                     "The request must contain the parameter MessageGroupId.",
                 ));
             }
             // S12: a missing dedup id rejects the whole batch.
-            if e.entry.dedup_id.is_none() && self.inner.needs_dedup_id() {
+            if e.dedup_id.is_none() && self.inner.needs_dedup_id() {
                 return Err(missing_dedup_id());
             }
-            total += e.entry.body_bytes().len() + attributes_len(e.entry.attributes);
+            total += e.body_bytes().len() + attributes_len(e.attributes);
         }
         if total > 1_048_576 {
             return Err(Error::BatchRequestTooLong { bytes: total });
@@ -581,8 +643,8 @@ impl Queue {
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
         for (k, e) in entries.iter().enumerate() {
             // A lent body was checked where it lies.
-            match self.check_with(group_of(e), &e.entry, lent_at(k).is_none()) {
-                Ok(()) => framed[k] = Some(Framed::new(inner.dedup, &e.entry)),
+            match self.check_with(group_of(e), e, lent_at(k).is_none()) {
+                Ok(()) => framed[k] = Some(Framed::new(inner.dedup, e)),
                 Err(err) => results[k] = Some(Err(err)),
             }
         }
@@ -591,7 +653,7 @@ impl Queue {
         let mut in_place = [false; B];
         for (k, e) in entries.iter().enumerate() {
             if let Some(f) = &framed[k] {
-                shape[k] = f.fill(&e.entry, &mut parts[k]);
+                shape[k] = f.fill(e, &mut parts[k]);
                 if let Some((_, class)) = lent_at(k) {
                     in_place[k] = self.fits_in_place(&mut parts[k][..shape[k].0], class);
                 }
@@ -605,20 +667,20 @@ impl Queue {
             let (n, attr_len) = shape[k];
             // One keyed hash per group id of the batch.
             let hash = (0..k)
-                .find(|&j| group_of(&entries[j]) == group_of(e))
+                .find(|&j| group_of(entries[j]) == group_of(e))
                 .and_then(|j| outs[j].as_ref().map(|o| o.hash));
             match self.outgoing(
                 group_of(e).as_bytes(),
                 &parts[k][..n],
                 attr_len,
-                e.entry.body_bytes().len(),
+                e.body_bytes().len(),
                 0,
                 0,
                 hash,
             ) {
                 Ok(mut o) => {
                     if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
-                        o.lend(l, class, e.entry.body_bytes().len());
+                        o.lend(l, class, e.body_bytes().len());
                     }
                     outs[k] = Some(o)
                 }
@@ -656,13 +718,13 @@ impl Queue {
     /// their first pending entry (see `send_batch`), filling their results; clears `pending`.
     fn send_chains(
         &self,
-        entries: &[BatchEntry<'_, SendMessage<'_>>],
+        entries: &[&SendMessage<'_>],
         pending: &mut [bool],
         outs: &[Option<Outgoing<'_>>],
         results: &mut [Option<Result<SendResult>>],
     ) -> Result<()> {
         let inner = &*self.inner;
-        let group = |k: usize| group_of(&entries[k]);
+        let group = |k: usize| group_of(entries[k]);
         // Every group's table entry asked for at once: on a large table each lookup below is a
         // cache miss, and a batch over several groups then waits for them together.
         if entries.len() > 1 {
@@ -744,9 +806,9 @@ pub(super) fn attributes_len(attributes: &[MessageAttribute<'_>]) -> usize {
         .sum()
 }
 
-/// The group id of a batch entry (present: `send_batch` checks that first).
-fn group_of<'e>(e: &BatchEntry<'_, SendMessage<'e>>) -> &'e str {
-    e.entry.group_id.unwrap_or("")
+/// The group id of a batch's message (present: `send_batch_lent` checks that first).
+fn group_of<'e>(e: &SendMessage<'e>) -> &'e str {
+    e.group_id.unwrap_or("")
 }
 
 /// Every piece of a message in slot order (layout 10: the body first, so it starts 64-byte

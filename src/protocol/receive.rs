@@ -400,6 +400,7 @@ fn take(
         t,
         deadline,
         wall: env.wall_ms(),
+        reserved: core::cell::Cell::new(0),
     };
     // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
     let mut cur = e.head.load(Ordering::Acquire);
@@ -486,7 +487,7 @@ fn take(
             }
             Standing::Visible => {}
         }
-        match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
+        match c.hold(m, next, ninc, w, d, want - taken, policy, rep, sink)? {
             Held::Taken { redelivered: again } => {
                 taken += 1;
                 redelivered += u64::from(again);
@@ -505,6 +506,11 @@ fn take(
             Held::LookAgain => {}
             Held::Stop => break,
         }
+    }
+    // The in-flight count reserved and not used, given back.
+    let unused = c.reserved.get();
+    if unused > 0 {
+        account_in_flight(a, me, -(unused as i64));
     }
     if taken > 0 && policy.vt_ms > 0 {
         publish_deadline(a, g, deadline)?;
@@ -579,6 +585,9 @@ struct Holder<'x, 'a> {
     deadline: u64,
     /// Wall-clock now (the first receive's timestamp).
     wall: u64,
+    /// In-flight count this take added ahead of its first receives and has not used yet (see
+    /// [`Holder::hold`]); given back when the take ends.
+    reserved: core::cell::Cell<u64>,
 }
 
 /// What [`Holder::hold`] did with one visible message.
@@ -605,6 +614,7 @@ impl Holder<'_, '_> {
         inc: u32,
         w: u64,
         d: u64,
+        left: usize,
         policy: &mut Policy<'_>,
         rep: &mut Received,
         sink: &mut Sink<'_>,
@@ -654,6 +664,16 @@ impl Holder<'_, '_> {
                 return Ok(Held::Stop);
             }
             policy.fresh_budget -= 1;
+            // Added ahead, once a take: for this message and as many more as the take may
+            // still hold (`left`, within the budget), so a batch changes our share once, not
+            // once a message. Ahead of the CAS, the count errs high (the safe side of R8) for
+            // a receiver that dies in between; what the take does not use is given back at
+            // its end (`unreserve`), and a census corrects a share left high by a death.
+            if self.reserved.get() == 0 {
+                let r = left.min(policy.fresh_budget.saturating_add(1)).max(1) as u64;
+                account_in_flight(a, self.me, r as i64);
+                self.reserved.set(r);
+            }
         }
         // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it:
         // `change_visibility` reads it after an Acquire load of `vis`. Nobody else can take
@@ -675,13 +695,17 @@ impl Holder<'_, '_> {
             return Ok(Held::LookAgain); // changed under us (purge)
         }
         if d == 0 {
-            account_in_flight(a, self.me, 1);
+            // Now in flight: counted by the reservation above.
+            self.reserved.set(self.reserved.get().saturating_sub(1));
         }
         crash_point!();
-        // Relaxed: informational fields of a message we now hold.
-        let _ =
-            m.first_recv_ms
-                .compare_exchange(0, self.wall, Ordering::Relaxed, Ordering::Relaxed);
+        // Relaxed: informational fields of a message we now hold. A load and a store, not a
+        // CAS: only the holder of the group claim writes it after the send (which stores 0
+        // before publishing), so nothing writes it between the two (one locked instruction
+        // less a received message).
+        if m.first_recv_ms.load(Ordering::Relaxed) == 0 {
+            m.first_recv_ms.store(self.wall, Ordering::Relaxed);
+        }
         let read = sink(&Taken {
             idx,
             inc,

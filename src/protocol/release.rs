@@ -102,10 +102,18 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 }
                 let nref = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
                 // Invariant 2: never leave `tail` on a node about to be freed. AcqRel pairs
-                // with appenders' Acquire loads of `tail`.
-                let _ = e
-                    .tail
-                    .compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                // with appenders' Acquire loads of `tail`. Only where `tail` may still be on
+                // `h`: it moves only forward along the list (appenders' helping CAS, ours), and
+                // we see it at least where the cleanup that made `h` the dummy left it (the
+                // claim's Acquire, or our own CAS), which is `h` or past it; a value other than
+                // `h` is therefore past it for good (the incarnation in the word rules out a
+                // reused `h`), and a locked CAS a deleted node is saved (the common case: only
+                // the list's last node has `tail` on it).
+                if e.tail.load(Ordering::Acquire) == h {
+                    let _ = e
+                        .tail
+                        .compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                }
                 if node::index(h) < a.total {
                     // Release: a stealer that takes the claim (Acquire) sees what to free.
                     e.pending_free.store(h, Ordering::Release);

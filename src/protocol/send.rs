@@ -237,13 +237,15 @@ pub fn send_chain(
             // Relaxed: published by the CAS below; no back-pointer once published.
             h.recv_ms.store(0, Ordering::Relaxed);
         }
-        // SYNC POINT(ready-check): SeqCst publish, then an RMW of `head` below.
-        let _ = h.vis.compare_exchange(
-            p.claimed,
-            vis::pack(p.epoch0, vis::published(0)),
-            Ordering::SeqCst,
-            Ordering::Relaxed,
-        );
+        // SYNC POINT(ready-check): the publish, then an RMW of `head` below. A store, not a
+        // CAS (one locked instruction less a message): the word is `CLAIMED` by us, and only
+        // a participant that proved us dead writes a claimed word of another (a settler, a
+        // recovery, a quarantine), never while we run. Release: a receiver's Acquire load
+        // that reads it sees the payload and header written before the link CAS; the order
+        // against the cleaner's `head` swap comes from our RMW of `head` (AcqRel, below),
+        // which the store precedes.
+        h.vis
+            .store(vis::pack(p.epoch0, vis::published(0)), Ordering::Release);
         crash_point!(Ok(()));
     }
     // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the cleaner's swap

@@ -7,8 +7,8 @@
 //! * `single`: `send` + `receive_into` (max 1, no wait) + `delete`, one group, dedup off.
 //! * `batch`: `send_batch` of 10 to one group + `receive_into` (max 10) + `delete_batch`, dedup
 //!   off (the receipt handles formatted as the batch API takes them: included).
-//! * `batch-typed`: as `batch`, deleting with `delete_handles` (typed handles: no batch entry
-//!   ids, no handle text).
+//! * `batch-typed`: as `batch` without batch entry ids: sending with `send_messages`, deleting
+//!   with `delete_handles` (typed handles: no handle text).
 //! * `newgroup`: as `single`, with a new group id per message (SQS's advice for deduplication
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
@@ -117,14 +117,23 @@ fn main() {
     let large: String = (0..65_536)
         .map(|i| (b'a' + (i % 26) as u8) as char)
         .collect();
-    // A batch of 10 to one group, then a receive of the 10 (the batch modes' first half).
-    let send_and_receive_ten = |buf: &mut ReceiveBuffer| {
-        let entries: [BatchEntry<'_, SendMessage<'_>>; 10] = std::array::from_fn(|k| BatchEntry {
-            id: IDS[k],
-            entry: SendMessage::new("g", BODY),
-        });
-        for r in q.send_batch(&entries).expect("send_batch") {
-            r.result.expect("entry sent");
+    // A batch of 10 to one group, then a receive of the 10 (the batch modes' first half):
+    // with batch entry ids (`send_batch`) or without (`send_messages`, typed).
+    let send_and_receive_ten = |buf: &mut ReceiveBuffer, typed: bool| {
+        if typed {
+            let msgs: [SendMessage<'_>; 10] = std::array::from_fn(|_| SendMessage::new("g", BODY));
+            for r in q.send_messages(&msgs).expect("send_messages") {
+                r.expect("message sent");
+            }
+        } else {
+            let entries: [BatchEntry<'_, SendMessage<'_>>; 10] =
+                std::array::from_fn(|k| BatchEntry {
+                    id: IDS[k],
+                    entry: SendMessage::new("g", BODY),
+                });
+            for r in q.send_batch(&entries).expect("send_batch") {
+                r.result.expect("entry sent");
+            }
         }
         assert_eq!(q.receive_into(&ten, buf).expect("receive"), 10);
     };
@@ -174,7 +183,7 @@ fn main() {
         "batch" => {
             let mut handles: Vec<String> = Vec::with_capacity(10);
             for _ in 0..n {
-                send_and_receive_ten(&mut buf);
+                send_and_receive_ten(&mut buf, false);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle.to_string()));
                 let del: Vec<BatchEntry<'_, &str>> = handles
@@ -193,7 +202,7 @@ fn main() {
         "batch-typed" => {
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
-                send_and_receive_ten(&mut buf);
+                send_and_receive_ten(&mut buf, true);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
                 for r in q.delete_handles(&handles).expect("delete_handles") {

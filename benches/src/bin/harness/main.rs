@@ -17,7 +17,7 @@
 //!   in the kernel (the harness idles 100 µs before each ping, so the echo is asleep when its
 //!   message comes; shmfifo long-polls and sleeps on its futex);
 //! * throughput from one producer process to one consumer process, one message per call and
-//!   ten (shmfifo `send_batch` / receive 10, `writev` of ten for streams);
+//!   ten (shmfifo `send_messages` / receive 10, `writev` of ten for streams);
 //! * shmfifo with deduplication off, by id and content-based;
 //! * shmfifo N producer × M consumer processes over 1, 1,000 and 1,000,000 groups;
 //! * shmfifo 1 → 1 single ops with one group against a new group id per message (the table

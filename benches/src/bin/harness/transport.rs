@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 use shmfifo::{
-    BatchEntry, Deduplication, Error as QError, LoanOptions, Queue, QueueConfig, ReceiveBuffer,
-    ReceiveOptions, SendMessage,
+    Deduplication, Error as QError, LoanOptions, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions,
+    SendMessage,
 };
 
 use crate::ctl::Line;
@@ -494,9 +494,6 @@ pub fn open_rx(
 // shmfifo
 // ---------------------------------------------------------------------------------------------
 
-/// Batch entry ids.
-const IDS: [&str; 10] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-
 /// A shmfifo sender: round robin over the channel's groups from its own starting point.
 struct ShmfifoTx {
     q: Queue,
@@ -661,29 +658,26 @@ impl Tx for ShmfifoTx {
         // same batch may have found room meanwhile; throughput runs do not check order).
         let mut left: Vec<usize> = (0..msgs.len()).collect();
         loop {
-            let entries: Vec<BatchEntry<'_, SendMessage<'_>>> = left
-                .iter()
-                .map(|&k| BatchEntry {
-                    id: IDS[k],
-                    entry: message(self, msgs[k], k),
-                })
-                .collect();
+            // `send_messages`: the batch without entry ids (the consumer deletes with typed
+            // handles, `delete_handles`, likewise).
+            let batch: Vec<SendMessage<'_>> =
+                left.iter().map(|&k| message(self, msgs[k], k)).collect();
             let results = self
                 .q
-                .send_batch(&entries)
-                .map_err(|e| format!("send_batch: {e}"))?;
+                .send_messages(&batch)
+                .map_err(|e| format!("send_messages: {e}"))?;
             let mut again = Vec::new();
             for (r, &k) in results.iter().zip(&left) {
-                match &r.result {
+                match r {
                     Ok(_) => {}
                     Err(e) if Self::is_full(e) => again.push(k),
-                    Err(e) => return Err(format!("send_batch entry {}: {e}", r.id)),
+                    Err(e) => return Err(format!("send_messages entry {k}: {e}")),
                 }
             }
             if again.is_empty() {
                 return Ok(true);
             }
-            drop(entries);
+            drop(batch);
             if !self.backoff(stop) {
                 return Ok(false);
             }
