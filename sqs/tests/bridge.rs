@@ -544,3 +544,76 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
     // The local message id became the deduplication id.
     assert_eq!(got[0].dedup_id.as_deref().map(str::len), Some(36));
 }
+
+/// The bridge's memory is bounded when many groups wait at a refused message: with one worker
+/// (`max_held` 100) it holds at most 10 × 100 messages of groups held at a refusal (plus one
+/// receive's worth), not the whole queue. 1,200 groups each start with a message the remote
+/// refuses (2,000 bytes: over its MaximumMessageSize of 1,024) and go on with a small one;
+/// without a dead-letter queue every group stops at its first message, so an unbounded bridge
+/// would receive all 2,400.
+#[test]
+fn messages_held_by_groups_stopped_at_a_refusal_are_bounded() {
+    let dir = Dir::new("bridge-cap");
+    let local = Queue::create_at(dir.0.join("outbox"), &QueueConfig::new()).unwrap();
+    let remote = Queue::create_at(
+        dir.0.join("inbox"),
+        &QueueConfig::new().maximum_message_size(1024),
+    )
+    .unwrap();
+    let big = "x".repeat(2000);
+    for g in 0..1200 {
+        let group = format!("g{g}");
+        local
+            .send(&SendMessage::new(&group, &big).dedup_id(&format!("{g}a")))
+            .unwrap();
+        local
+            .send(&SendMessage::new(&group, "small").dedup_id(&format!("{g}b")))
+            .unwrap();
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    let opts = BridgeOptions {
+        concurrency: 1,
+        wait: Duration::ZERO,
+        max_tries: 2,
+        backoff: Duration::from_millis(50),
+        max_backoff: Duration::from_millis(400),
+        cancel: Some(Arc::clone(&cancel)),
+        ..Default::default()
+    };
+    let most = std::thread::scope(|s| {
+        let run = s.spawn(|| bridge(&local, &remote, &opts, &mut |_| {}));
+        // Sample what the bridge holds (messages in flight locally) for 3 s.
+        let mut most = 0;
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(3) {
+            most = most.max(
+                local
+                    .attributes()
+                    .approximate_number_of_messages_not_visible,
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        cancel.store(true, Ordering::Relaxed);
+        let report = run.join().unwrap().unwrap();
+        assert_eq!(
+            report.forwarded, 0,
+            "the remote refused every first message"
+        );
+        assert!(report.failed > 0);
+        most
+    });
+    // 10 × max_held of refused groups, max_held more of others, one receive past the bound.
+    assert!(
+        most <= 1000 + 100 + 10,
+        "the bridge held {most} messages of stopped groups"
+    );
+    assert!(
+        most >= 900,
+        "the bridge held only {most}: the bound was not reached, so this run checks nothing"
+    );
+    assert_eq!(
+        remote.attributes().approximate_number_of_messages,
+        0,
+        "nothing after a refused message was sent"
+    );
+}
