@@ -400,118 +400,130 @@ fn take(
         t,
         deadline,
         wall: env.wall_ms(),
-        reserved: core::cell::Cell::new(0),
+        fresh: core::cell::Cell::new(0),
     };
-    // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
-    let mut cur = e.head.load(Ordering::Acquire);
-    let first = cur;
-    let mut cycle = Cycle::from(cur);
-    // Whether the last step moved to the next node (a step that looks again stays; a node
-    // whose link names itself moves to the same reference).
-    let mut advanced = false;
-    let mut taken = 0;
-    let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
-    for _ in 0..a.steps() {
-        if taken == want {
-            break;
-        }
-        // Each node the walk moved to, checked once.
-        if core::mem::take(&mut advanced) && cycle.met_again(cur) {
-            break; // a damaged list
-        }
-        // The first message was fetched for writing by the cleanup; those after it here.
-        let step = if cur == first {
-            successor
-        } else {
-            successor_for_write
-        };
-        let (next, m, ninc) = match step(a, cur)? {
-            Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
-            Next::End => break,
-            Next::Node(next, m, ninc) => (next, m, ninc),
-        };
-        // SeqCst: SYNC POINT(ready-check) (see `receive`).
-        let w = m.vis.load(Ordering::SeqCst);
-        if vis::state(w) != vis::State::Free
-            // Relaxed: written before the link CAS that made the node reachable (Acquire in
-            // `successor`); a node of another group means a corrupted link.
-            && words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
-        {
-            return Err(Fault::Corrupted(
-                "another group's message linked in a group",
-            ));
-        }
-        let d = match vis::state(w) {
-            vis::State::Deleted => {
-                cur = node::pack(ninc, next);
-                advanced = true;
-                continue;
+    // The walk, then the in-flight count (R8) changed once for every never-received message it
+    // marked, whatever way the walk ended (an error too: those messages are in flight now). A
+    // receiver that dies in between leaves the count low by at most this take's batch, as one
+    // dying between a CAS and its count did; a census corrects it once the count says full.
+    // (Counting ahead of the CASes instead erred high on a death, but a census running
+    // meanwhile folded the reservation into its correction and left the count low.)
+    let walked = (|| -> PResult<(usize, u64, u64, u64)> {
+        // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
+        let mut cur = e.head.load(Ordering::Acquire);
+        let first = cur;
+        let mut cycle = Cycle::from(cur);
+        // Whether the last step moved to the next node (a step that looks again stays; a node
+        // whose link names itself moves to the same reference).
+        let mut advanced = false;
+        let mut taken = 0;
+        let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
+        for _ in 0..a.steps() {
+            if taken == want {
+                break;
             }
-            vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
-            vis::State::Claimed(o) => {
-                if !a.owner_dead(env, o) {
-                    break; // its producer is publishing it right now
+            // Each node the walk moved to, checked once.
+            if core::mem::take(&mut advanced) && cycle.met_again(cur) {
+                break; // a damaged list
+            }
+            // The first message was fetched for writing by the cleanup; those after it here.
+            let step = if cur == first {
+                successor
+            } else {
+                successor_for_write
+            };
+            let (next, m, ninc) = match step(a, cur)? {
+                Next::Stale => return Err(Fault::Corrupted("group node freed under its claim")),
+                Next::End => break,
+                Next::Node(next, m, ninc) => (next, m, ninc),
+            };
+            // SeqCst: SYNC POINT(ready-check) (see `receive`).
+            let w = m.vis.load(Ordering::SeqCst);
+            if vis::state(w) != vis::State::Free
+                // Relaxed: written before the link CAS that made the node reachable (Acquire in
+                // `successor`); a node of another group means a corrupted link.
+                && words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
+            {
+                return Err(Fault::Corrupted(
+                    "another group's message linked in a group",
+                ));
+            }
+            let d = match vis::state(w) {
+                vis::State::Deleted => {
+                    cur = node::pack(ninc, next);
+                    advanced = true;
+                    continue;
                 }
-                publish_orphan(a, env, me, m, next, w);
-                continue; // we hold the claim, so no hint: the loop looks at it again
+                vis::State::Free => return Err(Fault::Corrupted("free slot linked in a group")),
+                vis::State::Claimed(o) => {
+                    if !a.owner_dead(env, o) {
+                        break; // its producer is publishing it right now
+                    }
+                    publish_orphan(a, env, me, m, next, w);
+                    continue; // we hold the claim, so no hint: the loop looks at it again
+                }
+                vis::State::Published(d) => d,
+            };
+            // Relaxed: written before the link CAS that published the node (Acquire above).
+            let sent = m.sent.load(Ordering::Relaxed);
+            match t.standing(sent, d) {
+                Standing::Expired => {
+                    // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                    if remove(a, me, m, w) {
+                        expired += 1;
+                        cur = node::pack(ninc, next);
+                        advanced = true;
+                    }
+                    continue;
+                }
+                Standing::InFlight => {
+                    // The group is locked from here on (R3). Retention may end before the
+                    // visibility timeout: wake a sweep for it (SYNC POINT(expiry-wheel): after the
+                    // SeqCst CAS that published `d`).
+                    if t.expiry(sent) < d {
+                        wake_at(a, g, t.expiry(sent))?;
+                    }
+                    break;
+                }
+                Standing::Delayed => {
+                    // L1, R4: delayed messages are at the tail and lock nothing; a sweep hints the
+                    // group when the delay ends (SYNC POINT(expiry-wheel): after the load that
+                    // found it published).
+                    wake_at(a, g, sent.saturating_add(t.delay))?;
+                    break;
+                }
+                Standing::Visible => {}
             }
-            vis::State::Published(d) => d,
-        };
-        // Relaxed: written before the link CAS that published the node (Acquire above).
-        let sent = m.sent.load(Ordering::Relaxed);
-        match t.standing(sent, d) {
-            Standing::Expired => {
-                // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
-                if remove(a, me, m, w) {
-                    expired += 1;
+            match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
+                Held::Taken { redelivered: again } => {
+                    taken += 1;
+                    redelivered += u64::from(again);
                     cur = node::pack(ninc, next);
                     advanced = true;
                 }
-                continue;
-            }
-            Standing::InFlight => {
-                // The group is locked from here on (R3). Retention may end before the
-                // visibility timeout: wake a sweep for it (SYNC POINT(expiry-wheel): after the
-                // SeqCst CAS that published `d`).
-                if t.expiry(sent) < d {
-                    wake_at(a, g, t.expiry(sent))?;
+                Held::Gone { moved: true } => {
+                    moved += 1;
+                    cur = node::pack(ninc, next);
+                    advanced = true;
                 }
-                break;
+                Held::Gone { moved: false } => {
+                    cur = node::pack(ninc, next);
+                    advanced = true;
+                }
+                Held::LookAgain => {}
+                Held::Stop => break,
             }
-            Standing::Delayed => {
-                // L1, R4: delayed messages are at the tail and lock nothing; a sweep hints the
-                // group when the delay ends (SYNC POINT(expiry-wheel): after the load that
-                // found it published).
-                wake_at(a, g, sent.saturating_add(t.delay))?;
-                break;
-            }
-            Standing::Visible => {}
         }
-        match c.hold(m, next, ninc, w, d, want - taken, policy, rep, sink)? {
-            Held::Taken { redelivered: again } => {
-                taken += 1;
-                redelivered += u64::from(again);
-                cur = node::pack(ninc, next);
-                advanced = true;
-            }
-            Held::Gone { moved: true } => {
-                moved += 1;
-                cur = node::pack(ninc, next);
-                advanced = true;
-            }
-            Held::Gone { moved: false } => {
-                cur = node::pack(ninc, next);
-                advanced = true;
-            }
-            Held::LookAgain => {}
-            Held::Stop => break,
-        }
+        Ok((taken, moved, expired, redelivered))
+    })();
+    let fresh = c.fresh.get();
+    // A loom model's crash returns through here: the dead participant counts nothing more.
+    #[cfg(shmfifo_loom)]
+    let fresh = if super::crash::crashed() { 0 } else { fresh };
+    if fresh > 0 {
+        account_in_flight(a, me, fresh as i64);
     }
-    // The in-flight count reserved and not used, given back.
-    let unused = c.reserved.get();
-    if unused > 0 {
-        account_in_flight(a, me, -(unused as i64));
-    }
+    let (taken, moved, expired, redelivered) = walked?;
     if taken > 0 && policy.vt_ms > 0 {
         publish_deadline(a, g, deadline)?;
     }
@@ -585,9 +597,9 @@ struct Holder<'x, 'a> {
     deadline: u64,
     /// Wall-clock now (the first receive's timestamp).
     wall: u64,
-    /// In-flight count this take added ahead of its first receives and has not used yet (see
-    /// [`Holder::hold`]); given back when the take ends.
-    reserved: core::cell::Cell<u64>,
+    /// Never-received messages this take marked in flight so far: added to the in-flight
+    /// count once, when the walk ends (see [`take`]).
+    fresh: core::cell::Cell<u64>,
 }
 
 /// What [`Holder::hold`] did with one visible message.
@@ -614,7 +626,6 @@ impl Holder<'_, '_> {
         inc: u32,
         w: u64,
         d: u64,
-        left: usize,
         policy: &mut Policy<'_>,
         rep: &mut Received,
         sink: &mut Sink<'_>,
@@ -664,16 +675,6 @@ impl Holder<'_, '_> {
                 return Ok(Held::Stop);
             }
             policy.fresh_budget -= 1;
-            // Added ahead, once a take: for this message and as many more as the take may
-            // still hold (`left`, within the budget), so a batch changes our share once, not
-            // once a message. Ahead of the CAS, the count errs high (the safe side of R8) for
-            // a receiver that dies in between; what the take does not use is given back at
-            // its end (`unreserve`), and a census corrects a share left high by a death.
-            if self.reserved.get() == 0 {
-                let r = left.min(policy.fresh_budget.saturating_add(1)).max(1) as u64;
-                account_in_flight(a, self.me, r as i64);
-                self.reserved.set(r);
-            }
         }
         // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it:
         // `change_visibility` reads it after an Acquire load of `vis`. Nobody else can take
@@ -695,8 +696,8 @@ impl Holder<'_, '_> {
             return Ok(Held::LookAgain); // changed under us (purge)
         }
         if d == 0 {
-            // Now in flight: counted by the reservation above.
-            self.reserved.set(self.reserved.get().saturating_sub(1));
+            // In flight now: counted when the walk ends (see `take`).
+            self.fresh.set(self.fresh.get() + 1);
         }
         crash_point!();
         // Relaxed: informational fields of a message we now hold. A load and a store, not a
