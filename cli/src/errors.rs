@@ -122,7 +122,7 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
     (
         31,
         "GroupLimitReached",
-        "max-groups groups already have messages",
+        "the group table is full and may not grow (its size limit)",
     ),
     (
         32,
@@ -408,12 +408,12 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "the message was received again, deleted, purged, or its visibility timeout passed: `shmfifo receive {q}` for a current handle"
         ),
         Error::SizeClassFull { .. } => format!(
-            "consume faster, send with `--wait DURATION` to wait for room, or create the queue with a larger --max-messages; `shmfifo stat {q}` shows slot use by size class"
+            "consume faster, send with `--wait DURATION` to wait for room, or create the queue with a larger --size-limit (the classes grow up to it; --size-limit 0 never grows); `shmfifo stat {q}` shows slot use by size class"
         ),
         Error::GroupLimitReached { .. } => {
-            "consume some groups' messages, or create the queue with a larger --max-groups".to_owned()
+            "consume some groups' messages, or create the queue with a larger --size-limit (the group table grows up to it)".to_owned()
         }
-        Error::DedupTableFull { .. } => "retry later, or create the queue with more --dedup-entries or a shorter --deduplication-interval".to_owned(),
+        Error::DedupTableFull { .. } => "retry later, or create the queue with a larger --size-limit (the dedup table grows up to it) or a shorter --deduplication-interval".to_owned(),
         Error::DedupInProgress | Error::ParticipantBusy { .. } => format!(
             "retry later; `shmfifo stat {q}` lists the processes using the queue (is one stopped? `kill -CONT PID` resumes it)"
         ),

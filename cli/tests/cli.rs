@@ -1303,6 +1303,21 @@ fn set_takes_durations_with_units() {
     json(&["set", q.s(), "VisibilityTimeout", "45"]);
     assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 45_000);
     expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 3);
+    // The receive wait (whole seconds in SQS, no millisecond name) takes whole seconds too.
+    json(&["set", q.s(), "ReceiveMessageWaitTimeSeconds", "20s"]);
+    assert_eq!(
+        u(&stat(&q)["settings"]["receive_message_wait_time_ms"]),
+        20_000
+    );
+    json(&["set", q.s(), "ReceiveMessageWaitTimeSeconds", "5"]);
+    assert_eq!(
+        u(&stat(&q)["settings"]["receive_message_wait_time_ms"]),
+        5_000
+    );
+    expect(
+        &["set", q.s(), "ReceiveMessageWaitTimeSeconds", "1500ms"],
+        3,
+    );
 }
 
 /// `send --batch` takes aws's entries (a JSON array, or `{"Entries": [...]}`) and

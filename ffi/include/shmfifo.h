@@ -200,7 +200,8 @@ typedef struct {
    */
   uint32_t max_messages;
   /*
-   Most groups with messages at once (default 4,096).
+   Groups with messages the base group table holds (default 4,096); the table grows past
+   them up to the size limit.
    */
   uint32_t max_groups;
   /*

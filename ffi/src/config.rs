@@ -22,7 +22,8 @@ pub struct shmfifo_config {
     pub maximum_message_size: u32,
     /// Slots of the smallest size class (default 8,192).
     pub max_messages: u32,
-    /// Most groups with messages at once (default 4,096).
+    /// Groups with messages the base group table holds (default 4,096); the table grows past
+    /// them up to the size limit.
     pub max_groups: u32,
     /// Most processes with the queue open at once (default 64).
     pub max_participants: u32,

@@ -408,6 +408,8 @@ impl AsyncSqsQueue {
                     message_id: m.message_id().unwrap_or_default().to_owned(),
                     receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
                     body: m.body().unwrap_or_default().to_owned(),
+                    // SQS bodies are text.
+                    body_bytes: None,
                     group_id: a(MessageSystemAttributeName::MessageGroupId).unwrap_or_default(),
                     dedup_id: a(MessageSystemAttributeName::MessageDeduplicationId),
                     sequence_number: a(MessageSystemAttributeName::SequenceNumber)

@@ -29,6 +29,10 @@ pub struct Received {
     pub receipt_handle: String,
     /// `Body`.
     pub body: String,
+    /// The body's bytes where they are not text: a local queue in binary body mode (an
+    /// extension, see [`FifoQueue::extensions`]), whose `body` is then empty. `None` otherwise,
+    /// and always from SQS, whose bodies are text.
+    pub body_bytes: Option<Vec<u8>>,
     /// `MessageGroupId`.
     pub group_id: String,
     /// `MessageDeduplicationId`.
@@ -86,6 +90,8 @@ fn received(m: super::types::Message) -> Received {
     Received {
         message_id: m.message_id.to_string(),
         receipt_handle: m.receipt_handle.to_string(),
+        // Not text (binary body mode): the bytes, so that nothing is lost through the trait.
+        body_bytes: (m.body.is_empty() && !m.body_bytes.is_empty()).then_some(m.body_bytes),
         body: m.body,
         group_id: m.group_id,
         dedup_id: m.dedup_id,
@@ -179,6 +185,9 @@ impl FifoQueue for Queue {
         if a.test_clock_ms.is_some() {
             v.push("a test clock".to_owned());
         }
+        if a.body_mode == crate::BodyMode::Binary {
+            v.push("binary bodies (SQS message bodies are text)".to_owned());
+        }
         for (name, d) in [
             ("VisibilityTimeout", a.visibility_timeout),
             ("DelaySeconds", a.delay),
@@ -223,5 +232,33 @@ mod tests {
         .unwrap();
         let e = FifoQueue::extensions(&off);
         assert_eq!(e.len(), 2, "{e:?}");
+    }
+
+    /// A local queue in binary body mode through the trait: a body that is not text arrives
+    /// as `body_bytes`, exactly (it arrived empty before), a text body as `body`; and the mode
+    /// is named among the extensions.
+    #[test]
+    fn binary_bodies_through_the_trait_lose_nothing() {
+        let q = Queue::create_anonymous(
+            &QueueConfig::new()
+                .body_mode(crate::BodyMode::Binary)
+                .content_based_deduplication(true),
+        )
+        .unwrap();
+        let f: &dyn FifoQueue = &q;
+        assert!(
+            f.extensions().iter().any(|x| x.contains("binary")),
+            "{:?}",
+            f.extensions()
+        );
+        let raw: &[u8] = &[0xff, 0x00, 0xfe, b'x'];
+        q.send(&SendMessage::bytes("g", raw)).unwrap();
+        q.send(&SendMessage::new("g", "text")).unwrap();
+        let got = f.receive(&ReceiveOptions::max(10), None).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].body, "");
+        assert_eq!(got[0].body_bytes.as_deref(), Some(raw));
+        assert_eq!(got[1].body, "text");
+        assert_eq!(got[1].body_bytes, None);
     }
 }

@@ -306,7 +306,9 @@ impl QueueConfig {
         self.size_limit = Some(bytes);
         self
     }
-    /// Most groups with messages at once.
+    /// Groups with messages the base group table holds (layout 16: the table grows past them,
+    /// a table at a time, up to [`QueueConfig::size_limit`]; only where it may not grow does a
+    /// send of a new group answer [`crate::Error::GroupLimitReached`]).
     pub fn max_groups(mut self, n: u32) -> Self {
         self.max_groups = n;
         self

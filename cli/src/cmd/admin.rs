@@ -73,8 +73,9 @@ pub fn recover(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
     after_help = "Attributes: VisibilityTimeout, DelaySeconds, MessageRetentionPeriod (seconds, \
                   or a duration with a unit as every command takes them: 30s, 500ms, 1h 30m; \
                   VisibilityTimeoutMs, DelayMs, MessageRetentionPeriodMs in ms), \
-                  ContentBasedDeduplication (true/false), RedrivePolicy (SQS's JSON, or '' to \
-                  remove it)."
+                  ReceiveMessageWaitTimeSeconds (0-20 seconds, or a duration of whole seconds: \
+                  20s), MaximumMessageSize (bytes, 1024-1048576), ContentBasedDeduplication \
+                  (true/false), RedrivePolicy (SQS's JSON, or '' to remove it)."
 )]
 pub struct SetArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
@@ -104,6 +105,18 @@ pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
             let d = crate::parse::duration(&a.value)
                 .map_err(|why| Failure::input(format!("{} value", a.attribute), why))?;
             (ms.to_owned(), d.as_millis().to_string())
+        }
+        // SQS's receive wait has no millisecond name: a duration of whole seconds.
+        None if !plain && a.attribute == "ReceiveMessageWaitTimeSeconds" => {
+            let d = crate::parse::duration(&a.value)
+                .map_err(|why| Failure::input(format!("{} value", a.attribute), why))?;
+            if d.subsec_nanos() != 0 {
+                return Err(Failure::input(
+                    format!("{} value", a.attribute),
+                    "the receive wait is whole seconds (0 to 20)".to_owned(),
+                ));
+            }
+            (a.attribute.clone(), d.as_secs().to_string())
         }
         _ => (a.attribute.clone(), a.value.clone()),
     };

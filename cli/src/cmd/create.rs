@@ -110,7 +110,8 @@ pub struct CreateArgs {
     /// How long an accepted dedup id makes later sends with it duplicates [default: 5m].
     #[arg(long, value_name = "DURATION", value_parser = parse::duration, help_heading = "shmfifo settings")]
     pub deduplication_interval: Option<Duration>,
-    /// Dedup ids remembered at once, rounded up to a power of two [default: 16384].
+    /// Entries of the dedup table's base (ids remembered at once before it grows), rounded up
+    /// to a power of two; the table grows past it up to --size-limit [default: 16384].
     #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
     pub dedup_entries: Option<u32>,
     /// When all of a new dedup id's entries hold ids of the interval: shorten-window (forget
@@ -122,8 +123,9 @@ pub struct CreateArgs {
         help_heading = "shmfifo settings"
     )]
     pub dedup_overflow: Option<Overflow>,
-    /// Slots of the smallest size class (192 B payloads); each larger class (x4) gets a
-    /// quarter as many, at least 4 [default: 8192].
+    /// Slots of the smallest size class (192 B payloads) in the base file; each larger class
+    /// (x4) gets a quarter as many, at least 4; classes grow past them up to --size-limit
+    /// [default: 8192].
     #[arg(
         long,
         value_name = "N",
@@ -139,7 +141,8 @@ pub struct CreateArgs {
     /// message of --maximum-message-size plus 464 bytes.
     #[arg(long, value_name = "LIST", value_parser = parse::size_classes, help_heading = "shmfifo settings")]
     pub size_classes: Option<parse::SizeClasses>,
-    /// Most groups with messages at once [default: 4096].
+    /// Groups with messages the base group table holds; the table grows past them up to
+    /// --size-limit [default: 4096].
     #[arg(long, value_name = "N", help_heading = "shmfifo settings")]
     pub max_groups: Option<u32>,
     /// Most processes with the queue open at once [default: 64].
