@@ -343,7 +343,7 @@ pub async fn serve_metrics(
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     ready(listener.local_addr()?);
     let cfg = Arc::new(cfg);
-    let permits = Arc::new(tokio::sync::Semaphore::new(METRICS_CONNECTIONS));
+    let conns = Arc::new(std::sync::Mutex::new(Conns::default()));
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -360,16 +360,33 @@ pub async fn serve_metrics(
                 continue;
             }
         };
-        // Past the limit a new connection is closed at once (a scraper needs one or two).
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+        // At the limit, the connection that has waited longest without a request in progress
+        // (idle, or still sending its request head) is closed to make room: one local client
+        // holding every connection open no longer shuts scrapers out. Past the limit with
+        // every connection mid-request, the new one is closed at once.
+        let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        // Held until the new connection is listed: its task's `Gone` (which takes the lock)
+        // then always finds it, however soon the task ends.
+        let mut c = conns.lock().unwrap_or_else(|e| e.into_inner());
+        if c.live.len() >= METRICS_CONNECTIONS && !c.evict_idle() {
             continue;
-        };
+        }
+        c.next += 1;
+        let id = c.next;
         let cfg = Arc::clone(&cfg);
-        tokio::spawn(async move {
-            let _permit = permit;
+        let task_busy = Arc::clone(&busy);
+        let task_conns = Arc::clone(&conns);
+        let task = tokio::spawn(async move {
+            // Forgets this connection however the task ends (done, timed out, aborted).
+            let _gone = Gone(task_conns, id);
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let cfg = Arc::clone(&cfg);
+                let busy = Arc::clone(&task_busy);
                 async move {
+                    // Relaxed: read by the accept loop under the registry's lock only to pick
+                    // an idle connection to close; a stale value closes a connection early or
+                    // late, never wrongly serves one.
+                    busy.store(true, std::sync::atomic::Ordering::Relaxed);
                     let r = if req.uri().path() == "/metrics" {
                         // At most `SCRAPES` at once, each holding its turn until its blocking
                         // read ends (a connection's timeout does not stop it).
@@ -393,15 +410,66 @@ pub async fn serve_metrics(
                             .status(404)
                             .body(Full::new(Bytes::from_static(b"see /metrics\n")))
                     };
+                    // Relaxed: as above.
+                    busy.store(false, std::sync::atomic::Ordering::Relaxed);
                     Ok::<_, Infallible>(r.expect("a valid response"))
                 }
             });
             // A connection lives at most `METRICS_CONNECTION_LIFE` (a scraper reconnects):
-            // one that sends nothing, or a byte at a time, holds its permit no longer.
+            // one that sends nothing, or a byte at a time, holds its place no longer.
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
             let _ = tokio::time::timeout(METRICS_CONNECTION_LIFE, conn).await;
         });
+        c.live.push_back(Conn {
+            id,
+            busy,
+            abort: task.abort_handle(),
+        });
+    }
+}
+
+/// The metrics endpoint's open connections, oldest first.
+#[derive(Default)]
+struct Conns {
+    live: std::collections::VecDeque<Conn>,
+    next: u64,
+}
+
+struct Conn {
+    id: u64,
+    /// A request is being answered.
+    busy: Arc<std::sync::atomic::AtomicBool>,
+    abort: tokio::task::AbortHandle,
+}
+
+impl Conns {
+    /// Closes the oldest connection with no request in progress; whether there was one.
+    fn evict_idle(&mut self) -> bool {
+        // Relaxed: see where `busy` is stored.
+        let Some(k) = self
+            .live
+            .iter()
+            .position(|c| !c.busy.load(std::sync::atomic::Ordering::Relaxed))
+        else {
+            return false;
+        };
+        if let Some(c) = self.live.remove(k) {
+            c.abort.abort();
+        }
+        true
+    }
+}
+
+/// Removes connection `.1` from the registry when its task ends.
+struct Gone(Arc<std::sync::Mutex<Conns>>, u64);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let mut c = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = c.live.iter().position(|x| x.id == self.1) {
+            c.live.remove(k);
+        }
     }
 }
 

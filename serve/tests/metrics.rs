@@ -170,3 +170,26 @@ fn planted_names_and_status_files_do_not_spoil_a_scrape() {
     ep.stop().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One local client holding every connection the endpoint serves (64, each sending nothing)
+/// no longer shuts scrapers out: a new connection closes the idle one that waited longest and
+/// is answered. Before, a connection past the limit was closed at once, for as long as the
+/// holder kept its connections (up to 30 s each, then reconnecting).
+#[test]
+fn a_client_holding_every_connection_does_not_shut_scrapers_out() {
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-hold-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ep = Endpoint::start(&dir);
+    let held: Vec<std::net::TcpStream> = (0..64)
+        .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
+        .collect();
+    // Every held connection is accepted and listed before the scrapes below.
+    std::thread::sleep(Duration::from_millis(300));
+    for k in 0..3 {
+        let (status, _) = get(ep.addr, "/metrics");
+        assert_eq!(status, 200, "scrape {k} with 64 idle connections held");
+    }
+    drop(held);
+    ep.stop().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
