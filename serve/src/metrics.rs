@@ -341,17 +341,20 @@ pub async fn serve_metrics(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
-    ready(listener.local_addr()?);
+    let local = listener.local_addr()?;
+    ready(local);
     let cfg = Arc::new(cfg);
     let conns = Arc::new(std::sync::Mutex::new(Conns::default()));
+    // Connections accepted and not yet admitted (their peer being looked up).
+    let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
             r = listener.accept() => r,
             () = &mut shutdown => return Ok(()),
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
             Err(e) => {
                 // EMFILE, ENFILE, ECONNABORTED …: the listener is still good. Pause so that a
                 // descriptor limit is not a busy loop, then serve on.
@@ -360,43 +363,67 @@ pub async fn serve_metrics(
                 continue;
             }
         };
-        // At the limit, the connection that has waited longest without a request in progress
-        // (idle, or still sending its request head) is closed to make room: one local client
-        // holding every connection open no longer shuts scrapers out. Past the limit with
-        // every connection mid-request, the new one is closed at once.
-        let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        // Held until the new connection is listed: its task's `Gone` (which takes the lock)
-        // then always finds it, however soon the task ends.
-        let mut c = conns.lock().unwrap_or_else(|e| e.into_inner());
-        if c.live.len() >= METRICS_CONNECTIONS && !c.evict_idle() {
-            continue;
+        // Relaxed: a count of this loop's and its tasks' own, bounding descriptors; it
+        // orders nothing else.
+        if pending.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= PENDING_CONNECTIONS {
+            pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            continue; // closed at once
         }
-        c.next += 1;
-        let id = c.next;
-        let cfg = Arc::clone(&cfg);
-        let task_busy = Arc::clone(&busy);
-        let task_conns = Arc::clone(&conns);
-        let task = tokio::spawn(async move {
-            // Forgets this connection however the task ends (done, timed out, aborted).
-            let _gone = Gone(task_conns, id);
+        let (cfg, conns, pending) = (Arc::clone(&cfg), Arc::clone(&conns), Arc::clone(&pending));
+        tokio::spawn(async move {
+            let key = peer_key(peer, local).await;
+            // Relaxed: as above.
+            pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let cancel = Arc::new(tokio::sync::Notify::new());
+            let id = {
+                let mut c = conns.lock().unwrap_or_else(|e| e.into_inner());
+                let Some(evicted) = c.admit(key) else {
+                    return; // every connection of the peer's share, or all, mid-request
+                };
+
+                if let Some(old) = evicted {
+                    // A permit if it is not waiting yet: never lost.
+                    old.cancel.notify_one();
+                }
+                c.next += 1;
+                let id = c.next;
+                c.live.push_back(Conn {
+                    id,
+                    key,
+                    busy: Arc::clone(&busy),
+                    cancel: Arc::clone(&cancel),
+                });
+                id
+            };
+            // Forgets this connection however the task ends.
+            let _gone = Gone(Arc::clone(&conns), id);
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let cfg = Arc::clone(&cfg);
-                let busy = Arc::clone(&task_busy);
+                let busy = Arc::clone(&busy);
                 async move {
-                    // Relaxed: read by the accept loop under the registry's lock only to pick
-                    // an idle connection to close; a stale value closes a connection early or
-                    // late, never wrongly serves one.
-                    busy.store(true, std::sync::atomic::Ordering::Relaxed);
                     let r = if req.uri().path() == "/metrics" {
                         // At most `SCRAPES` at once, each holding its turn until its blocking
-                        // read ends (a connection's timeout does not stop it).
+                        // read ends (a connection's timeout does not stop it). Only a request
+                        // that has its turn is busy (not to be closed for room): one waiting
+                        // for a turn is not, so requests piled up by one client keep no
+                        // other client out.
                         let body = match SCRAPE_TURNS.acquire().await {
-                            Ok(turn) => tokio::task::spawn_blocking(move || {
-                                let _turn = turn;
-                                scrape(&cfg)
-                            })
-                            .await
-                            .unwrap_or_default(),
+                            Ok(turn) => {
+                                // Relaxed: read under the registry's lock only to choose a
+                                // connection to close; a stale value closes one a little
+                                // early or late.
+                                busy.store(true, std::sync::atomic::Ordering::Relaxed);
+                                let body = tokio::task::spawn_blocking(move || {
+                                    let _turn = turn;
+                                    scrape(&cfg)
+                                })
+                                .await
+                                .unwrap_or_default();
+                                // Relaxed: as above.
+                                busy.store(false, std::sync::atomic::Ordering::Relaxed);
+                                body
+                            }
                             Err(_) => String::new(),
                         };
                         Response::builder()
@@ -410,26 +437,53 @@ pub async fn serve_metrics(
                             .status(404)
                             .body(Full::new(Bytes::from_static(b"see /metrics\n")))
                     };
-                    // Relaxed: as above.
-                    busy.store(false, std::sync::atomic::Ordering::Relaxed);
                     Ok::<_, Infallible>(r.expect("a valid response"))
                 }
             });
             // A connection lives at most `METRICS_CONNECTION_LIFE` (a scraper reconnects):
-            // one that sends nothing, or a byte at a time, holds its place no longer.
+            // one that sends nothing, or a byte at a time, holds its place no longer; and it
+            // ends when it is closed to make room.
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
-            let _ = tokio::time::timeout(METRICS_CONNECTION_LIFE, conn).await;
-        });
-        c.live.push_back(Conn {
-            id,
-            busy,
-            abort: task.abort_handle(),
+            tokio::select! {
+                _ = tokio::time::timeout(METRICS_CONNECTION_LIFE, conn) => {}
+                () = cancel.notified() => {}
+            }
         });
     }
 }
 
-/// The metrics endpoint's open connections, oldest first.
+/// Who a connection is from, for its share of the endpoint's connections (at most
+/// [`PER_PEER`] each): the local user owning a loopback peer's socket, else the peer's address
+/// (an IPv6 /64 as one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Uid(u32),
+    Addr(u128),
+    /// A loopback peer whose owner was not found in time (all such share one share).
+    Unknown,
+}
+
+/// The [`Peer`] of a connection from `peer` to `local`: a loopback peer's owner is read from
+/// the socket table (a blocking read, at most 2 s).
+async fn peer_key(peer: SocketAddr, local: SocketAddr) -> Peer {
+    if !crate::access::is_loopback(peer) {
+        return Peer::Addr(match peer.ip() {
+            std::net::IpAddr::V4(v4) => u128::from(u32::from(v4)),
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => u128::from(u32::from(v4)),
+                None => u128::from(v6) & !((1u128 << 64) - 1),
+            },
+        });
+    }
+    let lookup = tokio::task::spawn_blocking(move || crate::access::peer_uid(peer, local));
+    match tokio::time::timeout(std::time::Duration::from_secs(2), lookup).await {
+        Ok(Ok(Ok(Some(uid)))) => Peer::Uid(uid),
+        _ => Peer::Unknown,
+    }
+}
+
+/// The metrics endpoint's admitted connections, oldest first.
 #[derive(Default)]
 struct Conns {
     live: std::collections::VecDeque<Conn>,
@@ -438,26 +492,49 @@ struct Conns {
 
 struct Conn {
     id: u64,
-    /// A request is being answered.
+    key: Peer,
+    /// A scrape is being made for it.
     busy: Arc<std::sync::atomic::AtomicBool>,
-    abort: tokio::task::AbortHandle,
+    /// Told when it is closed to make room.
+    cancel: Arc<tokio::sync::Notify>,
 }
 
 impl Conns {
-    /// Closes the oldest connection with no request in progress; whether there was one.
-    fn evict_idle(&mut self) -> bool {
+    /// Whether a new connection of `key` is served: `None` if not; else the connection that
+    /// gives it room (`Some(None)`: room without closing one). A peer with its whole share
+    /// makes room from its own connections; at the endpoint's limit, the peer holding the
+    /// most does; in each case its oldest connection without a scrape in progress is closed,
+    /// and if all of them are mid-scrape the new one is not served.
+    fn admit(&mut self, key: Peer) -> Option<Option<Conn>> {
+        let count = |k: Peer| self.live.iter().filter(|c| c.key == k).count();
+        if count(key) >= PER_PEER {
+            return self.take_oldest_idle(|c| c.key == key).map(Some);
+        }
+        if self.live.len() < METRICS_CONNECTIONS {
+            return Some(None);
+        }
         // Relaxed: see where `busy` is stored.
-        let Some(k) = self
+        let idle = |c: &Conn| !c.busy.load(std::sync::atomic::Ordering::Relaxed);
+        let heaviest = self
             .live
             .iter()
-            .position(|c| !c.busy.load(std::sync::atomic::Ordering::Relaxed))
-        else {
-            return false;
-        };
-        if let Some(c) = self.live.remove(k) {
-            c.abort.abort();
-        }
-        true
+            .filter(|c| idle(c))
+            .map(|c| (count(c.key), c.key))
+            .fold(None, |best: Option<(usize, Peer)>, (n, k)| match best {
+                Some((m, _)) if m >= n => best,
+                _ => Some((n, k)),
+            })?;
+        self.take_oldest_idle(|c| c.key == heaviest.1).map(Some)
+    }
+
+    /// Removes and returns the oldest connection matching `pick` with no scrape in progress.
+    fn take_oldest_idle(&mut self, pick: impl Fn(&Conn) -> bool) -> Option<Conn> {
+        // Relaxed: see where `busy` is stored.
+        let k = self
+            .live
+            .iter()
+            .position(|c| pick(c) && !c.busy.load(std::sync::atomic::Ordering::Relaxed))?;
+        self.live.remove(k)
     }
 }
 
@@ -473,6 +550,13 @@ impl Drop for Gone {
     }
 }
 
+/// Connections one peer (a local user, or a remote address) holds at once.
+const PER_PEER: usize = 16;
+
+/// Connections accepted whose peer is being looked up (a read of the socket table each),
+/// beyond those served: past it a new connection is closed at once.
+const PENDING_CONNECTIONS: usize = 256;
+
 /// Scrapes running at once (each on a blocking thread, reading every queue's header).
 const SCRAPES: usize = 4;
 
@@ -484,3 +568,80 @@ const METRICS_CONNECTIONS: usize = 64;
 
 /// How long one connection to the metrics endpoint may last, its requests included.
 const METRICS_CONNECTION_LIFE: std::time::Duration = std::time::Duration::from_secs(30);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    fn add(c: &mut Conns, key: Peer, busy: bool) -> u64 {
+        c.next += 1;
+        c.live.push_back(Conn {
+            id: c.next,
+            key,
+            busy: Arc::new(AtomicBool::new(busy)),
+            cancel: Arc::new(tokio::sync::Notify::new()),
+        });
+        c.next
+    }
+
+    fn evicted(r: Option<Option<Conn>>) -> Option<u64> {
+        r.expect("admitted").map(|c| c.id)
+    }
+
+    /// A peer holds at most `PER_PEER` connections: its next one closes its own oldest idle
+    /// one, or is refused while all of its are mid-scrape; others are not touched.
+    #[test]
+    fn a_peer_makes_room_from_its_own_share() {
+        let mut c = Conns::default();
+        let other = add(&mut c, Peer::Uid(7), false);
+        let first = add(&mut c, Peer::Uid(1000), false);
+        for _ in 1..PER_PEER {
+            add(&mut c, Peer::Uid(1000), false);
+        }
+        assert_eq!(evicted(c.admit(Peer::Uid(1000))), Some(first));
+        add(&mut c, Peer::Uid(1000), false);
+        for x in c.live.iter().filter(|x| x.key == Peer::Uid(1000)) {
+            x.busy.store(true, Ordering::Relaxed);
+        }
+        assert!(
+            c.admit(Peer::Uid(1000)).is_none(),
+            "all of its own are busy"
+        );
+        assert_eq!(evicted(c.admit(Peer::Uid(7))), None, "another peer: room");
+        assert!(c.live.iter().any(|x| x.id == other));
+    }
+
+    /// At the endpoint's limit, the peer holding the most gives up its oldest idle one: a
+    /// peer with one connection (a scraper) keeps it, and a new peer gets in.
+    #[test]
+    fn at_the_limit_the_heaviest_peer_makes_room() {
+        let mut c = Conns::default();
+        let scraper = add(&mut c, Peer::Addr(1), false);
+        let mut keys = 0u32;
+        while c.live.len() < METRICS_CONNECTIONS {
+            add(&mut c, Peer::Uid(keys % 4), false);
+            keys += 1;
+        }
+        let heavy_oldest = c
+            .live
+            .iter()
+            .find(|x| x.key == Peer::Uid(0))
+            .map(|x| x.id)
+            .unwrap();
+        assert_eq!(c.live.iter().filter(|x| x.key == Peer::Uid(3)).count(), 15);
+        // Users 0, 1 and 2 hold 16 each, user 3 15, the scraper 1: the first of the heaviest
+        // in the registry (user 0) gives up its oldest idle connection.
+        assert_eq!(evicted(c.admit(Peer::Uid(99))), Some(heavy_oldest));
+        assert!(
+            c.live.iter().any(|x| x.id == scraper),
+            "the scraper keeps its place"
+        );
+        // Everything mid-scrape: refused.
+        for x in &c.live {
+            x.busy.store(true, Ordering::Relaxed);
+        }
+        add(&mut c, Peer::Uid(99), true);
+        assert!(c.admit(Peer::Uid(100)).is_none());
+    }
+}

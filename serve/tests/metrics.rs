@@ -172,22 +172,56 @@ fn planted_names_and_status_files_do_not_spoil_a_scrape() {
 }
 
 /// One local client holding every connection the endpoint serves (64, each sending nothing)
-/// no longer shuts scrapers out: a new connection closes the idle one that waited longest and
-/// is answered. Before, a connection past the limit was closed at once, for as long as the
-/// holder kept its connections (up to 30 s each, then reconnecting).
+/// no longer shuts scrapers out. Each local user holds at most 16 connections (its next one
+/// closes its own oldest idle one), and at the endpoint's limit the user holding the most
+/// makes room. Before, a connection past the limit was closed at once, for as long as the
+/// holder kept its connections (up to 30 s each, then reconnecting). As root (CI), the holder
+/// is another user (`nobody`, through bash's /dev/tcp); otherwise this test's own user, whose
+/// scrape then takes the place of one of its own idle connections.
 #[test]
 fn a_client_holding_every_connection_does_not_shut_scrapers_out() {
+    use std::os::unix::process::CommandExt as _;
     let dir = std::env::temp_dir().join(format!("shmfifo-metrics-hold-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ep = Endpoint::start(&dir);
-    let held: Vec<std::net::TcpStream> = (0..64)
-        .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
-        .collect();
-    // Every held connection is accepted and listed before the scrapes below.
-    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut held = Vec::new();
+    let mut child = None;
+    if root {
+        let script = format!(
+            "for i in $(seq 10 73); do eval \"exec $i<>/dev/tcp/127.0.0.1/{}\" || exit 1; done; echo held; sleep 60",
+            ep.addr.port()
+        );
+        let mut c = std::process::Command::new("bash")
+            .args(["-c", &script])
+            .uid(65534)
+            .gid(65534)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(c.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "held", "the holder opened its 64 connections");
+        child = Some(c);
+    } else {
+        held = (0..64)
+            .map(|_| std::net::TcpStream::connect(ep.addr).unwrap())
+            .collect();
+    }
+    // Every held connection is looked up and admitted (or made room for) before the scrapes.
+    std::thread::sleep(Duration::from_millis(1000));
     for k in 0..3 {
         let (status, _) = get(ep.addr, "/metrics");
         assert_eq!(status, 200, "scrape {k} with 64 idle connections held");
+    }
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
     }
     drop(held);
     ep.stop().unwrap();
