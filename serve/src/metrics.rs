@@ -476,12 +476,30 @@ async fn peer_key(peer: SocketAddr, local: SocketAddr) -> Peer {
             },
         });
     }
-    let lookup = tokio::task::spawn_blocking(move || crate::access::peer_uid(peer, local));
+    let lookup = async {
+        // At most `LOOKUPS` reads of the socket table at once: the turn goes with the blocking
+        // read, which the timeout below does not stop.
+        let turn = LOOKUP_TURNS.acquire().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            crate::access::peer_uid(peer, local)
+        })
+        .await
+        .ok()?
+        .ok()
+        .flatten()
+    };
     match tokio::time::timeout(std::time::Duration::from_secs(2), lookup).await {
-        Ok(Ok(Ok(Some(uid)))) => Peer::Uid(uid),
+        Ok(Some(uid)) => Peer::Uid(uid),
         _ => Peer::Unknown,
     }
 }
+
+/// Peer lookups (reads of the socket table) running at once.
+const LOOKUPS: usize = 8;
+
+/// Bounds the peer lookups running at once (see [`LOOKUPS`]).
+static LOOKUP_TURNS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(LOOKUPS);
 
 /// The metrics endpoint's admitted connections, oldest first.
 #[derive(Default)]
