@@ -550,9 +550,9 @@ impl Queue {
     /// each group's messages go as one chain, in their order, committed whole or not at all,
     /// with one lookup, one hint and one doorbell per group), without batch entry ids: one
     /// result per message, in order, as [`delete_handles`](Self::delete_handles) reports
-    /// deletes. A request-level error (no message, more than 10, over 1 MiB in all, a missing
-    /// dedup id where one is needed) rejects the whole batch; any other failure is that
-    /// message's own.
+    /// deletes. A request-level error (no message, more than 10, over 1 MiB in all, a message
+    /// without a group id, a missing dedup id where one is needed) rejects the whole batch;
+    /// any other failure is that message's own.
     ///
     /// # Examples
     ///

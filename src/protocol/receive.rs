@@ -401,6 +401,7 @@ fn take(
         deadline,
         wall: env.wall_ms(),
         fresh: core::cell::Cell::new(0),
+        took: core::cell::Cell::new(0),
     };
     // The walk, then the in-flight count (R8) changed once for every never-received message it
     // marked, whatever way the walk ended (an error too: those messages are in flight now). A
@@ -497,6 +498,7 @@ fn take(
             match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
                 Held::Taken { redelivered: again } => {
                     taken += 1;
+                    c.took.set(taken);
                     redelivered += u64::from(again);
                     cur = node::pack(ninc, next);
                     advanced = true;
@@ -516,17 +518,25 @@ fn take(
         }
         Ok((taken, moved, expired, redelivered))
     })();
-    let fresh = c.fresh.get();
-    // A loom model's crash returns through here: the dead participant counts nothing more.
+    // A loom model's crash returns through here: the dead participant does nothing more.
     #[cfg(shmfifo_loom)]
-    let fresh = if super::crash::crashed() { 0 } else { fresh };
+    let dead = super::crash::crashed();
+    #[cfg(not(shmfifo_loom))]
+    let dead = false;
+    let fresh = if dead { 0 } else { c.fresh.get() };
     if fresh > 0 {
         account_in_flight(a, me, fresh as i64);
     }
-    let (taken, moved, expired, redelivered) = walked?;
-    if taken > 0 && policy.vt_ms > 0 {
-        publish_deadline(a, g, deadline)?;
+    // The messages taken are in flight whatever ended the walk: their deadline is filed on
+    // the wheel, so that a sweep makes them visible again at its end (an error after a take
+    // left them to the periodic sweep's cursor).
+    if !dead && c.took.get() > 0 && policy.vt_ms > 0 {
+        let filed = publish_deadline(a, g, deadline);
+        if walked.is_ok() {
+            filed?;
+        }
     }
+    let (taken, moved, expired, redelivered) = walked?;
     rep.moved += moved;
     rep.expired += expired;
     count(a, me, counter::MOVED_TO_DEAD_LETTER, moved);
@@ -600,6 +610,8 @@ struct Holder<'x, 'a> {
     /// Never-received messages this take marked in flight so far: added to the in-flight
     /// count once, when the walk ends (see [`take`]).
     fresh: core::cell::Cell<u64>,
+    /// Messages this take handed to the sink so far (see [`take`]).
+    took: core::cell::Cell<usize>,
 }
 
 /// What [`Holder::hold`] did with one visible message.
