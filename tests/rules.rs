@@ -523,14 +523,19 @@ fn s11_s13_send_messages_batches_without_entry_ids() {
     }
 }
 
-/// S12: over 1 MiB in all rejects a `send_messages` batch whole, as it does `send_batch`.
-#[test]
-fn s12_send_messages_request_too_long() {
+/// A queue taking messages of up to 1 MiB (dedup off), for batches over 1 MiB in all.
+fn one_mib_queue(tag: &str) -> TestQueue {
     let cfg = QueueConfig::new()
         .deduplication(Deduplication::Off)
         .maximum_message_size(1_048_576)
         .max_messages(16);
-    let q = queue("s12typedlong", &cfg);
+    queue(tag, &cfg)
+}
+
+/// S12: over 1 MiB in all rejects a `send_messages` batch whole, as it does `send_batch`.
+#[test]
+fn s12_send_messages_request_too_long() {
+    let q = one_mib_queue("s12typedlong");
     let big = "b".repeat(600_000);
     let r = q.send_messages(&[SendMessage::new("g", &big), SendMessage::new("g", &big)]);
     assert!(
@@ -542,11 +547,7 @@ fn s12_send_messages_request_too_long() {
 
 #[test]
 fn s12_batch_request_too_long() {
-    let cfg = QueueConfig::new()
-        .deduplication(Deduplication::Off)
-        .maximum_message_size(1_048_576)
-        .max_messages(16);
-    let q = queue("s12long", &cfg);
+    let q = one_mib_queue("s12long");
     let half = "h".repeat(524_288);
     let big = "b".repeat(600_000);
     let r = q.send_batch(&[entry("a", "g", &big), entry("b", "g", &big)]);

@@ -251,6 +251,30 @@ pub fn peer_uid(client: SocketAddr, server: SocketAddr) -> io::Result<Option<u32
     Ok(None)
 }
 
+/// [`peer_uid`] on a blocking thread, at most `turns` of them at once and within `within` (its
+/// turn included): `None` if the socket is not found, or not in time. The turn goes with the
+/// blocking read, which the timeout does not stop, so at most as many reads as `turns` allows
+/// run, timed out or not.
+pub async fn peer_uid_bounded(
+    turns: &'static tokio::sync::Semaphore,
+    within: std::time::Duration,
+    client: SocketAddr,
+    server: SocketAddr,
+) -> Option<u32> {
+    let lookup = async {
+        // Never closed, so `acquire` only waits.
+        let turn = turns.acquire().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let _turn = turn;
+            peer_uid(client, server).ok().flatten()
+        })
+        .await
+        .ok()
+        .flatten()
+    };
+    tokio::time::timeout(within, lookup).await.ok().flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -267,7 +267,7 @@ fn still_connected(s: &TcpStream) -> bool {
 
 /// The address a remote peer's connections are counted under: an IPv6 address's /64 (one
 /// host commonly holds a whole /64), an IPv4 address itself (IPv4-mapped ones as IPv4).
-fn share_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn share_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -335,27 +335,11 @@ async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
     if !access::is_loopback(peer) {
         return None;
     }
-    let lookup = async {
-        // Never closed, so `acquire` only waits. The turn goes with the blocking read, which
-        // a timeout below does not stop: at most `OWNER_LOOKUPS` of them run, timed out or not.
-        let turn = LOOKUPS.acquire().await.ok()?;
-        tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            access::peer_uid(peer, local)
-                .ok()
-                .flatten()
-                .map(Identity::of_uid)
-        })
-        .await
-        .ok()
-        .flatten()
-    };
     // Bounded: a lookup that cannot get its turn or a blocking thread in time (the pool busy)
     // refuses the connection rather than holding its slot.
-    let found = tokio::time::timeout(OWNER_LOOKUP_TIMEOUT, lookup)
+    let found = access::peer_uid_bounded(&LOOKUPS, OWNER_LOOKUP_TIMEOUT, peer, local)
         .await
-        .ok()
-        .flatten();
+        .map(Identity::of_uid);
     if found.is_none() {
         tracing::warn!(peer = %peer, "the owner of a connection was not found; it is refused");
     }

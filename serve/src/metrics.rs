@@ -459,7 +459,7 @@ pub async fn serve_metrics(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Peer {
     Uid(u32),
-    Addr(u128),
+    Addr(std::net::IpAddr),
     /// A loopback peer whose owner was not found in time (all such share one share).
     Unknown,
 }
@@ -468,30 +468,13 @@ enum Peer {
 /// the socket table (a blocking read, at most 2 s).
 async fn peer_key(peer: SocketAddr, local: SocketAddr) -> Peer {
     if !crate::access::is_loopback(peer) {
-        return Peer::Addr(match peer.ip() {
-            std::net::IpAddr::V4(v4) => u128::from(u32::from(v4)),
-            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => u128::from(u32::from(v4)),
-                None => u128::from(v6) & !((1u128 << 64) - 1),
-            },
-        });
+        // As serve counts a remote peer's connections (an IPv6 /64 as one).
+        return Peer::Addr(crate::conn::share_key(peer.ip()));
     }
-    let lookup = async {
-        // At most `LOOKUPS` reads of the socket table at once: the turn goes with the blocking
-        // read, which the timeout below does not stop.
-        let turn = LOOKUP_TURNS.acquire().await.ok()?;
-        tokio::task::spawn_blocking(move || {
-            let _turn = turn;
-            crate::access::peer_uid(peer, local)
-        })
-        .await
-        .ok()?
-        .ok()
-        .flatten()
-    };
-    match tokio::time::timeout(std::time::Duration::from_secs(2), lookup).await {
-        Ok(Some(uid)) => Peer::Uid(uid),
-        _ => Peer::Unknown,
+    let within = std::time::Duration::from_secs(2);
+    match crate::access::peer_uid_bounded(&LOOKUP_TURNS, within, peer, local).await {
+        Some(uid) => Peer::Uid(uid),
+        None => Peer::Unknown,
     }
 }
 
@@ -635,7 +618,11 @@ mod tests {
     #[test]
     fn at_the_limit_the_heaviest_peer_makes_room() {
         let mut c = Conns::default();
-        let scraper = add(&mut c, Peer::Addr(1), false);
+        let scraper = add(
+            &mut c,
+            Peer::Addr(std::net::Ipv4Addr::new(192, 0, 2, 1).into()),
+            false,
+        );
         let mut keys = 0u32;
         while c.live.len() < METRICS_CONNECTIONS {
             add(&mut c, Peer::Uid(keys % 4), false);

@@ -570,16 +570,10 @@ fn messages_held_by_groups_stopped_at_a_refusal_are_bounded() {
             .send(&SendMessage::new(&group, "small").dedup_id(&format!("{g}b")))
             .unwrap();
     }
-    let cancel = Arc::new(AtomicBool::new(false));
-    let opts = BridgeOptions {
-        concurrency: 1,
-        wait: Duration::ZERO,
-        max_tries: 2,
-        backoff: Duration::from_millis(50),
-        max_backoff: Duration::from_millis(400),
-        cancel: Some(Arc::clone(&cancel)),
-        ..Default::default()
-    };
+    // The refusal tests' tries and backoff, one worker, and running until cancelled below.
+    let (mut opts, cancel) = refusal_options();
+    opts.concurrency = 1;
+    opts.until_empty = false;
     let most = std::thread::scope(|s| {
         let run = s.spawn(|| bridge(&local, &remote, &opts, &mut |_| {}));
         // Sample what the bridge holds (messages in flight locally) for 3 s.

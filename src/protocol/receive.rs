@@ -409,7 +409,7 @@ fn take(
     // dying between a CAS and its count did; a census corrects it once the count says full.
     // (Counting ahead of the CASes instead erred high on a death, but a census running
     // meanwhile folded the reservation into its correction and left the count low.)
-    let walked = (|| -> PResult<(usize, u64, u64, u64)> {
+    let walked = (|| -> PResult<(u64, u64, u64)> {
         // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
         let mut cur = e.head.load(Ordering::Acquire);
         let first = cur;
@@ -417,10 +417,9 @@ fn take(
         // Whether the last step moved to the next node (a step that looks again stays; a node
         // whose link names itself moves to the same reference).
         let mut advanced = false;
-        let mut taken = 0;
         let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
         for _ in 0..a.steps() {
-            if taken == want {
+            if c.took.get() == want {
                 break;
             }
             // Each node the walk moved to, checked once.
@@ -497,8 +496,7 @@ fn take(
             }
             match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
                 Held::Taken { redelivered: again } => {
-                    taken += 1;
-                    c.took.set(taken);
+                    c.took.set(c.took.get() + 1);
                     redelivered += u64::from(again);
                     cur = node::pack(ninc, next);
                     advanced = true;
@@ -516,7 +514,7 @@ fn take(
                 Held::Stop => break,
             }
         }
-        Ok((taken, moved, expired, redelivered))
+        Ok((moved, expired, redelivered))
     })();
     // A loom model's crash returns through here: the dead participant does nothing more.
     #[cfg(shmfifo_loom)]
@@ -536,7 +534,8 @@ fn take(
             filed?;
         }
     }
-    let (taken, moved, expired, redelivered) = walked?;
+    let (moved, expired, redelivered) = walked?;
+    let taken = c.took.get();
     rep.moved += moved;
     rep.expired += expired;
     count(a, me, counter::MOVED_TO_DEAD_LETTER, moved);
