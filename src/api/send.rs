@@ -208,8 +208,16 @@ impl Queue {
     ) -> Result<SendResult> {
         self.check(group_id, msg)?;
         let f = Framed::new(self.inner.dedup, msg);
-        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-        let (n, attr_len) = f.fill(msg, &mut parts);
+        // Room for every piece only where there are attributes (43 slots, 3 without).
+        let mut plain: [&[u8]; 3] = [&[]; 3];
+        let mut all: [&[u8]; 3 + 4 * MAX_ATTRIBUTES];
+        let parts: &mut [&[u8]] = if msg.attributes.is_empty() {
+            &mut plain
+        } else {
+            all = [&[]; 3 + 4 * MAX_ATTRIBUTES];
+            &mut all
+        };
+        let (n, attr_len) = f.fill(msg, parts);
         self.send_all(
             group_id.as_bytes(),
             &parts[..n],
@@ -637,41 +645,53 @@ impl Queue {
             return Err(Error::BatchRequestTooLong { bytes: total });
         }
         // Each entry checked, framed and described on its own (a bad entry fails alone), in
-        // arrays on the stack (a batch holds at most 10 entries)...
+        // one pass, into arrays on the stack (a batch holds at most 10 entries): an entry's
+        // pieces take 3 slots (body, source, dedup id) unless it has attributes, whose
+        // entries alone get room for every piece (on the heap: rare, and 43 slots each).
         const B: usize = 10;
+        const ALL: usize = 3 + 4 * MAX_ATTRIBUTES;
         let inner = &*self.inner;
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
-        for (k, e) in entries.iter().enumerate() {
-            // A lent body was checked where it lies.
-            match self.check_with(group_of(e), e, lent_at(k).is_none()) {
-                Ok(()) => framed[k] = Some(Framed::new(inner.dedup, e)),
-                Err(err) => results[k] = Some(Err(err)),
-            }
-        }
-        let mut parts: [[&[u8]; 3 + 4 * MAX_ATTRIBUTES]; B] = [[&[]; 3 + 4 * MAX_ATTRIBUTES]; B];
-        let mut shape: [(usize, usize); B] = [(0, 0); B];
+        let mut plain: [[&[u8]; 3]; B] = [[&[]; 3]; B];
+        let with_attributes = entries.iter().filter(|e| !e.attributes.is_empty()).count();
+        let mut room: Vec<[&[u8]; ALL]> = vec![[&[]; ALL]; with_attributes];
+        let mut room = room.iter_mut();
         let mut in_place = [false; B];
-        for (k, e) in entries.iter().enumerate() {
-            if let Some(f) = &framed[k] {
-                shape[k] = f.fill(e, &mut parts[k]);
-                if let Some((_, class)) = lent_at(k) {
-                    in_place[k] = self.fits_in_place(&mut parts[k][..shape[k].0], class);
-                }
-            }
-        }
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
-        for (k, e) in entries.iter().enumerate() {
-            if framed[k].is_none() {
+        let slots = framed.iter_mut().zip(plain.iter_mut());
+        for (k, (e, (f, p))) in entries.iter().zip(slots).enumerate() {
+            // A lent body was checked where it lies.
+            if let Err(err) = self.check_with(group_of(e), e, lent_at(k).is_none()) {
+                results[k] = Some(Err(err));
                 continue;
             }
-            let (n, attr_len) = shape[k];
+            let f: &Framed = f.insert(Framed::new(inner.dedup, e));
+            let parts: &mut [&[u8]] = if e.attributes.is_empty() {
+                p
+            } else {
+                match room.next() {
+                    Some(r) => r,
+                    None => {
+                        results[k] = Some(Err(Error::Corrupted {
+                            what: "a batch entry's attributes were not counted",
+                        }));
+                        continue;
+                    }
+                }
+            };
+            let (n, attr_len) = f.fill(e, parts);
+            let parts = &mut parts[..n];
+            if let Some((_, class)) = lent_at(k) {
+                in_place[k] = self.fits_in_place(parts, class);
+            }
+            let parts: &[&[u8]] = parts;
             // One keyed hash per group id of the batch.
             let hash = (0..k)
                 .find(|&j| group_of(entries[j]) == group_of(e))
                 .and_then(|j| outs[j].as_ref().map(|o| o.hash));
             match self.outgoing(
                 group_of(e).as_bytes(),
-                &parts[k][..n],
+                parts,
                 attr_len,
                 e.body_bytes().len(),
                 0,
@@ -853,27 +873,28 @@ impl Framed {
 
     /// Fills `parts` with every piece of the message in slot order (body, no dead-letter
     /// source, dedup id, attribute pieces); returns how many and the attributes' bytes.
-    fn fill<'p>(
-        &'p self,
-        msg: &'p SendMessage<'p>,
-        parts: &mut [&'p [u8]; 3 + 4 * MAX_ATTRIBUTES],
-    ) -> (usize, usize) {
+    /// (`parts` holds 3 slots, and 4 more for each attribute: the pieces that do not fit are
+    /// left out, and `n` counts only those written.)
+    fn fill<'p>(&'p self, msg: &'p SendMessage<'p>, parts: &mut [&'p [u8]]) -> (usize, usize) {
         let dedup: &[u8] = match (msg.dedup_id, &self.generated) {
             (Some(d), _) => d.as_bytes(),
             (None, Some(g)) => g,
             (None, None) => &[],
         };
-        parts[0] = msg.body_bytes();
-        parts[1] = &[];
-        parts[2] = dedup;
+        debug_assert!(parts.len() >= 3 + 4 * msg.attributes.len().min(MAX_ATTRIBUTES));
+        let [body, source, id, rest @ ..] = parts else {
+            return (0, 0);
+        };
+        *body = msg.body_bytes();
+        *source = &[];
+        *id = dedup;
         let mut n = 3;
         let mut attr_len = 0;
-        for (f, a) in self.frames.iter().zip(msg.attributes) {
-            for p in [&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value] {
-                parts[n] = p;
-                attr_len += p.len();
-                n += 1;
-            }
+        let attributes = self.frames.iter().zip(msg.attributes);
+        for ((f, a), four) in attributes.zip(rest.chunks_exact_mut(4)) {
+            four.copy_from_slice(&[&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value]);
+            attr_len += four.iter().map(|p| p.len()).sum::<usize>();
+            n += 4;
         }
         (n, attr_len)
     }

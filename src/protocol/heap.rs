@@ -210,6 +210,7 @@ impl HeapArena {
             ready: &self.ready,
             timers: &self.timers,
             classes,
+            ranges: super::ranges(&classes),
             nclasses: self.headers.len(),
             total: base,
             max_groups: self.max_groups,

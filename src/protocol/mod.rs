@@ -132,7 +132,7 @@ pub mod view;
 pub mod words;
 
 use crate::layout::{
-    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, GROUP_KIND, MAX_CLASSES,
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, GROUP_KIND,
 };
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -317,6 +317,10 @@ pub struct Arena<'a> {
     pub classes: [Option<Class<'a>>; crate::layout::MAX_CLASSES],
     /// Number of classes.
     pub nclasses: usize,
+    /// Each class's index range as `(base, span)` ([`Class::base`], [`Class::span`]; `(0, 0)`
+    /// for a class that is absent), side by side so that locating an index (several times a
+    /// message) reads one line, not a field of each class's description.
+    pub ranges: [(u32, u32); crate::layout::MAX_CLASSES],
     /// Total message slots.
     pub total: u32,
     /// Maximum active groups.
@@ -349,6 +353,17 @@ pub struct Arena<'a> {
     pub group_growth: u32,
     /// Message slots of the base file, all classes.
     pub base_slots: u64,
+}
+
+/// [`Arena::ranges`] of these classes.
+pub fn ranges(classes: &[Option<Class<'_>>]) -> [(u32, u32); crate::layout::MAX_CLASSES] {
+    let mut r = [(0, 0); crate::layout::MAX_CLASSES];
+    for (r, c) in r.iter_mut().zip(classes) {
+        if let Some(c) = c {
+            *r = (c.base, c.span);
+        }
+    }
+    r
 }
 
 /// [`Arena::hint_from`] of these classes.
@@ -414,12 +429,12 @@ impl<'a> Arena<'a> {
         }
         // From the smallest class up (small messages, the common case, stop at the first):
         // each class's range is `base .. base + n × 2^growth`, the next class's base its end.
-        for c in 0..self.nclasses.min(MAX_CLASSES) {
-            if let Some(cl) = &self.classes[c] {
-                let off = u64::from(idx.wrapping_sub(cl.base));
-                if idx >= cl.base && off < cl.max_slots() {
-                    return Ok((c, off as usize));
-                }
+        // (An index below a class's base wraps to at least 2^31, past any span; a class that
+        // is absent, past `nclasses` too, has span 0.)
+        for (c, &(base, span)) in self.ranges.iter().enumerate() {
+            let off = idx.wrapping_sub(base);
+            if off < span {
+                return Ok((c, off as usize));
             }
         }
         Err(Fault::Corrupted("message index in no class"))

@@ -29,6 +29,55 @@ pub fn alloc(
     start: u64,
     owner: Owner,
 ) -> PResult<(u32, u32, u32)> {
+    alloc_slot(a, env, class, start, owner).map(|s| (s.idx, s.inc, s.epoch0))
+}
+
+/// A slot [`alloc_slot`] claimed: where it is, so that the caller need not locate its index.
+#[derive(Debug, Clone, Copy)]
+pub struct Claimed<'a> {
+    /// Global index.
+    pub idx: u32,
+    /// Its new incarnation.
+    pub inc: u32,
+    /// The epoch of its `vis` word while claimed.
+    pub epoch0: u32,
+    /// Its header.
+    pub h: &'a MsgHeader,
+    /// The start of its payload (`cap` bytes, in the base file or a mapped segment).
+    pub start: *mut u8,
+    /// Usable payload bytes of its class.
+    pub cap: u32,
+}
+
+/// [`alloc`], returning the slot's header, payload and capacity as well.
+pub fn alloc_slot<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    class: usize,
+    start: u64,
+    owner: Owner,
+) -> PResult<Claimed<'a>> {
+    let (idx, inc, epoch0) = alloc_index(a, env, class, start, owner)?;
+    let cl = a.classes[class].ok_or(Fault::Corrupted("class"))?;
+    // `idx` is `cl.base` plus a position the scan found within the class.
+    let (h, start) = a.slot(class, u64::from(idx - cl.base))?;
+    Ok(Claimed {
+        idx,
+        inc,
+        epoch0,
+        h,
+        start,
+        cap: cl.cap,
+    })
+}
+
+fn alloc_index(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    class: usize,
+    start: u64,
+    owner: Owner,
+) -> PResult<(u32, u32, u32)> {
     let cl = a
         .classes
         .get(class)

@@ -316,24 +316,26 @@ fn prepare<'a>(
     out: &Outgoing<'_>,
     entry: Option<(u32, u64)>,
 ) -> PResult<Prepared<'a>> {
-    let (idx, inc, epoch0) = match out.loaned {
-        None => pool::alloc(a, env, out.class, out.cursor, me)?,
+    let (idx, inc, epoch0, h, start, cap) = match out.loaned {
+        None => {
+            let s = pool::alloc_slot(a, env, out.class, out.cursor, me)?;
+            (s.idx, s.inc, s.epoch0, s.h, s.start, s.cap)
+        }
         Some(l) => {
-            let h = a.msg(l.idx)?;
+            let (cl, h, start) = a.class_of(l.idx)?;
             // Relaxed: our own claim; only a hostile writer changes it meanwhile.
             if h.vis.load(Ordering::Relaxed) != vis::pack(l.epoch0, vis::claimed(me))
                 || node::inc(h.link.load(Ordering::Relaxed)) != l.inc
             {
                 return Err(Fault::Corrupted("a lent slot changed hands"));
             }
-            (l.idx, l.inc, l.epoch0)
+            (l.idx, l.inc, l.epoch0, h, start, cl.cap)
         }
     };
     let loaned = out.loaned.is_some();
     let claimed = vis::pack(epoch0, vis::claimed(me));
-    let (cl, h, start) = a.class_of(idx)?;
     let total: usize = out.in_place + out.parts.iter().map(|p| p.len()).sum::<usize>();
-    if total > cl.cap as usize {
+    if total > cap as usize {
         give_up(a, env, idx, claimed, entry, loaned)?;
         return Err(Fault::Corrupted("payload larger than its class"));
     }

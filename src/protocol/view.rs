@@ -365,6 +365,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         ready,
         timers,
         classes,
+        ranges: super::ranges(&classes),
         nclasses: g.classes.len(),
         total: first,
         max_groups: u64::from(g.max_groups),
