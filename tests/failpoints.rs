@@ -167,7 +167,7 @@ fn child(spec: &str) {
                 say(format!("DEL {}", m.body));
             }
         }
-        "receive-delete-batch" => {
+        "receive-delete-batch" | "receive-delete-run" => {
             failpoint::arm(k);
             let got = q.receive(&long).unwrap();
             for m in &got {
@@ -825,10 +825,27 @@ fn case_send_batch(op: &str, k: u64, full: usize) -> bool {
 
 /// Receive, then delete each: a message is deleted by the child or delivered afterwards, never
 /// both, never lost (at most the one being deleted at the kill is in neither list), in order.
+/// `receive-delete-run`: "a", "b", "c" of one group behind a dummy that is a message slot
+/// ("x", deleted first), so the batch's cleanup frees a run of three slots (one swap of the
+/// group's head, then the run last node first), killed at each of those steps too.
 fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
     let (name, q) = fresh("fprd", &config());
-    for (g, b) in [("g", "a"), ("g", "b"), ("h", "c")] {
+    let run = op == "receive-delete-run";
+    let sends: &[(&str, &str)] = if run {
+        &[("g", "x"), ("g", "a"), ("g", "b"), ("g", "c")]
+    } else {
+        &[("g", "a"), ("g", "b"), ("h", "c")]
+    };
+    for (g, b) in sends {
         send(&q, g, b);
+    }
+    if run {
+        let x = q
+            .receive(&ReceiveOptions::max(1).wait(Duration::ZERO))
+            .unwrap();
+        assert_eq!(x.len(), 1);
+        assert_eq!(x[0].body, "x");
+        q.delete(&x[0].receipt_handle).unwrap();
     }
     let o = run_child(op, &name, k, "");
     let deleted: BTreeSet<String> = o.with("DEL ").into_iter().collect();
@@ -845,11 +862,20 @@ fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
         .filter(|b| !set.contains(*b) && !deleted.contains(*b))
         .collect();
     // One delete acts before its acknowledgement; a batch's deletes all act before theirs.
-    let most = if op == "receive-delete-batch" { 3 } else { 1 };
+    let most = if op == "receive-delete-batch" || run {
+        3
+    } else {
+        1
+    };
     assert!(
         missing.len() <= most && missing.iter().all(|b| received.contains(*b)),
         "{op} k={k}: lost {missing:?}"
     );
+    if run {
+        let mut ordered = got.clone();
+        ordered.sort();
+        assert_eq!(got, ordered, "{op} k={k}: group order");
+    }
     finish(&q, &name, &got, full, &format!("{op} k={k}"));
     o.killed
 }
@@ -1148,10 +1174,14 @@ fn stop_case(op: &str, k: u64) -> bool {
         "send-large" => grow_config(),
         _ => config(),
     };
-    let first = [("g", "a"), ("g", "b"), ("h", "c")];
+    let first: &[(&str, &str)] = if op == "receive-delete-run" {
+        &[("g", "x"), ("g", "a"), ("g", "b"), ("g", "c")]
+    } else {
+        &[("g", "a"), ("g", "b"), ("h", "c")]
+    };
     let (name, q) = if op == "send-revive" {
         // The stopped child revives r, kept.
-        fresh_r_kept("fpstop", &cfg, &first)
+        fresh_r_kept("fpstop", &cfg, first)
     } else {
         let (name, q) = fresh("fpstop", &cfg);
         for (g, b) in first {
@@ -1159,6 +1189,14 @@ fn stop_case(op: &str, k: u64) -> bool {
         }
         (name, q)
     };
+    if op == "receive-delete-run" {
+        // "x" deleted alone: its slot is the dummy the child's batch frees a run behind.
+        let x = q
+            .receive(&ReceiveOptions::max(1).wait(Duration::ZERO))
+            .unwrap();
+        assert_eq!(x[0].body, "x");
+        q.delete(&x[0].receipt_handle).unwrap();
+    }
     if op == "send-large" {
         q.set_attribute("MaximumMessageSize", "1048576").unwrap();
     }
@@ -1311,7 +1349,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 26] = [
+    let cases: [(&str, Case); 27] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1327,6 +1365,7 @@ fn main() {
         ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
         ("receive-delete-batch", case_receive_delete),
+        ("receive-delete-run", case_receive_delete),
         ("receive-borrowed-delete", case_receive_delete),
         ("change-visibility", case_change_visibility),
         ("expiry-sweep", case_expiry_sweep),
@@ -1360,6 +1399,7 @@ fn main() {
         "send-batch",
         "send-loan-batch",
         "receive-delete",
+        "receive-delete-run",
         "receive-borrowed-delete",
         "change-visibility",
         "expiry-sweep",

@@ -113,3 +113,94 @@ fn a_delete_batch_dying_at_each_step_loses_nothing() {
         });
     }
 }
+
+/// A cleanup that moves `head` past a run of deleted messages by one swap and then frees the
+/// run, last node first (`release::cleanup`): participant 1 deletes "a", "b", "c" of group "g"
+/// in one call, behind a dummy that is a message slot ("x", deleted before), so the run holds
+/// three slots to free; it stops forever at its `k`-th step (at some steps holding the
+/// group's claim, with the run named in `pending_free` and partly freed), while participant 2
+/// sends "d" to "g" and receives. Nothing 2 does is `Corrupted`. Once 1 is dead, recovery and
+/// a drain deliver "d" once, each message 1 did not delete once, in order, nothing twice, and
+/// every slot is free: the run's frees are finished by whoever takes the claim, none lost and
+/// none freed twice.
+#[test]
+fn a_run_freed_by_a_cleaner_that_stops_at_each_step_leaks_nothing() {
+    at_each_step(64, 8, |k| {
+        model(move || {
+            let h = arena(3, 2, 6);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a = h.arena();
+            for body in [&b"x"[..], b"a", b"b", b"c"] {
+                send(&a, &env, 0, "g", body).unwrap();
+            }
+            // "x" received and deleted alone: its slot becomes the group's dummy.
+            let x = recv(&a, &env, 0, 1, 1_000).unwrap();
+            assert_eq!(x.len(), 1);
+            handle::delete(&a, &*env, me(0), x[0].0).unwrap();
+            let held = recv(&a, &env, 1, 10, 1_000).unwrap();
+            assert_eq!(held.len(), 3);
+            let handles: Vec<Handle> = held.iter().map(|(h, _)| *h).collect();
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let ((deleted, crashed), got2) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        let mut r = vec![Ok(()); handles.len()];
+                        let _ = handle::delete_many(&h1.arena(), &*e1, me(1), &handles, &mut r);
+                        let crashed = crash::crashed();
+                        if crashed {
+                            stopped();
+                        }
+                        (r.iter().filter(|r| r.is_ok()).count(), crashed)
+                    })
+                },
+                move || {
+                    let a = h2.arena();
+                    send(&a, &e2, 2, "g", b"d").expect("sent");
+                    let got = recv(&a, &e2, 2, 10, 1_000);
+                    assert!(
+                        !matches!(got, Err(Fault::Corrupted(_))),
+                        "a receive beside a stopped cleaner: {got:?}"
+                    );
+                    let got = got.unwrap_or_default();
+                    for (h, _) in &got {
+                        let d = handle::delete(&a, &*e2, me(2), *h);
+                        assert!(!matches!(d, Err(Fault::Corrupted(_))), "its delete: {d:?}");
+                    }
+                    got
+                },
+            );
+            env.kill(1);
+            recovery::recover(&a, &*env, me(0)).unwrap();
+            env.advance(1_001);
+            let mut bodies: Vec<Vec<u8>> = got2.into_iter().map(|(_, b)| b).collect();
+            bodies.extend(drain(&a, &env, 0));
+            assert_eq!(
+                bodies.iter().filter(|b| b.as_slice() == b"d").count(),
+                1,
+                "d once: {bodies:?}"
+            );
+            if !crashed {
+                assert_eq!(deleted, 3);
+                assert!(
+                    bodies.iter().all(|b| b.as_slice() == b"d"),
+                    "deleted, never delivered again: {bodies:?}"
+                );
+            }
+            let mut seen = bodies.clone();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), bodies.len(), "nothing twice: {bodies:?}");
+            let undeleted: Vec<&Vec<u8>> = bodies.iter().filter(|b| b.as_slice() != b"d").collect();
+            let mut ordered = undeleted.clone();
+            ordered.sort();
+            assert_eq!(undeleted, ordered, "in order: {bodies:?}");
+            assert_eq!(
+                bodies.last().map(|b| b.as_slice()),
+                Some(&b"d"[..]),
+                "d after every message before it in its group: {bodies:?}"
+            );
+            assert_clean(&a);
+        });
+    });
+}

@@ -47,14 +47,17 @@ fn finish(e: &GroupEntry, cw: u64, r: Cleaned) -> PResult<Cleaned> {
     Ok(r)
 }
 
+/// The most deleted nodes one step of a cleanup moves `head` past (one swap), and frees.
+const RUN: usize = 16;
+
 fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -> PResult<Cleaned> {
-    let _ = env;
-    // Acquire: SYNC POINT(claim); a dead holder's pending free is visible.
+    // Acquire: SYNC POINT(claim); a dead holder's pending run is visible.
     let p = e.pending_free.load(Ordering::Acquire);
-    if p != 0 && p != e.head.load(Ordering::Acquire) {
-        pool::free_dummy(a, env, p)?;
-    }
     if p != 0 {
+        let h = e.head.load(Ordering::Acquire);
+        if p != h {
+            free_pending(a, env, p, h)?;
+        }
         e.pending_free.store(0, Ordering::Release);
     }
     for _ in 0..a.steps() {
@@ -90,47 +93,137 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 continue; // an append won: look again
             }
             next => {
-                let m = a.msg(next)?;
-                // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release check.
-                let w = if for_take {
-                    crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
-                } else {
-                    m.vis.load(Ordering::SeqCst)
-                };
-                if vis::state(w) != vis::State::Deleted {
+                // The run of deleted nodes after the dummy `h` (at most RUN): the last becomes
+                // the dummy, by one swap of `head`, and `h` and the others are freed.
+                let mut run = [0u64; RUN];
+                let mut n = 0;
+                let mut dummy = h;
+                let mut at = next;
+                while n < RUN {
+                    let m = a.msg(at)?;
+                    // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release
+                    // check.
+                    let w = if for_take {
+                        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
+                    } else {
+                        m.vis.load(Ordering::SeqCst)
+                    };
+                    if vis::state(w) != vis::State::Deleted {
+                        break;
+                    }
+                    let l = m.link.load(Ordering::Acquire);
+                    run[n] = dummy;
+                    n += 1;
+                    dummy = node::pack(node::inc(l), at);
+                    match node::index(l) {
+                        node::NIL | node::CLOSED => break,
+                        i => at = i,
+                    }
+                }
+                if n == 0 {
                     return Ok(Cleaned::Kept);
                 }
-                let nref = node::pack(node::inc(m.link.load(Ordering::Acquire)), next);
+                let run = &run[..n];
                 // Invariant 2: never leave `tail` on a node about to be freed. AcqRel pairs
-                // with appenders' Acquire loads of `tail`. Only where `tail` may still be on
-                // `h`: it moves only forward along the list (appenders' helping CAS, ours), and
-                // we see it at least where the cleanup that made `h` the dummy left it (the
-                // claim's Acquire, or our own CAS), which is `h` or past it; a value other than
-                // `h` is therefore past it for good (the incarnation in the word rules out a
-                // reused `h`), and a locked CAS a deleted node is saved (the common case: only
-                // the list's last node has `tail` on it).
-                if e.tail.load(Ordering::Acquire) == h {
-                    let _ = e
-                        .tail
-                        .compare_exchange(h, nref, Ordering::AcqRel, Ordering::Relaxed);
+                // with appenders' Acquire loads of `tail`. `tail` moves only forward along the
+                // list (appenders' helping CAS, ours), and we see it at least where the
+                // cleanup that made `h` the dummy left it (the claim's Acquire, or our own
+                // CAS): on a node of the run or past it. A failed CAS saw it move forward, so
+                // this ends within the run's length; a value past the run stays past it (the
+                // incarnation in the word rules out a reused node), and a locked CAS is saved
+                // where `tail` is past already (the common case: only the list's last node
+                // has `tail` on it).
+                for _ in 0..=n {
+                    let t = e.tail.load(Ordering::Acquire);
+                    if !run.contains(&t)
+                        || e.tail
+                            .compare_exchange(t, dummy, Ordering::AcqRel, Ordering::Relaxed)
+                            .is_ok()
+                    {
+                        break;
+                    }
                 }
-                if node::index(h) < a.total {
-                    // Release: a stealer that takes the claim (Acquire) sees what to free.
-                    e.pending_free.store(h, Ordering::Release);
+                // The run's first slot (a group's sentinel is no slot, and only ever the
+                // first node of a run) names the run for a holder after us, should we die
+                // before it is freed (`free_pending`). Release: a stealer that takes the claim
+                // (Acquire) sees it.
+                let first = run.iter().copied().find(|&r| node::index(r) < a.total);
+                if let Some(f) = first {
+                    e.pending_free.store(f, Ordering::Release);
                 }
                 crash_point!();
                 // SYNC POINT(ready-check): a swap (AcqRel) against the producer's RMW on `head`;
                 // our later loads of `vis` see any producer whose RMW came first.
-                e.head.swap(nref, Ordering::AcqRel);
+                e.head.swap(dummy, Ordering::AcqRel);
                 crash_point!();
-                pool::free_dummy(a, env, h)?;
-                if node::index(h) < a.total {
+                // Last first: what is not freed yet stays a prefix of the run, linked from its
+                // first node (each node's link changes only when the slot is claimed again).
+                for &r in run.iter().rev() {
+                    pool::free_dummy(a, env, r)?;
+                    crash_point!();
+                }
+                if first.is_some() {
                     e.pending_free.store(0, Ordering::Release);
                 }
             }
         }
     }
     Err(Fault::Corrupted("cleanup did not converge"))
+}
+
+/// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its
+/// new dummy `h` is `head` now): the prefix of the run it had not freed, since it freed the
+/// run last node first. Walks from `p` along the links while each node is still the run's:
+/// the incarnation `p` names (then its group's), deleted, in the same group, at the next
+/// position, and before `h`'s position. A node the holder freed is free, or claimed again
+/// with a new incarnation, or linked again at a later position (past `h`'s) or in another
+/// group; the walk stops there. Where `head` was not moved yet (the holder died before its
+/// swap) the run is still in the list, behind a sentinel of position 0: nothing qualifies.
+#[cold]
+#[inline(never)]
+fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
+    // Relaxed: the claim's Acquire ordered the holder's writes before our reads; positions
+    // and groups of deleted nodes do not change until they are freed.
+    let end = if node::index(h) < a.total {
+        a.msg(node::index(h))?.pos.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    let mut run = [0u64; RUN];
+    let mut n = 0;
+    let mut cur = p;
+    let mut last: Option<(u64, u32)> = None;
+    while n < RUN && cur != h && node::index(cur) < a.total {
+        let m = a.msg(node::index(cur))?;
+        // Acquire: as `pool::free_dummy`, pairs with the CAS that set DELETED.
+        let l = m.link.load(Ordering::Acquire);
+        if node::inc(l) != node::inc(cur)
+            || vis::state(m.vis.load(Ordering::Acquire)) != vis::State::Deleted
+        {
+            break;
+        }
+        let pos = m.pos.load(Ordering::Relaxed);
+        let g = super::words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+        let follows = last.is_none_or(|(lp, lg)| lg == g && lp.wrapping_add(1) == pos);
+        // Re-checked: an unchanged incarnation proves the words read belong to this node.
+        if !follows || pos >= end || node::inc(m.link.load(Ordering::Acquire)) != node::inc(cur) {
+            break;
+        }
+        run[n] = cur;
+        n += 1;
+        last = Some((pos, g));
+        let next = node::index(l);
+        if next >= a.total {
+            break; // NIL, CLOSED or a sentinel: not a node of the run
+        }
+        cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
+    }
+    // Last first, as the holder did.
+    for &r in run[..n].iter().rev() {
+        pool::free_dummy(a, env, r)?;
+        crash_point!();
+    }
+    Ok(())
 }
 
 /// Frees the dummy `h` of a closed list and retires the entry into a kept group (layout 17:
