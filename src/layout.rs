@@ -36,8 +36,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol.
-pub const LAYOUT_VERSION: u64 = 17;
+/// Bumped on any change to the layout or to a protocol (18: a cleanup's `pending_free` names a
+/// run of nodes freed last first, not one dummy; the words are laid out as at 17).
+pub const LAYOUT_VERSION: u64 = 18;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).

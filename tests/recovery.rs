@@ -230,8 +230,28 @@ fn cut_under_sleeper(role: &str, name: &str) -> String {
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "WAITING");
-    // Asleep on its futex by now (it spins only microseconds before sleeping).
-    std::thread::sleep(Duration::from_millis(300));
+    // Asleep on its futex: the kernel says its (only) thread sleeps ('S' in its stat, and
+    // where it waits in `wchan` where that is readable). A fixed pause was not enough on a
+    // loaded machine: the worker, descheduled before its sleep, touched a page past the cut and
+    // died of SIGBUS, which is what a cut under a running process does.
+    let pid = child.id();
+    let since = std::time::Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let sleeping = stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('S'));
+        let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        if sleeping && (wchan.contains("futex") || wchan.trim() == "0" || wchan.is_empty()) {
+            break;
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "the {role} worker never fell asleep"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .open(format!("/dev/shm/{name}"))

@@ -204,3 +204,70 @@ fn a_run_freed_by_a_cleaner_that_stops_at_each_step_leaks_nothing() {
         });
     });
 }
+
+/// What a dead cleaner left of its run is freed around slots of the run already reused
+/// (`release::free_pending`), by a holder that may die in turn: participant 1 deletes "a",
+/// "b", "c" behind the slot dummy "x" and dies at its `k1`-th step (at some, with the run
+/// named in `pending_free` and its last nodes freed); participant 2 then sends "d" to "g" (into
+/// a slot of the run freed already, where there is one: linked after "c", at a later position)
+/// and purges, which marks "d" deleted before its cleanup walks the run, dying at its `k2`-th
+/// step (at some, inside that walk's frees). Nothing is `Corrupted`; after a last recovery and
+/// purge every slot is free and no group active: no node freed while linked ("d"'s position
+/// stops the walk), none leaked, none freed twice. Sequential: each (k1, k2) is one execution.
+#[test]
+fn a_dead_cleaners_run_is_freed_around_a_reused_slot_by_a_purger_dying_at_each_step() {
+    use std::sync::atomic::{AtomicBool, Ordering as StdOrdering};
+    static FIRST_CRASHED: AtomicBool = AtomicBool::new(false);
+    static SECOND_CRASHED: AtomicBool = AtomicBool::new(false);
+    for k1 in 0..64 {
+        for k2 in 0..64 {
+            FIRST_CRASHED.store(false, StdOrdering::Relaxed);
+            SECOND_CRASHED.store(false, StdOrdering::Relaxed);
+            model(move || {
+                let h = arena(3, 2, 6);
+                let env = Arc::new(MockEnv::default());
+                env.advance(1);
+                let a = h.arena();
+                for body in [&b"x"[..], b"a", b"b", b"c"] {
+                    send(&a, &env, 0, "g", body).unwrap();
+                }
+                let x = recv(&a, &env, 0, 1, 1_000).unwrap();
+                handle::delete(&a, &*env, me(0), x[0].0).unwrap();
+                let held = recv(&a, &env, 1, 10, 1_000).unwrap();
+                assert_eq!(held.len(), 3);
+                let handles: Vec<Handle> = held.iter().map(|(h, _)| *h).collect();
+                let first = as_participant(&env, 1, Some(k1), || {
+                    let mut r = vec![Ok(()); handles.len()];
+                    let _ = handle::delete_many(&a, &*env, me(1), &handles, &mut r);
+                    crash::crashed()
+                });
+                FIRST_CRASHED.store(first, StdOrdering::Relaxed);
+                crash::arm(u32::MAX); // this thread goes on as the next participants
+                env.kill(1);
+                send(&a, &env, 2, "g", b"d").expect("sent");
+                let (purged, second) = as_participant(&env, 2, Some(k2), || {
+                    (handle::purge(&a, &*env, me(2)), crash::crashed())
+                });
+                SECOND_CRASHED.store(second, StdOrdering::Relaxed);
+                crash::arm(u32::MAX);
+                assert!(
+                    !matches!(purged, Err(Fault::Corrupted(_))),
+                    "k1={k1} k2={k2}: {purged:?}"
+                );
+                env.kill(2);
+                recovery::recover(&a, &*env, me(0)).unwrap();
+                env.advance(1_001);
+                handle::purge(&a, &*env, me(0)).expect("the last purge");
+                assert!(drain(&a, &env, 0).is_empty(), "k1={k1} k2={k2}: purged");
+                assert_clean(&a);
+            });
+            if !SECOND_CRASHED.load(StdOrdering::Relaxed) {
+                break;
+            }
+        }
+        if !FIRST_CRASHED.load(StdOrdering::Relaxed) {
+            return;
+        }
+    }
+    panic!("participant 1 still crashing after 64 steps");
+}

@@ -798,7 +798,7 @@ fn publish_entry(
     e.tail.store(sentinel, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
     // A kept group's `pending_free` is 0: its cleanup zeroes the word before its walk and
-    // after each dummy it frees, and keeps the group only from within the walk. Left alone
+    // after each run it frees, and keeps the group only from within the walk. Left alone
     // there (its line is the consumer's); a plain tombstone may be a quarantined group's,
     // which a dead claim holder can leave with a dummy named. Relaxed: as the stores above.
     // Elsewhere written only where not 0 (a line the consumer reads at each cleanup is not

@@ -16,7 +16,8 @@
 //! # Invariants
 //!
 //! 1. A node reachable from a group's `head` is never freed; only the claim holder moves
-//!    `head`, and frees the old dummy only after the move (`pending_free` records it first).
+//!    `head`, and frees the old dummy (and the run of deleted nodes it moved past, last node
+//!    first) only after the move (`pending_free` names the run's first slot first).
 //! 2. `tail` never points at a freed node: `head` is moved past a node only after `tail` has
 //!    been helped past it.
 //! 3. A node's `link` word carries its incarnation; every reference (`head`, `tail`, receipt
@@ -429,8 +430,9 @@ impl<'a> Arena<'a> {
         }
         // From the smallest class up (small messages, the common case, stop at the first):
         // each class's range is `base .. base + n × 2^growth`, the next class's base its end.
-        // (An index below a class's base wraps to at least 2^31, past any span; a class that
-        // is absent, past `nclasses` too, has span 0.)
+        // (An index below a class's base wraps past its span, as every class's base + span is
+        // at most `total` < 2^32, which `view::check` bounds by `MAX_SLOTS`; a class that is
+        // absent, past `nclasses` too, has span 0.)
         for (c, &(base, span)) in self.ranges.iter().enumerate() {
             let off = idx.wrapping_sub(base);
             if off < span {

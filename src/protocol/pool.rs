@@ -18,20 +18,6 @@ use crate::sync::{fence, Ordering};
 /// round robin and never touch the hint line.
 pub const HINT_MIN_CAP: u32 = 4096;
 
-/// Claims a free slot of class `class` for `owner`, scanning from `start`; a class whose
-/// every slot is taken grows by a segment ([`grow`]) while its size limit allows.
-///
-/// Returns the global index, the new incarnation and the epoch the slot was claimed at.
-pub fn alloc(
-    a: &Arena<'_>,
-    env: &dyn Env,
-    class: usize,
-    start: u64,
-    owner: Owner,
-) -> PResult<(u32, u32, u32)> {
-    alloc_slot(a, env, class, start, owner).map(|s| (s.idx, s.inc, s.epoch0))
-}
-
 /// A slot [`alloc_slot`] claimed: where it is, so that the caller need not locate its index.
 #[derive(Debug, Clone, Copy)]
 pub struct Claimed<'a> {
@@ -57,10 +43,10 @@ pub fn alloc_slot<'a>(
     start: u64,
     owner: Owner,
 ) -> PResult<Claimed<'a>> {
-    let (idx, inc, epoch0) = alloc_index(a, env, class, start, owner)?;
+    let (idx, inc, epoch0) = alloc(a, env, class, start, owner)?;
     let cl = a.classes[class].ok_or(Fault::Corrupted("class"))?;
     // `idx` is `cl.base` plus a position the scan found within the class.
-    let (h, start) = a.slot(class, u64::from(idx - cl.base))?;
+    let (h, start) = a.slot(class, u64::from(idx.wrapping_sub(cl.base)))?;
     Ok(Claimed {
         idx,
         inc,
@@ -71,7 +57,11 @@ pub fn alloc_slot<'a>(
     })
 }
 
-fn alloc_index(
+/// Claims a free slot of class `class` for `owner`, scanning from `start`; a class whose
+/// every slot is taken grows by a segment ([`grow`]) while its size limit allows.
+///
+/// Returns the global index, the new incarnation and the epoch the slot was claimed at.
+pub fn alloc(
     a: &Arena<'_>,
     env: &dyn Env,
     class: usize,

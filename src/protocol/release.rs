@@ -51,7 +51,10 @@ fn finish(e: &GroupEntry, cw: u64, r: Cleaned) -> PResult<Cleaned> {
 const RUN: usize = 16;
 
 fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -> PResult<Cleaned> {
-    // Acquire: SYNC POINT(claim); a dead holder's pending run is visible.
+    // Acquire: pairs with the Release stores of a holder that released the claim to us (SYNC
+    // POINT(claim)). A holder that died never released it: its writes all came before its
+    // death, which reached us through the kernel (its liveness lock, `owner_dead`), so they are
+    // visible to the stealer that learned of it.
     let p = e.pending_free.load(Ordering::Acquire);
     if p != 0 {
         let h = e.head.load(Ordering::Acquire);
@@ -143,6 +146,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                         break;
                     }
                 }
+                crash_point!();
                 // The run's first slot (a group's sentinel is no slot, and only ever the
                 // first node of a run) names the run for a holder after us, should we die
                 // before it is freed (`free_pending`). Release: a stealer that takes the claim
@@ -182,8 +186,9 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
 #[cold]
 #[inline(never)]
 fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
-    // Relaxed: the claim's Acquire ordered the holder's writes before our reads; positions
-    // and groups of deleted nodes do not change until they are freed.
+    // Relaxed: the dead holder's writes came before its death, which we learned of (see
+    // `cleanup_inner`); positions and groups of deleted nodes do not change until they are
+    // freed, and the incarnation re-check below catches a slot freed and claimed meanwhile.
     let end = if node::index(h) < a.total {
         a.msg(node::index(h))?.pos.load(Ordering::Relaxed)
     } else {

@@ -87,12 +87,16 @@ pub struct Loaned {
 /// entry to settle and frees the slot. The caller writes the payload in place and later sends
 /// it ([`Outgoing::loaned`]) or gives it back ([`return_loan`]).
 pub fn loan(a: &Arena<'_>, env: &dyn Env, me: Owner, class: usize, cursor: u64) -> PResult<Loaned> {
-    let (idx, inc, epoch0) = pool::alloc(a, env, class, cursor, me)?;
+    let s = pool::alloc_slot(a, env, class, cursor, me)?;
     crash_point!();
     // Relaxed: the slot is ours; a stale back-pointer names no PENDING entry of ours and this
     // slot either, so settlers ignore it: clearing it only keeps the word tidy.
-    a.msg(idx)?.recv_ms.store(0, Ordering::Relaxed);
-    Ok(Loaned { idx, inc, epoch0 })
+    s.h.recv_ms.store(0, Ordering::Relaxed);
+    Ok(Loaned {
+        idx: s.idx,
+        inc: s.inc,
+        epoch0: s.epoch0,
+    })
 }
 
 /// Gives a lent slot back (a loan dropped unsent, or sent as a duplicate): frees it if it is
