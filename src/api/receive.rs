@@ -146,7 +146,8 @@ pub(super) fn fill(
         let mut v = std::mem::take(dst).into_bytes();
         v.clear();
         v.extend_from_slice(src);
-        if v.len() >= 256 && crate::validate::ascii(&v) {
+        // ASCII (the usual text) is checked a word or a vector at a time, and is UTF-8.
+        if v.len() >= 16 && crate::validate::ascii(&v) {
             #[allow(unsafe_code)]
             {
                 // SAFETY: every byte of the copy is ASCII (checked just above, on the copy,
@@ -179,11 +180,11 @@ pub(super) fn fill(
         }
         Body::InPlace => m.body.clear(),
     }
-    let mut id = [0u8; MAX_ID_LEN];
-    let n = t.group_id(&mut id);
     // A reused buffer mostly holds this group's id already: equal bytes are that valid text,
-    // and neither copy nor check is needed.
-    if m.group_id.as_bytes() != &id[..n] {
+    // and neither copy nor check is needed (compared in place, word by word).
+    if !t.group_id_is(m.group_id.as_bytes()) {
+        let mut id = [0u8; MAX_ID_LEN];
+        let n = t.group_id(&mut id);
         set_text(&mut m.group_id, &id[..n])?;
     }
     if p.dedup.is_empty() {

@@ -224,6 +224,13 @@ pub fn release_plain(word: &AtomicU64, cw: u64) {
     let _ = word.compare_exchange(cw, 0, Ordering::Release, Ordering::Relaxed);
 }
 
+/// Whether entry `e`'s id is `id` (its words read with Relaxed loads: the caller validates the
+/// entry around the read, by a seqlock re-check of its state or by holding its claim). An `id`
+/// longer than an entry holds is no entry's, whatever a damaged length word says.
+pub fn id_is(e: &GroupEntry, id: &[u8]) -> bool {
+    id.len() <= e.id.len() * 8 && id_matches(e, id)
+}
+
 fn id_matches(e: &GroupEntry, id: &[u8]) -> bool {
     // Relaxed: the caller loaded `state` with Acquire (SYNC POINT(group-publish)) before, and
     // re-checks it after, so a torn read of a reused entry is discarded.

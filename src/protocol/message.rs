@@ -103,6 +103,11 @@ impl<'t> Taken<'t> {
         group::read_id(self.group, out)
     }
 
+    /// Whether the group id is `id` (compared word by word in place, nothing copied).
+    pub fn group_id_is(&self, id: &[u8]) -> bool {
+        group::id_is(self.group, id)
+    }
+
     /// The keyed hash the group entry was inserted with.
     pub fn group_hash(&self) -> u64 {
         // Relaxed: under the claim (see above).
