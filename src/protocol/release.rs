@@ -162,7 +162,8 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 crash_point!();
                 // Last first: what is not freed yet stays a prefix of the run, linked from its
                 // first node (each node's link changes only when the slot is claimed again).
-                for &r in run.iter().rev() {
+                // (The sentinel, only ever the run's first node, is no slot to free.)
+                for &r in run.iter().rev().filter(|&&r| node::index(r) < a.total) {
                     pool::free_dummy(a, env, r)?;
                     crash_point!();
                 }
