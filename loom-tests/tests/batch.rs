@@ -114,6 +114,21 @@ fn a_delete_batch_dying_at_each_step_loses_nothing() {
     }
 }
 
+/// Group "g" holding "a", "b", "c" behind a dummy that is a message slot ("x", sent first,
+/// received and deleted alone), all three received by participant 1: their handles, whose
+/// delete leaves a run of three slots to free (the dummy, "a", "b").
+fn a_run_behind_a_slot_dummy(a: &Arena<'_>, env: &MockEnv) -> Vec<Handle> {
+    for body in [&b"x"[..], b"a", b"b", b"c"] {
+        send(a, env, 0, "g", body).unwrap();
+    }
+    let x = recv(a, env, 0, 1, 1_000).unwrap();
+    assert_eq!(x.len(), 1);
+    handle::delete(a, env, me(0), x[0].0).unwrap();
+    let held = recv(a, env, 1, 10, 1_000).unwrap();
+    assert_eq!(held.len(), 3);
+    held.iter().map(|(h, _)| *h).collect()
+}
+
 /// A cleanup that moves `head` past a run of deleted messages by one swap and then frees the
 /// run, last node first (`release::cleanup`): participant 1 deletes "a", "b", "c" of group "g"
 /// in one call, behind a dummy that is a message slot ("x", deleted before), so the run holds
@@ -131,16 +146,7 @@ fn a_run_freed_by_a_cleaner_that_stops_at_each_step_leaks_nothing() {
             let env = Arc::new(MockEnv::default());
             env.advance(1);
             let a = h.arena();
-            for body in [&b"x"[..], b"a", b"b", b"c"] {
-                send(&a, &env, 0, "g", body).unwrap();
-            }
-            // "x" received and deleted alone: its slot becomes the group's dummy.
-            let x = recv(&a, &env, 0, 1, 1_000).unwrap();
-            assert_eq!(x.len(), 1);
-            handle::delete(&a, &*env, me(0), x[0].0).unwrap();
-            let held = recv(&a, &env, 1, 10, 1_000).unwrap();
-            assert_eq!(held.len(), 3);
-            let handles: Vec<Handle> = held.iter().map(|(h, _)| *h).collect();
+            let handles = a_run_behind_a_slot_dummy(&a, &env);
             let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
             let ((deleted, crashed), got2) = par(
                 move || {
@@ -228,14 +234,7 @@ fn a_dead_cleaners_run_is_freed_around_a_reused_slot_by_a_purger_dying_at_each_s
                 let env = Arc::new(MockEnv::default());
                 env.advance(1);
                 let a = h.arena();
-                for body in [&b"x"[..], b"a", b"b", b"c"] {
-                    send(&a, &env, 0, "g", body).unwrap();
-                }
-                let x = recv(&a, &env, 0, 1, 1_000).unwrap();
-                handle::delete(&a, &*env, me(0), x[0].0).unwrap();
-                let held = recv(&a, &env, 1, 10, 1_000).unwrap();
-                assert_eq!(held.len(), 3);
-                let handles: Vec<Handle> = held.iter().map(|(h, _)| *h).collect();
+                let handles = a_run_behind_a_slot_dummy(&a, &env);
                 let first = as_participant(&env, 1, Some(k1), || {
                     let mut r = vec![Ok(()); handles.len()];
                     let _ = handle::delete_many(&a, &*env, me(1), &handles, &mut r);

@@ -1,9 +1,16 @@
 //! Message attribute framing in a slot's payload: per attribute a frame of
 //! `[name_len:u16][type_len:u16][value_len:u32]` (little-endian), then the name, the type and
 //! the value. Encoded by `send`, decoded by `receive` (copying out) and by the dead-letter
-//! mover (measuring a moved message as `send` measured it), all through this module.
+//! mover (measuring a moved message as `send` measured it), all through this module; and the
+//! pieces a send writes a message's payload from, in slot order ([`Framed`], [`Pieces`]).
 
-use crate::config::ATTRIBUTE_FRAMING;
+use super::hashing::content_dedup_id;
+use super::types::{MessageAttribute, SendMessage};
+use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
+
+/// Pieces of a message with every attribute: body, dead-letter source, dedup id, and 4 per
+/// attribute (frame, name, type, value).
+pub(super) const ALL_PIECES: usize = 3 + 4 * MAX_ATTRIBUTES;
 
 /// The frame of one attribute with these lengths (checked by `send`: names and types are at
 /// most 256 bytes, values at most the message size).
@@ -56,6 +63,113 @@ pub(super) fn attr_size(attrs: &[u8]) -> usize {
         }
     }
     size
+}
+
+/// Bytes of `attributes` as SQS counts them against the size limits: names, types, values.
+pub(super) fn attributes_len(attributes: &[MessageAttribute<'_>]) -> usize {
+    attributes
+        .iter()
+        .map(|a| a.name.len() + a.data_type.len() + a.value.len())
+        .sum()
+}
+
+/// Every piece of a message in slot order (layout 10: the body first, so it starts 64-byte
+/// aligned and a loan can be filled before its options are known): body, dead-letter source,
+/// dedup id, attribute pieces; and how many.
+pub(super) fn all_parts<'p>(
+    source: &'p [u8],
+    dedup: &'p [u8],
+    attr_pieces: &[&'p [u8]],
+    body: &'p [u8],
+) -> ([&'p [u8]; ALL_PIECES], usize) {
+    let mut parts: [&[u8]; ALL_PIECES] = [&[]; ALL_PIECES];
+    parts[0] = body;
+    parts[1] = source;
+    parts[2] = dedup;
+    let mut n = 3;
+    for p in attr_pieces {
+        parts[n] = p;
+        n += 1;
+    }
+    (parts, n)
+}
+
+/// What a message adds to its own bytes in the slot: the framing of each attribute (see
+/// `framing`) and, with content-based dedup and no explicit id, its generated dedup id (D5).
+pub(super) struct Framed {
+    frames: [[u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES],
+    generated: Option<[u8; 64]>,
+}
+
+impl Framed {
+    pub(super) fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
+        let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
+        for (f, a) in frames.iter_mut().zip(msg.attributes) {
+            *f = frame(a.name.len(), a.data_type.len(), a.value.len());
+        }
+        // D5: SHA-256 of the body only (attributes excluded), stored as the message's dedup id.
+        let generated = (msg.dedup_id.is_none() && dedup != Deduplication::Off)
+            .then(|| content_dedup_id(msg.body_bytes()));
+        Framed { frames, generated }
+    }
+
+    /// Fills `pieces` (made for `msg`: [`Pieces::for_message`]) with every piece of the
+    /// message in slot order (body, no dead-letter source, dedup id, attribute pieces); returns
+    /// those written and the attributes' bytes.
+    pub(super) fn fill<'p, 's>(
+        &'p self,
+        msg: &'p SendMessage<'p>,
+        pieces: &'s mut Pieces<'p>,
+    ) -> (&'s mut [&'p [u8]], usize) {
+        let dedup: &[u8] = match (msg.dedup_id, &self.generated) {
+            (Some(d), _) => d.as_bytes(),
+            (None, Some(g)) => g,
+            (None, None) => &[],
+        };
+        let head = [msg.body_bytes(), &[][..], dedup];
+        let all = match pieces {
+            Pieces::Plain(p) => {
+                debug_assert!(msg.attributes.is_empty());
+                *p = head;
+                return (p, 0);
+            }
+            Pieces::All(p) => p,
+        };
+        let (first, rest) = all.split_at_mut(3);
+        first.copy_from_slice(&head);
+        let mut n = 3;
+        let mut attr_len = 0;
+        // Room for every attribute's 4 pieces (`check` caps them at 10).
+        let attributes = self.frames.iter().zip(msg.attributes);
+        for ((f, a), four) in attributes.zip(rest.chunks_exact_mut(4)) {
+            four.copy_from_slice(&[&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value]);
+            attr_len += four.iter().map(|p| p.len()).sum::<usize>();
+            n += 4;
+        }
+        (&mut all[..n], attr_len)
+    }
+}
+
+/// Room for a message's pieces in slot order: 3 for a message without attributes, which need
+/// not initialise the 43 of one with every attribute (688 bytes a send, and ten times that in a
+/// batch's array); a message with attributes, whose framing and copies cost far more, takes
+/// them from the heap.
+pub(super) enum Pieces<'p> {
+    /// Body, dead-letter source, dedup id.
+    Plain([&'p [u8]; 3]),
+    /// With room for every attribute's 4 pieces.
+    All(Box<[&'p [u8]; ALL_PIECES]>),
+}
+
+impl<'p> Pieces<'p> {
+    /// Room enough for `msg`'s pieces.
+    pub(super) fn for_message(msg: &SendMessage<'_>) -> Self {
+        if msg.attributes.is_empty() {
+            Pieces::Plain([&[]; 3])
+        } else {
+            Pieces::All(Box::new([&[]; ALL_PIECES]))
+        }
+    }
 }
 
 #[cfg(test)]

@@ -252,7 +252,7 @@ impl Queue {
         // The request's own errors, for every loan alike (each gets its own copy).
         let total: usize = loans
             .iter()
-            .map(|(l, o)| l.len() + super::send::attributes_len(o.attributes))
+            .map(|(l, o)| l.len() + super::framing::attributes_len(o.attributes))
             .sum();
         let needs_id = self.inner.needs_dedup_id();
         let request: Option<fn(usize, usize) -> Error> = if n > 10 {

@@ -4,11 +4,11 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::framing;
-use super::hashing::{content_dedup_id, group_hash, hash_dedup};
+use super::framing::{all_parts, attributes_len, Framed, Pieces};
+use super::hashing::{group_hash, hash_dedup};
 use super::queue::{fault, Op, Queue};
 use super::types::*;
-use crate::config::{Deduplication, ATTRIBUTE_FRAMING, MAX_ATTRIBUTES};
+use crate::config::{Deduplication, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
 use crate::protocol::accounting::counter;
 use crate::protocol::message;
@@ -208,19 +208,11 @@ impl Queue {
     ) -> Result<SendResult> {
         self.check(group_id, msg)?;
         let f = Framed::new(self.inner.dedup, msg);
-        // Room for every piece only where there are attributes (43 slots, 3 without).
-        let mut plain: [&[u8]; 3] = [&[]; 3];
-        let mut all: [&[u8]; 3 + 4 * MAX_ATTRIBUTES];
-        let parts: &mut [&[u8]] = if msg.attributes.is_empty() {
-            &mut plain
-        } else {
-            all = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-            &mut all
-        };
-        let (n, attr_len) = f.fill(msg, parts);
+        let mut pieces = Pieces::for_message(msg);
+        let (parts, attr_len) = f.fill(msg, &mut pieces);
         self.send_all(
             group_id.as_bytes(),
-            &parts[..n],
+            parts,
             attr_len,
             msg.body_bytes().len(),
             0,
@@ -434,13 +426,13 @@ impl Queue {
         self.check_with(group_id, msg, false)?;
         let inner = &*self.inner;
         let f = Framed::new(inner.dedup, msg);
-        let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-        let (n, attr_len) = f.fill(msg, &mut parts);
-        if !self.fits_in_place(&mut parts[..n], class) {
+        let mut pieces = Pieces::for_message(msg);
+        let (parts, attr_len) = f.fill(msg, &mut pieces);
+        if !self.fits_in_place(parts, class) {
             // The options outgrow the class the body was lent from: one copy.
             let r = self.send_all(
                 group_id.as_bytes(),
-                &parts[..n],
+                parts,
                 attr_len,
                 msg.body_bytes().len(),
                 0,
@@ -452,7 +444,7 @@ impl Queue {
         }
         let mut out = self.outgoing(
             group_id.as_bytes(),
-            &parts[..n],
+            parts,
             attr_len,
             msg.body_bytes().len(),
             0,
@@ -645,20 +637,14 @@ impl Queue {
             return Err(Error::BatchRequestTooLong { bytes: total });
         }
         // Each entry checked, framed and described on its own (a bad entry fails alone), in
-        // one pass, into arrays on the stack (a batch holds at most 10 entries): an entry's
-        // pieces take 3 slots (body, source, dedup id) unless it has attributes, whose
-        // entries alone get room for every piece (on the heap: rare, and 43 slots each).
+        // one pass, into arrays on the stack (a batch holds at most 10 entries).
         const B: usize = 10;
-        const ALL: usize = 3 + 4 * MAX_ATTRIBUTES;
         let inner = &*self.inner;
         let mut framed: [Option<Framed>; B] = std::array::from_fn(|_| None);
-        let mut plain: [[&[u8]; 3]; B] = [[&[]; 3]; B];
-        let with_attributes = entries.iter().filter(|e| !e.attributes.is_empty()).count();
-        let mut room: Vec<[&[u8]; ALL]> = vec![[&[]; ALL]; with_attributes];
-        let mut room = room.iter_mut();
+        let mut pieces: [Pieces<'_>; B] = std::array::from_fn(|_| Pieces::Plain([&[]; 3]));
         let mut in_place = [false; B];
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
-        let slots = framed.iter_mut().zip(plain.iter_mut());
+        let slots = framed.iter_mut().zip(pieces.iter_mut());
         for (k, (e, (f, p))) in entries.iter().zip(slots).enumerate() {
             // A lent body was checked where it lies.
             if let Err(err) = self.check_with(group_of(e), e, lent_at(k).is_none()) {
@@ -666,21 +652,8 @@ impl Queue {
                 continue;
             }
             let f: &Framed = f.insert(Framed::new(inner.dedup, e));
-            let parts: &mut [&[u8]] = if e.attributes.is_empty() {
-                p
-            } else {
-                match room.next() {
-                    Some(r) => r,
-                    None => {
-                        results[k] = Some(Err(Error::Corrupted {
-                            what: "a batch entry's attributes were not counted",
-                        }));
-                        continue;
-                    }
-                }
-            };
-            let (n, attr_len) = f.fill(e, parts);
-            let parts = &mut parts[..n];
+            *p = Pieces::for_message(e);
+            let (parts, attr_len) = f.fill(e, p);
             if let Some((_, class)) = lent_at(k) {
                 in_place[k] = self.fits_in_place(parts, class);
             }
@@ -818,84 +791,7 @@ impl Queue {
     }
 }
 
-/// Bytes of `attributes` as SQS counts them against the size limits: names, types, values.
-pub(super) fn attributes_len(attributes: &[MessageAttribute<'_>]) -> usize {
-    attributes
-        .iter()
-        .map(|a| a.name.len() + a.data_type.len() + a.value.len())
-        .sum()
-}
-
 /// The group id of a batch's message (present: `send_batch_lent` checks that first).
 fn group_of<'e>(e: &SendMessage<'e>) -> &'e str {
     e.group_id.unwrap_or("")
-}
-
-/// Every piece of a message in slot order (layout 10: the body first, so it starts 64-byte
-/// aligned and a loan can be filled before its options are known): body, dead-letter source,
-/// dedup id, attribute pieces; and how many.
-fn all_parts<'p>(
-    source: &'p [u8],
-    dedup: &'p [u8],
-    attr_pieces: &[&'p [u8]],
-    body: &'p [u8],
-) -> ([&'p [u8]; 3 + 4 * MAX_ATTRIBUTES], usize) {
-    let mut parts: [&[u8]; 3 + 4 * MAX_ATTRIBUTES] = [&[]; 3 + 4 * MAX_ATTRIBUTES];
-    parts[0] = body;
-    parts[1] = source;
-    parts[2] = dedup;
-    let mut n = 3;
-    for p in attr_pieces {
-        parts[n] = p;
-        n += 1;
-    }
-    (parts, n)
-}
-
-/// What a message adds to its own bytes in the slot: the framing of each attribute (see
-/// `framing`) and, with content-based dedup and no explicit id, its generated dedup id (D5).
-struct Framed {
-    frames: [[u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES],
-    generated: Option<[u8; 64]>,
-}
-
-impl Framed {
-    fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
-        let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
-        for (f, a) in frames.iter_mut().zip(msg.attributes) {
-            *f = framing::frame(a.name.len(), a.data_type.len(), a.value.len());
-        }
-        // D5: SHA-256 of the body only (attributes excluded), stored as the message's dedup id.
-        let generated = (msg.dedup_id.is_none() && dedup != Deduplication::Off)
-            .then(|| content_dedup_id(msg.body_bytes()));
-        Framed { frames, generated }
-    }
-
-    /// Fills `parts` with every piece of the message in slot order (body, no dead-letter
-    /// source, dedup id, attribute pieces); returns how many and the attributes' bytes.
-    /// (`parts` holds 3 slots, and 4 more for each attribute: the pieces that do not fit are
-    /// left out, and `n` counts only those written.)
-    fn fill<'p>(&'p self, msg: &'p SendMessage<'p>, parts: &mut [&'p [u8]]) -> (usize, usize) {
-        let dedup: &[u8] = match (msg.dedup_id, &self.generated) {
-            (Some(d), _) => d.as_bytes(),
-            (None, Some(g)) => g,
-            (None, None) => &[],
-        };
-        debug_assert!(parts.len() >= 3 + 4 * msg.attributes.len().min(MAX_ATTRIBUTES));
-        let [body, source, id, rest @ ..] = parts else {
-            return (0, 0);
-        };
-        *body = msg.body_bytes();
-        *source = &[];
-        *id = dedup;
-        let mut n = 3;
-        let mut attr_len = 0;
-        let attributes = self.frames.iter().zip(msg.attributes);
-        for ((f, a), four) in attributes.zip(rest.chunks_exact_mut(4)) {
-            four.copy_from_slice(&[&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value]);
-            attr_len += four.iter().map(|p| p.len()).sum::<usize>();
-            n += 4;
-        }
-        (n, attr_len)
-    }
 }

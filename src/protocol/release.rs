@@ -149,8 +149,8 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 crash_point!();
                 // The run's first slot (a group's sentinel is no slot, and only ever the
                 // first node of a run) names the run for a holder after us, should we die
-                // before it is freed (`free_pending`). Release: a stealer that takes the claim
-                // (Acquire) sees it.
+                // before it is freed (`free_pending`). Release: a holder we hand the claim to
+                // sees it (one that takes it after our death, by learning of the death).
                 let first = run.iter().copied().find(|&r| node::index(r) < a.total);
                 if let Some(f) = first {
                     e.pending_free.store(f, Ordering::Release);
@@ -160,13 +160,7 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                 // our later loads of `vis` see any producer whose RMW came first.
                 e.head.swap(dummy, Ordering::AcqRel);
                 crash_point!();
-                // Last first: what is not freed yet stays a prefix of the run, linked from its
-                // first node (each node's link changes only when the slot is claimed again).
-                // (The sentinel, only ever the run's first node, is no slot to free.)
-                for &r in run.iter().rev().filter(|&&r| node::index(r) < a.total) {
-                    pool::free_dummy(a, env, r)?;
-                    crash_point!();
-                }
+                free_last_first(a, env, run)?;
                 if first.is_some() {
                     e.pending_free.store(0, Ordering::Release);
                 }
@@ -225,7 +219,14 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
         cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
     }
     // Last first, as the holder did.
-    for &r in run[..n].iter().rev() {
+    free_last_first(a, env, &run[..n])
+}
+
+/// Frees the slots of `run` last node first: what is not freed yet stays a prefix of the run,
+/// linked from its first node (each node's link changes only when the slot is claimed again).
+/// The sentinel, only ever a run's first node, is no slot to free.
+fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
+    for &r in run.iter().rev().filter(|&&r| node::index(r) < a.total) {
         pool::free_dummy(a, env, r)?;
         crash_point!();
     }
