@@ -36,9 +36,12 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (18: a cleanup's `pending_free` names a
-/// run of nodes freed last first, not one dummy; the words are laid out as at 17).
-pub const LAYOUT_VERSION: u64 = 18;
+/// Bumped on any change to the layout or to a protocol (19: a group its last delete emptied
+/// stays `ACTIVE`, its list reopened at a new incarnation of its sentinel, whose position is
+/// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
+/// no kept tombstones. 18: a cleanup's `pending_free` names a run
+/// of nodes freed last first, not one dummy).
+pub const LAYOUT_VERSION: u64 = 19;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -430,10 +433,10 @@ pub mod counter {
 /// |-------------|-------------|-----------------------------------------------------------|
 /// | `FREE`      | 0           | never used; ends every probe chain                        |
 /// | `INSERTING` | inserter    | being initialised by `owner` (who holds the home claim)   |
-/// | `ACTIVE`    | 0           | group `id` lives here, incarnation `ginc`                 |
+/// | `ACTIVE`    | 0           | group `id` lives here, incarnation `ginc`; *idle* when    |
+/// |             |             | `head` is its sentinel and the sentinel's link `NIL`      |
+/// |             |             | (layout 19: emptied, kept for its next send)              |
 /// | `TOMBSTONE` | 0           | was a group; reusable, does not end probe chains          |
-/// | `TOMBSTONE` | `KEPT` (1)  | a group its last receive emptied, kept with its key and   |
-/// |             |             | counted: its next send revives it (layout 17); reusable    |
 /// | `TOMBSTONE` | quarantiner | being quarantined by `owner`                              |
 ///
 /// The `claim` word grants its owner exclusive right to take messages of the group and to
@@ -443,8 +446,13 @@ pub mod counter {
 pub struct GroupEntry {
     /// Kind, incarnation and inserter, see the table above.
     pub state: AtomicU64,
-    /// Insert claim for keys whose home slot this is (owner code or 0).
-    pub home_claim: AtomicU64,
+    /// The sentinel's position (layout 19): 0 for a new incarnation, one past the last
+    /// message's when the list was reopened, so that positions (and sequence numbers) keep
+    /// growing in the group. Written by the claim holder before the sentinel's link word and
+    /// `tail` (Release stores), read by appenders after their Acquire load of `tail`. On the
+    /// line of `head`, `tail` and the sentinel's word, which a reopen writes and the next
+    /// append reads anyway (in place of `home_claim`, moved to the key's line).
+    pub sentinel_pos: AtomicU64,
     /// Receive/cleanup claim (owner code, plus `DIRTY`).
     pub claim: AtomicU64,
     /// 1 while a ready hint for this group is (believed) queued.
@@ -453,7 +461,8 @@ pub struct GroupEntry {
     pub head: AtomicU64,
     /// Node ref of the last node (a hint helped forward, never behind `head`).
     pub tail: AtomicU64,
-    /// The sentinel node's link word.
+    /// The sentinel node's link word. Its incarnation is the sentinel's: a new one each time
+    /// the list is reopened (layout 19, see `protocol::release`) or the entry inserted.
     pub sentinel: AtomicU64,
     /// High 64 bits of this incarnation's sequence numbers.
     pub seq_base: AtomicU64,
@@ -467,11 +476,16 @@ pub struct GroupEntry {
     pub hash: AtomicU64,
     /// Length of the id in bytes.
     pub id_len: AtomicU64,
+    /// Insert claim for keys whose home slot this is (owner code or 0). Layout 19: on the
+    /// key's line, off the first line (a group's producer's and consumer's words); an insert
+    /// that lands on its home entry writes the key on this line anyway.
+    pub home_claim: AtomicU64,
     /// The id bytes, 8 per word, little-endian.
     pub id: [AtomicU64; MAX_ID_LEN / 8],
     /// Node ref of an old dummy being freed by the claim holder (0 = none). Layout 17: on the
-    /// entry's last line, which a lookup of an id of up to 104 bytes never reads, so that the
-    /// consumer's writes of it do not take the key's line from the producers that look it up.
+    /// entry's last line, which a lookup of an id of up to 96 bytes never reads (104 before
+    /// layout 19), so that the consumer's writes of it do not take the key's line from the
+    /// producers that look it up.
     pub pending_free: AtomicU64,
 }
 
@@ -544,6 +558,9 @@ pub struct MsgHeader {
 const _: () = {
     assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
+    // Pinned: the tests that damage a group through the file (tests/common) write at them.
+    assert!(core::mem::offset_of!(GroupEntry, head) == 32);
+    assert!(core::mem::offset_of!(GroupEntry, id) == 96);
     assert!(core::mem::size_of::<Participant>() == PARTICIPANT_SIZE);
     assert!(core::mem::size_of::<DedupEntry>() == DEDUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<AttemptEntry>() == ATTEMPT_ENTRY_SIZE);

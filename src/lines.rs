@@ -399,7 +399,7 @@ const HEADER: &[(usize, &str)] = &[
 
 const GROUP: &[(usize, &str)] = &[
     (offset_of!(GroupEntry, state), "state"),
-    (offset_of!(GroupEntry, home_claim), "home_claim"),
+    (offset_of!(GroupEntry, sentinel_pos), "sentinel_pos"),
     (offset_of!(GroupEntry, claim), "claim"),
     (offset_of!(GroupEntry, hint), "hint"),
     (offset_of!(GroupEntry, head), "head"),
@@ -409,6 +409,7 @@ const GROUP: &[(usize, &str)] = &[
     (offset_of!(GroupEntry, probe), "probe"),
     (offset_of!(GroupEntry, hash), "hash"),
     (offset_of!(GroupEntry, id_len), "id_len"),
+    (offset_of!(GroupEntry, home_claim), "home_claim"),
     (offset_of!(GroupEntry, id), "id"),
     (offset_of!(GroupEntry, pending_free), "pending_free"),
 ];

@@ -43,7 +43,7 @@ fn group_of_x(op: &str) -> &'static str {
     match op {
         "send-new-group" => "h",
         "send-new-group-grow" => "k",
-        "send-revive" => "r",
+        "send-kept" => "r",
         "send-new-group-reclaim" => "k",
         _ => "g",
     }
@@ -82,7 +82,7 @@ fn child(spec: &str) {
         | "send-new-group-grow"
         | "send-grow"
         | "send-dedup-grow"
-        | "send-revive"
+        | "send-kept"
         | "send-new-group-reclaim" => {
             let g = group_of_x(op);
             failpoint::arm(k);
@@ -386,12 +386,10 @@ fn assert_clean(q: &Queue, full: usize, what: &str) {
         "{what}: counts"
     );
     assert_group_count(q, what);
-    // One slot per group may stay as its list head until the group retires (documented).
+    // Every slot back: a drained group holds none (layout 19: the delete that empties it
+    // reopens its list at its sentinel and frees its last message's slot).
     let c = capacity(q);
-    assert!(
-        c + 2 >= full,
-        "{what}: capacity {c} of {full}: slots leaked"
-    );
+    assert!(c >= full, "{what}: capacity {c} of {full}: slots leaked");
 }
 
 /// The end of a case: "a" before "b" if both were delivered (one group), the queue clean, and
@@ -465,32 +463,25 @@ fn resend_x(q: &Queue, g: &str, o: &Outcome, op: &str, k: u64) {
     }
 }
 
-/// Group `r` emptied (its one message received and deleted), so that its entry is kept with
-/// its key (layout 17) for the `send-revive` cases.
+/// Group `r` emptied (its one message received and deleted), so that it is kept, idle, with
+/// its key (layout 19) for the `send-kept` cases.
 fn keep_r(q: &Queue) {
     send(q, "r", "r0");
     assert_eq!(drain(q), ["r0"]);
 }
 
-/// A fresh queue in which group `r` is kept (layout 17) and `then` was sent after it: made
-/// again (new arena keys, so new homes) until no group of `then` took `r`'s entry as its room.
+/// A fresh queue in which group `r` is kept (layout 19) and `then` was sent after it.
 fn fresh_r_kept(tag: &str, cfg: &QueueConfig, then: &[(&str, &str)]) -> (String, Queue) {
-    for _ in 0..64 {
-        let (name, q) = fresh(tag, cfg);
-        keep_r(&q);
-        for (g, b) in then {
-            send(&q, g, b);
-        }
-        if q.inspect(0).unwrap().kept_groups == 1 {
-            return (name, q);
-        }
-        drop(q);
-        let _ = Queue::unlink(&name);
+    let (name, q) = fresh(tag, cfg);
+    keep_r(&q);
+    for (g, b) in then {
+        send(&q, g, b);
     }
-    panic!("{tag}: r's kept entry was taken in 64 fresh queues");
+    assert_eq!(q.inspect(0).unwrap().kept_groups, 1, "{tag}: r is kept");
+    (name, q)
 }
 
-/// The group table's count against its census (layout 17): never below the entries it covers
+/// The group table's count against its census: never below the entries it covers
 /// (groups with messages and kept groups), and over them by at most the one participant killed
 /// (between a count change and its entry's) and not yet recounted.
 fn assert_group_count(q: &Queue, what: &str) {
@@ -505,11 +496,11 @@ fn assert_group_count(q: &Queue, what: &str) {
     );
 }
 
-/// A send that revives a kept group (layout 17), killed at each step (holding the key's home
-/// claim, with the entry INSERTING, or ACTIVE with nothing linked yet): the survivor's send is
-/// the same message once, into the one entry of the group, and the queue ends clean.
-fn case_send_revive(op: &str, k: u64, full: usize) -> bool {
-    let (name, q) = fresh_r_kept("fprevive", &config(), &[("g", "a")]);
+/// A send to a kept group (layout 19: an append after its reopened sentinel, no insert),
+/// killed at each step: the survivor's send is the same message once, into the one entry of
+/// the group, and the queue ends clean.
+fn case_send_kept(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh_r_kept("fpkept", &config(), &[("g", "a")]);
     let o = run_child(op, &name, k, "");
     q.recover().unwrap();
     resend_x(&q, "r", &o, op, k);
@@ -517,7 +508,7 @@ fn case_send_revive(op: &str, k: u64, full: usize) -> bool {
     assert_eq!(
         (i.active_groups, i.kept_groups),
         (2, 0),
-        "{op} k={k}: r revived (or inserted again) once"
+        "{op} k={k}: r holds x, once"
     );
     assert_group_count(&q, &format!("{op} k={k}"));
     let mut got = drain(&q);
@@ -528,9 +519,9 @@ fn case_send_revive(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
-/// A send of a new group into a table at its capacity (layout 17: two groups, one with a
-/// message and one kept), killed at each step: the insert first turns the kept group into a
-/// plain tombstone and counts it out (the reclaim), then counts its own group in. The
+/// A send of a new group into a table at its capacity (two groups, one with a message and one
+/// kept), killed at each step: the insert first retires the kept group (under its claim, its
+/// sentinel closed, a plain tombstone counted out: the reclaim), then counts its own group in. The
 /// survivor's send is the same message once, the count never falls below what it covers and
 /// stays over it by at most the dead sender's one, and once the table is full again a send
 /// of another new group gets in (the recount of a table that may not grow corrects the dead
@@ -1187,8 +1178,8 @@ fn stop_case(op: &str, k: u64) -> bool {
     } else {
         &[("g", "a"), ("g", "b"), ("h", "c")]
     };
-    let (name, q) = if op == "send-revive" {
-        // The stopped child revives r, kept.
+    let (name, q) = if op == "send-kept" {
+        // The stopped child sends to r, kept.
         fresh_r_kept("fpstop", &cfg, first)
     } else {
         let (name, q) = fresh("fpstop", &cfg);
@@ -1367,7 +1358,7 @@ fn main() {
         ("send-wait", case_send_wait),
         ("send-new-group", case_send),
         ("send-new-group-grow", case_send_new_group_grow),
-        ("send-revive", case_send_revive),
+        ("send-kept", case_send_kept),
         ("send-new-group-reclaim", case_send_new_group_reclaim),
         ("send-batch", case_send_batch),
         ("send-loan-batch", case_send_batch),
@@ -1403,7 +1394,7 @@ fn main() {
         "send-loan",
         "send-new-group",
         "send-new-group-grow",
-        "send-revive",
+        "send-kept",
         "send-batch",
         "send-loan-batch",
         "receive-delete",

@@ -1427,7 +1427,8 @@ fn r6_groups_are_served_in_the_order_they_became_ready() {
 fn verbose_shows_the_library_events() {
     let q = create("verbose", &["--deduplication-scope", "off"]);
     expect(&["send", q.s(), "--group", "the-damaged-group", "x"], 0);
-    // Break the group's list: its `head` (32 bytes into the entry; the id is 88 bytes in).
+    // Break the group's list: its `head` (32 bytes into the entry; the id is 96 bytes in,
+    // layout 19, pinned in the library's `layout.rs`).
     let path = format!("/dev/shm/{}", q.s());
     let bytes = std::fs::read(&path).unwrap();
     let at = bytes
@@ -1437,7 +1438,7 @@ fn verbose_shows_the_library_events() {
     {
         use std::os::unix::fs::FileExt;
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-        f.write_all_at(&0xFFFF_FFF0_u64.to_le_bytes(), (at - 88 + 32) as u64)
+        f.write_all_at(&0xFFFF_FFF0_u64.to_le_bytes(), (at - 96 + 32) as u64)
             .unwrap();
     }
     let (o, e) = expect(&["recover", q.s(), "-v", "--json"], 0);

@@ -298,24 +298,35 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
     }
 }
 
-/// Asserts that every slot is free and no group is active.
+/// Asserts that every slot is free and every group left is kept (idle, layout 19: `ACTIVE`,
+/// its list reopened and empty), and that the count holds exactly those.
 pub fn assert_clean(a: &Arena<'_>) {
     for (_, h) in a.slots() {
         let w = h.vis.load(Ordering::SeqCst);
         assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
     }
-    for (_, e) in a.all_groups() {
+    let mut kept = 0;
+    for (g, e) in a.all_groups() {
         let k = gstate::kind(e.state.load(Ordering::SeqCst));
-        assert!(
-            k != gstate::ACTIVE && k != gstate::INSERTING,
-            "a group was not retired"
-        );
+        assert!(k != gstate::INSERTING, "an insert was left unfinished");
+        if k == gstate::ACTIVE {
+            assert!(
+                shmfifo::protocol::kept::is_kept(a, g, e),
+                "a group was not emptied"
+            );
+            assert_eq!(
+                e.tail.load(Ordering::SeqCst),
+                e.head.load(Ordering::SeqCst),
+                "an idle group's tail is not its head"
+            );
+            assert_eq!(
+                e.pending_free.load(Ordering::SeqCst),
+                0,
+                "a dummy left named"
+            );
+            kept += 1;
+        }
     }
-    // The count holds exactly the groups kept for their next send (layout 17).
-    let kept = a
-        .all_groups()
-        .filter(|(_, e)| gstate::is_kept(e.state.load(Ordering::SeqCst)))
-        .count() as u64;
     assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), kept);
 }
 

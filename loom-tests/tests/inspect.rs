@@ -71,7 +71,7 @@ fn peek_races_with_a_receive() {
 }
 
 /// "a" and "b" are in flight; participant 1 deletes them and sends "c" into a freed slot
-/// (the group retires and starts again) while participant 2 peeks. The peek follows links
+/// (the group empties and its list is reopened) while participant 2 peeks. The peek follows links
 /// into slots that may be freed and reused under it: it returns `[]` or `[c]`, never a
 /// deleted message, never a reused slot under its old identity.
 #[test]

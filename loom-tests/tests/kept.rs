@@ -1,11 +1,12 @@
-//! Kept groups (layout 17, `protocol::group`): the receive that empties a group retires it into
-//! a kept entry that keeps its key and its place in `active_groups`; the next send of the key
-//! revives it (writing neither the key nor the count), another key's insert may take it as its
-//! room, and an insert at the capacity turns kept entries into plain tombstones. Models: a
-//! revive racing with that reclaim, a revive racing with another key's insert in the same
-//! home and with one from the home before (different home claims), an insert at the capacity
-//! reclaiming while another group is kept, a reviver that dies at each step, and one that
-//! stops forever.
+//! Kept groups (layout 19, `protocol::release`, `protocol::kept`): the delete that empties a
+//! group reopens its list at a new incarnation of its sentinel, and the group stays ACTIVE,
+//! idle, with its key and its place in `active_groups`; the next send of the key appends to it
+//! with no insert, and an insert at the capacity retires idle groups (under each one's claim:
+//! its sentinel's link closed, then a plain tombstone counted out). Models: a send racing with
+//! that reclaim, a send to a kept group racing with another key's insert in the same home and
+//! with one from the home before, an insert at the capacity reclaiming while another group is
+//! emptied, a reopen and a reclaim that each die at every step beside a sender of the group, a
+//! sender to a kept group that dies at each step, and one that stops forever.
 #![cfg(shmfifo_loom)]
 
 use shmfifo::protocol::{group, kept};
@@ -22,11 +23,20 @@ fn entries_of(a: &Arena<'_>, id: &[u8]) -> usize {
         .count()
 }
 
-/// Entries that count in `active_groups` (INSERTING, ACTIVE, kept).
+/// Entries that count in `active_groups` (INSERTING, ACTIVE: kept groups are ACTIVE).
 fn counted(a: &Arena<'_>) -> u64 {
     a.all_groups()
         .filter(|(_, e)| kept::counted_state(e.state.load(Ordering::SeqCst)))
         .count() as u64
+}
+
+/// Kept (idle) groups.
+fn kept_groups(a: &Arena<'_>) -> usize {
+    a.all_groups()
+        .filter(|&(g, e)| {
+            gstate::kind(e.state.load(Ordering::SeqCst)) == gstate::ACTIVE && kept::is_kept(a, g, e)
+        })
+        .count()
 }
 
 /// Sends `body` to `id` and receives and deletes it, so that the group is kept (on a queue
@@ -51,14 +61,14 @@ fn colliding(slots: u64) -> (String, String) {
     (a0, b0)
 }
 
-/// The receive that empties a group keeps it (its key, its incarnation, its place in the
-/// count); its next send revives the same entry as a new incarnation with a later sequence
-/// number, without a count of its own (the count stays 1), while a reclaim of the kept
-/// groups runs: either the revive wins the entry (and the reclaim passes over it) or the
-/// reclaim does (and the send inserts the group again, counted): one entry either way, the
-/// count equal to the entries it covers, the message delivered.
+/// The delete that empties a group keeps it (ACTIVE, idle, its place in the count); its next
+/// send appends to it with a later sequence number while a reclaim of the kept groups runs:
+/// either the send's link CAS wins the sentinel's link (the reclaim's close fails, and it
+/// releases the group, with its message) or the reclaim's close does (the group is retired, and
+/// the send inserts it again, counted): one entry either way, the count equal to the entries
+/// it covers, the message delivered.
 #[test]
-fn a_revive_races_with_the_reclaim_of_kept_groups() {
+fn a_send_to_a_kept_group_races_with_its_reclaim() {
     model(|| {
         let h = arena(3, 2, 3);
         let env = Arc::new(MockEnv::default());
@@ -66,23 +76,18 @@ fn a_revive_races_with_the_reclaim_of_kept_groups() {
         let first = send(&a, &env, 0, "g", b"1").unwrap();
         let got = recv(&a, &env, 0, 1, 1_000).unwrap();
         handle::delete(&a, &*env, me(0), got[0].0).unwrap();
-        let kept: Vec<u64> = a
-            .all_groups()
-            .map(|(_, e)| e.state.load(Ordering::SeqCst))
-            .filter(|&st| gstate::is_kept(st))
-            .collect();
-        assert_eq!(kept.len(), 1, "the emptied group is kept");
+        assert_eq!(kept_groups(&a), 1, "the emptied group is kept");
         assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 1);
-        let (h1, e1, h2) = (h.clone(), env.clone(), h.clone());
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (s, freed) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"2"),
-            move || kept::reclaim_kept(&h2.arena()).unwrap(),
+            move || kept::reclaim_kept(&h2.arena(), &*e2, me(2), true).unwrap(),
         );
         let s = s.expect("accepted");
         assert!(freed <= 1);
         assert!(
             (s.seq_hi, s.pos) > (first.seq_hi, first.pos),
-            "a later incarnation's sequence numbers follow the earlier ones'"
+            "the later message's sequence number follows the earlier one's"
         );
         assert_eq!(entries_of(&a, b"g"), 1, "one entry for the key");
         assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), counted(&a));
@@ -91,12 +96,11 @@ fn a_revive_races_with_the_reclaim_of_kept_groups() {
     });
 }
 
-/// A kept group's key is revived by its own send while another key with the same home is
-/// inserted (taking the kept entry as its room, or another): under the home claim exactly one
-/// of them gets the kept entry; each key ends with one entry, each message is delivered, and
-/// the count covers exactly the entries in use.
+/// A kept group's key is sent to (an append, no insert) while another key with the same home
+/// is inserted (which may not take the kept entry: it is ACTIVE): each key ends with one
+/// entry, each message is delivered, and the count covers exactly the entries in use.
 #[test]
-fn a_revive_races_with_another_keys_insert_in_its_home() {
+fn a_send_to_a_kept_group_races_with_another_keys_insert_in_its_home() {
     let (a0, b0) = colliding(4);
     model(move || {
         let h = arena(3, 2, 4);
@@ -111,7 +115,7 @@ fn a_revive_races_with_another_keys_insert_in_its_home() {
                 move || send(&h2.arena(), &e2, 2, &b0, b"b1"),
             )
         };
-        x.expect("revived");
+        x.expect("appended");
         y.expect("inserted");
         assert_eq!(entries_of(&a, a0.as_bytes()), 1);
         assert_eq!(entries_of(&a, b0.as_bytes()), 1);
@@ -123,14 +127,11 @@ fn a_revive_races_with_another_keys_insert_in_its_home() {
     });
 }
 
-/// A kept group's revive races with the insert of a key from the home before it, whose scan
-/// passes an ACTIVE group there and meets the kept entry as its first room: the two hold
-/// different home claims, so they meet only at the kept entry's state word, where one CAS
-/// wins; the other looks again (the reviver inserts its group afresh, counted, or the other
-/// key takes the next room). One entry per key, every message delivered, the count equal to
-/// the entries it covers.
+/// A send to a kept group races with the insert of a key from the home before it, whose scan
+/// passes an ACTIVE group there and the kept one (ACTIVE too: no room) on its way to room: one
+/// entry per key, every message delivered, the count equal to the entries it covers.
 #[test]
-fn a_revive_races_with_a_reuse_from_the_home_before() {
+fn a_send_to_a_kept_group_races_with_an_insert_from_the_home_before() {
     // In a table of 8: `k` at home h, `x` and `k2` at home h - 1.
     let keys: Vec<String> = (0..256).map(|i| format!("k{i}")).collect();
     let home = |k: &String| hash(k.as_bytes()) % 8;
@@ -143,14 +144,9 @@ fn a_revive_races_with_a_reuse_from_the_home_before() {
         let env = Arc::new(MockEnv::default());
         let a = h.arena();
         send_and_empty(&a, &env, &k, b"k0");
-        // x's home (h - 1) is FREE: it takes it, not k's kept entry.
+        // x's home (h - 1) is FREE: it takes it.
         send(&a, &env, 0, &x, b"x1").unwrap();
-        let kept = a.all_groups();
-        assert_eq!(
-            kept.filter(|(_, e)| gstate::is_kept(e.state.load(Ordering::SeqCst)))
-                .count(),
-            1
-        );
+        assert_eq!(kept_groups(&a), 1);
         assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), 2);
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (r1, r2) = {
@@ -160,7 +156,7 @@ fn a_revive_races_with_a_reuse_from_the_home_before() {
                 move || send(&h2.arena(), &e2, 2, &k2, b"k2"),
             )
         };
-        r1.expect("revived or inserted again");
+        r1.expect("appended");
         r2.expect("inserted");
         for id in [&x, &k, &k2] {
             assert_eq!(entries_of(&a, id.as_bytes()), 1, "{id}");
@@ -174,9 +170,9 @@ fn a_revive_races_with_a_reuse_from_the_home_before() {
 }
 
 /// An insert of a new group finds the table at its capacity (two groups: one with a message,
-/// one kept): it turns the kept group into a plain tombstone, counted out, and counts itself
-/// in, while a receiver empties the other group (which is kept meanwhile). The new group gets
-/// in, and the count equals the entries it covers.
+/// one kept): it retires the kept group into a plain tombstone, counted out, and counts itself
+/// in, while a receiver empties the other group (which is kept meanwhile, or passed over while
+/// its claim is held). The new group gets in, and the count equals the entries it covers.
 #[test]
 fn an_insert_at_the_capacity_reclaims_kept_groups_while_another_is_kept() {
     model(|| {
@@ -214,12 +210,12 @@ fn an_insert_at_the_capacity_reclaims_kept_groups_while_another_is_kept() {
     });
 }
 
-/// A sender reviving a kept group dies at each step (holding the key's home claim, with the
-/// entry INSERTING, or ACTIVE with nothing linked yet) while another sender sends to the same
-/// group: the survivor's send is accepted (after a retryable Busy while the dead one was not
-/// yet proven dead), into the one entry of the group, and after recovery the queue drains clean.
+/// A sender to a kept group dies at each step (its slot claimed, linked after the sentinel,
+/// published or not) while another sender sends to the same group: the survivor's send is
+/// accepted (after a retryable Busy while the dead one was not yet proven dead), into the one
+/// entry of the group, and after recovery the queue drains clean.
 #[test]
-fn a_reviver_that_dies_at_each_step_leaves_the_group_usable() {
+fn a_sender_to_a_kept_group_that_dies_at_each_step_leaves_the_group_usable() {
     at_each_step(24, 3, |k| {
         model(move || {
             let h = arena(3, 2, 4);
@@ -257,12 +253,11 @@ fn a_reviver_that_dies_at_each_step_leaves_the_group_usable() {
     });
 }
 
-/// A sender stopped forever (alive) at each step of a kept group's revive: a sender of another
+/// A sender stopped forever (alive) at each step of a send to a kept group: a sender of another
 /// group and a receiver are served; a second sender of the stopped one's group is served or
-/// says `Busy` (retryable: the stopped one holds the key's home claim, or the entry INSERTING),
-/// never `Corrupted`.
+/// says `Busy` (retryable), never `Corrupted`.
 #[test]
-fn a_reviver_stopped_forever_holds_only_its_claims() {
+fn a_sender_to_a_kept_group_stopped_forever_holds_only_its_claims() {
     at_each_step(24, 3, |k| {
         model(move || {
             let h = arena(3, 2, 4);
@@ -291,6 +286,206 @@ fn a_reviver_stopped_forever_holds_only_its_claims() {
             other.expect("another group is served");
             assert!(matches!(same, Ok(_) | Err(Fault::Busy(_))), "{same:?}");
             assert!(!got.is_empty(), "the receiver is served");
+        });
+    });
+}
+
+/// The delete that empties a group, dying at each step of its cleanup (the run's swap, the
+/// close, the reopen's sentinel and `pending_free` writes, its `head` swap, its `tail` store,
+/// the free) beside a sender of the same group, on an arena of two slots: the survivor's
+/// message is accepted (or `Busy`, retryable, while the dead one was not yet proven dead),
+/// and a message of another group then takes the slot the dead deleter freed, if it did.
+/// After recovery every message is delivered once, nothing is left in flight or leaked, and
+/// the group is kept with its one entry.
+#[test]
+fn a_reopen_that_dies_at_each_step_loses_nothing() {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, 2);
+            let env = Arc::new(MockEnv::default());
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"0").unwrap();
+            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+            let hd = got[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (deleted, other) = par(
+                move || {
+                    as_participant(&e1, 0, Some(k), || {
+                        let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
+                        if crash::crashed() {
+                            stopped();
+                        }
+                        r
+                    })
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"y"),
+            );
+            let a = h.arena();
+            let other = match other {
+                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"y"),
+                r => r,
+            };
+            other.expect("the survivor's send is accepted");
+            // The other slot, if the dead deleter freed it: full otherwise, until recovery.
+            let z = send(&a, &env, 2, "o", b"z");
+            assert!(
+                matches!(z, Ok(_) | Err(Fault::ClassFull(_))),
+                "k={k}: {z:?}"
+            );
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            assert_eq!(entries_of(&a, b"g"), 1, "k={k}");
+            // The first message is gone if the delete committed (its CAS), back otherwise
+            // (its holder died): before `y` either way.
+            let mut got = drain(&a, &env, 2);
+            if z.is_err() {
+                send(&a, &env, 2, "o", b"z").expect("room once drained");
+                got.extend(drain(&a, &env, 2));
+            }
+            assert_eq!(
+                got.iter().filter(|m| m == &b"z").count(),
+                1,
+                "k={k}: {got:?}"
+            );
+            got.retain(|m| m != b"z");
+            let y = b"y".to_vec();
+            if deleted.is_ok() {
+                assert_eq!(got, vec![y], "k={k}");
+            } else {
+                assert!(
+                    got == vec![y.clone()] || got == vec![b"0".to_vec(), y],
+                    "k={k}: {got:?}"
+                );
+            }
+            assert_clean(&a);
+        });
+    });
+}
+
+/// A reclaim of kept groups dying at each step (the group's claim taken, its cleanup, the
+/// close of its sentinel, the retire, the count) beside a sender of that group: the send is
+/// accepted (into the group, or into a new entry once it is retired), and after recovery there
+/// is one entry for the key, the message is delivered, and the count covers the entries.
+#[test]
+fn a_reclaim_that_dies_at_each_step_leaves_one_entry() {
+    at_each_step(24, 2, |k| {
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            let a = h.arena();
+            send_and_empty(&a, &env, "g", b"0");
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, other) = par(
+                move || {
+                    as_participant(&e1, 1, Some(k), || {
+                        let r = kept::reclaim_kept(&h1.arena(), &*e1, me(1), true);
+                        if crash::crashed() {
+                            stopped();
+                        }
+                        r
+                    })
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"y"),
+            );
+            let a = h.arena();
+            let other = match other {
+                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"y"),
+                r => r,
+            };
+            other.expect("the send is accepted");
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            assert_eq!(entries_of(&a, b"g"), 1, "k={k}");
+            assert_eq!(drain(&a, &env, 2), vec![b"y".to_vec()], "k={k}");
+            let count = a.hdr.active_groups.0.load(Ordering::SeqCst);
+            let census = counted(&a);
+            assert!(
+                (census..=census + 1).contains(&count),
+                "k={k}: the count covers the entries in use, over by at most the dead one's"
+            );
+        });
+    });
+}
+
+/// A delete emptying a group dies at each step of its cleanup while a sender sends to the
+/// group; then a purge runs (before any recovery: it takes the dead deleter's claim over and
+/// walks the list from `head` as the dead reopen left it). The purge removes every message sent
+/// before it (P1), the survivor's included, whatever step the reopen reached: `head` never
+/// stays behind a message an appender could link (layout 19: the reopen moves `head` to the new
+/// sentinel before `tail`). After recovery nothing is delivered, leaked or left in flight.
+#[test]
+fn a_purge_after_a_reopen_that_died_at_each_step_misses_nothing() {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, 3);
+            let env = Arc::new(MockEnv::default());
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"0").unwrap();
+            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+            let hd = got[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, other) = par(
+                move || {
+                    as_participant(&e1, 0, Some(k), || {
+                        let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
+                        if crash::crashed() {
+                            stopped();
+                        }
+                        r
+                    })
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"y"),
+            );
+            let a = h.arena();
+            let other = match other {
+                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"y"),
+                r => r,
+            };
+            other.expect("the survivor's send is accepted");
+            handle::purge(&a, &*env, me(2)).expect("purge");
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            assert_eq!(drain(&a, &env, 2), Vec::<Vec<u8>>::new(), "k={k}: P1");
+            assert_clean(&a);
+        });
+    });
+}
+
+/// A delete emptying a group, stopped forever (alive) at each step of its cleanup and reopen:
+/// a sender of another group and a receiver of it are served; a sender of the stopped one's
+/// group is served or says `Busy` (retryable: the stopped one holds the group's claim with its
+/// list closed), never `Corrupted`.
+#[test]
+fn a_reopen_stopped_forever_blocks_only_its_group() {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"0").unwrap();
+            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+            let hd = got[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (_, (other, same, got)) = par(
+                move || {
+                    crash::arm(k);
+                    // Stopped (not dead): the claim it holds stays held.
+                    let _ = handle::delete(&h1.arena(), &*e1, me(0), hd);
+                    if crash::crashed() {
+                        stopped();
+                    }
+                },
+                move || {
+                    let a = h2.arena();
+                    let other = send(&a, &e2, 2, "b", b"b1");
+                    let same = send(&a, &e2, 2, "g", b"y");
+                    let got = recv(&a, &e2, 2, 10, 1_000).expect("receive is served");
+                    (other, same, got)
+                },
+            );
+            other.expect("another group is served");
+            assert!(matches!(same, Ok(_) | Err(Fault::Busy(_))), "{same:?}");
+            assert!(
+                got.iter().any(|(_, b)| b == b"b1"),
+                "the other group's message is received"
+            );
         });
     });
 }

@@ -43,8 +43,9 @@ fn concurrent_sends_to_a_new_group() {
     });
 }
 
-/// A delete that empties and retires a group races with a send to the same group: the send
-/// lands in the old incarnation (before the close) or in a new one; never lost.
+/// A delete that empties a group (and reopens its list, layout 19) races with a send to the
+/// same group: the send lands behind the old dummy (before the close) or behind the reopened
+/// sentinel; never lost.
 #[test]
 fn send_races_with_retire() {
     model(|| {
@@ -474,9 +475,9 @@ fn slot_allocation_is_exclusive_and_recoverable() {
     });
 }
 
-/// Two keys with the same home slot: one group retires (its last message deleted) while a
-/// producer inserts the other and a third sends to the first again: each key has at most one
-/// active entry, tombstones are reused, every message is delivered once.
+/// Two keys with the same home slot: one group empties (its last message deleted: kept, layout
+/// 19) while a producer inserts the other and a third sends to the first again: each key has at
+/// most one active entry, every message is delivered once.
 #[test]
 fn colliding_groups_insert_retire_and_reuse() {
     // Keys whose hashes share the home slot of a 4-slot table.
@@ -557,8 +558,9 @@ fn purge_races_with_receive() {
     });
 }
 
-/// Reviewer's scenario for claim incarnations: a deleter's clean-up races with the retire of
-/// its group and the reuse of the same table entry by another key. A claim taken for the old
+/// Reviewer's scenario for claim incarnations: a deleter's clean-up races with another key's
+/// insert into a table at its capacity, which retires the group once it is kept (the reclaim)
+/// and reuses its entry. A claim taken for the old
 /// incarnation never lets anyone act on the new one: the new group's message is delivered once
 /// and everything is reclaimed.
 #[test]

@@ -441,7 +441,7 @@ pub struct QueueAttributes {
     /// `FifoQueue`: always true.
     pub fifo_queue: bool,
     /// Groups with messages now (a census of the group table: a group emptied by its last
-    /// receive is kept for its next send, layout 17, but not counted here).
+    /// delete is kept, idle, for its next send, but not counted here).
     pub active_groups: u64,
     /// Most groups at once: what the group table holds once it has added every table the size
     /// limit allows (layout 16); `max_groups` where it may not grow.

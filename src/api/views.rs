@@ -284,12 +284,13 @@ pub struct Inspection {
     pub active_groups: u64,
     /// Groups whose first message is in flight.
     pub locked_groups: u64,
-    /// Groups kept after their last message was deleted, for their next send (layout 17: the
-    /// entry keeps the group id, so the next send revives it without inserting it again). They
-    /// hold no message; an insert that finds the table at its capacity makes them room again.
+    /// Groups kept after their last message was deleted, for their next send (layout 19: the
+    /// group stays, idle, its list reopened, so the next send appends without inserting it
+    /// again). They hold no message; an insert that finds the table at its capacity retires
+    /// them.
     pub kept_groups: u64,
     /// The group table's entries in use as its capacity counts them: groups with messages,
-    /// groups being inserted, kept groups, plus one for each participant that died between
+    /// kept groups, groups being inserted, plus one for each participant that died between
     /// counting an entry in and taking it (or out and letting it go) since the last recount.
     pub group_entries_in_use: u64,
     /// The largest groups by backlog, largest first.

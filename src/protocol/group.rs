@@ -7,17 +7,15 @@
 //! closes its list first (no append can succeed after), so a lookup that finds a retiring group
 //! and fails to append simply looks again.
 //!
-//! Kept groups (layout 17): the receive that empties a group retires it into a *kept*
-//! tombstone ([`gstate::kept`]) that keeps its key and stays in `active_groups`. The next send
-//! of the key revives that entry (a new incarnation) without writing the key or the count, so
-//! a group that empties after each message moves neither the id's lines nor the count's
-//! between the producer and the consumer. An insert of another key may take a kept entry as
-//! its room (still without counting); an insert that finds the count at the capacity first
-//! turns kept entries into plain tombstones, out of the count (`kept::reclaim_kept`). Every change
-//! of a kept entry is a CAS of its state word from the kept word read, so a reviver, a reuser
-//! and a reclaimer of one entry agree on exactly one winner. `active_groups` counts the
-//! entries INSERTING, ACTIVE or kept (plus the leaks of inserters that died between counting
-//! and inserting, corrected by the recount).
+//! Kept groups (layout 19): the delete that empties a group reopens its list at a new
+//! incarnation of its sentinel (`release`), and the group stays ACTIVE, idle, with its key and
+//! its place in `active_groups`: its next send appends to it with no insert (no home claim,
+//! state CAS or sequence base), so a group that empties after each message moves neither the
+//! id's lines nor the count's between the producer and the consumer. An insert that finds the
+//! count at the capacity first retires idle groups into plain tombstones, out of the count
+//! (`kept::reclaim_kept`, under each group's claim). `active_groups` counts the entries
+//! INSERTING or ACTIVE (plus the leaks of inserters that died between counting and inserting,
+//! corrected by the recount).
 
 use super::Owner;
 use super::{gstate, node, owner, Arena, Env, Fault, PResult};
@@ -460,23 +458,19 @@ fn insert_locked(
                 ours,
             } => (table, first, target, st, live, home, ours),
         };
-        // A kept entry is counted already (layout 17): reviving or reusing it counts nothing.
-        let counted = !gstate::is_kept(st);
-        if counted {
-            let cap = capacity(a, newest);
-            match count_in(a, cap, may_grow, &mut full_retries, &mut reclaimed)? {
-                Counted::Yes => {}
-                Counted::Again => continue,
-                Counted::Full if may_grow => {
-                    // At the capacity of the tables published: add the next (layout 16), and
-                    // look again (another inserter may have added it meanwhile). At the size
-                    // limit, the waits and the recount of a table that cannot grow decide.
-                    can_grow = grow_more(a, env, me, newest)?;
-                    full_retries = 0;
-                    continue;
-                }
-                Counted::Full => return Err(Fault::GroupsFull),
+        let cap = capacity(a, newest);
+        match count_in(a, env, me, cap, may_grow, &mut full_retries, &mut reclaimed)? {
+            Counted::Yes => {}
+            Counted::Again => continue,
+            Counted::Full if may_grow => {
+                // At the capacity of the tables published: add the next (layout 16), and look
+                // again (another inserter may have added it meanwhile). At the size limit, the
+                // waits and the recount of a table that cannot grow decide.
+                can_grow = grow_more(a, env, me, newest)?;
+                full_retries = 0;
+                continue;
             }
+            Counted::Full => return Err(Fault::GroupsFull),
         }
         let mask = t.len() as u64 - 1;
         let e = &t[target as usize];
@@ -491,9 +485,8 @@ fn insert_locked(
             )
             .is_err()
         {
-            if counted {
-                a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
-            }
+            // Relaxed: a capacity counter.
+            a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
             continue;
         }
         // The probe length covers the new entry before it can become ACTIVE, and shrinks to the
@@ -520,14 +513,7 @@ fn insert_locked(
         // came round again in the 24-bit incarnation would otherwise keep another key).
         // Relaxed: nobody else writes an entry we hold INSERTING.
         let keep_key = ours && e.hash.load(Ordering::Relaxed) == hash && id_matches(e, id);
-        publish_entry(
-            a,
-            e,
-            g,
-            ginc,
-            (!keep_key).then_some((hash, id)),
-            gstate::is_kept(st),
-        );
+        publish_entry(a, e, g, ginc, (!keep_key).then_some((hash, id)));
         return Ok((g, ginc));
     }
 }
@@ -573,7 +559,7 @@ enum Placed<'a> {
     Found(u32, u32),
     /// Take entry `target` of `table` (global index `first + target`), whose state is `st`;
     /// `home` is the key's home there and `live` the farthest live entry of it; `ours`: the
-    /// entry holds the key already (the key's kept group, or its plain tombstone).
+    /// entry holds the key already (its plain tombstone).
     Room {
         table: &'a [GroupEntry],
         first: u32,
@@ -588,8 +574,8 @@ enum Placed<'a> {
 }
 
 /// Under the home claim: looks for `id` in every table (`0..=newest`), and chooses where to
-/// insert it: the key's own kept or retired entry (revived without writing the key, nor the
-/// count if kept), else the newest table with room within [`NEAR`] of the key's home there,
+/// insert it: the key's own retired entry (taken without writing the key), else the newest
+/// table with room within [`NEAR`] of the key's home there,
 /// else the nearest room of any table (the newest on a tie).
 fn place<'a>(
     a: &Arena<'a>,
@@ -624,16 +610,9 @@ fn place<'a>(
                     ours,
                 };
                 if ours {
-                    // The newest table's, a kept one before a plain tombstone (an older table
-                    // may still hold the key active: every table is scanned before this is
-                    // taken).
-                    let better = match &own {
-                        Some(Placed::Room { st: o, .. }) => {
-                            gstate::is_kept(st) && !gstate::is_kept(*o)
-                        }
-                        _ => true,
-                    };
-                    if better {
+                    // The newest table's (an older table may still hold the key active: every
+                    // table is scanned before this is taken).
+                    if own.is_none() {
                         own = Some(room);
                     }
                 } else if dist <= NEAR {
@@ -659,9 +638,9 @@ fn place<'a>(
 enum Scan {
     /// The id's entry: index in the table and incarnation.
     Found(u32, u32),
-    /// Where to insert (the key's own kept or retired entry, else a reusable entry, else the
+    /// Where to insert (the key's own retired entry, else a reusable entry, else the
     /// first free one; `st` its state word; `ours`: it holds the key already) and the
-    /// distance of the farthest live or kept entry of the home.
+    /// distance of the farthest live entry of the home.
     Room {
         target: u64,
         st: u64,
@@ -729,27 +708,15 @@ fn scan_home(
                 }
             }
             _ => {
-                // A plain tombstone or a kept group is reusable; a tombstone with another
-                // owner is being quarantined: not yet.
-                let kept = gstate::is_kept(st);
-                if kept || gstate::owner(st) == Owner::NOBODY {
-                    // Relaxed: see `id_matches`; a kept entry of our key stays ours while we
-                    // hold the home claim (only our key's inserters revive it), and a reuser
-                    // or reclaimer of it changes `state`, which the CAS that takes it checks.
+                // A plain tombstone is reusable; a tombstone with an owner is being
+                // quarantined: not yet.
+                if gstate::owner(st) == Owner::NOBODY {
+                    // Relaxed: see `id_matches`; a reuser of the entry changes `state`, which
+                    // the CAS that takes it checks. One holding our key is taken first: its
+                    // key need not be written again.
                     let h = e.hash.load(Ordering::Relaxed);
-                    // The key's kept entry before a plain tombstone of it (a key has at most
-                    // one kept entry in a table unless a quarantine ran; either may be taken).
-                    let better = match ours {
-                        None => true,
-                        Some((_, o)) => kept && !gstate::is_kept(o),
-                    };
-                    if better && h == hash && id_matches(e, id) {
+                    if ours.is_none() && h == hash && id_matches(e, id) {
                         ours = Some((i, st));
-                    }
-                    // A kept entry of our home stays within its probe length, so that the
-                    // next insert of its key finds it (and revives it).
-                    if kept && h & mask == home {
-                        live = d;
                     }
                     if reusable.is_none() {
                         reusable = Some((i, st));
@@ -778,16 +745,8 @@ fn scan_home(
 
 /// Writes a new incarnation `ginc` of entry `e` (index `g`, state INSERTING by us) for
 /// `key` (`hash`, `id`; `None`: the entry holds the key already), then publishes it ACTIVE
-/// (SYNC POINT(group-publish)). `kept`: the entry was a kept group, whose `pending_free` is 0
-/// already (see below).
-fn publish_entry(
-    a: &Arena<'_>,
-    e: &GroupEntry,
-    g: u32,
-    ginc: u32,
-    key: Option<(u64, &[u8])>,
-    kept: bool,
-) {
+/// (SYNC POINT(group-publish)).
+fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(u64, &[u8])>) {
     // Relaxed stores: all published by the Release store of ACTIVE below.
     if let Some((hash, id)) = key {
         e.hash.store(hash, Ordering::Relaxed);
@@ -798,20 +757,25 @@ fn publish_entry(
             e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
         }
     }
-    let sentinel = node::pack(ginc, a.sentinel_index(g));
+    // The sentinel's next incarnation (layout 19: its incarnations follow one another across
+    // the entry's group incarnations and reopens, so that an appender stopped on an older one
+    // never matches the new word).
+    let sinc = node::inc(e.sentinel.load(Ordering::Relaxed)).wrapping_add(1);
+    let sentinel = node::pack(sinc, a.sentinel_index(g));
     e.sentinel
-        .store(node::pack(ginc, node::NIL), Ordering::Relaxed);
+        .store(node::pack(sinc, node::NIL), Ordering::Relaxed);
     e.head.store(sentinel, Ordering::Relaxed);
     e.tail.store(sentinel, Ordering::Relaxed);
     e.hint.store(0, Ordering::Relaxed);
-    // A kept group's `pending_free` is 0: its cleanup zeroes the word before its walk and
-    // after each run it frees, and keeps the group only from within the walk. Left alone
-    // there (its line is the consumer's); a plain tombstone may be a quarantined group's,
-    // which a dead claim holder can leave with a dummy named. Relaxed: as the stores above.
-    // Elsewhere written only where not 0 (a line the consumer reads at each cleanup is not
-    // taken from it for nothing).
-    if !kept && e.pending_free.load(Ordering::Relaxed) != 0 {
+    // A tombstone may be a quarantined group's, which a dead claim holder can leave with a
+    // dummy named, or a reopened one's (a sentinel past position 0). Relaxed: as the stores
+    // above. Written only where not 0 (the line is the consumer's: an unchanged word is not
+    // taken from it).
+    if e.pending_free.load(Ordering::Relaxed) != 0 {
         e.pending_free.store(0, Ordering::Relaxed);
+    }
+    if e.sentinel_pos.load(Ordering::Relaxed) != 0 {
+        e.sentinel_pos.store(0, Ordering::Relaxed);
     }
     // Relaxed: a unique-value counter; uniqueness needs no ordering.
     let base = a

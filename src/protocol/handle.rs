@@ -195,7 +195,7 @@ pub fn change_visibility(
     Err(Fault::Corrupted("change visibility did not converge"))
 }
 
-/// Deletes every published message (visible or in flight) and retires emptied groups (P1).
+/// Deletes every published message (visible or in flight) and reopens emptied groups (P1).
 /// Returns the number of messages deleted. A group whose claim a live participant keeps past
 /// the wait bound (it is stopped) is passed over and tried again at the end; if it is still
 /// held then, every other group is purged and the result is [`Fault::Busy`] (retry purges it).
@@ -285,7 +285,7 @@ fn purge_group(
         Ok(n)
     };
     let n = or_release(e, cw, walk())?;
-    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
+    if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Kept {
         or_release(e, cw, release(a, env, me, cw, g))?;
     }
     Ok(n)

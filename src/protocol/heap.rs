@@ -480,8 +480,8 @@ mod tests {
                     "round {round}: in order"
                 );
             }
-            // Every group emptied: none is ACTIVE, and the count holds exactly the entries
-            // kept for their next send (layout 17).
+            // Every group emptied: none holds a message, and the count holds exactly the
+            // entries kept (ACTIVE and idle) for their next send (layout 19).
             assert_eq!(crate::protocol::kept::count_active(&a), 0);
             assert_eq!(
                 a.hdr.active_groups.0.load(Ordering::Relaxed),

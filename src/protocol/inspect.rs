@@ -50,11 +50,11 @@ impl GroupCounts {
 /// The group table, summarised.
 #[derive(Debug, Clone, Default)]
 pub struct Groups {
-    /// Active groups (with a message, or not yet retired).
+    /// Active groups with a message (or being emptied).
     pub active: u64,
     /// Groups whose first message is in flight.
     pub locked: u64,
-    /// Groups kept after their last message for their next send (layout 17).
+    /// Groups kept, idle, after their last message for their next send (layout 19).
     pub kept: u64,
     /// The largest groups by backlog, largest first.
     pub largest: Vec<GroupCounts>,
@@ -128,10 +128,11 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
     for (g, e) in a.all_groups() {
         // Acquire: SYNC POINT(group-publish), the entry's fields are initialised.
         let st = e.state.load(Ordering::Acquire);
-        if gstate::is_kept(st) {
-            out.kept += 1;
-        }
         if gstate::kind(st) != gstate::ACTIVE {
+            continue;
+        }
+        if super::kept::at_rest(a, g, e) {
+            out.kept += 1;
             continue;
         }
         out.active += 1;

@@ -217,7 +217,7 @@ pub struct Stats {
     pub quarantined_messages: u64,
     /// Groups quarantined.
     pub quarantined_groups: u64,
-    /// Group entries in use: ACTIVE, INSERTING or kept (layout 17), as `active_groups`
+    /// Group entries in use: ACTIVE (kept idle ones included, layout 19) or INSERTING, as `active_groups`
     /// counts them for the capacity (not the groups with messages: [`super::kept::count_active`]).
     pub group_entries_in_use: u64,
 }

@@ -538,6 +538,22 @@ impl<'a> Arena<'a> {
         }
     }
 
+    /// The position of node `idx` in its group's list: a message's, or the sentinel's
+    /// (`GroupEntry::sentinel_pos`, layout 19). Relaxed: callers read it between an Acquire
+    /// load that published it (the node's link, or `tail`/`head`) and a check that fails if
+    /// the node changed incarnation meanwhile.
+    #[inline]
+    pub fn position(&self, idx: u32) -> PResult<u64> {
+        if idx < self.total {
+            Ok(self.msg(idx)?.pos.load(crate::sync::Ordering::Relaxed))
+        } else {
+            Ok(self
+                .group(idx - self.total)?
+                .sentinel_pos
+                .load(crate::sync::Ordering::Relaxed))
+        }
+    }
+
     /// Bound on walking a group list: longer than the number of nodes means a cycle, which
     /// only corruption can make.
     pub fn steps(&self) -> u32 {

@@ -179,10 +179,8 @@ pub fn begin(
             release_claim_word(e, cw);
             crash_point!();
         }
-        // A kept group (layout 17) is no quarantine: its owner field names nobody.
         gstate::TOMBSTONE
             if gstate::owner(st) != Owner::NOBODY
-                && !gstate::is_kept(st)
                 && (gstate::owner(st) == me || a.owner_dead(env, gstate::owner(st))) =>
         {
             // A quarantine left by a dead (or our own earlier, busy) recovery: take it over.
@@ -196,7 +194,10 @@ pub fn begin(
         }
         _ => return Ok(None),
     }
-    close(a, g, node::pack(ginc, a.sentinel_index(g)));
+    // The sentinel's current incarnation (layout 19: a reopen moves it on). Acquire: we hold
+    // the claim, or took the quarantine over from a dead participant.
+    let sinc = node::inc(e.sentinel.load(Ordering::Acquire));
+    close(a, g, node::pack(sinc, a.sentinel_index(g)));
     for (i, h) in a.slots() {
         // Acquire: pairs with the Release of whoever wrote the slot last, so `group_epoch0`
         // is the one of the state read.
@@ -388,7 +389,7 @@ pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
         gstate::ACTIVE => walkable(a, g, e).is_ok_and(|w| !w),
         gstate::TOMBSTONE => {
             let o = gstate::owner(st);
-            o != Owner::NOBODY && !gstate::is_kept(st) && (o == me || a.owner_dead(env, o))
+            o != Owner::NOBODY && (o == me || a.owner_dead(env, o))
         }
         _ => false,
     }

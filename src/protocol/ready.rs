@@ -193,7 +193,6 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
     if gstate::kind(e.state.load(Ordering::Acquire)) != gstate::ACTIVE {
         return Ok(Status::Empty);
     }
-    let t = Times::load(a, env);
     // SeqCst: SYNC POINT(ready-check).
     let mut cur = e.head.load(Ordering::SeqCst);
     for _ in 0..1024 {
@@ -209,6 +208,9 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
             vis::State::Published(d) => {
                 // Relaxed: a hint (the claim holder re-validates).
                 let sent = m.sent.load(Ordering::Relaxed);
+                // The clock and the settings only where a message stands (a kept group's
+                // re-check after its reopen reads neither).
+                let t = Times::load(a, env);
                 return Ok(match t.standing(sent, d) {
                     Standing::Expired => Status::Expired,
                     Standing::InFlight => Status::Locked(d.min(t.expiry(sent))),
@@ -259,7 +261,7 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<(
         } else {
             match group::try_claim(a, env, e, me, ginc) {
                 TryClaim::Acquired { cw, .. } => {
-                    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Retired {
+                    if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Retired {
                         return Ok(());
                     }
                     return or_release(e, cw, release(a, env, me, cw, g));

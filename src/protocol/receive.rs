@@ -381,7 +381,7 @@ fn take(
     rep: &mut Received,
     sink: &mut Sink<'_>,
 ) -> PResult<Option<usize>> {
-    if cleanup_before_take(a, env, cw, e)? == Cleaned::Retired {
+    if cleanup_before_take(a, env, cw, g, e)? == Cleaned::Retired {
         return Ok(None);
     }
     let t = Times::load(a, env);
@@ -544,8 +544,8 @@ fn take(
     // Removed messages are deleted nodes: move `head` past them now, as a delete's cleanup
     // would, so that a producer appending behind them sees its predecessor at `head` and
     // hints the group (SYNC POINT(ready-check)). Taken messages stop the cleanup, so a retire
-    // here means nothing was taken.
-    if (moved > 0 || expired > 0) && cleanup(a, env, cw, e)? == Cleaned::Retired {
+    // here (only of a group a dead reclaimer closed) means nothing was taken.
+    if (moved > 0 || expired > 0) && cleanup(a, env, cw, g, e)? == Cleaned::Retired {
         return Ok(None);
     }
     Ok(Some(taken))

@@ -1,6 +1,6 @@
 //! Releasing a group's claim: the cleanup a holder runs before it lets go (moving `head` past
-//! deleted messages, retiring an empty group), DIRTY requests from deleters, and the
-//! readiness re-check after the release (SYNC POINT(claim)).
+//! deleted messages, reopening an emptied list at its sentinel), DIRTY requests from deleters,
+//! and the readiness re-check after the release (SYNC POINT(claim)).
 
 use super::ready::hint_if_ready;
 use super::Owner;
@@ -13,14 +13,21 @@ use crate::sync::Ordering;
 pub(crate) enum Cleaned {
     /// The group is still active.
     Kept,
-    /// The group was retired and our claim released.
+    /// The group was retired (an idle group a dead reclaimer closed) and our claim released.
     Retired,
 }
 
 /// Under the claim: frees a dead holder's pending dummy, moves `head` past deleted nodes, and
-/// retires the group if it is empty.
-pub(crate) fn cleanup(a: &Arena<'_>, env: &dyn Env, cw: u64, e: &GroupEntry) -> PResult<Cleaned> {
-    finish(e, cw, cleanup_inner(a, env, e, false)?)
+/// reopens the list at the group's sentinel if it is empty (layout 19: the group stays active,
+/// idle).
+pub(crate) fn cleanup(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    cw: u64,
+    g: u32,
+    e: &GroupEntry,
+) -> PResult<Cleaned> {
+    finish(e, cw, cleanup_inner(a, env, g, e, false)?)
 }
 
 /// [`cleanup`] by a receive about to take the first live message: each node it visits is read
@@ -35,9 +42,10 @@ pub(crate) fn cleanup_before_take(
     a: &Arena<'_>,
     env: &dyn Env,
     cw: u64,
+    g: u32,
     e: &GroupEntry,
 ) -> PResult<Cleaned> {
-    finish(e, cw, cleanup_inner(a, env, e, true)?)
+    finish(e, cw, cleanup_inner(a, env, g, e, true)?)
 }
 
 fn finish(e: &GroupEntry, cw: u64, r: Cleaned) -> PResult<Cleaned> {
@@ -50,7 +58,13 @@ fn finish(e: &GroupEntry, cw: u64, r: Cleaned) -> PResult<Cleaned> {
 /// The most deleted nodes one step of a cleanup moves `head` past (one swap), and frees.
 const RUN: usize = 16;
 
-fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -> PResult<Cleaned> {
+fn cleanup_inner(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    g: u32,
+    e: &GroupEntry,
+    for_take: bool,
+) -> PResult<Cleaned> {
     // Acquire: pairs with the Release stores of a holder that released the claim to us (SYNC
     // POINT(claim)). A holder that died never released it: its writes all came before its
     // death, which reached us through the kernel (its liveness lock, `owner_dead`), so they are
@@ -68,18 +82,29 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
         let hlw = a.link(node::index(h))?;
         let hl = hlw.load(Ordering::Acquire);
         if node::inc(hl) != node::inc(h) {
-            // Only a retire frees the dummy (invariant 1): finish it.
-            finish_retire(a, env, e, h)?;
-            return Ok(Cleaned::Retired);
+            // Layout 19: a dummy is freed only after `head` moved off it (a run's swap, a
+            // reopen's), and the sentinel's incarnation changes only while `head` is a
+            // message: only a damaged word makes `head` name a node that moved on.
+            return Err(Fault::Corrupted("a group's head names a freed node"));
         }
+        let at_sentinel = node::index(h) >= a.total;
         match node::index(hl) {
-            node::CLOSED => {
-                finish_retire(a, env, e, h)?;
+            // An idle group closed by a reclaim that died before retiring it: finish that.
+            node::CLOSED if at_sentinel => {
+                retire_idle(a, e)?;
                 return Ok(Cleaned::Retired);
             }
+            // A reopen that died after its close: finish it.
+            node::CLOSED => reopen(a, env, g, e, h)?,
+            // Idle: empty and open, kept for its next send (layout 19).
+            node::NIL if at_sentinel => {
+                settle_tail(a, env, g, e, h)?;
+                return Ok(Cleaned::Kept);
+            }
             node::NIL => {
-                // Empty: close the list so no append can succeed, then retire. SeqCst: orders
-                // the close against appenders' SeqCst link CAS (exactly one of them wins).
+                // Empty behind a consumed message: close its link so no append can succeed
+                // there, then reopen the list at the sentinel. SeqCst: orders the close
+                // against appenders' SeqCst link CAS (exactly one of them wins).
                 if hlw
                     .compare_exchange(
                         hl,
@@ -90,10 +115,9 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
                     .is_ok()
                 {
                     crash_point!();
-                    finish_retire(a, env, e, h)?;
-                    return Ok(Cleaned::Retired);
+                    reopen(a, env, g, e, h)?;
                 }
-                continue; // an append won: look again
+                // Reopened, or an append won: look again.
             }
             next => {
                 // The run of deleted nodes after the dummy `h` (at most RUN): the last becomes
@@ -177,18 +201,15 @@ fn cleanup_inner(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, for_take: bool) -
 /// position, and before `h`'s position. A node the holder freed is free, or claimed again
 /// with a new incarnation, or linked again at a later position (past `h`'s) or in another
 /// group; the walk stops there. Where `head` was not moved yet (the holder died before its
-/// swap) the run is still in the list, behind a sentinel of position 0: nothing qualifies.
+/// swap) the run is still in the list, behind the sentinel, whose position (`sentinel_pos`,
+/// layout 19) is before the run's: nothing qualifies.
 #[cold]
 #[inline(never)]
 fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
     // Relaxed: the dead holder's writes came before its death, which we learned of (see
     // `cleanup_inner`); positions and groups of deleted nodes do not change until they are
     // freed, and the incarnation re-check below catches a slot freed and claimed meanwhile.
-    let end = if node::index(h) < a.total {
-        a.msg(node::index(h))?.pos.load(Ordering::Relaxed)
-    } else {
-        0
-    };
+    let end = a.position(node::index(h))?;
     let mut run = [0u64; RUN];
     let mut n = 0;
     let mut cur = p;
@@ -233,15 +254,111 @@ fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
     Ok(())
 }
 
-/// Frees the dummy `h` of a closed list and retires the entry into a kept group (layout 17:
-/// its key and its place in the count stay for its next send, see `group`).
-fn finish_retire(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, h: u64) -> PResult<()> {
+/// Under the claim, with `head` on `h`, a consumed message whose link is `CLOSED` (the list
+/// was empty behind it): the list starts again at a new incarnation of group `g`'s sentinel,
+/// positioned one past `h` so that positions (and sequence numbers) keep growing, and `h` is
+/// freed (layout 19). The group stays `ACTIVE` and counted, its key in place: its next send
+/// appends, with no insert.
+///
+/// `head` moves to the new sentinel first, `tail` last, so no append can link after the
+/// sentinel while `head` is still on `h`: whoever walks the list from `head` (a receive, a
+/// purge, a quarantine's check, a settler looking for a dead producer's message) finds every
+/// message linked, at every step. `h` is freed between the two (no word on the consumer's own
+/// line, `pending_free`'s, names it: the producer of a new group reads that line). Each step
+/// may die:
+///
+/// - before the `head` swap: `head` is on `h`, closed, and nobody saw the new sentinel (only
+///   `tail` leads appenders to it): a next holder does it all again, with the next incarnation;
+/// - after it: the list is empty at the sentinel with `tail` still on `h`, freed or not, which
+///   the next holder's cleanup finds ([`settle_tail`]): it frees `h` if it is not yet, and
+///   moves `tail`. Appenders meanwhile find `tail` closed, or freed (its incarnation moved on),
+///   and wait for the claim.
+fn reopen(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> PResult<()> {
+    // Relaxed: while `head` is a message, only claim holders write the sentinel's word (its
+    // last append is behind `head`, so no appender's CAS can match it).
+    let s = node::inc(e.sentinel.load(Ordering::Relaxed)).wrapping_add(1);
+    let new = node::pack(s, a.sentinel_index(g));
+    // Relaxed: published by the Release stores below.
+    e.sentinel_pos.store(
+        a.position(node::index(h))?.wrapping_add(1),
+        Ordering::Relaxed,
+    );
+    // Release: an appender that reads the new incarnation (through `tail`) sees the position.
+    e.sentinel
+        .store(node::pack(s, node::NIL), Ordering::Release);
+    crash_point!();
+    // SYNC POINT(ready-check): as a run's swap. Every producer that links after the new
+    // sentinel reads `tail` after the store below, so its RMW of `head` reads this swap or
+    // later, finds its predecessor there and hints the group itself.
+    e.head.swap(new, Ordering::AcqRel);
+    crash_point!();
     pool::free_dummy(a, env, h)?;
     crash_point!();
+    // Release: pairs with appenders' Acquire loads of `tail`: they see the sentinel's word and
+    // position above. A plain store: no appender moves `tail` off a closed or freed node (its
+    // link CAS expects the incarnation `tail` names), and a helper's CAS from an older value
+    // fails against this one.
+    e.tail.store(new, Ordering::Release);
+    crash_point!();
+    Ok(())
+}
+
+/// Under the claim of group `g` (entry `e`), whose list is empty at its sentinel `h`: if `tail`
+/// is not on `h`, a reopen died between its `head` swap and its `tail` store, and `tail` names
+/// its old dummy, freed or not: free it if it is not (only a node that is that dummy: `g`'s,
+/// closed, deleted, one position before the sentinel's; a damaged `tail` names anything), then
+/// move `tail` to `h`. Nothing else leaves `tail` off `head` in an empty list (appenders move
+/// it only after a link).
+fn settle_tail(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> PResult<()> {
+    // Acquire: pairs with the Release stores of `tail`.
+    let t = e.tail.load(Ordering::Acquire);
+    if t == h {
+        return Ok(());
+    }
+    let i = node::index(t);
+    if i < a.total {
+        let m = a.msg(i)?;
+        // Acquire: as `pool::free_dummy`; the fields below are read between this load and the
+        // incarnation check `free_dummy` makes again (a node freed and claimed again meanwhile
+        // is left alone).
+        let l = m.link.load(Ordering::Acquire);
+        // Relaxed: a dead reopener's writes reached us with its death; ours are ours.
+        let dummy = l == node::pack(node::inc(t), node::CLOSED)
+            && super::words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g
+            && m.pos.load(Ordering::Relaxed).wrapping_add(1)
+                == e.sentinel_pos.load(Ordering::Relaxed);
+        if dummy {
+            pool::free_dummy(a, env, t)?;
+            crash_point!();
+        }
+    }
+    // Release: as the reopen's store. A CAS: should an appender have moved it meanwhile (it
+    // cannot while the sentinel's link is NIL), its value stands.
+    let _ = e
+        .tail
+        .compare_exchange(t, h, Ordering::Release, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Retires the idle group of entry `e`, whose sentinel a reclaim closed (layout 19), into a
+/// plain tombstone out of the count (see `kept::reclaim_kept`). A CAS from the `ACTIVE` word:
+/// a reclaimer that died after it left nothing to do. A death between the CAS and the count
+/// leaves the count one over, as a dead inserter does (invariant K).
+pub(crate) fn retire_idle(a: &Arena<'_>, e: &GroupEntry) -> PResult<()> {
     // Acquire: the state word as of our claim.
     let st = e.state.load(Ordering::Acquire);
-    if gstate::kind(st) == gstate::ACTIVE {
-        super::kept::keep(e, st);
+    if gstate::kind(st) != gstate::ACTIVE {
+        return Ok(());
+    }
+    let dead = gstate::pack(gstate::ginc(st), gstate::TOMBSTONE, super::Owner::NOBODY);
+    // Release: our last writes to the entry happen before a reuser's Acquire CAS of `state`.
+    if e.state
+        .compare_exchange(st, dead, Ordering::Release, Ordering::Relaxed)
+        .is_ok()
+    {
+        crash_point!();
+        // Relaxed: a capacity counter, no data depends on it.
+        a.hdr.active_groups.0.fetch_sub(1, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -294,7 +411,7 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) 
             if e.claim
                 .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
-                && cleanup(a, env, cw, e)? == Cleaned::Retired
+                && cleanup(a, env, cw, g, e)? == Cleaned::Retired
             {
                 return Ok(());
             }
@@ -307,6 +424,13 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) 
         {
             break;
         }
+    }
+    // A kept group (idle, layout 19) has nothing to re-check: a producer that linked before
+    // the cleanup's last swap of `head` was seen by it (SYNC POINT(ready-check)), so the list
+    // would not be empty, and one that links after finds its predecessor, the sentinel, at
+    // `head` and hints the group itself.
+    if super::kept::is_kept(a, g, e) {
+        return Ok(());
     }
     hint_if_ready(a, env, me, g, e)
 }

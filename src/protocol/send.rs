@@ -106,12 +106,10 @@ pub fn return_loan(a: &Arena<'_>, env: &dyn Env, me: Owner, l: Loaned) -> PResul
 }
 
 fn node_pos(a: &Arena<'_>, idx: u32) -> PResult<u64> {
-    if idx >= a.total {
-        return Ok(0);
-    }
-    // Relaxed: read between an Acquire load of the node's link and a CAS on it that fails if
+    // Read between an Acquire load of the node's link (and, for a sentinel, of `tail`, which
+    // the reopen that positioned it stored with Release) and a CAS on the link that fails if
     // the node changed incarnation (`append`).
-    Ok(a.msg(idx)?.pos.load(Ordering::Relaxed))
+    a.position(idx)
 }
 
 /// Sends one message: reserve its dedup key, allocate, copy, find or insert the group, append,
@@ -405,7 +403,8 @@ fn link<'a>(
         crash_point!();
     }
     let mut stuck = 0;
-    // A send waits, bounded by time, for a live claim holder to finish retiring a closed group.
+    // A send waits, bounded by time, for a live claim holder to finish reopening (or retiring)
+    // a closed list.
     let mut busy = group::Patience::new();
     for _ in 0..MAX_STEPS {
         let (g, ginc) = group::find_or_insert(a, env, me, out.hash, out.group_id)?;
@@ -434,11 +433,11 @@ fn link<'a>(
                 }
                 Helped::LookAgain => {}
                 Helped::HolderBusy => {
-                    // A live holder is finishing the retire (a few hundred ns); one that keeps
-                    // the list closed far longer is stopped: give up, retryably.
+                    // A live holder is finishing the reopen or retire (a few hundred ns); one
+                    // that keeps the list closed far longer is stopped: give up, retryably.
                     busy.wait(
                         env,
-                        "a group being retired is held by a live participant (stopped?)",
+                        "a group being reopened is held by a live participant (stopped?)",
                     )?;
                 }
             },
@@ -448,8 +447,8 @@ fn link<'a>(
 }
 
 /// Appends `chain` (its nodes already linked to each other) to the group's list. Returns
-/// `(predecessor ref, position of the first node)`, or `None` if the group is closed (being
-/// retired) and the caller must look it up again.
+/// `(predecessor ref, position of the first node)`, or `None` if the list is closed (being
+/// reopened, or the group retired) and the caller must help and look it up again.
 fn append(
     a: &Arena<'_>,
     me: Owner,
@@ -478,8 +477,10 @@ fn append(
         // Acquire: SYNC POINT(node-link), the predecessor's fields are visible.
         let l = tl.load(Ordering::Acquire);
         if node::inc(l) != node::inc(t) {
-            // Relaxed re-read: if `tail` still names a freed node, only a retire can have freed
-            // it (invariant 2): the group is closing.
+            // Relaxed re-read: if `tail` still names a node that moved on, it was freed under
+            // it: a reopen frees its dummy a moment before it moves `tail` to the new sentinel
+            // (or died between the two, and `settle_tail` mends it), or a damaged word did it.
+            // Either way the list is not open here: the caller helps the claim holder.
             if e.tail.load(Ordering::Relaxed) == t {
                 return Ok(None);
             }
@@ -493,8 +494,16 @@ fn append(
             ));
         }
         match node::index(l) {
-            // SYNC POINT(quarantine-close): a quarantiner's SeqCst CAS to CLOSED won this link.
-            node::CLOSED => return Ok(None),
+            // SYNC POINT(quarantine-close): a quarantiner's, a reclaim's or a reopen's SeqCst
+            // CAS to CLOSED won this link. A reopen moves `tail` to the sentinel a moment later:
+            // look again at once if it did; otherwise the caller helps or waits.
+            node::CLOSED => {
+                // Relaxed: a hint; the next round loads it with Acquire.
+                if e.tail.load(Ordering::Relaxed) != t {
+                    continue;
+                }
+                return Ok(None);
+            }
             node::NIL => {
                 let pos = node_pos(a, node::index(t))?.wrapping_add(1);
                 for (i, p) in chain.iter().flatten().enumerate() {
@@ -572,11 +581,12 @@ enum Helped {
     LookAgain,
     /// The group is live under our claim yet its list is closed (only corruption does that).
     ClosedUnderUs,
-    /// A live participant holds the claim: wait for it to finish the retire.
+    /// A live participant holds the claim: wait for it to finish the reopen or retire.
     HolderBusy,
 }
 
-/// A sender found the group closing: make sure the retire completes (its holder may be dead).
+/// A sender found the group's list closed: make sure the reopen (or an idle group's retire)
+/// completes (its holder may be dead).
 fn help_retire(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, ginc: u32) -> PResult<Helped> {
     let e = a.group(g)?;
     if !group::is_active(e, ginc) {
@@ -584,10 +594,11 @@ fn help_retire(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, ginc: u32) -> PR
     }
     match group::try_claim(a, env, e, me, ginc) {
         TryClaim::Acquired { cw, .. } => {
-            if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
+            if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Kept {
                 or_release(e, cw, release(a, env, me, cw, g))?;
-                // The group is live under our claim, yet an append found it closing: only
-                // corruption does that persistently.
+                // The group is live under our claim and its list reopened (layout 19): an
+                // append found it closing at most once or twice a send; only corruption does
+                // that persistently.
                 return Ok(Helped::ClosedUnderUs);
             }
         }

@@ -1,6 +1,6 @@
 //! The sweep: re-derives ready hints lost by participants that died or stopped, finds the
 //! groups whose visibility, delay or retention ended (the expiry wheel, `timers`), repairs dead
-//! claims and inserts, and retires empty groups. Run by idle receivers when due, by producers
+//! claims and inserts, and reopens emptied groups' lists. Run by idle receivers when due, by producers
 //! that found their size class full, by recovery, and when a settings change asks
 //! (`live::reschedule`).
 
@@ -107,7 +107,7 @@ pub struct Swept {
     pub visited: usize,
 }
 
-/// Re-derives ready hints for every group, repairs dead claims and inserts, retires empty
+/// Re-derives ready hints for every group, repairs dead claims and inserts, reopens emptied
 /// groups, files every locked group on the expiry wheel and recomputes the next visibility
 /// deadline. O(group table): run by recovery and when asked (`next_expiry == 0`); the sweeps
 /// of idle receivers drain the wheel and look at one chunk of the table at a time.
@@ -306,15 +306,19 @@ fn sweep_group(
             _ => Found::Nothing,
         });
     }
+    if c == 0 && status == Status::Empty && super::kept::is_kept(a, g, e) {
+        return Ok(Found::Nothing); // kept (idle): nothing to clean up
+    }
     if c != 0 || status == Status::Empty || status == Status::Expired {
-        // Dead (or stale) holder, or an empty group nobody will touch: take the claim over,
-        // clean up (which retires an empty group) and release (which re-hints).
+        // Dead (or stale) holder, or an empty group nobody will touch (deleted messages
+        // behind `head`): take the claim over, clean up (which reopens an emptied list) and
+        // release (which re-hints).
         // An expired head (T1) is removed here, so memory comes back without any receiver.
         if let TryClaim::Acquired { cw, .. } = group::try_claim(a, env, e, me, ginc) {
-            if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Kept {
+            if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Kept {
                 if status == Status::Expired {
                     or_release(e, cw, trim_expired(a, env, me, e))?;
-                    if or_release(e, cw, cleanup(a, env, cw, e))? == Cleaned::Retired {
+                    if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Retired {
                         return Ok(Found::Nothing);
                     }
                 }

@@ -35,9 +35,6 @@ pub mod owner {
     impl Owner {
         /// No owner (a state word's owner field when nobody holds it).
         pub const NOBODY: Owner = Owner(0);
-        /// Not a participant (no participant's code is below `1 << GEN_BITS`): the owner field
-        /// of a kept group's tombstone (layout 17, [`super::gstate::kept`]).
-        pub const KEPT: Owner = Owner(1);
         /// The owner code of participant `index` at generation `gen`.
         pub fn new(index: u32, gen: u32) -> Owner {
             Owner(((u64::from(index) + 1) << GEN_BITS) | (u64::from(gen) & ((1 << GEN_BITS) - 1)))
@@ -216,19 +213,9 @@ pub mod gstate {
     pub const INSERTING: u64 = 1;
     /// Live group.
     pub const ACTIVE: u64 = 2;
-    /// Retired, reusable. Owner `NOBODY`: a plain tombstone, out of the count; owner
-    /// [`super::Owner::KEPT`]: a group its last receive emptied, kept with its key and still
-    /// counted, so that its next send revives it without writing the key or the count
-    /// (layout 17); another owner: being quarantined by it.
+    /// Retired, reusable. Owner `NOBODY`: a plain tombstone, out of the count; another owner:
+    /// being quarantined by it.
     pub const TOMBSTONE: u64 = 3;
-    /// The state word of a kept group (layout 17) at incarnation `ginc`.
-    pub fn kept(ginc: u32) -> u64 {
-        pack(ginc, TOMBSTONE, super::Owner::KEPT)
-    }
-    /// Whether `w` is a kept group's state word.
-    pub fn is_kept(w: u64) -> bool {
-        kind(w) == TOMBSTONE && owner(w) == super::Owner::KEPT
-    }
     /// Packs a state word.
     pub fn pack(ginc: u32, kind: u64, owner: super::Owner) -> u64 {
         (u64::from(ginc & super::GINC_MASK) << 40) | (kind << 38) | owner.bits()

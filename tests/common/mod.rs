@@ -113,14 +113,15 @@ impl Rng {
 }
 
 /// Offset in the arena file at `path` of the group entry whose id starts with `id` (found by
-/// its bytes: the id words are 88 bytes into a 256-byte entry).
+/// its bytes: the id words are 96 bytes into a 256-byte entry, layout 19, pinned in
+/// `layout.rs`).
 pub fn group_entry(path: &str, id: &[u8]) -> u64 {
     let bytes = std::fs::read(path).unwrap();
     let at = bytes
         .windows(id.len())
         .position(|w| w == id)
         .expect("the group id is in the arena");
-    (at - 88) as u64
+    (at - 96) as u64
 }
 
 /// Writes the word `w` at `off` in the arena file at `path`, as another process could.
@@ -130,8 +131,8 @@ pub fn write_word(path: &str, off: u64, w: u64) {
     f.write_all_at(&w.to_le_bytes(), off).unwrap();
 }
 
-/// Points the `head` (32 bytes into the entry) of the group whose id starts with `id` at a
-/// node that does not exist: the group's list can no longer be walked.
+/// Points the `head` (32 bytes into the entry, pinned in `layout.rs`) of the group whose id
+/// starts with `id` at a node that does not exist: the group's list can no longer be walked.
 pub fn break_group(path: &str, id: &[u8]) {
     write_word(path, group_entry(path, id) + 32, 0xFFFF_FFF0);
 }
