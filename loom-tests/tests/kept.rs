@@ -1,12 +1,13 @@
-//! Kept groups (layout 19, `protocol::release`, `protocol::kept`): the delete that empties a
-//! group reopens its list at a new incarnation of its sentinel, and the group stays ACTIVE,
-//! idle, with its key and its place in `active_groups`; the next send of the key appends to it
-//! with no insert, and an insert at the capacity retires idle groups (under each one's claim:
-//! its sentinel's link closed, then a plain tombstone counted out). Models: a send racing with
-//! that reclaim, a send to a kept group racing with another key's insert in the same home and
-//! with one from the home before, an insert at the capacity reclaiming while another group is
-//! emptied, a reopen and a reclaim that each die at every step beside a sender of the group, a
-//! sender to a kept group that dies at each step, and one that stops forever.
+//! Kept groups (layout 19, `protocol::release`, `protocol::kept`): the delete that empties a group
+//! reopens its list at a new incarnation of its sentinel, and the group stays ACTIVE, idle, with
+//! its key and its place in `active_groups`; the next send of the key appends to it with no insert,
+//! and an insert at the capacity retires idle groups (under each one's claim: its sentinel's link
+//! closed, then a plain tombstone counted out). Models: a send racing with that reclaim, a send to
+//! a kept group racing with another key's insert in the same home (and with its reclaim and the
+//! entry's reuse by that key) and with one from the home before, an insert at the capacity
+//! reclaiming while another group is emptied, a reopen and a reclaim that each die at every step
+//! beside a sender of the group, a sender to a kept group that dies at each step, and one that
+//! stops forever.
 #![cfg(shmfifo_loom)]
 
 use shmfifo::protocol::{group, kept};
@@ -123,6 +124,80 @@ fn a_send_to_a_kept_group_races_with_another_keys_insert_in_its_home() {
         let mut got = drain(&a, &env, 0);
         got.sort();
         assert_eq!(got, vec![b"a2".to_vec(), b"b1".to_vec()]);
+        assert_clean(&a);
+    });
+}
+
+/// Receives and deletes everything, as `who`; returns (group id, body) pairs.
+fn drain_with_groups(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut got = Vec::new();
+    loop {
+        let mut batch = Vec::new();
+        receive::receive(
+            a,
+            env,
+            me(who),
+            10,
+            &mut receive::Policy::new(1_000),
+            &mut |t| {
+                let mut id = [0u8; shmfifo::layout::MAX_ID_LEN];
+                let n = t.group_id(&mut id);
+                let h = Handle {
+                    idx: t.idx,
+                    inc: t.inc,
+                    epoch: t.epoch,
+                };
+                batch.push((h, id[..n].to_vec(), t.payload.to_vec()));
+                true
+            },
+        )
+        .expect("receive");
+        if batch.is_empty() {
+            return got;
+        }
+        for (h, id, body) in batch {
+            handle::delete(a, env, me(who), h).expect("delete");
+            got.push((id, body));
+        }
+    }
+}
+
+/// A sender of a kept group finds it ACTIVE, and before it reads the group's `tail`, the
+/// group is reclaimed (retired to a tombstone) and another key whose home is the same entry
+/// is inserted there (a new incarnation of the entry, its sentinel at a new incarnation, with
+/// `tail` on it): the sender must not append to the other key's list (M3: a message keeps
+/// its group id). Each body is delivered under its own group id.
+#[test]
+fn a_sender_that_looked_up_a_group_reclaimed_and_reused_by_another_key_keeps_its_group() {
+    let (a0, b0) = colliding(4);
+    model(move || {
+        let h = arena(3, 2, 4);
+        let env = Arc::new(MockEnv::default());
+        let a = h.arena();
+        send_and_empty(&a, &env, &a0, b"a0");
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (x, y) = {
+            let (a0, b0) = (a0.clone(), b0.clone());
+            par(
+                move || send(&h1.arena(), &e1, 1, &a0, b"a1"),
+                move || {
+                    let a = h2.arena();
+                    kept::reclaim_kept(&a, &*e2, me(2), true).unwrap();
+                    send(&a, &e2, 2, &b0, b"b1")
+                },
+            )
+        };
+        x.expect("sent");
+        y.expect("sent");
+        let mut got = drain_with_groups(&a, &env, 0);
+        got.sort();
+        let mut want = vec![
+            (a0.as_bytes().to_vec(), b"a1".to_vec()),
+            (b0.as_bytes().to_vec(), b"b1".to_vec()),
+        ];
+        want.sort();
+        assert_eq!(got, want, "each message in its own group");
+        assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), counted(&a));
         assert_clean(&a);
     });
 }

@@ -765,7 +765,10 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
     e.sentinel
         .store(node::pack(sinc, node::NIL), Ordering::Relaxed);
     e.head.store(sentinel, Ordering::Relaxed);
-    e.tail.store(sentinel, Ordering::Relaxed);
+    // SYNC POINT(entry-reuse): Release, so that an appender of the entry's previous group
+    // that reads this `tail` also sees our CAS that took the entry from its tombstone, and
+    // its check of the incarnation after the load fails (`send::append`).
+    e.tail.store(sentinel, Ordering::Release);
     e.hint.store(0, Ordering::Relaxed);
     // A tombstone may be a quarantined group's, which a dead claim holder can leave with a
     // dummy named, or a reopened one's (a sentinel past position 0). Relaxed: as the stores

@@ -32,11 +32,11 @@
 //! Every Release/Acquire (or SeqCst) pair the protocols rely on is tagged `SYNC POINT(<name>)` at
 //! both ends; the table of writers and readers is in `ARCHITECTURE.md` ("Sync points"), and
 //! `ci/sync-points.sh` checks that this list, that table and the tags name the same points.
-//! The 23 names: `arena-ready`, `slot-free`, `node-link`, `group-publish`, `claim`,
+//! The 24 names: `arena-ready`, `slot-free`, `node-link`, `group-publish`, `claim`,
 //! `ready-check`, `doorbell`, `space-doorbell`, `expiry-publish`, `expiry-wheel`,
 //! `dedup-publish`, `dedup-seqlock`, `dedup-msg`, `attempt-seqlock`, `settings-publish`,
 //! `holder-record`, `registry-free`, `clock-rebase`, `peek-seqlock`, `quarantine-close`,
-//! `reschedule`, `census`, `segment-publish`.
+//! `reschedule`, `census`, `segment-publish`, `entry-reuse`.
 #![cfg_attr(feature = "loom", allow(unreachable_pub, missing_docs))]
 
 /// Stops the calling participant here when a loom model armed a crash for this step: the

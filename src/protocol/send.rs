@@ -468,14 +468,24 @@ fn append(
         if round > 0 {
             count(a, me, counter::CONTENTION_RETRIES, 1);
         }
-        if !group::is_active(e, ginc) {
-            return Ok(None);
-        }
-        // Acquire: pairs with the Release CAS that moved `tail`.
+        // Acquire: pairs with the Release CAS that moved `tail`, and with `publish_entry`'s
+        // Release store of it (SYNC POINT(entry-reuse), below).
         let t = e.tail.load(Ordering::Acquire);
         let tl = a.link(node::index(t))?;
         // Acquire: SYNC POINT(node-link), the predecessor's fields are visible.
         let l = tl.load(Ordering::Acquire);
+        // SYNC POINT(entry-reuse): the incarnation checked after `tail` and its link are read, not
+        // only before. Between the caller's lookup and the loads above, the group could have been
+        // retired (a reclaim of an idle group, a quarantine) and the entry reused by another key,
+        // whose sentinel `tail` then names: appending there would put this message in that key's
+        // group (M3: a message keeps its group id; found by a loom model). A `tail` of the new
+        // incarnation comes from `publish_entry`'s Release store, after that inserter's CAS that
+        // took the entry from its tombstone: this Acquire load then sees the entry's state past our
+        // incarnation. A `tail` and link of our incarnation, read before the reuse, fail the link
+        // CAS below (the sentinel's incarnation moved on).
+        if !group::is_active(e, ginc) {
+            return Ok(None);
+        }
         if node::inc(l) != node::inc(t) {
             // Relaxed re-read: if `tail` still names a node that moved on, it was freed under
             // it: a reopen frees its dummy a moment before it moves `tail` to the new sentinel
