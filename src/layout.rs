@@ -382,7 +382,9 @@ pub struct Participant {
     /// clears the record gives both counts back.
     pub waiting: AtomicU64,
     /// This slot's contribution to the in-flight count (wrapping; +1 per first receive, -1
-    /// per removal of a received message). Kept across registrations: only the sum counts.
+    /// per removal of a received message other than a delete: layout 19 counts a delete only
+    /// in `counters[DELETED]`, which the in-flight sum subtracts). Kept across registrations:
+    /// only the sum counts.
     pub in_flight: AtomicU64,
     /// Lifetime counters of this slot's participants, indexed by [`counter`]. Only the
     /// participant registered in the slot adds to them (its own cache lines: no contention);

@@ -77,9 +77,18 @@ pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
     }
 }
 
+/// The participants' shares of the in-flight count: their first receives and other removals
+/// (`Participant::in_flight`) less their deletes (`counter::DELETED`, layout 19: a delete
+/// counts once, not in both words).
+fn shares(a: &Arena<'_>) -> u64 {
+    stat_sum(a, |p| &p.in_flight).wrapping_sub(stat_sum(a, |p| {
+        &p.counters[crate::layout::counter::DELETED]
+    }))
+}
+
 /// The in-flight count: the participants' shares plus the census correction (R8).
 pub fn in_flight(a: &Arena<'_>) -> u64 {
-    let sum = stat_sum(a, |p| &p.in_flight);
+    let sum = shares(a);
     let v = sum.wrapping_add(a.hdr.in_flight_fix.load(Ordering::Relaxed));
     if (v as i64) < 0 {
         0
@@ -100,7 +109,7 @@ pub fn in_flight_census(a: &Arena<'_>) {
             }
         }
     }
-    let sum = stat_sum(a, |p| &p.in_flight);
+    let sum = shares(a);
     a.hdr
         .in_flight_fix
         .store(real.wrapping_sub(sum), Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! Operations on receipt handles (delete, change visibility) and on the whole queue (purge).
 
-use super::accounting::{account_in_flight, count};
+use super::accounting::count;
 use super::dedup;
 use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Cycle, Next};
@@ -68,7 +68,7 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
     let g = mark_deleted(a, env, h)?;
-    account_in_flight(a, me, -1);
+    // Counted once: the in-flight count subtracts the deletes (`accounting::in_flight`).
     count(a, me, counter::DELETED, 1);
     crash_point!();
     // Deleted: a fault while cleaning up concerns the group, not this delete.
@@ -110,9 +110,9 @@ pub fn delete_many(
             }
         }
     }
-    // Counted once for the batch: until then the in-flight count is higher than the truth,
-    // the safe side of R8 (a crash before this leaves it to the census).
-    account_in_flight(a, me, -deleted);
+    // Counted once for the batch (the in-flight count subtracts the deletes): until then the
+    // in-flight count is higher than the truth, the safe side of R8 (a crash before this
+    // leaves it to the census).
     count(a, me, counter::DELETED, deleted as u64);
     for &g in &groups[..ng] {
         // Deleted: a fault while cleaning up concerns the group, not these deletes.
