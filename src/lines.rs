@@ -723,7 +723,7 @@ mod tests {
     }
 
     /// A received message's header comes to the consumer once, for writing: the receive's
-    /// cleanup and walk fetch it by an RMW that writes nothing, where a load then the
+    /// cleanup and walk fetch it for writing (`sync::load_for_write_u64`), where a load then the
     /// in-flight CAS fetched it twice (2 per message before). One group, send, receive,
     /// delete; and a batch of 10 received at once, whose messages after the first the walk
     /// fetches.

@@ -157,25 +157,41 @@ pub fn idempotent_rmw_u64(a: &AtomicU64, o: Ordering) -> u64 {
     }
 }
 
-/// A load (`o`: `Acquire` or `SeqCst`) of a word whose line the caller writes next: in a real build an RMW that
-/// writes back what it read (`fetch_add(0)`), which fetches the line once, exclusively, where a
-/// load then a write would fetch it twice from the core that wrote it last; the value is what a
-/// load could have read (the latest). Under loom a plain load: loom orders a plain store by
-/// another thread loosely against such an RMW (by causality, not as one total order), so it
-/// would credit the no-op write with values no execution can leave, while a load allows every
-/// value the RMW could read, and more.
+/// A load (`o`: `Acquire` or `SeqCst`) of a word whose line the caller writes next, fetching
+/// the line once, exclusively, where a plain load then a write would fetch it twice from the
+/// core that wrote it last; the value is what a load reads.
 ///
-/// The addend is hidden from the optimiser (`black_box`): LLVM lowers an RMW it can prove
-/// writes nothing (`fetch_add(0)`) on x86 to a fence on a stack slot and a plain load (`lock
-/// or` on `rsp`, then `mov`), which fetches the line shared, the very thing this function is
-/// for; until this was found (layout 17's review) every use compiled so, and the `lines`
-/// model, which records the call, not the instruction, counted a write that did not happen.
-/// With the addend opaque it is a `lock xadd` on the word (checked in the disassembly of
-/// `ring::Ring::pop`, `list::step` and `release::cleanup_inner`). Standing for a SeqCst load, it
-/// is a SeqCst RMW: in the single total order, reading the latest value.
+/// On x86-64, `prefetchw` on the word (a request for the line in the exclusive state, with no
+/// write and no lock; a CPU without the instruction runs its encoding as a NOP), then the load
+/// itself. Elsewhere an RMW that writes back what it read (`fetch_add` of an addend hidden from
+/// the optimiser, which otherwise lowers an RMW it can prove writes nothing to a fence and a
+/// plain load: a shared fetch, the very thing this function is for). Before this (layout 19's
+/// last change) x86-64 used that RMW too: a `lock xadd`, three locked instructions a single
+/// message (the send's home entry, the ring pop's entry, the take's `vis`), 1.2 a batched one.
+///
+/// The protocol needs only the load: under loom this is a plain load, and every model checks
+/// the protocol with it (an RMW there would be credited by loom with values no execution can
+/// leave, as it orders a plain store by another thread loosely against an RMW). With the
+/// `lines` feature the call is recorded as an RMW, as the exclusive fetch it stands for.
 #[inline]
 pub fn load_for_write_u64(a: &AtomicU64, o: Ordering) -> u64 {
-    #[cfg(not(shmfifo_loom))]
+    #[cfg(all(not(shmfifo_loom), not(feature = "lines"), target_arch = "x86_64"))]
+    {
+        #[allow(unsafe_code)]
+        // SAFETY: `prefetchw` only hints the cache: it faults on no address, writes no memory
+        // and touches neither the flags nor the stack (the options say so); the pointer is a
+        // live reference's.
+        unsafe {
+            core::arch::asm!(
+                "prefetchw [{0}]",
+                in(reg) a.as_ptr(),
+                options(nostack, preserves_flags, readonly)
+            );
+        }
+        // `o`: as the caller names it (what it pairs with).
+        a.load(o)
+    }
+    #[cfg(all(not(shmfifo_loom), any(feature = "lines", not(target_arch = "x86_64"))))]
     {
         // `o`: as the load it stands for (the caller names what it pairs with).
         a.fetch_add(core::hint::black_box(0), o)

@@ -82,9 +82,9 @@ pub(crate) fn successor<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
 }
 
 /// [`successor`] for a walk that goes on to write the node it finds (a receive, which marks it
-/// in flight): its header line is fetched once, for writing, by an RMW that writes nothing
-/// (`sync::load_for_write_u64`), instead of shared by the load and then again by the write.
-/// One line less a received message (`shmfifo-lines`), one locked instruction more.
+/// in flight): its header line is fetched once, for writing (`sync::load_for_write_u64`: a
+/// `prefetchw` and a load on x86-64), instead of shared by the load and then again by the
+/// write. One line less a received message (`shmfifo-lines`), no locked instruction.
 #[inline]
 pub(crate) fn successor_for_write<'a>(a: &Arena<'a>, cur: u64) -> PResult<Next<'a>> {
     step(a, cur, true)
