@@ -365,6 +365,36 @@ fn a_sender_to_a_kept_group_stopped_forever_holds_only_its_claims() {
     });
 }
 
+/// Sends to group `g`, receives it, then deletes it as participant 0, dying at step `k` of the
+/// delete (and its cleanup and reopen), while participant 2 sends `y` to the same group (again
+/// after a retryable `Busy`, once the dead one is proven dead): the survivor's send must be
+/// accepted. Returns the dead deleter's result.
+fn delete_dying_beside_a_sender(h: &Arc<HeapArena>, env: &Arc<MockEnv>, k: u32) -> PResult<()> {
+    let a = h.arena();
+    send(&a, env, 0, "g", b"0").unwrap();
+    let got = recv(&a, env, 0, 1, 1_000).unwrap();
+    let hd = got[0].0;
+    let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+    let (deleted, other) = par(
+        move || {
+            as_participant(&e1, 0, Some(k), || {
+                let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
+                if crash::crashed() {
+                    stopped();
+                }
+                r
+            })
+        },
+        move || send(&h2.arena(), &e2, 2, "g", b"y"),
+    );
+    let other = match other {
+        Err(Fault::Busy(_)) => send(&a, env, 2, "g", b"y"),
+        r => r,
+    };
+    other.expect("the survivor's send is accepted");
+    deleted
+}
+
 /// The delete that empties a group, dying at each step of its cleanup (the run's swap, the
 /// close, the reopen's sentinel and `pending_free` writes, its `head` swap, its `tail` store,
 /// the free) beside a sender of the same group, on an arena of two slots: the survivor's
@@ -378,29 +408,8 @@ fn a_reopen_that_dies_at_each_step_loses_nothing() {
         model(move || {
             let h = arena(3, 2, 2);
             let env = Arc::new(MockEnv::default());
+            let deleted = delete_dying_beside_a_sender(&h, &env, k);
             let a = h.arena();
-            send(&a, &env, 0, "g", b"0").unwrap();
-            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
-            let hd = got[0].0;
-            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-            let (deleted, other) = par(
-                move || {
-                    as_participant(&e1, 0, Some(k), || {
-                        let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
-                        if crash::crashed() {
-                            stopped();
-                        }
-                        r
-                    })
-                },
-                move || send(&h2.arena(), &e2, 2, "g", b"y"),
-            );
-            let a = h.arena();
-            let other = match other {
-                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"y"),
-                r => r,
-            };
-            other.expect("the survivor's send is accepted");
             // The other slot, if the dead deleter freed it: full otherwise, until recovery.
             let z = send(&a, &env, 2, "o", b"z");
             assert!(
@@ -492,29 +501,8 @@ fn a_purge_after_a_reopen_that_died_at_each_step_misses_nothing() {
         model(move || {
             let h = arena(3, 2, 3);
             let env = Arc::new(MockEnv::default());
+            let _ = delete_dying_beside_a_sender(&h, &env, k);
             let a = h.arena();
-            send(&a, &env, 0, "g", b"0").unwrap();
-            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
-            let hd = got[0].0;
-            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-            let (_, other) = par(
-                move || {
-                    as_participant(&e1, 0, Some(k), || {
-                        let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
-                        if crash::crashed() {
-                            stopped();
-                        }
-                        r
-                    })
-                },
-                move || send(&h2.arena(), &e2, 2, "g", b"y"),
-            );
-            let a = h.arena();
-            let other = match other {
-                Err(Fault::Busy(_)) => send(&a, &env, 2, "g", b"y"),
-                r => r,
-            };
-            other.expect("the survivor's send is accepted");
             handle::purge(&a, &*env, me(2)).expect("purge");
             recovery::recover(&a, &*env, me(2)).expect("recovery");
             assert_eq!(drain(&a, &env, 2), Vec::<Vec<u8>>::new(), "k={k}: P1");

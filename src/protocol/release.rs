@@ -34,9 +34,8 @@ pub(crate) fn cleanup(
 /// for writing (`sync::load_for_write_u64`, SeqCst): the first live message, which the receive
 /// marks in flight next, so its line comes from the producer once, exclusively, not shared
 /// and then again (one line less a received message; a `prefetchw` on x86-64, no locked
-/// instruction); and any
-/// deleted message before it (rare here: a delete's own cleanup moves past them), which
-/// becomes the dummy and is freed when `head` moves on. Other cleanups stop at a message
+/// instruction); and any deleted message before it (rare here: a delete's own cleanup moves
+/// past them), which becomes the dummy and is freed when `head` moves on. Other cleanups stop at a message
 /// nobody writes next, and mostly walk deleted messages the caller deleted itself: a plain
 /// load.
 pub(crate) fn cleanup_before_take(
