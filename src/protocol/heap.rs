@@ -213,6 +213,7 @@ impl HeapArena {
             ranges: super::ranges(&classes),
             nclasses: self.headers.len(),
             total: base,
+            first: super::first_headers(&classes),
             max_groups: self.max_groups,
             dedup: &self.dedup,
             dedup_keys: &self.dedup_keys,

@@ -324,6 +324,10 @@ pub struct Arena<'a> {
     pub ranges: [(u32, u32); crate::layout::MAX_CLASSES],
     /// Total message slots.
     pub total: u32,
+    /// The base-file headers of the class whose index range starts at 0 (the smallest), so
+    /// that locating one of them, most messages, is one compare ([`first_headers`]); empty if
+    /// no class starts there.
+    pub first: &'a [MsgHeader],
     /// Maximum active groups.
     pub max_groups: u64,
     /// Dedup table (empty with dedup off; else length a power of two).
@@ -365,6 +369,15 @@ pub fn ranges(classes: &[Option<Class<'_>>]) -> [(u32, u32); crate::layout::MAX_
         }
     }
     r
+}
+
+/// [`Arena::first`] of these classes: the base-file headers of the one whose index range
+/// starts at 0.
+pub fn first_headers<'a>(classes: &[Option<Class<'a>>]) -> &'a [MsgHeader] {
+    match classes.first() {
+        Some(Some(c)) if c.base == 0 => c.headers,
+        _ => &[],
+    }
 }
 
 /// [`Arena::hint_from`] of these classes.
@@ -445,12 +458,21 @@ impl<'a> Arena<'a> {
     /// The header of message `idx`.
     #[inline]
     pub fn msg(&self, idx: u32) -> PResult<&'a MsgHeader> {
+        // The first class's base file: its slots are global indices `0 .. first.len()`.
+        if let Some(h) = self.first.get(idx as usize) {
+            return Ok(h);
+        }
         let (c, i) = self.locate(idx)?;
         Ok(self.slot(c, i as u64)?.0)
     }
 
     /// The class of message `idx`, its header and the start of its payload.
     pub fn class_of(&self, idx: u32) -> PResult<(Class<'a>, &'a MsgHeader, *mut u8)> {
+        // The first class's base file (see `msg`): `first` is its headers, so it is present.
+        if let (Some(h), Some(Some(cl))) = (self.first.get(idx as usize), self.classes.first()) {
+            // `idx` indexes the base slots, so the payload lies inside the class's array.
+            return Ok((*cl, h, cl.payload.wrapping_add(idx as usize * cl.stride)));
+        }
         let (c, i) = self.locate(idx)?;
         let (h, p) = self.slot(c, i as u64)?;
         Ok((self.classes[c].ok_or(Fault::Corrupted("class"))?, h, p))

@@ -368,6 +368,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         ranges: super::ranges(&classes),
         nclasses: g.classes.len(),
         total: first,
+        first: super::first_headers(&classes),
         max_groups: u64::from(g.max_groups),
         dedup,
         dedup_keys,
