@@ -200,6 +200,73 @@ fn publish_races_with_cleanup_hint_not_lost() {
     });
 }
 
+/// A receive whose take leaves its group locked (its first message in flight) releases the
+/// claim without re-checking readiness (`release_locked`): a producer linking behind the taken
+/// message meanwhile leaves the hint to the delete that unlocks the group, which gives it.
+/// Afterwards the message is reachable through a hint alone (no sweep: a lost hint fails here).
+#[test]
+fn a_receive_that_leaves_its_group_locked_loses_no_hint() {
+    model(|| {
+        let (h, env) = setup(3, 1, 3);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (s, first) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"2"),
+            move || {
+                let a = h2.arena();
+                let got = recv(&a, &e2, 2, 1, 1_000).unwrap();
+                for (hd, _) in &got {
+                    handle::delete(&a, &*e2, me(2), *hd).unwrap();
+                }
+                got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
+            },
+        );
+        s.unwrap();
+        assert_eq!(first, vec![b"1".to_vec()], "R3: the first message, alone");
+        let got = recv(&a, &env, 0, 10, 1_000).unwrap();
+        assert_eq!(got.len(), 1, "hint present without a sweep");
+        assert_eq!(got[0].1, b"2");
+        handle::delete(&a, &*env, me(0), got[0].0).unwrap();
+        assert_clean(&a);
+    });
+}
+
+/// The other side of `release_locked`: a take that leaves its group unlocked (a zero visibility
+/// timeout: the message is visible again at once) re-checks readiness after its release, while
+/// a producer links behind it, so the group is hinted again (no sweep: a lost hint fails here).
+#[test]
+fn a_receive_with_a_zero_timeout_hints_its_group_again() {
+    model(|| {
+        let (h, env) = setup(3, 1, 3);
+        // Arena time starts at 1 (a deadline of 0 means "never received"): at 0 a zero
+        // timeout's deadline, 1, would still lie ahead.
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (s, first) = par(
+            move || send(&h1.arena(), &e1, 1, "g", b"2"),
+            move || recv(&h2.arena(), &e2, 2, 1, 0).unwrap(),
+        );
+        s.unwrap();
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].1, b"1");
+        let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+        assert_eq!(got.len(), 1, "hint present without a sweep");
+        assert_eq!(
+            got[0].1, b"1",
+            "R3: the first message again, its receive count 2"
+        );
+        handle::delete(&a, &*env, me(0), got[0].0).unwrap();
+        let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+        assert_eq!(got.len(), 1, "hinted by the delete");
+        assert_eq!(got[0].1, b"2");
+        handle::delete(&a, &*env, me(0), got[0].0).unwrap();
+        assert_clean(&a);
+    });
+}
+
 /// SYNC POINT(doorbell): a receiver announces itself and re-checks while a producer sends; if
 /// the re-check found nothing, the producer saw the waiter and rang the bell.
 #[test]

@@ -9,7 +9,7 @@ use super::quarantine;
 use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::release::{
-    cleanup, cleanup_before_take, or_release, release, release_claim_word, Cleaned,
+    cleanup, cleanup_before_take, or_release, release, release_claim_word, release_locked, Cleaned,
 };
 use super::settle::{settle_known, Link, Then};
 use super::sweep::sweep_if_idle;
@@ -231,7 +231,14 @@ pub fn receive(
         }
         rep.taken += got;
         // The messages are taken: a fault while releasing must not lose them for the caller.
-        if release(a, env, me, cw, g).is_err() {
+        // Taken in flight until a deadline after now (the first is the group's first live
+        // message), with no failed move after them: the group stays locked by them.
+        let released = if got > 0 && !failed_here && policy.vt_ms > 0 {
+            release_locked(a, env, me, cw, g)
+        } else {
+            release(a, env, me, cw, g)
+        };
+        if released.is_err() {
             break;
         }
     }

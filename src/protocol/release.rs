@@ -400,7 +400,42 @@ pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
 /// receiver).
 #[inline]
 pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) -> PResult<()> {
+    release_then(a, env, me, cw, g, false)
+}
+
+/// [`release`] by a receive whose take left the group locked: it took its first live message
+/// (at least one, none of them followed by a failed dead-letter move) in flight until a
+/// deadline after now. The readiness re-check is skipped unless a DIRTY request made us clean
+/// up again: nothing in the group can be delivered while that message is in flight (R3), and
+/// what unlocks it announces itself. A delete or a purge of it pokes the group (a DIRTY
+/// request while we hold the claim, a claim and a re-check of its own after), a visibility
+/// change to 0 re-checks it (`hint_if_ready`), and its deadline is on the expiry wheel for a
+/// sweep; a producer that links behind it finds another node than its predecessor at `head`
+/// and leaves the hint to those (SYNC POINT(ready-check)). One readiness check (a walk from
+/// `head`, some 150 instructions) less a received message.
+#[inline]
+pub(crate) fn release_locked(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    cw: u64,
+    g: u32,
+) -> PResult<()> {
+    release_then(a, env, me, cw, g, true)
+}
+
+#[inline]
+fn release_then(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    cw: u64,
+    g: u32,
+    locked: bool,
+) -> PResult<()> {
     let e = a.group(g)?;
+    // Whether a DIRTY request made us clean up again: the group changed under our claim.
+    let mut dirty = false;
     for _ in 0..MAX_STEPS {
         // Acquire: a deleter's DIRTY request carries its delete (Release CAS).
         let cur = e.claim.load(Ordering::Acquire);
@@ -408,6 +443,7 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) 
             return Ok(()); // taken from us (we were presumed dead) or corrupted
         }
         if cur & owner::DIRTY != 0 {
+            dirty = true;
             if e.claim
                 .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
@@ -424,6 +460,9 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) 
         {
             break;
         }
+    }
+    if locked && !dirty {
+        return Ok(());
     }
     // A kept group (idle, layout 19) has nothing to re-check: a producer that linked before
     // the cleanup's last swap of `head` was seen by it (SYNC POINT(ready-check)), so the list
