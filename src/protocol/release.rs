@@ -116,8 +116,13 @@ fn cleanup_inner(
                 {
                     crash_point!();
                     reopen(a, env, g, e, h)?;
+                    // Reopened: the list is empty at the new sentinel, `tail` on it (the
+                    // reopen stored it last), as a look again would find it; a message linked
+                    // since is live (only a claim holder takes one, and we hold the claim),
+                    // where the look would stop too. Kept either way.
+                    return Ok(Cleaned::Kept);
                 }
-                // Reopened, or an append won: look again.
+                // An append won: look again.
             }
             next => {
                 // The run of deleted nodes after the dummy `h` (at most RUN): the last becomes
