@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="$(bash ci/target-dir.sh)"
+# What a fresh machine lacks for these tests (compilers, valgrind, python3-venv, jq, curl).
+bash ci/deps.sh
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
