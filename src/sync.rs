@@ -86,28 +86,9 @@ pub fn yield_hint() {
     loom::thread::yield_now();
 }
 
-/// Loads `a` after a SeqCst fence: the reader half of a store-buffering (Dekker) pair whose
-/// writer half is an RMW or SeqCst store followed by a SeqCst fence.
-///
-/// loom does not model SeqCst fences precisely, so under loom this is an RMW (`fetch_add(0)`),
-/// which reads the latest value in modification order and gives the same guarantee (thingbuf
-/// does the same).
-#[inline]
-pub fn fence_then_load_u32(a: &AtomicU32) -> u32 {
-    #[cfg(not(shmfifo_loom))]
-    {
-        fence(Ordering::SeqCst);
-        a.load(Ordering::Relaxed)
-    }
-    #[cfg(shmfifo_loom)]
-    {
-        a.fetch_add(0, Ordering::SeqCst)
-    }
-}
-
 /// Loads `a` after the caller's own SeqCst read-modify-write of another location: the reader
 /// half of a store-buffering (Dekker) pair whose other half is a SeqCst RMW (or store) followed
-/// by a SeqCst fence, as [`fence_then_load_u32`] is, without the fence: a SeqCst load after a
+/// by a SeqCst fence, without a fence of its own: a SeqCst load after a
 /// SeqCst RMW is already ordered in the single total order (on x86 the RMW is a locked
 /// instruction and this a plain load, so the pair costs no barrier beyond the RMW itself).
 ///

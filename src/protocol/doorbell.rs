@@ -15,12 +15,17 @@ use super::{Arena, Env};
 use crate::layout::{counter, WakeLine};
 use crate::sync::{fence, Ordering};
 
-/// Rings the doorbell if a receiver may be asleep.
+/// Rings the doorbell if a receiver may be asleep. Called after the caller's ring push (a
+/// hint) that made something receivable, whose SeqCst CAS on the ring entry is the
+/// publication a sleeper's last check must see.
 pub fn notify(a: &Arena<'_>, env: &dyn Env, me: Owner) {
     let w = &a.hdr.wake.0;
-    // SYNC POINT(doorbell): the fence orders our publication before the `waiters` load, against
-    // the receiver's SeqCst increment and fence before its last check.
-    if crate::sync::fence_then_load_u32(&w.waiters) > 0 {
+    // SYNC POINT(doorbell): the push's SeqCst CAS on the ring entry, then this SeqCst load,
+    // against the receiver's SeqCst increment and fence before its last check (a pop, which
+    // reads the entry): in the single total order either this load comes after the increment
+    // (and sees the sleeper) or the sleeper's fence comes after the push (and its pop sees the
+    // entry). No fence here, as in `notify_space`: it was a locked instruction a send.
+    if crate::sync::load_after_seqcst_rmw_u32(&w.waiters) > 0 {
         // Release: a woken receiver's Acquire load of the doorbell sees our publication.
         w.doorbell.fetch_add(1, Ordering::Release);
         env.wake(&w.doorbell);

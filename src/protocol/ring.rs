@@ -56,18 +56,20 @@ impl Ring<'_> {
             // The entry as a pop leaves it (empty for this lap, value 0) is expected, and taken
             // with one CAS: one exclusive fetch of the entry's line, where a load then a CAS
             // fetch it twice from the consumer that emptied it (the line count's ring rows).
-            // AcqRel on success: Release publishes the value to the popper's Acquire RMW;
-            // Acquire orders us after the pop that emptied the entry. Acquire on failure:
-            // pairs with the AcqRel CAS of the last push or pop of this entry (what the
-            // branches below read).
+            // SeqCst on success: Release publishes the value to the popper's Acquire RMW;
+            // Acquire orders us after the pop that emptied the entry; and the total order is
+            // the pusher's half of SYNC POINT(doorbell) (`doorbell::notify` loads `waiters`
+            // after it, with no fence; a locked CAS either way on x86). Acquire on failure:
+            // pairs with the CAS of the last push or pop of this entry (what the branches
+            // below read).
             let first =
-                e.compare_exchange(pack(empty, 0), full, Ordering::AcqRel, Ordering::Acquire);
+                e.compare_exchange(pack(empty, 0), full, Ordering::SeqCst, Ordering::Acquire);
             let w = first.unwrap_or_else(|cur| cur);
             let s = seq(w);
             if s == empty {
-                // AcqRel: as above (an empty entry whose value is not 0 is only scribbled).
+                // SeqCst: as above (an empty entry whose value is not 0 is only scribbled).
                 if first.is_ok()
-                    || e.compare_exchange(w, full, Ordering::AcqRel, Ordering::Relaxed)
+                    || e.compare_exchange(w, full, Ordering::SeqCst, Ordering::Relaxed)
                         .is_ok()
                 {
                     crash_point!(true);
