@@ -267,6 +267,60 @@ fn a_receive_with_a_zero_timeout_hints_its_group_again() {
     });
 }
 
+/// A sweep that finds a group's first message visible again (its deadline passed) while the
+/// receiver that took it still holds the claim, alive (slow, or stopped between its take and
+/// its release), asks the holder to look again (`ready::poke`: DIRTY, or its own claim and
+/// re-check if the holder released meanwhile), which re-checks at a fresh reading of the
+/// clock (`Env::refresh_now`). Otherwise the message waits for the periodic sweep: a receive
+/// whose take left the group locked skips its re-check (`release_locked`), and one that
+/// re-checks does so at the instant its operation began, before the deadline (the API reads
+/// the clock once an operation; the mock clock here may be read stale, to the same effect).
+/// Found by review; the model fails without the sweep's poke, with or without
+/// `release_locked`.
+#[test]
+fn a_sweep_during_a_locked_hold_leaves_the_expired_message_hinted() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        // Arena time starts at 1.
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (first, ()) = par(
+            move || recv(&h1.arena(), &e1, 1, 1, 1).unwrap().len(),
+            move || {
+                // The 1 ms timeout of a receive at 1 ends at 2.
+                e2.advance(1);
+                sweep::sweep_due(&h2.arena(), &*e2, me(2), false).unwrap();
+            },
+        );
+        // Past any deadline the receive may have set (2, or 3 had it come after the sweep's
+        // clock step): the message is receivable, through a hint or, where the wheel still
+        // holds its group, the receive's own idle sweep (not the periodic one: 1 s away).
+        env.advance(5);
+        let deadline = earliest_deadline(&a);
+        let ne = a.hdr.next_expiry.0.load(Ordering::SeqCst);
+        let e0 = a.group(0).unwrap();
+        let dbg = format!(
+            "ring empty {}, hint {}, claim {:x}, last_sweep {}",
+            ready::looks_empty(&a),
+            e0.hint.load(Ordering::SeqCst),
+            e0.claim.load(Ordering::SeqCst),
+            a.hdr.last_sweep.0.load(Ordering::SeqCst)
+        );
+        let got = recv(&a, &env, 0, 1, 1_000).unwrap();
+        assert_eq!(
+            got.len(),
+            1,
+            "the message visible again is reachable (first receive took {first}, deadline \
+             {deadline}, next_expiry {ne}, {dbg})"
+        );
+        assert_eq!(got[0].1, b"1");
+        handle::delete(&a, &*env, me(0), got[0].0).unwrap();
+        assert_clean(&a);
+    });
+}
+
 /// SYNC POINT(doorbell): a receiver announces itself and re-checks while a producer sends; if
 /// the re-check found nothing, the producer saw the waiter and rang the bell.
 #[test]

@@ -106,6 +106,9 @@ impl<'a> Op<'a> {
 }
 
 impl Env for Op<'_> {
+    fn refresh_now(&self) {
+        self.now.set(0);
+    }
     fn now_ms(&self) -> u64 {
         match self.now.get() {
             0 => {

@@ -162,6 +162,11 @@ pub trait Env {
     fn elapsed_ms(&self) -> u64 {
         self.now_ms()
     }
+    /// Makes the next [`Env::now_ms`] read the clock again where the operation reuses one
+    /// reading (the API's [`Env`]): a claim holder that learns, by a DIRTY request, that its
+    /// group changed under it may have been held past a deadline its reading predates (a
+    /// sweep found the group visible again), and re-checks at the time it acts.
+    fn refresh_now(&self) {}
     /// Whether a size class whose slots are all taken may grow in this operation (layout 13).
     /// The API's first attempt says no: it reclaims first (messages past their retention, a
     /// dead producer's slots) and grows only when that freed nothing, so that a queue holding

@@ -382,6 +382,13 @@ pub(crate) fn or_release<T>(e: &GroupEntry, cw: u64, r: PResult<T>) -> PResult<T
     r
 }
 
+/// [`Env::refresh_now`], out of the release's hot path.
+#[cold]
+#[inline(never)]
+fn refresh(env: &dyn Env) {
+    env.refresh_now();
+}
+
 /// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
 pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
     for _ in 0..64 {
@@ -415,7 +422,10 @@ pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) 
 /// what unlocks it announces itself. A delete or a purge of it pokes the group (a DIRTY
 /// request while we hold the claim, a claim and a re-check of its own after), a visibility
 /// change to 0 re-checks it (`hint_if_ready`), and its deadline is on the expiry wheel for a
-/// sweep; a producer that links behind it finds another node than its predecessor at `head`
+/// sweep; a sweep that drains it while we still hold the claim (our deadline passed during
+/// the hold: we are slow or stopped) pokes the group, so that we re-check with a fresh clock
+/// (`Env::refresh_now`) or, if we released meanwhile, it cleans up and re-checks itself; a
+/// producer that links behind the message finds another node than its predecessor at `head`
 /// and leaves the hint to those (SYNC POINT(ready-check)). One readiness check (a walk from
 /// `head`, some 150 instructions) less a received message.
 #[inline]
@@ -466,8 +476,16 @@ fn release_then(
             break;
         }
     }
-    if locked && !dirty {
-        return Ok(());
+    if !dirty {
+        if locked {
+            return Ok(());
+        }
+    } else {
+        // A DIRTY request (a delete, a pop that found us busy, a sweep that found the group
+        // visible again or expired while we held it): re-check at the time we act, not at the
+        // instant our operation began (a sweep that came past our deadline left the group to
+        // our re-check).
+        refresh(env);
     }
     // A kept group (idle, layout 19) has nothing to re-check: a producer that linked before
     // the cleanup's last swap of `head` was seen by it (SYNC POINT(ready-check)), so the list

@@ -8,7 +8,7 @@ use super::accounting::count;
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, Cycle, Next};
-use super::ready::{looks_empty, ring_for, status, Status};
+use super::ready::{looks_empty, poke, ring_for, status, Status};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::timers;
 use super::times::Times;
@@ -300,9 +300,18 @@ fn sweep_group(
         && !a.owner_dead(env, Owner::of_word(c));
     let status = status(a, env, e)?;
     if held {
-        // A live holder re-checks readiness when it releases; keep its lock deadline.
+        // A live holder re-checks readiness when it releases, unless its take left the group
+        // locked (`release::release_locked`): a message it took may have become visible again
+        // or expired since (its deadline or retention passed while the holder, slow or
+        // stopped, kept the claim), and the wheel's bit for it is cleared now. Ask the holder
+        // to look again (DIRTY), or, if it released meanwhile, clean up and re-check
+        // ourselves (`poke`). Keep a lock deadline.
         return Ok(match status {
             Status::Locked(d) => Found::Locked(d),
+            Status::Deliverable | Status::Expired => {
+                poke(a, env, me, g)?;
+                Found::Nothing
+            }
             _ => Found::Nothing,
         });
     }
