@@ -275,6 +275,22 @@ pub fn recv(
     Ok(out)
 }
 
+/// Receives up to `max` messages as `who` (visibility timeout `vt`) and deletes each; returns
+/// their bodies in delivery order.
+pub fn recv_and_delete(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    max: usize,
+    vt: u64,
+) -> Vec<Vec<u8>> {
+    let got = recv(a, env, who, max, vt).unwrap();
+    for (hd, _) in &got {
+        handle::delete(a, env, me(who), *hd).unwrap();
+    }
+    got.into_iter().map(|(_, b)| b).collect()
+}
+
 /// Receives and deletes everything, as `who`, sweeping once if hints run out. Returns bodies in
 /// delivery order.
 pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {

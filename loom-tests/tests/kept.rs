@@ -266,14 +266,7 @@ fn an_insert_at_the_capacity_reclaims_kept_groups_while_another_is_kept() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (n, emptied) = par(
             move || send(&h1.arena(), &e1, 1, "n", b"n1"),
-            move || {
-                let a = h2.arena();
-                let got = recv(&a, &e2, 2, 1, 1_000).unwrap();
-                for (hd, _) in &got {
-                    handle::delete(&a, &*e2, me(2), *hd).unwrap();
-                }
-                got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
-            },
+            move || recv_and_delete(&h2.arena(), &e2, 2, 1, 1_000),
         );
         n.expect("the kept group makes room");
         assert_eq!(a.hdr.active_groups.0.load(Ordering::SeqCst), counted(&a));

@@ -213,14 +213,7 @@ fn a_receive_that_leaves_its_group_locked_loses_no_hint() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (s, first) = par(
             move || send(&h1.arena(), &e1, 1, "g", b"2"),
-            move || {
-                let a = h2.arena();
-                let got = recv(&a, &e2, 2, 1, 1_000).unwrap();
-                for (hd, _) in &got {
-                    handle::delete(&a, &*e2, me(2), *hd).unwrap();
-                }
-                got.into_iter().map(|(_, b)| b).collect::<Vec<_>>()
-            },
+            move || recv_and_delete(&h2.arena(), &e2, 2, 1, 1_000),
         );
         s.unwrap();
         assert_eq!(first, vec![b"1".to_vec()], "R3: the first message, alone");
