@@ -156,6 +156,21 @@ fn child(spec: &str) {
                 say(format!("ACK {} {}", r.id, r.result.unwrap().message_id));
             }
         }
+        "receive-short" => {
+            // A 100 ms visibility timeout, which the parent's test clock ends while we are
+            // stopped; the message kept, not deleted.
+            let short = ReceiveOptions::max(1)
+                .visibility_timeout(Duration::from_millis(100))
+                .wait(Duration::ZERO);
+            failpoint::arm(k);
+            for m in q.receive(&short).unwrap() {
+                say(format!(
+                    "RECV {} {}",
+                    m.body,
+                    m.first_receive_timestamp - m.sent_timestamp
+                ));
+            }
+        }
         "receive-delete" => {
             failpoint::arm(k);
             let got = q.receive(&long).unwrap();
@@ -1338,6 +1353,104 @@ fn stop_case(op: &str, k: u64) -> bool {
     stopped
 }
 
+/// A lost hint found by review (SYNC POINT(claim), the sweep's poke): a receiver stopped at
+/// each step of a receive whose 100 ms visibility timeout the test clock ends while it is
+/// stopped (200 ms), while this process receives (its idle sweep drains the expiry wheel).
+/// Once the receiver is continued and done, a message it took before the clock moved is
+/// receivable at once, without moving the clock again: through the hint its release gives (a
+/// re-check at a fresh reading of the clock, asked for by the sweep's DIRTY request), or
+/// through the wheel. Before the fix, a sweep that found the group held left it to the
+/// holder's re-check, made at the instant its receive began, before the deadline: the message
+/// waited for the periodic sweep, a second of test clock away. Returns the stops.
+fn stopped_holder_past_its_deadline() -> u64 {
+    let long = ReceiveOptions::max(10)
+        .visibility_timeout(Duration::from_secs(600))
+        .wait(Duration::ZERO);
+    let mut stops = 0;
+    for k in 0..500 {
+        let (name, q) = fresh("fpheld", &config().test_clock(true));
+        send(&q, "g", "a");
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .env("SHMFIFO_FP_CHILD", format!("receive-short {name} {k} "))
+            .env("SHMFIFO_FP_STOP", "1")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn child");
+        let pid = child.id();
+        let stopped = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('T'))
+            {
+                break true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let what = format!("a receive stopped at k={k} past its deadline");
+        let mut ours = Vec::new();
+        if stopped {
+            q.advance_clock(Duration::from_millis(200)).unwrap();
+            for m in q.receive(&long).expect(&what) {
+                q.delete(&m.receipt_handle).unwrap();
+                ours.push(m.body);
+            }
+            // SAFETY: kill(2) with a pid of our own child, which has not been reaped yet.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGCONT);
+            }
+        }
+        let out = child.wait_with_output().expect("wait child");
+        assert!(out.status.success(), "{what}: the child finishes");
+        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        assert!(lines.iter().any(|l| l == "DONE"), "{what}: completed");
+        if !stopped {
+            let _ = Queue::unlink(&name);
+            break; // k is past the receive's steps
+        }
+        stops += 1;
+        // The child's receive, and how long after the send (arena ms) it took the message.
+        let took: Option<u64> = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("RECV a ").map(|t| t.parse().unwrap()));
+        match took {
+            None => assert_eq!(ours, ["a"], "{what}: received here while it was stopped"),
+            Some(t) if t < 200 => {
+                // Taken before the clock moved: its deadline has passed.
+                assert!(
+                    ours.is_empty(),
+                    "{what}: not received twice at once: {ours:?}"
+                );
+                let got = q.receive(&long).expect(&what);
+                let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+                assert_eq!(bodies, ["a"], "{what}: receivable at once, no clock moved");
+                q.delete(&got[0].receipt_handle).unwrap();
+            }
+            Some(_) => {
+                // Taken after the clock moved (its first clock reading came after the stop):
+                // in flight for its 100 ms, then receivable.
+                assert!(
+                    ours.is_empty(),
+                    "{what}: not received twice at once: {ours:?}"
+                );
+                q.advance_clock(Duration::from_millis(200)).unwrap();
+                let got = q.receive(&long).expect(&what);
+                assert_eq!(got.len(), 1, "{what}: receivable after its timeout");
+                q.delete(&got[0].receipt_handle).unwrap();
+            }
+        }
+        let _ = Queue::unlink(&name);
+    }
+    stops
+}
+
 fn main() {
     if let Ok(spec) = std::env::var("SHMFIFO_FP_CHILD") {
         child(&spec);
@@ -1415,6 +1528,11 @@ fn main() {
         println!("{op}: stopped at each of its {n} steps, never corruption, nothing lost");
         stops += n;
     }
+    let held = stopped_holder_past_its_deadline();
+    assert!(held > 0, "receive-short: no stop point reached");
+    println!(
+        "receive-short: stopped at each of its {held} steps past its deadline, the message receivable at once after"
+    );
     println!(
         "stop points: {stops} stops, the others served throughout ({} retryable errors while a peer was stopped)",
         BUSY.load(std::sync::atomic::Ordering::Relaxed)

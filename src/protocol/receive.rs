@@ -230,6 +230,8 @@ pub fn receive(
             limited_pops += 1;
         }
         rep.taken += got;
+        // Taken and filed on the wheel, the claim still ours: a sweep may drain the group now.
+        crash_point!();
         // The messages are taken: a fault while releasing must not lose them for the caller.
         // Taken in flight until a deadline after now (the first is the group's first live
         // message), with no failed move after them: the group stays locked by them.
