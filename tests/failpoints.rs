@@ -1170,6 +1170,56 @@ fn case_census(op: &str, k: u64, full: usize) -> bool {
     o.killed
 }
 
+/// Spawns the child running `op` on queue `name`, armed to stop (SIGSTOP) at its `k`-th step,
+/// and waits until it is stopped there (`true`) or has finished (`false`: `k` is past its
+/// steps).
+fn spawn_stopped(op: &str, name: &str, k: u64) -> (std::process::Child, bool) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} "))
+        .env("SHMFIFO_FP_STOP", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn child");
+    let pid = child.id();
+    let stopped = loop {
+        if child.try_wait().unwrap().is_some() {
+            break false;
+        }
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('T'))
+        {
+            break true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    (child, stopped)
+}
+
+/// Continues a child [`spawn_stopped`] left stopped (if it is), waits for it and returns its
+/// output lines: it must finish, and complete its operation.
+fn continue_child(child: std::process::Child, stopped: bool, what: &str) -> Vec<String> {
+    if stopped {
+        // SAFETY: kill(2) with a pid of our own child, which has not been reaped yet.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGCONT);
+        }
+    }
+    let out = child.wait_with_output().expect("wait child");
+    assert!(
+        out.status.success(),
+        "{what}: the child finishes once continued"
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(lines.iter().any(|l| l == "DONE"), "{what}: completed");
+    lines
+}
+
 /// Stop points: the same steps as the kill points, but the child is stopped there
 /// (SIGSTOP: alive, holding whatever it holds) while this process works on the queue, then
 /// continued. A stopped participant is not corruption: meanwhile every operation either
@@ -1231,28 +1281,7 @@ fn stop_case(op: &str, k: u64) -> bool {
         send(&q, "the-damaged-group", "z");
         common::break_group(&format!("/dev/shm/{name}"), b"the-damag");
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} "))
-        .env("SHMFIFO_FP_STOP", "1")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn child");
-    let pid = child.id();
-    // Wait until the child is stopped at its k-th step, or has finished (k past its steps).
-    let stopped = loop {
-        if child.try_wait().unwrap().is_some() {
-            break false;
-        }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        if stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|r| r.trim_start().starts_with('T'))
-        {
-            break true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let (child, stopped) = spawn_stopped(op, &name, k);
     let what = format!("{op} stopped at k={k}");
     let retryable = |r: &Result<(), Error>| match r {
         Ok(()) => {}
@@ -1295,21 +1324,8 @@ fn stop_case(op: &str, k: u64) -> bool {
             }
             Err(e) => retryable(&Err(e)),
         }
-        // SAFETY: kill(2) with a pid of our own child, which has not been reaped yet.
-        unsafe {
-            libc::kill(pid as i32, libc::SIGCONT);
-        }
     }
-    let out = child.wait_with_output().expect("wait child");
-    assert!(
-        out.status.success(),
-        "{what}: the child finishes once continued"
-    );
-    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    assert!(lines.iter().any(|l| l == "DONE"), "{what}: completed");
+    let lines = continue_child(child, stopped, &what);
     if pending_new {
         q.send(&SendMessage::new(&format!("n{k}"), "n").dedup_id("n"))
             .expect("retried after the peer continued");
@@ -1370,27 +1386,7 @@ fn stopped_holder_past_its_deadline() -> u64 {
     for k in 0..500 {
         let (name, q) = fresh("fpheld", &config().test_clock(true));
         send(&q, "g", "a");
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .env("SHMFIFO_FP_CHILD", format!("receive-short {name} {k} "))
-            .env("SHMFIFO_FP_STOP", "1")
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn child");
-        let pid = child.id();
-        let stopped = loop {
-            if child.try_wait().unwrap().is_some() {
-                break false;
-            }
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat
-                .rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('T'))
-            {
-                break true;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        };
+        let (child, stopped) = spawn_stopped("receive-short", &name, k);
         let what = format!("a receive stopped at k={k} past its deadline");
         let mut ours = Vec::new();
         if stopped {
@@ -1399,18 +1395,8 @@ fn stopped_holder_past_its_deadline() -> u64 {
                 q.delete(&m.receipt_handle).unwrap();
                 ours.push(m.body);
             }
-            // SAFETY: kill(2) with a pid of our own child, which has not been reaped yet.
-            unsafe {
-                libc::kill(pid as i32, libc::SIGCONT);
-            }
         }
-        let out = child.wait_with_output().expect("wait child");
-        assert!(out.status.success(), "{what}: the child finishes");
-        let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect();
-        assert!(lines.iter().any(|l| l == "DONE"), "{what}: completed");
+        let lines = continue_child(child, stopped, &what);
         if !stopped {
             let _ = Queue::unlink(&name);
             break; // k is past the receive's steps
