@@ -43,8 +43,32 @@ pub fn alloc_slot<'a>(
     start: u64,
     owner: Owner,
 ) -> PResult<Claimed<'a>> {
+    let cl = a
+        .classes
+        .get(class)
+        .copied()
+        .flatten()
+        .ok_or(Fault::Corrupted("class"))?;
+    // The slot at the caller's cursor, when it lies in the base file of a round-robin class:
+    // the first slot `alloc`'s scan would try, claimed here without its setup (a producer's
+    // cursor sits just past the slot it took last, so in a stream it is usually free).
+    if cl.cap < HINT_MIN_CAP {
+        if let Some(h) = usize::try_from(start).ok().and_then(|i| cl.headers.get(i)) {
+            if let Some((inc, epoch0)) = try_claim(h, owner)? {
+                return Ok(Claimed {
+                    // `start` indexes the base slots (fewer than 2^31).
+                    idx: cl.base + start as u32,
+                    inc,
+                    epoch0,
+                    h,
+                    // Inside the class's payload array, as `Arena::slot` computes it.
+                    start: cl.payload.wrapping_add(start as usize * cl.stride),
+                    cap: cl.cap,
+                });
+            }
+        }
+    }
     let (idx, inc, epoch0) = alloc(a, env, class, start, owner)?;
-    let cl = a.classes[class].ok_or(Fault::Corrupted("class"))?;
     // `idx` is `cl.base` plus a position the scan found within the class.
     let (h, start) = a.slot(class, u64::from(idx.wrapping_sub(cl.base)))?;
     Ok(Claimed {
