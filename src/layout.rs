@@ -36,12 +36,14 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (19: a group its last delete emptied
+/// Bumped on any change to the layout or to a protocol (20: a receive counts a first receive
+/// in the in-flight count through its `RECEIVED` and `VISIBILITY_EXPIRIES` counters only, not
+/// in `Participant::in_flight` too. 19: a group its last delete emptied
 /// stays `ACTIVE`, its list reopened at a new incarnation of its sentinel, whose position is
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 19;
+pub const LAYOUT_VERSION: u64 = 20;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -381,10 +383,12 @@ pub struct Participant {
     /// bits) and producers counted in `Header::space`'s (high 32 bits), so that whoever
     /// clears the record gives both counts back.
     pub waiting: AtomicU64,
-    /// This slot's contribution to the in-flight count (wrapping; +1 per first receive, -1
-    /// per removal of a received message other than a delete: layout 19 counts a delete only
-    /// in `counters[DELETED]`, which the in-flight sum subtracts). Kept across registrations:
-    /// only the sum counts.
+    /// This slot's changes to the in-flight count besides its counters (wrapping): -1 per
+    /// removal of a received message other than a delete, +1 per never-received message a
+    /// receive marked in flight but could not hand out. The count's share of a first receive
+    /// is in `counters[RECEIVED]` less `counters[VISIBILITY_EXPIRIES]` (layout 20), of a
+    /// delete in `counters[DELETED]` (layout 19), which the in-flight sum adds and subtracts.
+    /// Kept across registrations: only the sum counts.
     pub in_flight: AtomicU64,
     /// Lifetime counters of this slot's participants, indexed by [`counter`]. Only the
     /// participant registered in the slot adds to them (its own cache lines: no contention);

@@ -252,6 +252,46 @@ fn r8_in_flight_count_is_what_receives_took() {
     assert_eq!(q.attributes().in_flight_count, 1);
 }
 
+/// R8 with receives again (layout 20 counts a first receive through the lifetime counters:
+/// received less received again): a message whose visibility ended and that is received again
+/// stays counted once, in flight from its first receive to its delete, whichever receive's
+/// handle deletes it; the counters say how it got there.
+#[test]
+fn r8_a_message_received_again_is_counted_in_flight_once() {
+    let q = queue("r8again", &small().max_in_flight(100));
+    send(&q, "a", "a1");
+    send(&q, "b", "b1");
+    let first = recv_vt(&q, 10, LONG);
+    assert_eq!(bodies(&first), ["a1", "b1"]);
+    assert_eq!(q.attributes().in_flight_count, 2);
+    q.change_visibility(&first[0].receipt_handle, Duration::ZERO)
+        .unwrap();
+    for round in 1..=3u64 {
+        let again = recv_vt(&q, 10, LONG);
+        assert_eq!(bodies(&again), ["a1"], "round {round}");
+        assert_eq!(again[0].receive_count, round as u32 + 1);
+        assert_eq!(
+            q.attributes().in_flight_count,
+            2,
+            "round {round}: a receive again adds nothing"
+        );
+        q.change_visibility(&again[0].receipt_handle, Duration::ZERO)
+            .unwrap();
+    }
+    let last = recv_vt(&q, 10, LONG);
+    assert_eq!(bodies(&last), ["a1"]);
+    q.delete(&last[0].receipt_handle).unwrap();
+    assert_eq!(q.attributes().in_flight_count, 1);
+    q.delete(&first[1].receipt_handle).unwrap();
+    assert_eq!(q.attributes().in_flight_count, 0);
+    let s = q.counters();
+    assert_eq!(
+        (s.received, s.visibility_expiries, s.deleted),
+        (6, 4, 2),
+        "two first receives, four again"
+    );
+}
+
 fn dlq_pair(tag: &str, max_receive_count: u32) -> (TestQueue, TestQueue) {
     let dlq = queue(&format!("{tag}-dlq"), &small_dedup());
     let src = queue(

@@ -77,13 +77,22 @@ pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
     }
 }
 
-/// The participants' shares of the in-flight count: their first receives and other removals
-/// (`Participant::in_flight`) less their deletes (`counter::DELETED`, layout 19: a delete
-/// counts once, not in both words).
+/// The participants' shares of the in-flight count: their first receives, which are their
+/// receives (`counter::RECEIVED`) less those of messages received before
+/// (`counter::VISIBILITY_EXPIRIES`), plus their other changes (`Participant::in_flight`: the
+/// removals of received messages other than deletes, and never-received messages marked in
+/// flight but not handed out), less their deletes (`counter::DELETED`). Layout 19 counts a
+/// delete once, layout 20 a receive: each in its lifetime counter only, not in a second word.
 fn shares(a: &Arena<'_>) -> u64 {
-    stat_sum(a, |p| &p.in_flight).wrapping_sub(stat_sum(a, |p| {
-        &p.counters[crate::layout::counter::DELETED]
-    }))
+    use crate::layout::counter::{DELETED, RECEIVED, VISIBILITY_EXPIRIES};
+    a.parts.iter().fold(0u64, |s, p| {
+        // Relaxed: statistics, approximate while operations run.
+        let c = |k: usize| p.counters[k].load(Ordering::Relaxed);
+        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
+            .wrapping_add(c(RECEIVED))
+            .wrapping_sub(c(VISIBILITY_EXPIRIES))
+            .wrapping_sub(c(DELETED))
+    })
 }
 
 /// The in-flight count: the participants' shares plus the census correction (R8).
@@ -129,18 +138,6 @@ pub fn count(a: &Arena<'_>, me: Owner, which: usize, n: u64) {
         // Relaxed: a statistic; our own slot, so no other writer contends for the line.
         c.fetch_add(n, Ordering::Relaxed);
     }
-}
-
-/// Sums a per-participant statistic over every registry slot (wrapping: shares may be
-/// negative).
-pub fn stat_sum(
-    a: &Arena<'_>,
-    pick: fn(&crate::layout::Participant) -> &crate::sync::AtomicU64,
-) -> u64 {
-    a.parts.iter().fold(0, |s, p| {
-        // Relaxed: statistics, approximate while operations run.
-        s.wrapping_add(pick(p).load(Ordering::Relaxed))
-    })
 }
 
 /// The lifetime counters summed over every registry slot, indexed by

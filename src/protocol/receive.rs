@@ -253,7 +253,6 @@ pub fn receive(
     if nrequeue > 0 {
         notify(a, env, me);
     }
-    count(a, me, counter::RECEIVED, rep.taken as u64);
     match damaged {
         Some(f) if rep.taken == 0 => Err(f),
         _ => Ok(rep),
@@ -411,14 +410,15 @@ fn take(
         wall: env.wall_ms(),
         fresh: core::cell::Cell::new(0),
         took: core::cell::Cell::new(0),
+        again: core::cell::Cell::new(0),
     };
     // The walk, then the in-flight count (R8) changed once for every never-received message it
-    // marked, whatever way the walk ended (an error too: those messages are in flight now). A
+    // marked (layout 20: through the take's `RECEIVED` count), whatever way the walk ended (an error too: those messages are in flight now). A
     // receiver that dies in between leaves the count low by at most this take's batch, as one
     // dying between a CAS and its count did; a census corrects it once the count says full.
     // (Counting ahead of the CASes instead erred high on a death, but a census running
     // meanwhile folded the reservation into its correction and left the count low.)
-    let walked = (|| -> PResult<(u64, u64, u64)> {
+    let walked = (|| -> PResult<(u64, u64)> {
         // Acquire: we hold the claim, the previous holder's head store is visible (SYNC POINT(claim)).
         let mut cur = e.head.load(Ordering::Acquire);
         let first = cur;
@@ -426,7 +426,7 @@ fn take(
         // Whether the last step moved to the next node (a step that looks again stays; a node
         // whose link names itself moves to the same reference).
         let mut advanced = false;
-        let (mut moved, mut expired, mut redelivered) = (0, 0, 0);
+        let (mut moved, mut expired) = (0, 0);
         for _ in 0..a.steps() {
             if c.took.get() == want {
                 break;
@@ -504,9 +504,9 @@ fn take(
                 Standing::Visible => {}
             }
             match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
-                Held::Taken { redelivered: again } => {
+                Held::Taken { redelivered } => {
                     c.took.set(c.took.get() + 1);
-                    redelivered += u64::from(again);
+                    c.again.set(c.again.get() + u64::from(redelivered));
                     cur = node::pack(ninc, next);
                     advanced = true;
                 }
@@ -523,16 +523,26 @@ fn take(
                 Held::Stop => break,
             }
         }
-        Ok((moved, expired, redelivered))
+        Ok((moved, expired))
     })();
     // A loom model's crash returns through here: the dead participant does nothing more.
     #[cfg(shmfifo_loom)]
     let dead = super::crash::crashed();
     #[cfg(not(shmfifo_loom))]
     let dead = false;
-    let fresh = if dead { 0 } else { c.fresh.get() };
-    if fresh > 0 {
-        account_in_flight(a, me, fresh as i64);
+    if !dead {
+        // Layout 20: the in-flight count's share of a first receive is its `RECEIVED` count
+        // less `VISIBILITY_EXPIRIES` (a receive again of a message already counted in flight),
+        // so a take adds to its own counters only (one locked instruction less a receive than
+        // a separate in-flight word). A never-received message marked in flight but not handed
+        // out (unreadable, quarantined: its removal subtracts it) is added to `in_flight`.
+        let (took, again) = (c.took.get() as u64, c.again.get());
+        count(a, me, counter::RECEIVED, took);
+        count(a, me, counter::VISIBILITY_EXPIRIES, again);
+        let unread = c.fresh.get().wrapping_sub(took.wrapping_sub(again));
+        if unread != 0 {
+            account_in_flight(a, me, unread as i64);
+        }
     }
     // The messages taken are in flight whatever ended the walk: their deadline is filed on
     // the wheel, so that a sweep makes them visible again at its end (an error after a take
@@ -543,12 +553,11 @@ fn take(
             filed?;
         }
     }
-    let (moved, expired, redelivered) = walked?;
+    let (moved, expired) = walked?;
     let taken = c.took.get();
     rep.moved += moved;
     rep.expired += expired;
     count(a, me, counter::MOVED_TO_DEAD_LETTER, moved);
-    count(a, me, counter::VISIBILITY_EXPIRIES, redelivered);
     count(a, me, counter::RETENTION_EXPIRIES, expired);
     // Removed messages are deleted nodes: move `head` past them now, as a delete's cleanup
     // would, so that a producer appending behind them sees its predecessor at `head` and
@@ -615,11 +624,12 @@ struct Holder<'x, 'a> {
     deadline: u64,
     /// Wall-clock now (the first receive's timestamp).
     wall: u64,
-    /// Never-received messages this take marked in flight so far: added to the in-flight
-    /// count once, when the walk ends (see [`take`]).
+    /// Never-received messages this take marked in flight so far (see [`take`]).
     fresh: core::cell::Cell<u64>,
     /// Messages this take handed to the sink so far (see [`take`]).
     took: core::cell::Cell<usize>,
+    /// Of those, messages received before (their visibility had ended).
+    again: core::cell::Cell<u64>,
 }
 
 /// What [`Holder::hold`] did with one visible message.
