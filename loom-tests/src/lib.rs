@@ -374,6 +374,23 @@ pub fn at_each_step(max: u32, min: u32, case: impl Fn(u32)) {
     panic!("still stopping after {max} steps");
 }
 
+/// Runs a whole quarantine pass as participant `who`: every suspected group is begun and
+/// finished. Returns the messages it reported.
+pub fn quarantine_all(a: &Arena<'_>, env: &MockEnv, who: u32) -> PResult<usize> {
+    let mut n = 0;
+    let mut p = shmfifo::protocol::group::Patience::new();
+    for g in 0..a.groups.len() as u32 {
+        if !shmfifo::protocol::quarantine::suspect(a, env, me(who), g) {
+            continue;
+        }
+        if let Some(q) = shmfifo::protocol::quarantine::begin(a, env, me(who), g, &mut p)? {
+            n += q.messages.len();
+            shmfifo::protocol::quarantine::finish(a, env, me(who), &q)?;
+        }
+    }
+    Ok(n)
+}
+
 /// Runs `f` under loom with the project's bounds.
 pub fn model<F: Fn() + Sync + Send + 'static>(f: F) {
     let mut b = loom::model::Builder::new();

@@ -10,7 +10,7 @@
 //! stops forever.
 #![cfg(shmfifo_loom)]
 
-use shmfifo::protocol::{group, kept};
+use shmfifo::protocol::{group, inspect, kept, quarantine};
 use shmfifo_loom_tests::*;
 
 /// ACTIVE entries holding `id`.
@@ -499,6 +499,96 @@ fn a_purge_after_a_reopen_that_died_at_each_step_misses_nothing() {
             handle::purge(&a, &*env, me(2)).expect("purge");
             recovery::recover(&a, &*env, me(2)).expect("recovery");
             assert_eq!(drain(&a, &env, 2), Vec::<Vec<u8>>::new(), "k={k}: P1");
+            assert_clean(&a);
+        });
+    });
+}
+
+/// A delete emptying a group (its only message, behind the sentinel: layout 20 reopens the
+/// list from the sentinel, with no swap of `head` onto the message first), stopped forever
+/// (alive) at each step: the state it leaves reads as a sound group to every reader without
+/// the claim. Between the reopen's sentinel store and its `head` swap, `head` names the
+/// sentinel's old incarnation, whose word holds the next one: that is an empty list, never a
+/// damaged one (a quarantine would otherwise be suspected, and the inspection would call the
+/// group damaged).
+#[test]
+fn a_reopen_from_the_sentinel_stopped_at_each_step_reads_as_sound() {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, 4);
+            let env = Arc::new(MockEnv::default());
+            let a = h.arena();
+            send(&a, &env, 0, "g", b"0").unwrap();
+            let hd = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (deleted, looked) = par(
+                move || {
+                    crash::arm(k);
+                    // Stopped (not dead): the claim it holds stays held.
+                    let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
+                    if crash::crashed() {
+                        stopped();
+                    }
+                    r
+                },
+                // A reader racing the reopen: may see it mid-way, never an error.
+                move || inspect::groups(&h2.arena(), &*e2, 4).map(|g| g.damaged.len()),
+            );
+            assert!(matches!(looked, Ok(_)), "k={k}: {looked:?}");
+            let g = group::find(&a, hash(b"g"), b"g")
+                .unwrap()
+                .expect("g is kept")
+                .0;
+            assert!(
+                !quarantine::suspect(&a, &*env, me(2), g),
+                "k={k}: a group stopped mid-reopen is sound"
+            );
+            let seen = inspect::groups(&a, &*env, 4).expect("inspection");
+            assert!(seen.damaged.is_empty(), "k={k}: {:?}", seen.damaged);
+            let backlog: u64 = seen.largest.iter().map(|c| c.backlog()).sum();
+            // The message, until the delete's CAS (a stopped delete may not have reached it).
+            assert!(backlog <= 1, "k={k}: {backlog}");
+            if deleted.is_ok() {
+                assert_eq!(backlog, 0, "k={k}");
+            }
+            let (peeked, bad) = inspect::peek(&a, &*env, 10, &mut |t| Ok(t.idx)).expect("peek");
+            assert!(
+                peeked.len() <= 1 && bad.is_none(),
+                "k={k}: {peeked:?} {bad:?}"
+            );
+        });
+    });
+}
+
+/// A delete emptying a group from its sentinel dies at each step, beside a sender of the group;
+/// then a quarantine pass runs before any recovery (it takes the dead deleter's claim over and
+/// walks the list as the dead reopen left it): it finds no group to quarantine, whatever step
+/// the reopen reached. After recovery the survivor's message is delivered once and nothing
+/// leaks.
+#[test]
+fn a_reopen_from_the_sentinel_dead_at_each_step_is_never_quarantined() {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, 3);
+            let env = Arc::new(MockEnv::default());
+            let deleted = delete_dying_beside_a_sender(&h, &env, k);
+            let a = h.arena();
+            assert_eq!(
+                quarantine_all(&a, &env, 2).expect("quarantine pass"),
+                0,
+                "k={k}: nothing quarantined"
+            );
+            assert_eq!(a.hdr.quarantine.0.groups.load(Ordering::SeqCst), 0, "k={k}");
+            recovery::recover(&a, &*env, me(2)).expect("recovery");
+            let got = drain(&a, &env, 2);
+            if deleted.is_ok() {
+                assert_eq!(got, vec![b"y".to_vec()], "k={k}");
+            } else {
+                assert!(
+                    got == vec![b"y".to_vec()] || got == vec![b"0".to_vec(), b"y".to_vec()],
+                    "k={k}: {got:?}"
+                );
+            }
             assert_clean(&a);
         });
     });

@@ -5,27 +5,8 @@
 //! counted as quarantined, no slot leaks, and the sender never sees `Corrupted`.
 #![cfg(shmfifo_loom)]
 
-use shmfifo::protocol::group::Patience;
 use shmfifo::protocol::node;
-use shmfifo::protocol::quarantine;
 use shmfifo_loom_tests::*;
-
-/// Runs a whole quarantine pass as participant `who`: every suspected group is begun and
-/// finished. Returns the messages it reported.
-fn quarantine_all(a: &Arena<'_>, env: &MockEnv, who: u32) -> PResult<usize> {
-    let mut n = 0;
-    let mut p = Patience::new();
-    for g in 0..a.groups.len() as u32 {
-        if !quarantine::suspect(a, env, me(who), g) {
-            continue;
-        }
-        if let Some(q) = quarantine::begin(a, env, me(who), g, &mut p)? {
-            n += q.messages.len();
-            quarantine::finish(a, env, me(who), &q)?;
-        }
-    }
-    Ok(n)
-}
 
 /// Sends "a" to group "g", then corrupts the group's `head`: a node index past every slot
 /// and sentinel, so its list cannot be walked.

@@ -67,7 +67,7 @@ impl Cycle {
 /// One step of a group-list walk from node reference `cur`.
 pub(crate) enum Next<'a> {
     /// `cur`'s link no longer carries `cur`'s incarnation: it was freed (under the group's
-    /// claim, only corruption does that).
+    /// claim, only corruption does that), or is a sentinel that moved on.
     Stale,
     /// The end of the list (`NIL`, or `CLOSED`: being retired).
     End,
@@ -95,6 +95,11 @@ fn step<'a>(a: &Arena<'a>, cur: u64, for_write: bool) -> PResult<Next<'a>> {
     // Acquire: SYNC POINT(node-link), so the node found is seen as its producer wrote it.
     let l = a.link(node::index(cur))?.load(Ordering::Acquire);
     if node::inc(l) != node::inc(cur) {
+        // Layout 20: a sentinel whose reopen is between its sentinel store and its `head`
+        // swap heads an empty list.
+        if node::index(cur) >= a.total && super::release::reopening(a, cur, l)? {
+            return Ok(Next::End);
+        }
         return Ok(Next::Stale);
     }
     let next = node::index(l);

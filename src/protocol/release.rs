@@ -81,13 +81,24 @@ fn cleanup_inner(
         let h = e.head.load(Ordering::Acquire);
         let hlw = a.link(node::index(h))?;
         let hl = hlw.load(Ordering::Acquire);
+        let at_sentinel = node::index(h) >= a.total;
         if node::inc(hl) != node::inc(h) {
-            // Layout 19: a dummy is freed only after `head` moved off it (a run's swap, a
-            // reopen's), and the sentinel's incarnation changes only while `head` is a
-            // message: only a damaged word makes `head` name a node that moved on.
+            // Layout 20: a reopen from the sentinel that died between its sentinel store and
+            // its `head` swap: finish the swap (SYNC POINT(ready-check), as the reopen's); the
+            // next step finds the list empty at the sentinel and frees the dummy `tail` names
+            // ([`settle_tail`]).
+            if at_sentinel && node::index(h) == a.sentinel_index(g) && reopening(a, h, hl)? {
+                e.head
+                    .swap(node::pack(node::inc(hl), node::index(h)), Ordering::AcqRel);
+                crash_point!();
+                continue;
+            }
+            // A dummy is freed only after `head` moved off it (a run's swap, a reopen's), and
+            // the sentinel's incarnation changes only while `head` is a message or the
+            // sentinel whose list a reopen closed (above): only a damaged word makes `head`
+            // name a node that moved on.
             return Err(Fault::Corrupted("a group's head names a freed node"));
         }
-        let at_sentinel = node::index(h) >= a.total;
         match node::index(hl) {
             // An idle group closed by a reclaim that died before retiring it: finish that.
             node::CLOSED if at_sentinel => {
@@ -125,6 +136,9 @@ fn cleanup_inner(
                 // An append won: look again.
             }
             next => {
+                if at_sentinel && reopen_from_sentinel(a, env, g, e, h, next, for_take)? {
+                    return Ok(Cleaned::Kept);
+                }
                 // The run of deleted nodes after the dummy `h` (at most RUN): the last becomes
                 // the dummy, by one swap of `head`, and `h` and the others are freed.
                 let mut run = [0u64; RUN];
@@ -199,6 +213,70 @@ fn cleanup_inner(
     Err(Fault::Corrupted("cleanup did not converge"))
 }
 
+/// Under the claim, with `head` on the sentinel `h`, whose link names node `next`: if that is
+/// the list's only node, deleted (a group's only message, deleted), closes its link and
+/// reopens the list from the sentinel (layout 20), without first moving `head` onto the
+/// message as a run's swap would (one locked instruction less an emptying delete). Returns
+/// whether it reopened; `false` leaves everything to the run below (a live message, a run of
+/// several, an append that won the close: whatever the run then finds).
+///
+/// Between the reopen's sentinel store and its `head` swap, `head` names the sentinel's old
+/// incarnation, whose word holds the next one ([`reopening`]). `tail` is moved onto the message
+/// first if it lags on the sentinel (an appender that died before moving it): the reopen leaves
+/// it on its dummy, where [`settle_tail`] and [`reopening`] look for it.
+#[allow(clippy::too_many_arguments)]
+fn reopen_from_sentinel(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    g: u32,
+    e: &GroupEntry,
+    h: u64,
+    next: u32,
+    for_take: bool,
+) -> PResult<bool> {
+    let m = a.msg(next)?;
+    // SeqCst: as the run's loads (SYNC POINT(ready-check)).
+    let w = if for_take {
+        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
+    } else {
+        m.vis.load(Ordering::SeqCst)
+    };
+    if vis::state(w) != vis::State::Deleted {
+        return Ok(false);
+    }
+    let l = m.link.load(Ordering::Acquire);
+    if !matches!(node::index(l), node::NIL | node::CLOSED) {
+        return Ok(false);
+    }
+    let dummy = node::pack(node::inc(l), next);
+    // Invariant 2, as the run's: AcqRel pairs with appenders' Acquire loads of `tail`. A
+    // failed CAS saw it move on, to the message (the list's last node).
+    let t = e.tail.load(Ordering::Acquire);
+    if t == h {
+        let _ = e
+            .tail
+            .compare_exchange(t, dummy, Ordering::AcqRel, Ordering::Relaxed);
+    }
+    crash_point!();
+    // SeqCst: as the close of an emptied list (SYNC POINT(quarantine-close)): exactly one of
+    // it and an appender's link CAS wins.
+    if node::index(l) == node::NIL
+        && m.link
+            .compare_exchange(
+                l,
+                node::pack(node::inc(l), node::CLOSED),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return Ok(false); // an append won: the run below finds it
+    }
+    crash_point!();
+    reopen(a, env, g, e, dummy)?;
+    Ok(true)
+}
+
 /// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its
 /// new dummy `h` is `head` now): the prefix of the run it had not freed, since it freed the
 /// run last node first. Walks from `p` along the links while each node is still the run's:
@@ -260,7 +338,8 @@ fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
 }
 
 /// Under the claim, with `head` on `h`, a consumed message whose link is `CLOSED` (the list
-/// was empty behind it): the list starts again at a new incarnation of group `g`'s sentinel,
+/// was empty behind it), or on the sentinel whose only node after it is `h`, deleted and
+/// closed (layout 20): the list starts again at a new incarnation of group `g`'s sentinel,
 /// positioned one past `h` so that positions (and sequence numbers) keep growing, and `h` is
 /// freed (layout 19). The group stays `ACTIVE` and counted, its key in place: its next send
 /// appends, with no insert.
@@ -272,15 +351,21 @@ fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
 /// line, `pending_free`'s, names it: the producer of a new group reads that line). Each step
 /// may die:
 ///
-/// - before the `head` swap: `head` is on `h`, closed, and nobody saw the new sentinel (only
-///   `tail` leads appenders to it): a next holder does it all again, with the next incarnation;
+/// - before the sentinel store: `head` is on `h`, closed, or on the sentinel before `h`, and
+///   nobody saw the new sentinel (only `tail` leads appenders to it): a next holder does it
+///   all again, with the next incarnation;
+/// - between the sentinel store and the `head` swap, from the sentinel (layout 20): `head`
+///   names the sentinel's old incarnation, whose word holds the new one, `NIL` ([`reopening`]):
+///   walkers find the list empty, and a next holder's cleanup does the swap and goes on as
+///   below;
 /// - after it: the list is empty at the sentinel with `tail` still on `h`, freed or not, which
 ///   the next holder's cleanup finds ([`settle_tail`]): it frees `h` if it is not yet, and
 ///   moves `tail`. Appenders meanwhile find `tail` closed, or freed (its incarnation moved on),
 ///   and wait for the claim.
 fn reopen(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> PResult<()> {
-    // Relaxed: while `head` is a message, only claim holders write the sentinel's word (its
-    // last append is behind `head`, so no appender's CAS can match it).
+    // Relaxed: while `head` is a message, or the sentinel whose link names `h` (closed), only
+    // claim holders write the sentinel's word (no appender's CAS expects a word that is not
+    // `NIL`).
     let s = node::inc(e.sentinel.load(Ordering::Relaxed)).wrapping_add(1);
     let new = node::pack(s, a.sentinel_index(g));
     // Relaxed: published by the Release stores below.
@@ -320,22 +405,9 @@ fn settle_tail(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> 
     if t == h {
         return Ok(());
     }
-    let i = node::index(t);
-    if i < a.total {
-        let m = a.msg(i)?;
-        // Acquire: as `pool::free_dummy`; the fields below are read between this load and the
-        // incarnation check `free_dummy` makes again (a node freed and claimed again meanwhile
-        // is left alone).
-        let l = m.link.load(Ordering::Acquire);
-        // Relaxed: a dead reopener's writes reached us with its death; ours are ours.
-        let dummy = l == node::pack(node::inc(t), node::CLOSED)
-            && super::words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g
-            && m.pos.load(Ordering::Relaxed).wrapping_add(1)
-                == e.sentinel_pos.load(Ordering::Relaxed);
-        if dummy {
-            pool::free_dummy(a, env, t)?;
-            crash_point!();
-        }
+    if reopen_dummy(a, g, e, t)? {
+        pool::free_dummy(a, env, t)?;
+        crash_point!();
     }
     // Release: as the reopen's store. A CAS: should an appender have moved it meanwhile (it
     // cannot while the sentinel's link is NIL), its value stands.
@@ -343,6 +415,45 @@ fn settle_tail(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> 
         .tail
         .compare_exchange(t, h, Ordering::Release, Ordering::Relaxed);
     Ok(())
+}
+
+/// Whether `t` (what group `g`'s `tail` names) is the dummy a reopen of its list left: a
+/// message of `g` with that incarnation, closed, one position before the sentinel's (a damaged
+/// `tail` names anything). Its fields are read between an Acquire load of its link and the
+/// incarnation check `pool::free_dummy` makes again (a node freed and claimed again meanwhile
+/// is left alone).
+fn reopen_dummy(a: &Arena<'_>, g: u32, e: &GroupEntry, t: u64) -> PResult<bool> {
+    let i = node::index(t);
+    if i >= a.total {
+        return Ok(false);
+    }
+    let m = a.msg(i)?;
+    // Acquire: as `pool::free_dummy`.
+    let l = m.link.load(Ordering::Acquire);
+    // Relaxed: a reopener's writes came before its `sentinel` store (Release), which the
+    // caller's Acquire load read, or before its death, which reached us.
+    Ok(l == node::pack(node::inc(t), node::CLOSED)
+        && super::words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g
+        && m.pos.load(Ordering::Relaxed).wrapping_add(1) == e.sentinel_pos.load(Ordering::Relaxed))
+}
+
+/// Whether sentinel reference `h` (`head`, or a walk's node) whose link word `hl` carries
+/// another incarnation is a reopen from the sentinel caught between its sentinel store and its
+/// `head` swap (layout 20): `hl` is the next incarnation, `NIL`, and `tail` still names the
+/// dummy the reopen closed ([`reopen_dummy`]). The list is empty then. Anything else in that
+/// word is a damaged one (or, to a walker without the claim, a sentinel that moved on).
+#[cold]
+#[inline(never)]
+pub(crate) fn reopening(a: &Arena<'_>, h: u64, hl: u64) -> PResult<bool> {
+    let i = node::index(h);
+    if i < a.total || hl != node::pack(node::inc(h).wrapping_add(1), node::NIL) {
+        return Ok(false);
+    }
+    let g = i - a.total;
+    let e = a.group(g)?;
+    // Acquire: pairs with the Release stores of `tail`; the sentinel position it is checked
+    // against was stored before the sentinel word the caller read (Acquire).
+    reopen_dummy(a, g, e, e.tail.load(Ordering::Acquire))
 }
 
 /// Retires the idle group of entry `e`, whose sentinel a reclaim closed (layout 19), into a
