@@ -413,9 +413,11 @@ fn take(
         again: core::cell::Cell::new(0),
     };
     // The walk, then the in-flight count (R8) changed once for every never-received message it
-    // marked (layout 20: through the take's `RECEIVED` count), whatever way the walk ended (an error too: those messages are in flight now). A
-    // receiver that dies in between leaves the count low by at most this take's batch, as one
-    // dying between a CAS and its count did; a census corrects it once the count says full.
+    // marked (layout 20: through the take's `RECEIVED` less `VISIBILITY_EXPIRIES` counts, up to
+    // three adds of its own record's words a group), whatever way the walk ended (an error
+    // too: those messages are in flight now). A receiver that dies in between leaves the count
+    // low by at most this take's batch, as one dying between a CAS and its count did; a census
+    // corrects it once the count says full.
     // (Counting ahead of the CASes instead erred high on a death, but a census running
     // meanwhile folded the reservation into its correction and left the count low.)
     let walked = (|| -> PResult<(u64, u64)> {
@@ -536,9 +538,11 @@ fn take(
         // so a take adds to its own counters only (one locked instruction less a receive than
         // a separate in-flight word). A never-received message marked in flight but not handed
         // out (unreadable, quarantined: its removal subtracts it) is added to `in_flight`.
+        // `VISIBILITY_EXPIRIES` first: a census between two of these adds then leaves the
+        // count high (the safe side), never low, as one between the CASes and the adds does.
         let (took, again) = (c.took.get() as u64, c.again.get());
-        count(a, me, counter::RECEIVED, took);
         count(a, me, counter::VISIBILITY_EXPIRIES, again);
+        count(a, me, counter::RECEIVED, took);
         let unread = c.fresh.get().wrapping_sub(took.wrapping_sub(again));
         if unread != 0 {
             account_in_flight(a, me, unread as i64);

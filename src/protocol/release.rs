@@ -136,8 +136,10 @@ fn cleanup_inner(
                 // An append won: look again.
             }
             next => {
-                if at_sentinel && reopen_from_sentinel(a, env, g, e, h, next, for_take)? {
-                    return Ok(Cleaned::Kept);
+                if at_sentinel {
+                    if let Some(done) = reopen_from_sentinel(a, env, g, e, h, next, for_take)? {
+                        return Ok(done);
+                    }
                 }
                 // The run of deleted nodes after the dummy `h` (at most RUN): the last becomes
                 // the dummy, by one swap of `head`, and `h` and the others are freed.
@@ -217,8 +219,9 @@ fn cleanup_inner(
 /// the list's only node, deleted (a group's only message, deleted), closes its link and
 /// reopens the list from the sentinel (layout 20), without first moving `head` onto the
 /// message as a run's swap would (one locked instruction less an emptying delete). Returns
-/// whether it reopened; `false` leaves everything to the run below (a live message, a run of
-/// several, an append that won the close: whatever the run then finds).
+/// `Some(Kept)` when it reopened, or when that node is live (no run: the cleanup ends there,
+/// as the run below would end, with the node's line read once); `None` leaves everything to
+/// the run below (a run of several, an append that won the close: whatever the run finds).
 ///
 /// Between the reopen's sentinel store and its `head` swap, `head` names the sentinel's old
 /// incarnation, whose word holds the next one ([`reopening`]). `tail` is moved onto the message
@@ -233,20 +236,21 @@ fn reopen_from_sentinel(
     h: u64,
     next: u32,
     for_take: bool,
-) -> PResult<bool> {
+) -> PResult<Option<Cleaned>> {
     let m = a.msg(next)?;
-    // SeqCst: as the run's loads (SYNC POINT(ready-check)).
+    // SeqCst: as the run's first load, which this one stands for: the post-release check's
+    // half of SYNC POINT(ready-check) when the node is live (no swap came before it here).
     let w = if for_take {
         crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
     } else {
         m.vis.load(Ordering::SeqCst)
     };
     if vis::state(w) != vis::State::Deleted {
-        return Ok(false);
+        return Ok(Some(Cleaned::Kept)); // nothing to move `head` past
     }
     let l = m.link.load(Ordering::Acquire);
     if !matches!(node::index(l), node::NIL | node::CLOSED) {
-        return Ok(false);
+        return Ok(None);
     }
     let dummy = node::pack(node::inc(l), next);
     // Invariant 2, as the run's: AcqRel pairs with appenders' Acquire loads of `tail`. A
@@ -270,11 +274,11 @@ fn reopen_from_sentinel(
             )
             .is_err()
     {
-        return Ok(false); // an append won: the run below finds it
+        return Ok(None); // an append won: the run below finds it
     }
     crash_point!();
     reopen(a, env, g, e, dummy)?;
-    Ok(true)
+    Ok(Some(Cleaned::Kept))
 }
 
 /// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its
