@@ -397,19 +397,21 @@ pub struct Participant {
     pub counters: [AtomicU64; counter::COUNT],
 }
 
-/// Indices of [`Participant::counters`].
+/// Indices of [`Participant::counters`]. The three the in-flight count sums (`RECEIVED`,
+/// `VISIBILITY_EXPIRIES`, `DELETED`) lie on the record's first line with `in_flight`
+/// (offsets 40–56; layout 20), so the sum reads one line a record.
 pub mod counter {
     /// Messages enqueued by a send (duplicates excluded).
     pub const SENT: usize = 0;
-    /// Sends dropped as duplicates (D1).
-    pub const DUPLICATES: usize = 1;
+    /// Messages received again after their visibility ended (timed out, changed to 0, or
+    /// released at their holder's death).
+    pub const VISIBILITY_EXPIRIES: usize = 1;
     /// Messages handed out by receives (replays of an attempt id excluded).
     pub const RECEIVED: usize = 2;
     /// Successful deletes.
     pub const DELETED: usize = 3;
-    /// Messages received again after their visibility ended (timed out, changed to 0, or
-    /// released at their holder's death).
-    pub const VISIBILITY_EXPIRIES: usize = 4;
+    /// Sends dropped as duplicates (D1).
+    pub const DUPLICATES: usize = 4;
     /// Messages moved to the dead-letter queue (X1).
     pub const MOVED_TO_DEAD_LETTER: usize = 5;
     /// Messages removed by retention (T1).
@@ -568,6 +570,13 @@ const _: () = {
     assert!(core::mem::offset_of!(GroupEntry, head) == 32);
     assert!(core::mem::offset_of!(GroupEntry, id) == 96);
     assert!(core::mem::size_of::<Participant>() == PARTICIPANT_SIZE);
+    // The in-flight sum's words on a record's first line (see `counter`).
+    assert!(core::mem::offset_of!(Participant, in_flight) < 64);
+    assert!(
+        core::mem::offset_of!(Participant, counters) + 8 * counter::VISIBILITY_EXPIRIES < 64
+            && core::mem::offset_of!(Participant, counters) + 8 * counter::RECEIVED < 64
+            && core::mem::offset_of!(Participant, counters) + 8 * counter::DELETED < 64
+    );
     assert!(core::mem::size_of::<DedupEntry>() == DEDUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<AttemptEntry>() == ATTEMPT_ENTRY_SIZE);
     assert!(core::mem::size_of::<Header>() <= PAGE as usize);
