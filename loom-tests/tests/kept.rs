@@ -388,6 +388,21 @@ fn delete_dying_beside_a_sender(h: &Arc<HeapArena>, env: &Arc<MockEnv>, k: u32) 
     deleted
 }
 
+/// What a queue drained after [`delete_dying_beside_a_sender`] holds (`got`, other groups'
+/// messages left out): the survivor's `y`, after the first message if the dead delete did not
+/// commit (its CAS), which then comes back (its holder died).
+fn assert_survivor_after(deleted: &PResult<()>, got: &[Vec<u8>], k: u32) {
+    let y = b"y".to_vec();
+    if deleted.is_ok() {
+        assert_eq!(got, [y], "k={k}");
+    } else {
+        assert!(
+            got == [y.clone()] || got == [b"0".to_vec(), y],
+            "k={k}: {got:?}"
+        );
+    }
+}
+
 /// The delete that empties a group, dying at each step of its cleanup (the run's swap, the
 /// close, the reopen's sentinel and `pending_free` writes, its `head` swap, its `tail` store,
 /// the free) beside a sender of the same group, on an arena of two slots: the survivor's
@@ -411,8 +426,6 @@ fn a_reopen_that_dies_at_each_step_loses_nothing() {
             );
             recovery::recover(&a, &*env, me(2)).expect("recovery");
             assert_eq!(entries_of(&a, b"g"), 1, "k={k}");
-            // The first message is gone if the delete committed (its CAS), back otherwise
-            // (its holder died): before `y` either way.
             let mut got = drain(&a, &env, 2);
             if z.is_err() {
                 send(&a, &env, 2, "o", b"z").expect("room once drained");
@@ -424,15 +437,7 @@ fn a_reopen_that_dies_at_each_step_loses_nothing() {
                 "k={k}: {got:?}"
             );
             got.retain(|m| m != b"z");
-            let y = b"y".to_vec();
-            if deleted.is_ok() {
-                assert_eq!(got, vec![y], "k={k}");
-            } else {
-                assert!(
-                    got == vec![y.clone()] || got == vec![b"0".to_vec(), y],
-                    "k={k}: {got:?}"
-                );
-            }
+            assert_survivor_after(&deleted, &got, k);
             assert_clean(&a);
         });
     });
@@ -580,15 +585,7 @@ fn a_reopen_from_the_sentinel_dead_at_each_step_is_never_quarantined() {
             );
             assert_eq!(a.hdr.quarantine.0.groups.load(Ordering::SeqCst), 0, "k={k}");
             recovery::recover(&a, &*env, me(2)).expect("recovery");
-            let got = drain(&a, &env, 2);
-            if deleted.is_ok() {
-                assert_eq!(got, vec![b"y".to_vec()], "k={k}");
-            } else {
-                assert!(
-                    got == vec![b"y".to_vec()] || got == vec![b"0".to_vec(), b"y".to_vec()],
-                    "k={k}: {got:?}"
-                );
-            }
+            assert_survivor_after(&deleted, &drain(&a, &env, 2), k);
             assert_clean(&a);
         });
     });

@@ -43,12 +43,7 @@ pub fn alloc_slot<'a>(
     start: u64,
     owner: Owner,
 ) -> PResult<Claimed<'a>> {
-    let cl = a
-        .classes
-        .get(class)
-        .copied()
-        .flatten()
-        .ok_or(Fault::Corrupted("class"))?;
+    let cl = class_at(a, class)?;
     // The slot at the caller's cursor, when it lies in the base file of a round-robin class:
     // the first slot `alloc`'s scan would try, claimed here without its setup (a producer's
     // cursor sits just past the slot it took last, so in a stream it is usually free).
@@ -81,6 +76,16 @@ pub fn alloc_slot<'a>(
     })
 }
 
+/// Size class `class` of the arena (an index past its classes is a damaged word's).
+#[inline]
+fn class_at<'a>(a: &Arena<'a>, class: usize) -> PResult<super::Class<'a>> {
+    a.classes
+        .get(class)
+        .copied()
+        .flatten()
+        .ok_or(Fault::Corrupted("class"))
+}
+
 /// Claims a free slot of class `class` for `owner`, scanning from `start`; a class whose
 /// every slot is taken grows by a segment ([`grow`]) while its size limit allows.
 ///
@@ -92,12 +97,7 @@ pub fn alloc(
     start: u64,
     owner: Owner,
 ) -> PResult<(u32, u32, u32)> {
-    let cl = a
-        .classes
-        .get(class)
-        .copied()
-        .flatten()
-        .ok_or(Fault::Corrupted("class"))?;
+    let cl = class_at(a, class)?;
     if cl.cap >= HINT_MIN_CAP {
         // Relaxed: a hint (index + 1 of the slot freed last); the claim CAS decides.
         let hint = a.hdr.free_hint.0[class].load(Ordering::Relaxed);
