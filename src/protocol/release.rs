@@ -227,7 +227,6 @@ fn cleanup_inner(
 /// incarnation, whose word holds the next one ([`reopening`]). `tail` is moved onto the message
 /// first if it lags on the sentinel (an appender that died before moving it): the reopen leaves
 /// it on its dummy, where [`settle_tail`] and [`reopening`] look for it.
-#[allow(clippy::too_many_arguments)]
 fn reopen_from_sentinel(
     a: &Arena<'_>,
     env: &dyn Env,
