@@ -81,8 +81,8 @@ fn pusher_dies_before_advancing_tail() {
 }
 
 /// A ring of 8 (stride 2: `tail` and `head` move when a push or pop fills or empties the last
-/// entry of a stride), one value first pushed and popped (position 0; the hints stay at 0)
-/// so that the concurrent pushes cross a stride boundary: two pushers (the first dying at its `k`-th step: after its entry CAS,
+/// entry of a stride), its positions first moved to 1 so that the concurrent pushes cross a
+/// stride boundary: two pushers (the first dying at its `k`-th step: after its entry CAS,
 /// before its hint's move) and a popper (or the popper dying so). Every value pushed is popped
 /// once, and the ring then works across the lap's end from the hints as they were left.
 fn lagging(crash_pusher_at: Option<u32>, crash_popper_at: Option<u32>) {

@@ -21,22 +21,13 @@ const MAX_SPINS: u32 = 1 << 16;
 /// Rounds a push waits on an entry in an impossible state before it calls the ring corrupted.
 const ODD_ROUNDS: u32 = 256;
 
-/// Whether stamp `s` comes after stamp `base` (modulo the stamp's 40 bits: within half their
-/// range after it). An entry's stamp only grows (each push and pop adds one), so an entry whose
-/// stamp is after the one a position expects has been past that state.
-#[inline]
-fn after(s: u64, base: u64) -> bool {
-    let d = s.wrapping_sub(base) & SEQ_MASK;
-    d != 0 && d <= SEQ_MASK >> 1
-}
-
 /// Whether an entry of stamp `s`, looked at for a position of lap `lap`, is done with that
-/// position: popped (empty for the position a lap later), or anything after (filled again for
-/// a later lap, and so on: a hint left laps behind by participants that stopped or died right
-/// after their entry CAS, before moving it, meets such entries, and walks past them).
+/// position: popped (empty for the position a lap later), or filled again for it (a hint lags
+/// less than a lap, so no later state is met in a live ring).
 #[inline]
 fn done(s: u64, lap: u64) -> bool {
-    after(s, lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK)
+    s == lap.wrapping_mul(2).wrapping_add(2) & SEQ_MASK
+        || s == lap.wrapping_mul(2).wrapping_add(3) & SEQ_MASK
 }
 
 /// The ring: entries plus the two position hints.
@@ -67,9 +58,7 @@ impl Ring<'_> {
     /// Positions between two moves of a position hint (layout 20): a push or pop moves its hint
     /// only when it fills or empties the last entry of a stride (8 entries: one cache line),
     /// and one that walks a whole stride of taken entries from a lagging hint moves it to where
-    /// it is. A quarter of the ring at most. Participants that stop or die right after their
-    /// entry CAS at stride ends can leave a hint laps behind; walkers pass the entries there
-    /// (their stamps are after the position's, [`done`]) and move it.
+    /// it is. A quarter of the ring at most, so a hint lags less than a lap behind the entries.
     fn stride(&self) -> u64 {
         (self.entries.len() as u64 / 4).clamp(1, 8)
     }
@@ -81,8 +70,7 @@ impl Ring<'_> {
     #[inline]
     fn start(&self, hint: &AtomicU64, side: usize) -> u64 {
         // Acquire: pairs with the Release CAS that moved the hint, so the entries we then load
-        // are at least as new as the ones taken before the move. (The cursor gives no such
-        // order: a stale entry it leads to is only looked at again.)
+        // are at least as new as the ones taken before the move.
         let h = hint.load(Ordering::Acquire);
         match self.cursors {
             // Process-local: this process's own last position (any of its threads').
@@ -163,9 +151,9 @@ impl Ring<'_> {
                     return true;
                 }
                 continue; // filled by another pusher meanwhile: look again
-            } else if after(s, empty) {
-                // Filled at position p (and maybe popped, and filled again for later laps: a
-                // lagging start sees that): look at the next, and move a hint that lags a
+            } else if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK || done(s, lap) {
+                // Filled at position p (and maybe popped, and filled again for the next lap:
+                // a lagging start sees that): look at the next, and move a hint that lags a
                 // whole stride behind to here.
                 p = p.wrapping_add(1);
                 if p.wrapping_sub(t) >= stride {
@@ -174,9 +162,8 @@ impl Ring<'_> {
                 }
                 continue;
             } else if s.wrapping_add(1) & SEQ_MASK == empty {
-                // Still holds the value of position p - R: full (every position from p - R
-                // on is filled, and p - R not popped). Relaxed: a re-read that rules out a
-                // stale load of the entry.
+                // Still holds the value of position p - R: full, unless `tail` moved meanwhile.
+                // Relaxed: a re-read to rule out a stale start.
                 if self.tail.load(Ordering::Relaxed) <= t {
                     return false;
                 }
@@ -233,13 +220,13 @@ impl Ring<'_> {
                 continue; // taken by another popper meanwhile: look again
             } else if s == lap.wrapping_mul(2) & SEQ_MASK {
                 // Empty for position p: pushes fill positions in order from starts that never
-                // pass an empty entry, so nothing after it is filled. Relaxed: a re-read that
-                // rules out a stale load of the entry.
+                // pass an empty entry, so nothing after it is filled. Relaxed: a re-read to
+                // rule out a stale start (an entry of a lap ago seen from a start a lap behind).
                 if self.head.load(Ordering::Relaxed) <= h {
                     return None;
                 }
             } else if done(s, lap) {
-                // Already popped (and maybe filled again for later laps, seen from a lagging
+                // Already popped (and maybe filled again for the next lap, seen from a lagging
                 // start): look at the next, and move a hint a whole stride behind.
                 p = p.wrapping_add(1);
                 if p.wrapping_sub(h) >= stride {
@@ -259,8 +246,7 @@ impl Ring<'_> {
     /// Whether the ring looks empty (a hint: a spinning receiver's look before it pops). The
     /// entries from the pop's start are read, not the hints alone (`tail` lags the pushes by
     /// up to a stride since layout 20): popped ones are passed over, and the first that is not
-    /// says. A start more than two strides behind (a hint left behind by stopped or dead
-    /// participants) says "not empty": the pop that follows walks, and moves `head` on.
+    /// says.
     pub fn looks_empty(&self) -> bool {
         if self.entries.is_empty() {
             return true;
@@ -325,36 +311,6 @@ mod tests {
                     assert!(u64::from(next_out) - head.load(Ordering::SeqCst) < stride);
                 }
             }
-        }
-    }
-
-    /// Hints left laps behind (participants that stopped or died right after their entry CAS
-    /// at the ends of strides, before moving them; here set back by hand): a push and a pop
-    /// walk past every entry there, whatever its stamp's lap, and move the hints on.
-    #[test]
-    fn hints_laps_behind_are_walked_past() {
-        for laps in 1..4u32 {
-            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
-            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
-            let r = Ring {
-                entries: &entries,
-                head: &head,
-                tail: &tail,
-                cursors: None,
-            };
-            for v in 0..(8 * laps + 1) {
-                assert!(r.push(v));
-                assert_eq!(r.pop(), Some(v));
-            }
-            tail.store(0, Ordering::SeqCst);
-            head.store(0, Ordering::SeqCst);
-            assert!(r.push(100), "laps={laps}");
-            assert_eq!(r.pop(), Some(100), "laps={laps}");
-            assert_eq!(r.pop(), None);
-            // The walks moved the hints on (to within a stride), so a look says empty again.
-            assert!(tail.load(Ordering::SeqCst) >= u64::from(8 * laps));
-            assert!(head.load(Ordering::SeqCst) >= u64::from(8 * laps));
-            assert!(r.looks_empty());
         }
     }
 }
