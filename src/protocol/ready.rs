@@ -26,7 +26,6 @@ pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
         entries: a.ready,
         head: &a.hdr.ready_head.0,
         tail: &a.hdr.ready_tail.0,
-        cursors: a.segs.ring_cursors(0),
     }
 }
 

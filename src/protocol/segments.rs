@@ -129,10 +129,6 @@ pub struct Segments {
     /// Which ready ring a pop of a grown group table tries first (layout 16): each pop starts
     /// at the next, so the tables' rings are served in turn.
     turn: crate::sync::local::AtomicU64,
-    /// Per ready ring (the base table's, then each added table's), the position after the
-    /// last push and after the last pop this process made (layout 20): where its next push or
-    /// pop looks first, before the shared hints, which move once a stride (`ring::Ring`).
-    cursors: [[crate::sync::local::AtomicU64; 2]; MAX_SEGMENTS + 1],
     file: Box<dyn SegmentFile>,
 }
 
@@ -145,11 +141,6 @@ impl fmt::Debug for Segments {
 }
 
 impl Segments {
-    /// This process's cursors of ready ring `k` (0: the base table's), if there is such a ring.
-    pub fn ring_cursors(&self, k: usize) -> Option<&[crate::sync::local::AtomicU64; 2]> {
-        self.cursors.get(k)
-    }
-
     /// A map with nothing mapped yet, over `file`.
     pub fn new(file: Box<dyn SegmentFile>) -> Self {
         Segments {
@@ -162,9 +153,6 @@ impl Segments {
             known: core::array::from_fn(|_| AtomicU32::new(0)),
             counted: crate::sync::local::AtomicU64::new(0),
             turn: crate::sync::local::AtomicU64::new(0),
-            cursors: core::array::from_fn(|_| {
-                core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0))
-            }),
             file,
         }
     }
@@ -508,7 +496,6 @@ impl<'a> Arena<'a> {
                 entries: &tail[r..r + n],
                 head: &tail[w],
                 tail: &tail[w + 16],
-                cursors: self.segs.ring_cursors(k as usize),
             },
         })
     }
