@@ -388,6 +388,45 @@ fn delete_dying_beside_a_sender(h: &Arc<HeapArena>, env: &Arc<MockEnv>, k: u32) 
     deleted
 }
 
+/// Sends `0` to group `g` and receives it as participant 0, then deletes it, stopped forever
+/// (alive: its claims stay held) at step `k` of the delete, while `other` runs beside it.
+/// Returns the delete's result and `other`'s.
+fn delete_stopping_beside<T: 'static>(
+    h: &Arc<HeapArena>,
+    env: &Arc<MockEnv>,
+    k: u32,
+    other: impl FnOnce(Arc<HeapArena>, Arc<MockEnv>) -> T + 'static,
+) -> (PResult<()>, T) {
+    let a = h.arena();
+    send(&a, env, 0, "g", b"0").unwrap();
+    let hd = recv(&a, env, 0, 1, 1_000).unwrap()[0].0;
+    let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+    par(
+        move || {
+            crash::arm(k);
+            let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
+            if crash::crashed() {
+                stopped();
+            }
+            r
+        },
+        move || other(h2, e2),
+    )
+}
+
+/// Runs `check` after [`delete_dying_beside_a_sender`] at each step `k`, on an arena of
+/// `slots` slots (three participants, two groups).
+fn at_each_dying_delete(slots: u32, check: fn(&Arena<'_>, &Arc<MockEnv>, PResult<()>, u32)) {
+    at_each_step(40, 6, |k| {
+        model(move || {
+            let h = arena(3, 2, slots);
+            let env = Arc::new(MockEnv::default());
+            let deleted = delete_dying_beside_a_sender(&h, &env, k);
+            check(&h.arena(), &env, deleted, k);
+        });
+    });
+}
+
 /// What a queue drained after [`delete_dying_beside_a_sender`] holds (`got`, other groups'
 /// messages left out): the survivor's `y`, after the first message if the dead delete did not
 /// commit (its CAS), which then comes back (its holder died).
@@ -412,34 +451,28 @@ fn assert_survivor_after(deleted: &PResult<()>, got: &[Vec<u8>], k: u32) {
 /// the group is kept with its one entry.
 #[test]
 fn a_reopen_that_dies_at_each_step_loses_nothing() {
-    at_each_step(40, 6, |k| {
-        model(move || {
-            let h = arena(3, 2, 2);
-            let env = Arc::new(MockEnv::default());
-            let deleted = delete_dying_beside_a_sender(&h, &env, k);
-            let a = h.arena();
-            // The other slot, if the dead deleter freed it: full otherwise, until recovery.
-            let z = send(&a, &env, 2, "o", b"z");
-            assert!(
-                matches!(z, Ok(_) | Err(Fault::ClassFull(_))),
-                "k={k}: {z:?}"
-            );
-            recovery::recover(&a, &*env, me(2)).expect("recovery");
-            assert_eq!(entries_of(&a, b"g"), 1, "k={k}");
-            let mut got = drain(&a, &env, 2);
-            if z.is_err() {
-                send(&a, &env, 2, "o", b"z").expect("room once drained");
-                got.extend(drain(&a, &env, 2));
-            }
-            assert_eq!(
-                got.iter().filter(|m| m == &b"z").count(),
-                1,
-                "k={k}: {got:?}"
-            );
-            got.retain(|m| m != b"z");
-            assert_survivor_after(&deleted, &got, k);
-            assert_clean(&a);
-        });
+    at_each_dying_delete(2, |a, env, deleted, k| {
+        // The other slot, if the dead deleter freed it: full otherwise, until recovery.
+        let z = send(a, env, 2, "o", b"z");
+        assert!(
+            matches!(z, Ok(_) | Err(Fault::ClassFull(_))),
+            "k={k}: {z:?}"
+        );
+        recovery::recover(a, &**env, me(2)).expect("recovery");
+        assert_eq!(entries_of(a, b"g"), 1, "k={k}");
+        let mut got = drain(a, env, 2);
+        if z.is_err() {
+            send(a, env, 2, "o", b"z").expect("room once drained");
+            got.extend(drain(a, env, 2));
+        }
+        assert_eq!(
+            got.iter().filter(|m| m == &b"z").count(),
+            1,
+            "k={k}: {got:?}"
+        );
+        got.retain(|m| m != b"z");
+        assert_survivor_after(&deleted, &got, k);
+        assert_clean(a);
     });
 }
 
@@ -495,17 +528,11 @@ fn a_reclaim_that_dies_at_each_step_leaves_one_entry() {
 /// sentinel before `tail`). After recovery nothing is delivered, leaked or left in flight.
 #[test]
 fn a_purge_after_a_reopen_that_died_at_each_step_misses_nothing() {
-    at_each_step(40, 6, |k| {
-        model(move || {
-            let h = arena(3, 2, 3);
-            let env = Arc::new(MockEnv::default());
-            let _ = delete_dying_beside_a_sender(&h, &env, k);
-            let a = h.arena();
-            handle::purge(&a, &*env, me(2)).expect("purge");
-            recovery::recover(&a, &*env, me(2)).expect("recovery");
-            assert_eq!(drain(&a, &env, 2), Vec::<Vec<u8>>::new(), "k={k}: P1");
-            assert_clean(&a);
-        });
+    at_each_dying_delete(3, |a, env, _, k| {
+        handle::purge(a, &**env, me(2)).expect("purge");
+        recovery::recover(a, &**env, me(2)).expect("recovery");
+        assert_eq!(drain(a, env, 2), Vec::<Vec<u8>>::new(), "k={k}: P1");
+        assert_clean(a);
     });
 }
 
@@ -523,22 +550,10 @@ fn a_reopen_from_the_sentinel_stopped_at_each_step_reads_as_sound() {
             let h = arena(3, 2, 4);
             let env = Arc::new(MockEnv::default());
             let a = h.arena();
-            send(&a, &env, 0, "g", b"0").unwrap();
-            let hd = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
-            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-            let (deleted, looked) = par(
-                move || {
-                    crash::arm(k);
-                    // Stopped (not dead): the claim it holds stays held.
-                    let r = handle::delete(&h1.arena(), &*e1, me(0), hd);
-                    if crash::crashed() {
-                        stopped();
-                    }
-                    r
-                },
-                // A reader racing the reopen: may see it mid-way, never an error.
-                move || inspect::groups(&h2.arena(), &*e2, 4).map(|g| g.damaged.len()),
-            );
+            // A reader racing the reopen: may see it mid-way, never an error.
+            let (deleted, looked) = delete_stopping_beside(&h, &env, k, |h, env| {
+                inspect::groups(&h.arena(), &*env, 4).map(|g| g.damaged.len())
+            });
             assert!(matches!(looked, Ok(_)), "k={k}: {looked:?}");
             let g = group::find(&a, hash(b"g"), b"g")
                 .unwrap()
@@ -572,22 +587,16 @@ fn a_reopen_from_the_sentinel_stopped_at_each_step_reads_as_sound() {
 /// leaks.
 #[test]
 fn a_reopen_from_the_sentinel_dead_at_each_step_is_never_quarantined() {
-    at_each_step(40, 6, |k| {
-        model(move || {
-            let h = arena(3, 2, 3);
-            let env = Arc::new(MockEnv::default());
-            let deleted = delete_dying_beside_a_sender(&h, &env, k);
-            let a = h.arena();
-            assert_eq!(
-                quarantine_all(&a, &env, 2).expect("quarantine pass"),
-                0,
-                "k={k}: nothing quarantined"
-            );
-            assert_eq!(a.hdr.quarantine.0.groups.load(Ordering::SeqCst), 0, "k={k}");
-            recovery::recover(&a, &*env, me(2)).expect("recovery");
-            assert_survivor_after(&deleted, &drain(&a, &env, 2), k);
-            assert_clean(&a);
-        });
+    at_each_dying_delete(3, |a, env, deleted, k| {
+        assert_eq!(
+            quarantine_all(a, env, 2).expect("quarantine pass"),
+            0,
+            "k={k}: nothing quarantined"
+        );
+        assert_eq!(a.hdr.quarantine.0.groups.load(Ordering::SeqCst), 0, "k={k}");
+        recovery::recover(a, &**env, me(2)).expect("recovery");
+        assert_survivor_after(&deleted, &drain(a, env, 2), k);
+        assert_clean(a);
     });
 }
 
@@ -601,28 +610,13 @@ fn a_reopen_stopped_forever_blocks_only_its_group() {
         model(move || {
             let h = arena(3, 2, 4);
             let env = Arc::new(MockEnv::default());
-            let a = h.arena();
-            send(&a, &env, 0, "g", b"0").unwrap();
-            let got = recv(&a, &env, 0, 1, 1_000).unwrap();
-            let hd = got[0].0;
-            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-            let (_, (other, same, got)) = par(
-                move || {
-                    crash::arm(k);
-                    // Stopped (not dead): the claim it holds stays held.
-                    let _ = handle::delete(&h1.arena(), &*e1, me(0), hd);
-                    if crash::crashed() {
-                        stopped();
-                    }
-                },
-                move || {
-                    let a = h2.arena();
-                    let other = send(&a, &e2, 2, "b", b"b1");
-                    let same = send(&a, &e2, 2, "g", b"y");
-                    let got = recv(&a, &e2, 2, 10, 1_000).expect("receive is served");
-                    (other, same, got)
-                },
-            );
+            let (_, (other, same, got)) = delete_stopping_beside(&h, &env, k, |h, env| {
+                let a = h.arena();
+                let other = send(&a, &env, 2, "b", b"b1");
+                let same = send(&a, &env, 2, "g", b"y");
+                let got = recv(&a, &env, 2, 10, 1_000).expect("receive is served");
+                (other, same, got)
+            });
             other.expect("another group is served");
             assert!(matches!(same, Ok(_) | Err(Fault::Busy(_))), "{same:?}");
             assert!(

@@ -149,13 +149,7 @@ fn cleanup_inner(
                 let mut at = next;
                 while n < RUN {
                     let m = a.msg(at)?;
-                    // SeqCst: SYNC POINT(ready-check) on the next iteration / post-release
-                    // check.
-                    let w = if for_take {
-                        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
-                    } else {
-                        m.vis.load(Ordering::SeqCst)
-                    };
+                    let w = run_vis(m, for_take);
                     if vis::state(w) != vis::State::Deleted {
                         break;
                     }
@@ -237,13 +231,8 @@ fn reopen_from_sentinel(
     for_take: bool,
 ) -> PResult<Option<Cleaned>> {
     let m = a.msg(next)?;
-    // SeqCst: as the run's first load, which this one stands for: the post-release check's
-    // half of SYNC POINT(ready-check) when the node is live (no swap came before it here).
-    let w = if for_take {
-        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
-    } else {
-        m.vis.load(Ordering::SeqCst)
-    };
+    // The run's first load, which this one stands for (no swap came before it here).
+    let w = run_vis(m, for_take);
     if vis::state(w) != vis::State::Deleted {
         return Ok(Some(Cleaned::Kept)); // nothing to move `head` past
     }
@@ -278,6 +267,18 @@ fn reopen_from_sentinel(
     crash_point!();
     reopen(a, env, g, e, dummy)?;
     Ok(Some(Cleaned::Kept))
+}
+
+/// A cleanup's read of the `vis` word of a node after `head` (see [`cleanup_before_take`]: read
+/// for writing when the receive marks the node in flight next). SeqCst: SYNC POINT(ready-check)
+/// on the cleanup's next step or the post-release check.
+#[inline]
+fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
+    if for_take {
+        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
+    } else {
+        m.vis.load(Ordering::SeqCst)
+    }
 }
 
 /// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its
