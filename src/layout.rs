@@ -36,14 +36,16 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (20: a receive counts a first receive
+/// Bumped on any change to the layout or to a protocol (21: a participant record is 256 B,
+/// its last two lines four per-thread stripes of the four hottest counters, each written by
+/// one thread of the registered process with a plain load and store. 20: a receive counts a first receive
 /// in the in-flight count through its `RECEIVED` and `VISIBILITY_EXPIRIES` counters only, not
 /// in `Participant::in_flight` too. 19: a group its last delete emptied
 /// stays `ACTIVE`, its list reopened at a new incarnation of its sentinel, whose position is
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 20;
+pub const LAYOUT_VERSION: u64 = 21;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -74,7 +76,7 @@ pub const MAX_GROUP_RANGE: u64 = 1 << 24;
 /// words).
 pub const DEDUP_KEY_WORDS: u32 = 1;
 /// Bytes of a participant record.
-pub const PARTICIPANT_SIZE: usize = 128;
+pub const PARTICIPANT_SIZE: usize = 256;
 /// Page granularity of the arena.
 pub const PAGE: u64 = 4096;
 /// Longest group id or dedup id (S2, S3).
@@ -393,8 +395,15 @@ pub struct Participant {
     /// Lifetime counters of this slot's participants, indexed by [`counter`]. Only the
     /// participant registered in the slot adds to them (its own cache lines: no contention);
     /// they are kept across registrations, so their sums over every slot are the queue's
-    /// lifetime totals.
+    /// lifetime totals. The first [`counter::STRIPED`] have stripes too (`stripes`): their
+    /// totals are these plus every stripe's.
     pub counters: [AtomicU64; counter::COUNT],
+    /// Per-thread stripes of the first [`counter::STRIPED`] counters (layout 21), two a line
+    /// on the record's last two lines. A thread of the registered process that holds stripe
+    /// `k` (`protocol::accounting`: a process-local claim, given back when the thread ends)
+    /// is its only writer, so it adds with a plain load and store, not a locked
+    /// read-modify-write; threads without one add to `counters` with `fetch_add`.
+    pub stripes: [[AtomicU64; counter::STRIPED]; counter::STRIPES],
 }
 
 /// Indices of [`Participant::counters`]. The three the in-flight count sums (`RECEIVED`,
@@ -431,6 +440,12 @@ pub mod counter {
     pub const PARTICIPANTS_RECOVERED: usize = 11;
     /// Number of counters.
     pub const COUNT: usize = 12;
+    /// The counters with per-thread stripes (`Participant::stripes`, layout 21): indices
+    /// below this (sent, visibility expiries, received, deleted: one or more of them on every
+    /// send, receive and delete).
+    pub const STRIPED: usize = 4;
+    /// Stripes per participant record.
+    pub const STRIPES: usize = 4;
 }
 
 /// One entry of the group table.
@@ -577,6 +592,9 @@ const _: () = {
             && core::mem::offset_of!(Participant, counters) + 8 * counter::RECEIVED < 64
             && core::mem::offset_of!(Participant, counters) + 8 * counter::DELETED < 64
     );
+    // The stripes on the record's last two lines, two a line (see `Participant::stripes`).
+    assert!(core::mem::offset_of!(Participant, stripes) == 128);
+    assert!(2 * 8 * counter::STRIPED == 64 && counter::STRIPED <= counter::COUNT);
     assert!(core::mem::size_of::<DedupEntry>() == DEDUP_ENTRY_SIZE);
     assert!(core::mem::size_of::<AttemptEntry>() == ATTEMPT_ENTRY_SIZE);
     assert!(core::mem::size_of::<Header>() <= PAGE as usize);

@@ -415,3 +415,64 @@ fn an_observer_joins_nothing_and_changes_nothing() {
 fn bodies_of(m: &[shmfifo::PeekedMessage]) -> Vec<&str> {
     m.iter().map(|m| m.body.as_str()).collect()
 }
+
+/// Counters that threads write in per-thread stripes (layout 21): more threads than there are
+/// stripes (some count without one), in rounds (a thread that ends gives its stripe back to
+/// the next), counting on one handle at once, lose nothing; and the in-flight count (R8),
+/// which sums the stripes, counts each message held by a thread once, whichever thread
+/// received it and whichever deletes it.
+#[test]
+fn counters_of_more_threads_than_stripes_lose_nothing() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Barrier;
+    let q = queue("cnt-threads", &small());
+    const THREADS: usize = 7;
+    const EACH: u64 = 40;
+    let total = THREADS as u64 * EACH;
+    for round in 0..3u64 {
+        let (held, released) = (Barrier::new(THREADS + 1), Barrier::new(THREADS + 1));
+        let deleted = AtomicU64::new(0);
+        let counted = std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let (q, held, released, deleted) = (&q, &held, &released, &deleted);
+                s.spawn(move || {
+                    let g = format!("r{round}t{t}");
+                    for k in 0..EACH {
+                        q.send(&SendMessage::new(&g, &k.to_string())).unwrap();
+                    }
+                    // One message held (in flight) per thread while the count is read.
+                    let one = ReceiveOptions::max(1).wait(Duration::from_secs(5));
+                    let mine = loop {
+                        if let Some(m) = q.receive(&one).unwrap().pop() {
+                            break m;
+                        }
+                    };
+                    held.wait();
+                    released.wait();
+                    q.delete(&mine.receipt_handle).unwrap();
+                    deleted.fetch_add(1, Ordering::Relaxed);
+                    let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
+                    while deleted.load(Ordering::Relaxed) < total {
+                        for m in q.receive(&ten).unwrap() {
+                            q.delete(&m.receipt_handle).unwrap();
+                            deleted.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            held.wait();
+            let counted = q.attributes().in_flight_count;
+            released.wait();
+            counted
+        });
+        assert_eq!(
+            counted, THREADS as u64,
+            "R8: each held message counted once (round {round})"
+        );
+        let n = (round + 1) * total;
+        let c = q.counters();
+        assert_eq!((c.sent, c.received, c.deleted), (n, n, n), "round {round}");
+        assert_eq!(c.visibility_expiries, 0);
+        assert_eq!(q.attributes().in_flight_count, 0, "round {round}");
+    }
+}

@@ -1620,7 +1620,7 @@ df -k "$D" | tail -1"#;
     assert!(o.contains("exit 17"), "the fourth queue must not fit: {o}");
     assert!(o.contains("\"Code\":\"shmfifo.NoSpace\""), "{o}");
     assert!(
-        o.contains("16.6 MiB"),
+        o.contains("16.7 MiB"),
         "the error names the size needed: {o}"
     );
     assert!(
@@ -1652,7 +1652,7 @@ fn the_operators_session_runs_in_a_container_sized_dev_shm() {
     assert!(out.status.success(), "{e}\n{o}");
     for want in [
         "tmpfs            64M",
-        "created orders (/dev/shm/orders, 16.6 MiB)",
+        "created orders (/dev/shm/orders, 16.7 MiB)",
         "orders-dlq        3",
         "ApproximateNumberOfMessagesVisible{queue=\"orders-dlq\"} 3",
         "moved 3 messages from orders-dlq",

@@ -40,7 +40,7 @@ pub const MAX_ATTEMPT_ENTRIES: u32 = 1 << 20;
 /// Most `maxReceiveCount` of a redrive policy (X1).
 pub const MAX_RECEIVE_COUNT: u32 = 1000;
 /// Default `max_messages`: slots of the smallest size class. With the other defaults a queue's
-/// file is 16.6 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
+/// file is 16.7 MiB, so three queues fit in a container's default 64 MiB `/dev/shm`.
 pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
 /// Default `dedup_entries`: 1.1 MiB of table (72 B each: 64 B of entry and the high half of the
 /// key's 128-bit hash, layout 15) in the base file, every id of the last
@@ -409,7 +409,7 @@ impl QueueConfig {
     }
 
     /// Bytes of the queue's base file, all of it allocated at creation (on a tmpfs such as
-    /// `/dev/shm` that is memory, counted against the file system's size): 16.6 MiB with the
+    /// `/dev/shm` that is memory, counted against the file system's size): 16.7 MiB with the
     /// defaults; it grows from there up to [`QueueConfig::size_limit`]. Fails as [`crate::Queue::create`] would on settings out of range.
     ///
     /// ```

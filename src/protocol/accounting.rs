@@ -86,12 +86,19 @@ pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
 fn shares(a: &Arena<'_>) -> u64 {
     use crate::layout::counter::{DELETED, RECEIVED, VISIBILITY_EXPIRIES};
     a.parts.iter().fold(0u64, |s, p| {
-        // Relaxed: statistics, approximate while operations run.
-        let c = |k: usize| p.counters[k].load(Ordering::Relaxed);
-        s.wrapping_add(p.in_flight.load(Ordering::Relaxed))
-            .wrapping_add(c(RECEIVED))
-            .wrapping_sub(c(VISIBILITY_EXPIRIES))
-            .wrapping_sub(c(DELETED))
+        // The record's own counters and each stripe's (layout 21).
+        let rows = core::iter::once(&p.counters[..counter::STRIPED])
+            .chain(p.stripes.iter().map(|r| &r[..]));
+        rows.fold(
+            s.wrapping_add(p.in_flight.load(Ordering::Relaxed)),
+            |s, r| {
+                // Relaxed: statistics, approximate while operations run.
+                let c = |k: usize| r[k].load(Ordering::Relaxed);
+                s.wrapping_add(c(RECEIVED))
+                    .wrapping_sub(c(VISIBILITY_EXPIRIES))
+                    .wrapping_sub(c(DELETED))
+            },
+        )
     })
 }
 
@@ -125,18 +132,125 @@ pub fn in_flight_census(a: &Arena<'_>) {
 }
 
 /// Adds `n` to participant `me`'s lifetime counter `which` (an index of
-/// [`crate::layout::counter`]).
+/// [`crate::layout::counter`]): in this thread's stripe (layout 21), with a plain load and
+/// store, where the counter has stripes and the thread holds one; with `fetch_add` on the
+/// record's own counter otherwise.
+#[inline]
 pub fn count(a: &Arena<'_>, me: Owner, which: usize, n: u64) {
     if n == 0 {
         return;
     }
-    if let Some(c) = a
-        .parts
-        .get(owner::decode(me).0 as usize)
-        .and_then(|p| p.counters.get(which))
-    {
-        // Relaxed: a statistic; our own slot, so no other writer contends for the line.
+    let Some(p) = a.parts.get(owner::decode(me).0 as usize) else {
+        return;
+    };
+    if which < counter::STRIPED {
+        if let Some(row) = stripe::mine().and_then(|k| p.stripes.get(k)) {
+            let c = &row[which];
+            // Relaxed: a statistic. A plain load and store, not a read-modify-write: this
+            // thread holds the stripe (`stripe::mine`), and the record is its process's own
+            // (a registration is one process's; `Queue` says a forked child opens the queue
+            // again), so no other thread or process writes the word. Program order keeps
+            // a take's `VISIBILITY_EXPIRIES` before its `RECEIVED`, as `fetch_add`s did.
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+            return;
+        }
+    }
+    if let Some(c) = p.counters.get(which) {
+        // Relaxed: a statistic; our own slot, so no other process contends for the line.
         c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// Per-thread stripes of the hot counters (layout 21): which stripe of `Participant::stripes`
+/// this thread writes. A claim in a process-wide bitmap, taken at the thread's first count
+/// and given back when the thread ends, makes each stripe one thread's at a time in every
+/// record of this process (the records are this process's own), so its words need no locked
+/// read-modify-write. Process memory only: nothing shared is involved, and no other process
+/// ever writes the records' stripes.
+mod stripe {
+    use super::counter::STRIPES;
+    use crate::sync::local::{AtomicU64, Ordering};
+    use core::cell::Cell;
+
+    /// Bit `k` set: stripe `k` is held by a live thread of this process.
+    static HELD: AtomicU64 = AtomicU64::new(0);
+    const _: () = assert!(STRIPES <= 64);
+
+    /// No stripe claimed yet.
+    const UNSET: u8 = u8::MAX;
+    /// Every stripe was held when this thread asked: it counts with `fetch_add`.
+    const NONE: u8 = u8::MAX - 1;
+
+    /// Gives this thread's stripe back when the thread ends (registered at the claim, so
+    /// that `MINE`, read on every count, is a plain thread-local without a destructor).
+    struct Release;
+
+    impl Drop for Release {
+        fn drop(&mut self) {
+            // `MINE` has no destructor, so it is still readable while others run.
+            let k = MINE.with(Cell::get);
+            if (k as usize) < STRIPES {
+                // Release: this thread's last stores to the stripe's words happen before the
+                // next holder's Acquire claim, so its first load reads them.
+                HELD.fetch_and(!(1 << k), Ordering::Release);
+            }
+        }
+    }
+
+    std::thread_local! {
+        static MINE: Cell<u8> = const { Cell::new(UNSET) };
+        static RELEASE: Release = const { Release };
+    }
+
+    /// This thread's stripe, claimed at its first call; `None` where every stripe is held by
+    /// another thread, or (under loom, whose model threads share one OS thread's
+    /// thread-locals) always.
+    #[inline(always)]
+    pub(super) fn mine() -> Option<usize> {
+        if cfg!(shmfifo_loom) {
+            return None;
+        }
+        let mut k = MINE.with(Cell::get);
+        if k == UNSET {
+            k = claim();
+        }
+        ((k as usize) < STRIPES).then_some(usize::from(k))
+    }
+
+    /// Claims the lowest free stripe for this thread, or `NONE`, and notes it in `MINE`.
+    #[cold]
+    #[inline(never)]
+    fn claim() -> u8 {
+        // A thread already past its thread-locals' destructors counts without a stripe (and
+        // is not given one: nothing would give it back).
+        if RELEASE.try_with(|_| ()).is_err() {
+            return NONE;
+        }
+        let k = claim_bit();
+        MINE.with(|m| m.set(k));
+        k
+    }
+
+    /// The lowest free stripe, now held, or `NONE`.
+    fn claim_bit() -> u8 {
+        // Relaxed: the CAS below decides.
+        let mut cur = HELD.load(Ordering::Relaxed);
+        loop {
+            let k = (!cur).trailing_zeros() as usize;
+            if k >= STRIPES {
+                return NONE;
+            }
+            // Acquire: pairs with the Release `fetch_and` of the stripe's last holder.
+            match HELD.compare_exchange_weak(
+                cur,
+                cur | (1 << k),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return k as u8,
+                Err(now) => cur = now,
+            }
+        }
     }
 }
 
@@ -145,9 +259,12 @@ pub fn count(a: &Arena<'_>, me: Owner, which: usize, n: u64) {
 pub fn counters(a: &Arena<'_>) -> [u64; crate::layout::counter::COUNT] {
     let mut sum = [0u64; crate::layout::counter::COUNT];
     for p in a.parts {
-        for (s, c) in sum.iter_mut().zip(&p.counters) {
-            // Relaxed: statistics, approximate while operations run.
-            *s = s.wrapping_add(c.load(Ordering::Relaxed));
+        let rows = core::iter::once(&p.counters[..]).chain(p.stripes.iter().map(|r| &r[..]));
+        for row in rows {
+            for (s, c) in sum.iter_mut().zip(row) {
+                // Relaxed: statistics, approximate while operations run.
+                *s = s.wrapping_add(c.load(Ordering::Relaxed));
+            }
         }
     }
     sum
