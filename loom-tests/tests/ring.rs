@@ -3,6 +3,7 @@
 #![cfg(shmfifo_loom)]
 
 use shmfifo::protocol::ring::Ring;
+use shmfifo::sync::local::AtomicU64 as LocalU64;
 use shmfifo::sync::AtomicU64;
 use shmfifo_loom_tests::*;
 
@@ -10,14 +11,21 @@ struct R {
     entries: Box<[AtomicU64]>,
     head: AtomicU64,
     tail: AtomicU64,
+    /// A pop cursor (layout 21), process memory: the poppers of a model that uses it are
+    /// threads of one process.
+    cursor: Option<LocalU64>,
 }
 
 impl R {
     fn new(n: usize) -> Arc<R> {
+        Self::with_cursor(n, false)
+    }
+    fn with_cursor(n: usize, cursor: bool) -> Arc<R> {
         Arc::new(R {
             entries: (0..n).map(|_| AtomicU64::new(0)).collect(),
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
+            cursor: cursor.then(|| LocalU64::new(0)),
         })
     }
     fn ring(&self) -> Ring<'_> {
@@ -25,6 +33,7 @@ impl R {
             entries: &self.entries,
             head: &self.head,
             tail: &self.tail,
+            cursor: self.cursor.as_ref(),
         }
     }
 }
@@ -75,4 +84,92 @@ fn mpmc_push_pop() {
 #[test]
 fn pusher_dies_before_advancing_tail() {
     run(Some(0));
+}
+
+/// A ring of 8 (stride 2: `head` moves when a pop empties the last entry of a stride, layout
+/// 21), one value first pushed and popped (position 0; `head` stays at 0) so that the race
+/// crosses a stride's end: two pushers and two poppers (the first popper, or a pusher, dying
+/// at its `k`-th step: after its entry CAS, before moving `head` or `tail`), the poppers
+/// starting at `head` or (`cursor`) at their process's cursor too. Every value pushed is
+/// popped once, and the ring then works across the lap's end from the positions as the race
+/// left them.
+fn lagging(crash_pusher_at: Option<u32>, crash_popper_at: Option<u32>, cursor: bool) {
+    model(move || {
+        let r = R::with_cursor(8, cursor);
+        assert!(r.ring().push(9));
+        assert_eq!(r.ring().pop(), Some(9));
+        let p1 = {
+            let r = r.clone();
+            thread::spawn(move || {
+                if let Some(k) = crash_pusher_at {
+                    crash::arm(k);
+                }
+                r.ring().push(1)
+            })
+        };
+        let c1 = {
+            let r = r.clone();
+            thread::spawn(move || {
+                if let Some(k) = crash_popper_at {
+                    crash::arm(k);
+                }
+                r.ring().pop()
+            })
+        };
+        assert!(r.ring().push(2), "a ring of 8 has room");
+        let popped = r.ring().pop();
+        let ok1 = p1.join().unwrap();
+        assert!(
+            ok1,
+            "a pusher that dies after its entry CAS delivered its value"
+        );
+        let mut all: Vec<u32> = popped.into_iter().chain(c1.join().unwrap()).collect();
+        while let Some(v) = r.ring().pop() {
+            all.push(v);
+        }
+        all.sort();
+        assert_eq!(all, vec![1, 2], "every pushed value is popped exactly once");
+        if cursor {
+            assert!(
+                r.ring().looks_empty(),
+                "a drained ring looks empty to its process"
+            );
+        }
+        // Across the lap's end from the positions as the race left them (3 to 9).
+        for v in 10..16 {
+            assert!(r.ring().push(v));
+            assert_eq!(r.ring().pop(), Some(v));
+        }
+        assert_eq!(r.ring().pop(), None);
+        // Without a cursor, `head` may lag up to a stride: a look says "not empty" then (a
+        // hint; the pop that follows finds nothing), with one it says empty.
+        if cursor {
+            assert!(r.ring().looks_empty());
+        }
+    });
+}
+
+#[test]
+fn a_lagging_head_is_walked_past() {
+    lagging(None, None, false);
+}
+
+#[test]
+fn a_lagging_head_is_walked_past_from_a_cursor() {
+    lagging(None, None, true);
+}
+
+#[test]
+fn a_popper_dying_before_head_moves_leaves_a_working_ring() {
+    lagging(None, Some(0), false);
+}
+
+#[test]
+fn a_popper_dying_before_head_moves_leaves_a_working_ring_from_a_cursor() {
+    lagging(None, Some(0), true);
+}
+
+#[test]
+fn a_pusher_dying_before_tail_moves_beside_a_lagging_head_leaves_a_working_ring() {
+    lagging(Some(0), None, true);
 }

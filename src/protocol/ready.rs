@@ -26,6 +26,7 @@ pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
         entries: a.ready,
         head: &a.hdr.ready_head.0,
         tail: &a.hdr.ready_tail.0,
+        cursor: a.segs.ring_cursor(0),
     }
 }
 

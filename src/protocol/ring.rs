@@ -10,8 +10,15 @@
 //!
 //! Hints are allowed to be lost (full ring, corrupted entry) or duplicated: consumers re-validate
 //! the group, and a sweep re-derives lost hints.
+//!
+//! `tail` moves with every push, as above. `head` moves once a stride (layout 21): a pop moves
+//! it only when it empties the last entry of a stride of 8, and starts at the later of `head`
+//! and its process's own pop cursor (process memory), walking past entries already popped.
+//! A spinning receiver's look ([`Ring::looks_empty`]) compares `tail` with that later
+//! position, so it still polls only `tail`, which the producer writes after its entry.
 
 use super::words::ring::{pack, seq, value, SEQ_MASK};
+use crate::sync::local::{AtomicU64 as LocalU64, Ordering as LocalOrdering};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Retries before a push or pop gives up (only reached under corruption or extreme contention;
@@ -19,6 +26,25 @@ use crate::sync::{AtomicU64, Ordering};
 const MAX_SPINS: u32 = 1 << 16;
 /// Rounds a push waits on an entry in an impossible state before it calls the ring corrupted.
 const ODD_ROUNDS: u32 = 256;
+
+/// Whether stamp `s` comes after stamp `base` (modulo the stamp's 40 bits: within half their
+/// range after it). An entry's stamp only grows (each push and pop adds one), so an entry whose
+/// stamp is after the one a position expects has been past that state.
+#[inline]
+fn after(s: u64, base: u64) -> bool {
+    let d = s.wrapping_sub(base) & SEQ_MASK;
+    d != 0 && d <= SEQ_MASK >> 1
+}
+
+/// Whether an entry of stamp `s`, looked at for a position of lap `lap`, is done with that
+/// position: popped (empty for the position a lap later), or anything after (filled again for
+/// a later lap, and so on: `head` left laps behind by poppers that stopped or died right after
+/// their entry CAS at the end of a stride, before moving it, meets such entries, and pops walk
+/// past them).
+#[inline]
+fn done(s: u64, lap: u64) -> bool {
+    after(s, lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK)
+}
 
 /// The ring: entries plus the two position hints.
 #[derive(Debug, Clone, Copy)]
@@ -29,6 +55,11 @@ pub struct Ring<'a> {
     pub head: &'a AtomicU64,
     /// Producer position hint.
     pub tail: &'a AtomicU64,
+    /// This process's pop cursor on this ring (layout 21; process memory, not the arena's):
+    /// a position before which every entry is popped, where its pops start when it is past
+    /// `head`. `None`: pops start at `head` (loom models of participants in separate
+    /// processes).
+    pub cursor: Option<&'a LocalU64>,
 }
 
 impl Ring<'_> {
@@ -113,15 +144,71 @@ impl Ring<'_> {
         false
     }
 
+    /// Positions between two moves of `head` (layout 21): a pop moves it only when it empties
+    /// the last entry of a stride, and one that walks a whole stride of popped entries from a
+    /// lagging start moves it to where it is. 8 entries (one cache line of the ring), a
+    /// quarter of the ring at most.
+    fn stride(&self) -> u64 {
+        (self.entries.len() as u64 / 4).clamp(1, 8)
+    }
+
+    /// Where a pop starts: the later of `head` and this process's cursor, both at or before the
+    /// first entry not yet popped (`head` moves only past popped entries; the cursor is set
+    /// only to such a position).
+    #[inline]
+    fn pop_start(&self) -> u64 {
+        // Acquire: pairs with the Release CAS that moved `head`, so the entries we then load
+        // are at least as new as the ones popped before the move. (The cursor gives no such
+        // order: a stale entry it leads to is only looked at again.)
+        let h = self.head.load(Ordering::Acquire);
+        match self.cursor {
+            // Process-local: this process's own position (any of its threads').
+            Some(c) => h.max(c.load(LocalOrdering::Relaxed)),
+            None => h,
+        }
+    }
+
+    /// Notes in this process's cursor that every entry before `p` is popped.
+    #[inline]
+    fn note(&self, p: u64) {
+        if let Some(c) = self.cursor {
+            // Process-local; a race between this process's threads may set it back, never
+            // past an entry not yet popped (every value stored was such a position).
+            c.store(p, LocalOrdering::Relaxed);
+        }
+    }
+
+    /// Moves `head` forward to `to` unless it is there already (it only moves forward).
+    /// Release: pairs with the Acquire loads of `head`, so an entry read after it is at least
+    /// as new as the one popped before its move.
+    fn advance_head(&self, to: u64) {
+        // Relaxed: the CAS below decides.
+        let mut cur = self.head.load(Ordering::Relaxed);
+        for _ in 0..4 {
+            if cur >= to {
+                return;
+            }
+            match self
+                .head
+                .compare_exchange(cur, to, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
     /// Pops the oldest value, or `None` if the ring is empty.
+    #[inline]
     pub fn pop(&self) -> Option<u32> {
         if self.entries.is_empty() {
             return None;
         }
+        let start = self.pop_start();
+        let mut h = start;
+        let mut p = h;
         for _ in 0..MAX_SPINS {
-            // Acquire: pairs with the Release CAS that advanced `head`.
-            let h = self.head.load(Ordering::Acquire);
-            let (e, lap) = self.at(h);
+            let (e, lap) = self.at(p);
             // Read for writing (`load_for_write_u64`): the CAS that takes the value below then
             // finds the entry's line here (a load then a CAS fetch it twice from the producer
             // that filled it: the line count's ring rows). Acquire: pairs with the AcqRel CAS
@@ -140,38 +227,140 @@ impl Ring<'_> {
                 .is_ok()
                 {
                     crash_point!(Some(value(w)));
-                    let _ = self.head.compare_exchange(
-                        h,
-                        h.wrapping_add(1),
-                        Ordering::Release,
-                        Ordering::Relaxed,
-                    );
+                    // Layout 21: `head` moves when a pop empties the last entry of a stride
+                    // (one locked instruction every `stride` pops, not every pop). A popper
+                    // that dies or stops before moving it leaves it lagging, which the next
+                    // pops walk past and move.
+                    let next = p.wrapping_add(1);
+                    self.note(next);
+                    // The stride is a power of two (a quarter of a power of two, at most 8).
+                    if next & (self.stride() - 1) == 0 {
+                        self.advance_head(next);
+                    }
                     return Some(value(w));
                 }
+                continue; // taken by another popper meanwhile: look again
             } else if s == lap.wrapping_mul(2) & SEQ_MASK {
-                // Relaxed: a re-read to rule out a stale `h`.
-                if self.head.load(Ordering::Relaxed) == h {
+                // Empty for position p: pushes fill positions in order (a push fills the entry
+                // at `tail`, which moves only past filled entries), so nothing after it is
+                // filled, and every entry before it is popped (walked past, or before the
+                // start). Relaxed: a re-read that rules out a stale `head`.
+                if self.head.load(Ordering::Relaxed) <= h {
+                    if p != start {
+                        self.note(p); // walked past popped entries
+                    }
                     return None;
                 }
-            } else if s == lap.wrapping_mul(2).wrapping_add(2) & SEQ_MASK {
-                // Already popped: help the head forward.
-                let _ = self.head.compare_exchange(
-                    h,
-                    h.wrapping_add(1),
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                );
+            } else if done(s, lap) {
+                // Already popped (and maybe filled again for later laps, seen from a lagging
+                // start): look at the next, and move `head` if it lags a whole stride behind.
+                p = p.wrapping_add(1);
+                if p.wrapping_sub(h) >= self.stride() {
+                    self.advance_head(p);
+                    h = p;
+                }
+                continue;
             }
             crate::sync::spin_hint();
+            // Start again from `head`. Acquire: as in `pop_start`.
+            h = self.head.load(Ordering::Acquire);
+            p = h;
         }
         None
     }
 
-    /// Whether the ring looks empty (a hint).
+    /// Whether the ring looks empty (a hint: a spinning receiver's look before it pops):
+    /// `tail` at or before where this process's next pop starts. It reads `tail`, which a
+    /// producer writes after its entry, and `head`, which only poppers write; with `head`
+    /// lagging (layout 21) and another process's pops past this one's cursor it says "not
+    /// empty", and the pop that follows walks and moves the cursor on.
     pub fn looks_empty(&self) -> bool {
         // Relaxed: advisory only.
-        let h = self.head.load(Ordering::Relaxed);
+        let mut h = self.head.load(Ordering::Relaxed);
+        if let Some(c) = self.cursor {
+            h = h.max(c.load(LocalOrdering::Relaxed));
+        }
         let t = self.tail.load(Ordering::Relaxed);
         t <= h
+    }
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::{LocalU64, Ring};
+    use crate::sync::{AtomicU64, Ordering};
+
+    /// With `head` moving once a stride (layout 21), with and without a process's cursor, a
+    /// ring holds exactly its length, hands values back in push order over many laps whatever
+    /// the fill, says when it is empty, `tail` is exact and `head` lags less than a stride.
+    #[test]
+    fn a_ring_with_a_lagging_head_holds_its_length_in_order() {
+        for n in [1usize, 2, 4, 8, 16, 64] {
+            for with_cursor in [false, true] {
+                let entries: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+                let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+                let cursor = LocalU64::new(0);
+                let r = Ring {
+                    entries: &entries,
+                    head: &head,
+                    tail: &tail,
+                    cursor: with_cursor.then_some(&cursor),
+                };
+                let stride = r.stride();
+                let (mut next_in, mut next_out) = (0u32, 0u32);
+                for round in 0..40usize {
+                    let fill = round % (n + 1);
+                    for _ in 0..fill {
+                        assert!(r.push(next_in), "n={n} round={round}");
+                        next_in += 1;
+                    }
+                    assert_eq!(tail.load(Ordering::SeqCst), u64::from(next_in));
+                    if with_cursor || fill > 0 {
+                        assert_eq!(r.looks_empty(), fill == 0, "n={n} round={round}");
+                    }
+                    if fill == n {
+                        assert!(!r.push(999), "n={n}: full at {n}");
+                    }
+                    for _ in 0..fill {
+                        assert_eq!(r.pop(), Some(next_out), "n={n} round={round}");
+                        next_out += 1;
+                    }
+                    assert_eq!(r.pop(), None);
+                    if with_cursor {
+                        assert!(r.looks_empty(), "n={n} round={round}");
+                    }
+                    assert!(u64::from(next_out) - head.load(Ordering::SeqCst) < stride);
+                }
+            }
+        }
+    }
+
+    /// `head` left laps behind (poppers that stopped or died right after their entry CAS at
+    /// the ends of strides, before moving it; here set back by hand): a pop walks past every
+    /// entry there, whatever its stamp's lap, and moves `head` on.
+    #[test]
+    fn a_head_laps_behind_is_walked_past() {
+        for laps in 1..4u32 {
+            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+            let r = Ring {
+                entries: &entries,
+                head: &head,
+                tail: &tail,
+                cursor: None,
+            };
+            for v in 0..(8 * laps + 1) {
+                assert!(r.push(v));
+                assert_eq!(r.pop(), Some(v));
+            }
+            head.store(0, Ordering::SeqCst);
+            assert!(!r.looks_empty(), "a lagging head says: look");
+            assert!(r.push(100), "laps={laps}");
+            assert_eq!(r.pop(), Some(100), "laps={laps}");
+            assert_eq!(r.pop(), None);
+            // The walk moved `head` on (to within a stride), so a look says empty again.
+            assert!(head.load(Ordering::SeqCst) >= u64::from(8 * laps));
+            assert!(r.looks_empty());
+        }
     }
 }

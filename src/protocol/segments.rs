@@ -129,6 +129,10 @@ pub struct Segments {
     /// Which ready ring a pop of a grown group table tries first (layout 16): each pop starts
     /// at the next, so the tables' rings are served in turn.
     turn: crate::sync::local::AtomicU64,
+    /// Per ready ring (the base table's, then each added table's), this process's pop cursor
+    /// (layout 21): where its next pop looks first when it is past the shared `head`, which
+    /// moves once a stride (`ring::Ring`).
+    cursors: [crate::sync::local::AtomicU64; MAX_SEGMENTS + 1],
     file: Box<dyn SegmentFile>,
 }
 
@@ -141,6 +145,12 @@ impl fmt::Debug for Segments {
 }
 
 impl Segments {
+    /// This process's pop cursor of ready ring `k` (0: the base table's), if there is such a
+    /// ring.
+    pub fn ring_cursor(&self, k: usize) -> Option<&crate::sync::local::AtomicU64> {
+        self.cursors.get(k)
+    }
+
     /// A map with nothing mapped yet, over `file`.
     pub fn new(file: Box<dyn SegmentFile>) -> Self {
         Segments {
@@ -153,6 +163,7 @@ impl Segments {
             known: core::array::from_fn(|_| AtomicU32::new(0)),
             counted: crate::sync::local::AtomicU64::new(0),
             turn: crate::sync::local::AtomicU64::new(0),
+            cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             file,
         }
     }
@@ -496,6 +507,7 @@ impl<'a> Arena<'a> {
                 entries: &tail[r..r + n],
                 head: &tail[w],
                 tail: &tail[w + 16],
+                cursor: self.segs.ring_cursor(k as usize),
             },
         })
     }
