@@ -38,7 +38,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol (21: a participant record is 256 B,
 /// its last two lines four per-thread stripes of the four hottest counters, each written by
-/// one thread of the registered process with a plain load and store. 20: a receive counts a first receive
+/// one thread of the registered process with a plain load and store; and a ready ring's `head`
+/// moves once a stride of 8 pops, pops starting at the later of `head` and their process's
+/// pop cursor. 20: a receive counts a first receive
 /// in the in-flight count through its `RECEIVED` and `VISIBILITY_EXPIRIES` counters only, not
 /// in `Participant::in_flight` too. 19: a group its last delete emptied
 /// stays `ACTIVE`, its list reopened at a new incarnation of its sentinel, whose position is
@@ -408,7 +410,8 @@ pub struct Participant {
 
 /// Indices of [`Participant::counters`]. The three the in-flight count sums (`RECEIVED`,
 /// `VISIBILITY_EXPIRIES`, `DELETED`) lie on the record's first line with `in_flight`
-/// (offsets 40–56; layout 20), so the sum reads one line a record.
+/// (offsets 40–56; layout 20); with their stripes (layout 21, the record's last two lines) the
+/// sum reads three lines a record.
 pub mod counter {
     /// Messages enqueued by a send (duplicates excluded).
     pub const SENT: usize = 0;

@@ -187,8 +187,12 @@ mod stripe {
 
     impl Drop for Release {
         fn drop(&mut self) {
-            // `MINE` has no destructor, so it is still readable while others run.
-            let k = MINE.with(Cell::get);
+            // `MINE` has no destructor, so it is still readable (and writable) while other
+            // thread-locals' destructors run, before or after this one. It is set to `NONE`
+            // before the stripe is given back: a destructor that counts after this one (a
+            // thread-local that sends or deletes when dropped) then adds with `fetch_add`,
+            // never to a stripe another thread may hold by then, and does not claim again.
+            let k = MINE.with(|m| m.replace(NONE));
             if (k as usize) < STRIPES {
                 // Release: this thread's last stores to the stripe's words happen before the
                 // next holder's Acquire claim, so its first load reads them.
@@ -249,6 +253,52 @@ mod stripe {
             ) {
                 Ok(_) => return k as u8,
                 Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// A thread never adds to a stripe it no longer holds: a thread-local dropped after the
+    /// stripe went back (destructors run in an order of the platform's choosing) finds no
+    /// stripe, so it counts with `fetch_add` and cannot undo the adds of the stripe's next
+    /// holder.
+    #[cfg(all(test, not(shmfifo_loom)))]
+    mod tests {
+        use super::{mine, HELD};
+        use crate::sync::local::Ordering;
+        use std::sync::mpsc;
+
+        struct Probe(mpsc::Sender<(Option<usize>, bool)>, usize);
+
+        impl Drop for Probe {
+            fn drop(&mut self) {
+                // Whether this thread's stripe is still marked held, and what `mine` says.
+                let held = HELD.load(Ordering::Acquire) & (1 << self.1) != 0;
+                let _ = self.0.send((mine(), held));
+            }
+        }
+
+        std::thread_local! {
+            static PROBE: std::cell::RefCell<Option<Probe>> = const { std::cell::RefCell::new(None) };
+        }
+
+        #[test]
+        fn a_stripe_given_back_is_not_used_by_later_destructors() {
+            let (tx, rx) = mpsc::channel();
+            for order in 0..2 {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    // Registered before or after the stripe's own destructor.
+                    if order == 0 {
+                        PROBE.with(|_| ()); // its destructor registered first
+                    }
+                    let Some(k) = mine() else { return }; // every stripe held: nothing to see
+                    PROBE.with(|p| p.borrow_mut().replace(Probe(tx, k)));
+                })
+                .join()
+                .unwrap();
+                while let Ok((now, held)) = rx.try_recv() {
+                    assert!(held || now.is_none(), "a stripe used after it went back");
+                }
             }
         }
     }

@@ -12,8 +12,10 @@
 //! the group, and a sweep re-derives lost hints.
 //!
 //! `tail` moves with every push, as above. `head` moves once a stride (layout 21): a pop moves
-//! it only when it empties the last entry of a stride of 8, and starts at the later of `head`
-//! and its process's own pop cursor (process memory), walking past entries already popped.
+//! it when it empties the last entry of a stride (8 entries; a quarter of a ring under 32),
+//! or when it walked a whole stride of popped entries from a lagging start. Pops start at the
+//! later of `head` and their process's own pop cursor (process memory), walking past entries
+//! already popped.
 //! A spinning receiver's look ([`Ring::looks_empty`]) compares `tail` with that later
 //! position, so it still polls only `tail`, which the producer writes after its entry.
 
@@ -57,8 +59,9 @@ pub struct Ring<'a> {
     pub tail: &'a AtomicU64,
     /// This process's pop cursor on this ring (layout 21; process memory, not the arena's):
     /// a position before which every entry is popped, where its pops start when it is past
-    /// `head`. `None`: pops start at `head` (loom models of participants in separate
-    /// processes).
+    /// `head`. `None`: pops start at `head` (the ring's own loom models of poppers in separate
+    /// processes; the protocol's models on heap arenas share one arena's cursor among their
+    /// threads, as threads of one process).
     pub cursor: Option<&'a LocalU64>,
 }
 
