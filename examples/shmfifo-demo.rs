@@ -1,4 +1,5 @@
-//! Multi-process demo: creates a queue under /dev/shm, starts producer and consumer processes
+//! Multi-process demo: creates a default queue under /dev/shm (`QueueConfig::new()`: 16.7 MiB,
+//! growing as it needs; it runs in a container's default 64 MiB), starts producer and consumer processes
 //! (this example again, in its worker modes), checks per-group order and exactly-once deletion,
 //! prints the throughput and removes the queue. Options: `--producers N --consumers N
 //! --groups N --messages N`.
@@ -28,12 +29,11 @@ fn demo(args: &[String]) -> Result<(), String> {
     let groups = opt("--groups", 1000);
     let messages = opt("--messages", 200_000);
     let name = format!("shmfifo-demo-{}", std::process::id());
-    // Every message has its own dedup id, remembered for SQS's 5 minutes: the table holds
-    // them all.
-    let cfg = QueueConfig::new()
-        .max_messages(65_536)
-        .max_groups((groups as u32).max(16) * 2)
-        .dedup_entries((messages as u32).max(1024));
+    // A default queue (16.7 MiB, three fit a container's 64 MiB /dev/shm): every message has
+    // its own dedup id, remembered for SQS's 5 minutes, and the dedup table and the slots grow
+    // as the ids, the backlog and the groups need (up to the size limit), or the producers wait
+    // for room.
+    let cfg = QueueConfig::new();
     let q = Queue::create(&name, &cfg).map_err(|e| e.to_string())?;
     println!(
         "shmfifo demo: {producers} producer and {consumers} consumer processes, {} groups, {messages} messages, queue /dev/shm/{name}",
