@@ -183,3 +183,42 @@ fn repair_never_touches_a_live_send() {
         assert_clean(&a);
     });
 }
+
+/// A producer stops forever at its `k`-th step of a send to "g"; then a recoverer repairs the
+/// send while a receiver takes "g"'s message (publishing a linked orphan itself, under the
+/// claim the repair let go of after finding the node). A repair that resumes after the take
+/// never wipes the receiver's holder record (`recv_ms`): the message still names its holder,
+/// so that holder's death releases it at once, and H6's 12-hour cap counts from its receive.
+#[test]
+fn a_repair_resuming_after_a_take_keeps_the_holders_record() {
+    for k in 0..9 {
+        model(move || {
+            let (h, env) = setup(3, 1, 2);
+            let (h1, e1) = (h.clone(), env.clone());
+            thread::spawn(move || {
+                as_participant(&e1.clone(), 1, Some(k), || {
+                    let _ = send(&h1.arena(), &e1, 1, "g", b"x");
+                })
+            })
+            .join()
+            .unwrap();
+            env.kill(1);
+            let (h2, e2, h0, e0) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (r, got) = par(
+                move || recovery::recover(&h2.arena(), &*e2, me(2)).unwrap(),
+                move || recv(&h0.arena(), &e0, 0, 1, 60_000).unwrap(),
+            );
+            let a = h.arena();
+            for (hd, body) in &got {
+                assert_eq!(body, b"x");
+                let w = a.msg(hd.idx).unwrap().recv_ms.load(Ordering::SeqCst);
+                assert_eq!(
+                    words::recv::holder(w),
+                    Some((0, 1)),
+                    "k={k}: the receiver's holder record was wiped: {w:#x}, vis {:?}, {r:?}",
+                    vis::state(a.msg(hd.idx).unwrap().vis.load(Ordering::SeqCst))
+                );
+            }
+        });
+    }
+}

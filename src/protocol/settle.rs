@@ -65,7 +65,14 @@ pub(crate) fn settle_known(
     };
     settle_for_slot(a, env, back, o, idx, inc, seq)?;
     if linked == Link::Linked {
-        h.recv_ms.store(0, Ordering::Relaxed);
+        // The back-pointer is left in `recv_ms`, not cleared: `find_in_group` let go of the
+        // claim, so a receiver may have published the orphan itself and taken it by now, and
+        // a store of 0 here wiped its holder record (loom
+        // `a_repair_resuming_after_a_take_keeps_the_holders_record`: its death then released
+        // nothing, and H6's cap counted from time 0). Nothing reads the word of a published
+        // message before its first take, which writes its holder record there before its CAS
+        // (release on death and visibility changes read it for messages in flight only, and
+        // a back-pointer names no holder).
         if h.vis
             .compare_exchange(
                 w,
