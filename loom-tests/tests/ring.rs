@@ -38,18 +38,21 @@ impl R {
     }
 }
 
+/// Pushes `v` on a thread of its own, dying (stopping for good) at its `k`-th step if given.
+fn push_dying_at(r: &Arc<R>, k: Option<u32>, v: u32) -> thread::JoinHandle<bool> {
+    let r = r.clone();
+    thread::spawn(move || {
+        if let Some(k) = k {
+            crash::arm(k);
+        }
+        r.ring().push(v)
+    })
+}
+
 fn run(crash_pusher_at: Option<u32>) {
     model(move || {
         let r = R::new(2);
-        let p1 = {
-            let r = r.clone();
-            thread::spawn(move || {
-                if let Some(k) = crash_pusher_at {
-                    crash::arm(k);
-                }
-                r.ring().push(1)
-            })
-        };
+        let p1 = push_dying_at(&r, crash_pusher_at, 1);
         let p2 = {
             let r = r.clone();
             thread::spawn(move || r.ring().push(2))
@@ -98,15 +101,7 @@ fn lagging(crash_pusher_at: Option<u32>, crash_popper_at: Option<u32>, cursor: b
         let r = R::with_cursor(8, cursor);
         assert!(r.ring().push(9));
         assert_eq!(r.ring().pop(), Some(9));
-        let p1 = {
-            let r = r.clone();
-            thread::spawn(move || {
-                if let Some(k) = crash_pusher_at {
-                    crash::arm(k);
-                }
-                r.ring().push(1)
-            })
-        };
+        let p1 = push_dying_at(&r, crash_pusher_at, 1);
         let c1 = {
             let r = r.clone();
             thread::spawn(move || {
