@@ -117,6 +117,25 @@ fn releaser_dies_at_every_step() {
     }
 }
 
+/// Participant 1 sends "x" to "g", stopping forever at its `k`-th step, on its own thread (a
+/// crash countdown is per thread, and the main thread checks), then is marked dead. Returns
+/// whether the send returned Ok and whether it stopped.
+fn send_stopping_at(h: &Arc<HeapArena>, env: &Env, k: u32) -> (bool, bool) {
+    let (h1, e1) = (h.clone(), env.clone());
+    let r = thread::spawn(move || {
+        as_participant(&e1.clone(), 1, Some(k), || {
+            (
+                send(&h1.arena(), &e1, 1, "g", b"x").is_ok(),
+                crash::crashed(),
+            )
+        })
+    })
+    .join()
+    .unwrap();
+    env.kill(1);
+    r
+}
+
 /// A producer stops forever at its `k`-th step of a send to "g"; then, concurrently, one
 /// participant repairs it while another sends to "g", and a last repair follows. The repairs
 /// never undo a committed (linked) send nor publish a half-made one twice; the live send is
@@ -127,19 +146,7 @@ fn dead_send_repair_races_a_live_send_and_another_repair() {
     for k in 0..9 {
         model(move || {
             let (h, env) = setup(3, 1, 2);
-            // On its own thread: a crash countdown is per thread, and the main thread checks.
-            let (h1, e1) = (h.clone(), env.clone());
-            let (acked, crashed) = thread::spawn(move || {
-                as_participant(&e1.clone(), 1, Some(k), || {
-                    (
-                        send(&h1.arena(), &e1, 1, "g", b"x").is_ok(),
-                        crash::crashed(),
-                    )
-                })
-            })
-            .join()
-            .unwrap();
-            env.kill(1);
+            let (acked, crashed) = send_stopping_at(&h, &env, k);
             let (h2, e2, h0, e0) = (h.clone(), env.clone(), h.clone(), env.clone());
             par(
                 move || {
@@ -194,15 +201,7 @@ fn a_repair_resuming_after_a_take_keeps_the_holders_record() {
     for k in 0..9 {
         model(move || {
             let (h, env) = setup(3, 1, 2);
-            let (h1, e1) = (h.clone(), env.clone());
-            thread::spawn(move || {
-                as_participant(&e1.clone(), 1, Some(k), || {
-                    let _ = send(&h1.arena(), &e1, 1, "g", b"x");
-                })
-            })
-            .join()
-            .unwrap();
-            env.kill(1);
+            send_stopping_at(&h, &env, k);
             let (h2, e2, h0, e0) = (h.clone(), env.clone(), h.clone(), env.clone());
             let (r, got) = par(
                 move || recovery::recover(&h2.arena(), &*e2, me(2)).unwrap(),

@@ -6,7 +6,7 @@
 use super::times::{Standing, Times};
 use super::Owner;
 use super::{owner, vis, Arena, Env};
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 
 /// The lifetime counters' indices.
 pub use crate::layout::counter;
@@ -86,10 +86,7 @@ pub fn account_in_flight(a: &Arena<'_>, me: Owner, delta: i64) {
 fn shares(a: &Arena<'_>) -> u64 {
     use crate::layout::counter::{DELETED, RECEIVED, VISIBILITY_EXPIRIES};
     a.parts.iter().fold(0u64, |s, p| {
-        // The record's own counters and each stripe's (layout 21).
-        let rows = core::iter::once(&p.counters[..counter::STRIPED])
-            .chain(p.stripes.iter().map(|r| &r[..]));
-        rows.fold(
+        rows(p, counter::STRIPED).fold(
             s.wrapping_add(p.in_flight.load(Ordering::Relaxed)),
             |s, r| {
                 // Relaxed: statistics, approximate while operations run.
@@ -100,6 +97,12 @@ fn shares(a: &Arena<'_>) -> u64 {
             },
         )
     })
+}
+
+/// A record's rows of counters: its own first `n`, then each stripe's (layout 21; a stripe
+/// holds the first [`counter::STRIPED`]).
+fn rows(p: &crate::layout::Participant, n: usize) -> impl Iterator<Item = &[AtomicU64]> {
+    core::iter::once(&p.counters[..n]).chain(p.stripes.iter().map(|r| &r[..]))
 }
 
 /// The in-flight count: the participants' shares plus the census correction (R8).
@@ -309,8 +312,7 @@ mod stripe {
 pub fn counters(a: &Arena<'_>) -> [u64; crate::layout::counter::COUNT] {
     let mut sum = [0u64; crate::layout::counter::COUNT];
     for p in a.parts {
-        let rows = core::iter::once(&p.counters[..]).chain(p.stripes.iter().map(|r| &r[..]));
-        for row in rows {
+        for row in rows(p, counter::COUNT) {
             for (s, c) in sum.iter_mut().zip(row) {
                 // Relaxed: statistics, approximate while operations run.
                 *s = s.wrapping_add(c.load(Ordering::Relaxed));

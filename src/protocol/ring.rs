@@ -157,13 +157,10 @@ impl Ring<'_> {
 
     /// Where a pop starts: the later of `head` and this process's cursor, both at or before the
     /// first entry not yet popped (`head` moves only past popped entries; the cursor is set
-    /// only to such a position).
+    /// only to such a position). `order`: the load of `head` (the caller says why).
     #[inline]
-    fn pop_start(&self) -> u64 {
-        // Acquire: pairs with the Release CAS that moved `head`, so the entries we then load
-        // are at least as new as the ones popped before the move. (The cursor gives no such
-        // order: a stale entry it leads to is only looked at again.)
-        let h = self.head.load(Ordering::Acquire);
+    fn pop_start(&self, order: Ordering) -> u64 {
+        let h = self.head.load(order);
         match self.cursor {
             // Process-local: this process's own position (any of its threads').
             Some(c) => h.max(c.load(LocalOrdering::Relaxed)),
@@ -207,7 +204,10 @@ impl Ring<'_> {
         if self.entries.is_empty() {
             return None;
         }
-        let start = self.pop_start();
+        // Acquire: pairs with the Release CAS that moved `head`, so the entries we then load
+        // are at least as new as the ones popped before the move. (The cursor gives no such
+        // order: a stale entry it leads to is only looked at again.)
+        let start = self.pop_start(Ordering::Acquire);
         let mut h = start;
         let mut p = h;
         for _ in 0..MAX_SPINS {
@@ -278,13 +278,9 @@ impl Ring<'_> {
     /// lagging (layout 21) and another process's pops past this one's cursor it says "not
     /// empty", and the pop that follows walks and moves the cursor on.
     pub fn looks_empty(&self) -> bool {
-        // Relaxed: advisory only.
-        let mut h = self.head.load(Ordering::Relaxed);
-        if let Some(c) = self.cursor {
-            h = h.max(c.load(LocalOrdering::Relaxed));
-        }
-        let t = self.tail.load(Ordering::Relaxed);
-        t <= h
+        // Relaxed: advisory only (`head` and the cursor first, then `tail`, as before).
+        let start = self.pop_start(Ordering::Relaxed);
+        self.tail.load(Ordering::Relaxed) <= start
     }
 }
 
