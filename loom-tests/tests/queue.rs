@@ -382,6 +382,54 @@ fn space_doorbell_has_no_lost_wakeup() {
     });
 }
 
+/// SYNC POINT(space-doorbell) for a run of frees (`pool::free_dummies`): a `delete_batch` of
+/// three of four messages frees two slots with Release stores and one SeqCst fence, while a
+/// producer of the full class announces itself and tries again: it finds a slot, or the
+/// deleter saw it and rang. (With the fence left out, loom finds the lost wake-up, in this
+/// model and the single-free one above.)
+#[test]
+fn space_doorbell_after_a_run_of_frees() {
+    model(|| {
+        let (h, env) = setup(2, 2, 4);
+        let a = h.arena();
+        for b in [b"1", b"2", b"3", b"4"] {
+            send(&a, &env, 0, "g", b).unwrap();
+        }
+        let handles: Vec<_> = recv(&a, &env, 0, 3, 1_000)
+            .unwrap()
+            .into_iter()
+            .map(|(hd, _)| hd)
+            .collect();
+        assert_eq!(handles.len(), 3);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let ((bell, retry), ()) = par(
+            move || {
+                let a = h1.arena();
+                let bell = doorbell::space_begin_wait(&a, 1);
+                (bell, send(&a, &e1, 1, "h", b"5").map(|_| ()))
+            },
+            move || {
+                let mut r = [Ok(()), Ok(()), Ok(())];
+                handle::delete_many(&h2.arena(), &*e2, me(0), &handles, &mut r).unwrap();
+                assert!(r.iter().all(|r| r.is_ok()));
+            },
+        );
+        let a = h.arena();
+        match retry {
+            Ok(()) => {}
+            Err(Fault::ClassFull(0)) => assert_ne!(
+                a.hdr.space.0.doorbell.load(Ordering::Acquire),
+                bell,
+                "the sleeping producer is woken"
+            ),
+            Err(f) => panic!("{f:?}"),
+        }
+        doorbell::space_end_wait(&a, 1);
+        // Two slots were freed by the run: both sends fit now.
+        send(&a, &env, 1, "h", b"6").unwrap();
+    });
+}
+
 /// A producer waiting for space stops forever at each step (announced, retrying), and a
 /// deleter stops forever at each step of a delete that frees the slot: nothing wedges. The
 /// stopped waiter's count is given back by recovery (wakers stop ringing for it), and the slot

@@ -117,12 +117,31 @@ pub fn notify_space(a: &Arena<'_>, env: &dyn Env) {
     // waiter's fence comes after the free (and its retry sees the free slot). No fence here:
     // that would be a locked instruction per freed slot.
     if crate::sync::load_after_seqcst_rmw_u32(&s.waiters) > 0 {
-        // Release: a woken producer's Acquire load of the doorbell sees the free.
-        s.doorbell.fetch_add(1, Ordering::Release);
-        // Every waiter: they may wait on different size classes, and one woken for a class it
-        // cannot use would leave the one that can asleep.
-        env.wake_all(&s.doorbell);
+        ring_space(a, env);
     }
+}
+
+/// [`notify_space`] for a caller that freed slots with Release stores and then issued a SeqCst
+/// fence (`pool::free_dummies`: one fence for a run of frees).
+pub fn notify_space_after_fence(a: &Arena<'_>, env: &dyn Env) {
+    // SYNC POINT(space-doorbell): after the caller's SeqCst fence, against the waiter's SeqCst
+    // increment and fence before its retry: of the two fences, the later one orders what came
+    // before the earlier one before what follows it, so either this load sees the waiter or
+    // its retry sees the free slots. A plain SeqCst load, also under loom (which models the
+    // fences: a model with the caller's fence left out loses the wake-up).
+    if a.hdr.space.0.waiters.load(Ordering::SeqCst) > 0 {
+        ring_space(a, env);
+    }
+}
+
+/// Rings the space doorbell: wakes every producer waiting for a slot.
+fn ring_space(a: &Arena<'_>, env: &dyn Env) {
+    let s = &a.hdr.space.0;
+    // Release: a woken producer's Acquire load of the doorbell sees the free.
+    s.doorbell.fetch_add(1, Ordering::Release);
+    // Every waiter: they may wait on different size classes, and one woken for a class it
+    // cannot use would leave the one that can asleep.
+    env.wake_all(&s.doorbell);
 }
 
 /// Announces participant `part` as a producer about to sleep until a slot frees; returns the

@@ -261,28 +261,96 @@ fn free_at(a: &Arena<'_>, env: &dyn Env, h: &MsgHeader, idx: u32, expected: u64)
     Ok(freed)
 }
 
+/// Names slot `idx` of a class at or past [`HINT_MIN_CAP`] as the one freed last (see
+/// [`alloc`]). Out of line: inlined in a loop, the class look-up's loads were hoisted to the
+/// top of every call.
+#[inline(never)]
+fn hint_freed(a: &Arena<'_>, idx: u32) -> PResult<()> {
+    // Relaxed: a hint for the next producer of this class; a stale or lost one only sends it
+    // to the round robin.
+    let (c, _) = a.locate(idx)?;
+    a.hdr.free_hint.0[c].store(u64::from(idx) + 1, Ordering::Relaxed);
+    Ok(())
+}
+
 /// Frees a node that was a group's dummy, if it is a message in the `DELETED` state of the
-/// expected incarnation. Idempotent: a second call finds it freed and does nothing.
+/// expected incarnation ([`free_dummies`] of one node).
 pub fn free_dummy(a: &Arena<'_>, env: &dyn Env, node_ref: u64) -> PResult<()> {
+    if free_one(a, node_ref)? {
+        rang_after_frees(a, env);
+    }
+    Ok(())
+}
+
+/// Under their group's claim: frees the nodes of `run` (dummies `head` moved past) that are
+/// still messages in the `DELETED` state of the expected incarnation, last first, then rings
+/// the space doorbell once if a producer waits. Idempotent: a node freed already (and perhaps
+/// claimed again) is left alone; a group's sentinel (no slot) is skipped.
+///
+/// Each slot is freed by a store, not a CAS: only the holder of its group's claim writes the
+/// `vis` word of a `DELETED` node of the group's list (deletes, visibility changes, takes,
+/// recovery's releases and the sweeps all expect another state, and a quarantine frees only a
+/// group it marked under the claim, which nobody claims again), so the word cannot change
+/// between the check and the store. A run of ten costs one locked instruction (the fence
+/// after it), not ten. Damaged shared memory that breaks the claim's exclusion can make two
+/// freers store the same free word (a slot is claimed by a CAS from it, so by one producer);
+/// it cannot make us read or write out of bounds.
+pub fn free_dummies(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
+    let mut freed = false;
+    for &node_ref in run.iter().rev() {
+        freed |= free_one(a, node_ref)?;
+    }
+    if freed {
+        rang_after_frees(a, env);
+    }
+    Ok(())
+}
+
+/// One node of [`free_dummies`], freed by a Release store; no fence, no doorbell. Returns
+/// whether it freed the slot.
+#[inline(always)]
+fn free_one(a: &Arena<'_>, node_ref: u64) -> PResult<bool> {
     let idx = node::index(node_ref);
     if idx >= a.total {
-        return Ok(()); // a sentinel, not a slot
+        return Ok(false); // a sentinel, not a slot
     }
     let h = a.msg(idx)?;
-    // Acquire: pairs with the Release/SeqCst CAS that set DELETED, so freeing is ordered after
-    // the deleter's last access.
+    // Acquire: pairs with the Release/SeqCst CAS that set DELETED, so freeing is ordered
+    // after the deleter's last access.
     let l = h.link.load(Ordering::Acquire);
     if node::inc(l) != node::inc(node_ref) {
-        return Ok(()); // already freed and reused
+        return Ok(false); // already freed and reused
     }
     let w = h.vis.load(Ordering::Acquire);
     // Re-check the incarnation: a reallocation stores a new `link` before its node can be
     // deleted, so an unchanged incarnation proves `w` belongs to the dummy we were given.
-    if node::inc(h.link.load(Ordering::Acquire)) != node::inc(node_ref) {
-        return Ok(());
+    if node::inc(h.link.load(Ordering::Acquire)) != node::inc(node_ref)
+        || vis::state(w) != vis::State::Deleted
+    {
+        return Ok(false);
     }
-    if vis::state(w) == vis::State::Deleted {
-        free_at(a, env, h, idx, w)?;
+    // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
+    // Acquire CAS in `alloc`.
+    h.vis.store(
+        vis::pack(vis::next(vis::epoch(w)), vis::FREE),
+        Ordering::Release,
+    );
+    crash_point!();
+    if idx >= a.hint_from {
+        hint_freed(a, idx)?;
     }
-    Ok(())
+    Ok(true)
+}
+
+/// After the free stores of [`free_dummies`]: the fence, then the space doorbell if a
+/// producer waits.
+#[inline]
+fn rang_after_frees(a: &Arena<'_>, env: &dyn Env) {
+    // SYNC POINT(space-doorbell): the SeqCst fence after our free stores, before
+    // `notify_space_after_fence`'s load of the waiters, against the waiter's SeqCst increment
+    // and fence before its retry (two fences: either our load sees the waiter or its retry
+    // sees the slots free). On x86 a locked `or` on the stack: one locked instruction for a
+    // run, as the one CAS of a single free was.
+    fence(Ordering::SeqCst);
+    doorbell::notify_space_after_fence(a, env);
 }

@@ -334,11 +334,7 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
 /// linked from its first node (each node's link changes only when the slot is claimed again).
 /// The sentinel, only ever a run's first node, is no slot to free.
 fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
-    for &r in run.iter().rev().filter(|&&r| node::index(r) < a.total) {
-        pool::free_dummy(a, env, r)?;
-        crash_point!();
-    }
-    Ok(())
+    pool::free_dummies(a, env, run)
 }
 
 /// Under the claim, with `head` on `h`, a consumed message whose link is `CLOSED` (the list
