@@ -106,6 +106,19 @@ pub fn load_after_seqcst_rmw_u32(a: &AtomicU32) -> u32 {
     }
 }
 
+/// Loads `a` after the caller's own SeqCst fence: the reader half of a store-buffering
+/// (Dekker) pair whose writes before the fence were plain (Release) stores, a batch of them
+/// ordered by the one fence (on x86 a locked `or` on the stack) instead of a locked RMW each.
+///
+/// A plain SeqCst load in every build, loom's too: loom models SeqCst fences, so a model with
+/// the caller's fence left out finds the pair broken (unlike [`load_after_seqcst_rmw_u64`],
+/// whose RMW under loom would hide a missing fence).
+#[inline]
+pub fn load_after_seqcst_fence_u64(a: &AtomicU64) -> u64 {
+    // SeqCst: the caller's fence is what orders it; the ordering names the pair.
+    a.load(Ordering::SeqCst)
+}
+
 /// [`load_after_seqcst_rmw_u32`] for a 64-bit word.
 #[inline]
 pub fn load_after_seqcst_rmw_u64(a: &AtomicU64) -> u64 {

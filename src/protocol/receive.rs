@@ -552,7 +552,17 @@ fn take(
     // the wheel, so that a sweep makes them visible again at its end (an error after a take
     // left them to the periodic sweep's cursor).
     if !dead && c.took.get() > 0 && policy.vt_ms > 0 {
-        let filed = publish_deadline(a, g, deadline);
+        // Takes of never-received messages were stores: one SeqCst fence orders them all
+        // before the wheel's and `next_expiry`'s loads (SYNC POINT(expiry-wheel),
+        // SYNC POINT(expiry-publish)), where a CAS each did before (on x86 a locked `or` on
+        // the stack: one locked instruction for the run).
+        let how = if c.fresh.get() > 0 {
+            crate::sync::fence(Ordering::SeqCst);
+            timers::Published::ByFence
+        } else {
+            timers::Published::ByRmw
+        };
+        let filed = publish_deadline(a, g, deadline, how);
         if walked.is_ok() {
             filed?;
         }
@@ -600,17 +610,24 @@ fn wake_at(a: &Arena<'_>, g: u32, at: u64) -> PResult<()> {
 
 /// After a take: the group filed on the wheel at the messages' visibility deadline, and
 /// `next_expiry` lowered to it where it is earlier.
-fn publish_deadline(a: &Arena<'_>, g: u32, deadline: u64) -> PResult<()> {
+fn publish_deadline(a: &Arena<'_>, g: u32, deadline: u64, how: timers::Published) -> PResult<()> {
     // SYNC POINT(expiry-wheel): the group filed on the wheel at its deadline, after the SeqCst
-    // CASes that published it (one arming for every message taken: they share the deadline).
-    timers::file(a, g, deadline)?;
+    // CASes, or the stores and the fence, that published it (one arming for every message
+    // taken: they share the deadline).
+    timers::file_after(a, g, deadline, how)?;
     // SYNC POINT(expiry-publish): lower `next_expiry` only when our deadline is earlier than
     // it: usually an earlier deadline is pending, and a read leaves the header's line shared
     // instead of taking it exclusive on every receive. A SeqCst load after our SeqCst deadline
     // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
     // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
     // due at the earlier deadline we saw, scans after our CASes.
-    if deadline < crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0) {
+    let next = match how {
+        timers::Published::ByRmw => crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0),
+        timers::Published::ByFence => {
+            crate::sync::load_after_seqcst_fence_u64(&a.hdr.next_expiry.0)
+        }
+    };
+    if deadline < next {
         // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
         a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
     }
@@ -716,22 +733,33 @@ impl Holder<'_, '_> {
         m.recv_ms
             .store(super::recv::pack(self.me, self.t.now), Ordering::Relaxed);
         let held = vis::pack(epoch, vis::published(self.deadline));
-        // Acquire orders our payload reads after the producer's writes; Release publishes the
-        // new deadline to deleters and other receivers. SYNC POINT(expiry-publish): SeqCst, so
-        // that this deadline and the `next_expiry` load after the take are ordered against a
-        // sweeper's swap and fence (on x86 a locked CAS costs the same either way).
-        if m.vis
+        if d == 0 {
+            // Never received: a store, not a CAS. While the word says so, only the claim
+            // holder writes it: no receipt handle names this incarnation yet (so no delete,
+            // visibility change or recovery release expects it), and purges, trims, moves
+            // and quarantines of the group's messages all run under the claim we hold. The
+            // payload reads are ordered after the producer's writes by the walk's SeqCst
+            // load that found the word published. Release publishes the deadline and the
+            // holder record to deleters, visibility changes and recovery's releases (their
+            // Acquire loads). SYNC POINT(expiry-publish): the take's SeqCst fence before it
+            // files the deadline ([`take`]) orders these stores, a fence for the whole run.
+            // Damaged shared memory that breaks the claim's exclusion can make two takers
+            // hand out the same message; it cannot make us read or write out of bounds.
+            m.vis.store(held, Ordering::Release);
+            // In flight now: counted when the walk ends (see `take`).
+            self.fresh.set(self.fresh.get() + 1);
+        } else if m
+            .vis
+            // Received before, its visibility ended: a holder of an earlier handle may still
+            // delete or change it (its clock read before the deadline passed), so a CAS.
+            // Acquire orders our payload reads after the producer's writes; Release publishes
+            // the new deadline to deleters and other receivers. SYNC POINT(expiry-publish):
+            // SeqCst, so that this deadline and the `next_expiry` load after the take are
+            // ordered against a sweeper's swap and fence.
             .compare_exchange(w, held, Ordering::SeqCst, Ordering::Relaxed)
             .is_err()
         {
-            if d == 0 {
-                policy.fresh_budget += 1;
-            }
-            return Ok(Held::LookAgain); // changed under us (purge)
-        }
-        if d == 0 {
-            // In flight now: counted when the walk ends (see `take`).
-            self.fresh.set(self.fresh.get() + 1);
+            return Ok(Held::LookAgain); // changed under us
         }
         crash_point!();
         // Relaxed: informational fields of a message we now hold. A load and a store, not a

@@ -108,37 +108,68 @@ fn bit<'a>(a: &Arena<'a>, b: usize, g: u32) -> PResult<(&'a AtomicU64, u64)> {
 /// that published `d` (or, for a delayed head, after the SeqCst load that found it).
 #[inline]
 pub fn arm(a: &Arena<'_>, g: u32, d: u64) -> PResult<()> {
+    arm_after(a, g, d, Published::ByRmw)
+}
+
+/// How the caller published the deadline it files: by a SeqCst RMW (a CAS of `vis`), or by
+/// Release stores and then a SeqCst fence (a take of never-received messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// A SeqCst RMW (or load) came last.
+    ByRmw,
+    /// A SeqCst fence came last.
+    ByFence,
+}
+
+/// The SeqCst load of a store-buffering pair after the caller's publication `how`.
+#[inline]
+fn load_after(w: &crate::sync::AtomicU64, how: Published) -> u64 {
+    match how {
+        Published::ByRmw => crate::sync::load_after_seqcst_rmw_u64(w),
+        Published::ByFence => crate::sync::load_after_seqcst_fence_u64(w),
+    }
+}
+
+/// [`arm`] after a publication `how`.
+#[inline]
+pub fn arm_after(a: &Arena<'_>, g: u32, d: u64, how: Published) -> PResult<()> {
     let b = bucket(d);
     let (word, m) = bit(a, b, g)?;
-    // SYNC POINT(expiry-wheel): a SeqCst load after our SeqCst publication of `d`, against a
-    // sweeper's SeqCst clear of the bit then SeqCst status loads. A set bit is left alone, so
-    // a group re-armed in the same bucket costs no write (and its line stays shared).
-    if crate::sync::load_after_seqcst_rmw_u64(word) & m == 0 {
+    // SYNC POINT(expiry-wheel): a SeqCst load after our SeqCst publication of `d` (an RMW, or
+    // stores and a fence), against a sweeper's SeqCst clear of the bit then SeqCst status
+    // loads. A set bit is left alone, so a group re-armed in the same bucket costs no write
+    // (and its line stays shared).
+    if load_after(word, how) & m == 0 {
         // SeqCst: the other side of the same point (a later drain's clear is ordered after).
         word.fetch_or(m, Ordering::SeqCst);
     }
     crash_point!();
-    lower(a, b, d)
+    lower(a, b, d, how)
 }
 
 /// [`arm`] where the deadline is already published: a wheel that cannot take it (only a
 /// corrupted geometry) leaves it to the periodic sweep, which arms every locked group it
 /// looks at. Returns an error only for a loom model's stop.
 pub fn file(a: &Arena<'_>, g: u32, d: u64) -> PResult<()> {
-    match arm(a, g, d) {
+    file_after(a, g, d, Published::ByRmw)
+}
+
+/// [`file`] after a publication `how`.
+pub fn file_after(a: &Arena<'_>, g: u32, d: u64, how: Published) -> PResult<()> {
+    match arm_after(a, g, d, how) {
         Err(f) if super::stopped(f) => Err(f),
         _ => Ok(()),
     }
 }
 
 /// Lowers bucket `b`'s minimum to `d` if it is later.
-fn lower(a: &Arena<'_>, b: usize, d: u64) -> PResult<()> {
+fn lower(a: &Arena<'_>, b: usize, d: u64, how: Published) -> PResult<()> {
     let w = min_word(a, b)?;
     // SeqCst load: after our bit's SeqCst RMW or load, against the drain's SeqCst reset of the
     // minimum: either we read the reset (and lower it) or the drain, which resets before it
     // reads the bits, finds our bit and arms the group again. A minimum already at or before
     // `d` is left alone (an earlier deadline is pending: the line stays shared).
-    if d < !crate::sync::load_after_seqcst_rmw_u64(w) {
+    if d < !load_after(w, how) {
         // AcqRel: composes with concurrent lowerings and a drain's reset.
         w.fetch_max(!d, Ordering::AcqRel);
     }
@@ -211,15 +242,19 @@ pub fn drain(
                 continue;
             }
             if visited >= budget {
-                lower(a, b, now)?;
+                lower(a, b, now, Published::ByRmw)?;
                 return Ok(Drained {
                     visited,
                     complete: false,
                 });
             }
             // SYNC POINT(expiry-wheel): clear the word first, then look at each of its
-            // groups (SeqCst, see `arm`): one RMW per word, not per group.
+            // groups (SeqCst, see `arm`): one RMW per word, not per group. The fence after it
+            // pairs with the fence of a take that published its deadlines by stores (SeqCst
+            // loads after an RMW would order against it too, but loom models only fences
+            // against fences); one locked instruction per word drained, off the hot path.
             let mut bits = word.swap(0, Ordering::SeqCst);
+            crate::sync::fence(Ordering::SeqCst);
             crash_point!();
             while bits != 0 {
                 let j = bits.trailing_zeros();
@@ -237,7 +272,7 @@ pub fn drain(
         }
     }
     if let Some(f) = damaged {
-        lower(a, b, now)?;
+        lower(a, b, now, Published::ByRmw)?;
         return Err(f);
     }
     Ok(Drained {
