@@ -44,20 +44,28 @@ pub fn alloc_slot<'a>(
     owner: Owner,
 ) -> PResult<Claimed<'a>> {
     let cl = class_at(a, class)?;
-    // The slot at the caller's cursor, when it lies in the base file of a round-robin class:
-    // the first slot `alloc`'s scan would try, claimed here without its setup (a producer's
-    // cursor sits just past the slot it took last, so in a stream it is usually free).
+    // The slot at the caller's cursor, when it lies in a round-robin class's base file or in
+    // a segment this process knows of: the first slot `alloc`'s scan would try, claimed here
+    // without its setup (a producer's cursor sits just past the slot it took last, so in a
+    // stream it is usually free; in a class that grew, three quarters of the time in a
+    // segment).
     if cl.cap < HINT_MIN_CAP {
-        if let Some(h) = usize::try_from(start).ok().and_then(|i| cl.headers.get(i)) {
+        let at = match usize::try_from(start).ok().and_then(|i| cl.headers.get(i)) {
+            // Inside the class's payload array, as `Arena::slot` computes it.
+            Some(h) => Some((h, cl.payload.wrapping_add(start as usize * cl.stride))),
+            // A segment that cannot be mapped (a damaged directory) is left to the scan.
+            None if start < cl.slots_with(a.known_segments(class)) => a.slot(class, start).ok(),
+            None => None,
+        };
+        if let Some((h, payload)) = at {
             if let Some((inc, epoch0)) = try_claim(h, owner)? {
                 return Ok(Claimed {
-                    // `start` indexes the base slots (fewer than 2^31).
+                    // `start` is below the class's slots (fewer than 2^32 in all).
                     idx: cl.base + start as u32,
                     inc,
                     epoch0,
                     h,
-                    // Inside the class's payload array, as `Arena::slot` computes it.
-                    start: cl.payload.wrapping_add(start as usize * cl.stride),
+                    start: payload,
                     cap: cl.cap,
                 });
             }
