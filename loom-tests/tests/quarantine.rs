@@ -120,3 +120,39 @@ fn a_quarantine_stopped_forever_blocks_nothing_else() {
         });
     }
 }
+
+/// A quarantine's `finish` races a receipt holder's delete of the group's message in flight
+/// (the holder received "a" before the group's `head` was damaged). Whichever way the delete
+/// and `finish`'s removal interleave, every slot is free afterwards: a removal that lost to
+/// the delete looks at the word again and frees the deleted slot, where it once skipped it
+/// (the group is a plain tombstone then, which no later pass looks at: the slot leaked).
+#[test]
+fn a_quarantine_racing_a_receipt_holders_delete_frees_every_slot() {
+    model(|| {
+        let h = arena(3, 2, 2);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"a").unwrap();
+        let got = recv(&a, &env, 2, 1, 1_000).unwrap();
+        assert_eq!(got.len(), 1);
+        let handle = got[0].0;
+        let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+            .unwrap()
+            .expect("g is active");
+        a.groups[g as usize]
+            .head
+            .store(node::pack(0, 0x00FF_FF00), Ordering::SeqCst);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (q, deleted) = par(
+            move || quarantine_all(&h1.arena(), &e1, 1),
+            move || handle::delete(&h2.arena(), &*e2, me(2), handle),
+        );
+        q.unwrap();
+        assert!(
+            matches!(deleted, Ok(()) | Err(Fault::Expired)),
+            "{deleted:?}"
+        );
+        assert_clean(&a);
+    });
+}

@@ -306,7 +306,17 @@ pub fn free_dummy(a: &Arena<'_>, env: &dyn Env, node_ref: u64) -> PResult<()> {
 pub fn free_dummies(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
     let mut freed = false;
     for &node_ref in run.iter().rev() {
-        freed |= free_one(a, node_ref)?;
+        match free_one(a, node_ref) {
+            Ok(f) => freed |= f,
+            Err(f) => {
+                // A damaged node further on (or a segment that cannot be mapped): the slots
+                // freed before it still ring (a stopped participant does nothing more).
+                if freed && !super::stopped(f) {
+                    rang_after_frees(a, env);
+                }
+                return Err(f);
+            }
+        }
     }
     if freed {
         rang_after_frees(a, env);

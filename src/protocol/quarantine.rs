@@ -16,7 +16,7 @@ use super::group::{self, Patience, TryClaim};
 use super::list::{remove, successor, Cycle, Next};
 use super::receive::Taken;
 use super::release::{or_release, release, release_claim_word};
-use super::{gstate, node, pool, vis, words, Arena, Env, Fault, Owner, PResult};
+use super::{gstate, node, pool, vis, words, Arena, Env, Fault, Owner, PResult, MAX_STEPS};
 use crate::layout::{GroupEntry, MsgHeader};
 use crate::sync::Ordering;
 
@@ -337,27 +337,40 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
         if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) != q.g {
             continue;
         }
-        let w = match vis::state(w) {
-            vis::State::Published(_) => {
-                if !remove(a, me, h, w) {
-                    continue; // changed meanwhile: the next recovery looks again
+        // A published message may change under us: its receipt holder deletes it or changes
+        // its visibility, a recovery releases it. Each is one step, so a removal that lost
+        // looks at the word again (a bounded number of times): the group becomes a plain
+        // tombstone below, which no later pass looks at, so a slot skipped here would leak
+        // (loom `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`).
+        let mut w = w;
+        let mut freeable = None;
+        for _ in 0..MAX_STEPS {
+            freeable = match vis::state(w) {
+                vis::State::Published(_) => {
+                    if !remove(a, me, h, w) {
+                        // Acquire: as above.
+                        w = h.vis.load(Ordering::Acquire);
+                        continue;
+                    }
+                    removed += 1;
+                    // Acquire: the incarnation of the message removed. Counted at once, so a
+                    // quarantine that dies later has counted what it removed.
+                    note(
+                        a,
+                        env,
+                        1,
+                        0,
+                        node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
+                    );
+                    Some(vis::pack(vis::next(vis::epoch(w)), vis::DELETED))
                 }
-                removed += 1;
-                // Acquire: the incarnation of the message removed. Counted at once, so a
-                // quarantine that dies later has counted what it removed.
-                note(
-                    a,
-                    env,
-                    1,
-                    0,
-                    node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
-                );
-                vis::pack(vis::next(vis::epoch(w)), vis::DELETED)
-            }
-            vis::State::Deleted => w,
-            vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => w,
-            _ => continue,
-        };
+                vis::State::Deleted => Some(w),
+                vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some(w),
+                _ => None,
+            };
+            break;
+        }
+        let Some(w) = freeable else { continue };
         crash_point!();
         pool::free(a, env, i, w)?;
     }
