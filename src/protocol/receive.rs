@@ -563,7 +563,9 @@ fn take(
             timers::Published::ByRmw
         };
         let filed = publish_deadline(a, g, deadline, how);
-        if walked.is_ok() {
+        // A walk's error is what the caller hears, unless the filing stopped us (a loom
+        // model's death: the caller must not release the claim after it).
+        if walked.is_ok() || filed.is_err_and(super::stopped) {
             filed?;
         }
     }

@@ -170,8 +170,11 @@ fn lower(a: &Arena<'_>, b: usize, d: u64, how: Published) -> PResult<()> {
     // reads the bits, finds our bit and arms the group again. A minimum already at or before
     // `d` is left alone (an earlier deadline is pending: the line stays shared).
     if d < !load_after(w, how) {
-        // AcqRel: composes with concurrent lowerings and a drain's reset.
-        w.fetch_max(!d, Ordering::AcqRel);
+        // SeqCst (a locked RMW on x86 either way): composes with concurrent lowerings and a
+        // drain's reset, and is ordered before the caller's SeqCst `next_expiry` load
+        // (SYNC POINT(expiry-publish)): a sweeper whose swap that load misses reads this
+        // minimum after its fence.
+        w.fetch_max(!d, Ordering::SeqCst);
     }
     Ok(())
 }
