@@ -20,7 +20,7 @@ fn assert_disjoint(a: &Arena<'_>) {
         assert!(w[0].1 <= w[1].0, "segments overlap: {ranges:?}");
     }
     assert!(ranges.iter().all(|r| r.0 >= a.base_len), "{ranges:?}");
-    assert!(MAX_SEGMENTS >= 2);
+    const { assert!(MAX_SEGMENTS >= 2) };
 }
 
 /// Two producers fill a class of one slot that may add two segments (1 + 1 + 2 slots): each

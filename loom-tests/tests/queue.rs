@@ -344,6 +344,22 @@ fn doorbell_has_no_lost_wakeup() {
     });
 }
 
+/// After a producer of a full class announced itself (doorbell value `bell`, participant 1)
+/// and tried again (`retry`) while a freer ran: its retry found a slot, or the freer saw it and
+/// rang. Ends its wait.
+fn assert_sent_or_woken(a: &Arena<'_>, bell: u32, retry: PResult<()>) {
+    match retry {
+        Ok(()) => {}
+        Err(Fault::ClassFull(0)) => assert_ne!(
+            a.hdr.space.0.doorbell.load(Ordering::Acquire),
+            bell,
+            "the sleeping producer is woken"
+        ),
+        Err(f) => panic!("{f:?}"),
+    }
+    doorbell::space_end_wait(a, 1);
+}
+
 /// SYNC POINT(space-doorbell): a producer whose size class is full announces itself and tries
 /// again while a consumer deletes the message holding the only slot; if the retry still found
 /// the class full, the deleter saw the waiter and rang the space doorbell.
@@ -368,16 +384,7 @@ fn space_doorbell_has_no_lost_wakeup() {
             move || handle::delete(&h2.arena(), &*e2, me(0), handle).unwrap(),
         );
         let a = h.arena();
-        match retry {
-            Ok(()) => {}
-            Err(Fault::ClassFull(0)) => assert_ne!(
-                a.hdr.space.0.doorbell.load(Ordering::Acquire),
-                bell,
-                "the sleeping producer is woken"
-            ),
-            Err(f) => panic!("{f:?}"),
-        }
-        doorbell::space_end_wait(&a, 1);
+        assert_sent_or_woken(&a, bell, retry);
         assert_eq!(a.hdr.space.0.waiters.load(Ordering::SeqCst), 0);
     });
 }
@@ -415,16 +422,7 @@ fn space_doorbell_after_a_run_of_frees() {
             },
         );
         let a = h.arena();
-        match retry {
-            Ok(()) => {}
-            Err(Fault::ClassFull(0)) => assert_ne!(
-                a.hdr.space.0.doorbell.load(Ordering::Acquire),
-                bell,
-                "the sleeping producer is woken"
-            ),
-            Err(f) => panic!("{f:?}"),
-        }
-        doorbell::space_end_wait(&a, 1);
+        assert_sent_or_woken(&a, bell, retry);
         // Two slots were freed by the run: both sends fit now.
         send(&a, &env, 1, "h", b"6").unwrap();
     });
