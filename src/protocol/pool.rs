@@ -237,11 +237,7 @@ fn try_claim(h: &MsgHeader, owner: Owner) -> PResult<Option<(u32, u32)>> {
 /// then rings the space doorbell if a producer waits for a slot. Returns whether this call
 /// freed it.
 pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bool> {
-    free_at(a, env, a.msg(idx)?, idx, expected)
-}
-
-/// [`free`] of slot `idx` whose header `h` the caller has looked up already.
-fn free_at(a: &Arena<'_>, env: &dyn Env, h: &MsgHeader, idx: u32, expected: u64) -> PResult<bool> {
+    let h = a.msg(idx)?;
     let epoch = vis::next(vis::epoch(expected));
     // SYNC POINT(slot-free): Release (within SeqCst) orders our reads of the slot before the
     // next claimer's Acquire CAS in `alloc`. SYNC POINT(space-doorbell): SeqCst puts this free
@@ -259,10 +255,7 @@ fn free_at(a: &Arena<'_>, env: &dyn Env, h: &MsgHeader, idx: u32, expected: u64)
     if freed {
         crash_point!(Ok(true));
         if idx >= a.hint_from {
-            // Relaxed: a hint for the next producer of this class (see `alloc`); a stale or
-            // lost one only sends it to the round robin.
-            let (c, _) = a.locate(idx)?;
-            a.hdr.free_hint.0[c].store(u64::from(idx) + 1, Ordering::Relaxed);
+            hint_freed(a, idx)?;
         }
         doorbell::notify_space(a, env);
     }
@@ -282,18 +275,22 @@ fn hint_freed(a: &Arena<'_>, idx: u32) -> PResult<()> {
 }
 
 /// Frees a node that was a group's dummy, if it is a message in the `DELETED` state of the
-/// expected incarnation ([`free_dummies`] of one node).
+/// expected incarnation: [`free_dummies`] of one node, without its loop (a single message's
+/// delete frees one).
 pub fn free_dummy(a: &Arena<'_>, env: &dyn Env, node_ref: u64) -> PResult<()> {
     if free_one(a, node_ref)? {
-        rang_after_frees(a, env);
+        ring_after_frees(a, env);
     }
     Ok(())
 }
 
 /// Under their group's claim: frees the nodes of `run` (dummies `head` moved past) that are
-/// still messages in the `DELETED` state of the expected incarnation, last first, then rings
-/// the space doorbell once if a producer waits. Idempotent: a node freed already (and perhaps
-/// claimed again) is left alone; a group's sentinel (no slot) is skipped.
+/// still messages in the `DELETED` state of the expected incarnation, then rings the space
+/// doorbell once if a producer waits. Idempotent: a node freed already (and perhaps claimed
+/// again) is left alone; a group's sentinel (no slot, only ever a run's first node) is
+/// skipped. Last node first: what is not freed yet (a freer that dies midway) stays a prefix
+/// of the run, linked from its first node (each node's link changes only when the slot is
+/// claimed again), which `release::free_pending` walks.
 ///
 /// Each slot is freed by a store, not a CAS: only the holder of its group's claim writes the
 /// `vis` word of a `DELETED` node of the group's list (deletes, visibility changes, takes,
@@ -312,14 +309,14 @@ pub fn free_dummies(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
                 // A damaged node further on (or a segment that cannot be mapped): the slots
                 // freed before it still ring (a stopped participant does nothing more).
                 if freed && !super::stopped(f) {
-                    rang_after_frees(a, env);
+                    ring_after_frees(a, env);
                 }
                 return Err(f);
             }
         }
     }
     if freed {
-        rang_after_frees(a, env);
+        ring_after_frees(a, env);
     }
     Ok(())
 }
@@ -363,7 +360,7 @@ fn free_one(a: &Arena<'_>, node_ref: u64) -> PResult<bool> {
 /// After the free stores of [`free_dummies`]: the fence, then the space doorbell if a
 /// producer waits.
 #[inline]
-fn rang_after_frees(a: &Arena<'_>, env: &dyn Env) {
+fn ring_after_frees(a: &Arena<'_>, env: &dyn Env) {
     // SYNC POINT(space-doorbell): the SeqCst fence after our free stores, before
     // `notify_space_after_fence`'s load of the waiters, against the waiter's SeqCst increment
     // and fence before its retry (two fences: either our load sees the waiter or its retry

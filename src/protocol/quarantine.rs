@@ -317,6 +317,50 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
     }
 }
 
+/// The word [`finish`] frees slot `i` (header `h`, `vis` word `w`, a message of the group)
+/// from, and whether it was a published message this call removed (counted); `None` leaves
+/// the slot alone (a live producer's claim, ours, a free slot).
+///
+/// A published message may change under us: its receipt holder deletes it or changes its
+/// visibility, a recovery releases it. Each is one step, so a removal that lost looks at the
+/// word again (a bounded number of times): the group becomes a plain tombstone after
+/// `finish`, which no later pass looks at, so a slot skipped here would leak (loom
+/// `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`).
+fn freeable(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    i: u32,
+    h: &MsgHeader,
+    mut w: u64,
+) -> Option<(u64, bool)> {
+    for _ in 0..MAX_STEPS {
+        return match vis::state(w) {
+            vis::State::Published(_) => {
+                if !remove(a, me, h, w) {
+                    // Acquire: as `finish`'s load.
+                    w = h.vis.load(Ordering::Acquire);
+                    continue;
+                }
+                // Acquire: the incarnation of the message removed. Counted at once, so a
+                // quarantine that dies later has counted what it removed.
+                note(
+                    a,
+                    env,
+                    1,
+                    0,
+                    node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
+                );
+                Some((vis::pack(vis::next(vis::epoch(w)), vis::DELETED), true))
+            }
+            vis::State::Deleted => Some((w, false)),
+            vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some((w, false)),
+            _ => None,
+        };
+    }
+    None
+}
+
 /// Ends a quarantine begun by [`begin`], once the caller has moved or dropped its messages:
 /// frees every slot of the group (its published messages, deleted nodes, and sends of dead
 /// producers), makes the entry a plain, reusable tombstone, and counts it. Returns how many
@@ -337,40 +381,10 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
         if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) != q.g {
             continue;
         }
-        // A published message may change under us: its receipt holder deletes it or changes
-        // its visibility, a recovery releases it. Each is one step, so a removal that lost
-        // looks at the word again (a bounded number of times): the group becomes a plain
-        // tombstone below, which no later pass looks at, so a slot skipped here would leak
-        // (loom `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`).
-        let mut w = w;
-        let mut freeable = None;
-        for _ in 0..MAX_STEPS {
-            freeable = match vis::state(w) {
-                vis::State::Published(_) => {
-                    if !remove(a, me, h, w) {
-                        // Acquire: as above.
-                        w = h.vis.load(Ordering::Acquire);
-                        continue;
-                    }
-                    removed += 1;
-                    // Acquire: the incarnation of the message removed. Counted at once, so a
-                    // quarantine that dies later has counted what it removed.
-                    note(
-                        a,
-                        env,
-                        1,
-                        0,
-                        node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
-                    );
-                    Some(vis::pack(vis::next(vis::epoch(w)), vis::DELETED))
-                }
-                vis::State::Deleted => Some(w),
-                vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some(w),
-                _ => None,
-            };
-            break;
-        }
-        let Some(w) = freeable else { continue };
+        let Some((w, published)) = freeable(a, env, me, i, h, w) else {
+            continue;
+        };
+        removed += u64::from(published);
         crash_point!();
         pool::free(a, env, i, w)?;
     }

@@ -623,13 +623,7 @@ fn publish_deadline(a: &Arena<'_>, g: u32, deadline: u64, how: timers::Published
     // CASes, against a sweeper's SeqCst swap, fence, then scan: either this load sees the
     // sweeper's reset (MAX, so we lower it) or its scan sees our deadlines; and a later sweep,
     // due at the earlier deadline we saw, scans after our CASes.
-    let next = match how {
-        timers::Published::ByRmw => crate::sync::load_after_seqcst_rmw_u64(&a.hdr.next_expiry.0),
-        timers::Published::ByFence => {
-            crate::sync::load_after_seqcst_fence_u64(&a.hdr.next_expiry.0)
-        }
-    };
-    if deadline < next {
+    if deadline < how.load(&a.hdr.next_expiry.0) {
         // AcqRel: a sweeper's swap-then-fetch_min keeps our deadline (see `sweep`).
         a.hdr.next_expiry.0.fetch_min(deadline, Ordering::AcqRel);
     }

@@ -199,7 +199,7 @@ fn cleanup_inner(
                 // our later loads of `vis` see any producer whose RMW came first.
                 e.head.swap(dummy, Ordering::AcqRel);
                 crash_point!();
-                free_last_first(a, env, run)?;
+                pool::free_dummies(a, env, run)?;
                 if first.is_some() {
                     e.pending_free.store(0, Ordering::Release);
                 }
@@ -327,14 +327,7 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
         cur = node::pack(node::inc(a.link(next)?.load(Ordering::Acquire)), next);
     }
     // Last first, as the holder did.
-    free_last_first(a, env, &run[..n])
-}
-
-/// Frees the slots of `run` last node first: what is not freed yet stays a prefix of the run,
-/// linked from its first node (each node's link changes only when the slot is claimed again).
-/// The sentinel, only ever a run's first node, is no slot to free.
-fn free_last_first(a: &Arena<'_>, env: &dyn Env, run: &[u64]) -> PResult<()> {
-    pool::free_dummies(a, env, run)
+    pool::free_dummies(a, env, &run[..n])
 }
 
 /// Under the claim, with `head` on `h`, a consumed message whose link is `CLOSED` (the list

@@ -121,12 +121,15 @@ pub enum Published {
     ByFence,
 }
 
-/// The SeqCst load of a store-buffering pair after the caller's publication `how`.
-#[inline]
-fn load_after(w: &crate::sync::AtomicU64, how: Published) -> u64 {
-    match how {
-        Published::ByRmw => crate::sync::load_after_seqcst_rmw_u64(w),
-        Published::ByFence => crate::sync::load_after_seqcst_fence_u64(w),
+impl Published {
+    /// The SeqCst load of a store-buffering pair after the caller's publication: `sync`'s
+    /// load after an RMW or after a fence (an RMW or a load under loom).
+    #[inline]
+    pub fn load(self, w: &crate::sync::AtomicU64) -> u64 {
+        match self {
+            Published::ByRmw => crate::sync::load_after_seqcst_rmw_u64(w),
+            Published::ByFence => crate::sync::load_after_seqcst_fence_u64(w),
+        }
     }
 }
 
@@ -139,7 +142,7 @@ pub fn arm_after(a: &Arena<'_>, g: u32, d: u64, how: Published) -> PResult<()> {
     // stores and a fence), against a sweeper's SeqCst clear of the bit then SeqCst status
     // loads. A set bit is left alone, so a group re-armed in the same bucket costs no write
     // (and its line stays shared).
-    if load_after(word, how) & m == 0 {
+    if how.load(word) & m == 0 {
         // SeqCst: the other side of the same point (a later drain's clear is ordered after).
         word.fetch_or(m, Ordering::SeqCst);
     }
@@ -169,7 +172,7 @@ fn lower(a: &Arena<'_>, b: usize, d: u64, how: Published) -> PResult<()> {
     // minimum: either we read the reset (and lower it) or the drain, which resets before it
     // reads the bits, finds our bit and arms the group again. A minimum already at or before
     // `d` is left alone (an earlier deadline is pending: the line stays shared).
-    if d < !load_after(w, how) {
+    if d < !how.load(w) {
         // SeqCst (a locked RMW on x86 either way): composes with concurrent lowerings and a
         // drain's reset, and is ordered before the caller's SeqCst `next_expiry` load
         // (SYNC POINT(expiry-publish)): a sweeper whose swap that load misses reads this
