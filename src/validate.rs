@@ -167,8 +167,12 @@ fn scan_blocks(bytes: &[u8], base: usize) -> Option<Scan> {
 }
 
 /// Whether every byte of `bytes` is ASCII (a copied body that then needs no UTF-8 decoding):
-/// 256 bytes at a time as [`scan`] goes, the tail byte by byte.
+/// 256 bytes at a time as [`scan`] goes, then 64 ([`block`]), the tail a word at a time.
 pub(crate) fn ascii(bytes: &[u8]) -> bool {
+    if bytes.len() < 256 {
+        // Short bodies (most): never asking for the CPU's features.
+        return ascii_short(bytes);
+    }
     let wide = wide();
     let mut chunks = bytes.chunks_exact(256);
     for c in &mut chunks {
@@ -176,7 +180,14 @@ pub(crate) fn ascii(bytes: &[u8]) -> bool {
             return false;
         }
     }
-    chunks.remainder().is_ascii()
+    ascii_short(chunks.remainder())
+}
+
+/// [`ascii`] of fewer than 256 bytes: 64 at a time ([`block`]), the tail a word at a time.
+#[inline]
+fn ascii_short(bytes: &[u8]) -> bool {
+    let mut blocks = bytes.chunks_exact(64);
+    blocks.all(|c| !block(c).0) && blocks.remainder().is_ascii()
 }
 
 /// Whether the CPU has AVX2 (checked once; `std` caches it).

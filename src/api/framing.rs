@@ -96,20 +96,42 @@ pub(super) fn all_parts<'p>(
 
 /// What a message adds to its own bytes in the slot: the framing of each attribute (see
 /// `framing`) and, with content-based dedup and no explicit id, its generated dedup id (D5).
+/// Both on the heap, where a message has them: a message with neither (most) makes a framing of
+/// two words, which a batch builds, moves and drops ten times.
 pub(super) struct Framed {
-    frames: [[u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES],
-    generated: Option<[u8; 64]>,
+    frames: Option<Box<[[u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES]>>,
+    generated: Option<Box<[u8; 64]>>,
 }
 
 impl Framed {
-    pub(super) fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
-        let mut frames = [[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES];
-        for (f, a) in frames.iter_mut().zip(msg.attributes) {
-            *f = frame(a.name.len(), a.data_type.len(), a.value.len());
+    /// The framing of `msg` in `slot`, or (a message without attributes or a generated dedup
+    /// id: most) a shared empty one, so that `slot` is neither written nor dropped.
+    pub(super) fn make<'f>(
+        dedup: Deduplication,
+        msg: &SendMessage<'_>,
+        slot: &'f mut Option<Framed>,
+    ) -> &'f Framed {
+        static NONE: Framed = Framed {
+            frames: None,
+            generated: None,
+        };
+        if msg.attributes.is_empty() && (msg.dedup_id.is_some() || dedup == Deduplication::Off) {
+            return &NONE;
         }
+        slot.insert(Framed::new(dedup, msg))
+    }
+
+    fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
+        let frames = (!msg.attributes.is_empty()).then(|| {
+            let mut frames = Box::new([[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES]);
+            for (f, a) in frames.iter_mut().zip(msg.attributes) {
+                *f = frame(a.name.len(), a.data_type.len(), a.value.len());
+            }
+            frames
+        });
         // D5: SHA-256 of the body only (attributes excluded), stored as the message's dedup id.
         let generated = (msg.dedup_id.is_none() && dedup != Deduplication::Off)
-            .then(|| content_dedup_id(msg.body_bytes()));
+            .then(|| Box::new(content_dedup_id(msg.body_bytes())));
         Framed { frames, generated }
     }
 
@@ -123,7 +145,7 @@ impl Framed {
     ) -> (&'s mut [&'p [u8]], usize) {
         let dedup: &[u8] = match (msg.dedup_id, &self.generated) {
             (Some(d), _) => d.as_bytes(),
-            (None, Some(g)) => g,
+            (None, Some(g)) => &g[..],
             (None, None) => &[],
         };
         let head = [msg.body_bytes(), &[][..], dedup];
@@ -140,7 +162,8 @@ impl Framed {
         let mut n = 3;
         let mut attr_len = 0;
         // Room for every attribute's 4 pieces (`check` caps them at 10).
-        let attributes = self.frames.iter().zip(msg.attributes);
+        let frames = self.frames.as_deref().map_or(&[][..], |f| &f[..]);
+        let attributes = frames.iter().zip(msg.attributes);
         for ((f, a), four) in attributes.zip(rest.chunks_exact_mut(4)) {
             four.copy_from_slice(&[&f[..], a.name.as_bytes(), a.data_type.as_bytes(), a.value]);
             attr_len += four.iter().map(|p| p.len()).sum::<usize>();

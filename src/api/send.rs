@@ -130,12 +130,21 @@ impl Queue {
 
     /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
     fn check(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<()> {
-        self.check_with(group_id, msg, true)
+        self.check_with(group_id, msg, true, false, self.maximum_message_size())
     }
 
-    /// [`check`](Self::check), the body's characters (S7) only if `body`: a loaned body was
-    /// checked where it lies already (`validate::text`).
-    fn check_with(&self, group_id: &str, msg: &SendMessage<'_>, body: bool) -> Result<()> {
+    /// [`check`](Self::check), the body's characters (S7) only if `body` (a loaned body was
+    /// checked where it lies already: `validate::text`), the group id only if not
+    /// `group_checked` (a batch checks each run of one group's id once), against the live
+    /// size limit `max` (a batch reads it once).
+    fn check_with(
+        &self,
+        group_id: &str,
+        msg: &SendMessage<'_>,
+        body: bool,
+        group_checked: bool,
+        max: u32,
+    ) -> Result<()> {
         let inner = &*self.inner;
         if let Some(d) = msg.delay_seconds.filter(|&d| d != 0) {
             return Err(Error::invalid(
@@ -143,7 +152,9 @@ impl Queue {
                 format!("Value {d} for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type."),
             ));
         }
-        validate::id("MessageGroupId", group_id)?;
+        if !group_checked {
+            validate::id("MessageGroupId", group_id)?;
+        }
         if let Some(d) = msg.dedup_id {
             validate::id("MessageDeduplicationId", d)?;
         }
@@ -185,7 +196,6 @@ impl Queue {
             }
             size += a.name.len() + a.data_type.len() + a.value.len();
         }
-        let max = self.maximum_message_size();
         if size > max as usize {
             return Err(Error::invalid(
                 "MessageBody",
@@ -207,7 +217,8 @@ impl Queue {
         wait_ms: u64,
     ) -> Result<SendResult> {
         self.check(group_id, msg)?;
-        let f = Framed::new(self.inner.dedup, msg);
+        let mut slot = None;
+        let f = Framed::make(self.inner.dedup, msg, &mut slot);
         let mut pieces = Pieces::for_message(msg);
         let (parts, attr_len) = f.fill(msg, &mut pieces);
         self.send_all(
@@ -357,19 +368,51 @@ impl Queue {
         prior_receives: u32,
         hash: Option<u64>,
     ) -> Result<Outgoing<'x>> {
-        let inner = &*self.inner;
-        let (source, dedup) = (parts[1], parts[2]);
-        let stored = source.len() + dedup.len() + attr_len + body_len;
-        let Some(class) = inner
+        let class = self.class_for(parts, attr_len, body_len)?;
+        Ok(self.outgoing_in(
+            class,
+            group_id,
+            parts,
+            attr_len,
+            body_len,
+            flags,
+            prior_receives,
+            hash,
+        ))
+    }
+
+    /// The smallest size class that holds a message of these parts (see [`outgoing`]).
+    ///
+    /// [`outgoing`]: Self::outgoing
+    #[inline]
+    fn class_for(&self, parts: &[&[u8]], attr_len: usize, body_len: usize) -> Result<usize> {
+        let stored = parts[1].len() + parts[2].len() + attr_len + body_len;
+        self.inner
             .caps
             .iter()
             .position(|&(cap, _)| cap as usize >= stored)
-        else {
-            return Err(Error::Corrupted {
+            .ok_or(Error::Corrupted {
                 what: "no size class fits a valid message",
-            });
-        };
-        Ok(Outgoing {
+            })
+    }
+
+    /// [`outgoing`](Self::outgoing) in size class `class` ([`class_for`](Self::class_for)).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn outgoing_in<'x>(
+        &self,
+        class: usize,
+        group_id: &'x [u8],
+        parts: &'x [&'x [u8]],
+        attr_len: usize,
+        body_len: usize,
+        flags: u8,
+        prior_receives: u32,
+        hash: Option<u64>,
+    ) -> Outgoing<'x> {
+        let inner = &*self.inner;
+        let (source, dedup) = (parts[1], parts[2]);
+        Outgoing {
             class,
             cursor: next_cursor(&inner.cursor),
             hash: hash.unwrap_or_else(|| group_hash(inner.keys, group_id)),
@@ -401,7 +444,7 @@ impl Queue {
             prior_receives,
             loaned: None,
             in_place: 0,
-        })
+        }
     }
 
     /// Sends the message in a lent slot (see [`super::loan::Loan`]): `msg.body` is the slot's
@@ -423,9 +466,10 @@ impl Queue {
             });
         };
         // The body was checked as text where it lies (`Loan::send_with`).
-        self.check_with(group_id, msg, false)?;
+        self.check_with(group_id, msg, false, false, self.maximum_message_size())?;
         let inner = &*self.inner;
-        let f = Framed::new(inner.dedup, msg);
+        let mut slot = None;
+        let f = Framed::make(inner.dedup, msg, &mut slot);
         let mut pieces = Pieces::for_message(msg);
         let (parts, attr_len) = f.fill(msg, &mut pieces);
         if !self.fits_in_place(parts, class) {
@@ -645,40 +689,60 @@ impl Queue {
         let mut in_place = [false; B];
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
         let slots = framed.iter_mut().zip(pieces.iter_mut());
+        // The size limit read once a batch; a group id checked once a run of its entries.
+        let max = self.maximum_message_size();
+        let mut valid_group: Option<&str> = None;
+        let mut last_hash: Option<(&str, u64)> = None;
         for (k, (e, (f, p))) in entries.iter().zip(slots).enumerate() {
+            // Read once (`results` is written between the uses, which the compiler cannot
+            // prove apart from the entry).
+            let group = group_of(e);
+            let body_len = e.body_bytes().len();
+            let group_checked = valid_group == Some(group);
             // A lent body was checked where it lies.
-            if let Err(err) = self.check_with(group_of(e), e, lent_at(k).is_none()) {
+            let checked = self.check_with(group, e, lent_at(k).is_none(), group_checked, max);
+            if let Err(err) = checked {
                 results[k] = Some(Err(err));
                 continue;
             }
-            let f: &Framed = f.insert(Framed::new(inner.dedup, e));
+            valid_group = Some(group);
+            let f: &Framed = Framed::make(inner.dedup, e, f);
             *p = Pieces::for_message(e);
             let (parts, attr_len) = f.fill(e, p);
             if let Some((_, class)) = lent_at(k) {
                 in_place[k] = self.fits_in_place(parts, class);
             }
             let parts: &[&[u8]] = parts;
-            // One keyed hash per group id of the batch.
-            let hash = (0..k)
-                .find(|&j| group_of(entries[j]) == group_of(e))
-                .and_then(|j| outs[j].as_ref().map(|o| o.hash));
-            match self.outgoing(
-                group_of(e).as_bytes(),
+            // One keyed hash per group id of the batch (a run of one group's entries: the
+            // last one's).
+            let hash = match last_hash {
+                Some((g, h)) if g == group => Some(h),
+                _ => (0..k)
+                    .find(|&j| group_of(entries[j]) == group)
+                    .and_then(|j| outs[j].as_ref().map(|o| o.hash)),
+            };
+            let class = match self.class_for(parts, attr_len, body_len) {
+                Ok(class) => class,
+                Err(err) => {
+                    results[k] = Some(Err(err));
+                    continue;
+                }
+            };
+            // Built in its place in `outs` (a message's description is some 20 words).
+            let o = outs[k].insert(self.outgoing_in(
+                class,
+                group.as_bytes(),
                 parts,
                 attr_len,
-                e.body_bytes().len(),
+                body_len,
                 0,
                 0,
                 hash,
-            ) {
-                Ok(mut o) => {
-                    if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
-                        o.lend(l, class, e.body_bytes().len());
-                    }
-                    outs[k] = Some(o)
-                }
-                Err(err) => results[k] = Some(Err(err)),
+            ));
+            if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
+                o.lend(l, class, body_len);
             }
+            last_hash = Some((group, o.hash));
         }
         // ... then the entries of each group sent as one chain, in their order (one
         // lookup, one link, one hint and one doorbell per group, committed whole or not at
