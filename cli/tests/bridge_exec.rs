@@ -103,7 +103,7 @@ fn shmfifo_bridge_without_the_bridge_program_says_how_to_build_it() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("shmfifo-bridge") && err.contains("cargo install --path sqs"),
+        err.contains("shmfifo-bridge") && err.contains("cargo install --locked --path sqs"),
         "{err}"
     );
 }

@@ -36,6 +36,6 @@ pub fn run(a: &BridgeArgs) -> Result<(), Failure> {
     let e = Command::new(&p).args(&a.args).exec();
     Err(Failure::input(
         p.display().to_string(),
-        format!("{e} (install it with `cargo install --path sqs`, or put it on the PATH)"),
+        format!("{e} (install it with `cargo install --locked --path sqs`, or put it on the PATH)"),
     ))
 }

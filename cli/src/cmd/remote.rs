@@ -38,7 +38,7 @@ pub fn without_sqs(queue: &str) -> Failure {
         source: queue.to_owned(),
         what: "an SQS queue URL, but this shmfifo was built without the `sqs` feature (SQS \
                queue URLs and the bridge's counters in stat): reinstall it with default \
-               features (`cargo install --path cli`), or name a local queue"
+               features (`cargo install --locked --path cli`), or name a local queue"
             .to_owned(),
     }
 }
@@ -208,7 +208,7 @@ mod tests {
         assert!(
             text.starts_with("shmfifo: sqs://q.fifo: ")
                 && text.contains("without the `sqs` feature")
-                && text.contains("cargo install --path cli"),
+                && text.contains("cargo install --locked --path cli"),
             "{text}"
         );
         #[cfg(not(feature = "sqs"))]
