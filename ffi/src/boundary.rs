@@ -149,6 +149,35 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     std::str::from_utf8(b).map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
 }
 
+/// Writes `v`'s text into `dst` as [`put`] writes a `&str` (truncated to leave room for the
+/// NUL), through the formatting machinery into the buffer itself: no `String` (a receive
+/// writes a message id and a sequence number for every message, a send one of each).
+pub(crate) fn put_display(dst: &mut [c_char], v: &dyn std::fmt::Display) {
+    struct Into<'a> {
+        dst: &'a mut [c_char],
+        n: usize,
+    }
+    impl std::fmt::Write for Into<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            let room = self.dst.len().saturating_sub(1) - self.n;
+            let k = s.len().min(room);
+            for (d, &b) in self.dst[self.n..self.n + k].iter_mut().zip(s.as_bytes()) {
+                *d = b as c_char;
+            }
+            self.n += k;
+            Ok(())
+        }
+    }
+    if dst.is_empty() {
+        return;
+    }
+    let mut w = Into { dst, n: 0 };
+    // Never fails: the writer takes what fits.
+    let _ = std::fmt::write(&mut w, format_args!("{v}"));
+    let n = w.n;
+    w.dst[n] = 0;
+}
+
 pub(crate) fn put(dst: &mut [c_char], s: &str) {
     let n = s.len().min(dst.len() - 1);
     for (d, &b) in dst.iter_mut().zip(&s.as_bytes()[..n]) {
@@ -164,4 +193,32 @@ pub(crate) fn put(dst: &mut [c_char], s: &str) {
 pub(crate) unsafe fn out_ptr<'a, T>(p: *mut T, what: &str) -> R<&'a mut T> {
     // SAFETY: guaranteed by the caller.
     unsafe { p.as_mut() }.ok_or_else(|| null(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(b: &[c_char]) -> String {
+        let n = b.iter().position(|&c| c == 0).expect("NUL-terminated");
+        b[..n].iter().map(|&c| c as u8 as char).collect()
+    }
+
+    /// `put_display` writes what `put` of the text writes: whole where it fits, cut to leave
+    /// the NUL where not, and a value formatted in several pieces lands whole.
+    #[test]
+    fn put_display_writes_as_put_does() {
+        let v = 12_345_678_901_234_567_890_123_456_789_u128;
+        for len in 1..48 {
+            let (mut a, mut b) = (vec![1 as c_char; len], vec![1 as c_char; len]);
+            put_display(&mut a, &v);
+            put(&mut b, &v.to_string());
+            assert_eq!(a, b, "{len}");
+            assert_eq!(text(&a), v.to_string()[..v.to_string().len().min(len - 1)]);
+        }
+        let mut c = [1 as c_char; 8];
+        put_display(&mut c, &format_args!("{}-{}-{}", 12, 345, 6789));
+        assert_eq!(text(&c), "12-345-");
+        put_display(&mut [], &v); // nothing to write into, nothing written
+    }
 }

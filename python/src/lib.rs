@@ -142,7 +142,7 @@ macro_rules! message_dict {
 
 fn message_out<'py>(py: Python<'py>, m: &Message) -> PyResult<Bound<'py, PyDict>> {
     let d = message_dict!(py, m);
-    d.set_item("receipt_handle", m.receipt_handle.to_string())?;
+    d.set_item("receipt_handle", m.receipt_handle.text().as_str())?;
     Ok(d)
 }
 

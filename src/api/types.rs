@@ -116,16 +116,31 @@ pub struct MessageId(pub u128);
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The UUID form, `8-4-4-4-12` lowercase hex digits: eight at a time ([`hex8`]), not
+        // through the formatting machinery (every received message's id is written out by
+        // the C ABI, the Python package and `serve`).
         let v = self.0;
-        write!(
-            f,
-            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        let mut out = [b'-'; 36];
+        let words = [
             (v >> 96) as u32,
-            (v >> 80) as u16,
-            (v >> 64) as u16,
-            (v >> 48) as u16,
-            v & 0xFFFF_FFFF_FFFF
-        )
+            (v >> 64) as u32,
+            (v >> 32) as u32,
+            v as u32,
+        ];
+        let [a, b, c, d] = words.map(hex8);
+        out[..8].copy_from_slice(&a);
+        out[9..13].copy_from_slice(&b[..4]);
+        out[14..18].copy_from_slice(&b[4..]);
+        out[19..23].copy_from_slice(&c[..4]);
+        out[24..28].copy_from_slice(&c[4..]);
+        out[28..].copy_from_slice(&d);
+        // Only ASCII was written: the check cannot fail.
+        let text = std::str::from_utf8(&out).map_err(|_| fmt::Error)?;
+        if f.width().is_none() && f.precision().is_none() {
+            f.write_str(text)
+        } else {
+            f.pad(text)
+        }
     }
 }
 
@@ -229,34 +244,141 @@ pub struct ReceiptHandle {
 }
 
 impl ReceiptHandle {
+    /// The handle's text (what `to_string` gives, and [`str::parse`] takes back) on the stack,
+    /// with no allocation: for a caller that copies it somewhere (a C buffer, a reply being
+    /// written) rather than keep a `String`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiptHandle, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// let got = q.receive(&ReceiveOptions::max(1).wait(Duration::ZERO))?;
+    /// let text = got[0].receipt_handle.text();
+    /// assert_eq!(text.as_str(), got[0].receipt_handle.to_string());
+    /// let back: ReceiptHandle = text.parse()?;
+    /// q.delete(&back)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn text(&self) -> ReceiptHandleText {
+        ReceiptHandleText(self.encode())
+    }
+
     /// The handle's text, `sf1` and 38 lowercase hex digits, without the formatting machinery
-    /// (a batch delete formats and parses ten of them per call).
+    /// (a batch delete formats and parses ten of them per call, the C ABI one a received
+    /// message), eight digits at a time ([`hex8`]).
     fn encode(&self) -> [u8; 41] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let mut out = [0u8; 41];
         out[..3].copy_from_slice(b"sf1");
-        let fields: [(u64, usize); 4] = [
-            (self.nonce, 16),
-            (u64::from(self.idx), 8),
-            (u64::from(self.inc), 8),
-            (u64::from(self.epoch), 6),
-        ];
-        let mut at = 3;
-        for (v, digits) in fields {
-            for k in 0..digits {
-                out[at + k] = HEX[((v >> (4 * (digits - 1 - k))) & 0xf) as usize];
-            }
-            at += digits;
-        }
+        out[3..11].copy_from_slice(&hex8((self.nonce >> 32) as u32));
+        out[11..19].copy_from_slice(&hex8(self.nonce as u32));
+        out[19..27].copy_from_slice(&hex8(self.idx));
+        out[27..35].copy_from_slice(&hex8(self.inc));
+        // The epoch's 24 bits: the last six of its eight digits.
+        out[35..41].copy_from_slice(&hex8(self.epoch)[2..]);
         out
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x80 * ONES;
+const LOW_NIBBLES: u64 = 0x0F * ONES;
+
+/// The eight hex digits of `x`, lowercase, most significant first: each nibble spread to its
+/// own byte by three shifts and masks, then made a digit or a letter by one add per byte (a
+/// few instructions where a loop over the digits takes some fifty).
+#[inline]
+fn hex8(x: u32) -> [u8; 8] {
+    let mut v = u64::from(x);
+    v = (v | (v << 16)) & 0x0000_FFFF_0000_FFFF;
+    v = (v | (v << 8)) & 0x00FF_00FF_00FF_00FF;
+    v = (v | (v << 4)) & LOW_NIBBLES;
+    // Byte i holds nibble i, least significant first: swapped, the most significant first.
+    let v = v.swap_bytes();
+    // A nibble of 10 or more has bit 4 set once 6 is added: those become letters ('a' is 39
+    // past '0' + 10). No byte carries into the next (every sum is below 0x80).
+    let letters = ((v + 6 * ONES) >> 4) & ONES;
+    (v + 0x30 * ONES + letters * 39).to_le_bytes()
+}
+
+/// The value of eight hex digits of either case, most significant first, or `None` if any
+/// byte is not one: every byte's class found at once (word arithmetic on bytes kept below
+/// 0x80, so that no sum carries into the next byte), then the nibbles gathered by three
+/// shifts and masks ([`hex8`] backwards).
+#[inline]
+fn unhex8(b: [u8; 8]) -> Option<u32> {
+    let x = u64::from_le_bytes(b);
+    let ascii = !x & HIGH;
+    let x7 = x & !HIGH;
+    // Bit 7 of `y + (0x80 - lo)` is set where `y >= lo`, of `y + (0x7f - hi)` where `y > hi`.
+    let digit = (x7 + (0x80 - 0x30) * ONES) & !(x7 + (0x7f - 0x39) * ONES);
+    // Bit 5 set folds 'A'-'F' onto 'a'-'f' and nothing else onto them.
+    let l = x7 | (0x20 * ONES);
+    let letter = (l + (0x80 - 0x61) * ONES) & !(l + (0x7f - 0x66) * ONES) & HIGH;
+    if (digit | letter) & ascii != HIGH {
+        return None;
+    }
+    // A digit's low nibble is its value; a letter's ('a'-'f', 'A'-'F': 1-6) is 9 less.
+    let n = (x & LOW_NIBBLES) + (letter >> 7) * 9;
+    // Byte 0 holds the most significant nibble: swapped, nibble i is in byte i.
+    let mut v = n.swap_bytes();
+    v = (v | (v >> 4)) & 0x00FF_00FF_00FF_00FF;
+    v = (v | (v >> 8)) & 0x0000_FFFF_0000_FFFF;
+    v = (v | (v >> 16)) & 0xFFFF_FFFF;
+    Some(v as u32)
+}
+
 impl fmt::Display for ReceiptHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let text = self.encode();
-        // Only ASCII was written: the conversion cannot fail.
-        f.pad(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
+        fmt::Display::fmt(&self.text(), f)
+    }
+}
+
+/// The text of a [`ReceiptHandle`] (`sf1` and 38 lowercase hex digits), held in place:
+/// [`ReceiptHandle::text`]. Reads as a `&str` ([`as_str`](Self::as_str), `Deref`).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReceiptHandleText([u8; 41]);
+
+impl ReceiptHandleText {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever written (`ReceiptHandle::encode`): the check cannot fail.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+}
+
+impl std::ops::Deref for ReceiptHandleText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for ReceiptHandleText {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Display for ReceiptHandleText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad` counts characters for a width or precision; `to_string` and `{}` ask for
+        // neither (a batch delete's caller formats ten handles a call).
+        if f.width().is_none() && f.precision().is_none() {
+            f.write_str(self.as_str())
+        } else {
+            f.pad(self.as_str())
+        }
+    }
+}
+
+impl fmt::Debug for ReceiptHandleText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -270,40 +392,28 @@ impl FromStr for ReceiptHandle {
         if hex.len() != 38 {
             return Err(invalid());
         }
-        // One table lookup per digit; the digits' values are or-ed together on the side, so
-        // one test at the end finds any byte that is not a hex digit (its entry is 0x10).
-        const fn table() -> [u8; 256] {
-            let mut t = [0x10u8; 256];
-            let mut b = 0;
-            while b < 256 {
-                t[b] = match b as u8 {
-                    c @ b'0'..=b'9' => c - b'0',
-                    c @ b'a'..=b'f' => c - b'a' + 10,
-                    c @ b'A'..=b'F' => c - b'A' + 10,
-                    _ => 0x10,
-                };
-                b += 1;
-            }
-            t
-        }
-        static HEX: [u8; 256] = table();
-        let mut bad = 0u8;
-        let mut field = |r: std::ops::Range<usize>| -> u64 {
-            hex[r].iter().fold(0u64, |v, &b| {
-                let n = HEX[usize::from(b)];
-                bad |= n;
-                (v << 4) | u64::from(n & 0xf)
-            })
+        // Eight digits at a time ([`unhex8`]); the epoch's six after two zeros.
+        let eight = |at: usize| -> Option<u32> {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&hex[at..at + 8]);
+            unhex8(b)
         };
-        let (nonce, idx, inc, epoch) = (field(0..16), field(16..24), field(24..32), field(32..38));
-        if bad & 0x10 != 0 {
+        let epoch = {
+            let mut b = [b'0'; 8];
+            b[2..].copy_from_slice(&hex[32..38]);
+            unhex8(b)
+        };
+        let (Some(hi), Some(lo), Some(idx), Some(inc), Some(epoch)) =
+            (eight(0), eight(8), eight(16), eight(24), epoch)
+        else {
             return Err(invalid());
-        }
+        };
+        let nonce = (u64::from(hi) << 32) | u64::from(lo);
         Ok(ReceiptHandle {
             nonce,
-            idx: idx as u32,
-            inc: inc as u32,
-            epoch: epoch as u32,
+            idx,
+            inc,
+            epoch,
         })
     }
 }
@@ -618,5 +728,28 @@ mod tests {
     fn message_id_is_uuid_shaped() {
         let s = MessageId(0x0123_4567_89ab_cdef_0011_2233_4455_6677).to_string();
         assert_eq!(s, "01234567-89ab-cdef-0011-223344556677");
+        // Every nibble value in every place, against the formatting machinery's hex, and back.
+        for k in 0..32 {
+            for n in 0..16u128 {
+                let v = MessageId(
+                    (n << (4 * k)) | 0x0fed_cba9_8765_4321_0fed_cba9_8765_4321 & !(0xf << (4 * k)),
+                );
+                let x = v.0;
+                let want = format!(
+                    "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+                    (x >> 96) as u32,
+                    (x >> 80) as u16,
+                    (x >> 64) as u16,
+                    (x >> 48) as u16,
+                    x & 0xFFFF_FFFF_FFFF
+                );
+                assert_eq!(v.to_string(), want);
+                assert_eq!(MessageId::parse(&want), Some(v));
+            }
+        }
+        assert_eq!(
+            format!("{:>38}", MessageId(1)),
+            format!("  {}", MessageId(1))
+        );
     }
 }
