@@ -27,7 +27,7 @@ pub(crate) fn null(what: &str) -> Fail {
 pub(crate) fn guard(f: impl FnOnce() -> R) -> shmfifo_result {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => {
-            set_error(String::new());
+            clear_error();
             SHMFIFO_OK
         }
         Ok(Err(Fail(code, msg))) => {
@@ -103,9 +103,7 @@ impl shmfifo_str {
         // SAFETY: forwarded from the caller.
         match unsafe { self.get_bytes(what, max) }? {
             None => Ok(None),
-            Some(b) => std::str::from_utf8(b)
-                .map(Some)
-                .map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8"))),
+            Some(b) => utf8(b, what).map(Some),
         }
     }
     /// # Safety
@@ -146,43 +144,38 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     }
     // SAFETY: `len` bytes before the NUL were just read.
     let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    utf8(b, what)
+}
+
+/// `b` as text: ASCII (ids, handles, most bodies) checked a word at a time and taken as it is,
+/// anything else decoded.
+fn utf8<'a>(b: &'a [u8], what: &str) -> R<&'a str> {
+    if b.is_ascii() {
+        // SAFETY: every byte is below 0x80 (just checked): ASCII, which is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(b) });
+    }
     std::str::from_utf8(b).map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
 }
 
-/// Writes `v`'s text into `dst` as [`put`] writes a `&str` (truncated to leave room for the
-/// NUL), through the formatting machinery into the buffer itself: no `String` (a receive
-/// writes a message id and a sequence number for every message, a send one of each).
-pub(crate) fn put_display(dst: &mut [c_char], v: &dyn std::fmt::Display) {
-    struct Into<'a> {
-        dst: &'a mut [c_char],
-        n: usize,
-    }
-    impl std::fmt::Write for Into<'_> {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            let room = self.dst.len().saturating_sub(1) - self.n;
-            let k = s.len().min(room);
-            for (d, &b) in self.dst[self.n..self.n + k].iter_mut().zip(s.as_bytes()) {
-                *d = b as c_char;
-            }
-            self.n += k;
-            Ok(())
-        }
-    }
-    if dst.is_empty() {
-        return;
-    }
-    let mut w = Into { dst, n: 0 };
-    // Never fails: the writer takes what fits.
-    let _ = std::fmt::write(&mut w, format_args!("{v}"));
-    let n = w.n;
-    w.dst[n] = 0;
+/// Writes a sequence number in decimal into `dst` as [`put`] does, without `Display`'s
+/// `u128` division loop.
+pub(crate) fn put_u128(dst: &mut [c_char], v: u128) {
+    put(dst, itoa::Buffer::new().format(v));
+}
+
+/// Bytes as C chars (one byte each, whatever `c_char`'s sign).
+fn as_c_chars(b: &[u8]) -> &[c_char] {
+    // SAFETY: `c_char` is `i8` or `u8`, one byte with no invalid value, so `b.len()` bytes of
+    // `u8` are as many valid `c_char`s, in the same memory, for as long as `b`.
+    unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<c_char>(), b.len()) }
 }
 
 pub(crate) fn put(dst: &mut [c_char], s: &str) {
-    let n = s.len().min(dst.len() - 1);
-    for (d, &b) in dst.iter_mut().zip(&s.as_bytes()[..n]) {
-        *d = b as c_char;
-    }
+    let Some(room) = dst.len().checked_sub(1) else {
+        return; // no room even for the NUL
+    };
+    let n = s.len().min(room);
+    dst[..n].copy_from_slice(as_c_chars(&s.as_bytes()[..n]));
     dst[n] = 0;
 }
 
@@ -204,21 +197,30 @@ mod tests {
         b[..n].iter().map(|&c| c as u8 as char).collect()
     }
 
-    /// `put_display` writes what `put` of the text writes: whole where it fits, cut to leave
-    /// the NUL where not, and a value formatted in several pieces lands whole.
+    /// `put` and `put_u128` cut what does not fit to leave the NUL, and write nothing where
+    /// there is no room for it.
     #[test]
-    fn put_display_writes_as_put_does() {
+    fn put_cuts_to_leave_the_nul() {
         let v = 12_345_678_901_234_567_890_123_456_789_u128;
         for len in 1..48 {
-            let (mut a, mut b) = (vec![1 as c_char; len], vec![1 as c_char; len]);
-            put_display(&mut a, &v);
-            put(&mut b, &v.to_string());
-            assert_eq!(a, b, "{len}");
+            let mut a = vec![1 as c_char; len];
+            put(&mut a, &v.to_string());
             assert_eq!(text(&a), v.to_string()[..v.to_string().len().min(len - 1)]);
         }
-        let mut c = [1 as c_char; 8];
-        put_display(&mut c, &format_args!("{}-{}-{}", 12, 345, 6789));
-        assert_eq!(text(&c), "12-345-");
-        put_display(&mut [], &v); // nothing to write into, nothing written
+        put(&mut [], "x");
+        for v in [
+            0,
+            1,
+            9,
+            10,
+            u128::from(u64::MAX),
+            u128::from(u64::MAX) + 1,
+            u128::MAX,
+        ] {
+            let (mut a, mut b) = ([1 as c_char; 40], [1 as c_char; 40]);
+            put_u128(&mut a, v);
+            put(&mut b, &v.to_string());
+            assert_eq!(a, b, "{v}");
+        }
     }
 }

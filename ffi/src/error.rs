@@ -260,6 +260,17 @@ pub(crate) fn set_error(msg: String) {
     LAST_ERROR.with(|l| *l.borrow_mut() = msg);
 }
 
+/// After a success: the last error message is empty (its allocation kept, nothing written when
+/// it is empty already, as after most calls).
+pub(crate) fn clear_error() {
+    LAST_ERROR.with(|l| {
+        let mut l = l.borrow_mut();
+        if !l.is_empty() {
+            l.clear();
+        }
+    });
+}
+
 /// The name of a result code (`"SHMFIFO_OK"` …), or `"SHMFIFO_UNKNOWN_RESULT"`. Static storage.
 #[no_mangle]
 pub extern "C" fn shmfifo_result_name(code: shmfifo_result) -> *const c_char {

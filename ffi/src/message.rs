@@ -86,8 +86,8 @@ pub(crate) fn send_result(r: &core_api::SendResult) -> shmfifo_send_result {
         duplicate: u32::from(r.duplicate),
         ..NO_SEND_RESULT
     };
-    put_display(&mut out.message_id, &r.message_id);
-    put_display(&mut out.sequence_number, &r.sequence_number);
+    put(&mut out.message_id, r.message_id.text().as_str());
+    put_u128(&mut out.sequence_number, r.sequence_number);
     out
 }
 

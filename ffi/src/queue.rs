@@ -309,9 +309,9 @@ pub unsafe extern "C" fn shmfifo_receive(
                     .as_deref()
                     .map_or(shmfifo_str::ABSENT, shmfifo_str::of),
             };
-            put_display(&mut o.message_id, &m.message_id);
+            put(&mut o.message_id, m.message_id.text().as_str());
             put(&mut o.receipt_handle, m.receipt_handle.text().as_str());
-            put_display(&mut o.sequence_number, &m.sequence_number);
+            put_u128(&mut o.sequence_number, m.sequence_number);
         }
         *count = n;
         Ok(())

@@ -116,9 +116,35 @@ pub struct MessageId(pub u128);
 
 impl fmt::Display for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The UUID form, `8-4-4-4-12` lowercase hex digits: eight at a time ([`hex8`]), not
-        // through the formatting machinery (every received message's id is written out by
-        // the C ABI, the Python package and `serve`).
+        fmt::Display::fmt(&self.text(), f)
+    }
+}
+
+impl MessageId {
+    /// The UUID form (`8-4-4-4-12` lowercase hex digits, what `to_string` gives) on the
+    /// stack, with no allocation: for a caller that copies it somewhere (a C buffer, a reply
+    /// being written) rather than keep a `String`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{MessageId, Queue, QueueConfig, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let sent = q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
+    /// let text = sent.message_id.text();
+    /// assert_eq!(text.as_str(), sent.message_id.to_string());
+    /// assert_eq!(MessageId::parse(&text), Some(sent.message_id));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn text(&self) -> IdText<36> {
+        IdText(self.encode())
+    }
+
+    /// The UUID form's bytes: eight hex digits at a time ([`hex8`]), not through the
+    /// formatting machinery (every received message's id is written out by the C ABI, the
+    /// Python package and `serve`).
+    fn encode(&self) -> [u8; 36] {
         let v = self.0;
         let mut out = [b'-'; 36];
         let words = [
@@ -134,17 +160,9 @@ impl fmt::Display for MessageId {
         out[19..23].copy_from_slice(&c[..4]);
         out[24..28].copy_from_slice(&c[4..]);
         out[28..].copy_from_slice(&d);
-        // Only ASCII was written: the check cannot fail.
-        let text = std::str::from_utf8(&out).map_err(|_| fmt::Error)?;
-        if f.width().is_none() && f.precision().is_none() {
-            f.write_str(text)
-        } else {
-            f.pad(text)
-        }
+        out
     }
-}
 
-impl MessageId {
     /// Parses the UUID form written by `Display` (lowercase or uppercase hex).
     pub fn parse(s: &str) -> Option<MessageId> {
         let b = s.as_bytes();
@@ -264,8 +282,8 @@ impl ReceiptHandle {
     /// q.delete(&back)?;
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn text(&self) -> ReceiptHandleText {
-        ReceiptHandleText(self.encode())
+    pub fn text(&self) -> IdText<41> {
+        IdText(self.encode())
     }
 
     /// The handle's text, `sf1` and 38 lowercase hex digits, without the formatting machinery
@@ -338,33 +356,40 @@ impl fmt::Display for ReceiptHandle {
     }
 }
 
-/// The text of a [`ReceiptHandle`] (`sf1` and 38 lowercase hex digits), held in place:
-/// [`ReceiptHandle::text`]. Reads as a `&str` ([`as_str`](Self::as_str), `Deref`).
+/// The text of an id, held in place, with no allocation: a receipt handle's
+/// ([`ReceiptHandle::text`], `sf1` and 38 lowercase hex digits) or a message id's
+/// ([`MessageId::text`], the UUID form). Reads as a `&str` ([`as_str`](Self::as_str), `Deref`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ReceiptHandleText([u8; 41]);
+pub struct IdText<const N: usize>([u8; N]);
 
-impl ReceiptHandleText {
+impl<const N: usize> IdText<N> {
     /// The text.
     pub fn as_str(&self) -> &str {
-        // Only ASCII is ever written (`ReceiptHandle::encode`): the check cannot fail.
-        std::str::from_utf8(&self.0).unwrap_or_default()
+        debug_assert!(self.0.is_ascii());
+        #[allow(unsafe_code)]
+        // SAFETY: an `IdText` is made only by `ReceiptHandle::text` and `MessageId::text`
+        // (its field is private), from `encode`, which writes ASCII digits, letters and dashes
+        // only: UTF-8.
+        unsafe {
+            std::str::from_utf8_unchecked(&self.0)
+        }
     }
 }
 
-impl std::ops::Deref for ReceiptHandleText {
+impl<const N: usize> std::ops::Deref for IdText<N> {
     type Target = str;
     fn deref(&self) -> &str {
         self.as_str()
     }
 }
 
-impl AsRef<str> for ReceiptHandleText {
+impl<const N: usize> AsRef<str> for IdText<N> {
     fn as_ref(&self) -> &str {
         self.as_str()
     }
 }
 
-impl fmt::Display for ReceiptHandleText {
+impl<const N: usize> fmt::Display for IdText<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // `pad` counts characters for a width or precision; `to_string` and `{}` ask for
         // neither (a batch delete's caller formats ten handles a call).
@@ -376,7 +401,7 @@ impl fmt::Display for ReceiptHandleText {
     }
 }
 
-impl fmt::Debug for ReceiptHandleText {
+impl<const N: usize> fmt::Debug for IdText<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self.as_str(), f)
     }
