@@ -10,7 +10,7 @@
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed newgroup
 #        dedup empty grown presized (grown: on a queue that grew to 4x its small slots;
 #        presized: one created with them; both over one lap of the 32,768 slots whatever N)
-#        c-single (single through the C library: benches/c/hotpath.c, needs gcc)
+#        c-single (single through the C library: benches/c/hotpath.c, needs a C compiler)
 #        large large-zc (64 KiB bodies; not in the default set: slow under valgrind)
 # (default: all; N = 2000 rounds). Needs valgrind and objdump.
 set -euo pipefail
@@ -27,15 +27,19 @@ done
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+# The C runs' queues too, should a run be killed before it unlinks its own.
+trap 'rm -rf "$out"; rm -f /dev/shm/shmfifo-callgrind-c-$$-*' EXIT
 if [[ " ${modes[*]} " == *" c-single "* ]]; then
-    # The C library as a C program links it: its SONAME (libshmfifo.so.MAJOR) beside it.
+    # The C library as a C program links it: under its SONAME (read from the library, as
+    # ffi/install.sh reads it), found through the program's run path.
     cargo build --release -q -p shmfifo-ffi
-    lib="$(bash ci/target-dir.sh)/release"
-    major="$(sed -n 's/^version = "\([0-9]*\)\..*/\1/p' ffi/Cargo.toml | head -1)"
+    lib="$(bash ci/target-dir.sh)/release/libshmfifo.so"
+    soname="$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+    [ -n "$soname" ] || { echo "c-single: $lib has no SONAME" >&2; exit 1; }
     mkdir -p "$out/lib"
-    cp "$lib/libshmfifo.so" "$out/lib/libshmfifo.so.$major"
-    cc -O2 -I ffi/include benches/c/hotpath.c -L "$out/lib" -l:libshmfifo.so."$major" -o "$out/c-hotpath"
+    cp "$lib" "$out/lib/$soname"
+    cc -O2 -I ffi/include benches/c/hotpath.c -L "$out/lib" -l:"$soname" \
+        -Wl,-rpath,"$out/lib" -o "$out/c-hotpath"
 fi
 printf '%-9s %14s %16s %12s\n' mode instructions locked-atomics clock-reads
 for mode in "${modes[@]}"; do
@@ -45,17 +49,18 @@ for mode in "${modes[@]}"; do
     # the same wherever it starts (three quarters of the slots in added segments when grown).
     case "$mode" in grown | presized) rounds=32768 ;; esac
     for k in 1 2; do
-        # (The library path goes to valgrind itself: it does not follow an `env` wrapper's exec.)
-        libs="${LD_LIBRARY_PATH:-}"
         if [ "$mode" = c-single ]; then
             run=("$out/c-hotpath" $((rounds * k)) "shmfifo-callgrind-c-$$-$k")
-            libs="$out/lib"
         else
             run=("$bin" "$mode" $((rounds * k)))
         fi
-        LD_LIBRARY_PATH="$libs" valgrind --tool=callgrind --callgrind-out-file="$out/$mode.$k" --dump-instr=yes \
-            --dump-line=no --compress-pos=no --compress-strings=no --error-exitcode=99 \
-            "${run[@]}" > /dev/null 2>&1 || { echo "$mode: the run failed" >&2; exit 1; }
+        valgrind --tool=callgrind --callgrind-out-file="$out/$mode.$k" --dump-instr=yes \
+            --dump-line=no --compress-pos=no --compress-strings=no \
+            "${run[@]}" > "$out/$mode.$k.log" 2>&1 || {
+            echo "$mode: the run failed:" >&2
+            tail -20 "$out/$mode.$k.log" >&2
+            exit 1
+        }
     done
     per=$rounds
     case "$mode" in batch | batch-typed) per=$((n * 10)) ;; esac

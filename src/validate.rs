@@ -87,8 +87,11 @@ fn body_beyond_ascii(v: &str) -> Result<()> {
     Ok(())
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x8080_8080_8080_8080;
+/// A one in every byte of a word (word-at-a-time byte arithmetic, here and in
+/// `api::id_text`).
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
+/// The top bit of every byte of a word.
+pub(crate) const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// A byte below 0x20 that S7 refuses (tab, LF and CR are allowed).
 fn bad(b: u8) -> bool {

@@ -2,10 +2,18 @@
  * shmfifo_receive of one, shmfifo_delete by the receipt handle's text, one 64-byte body to
  * one group, deduplication off: `single` of shmfifo-hotpath through the C library, so that
  * the difference is the C layer's (argument checks, UTF-8, the message's text fields).
- * Usage: hotpath N QUEUE_NAME (created, then unlinked). Exit status 0 on success. */
+ * Usage: hotpath N QUEUE_NAME (created, then unlinked). Exit status 0 on success; otherwise
+ * the failing step and the library's message on stderr. */
 #include <shmfifo.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static int failed(const char *step) {
+    char msg[512];
+    shmfifo_last_error_message(msg, sizeof msg);
+    fprintf(stderr, "hotpath: %s: %s\n", step, msg);
+    return 1;
+}
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -17,14 +25,14 @@ int main(int argc, char **argv) {
     cfg.deduplication = 0;
     shmfifo_queue *q;
     if (shmfifo_queue_create(argv[2], &cfg, &q) != SHMFIFO_OK) {
-        return 1;
+        return failed("create");
     }
     const char *body = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
     shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
     shmfifo_receive_options o = shmfifo_receive_options_default();
     o.max_messages = 1;
     o.wait_time_ms = 0;
-    int rc = 0;
+    int rc = buf == NULL ? failed("receive buffer") : 0;
     for (long i = 0; i < n && rc == 0; i++) {
         shmfifo_send_message m = {0};
         m.group_id = (shmfifo_str){"g", 1};
@@ -33,11 +41,11 @@ int main(int argc, char **argv) {
         shmfifo_message msgs[1];
         size_t k = 0;
         if (shmfifo_send(q, &m, &r) != SHMFIFO_OK) {
-            rc = 3;
+            rc = failed("send");
         } else if (shmfifo_receive(q, &o, buf, msgs, 1, &k) != SHMFIFO_OK || k != 1) {
-            rc = 4;
+            rc = failed("receive");
         } else if (shmfifo_delete(q, msgs[0].receipt_handle) != SHMFIFO_OK) {
-            rc = 5;
+            rc = failed("delete");
         }
     }
     shmfifo_receive_buffer_free(buf);

@@ -260,12 +260,14 @@ pub(crate) fn set_error(msg: String) {
     LAST_ERROR.with(|l| *l.borrow_mut() = msg);
 }
 
-/// After a success: the last error message is empty (its allocation kept, nothing written when
-/// it is empty already, as after most calls).
+/// After a success: the last error message is empty (a small allocation kept for the next
+/// error; one that quoted a long argument, such as a rejected id of a megabyte, given back).
 pub(crate) fn clear_error() {
     LAST_ERROR.with(|l| {
         let mut l = l.borrow_mut();
-        if !l.is_empty() {
+        if l.capacity() > 1024 {
+            *l = String::new();
+        } else {
             l.clear();
         }
     });

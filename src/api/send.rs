@@ -739,8 +739,8 @@ impl Queue {
                 0,
                 hash,
             ));
-            if let (true, Some((l, class))) = (in_place[k], lent_at(k)) {
-                o.lend(l, class, body_len);
+            if let (true, Some((l, lent_class))) = (in_place[k], lent_at(k)) {
+                o.lend(l, lent_class, body_len);
             }
             last_hash = Some((group, o.hash));
         }

@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use super::id_text::{MessageIdText, ReceiptHandleText};
 use crate::config::DedupOverflow;
 use crate::error::Error;
 
@@ -137,46 +138,13 @@ impl MessageId {
     /// assert_eq!(MessageId::parse(&text), Some(sent.message_id));
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn text(&self) -> IdText<36> {
-        IdText(self.encode())
-    }
-
-    /// The UUID form's bytes: eight hex digits at a time ([`hex8`]), not through the
-    /// formatting machinery (every received message's id is written out by the C ABI, the
-    /// Python package and `serve`).
-    fn encode(&self) -> [u8; 36] {
-        let v = self.0;
-        let mut out = [b'-'; 36];
-        let words = [
-            (v >> 96) as u32,
-            (v >> 64) as u32,
-            (v >> 32) as u32,
-            v as u32,
-        ];
-        let [a, b, c, d] = words.map(hex8);
-        out[..8].copy_from_slice(&a);
-        out[9..13].copy_from_slice(&b[..4]);
-        out[14..18].copy_from_slice(&b[4..]);
-        out[19..23].copy_from_slice(&c[..4]);
-        out[24..28].copy_from_slice(&c[4..]);
-        out[28..].copy_from_slice(&d);
-        out
+    pub fn text(&self) -> MessageIdText {
+        MessageIdText::message_id(self.0)
     }
 
     /// Parses the UUID form written by `Display` (lowercase or uppercase hex).
     pub fn parse(s: &str) -> Option<MessageId> {
-        let b = s.as_bytes();
-        if b.len() != 36 || [8, 13, 18, 23].iter().any(|&i| b[i] != b'-') {
-            return None;
-        }
-        let mut v: u128 = 0;
-        for (i, &c) in b.iter().enumerate() {
-            if [8, 13, 18, 23].contains(&i) {
-                continue;
-            }
-            v = (v << 4) | u128::from((c as char).to_digit(16)?);
-        }
-        Some(MessageId(v))
+        super::id_text::parse_message_id(s.as_bytes()).map(MessageId)
     }
 }
 
@@ -282,128 +250,14 @@ impl ReceiptHandle {
     /// q.delete(&back)?;
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn text(&self) -> IdText<41> {
-        IdText(self.encode())
+    pub fn text(&self) -> ReceiptHandleText {
+        ReceiptHandleText::receipt_handle(self.nonce, self.idx, self.inc, self.epoch)
     }
-
-    /// The handle's text, `sf1` and 38 lowercase hex digits, without the formatting machinery
-    /// (a batch delete formats and parses ten of them per call, the C ABI one a received
-    /// message), eight digits at a time ([`hex8`]).
-    fn encode(&self) -> [u8; 41] {
-        let mut out = [0u8; 41];
-        out[..3].copy_from_slice(b"sf1");
-        out[3..11].copy_from_slice(&hex8((self.nonce >> 32) as u32));
-        out[11..19].copy_from_slice(&hex8(self.nonce as u32));
-        out[19..27].copy_from_slice(&hex8(self.idx));
-        out[27..35].copy_from_slice(&hex8(self.inc));
-        // The epoch's 24 bits: the last six of its eight digits.
-        out[35..41].copy_from_slice(&hex8(self.epoch)[2..]);
-        out
-    }
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGH: u64 = 0x80 * ONES;
-const LOW_NIBBLES: u64 = 0x0F * ONES;
-
-/// The eight hex digits of `x`, lowercase, most significant first: each nibble spread to its
-/// own byte by three shifts and masks, then made a digit or a letter by one add per byte (a
-/// few instructions where a loop over the digits takes some fifty).
-#[inline]
-fn hex8(x: u32) -> [u8; 8] {
-    let mut v = u64::from(x);
-    v = (v | (v << 16)) & 0x0000_FFFF_0000_FFFF;
-    v = (v | (v << 8)) & 0x00FF_00FF_00FF_00FF;
-    v = (v | (v << 4)) & LOW_NIBBLES;
-    // Byte i holds nibble i, least significant first: swapped, the most significant first.
-    let v = v.swap_bytes();
-    // A nibble of 10 or more has bit 4 set once 6 is added: those become letters ('a' is 39
-    // past '0' + 10). No byte carries into the next (every sum is below 0x80).
-    let letters = ((v + 6 * ONES) >> 4) & ONES;
-    (v + 0x30 * ONES + letters * 39).to_le_bytes()
-}
-
-/// The value of eight hex digits of either case, most significant first, or `None` if any
-/// byte is not one: every byte's class found at once (word arithmetic on bytes kept below
-/// 0x80, so that no sum carries into the next byte), then the nibbles gathered by three
-/// shifts and masks ([`hex8`] backwards).
-#[inline]
-fn unhex8(b: [u8; 8]) -> Option<u32> {
-    let x = u64::from_le_bytes(b);
-    let ascii = !x & HIGH;
-    let x7 = x & !HIGH;
-    // Bit 7 of `y + (0x80 - lo)` is set where `y >= lo`, of `y + (0x7f - hi)` where `y > hi`.
-    let digit = (x7 + (0x80 - 0x30) * ONES) & !(x7 + (0x7f - 0x39) * ONES);
-    // Bit 5 set folds 'A'-'F' onto 'a'-'f' and nothing else onto them.
-    let l = x7 | (0x20 * ONES);
-    let letter = (l + (0x80 - 0x61) * ONES) & !(l + (0x7f - 0x66) * ONES) & HIGH;
-    if (digit | letter) & ascii != HIGH {
-        return None;
-    }
-    // A digit's low nibble is its value; a letter's ('a'-'f', 'A'-'F': 1-6) is 9 less.
-    let n = (x & LOW_NIBBLES) + (letter >> 7) * 9;
-    // Byte 0 holds the most significant nibble: swapped, nibble i is in byte i.
-    let mut v = n.swap_bytes();
-    v = (v | (v >> 4)) & 0x00FF_00FF_00FF_00FF;
-    v = (v | (v >> 8)) & 0x0000_FFFF_0000_FFFF;
-    v = (v | (v >> 16)) & 0xFFFF_FFFF;
-    Some(v as u32)
 }
 
 impl fmt::Display for ReceiptHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(&self.text(), f)
-    }
-}
-
-/// The text of an id, held in place, with no allocation: a receipt handle's
-/// ([`ReceiptHandle::text`], `sf1` and 38 lowercase hex digits) or a message id's
-/// ([`MessageId::text`], the UUID form). Reads as a `&str` ([`as_str`](Self::as_str), `Deref`).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct IdText<const N: usize>([u8; N]);
-
-impl<const N: usize> IdText<N> {
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        debug_assert!(self.0.is_ascii());
-        #[allow(unsafe_code)]
-        // SAFETY: an `IdText` is made only by `ReceiptHandle::text` and `MessageId::text`
-        // (its field is private), from `encode`, which writes ASCII digits, letters and dashes
-        // only: UTF-8.
-        unsafe {
-            std::str::from_utf8_unchecked(&self.0)
-        }
-    }
-}
-
-impl<const N: usize> std::ops::Deref for IdText<N> {
-    type Target = str;
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl<const N: usize> AsRef<str> for IdText<N> {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-impl<const N: usize> fmt::Display for IdText<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // `pad` counts characters for a width or precision; `to_string` and `{}` ask for
-        // neither (a batch delete's caller formats ten handles a call).
-        if f.width().is_none() && f.precision().is_none() {
-            f.write_str(self.as_str())
-        } else {
-            f.pad(self.as_str())
-        }
-    }
-}
-
-impl<const N: usize> fmt::Debug for IdText<N> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -413,27 +267,13 @@ impl FromStr for ReceiptHandle {
         let invalid = || Error::ReceiptHandleIsInvalid {
             handle: s.chars().take(200).collect(),
         };
-        let hex = s.strip_prefix("sf1").ok_or_else(invalid)?.as_bytes();
-        if hex.len() != 38 {
-            return Err(invalid());
-        }
-        // Eight digits at a time ([`unhex8`]); the epoch's six after two zeros.
-        let eight = |at: usize| -> Option<u32> {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&hex[at..at + 8]);
-            unhex8(b)
-        };
-        let epoch = {
-            let mut b = [b'0'; 8];
-            b[2..].copy_from_slice(&hex[32..38]);
-            unhex8(b)
-        };
-        let (Some(hi), Some(lo), Some(idx), Some(inc), Some(epoch)) =
-            (eight(0), eight(8), eight(16), eight(24), epoch)
-        else {
-            return Err(invalid());
-        };
-        let nonce = (u64::from(hi) << 32) | u64::from(lo);
+        let hex: &[u8; 38] = s
+            .strip_prefix("sf1")
+            .and_then(|h| h.as_bytes().try_into().ok())
+            .ok_or_else(invalid)?;
+        // Eight digits at a time (`id_text`), of either case.
+        let (nonce, idx, inc, epoch) =
+            super::id_text::parse_receipt_handle(hex).ok_or_else(invalid)?;
         Ok(ReceiptHandle {
             nonce,
             idx,
@@ -708,6 +548,8 @@ mod tests {
             &format!("sf1+{}", &s[4..]),
             &format!("sf1{}g", &s[3..40]),
             &format!("sf1{}", "é".repeat(19)),
+            // Past ASCII, and '0' once the top bits are cleared (bytes 0xc3 0xb0).
+            &format!("sf1{}", "ð".repeat(19)),
         ] {
             assert!(
                 matches!(
