@@ -268,7 +268,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
         crash_point!();
         let r = pass(a, env, me, key);
         crash_point!();
-        super::group::release_plain(&he.home_claim, me.bits());
+        super::group::release_held(&he.home_claim, me.bits());
         match r? {
             Pass::Done(r) => return Ok(r),
             // Something changed (another participant made progress): look again, within the
@@ -542,8 +542,9 @@ pub fn set_msg(a: &Arena<'_>, index: u32, idx: u32, inc: u32) -> PResult<()> {
     Ok(())
 }
 
-/// Writes the outcome into a `PENDING` entry (in state `word`) and makes it `DONE`. Fails
-/// silently if the entry was settled meanwhile (it was then settled to the same outcome).
+/// Writes the outcome into a `PENDING` entry (in state `word`) and makes it `DONE`. Does
+/// nothing if the entry is no longer in state `word` (settled by someone who proved its owner
+/// dead: to the same outcome); while its live owner runs, nobody else writes it.
 pub fn commit(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -565,12 +566,16 @@ pub fn commit(
         pack_meta(dl, gl, env.now_ms().saturating_add(interval)),
         Ordering::Relaxed,
     );
-    // SYNC POINT(dedup-publish): Release publishes the outcome to readers' Acquire loads.
-    let _ = e.state.compare_exchange(
-        word,
+    // SYNC POINT(dedup-publish): Release publishes the outcome to readers' Acquire loads. A
+    // store, not a CAS (one locked instruction less a send with a dedup id): the entry is
+    // `PENDING` with our owner code (checked above), and the only others who write such an
+    // entry are settlers, who first prove its owner dead (a stopped one is alive), never while
+    // we run; purges clear only `DONE` entries, reservations take only free, expired or a
+    // dead writer's. Damaged shared memory that breaks this is overwritten with our outcome,
+    // which cannot make anyone read or write out of bounds.
+    e.state.store(
         gstate::pack(gstate::ginc(word), DONE, Owner::NOBODY),
         Ordering::Release,
-        Ordering::Relaxed,
     );
     Ok(())
 }
