@@ -264,9 +264,9 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
     // A live sender of the same key (it may be stopped) makes us wait, bounded by time.
     let mut p = super::group::Patience::within(MAX_WAIT_MS);
     loop {
-        super::group::home_claim_wait(a, env, &he.home_claim, me)?;
+        let stolen = super::group::home_claim_taken(a, env, &he.home_claim, me)?;
         crash_point!();
-        let r = pass(a, env, me, key);
+        let r = pass(a, env, me, key, stolen);
         crash_point!();
         super::group::release_held(&he.home_claim, me.bits());
         match r? {
@@ -299,7 +299,9 @@ fn prefetch_homes(a: &Arena<'_>, hash: u64) {
     }
 }
 
-fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Pass> {
+/// One reservation attempt under the home claim of `key`'s home (`stolen`: taken over from a
+/// dead holder).
+fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>, stolen: bool) -> PResult<Pass> {
     let (spot, evicted, now) = match choose(a, env, me, key)? {
         Choice::Decided(p) => return Ok(p),
         Choice::Entry { spot, evicted, now } => (spot, evicted, now),
@@ -331,9 +333,18 @@ fn pass(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Pass>
     crash_point!();
     write_key(a, i, key)?;
     // Release: pairs with the Acquire load of `probe` by later passes (which hold the home
-    // claim, also Release/Acquire) and by lock-free readers.
+    // claim, also Release/Acquire) and by lock-free readers. Only holders of this key's home
+    // claim write its homes' `probe` (every table's home of the key has the same low bits, so
+    // the same base home), so under a claim handed to us by its release we saw the last value
+    // (`probe`, below `d + 1` here) and a store raises it (one locked instruction less a
+    // reservation that raises it: the first key of every home). Under a claim taken over from
+    // a dead holder, whose last write we may not have seen, `fetch_max` keeps it growing.
     if d + 1 > probe {
-        he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+        if stolen {
+            he.probe.fetch_max(d as u64 + 1, Ordering::Release);
+        } else {
+            he.probe.store(d as u64 + 1, Ordering::Release);
+        }
     }
     crash_point!();
     let word = gstate::pack(inc, PENDING, me);
