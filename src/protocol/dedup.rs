@@ -268,7 +268,7 @@ pub fn reserve(a: &Arena<'_>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResul
         crash_point!();
         let r = pass(a, env, me, key, stolen);
         crash_point!();
-        super::group::release_held(&he.home_claim, me.bits());
+        super::group::release_home_claim(&he.home_claim);
         match r? {
             Pass::Done(r) => return Ok(r),
             // Something changed (another participant made progress): look again, within the

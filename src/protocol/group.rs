@@ -216,15 +216,15 @@ pub fn home_claim_taken(
     }
 }
 
-/// Releases a home claim (an insert's, a dedup reservation's) that we hold with code `cw`, by a
+/// Releases a home claim (an insert's, a dedup reservation's) that we hold, by a
 /// Release store: one locked instruction less an insert or a reservation than
 /// [`release_plain`]'s CAS. A home claim is taken over only from a proven-dead owner
 /// ([`home_claim_taken`]: a stopped one is alive) and carries no DIRTY request, so while we
 /// hold it no other participant writes the word. (A group's claim may be taken over from a
 /// live holder of an older incarnation: it is released by CAS.) Damaged shared memory that
 /// wrote the word meanwhile is overwritten, which it could also have done after a CAS.
-pub fn release_held(word: &AtomicU64, cw: u64) {
-    debug_assert_eq!(word.load(Ordering::Relaxed) & owner::MASK, cw);
+pub fn release_home_claim(word: &AtomicU64) {
+    // (No check of the word: damaged shared memory must not make us panic.)
     // SYNC POINT(claim): Release hands our writes to the next holder's Acquire CAS.
     word.store(0, Ordering::Release);
 }
@@ -388,7 +388,7 @@ pub fn find_or_insert(
     let stolen = home_claim_taken(a, env, &home.home_claim, me)?;
     crash_point!();
     let r = insert_locked(a, env, me, hash, id, stolen);
-    release_held(&home.home_claim, me.bits());
+    release_home_claim(&home.home_claim);
     r
 }
 
