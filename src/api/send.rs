@@ -273,7 +273,9 @@ impl Queue {
         wait_ms: u64,
     ) -> Result<SendResult> {
         let inner = &*self.inner;
+        let class = self.class_for(parts, attr_len, body_len)?;
         let out = self.outgoing(
+            class,
             group_id,
             parts,
             attr_len,
@@ -281,7 +283,7 @@ impl Queue {
             flags,
             prior_receives,
             None,
-        )?;
+        );
         // A full class: reclaim what is due first (retention, dead producers), then send
         // again, growing the class if that freed nothing (layout 13).
         let sent = match send::send(self.arena(), &Op::new(inner), inner.me, &out) {
@@ -353,37 +355,9 @@ impl Queue {
         recovered || swept
     }
 
-    /// The protocol's description of a validated message from all its parts in slot order
-    /// (`parts[0]` the body, `parts[1]` the dead-letter source, `parts[2]` the dedup id, then
-    /// the attributes); `hash` is
-    /// the group id's keyed hash if the caller has it already.
-    #[allow(clippy::too_many_arguments)]
-    fn outgoing<'x>(
-        &self,
-        group_id: &'x [u8],
-        parts: &'x [&'x [u8]],
-        attr_len: usize,
-        body_len: usize,
-        flags: u8,
-        prior_receives: u32,
-        hash: Option<u64>,
-    ) -> Result<Outgoing<'x>> {
-        let class = self.class_for(parts, attr_len, body_len)?;
-        Ok(self.outgoing_in(
-            class,
-            group_id,
-            parts,
-            attr_len,
-            body_len,
-            flags,
-            prior_receives,
-            hash,
-        ))
-    }
-
-    /// The smallest size class that holds a message of these parts (see [`outgoing`]).
-    ///
-    /// [`outgoing`]: Self::outgoing
+    /// The smallest size class that holds a message of these parts (in slot order: `parts[0]`
+    /// the body, `parts[1]` the dead-letter source, `parts[2]` the dedup id, then the
+    /// attributes, whose bytes are `attr_len`).
     #[inline]
     fn class_for(&self, parts: &[&[u8]], attr_len: usize, body_len: usize) -> Result<usize> {
         let stored = parts[1].len() + parts[2].len() + attr_len + body_len;
@@ -396,10 +370,13 @@ impl Queue {
             })
     }
 
-    /// [`outgoing`](Self::outgoing) in size class `class` ([`class_for`](Self::class_for)).
+    /// The protocol's description of a validated message from all its parts in slot order
+    /// (`parts[0]` the body, `parts[1]` the dead-letter source, `parts[2]` the dedup id, then
+    /// the attributes), in size class `class` ([`class_for`](Self::class_for)); `hash` is the
+    /// group id's keyed hash if the caller has it already.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
-    fn outgoing_in<'x>(
+    #[inline(always)]
+    fn outgoing<'x>(
         &self,
         class: usize,
         group_id: &'x [u8],
@@ -486,7 +463,9 @@ impl Queue {
             self.return_lent(lent);
             return Ok(r);
         }
+        let stored_class = self.class_for(parts, attr_len, msg.body_bytes().len())?;
         let mut out = self.outgoing(
+            stored_class,
             group_id.as_bytes(),
             parts,
             attr_len,
@@ -494,7 +473,7 @@ impl Queue {
             0,
             0,
             None,
-        )?;
+        );
         out.lend(lent, class, msg.body_bytes().len());
         let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
             .map_err(|f| fault(f, inner))?;
@@ -729,7 +708,7 @@ impl Queue {
                 }
             };
             // Built in its place in `outs` (a message's description is some 20 words).
-            let o = outs[k].insert(self.outgoing_in(
+            let o = outs[k].insert(self.outgoing(
                 class,
                 group.as_bytes(),
                 parts,
