@@ -14,6 +14,8 @@ use crate::protocol::{quarantine, recovery, Fault};
 use crate::validate;
 
 impl Queue {
+    // Always inlined: callgrind, 26 instructions less a delete (by `delete` or in a batch).
+    #[inline(always)]
     pub(super) fn handle(&self, h: &ReceiptHandle) -> Result<Handle> {
         if h.nonce != self.inner.nonce || !self.inner.view.is_slot(h.idx) {
             return Err(Error::ReceiptHandleIsInvalid {

@@ -137,6 +137,9 @@ impl Queue {
     /// checked where it lies already: `validate::text`), the group id only if not
     /// `group_checked` (a batch checks each run of one group's id once), against the live
     /// size limit `max` (a batch reads it once).
+    // Always inlined: each caller's checks then fold into its own frame (callgrind: 33
+    // instructions less a single send, 17 a batched message).
+    #[inline(always)]
     fn check_with(
         &self,
         group_id: &str,
@@ -262,6 +265,9 @@ impl Queue {
     /// `parts[1]` the dead-letter source, `parts[2]` the dedup id, then the attributes), waiting up to `wait_ms`
     /// for a slot if its class is full.
     #[allow(clippy::too_many_arguments)]
+    // Always inlined (a send's description, some 20 words, then stays in its frame):
+    // callgrind, 28 instructions less a single send.
+    #[inline(always)]
     fn send_all(
         &self,
         group_id: &[u8],
