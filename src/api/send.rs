@@ -674,23 +674,23 @@ impl Queue {
         let mut in_place = [false; B];
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
         let slots = framed.iter_mut().zip(pieces.iter_mut());
-        // The size limit read once a batch; a group id checked once a run of its entries.
+        // The size limit read once a batch; a group id checked, and hashed, once a run of its
+        // entries: `last` is the group and hash of the last entry described.
         let max = self.maximum_message_size();
-        let mut valid_group: Option<&str> = None;
-        let mut last_hash: Option<(&str, u64)> = None;
+        let mut last: Option<(&str, u64)> = None;
         for (k, (e, (f, p))) in entries.iter().zip(slots).enumerate() {
             // Read once (`results` is written between the uses, which the compiler cannot
             // prove apart from the entry).
             let group = group_of(e);
             let body_len = e.body_bytes().len();
-            let group_checked = valid_group == Some(group);
+            let run = last.filter(|&(g, _)| g == group).map(|(_, h)| h);
+            let group_checked = run.is_some();
             // A lent body was checked where it lies.
             let checked = self.check_with(group, e, lent_at(k).is_none(), group_checked, max);
             if let Err(err) = checked {
                 results[k] = Some(Err(err));
                 continue;
             }
-            valid_group = Some(group);
             let f: &Framed = Framed::make(inner.dedup, e, f);
             *p = Pieces::for_message(e);
             let (parts, attr_len) = f.fill(e, p);
@@ -698,14 +698,12 @@ impl Queue {
                 in_place[k] = self.fits_in_place(parts, class);
             }
             let parts: &[&[u8]] = parts;
-            // One keyed hash per group id of the batch (a run of one group's entries: the
-            // last one's).
-            let hash = match last_hash {
-                Some((g, h)) if g == group => Some(h),
-                _ => (0..k)
+            // One keyed hash per group id of the batch.
+            let hash = run.or_else(|| {
+                (0..k)
                     .find(|&j| group_of(entries[j]) == group)
-                    .and_then(|j| outs[j].as_ref().map(|o| o.hash)),
-            };
+                    .and_then(|j| outs[j].as_ref().map(|o| o.hash))
+            });
             let class = match self.class_for(parts, attr_len, body_len) {
                 Ok(class) => class,
                 Err(err) => {
@@ -727,7 +725,7 @@ impl Queue {
             if let (true, Some((l, lent_class))) = (in_place[k], lent_at(k)) {
                 o.lend(l, lent_class, body_len);
             }
-            last_hash = Some((group, o.hash));
+            last = Some((group, o.hash));
         }
         // ... then the entries of each group sent as one chain, in their order (one
         // lookup, one link, one hint and one doorbell per group, committed whole or not at
