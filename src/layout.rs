@@ -36,7 +36,10 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (21: a participant record is 256 B,
+/// Bumped on any change to the layout or to a protocol (22: a slot may hold a *pack*, the
+/// messages of one group that one batch sends, behind a directory of [`PackMember`] entries
+/// (`lens` flag `LENS_PACKED`, see `protocol::pack`); message ids and receipt handles name a
+/// member (`sf2` handles). 21: a participant record is 256 B,
 /// its last two lines four per-thread stripes of the four hottest counters, each written by
 /// one thread of the registered process with a plain load and store; and a ready ring's `head`
 /// moves once a stride of 8 pops, pops starting at the later of `head` and their process's
@@ -47,11 +50,15 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 21;
+pub const LAYOUT_VERSION: u64 = 22;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
 pub const MSG_HEADER_SIZE: usize = 64;
+/// The most messages one pack holds (layout 22): a batch's ten (S11).
+pub const MAX_PACK: usize = 10;
+/// Bytes of a pack's directory entry for one member ([`PackMember`]).
+pub const PACK_MEMBER_SIZE: usize = 32;
 /// Bytes of a group table entry.
 pub const GROUP_ENTRY_SIZE: usize = 256;
 /// Bytes of a dedup table entry (its key lives in a parallel array).
@@ -552,11 +559,27 @@ pub struct DedupEntry {
 /// The header of one message slot (payload lives in a parallel array).
 ///
 /// `vis` = `[epoch:24][field:40]`, see `protocol::vis`. `link` = `[inc:32][next:32]`.
+/// Layout 22: the four words a message owns come first, in a pack member's order
+/// ([`PackMember`]: `vis`, `lens`, `recv_ms`, `first_recv_ms`), then the words a pack's
+/// members share with it (`link`, `pos`, `group_epoch0`, `sent`).
 #[repr(C, align(64))]
 #[derive(Debug, Default)]
 pub struct MsgHeader {
     /// Visibility / allocation state with its epoch.
     pub vis: AtomicU64,
+    /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`; flag `MOVED` (1): the message id
+    /// is the dedup id (a dead-lettered message, D8). Flag `PACKED` (2, layout 22): the slot
+    /// holds a pack, and the word is `[flags:8][members:8][_:16][used:32]` (its member count
+    /// and the bytes its directory and members occupy, `protocol::pack`).
+    pub lens: AtomicU64,
+    /// `[holder:16][gen:8][ms:40]` (`protocol::words::recv`): who received the message last
+    /// (participant index + 1 and the low 8 bits of its generation, so a dead holder's messages
+    /// can be released at once) and the arena time (ms) of that receive, for the 12-hour
+    /// visibility cap (H6). While the slot is claimed by its producer: index + 1 of the
+    /// producer's dedup entry (0 = none).
+    pub recv_ms: AtomicU64,
+    /// Wall-clock time of the first receive (0 = never received).
+    pub first_recv_ms: AtomicU64,
     /// Incarnation of this slot and index of the next node of its group.
     pub link: AtomicU64,
     /// Position in the group incarnation (low 64 bits of the sequence number).
@@ -567,22 +590,47 @@ pub struct MsgHeader {
     pub group_epoch0: AtomicU64,
     /// Arena time (ms) of the enqueue: delay and retention count from it (L1, T1, T3).
     pub sent: AtomicU64,
-    /// Wall-clock time of the first receive (0 = never received).
-    pub first_recv_ms: AtomicU64,
-    /// `[holder:16][gen:8][ms:40]` (`protocol::words::recv`): who received the message last
-    /// (participant index + 1 and the low 8 bits of its generation, so a dead holder's messages
-    /// can be released at once) and the arena time (ms) of that receive, for the 12-hour
-    /// visibility cap (H6). While the slot is claimed by its producer: index + 1 of the
-    /// producer's dedup entry (0 = none).
-    pub recv_ms: AtomicU64,
-    /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`; flag `MOVED` (1): the message id
-    /// is the dedup id (a dead-lettered message, D8).
+}
+
+/// One member's entry in a pack's directory (layout 22), at the start of the slot's payload:
+/// member `j`'s at byte `32 × j`. The members' bytes follow the directory, each member's
+/// body at a 64-byte boundary, then its dedup id and its framed attributes
+/// (`protocol::pack::place`). Each member keeps the state words a message in a slot of its
+/// own keeps in its [`MsgHeader`]; the slot's header holds what the members share (the link,
+/// the first member's position, the group and epoch0, the enqueue time) and, in its `vis`,
+/// the unit's state.
+#[repr(C, align(32))]
+#[derive(Debug, Default)]
+pub struct PackMember {
+    /// The member's state word, as `MsgHeader::vis`: `[epoch:24][field:40]`.
+    pub vis: AtomicU64,
+    /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`, as `MsgHeader::lens` (no flag is
+    /// valid on a member: a pack holds only messages sent here, never a moved one).
     pub lens: AtomicU64,
+    /// `[holder:16][gen:8][ms:40]`, as `MsgHeader::recv_ms` once the pack is published.
+    pub recv_ms: AtomicU64,
+    /// Wall-clock time of the member's first receive (0 = never received).
+    pub first_recv_ms: AtomicU64,
 }
 
 #[cfg(not(shmfifo_loom))]
 const _: () = {
     assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
+    assert!(core::mem::size_of::<PackMember>() == PACK_MEMBER_SIZE);
+    // A message's own words are a pack member's, at the same offsets (layout 22): one view
+    // of either serves every per-message step. Pinned too: tests/quarantine.rs writes `lens`
+    // and reads `pos` through the file.
+    assert!(core::mem::offset_of!(MsgHeader, vis) == core::mem::offset_of!(PackMember, vis));
+    assert!(core::mem::offset_of!(MsgHeader, lens) == core::mem::offset_of!(PackMember, lens));
+    assert!(
+        core::mem::offset_of!(MsgHeader, recv_ms) == core::mem::offset_of!(PackMember, recv_ms)
+    );
+    assert!(
+        core::mem::offset_of!(MsgHeader, first_recv_ms)
+            == core::mem::offset_of!(PackMember, first_recv_ms)
+    );
+    assert!(core::mem::offset_of!(MsgHeader, lens) == 8);
+    assert!(core::mem::offset_of!(MsgHeader, pos) == 40);
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
     // Pinned: the tests that damage a group through the file (tests/common) write at them.
     assert!(core::mem::offset_of!(GroupEntry, head) == 32);

@@ -416,13 +416,13 @@ const GROUP: &[(usize, &str)] = &[
 
 const MSG: &[(usize, &str)] = &[
     (offset_of!(MsgHeader, vis), "vis"),
+    (offset_of!(MsgHeader, lens), "lens"),
+    (offset_of!(MsgHeader, recv_ms), "recv_ms"),
+    (offset_of!(MsgHeader, first_recv_ms), "first_recv_ms"),
     (offset_of!(MsgHeader, link), "link"),
     (offset_of!(MsgHeader, pos), "pos"),
     (offset_of!(MsgHeader, group_epoch0), "group_epoch0"),
     (offset_of!(MsgHeader, sent), "sent"),
-    (offset_of!(MsgHeader, first_recv_ms), "first_recv_ms"),
-    (offset_of!(MsgHeader, recv_ms), "recv_ms"),
-    (offset_of!(MsgHeader, lens), "lens"),
 ];
 
 const PARTICIPANT: &[(usize, &str)] = &[

@@ -138,3 +138,35 @@ fn one_word_every_word_of_every_entry() {
         }
     }
 }
+
+/// `pack_directory` reads `protocol::pack`, which the `loom` feature exposes (run as
+/// `one_word`'s tests are).
+#[cfg(feature = "loom")]
+#[path = "../fuzz/common/pack.rs"]
+mod pack;
+
+#[cfg(feature = "loom")]
+#[test]
+fn pack_directory_regressions() {
+    replay("pack_directory", pack::pack_directory);
+}
+
+/// Random words and random lengths; then every kept valid input with each of its bits
+/// flipped in turn (a damaged word of a pack that was whole).
+#[cfg(feature = "loom")]
+#[test]
+fn pack_directory_pseudo_random_and_flipped_inputs() {
+    let mut rng = Rng(0x9AC4_D1EC_7021_0022);
+    for _ in 0..2000 {
+        let len = 3 + (rng.next() % 110) as usize;
+        pack::pack_directory(&rng.bytes(len));
+    }
+    for p in regressions("pack_directory") {
+        let data = std::fs::read(&p).unwrap();
+        for bit in 8 * 3..8 * data.len() {
+            let mut d = data.clone();
+            d[bit / 8] ^= 1 << (bit % 8);
+            pack::pack_directory(&d);
+        }
+    }
+}

@@ -130,26 +130,43 @@ fn an_unreadable_message_is_quarantined_and_its_group_goes_on() {
     let first = send(&q, "g", "first");
     send(&q, "g", "second");
     send(&q, "g", "third");
-    // Find the first message's slot header: its body is in the payload, and its header holds
-    // `lens` as the last word; rather than rely on offsets, corrupt the word that holds the
-    // body length by scanning headers for the slot's `pos` of the first message.
+    // Find the first message's slot header by scanning headers for the slot's `pos` of the
+    // first message, then corrupt its `lens` (the header's second word, layout 22).
     let h = first_message_header(&path, first.sequence_number);
-    write_word(&path, h + 56, u64::MAX); // `lens`
+    write_word(&path, h + 8, u64::MAX); // `lens`
     let got = drain(&q);
     assert_eq!(bodies_of(&got, "g"), ["second", "third"]);
     assert_eq!(q.attributes().quarantined_messages, 1);
 }
 
-/// The offset of the header of the message with sequence number `seq` (its `pos` word, 16
-/// bytes into a 64-byte header, is the low 64 bits of the sequence number), looking only at
-/// 64-byte-aligned headers whose `pos` matches and whose `vis` word is non-zero.
+/// A slot whose `lens` word says it holds a pack (layout 22: flag 2, two members) whose
+/// directory cannot be placed (a `used` of one byte, short of the directory itself) is a
+/// damaged message like any other: taken out, counted, its group goes on in order.
+#[test]
+fn a_damaged_pack_is_quarantined_and_its_group_goes_on() {
+    let q = queue("quarantine-pack", &small());
+    let path = format!("/dev/shm/{}", q.name);
+    send(&q, "g", "first");
+    let second = send(&q, "g", "second");
+    send(&q, "g", "third");
+    let h = first_message_header(&path, second.sequence_number);
+    write_word(&path, h + 8, (2 << 56) | (2 << 48) | 1); // `lens`
+    let got = drain(&q);
+    assert_eq!(bodies_of(&got, "g"), ["first", "third"]);
+    assert_eq!(q.attributes().quarantined_messages, 1);
+}
+
+/// The offset of the header of the message with sequence number `seq` (its `pos` word, 40
+/// bytes into a 64-byte header since layout 22, is the low 64 bits of the sequence number),
+/// looking only at 64-byte-aligned headers whose `pos` matches and whose `vis`,
+/// `group_epoch0` and `lens` words are non-zero.
 fn first_message_header(path: &str, seq: u128) -> u64 {
     let bytes = std::fs::read(path).unwrap();
     let pos = (seq as u64).to_le_bytes();
     let mut found = None;
     for off in (4096..bytes.len() - 64).step_by(64) {
         let w = |k: usize| &bytes[off + 8 * k..off + 8 * k + 8];
-        if w(2) == pos && w(0) != [0; 8] && w(3) != [0; 8] && w(7) != [0; 8] {
+        if w(5) == pos && w(0) != [0; 8] && w(6) != [0; 8] && w(1) != [0; 8] {
             assert!(found.is_none(), "one header matches");
             found = Some(off as u64);
         }

@@ -1193,8 +1193,10 @@ fn h4_malformed_and_foreign_handles_are_invalid() {
     for bad in [
         "garbage",
         "",
-        "sf1",
-        "sf1zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+        "sf2",
+        "sf2zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz",
+        // Layout 21's form, before handles named a pack's member.
+        "sf1deadbeef0123456700000007fffffffeabcdef",
     ] {
         let r = q.delete_str(bad);
         assert!(
@@ -1231,6 +1233,23 @@ fn h4_malformed_and_foreign_handles_are_invalid() {
         matches!(r, Err(Error::ReceiptHandleIsInvalid { .. })),
         "{r:?}"
     );
+    // The same receive's handle naming another member of a pack (layout 22): well formed,
+    // but no such receive exists (the message has a slot of its own), so it is stale, and a
+    // member past a pack's ten is no handle at all.
+    for (digit, invalid) in [('1', false), ('9', false), ('a', true)] {
+        let other_member = format!("{}{digit}{}", &text[..35], &text[36..]);
+        let r = q.delete_str(&other_member);
+        assert!(
+            if invalid {
+                matches!(r, Err(Error::ReceiptHandleIsInvalid { .. }))
+            } else {
+                matches!(r, Err(Error::ReceiptHandleExpired { .. }))
+            },
+            "{other_member}: {r:?}"
+        );
+        let r = q.change_visibility_str(&other_member, Duration::ZERO);
+        assert!(r.is_err(), "{other_member}: {r:?}");
+    }
     // Nothing was touched: both handles still work.
     q.delete_str(&text).expect("text form of a live handle");
     other.delete(&theirs[0].receipt_handle).unwrap();

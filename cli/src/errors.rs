@@ -402,7 +402,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "every message needs a group: --group GROUP, or \"group\" in a --batch line".to_owned()
         }
         Error::ReceiptHandleIsInvalid { .. } => format!(
-            "use a ReceiptHandle printed by `shmfifo receive {q}` (sf1 and 38 hex digits), on the queue it came from"
+            "use a ReceiptHandle printed by `shmfifo receive {q}` (sf2 and 39 hex digits), on the queue it came from"
         ),
         Error::ReceiptHandleExpired { .. } => format!(
             "the message was received again, deleted, purged, or its visibility timeout passed: `shmfifo receive {q}` for a current handle"

@@ -378,7 +378,7 @@ fn send_receive_delete_across_processes() {
     assert_eq!(ma["raw"]["DataType"], "Binary");
     assert_eq!(ma["raw"]["BinaryValue"], "AAEC");
     let handle = m["ReceiptHandle"].as_str().unwrap().to_owned();
-    assert!(handle.starts_with("sf1") && handle.len() == 41);
+    assert!(handle.starts_with("sf2") && handle.len() == 42);
     // The receiving process exited cleanly: the message stays in flight, its receipt valid.
     let s = stat(&q);
     assert_eq!(u(&s["messages"]["in_flight"]), 1);

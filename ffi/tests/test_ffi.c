@@ -81,7 +81,7 @@ static void write_file(const char *path, const void *data, size_t len, size_t to
 
 static void test_versions_and_names(void) {
     CHECK(strlen(shmfifo_version()) > 0);
-    CHECK(shmfifo_layout_version() == 21);
+    CHECK(shmfifo_layout_version() == 22);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_OK), "SHMFIFO_OK") == 0);
     CHECK(strcmp(shmfifo_result_name(SHMFIFO_DEDUP_TABLE_FULL), "SHMFIFO_DEDUP_TABLE_FULL") == 0);
     CHECK(strcmp(shmfifo_result_name(9999), "SHMFIFO_UNKNOWN_RESULT") == 0);
@@ -156,7 +156,7 @@ static void test_round_trip(void) {
         CHECK(streq(out[0].attributes[0].data_type, "String"));
         CHECK(out[0].attributes[1].value_len == 3 &&
               memcmp(out[0].attributes[1].value, "\x00\x01\x02", 3) == 0);
-        CHECK(strncmp(out[0].receipt_handle, "sf1", 3) == 0);
+        CHECK(strncmp(out[0].receipt_handle, "sf2", 3) == 0 && strlen(out[0].receipt_handle) == 42);
         /* The group is locked while in flight (R3): nothing more to receive. */
         size_t n2 = 9;
         shmfifo_message more[10];
@@ -178,7 +178,7 @@ static void test_round_trip(void) {
         CHECK(n2 == 1 && more[0].receive_count == 2 && streq(more[0].body, "world"));
         if (n2 == 1) {
             shmfifo_handle_entry del[2] = {{s("x"), s(more[0].receipt_handle), 0},
-                                           {s("y"), s("sf1-not-a-handle"), 0}};
+                                           {s("y"), s("sf2-not-a-handle"), 0}};
             EXPECT(shmfifo_delete_batch(q, del, 2, codes), SHMFIFO_OK);
             CHECK(codes[0] == SHMFIFO_OK && codes[1] == SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
             reached[SHMFIFO_RECEIPT_HANDLE_IS_INVALID] = 1;
@@ -762,7 +762,7 @@ static void test_lengths_checked_before_reading(void) {
     be->id = s("one");
     shmfifo_handle_entry *he = (shmfifo_handle_entry *)(mem + page - sizeof(shmfifo_handle_entry));
     he->id = s("one");
-    he->receipt = s("sf1");
+    he->receipt = s("sf2");
     he->timeout_ms = 0;
     shmfifo_result codes[1];
     EXPECT(shmfifo_delete_batch(q, he, SIZE_MAX, codes), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);

@@ -441,7 +441,7 @@ impl Ctx {
                 // Fields of a real handle, one of them nudged.
                 let s = h.to_string();
                 let field = |r: std::ops::Range<usize>| u32::from_str_radix(&s[r], 16).unwrap_or(0);
-                let (i, n, e) = (field(19..27), field(27..35), field(35..41));
+                let (i, n, e) = (field(19..27), field(27..35), field(36..42));
                 let d = p as u32;
                 match d % 3 {
                     0 => (i ^ (d >> 2), n, e),
@@ -456,7 +456,13 @@ impl Ctx {
                 ((p >> 16) & 7) as u32,
             ),
         };
-        format!("sf1{nonce:016x}{idx:08x}{inc:08x}{:06x}", epoch & 0xff_ffff)
+        // The member of a pack (layout 22): mostly 0, the only one this build's slots hold;
+        // sometimes another, or one past a pack's ten (no handle at all).
+        let member = if p >> 60 == 0xF { (p >> 56) & 0xF } else { 0 };
+        format!(
+            "sf2{nonce:016x}{idx:08x}{inc:08x}{member:x}{:06x}",
+            epoch & 0xff_ffff
+        )
     }
 
     fn receive_opts(inp: &mut Input<'_>) -> ReceiveOptions {

@@ -261,14 +261,7 @@ pub fn recv(
         max,
         &mut receive::Policy::new(vt),
         &mut |t| {
-            out.push((
-                Handle {
-                    idx: t.idx,
-                    inc: t.inc,
-                    epoch: t.epoch,
-                },
-                t.payload.to_vec(),
-            ));
+            out.push((t.handle(), t.payload.to_vec()));
             true
         },
     )?;

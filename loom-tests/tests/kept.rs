@@ -142,11 +142,7 @@ fn drain_with_groups(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<(Vec<u8>, Ve
             &mut |t| {
                 let mut id = [0u8; shmfifo::layout::MAX_ID_LEN];
                 let n = t.group_id(&mut id);
-                let h = Handle {
-                    idx: t.idx,
-                    inc: t.inc,
-                    epoch: t.epoch,
-                };
+                let h = t.handle();
                 batch.push((h, id[..n].to_vec(), t.payload.to_vec()));
                 true
             },

@@ -201,11 +201,7 @@ fn attempt_record_and_replay() {
             receive::receive(&a, &*env, me(0), 1, &mut Policy::new(1_000), &mut |t| {
                 rec.refs[0] = (u64::from(t.inc) << 32) | u64::from(t.idx);
                 rec.vis[0] = t.vis;
-                handle = Some(Handle {
-                    idx: t.idx,
-                    inc: t.inc,
-                    epoch: t.epoch,
-                });
+                handle = Some(t.handle());
                 true
             })
             .unwrap();

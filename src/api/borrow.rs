@@ -167,6 +167,7 @@ impl Queue {
         let h = Handle {
             idx: handle.idx,
             inc: handle.inc,
+            member: handle.member,
             epoch: handle.epoch,
         };
         match handle::still_taken(self.arena(), h) {

@@ -25,6 +25,7 @@ impl Queue {
         Ok(Handle {
             idx: h.idx,
             inc: h.inc,
+            member: h.member,
             epoch: h.epoch,
         })
     }
@@ -187,6 +188,7 @@ impl Queue {
         let mut checked = [Handle {
             idx: 0,
             inc: 0,
+            member: 0,
             epoch: 0,
         }; 10];
         // The entry of each of `checked`.

@@ -1,4 +1,4 @@
-//! The text forms of ids: a receipt handle's (`sf1` and 38 lowercase hex digits) and a
+//! The text forms of ids: a receipt handle's (`sf2` and 39 lowercase hex digits) and a
 //! message id's (the UUID form, `8-4-4-4-12` lowercase hex digits), written and read eight hex
 //! digits at a time by word arithmetic, not through the formatting machinery (the C ABI, the
 //! Python package and `serve` write both for every received message; a batch delete parses
@@ -63,7 +63,7 @@ fn eight(b: &[u8], at: usize) -> [u8; 8] {
 }
 
 /// The text of an id, held in place, with no allocation: a receipt handle's
-/// ([`ReceiptHandleText`]: `sf1` and 38 lowercase hex digits) or a message id's
+/// ([`ReceiptHandleText`]: `sf2` and 39 lowercase hex digits) or a message id's
 /// ([`MessageIdText`]: the UUID form), as `ReceiptHandle::text` and `MessageId::text` give
 /// them. Always ASCII, always `N` bytes; reads as a `&str` ([`as_str`](Self::as_str),
 /// `Deref`, `AsRef`), prints as one (`Display`).
@@ -71,23 +71,25 @@ fn eight(b: &[u8], at: usize) -> [u8; 8] {
 pub struct IdText<const N: usize>([u8; N]);
 
 /// A receipt handle's text ([`crate::ReceiptHandle::text`]).
-pub type ReceiptHandleText = IdText<41>;
+pub type ReceiptHandleText = IdText<42>;
 
 /// A message id's text ([`crate::MessageId::text`]).
 pub type MessageIdText = IdText<36>;
 
-impl IdText<41> {
-    /// `sf1`, then the nonce (16 digits), the slot index (8), the incarnation (8) and the
-    /// epoch's 24 bits (6).
-    pub(super) fn receipt_handle(nonce: u64, idx: u32, inc: u32, epoch: u32) -> Self {
-        let mut out = [0u8; 41];
-        out[..3].copy_from_slice(b"sf1");
+impl IdText<42> {
+    /// `sf2`, then the nonce (16 digits), the slot index (8), the incarnation (8), the
+    /// member of a pack (1: 0 for a message in a slot of its own; layout 22) and the epoch's
+    /// 24 bits (6).
+    pub(super) fn receipt_handle(nonce: u64, idx: u32, inc: u32, member: u8, epoch: u32) -> Self {
+        let mut out = [0u8; 42];
+        out[..3].copy_from_slice(b"sf2");
         out[3..11].copy_from_slice(&hex8((nonce >> 32) as u32));
         out[11..19].copy_from_slice(&hex8(nonce as u32));
         out[19..27].copy_from_slice(&hex8(idx));
         out[27..35].copy_from_slice(&hex8(inc));
-        // The epoch's 24 bits: the last six of its eight digits.
-        out[35..41].copy_from_slice(&hex8(epoch)[2..]);
+        // The member's 4 bits and the epoch's 24: the last seven of eight digits.
+        let tail = (u32::from(member & 0xF) << 24) | (epoch & 0x00FF_FFFF);
+        out[35..42].copy_from_slice(&hex8(tail)[1..]);
         IdText(out)
     }
 }
@@ -119,7 +121,7 @@ impl<const N: usize> IdText<N> {
         debug_assert!(self.0.is_ascii());
         #[allow(unsafe_code)]
         // SAFETY: the field is private to this module, whose only constructors are
-        // `receipt_handle` and `message_id` above; they write `sf1`, dashes and `hex8`'s
+        // `receipt_handle` and `message_id` above; they write `sf2`, dashes and `hex8`'s
         // digits and letters only (every byte below 0x80, whatever its input): ASCII, which
         // is UTF-8.
         unsafe {
@@ -128,15 +130,21 @@ impl<const N: usize> IdText<N> {
     }
 }
 
-/// The fields of a receipt handle's 38 hex digits (after `sf1`): nonce, slot index,
-/// incarnation, epoch; `None` if any byte is not a hex digit (of either case).
-pub(super) fn parse_receipt_handle(hex: &[u8; 38]) -> Option<(u64, u32, u32, u32)> {
+/// The fields of a receipt handle's 39 hex digits (after `sf2`): nonce, slot index,
+/// incarnation, member, epoch; `None` if any byte is not a hex digit (of either case).
+pub(super) fn parse_receipt_handle(hex: &[u8; 39]) -> Option<(u64, u32, u32, u8, u32)> {
     let (hi, lo) = (unhex8(eight(hex, 0))?, unhex8(eight(hex, 8))?);
     let (idx, inc) = (unhex8(eight(hex, 16))?, unhex8(eight(hex, 24))?);
     let mut e = [b'0'; 8];
-    e[2..].copy_from_slice(&hex[32..38]);
-    let epoch = unhex8(e)?;
-    Some(((u64::from(hi) << 32) | u64::from(lo), idx, inc, epoch))
+    e[1..].copy_from_slice(&hex[32..39]);
+    let tail = unhex8(e)?;
+    Some((
+        (u64::from(hi) << 32) | u64::from(lo),
+        idx,
+        inc,
+        (tail >> 24) as u8,
+        tail & 0x00FF_FFFF,
+    ))
 }
 
 /// The value of a message id's UUID form (`8-4-4-4-12` hex digits of either case), or `None`.

@@ -125,6 +125,7 @@ pub(super) fn fill(
 ) -> std::result::Result<usize, &'static str> {
     let lengths = t.lengths();
     let p = message::split(t.payload, lengths)?;
+    let h = t.handle();
     m.message_id = if lengths.moved {
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
         std::str::from_utf8(p.dedup)
@@ -132,13 +133,14 @@ pub(super) fn fill(
             .and_then(MessageId::parse)
             .ok_or("moved message id")?
     } else {
-        MessageId(message::id(nonce, t.idx, t.inc))
+        MessageId(message::id(nonce, t.idx, t.inc, h.member))
     };
     m.receipt_handle = ReceiptHandle {
         nonce,
-        idx: t.idx,
-        inc: t.inc,
-        epoch: t.epoch,
+        idx: h.idx,
+        inc: h.inc,
+        member: h.member,
+        epoch: h.epoch,
     };
     // Shared bytes are copied first and the copy is validated: another process could change
     // them between a check in place and a copy. The destination's allocation is reused.

@@ -532,7 +532,7 @@ impl Queue {
     }
 
     pub(super) fn message_id(&self, idx: u32, inc: u32) -> MessageId {
-        MessageId(message::id(self.inner.nonce, idx, inc))
+        MessageId(message::id(self.inner.nonce, idx, inc, 0))
     }
 
     /// Sends up to 10 messages (S11–S13). Request-level errors reject the whole batch; other

@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::id_text::{MessageIdText, ReceiptHandleText};
 use crate::config::DedupOverflow;
 use crate::error::Error;
+use crate::protocol::handle::MAX_PACK;
 
 /// A message attribute to send (S8). `value` is UTF-8 text for `String` and `Number` types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,13 +221,15 @@ impl ReceiveOptions {
 }
 
 /// A receipt handle: names one receive of one message. Its text form
-/// (`sf1` + 38 hex digits) can be handed to another process.
+/// (`sf2` + 39 hex digits) can be handed to another process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ReceiptHandle {
     pub(crate) nonce: u64,
     pub(crate) idx: u32,
     pub(crate) inc: u32,
     pub(crate) epoch: u32,
+    /// The member of a pack (layout 22): 0 for a message in a slot of its own.
+    pub(crate) member: u8,
 }
 
 impl ReceiptHandle {
@@ -251,7 +254,7 @@ impl ReceiptHandle {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn text(&self) -> ReceiptHandleText {
-        ReceiptHandleText::receipt_handle(self.nonce, self.idx, self.inc, self.epoch)
+        ReceiptHandleText::receipt_handle(self.nonce, self.idx, self.inc, self.member, self.epoch)
     }
 }
 
@@ -267,17 +270,21 @@ impl FromStr for ReceiptHandle {
         let invalid = || Error::ReceiptHandleIsInvalid {
             handle: s.chars().take(200).collect(),
         };
-        let hex: &[u8; 38] = s
-            .strip_prefix("sf1")
+        let hex: &[u8; 39] = s
+            .strip_prefix("sf2")
             .and_then(|h| h.as_bytes().try_into().ok())
             .ok_or_else(invalid)?;
         // Eight digits at a time (`id_text`), of either case.
-        let (nonce, idx, inc, epoch) =
+        let (nonce, idx, inc, member, epoch) =
             super::id_text::parse_receipt_handle(hex).ok_or_else(invalid)?;
+        if usize::from(member) >= MAX_PACK {
+            return Err(invalid());
+        }
         Ok(ReceiptHandle {
             nonce,
             idx,
             inc,
+            member,
             epoch,
         })
     }
@@ -525,31 +532,38 @@ mod tests {
             nonce: 0xdead_beef_0123_4567,
             idx: 7,
             inc: 0xffff_fffe,
+            member: 9,
             epoch: 0xabcdef,
         };
         let s = h.to_string();
-        assert_eq!(s, "sf1deadbeef0123456700000007fffffffeabcdef");
+        assert_eq!(s, "sf2deadbeef0123456700000007fffffffe9abcdef");
+        assert_eq!(s.len(), 42);
         assert_eq!(s.parse::<ReceiptHandle>().unwrap(), h);
         // Upper-case hex is the same handle.
-        let upper = format!("sf1{}", s[3..].to_uppercase());
+        let upper = format!("sf2{}", s[3..].to_uppercase());
         assert_eq!(upper.parse::<ReceiptHandle>().unwrap(), h);
         assert_eq!(
-            format!("{h:>42}"),
+            format!("{h:>43}"),
             format!(" {s}"),
             "padding as for any str"
         );
         for bad in [
             "garbage",
             "",
-            "sf1",
-            &s[..40],
+            "sf2",
+            &s[..41],
             &format!("{s}0"),
-            &s.replace("sf1", "sf2"),
-            &format!("sf1+{}", &s[4..]),
-            &format!("sf1{}g", &s[3..40]),
-            &format!("sf1{}", "é".repeat(19)),
+            // Layout 21's form: no member digit.
+            &format!("sf1{}{}", &s[3..35], &s[36..]),
+            &s.replace("sf2", "sf1"),
+            &format!("sf2+{}", &s[4..]),
+            &format!("sf2{}g", &s[3..41]),
+            &format!("sf2{}é", &s[3..40]),
             // Past ASCII, and '0' once the top bits are cleared (bytes 0xc3 0xb0).
-            &format!("sf1{}", "ð".repeat(19)),
+            &format!("sf2{}ð", &s[3..40]),
+            // A member past a pack's ten.
+            &format!("{}a{}", &s[..35], &s[36..]),
+            &format!("{}f{}", &s[..35], &s[36..]),
         ] {
             assert!(
                 matches!(
@@ -562,25 +576,29 @@ mod tests {
     }
 
     /// Every byte value at every digit position: a hex digit of either case parses to its
-    /// value in its field, anything else refuses the whole handle.
+    /// value in its field (the member's only below ten), anything else refuses the whole
+    /// handle.
     #[test]
     fn receipt_handle_parse_checks_every_digit() {
-        let base = "sf1".to_owned() + &"0".repeat(38);
-        for at in 3..41 {
+        let base = "sf2".to_owned() + &"0".repeat(39);
+        for at in 3..42 {
             for v in 0..=255u8 {
                 let mut b = base.clone().into_bytes();
                 b[at] = v;
                 let Ok(text) = String::from_utf8(b) else {
                     continue; // not a str at all (a lone non-ASCII byte)
                 };
-                let digit = (v as char).to_digit(16).filter(|_| v.is_ascii());
+                let digit = (v as char)
+                    .to_digit(16)
+                    .filter(|&d| v.is_ascii() && (at != 35 || d < MAX_PACK as u32));
                 match (text.parse::<ReceiptHandle>(), digit) {
                     (Ok(h), Some(d)) => {
                         let (field, shift) = match at - 3 {
                             k @ 0..16 => (h.nonce, 4 * (15 - k)),
                             k @ 16..24 => (u64::from(h.idx), 4 * (23 - k)),
                             k @ 24..32 => (u64::from(h.inc), 4 * (31 - k)),
-                            k => (u64::from(h.epoch), 4 * (37 - k)),
+                            32 => (u64::from(h.member), 0),
+                            k => (u64::from(h.epoch), 4 * (38 - k)),
                         };
                         assert_eq!(field, u64::from(d) << shift, "{text}");
                     }

@@ -12,6 +12,9 @@ use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry, MsgHeader};
 use crate::sync::{fence, Ordering};
 
+/// The most members a pack holds: a handle's member is below it.
+pub use crate::layout::MAX_PACK;
+
 /// A receipt handle decoded: which slot incarnation, which receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Handle {
@@ -21,6 +24,10 @@ pub struct Handle {
     pub inc: u32,
     /// Epoch of the receive.
     pub epoch: u32,
+    /// The member of the slot's pack (layout 22); 0 for a message in a slot of its own, the
+    /// only kind this build's senders make: a handle naming another member names no receive
+    /// (expired).
+    pub member: u8,
 }
 
 /// Whether slot `h.idx` still holds the message `h` names as its receive left it: the same
@@ -37,7 +44,8 @@ pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
     // Relaxed: ordered after the caller's reads by the fence above.
     let w = m.vis.load(Ordering::Relaxed);
     let l = m.link.load(Ordering::Relaxed);
-    Ok(node::inc(l) == h.inc
+    Ok(h.member == 0
+        && node::inc(l) == h.inc
         && vis::epoch(w) == h.epoch
         && matches!(vis::state(w), vis::State::Published(_)))
 }
@@ -46,7 +54,7 @@ pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
 /// message is within its retention period, T1).
 pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
     // Acquire: pairs with the allocation's link store published by the link CAS.
-    if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+    if h.member != 0 || node::inc(m.link.load(Ordering::Acquire)) != h.inc {
         return Err(Fault::Expired);
     }
     // Acquire: pairs with the receiver's AcqRel CAS that issued the handle.

@@ -325,15 +325,7 @@ mod tests {
             max,
             &mut receive::Policy::new(vt),
             &mut |t| {
-                v.push((
-                    Handle {
-                        idx: t.idx,
-                        inc: t.inc,
-                        epoch: t.epoch,
-                    },
-                    t.payload.to_vec(),
-                    t.receive_count,
-                ));
+                v.push((t.handle(), t.payload.to_vec(), t.receive_count));
                 true
             },
         )

@@ -11,10 +11,14 @@ use super::words::{self, unpack_group_epoch0};
 pub use crate::layout::MAX_ID_LEN;
 use crate::sync::Ordering;
 
-/// A message id: the queue's nonce, then the slot index and incarnation of the message's first
-/// enqueue (unique for the queue's life: an incarnation changes each time the slot is reused).
-pub fn id(nonce: u64, idx: u32, inc: u32) -> u128 {
-    (u128::from(nonce) << 64) | (u128::from(idx) << 32) | u128::from(inc)
+/// A message id (layout 22): the queue's nonce, the slot index of the message's first
+/// enqueue, its member in the slot's pack (4 bits; 0 for a message in a slot of its own) and
+/// the low 28 bits of the slot's incarnation. Unique for the queue's life as long as no slot
+/// is reused 2^28 times in it: an incarnation changes each time the slot is reused
+/// (`docs/guarantees.md`).
+pub fn id(nonce: u64, idx: u32, inc: u32, member: u8) -> u128 {
+    let low = (u32::from(member & 0xF) << 28) | (inc & 0x0FFF_FFFF);
+    (u128::from(nonce) << 64) | (u128::from(idx) << 32) | u128::from(low)
 }
 
 /// A stored message's pieces, in slot order (layout 10).
@@ -44,11 +48,19 @@ pub struct Lengths {
     /// The message was moved here from another queue's dead-letter redrive: its dedup id is
     /// its original message id (D8, M2).
     pub moved: bool,
+    /// The slot holds a pack (layout 22, `protocol::pack`), not one message: the other
+    /// fields mean nothing.
+    pub packed: bool,
 }
 
 /// Splits `payload` by `l`: an `Err` where the lengths do not add up to the payload
 /// (corruption).
 pub fn split(payload: &[u8], l: Lengths) -> Result<Stored<'_>, &'static str> {
+    if l.packed {
+        // Layout 22 defines packs, and no sender of this build makes one: found here, it was
+        // written by a damaged or hostile peer.
+        return Err("a pack where a message was expected");
+    }
     if l.body + l.source + l.dedup + l.attrs != payload.len() {
         return Err("message lengths exceed the slot");
     }
@@ -66,6 +78,16 @@ pub fn split(payload: &[u8], l: Lengths) -> Result<Stored<'_>, &'static str> {
 // Every read below happens while the taker holds the group claim (after its Acquire of `vis`),
 // or on a peek's snapshot that the peek validates afterwards: Relaxed loads.
 impl<'t> Taken<'t> {
+    /// The handle of this receive (the message's own slot: member 0).
+    pub fn handle(&self) -> super::handle::Handle {
+        super::handle::Handle {
+            idx: self.idx,
+            inc: self.inc,
+            member: 0,
+            epoch: self.epoch,
+        }
+    }
+
     /// The message's lengths, decoded from its header words.
     pub fn lengths(&self) -> Lengths {
         let r = Ordering::Relaxed; // under the claim (see above)
@@ -77,6 +99,7 @@ impl<'t> Taken<'t> {
             dedup,
             source,
             moved: flags & words::LENS_MOVED != 0,
+            packed: flags & words::LENS_PACKED != 0,
         }
     }
 
@@ -117,5 +140,46 @@ impl<'t> Taken<'t> {
     /// Identifies the group entry (its address): equal for messages of one entry.
     pub fn group_entry(&self) -> usize {
         self.group as *const _ as usize
+    }
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+
+    /// Members of one pack have distinct ids, and ids of one slot's incarnations stay
+    /// distinct through 2^28 reuses; a message in a slot of its own below that keeps layout
+    /// 21's id.
+    #[test]
+    fn ids_name_the_member_and_28_bits_of_the_incarnation() {
+        let n = 0x0123_4567_89ab_cdef;
+        assert_eq!(id(n, 7, 5, 0), (u128::from(n) << 64) | (7 << 32) | 5);
+        let members: std::collections::HashSet<_> = (0..crate::layout::MAX_PACK as u8)
+            .map(|j| id(n, 7, 5, j))
+            .collect();
+        assert_eq!(members.len(), crate::layout::MAX_PACK);
+        assert_ne!(id(n, 7, 5, 1), id(n, 7, 6, 1));
+        assert_ne!(id(n, 7, (1 << 28) - 1, 0), id(n, 7, 0, 0));
+        // The 2^28-th reuse repeats an id (documented), and never another member's.
+        assert_eq!(id(n, 7, 1 << 28, 0), id(n, 7, 0, 0));
+        assert_ne!(id(n, 7, 1 << 28, 0), id(n, 7, 0, 1));
+        assert_ne!(id(n, 8, 5, 0), id(n, 7, 5, 0));
+    }
+
+    /// A pack is not split as a message, even where its words would add up as one's.
+    #[test]
+    fn split_refuses_a_pack() {
+        let l = Lengths {
+            body: 6,
+            attrs: 0,
+            dedup: 4,
+            source: 0,
+            moved: false,
+            packed: false,
+        };
+        let stored = split(b"hello!dd01", l).unwrap();
+        assert_eq!((stored.body, stored.dedup), (&b"hello!"[..], &b"dd01"[..]));
+        let packed = Lengths { packed: true, ..l };
+        assert!(split(b"hello!dd01", packed).is_err());
     }
 }

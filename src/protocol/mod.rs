@@ -116,6 +116,7 @@ pub mod kept;
 pub mod list;
 pub mod live;
 pub mod message;
+pub mod pack;
 pub mod pool;
 pub mod quarantine;
 pub mod ready;

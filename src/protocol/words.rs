@@ -13,8 +13,9 @@ pub fn next_ginc(ginc: u32) -> u32 {
     ginc.wrapping_add(1) & GINC_MASK
 }
 
-/// Mask of a 24-bit length field of `MsgHeader::lens`.
-const LEN_MASK: u64 = (1 << 24) - 1;
+/// Mask of a 24-bit length field of `MsgHeader::lens` (the largest body or attribute length
+/// a `lens` word holds).
+pub const LEN_MASK: u64 = (1 << 24) - 1;
 
 /// Owner codes: `((participant + 1) << 22) | (generation & 0x3F_FFFF)`, always non-zero, < 2^38.
 pub mod owner {
@@ -257,6 +258,33 @@ pub mod pstate {
 /// Flag of `MsgHeader::lens`: the message id is the dedup id (a dead-lettered message, D8).
 pub const LENS_MOVED: u8 = 1;
 
+/// Flag of `MsgHeader::lens` (layout 22): the slot holds a pack (`protocol::pack`), and the
+/// rest of the word is [`unit_lens`]'s, not [`pack_lens`]'s.
+pub const LENS_PACKED: u8 = 2;
+
+/// A pack's `MsgHeader::lens`: `[flags:8 = PACKED][members:8][_:16][used:32]`.
+#[cfg_attr(
+    not(any(test, feature = "loom")),
+    expect(
+        dead_code,
+        reason = "the send of packs, the next step of layout 22, writes it"
+    )
+)]
+pub fn unit_lens(members: usize, used: usize) -> u64 {
+    (u64::from(LENS_PACKED) << 56) | (((members as u64) & 0xFF) << 48) | (used as u64 & 0xFFFF_FFFF)
+}
+
+/// `(members, used)` of a pack's lens word (its flag checked by the caller).
+pub fn unpack_unit_lens(w: u64) -> (usize, usize) {
+    (((w >> 48) & 0xFF) as usize, (w & 0xFFFF_FFFF) as usize)
+}
+
+/// Whether a lens word is a pack's.
+#[inline]
+pub fn is_pack(lens: u64) -> bool {
+    (lens >> 56) as u8 & LENS_PACKED != 0
+}
+
 /// Packed `MsgHeader::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
 pub fn pack_lens(body: usize, attrs: usize, dedup: usize, flags: u8) -> u64 {
     (u64::from(flags) << 56)
@@ -294,7 +322,9 @@ pub fn group_of(w: u64) -> u32 {
     unpack_group_epoch0(w).2
 }
 
-/// Bytes of payload: dead-letter source, dedup id, attributes, body.
+/// Bytes of payload: dead-letter source, dedup id, attributes, body. (A pack's lens word
+/// sizes no message: the slice is still bounded by the class, and `message::split` refuses
+/// it.)
 pub(crate) fn payload_len(lens: u64, ge: u64) -> usize {
     let (b, at, d, _) = unpack_lens(lens);
     b + at + d + unpack_group_epoch0(ge).0
