@@ -37,7 +37,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// Bumped on any change to the layout or to a protocol (22: a slot may hold a *pack*, the
-/// messages of one group that one batch sends, behind a directory of [`PackMember`] entries
+/// messages of one group that one batch sends, behind a directory of [`MsgWords`] entries
 /// (`lens` flag `LENS_PACKED`, see `protocol::pack`); message ids and receipt handles name a
 /// member (`sf2` handles). 21: a participant record is 256 B,
 /// its last two lines four per-thread stripes of the four hottest counters, each written by
@@ -57,7 +57,7 @@ pub const MAX_CLASSES: usize = 8;
 pub const MSG_HEADER_SIZE: usize = 64;
 /// The most messages one pack holds (layout 22): a batch's ten (S11).
 pub const MAX_PACK: usize = 10;
-/// Bytes of a pack's directory entry for one member ([`PackMember`]).
+/// Bytes of a pack's directory entry for one member ([`MsgWords`]).
 pub const PACK_MEMBER_SIZE: usize = 32;
 /// Bytes of a group table entry.
 pub const GROUP_ENTRY_SIZE: usize = 256;
@@ -556,33 +556,47 @@ pub struct DedupEntry {
     pub meta: AtomicU64,
 }
 
-/// The header of one message slot (payload lives in a parallel array).
-///
-/// `vis` = `[epoch:24][field:40]`, see `protocol::vis`. `link` = `[inc:32][next:32]`.
-/// Layout 22: the four words a message owns come first, in a pack member's order
-/// ([`PackMember`]: `vis`, `lens`, `recv_ms`, `first_recv_ms`), then the words a pack's
-/// members share with it (`link`, `pos`, `group_epoch0`, `sent`).
-#[repr(C, align(64))]
+/// The four words a message owns (layout 22): a slot header's first four
+/// ([`MsgHeader::own`]), or a pack member's entry in its pack's directory, at the start of the
+/// slot's payload (member `j`'s at byte `32 × j`; the members' bytes follow the directory, each
+/// member's body at a 64-byte boundary, then its dedup id and its framed attributes,
+/// `protocol::pack::place`). A pack's slot header holds what its members share (the link,
+/// the first member's position, the group and epoch0, the enqueue time) and, in its own
+/// words, the unit's state (`vis`) and the pack's size (`lens`).
+#[repr(C, align(32))]
 #[derive(Debug, Default)]
-pub struct MsgHeader {
-    /// Visibility / allocation state with its epoch.
+pub struct MsgWords {
+    /// Visibility / allocation state with its epoch: `[epoch:24][field:40]`, see
+    /// `protocol::vis`.
     pub vis: AtomicU64,
     /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`; flag `MOVED` (1): the message id
-    /// is the dedup id (a dead-lettered message, D8). Flag `PACKED` (2, layout 22): the slot
-    /// holds a pack, and the word is `[flags:8][members:8][_:16][used:32]` (its member count
-    /// and the bytes its directory and members occupy, `protocol::pack`).
+    /// is the dedup id (a dead-lettered message, D8). Flag `PACKED` (2, layout 22), on a slot
+    /// header's only: the slot holds a pack, and the word is `[flags:8][members:8][_:16]
+    /// [used:32]` (its member count and the bytes its directory and members occupy,
+    /// `protocol::pack`). A member has no flag (a pack holds only messages sent here, never a
+    /// moved one).
     pub lens: AtomicU64,
     /// `[holder:16][gen:8][ms:40]` (`protocol::words::recv`): who received the message last
     /// (participant index + 1 and the low 8 bits of its generation, so a dead holder's messages
     /// can be released at once) and the arena time (ms) of that receive, for the 12-hour
-    /// visibility cap (H6). While the slot is claimed by its producer: index + 1 of the
-    /// producer's dedup entry (0 = none).
+    /// visibility cap (H6). In a slot header, while the slot is claimed by its producer:
+    /// index + 1 of the producer's dedup entry (0 = none).
     pub recv_ms: AtomicU64,
     /// Wall-clock time of the first receive (0 = never received).
     pub first_recv_ms: AtomicU64,
+}
+
+/// The header of one message slot (payload lives in a parallel array). `link` =
+/// `[inc:32][next:32]`.
+#[repr(C, align(64))]
+#[derive(Debug, Default)]
+pub struct MsgHeader {
+    /// The words the slot's message owns (a pack's: the unit's state and size).
+    pub own: MsgWords,
     /// Incarnation of this slot and index of the next node of its group.
     pub link: AtomicU64,
-    /// Position in the group incarnation (low 64 bits of the sequence number).
+    /// Position in the group incarnation (low 64 bits of the sequence number); a pack's
+    /// first member's.
     pub pos: AtomicU64,
     /// `[source_len:8][epoch0:24][group:32]`: length of the dead-letter source path at the
     /// start of the payload (0: none), the epoch minus receives before this queue (M4), and
@@ -592,44 +606,12 @@ pub struct MsgHeader {
     pub sent: AtomicU64,
 }
 
-/// One member's entry in a pack's directory (layout 22), at the start of the slot's payload:
-/// member `j`'s at byte `32 × j`. The members' bytes follow the directory, each member's
-/// body at a 64-byte boundary, then its dedup id and its framed attributes
-/// (`protocol::pack::place`). Each member keeps the state words a message in a slot of its
-/// own keeps in its [`MsgHeader`]; the slot's header holds what the members share (the link,
-/// the first member's position, the group and epoch0, the enqueue time) and, in its `vis`,
-/// the unit's state.
-#[repr(C, align(32))]
-#[derive(Debug, Default)]
-pub struct PackMember {
-    /// The member's state word, as `MsgHeader::vis`: `[epoch:24][field:40]`.
-    pub vis: AtomicU64,
-    /// `[flags:8][body_len:24][attr_len:24][dedup_len:8]`, as `MsgHeader::lens` (no flag is
-    /// valid on a member: a pack holds only messages sent here, never a moved one).
-    pub lens: AtomicU64,
-    /// `[holder:16][gen:8][ms:40]`, as `MsgHeader::recv_ms` once the pack is published.
-    pub recv_ms: AtomicU64,
-    /// Wall-clock time of the member's first receive (0 = never received).
-    pub first_recv_ms: AtomicU64,
-}
-
 #[cfg(not(shmfifo_loom))]
 const _: () = {
     assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
-    assert!(core::mem::size_of::<PackMember>() == PACK_MEMBER_SIZE);
-    // A message's own words are a pack member's, at the same offsets (layout 22): one view
-    // of either serves every per-message step. Pinned too: tests/quarantine.rs writes `lens`
-    // and reads `pos` through the file.
-    assert!(core::mem::offset_of!(MsgHeader, vis) == core::mem::offset_of!(PackMember, vis));
-    assert!(core::mem::offset_of!(MsgHeader, lens) == core::mem::offset_of!(PackMember, lens));
-    assert!(
-        core::mem::offset_of!(MsgHeader, recv_ms) == core::mem::offset_of!(PackMember, recv_ms)
-    );
-    assert!(
-        core::mem::offset_of!(MsgHeader, first_recv_ms)
-            == core::mem::offset_of!(PackMember, first_recv_ms)
-    );
-    assert!(core::mem::offset_of!(MsgHeader, lens) == 8);
+    assert!(core::mem::size_of::<MsgWords>() == PACK_MEMBER_SIZE);
+    // Pinned: tests/quarantine.rs writes `lens` and reads `pos` through the file.
+    assert!(core::mem::offset_of!(MsgHeader, own) + core::mem::offset_of!(MsgWords, lens) == 8);
     assert!(core::mem::offset_of!(MsgHeader, pos) == 40);
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
     // Pinned: the tests that damage a group through the file (tests/common) write at them.

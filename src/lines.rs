@@ -415,10 +415,10 @@ const GROUP: &[(usize, &str)] = &[
 ];
 
 const MSG: &[(usize, &str)] = &[
-    (offset_of!(MsgHeader, vis), "vis"),
-    (offset_of!(MsgHeader, lens), "lens"),
-    (offset_of!(MsgHeader, recv_ms), "recv_ms"),
-    (offset_of!(MsgHeader, first_recv_ms), "first_recv_ms"),
+    (offset_of!(MsgHeader, own.vis), "vis"),
+    (offset_of!(MsgHeader, own.lens), "lens"),
+    (offset_of!(MsgHeader, own.recv_ms), "recv_ms"),
+    (offset_of!(MsgHeader, own.first_recv_ms), "first_recv_ms"),
     (offset_of!(MsgHeader, link), "link"),
     (offset_of!(MsgHeader, pos), "pos"),
     (offset_of!(MsgHeader, group_epoch0), "group_epoch0"),

@@ -311,7 +311,7 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
 /// its list reopened and empty), and that the count holds exactly those.
 pub fn assert_clean(a: &Arena<'_>) {
     for (_, h) in a.slots() {
-        let w = h.vis.load(Ordering::SeqCst);
+        let w = h.own.vis.load(Ordering::SeqCst);
         assert_eq!(vis::state(w), vis::State::Free, "a slot was not reclaimed");
     }
     let mut kept = 0;

@@ -490,7 +490,7 @@ fn earliest_deadline(a: &Arena<'_>) -> u64 {
     let mut min = u64::MAX;
     for cl in a.classes.iter().flatten() {
         for h in cl.headers {
-            if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::SeqCst)) {
+            if let vis::State::Published(d) = vis::state(h.own.vis.load(Ordering::SeqCst)) {
                 if d > 0 {
                     min = min.min(d);
                 }
@@ -629,6 +629,7 @@ fn slot_allocation_is_exclusive_and_recoverable() {
         let r = recovery::recover(&a, &*env, me(2)).unwrap();
         assert_eq!(r.freed, 1);
         let w = a.classes[0].unwrap().headers[y.0 as usize]
+            .own
             .vis
             .load(Ordering::SeqCst);
         assert_eq!(vis::state(w), vis::State::Claimed(me(0)));

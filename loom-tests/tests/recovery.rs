@@ -210,12 +210,12 @@ fn a_repair_resuming_after_a_take_keeps_the_holders_record() {
             let a = h.arena();
             for (hd, body) in &got {
                 assert_eq!(body, b"x");
-                let w = a.msg(hd.idx).unwrap().recv_ms.load(Ordering::SeqCst);
+                let w = a.msg(hd.idx).unwrap().own.recv_ms.load(Ordering::SeqCst);
                 assert_eq!(
                     words::recv::holder(w),
                     Some((0, 1)),
                     "k={k}: the receiver's holder record was wiped: {w:#x}, vis {:?}, {r:?}",
-                    vis::state(a.msg(hd.idx).unwrap().vis.load(Ordering::SeqCst))
+                    vis::state(a.msg(hd.idx).unwrap().own.vis.load(Ordering::SeqCst))
                 );
             }
         });

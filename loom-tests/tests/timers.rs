@@ -13,7 +13,7 @@ fn assert_filed(a: &Arena<'_>, now: u64) {
     let w = wheel_words(a.groups.len() as u32);
     for cl in a.classes.iter().flatten() {
         for h in cl.headers {
-            let vis::State::Published(d) = vis::state(h.vis.load(Ordering::SeqCst)) else {
+            let vis::State::Published(d) = vis::state(h.own.vis.load(Ordering::SeqCst)) else {
                 continue;
             };
             if d <= now {

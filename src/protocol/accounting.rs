@@ -123,7 +123,7 @@ pub fn in_flight_census(a: &Arena<'_>) {
     for c in 0..a.nclasses {
         for (_, h) in a.slots_of(c) {
             // Relaxed: a census; concurrent operations make it approximate.
-            if let vis::State::Published(d) = vis::state(h.vis.load(Ordering::Relaxed)) {
+            if let vis::State::Published(d) = vis::state(h.own.vis.load(Ordering::Relaxed)) {
                 real += u64::from(d > 0);
             }
         }
@@ -367,7 +367,7 @@ pub fn counts_per_class(
         let mut c = Counts::default();
         for (_, h) in a.slots_of(k) {
             // Relaxed: an approximate snapshot, as C1 allows.
-            match vis::state(h.vis.load(Ordering::Relaxed)) {
+            match vis::state(h.own.vis.load(Ordering::Relaxed)) {
                 // Relaxed: as above.
                 vis::State::Published(d) => {
                     // Relaxed: as above.

@@ -13,7 +13,7 @@
 //!    `PENDING` one means the same key is being sent: a live sender is waited for, a dead one's
 //!    send is settled first (see below). Otherwise the first reusable entry is taken
 //!    (`WRITING`), the key written, the home's `probe` raised, and the entry marked `PENDING`.
-//! 2. The sender allocates its slot, records the entry in the slot (`MsgHeader::recv_ms`) and
+//! 2. The sender allocates its slot, records the entry in the slot (`MsgWords::recv_ms`) and
 //!    the slot in the entry (`msg`), then appends the message: the link CAS commits it.
 //! 3. *Commit*: sequence number and expiry are written and the entry becomes `DONE`, **before**
 //!    the slot is published. On any failure before the link, the entry is aborted (`FREE`)

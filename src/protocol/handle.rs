@@ -42,7 +42,7 @@ pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
     let m = a.msg(h.idx)?;
     fence(Ordering::Acquire);
     // Relaxed: ordered after the caller's reads by the fence above.
-    let w = m.vis.load(Ordering::Relaxed);
+    let w = m.own.vis.load(Ordering::Relaxed);
     let l = m.link.load(Ordering::Relaxed);
     Ok(h.member == 0
         && node::inc(l) == h.inc
@@ -58,7 +58,7 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
         return Err(Fault::Expired);
     }
     // Acquire: pairs with the receiver's AcqRel CAS that issued the handle.
-    let w = m.vis.load(Ordering::Acquire);
+    let w = m.own.vis.load(Ordering::Acquire);
     if vis::epoch(w) != h.epoch {
         return Err(Fault::Expired);
     }
@@ -140,7 +140,8 @@ fn mark_deleted(a: &Arena<'_>, env: &dyn Env, h: Handle) -> PResult<u32> {
         let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
         // of `group_epoch0` before it.
-        if m.vis
+        if m.own
+            .vis
             .compare_exchange(
                 w,
                 vis::pack(h.epoch, vis::DELETED),
@@ -168,7 +169,7 @@ pub fn change_visibility(
         let w = current(a, env, m, h)?;
         let now = env.now_ms();
         // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
-        let recv = super::recv::ms(m.recv_ms.load(Ordering::Relaxed));
+        let recv = super::recv::ms(m.own.recv_ms.load(Ordering::Relaxed));
         // Never 0 (that means "never received").
         let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?.max(1);
         if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
@@ -178,7 +179,8 @@ pub fn change_visibility(
             return Err(Fault::ClockRange);
         }
         // SeqCst: a zero timeout publishes visibility; SYNC POINT(ready-check) with `status`.
-        if m.vis
+        if m.own
+            .vis
             .compare_exchange(
                 w,
                 vis::pack(h.epoch, vis::published(deadline)),
@@ -277,7 +279,7 @@ fn purge_group(
                 break;
             };
             // Acquire: the message's latest state.
-            let w = m.vis.load(Ordering::Acquire);
+            let w = m.own.vis.load(Ordering::Acquire);
             if let vis::State::Published(_) = vis::state(w) {
                 // Bumping the epoch expires every handle (H2); a failed CAS: look again.
                 if !remove(a, me, m, w) {

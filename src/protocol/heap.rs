@@ -376,7 +376,7 @@ mod tests {
             assert!(cl
                 .headers
                 .iter()
-                .all(|h| vis::state(h.vis.load(Ordering::Relaxed)) == vis::State::Free));
+                .all(|h| vis::state(h.own.vis.load(Ordering::Relaxed)) == vis::State::Free));
         }
     }
 
@@ -393,7 +393,7 @@ mod tests {
         env.kill(1);
         let r = recovery::recover(&a, &env, owner::code(2, 1)).unwrap();
         assert_eq!(r.freed, 1);
-        let w = a.msg(idx).unwrap().vis.load(Ordering::Relaxed);
+        let w = a.msg(idx).unwrap().own.vis.load(Ordering::Relaxed);
         assert_eq!(vis::state(w), vis::State::Free);
     }
 

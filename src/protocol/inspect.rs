@@ -85,7 +85,7 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
         };
         // Acquire: pairs with the publishing or receiving CAS, so the header fields read after
         // it are those of this state.
-        let w = m.vis.load(Ordering::Acquire);
+        let w = m.own.vis.load(Ordering::Acquire);
         // Without the claim, `next` may have been freed and reused since `cur` pointed at it:
         // the incarnation read again after `vis` must be the one `successor` saw.
         // Acquire: pairs with the Release store of a new incarnation in `pool::alloc` (SYNC
@@ -255,7 +255,7 @@ pub fn peek<T>(
                 || (e.state.load(Ordering::Relaxed) == st
                     && marks.iter().all(|&(m, w, inc)| {
                         // Relaxed: after the fence above.
-                        m.vis.load(Ordering::Relaxed) == w
+                        m.own.vis.load(Ordering::Relaxed) == w
                             && node::inc(m.link.load(Ordering::Relaxed)) == inc
                     }));
             if done && same {
@@ -299,15 +299,15 @@ fn copy<T>(
         (&snap.pos, &m.pos),
         (&snap.group_epoch0, &m.group_epoch0),
         (&snap.sent, &m.sent),
-        (&snap.first_recv_ms, &m.first_recv_ms),
-        (&snap.recv_ms, &m.recv_ms),
-        (&snap.lens, &m.lens),
+        (&snap.own.first_recv_ms, &m.own.first_recv_ms),
+        (&snap.own.recv_ms, &m.own.recv_ms),
+        (&snap.own.lens, &m.own.lens),
     ] {
         dst.store(src.load(r), r);
     }
     let ge = snap.group_epoch0.load(r);
     let (cl, _, src) = a.class_of(idx).map_err(|_| "message slot index")?;
-    let len = payload_len(snap.lens.load(r), ge).min(cl.cap as usize);
+    let len = payload_len(snap.own.lens.load(r), ge).min(cl.cap as usize);
     let mut payload = vec![0u8; len];
     // SAFETY: `src` starts the slot's payload (checked by `class_of`, in the base file or a
     // mapped segment) and `len <= cap <= stride`, so the source lies inside it, and `payload`

@@ -11,6 +11,7 @@ use crate::sync::Ordering;
 pub(crate) fn remove(a: &Arena<'_>, me: Owner, m: &MsgHeader, w: u64) -> bool {
     // AcqRel: as a delete (Release hands the removal to the cleaner and handle holders).
     let ok = m
+        .own
         .vis
         .compare_exchange(
             w,

@@ -91,7 +91,7 @@ impl<'t> Taken<'t> {
     /// The message's lengths, decoded from its header words.
     pub fn lengths(&self) -> Lengths {
         let r = Ordering::Relaxed; // under the claim (see above)
-        let (body, attrs, dedup, flags) = words::unpack_lens(self.header.lens.load(r));
+        let (body, attrs, dedup, flags) = words::unpack_lens(self.header.own.lens.load(r));
         let (source, _, _) = unpack_group_epoch0(self.header.group_epoch0.load(r));
         Lengths {
             body,
@@ -118,7 +118,7 @@ impl<'t> Taken<'t> {
     /// Wall-clock time of the first receive, ms since the Unix epoch (0: never received).
     pub fn first_receive_ms(&self) -> u64 {
         // Relaxed: under the claim (see above).
-        self.header.first_recv_ms.load(Ordering::Relaxed)
+        self.header.own.first_recv_ms.load(Ordering::Relaxed)
     }
 
     /// Copies the group id into `out`; returns its length.

@@ -3,7 +3,7 @@
 //!
 //! A pack's slot header says `LENS_PACKED` in its `lens` word, with the member count `k`
 //! (`2 ..= MAX_PACK`) and the bytes `used` of the payload it occupies
-//! (`words::unit_lens`). The payload starts with the directory, one [`PackMember`] entry of
+//! (`words::unit_lens`). The payload starts with the directory, one [`MsgWords`] entry of
 //! 32 bytes a member, then the members' bytes in member order: each member's body at the
 //! next 64-byte boundary (a borrowed body is aligned as a message's own slot's is), its dedup
 //! id, its framed attributes. `used` ends at the last member's last byte.
@@ -12,7 +12,7 @@
 //! ([`place`]): a damaged directory is a damaged message, never an index out of bounds. The
 //! writer's side is [`lay_out`]; `place` of what `lay_out` wrote gives back its places.
 //!
-//! [`PackMember`]: crate::layout::PackMember
+//! [`MsgWords`]: crate::layout::MsgWords
 //!
 //! Layout 22 lands in steps (`docs/design/packed-batches.md`, "How it lands"): this first one
 //! fixes the format and its checks, and every reader refuses a pack as a damaged message

@@ -200,14 +200,15 @@ fn scan(
 #[inline]
 fn try_claim(h: &MsgHeader, owner: Owner) -> PResult<Option<(u32, u32)>> {
     // Relaxed: only a hint; the CAS below is what decides.
-    let w = h.vis.load(Ordering::Relaxed);
+    let w = h.own.vis.load(Ordering::Relaxed);
     if vis::state(w) != vis::State::Free {
         return Ok(None);
     }
     let epoch = vis::next(vis::epoch(w));
     // SYNC POINT(slot-free): Acquire pairs with the Release CAS in `free`, so the previous
     // incarnation's last reads of header and payload happen before our writes.
-    if h.vis
+    if h.own
+        .vis
         .compare_exchange(
             w,
             vis::pack(epoch, vis::claimed(owner)),
@@ -244,6 +245,7 @@ pub fn free(a: &Arena<'_>, env: &dyn Env, idx: u32, expected: u64) -> PResult<bo
     // in the single total order before `notify_space`'s SeqCst load of the waiters (a locked
     // CAS either way on x86).
     let freed = h
+        .own
         .vis
         .compare_exchange(
             expected,
@@ -336,7 +338,7 @@ fn free_one(a: &Arena<'_>, node_ref: u64) -> PResult<bool> {
     if node::inc(l) != node::inc(node_ref) {
         return Ok(false); // already freed and reused
     }
-    let w = h.vis.load(Ordering::Acquire);
+    let w = h.own.vis.load(Ordering::Acquire);
     // Re-check the incarnation: a reallocation stores a new `link` before its node can be
     // deleted, so an unchanged incarnation proves `w` belongs to the dummy we were given.
     if node::inc(h.link.load(Ordering::Acquire)) != node::inc(node_ref)
@@ -346,7 +348,7 @@ fn free_one(a: &Arena<'_>, node_ref: u64) -> PResult<bool> {
     }
     // SYNC POINT(slot-free): Release orders our reads of the slot before the next claimer's
     // Acquire CAS in `alloc`.
-    h.vis.store(
+    h.own.vis.store(
         vis::pack(vis::next(vis::epoch(w)), vis::FREE),
         Ordering::Release,
     );

@@ -81,7 +81,7 @@ pub fn walkable(a: &Arena<'_>, g: u32, e: &GroupEntry) -> PResult<bool> {
             Ok(Next::End) => return Ok(true),
             Ok(Next::Node(next, m, ninc)) => {
                 // Acquire: the node's state as its last writer left it.
-                if vis::state(m.vis.load(Ordering::Acquire)) == vis::State::Free
+                if vis::state(m.own.vis.load(Ordering::Acquire)) == vis::State::Free
                     // Relaxed: written before the link CAS that made it reachable.
                     || words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g
                 {
@@ -201,7 +201,7 @@ pub fn begin(
     for (i, h) in a.slots() {
         // Acquire: pairs with the Release of whoever wrote the slot last, so `group_epoch0`
         // is the one of the state read.
-        let w = h.vis.load(Ordering::Acquire);
+        let w = h.own.vis.load(Ordering::Acquire);
         if vis::state(w) != vis::State::Free
             // Relaxed: ordered by the Acquire load above.
             && words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g
@@ -219,7 +219,7 @@ pub fn begin(
     loop {
         let busy = a.slots().any(|(i, h)| {
             // Acquire: the slot's latest state.
-            let w = h.vis.load(Ordering::Acquire);
+            let w = h.own.vis.load(Ordering::Acquire);
             matches!(vis::state(w), vis::State::Claimed(o) if o != me && !a.owner_dead(env, o))
                 // Relaxed: ordered by the Acquire load above.
                 && words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g
@@ -236,7 +236,7 @@ pub fn begin(
     let mut messages: Vec<(u32, u32, u64, u64)> = Vec::new();
     for (i, h) in a.slots() {
         // Acquire: as above.
-        let w = h.vis.load(Ordering::Acquire);
+        let w = h.own.vis.load(Ordering::Acquire);
         // Relaxed: ordered by the Acquire load above.
         if let vis::State::Published(_) = vis::state(w) {
             if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g {
@@ -339,7 +339,7 @@ fn freeable(
             vis::State::Published(_) => {
                 if !remove(a, me, h, w) {
                     // Acquire: as `finish`'s load.
-                    w = h.vis.load(Ordering::Acquire);
+                    w = h.own.vis.load(Ordering::Acquire);
                     continue;
                 }
                 // Acquire: the incarnation of the message removed. Counted at once, so a
@@ -376,7 +376,7 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
     let mut removed = 0;
     for (i, h) in a.slots() {
         // Acquire: as in `begin`.
-        let w = h.vis.load(Ordering::Acquire);
+        let w = h.own.vis.load(Ordering::Acquire);
         // Relaxed: ordered by the Acquire load above.
         if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) != q.g {
             continue;
@@ -430,7 +430,7 @@ pub fn taken<'a>(a: &Arena<'a>, g: u32, idx: u32, inc: u32, w: u64) -> PResult<T
     let ge = m.group_epoch0.load(Ordering::Relaxed);
     // SAFETY: the group is marked: nobody receives, moves or frees its messages until
     // `finish`, which runs after the caller is done with them.
-    let payload = unsafe { a.payload(idx, m.lens.load(Ordering::Relaxed), ge) }?;
+    let payload = unsafe { a.payload(idx, m.own.lens.load(Ordering::Relaxed), ge) }?;
     let epoch = vis::epoch(w);
     Ok(Taken {
         idx,

@@ -204,7 +204,7 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
             Next::Node(next, m, ninc) => (next, m, ninc),
         };
         // SeqCst: SYNC POINT(ready-check).
-        match vis::state(m.vis.load(Ordering::SeqCst)) {
+        match vis::state(m.own.vis.load(Ordering::SeqCst)) {
             vis::State::Deleted => cur = node::pack(ninc, next),
             vis::State::Published(d) => {
                 // Relaxed: a hint (the claim holder re-validates).

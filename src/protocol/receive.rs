@@ -277,7 +277,7 @@ pub fn replay(
         // Acquire: pairs with the link store published by the link CAS.
         node::inc(m.link.load(Ordering::Acquire)) == node::inc(r)
             // Acquire: the message's latest state.
-            && m.vis.load(Ordering::Acquire) == w
+            && m.own.vis.load(Ordering::Acquire) == w
             && matches!(vis::state(w), vis::State::Published(d) if d > t.now)
             // Relaxed: written before publication, stable while published.
             && !t.expired(m.sent.load(Ordering::Relaxed))
@@ -323,9 +323,9 @@ pub fn replay(
         // the dead holder. If the CAS
         // fails, the message was deleted, released or changed meanwhile: naming us as holder
         // then costs at most an early release should we die.
-        let rw = m.recv_ms.load(Ordering::Relaxed);
+        let rw = m.own.recv_ms.load(Ordering::Relaxed);
         if unchanged(m, r, w) {
-            m.recv_ms.store(
+            m.own.recv_ms.store(
                 super::recv::pack(me, super::recv::ms(rw)),
                 Ordering::Relaxed,
             );
@@ -334,12 +334,13 @@ pub fn replay(
         // producer's writes; Release publishes the new deadline; SYNC POINT(expiry-wheel)
         // orders it before the arming below).
         let ok = unchanged(m, r, w)
-            && m.vis
+            && m.own
+                .vis
                 .compare_exchange(w, new, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok();
         if ok {
             // Relaxed: read under the claim, after the Acquire CAS.
-            let lens = m.lens.load(Ordering::Relaxed);
+            let lens = m.own.lens.load(Ordering::Relaxed);
             // SAFETY: we hold the group claim, so nobody frees or rewrites the message while
             // the sink reads it.
             let payload = or_release(e, cw, unsafe { a.payload(idx, lens, ge) })?;
@@ -449,7 +450,7 @@ fn take(
                 Next::Node(next, m, ninc) => (next, m, ninc),
             };
             // SeqCst: SYNC POINT(ready-check) (see `receive`).
-            let w = m.vis.load(Ordering::SeqCst);
+            let w = m.own.vis.load(Ordering::SeqCst);
             if vis::state(w) != vis::State::Free
                 // Relaxed: written before the link CAS that made the node reachable (Acquire in
                 // `successor`); a node of another group means a corrupted link.
@@ -592,7 +593,7 @@ fn take(
 fn publish_orphan(a: &Arena<'_>, env: &dyn Env, me: Owner, m: &MsgHeader, idx: u32, w: u64) {
     if settle_known(a, env, me, idx, w, Link::Linked, Then::NoHint).is_err() {
         // SeqCst: as the settle's own publication (SYNC POINT(ready-check)).
-        let _ = m.vis.compare_exchange(
+        let _ = m.own.vis.compare_exchange(
             w,
             vis::pack(vis::epoch(w), vis::published(0)),
             Ordering::SeqCst,
@@ -682,7 +683,7 @@ impl Holder<'_, '_> {
         // Relaxed: stable while the message is published; we hold the claim.
         let ge = m.group_epoch0.load(Ordering::Relaxed);
         let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
-        let lens = m.lens.load(Ordering::Relaxed);
+        let lens = m.own.lens.load(Ordering::Relaxed);
         // SAFETY: we hold the group claim, so no participant can receive, delete or free this
         // message while we read.
         let payload = unsafe { a.payload(idx, lens, ge) }?;
@@ -726,7 +727,8 @@ impl Holder<'_, '_> {
         // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it:
         // `change_visibility` reads it after an Acquire load of `vis`. Nobody else can take
         // this visible message: we hold the group claim.
-        m.recv_ms
+        m.own
+            .recv_ms
             .store(super::recv::pack(self.me, self.t.now), Ordering::Relaxed);
         let held = vis::pack(epoch, vis::published(self.deadline));
         if d == 0 {
@@ -741,10 +743,11 @@ impl Holder<'_, '_> {
             // files the deadline ([`take`]) orders these stores, a fence for the whole run.
             // Damaged shared memory that breaks the claim's exclusion can make two takers
             // hand out the same message; it cannot make us read or write out of bounds.
-            m.vis.store(held, Ordering::Release);
+            m.own.vis.store(held, Ordering::Release);
             // In flight now: counted when the walk ends (see `take`).
             self.fresh.set(self.fresh.get() + 1);
         } else if m
+            .own
             .vis
             // Received before, its visibility ended: a holder of an earlier handle may still
             // delete or change it (its clock read before the deadline passed), so a CAS.
@@ -762,8 +765,8 @@ impl Holder<'_, '_> {
         // CAS: only the holder of the group claim writes it after the send (which stores 0
         // before publishing), so nothing writes it between the two (one locked instruction
         // less a received message).
-        if m.first_recv_ms.load(Ordering::Relaxed) == 0 {
-            m.first_recv_ms.store(self.wall, Ordering::Relaxed);
+        if m.own.first_recv_ms.load(Ordering::Relaxed) == 0 {
+            m.own.first_recv_ms.store(self.wall, Ordering::Relaxed);
         }
         let read = sink(&Taken {
             idx,

@@ -84,7 +84,7 @@ pub fn release_where(
     for (_, h) in a.slots() {
         // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
         // before that CAS) is visible below: the holder we read is at least as new as `w`.
-        let w = h.vis.load(Ordering::Acquire);
+        let w = h.own.vis.load(Ordering::Acquire);
         let vis::State::Published(d) = vis::state(w) else {
             continue;
         };
@@ -92,13 +92,14 @@ pub fn release_where(
             continue;
         }
         // Relaxed: ordered by the Acquire load above.
-        if !pick(h.recv_ms.load(Ordering::Relaxed)) {
+        if !pick(h.own.recv_ms.load(Ordering::Relaxed)) {
             continue;
         }
         crash_point!();
         // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
         // visibility change). A failed CAS: deleted, changed or released meanwhile.
-        if h.vis
+        if h.own
+            .vis
             .compare_exchange(
                 w,
                 vis::pack(vis::epoch(w), vis::published(now)),
@@ -168,7 +169,7 @@ fn recover_dead(a: &Arena<'_>, env: &dyn Env, me: Owner, dead: &[(u32, u32)]) ->
     }
     for (i, h) in a.slots() {
         // Acquire: the slot's current state.
-        let w = h.vis.load(Ordering::Acquire);
+        let w = h.own.vis.load(Ordering::Acquire);
         let vis::State::Claimed(o) = vis::state(w) else {
             continue;
         };

@@ -275,9 +275,9 @@ fn reopen_from_sentinel(
 #[inline]
 fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
     if for_take {
-        crate::sync::load_for_write_u64(&m.vis, Ordering::SeqCst)
+        crate::sync::load_for_write_u64(&m.own.vis, Ordering::SeqCst)
     } else {
-        m.vis.load(Ordering::SeqCst)
+        m.own.vis.load(Ordering::SeqCst)
     }
 }
 
@@ -306,7 +306,7 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
         // Acquire: as `pool::free_dummy`, pairs with the CAS that set DELETED.
         let l = m.link.load(Ordering::Acquire);
         if node::inc(l) != node::inc(cur)
-            || vis::state(m.vis.load(Ordering::Acquire)) != vis::State::Deleted
+            || vis::state(m.own.vis.load(Ordering::Acquire)) != vis::State::Deleted
         {
             break;
         }

@@ -40,7 +40,7 @@ pub struct Outgoing<'x> {
     pub hash: u64,
     /// Group id bytes.
     pub group_id: &'x [u8],
-    /// Packed lengths for `MsgHeader::lens`.
+    /// Packed lengths for `MsgWords::lens`.
     pub lens: u64,
     /// Payload pieces (dedup id, encoded attributes, body), copied in back to back.
     pub parts: &'x [&'x [u8]],
@@ -91,7 +91,7 @@ pub fn loan(a: &Arena<'_>, env: &dyn Env, me: Owner, class: usize, cursor: u64) 
     crash_point!();
     // Relaxed: the slot is ours; a stale back-pointer names no PENDING entry of ours and this
     // slot either, so settlers ignore it: clearing it only keeps the word tidy.
-    s.h.recv_ms.store(0, Ordering::Relaxed);
+    s.h.own.recv_ms.store(0, Ordering::Relaxed);
     Ok(Loaned {
         idx: s.idx,
         inc: s.inc,
@@ -237,7 +237,7 @@ pub fn send_chain(
             let _ = dedup::commit(a, env, index, word, seq_hi, pos0.wrapping_add(i as u64));
             crash_point!(Ok(()));
             // Relaxed: published by the CAS below; no back-pointer once published.
-            h.recv_ms.store(0, Ordering::Relaxed);
+            h.own.recv_ms.store(0, Ordering::Relaxed);
         }
         // SYNC POINT(ready-check): the publish, then an RMW of `head` below. A store, not a
         // CAS (one locked instruction less a message): the word is `CLAIMED` by us, and only
@@ -246,7 +246,8 @@ pub fn send_chain(
         // that reads it sees the payload and header written before the link CAS; the order
         // against the cleaner's `head` swap comes from our RMW of `head` (AcqRel, below),
         // which the store precedes.
-        h.vis
+        h.own
+            .vis
             .store(vis::pack(p.epoch0, vis::published(0)), Ordering::Release);
         crash_point!(Ok(()));
     }
@@ -303,7 +304,7 @@ fn give_up(
     if loaned {
         // Relaxed: the slot is still ours; the entry it named is FREE (a settler would ignore
         // the stale pointer anyway).
-        a.msg(idx)?.recv_ms.store(0, Ordering::Relaxed);
+        a.msg(idx)?.own.recv_ms.store(0, Ordering::Relaxed);
     } else {
         pool::free(a, env, idx, claimed)?;
     }
@@ -326,7 +327,7 @@ fn prepare<'a>(
         Some(l) => {
             let (cl, h, start) = a.class_of(l.idx)?;
             // Relaxed: our own claim; only a hostile writer changes it meanwhile.
-            if h.vis.load(Ordering::Relaxed) != vis::pack(l.epoch0, vis::claimed(me))
+            if h.own.vis.load(Ordering::Relaxed) != vis::pack(l.epoch0, vis::claimed(me))
                 || node::inc(h.link.load(Ordering::Relaxed)) != l.inc
             {
                 return Err(Fault::Corrupted("a lent slot changed hands"));
@@ -355,12 +356,12 @@ fn prepare<'a>(
     }
     crash_point!();
     // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)).
-    h.lens.store(out.lens, Ordering::Relaxed);
+    h.own.lens.store(out.lens, Ordering::Relaxed);
     h.sent.store(env.now_ms(), Ordering::Relaxed);
-    h.first_recv_ms.store(0, Ordering::Relaxed);
+    h.own.first_recv_ms.store(0, Ordering::Relaxed);
     // While we produce, `recv_ms` points back to our dedup entry (for settlers), made visible
     // by `set_msg`'s Release store.
-    h.recv_ms.store(
+    h.own.recv_ms.store(
         entry.map_or(0, |(i, _)| u64::from(i) + 1),
         Ordering::Relaxed,
     );

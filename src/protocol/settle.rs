@@ -53,7 +53,7 @@ pub(crate) fn settle_known(
     let h = a.msg(idx)?;
     // Relaxed: the dead producer's last writes, ordered before its link CAS (if any), which
     // `linked` read with Acquire; a stale value names no matching entry.
-    let back = h.recv_ms.load(Ordering::Relaxed);
+    let back = h.own.recv_ms.load(Ordering::Relaxed);
     let inc = node::inc(h.link.load(Ordering::Acquire));
     let seq = if linked == Link::Linked {
         let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
@@ -73,7 +73,8 @@ pub(crate) fn settle_known(
         // message before its first take, which writes its holder record there before its CAS
         // (release on death and visibility changes read it for messages in flight only, and
         // a back-pointer names no holder).
-        if h.vis
+        if h.own
+            .vis
             .compare_exchange(
                 w,
                 vis::pack(vis::epoch(w), vis::published(0)),
@@ -205,7 +206,7 @@ pub(crate) fn settle_entry(
     }
     let h = a.msg(idx)?;
     // Acquire: the slot's current state.
-    let w = h.vis.load(Ordering::Acquire);
+    let w = h.own.vis.load(Ordering::Acquire);
     // Relaxed: an incarnation changes only after a free, which comes after the settle.
     let inc = node::inc(h.link.load(Ordering::Relaxed));
     if vis::state(w) == vis::State::Claimed(gstate::owner(st)) && inc == node::inc(m) {

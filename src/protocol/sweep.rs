@@ -368,7 +368,7 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PRes
             break;
         };
         // Acquire: the message's latest state.
-        let w = m.vis.load(Ordering::Acquire);
+        let w = m.own.vis.load(Ordering::Acquire);
         match vis::state(w) {
             vis::State::Deleted => {}
             // Relaxed: written before the node was published (Acquire above).
@@ -399,7 +399,7 @@ fn head_deadline(a: &Arena<'_>, e: &GroupEntry) -> u64 {
         };
         let next = node::index(l);
         let Ok(m) = a.msg(next) else { return 0 };
-        let w = m.vis.load(Ordering::Acquire);
+        let w = m.own.vis.load(Ordering::Acquire);
         match vis::state(w) {
             vis::State::Deleted => {
                 cur = node::pack(node::inc(m.link.load(Ordering::Acquire)), next)

@@ -13,7 +13,7 @@ pub fn next_ginc(ginc: u32) -> u32 {
     ginc.wrapping_add(1) & GINC_MASK
 }
 
-/// Mask of a 24-bit length field of `MsgHeader::lens` (the largest body or attribute length
+/// Mask of a 24-bit length field of `MsgWords::lens` (the largest body or attribute length
 /// a `lens` word holds).
 pub const LEN_MASK: u64 = (1 << 24) - 1;
 
@@ -255,14 +255,14 @@ pub mod pstate {
     }
 }
 
-/// Flag of `MsgHeader::lens`: the message id is the dedup id (a dead-lettered message, D8).
+/// Flag of `MsgWords::lens`: the message id is the dedup id (a dead-lettered message, D8).
 pub const LENS_MOVED: u8 = 1;
 
-/// Flag of `MsgHeader::lens` (layout 22): the slot holds a pack (`protocol::pack`), and the
+/// Flag of `MsgWords::lens` (layout 22): the slot holds a pack (`protocol::pack`), and the
 /// rest of the word is [`unit_lens`]'s, not [`pack_lens`]'s.
 pub const LENS_PACKED: u8 = 2;
 
-/// A pack's `MsgHeader::lens`: `[flags:8 = PACKED][members:8][_:16][used:32]`.
+/// A pack's `MsgWords::lens`: `[flags:8 = PACKED][members:8][_:16][used:32]`.
 #[cfg_attr(
     not(any(test, feature = "loom")),
     expect(
@@ -285,7 +285,7 @@ pub fn is_pack(lens: u64) -> bool {
     (lens >> 56) as u8 & LENS_PACKED != 0
 }
 
-/// Packed `MsgHeader::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
+/// Packed `MsgWords::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
 pub fn pack_lens(body: usize, attrs: usize, dedup: usize, flags: u8) -> u64 {
     (u64::from(flags) << 56)
         | (((body as u64) & LEN_MASK) << 32)
