@@ -610,9 +610,11 @@ pub struct MsgHeader {
 const _: () = {
     assert!(core::mem::size_of::<MsgHeader>() == MSG_HEADER_SIZE);
     assert!(core::mem::size_of::<MsgWords>() == PACK_MEMBER_SIZE);
-    // Pinned: tests/quarantine.rs writes `lens` and reads `pos` through the file.
+    // Pinned: tests/quarantine.rs writes `lens` and finds a header by `vis`, `pos` and
+    // `group_epoch0` through the file.
     assert!(core::mem::offset_of!(MsgHeader, own) + core::mem::offset_of!(MsgWords, lens) == 8);
     assert!(core::mem::offset_of!(MsgHeader, pos) == 40);
+    assert!(core::mem::offset_of!(MsgHeader, group_epoch0) == 48);
     assert!(core::mem::size_of::<GroupEntry>() == GROUP_ENTRY_SIZE);
     // Pinned: the tests that damage a group through the file (tests/common) write at them.
     assert!(core::mem::offset_of!(GroupEntry, head) == 32);

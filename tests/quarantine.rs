@@ -139,9 +139,10 @@ fn an_unreadable_message_is_quarantined_and_its_group_goes_on() {
     assert_eq!(q.attributes().quarantined_messages, 1);
 }
 
-/// A slot whose `lens` word says it holds a pack (layout 22: flag 2, two members) whose
-/// directory cannot be placed (a `used` of one byte, short of the directory itself) is a
-/// damaged message like any other: taken out, counted, its group goes on in order.
+/// A slot whose `lens` word says it holds a pack (layout 22: flag 2, two members, a `used` of
+/// one byte, short of the directory itself, so damaged however packs are read) is a damaged
+/// message like any other: taken out, counted, its group goes on in order. (That this build
+/// refuses every pack as a message is `message::split`'s own test.)
 #[test]
 fn a_damaged_pack_is_quarantined_and_its_group_goes_on() {
     let q = queue("quarantine-pack", &small());

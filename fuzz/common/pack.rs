@@ -63,6 +63,23 @@ pub fn pack_directory(data: &[u8]) {
             return;
         };
         check(&p, cap);
+        assert_eq!(p.k, sizes.len(), "every member laid out");
+        for (m, &(b, d, a)) in p.members().iter().zip(&sizes) {
+            assert_eq!(
+                (m.body, m.dedup, m.attrs),
+                (b, d, a),
+                "each member's lengths kept"
+            );
+        }
+        let need = sizes
+            .iter()
+            .fold(pack::first_body(sizes.len()), |end, &(b, d, a)| {
+                end.next_multiple_of(64) + b + d + a
+            });
+        assert_eq!(
+            p.used, need,
+            "a pack takes its members' bytes and their alignment only"
+        );
         let unit = words::unit_lens(p.k, p.used);
         let lens: Vec<u64> = p
             .members()

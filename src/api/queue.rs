@@ -439,3 +439,39 @@ impl Queue {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::pack;
+
+    /// A pack written into a slot of a mapped queue (its directory in the slot's payload, not
+    /// a heap arena's table) opens with its members' bytes (layout 22; the protocol's own test
+    /// covers the words).
+    #[test]
+    fn a_pack_in_a_mapped_slot_opens() {
+        let q = Queue::create_anonymous(
+            &crate::QueueConfig::new().size_classes(vec![(1024, 4), (262_656, 1)]),
+        )
+        .unwrap();
+        let a = q.arena();
+        let members: [[&[u8]; 3]; 2] = [[b"first", b"", b""], [b"second", b"id", b"at"]];
+        // SAFETY: slot 2 is free and this process alone uses the queue.
+        let unit = unsafe { pack::write(a, 2, 1, &members) }.unwrap().unwrap();
+        let p = pack::open(a, 2, unit).unwrap();
+        assert_eq!(
+            p.places.members()[0].at,
+            64,
+            "a directory of two, on its own line"
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { p.bytes(0) }, Some(&b"first"[..]));
+        // SAFETY: as above.
+        assert_eq!(unsafe { p.bytes(1) }, Some(&b"secondidat"[..]));
+        // The directory is the payload's first line: member 1's words are its bytes 32..64.
+        assert!(core::ptr::eq(
+            &p.members[1],
+            a.members(2, 2).unwrap().last().unwrap()
+        ));
+    }
+}

@@ -112,7 +112,10 @@ impl<'a> SendMessage<'a> {
     }
 }
 
-/// A message id: 128 bits, unique within the queue's life, shown in UUID form.
+/// A message id: 128 bits, shown in UUID form: the queue's nonce (its top 4 bits the
+/// message's member in a pack), the slot and its incarnation. Unique within the queue as long
+/// as no slot is reused 2^32 times while an earlier id matters (`docs/guarantees.md`, "Receipt
+/// handles").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct MessageId(pub u128);
 

@@ -114,6 +114,9 @@ pub struct HeapArena {
     growth: Vec<u32>,
     directory: Box<[AtomicU64]>,
     segs: Box<Segments>,
+    /// Packs' directories, `MAX_PACK` entries a slot of every class's whole index range
+    /// (`Arena::pack_words`), or none ([`HeapArena::with_packs`]).
+    pack_words: Box<[crate::layout::MsgWords]>,
     file: std::sync::Arc<HeapFile>,
     base_len: u64,
     size_limit: u64,
@@ -172,11 +175,29 @@ impl HeapArena {
             growth: (0..g.classes.len()).map(|k| g.growth(k)).collect(),
             directory: boxed(crate::layout::MAX_KINDS * MAX_SEGMENTS),
             segs: Box::new(Segments::new(Box::new(std::sync::Arc::clone(&file)))),
+            // None until asked for (`with_packs`): a loom model pays for every atomic it
+            // allocates, on every execution.
+            pack_words: Box::default(),
             file,
             base_len: g.offsets().map_or(PAGE, |o| o.total),
             size_limit: g.size_limit.max(g.offsets().map_or(PAGE, |o| o.total)),
             dedup_growth: g.dedup_growth,
             group_growth: g.group_growth,
+        }
+    }
+
+    /// [`HeapArena::new`] with room for packs (layout 22): a directory of `MAX_PACK` entries
+    /// beside every slot of every class's whole index range (`Arena::pack_words`). Without
+    /// it, `Arena::members` looks in the payload as in a mapping, where a heap arena's bytes
+    /// are rarely aligned for atomics (a directory there is then refused as damaged) and,
+    /// under loom, never hold them (refused always).
+    pub fn with_packs(g: &Geometry) -> Self {
+        let slots: usize = (0..g.classes.len())
+            .map(|k| crate::layout::slots_with(g.classes[k].1, g.growth(k)) as usize)
+            .sum();
+        HeapArena {
+            pack_words: boxed(crate::layout::MAX_PACK * slots),
+            ..Self::new(g)
         }
     }
 
@@ -227,6 +248,7 @@ impl HeapArena {
             dedup_growth: self.dedup_growth,
             group_growth: self.group_growth,
             base_slots: self.headers.iter().map(|h| h.len() as u64).sum(),
+            pack_words: &self.pack_words,
         }
     }
 }

@@ -11,14 +11,15 @@ use super::words::{self, unpack_group_epoch0};
 pub use crate::layout::MAX_ID_LEN;
 use crate::sync::Ordering;
 
-/// A message id (layout 22): the queue's nonce, the slot index of the message's first
-/// enqueue, its member in the slot's pack (4 bits; 0 for a message in a slot of its own) and
-/// the low 28 bits of the slot's incarnation. Unique for the queue's life as long as no slot
-/// is reused 2^28 times in it: an incarnation changes each time the slot is reused
-/// (`docs/guarantees.md`).
+/// A message id (layout 22): the queue's nonce with its top 4 bits replaced by the
+/// message's member in its slot's pack (0 for a message in a slot of its own), then the slot
+/// index and incarnation of the message's first enqueue. Unique within the queue as long as no
+/// slot is reused 2^32 times while an id of its earlier use still matters (an incarnation
+/// changes each time the slot is reused; `docs/guarantees.md`); across queues, 60 random bits
+/// of nonce tell them apart.
 pub fn id(nonce: u64, idx: u32, inc: u32, member: u8) -> u128 {
-    let low = (u32::from(member & 0xF) << 28) | (inc & 0x0FFF_FFFF);
-    (u128::from(nonce) << 64) | (u128::from(idx) << 32) | u128::from(low)
+    let high = (nonce & !(0xF << 60)) | (u64::from(member & 0xF) << 60);
+    (u128::from(high) << 64) | (u128::from(idx) << 32) | u128::from(inc)
 }
 
 /// A stored message's pieces, in slot order (layout 10).
@@ -147,23 +148,27 @@ impl<'t> Taken<'t> {
 mod tests {
     use super::*;
 
-    /// Members of one pack have distinct ids, and ids of one slot's incarnations stay
-    /// distinct through 2^28 reuses; a message in a slot of its own below that keeps layout
-    /// 21's id.
+    /// Members of one pack have distinct ids, every incarnation of a slot its own (all 32
+    /// bits), and a message in a slot of its own keeps layout 21's id where the nonce's top 4
+    /// bits are zero (elsewhere they are zero in the id).
     #[test]
-    fn ids_name_the_member_and_28_bits_of_the_incarnation() {
+    fn ids_name_the_member_and_every_bit_of_the_incarnation() {
         let n = 0x0123_4567_89ab_cdef;
         assert_eq!(id(n, 7, 5, 0), (u128::from(n) << 64) | (7 << 32) | 5);
         let members: std::collections::HashSet<_> = (0..crate::layout::MAX_PACK as u8)
             .map(|j| id(n, 7, 5, j))
             .collect();
         assert_eq!(members.len(), crate::layout::MAX_PACK);
-        assert_ne!(id(n, 7, 5, 1), id(n, 7, 6, 1));
-        assert_ne!(id(n, 7, (1 << 28) - 1, 0), id(n, 7, 0, 0));
-        // The 2^28-th reuse repeats an id (documented), and never another member's.
-        assert_eq!(id(n, 7, 1 << 28, 0), id(n, 7, 0, 0));
-        assert_ne!(id(n, 7, 1 << 28, 0), id(n, 7, 0, 1));
+        for inc in [0, 1, 1 << 28, u32::MAX] {
+            assert_ne!(id(n, 7, inc, 1), id(n, 7, inc ^ 1, 1));
+            assert_ne!(id(n, 7, inc, 0), id(n, 7, inc ^ (1 << 31), 0));
+            assert_eq!(id(n, 7, inc, 3) as u32, inc);
+        }
         assert_ne!(id(n, 8, 5, 0), id(n, 7, 5, 0));
+        let top = 0xf123_4567_89ab_cdef;
+        // The nonce's top 4 bits give way to the member.
+        assert_eq!(id(top, 7, 5, 0), id(n, 7, 5, 0));
+        assert_eq!(id(top, 7, 5, 2) >> 124, 2);
     }
 
     /// A pack is not split as a message, even where its words would add up as one's.

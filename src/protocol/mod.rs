@@ -136,7 +136,8 @@ pub mod view;
 pub mod words;
 
 use crate::layout::{
-    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, Participant, GROUP_KIND,
+    AttemptEntry, DedupEntry, GroupEntry, Header, MsgHeader, MsgWords, Participant, GROUP_KIND,
+    MAX_PACK,
 };
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -366,6 +367,12 @@ pub struct Arena<'a> {
     pub group_growth: u32,
     /// Message slots of the base file, all classes.
     pub base_slots: u64,
+    /// Packs' directories (layout 22) beside the payloads, `MAX_PACK` entries a slot by
+    /// global index: a heap arena's (tests, loom models), whose payloads are bytes that cannot
+    /// hold atomics (unaligned; loom's atomics are not words). Empty for a mapping, whose
+    /// directories are in the payloads ([`Arena::members`]), and for a heap arena not made
+    /// for packs.
+    pub pack_words: &'a [MsgWords],
 }
 
 /// [`Arena::ranges`] of these classes.
@@ -530,6 +537,45 @@ impl<'a> Arena<'a> {
         // inside the payload, mapped as long as the arena; the caller keeps every writer away
         // from them while the slice lives.
         Ok(unsafe { core::slice::from_raw_parts(p, len) })
+    }
+
+    /// The first `k` entries of the directory of the pack in slot `idx` (layout 22,
+    /// [`pack`]): in a mapping, the first `32 × k` bytes of the slot's payload; in a heap
+    /// arena, the slot's entries in [`Arena::pack_words`]. A `k` past [`MAX_PACK`] or past the
+    /// slot is corruption.
+    pub fn members(&self, idx: u32, k: usize) -> PResult<&'a [MsgWords]> {
+        if k > MAX_PACK {
+            return Err(Fault::Corrupted("pack member count"));
+        }
+        if !self.pack_words.is_empty() {
+            let at = idx as usize * MAX_PACK;
+            return self
+                .pack_words
+                .get(at..at + k)
+                .ok_or(Fault::Corrupted("message index out of range"));
+        }
+        #[cfg(shmfifo_loom)]
+        {
+            // A loom model's arena is a heap arena, with a table if it was made for packs
+            // (`HeapArena::with_packs`); without one, no slot holds a pack.
+            Err(Fault::Corrupted("no pack table"))
+        }
+        #[cfg(not(shmfifo_loom))]
+        {
+            let (cl, _, p) = self.class_of(idx)?;
+            if k * core::mem::size_of::<MsgWords>() > cl.cap as usize
+                || (p as usize) % core::mem::align_of::<MsgWords>() != 0
+            {
+                return Err(Fault::Corrupted("pack directory"));
+            }
+            // SAFETY: `p` starts the payload of slot `idx` of the class (`class_of` checked the
+            // index, in the base file or a mapped segment), is aligned for `MsgWords` (checked:
+            // a mapping's payloads start on lines, its strides are whole lines), and the `k`
+            // entries, at most `cap <= stride` bytes (checked), lie inside that payload, mapped
+            // as long as the arena. `MsgWords` is four atomics, valid for any bit pattern and
+            // shared with other processes as every word of the arena is.
+            Ok(unsafe { core::slice::from_raw_parts(p as *const MsgWords, k) })
+        }
     }
 
     /// The group entry `g`: in the base table, or in an added one (layout 16, mapped here the

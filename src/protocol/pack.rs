@@ -26,8 +26,13 @@
     )
 )]
 
-use super::words;
-use crate::layout::{MAX_PACK, PACK_MEMBER_SIZE};
+use super::{words, Arena, Fault, PResult};
+use crate::layout::{MsgWords, MAX_PACK, PACK_MEMBER_SIZE};
+use crate::sync::Ordering;
+
+// `place`'s sums stay below 2^34: no overflow on a 64-bit target, the only kind shmfifo builds
+// for (its arena words are u64 offsets).
+const _: () = assert!(usize::BITS >= 64);
 
 /// Where one member's bytes lie in its pack's payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,6 +70,119 @@ impl Places {
     pub fn members(&self) -> &[Place] {
         &self.members[..self.k]
     }
+}
+
+/// A pack in its slot: its directory's entries (each member's own words) and its members'
+/// places, checked.
+#[derive(Debug, Clone, Copy)]
+pub struct Pack<'a> {
+    /// The members' words, `places.k` of them.
+    pub members: &'a [MsgWords],
+    /// Where each member's bytes lie.
+    pub places: Places,
+    /// The slot's payload.
+    payload: *const u8,
+}
+
+/// The pack in slot `idx`, whose header's `lens` word is `unit` (read by the caller after the
+/// Acquire that published the slot): its directory found ([`Arena::members`]) and its words
+/// checked ([`place`]) before any offset is used. A damaged pack is corruption.
+pub fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> {
+    let (k, _) = words::unpack_unit_lens(unit);
+    if !words::is_pack(unit) || !(2..=MAX_PACK).contains(&k) {
+        return Err(Fault::Corrupted("pack member count"));
+    }
+    let (cl, _, payload) = a.class_of(idx)?;
+    let members = a.members(idx, k)?;
+    let mut lens = [0u64; MAX_PACK];
+    for (l, m) in lens.iter_mut().zip(members) {
+        // Relaxed: a member's lengths are written before the pack is published and never
+        // after; the caller's Acquire of the slot's words orders this load after them.
+        *l = m.lens.load(Ordering::Relaxed);
+    }
+    let places = place(unit, &lens[..k], cl.cap as usize).map_err(Fault::Corrupted)?;
+    Ok(Pack {
+        members,
+        places,
+        payload,
+    })
+}
+
+impl<'a> Pack<'a> {
+    /// Member `j`'s bytes: its body, its dedup id and its framed attributes, in that order
+    /// ([`Place`] splits them); `None` past the last member.
+    ///
+    /// # Safety
+    /// As [`Arena::payload`]'s: while the slice lives, no participant may free or rewrite the
+    /// pack (the caller holds its group's claim, or the group is marked by its quarantine).
+    pub unsafe fn bytes(&self, j: usize) -> Option<&'a [u8]> {
+        let p = self.places.members().get(j)?;
+        // Whoever takes the slice reads it (a copy out, or a borrowed body read in place).
+        crate::sync::payload_touch(self.payload.wrapping_add(p.at), p.end() - p.at, false);
+        // SAFETY: `open` checked with `place` that member `j` lies after the directory (its
+        // body starts at or past `first_body(k)`, so no byte of it is a directory word) and
+        // ends within `used <= cap <= stride` bytes of the payload's start, inside the slot's
+        // payload, mapped as long as the arena; the caller keeps writers away while it lives.
+        Some(unsafe { core::slice::from_raw_parts(self.payload.add(p.at), p.end() - p.at) })
+    }
+}
+
+/// Writes a pack of `members` (each one's body, dedup id and framed attributes) into slot
+/// `idx`, whose class holds `cap` bytes: every member's bytes at its place ([`lay_out`]), then
+/// its directory entry: its lengths, no holder, never received, and its state word
+/// published at `epoch0` with no deadline (visible), as a message's is when its send
+/// publishes it. Returns the slot's `lens` word for the pack ([`words::unit_lens`]), which
+/// the caller stores with the slot's other words; `None` if the members do not make a pack
+/// that fits (fewer than two or more than [`MAX_PACK`], a length past its field, past
+/// `cap`).
+///
+/// # Safety
+/// The caller has slot `idx` claimed: no other participant reads or writes its payload until
+/// the caller publishes it (the Release or SeqCst store that does orders these Relaxed
+/// stores and byte copies before it, SYNC POINT(node-link)).
+pub unsafe fn write(
+    a: &Arena<'_>,
+    idx: u32,
+    epoch0: u32,
+    members: &[[&[u8]; 3]],
+) -> PResult<Option<u64>> {
+    let (cl, _, payload) = a.class_of(idx)?;
+    if members.len() > MAX_PACK {
+        return Ok(None);
+    }
+    let sizes: [(usize, usize, usize); MAX_PACK] = core::array::from_fn(|j| {
+        members
+            .get(j)
+            .map_or((0, 0, 0), |[b, d, at]| (b.len(), d.len(), at.len()))
+    });
+    let Some(places) = lay_out(&sizes[..members.len()], cl.cap as usize) else {
+        return Ok(None);
+    };
+    let words = a.members(idx, places.k)?;
+    for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
+        let mut at = p.at;
+        for part in m {
+            // SAFETY: `lay_out` placed the member's parts one after another from `p.at`,
+            // ending within `used <= cap <= stride` bytes of the payload's start, past the
+            // directory (no byte of them is a directory word); the caller has the slot claimed,
+            // so nobody else touches them.
+            unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), part.len()) };
+            at += part.len();
+        }
+        // Relaxed: published by the caller's store of the slot's words (see # Safety).
+        w.lens.store(
+            words::pack_lens(p.body, p.attrs, p.dedup, 0),
+            Ordering::Relaxed,
+        );
+        w.recv_ms.store(0, Ordering::Relaxed);
+        w.first_recv_ms.store(0, Ordering::Relaxed);
+        w.vis.store(
+            words::vis::pack(epoch0, words::vis::published(0)),
+            Ordering::Relaxed,
+        );
+    }
+    crate::sync::payload_touch(payload, places.used, true);
+    Ok(Some(words::unit_lens(places.k, places.used)))
 }
 
 /// The offset of member 0's body: after a directory of `k` entries, at a line's start.
@@ -113,7 +231,8 @@ pub fn lay_out(sizes: &[(usize, usize, usize)], cap: usize) -> Option<Places> {
 /// member that does not end at `used` (every byte of a pack is accounted for, so a damaged
 /// length shows).
 pub fn place(unit: u64, lens: &[u64], cap: usize) -> Result<Places, &'static str> {
-    if !words::is_pack(unit) {
+    // The flag alone, and no bit between the count and `used`.
+    if unit >> 56 != u64::from(words::LENS_PACKED) || (unit >> 32) & 0xFFFF != 0 {
         return Err("not a pack");
     }
     let (k, used) = words::unpack_unit_lens(unit);
@@ -135,7 +254,7 @@ pub fn place(unit: u64, lens: &[u64], cap: usize) -> Result<Places, &'static str
             return Err("pack member flags");
         }
         // Each length is below 2^24 and `end` below 2^32 (it is at most `used`): no sum
-        // overflows a usize.
+        // overflows a usize (64 bits, asserted below).
         let at = end.next_multiple_of(64);
         *p = Place {
             at,
@@ -157,6 +276,75 @@ pub fn place(unit: u64, lens: &[u64], cap: usize) -> Result<Places, &'static str
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
     use super::*;
+
+    /// Written into a slot, a pack reads back: every member's words and bytes, through the
+    /// heap arena's table (a mapping's directory in the payload: `api::queue`'s tests).
+    #[test]
+    fn a_written_pack_opens_with_its_words_and_bytes() {
+        use crate::protocol::heap::HeapArena;
+        use crate::protocol::vis;
+        let g = crate::layout::Geometry {
+            participants: 1,
+            max_groups: 2,
+            group_slots: 4,
+            ready_slots: 4,
+            classes: vec![(64, 2), (1024, 3)],
+            dedup_slots: 0,
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
+            attempt_slots: 0,
+            class_growth: Vec::new(),
+            size_limit: 0,
+            dedup_growth: 0,
+            group_growth: 0,
+        };
+        let heap = HeapArena::with_packs(&g);
+        let a = heap.arena();
+        let members: [[&[u8]; 3]; 3] = [
+            [b"hello", b"d1", b""],
+            [b"world!", b"", b"attrs"],
+            [&[7u8; 100], b"dd", b"at"],
+        ];
+        // SAFETY: nobody else uses this arena.
+        let unit = unsafe { write(&a, 3, 5, &members) }.unwrap().unwrap();
+        let p = open(&a, 3, unit).unwrap();
+        assert_eq!(p.places.k, 3);
+        for (j, m) in members.iter().enumerate() {
+            // SAFETY: nobody else uses this arena.
+            let bytes = unsafe { p.bytes(j) }.unwrap();
+            assert_eq!(bytes, [m[0], m[1], m[2]].concat(), "member {j}");
+            let w = &p.members[j];
+            assert_eq!(
+                w.vis.load(Ordering::Relaxed),
+                vis::pack(5, vis::published(0))
+            );
+            assert_eq!(w.recv_ms.load(Ordering::Relaxed), 0);
+            let (b, at, d, f) = words::unpack_lens(w.lens.load(Ordering::Relaxed));
+            assert_eq!((b, d, at, f), (m[0].len(), m[1].len(), m[2].len(), 0));
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { p.bytes(3) }, None);
+        // Another slot's table entries are untouched.
+        assert_eq!(a.members(4, 3).unwrap()[0].lens.load(Ordering::Relaxed), 0);
+        // What does not fit the 64-byte class (its directory alone) or is one message only is
+        // no pack; a slot past the arena is corruption.
+        // SAFETY: as above.
+        assert_eq!(unsafe { write(&a, 0, 5, &members[..2]) }, Ok(None));
+        // SAFETY: as above.
+        assert_eq!(unsafe { write(&a, 3, 5, &members[..1]) }, Ok(None));
+        // SAFETY: as above.
+        assert!(unsafe { write(&a, 99, 5, &members) }.is_err());
+        assert!(open(&a, 99, unit).is_err());
+        assert!(a.members(3, MAX_PACK + 1).is_err());
+        // A member's length damaged: the pack no longer opens.
+        p.members[1].lens.fetch_add(64 << 32, Ordering::Relaxed);
+        assert!(matches!(open(&a, 3, unit), Err(Fault::Corrupted(_))));
+        p.members[1].lens.fetch_sub(64 << 32, Ordering::Relaxed);
+        assert!(open(&a, 3, unit).is_ok());
+        // Nor does a unit word without the flag, or naming one member or eleven.
+        assert!(open(&a, 3, unit & !(0xFF << 56)).is_err());
+        assert!(open(&a, 3, words::unit_lens(1, p.places.used)).is_err());
+        assert!(open(&a, 3, words::unit_lens(11, p.places.used)).is_err());
+    }
 
     fn unit_of(p: &Places) -> (u64, Vec<u64>) {
         let lens = p
@@ -229,6 +417,17 @@ mod tests {
         assert!(
             place(words::pack_lens(64, 0, 0, 0), &lens, 1024).is_err(),
             "no flag"
+        );
+        let moved = u64::from(words::LENS_MOVED) << 56;
+        assert_eq!(
+            place(unit | moved, &lens, 1024),
+            Err("not a pack"),
+            "another flag"
+        );
+        assert_eq!(
+            place(unit | (1 << 40), &lens, 1024),
+            Err("not a pack"),
+            "a spare bit"
         );
         for k in [0, 1, 11, 255] {
             let w = words::unit_lens(k, p.used);

@@ -263,14 +263,8 @@ pub const LENS_MOVED: u8 = 1;
 pub const LENS_PACKED: u8 = 2;
 
 /// A pack's `MsgWords::lens`: `[flags:8 = PACKED][members:8][_:16][used:32]`.
-#[cfg_attr(
-    not(any(test, feature = "loom")),
-    expect(
-        dead_code,
-        reason = "the send of packs, the next step of layout 22, writes it"
-    )
-)]
 pub fn unit_lens(members: usize, used: usize) -> u64 {
+    debug_assert!(members <= 0xFF && used <= 0xFFFF_FFFF, "a pack's words");
     (u64::from(LENS_PACKED) << 56) | (((members as u64) & 0xFF) << 48) | (used as u64 & 0xFFFF_FFFF)
 }
 
