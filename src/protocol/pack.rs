@@ -48,6 +48,17 @@ pub struct Place {
 }
 
 impl Place {
+    /// A member of these lengths placed after a member ending at `end`: its body at the next
+    /// line. (Lengths below 2^24 each and `end` below 2^32: no sum overflows, see below.)
+    fn after(end: usize, body: usize, dedup: usize, attrs: usize) -> Self {
+        Place {
+            at: end.next_multiple_of(64),
+            body,
+            dedup,
+            attrs,
+        }
+    }
+
     /// The offset one past the member's last byte.
     pub fn end(&self) -> usize {
         self.at + self.body + self.dedup + self.attrs
@@ -207,13 +218,7 @@ pub fn lay_out(sizes: &[(usize, usize, usize)], cap: usize) -> Option<Places> {
         if body > words::LEN_MASK as usize || attrs > words::LEN_MASK as usize || dedup > 0xFF {
             return None;
         }
-        let at = end.next_multiple_of(64);
-        *p = Place {
-            at,
-            body,
-            dedup,
-            attrs,
-        };
+        *p = Place::after(end, body, dedup, attrs);
         end = p.end();
         if end > cap {
             return None;
@@ -254,14 +259,8 @@ pub fn place(unit: u64, lens: &[u64], cap: usize) -> Result<Places, &'static str
             return Err("pack member flags");
         }
         // Each length is below 2^24 and `end` below 2^32 (it is at most `used`): no sum
-        // overflows a usize (64 bits, asserted below).
-        let at = end.next_multiple_of(64);
-        *p = Place {
-            at,
-            body,
-            dedup,
-            attrs,
-        };
+        // overflows a usize (64 bits, asserted above).
+        *p = Place::after(end, body, dedup, attrs);
         end = p.end();
         if end > used {
             return Err("pack member exceeds the pack");
