@@ -456,11 +456,13 @@ mod tests {
         .unwrap();
         let a = q.arena();
         let members: [[&[u8]; 3]; 2] = [[b"first", b"", b""], [b"second", b"id", b"at"]];
-        // SAFETY: slot 2 is free and this process alone uses the queue.
+        // SAFETY: slot 2 is free and this test alone uses the queue: nothing copies into it
+        // while the pack is viewed.
         let unit = unsafe { pack::write(a, 2, 1, &members) }.unwrap().unwrap();
-        let p = pack::open(a, 2, unit).unwrap();
+        // SAFETY: as above.
+        let p = unsafe { pack::open(a, 2, unit) }.unwrap();
         assert_eq!(
-            p.places.members()[0].at,
+            p.places().members()[0].at,
             64,
             "a directory of two, on its own line"
         );
@@ -468,10 +470,9 @@ mod tests {
         assert_eq!(unsafe { p.bytes(0) }, Some(&b"first"[..]));
         // SAFETY: as above.
         assert_eq!(unsafe { p.bytes(1) }, Some(&b"secondidat"[..]));
-        // The directory is the payload's first line: member 1's words are its bytes 32..64.
-        assert!(core::ptr::eq(
-            &p.members[1],
-            a.members(2, 2).unwrap().last().unwrap()
-        ));
+        // The directory is the payload's first line: member `j`'s words at byte `32 × j`.
+        let payload = a.class_of(2).unwrap().2 as usize;
+        assert_eq!(p.members.as_ptr() as usize, payload);
+        assert_eq!(&p.members[1] as *const _ as usize, payload + 32);
     }
 }

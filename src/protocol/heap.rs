@@ -188,9 +188,7 @@ impl HeapArena {
 
     /// [`HeapArena::new`] with room for packs (layout 22): a directory of `MAX_PACK` entries
     /// beside every slot of every class's whole index range (`Arena::pack_words`). Without
-    /// it, `Arena::members` looks in the payload as in a mapping, where a heap arena's bytes
-    /// are rarely aligned for atomics (a directory there is then refused as damaged) and,
-    /// under loom, never hold them (refused always).
+    /// it, the arena's slots hold no pack (`Arena::members` refuses every one).
     pub fn with_packs(g: &Geometry) -> Self {
         let slots: usize = (0..g.classes.len())
             .map(|k| crate::layout::slots_with(g.classes[k].1, g.growth(k)) as usize)
@@ -248,7 +246,7 @@ impl HeapArena {
             dedup_growth: self.dedup_growth,
             group_growth: self.group_growth,
             base_slots: self.headers.iter().map(|h| h.len() as u64).sum(),
-            pack_words: &self.pack_words,
+            pack_words: Some(&self.pack_words),
         }
     }
 }

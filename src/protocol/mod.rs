@@ -369,10 +369,10 @@ pub struct Arena<'a> {
     pub base_slots: u64,
     /// Packs' directories (layout 22) beside the payloads, `MAX_PACK` entries a slot by
     /// global index: a heap arena's (tests, loom models), whose payloads are bytes that cannot
-    /// hold atomics (unaligned; loom's atomics are not words). Empty for a mapping, whose
-    /// directories are in the payloads ([`Arena::members`]), and for a heap arena not made
-    /// for packs.
-    pub pack_words: &'a [MsgWords],
+    /// hold atomics (unaligned; loom's atomics are not words); empty for a heap arena not
+    /// made for packs, whose slots then hold none. `None` for a mapping, whose directories are
+    /// in the payloads ([`Arena::members`]).
+    pub pack_words: Option<&'a [MsgWords]>,
 }
 
 /// [`Arena::ranges`] of these classes.
@@ -542,22 +542,27 @@ impl<'a> Arena<'a> {
     /// The first `k` entries of the directory of the pack in slot `idx` (layout 22,
     /// [`pack`]): in a mapping, the first `32 × k` bytes of the slot's payload; in a heap
     /// arena, the slot's entries in [`Arena::pack_words`]. A `k` past [`MAX_PACK`] or past the
-    /// slot is corruption.
-    pub fn members(&self, idx: u32, k: usize) -> PResult<&'a [MsgWords]> {
-        if k > MAX_PACK {
-            return Err(Fault::Corrupted("pack member count"));
+    /// slot, or a slot past the arena, is corruption.
+    ///
+    /// # Safety
+    /// In a mapping the entries are the payload's bytes, which a send fills by plain copies:
+    /// while the slice lives, no participant of this process may copy into the slot's payload
+    /// (the caller has the slot claimed, or holds its group's claim while the pack is linked,
+    /// as [`Arena::payload`]'s callers do). Other processes' writes are the shared memory's
+    /// (untrusted, as every word of the arena).
+    pub unsafe fn members(&self, idx: u32, k: usize) -> PResult<&'a [MsgWords]> {
+        if k > MAX_PACK || idx >= self.total {
+            return Err(Fault::Corrupted("pack directory"));
         }
-        if !self.pack_words.is_empty() {
+        if let Some(table) = self.pack_words {
             let at = idx as usize * MAX_PACK;
-            return self
-                .pack_words
+            return table
                 .get(at..at + k)
-                .ok_or(Fault::Corrupted("message index out of range"));
+                .ok_or(Fault::Corrupted("a heap arena without packs"));
         }
         #[cfg(shmfifo_loom)]
         {
-            // A loom model's arena is a heap arena, with a table if it was made for packs
-            // (`HeapArena::with_packs`); without one, no slot holds a pack.
+            // A loom model's arena is a heap arena: it always has a table (maybe empty).
             Err(Fault::Corrupted("no pack table"))
         }
         #[cfg(not(shmfifo_loom))]
@@ -573,7 +578,8 @@ impl<'a> Arena<'a> {
             // a mapping's payloads start on lines, its strides are whole lines), and the `k`
             // entries, at most `cap <= stride` bytes (checked), lie inside that payload, mapped
             // as long as the arena. `MsgWords` is four atomics, valid for any bit pattern and
-            // shared with other processes as every word of the arena is.
+            // shared with other processes as every word of the arena is; no plain copy of this
+            // process overlaps them while the slice lives (the caller's contract).
             Ok(unsafe { core::slice::from_raw_parts(p as *const MsgWords, k) })
         }
     }

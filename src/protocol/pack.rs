@@ -89,8 +89,8 @@ impl Places {
 pub struct Pack<'a> {
     /// The members' words, `places.k` of them.
     pub members: &'a [MsgWords],
-    /// Where each member's bytes lie.
-    pub places: Places,
+    /// Where each member's bytes lie (private: [`Pack::bytes`] trusts them).
+    places: Places,
     /// The slot's payload.
     payload: *const u8,
 }
@@ -98,13 +98,18 @@ pub struct Pack<'a> {
 /// The pack in slot `idx`, whose header's `lens` word is `unit` (read by the caller after the
 /// Acquire that published the slot): its directory found ([`Arena::members`]) and its words
 /// checked ([`place`]) before any offset is used. A damaged pack is corruption.
-pub fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> {
+///
+/// # Safety
+/// As [`Arena::members`]': while the pack lives, no participant of this process copies into
+/// the slot's payload.
+pub unsafe fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> {
     let (k, _) = words::unpack_unit_lens(unit);
     if !words::is_pack(unit) || !(2..=MAX_PACK).contains(&k) {
         return Err(Fault::Corrupted("pack member count"));
     }
     let (cl, _, payload) = a.class_of(idx)?;
-    let members = a.members(idx, k)?;
+    // SAFETY: the caller's contract is `members`'.
+    let members = unsafe { a.members(idx, k) }?;
     let mut lens = [0u64; MAX_PACK];
     for (l, m) in lens.iter_mut().zip(members) {
         // Relaxed: a member's lengths are written before the pack is published and never
@@ -120,6 +125,11 @@ pub fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> {
 }
 
 impl<'a> Pack<'a> {
+    /// Where each member's bytes lie, as `open` checked them.
+    pub fn places(&self) -> &Places {
+        &self.places
+    }
+
     /// Member `j`'s bytes: its body, its dedup id and its framed attributes, in that order
     /// ([`Place`] splits them); `None` past the last member.
     ///
@@ -169,7 +179,9 @@ pub unsafe fn write(
     let Some(places) = lay_out(&sizes[..members.len()], cl.cap as usize) else {
         return Ok(None);
     };
-    let words = a.members(idx, places.k)?;
+    // SAFETY: the caller has the slot claimed (this function's contract), so no other
+    // participant copies into its payload.
+    let words = unsafe { a.members(idx, places.k) }?;
     for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
         let mut at = p.at;
         for part in m {
@@ -180,7 +192,8 @@ pub unsafe fn write(
             unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), part.len()) };
             at += part.len();
         }
-        // Relaxed: published by the caller's store of the slot's words (see # Safety).
+        // Relaxed, the four: published by the caller's store of the slot's words, Release or
+        // SeqCst, after them (see # Safety); nobody reads them before.
         w.lens.store(
             words::pack_lens(p.body, p.attrs, p.dedup, 0),
             Ordering::Relaxed,
@@ -303,12 +316,17 @@ mod tests {
             [b"world!", b"", b"attrs"],
             [&[7u8; 100], b"dd", b"at"],
         ];
-        // SAFETY: nobody else uses this arena.
+        // This test's thread alone uses the arena: no copy into a slot races a view of it.
+        // SAFETY: as just said.
+        let open_at = |idx, unit| unsafe { open(&a, idx, unit) };
+        // SAFETY: as above.
+        let members_of = |idx, k| unsafe { a.members(idx, k) };
+        // SAFETY: as above.
         let unit = unsafe { write(&a, 3, 5, &members) }.unwrap().unwrap();
-        let p = open(&a, 3, unit).unwrap();
-        assert_eq!(p.places.k, 3);
+        let p = open_at(3, unit).unwrap();
+        assert_eq!(p.places().k, 3);
         for (j, m) in members.iter().enumerate() {
-            // SAFETY: nobody else uses this arena.
+            // SAFETY: as above.
             let bytes = unsafe { p.bytes(j) }.unwrap();
             assert_eq!(bytes, [m[0], m[1], m[2]].concat(), "member {j}");
             let w = &p.members[j];
@@ -323,7 +341,7 @@ mod tests {
         // SAFETY: as above.
         assert_eq!(unsafe { p.bytes(3) }, None);
         // Another slot's table entries are untouched.
-        assert_eq!(a.members(4, 3).unwrap()[0].lens.load(Ordering::Relaxed), 0);
+        assert_eq!(members_of(4, 3).unwrap()[0].lens.load(Ordering::Relaxed), 0);
         // What does not fit the 64-byte class (its directory alone) or is one message only is
         // no pack; a slot past the arena is corruption.
         // SAFETY: as above.
@@ -332,17 +350,26 @@ mod tests {
         assert_eq!(unsafe { write(&a, 3, 5, &members[..1]) }, Ok(None));
         // SAFETY: as above.
         assert!(unsafe { write(&a, 99, 5, &members) }.is_err());
-        assert!(open(&a, 99, unit).is_err());
-        assert!(a.members(3, MAX_PACK + 1).is_err());
+        assert!(open_at(99, unit).is_err());
+        assert!(members_of(3, MAX_PACK + 1).is_err());
+        assert!(
+            members_of(a.total, 0).is_err(),
+            "past the arena, even for no entry"
+        );
         // A member's length damaged: the pack no longer opens.
         p.members[1].lens.fetch_add(64 << 32, Ordering::Relaxed);
-        assert!(matches!(open(&a, 3, unit), Err(Fault::Corrupted(_))));
+        assert!(matches!(open_at(3, unit), Err(Fault::Corrupted(_))));
         p.members[1].lens.fetch_sub(64 << 32, Ordering::Relaxed);
-        assert!(open(&a, 3, unit).is_ok());
+        assert!(open_at(3, unit).is_ok());
         // Nor does a unit word without the flag, or naming one member or eleven.
-        assert!(open(&a, 3, unit & !(0xFF << 56)).is_err());
-        assert!(open(&a, 3, words::unit_lens(1, p.places.used)).is_err());
-        assert!(open(&a, 3, words::unit_lens(11, p.places.used)).is_err());
+        let used = p.places().used;
+        assert!(open_at(3, unit & !(0xFF << 56)).is_err());
+        assert!(open_at(3, words::unit_lens(1, used)).is_err());
+        assert!(open_at(3, words::unit_lens(11, used)).is_err());
+        // A heap arena made without the table holds no pack.
+        let plain = HeapArena::new(&g);
+        // SAFETY: as above.
+        assert!(unsafe { plain.arena().members(3, 2) }.is_err());
     }
 
     fn unit_of(p: &Places) -> (u64, Vec<u64>) {

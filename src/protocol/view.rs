@@ -383,7 +383,7 @@ pub unsafe fn view<'a>(base: *mut u8, c: &Checked, segs: &'a Segments) -> Arena<
         group_growth: g.group_growth,
         base_slots: g.total_slots(),
         // A mapping's packs keep their directories in their payloads.
-        pack_words: &[],
+        pack_words: None,
     }
 }
 
