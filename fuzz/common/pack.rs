@@ -50,12 +50,13 @@ pub fn pack_directory(data: &[u8]) {
                 )
             })
             .collect();
+        // The bytes the members take with their alignment, after the directory.
+        let k = sizes.len();
+        let need = sizes.iter().fold(pack::first_body(k), |end, &(b, d, a)| {
+            end.next_multiple_of(64) + b + d + a
+        });
         let Some(p) = pack::lay_out(&sizes, cap) else {
             // Refused: too few or too many members, or more than the slot holds.
-            let k = sizes.len();
-            let need: usize = sizes.iter().fold(pack::first_body(k), |end, &(b, d, a)| {
-                end.next_multiple_of(64) + b + d + a
-            });
             assert!(
                 !(2..=MAX_PACK).contains(&k) || need > cap,
                 "refused {sizes:?} in {cap}"
@@ -63,7 +64,7 @@ pub fn pack_directory(data: &[u8]) {
             return;
         };
         check(&p, cap);
-        assert_eq!(p.k, sizes.len(), "every member laid out");
+        assert_eq!(p.k, k, "every member laid out");
         for (m, &(b, d, a)) in p.members().iter().zip(&sizes) {
             assert_eq!(
                 (m.body, m.dedup, m.attrs),
@@ -71,11 +72,6 @@ pub fn pack_directory(data: &[u8]) {
                 "each member's lengths kept"
             );
         }
-        let need = sizes
-            .iter()
-            .fold(pack::first_body(sizes.len()), |end, &(b, d, a)| {
-                end.next_multiple_of(64) + b + d + a
-            });
         assert_eq!(
             p.used, need,
             "a pack takes its members' bytes and their alignment only"

@@ -19,7 +19,7 @@ use super::queue::fault;
 use super::queue::Queue;
 use super::types::{Message, ReceiptHandle, ReceiveBuffer, ReceiveOptions};
 use crate::error::{Error, Result};
-use crate::protocol::handle::{self, Handle};
+use crate::protocol::handle;
 use crate::protocol::receive::Taken;
 
 /// Where a borrowed body lies in the mapping (addresses as integers: plain data in a
@@ -164,12 +164,7 @@ impl Queue {
                 handle: handle.to_string(),
             });
         }
-        let h = Handle {
-            idx: handle.idx,
-            inc: handle.inc,
-            member: handle.member,
-            epoch: handle.epoch,
-        };
+        let h = handle.slot();
         match handle::still_taken(self.arena(), h) {
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::ReceiptHandleExpired {

@@ -22,12 +22,7 @@ impl Queue {
                 handle: h.to_string(),
             });
         }
-        Ok(Handle {
-            idx: h.idx,
-            inc: h.inc,
-            member: h.member,
-            epoch: h.epoch,
-        })
+        Ok(h.slot())
     }
 
     pub(super) fn handle_fault(&self, f: Fault, h: &ReceiptHandle) -> Error {

@@ -133,7 +133,7 @@ pub(super) fn fill(
             .and_then(MessageId::parse)
             .ok_or("moved message id")?
     } else {
-        MessageId(message::id(nonce, t.idx, t.inc, h.member))
+        MessageId(message::id(nonce, h.idx, h.inc, h.member))
     };
     m.receipt_handle = ReceiptHandle {
         nonce,

@@ -236,6 +236,17 @@ pub struct ReceiptHandle {
 }
 
 impl ReceiptHandle {
+    /// The receive it names in its queue (the nonce checked by the caller).
+    #[inline]
+    pub(crate) fn slot(&self) -> crate::protocol::handle::Handle {
+        crate::protocol::handle::Handle {
+            idx: self.idx,
+            inc: self.inc,
+            epoch: self.epoch,
+            member: self.member,
+        }
+    }
+
     /// The handle's text (what `to_string` gives, and [`str::parse`] takes back) on the stack,
     /// with no allocation: for a caller that copies it somewhere (a C buffer, a reply being
     /// written) rather than keep a `String`.

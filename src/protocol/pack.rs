@@ -103,10 +103,9 @@ pub struct Pack<'a> {
 /// As [`Arena::members`]': while the pack lives, no participant of this process copies into
 /// the slot's payload.
 pub unsafe fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> {
+    // The word is checked whole by `place` below; `members` refuses a count past `MAX_PACK`
+    // first, so that only a directory's worth of words is ever loaded.
     let (k, _) = words::unpack_unit_lens(unit);
-    if !words::is_pack(unit) || !(2..=MAX_PACK).contains(&k) {
-        return Err(Fault::Corrupted("pack member count"));
-    }
     let (cl, _, payload) = a.class_of(idx)?;
     // SAFETY: the caller's contract is `members`'.
     let members = unsafe { a.members(idx, k) }?;

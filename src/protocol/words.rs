@@ -273,12 +273,6 @@ pub fn unpack_unit_lens(w: u64) -> (usize, usize) {
     (((w >> 48) & 0xFF) as usize, (w & 0xFFFF_FFFF) as usize)
 }
 
-/// Whether a lens word is a pack's.
-#[inline]
-pub fn is_pack(lens: u64) -> bool {
-    (lens >> 56) as u8 & LENS_PACKED != 0
-}
-
 /// Packed `MsgWords::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
 pub fn pack_lens(body: usize, attrs: usize, dedup: usize, flags: u8) -> u64 {
     (u64::from(flags) << 56)
