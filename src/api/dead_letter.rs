@@ -146,7 +146,7 @@ impl Queue {
             }
             id_text.copy_from_slice(dedup);
         } else {
-            let id = self.message_id(t.idx, t.inc).to_string();
+            let id = self.message_id(t.idx, t.inc, t.member).to_string();
             id_text.copy_from_slice(id.as_bytes());
         }
         let (attrs, body) = (p.attrs, p.body);

@@ -411,10 +411,11 @@ impl Queue {
             };
             let dl = self.dead_letter().ok().flatten();
             let dlq = dl.and_then(|(_, version)| self.dead_letter_queue(version).ok());
-            for &(idx, inc, w) in &q.messages {
-                let id = self.message_id(idx, inc);
+            for &(idx, inc, member, w) in &q.messages {
+                let id = self.message_id(idx, inc, member);
                 let moved = dlq.as_ref().is_some_and(|d| {
-                    quarantine::taken(a, g, idx, inc, w).is_ok_and(|t| self.move_to(d, &t).is_ok())
+                    quarantine::taken(a, g, idx, inc, member, w)
+                        .is_ok_and(|t| self.move_to(d, &t).is_ok())
                 });
                 if moved {
                     out.dead_lettered.push(id);

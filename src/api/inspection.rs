@@ -148,8 +148,9 @@ impl Queue {
         let c = accounting::counts_per_class(a, inner, &mut |cl, u| {
             let k = size_classes.len();
             let slots = a.slots_now(k) as u32;
-            let used = u.published() as u32;
-            let (sending, deleted) = (u.sending as u32, u.deleted as u32);
+            // Slots, not messages: a pack (layout 22) is one slot of several messages.
+            let used = u.slots_published as u32;
+            let (sending, deleted) = (u.sending as u32, u.slots_deleted as u32);
             size_classes.push(SizeClassUse {
                 payload_bytes: cl.cap,
                 slot_bytes: cl.slot_bytes(),

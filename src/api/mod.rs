@@ -13,6 +13,8 @@ mod inspection;
 mod loan;
 mod observe;
 mod open;
+#[cfg(test)]
+mod packs_test;
 mod queue;
 mod receive;
 mod send;

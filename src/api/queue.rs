@@ -66,6 +66,10 @@ pub(super) struct Inner {
     pub(super) test_clock: bool,
     /// Bodies are any bytes (`BodyMode::Binary`), fixed at creation.
     pub(super) binary: bool,
+    /// This handle sends a batch's messages to one group as one pack (layout 22, stage 1b of
+    /// `docs/design/packed-batches.md`): off until every path that reads packs is proven
+    /// (loom, failpoints, torture); on in this crate's tests and with the `packs` feature.
+    pub(super) packing: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: `view` only refers to the shared mapping owned by `map` (never freed before `Inner`)
@@ -228,6 +232,17 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
 }
 
 impl Inner {
+    /// Whether this handle sends a batch's messages to one group as a pack (see `packing`).
+    #[inline]
+    pub(super) fn packing(&self) -> crate::protocol::send::Packing {
+        // Relaxed: a process-local setting, read once a chain.
+        if self.packing.load(std::sync::atomic::Ordering::Relaxed) {
+            crate::protocol::send::Packing::Where
+        } else {
+            crate::protocol::send::Packing::Never
+        }
+    }
+
     /// Real arena time (ms, from 1): `CLOCK_MONOTONIC` since the arena's base, whatever the
     /// queue's clock. Waits measure themselves with it.
     pub(super) fn real_ms(&self) -> u64 {
@@ -280,6 +295,46 @@ impl Queue {
     pub(super) fn arena(&self) -> &Arena<'_> {
         // A reference: the view is some 600 bytes (a copy per call showed in profiles).
         &self.inner.view
+    }
+
+    /// Sets whether this handle sends the messages a batch has for one group as one pack
+    /// (layout 22; `docs/design/packed-batches.md`, stage 1b): one slot, one node of the
+    /// group's list, one claim and one publication for up to ten messages, each still its own
+    /// message (its id, sequence number, receipt handle, visibility and receive count). Off by
+    /// default while the paths that read packs are being proven (loom models, kill points,
+    /// torture); every handle of this build reads packs whoever sent them.
+    ///
+    /// Experimental (feature `packs`): outside semver, and gone once packs are the default.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.set_pack_batches(true);
+    /// let sent = q.send_messages(&[
+    ///     SendMessage::new("g", "first").dedup_id("1"),
+    ///     SendMessage::new("g", "second").dedup_id("2"),
+    /// ])?;
+    /// let got = q.receive(&ReceiveOptions::max(10))?;
+    /// let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    /// assert_eq!(bodies, ["first", "second"]);
+    /// assert_eq!(got[1].message_id, sent[1].as_ref().unwrap().message_id);
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    #[cfg(feature = "packs")]
+    pub fn set_pack_batches(&self, on: bool) {
+        self.set_packing(on);
+    }
+
+    /// [`set_pack_batches`](Self::set_pack_batches), for this crate's tests.
+    #[cfg_attr(not(any(test, feature = "packs")), allow(dead_code))]
+    pub(crate) fn set_packing(&self, on: bool) {
+        // Relaxed: a process-local setting (see `Inner::packing`).
+        self.inner
+            .packing
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The queue's path for logs, or `(anonymous)`.

@@ -442,7 +442,7 @@ impl Queue {
                 .enumerate()
             {
                 let h = &m.receipt_handle;
-                rec.refs[k] = (u64::from(h.inc) << 32) | u64::from(h.idx);
+                rec.refs[k] = attempt::message_ref(h.idx, h.inc, h.member);
                 rec.vis[k] = buf.vis[k];
             }
             attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &rec);
@@ -645,7 +645,7 @@ impl Queue {
                 // Unreadable (a corrupted word): not returned; the protocol quarantines it.
                 tracing::error!(
                     queue = %self.display_name(),
-                    message_id = %self.message_id(t.idx, t.inc),
+                    message_id = %self.message_id(t.idx, t.inc, t.member),
                     reason = why,
                     "quarantined an unreadable message"
                 );

@@ -525,14 +525,14 @@ impl Queue {
             }
         }
         SendResult {
-            message_id: self.message_id(sent.idx, sent.inc),
+            message_id: self.message_id(sent.idx, sent.inc, sent.member),
             sequence_number: (u128::from(sent.seq_hi) << 64) | u128::from(sent.pos),
             duplicate: sent.duplicate,
         }
     }
 
-    pub(super) fn message_id(&self, idx: u32, inc: u32) -> MessageId {
-        MessageId(message::id(self.inner.nonce, idx, inc, 0))
+    pub(super) fn message_id(&self, idx: u32, inc: u32, member: u8) -> MessageId {
+        MessageId(message::id(self.inner.nonce, idx, inc, member))
     }
 
     /// Sends up to 10 messages (S11–S13). Request-level errors reject the whole batch; other
@@ -799,12 +799,14 @@ impl Queue {
                 }
             }
             let mut got: [PResult<send::Sent>; 10] = [Err(Fault::Corrupted("not sent")); 10];
-            send::send_chain(
+            let packing = inner.packing();
+            send::send_chain_as(
                 self.arena(),
                 &Op::new(inner),
                 inner.me,
                 &chain[..n],
                 &mut got[..n],
+                packing,
             )
             .map_err(|f| fault(f, inner))?;
             // A full class: if what follows the last entry that went is all that failed (so a
@@ -820,12 +822,13 @@ impl Queue {
             if suffix_full {
                 // Reclaim what is due, then send the suffix again, growing if need be.
                 self.make_room();
-                send::send_chain(
+                send::send_chain_as(
                     self.arena(),
                     &Op::growing(inner),
                     inner.me,
                     &chain[last_ok..n],
                     &mut got[last_ok..n],
+                    packing,
                 )
                 .map_err(|f| fault(f, inner))?;
             }

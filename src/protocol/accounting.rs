@@ -121,17 +121,43 @@ pub fn in_flight(a: &Arena<'_>) -> u64 {
 pub fn in_flight_census(a: &Arena<'_>) {
     let mut real = 0u64;
     for c in 0..a.nclasses {
-        for (_, h) in a.slots_of(c) {
+        for (i, h) in a.slots_of(c) {
             // Relaxed: a census; concurrent operations make it approximate.
-            if let vis::State::Published(d) = vis::state(h.own.vis.load(Ordering::Relaxed)) {
-                real += u64::from(d > 0);
-            }
+            each_message(a, i, h, h.own.vis.load(Ordering::Relaxed), |w| {
+                if let vis::State::Published(d) = vis::state(w) {
+                    real += u64::from(d > 0);
+                }
+            });
         }
     }
     let sum = shares(a);
     a.hdr
         .in_flight_fix
         .store(real.wrapping_sub(sum), Ordering::Relaxed);
+}
+
+/// Calls `f` with the state word of each message in slot `idx` (header `h`) whose unit word is
+/// `w`: `w` itself, or each member's of a pack (layout 22), loaded Relaxed (a census or a
+/// snapshot; a pack whose directory does not check, damaged or reused meanwhile, counts
+/// nothing).
+fn each_message(
+    a: &Arena<'_>,
+    idx: u32,
+    h: &crate::layout::MsgHeader,
+    w: u64,
+    mut f: impl FnMut(u64),
+) {
+    if vis::state(w) != vis::State::Packed {
+        return f(w);
+    }
+    // SAFETY: a census copies nothing into payloads; what it reads of a slot that moves on
+    // meanwhile only makes it approximate, as C1 allows.
+    if let Ok(unit) = unsafe { super::pack::unit(a, idx, h, w) } {
+        for m in unit.words() {
+            // Relaxed: as the caller's.
+            f(m.vis.load(Ordering::Relaxed));
+        }
+    }
 }
 
 /// Adds `n` to participant `me`'s lifetime counter `which` (an index of
@@ -340,13 +366,11 @@ pub struct Counts {
     /// The earliest send time (arena ms) of a message still in the queue (visible, in flight
     /// or delayed); 0 when there is none.
     pub oldest_sent: u64,
-}
-
-impl Counts {
-    /// Slots holding a published message, expired ones included.
-    pub fn published(&self) -> u64 {
-        self.visible + self.in_flight + self.delayed + self.expired
-    }
+    /// Slots holding published messages, expired ones included: one a message, or one a
+    /// pack of them (layout 22), whatever its members' states.
+    pub slots_published: u64,
+    /// Slots holding a deleted message (or a pack of them) not yet reclaimed.
+    pub slots_deleted: u64,
 }
 
 /// Counts messages by state, scanning every slot (O(capacity)).
@@ -365,31 +389,35 @@ pub fn counts_per_class(
     for (k, cl) in a.classes.iter().take(a.nclasses).enumerate() {
         let Some(cl) = cl else { continue };
         let mut c = Counts::default();
-        for (_, h) in a.slots_of(k) {
+        for (i, h) in a.slots_of(k) {
             // Relaxed: an approximate snapshot, as C1 allows.
-            match vis::state(h.own.vis.load(Ordering::Relaxed)) {
-                // Relaxed: as above.
-                vis::State::Published(d) => {
-                    // Relaxed: as above.
-                    let sent = h.sent.load(Ordering::Relaxed);
-                    match t.standing(sent, d) {
-                        Standing::Expired => c.expired += 1,
-                        s => {
-                            match s {
-                                Standing::InFlight => c.in_flight += 1,
-                                Standing::Delayed => c.delayed += 1,
-                                _ => c.visible += 1,
-                            }
-                            if sent > 0 && (c.oldest_sent == 0 || sent < c.oldest_sent) {
-                                c.oldest_sent = sent;
-                            }
+            let w = h.own.vis.load(Ordering::Relaxed);
+            // Relaxed: as above.
+            let sent = h.sent.load(Ordering::Relaxed);
+            match vis::state(w) {
+                vis::State::Published(_) | vis::State::Packed => c.slots_published += 1,
+                vis::State::Deleted => c.slots_deleted += 1,
+                _ => {}
+            }
+            each_message(a, i, h, w, |w| match vis::state(w) {
+                vis::State::Published(d) => match t.standing(sent, d) {
+                    Standing::Expired => c.expired += 1,
+                    s => {
+                        match s {
+                            Standing::InFlight => c.in_flight += 1,
+                            Standing::Delayed => c.delayed += 1,
+                            _ => c.visible += 1,
+                        }
+                        if sent > 0 && (c.oldest_sent == 0 || sent < c.oldest_sent) {
+                            c.oldest_sent = sent;
                         }
                     }
-                }
+                },
                 vis::State::Claimed(_) => c.sending += 1,
                 vis::State::Deleted => c.deleted += 1,
-                vis::State::Free => {}
-            }
+                // A member's word is never `FREE` or `PACKED`: a damaged pack, not counted.
+                vis::State::Free | vis::State::Packed => {}
+            });
         }
         per_class(cl, &c);
         total.visible += c.visible;
@@ -398,6 +426,8 @@ pub fn counts_per_class(
         total.expired += c.expired;
         total.sending += c.sending;
         total.deleted += c.deleted;
+        total.slots_published += c.slots_published;
+        total.slots_deleted += c.slots_deleted;
         if c.oldest_sent > 0 && (total.oldest_sent == 0 || c.oldest_sent < total.oldest_sent) {
             total.oldest_sent = c.oldest_sent;
         }

@@ -31,11 +31,27 @@ pub struct Record {
     pub vt_ms: u64,
     /// Number of messages.
     pub count: usize,
-    /// Node refs `[inc:32][idx:32]`.
+    /// The messages, as [`message_ref`]s.
     pub refs: [u64; MAX_MESSAGES],
     /// Each message's `vis` word as the receive left it (epoch and deadline).
     pub vis: [u64; MAX_MESSAGES],
 }
+
+/// A record's reference to a message: `[member:4][inc:28][idx:32]`, its slot, the low 28 bits
+/// of the slot's incarnation and its member in the slot's pack (layout 22; 0: a slot of its
+/// own). A replay also compares the message's whole state word (its epoch and its deadline in
+/// ms), so 28 bits of incarnation are ample to tell a reused slot.
+pub fn message_ref(idx: u32, inc: u32, member: u8) -> u64 {
+    (u64::from(member & 0xF) << 60) | (u64::from(inc & INC_MASK) << 32) | u64::from(idx)
+}
+
+/// `(idx, inc & INC_MASK, member)` of a [`message_ref`].
+pub fn ref_parts(r: u64) -> (u32, u32, u8) {
+    (r as u32, ((r >> 32) as u32) & INC_MASK, (r >> 60) as u8)
+}
+
+/// The bits of an incarnation a [`message_ref`] keeps.
+pub const INC_MASK: u32 = (1 << 28) - 1;
 
 fn window<'a>(a: &Arena<'a>, hash: u64) -> impl Iterator<Item = &'a AttemptEntry> {
     let t: &'a [AttemptEntry] = a.attempts;

@@ -76,6 +76,8 @@ pub struct Original {
     pub idx: u32,
     /// Slot incarnation (part of its message id).
     pub inc: u32,
+    /// Its member in its slot's pack (part of its message id; 0: a slot of its own).
+    pub member: u8,
     /// High 64 bits of its sequence number.
     pub seq_hi: u64,
     /// Low 64 bits of its sequence number.
@@ -166,7 +168,10 @@ fn all_entries<'a>(a: &'a Arena<'a>) -> impl Iterator<Item = &'a DedupEntry> + '
         .flat_map(|t| t.entries.iter())
 }
 
-use super::words::dedup_meta::{expires as meta_expires, lens as meta_lens, pack as pack_meta};
+use super::words::dedup_meta::{
+    expires as meta_expires, lens as meta_lens, member as meta_member, pack as pack_meta,
+    with_member as meta_with_member,
+};
 
 /// Whether entry `i` (read in state `st`) holds `key`. Relaxed loads: the caller loaded `st`
 /// with Acquire and validates it afterwards ([`still`]), so a torn read of a reused entry is
@@ -197,6 +202,7 @@ fn original(e: &DedupEntry) -> Original {
     Original {
         idx: node::index(m),
         inc: node::inc(m),
+        member: meta_member(e.meta.load(Ordering::Relaxed)),
         seq_hi: e.seq_hi.load(Ordering::Relaxed),
         pos: e.pos.load(Ordering::Relaxed),
     }
@@ -553,9 +559,11 @@ pub fn set_msg(a: &Arena<'_>, index: u32, idx: u32, inc: u32) -> PResult<()> {
     Ok(())
 }
 
-/// Writes the outcome into a `PENDING` entry (in state `word`) and makes it `DONE`. Does
-/// nothing if the entry is no longer in state `word` (settled by someone who proved its owner
-/// dead: to the same outcome); while its live owner runs, nobody else writes it.
+/// Writes the outcome into a `PENDING` entry (in state `word`) and makes it `DONE`: the
+/// message's sequence number `(seq_hi, pos)` and its `member` in its slot's pack (0: a slot of
+/// its own). Does nothing if the entry is no longer in state `word` (settled by someone who
+/// proved its owner dead: to the same outcome); while its live owner runs, nobody else
+/// writes it.
 pub fn commit(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -563,6 +571,7 @@ pub fn commit(
     word: u64,
     seq_hi: u64,
     pos: u64,
+    member: u8,
 ) -> PResult<()> {
     let e = entry(a, index as usize)?;
     if e.state.load(Ordering::Relaxed) != word {
@@ -574,7 +583,7 @@ pub fn commit(
     e.pos.store(pos, Ordering::Relaxed);
     let (dl, gl) = meta_lens(e.meta.load(Ordering::Relaxed));
     e.meta.store(
-        pack_meta(dl, gl, env.now_ms().saturating_add(interval)),
+        meta_with_member(dl, gl, member, env.now_ms().saturating_add(interval)),
         Ordering::Relaxed,
     );
     // SYNC POINT(dedup-publish): Release publishes the outcome to readers' Acquire loads. A

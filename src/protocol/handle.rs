@@ -3,13 +3,14 @@
 use super::accounting::count;
 use super::dedup;
 use super::group::{self, Patience, TryClaim};
-use super::list::{remove, successor, Cycle, Next};
+use super::list::{remove_unit, successor, Cycle, Next};
+use super::pack;
 use super::ready::{hint_if_ready, poke};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
 use super::Owner;
 use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
-use crate::layout::{counter, GroupEntry, MsgHeader};
+use crate::layout::{counter, GroupEntry, MsgHeader, MsgWords};
 use crate::sync::{fence, Ordering};
 
 /// The most members a pack holds: a handle's member is below it.
@@ -24,9 +25,7 @@ pub struct Handle {
     pub inc: u32,
     /// Epoch of the receive.
     pub epoch: u32,
-    /// The member of the slot's pack (layout 22); 0 for a message in a slot of its own, the
-    /// only kind this build's senders make: a handle naming another member names no receive
-    /// (expired).
+    /// The member of the slot's pack (layout 22); 0 for a message in a slot of its own.
     pub member: u8,
 }
 
@@ -37,28 +36,105 @@ pub struct Handle {
 /// between a new claim (epoch and incarnation) and the new payload's writes, so a reader that
 /// read any byte of a later message sees the slot changed. Every protocol step that frees or
 /// re-receives a message moves its epoch (free, receive, purge, retention) or incarnation
-/// (reuse). A hostile writer that restores these words is not detected (documented).
+/// (reuse); a pack member's bytes stay until the whole pack is freed, which moves the slot's
+/// incarnation when it is reused. A hostile writer that restores these words is not detected
+/// (documented).
 pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
     let m = a.msg(h.idx)?;
     fence(Ordering::Acquire);
     // Relaxed: ordered after the caller's reads by the fence above.
-    let w = m.own.vis.load(Ordering::Relaxed);
+    let u = m.own.vis.load(Ordering::Relaxed);
     let l = m.link.load(Ordering::Relaxed);
-    Ok(h.member == 0
-        && node::inc(l) == h.inc
+    if node::inc(l) != h.inc {
+        return Ok(false);
+    }
+    // SAFETY: this call copies nothing into any payload; a slot reused meanwhile is told by
+    // its incarnation, checked again below after the member's word is read.
+    let w = match unsafe { member_word(a, m, h.idx, h.member, u) } {
+        Ok(Some(w)) => w,
+        Ok(None) | Err(_) => return Ok(false),
+    };
+    Ok(node::inc(m.link.load(Ordering::Relaxed)) == h.inc
         && vis::epoch(w) == h.epoch
         && matches!(vis::state(w), vis::State::Published(_)))
 }
 
-/// Loads the current `vis` word if `h` is the live in-flight handle of its message (and the
-/// message is within its retention period, T1).
-pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) -> PResult<u64> {
+/// The words of message `member` in slot `idx` (header `m`), whose unit word was loaded as
+/// `u`: a pack's member's entry if `u` says `PACKED` (layout 22), else the slot's own words
+/// for member 0; `None` if the slot holds no such message.
+///
+/// # Safety
+/// As [`pack::open`]'s.
+unsafe fn member_words<'a>(
+    a: &Arena<'a>,
+    m: &'a MsgHeader,
+    idx: u32,
+    member: u8,
+    u: u64,
+) -> PResult<Option<&'a MsgWords>> {
+    if vis::state(u) != vis::State::Packed {
+        return Ok((member == 0).then_some(&m.own));
+    }
+    // SAFETY: the caller's contract.
+    let unit = unsafe { pack::unit(a, idx, m, u) }?;
+    Ok(unit.words().get(usize::from(member)))
+}
+
+/// [`member_words`]' state word, loaded Relaxed (the caller orders it).
+///
+/// # Safety
+/// As [`pack::open`]'s.
+unsafe fn member_word(
+    a: &Arena<'_>,
+    m: &MsgHeader,
+    idx: u32,
+    member: u8,
+    u: u64,
+) -> PResult<Option<u64>> {
+    // SAFETY: the caller's contract.
+    let own = unsafe { member_words(a, m, idx, member, u) }?;
+    // Relaxed: see above.
+    Ok(own.map(|o| o.vis.load(Ordering::Relaxed)))
+}
+
+/// The words of the message a handle names and their current `vis` word, if `h` is the live
+/// in-flight handle of that message (and the message is within its retention period, T1).
+///
+/// A pack's member's words are found through its slot's directory without the group's claim:
+/// the slot may be freed and reused between the incarnation check and a later CAS on them.
+/// Such a CAS expects the whole word read here, under the right incarnation: a state word
+/// published with this handle's epoch and a deadline. A reused slot's member words start at an
+/// epoch past every epoch of the pack before (`release`'s cleanup frees a pack at an epoch
+/// past its members'), so they never equal it; a message's bytes where a directory was would
+/// have to equal those 8 bytes exactly.
+pub(crate) fn current<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    m: &'a MsgHeader,
+    h: Handle,
+) -> PResult<(&'a MsgWords, u64)> {
     // Acquire: pairs with the allocation's link store published by the link CAS.
-    if h.member != 0 || node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+    if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
         return Err(Fault::Expired);
     }
-    // Acquire: pairs with the receiver's AcqRel CAS that issued the handle.
-    let w = m.own.vis.load(Ordering::Acquire);
+    // Acquire: the unit's state (a pack's directory was written before it was published).
+    let u = m.own.vis.load(Ordering::Acquire);
+    // SAFETY: no copy of ours into the slot's payload runs while we look: deletes and
+    // visibility changes copy nothing into payloads. (Another thread's send into a slot freed
+    // and reused meanwhile is the race the paragraph above bounds.)
+    let own = match unsafe { member_words(a, m, h.idx, h.member, u) } {
+        Ok(Some(own)) => own,
+        Ok(None) => return Err(Fault::Expired),
+        // A pack's directory that does not check: damaged, or the slot moved on meanwhile.
+        Err(f) => {
+            if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+                return Err(Fault::Expired);
+            }
+            return Err(f);
+        }
+    };
+    // Acquire: pairs with the receiver's store or CAS that issued the handle.
+    let w = own.vis.load(Ordering::Acquire);
     if vis::epoch(w) != h.epoch {
         return Err(Fault::Expired);
     }
@@ -67,7 +143,7 @@ pub(crate) fn current(a: &Arena<'_>, env: &dyn Env, m: &MsgHeader, h: Handle) ->
         // Relaxed: `sent` was written before the node was published, which the receive that
         // issued the handle observed; it does not change while the handle is live.
         vis::State::Published(d) if d > t.now && !t.expired(m.sent.load(Ordering::Relaxed)) => {
-            Ok(w)
+            Ok((own, w))
         }
         _ => Err(Fault::Expired),
     }
@@ -135,12 +211,12 @@ pub fn delete_many(
 fn mark_deleted(a: &Arena<'_>, env: &dyn Env, h: Handle) -> PResult<u32> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
-        let w = current(a, env, m, h)?;
+        let (own, w) = current(a, env, m, h)?;
         // Relaxed: stable while the message is in flight under our handle.
         let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
         // of `group_epoch0` before it.
-        if m.own
+        if own
             .vis
             .compare_exchange(
                 w,
@@ -166,10 +242,10 @@ pub fn change_visibility(
 ) -> PResult<()> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
-        let w = current(a, env, m, h)?;
+        let (own, w) = current(a, env, m, h)?;
         let now = env.now_ms();
         // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
-        let recv = super::recv::ms(m.own.recv_ms.load(Ordering::Relaxed));
+        let recv = super::recv::ms(own.recv_ms.load(Ordering::Relaxed));
         // Never 0 (that means "never received").
         let deadline = now.checked_add(vt_ms).ok_or(Fault::VisibilityCap)?.max(1);
         if deadline > recv.saturating_add(MAX_VISIBILITY_MS) {
@@ -179,7 +255,7 @@ pub fn change_visibility(
             return Err(Fault::ClockRange);
         }
         // SeqCst: a zero timeout publishes visibility; SYNC POINT(ready-check) with `status`.
-        if m.own
+        if own
             .vis
             .compare_exchange(
                 w,
@@ -280,12 +356,10 @@ fn purge_group(
             };
             // Acquire: the message's latest state.
             let w = m.own.vis.load(Ordering::Acquire);
-            if let vis::State::Published(_) = vis::state(w) {
-                // Bumping the epoch expires every handle (H2); a failed CAS: look again.
-                if !remove(a, me, m, w) {
-                    continue;
-                }
-                n += 1;
+            // Bumping the epoch expires every handle (H2); a failed CAS: look again.
+            match remove_unit(a, me, m, next, w, |_| true)? {
+                Some(k) => n += k,
+                None => continue,
             }
             cur = node::pack(ninc, next);
             if cycle.met_again(cur) {

@@ -13,11 +13,12 @@
 //! Acquire fence after its copies). So a peek shows each group as it was at one instant.
 
 use super::list::{successor, Cycle, Next};
+use super::pack::{unit, Pack, Unit};
 use super::receive::Taken;
 use super::times::{Standing, Times};
 use super::words::{payload_len, unpack_group_epoch0};
 use super::{gstate, node, vis, Arena, Env, Fault, PResult};
-use crate::layout::{GroupEntry, MsgHeader};
+use crate::layout::{GroupEntry, MsgHeader, MsgWords};
 use crate::sync::{fence, Ordering};
 
 /// Walks that meet a node freed under them start again at most this often per group.
@@ -63,13 +64,26 @@ pub struct Groups {
     pub damaged: Vec<(u32, &'static str)>,
 }
 
+/// One message a walk met: its slot, header and incarnation, its own words (the slot's, or its
+/// pack member's, layout 22), its member, its `vis` word as read, and its pack (if any).
+#[derive(Clone, Copy)]
+struct Met<'a> {
+    idx: u32,
+    m: &'a MsgHeader,
+    inc: u32,
+    own: &'a MsgWords,
+    member: u8,
+    w: u64,
+    pack: Option<Pack<'a>>,
+}
+
 /// What a walk of one group's list does with each live message, given its standing (`None`:
 /// being written by its producer): `true` goes on.
-type Visit<'v, 'a> = dyn FnMut(u32, &'a MsgHeader, u32, u64, Option<Standing>) -> bool + 'v;
+type Visit<'v, 'a> = dyn FnMut(Met<'a>, Option<Standing>) -> bool + 'v;
 
-/// Walks group `e`'s list from `head` without its claim, calling `visit(idx, header, inc,
-/// vis, standing)` for each message that is not deleted or past retention, until it returns
-/// `false` or the list ends. Returns `false` if the walk met a node freed under it (the group
+/// Walks group `e`'s list from `head` without its claim, calling `visit(message, standing)`
+/// for each message that is not deleted or past retention (a pack's members one by one),
+/// until it returns `false` or the list ends. Returns `false` if the walk met a node freed under it (the group
 /// moved on): the caller forgets what it saw and walks again, at most [`WALK_RESTARTS`]
 /// times.
 fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>) -> PResult<bool> {
@@ -94,18 +108,63 @@ fn walk<'a>(a: &Arena<'a>, t: &Times, e: &GroupEntry, visit: &mut Visit<'_, 'a>)
         if node::inc(m.link.load(Ordering::Acquire)) != ninc {
             return Ok(false);
         }
-        let standing = match vis::state(w) {
+        let one = Met {
+            idx: next,
+            m,
+            inc: ninc,
+            own: &m.own,
+            member: 0,
+            w,
+            pack: None,
+        };
+        let unit = match vis::state(w) {
             vis::State::Deleted => None,
             vis::State::Free => return Ok(false),
-            vis::State::Claimed(_) => Some(None),
-            // Relaxed: ordered by the Acquire load of `vis`.
-            vis::State::Published(d) => match t.standing(m.sent.load(Ordering::Relaxed), d) {
-                Standing::Expired => None,
-                s => Some(Some(s)),
+            vis::State::Claimed(_) => {
+                if !visit(one, None) {
+                    return Ok(true);
+                }
+                None
+            }
+            // SAFETY: an inspector copies nothing into payloads; a slot reused meanwhile is
+            // told by its incarnation, checked after every word read below.
+            vis::State::Published(_) | vis::State::Packed => match unsafe { unit(a, next, m, w) } {
+                Ok(u) => Some(u),
+                Err(_) if node::inc(m.link.load(Ordering::Acquire)) != ninc => return Ok(false),
+                Err(f) => return Err(f),
             },
         };
-        if let Some(s) = standing {
-            if !visit(next, m, ninc, w, s) {
+        // Relaxed: ordered by the Acquire load of `vis`.
+        let sent = m.sent.load(Ordering::Relaxed);
+        let pack = match unit {
+            Some(Unit::Pack(p)) => Some(p),
+            _ => None,
+        };
+        for (j, own) in unit.iter().flat_map(|u| u.words().iter()).enumerate() {
+            // A member's word, then the incarnation again (as above). Acquire: as above.
+            let mw = match pack {
+                Some(_) => own.vis.load(Ordering::Acquire),
+                None => w,
+            };
+            if pack.is_some() && node::inc(m.link.load(Ordering::Acquire)) != ninc {
+                return Ok(false);
+            }
+            let standing = match vis::state(mw) {
+                vis::State::Deleted => continue,
+                vis::State::Published(d) => match t.standing(sent, d) {
+                    Standing::Expired => continue,
+                    s => s,
+                },
+                _ => return Err(Fault::Corrupted("a pack member's state")),
+            };
+            let met = Met {
+                own,
+                member: j as u8,
+                w: mw,
+                pack,
+                ..one
+            };
+            if !visit(met, Some(standing)) {
                 return Ok(true);
             }
         }
@@ -143,7 +202,7 @@ pub fn groups(a: &Arena<'_>, env: &dyn Env, top: usize) -> PResult<Groups> {
                 ..GroupCounts::default()
             };
             let mut first = true;
-            let walked = walk(a, &t, e, &mut |_, _, _, _, standing| {
+            let walked = walk(a, &t, e, &mut |_, standing| {
                 match standing {
                     Some(Standing::InFlight) => {
                         c.in_flight += 1;
@@ -206,20 +265,20 @@ pub fn peek<T>(
             continue;
         }
         let start = out.len();
-        // The messages copied from this group, as (header, vis word, incarnation).
-        let mut marks: Vec<(&MsgHeader, u64, u32)> = Vec::new();
+        // The messages copied from this group, as (header, own words, vis word, incarnation).
+        let mut marks: Vec<(&MsgHeader, &MsgWords, u64, u32)> = Vec::new();
         let mut settled = false;
         for _ in 0..WALK_RESTARTS {
             out.truncate(start);
             marks.clear();
             let mut failed = None;
-            let walked = walk(a, &t, e, &mut |idx, m, inc, w, standing| {
+            let walked = walk(a, &t, e, &mut |met, standing| {
                 // Being written, in flight (the group is locked) or delayed: the walk stops.
                 if standing != Some(Standing::Visible) || out.len() >= max {
                     return false;
                 }
-                marks.push((m, w, inc));
-                match copy(a, e, idx, m, inc, w, f) {
+                marks.push((met.m, met.own, met.w, met.inc));
+                match copy(a, e, &met, f) {
                     Ok(v) => {
                         out.push(v);
                         true
@@ -253,9 +312,9 @@ pub fn peek<T>(
             fence(Ordering::Acquire);
             let same = marks.is_empty()
                 || (e.state.load(Ordering::Relaxed) == st
-                    && marks.iter().all(|&(m, w, inc)| {
+                    && marks.iter().all(|&(m, own, w, inc)| {
                         // Relaxed: after the fence above.
-                        m.own.vis.load(Ordering::Relaxed) == w
+                        own.vis.load(Ordering::Relaxed) == w
                             && node::inc(m.link.load(Ordering::Relaxed)) == inc
                     }));
             if done && same {
@@ -282,51 +341,57 @@ fn fault_text(f: Fault) -> &'static str {
     }
 }
 
-/// Copies one message (header fields, then payload) and hands the copy to `f`. The caller
-/// validates the copy afterwards.
+/// Copies one message (header fields, its own words, then its payload: a pack member's bytes,
+/// or its slot's) and hands the copy to `f`. The caller validates the copy afterwards.
 fn copy<T>(
     a: &Arena<'_>,
     e: &GroupEntry,
-    idx: u32,
-    m: &MsgHeader,
-    inc: u32,
-    w: u64,
+    met: &Met<'_>,
     f: &mut dyn FnMut(&Taken<'_>) -> Result<T, &'static str>,
 ) -> Result<T, &'static str> {
+    let (m, own) = (met.m, met.own);
     let r = Ordering::Relaxed; // ordered by the Acquire load of `vis`, validated by `peek`
     let snap = MsgHeader::default();
     for (dst, src) in [
         (&snap.pos, &m.pos),
         (&snap.group_epoch0, &m.group_epoch0),
         (&snap.sent, &m.sent),
-        (&snap.own.first_recv_ms, &m.own.first_recv_ms),
-        (&snap.own.recv_ms, &m.own.recv_ms),
-        (&snap.own.lens, &m.own.lens),
+        (&snap.own.first_recv_ms, &own.first_recv_ms),
+        (&snap.own.recv_ms, &own.recv_ms),
+        (&snap.own.lens, &own.lens),
     ] {
         dst.store(src.load(r), r);
     }
     let ge = snap.group_epoch0.load(r);
-    let (cl, _, src) = a.class_of(idx).map_err(|_| "message slot index")?;
-    let len = payload_len(snap.own.lens.load(r), ge).min(cl.cap as usize);
+    let (src, len) = match &met.pack {
+        Some(p) => p.span(usize::from(met.member)).ok_or("pack member")?,
+        None => {
+            let (cl, _, src) = a.class_of(met.idx).map_err(|_| "message slot index")?;
+            let len = payload_len(snap.own.lens.load(r), ge).min(cl.cap as usize);
+            (src as *const u8, len)
+        }
+    };
     let mut payload = vec![0u8; len];
-    // SAFETY: `src` starts the slot's payload (checked by `class_of`, in the base file or a
-    // mapped segment) and `len <= cap <= stride`, so the source lies inside it, and `payload`
-    // has `len` bytes. The bytes may be rewritten meanwhile only if the message was freed and
-    // its slot reused, which changes its `vis` word and incarnation: `peek`'s re-checks then
-    // drop the copy.
+    // SAFETY: `src` starts the message's bytes in the slot's payload (checked by `class_of`,
+    // in the base file or a mapped segment, or by `pack::open`'s `place` for a member), and
+    // `len` bytes of it lie inside the payload; `payload` has `len` bytes. The bytes may be
+    // rewritten meanwhile only if the message was freed and its slot reused, which changes its
+    // `vis` word and incarnation: `peek`'s re-checks then drop the copy.
     unsafe { core::ptr::copy_nonoverlapping(src, payload.as_mut_ptr(), len) };
     crate::sync::payload_touch(src, len, false);
-    let epoch = vis::epoch(w);
+    let epoch = vis::epoch(met.w);
     let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
     f(&Taken {
-        idx,
-        inc,
+        idx: met.idx,
+        inc: met.inc,
+        member: met.member,
+        own: &snap.own,
         epoch,
         receive_count,
         header: &snap,
         group: e,
         payload: &payload,
-        vis: w,
+        vis: met.w,
     })
 }
 

@@ -3,15 +3,15 @@
 use super::accounting::account_in_flight;
 use super::Owner;
 use super::{node, vis, Arena, PResult};
-use crate::layout::MsgHeader;
+use crate::layout::{MsgHeader, MsgWords};
 use crate::sync::Ordering;
 
-/// Removes a published message (retention, dead-letter move): its epoch is bumped so every
-/// receipt handle expires (H2). Returns whether this call removed it.
-pub(crate) fn remove(a: &Arena<'_>, me: Owner, m: &MsgHeader, w: u64) -> bool {
+/// Removes a published message of words `own` (a slot's, or a pack member's) (retention,
+/// dead-letter move, purge): its epoch is bumped so every receipt handle expires (H2).
+/// Returns whether this call removed it.
+pub(crate) fn remove(a: &Arena<'_>, me: Owner, own: &MsgWords, w: u64) -> bool {
     // AcqRel: as a delete (Release hands the removal to the cleaner and handle holders).
-    let ok = m
-        .own
+    let ok = own
         .vis
         .compare_exchange(
             w,
@@ -24,6 +24,81 @@ pub(crate) fn remove(a: &Arena<'_>, me: Owner, m: &MsgHeader, w: u64) -> bool {
         account_in_flight(a, me, -1);
     }
     ok
+}
+
+/// Under the claim: removes every published message of node `idx` (header `m`, unit word `w`
+/// loaded with Acquire) that `which` accepts (given its `vis` word), as [`remove`] does: the
+/// message itself, or each member of a pack (layout 22). Returns how many it removed; `None`
+/// if a message's CAS failed (it changed: look again; a pack's members are looked at again
+/// here, a few times, before that).
+pub(crate) fn remove_unit(
+    a: &Arena<'_>,
+    me: Owner,
+    m: &MsgHeader,
+    idx: u32,
+    w: u64,
+    mut which: impl FnMut(u64) -> bool,
+) -> PResult<Option<u64>> {
+    match vis::state(w) {
+        vis::State::Published(_) => {
+            if !which(w) {
+                return Ok(Some(0));
+            }
+            Ok(remove(a, me, &m.own, w).then_some(1))
+        }
+        vis::State::Packed => {
+            // SAFETY: the caller holds the group claim: nobody frees or rewrites the pack, and
+            // removals copy nothing into payloads.
+            let unit = unsafe { super::pack::unit(a, idx, m, w) }?;
+            let mut n = 0;
+            for own in unit.words() {
+                for tries in 0..=super::MAX_STEPS {
+                    if tries == super::MAX_STEPS {
+                        return Ok(None);
+                    }
+                    // Acquire: the member's latest state.
+                    let mw = own.vis.load(Ordering::Acquire);
+                    if !matches!(vis::state(mw), vis::State::Published(_)) || !which(mw) {
+                        break;
+                    }
+                    if remove(a, me, own, mw) {
+                        n += 1;
+                        break;
+                    }
+                }
+            }
+            Ok(Some(n))
+        }
+        _ => Ok(Some(0)),
+    }
+}
+
+/// The first message of node `idx` (header `m`, unit word `w`) that is not deleted: its words
+/// and its `vis` word, a pack's members' (layout 22) loaded with `order`; `None` if every one is
+/// deleted (a message of its own: `w` says so).
+///
+/// # Safety
+/// As [`super::pack::open`]'s.
+pub(crate) unsafe fn first_live<'a>(
+    a: &Arena<'a>,
+    idx: u32,
+    m: &'a MsgHeader,
+    w: u64,
+    order: Ordering,
+) -> PResult<Option<(&'a MsgWords, u64)>> {
+    if vis::state(w) != vis::State::Packed {
+        return Ok((vis::state(w) != vis::State::Deleted).then_some((&m.own, w)));
+    }
+    // SAFETY: the caller's contract.
+    let unit = unsafe { super::pack::unit(a, idx, m, w) }?;
+    for own in unit.words() {
+        // `order`: the caller's (see its SYNC POINT).
+        let mw = own.vis.load(order);
+        if vis::state(mw) != vis::State::Deleted {
+            return Ok(Some((own, mw)));
+        }
+    }
+    Ok(None)
 }
 
 /// Finds a cycle in a walk of a group list (Brent's algorithm): a walk that records each node

@@ -79,12 +79,12 @@ pub fn split(payload: &[u8], l: Lengths) -> Result<Stored<'_>, &'static str> {
 // Every read below happens while the taker holds the group claim (after its Acquire of `vis`),
 // or on a peek's snapshot that the peek validates afterwards: Relaxed loads.
 impl<'t> Taken<'t> {
-    /// The handle of this receive (the message's own slot: member 0).
+    /// The handle of this receive.
     pub fn handle(&self) -> super::handle::Handle {
         super::handle::Handle {
             idx: self.idx,
             inc: self.inc,
-            member: 0,
+            member: self.member,
             epoch: self.epoch,
         }
     }
@@ -92,7 +92,7 @@ impl<'t> Taken<'t> {
     /// The message's lengths, decoded from its header words.
     pub fn lengths(&self) -> Lengths {
         let r = Ordering::Relaxed; // under the claim (see above)
-        let (body, attrs, dedup, flags) = words::unpack_lens(self.header.own.lens.load(r));
+        let (body, attrs, dedup, flags) = words::unpack_lens(self.own.lens.load(r));
         let (source, _, _) = unpack_group_epoch0(self.header.group_epoch0.load(r));
         Lengths {
             body,
@@ -107,7 +107,9 @@ impl<'t> Taken<'t> {
     /// The message's sequence number (M1): its group incarnation's base, then its position.
     pub fn sequence_number(&self) -> u128 {
         let r = Ordering::Relaxed; // under the claim (see above)
-        (u128::from(self.group.seq_base.load(r)) << 64) | u128::from(self.header.pos.load(r))
+                                   // A pack's members take consecutive positions from its first (layout 22).
+        let pos = self.header.pos.load(r).wrapping_add(u64::from(self.member));
+        (u128::from(self.group.seq_base.load(r)) << 64) | u128::from(pos)
     }
 
     /// Arena time of the enqueue, ms (1 is the creation instant).
@@ -119,7 +121,7 @@ impl<'t> Taken<'t> {
     /// Wall-clock time of the first receive, ms since the Unix epoch (0: never received).
     pub fn first_receive_ms(&self) -> u64 {
         // Relaxed: under the claim (see above).
-        self.header.own.first_recv_ms.load(Ordering::Relaxed)
+        self.own.first_recv_ms.load(Ordering::Relaxed)
     }
 
     /// Copies the group id into `out`; returns its length.

@@ -620,14 +620,20 @@ impl<'a> Arena<'a> {
         }
     }
 
-    /// The position of node `idx` in its group's list: a message's, or the sentinel's
-    /// (`GroupEntry::sentinel_pos`, layout 19). Relaxed: callers read it between an Acquire
+    /// The last position of node `idx` in its group's list: a message's, a pack's last
+    /// member's (layout 22), or the sentinel's (`GroupEntry::sentinel_pos`, layout 19). Relaxed: callers read it between an Acquire
     /// load that published it (the node's link, or `tail`/`head`) and a check that fails if
     /// the node changed incarnation meanwhile.
     #[inline]
     pub fn position(&self, idx: u32) -> PResult<u64> {
         if idx < self.total {
-            Ok(self.msg(idx)?.pos.load(crate::sync::Ordering::Relaxed))
+            // A pack (layout 22) takes its members' positions: its first is `pos`, its last
+            // `pos + k - 1`. Its `lens` word is written with `pos` and stable while it is.
+            let m = self.msg(idx)?;
+            let span = words::unit_span(m.own.lens.load(crate::sync::Ordering::Relaxed));
+            Ok(m.pos
+                .load(crate::sync::Ordering::Relaxed)
+                .wrapping_add(span - 1))
         } else {
             Ok(self
                 .group(idx - self.total)?

@@ -14,20 +14,12 @@
 //!
 //! [`MsgWords`]: crate::layout::MsgWords
 //!
-//! Layout 22 lands in steps (`docs/design/packed-batches.md`, "How it lands"): this first one
-//! fixes the format and its checks, and every reader refuses a pack as a damaged message
-//! (`message::split`); the send that makes packs and the readers that take them apart come
-//! next, and use this module.
-#![cfg_attr(
-    not(any(test, feature = "loom")),
-    expect(
-        dead_code,
-        reason = "the send and receive of packs, the next step, use it"
-    )
-)]
+//! Layout 22 lands in steps (`docs/design/packed-batches.md`, "How it lands"): 1a fixed the
+//! format and its checks; 1b (in progress) sends packs ([`write_members`], `send`) and reads
+//! them member by member ([`unit`]).
 
 use super::{words, Arena, Fault, PResult};
-use crate::layout::{MsgWords, MAX_PACK, PACK_MEMBER_SIZE};
+use crate::layout::{MsgHeader, MsgWords, MAX_PACK, PACK_MEMBER_SIZE};
 use crate::sync::Ordering;
 
 // `place`'s sums stay below 2^34: no overflow on a 64-bit target, the only kind shmfifo builds
@@ -125,8 +117,17 @@ pub unsafe fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> 
 
 impl<'a> Pack<'a> {
     /// Where each member's bytes lie, as `open` checked them.
+    #[cfg(any(test, feature = "loom"))]
     pub fn places(&self) -> &Places {
         &self.places
+    }
+
+    /// Where member `j`'s bytes start and how many there are (as [`Pack::bytes`], without a
+    /// slice: for a copy that its caller validates afterwards, as `inspect::peek` does);
+    /// `None` past the last member.
+    pub fn span(&self, j: usize) -> Option<(*const u8, usize)> {
+        let p = self.places.members().get(j)?;
+        Some((self.payload.wrapping_add(p.at), p.end() - p.at))
     }
 
     /// Member `j`'s bytes: its body, its dedup id and its framed attributes, in that order
@@ -147,24 +148,43 @@ impl<'a> Pack<'a> {
     }
 }
 
+/// One member for [`write_members`]: its lengths, its bytes as pieces copied back to back
+/// (their lengths sum to `body + dedup + attrs`: the body, the dedup id and the framed
+/// attributes, cut wherever the caller's pieces are cut), and the word its `recv_ms` holds
+/// while the pack is being written (its dedup entry's index + 1, for a settler of a producer
+/// that dies, as a message's own slot's is; 0 without one).
+#[derive(Debug, Clone, Copy)]
+pub struct Member<'x> {
+    /// Body bytes.
+    pub body: usize,
+    /// Dedup id bytes.
+    pub dedup: usize,
+    /// Framed attribute bytes.
+    pub attrs: usize,
+    /// The bytes, in order.
+    pub parts: &'x [&'x [u8]],
+    /// `recv_ms` while the slot is claimed: the dedup back-pointer.
+    pub back: u64,
+}
+
 /// Writes a pack of `members` (each one's body, dedup id and framed attributes) into slot
-/// `idx`, whose class holds `cap` bytes: every member's bytes at its place ([`lay_out`]), then
-/// its directory entry: its lengths, no holder, never received, and its state word
-/// published at `epoch0` with no deadline (visible), as a message's is when its send
-/// publishes it. Returns the slot's `lens` word for the pack ([`words::unit_lens`]), which
-/// the caller stores with the slot's other words; `None` if the members do not make a pack
-/// that fits (fewer than two or more than [`MAX_PACK`], a length past its field, past
-/// `cap`).
+/// `idx`: every member's bytes at its place ([`lay_out`]), then its directory entry: its
+/// lengths, its dedup back-pointer, never received, and its state word published at `epoch0`
+/// with no deadline (visible), as a message's is when its send publishes it (nobody reads it
+/// before the unit's word says `PACKED`). Returns the slot's `lens` word for the pack
+/// ([`words::unit_lens`]), which the caller stores with the slot's other words; `None` if the
+/// members do not make a pack that fits (fewer than two or more than [`MAX_PACK`], a length
+/// past its field, past the class's `cap`).
 ///
 /// # Safety
 /// The caller has slot `idx` claimed: no other participant reads or writes its payload until
 /// the caller publishes it (the Release or SeqCst store that does orders these Relaxed
 /// stores and byte copies before it, SYNC POINT(node-link)).
-pub unsafe fn write(
+pub unsafe fn write_members(
     a: &Arena<'_>,
     idx: u32,
     epoch0: u32,
-    members: &[[&[u8]; 3]],
+    members: &[Member<'_>],
 ) -> PResult<Option<u64>> {
     let (cl, _, payload) = a.class_of(idx)?;
     if members.len() > MAX_PACK {
@@ -173,31 +193,39 @@ pub unsafe fn write(
     let sizes: [(usize, usize, usize); MAX_PACK] = core::array::from_fn(|j| {
         members
             .get(j)
-            .map_or((0, 0, 0), |[b, d, at]| (b.len(), d.len(), at.len()))
+            .map_or((0, 0, 0), |m| (m.body, m.dedup, m.attrs))
     });
     let Some(places) = lay_out(&sizes[..members.len()], cl.cap as usize) else {
         return Ok(None);
     };
+    for (m, p) in members.iter().zip(places.members()) {
+        if m.parts.iter().map(|x| x.len()).sum::<usize>() != p.end() - p.at {
+            return Err(Fault::Corrupted(
+                "a pack member's pieces and lengths differ",
+            ));
+        }
+    }
     // SAFETY: the caller has the slot claimed (this function's contract), so no other
     // participant copies into its payload.
     let words = unsafe { a.members(idx, places.k) }?;
     for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
         let mut at = p.at;
-        for part in m {
-            // SAFETY: `lay_out` placed the member's parts one after another from `p.at`,
-            // ending within `used <= cap <= stride` bytes of the payload's start, past the
-            // directory (no byte of them is a directory word); the caller has the slot claimed,
-            // so nobody else touches them.
+        for part in m.parts {
+            // SAFETY: `lay_out` placed the member's bytes (as long as its pieces, checked
+            // above) from `p.at`, ending within `used <= cap <= stride` bytes of the payload's
+            // start, past the directory (no byte of them is a directory word); the caller has
+            // the slot claimed, so nobody else touches them.
             unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), part.len()) };
             at += part.len();
         }
         // Relaxed, the four: published by the caller's store of the slot's words, Release or
-        // SeqCst, after them (see # Safety); nobody reads them before.
+        // SeqCst, after them (see # Safety), and `recv_ms` to settlers by `dedup::set_msg`'s
+        // Release store, after it; nobody reads them before.
         w.lens.store(
             words::pack_lens(p.body, p.attrs, p.dedup, 0),
             Ordering::Relaxed,
         );
-        w.recv_ms.store(0, Ordering::Relaxed);
+        w.recv_ms.store(m.back, Ordering::Relaxed);
         w.first_recv_ms.store(0, Ordering::Relaxed);
         w.vis.store(
             words::vis::pack(epoch0, words::vis::published(0)),
@@ -206,6 +234,103 @@ pub unsafe fn write(
     }
     crate::sync::payload_touch(payload, places.used, true);
     Ok(Some(words::unit_lens(places.k, places.used)))
+}
+
+/// [`write_members`] of members given as `[body, dedup id, framed attributes]`, without dedup
+/// back-pointers.
+///
+/// # Safety
+/// As [`write_members`]'.
+#[cfg(any(test, feature = "loom"))]
+pub unsafe fn write(
+    a: &Arena<'_>,
+    idx: u32,
+    epoch0: u32,
+    members: &[[&[u8]; 3]],
+) -> PResult<Option<u64>> {
+    let mut ms = [Member {
+        body: 0,
+        dedup: 0,
+        attrs: 0,
+        parts: &[],
+        back: 0,
+    }; MAX_PACK];
+    for (m, parts) in ms.iter_mut().zip(members) {
+        *m = Member {
+            body: parts[0].len(),
+            dedup: parts[1].len(),
+            attrs: parts[2].len(),
+            parts,
+            back: 0,
+        };
+    }
+    if members.len() > MAX_PACK {
+        return Ok(None);
+    }
+    // SAFETY: this function's contract is `write_members`'.
+    unsafe { write_members(a, idx, epoch0, &ms[..members.len()]) }
+}
+
+/// The bytes a pack of members of these `(body, dedup, attrs)` lengths occupies in its slot
+/// (its directory and its members), or `None` if they make no pack ([`lay_out`]).
+pub fn size(sizes: &[(usize, usize, usize)]) -> Option<usize> {
+    lay_out(sizes, usize::MAX).map(|p| p.used)
+}
+
+/// A node of a group's list as its readers see it (layout 22): one message, whose own words
+/// are its slot header's, or a pack, whose members' words are its directory's.
+#[derive(Debug, Clone, Copy)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a walk's one unit at a time, on the stack: boxing a pack would allocate a step"
+)]
+pub enum Unit<'a> {
+    /// A message in a slot of its own.
+    One(&'a MsgWords),
+    /// A pack.
+    Pack(Pack<'a>),
+}
+
+impl<'a> Unit<'a> {
+    /// The messages' own words, in order: one, or a pack's `k`.
+    pub fn words(&self) -> &'a [MsgWords] {
+        match self {
+            Unit::One(w) => core::slice::from_ref(*w),
+            Unit::Pack(p) => p.members,
+        }
+    }
+}
+
+/// The `DELETED` word a pack's unit (its state word `w`, `PACKED`) takes once every member is
+/// deleted, before its slot is freed: at an epoch past every member's (`members`' words, their
+/// offsets from the unit's epoch0, at which they started), so that a reused slot's words never
+/// carry an epoch a receipt handle of this pack names (`handle::current`).
+pub fn deleted_word(w: u64, members: &[MsgWords]) -> u64 {
+    let vis = words::vis::epoch;
+    let top = members
+        .iter()
+        // Relaxed: the caller read each member deleted, with Acquire, under the claim (or the
+        // quarantine's mark); a deleted member's word changes no more.
+        .map(|m| vis(m.vis.load(Ordering::Relaxed)).wrapping_sub(vis(w)) & words::vis::EPOCH_MASK)
+        .max()
+        .unwrap_or(0);
+    words::vis::pack(vis(w).wrapping_add(top), words::vis::DELETED)
+}
+
+/// The unit in slot `idx` (header `m`) whose state word the caller loaded as `w` with Acquire
+/// (or stronger) after the link that made it reachable: a pack if `w` says `PACKED` (its
+/// directory opened and checked, [`open`]), else the message itself.
+///
+/// # Safety
+/// As [`open`]'s.
+pub unsafe fn unit<'a>(a: &Arena<'a>, idx: u32, m: &'a MsgHeader, w: u64) -> PResult<Unit<'a>> {
+    if words::vis::state(w) != words::vis::State::Packed {
+        return Ok(Unit::One(&m.own));
+    }
+    // Relaxed: written before the pack was published, which the caller's load of `w` read.
+    let lens = m.own.lens.load(Ordering::Relaxed);
+    // SAFETY: the caller's contract is `open`'s.
+    Ok(Unit::Pack(unsafe { open(a, idx, lens) }?))
 }
 
 /// The offset of member 0's body: after a directory of `k` entries, at a line's start.

@@ -17,22 +17,22 @@ use super::list::{remove, successor, Cycle, Next};
 use super::receive::Taken;
 use super::release::{or_release, release, release_claim_word};
 use super::{gstate, node, pool, vis, words, Arena, Env, Fault, Owner, PResult, MAX_STEPS};
-use crate::layout::{GroupEntry, MsgHeader};
+use crate::layout::{GroupEntry, MsgHeader, MsgWords};
 use crate::sync::Ordering;
 
-/// Under the group's claim: takes out the message `m` (slot `idx`, incarnation `inc`) that a
+/// Under the group's claim: takes out the message of words `own` (slot `idx`, incarnation `inc`) that a
 /// receive holds in flight with `vis` word `w` but could not read. Returns whether this call
 /// removed it (a failed CAS: a purge got there first).
 pub fn message(
     a: &Arena<'_>,
     env: &dyn Env,
     me: Owner,
-    m: &MsgHeader,
+    own: &MsgWords,
     idx: u32,
     inc: u32,
     w: u64,
 ) -> bool {
-    if !remove(a, me, m, w) {
+    if !remove(a, me, own, w) {
         return false;
     }
     note(a, env, 1, 0, node_ref(idx, inc));
@@ -60,9 +60,10 @@ pub struct Quarantine {
     pub g: u32,
     /// The incarnation quarantined.
     pub ginc: u32,
-    /// The published messages of the group, as `(slot, incarnation, vis word)`, in the order
-    /// they were sent (their positions).
-    pub messages: Vec<(u32, u32, u64)>,
+    /// The published messages of the group, as `(slot, incarnation, member, vis word)` (the
+    /// member of a pack, layout 22; 0 in a slot of its own), in the order they were sent
+    /// (their positions).
+    pub messages: Vec<(u32, u32, u8, u64)>,
 }
 
 /// Whether group `g` (entry `e`), whose claim we hold, can be walked from `head` to its end:
@@ -233,26 +234,41 @@ pub fn begin(
             "a sender of a quarantined group is still publishing (stopped?)",
         )?;
     }
-    let mut messages: Vec<(u32, u32, u64, u64)> = Vec::new();
+    let mut messages: Vec<(u32, u32, u8, u64, u64)> = Vec::new();
     for (i, h) in a.slots() {
         // Acquire: as above.
         let w = h.own.vis.load(Ordering::Acquire);
         // Relaxed: ordered by the Acquire load above.
-        if let vis::State::Published(_) = vis::state(w) {
-            if words::group_of(h.group_epoch0.load(Ordering::Relaxed)) == g {
-                // Acquire: the incarnation the message ids are made of.
-                let inc = node::inc(h.link.load(Ordering::Acquire));
-                messages.push((i, inc, w, h.pos.load(Ordering::Relaxed)));
+        if !matches!(vis::state(w), vis::State::Published(_) | vis::State::Packed)
+            || words::group_of(h.group_epoch0.load(Ordering::Relaxed)) != g
+        {
+            continue;
+        }
+        // Acquire: the incarnation the message ids are made of.
+        let inc = node::inc(h.link.load(Ordering::Acquire));
+        // Relaxed: as above.
+        let pos = h.pos.load(Ordering::Relaxed);
+        // SAFETY: the group is marked: nobody receives, moves or frees its messages, and this
+        // copies nothing into payloads. A pack whose directory does not check is a damaged
+        // message: left out, then freed by `finish`.
+        let Ok(unit) = (unsafe { super::pack::unit(a, i, h, w) }) else {
+            continue;
+        };
+        for (j, own) in unit.words().iter().enumerate() {
+            // Acquire: the message's state (a pack member's: its own word).
+            let mw = own.vis.load(Ordering::Acquire);
+            if let vis::State::Published(_) = vis::state(mw) {
+                messages.push((i, inc, j as u8, mw, pos.wrapping_add(j as u64)));
             }
         }
     }
-    messages.sort_by_key(|m| m.3);
+    messages.sort_by_key(|m| m.4);
     Ok(Some(Quarantine {
         g,
         ginc,
         messages: messages
             .into_iter()
-            .map(|(i, inc, w, _)| (i, inc, w))
+            .map(|(i, inc, j, w, _)| (i, inc, j, w))
             .collect(),
     }))
 }
@@ -317,15 +333,17 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
     }
 }
 
-/// The word [`finish`] frees slot `i` (header `h`, `vis` word `w`, a message of the group)
-/// from, and whether it was a published message this call removed (counted); `None` leaves
-/// the slot alone (a live producer's claim, ours, a free slot).
+/// The word [`finish`] frees slot `i` (header `h`, `vis` word `w`, a message of the group, or a
+/// pack of its messages) from, and how many published messages this call removed (counted);
+/// `None` leaves the slot alone (a live producer's claim, ours, a free slot).
 ///
 /// A published message may change under us: its receipt holder deletes it or changes its
 /// visibility, a recovery releases it. Each is one step, so a removal that lost looks at the
 /// word again (a bounded number of times): the group becomes a plain tombstone after
 /// `finish`, which no later pass looks at, so a slot skipped here would leak (loom
-/// `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`).
+/// `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`). A pack's members are
+/// removed one by one so, then its unit word goes `DELETED` (at an epoch past its members',
+/// [`super::pack::deleted_word`]) for the free.
 fn freeable(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -333,11 +351,11 @@ fn freeable(
     i: u32,
     h: &MsgHeader,
     mut w: u64,
-) -> Option<(u64, bool)> {
+) -> Option<(u64, u64)> {
     for _ in 0..MAX_STEPS {
         return match vis::state(w) {
             vis::State::Published(_) => {
-                if !remove(a, me, h, w) {
+                if !remove(a, me, &h.own, w) {
                     // Acquire: as `finish`'s load.
                     w = h.own.vis.load(Ordering::Acquire);
                     continue;
@@ -351,10 +369,32 @@ fn freeable(
                     0,
                     node_ref(i, node::inc(h.link.load(Ordering::Acquire))),
                 );
-                Some((vis::pack(vis::next(vis::epoch(w)), vis::DELETED), true))
+                Some((vis::pack(vis::next(vis::epoch(w)), vis::DELETED), 1))
             }
-            vis::State::Deleted => Some((w, false)),
-            vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some((w, false)),
+            vis::State::Packed => {
+                // SAFETY: the group is marked: nobody receives, moves or frees its messages,
+                // and this copies nothing into payloads.
+                let Ok(unit) = (unsafe { super::pack::unit(a, i, h, w) }) else {
+                    // A damaged pack: freed whole, as a damaged message is.
+                    return Some((w, 0));
+                };
+                // Every member deleted, each removed one counted at once (as above).
+                let inc = node::inc(h.link.load(Ordering::Acquire));
+                let removed = super::list::remove_unit(a, me, h, i, w, |_| true)
+                    .ok()
+                    .flatten()?;
+                note(a, env, removed, 0, node_ref(i, inc));
+                let deleted = super::pack::deleted_word(w, unit.words());
+                // Only the claim holder writes a pack's unit word, and the group is marked:
+                // nobody holds its claim. AcqRel: as a removal.
+                h.own
+                    .vis
+                    .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)
+                    .ok()?;
+                Some((deleted, removed))
+            }
+            vis::State::Deleted => Some((w, 0)),
+            vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some((w, 0)),
             _ => None,
         };
     }
@@ -384,7 +424,7 @@ pub fn finish(a: &Arena<'_>, env: &dyn Env, me: Owner, q: &Quarantine) -> PResul
         let Some((w, published)) = freeable(a, env, me, i, h, w) else {
             continue;
         };
-        removed += u64::from(published);
+        removed += published;
         crash_point!();
         pool::free(a, env, i, w)?;
     }
@@ -422,19 +462,46 @@ pub fn suspect(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> bool {
     }
 }
 
-/// A published message of a group being quarantined, as a receive would hand it over (to
-/// the dead-letter mover): its header, group entry and payload.
-pub fn taken<'a>(a: &Arena<'a>, g: u32, idx: u32, inc: u32, w: u64) -> PResult<Taken<'a>> {
+/// A published message of a group being quarantined (`member` of the pack in slot `idx`, or
+/// 0, the slot's own message), as a receive would hand it over (to the dead-letter mover):
+/// its header, group entry and payload.
+pub fn taken<'a>(
+    a: &Arena<'a>,
+    g: u32,
+    idx: u32,
+    inc: u32,
+    member: u8,
+    w: u64,
+) -> PResult<Taken<'a>> {
     let m = a.msg(idx)?;
     // Relaxed: written before the message was published; nobody else acts on a marked group.
     let ge = m.group_epoch0.load(Ordering::Relaxed);
+    // Acquire: the unit's state (a pack's directory was written before it).
+    let u = m.own.vis.load(Ordering::Acquire);
     // SAFETY: the group is marked: nobody receives, moves or frees its messages until
-    // `finish`, which runs after the caller is done with them.
-    let payload = unsafe { a.payload(idx, m.own.lens.load(Ordering::Relaxed), ge) }?;
+    // `finish`, which runs after the caller is done with them; this copies nothing into
+    // payloads.
+    let (own, payload) = unsafe {
+        match super::pack::unit(a, idx, m, u)? {
+            super::pack::Unit::Pack(p) => (
+                p.members
+                    .get(usize::from(member))
+                    .ok_or(Fault::Corrupted("pack member"))?,
+                p.bytes(usize::from(member))
+                    .ok_or(Fault::Corrupted("pack member"))?,
+            ),
+            super::pack::Unit::One(own) if member == 0 => {
+                (own, a.payload(idx, own.lens.load(Ordering::Relaxed), ge)?)
+            }
+            super::pack::Unit::One(_) => return Err(Fault::Corrupted("pack member")),
+        }
+    };
     let epoch = vis::epoch(w);
     Ok(Taken {
         idx,
         inc,
+        member,
+        own,
         epoch,
         receive_count: epoch.wrapping_sub(words::unpack_group_epoch0(ge).1) & vis::EPOCH_MASK,
         header: m,

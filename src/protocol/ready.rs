@@ -204,7 +204,18 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
             Next::Node(next, m, ninc) => (next, m, ninc),
         };
         // SeqCst: SYNC POINT(ready-check).
-        match vis::state(m.own.vis.load(Ordering::SeqCst)) {
+        let w = m.own.vis.load(Ordering::SeqCst);
+        // A pack's (layout 22) first member not deleted stands for it. SeqCst: SYNC
+        // POINT(ready-check), as above. SAFETY: a hint read (the claim holder re-validates);
+        // it copies nothing into payloads.
+        let w = match unsafe { super::list::first_live(a, next, m, w, Ordering::SeqCst) } {
+            Ok(Some((_, w))) => w,
+            Ok(None) => vis::pack(0, vis::DELETED),
+            // A pack whose directory does not check (moved on, or damaged): let a claim
+            // holder look.
+            Err(_) => return Ok(Status::Deliverable),
+        };
+        match vis::state(w) {
             vis::State::Deleted => cur = node::pack(ninc, next),
             vis::State::Published(d) => {
                 // Relaxed: a hint (the claim holder re-validates).
@@ -221,7 +232,7 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
             }
             vis::State::Claimed(o) if a.owner_dead(env, o) => return Ok(Status::Deliverable),
             vis::State::Claimed(_) => return Ok(Status::Pending),
-            vis::State::Free => return Ok(Status::Deliverable),
+            vis::State::Free | vis::State::Packed => return Ok(Status::Deliverable),
         }
     }
     Ok(Status::Deliverable)

@@ -5,6 +5,7 @@ use super::accounting::{account_in_flight, count};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, successor_for_write, Cycle, Next};
+use super::pack::{self, Unit};
 use super::quarantine;
 use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
@@ -17,8 +18,8 @@ use super::timers;
 use super::times::{Standing, Times};
 use super::words::{self, unpack_group_epoch0};
 use super::Owner;
-use super::{gstate, node, vis, Arena, Env, Fault, PResult};
-use crate::layout::{counter, GroupEntry, MsgHeader};
+use super::{gstate, node, vis, Arena, Env, Fault, PResult, MAX_STEPS};
+use crate::layout::{counter, GroupEntry, MsgHeader, MsgWords};
 use crate::sync::Ordering;
 
 /// A message taken by [`receive`], handed to the sink while the group claim is held.
@@ -28,6 +29,10 @@ pub struct Taken<'t> {
     pub idx: u32,
     /// Slot incarnation.
     pub inc: u32,
+    /// The message's member in its slot's pack (layout 22; 0: a slot of its own).
+    pub member: u8,
+    /// The message's own words (its slot header's, or its pack member's directory entry).
+    pub(super) own: &'t MsgWords,
     /// Epoch of this receive (goes into the receipt handle).
     pub epoch: u32,
     /// Receive count including this one.
@@ -273,18 +278,26 @@ pub fn replay(
     sink: &mut Sink<'_>,
 ) -> PResult<bool> {
     let t = Times::load(a, env);
-    let unchanged = |m: &MsgHeader, r: u64, w: u64| {
+    let unchanged = |m: &MsgHeader, own: &MsgWords, inc: u32, w: u64| {
         // Acquire: pairs with the link store published by the link CAS.
-        node::inc(m.link.load(Ordering::Acquire)) == node::inc(r)
+        node::inc(m.link.load(Ordering::Acquire)) & super::attempt::INC_MASK == inc
             // Acquire: the message's latest state.
-            && m.own.vis.load(Ordering::Acquire) == w
+            && own.vis.load(Ordering::Acquire) == w
             && matches!(vis::state(w), vis::State::Published(d) if d > t.now)
             // Relaxed: written before publication, stable while published.
             && !t.expired(m.sent.load(Ordering::Relaxed))
     };
     let n = rec.count.min(super::attempt::MAX_MESSAGES);
     for k in 0..n {
-        if !unchanged(a.msg(node::index(rec.refs[k]))?, rec.refs[k], rec.vis[k]) {
+        let (idx, inc, member) = super::attempt::ref_parts(rec.refs[k]);
+        let m = a.msg(idx)?;
+        // SAFETY: no copy of ours into the slot's payload runs while we look: a replay
+        // copies nothing into payloads, and the words are compared, not acted on, until the
+        // claim below is held and they are compared again.
+        let Some(own) = (unsafe { words_of(a, m, idx, member) })? else {
+            return Ok(false);
+        };
+        if !unchanged(m, own, inc, rec.vis[k]) {
             return Ok(false);
         }
     }
@@ -295,8 +308,8 @@ pub fn replay(
         .ok_or(Fault::ClockRange)?
         .max(1);
     for k in 0..n {
-        let (r, w) = (rec.refs[k], rec.vis[k]);
-        let idx = node::index(r);
+        let w = rec.vis[k];
+        let (idx, rinc, member) = super::attempt::ref_parts(rec.refs[k]);
         let m = a.msg(idx)?;
         // Relaxed: stable while the message is in flight under the recorded receipt.
         let ge = m.group_epoch0.load(Ordering::Relaxed);
@@ -315,6 +328,20 @@ pub fn replay(
             Ok(None) | Err(Fault::Busy(_)) => return Ok(false),
             Err(f) => return Err(f),
         };
+        // Under the claim now: the unit is looked up again (a slot freed and reused since the
+        // first pass is told by its words below).
+        // SAFETY: we hold the claim of the group `ge` names; should the slot have moved to
+        // another group meanwhile, its words fail `unchanged`, compared before any use, and
+        // a replay copies nothing into payloads.
+        let unit = match or_release(e, cw, unsafe { words_of_unit(a, m, idx, member) })? {
+            Some(u) => u,
+            None => {
+                or_release(e, cw, release(a, env, me, cw, g))?;
+                return Ok(false);
+            }
+        };
+        let own = &unit.words()[usize::from(member)];
+        let inc = node::inc(m.link.load(Ordering::Acquire));
         let epoch = vis::epoch(w);
         let new = vis::pack(epoch, vis::published(deadline));
         // We hold the message now (its first holder died or gave up): record us as holder, at
@@ -323,9 +350,9 @@ pub fn replay(
         // the dead holder. If the CAS
         // fails, the message was deleted, released or changed meanwhile: naming us as holder
         // then costs at most an early release should we die.
-        let rw = m.own.recv_ms.load(Ordering::Relaxed);
-        if unchanged(m, r, w) {
-            m.own.recv_ms.store(
+        let rw = own.recv_ms.load(Ordering::Relaxed);
+        if unchanged(m, own, rinc, w) {
+            own.recv_ms.store(
                 super::recv::pack(me, super::recv::ms(rw)),
                 Ordering::Relaxed,
             );
@@ -333,20 +360,22 @@ pub fn replay(
         // SeqCst: as a visibility change (Acquire orders the payload reads below after the
         // producer's writes; Release publishes the new deadline; SYNC POINT(expiry-wheel)
         // orders it before the arming below).
-        let ok = unchanged(m, r, w)
-            && m.own
+        let ok = unchanged(m, own, rinc, w)
+            && own
                 .vis
                 .compare_exchange(w, new, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok();
         if ok {
-            // Relaxed: read under the claim, after the Acquire CAS.
-            let lens = m.own.lens.load(Ordering::Relaxed);
             // SAFETY: we hold the group claim, so nobody frees or rewrites the message while
             // the sink reads it.
-            let payload = or_release(e, cw, unsafe { a.payload(idx, lens, ge) })?;
+            let payload = or_release(e, cw, unsafe {
+                bytes_of(a, &unit, idx, usize::from(member), ge)
+            })?;
             let read = sink(&Taken {
                 idx,
-                inc: node::inc(r),
+                inc,
+                member,
+                own,
                 epoch,
                 receive_count: epoch.wrapping_sub(epoch0) & vis::EPOCH_MASK,
                 header: m,
@@ -357,7 +386,7 @@ pub fn replay(
             if !read {
                 // Unreadable now (corrupted since it was first received): take it out, and
                 // let a fresh receive answer this attempt.
-                quarantine::message(a, env, me, m, idx, node::inc(r), new);
+                quarantine::message(a, env, me, own, idx, inc, new);
                 or_release(e, cw, release(a, env, me, cw, g))?;
                 return Ok(false);
             }
@@ -460,7 +489,7 @@ fn take(
                     "another group's message linked in a group",
                 ));
             }
-            let d = match vis::state(w) {
+            match vis::state(w) {
                 vis::State::Deleted => {
                     cur = node::pack(ninc, next);
                     advanced = true;
@@ -474,56 +503,61 @@ fn take(
                     publish_orphan(a, env, me, m, next, w);
                     continue; // we hold the claim, so no hint: the loop looks at it again
                 }
-                vis::State::Published(d) => d,
-            };
+                vis::State::Published(_) | vis::State::Packed => {}
+            }
+            // SAFETY: we hold the group claim, so nobody frees or rewrites the node while we
+            // look, and the sink copies nothing into it.
+            let unit = unsafe { pack::unit(a, next, m, w) }?;
+            let packed = matches!(unit, Unit::Pack(_));
             // Relaxed: written before the link CAS that published the node (Acquire above).
             let sent = m.sent.load(Ordering::Relaxed);
-            match t.standing(sent, d) {
-                Standing::Expired => {
-                    // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
-                    if remove(a, me, m, w) {
-                        expired += 1;
-                        cur = node::pack(ninc, next);
-                        advanced = true;
+            // The node's messages in order (R3 member by member in a pack: a deleted one is
+            // passed, an in-flight one stops the group).
+            let (mut end, mut again) = (false, false);
+            'members: for (j, own) in unit.words().iter().enumerate() {
+                for tries in 0..MAX_STEPS {
+                    if c.took.get() == want {
+                        end = true;
+                        break 'members;
                     }
-                    continue;
-                }
-                Standing::InFlight => {
-                    // The group is locked from here on (R3). Retention may end before the
-                    // visibility timeout: wake a sweep for it (SYNC POINT(expiry-wheel): after the
-                    // SeqCst CAS that published `d`).
-                    if t.expiry(sent) < d {
-                        wake_at(a, g, t.expiry(sent))?;
+                    // A message's word was loaded above; a member's now. SeqCst: SYNC
+                    // POINT(ready-check), as above.
+                    let mw = if packed || tries > 0 {
+                        own.vis.load(Ordering::SeqCst)
+                    } else {
+                        w
+                    };
+                    let at = At {
+                        m,
+                        unit: &unit,
+                        j,
+                        idx: next,
+                        inc: ninc,
+                        sent,
+                        g,
+                    };
+                    match c.visit(&at, mw, policy, rep, sink, &mut moved, &mut expired)? {
+                        Visit::Pass => continue 'members,
+                        Visit::Stop => {
+                            end = true;
+                            break 'members;
+                        }
+                        // A message of its own: the node is stepped to again, as before packs.
+                        Visit::Again if !packed => {
+                            again = true;
+                            break 'members;
+                        }
+                        Visit::Again => {}
                     }
-                    break;
                 }
-                Standing::Delayed => {
-                    // L1, R4: delayed messages are at the tail and lock nothing; a sweep hints the
-                    // group when the delay ends (SYNC POINT(expiry-wheel): after the load that
-                    // found it published).
-                    wake_at(a, g, sent.saturating_add(t.delay))?;
-                    break;
-                }
-                Standing::Visible => {}
+                return Err(Fault::Corrupted("a pack member changed without end"));
             }
-            match c.hold(m, next, ninc, w, d, policy, rep, sink)? {
-                Held::Taken { redelivered } => {
-                    c.took.set(c.took.get() + 1);
-                    c.again.set(c.again.get() + u64::from(redelivered));
-                    cur = node::pack(ninc, next);
-                    advanced = true;
-                }
-                Held::Gone { moved: true } => {
-                    moved += 1;
-                    cur = node::pack(ninc, next);
-                    advanced = true;
-                }
-                Held::Gone { moved: false } => {
-                    cur = node::pack(ninc, next);
-                    advanced = true;
-                }
-                Held::LookAgain => {}
-                Held::Stop => break,
+            if end {
+                break;
+            }
+            if !again {
+                cur = node::pack(ninc, next);
+                advanced = true;
             }
         }
         Ok((moved, expired))
@@ -586,16 +620,74 @@ fn take(
     Ok(Some(taken))
 }
 
+/// The unit in slot `idx` (header `m`) if it holds message `member` (a pack's member, or
+/// member 0, a message of its own); `None` if it does not (the slot moved on).
+///
+/// # Safety
+/// As [`pack::open`]'s.
+unsafe fn words_of_unit<'a>(
+    a: &Arena<'a>,
+    m: &'a MsgHeader,
+    idx: u32,
+    member: u8,
+) -> PResult<Option<Unit<'a>>> {
+    // Acquire: the unit's state, and (a pack's) the directory written before it.
+    let w = m.own.vis.load(Ordering::Acquire);
+    if vis::state(w) != vis::State::Packed {
+        return Ok((member == 0).then_some(Unit::One(&m.own)));
+    }
+    // SAFETY: the caller's contract.
+    let unit = unsafe { pack::unit(a, idx, m, w) }?;
+    Ok((usize::from(member) < unit.words().len()).then_some(unit))
+}
+
+/// [`words_of_unit`]'s message words.
+///
+/// # Safety
+/// As [`pack::open`]'s.
+unsafe fn words_of<'a>(
+    a: &Arena<'a>,
+    m: &'a MsgHeader,
+    idx: u32,
+    member: u8,
+) -> PResult<Option<&'a MsgWords>> {
+    // SAFETY: the caller's contract.
+    let unit = unsafe { words_of_unit(a, m, idx, member) }?;
+    Ok(unit.map(|u| &u.words()[usize::from(member)]))
+}
+
+/// Message `j`'s payload bytes in its unit: a pack member's, or the message's own slot's.
+///
+/// # Safety
+/// As [`Arena::payload`]'s.
+unsafe fn bytes_of<'a>(
+    a: &Arena<'a>,
+    unit: &Unit<'a>,
+    idx: u32,
+    j: usize,
+    ge: u64,
+) -> PResult<&'a [u8]> {
+    match unit {
+        // Relaxed: written before the node was published, which the caller observed.
+        // SAFETY: the caller's contract.
+        Unit::One(own) => unsafe { a.payload(idx, own.lens.load(Ordering::Relaxed), ge) },
+        // SAFETY: the caller's contract.
+        Unit::Pack(p) => unsafe { p.bytes(j) }.ok_or(Fault::Corrupted("pack member")),
+    }
+}
+
 /// Linked by a producer that died before publishing: the send committed at the link CAS, so
 /// the claim holder publishes it on its behalf, its dedup entry settled first (invariant D: a
 /// retry of its dedup id must find the message). A corrupted dedup entry must not wedge the
 /// group: published all the same.
 fn publish_orphan(a: &Arena<'_>, env: &dyn Env, me: Owner, m: &MsgHeader, idx: u32, w: u64) {
     if settle_known(a, env, me, idx, w, Link::Linked, Then::NoHint).is_err() {
+        // Relaxed: written before the link CAS, which the walk read with Acquire.
+        let packed = m.own.lens.load(Ordering::Relaxed) >> 56 == u64::from(words::LENS_PACKED);
         // SeqCst: as the settle's own publication (SYNC POINT(ready-check)).
         let _ = m.own.vis.compare_exchange(
             w,
-            vis::pack(vis::epoch(w), vis::published(0)),
+            vis::pack(vis::epoch(w), super::settle::published_unit(packed)),
             Ordering::SeqCst,
             Ordering::Relaxed,
         );
@@ -663,30 +755,114 @@ enum Held {
     Stop,
 }
 
+/// Where a walk stands: message `j` of the unit in node `idx` (a pack's member, or the
+/// message itself), its header, the unit's enqueue time, and the group.
+struct At<'x, 'a> {
+    m: &'a MsgHeader,
+    unit: &'x Unit<'a>,
+    j: usize,
+    idx: u32,
+    inc: u32,
+    sent: u64,
+    g: u32,
+}
+
+/// What [`Holder::visit`] did with one message of a walk.
+enum Visit {
+    /// Done with it (deleted, removed, taken, moved): the walk goes on with the next.
+    Pass,
+    /// Changed under us: look at it again.
+    Again,
+    /// The group yields nothing more this time.
+    Stop,
+}
+
 impl Holder<'_, '_> {
-    /// Under the claim: takes visible message `idx` (header `m`, `vis` word `w` with
-    /// deadline field `d`), or moves it to the dead-letter queue past `maxReceiveCount`.
+    /// Under the claim: one message of the walk, whose state word is `w` (a member's must be
+    /// published or deleted: anything else is a damaged pack): passed if deleted, removed if
+    /// past retention (T1), a stop if in flight or delayed, else held ([`Holder::hold`]).
     #[allow(clippy::too_many_arguments)]
+    fn visit(
+        &self,
+        at: &At<'_, '_>,
+        w: u64,
+        policy: &mut Policy<'_>,
+        rep: &mut Received,
+        sink: &mut Sink<'_>,
+        moved: &mut u64,
+        expired: &mut u64,
+    ) -> PResult<Visit> {
+        let (a, t) = (self.a, &self.t);
+        let own = &at.unit.words()[at.j];
+        let d = match vis::state(w) {
+            vis::State::Deleted => return Ok(Visit::Pass),
+            vis::State::Published(d) => d,
+            _ => return Err(Fault::Corrupted("a pack member's state")),
+        };
+        match t.standing(at.sent, d) {
+            Standing::Expired => {
+                // T1: gone, visible or in flight. (A failed CAS: changed, look again.)
+                if remove(a, self.me, own, w) {
+                    *expired += 1;
+                    return Ok(Visit::Pass);
+                }
+                return Ok(Visit::Again);
+            }
+            Standing::InFlight => {
+                // The group is locked from here on (R3). Retention may end before the
+                // visibility timeout: wake a sweep for it (SYNC POINT(expiry-wheel): after the
+                // SeqCst CAS that published `d`).
+                if t.expiry(at.sent) < d {
+                    wake_at(a, at.g, t.expiry(at.sent))?;
+                }
+                return Ok(Visit::Stop);
+            }
+            Standing::Delayed => {
+                // L1, R4: delayed messages are at the tail and lock nothing; a sweep hints the
+                // group when the delay ends (SYNC POINT(expiry-wheel): after the load that
+                // found it published).
+                wake_at(a, at.g, at.sent.saturating_add(t.delay))?;
+                return Ok(Visit::Stop);
+            }
+            Standing::Visible => {}
+        }
+        Ok(match self.hold(at, w, d, policy, rep, sink)? {
+            Held::Taken { redelivered } => {
+                self.took.set(self.took.get() + 1);
+                self.again.set(self.again.get() + u64::from(redelivered));
+                Visit::Pass
+            }
+            Held::Gone { moved: m } => {
+                *moved += u64::from(m);
+                Visit::Pass
+            }
+            Held::LookAgain => Visit::Again,
+            Held::Stop => Visit::Stop,
+        })
+    }
+
+    /// Under the claim: takes visible message `at` (state word `w` with deadline field `d`),
+    /// or moves it to the dead-letter queue past `maxReceiveCount`.
     fn hold(
         &self,
-        m: &MsgHeader,
-        idx: u32,
-        inc: u32,
+        at: &At<'_, '_>,
         w: u64,
         d: u64,
         policy: &mut Policy<'_>,
         rep: &mut Received,
         sink: &mut Sink<'_>,
     ) -> PResult<Held> {
+        let (m, idx, inc) = (at.m, at.idx, at.inc);
+        let own = &at.unit.words()[at.j];
+        let member = at.j as u8;
         let a = self.a;
         let epoch = vis::next(vis::epoch(w));
         // Relaxed: stable while the message is published; we hold the claim.
         let ge = m.group_epoch0.load(Ordering::Relaxed);
         let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
-        let lens = m.own.lens.load(Ordering::Relaxed);
         // SAFETY: we hold the group claim, so no participant can receive, delete or free this
         // message while we read.
-        let payload = unsafe { a.payload(idx, lens, ge) }?;
+        let payload = unsafe { bytes_of(a, at.unit, idx, at.j, ge) }?;
         if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
             if receive_count > *max_count {
                 // X1: this receive would deliver it for the (max+1)-th time: move it instead. A
@@ -696,6 +872,8 @@ impl Holder<'_, '_> {
                 let moved_ok = mover(&Taken {
                     idx,
                     inc,
+                    member,
+                    own,
                     epoch: vis::epoch(w),
                     receive_count: receive_count.wrapping_sub(1),
                     header: m,
@@ -709,7 +887,7 @@ impl Holder<'_, '_> {
                     return Ok(Held::Stop);
                 }
                 // X4: the group goes on with its next message.
-                return Ok(if remove(a, self.me, m, w) {
+                return Ok(if remove(a, self.me, own, w) {
                     Held::Gone { moved: true }
                 } else {
                     Held::LookAgain
@@ -727,8 +905,7 @@ impl Holder<'_, '_> {
         // SYNC POINT(holder-record): Relaxed, before the CAS that publishes it:
         // `change_visibility` reads it after an Acquire load of `vis`. Nobody else can take
         // this visible message: we hold the group claim.
-        m.own
-            .recv_ms
+        own.recv_ms
             .store(super::recv::pack(self.me, self.t.now), Ordering::Relaxed);
         let held = vis::pack(epoch, vis::published(self.deadline));
         if d == 0 {
@@ -743,11 +920,10 @@ impl Holder<'_, '_> {
             // files the deadline ([`take`]) orders these stores, a fence for the whole run.
             // Damaged shared memory that breaks the claim's exclusion can make two takers
             // hand out the same message; it cannot make us read or write out of bounds.
-            m.own.vis.store(held, Ordering::Release);
+            own.vis.store(held, Ordering::Release);
             // In flight now: counted when the walk ends (see `take`).
             self.fresh.set(self.fresh.get() + 1);
-        } else if m
-            .own
+        } else if own
             .vis
             // Received before, its visibility ended: a holder of an earlier handle may still
             // delete or change it (its clock read before the deadline passed), so a CAS.
@@ -765,12 +941,14 @@ impl Holder<'_, '_> {
         // CAS: only the holder of the group claim writes it after the send (which stores 0
         // before publishing), so nothing writes it between the two (one locked instruction
         // less a received message).
-        if m.own.first_recv_ms.load(Ordering::Relaxed) == 0 {
-            m.own.first_recv_ms.store(self.wall, Ordering::Relaxed);
+        if own.first_recv_ms.load(Ordering::Relaxed) == 0 {
+            own.first_recv_ms.store(self.wall, Ordering::Relaxed);
         }
         let read = sink(&Taken {
             idx,
             inc,
+            member,
+            own,
             epoch,
             receive_count,
             header: m,
@@ -782,7 +960,7 @@ impl Holder<'_, '_> {
             // A corrupted word made it unreadable: take it out, and go on with the group's
             // next message (it breaks itself, not its group). A failed CAS (a purge got there
             // first) removed it all the same.
-            quarantine::message(a, self.env, self.me, m, idx, inc, held);
+            quarantine::message(a, self.env, self.me, own, idx, inc, held);
             return Ok(Held::Gone { moved: false });
         }
         Ok(Held::Taken {

@@ -3,6 +3,7 @@
 //! and lost hints).
 
 use super::accounting::count;
+use super::pack;
 use super::ready::hint_if_ready;
 use super::settle::{settle_dead_send, Settled};
 use super::sweep::sweep;
@@ -81,37 +82,56 @@ pub fn release_where(
     // A deadline that passes during the scan is released at `now` all the same: visible either way.
     let now = env.now_ms().max(1);
     let mut n = 0;
-    for (_, h) in a.slots() {
+    for (i, h) in a.slots() {
         // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
         // before that CAS) is visible below: the holder we read is at least as new as `w`.
-        let w = h.own.vis.load(Ordering::Acquire);
-        let vis::State::Published(d) = vis::state(w) else {
-            continue;
-        };
-        if d <= now {
-            continue;
-        }
-        // Relaxed: ordered by the Acquire load above.
-        if !pick(h.own.recv_ms.load(Ordering::Relaxed)) {
+        let u = h.own.vis.load(Ordering::Acquire);
+        // A pack's members (layout 22) are released one by one: members of one pack can be
+        // in flight under different receivers (R3 allows it).
+        if !matches!(vis::state(u), vis::State::Published(_) | vis::State::Packed) {
             continue;
         }
-        crash_point!();
-        // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
-        // visibility change). A failed CAS: deleted, changed or released meanwhile.
-        if h.own
-            .vis
-            .compare_exchange(
-                w,
-                vis::pack(vis::epoch(w), vis::published(now)),
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            )
-            .is_err()
-        {
+        // SAFETY: a release copies nothing into payloads. A slot reused meanwhile: a member
+        // word's CAS below expects the word read here, an epoch no reused slot's words carry
+        // (see `handle::current`).
+        let unit = unsafe { pack::unit(a, i, h, u) };
+        let Ok(unit) = unit else { continue };
+        let mut released = false;
+        for own in unit.words() {
+            // Acquire: as above (a message's own word is `u`, loaded again).
+            let w = own.vis.load(Ordering::Acquire);
+            let vis::State::Published(d) = vis::state(w) else {
+                continue;
+            };
+            if d <= now {
+                continue;
+            }
+            // Relaxed: ordered by the Acquire load above.
+            if !pick(own.recv_ms.load(Ordering::Relaxed)) {
+                continue;
+            }
+            crash_point!();
+            // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero
+            // visibility change). A failed CAS: deleted, changed or released meanwhile.
+            if own
+                .vis
+                .compare_exchange(
+                    w,
+                    vis::pack(vis::epoch(w), vis::published(now)),
+                    Ordering::SeqCst,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                continue;
+            }
+            n += 1;
+            released = true;
+            crash_point!();
+        }
+        if !released {
             continue;
         }
-        n += 1;
-        crash_point!();
         // Relaxed: stable while the message is published.
         let g = words::group_of(h.group_epoch0.load(Ordering::Relaxed));
         if let Ok(e) = a.group(g) {

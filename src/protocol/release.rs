@@ -2,6 +2,7 @@
 //! deleted messages, reopening an emptied list at its sentinel), DIRTY requests from deleters,
 //! and the readiness re-check after the release (SYNC POINT(claim)).
 
+use super::pack;
 use super::ready::hint_if_ready;
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
@@ -149,8 +150,7 @@ fn cleanup_inner(
                 let mut at = next;
                 while n < RUN {
                     let m = a.msg(at)?;
-                    let w = run_vis(m, for_take);
-                    if vis::state(w) != vis::State::Deleted {
+                    if !deleted(a, at, m, for_take)? {
                         break;
                     }
                     let l = m.link.load(Ordering::Acquire);
@@ -232,8 +232,7 @@ fn reopen_from_sentinel(
 ) -> PResult<Option<Cleaned>> {
     let m = a.msg(next)?;
     // The run's first load, which this one stands for (no swap came before it here).
-    let w = run_vis(m, for_take);
-    if vis::state(w) != vis::State::Deleted {
+    if !deleted(a, next, m, for_take)? {
         return Ok(Some(Cleaned::Kept)); // nothing to move `head` past
     }
     let l = m.link.load(Ordering::Acquire);
@@ -281,6 +280,43 @@ fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
     }
 }
 
+/// Under the claim: whether node `idx` (header `m`) after `head` is deleted, its state word
+/// read by [`run_vis`]: a message `DELETED`, or a pack (layout 22) whose every member is. Such
+/// a pack's unit word is stored `DELETED` here, at an epoch past its members'
+/// ([`pack::deleted_word`]), so that the run frees it as it frees a message. A store: while a
+/// pack is published only the claim holder writes its unit word (handle holders write member
+/// words), and a pack whose members are all deleted is never written by anyone else again.
+/// A damaged pack's directory is the group's fault (the caller's error path).
+#[inline]
+fn deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, for_take: bool) -> PResult<bool> {
+    let w = run_vis(m, for_take);
+    match vis::state(w) {
+        vis::State::Deleted => Ok(true),
+        vis::State::Packed => {
+            // SAFETY: we hold the claim: nobody frees or rewrites the pack, and a cleanup
+            // copies nothing into payloads.
+            let unit = unsafe { pack::unit(a, idx, m, w) }?;
+            let members = unit.words();
+            // Acquire: pairs with each deleter's AcqRel CAS, so the free that follows comes
+            // after their last access; SYNC POINT(ready-check) is the unit word's, above (a
+            // producer's publication of a later node is ordered by our `head` swap).
+            if !members
+                .iter()
+                .all(|w| vis::state(w.vis.load(Ordering::Acquire)) == vis::State::Deleted)
+            {
+                return Ok(false);
+            }
+            // Relaxed: our own next loads (`pool::free_one`) read it; others learn of the
+            // free by its Release store.
+            m.own
+                .vis
+                .store(pack::deleted_word(w, members), Ordering::Relaxed);
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
 /// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its
 /// new dummy `h` is `head` now): the prefix of the run it had not freed, since it freed the
 /// run last node first. Walks from `p` along the links while each node is still the run's:
@@ -312,6 +348,8 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
         }
         let pos = m.pos.load(Ordering::Relaxed);
         let g = super::words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+        // A pack takes its members' positions (layout 22): the next node follows its last.
+        let span = super::words::unit_span(m.own.lens.load(Ordering::Relaxed));
         let follows = last.is_none_or(|(lp, lg)| lg == g && lp.wrapping_add(1) == pos);
         // Re-checked: an unchanged incarnation proves the words read belong to this node.
         if !follows || pos >= end || node::inc(m.link.load(Ordering::Acquire)) != node::inc(cur) {
@@ -319,7 +357,7 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
         }
         run[n] = cur;
         n += 1;
-        last = Some((pos, g));
+        last = Some((pos.wrapping_add(span - 1), g));
         let next = node::index(l);
         if next >= a.total {
             break; // NIL, CLOSED or a sentinel: not a node of the run
@@ -427,7 +465,7 @@ fn reopen_dummy(a: &Arena<'_>, g: u32, e: &GroupEntry, t: u64) -> PResult<bool> 
     // caller's Acquire load read, or before its death, which reached us.
     Ok(l == node::pack(node::inc(t), node::CLOSED)
         && super::words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g
-        && m.pos.load(Ordering::Relaxed).wrapping_add(1) == e.sentinel_pos.load(Ordering::Relaxed))
+        && a.position(i)?.wrapping_add(1) == e.sentinel_pos.load(Ordering::Relaxed))
 }
 
 /// Whether sentinel reference `h` (`head`, or a walk's node) whose link word `hl` carries

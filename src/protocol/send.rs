@@ -20,6 +20,8 @@ pub struct Sent {
     pub idx: u32,
     /// Slot incarnation.
     pub inc: u32,
+    /// The message's member in its slot's pack (layout 22; 0: a slot of its own).
+    pub member: u8,
     /// High 64 bits of the sequence number (group incarnation base).
     pub seq_hi: u64,
     /// Low 64 bits of the sequence number (position in the group incarnation).
@@ -143,14 +145,49 @@ pub fn send_chain(
     outs: &[&Outgoing<'_>],
     results: &mut [PResult<Sent>],
 ) -> PResult<()> {
+    send_chain_as(a, env, me, outs, results, Packing::Never)
+}
+
+/// Whether a chain may go as a pack (layout 22, `protocol::pack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packing {
+    /// One slot a message, always.
+    Never,
+    /// One slot for the chain's messages where they make a pack ([`send_chain_as`]).
+    Where,
+}
+
+/// [`send_chain`], where `packing` says so as one pack (`protocol::pack`): a chain of two or
+/// more new messages (no loan, no dead-letter source, no prior receive) whose pack fits a size
+/// class goes in one slot, one node of its group's list, whose members take consecutive
+/// positions; its dedup entries are settled as one send's (each names the slot, its member in
+/// its `meta`). Otherwise, or where that class is full, one slot a message, as `send_chain`.
+pub fn send_chain_as(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    results: &mut [PResult<Sent>],
+    packing: Packing,
+) -> PResult<()> {
     if outs.len() > MAX_CHAIN {
         for (o, r) in outs.chunks(MAX_CHAIN).zip(results.chunks_mut(MAX_CHAIN)) {
-            send_chain(a, env, me, o, r)?;
+            send_chain_as(a, env, me, o, r, packing)?;
         }
         return Ok(());
     }
+    // Decided before the reservations: a pack's slot is claimed after all of them.
+    let packs = packing == Packing::Where
+        && outs.len() >= 2
+        && outs.iter().all(|o| {
+            o.loaned.is_none()
+                && o.source_len == 0
+                && o.prior_receives == 0
+                && words::unpack_lens(o.lens).3 == 0
+        });
     let mut nodes: [Option<Prepared<'_>>; MAX_CHAIN] = [None; MAX_CHAIN];
     let mut which = [0u8; MAX_CHAIN];
+    let mut reserved: [Option<Option<(u32, u64)>>; MAX_CHAIN] = [None; MAX_CHAIN];
     let mut n = 0;
     for (k, out) in outs.iter().enumerate() {
         let entry = match &out.dedup {
@@ -161,6 +198,7 @@ pub fn send_chain(
                     results[k] = Ok(Sent {
                         idx: o.idx,
                         inc: o.inc,
+                        member: o.member,
                         seq_hi: o.seq_hi,
                         pos: o.pos,
                         duplicate: true,
@@ -177,21 +215,43 @@ pub fn send_chain(
                 }
             },
         };
-        match prepare(a, env, me, out, entry) {
-            Ok(p) => {
-                nodes[n] = Some(p);
-                which[n] = k as u8;
-                n += 1;
+        if packs {
+            reserved[k] = Some(entry);
+            continue;
+        }
+        prepare_into(
+            a, env, me, out, entry, k, &mut nodes, &mut which, &mut n, results,
+        )?;
+    }
+    if packs {
+        if reserved.iter().flatten().count() >= 2 {
+            match prepare_pack(a, env, me, outs, &reserved) {
+                Ok(Some(p)) => return send_pack(a, env, me, outs, &reserved, p, results),
+                Ok(None) => {}
+                Err(f) => {
+                    if super::stopped(f) {
+                        return Err(f);
+                    }
+                    // Nothing was linked: every key may be sent again (invariant D).
+                    for (k, r) in reserved.iter().enumerate() {
+                        if let Some(entry) = r {
+                            if let Some((index, word)) = entry {
+                                dedup::abort(a, *index, *word)?;
+                            }
+                            results[k] = Err(f);
+                        }
+                    }
+                    return Ok(());
+                }
             }
-            Err(f) => {
-                if super::stopped(f) {
-                    return Err(f);
-                }
-                // Nothing was linked: the key may be sent again (invariant D).
-                if let Some((index, word)) = entry {
-                    dedup::abort(a, index, word)?;
-                }
-                results[k] = Err(f);
+        }
+        // No pack (too few new messages, no class holds them, or that class is full): one
+        // slot a message.
+        for (k, out) in outs.iter().enumerate() {
+            if let Some(entry) = reserved[k] {
+                prepare_into(
+                    a, env, me, out, entry, k, &mut nodes, &mut which, &mut n, results,
+                )?;
             }
         }
     }
@@ -219,6 +279,7 @@ pub fn send_chain(
         results[usize::from(k)] = Ok(Sent {
             idx: p.idx,
             inc: p.inc,
+            member: 0,
             seq_hi,
             pos: pos0.wrapping_add(i as u64),
             duplicate: false,
@@ -234,7 +295,7 @@ pub fn send_chain(
         if let Some((index, word)) = p.entry {
             // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault here
             // must not undo a committed send: the entry is left for a settler.
-            let _ = dedup::commit(a, env, index, word, seq_hi, pos0.wrapping_add(i as u64));
+            let _ = dedup::commit(a, env, index, word, seq_hi, pos0.wrapping_add(i as u64), 0);
             crash_point!(Ok(()));
             // Relaxed: published by the CAS below; no back-pointer once published.
             h.own.recv_ms.store(0, Ordering::Relaxed);
@@ -251,20 +312,233 @@ pub fn send_chain(
             .store(vis::pack(p.epoch0, vis::published(0)), Ordering::Release);
         crash_point!(Ok(()));
     }
-    // SYNC POINT(ready-check): an RMW on `head` (AcqRel) is ordered against the cleaner's swap
-    // of `head`: either we read its new head, and if that is the chain's predecessor or one of
-    // its nodes but the last, the next node is ours and published: hint; or its swap reads
-    // ours and it then sees every publication above. The chain is committed: a fault while
-    // hinting (corruption elsewhere) must not turn it into an error the caller would retry.
+    ready_check(a, env, me, g, e, pred, &chain[..n - 1]);
+    Ok(())
+}
+
+/// After a chain's publication: hints its group (and rings the doorbell) if the chain's first
+/// node is now the group's first live one. SYNC POINT(ready-check): an RMW on `head` (AcqRel)
+/// is ordered against the cleaner's swap of `head`: either we read its new head, and if that
+/// is the chain's predecessor `pred` or one of its nodes but the last (`but_last`), the next
+/// node is ours and published: hint; or its swap reads ours and it then sees every
+/// publication before. The chain is committed: a fault while hinting (corruption elsewhere)
+/// must not turn it into an error the caller would retry.
+#[inline]
+fn ready_check(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    g: u32,
+    e: &GroupEntry,
+    pred: u64,
+    but_last: &[Option<Prepared<'_>>],
+) {
     let h = crate::sync::idempotent_rmw_u64(&e.head, Ordering::AcqRel);
     let before_ours = h == pred
-        || chain[..n - 1]
+        || but_last
             .iter()
             .flatten()
             .any(|p| h == node::pack(p.inc, p.idx));
     if before_ours && hint(a, env, me, g).unwrap_or(false) {
         notify(a, env, me);
     }
+}
+
+/// Prepares `out` (entry `k` of its chain, with its reserved dedup entry) into the chain's
+/// next node; a failure is that entry's result (its key aborted: nothing was linked, so it
+/// may be sent again, invariant D), unless it stopped us.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn prepare_into<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    out: &Outgoing<'_>,
+    entry: Option<(u32, u64)>,
+    k: usize,
+    nodes: &mut [Option<Prepared<'a>>; MAX_CHAIN],
+    which: &mut [u8; MAX_CHAIN],
+    n: &mut usize,
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    match prepare(a, env, me, out, entry) {
+        Ok(p) => {
+            nodes[*n] = Some(p);
+            which[*n] = k as u8;
+            *n += 1;
+        }
+        Err(f) => {
+            if super::stopped(f) {
+                return Err(f);
+            }
+            if let Some((index, word)) = entry {
+                dedup::abort(a, index, word)?;
+            }
+            results[k] = Err(f);
+        }
+    }
+    Ok(())
+}
+
+/// Claims one slot for the chain's reserved messages (`reserved[k]`: `Some` with its dedup
+/// entry, if any, for each message to send) and writes them into it as a pack: the members and
+/// their directory (each member's `recv_ms` its dedup back-pointer), the unit's `lens`, `sent`
+/// and no back-pointer of its own, then each entry pointed at the slot (`dedup::set_msg`,
+/// after the words a settler reads). `None` where they make no pack that some class holds, or
+/// that class is full: the caller sends them one slot each.
+fn prepare_pack<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    reserved: &[Option<Option<(u32, u64)>>; MAX_CHAIN],
+) -> PResult<Option<Prepared<'a>>> {
+    let mut ms = [super::pack::Member {
+        body: 0,
+        dedup: 0,
+        attrs: 0,
+        parts: &[],
+        back: 0,
+    }; MAX_CHAIN];
+    let mut sizes = [(0, 0, 0); MAX_CHAIN];
+    let mut k = 0;
+    for (out, r) in outs.iter().zip(reserved) {
+        let Some(entry) = r else { continue };
+        let (body, attrs, dedup, _) = words::unpack_lens(out.lens);
+        sizes[k] = (body, dedup, attrs);
+        ms[k] = super::pack::Member {
+            body,
+            dedup,
+            attrs,
+            parts: out.parts,
+            back: entry.map_or(0, |(i, _)| u64::from(i) + 1),
+        };
+        k += 1;
+    }
+    let Some(used) = super::pack::size(&sizes[..k]) else {
+        return Ok(None);
+    };
+    let Some(class) =
+        (0..a.nclasses).find(|&c| a.classes[c].is_some_and(|cl| cl.cap as usize >= used))
+    else {
+        return Ok(None);
+    };
+    let s = match pool::alloc_slot(a, env, class, outs[0].cursor, me) {
+        Ok(s) => s,
+        Err(Fault::ClassFull(_)) => return Ok(None),
+        Err(f) => return Err(f),
+    };
+    crash_point!();
+    let claimed = vis::pack(s.epoch0, vis::claimed(me));
+    // SAFETY: the slot is claimed by us (just now), so nobody else reads or writes its
+    // payload until we publish it.
+    let unit = match unsafe { super::pack::write_members(a, s.idx, s.epoch0, &ms[..k]) } {
+        Ok(Some(unit)) => unit,
+        Ok(None) => {
+            pool::free(a, env, s.idx, claimed)?;
+            return Ok(None);
+        }
+        Err(f) => {
+            pool::free(a, env, s.idx, claimed)?;
+            return Err(f);
+        }
+    };
+    crash_point!();
+    // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)),
+    // and to settlers by `set_msg`'s Release store below.
+    s.h.own.lens.store(unit, Ordering::Relaxed);
+    s.h.sent.store(env.now_ms(), Ordering::Relaxed);
+    s.h.own.first_recv_ms.store(0, Ordering::Relaxed);
+    // The members' back-pointers are their own (`recv_ms` in the directory).
+    s.h.own.recv_ms.store(0, Ordering::Relaxed);
+    for (index, _) in reserved.iter().flatten().flatten() {
+        dedup::set_msg(a, *index, s.idx, s.inc)?;
+        crash_point!();
+    }
+    Ok(Some(Prepared {
+        h: s.h,
+        idx: s.idx,
+        inc: s.inc,
+        epoch0: s.epoch0,
+        claimed,
+        entry: None,
+        source_len: 0,
+        prior_receives: 0,
+        loaned: false,
+    }))
+}
+
+/// Links pack `p` (prepared by [`prepare_pack`] for the messages `reserved` names) as one node,
+/// commits each member's dedup entry (with its member and position), publishes the unit
+/// (`vis` `PACKED`) and runs the ready check: [`send_chain`]'s steps for a chain of one node
+/// that takes `k` positions.
+fn send_pack(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    reserved: &[Option<Option<(u32, u64)>>; MAX_CHAIN],
+    p: Prepared<'_>,
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    let chain = [Some(p)];
+    let (g, e, pred, seq_hi, pos0) = match link(a, env, me, outs[0], &chain) {
+        Ok(l) => l,
+        Err(f) => {
+            if super::stopped(f) {
+                return Err(f); // stopped before the link CAS: nothing enqueued
+            }
+            // Before the link CAS: nothing was enqueued; the keys may be sent again
+            // (invariant D: aborted before the slot is freed).
+            for (k, r) in reserved.iter().enumerate() {
+                if let Some(entry) = r {
+                    if let Some((index, word)) = entry {
+                        dedup::abort(a, *index, *word)?;
+                    }
+                    results[k] = Err(f);
+                }
+            }
+            pool::free(a, env, p.idx, p.claimed)?;
+            return Ok(());
+        }
+    };
+    // Committed at the link CAS: every member was sent.
+    let mut j = 0u8;
+    for (k, r) in reserved.iter().enumerate() {
+        if r.is_some() {
+            results[k] = Ok(Sent {
+                idx: p.idx,
+                inc: p.inc,
+                member: j,
+                seq_hi,
+                pos: pos0.wrapping_add(u64::from(j)),
+                duplicate: false,
+            });
+            j += 1;
+        }
+    }
+    #[cfg(shmfifo_loom)]
+    if super::crash::crashed() {
+        return Ok(()); // stopped right after the link CAS: committed
+    }
+    count(a, me, counter::SENT, u64::from(j));
+    // Invariant D: every entry is DONE before the slot leaves CLAIMED. A fault here must not
+    // undo a committed send: the entry is left for a settler.
+    for (j, (index, word)) in reserved.iter().flatten().flatten().enumerate() {
+        let pos = pos0.wrapping_add(j as u64);
+        let _ = dedup::commit(a, env, *index, *word, seq_hi, pos, j as u8);
+        crash_point!(Ok(()));
+    }
+    // SYNC POINT(ready-check): the publish, then the RMW of `head` in `ready_check`. A store,
+    // as `send_chain`'s: the word is `CLAIMED` by us, and only a participant that proved us
+    // dead writes it. Release: a receiver's Acquire load that reads `PACKED` sees the members'
+    // words and bytes written before the link CAS (the members' own words were stored
+    // `Published(0)` then, read by nobody before this).
+    p.h.own
+        .vis
+        .store(vis::pack(p.epoch0, vis::PACKED), Ordering::Release);
+    crash_point!(Ok(()));
+    ready_check(a, env, me, g, e, pred, &[]);
     Ok(())
 }
 

@@ -63,7 +63,27 @@ pub(crate) fn settle_known(
     } else {
         None
     };
-    settle_for_slot(a, env, back, o, idx, inc, seq)?;
+    // Relaxed: as `back`. A pack's (layout 22) unit word was written before any of its
+    // entries named the slot (`set_msg`) and before its link: a stale one, of a producer that
+    // died before writing it, comes with a stale directory, whose back-pointers name no entry
+    // of this incarnation.
+    let lens = h.own.lens.load(Ordering::Relaxed);
+    let packed = lens >> 56 == u64::from(words::LENS_PACKED);
+    if packed {
+        let (k, _) = words::unpack_unit_lens(lens);
+        // SAFETY: the slot is claimed by its dead producer, and settlers copy nothing into a
+        // payload: no participant of this process copies into it while we look.
+        if let Ok(members) = unsafe { a.members(idx, k) } {
+            for (j, m) in members.iter().enumerate() {
+                // Relaxed: as `back` above.
+                let back = m.recv_ms.load(Ordering::Relaxed);
+                let seq = seq.map(|(hi, pos)| (hi, pos.wrapping_add(j as u64)));
+                settle_for_slot(a, env, back, o, idx, inc, seq, j as u8)?;
+            }
+        }
+    } else {
+        settle_for_slot(a, env, back, o, idx, inc, seq, 0)?;
+    }
     if linked == Link::Linked {
         // The back-pointer is left in `recv_ms`, not cleared: `find_in_group` let go of the
         // claim, so a receiver may have published the orphan itself and taken it by now, and
@@ -77,7 +97,7 @@ pub(crate) fn settle_known(
             .vis
             .compare_exchange(
                 w,
-                vis::pack(vis::epoch(w), vis::published(0)),
+                vis::pack(vis::epoch(w), published_unit(packed)),
                 Ordering::SeqCst,
                 Ordering::Relaxed,
             )
@@ -94,6 +114,16 @@ pub(crate) fn settle_known(
         Ok(Settled::Freed)
     } else {
         Ok(Settled::Raced)
+    }
+}
+
+/// The state field of a unit its send published: a pack's `PACKED` (its members' words were
+/// written published), a message's `Published(0)` (never received).
+pub(crate) fn published_unit(packed: bool) -> u64 {
+    if packed {
+        vis::PACKED
+    } else {
+        vis::published(0)
     }
 }
 
@@ -222,9 +252,10 @@ pub(crate) fn settle_entry(
     Ok(())
 }
 
-/// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`),
-/// before the slot itself is published (`linked`) or freed. Called by
-/// [`settle_dead_send`].
+/// Settles the dedup entry of a dead producer's slot `idx` (owner `o`, incarnation `inc`; the
+/// message `member` of its pack, 0 in a slot of its own), before the slot itself is published
+/// (`linked`) or freed. Called by [`settle_dead_send`].
+#[allow(clippy::too_many_arguments)]
 pub fn settle_for_slot(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -233,6 +264,7 @@ pub fn settle_for_slot(
     idx: u32,
     inc: u32,
     linked: Option<(u64, u64)>,
+    member: u8,
 ) -> PResult<()> {
     let Some(i) = back.checked_sub(1) else {
         return Ok(());
@@ -257,7 +289,7 @@ pub fn settle_for_slot(
         return Ok(());
     }
     match linked {
-        Some((seq_hi, pos)) => dedup::commit(a, env, i as u32, st, seq_hi, pos),
+        Some((seq_hi, pos)) => dedup::commit(a, env, i as u32, st, seq_hi, pos, member),
         None => dedup::abort(a, i as u32, st),
     }
 }

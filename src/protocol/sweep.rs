@@ -7,7 +7,7 @@
 use super::accounting::count;
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
-use super::list::{remove, successor, Cycle, Next};
+use super::list::{remove_unit, successor, Cycle, Next};
 use super::ready::{looks_empty, poke, ring_for, status, Status};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::timers;
@@ -371,12 +371,15 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PRes
         let w = m.own.vis.load(Ordering::Acquire);
         match vis::state(w) {
             vis::State::Deleted => {}
-            // Relaxed: written before the node was published (Acquire above).
-            vis::State::Published(_) if t.expired(m.sent.load(Ordering::Relaxed)) => {
-                if !remove(a, me, m, w) {
-                    continue; // changed meanwhile: look again
+            // Relaxed: written before the node was published (Acquire above). A pack's
+            // members share its `sent`: all of them go.
+            vis::State::Published(_) | vis::State::Packed
+                if t.expired(m.sent.load(Ordering::Relaxed)) =>
+            {
+                match remove_unit(a, me, m, next, w, |_| true)? {
+                    Some(k) => n += k,
+                    None => continue, // changed meanwhile: look again
                 }
-                n += 1;
             }
             _ => break,
         }
@@ -400,11 +403,12 @@ fn head_deadline(a: &Arena<'_>, e: &GroupEntry) -> u64 {
         let next = node::index(l);
         let Ok(m) = a.msg(next) else { return 0 };
         let w = m.own.vis.load(Ordering::Acquire);
-        match vis::state(w) {
-            vis::State::Deleted => {
-                cur = node::pack(node::inc(m.link.load(Ordering::Acquire)), next)
-            }
-            vis::State::Published(d) => return d,
+        // SAFETY: a hint read: this copies nothing into payloads, and whatever it reads of a
+        // slot that moved on is only a hint.
+        let first = unsafe { super::list::first_live(a, next, m, w, Ordering::Acquire) };
+        match first.map(|f| f.map(|(_, w)| vis::state(w))) {
+            Ok(None) => cur = node::pack(node::inc(m.link.load(Ordering::Acquire)), next),
+            Ok(Some(vis::State::Published(d))) => return d,
             _ => return 0,
         }
     }

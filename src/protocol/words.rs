@@ -90,6 +90,7 @@ pub use owner::Owner;
 /// | `FREE` (0)                 | in the pool; epoch is the slot's last epoch          |
 /// | `DELETED` (1)              | deleted or purged, still a node until `head` passes  |
 /// | `CLAIMED + owner`          | being written by a producer (owner code)             |
+/// | `PACKED` (2)               | a pack's unit word: published, its members' own words say the rest |
 /// | `DEADLINE + d`             | published; visible if `d <= now`, else in flight     |
 ///
 /// `d = 0` means never received. The epoch grows on allocation, on every receive, on purge
@@ -107,6 +108,11 @@ pub mod vis {
     pub const DELETED: u64 = 1;
     /// Base of claimed states.
     pub const CLAIMED: u64 = 2;
+    /// A published pack's unit word (layout 22, `protocol::pack`): `CLAIMED` with no owner (an
+    /// owner code is never 0: its participant index is stored plus one). Each member's state
+    /// is its own word in the pack's directory; the unit's says only that the slot holds a
+    /// published pack (until every member is deleted and the cleanup frees it).
+    pub const PACKED: u64 = CLAIMED;
     /// Base of published states.
     pub const DEADLINE: u64 = 1 << 39;
     /// Largest representable deadline (ms since the arena time base; about 17 years).
@@ -123,6 +129,8 @@ pub mod vis {
         Claimed(super::Owner),
         /// Published with this visibility deadline.
         Published(u64),
+        /// A published pack: its members' own words hold their states.
+        Packed,
     }
 
     /// Packs a word.
@@ -138,6 +146,7 @@ pub mod vis {
         match w & FIELD_MASK {
             FREE => State::Free,
             DELETED => State::Deleted,
+            PACKED => State::Packed,
             f if f >= DEADLINE => State::Published(f - DEADLINE),
             f => State::Claimed(super::Owner::of_word(f - CLAIMED)),
         }
@@ -273,6 +282,17 @@ pub fn unpack_unit_lens(w: u64) -> (usize, usize) {
     (((w >> 48) & 0xFF) as usize, (w & 0xFFFF_FFFF) as usize)
 }
 
+/// The positions a node whose slot header's `lens` word is `w` takes in its group: a pack's
+/// member count, one for a message of its own. Bounded (1 to `MAX_PACK`) whatever the word
+/// says: a damaged count can move a position test by at most a pack's length.
+pub fn unit_span(w: u64) -> u64 {
+    if w >> 56 == u64::from(LENS_PACKED) {
+        (unpack_unit_lens(w).0 as u64).clamp(1, crate::layout::MAX_PACK as u64)
+    } else {
+        1
+    }
+}
+
 /// Packed `MsgWords::lens`: `[flags:8][body:24][attrs:24][dedup:8]`.
 pub fn pack_lens(body: usize, attrs: usize, dedup: usize, flags: u8) -> u64 {
     (u64::from(flags) << 56)
@@ -356,18 +376,28 @@ pub mod attempt {
 
 /// A dedup entry's meta word (`protocol::dedup`): `[dedup_len:8][group_len:8][expires:48]`.
 pub mod dedup_meta {
-    /// Largest expiry time an entry can hold (48 bits of ms: thousands of years).
-    pub const MAX_EXPIRES: u64 = (1 << 48) - 1;
+    /// Largest expiry time an entry can hold (44 bits of ms: over 500 years).
+    pub const MAX_EXPIRES: u64 = (1 << 44) - 1;
 
-    /// The meta word.
+    /// The meta word: `[dedup_len:8][group_len:8][member:4][expires:44]` (layout 22: the
+    /// member of the message's pack, part of its id; 0 for a message in a slot of its own).
     pub fn pack(dedup_len: usize, group_len: usize, expires: u64) -> u64 {
+        with_member(dedup_len, group_len, 0, expires)
+    }
+    /// The meta word of a message that is member `member` of its pack.
+    pub fn with_member(dedup_len: usize, group_len: usize, member: u8, expires: u64) -> u64 {
         ((dedup_len as u64 & 0xFF) << 56)
             | ((group_len as u64 & 0xFF) << 48)
+            | (u64::from(member & 0xF) << 44)
             | expires.min(MAX_EXPIRES)
     }
     /// `(dedup_len, group_len)` of a meta word.
     pub fn lens(m: u64) -> (usize, usize) {
         ((m >> 56) as usize, ((m >> 48) & 0xFF) as usize)
+    }
+    /// The member of a meta word.
+    pub fn member(m: u64) -> u8 {
+        ((m >> 44) & 0xF) as u8
     }
     /// The expiry time (arena ms) of a meta word.
     pub fn expires(m: u64) -> u64 {
