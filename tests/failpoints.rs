@@ -148,7 +148,9 @@ fn child(spec: &str) {
                 say(format!("DEL {body}"));
             }
         }
-        "send-batch" => {
+        "send-batch" | "send-pack" => {
+            // `send-pack`: g's two entries go as one pack (layout 22).
+            q.set_pack_batches(op == "send-pack");
             failpoint::arm(k);
             let rs = q.send_batch(&the_batch()).unwrap();
             failpoint::disarm();
@@ -182,7 +184,7 @@ fn child(spec: &str) {
                 say(format!("DEL {}", m.body));
             }
         }
-        "receive-delete-batch" | "receive-delete-run" => {
+        "receive-delete-batch" | "receive-delete-run" | "receive-delete-pack" => {
             failpoint::arm(k);
             let got = q.receive(&long).unwrap();
             for m in &got {
@@ -437,6 +439,23 @@ fn fresh(tag: &str, cfg: &QueueConfig) -> (String, Queue) {
 
 fn send(q: &Queue, g: &str, body: &str) {
     q.send(&SendMessage::new(g, body).dedup_id(body)).unwrap();
+}
+
+/// Sends "a", "b" to group g as one pack (layout 22), then "c" to h: what the
+/// `receive-delete-pack` cases receive and delete.
+fn send_pack_then_c(q: &Queue) {
+    q.set_pack_batches(true);
+    let rs = q
+        .send_messages(&[
+            SendMessage::new("g", "a").dedup_id("a"),
+            SendMessage::new("g", "b").dedup_id("b"),
+        ])
+        .unwrap();
+    let ids: Vec<_> = rs.into_iter().map(|r| r.unwrap().message_id).collect();
+    // One slot: the ids differ only in the member (the first hex digit).
+    assert_eq!(ids[0].to_string()[1..], ids[1].to_string()[1..], "a pack");
+    q.set_pack_batches(false);
+    send(q, "h", "c");
 }
 
 /// A loan killed at each step, holding it or giving it back: nothing sent, nothing leaked.
@@ -846,8 +865,12 @@ fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
     } else {
         &[("g", "a"), ("g", "b"), ("h", "c")]
     };
-    for (g, b) in sends {
-        send(&q, g, b);
+    if op == "receive-delete-pack" {
+        send_pack_then_c(&q);
+    } else {
+        for (g, b) in sends {
+            send(&q, g, b);
+        }
     }
     if run {
         let x = q
@@ -872,7 +895,7 @@ fn case_receive_delete(op: &str, k: u64, full: usize) -> bool {
         .filter(|b| !set.contains(*b) && !deleted.contains(*b))
         .collect();
     // One delete acts before its acknowledgement; a batch's deletes all act before theirs.
-    let most = if op == "receive-delete-batch" || run {
+    let most = if op == "receive-delete-batch" || op == "receive-delete-pack" || run {
         3
     } else {
         1
@@ -1246,6 +1269,10 @@ fn stop_case(op: &str, k: u64) -> bool {
     let (name, q) = if op == "send-kept" {
         // The stopped child sends to r, kept.
         fresh_r_kept("fpstop", &cfg, first)
+    } else if op == "receive-delete-pack" {
+        let (name, q) = fresh("fpstop", &cfg);
+        send_pack_then_c(&q);
+        (name, q)
     } else {
         let (name, q) = fresh("fpstop", &cfg);
         for (g, b) in first {
@@ -1447,7 +1474,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 27] = [
+    let cases: [(&str, Case); 29] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1460,9 +1487,11 @@ fn main() {
         ("send-kept", case_send_kept),
         ("send-new-group-reclaim", case_send_new_group_reclaim),
         ("send-batch", case_send_batch),
+        ("send-pack", case_send_batch),
         ("send-loan-batch", case_send_batch),
         ("receive-delete", case_receive_delete),
         ("receive-delete-batch", case_receive_delete),
+        ("receive-delete-pack", case_receive_delete),
         ("receive-delete-run", case_receive_delete),
         ("receive-borrowed-delete", case_receive_delete),
         ("change-visibility", case_change_visibility),
@@ -1495,9 +1524,11 @@ fn main() {
         "send-new-group-grow",
         "send-kept",
         "send-batch",
+        "send-pack",
         "send-loan-batch",
         "receive-delete",
         "receive-delete-run",
+        "receive-delete-pack",
         "receive-borrowed-delete",
         "change-visibility",
         "expiry-sweep",

@@ -121,6 +121,56 @@ fn a_quarantined_group_goes_to_the_dead_letter_queue() {
     assert_eq!(bodies_of(&drain(&q), "healthy"), ["h"]);
 }
 
+/// X1 with a quarantine of a group holding packs (layout 22, feature `packs`): each member of
+/// the damaged group's pack goes to the dead-letter queue with its own id, in order, after the
+/// message before the pack; every slot of the group is freed.
+#[cfg(feature = "packs")]
+#[test]
+fn a_quarantined_groups_packs_go_to_the_dead_letter_queue_member_by_member() {
+    let dlq = queue("quarantine-pack-dlq", &small_dedup());
+    let q = queue(
+        "quarantine-pack-src",
+        &small_dedup().redrive_policy(RedrivePolicy::new(dlq.name.clone(), 5)),
+    );
+    let path = format!("/dev/shm/{}", q.name);
+    let before = q.inspect(0).unwrap().size_classes;
+    let mut ids = vec![
+        q.send(&SendMessage::new("the-damaged-group", "m0").dedup_id("d0"))
+            .unwrap()
+            .message_id,
+    ];
+    q.set_pack_batches(true);
+    let pack = q
+        .send_messages(&[
+            SendMessage::new("the-damaged-group", "m1").dedup_id("d1"),
+            SendMessage::new("the-damaged-group", "m2").dedup_id("d2"),
+            SendMessage::new("the-damaged-group", "m3").dedup_id("d3"),
+        ])
+        .unwrap();
+    ids.extend(pack.into_iter().map(|r| r.unwrap().message_id));
+    q.send(&SendMessage::new("healthy", "h").dedup_id("h"))
+        .unwrap();
+    break_group(&path, b"the-damag");
+    let r = q.recover().unwrap();
+    assert_eq!(r.quarantined_groups, 1);
+    assert_eq!(r.dead_lettered, ids);
+    let moved = drain(&dlq);
+    assert_eq!(
+        bodies_of(&moved, "the-damaged-group"),
+        ["m0", "m1", "m2", "m3"]
+    );
+    assert_eq!(
+        moved.iter().map(|m| m.message_id).collect::<Vec<_>>(),
+        ids,
+        "M2: each member's id is kept"
+    );
+    assert_eq!(bodies_of(&drain(&q), "healthy"), ["h"]);
+    let after = q.inspect(0).unwrap().size_classes;
+    for (b, a) in before.iter().zip(&after) {
+        assert_eq!(a.free, b.free, "every slot of the group back");
+    }
+}
+
 /// A message whose lengths word is corrupted cannot be read: the receive that meets it takes
 /// it out (counted), and its group goes on with its next message, in order.
 #[test]

@@ -424,6 +424,15 @@ fn producer(w: &WorkerArgs) -> Result<(), String> {
                 rr
             }
         };
+        // With packs (feature `packs`, layout 22): lane 1 sends runs of 2 to 4 consecutive
+        // messages of a group in one `send_messages`, as one pack, when nothing is in doubt.
+        #[cfg(feature = "packs")]
+        if w.lane == 1 && todo.is_empty() {
+            let n = 2 + rng.below(3);
+            send_pack(&q, &mut log, mine[k], next[k], n)?;
+            next[k] += n;
+            continue;
+        }
         let (g, s) = (mine[k], next[k]);
         let _ = writeln!(log.buf, "S {g} {s} {}", now_ns());
         log.flush()?;
@@ -455,6 +464,60 @@ fn producer(w: &WorkerArgs) -> Result<(), String> {
         next[k] = s + 1;
     }
     Ok(())
+}
+
+/// Sends `(g, s) .. (g, s + n)` as one batch, which the queue keeps as one pack (feature
+/// `packs`): every `S` line first, then one `K` line per message once the batch returned. A
+/// pack is all or nothing, so its results are all `Ok` or all the same retryable error (its
+/// class full: wait and send it again); a batch that comes back half sent breaks the order
+/// the checker holds the queue to, and fails the worker.
+#[cfg(feature = "packs")]
+fn send_pack(q: &Queue, log: &mut Log, g: u32, s: u64, n: u64) -> Result<(), String> {
+    q.set_pack_batches(true);
+    for j in 0..n {
+        let _ = writeln!(log.buf, "S {g} {} {}", s + j, now_ns());
+    }
+    log.flush()?;
+    let group = format!("g{g}");
+    let texts: Vec<(String, String)> = (0..n)
+        .map(|j| (format!("{g}-{}", s + j), body(g, s + j)))
+        .collect();
+    let msgs: Vec<SendMessage<'_>> = texts
+        .iter()
+        .map(|(d, t)| SendMessage::new(&group, t).dedup_id(d))
+        .collect();
+    loop {
+        let rs = q
+            .send_messages(&msgs)
+            .map_err(|e| format!("send_messages {g} {s}: {e}"))?;
+        if rs.iter().all(|r| {
+            matches!(
+                r,
+                Err(Error::SizeClassFull { .. })
+                    | Err(Error::GroupLimitReached { .. })
+                    | Err(Error::ParticipantBusy { .. })
+                    | Err(Error::DedupTableFull { .. })
+            )
+        }) {
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        for (j, r) in rs.iter().enumerate() {
+            let r = r
+                .as_ref()
+                .map_err(|e| format!("a pack half sent: {g} {}: {e}", s + j as u64))?;
+            let _ = writeln!(
+                log.buf,
+                "K {g} {} {:x} {} {}",
+                s + j as u64,
+                r.message_id.0,
+                u8::from(r.duplicate),
+                now_ns()
+            );
+        }
+        log.flush()?;
+        return Ok(());
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -82,6 +82,16 @@ fn geometry(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Geo
     }
 }
 
+/// An arena whose one class holds packs (layout 22): `slots` slots of 384 bytes (a pack of four
+/// one-byte members takes 321), its directories in the heap arena's side table
+/// (`HeapArena::with_packs`), and a dedup table of `dedup_slots` entries (queue scope).
+pub fn arena_packs(participants: u32, groups: u32, slots: u32, dedup_slots: u32) -> Arc<HeapArena> {
+    Arc::new(HeapArena::with_packs(&Geometry {
+        classes: vec![(384, slots)],
+        ..geometry(participants, groups, slots, dedup_slots)
+    }))
+}
+
 /// An arena of `participants` participants, `groups` max groups and one class of `slots`
 /// 16-byte slots that may add `growth` segments (layout 13), without a dedup table.
 pub fn arena_growing(participants: u32, groups: u32, slots: u32, growth: u32) -> Arc<HeapArena> {
@@ -171,16 +181,7 @@ pub fn send_dedup(
     key: &str,
     home: u64,
 ) -> PResult<send::Sent> {
-    let key = dedup::Key {
-        hash: home,
-        // The key's other hash half: distinct for distinct keys, whatever their home.
-        check: key
-            .bytes()
-            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
-        dedup: key.as_bytes(),
-        group: &[],
-    };
-    send_with(a, env, who, group, body, Some(key))
+    send_with(a, env, who, group, body, Some(self::key(key, home)))
 }
 
 fn send_with(
@@ -242,6 +243,55 @@ pub fn send_batch(
     let refs: Vec<&Outgoing<'_>> = outs.iter().collect();
     let mut results: Vec<PResult<send::Sent>> = refs.iter().map(|_| Err(Fault::Expired)).collect();
     send::send_chain(a, env, me(who), &refs, &mut results)?;
+    Ok(results)
+}
+
+/// A dedup key `key` whose hash is forced to `home` (see [`send_dedup`]).
+pub fn key(key: &str, home: u64) -> dedup::Key<'_> {
+    dedup::Key {
+        hash: home,
+        // The key's other hash half: distinct for distinct keys, whatever their home.
+        check: key
+            .bytes()
+            .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b))),
+        dedup: key.as_bytes(),
+        group: &[],
+    }
+}
+
+/// Sends `bodies` to `group` as participant `who` as one pack where they make one
+/// (`send::send_chain_as` with `Packing::Where`), each with dedup id `keys[k]` (hash `k`)
+/// if `keys` is given; one result per body.
+pub fn send_pack(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    bodies: &[&[u8]],
+    keys: Option<&[&str]>,
+) -> PResult<Vec<PResult<send::Sent>>> {
+    let parts: Vec<[&[u8]; 1]> = bodies.iter().map(|b| [*b]).collect();
+    let outs: Vec<Outgoing<'_>> = bodies
+        .iter()
+        .zip(&parts)
+        .enumerate()
+        .map(|(k, (b, p))| Outgoing {
+            class: 0,
+            cursor: u64::from(who),
+            hash: hash(group.as_bytes()),
+            group_id: group.as_bytes(),
+            lens: words::pack_lens(b.len(), 0, 0, 0),
+            parts: p,
+            dedup: keys.map(|ks| key(ks[k], k as u64)),
+            source_len: 0,
+            prior_receives: 0,
+            loaned: None,
+            in_place: 0,
+        })
+        .collect();
+    let refs: Vec<&Outgoing<'_>> = outs.iter().collect();
+    let mut results: Vec<PResult<send::Sent>> = refs.iter().map(|_| Err(Fault::Expired)).collect();
+    send::send_chain_as(a, env, me(who), &refs, &mut results, send::Packing::Where)?;
     Ok(results)
 }
 

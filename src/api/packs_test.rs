@@ -324,3 +324,120 @@ fn each_groups_run_is_its_own_pack() {
     let bodies: Vec<&str> = got.iter().map(|m| &m.body[..2]).collect();
     assert_eq!(bodies, ["a0", "a1", "b0", "b1", "xx", "xx"]);
 }
+
+/// S7, S8, D2, D5, M1: members keep their own attributes and dedup ids (given or made from the
+/// body's SHA-256); a content-based repeat of a member is a duplicate naming it; first receive
+/// times and group ids are each member's.
+#[test]
+fn members_keep_their_attributes_and_dedup_ids() {
+    use crate::{Deduplication, MessageAttribute};
+    let q = packing(QueueConfig::new().deduplication(Deduplication::MessageGroup));
+    let q_content = packing(QueueConfig::new().content_based_deduplication(true));
+    let attrs = [
+        MessageAttribute::string("colour", "red"),
+        MessageAttribute::string("size", "large"),
+    ];
+    let msgs = [
+        SendMessage::new("g", "plain").dedup_id("p"),
+        SendMessage::new("g", "with attributes")
+            .dedup_id("w")
+            .attributes(&attrs),
+        SendMessage::new("g", "last").dedup_id("l"),
+    ];
+    q.send_messages(&msgs).unwrap();
+    assert_eq!(slots_used(&q), 1);
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(got.len(), 3);
+    assert!(got[0].attributes.is_empty());
+    let names: Vec<&str> = got[1].attributes.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["colour", "size"]);
+    assert_eq!(got[1].attributes[0].value, b"red");
+    assert_eq!(got[2].dedup_id.as_deref(), Some("l"));
+    assert!(got
+        .iter()
+        .all(|m| m.group_id == "g" && m.first_receive_timestamp > 0));
+    // Content-based: ids made from each member's body.
+    let sent = q_content
+        .send_messages(&[SendMessage::new("g", "one"), SendMessage::new("g", "two")])
+        .unwrap();
+    assert_eq!(slots_used(&q_content), 1);
+    let again = q_content.send(&SendMessage::new("g", "two")).unwrap();
+    assert!(again.duplicate, "D5: the same body");
+    assert_eq!(again.message_id, sent[1].as_ref().unwrap().message_id);
+}
+
+/// S13 (our choice for packs): a pack whose size class is full fails whole, every entry with
+/// `SizeClassFull`, nothing of it enqueued; once a slot is free the same batch goes whole, in
+/// order.
+#[test]
+fn a_pack_whose_class_is_full_fails_whole() {
+    let q = packing(
+        QueueConfig::new()
+            .size_classes(vec![(192, 2), (262_656, 1)])
+            .size_limit(0),
+    );
+    q.set_packing(false);
+    q.send(&SendMessage::new("x", "x").dedup_id("x")).unwrap();
+    q.send(&SendMessage::new("y", "y").dedup_id("y")).unwrap();
+    q.set_packing(true);
+    let msgs = [
+        SendMessage::new("g", "a").dedup_id("a"),
+        SendMessage::new("g", "b").dedup_id("b"),
+    ];
+    let r = q.send_messages(&msgs).unwrap();
+    assert!(
+        r.iter()
+            .all(|r| matches!(r, Err(Error::SizeClassFull { .. }))),
+        "{r:?}"
+    );
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["x", "y"], "nothing of the pack enqueued");
+    q.delete(&got[0].receipt_handle).unwrap();
+    let r = q.send_messages(&msgs).unwrap();
+    assert!(
+        r.iter().all(|r| r.as_ref().is_ok_and(|s| !s.duplicate)),
+        "{r:?}"
+    );
+    q.delete(&got[1].receipt_handle).unwrap();
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["a", "b"]);
+}
+
+/// S13, D1: a batch whose pack fails on a full class around a duplicate enqueues nothing new
+/// (not the message after the duplicate without the one before it); sent again with room,
+/// both go, in order, the duplicate answering as before.
+#[test]
+fn a_full_class_around_a_duplicate_keeps_the_order() {
+    let q = packing(
+        QueueConfig::new()
+            .size_classes(vec![(192, 3), (262_656, 1)])
+            .size_limit(0),
+    );
+    q.send(&SendMessage::new("g", "b").dedup_id("b")).unwrap();
+    q.send(&SendMessage::new("x", "x").dedup_id("x")).unwrap();
+    q.send(&SendMessage::new("y", "y").dedup_id("y")).unwrap();
+    let msgs = [
+        SendMessage::new("g", "a").dedup_id("a"),
+        SendMessage::new("g", "b").dedup_id("b"),
+        SendMessage::new("g", "c").dedup_id("c"),
+    ];
+    let r = q.send_messages(&msgs).unwrap();
+    assert!(matches!(r[0], Err(Error::SizeClassFull { .. })), "{r:?}");
+    assert!(r[1].as_ref().is_ok_and(|s| s.duplicate), "{r:?}");
+    assert!(matches!(r[2], Err(Error::SizeClassFull { .. })), "{r:?}");
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["b", "x", "y"], "nothing of the pack enqueued");
+    q.delete(&got[1].receipt_handle).unwrap();
+    let r = q.send_messages(&msgs).unwrap();
+    assert!(r[0].as_ref().is_ok_and(|s| !s.duplicate), "{r:?}");
+    assert!(r[1].as_ref().is_ok_and(|s| s.duplicate), "{r:?}");
+    assert!(r[2].as_ref().is_ok_and(|s| !s.duplicate), "{r:?}");
+    q.delete(&got[0].receipt_handle).unwrap();
+    q.delete(&got[2].receipt_handle).unwrap();
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["a", "c"]);
+}

@@ -810,24 +810,22 @@ impl Queue {
             )
             .map_err(|f| fault(f, inner))?;
             // A full class: if what follows the last entry that went is all that failed (so a
-            // retry keeps the group's order), make room and send that suffix again.
-            let last_ok = got[..n]
-                .iter()
-                .rposition(|r| r.is_ok())
-                .map_or(0, |i| i + 1);
-            let suffix_full = last_ok < n
-                && got[last_ok..n]
-                    .iter()
-                    .any(|r| matches!(r, Err(Fault::ClassFull(_))));
-            if suffix_full {
+            // retry keeps the group's order), make room and send that suffix again. Duplicates
+            // count as not gone (a pack that failed whole around one: sent again, a duplicate
+            // answers the same).
+            let full = |r: &PResult<send::Sent>| matches!(r, Err(Fault::ClassFull(_)));
+            let gone = |r: &PResult<send::Sent>| matches!(r, Ok(s) if !s.duplicate);
+            let from = got[..n].iter().rposition(gone).map_or(0, |i| i + 1);
+            let from = got[from..n].iter().position(full).map_or(n, |i| from + i);
+            if from < n {
                 // Reclaim what is due, then send the suffix again, growing if need be.
                 self.make_room();
                 send::send_chain_as(
                     self.arena(),
                     &Op::growing(inner),
                     inner.me,
-                    &chain[last_ok..n],
-                    &mut got[last_ok..n],
+                    &chain[from..n],
+                    &mut got[from..n],
                     packing,
                 )
                 .map_err(|f| fault(f, inner))?;

@@ -152,8 +152,8 @@ fn each_message(
     }
     // SAFETY: a census copies nothing into payloads; what it reads of a slot that moves on
     // meanwhile only makes it approximate, as C1 allows.
-    if let Ok(unit) = unsafe { super::pack::unit(a, idx, h, w) } {
-        for m in unit.words() {
+    if let Ok(members) = unsafe { super::pack::words(a, idx, h, w) } {
+        for m in members {
             // Relaxed: as the caller's.
             f(m.vis.load(Ordering::Relaxed));
         }

@@ -64,7 +64,7 @@ pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
 /// for member 0; `None` if the slot holds no such message.
 ///
 /// # Safety
-/// As [`pack::open`]'s.
+/// As [`pack::words`]'.
 unsafe fn member_words<'a>(
     a: &Arena<'a>,
     m: &'a MsgHeader,
@@ -76,14 +76,14 @@ unsafe fn member_words<'a>(
         return Ok((member == 0).then_some(&m.own));
     }
     // SAFETY: the caller's contract.
-    let unit = unsafe { pack::unit(a, idx, m, u) }?;
-    Ok(unit.words().get(usize::from(member)))
+    let words = unsafe { pack::words(a, idx, m, u) }?;
+    Ok(words.get(usize::from(member)))
 }
 
 /// [`member_words`]' state word, loaded Relaxed (the caller orders it).
 ///
 /// # Safety
-/// As [`pack::open`]'s.
+/// As [`pack::words`]'.
 unsafe fn member_word(
     a: &Arena<'_>,
     m: &MsgHeader,
@@ -97,6 +97,11 @@ unsafe fn member_word(
     Ok(own.map(|o| o.vis.load(Ordering::Relaxed)))
 }
 
+/// A pack's directory an earlier handle of the same call found, `(slot, incarnation,
+/// entries)`: the handles of a batch's messages usually name the members of one pack, whose
+/// directory is then found once a call.
+pub(crate) type Seen<'a> = Option<(u32, u32, &'a [MsgWords])>;
+
 /// The words of the message a handle names and their current `vis` word, if `h` is the live
 /// in-flight handle of that message (and the message is within its retention period, T1).
 ///
@@ -107,34 +112,29 @@ unsafe fn member_word(
 /// epoch past every epoch of the pack before (`release`'s cleanup frees a pack at an epoch
 /// past its members'), so they never equal it; a message's bytes where a directory was would
 /// have to equal those 8 bytes exactly.
+#[inline(always)]
 pub(crate) fn current<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
     m: &'a MsgHeader,
     h: Handle,
+    seen: &mut Seen<'a>,
 ) -> PResult<(&'a MsgWords, u64)> {
     // Acquire: pairs with the allocation's link store published by the link CAS.
     if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
         return Err(Fault::Expired);
     }
-    // Acquire: the unit's state (a pack's directory was written before it was published).
+    // Acquire: the unit's state (a pack's directory was written before it was published); a
+    // message's own: pairs with the receiver's store or CAS that issued the handle.
     let u = m.own.vis.load(Ordering::Acquire);
-    // SAFETY: no copy of ours into the slot's payload runs while we look: deletes and
-    // visibility changes copy nothing into payloads. (Another thread's send into a slot freed
-    // and reused meanwhile is the race the paragraph above bounds.)
-    let own = match unsafe { member_words(a, m, h.idx, h.member, u) } {
-        Ok(Some(own)) => own,
-        Ok(None) => return Err(Fault::Expired),
-        // A pack's directory that does not check: damaged, or the slot moved on meanwhile.
-        Err(f) => {
-            if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
-                return Err(Fault::Expired);
-            }
-            return Err(f);
+    let (own, w) = if vis::state(u) != vis::State::Packed {
+        if h.member != 0 {
+            return Err(Fault::Expired);
         }
+        (&m.own, u)
+    } else {
+        pack_member(a, m, h, u, seen)?
     };
-    // Acquire: pairs with the receiver's store or CAS that issued the handle.
-    let w = own.vis.load(Ordering::Acquire);
     if vis::epoch(w) != h.epoch {
         return Err(Fault::Expired);
     }
@@ -149,9 +149,47 @@ pub(crate) fn current<'a>(
     }
 }
 
+/// [`current`]'s words of a pack's member (the slot's unit word `u` says `PACKED`) and its
+/// `vis` word. Out of line: a message of its own needs none of it.
+#[inline(never)]
+fn pack_member<'a>(
+    a: &Arena<'a>,
+    m: &'a MsgHeader,
+    h: Handle,
+    u: u64,
+    seen: &mut Seen<'a>,
+) -> PResult<(&'a MsgWords, u64)> {
+    let members = match *seen {
+        // The same pack as the call's previous handle: the same incarnation (checked by the
+        // caller) is the same pack, its directory where it was.
+        Some((idx, inc, members)) if idx == h.idx && inc == h.inc => members,
+        // SAFETY: no copy of ours into the slot's payload runs while we look: deletes and
+        // visibility changes copy nothing into payloads. (Another thread's send into a slot
+        // freed and reused meanwhile is the race `current` bounds.)
+        _ => match unsafe { pack::words(a, h.idx, m, u) } {
+            Ok(members) => {
+                *seen = Some((h.idx, h.inc, members));
+                members
+            }
+            // A pack's directory that does not check: damaged, or the slot moved on.
+            Err(f) => {
+                if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
+                    return Err(Fault::Expired);
+                }
+                return Err(f);
+            }
+        },
+    };
+    let Some(own) = members.get(usize::from(h.member)) else {
+        return Err(Fault::Expired);
+    };
+    // Acquire: pairs with the receiver's store or CAS that issued the handle.
+    Ok((own, own.vis.load(Ordering::Acquire)))
+}
+
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
-    let g = mark_deleted(a, env, h)?;
+    let g = mark_deleted(a, env, h, &mut None)?;
     // Counted once: the in-flight count subtracts the deletes (`accounting::in_flight`).
     count(a, me, counter::DELETED, 1);
     crash_point!();
@@ -182,8 +220,9 @@ pub fn delete_many(
     let mut groups = [0u32; MAX];
     let mut ng = 0;
     let mut deleted = 0;
+    let mut seen = None;
     for (h, r) in handles.iter().zip(results.iter_mut()) {
-        let marked = mark_deleted(a, env, *h);
+        let marked = mark_deleted(a, env, *h, &mut seen);
         *r = marked.map(|_| ());
         crash_point!();
         if let Ok(g) = marked {
@@ -208,10 +247,11 @@ pub fn delete_many(
 /// Marks the message of a live handle deleted (H1–H5); no cleanup, no counting (the caller
 /// counts, once per batch). Returns its group (read before the deletion: afterwards a cleaner
 /// may free and reuse the slot).
-fn mark_deleted(a: &Arena<'_>, env: &dyn Env, h: Handle) -> PResult<u32> {
+#[inline(always)]
+fn mark_deleted<'a>(a: &Arena<'a>, env: &dyn Env, h: Handle, seen: &mut Seen<'a>) -> PResult<u32> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
-        let (own, w) = current(a, env, m, h)?;
+        let (own, w) = current(a, env, m, h, seen)?;
         // Relaxed: stable while the message is in flight under our handle.
         let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads
@@ -242,7 +282,7 @@ pub fn change_visibility(
 ) -> PResult<()> {
     let m = a.msg(h.idx)?;
     for _ in 0..MAX_STEPS {
-        let (own, w) = current(a, env, m, h)?;
+        let (own, w) = current(a, env, m, h, &mut None)?;
         let now = env.now_ms();
         // Relaxed: written by the receive that issued our handle, which we observed (Acquire).
         let recv = super::recv::ms(own.recv_ms.load(Ordering::Relaxed));

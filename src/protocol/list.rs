@@ -49,9 +49,9 @@ pub(crate) fn remove_unit(
         vis::State::Packed => {
             // SAFETY: the caller holds the group claim: nobody frees or rewrites the pack, and
             // removals copy nothing into payloads.
-            let unit = unsafe { super::pack::unit(a, idx, m, w) }?;
+            let members = unsafe { super::pack::words(a, idx, m, w) }?;
             let mut n = 0;
-            for own in unit.words() {
+            for own in members {
                 for tries in 0..=super::MAX_STEPS {
                     if tries == super::MAX_STEPS {
                         return Ok(None);
@@ -78,7 +78,7 @@ pub(crate) fn remove_unit(
 /// deleted (a message of its own: `w` says so).
 ///
 /// # Safety
-/// As [`super::pack::open`]'s.
+/// As [`super::pack::words`]'.
 pub(crate) unsafe fn first_live<'a>(
     a: &Arena<'a>,
     idx: u32,
@@ -90,8 +90,7 @@ pub(crate) unsafe fn first_live<'a>(
         return Ok((vis::state(w) != vis::State::Deleted).then_some((&m.own, w)));
     }
     // SAFETY: the caller's contract.
-    let unit = unsafe { super::pack::unit(a, idx, m, w) }?;
-    for own in unit.words() {
+    for own in unsafe { super::pack::words(a, idx, m, w) }? {
         // `order`: the caller's (see its SYNC POINT).
         let mw = own.vis.load(order);
         if vis::state(mw) != vis::State::Deleted {

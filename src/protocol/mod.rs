@@ -548,9 +548,36 @@ impl<'a> Arena<'a> {
     /// In a mapping the entries are the payload's bytes, which a send fills by plain copies:
     /// while the slice lives, no participant of this process may copy into the slot's payload
     /// (the caller has the slot claimed, or holds its group's claim while the pack is linked,
-    /// as [`Arena::payload`]'s callers do). Other processes' writes are the shared memory's
-    /// (untrusted, as every word of the arena).
+    /// as [`Arena::payload`]'s callers do), or, for a reader without such a claim (a handle,
+    /// recovery's release, a borrowed read, a replay's first pass, the ready check, the census,
+    /// inspection), what it loads while one might is validated against the slot's words
+    /// afterwards or is only a hint, and it writes nothing but by a CAS that expects a word no
+    /// reused slot carries (invariant P): the sequence-lock discipline a peek's copies follow
+    /// (SYNC POINT(peek-seqlock)), with its same caveat about a race with this process's own
+    /// copies. Other processes' writes are the shared memory's (untrusted, as every word of
+    /// the arena).
     pub unsafe fn members(&self, idx: u32, k: usize) -> PResult<&'a [MsgWords]> {
+        if self.pack_words.is_some() {
+            // SAFETY: the caller's contract; a heap arena's table needs no class.
+            return unsafe { self.members_in(idx, k, None) };
+        }
+        let (cl, _, p) = self.class_of(idx)?;
+        // SAFETY: the caller's contract, and `(cl, p)` are `class_of(idx)`'s.
+        unsafe { self.members_in(idx, k, Some((&cl, p))) }
+    }
+
+    /// [`Arena::members`] where the caller has slot `idx`'s class and payload from
+    /// [`Arena::class_of`] already (`None` only for a heap arena, whose table needs neither).
+    ///
+    /// # Safety
+    /// As [`Arena::members`]', and `at` is `class_of(idx)`'s class and payload.
+    #[inline]
+    pub unsafe fn members_in(
+        &self,
+        idx: u32,
+        k: usize,
+        at: Option<(&Class<'a>, *mut u8)>,
+    ) -> PResult<&'a [MsgWords]> {
         if k > MAX_PACK || idx >= self.total {
             return Err(Fault::Corrupted("pack directory"));
         }
@@ -563,23 +590,27 @@ impl<'a> Arena<'a> {
         #[cfg(shmfifo_loom)]
         {
             // A loom model's arena is a heap arena: it always has a table (maybe empty).
+            let _ = at;
             Err(Fault::Corrupted("no pack table"))
         }
         #[cfg(not(shmfifo_loom))]
         {
-            let (cl, _, p) = self.class_of(idx)?;
+            let Some((cl, p)) = at else {
+                return Err(Fault::Corrupted("pack directory"));
+            };
             if k * core::mem::size_of::<MsgWords>() > cl.cap as usize
                 || (p as usize) % core::mem::align_of::<MsgWords>() != 0
             {
                 return Err(Fault::Corrupted("pack directory"));
             }
-            // SAFETY: `p` starts the payload of slot `idx` of the class (`class_of` checked the
-            // index, in the base file or a mapped segment), is aligned for `MsgWords` (checked:
-            // a mapping's payloads start on lines, its strides are whole lines), and the `k`
-            // entries, at most `cap <= stride` bytes (checked), lie inside that payload, mapped
-            // as long as the arena. `MsgWords` is four atomics, valid for any bit pattern and
-            // shared with other processes as every word of the arena is; no plain copy of this
-            // process overlaps them while the slice lives (the caller's contract).
+            // SAFETY: `p` starts the payload of slot `idx` of the class (the caller had it from
+            // `class_of`, which checked the index, in the base file or a mapped segment), is
+            // aligned for `MsgWords` (checked: a mapping's payloads start on lines, its strides
+            // are whole lines), and the `k` entries, at most `cap <= stride` bytes (checked),
+            // lie inside that payload, mapped as long as the arena. `MsgWords` is four atomics,
+            // valid for any bit pattern and shared with other processes as every word of the
+            // arena is; no plain copy of this process overlaps them while the slice lives (the
+            // caller's contract).
             Ok(unsafe { core::slice::from_raw_parts(p as *const MsgWords, k) })
         }
     }

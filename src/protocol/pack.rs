@@ -99,8 +99,8 @@ pub unsafe fn open<'a>(a: &Arena<'a>, idx: u32, unit: u64) -> PResult<Pack<'a>> 
     // first, so that only a directory's worth of words is ever loaded.
     let (k, _) = words::unpack_unit_lens(unit);
     let (cl, _, payload) = a.class_of(idx)?;
-    // SAFETY: the caller's contract is `members`'.
-    let members = unsafe { a.members(idx, k) }?;
+    // SAFETY: the caller's contract is `members`', and `(cl, payload)` are `class_of(idx)`'s.
+    let members = unsafe { a.members_in(idx, k, Some((&cl, payload))) }?;
     let mut lens = [0u64; MAX_PACK];
     for (l, m) in lens.iter_mut().zip(members) {
         // Relaxed: a member's lengths are written before the pack is published and never
@@ -168,13 +168,13 @@ pub struct Member<'x> {
 }
 
 /// Writes a pack of `members` (each one's body, dedup id and framed attributes) into slot
-/// `idx`: every member's bytes at its place ([`lay_out`]), then its directory entry: its
+/// `idx`: every member's bytes at its place (`places`, what [`lay_out`] made of their
+/// lengths: each member's are checked against its place), then its directory entry: its
 /// lengths, its dedup back-pointer, never received, and its state word published at `epoch0`
 /// with no deadline (visible), as a message's is when its send publishes it (nobody reads it
 /// before the unit's word says `PACKED`). Returns the slot's `lens` word for the pack
 /// ([`words::unit_lens`]), which the caller stores with the slot's other words; `None` if the
-/// members do not make a pack that fits (fewer than two or more than [`MAX_PACK`], a length
-/// past its field, past the class's `cap`).
+/// places are not the members' count or do not fit the slot's class.
 ///
 /// # Safety
 /// The caller has slot `idx` claimed: no other participant reads or writes its payload until
@@ -185,29 +185,26 @@ pub unsafe fn write_members(
     idx: u32,
     epoch0: u32,
     members: &[Member<'_>],
+    places: &Places,
 ) -> PResult<Option<u64>> {
     let (cl, _, payload) = a.class_of(idx)?;
-    if members.len() > MAX_PACK {
+    if members.len() != places.k || places.used > cl.cap as usize {
         return Ok(None);
     }
-    let sizes: [(usize, usize, usize); MAX_PACK] = core::array::from_fn(|j| {
-        members
-            .get(j)
-            .map_or((0, 0, 0), |m| (m.body, m.dedup, m.attrs))
-    });
-    let Some(places) = lay_out(&sizes[..members.len()], cl.cap as usize) else {
-        return Ok(None);
-    };
     for (m, p) in members.iter().zip(places.members()) {
-        if m.parts.iter().map(|x| x.len()).sum::<usize>() != p.end() - p.at {
+        if m.body != p.body
+            || m.dedup != p.dedup
+            || m.attrs != p.attrs
+            || m.parts.iter().map(|x| x.len()).sum::<usize>() != p.end() - p.at
+        {
             return Err(Fault::Corrupted(
                 "a pack member's pieces and lengths differ",
             ));
         }
     }
     // SAFETY: the caller has the slot claimed (this function's contract), so no other
-    // participant copies into its payload.
-    let words = unsafe { a.members(idx, places.k) }?;
+    // participant copies into its payload; `(cl, payload)` are `class_of(idx)`'s.
+    let words = unsafe { a.members_in(idx, places.k, Some((&cl, payload))) }?;
     for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
         let mut at = p.at;
         for part in m.parts {
@@ -267,14 +264,14 @@ pub unsafe fn write(
     if members.len() > MAX_PACK {
         return Ok(None);
     }
+    let sizes: [(usize, usize, usize); MAX_PACK] =
+        core::array::from_fn(|j| ms.get(j).map_or((0, 0, 0), |m| (m.body, m.dedup, m.attrs)));
+    let cap = a.class_of(idx)?.0.cap as usize;
+    let Some(places) = lay_out(&sizes[..members.len()], cap) else {
+        return Ok(None);
+    };
     // SAFETY: this function's contract is `write_members`'.
-    unsafe { write_members(a, idx, epoch0, &ms[..members.len()]) }
-}
-
-/// The bytes a pack of members of these `(body, dedup, attrs)` lengths occupies in its slot
-/// (its directory and its members), or `None` if they make no pack ([`lay_out`]).
-pub fn size(sizes: &[(usize, usize, usize)]) -> Option<usize> {
-    lay_out(sizes, usize::MAX).map(|p| p.used)
+    unsafe { write_members(a, idx, epoch0, &ms[..members.len()], &places) }
 }
 
 /// A node of a group's list as its readers see it (layout 22): one message, whose own words
@@ -302,9 +299,10 @@ impl<'a> Unit<'a> {
 }
 
 /// The `DELETED` word a pack's unit (its state word `w`, `PACKED`) takes once every member is
-/// deleted, before its slot is freed: at an epoch past every member's (`members`' words, their
-/// offsets from the unit's epoch0, at which they started), so that a reused slot's words never
-/// carry an epoch a receipt handle of this pack names (`handle::current`).
+/// deleted, before its slot is freed: at the largest of its members' epochs (`members`' words,
+/// their offsets from the unit's epoch0, at which they started), so that the free (one past
+/// it) and the next claim (one more) start the slot's words past every epoch a receipt handle
+/// of this pack names (`handle::current`, invariant P).
 pub fn deleted_word(w: u64, members: &[MsgWords]) -> u64 {
     let vis = words::vis::epoch;
     let top = members
@@ -315,6 +313,35 @@ pub fn deleted_word(w: u64, members: &[MsgWords]) -> u64 {
         .max()
         .unwrap_or(0);
     words::vis::pack(vis(w).wrapping_add(top), words::vis::DELETED)
+}
+
+/// The own words of the messages in slot `idx` (header `m`), whose state word the caller
+/// loaded as `w` with Acquire (or stronger) after the link that made it reachable: a pack's
+/// directory entries if `w` says `PACKED`, else the message's own words. Words only, no
+/// member's bytes placed: what a handle's delete or visibility change, a cleanup, a recovery
+/// or a ready check reads. [`Arena::members`] bounds the directory by [`MAX_PACK`] and the
+/// slot; a count below two is a damaged pack.
+///
+/// # Safety
+/// As [`Arena::members`]'.
+#[inline]
+pub unsafe fn words<'a>(
+    a: &Arena<'a>,
+    idx: u32,
+    m: &'a MsgHeader,
+    w: u64,
+) -> PResult<&'a [MsgWords]> {
+    if words::vis::state(w) != words::vis::State::Packed {
+        return Ok(core::slice::from_ref(&m.own));
+    }
+    // Relaxed: written before the pack was published, which the caller's load of `w` read.
+    let lens = m.own.lens.load(Ordering::Relaxed);
+    let (k, _) = words::unpack_unit_lens(lens);
+    if lens >> 56 != u64::from(words::LENS_PACKED) || k < 2 {
+        return Err(Fault::Corrupted("not a pack"));
+    }
+    // SAFETY: the caller's contract.
+    unsafe { a.members(idx, k) }
 }
 
 /// The unit in slot `idx` (header `m`) whose state word the caller loaded as `w` with Acquire

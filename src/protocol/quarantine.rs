@@ -251,10 +251,10 @@ pub fn begin(
         // SAFETY: the group is marked: nobody receives, moves or frees its messages, and this
         // copies nothing into payloads. A pack whose directory does not check is a damaged
         // message: left out, then freed by `finish`.
-        let Ok(unit) = (unsafe { super::pack::unit(a, i, h, w) }) else {
+        let Ok(members) = (unsafe { super::pack::words(a, i, h, w) }) else {
             continue;
         };
-        for (j, own) in unit.words().iter().enumerate() {
+        for (j, own) in members.iter().enumerate() {
             // Acquire: the message's state (a pack member's: its own word).
             let mw = own.vis.load(Ordering::Acquire);
             if let vis::State::Published(_) = vis::state(mw) {
@@ -342,7 +342,7 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
 /// word again (a bounded number of times): the group becomes a plain tombstone after
 /// `finish`, which no later pass looks at, so a slot skipped here would leak (loom
 /// `a_quarantine_racing_a_receipt_holders_delete_frees_every_slot`). A pack's members are
-/// removed one by one so, then its unit word goes `DELETED` (at an epoch past its members',
+/// removed one by one so, then its unit word goes `DELETED` (at its members' largest epoch,
 /// [`super::pack::deleted_word`]) for the free.
 fn freeable(
     a: &Arena<'_>,
@@ -374,23 +374,45 @@ fn freeable(
             vis::State::Packed => {
                 // SAFETY: the group is marked: nobody receives, moves or frees its messages,
                 // and this copies nothing into payloads.
-                let Ok(unit) = (unsafe { super::pack::unit(a, i, h, w) }) else {
-                    // A damaged pack: freed whole, as a damaged message is.
-                    return Some((w, 0));
+                let Ok(members) = (unsafe { super::pack::words(a, i, h, w) }) else {
+                    // A damaged pack: freed whole, as a damaged message is, from a `DELETED`
+                    // word half the epoch space on (its members' epochs are unknown: no
+                    // handle of theirs matches a reused slot's words for 2^23 reuses).
+                    let deleted = vis::pack(vis::epoch(w).wrapping_add(1 << 23), vis::DELETED);
+                    // AcqRel: as a removal. Only the claim holder writes a pack's unit word,
+                    // and the group is marked: nobody holds its claim.
+                    if h.own
+                        .vis
+                        .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)
+                        .is_err()
+                    {
+                        // Acquire: as `finish`'s load.
+                        w = h.own.vis.load(Ordering::Acquire);
+                        continue;
+                    }
+                    return Some((deleted, 0));
                 };
-                // Every member deleted, each removed one counted at once (as above).
+                // Every member removed, each counted at once (as above); one that changed
+                // under us without end: look again.
                 let inc = node::inc(h.link.load(Ordering::Acquire));
-                let removed = super::list::remove_unit(a, me, h, i, w, |_| true)
-                    .ok()
-                    .flatten()?;
+                let Ok(Some(removed)) = super::list::remove_unit(a, me, h, i, w, |_| true) else {
+                    // Acquire: as `finish`'s load.
+                    w = h.own.vis.load(Ordering::Acquire);
+                    continue;
+                };
                 note(a, env, removed, 0, node_ref(i, inc));
-                let deleted = super::pack::deleted_word(w, unit.words());
-                // Only the claim holder writes a pack's unit word, and the group is marked:
-                // nobody holds its claim. AcqRel: as a removal.
-                h.own
+                let deleted = super::pack::deleted_word(w, members);
+                // AcqRel: as above. A member written since its removal (only a handle holder's
+                // CAS from a published word, which the removal ended) cannot be.
+                if h.own
                     .vis
                     .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)
-                    .ok()?;
+                    .is_err()
+                {
+                    // Acquire: as `finish`'s load.
+                    w = h.own.vis.load(Ordering::Acquire);
+                    continue;
+                }
                 Some((deleted, removed))
             }
             vis::State::Deleted => Some((w, 0)),

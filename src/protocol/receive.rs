@@ -5,7 +5,7 @@ use super::accounting::{account_in_flight, count};
 use super::doorbell::notify;
 use super::group::{self, TryClaim};
 use super::list::{remove, successor, successor_for_write, Cycle, Next};
-use super::pack::{self, Unit};
+use super::pack::{self, Pack, Unit};
 use super::quarantine;
 use super::ready::poke;
 use super::recovery::{maybe_check_liveness, release_on_death};
@@ -366,10 +366,14 @@ pub fn replay(
                 .compare_exchange(w, new, Ordering::SeqCst, Ordering::Relaxed)
                 .is_ok();
         if ok {
+            let pack = match &unit {
+                Unit::Pack(p) => Some(p),
+                Unit::One(_) => None,
+            };
             // SAFETY: we hold the group claim, so nobody frees or rewrites the message while
             // the sink reads it.
             let payload = or_release(e, cw, unsafe {
-                bytes_of(a, &unit, idx, usize::from(member), ge)
+                bytes_of(a, pack, own, idx, usize::from(member), ge)
             })?;
             let read = sink(&Taken {
                 idx,
@@ -505,46 +509,65 @@ fn take(
                 }
                 vis::State::Published(_) | vis::State::Packed => {}
             }
-            // SAFETY: we hold the group claim, so nobody frees or rewrites the node while we
-            // look, and the sink copies nothing into it.
-            let unit = unsafe { pack::unit(a, next, m, w) }?;
-            let packed = matches!(unit, Unit::Pack(_));
+            // A pack's directory opened and checked once a node (its members' bytes are read
+            // as they are taken).
+            let pack = if vis::state(w) == vis::State::Packed {
+                // Relaxed: written before the link CAS that published the node (Acquire in
+                // `successor`).
+                let unit = m.own.lens.load(Ordering::Relaxed);
+                // SAFETY: we hold the group claim, so nobody frees or rewrites the node while
+                // we look, and the sink copies nothing into it.
+                Some(unsafe { pack::open(a, next, unit) }?)
+            } else {
+                None
+            };
+            let packed = pack.is_some();
+            let words: &[MsgWords] = match &pack {
+                Some(p) => p.members,
+                None => core::slice::from_ref(&m.own),
+            };
             // Relaxed: written before the link CAS that published the node (Acquire above).
             let sent = m.sent.load(Ordering::Relaxed);
-            // The node's messages in order (R3 member by member in a pack: a deleted one is
-            // passed, an in-flight one stops the group).
-            let (mut end, mut again) = (false, false);
-            'members: for (j, own) in unit.words().iter().enumerate() {
-                for tries in 0..MAX_STEPS {
+            let at = |j| At {
+                m,
+                words,
+                pack: pack.as_ref(),
+                j,
+                idx: next,
+                inc: ninc,
+                sent,
+                g,
+            };
+            if !packed {
+                // A message of its own, its word loaded above: taken, passed or removed, the
+                // walk moves on; changed under us, the node is stepped to again.
+                match c.visit(&at(0), w, policy, rep, sink, &mut moved, &mut expired)? {
+                    Visit::Pass => {
+                        cur = node::pack(ninc, next);
+                        advanced = true;
+                    }
+                    Visit::Again => {}
+                    Visit::Stop => break,
+                }
+                continue;
+            }
+            // A pack's members in order (R3 member by member: a deleted one is passed, an
+            // in-flight one stops the group; one that changed under us is looked at again in
+            // place: a member taken by this walk is in flight now, so the walk cannot start
+            // the pack over).
+            let mut end = false;
+            'members: for (j, own) in words.iter().enumerate() {
+                for _ in 0..MAX_STEPS {
                     if c.took.get() == want {
                         end = true;
                         break 'members;
                     }
-                    // A message's word was loaded above; a member's now. SeqCst: SYNC
-                    // POINT(ready-check), as above.
-                    let mw = if packed || tries > 0 {
-                        own.vis.load(Ordering::SeqCst)
-                    } else {
-                        w
-                    };
-                    let at = At {
-                        m,
-                        unit: &unit,
-                        j,
-                        idx: next,
-                        inc: ninc,
-                        sent,
-                        g,
-                    };
-                    match c.visit(&at, mw, policy, rep, sink, &mut moved, &mut expired)? {
+                    // SeqCst: SYNC POINT(ready-check), as the unit's above.
+                    let mw = own.vis.load(Ordering::SeqCst);
+                    match c.visit(&at(j), mw, policy, rep, sink, &mut moved, &mut expired)? {
                         Visit::Pass => continue 'members,
                         Visit::Stop => {
                             end = true;
-                            break 'members;
-                        }
-                        // A message of its own: the node is stepped to again, as before packs.
-                        Visit::Again if !packed => {
-                            again = true;
                             break 'members;
                         }
                         Visit::Again => {}
@@ -555,10 +578,8 @@ fn take(
             if end {
                 break;
             }
-            if !again {
-                cur = node::pack(ninc, next);
-                advanced = true;
-            }
+            cur = node::pack(ninc, next);
+            advanced = true;
         }
         Ok((moved, expired))
     })();
@@ -656,23 +677,26 @@ unsafe fn words_of<'a>(
     Ok(unit.map(|u| &u.words()[usize::from(member)]))
 }
 
-/// Message `j`'s payload bytes in its unit: a pack member's, or the message's own slot's.
+/// Message `j`'s payload bytes: a pack member's (`pack`), or the message's own slot's (its
+/// words `own`).
 ///
 /// # Safety
 /// As [`Arena::payload`]'s.
+#[inline]
 unsafe fn bytes_of<'a>(
     a: &Arena<'a>,
-    unit: &Unit<'a>,
+    pack: Option<&Pack<'a>>,
+    own: &MsgWords,
     idx: u32,
     j: usize,
     ge: u64,
 ) -> PResult<&'a [u8]> {
-    match unit {
+    match pack {
         // Relaxed: written before the node was published, which the caller observed.
         // SAFETY: the caller's contract.
-        Unit::One(own) => unsafe { a.payload(idx, own.lens.load(Ordering::Relaxed), ge) },
+        None => unsafe { a.payload(idx, own.lens.load(Ordering::Relaxed), ge) },
         // SAFETY: the caller's contract.
-        Unit::Pack(p) => unsafe { p.bytes(j) }.ok_or(Fault::Corrupted("pack member")),
+        Some(p) => unsafe { p.bytes(j) }.ok_or(Fault::Corrupted("pack member")),
     }
 }
 
@@ -755,11 +779,13 @@ enum Held {
     Stop,
 }
 
-/// Where a walk stands: message `j` of the unit in node `idx` (a pack's member, or the
-/// message itself), its header, the unit's enqueue time, and the group.
+/// Where a walk stands: message `j` of node `idx` (a pack's member, or the message itself),
+/// its header, the node's messages' own words and its pack (if it is one), the node's enqueue
+/// time, and the group.
 struct At<'x, 'a> {
     m: &'a MsgHeader,
-    unit: &'x Unit<'a>,
+    words: &'a [MsgWords],
+    pack: Option<&'x Pack<'a>>,
     j: usize,
     idx: u32,
     inc: u32,
@@ -782,6 +808,7 @@ impl Holder<'_, '_> {
     /// published or deleted: anything else is a damaged pack): passed if deleted, removed if
     /// past retention (T1), a stop if in flight or delayed, else held ([`Holder::hold`]).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn visit(
         &self,
         at: &At<'_, '_>,
@@ -793,7 +820,7 @@ impl Holder<'_, '_> {
         expired: &mut u64,
     ) -> PResult<Visit> {
         let (a, t) = (self.a, &self.t);
-        let own = &at.unit.words()[at.j];
+        let own = &at.words[at.j];
         let d = match vis::state(w) {
             vis::State::Deleted => return Ok(Visit::Pass),
             vis::State::Published(d) => d,
@@ -843,6 +870,7 @@ impl Holder<'_, '_> {
 
     /// Under the claim: takes visible message `at` (state word `w` with deadline field `d`),
     /// or moves it to the dead-letter queue past `maxReceiveCount`.
+    #[inline(always)]
     fn hold(
         &self,
         at: &At<'_, '_>,
@@ -853,7 +881,7 @@ impl Holder<'_, '_> {
         sink: &mut Sink<'_>,
     ) -> PResult<Held> {
         let (m, idx, inc) = (at.m, at.idx, at.inc);
-        let own = &at.unit.words()[at.j];
+        let own = &at.words[at.j];
         let member = at.j as u8;
         let a = self.a;
         let epoch = vis::next(vis::epoch(w));
@@ -862,7 +890,7 @@ impl Holder<'_, '_> {
         let receive_count = epoch.wrapping_sub(unpack_group_epoch0(ge).1) & vis::EPOCH_MASK;
         // SAFETY: we hold the group claim, so no participant can receive, delete or free this
         // message while we read.
-        let payload = unsafe { bytes_of(a, at.unit, idx, at.j, ge) }?;
+        let payload = unsafe { bytes_of(a, at.pack, own, idx, at.j, ge) }?;
         if let Some((max_count, mover)) = policy.dead_letter.as_mut() {
             if receive_count > *max_count {
                 // X1: this receive would deliver it for the (max+1)-th time: move it instead. A

@@ -8,9 +8,9 @@ use super::ready::hint_if_ready;
 use super::settle::{settle_dead_send, Settled};
 use super::sweep::sweep;
 use super::Owner;
-use super::{owner, pstate, vis, words, Arena, Env, PResult};
+use super::{node, owner, pstate, vis, words, Arena, Env, PResult};
 use crate::layout::counter;
-use crate::sync::Ordering;
+use crate::sync::{fence, Ordering};
 
 /// What a recovery (`Queue::recover`, on open, by idle receivers) repaired of what dead
 /// participants left.
@@ -83,6 +83,9 @@ pub fn release_where(
     let now = env.now_ms().max(1);
     let mut n = 0;
     for (i, h) in a.slots() {
+        // Acquire: the slot's incarnation, against which a pack's member words are validated
+        // below (a slot freed and reused meanwhile moves it, `pool::alloc`).
+        let inc = node::inc(h.link.load(Ordering::Acquire));
         // Acquire: SYNC POINT(holder-record), pairs with the receiver's AcqRel CAS, so its `recv_ms` store (sequenced
         // before that CAS) is visible below: the holder we read is at least as new as `w`.
         let u = h.own.vis.load(Ordering::Acquire);
@@ -91,13 +94,16 @@ pub fn release_where(
         if !matches!(vis::state(u), vis::State::Published(_) | vis::State::Packed) {
             continue;
         }
-        // SAFETY: a release copies nothing into payloads. A slot reused meanwhile: a member
-        // word's CAS below expects the word read here, an epoch no reused slot's words carry
-        // (see `handle::current`).
-        let unit = unsafe { pack::unit(a, i, h, u) };
-        let Ok(unit) = unit else { continue };
+        let packed = vis::state(u) == vis::State::Packed;
+        // SAFETY: a release copies nothing into payloads. Another thread of this process may
+        // send into the slot if it is freed and reused meanwhile: what is read of it then is
+        // told by the slot's words, validated below before any CAS (SYNC POINT(peek-seqlock),
+        // as a peek's copies are).
+        let Ok(members) = (unsafe { pack::words(a, i, h, u) }) else {
+            continue;
+        };
         let mut released = false;
-        for own in unit.words() {
+        for own in members {
             // Acquire: as above (a message's own word is `u`, loaded again).
             let w = own.vis.load(Ordering::Acquire);
             let vis::State::Published(d) = vis::state(w) else {
@@ -109,6 +115,21 @@ pub fn release_where(
             // Relaxed: ordered by the Acquire load above.
             if !pick(own.recv_ms.load(Ordering::Relaxed)) {
                 continue;
+            }
+            // A pack's member words were read without a claim that keeps the slot: they are
+            // this pack's only if the slot's words are unchanged after them. SYNC
+            // POINT(peek-seqlock): the Acquire fence orders the loads above before these
+            // re-checks, against `pool::alloc`'s Release store of the new incarnation and its
+            // fence before a new payload's writes. Whatever the pack's fate after this, the
+            // CAS expects this word, which no reused slot's words carry (invariant P).
+            if packed {
+                fence(Ordering::Acquire);
+                // Relaxed: ordered by the fence above.
+                if h.own.vis.load(Ordering::Relaxed) != u
+                    || node::inc(h.link.load(Ordering::Relaxed)) != inc
+                {
+                    break;
+                }
             }
             crash_point!();
             // SeqCst: publishes visibility, SYNC POINT(ready-check) with `status` (as a zero

@@ -282,7 +282,7 @@ fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
 
 /// Under the claim: whether node `idx` (header `m`) after `head` is deleted, its state word
 /// read by [`run_vis`]: a message `DELETED`, or a pack (layout 22) whose every member is. Such
-/// a pack's unit word is stored `DELETED` here, at an epoch past its members'
+/// a pack's unit word is stored `DELETED` here, at its members' largest epoch
 /// ([`pack::deleted_word`]), so that the run frees it as it frees a message. A store: while a
 /// pack is published only the claim holder writes its unit word (handle holders write member
 /// words), and a pack whose members are all deleted is never written by anyone else again.
@@ -292,29 +292,33 @@ fn deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, for_take: bool
     let w = run_vis(m, for_take);
     match vis::state(w) {
         vis::State::Deleted => Ok(true),
-        vis::State::Packed => {
-            // SAFETY: we hold the claim: nobody frees or rewrites the pack, and a cleanup
-            // copies nothing into payloads.
-            let unit = unsafe { pack::unit(a, idx, m, w) }?;
-            let members = unit.words();
-            // Acquire: pairs with each deleter's AcqRel CAS, so the free that follows comes
-            // after their last access; SYNC POINT(ready-check) is the unit word's, above (a
-            // producer's publication of a later node is ordered by our `head` swap).
-            if !members
-                .iter()
-                .all(|w| vis::state(w.vis.load(Ordering::Acquire)) == vis::State::Deleted)
-            {
-                return Ok(false);
-            }
-            // Relaxed: our own next loads (`pool::free_one`) read it; others learn of the
-            // free by its Release store.
-            m.own
-                .vis
-                .store(pack::deleted_word(w, members), Ordering::Relaxed);
-            Ok(true)
-        }
+        vis::State::Packed => pack_deleted(a, idx, m, w),
         _ => Ok(false),
     }
+}
+
+/// [`deleted`] of a pack (unit word `w`): every member deleted, then its unit word stored
+/// `DELETED`. Out of line: a message of its own needs none of it.
+#[inline(never)]
+fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -> PResult<bool> {
+    // SAFETY: we hold the claim: nobody frees or rewrites the pack, and a cleanup copies
+    // nothing into payloads.
+    let members = unsafe { pack::words(a, idx, m, w) }?;
+    // Acquire: pairs with each deleter's AcqRel CAS, so the free that follows comes after
+    // their last access; SYNC POINT(ready-check) is the unit word's, loaded by the caller (a
+    // producer's publication of a later node is ordered by our `head` swap).
+    if !members
+        .iter()
+        .all(|w| vis::state(w.vis.load(Ordering::Acquire)) == vis::State::Deleted)
+    {
+        return Ok(false);
+    }
+    // Relaxed: our own next loads (`pool::free_one`) read it; others learn of the free by
+    // its Release store.
+    m.own
+        .vis
+        .store(pack::deleted_word(w, members), Ordering::Relaxed);
+    Ok(true)
 }
 
 /// Frees what a dead holder's cleanup left of its run (named by `p`, the run's first slot; its

@@ -44,7 +44,8 @@ pub struct Outgoing<'x> {
     pub group_id: &'x [u8],
     /// Packed lengths for `MsgWords::lens`.
     pub lens: u64,
-    /// Payload pieces (dedup id, encoded attributes, body), copied in back to back.
+    /// Payload pieces in slot order (layout 10: body, dead-letter source, dedup id, framed
+    /// attributes), copied in back to back.
     pub parts: &'x [&'x [u8]],
     /// The dedup key, if the queue deduplicates.
     pub dedup: Option<dedup::Key<'x>>,
@@ -176,82 +177,51 @@ pub fn send_chain_as(
         }
         return Ok(());
     }
-    // Decided before the reservations: a pack's slot is claimed after all of them.
-    let packs = packing == Packing::Where
+    if packing == Packing::Where
         && outs.len() >= 2
         && outs.iter().all(|o| {
             o.loaned.is_none()
                 && o.source_len == 0
                 && o.prior_receives == 0
                 && words::unpack_lens(o.lens).3 == 0
-        });
+        })
+    {
+        return send_packed(a, env, me, outs, results);
+    }
+    send_chain_slots(a, env, me, outs, results)
+}
+
+/// [`send_chain`]'s steps, one slot a message (`outs` at most [`MAX_CHAIN`]).
+#[inline]
+fn send_chain_slots(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
     let mut nodes: [Option<Prepared<'_>>; MAX_CHAIN] = [None; MAX_CHAIN];
     let mut which = [0u8; MAX_CHAIN];
-    let mut reserved: [Option<Option<(u32, u64)>>; MAX_CHAIN] = [None; MAX_CHAIN];
     let mut n = 0;
     for (k, out) in outs.iter().enumerate() {
-        let entry = match &out.dedup {
-            None => None,
-            Some(key) => match dedup::reserve(a, env, me, key) {
-                Ok(Reserved::Duplicate(o)) => {
-                    count(a, me, counter::DUPLICATES, 1);
-                    results[k] = Ok(Sent {
-                        idx: o.idx,
-                        inc: o.inc,
-                        member: o.member,
-                        seq_hi: o.seq_hi,
-                        pos: o.pos,
-                        duplicate: true,
-                    });
-                    continue;
-                }
-                Ok(Reserved::New { index, word }) => Some((index, word)),
-                Err(f) => {
-                    if super::stopped(f) {
-                        return Err(f);
-                    }
-                    results[k] = Err(f);
-                    continue;
-                }
-            },
-        };
-        if packs {
-            reserved[k] = Some(entry);
+        let Some(entry) = reserve_for(a, env, me, out, k, results)? else {
             continue;
-        }
-        prepare_into(
-            a, env, me, out, entry, k, &mut nodes, &mut which, &mut n, results,
-        )?;
-    }
-    if packs {
-        if reserved.iter().flatten().count() >= 2 {
-            match prepare_pack(a, env, me, outs, &reserved) {
-                Ok(Some(p)) => return send_pack(a, env, me, outs, &reserved, p, results),
-                Ok(None) => {}
-                Err(f) => {
-                    if super::stopped(f) {
-                        return Err(f);
-                    }
-                    // Nothing was linked: every key may be sent again (invariant D).
-                    for (k, r) in reserved.iter().enumerate() {
-                        if let Some(entry) = r {
-                            if let Some((index, word)) = entry {
-                                dedup::abort(a, *index, *word)?;
-                            }
-                            results[k] = Err(f);
-                        }
-                    }
-                    return Ok(());
-                }
+        };
+        match prepare(a, env, me, out, entry) {
+            Ok(p) => {
+                nodes[n] = Some(p);
+                which[n] = k as u8;
+                n += 1;
             }
-        }
-        // No pack (too few new messages, no class holds them, or that class is full): one
-        // slot a message.
-        for (k, out) in outs.iter().enumerate() {
-            if let Some(entry) = reserved[k] {
-                prepare_into(
-                    a, env, me, out, entry, k, &mut nodes, &mut which, &mut n, results,
-                )?;
+            Err(f) => {
+                if super::stopped(f) {
+                    return Err(f);
+                }
+                // Nothing was linked: the key may be sent again (invariant D).
+                if let Some((index, word)) = entry {
+                    dedup::abort(a, index, word)?;
+                }
+                results[k] = Err(f);
             }
         }
     }
@@ -323,7 +293,7 @@ pub fn send_chain_as(
 /// node is ours and published: hint; or its swap reads ours and it then sees every
 /// publication before. The chain is committed: a fault while hinting (corruption elsewhere)
 /// must not turn it into an error the caller would retry.
-#[inline]
+#[inline(always)]
 fn ready_check(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -344,38 +314,100 @@ fn ready_check(
     }
 }
 
-/// Prepares `out` (entry `k` of its chain, with its reserved dedup entry) into the chain's
-/// next node; a failure is that entry's result (its key aborted: nothing was linked, so it
-/// may be sent again, invariant D), unless it stopped us.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn prepare_into<'a>(
-    a: &Arena<'a>,
+/// Reserves `out`'s dedup key (entry `k` of its chain): `Some` with its `PENDING` entry (or
+/// `None` inside, without a key) to send it; `None` where its result is written already (a
+/// duplicate, D1: the original's; or the reservation's error), unless that stopped us.
+#[inline(always)]
+fn reserve_for(
+    a: &Arena<'_>,
     env: &dyn Env,
     me: Owner,
     out: &Outgoing<'_>,
-    entry: Option<(u32, u64)>,
     k: usize,
-    nodes: &mut [Option<Prepared<'a>>; MAX_CHAIN],
-    which: &mut [u8; MAX_CHAIN],
-    n: &mut usize,
     results: &mut [PResult<Sent>],
-) -> PResult<()> {
-    match prepare(a, env, me, out, entry) {
-        Ok(p) => {
-            nodes[*n] = Some(p);
-            which[*n] = k as u8;
-            *n += 1;
+) -> PResult<Option<Option<(u32, u64)>>> {
+    let Some(key) = &out.dedup else {
+        return Ok(Some(None));
+    };
+    match dedup::reserve(a, env, me, key) {
+        Ok(Reserved::Duplicate(o)) => {
+            count(a, me, counter::DUPLICATES, 1);
+            results[k] = Ok(Sent {
+                idx: o.idx,
+                inc: o.inc,
+                member: o.member,
+                seq_hi: o.seq_hi,
+                pos: o.pos,
+                duplicate: true,
+            });
+            Ok(None)
         }
+        Ok(Reserved::New { index, word }) => Ok(Some(Some((index, word)))),
         Err(f) => {
             if super::stopped(f) {
                 return Err(f);
             }
-            if let Some((index, word)) = entry {
-                dedup::abort(a, index, word)?;
-            }
             results[k] = Err(f);
+            Ok(None)
         }
+    }
+}
+
+/// [`send_chain_as`] of a chain that may go as a pack: every key reserved, then the pack
+/// ([`prepare_pack`], [`send_pack`]). Where the messages make no pack (fewer than two new
+/// ones, no class holds them), their keys are given back (nothing was linked: invariant D)
+/// and they go one slot each ([`send_chain_slots`], which reserves them again; a key a
+/// concurrent send took meanwhile makes ours its duplicate, as if we had come second). A full
+/// class, or any other fault before the link, fails every entry of the pack.
+fn send_packed(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    outs: &[&Outgoing<'_>],
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    let mut reserved: [Option<Option<(u32, u64)>>; MAX_CHAIN] = [None; MAX_CHAIN];
+    for (k, out) in outs.iter().enumerate() {
+        reserved[k] = reserve_for(a, env, me, out, k, results)?;
+    }
+    if reserved.iter().flatten().count() >= 2 {
+        match prepare_pack(a, env, me, outs, &reserved) {
+            Ok(Some(p)) => return send_pack(a, env, me, outs, &reserved, p, results),
+            Ok(None) => {}
+            Err(f) => {
+                if super::stopped(f) {
+                    return Err(f);
+                }
+                // Nothing was linked: every key may be sent again (invariant D).
+                for (k, r) in reserved.iter().enumerate() {
+                    if let Some(entry) = r {
+                        if let Some((index, word)) = entry {
+                            dedup::abort(a, *index, *word)?;
+                        }
+                        results[k] = Err(f);
+                    }
+                }
+                return Ok(());
+            }
+        }
+    }
+    let mut rest = [outs[0]; MAX_CHAIN];
+    let mut at = [0usize; MAX_CHAIN];
+    let mut m = 0;
+    for (k, r) in reserved.iter().enumerate() {
+        if let Some(entry) = r {
+            if let Some((index, word)) = entry {
+                dedup::abort(a, *index, *word)?;
+            }
+            rest[m] = outs[k];
+            at[m] = k;
+            m += 1;
+        }
+    }
+    let mut got = [Err(Fault::Corrupted("not sent")); MAX_CHAIN];
+    send_chain_slots(a, env, me, &rest[..m], &mut got[..m])?;
+    for (&k, r) in at[..m].iter().zip(got) {
+        results[k] = r;
     }
     Ok(())
 }
@@ -384,8 +416,8 @@ fn prepare_into<'a>(
 /// entry, if any, for each message to send) and writes them into it as a pack: the members and
 /// their directory (each member's `recv_ms` its dedup back-pointer), the unit's `lens`, `sent`
 /// and no back-pointer of its own, then each entry pointed at the slot (`dedup::set_msg`,
-/// after the words a settler reads). `None` where they make no pack that some class holds, or
-/// that class is full: the caller sends them one slot each.
+/// after the words a settler reads). `None` where they make no pack that some class holds:
+/// the caller sends them one slot each; that class full is `ClassFull`, for the whole chain.
 fn prepare_pack<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
@@ -415,24 +447,27 @@ fn prepare_pack<'a>(
         };
         k += 1;
     }
-    let Some(used) = super::pack::size(&sizes[..k]) else {
+    // Laid out for any slot, then the smallest class that holds it: the places are the same
+    // in it (they depend on the lengths only).
+    let Some(places) = super::pack::lay_out(&sizes[..k], usize::MAX) else {
         return Ok(None);
     };
+    let used = places.used;
     let Some(class) =
         (0..a.nclasses).find(|&c| a.classes[c].is_some_and(|cl| cl.cap as usize >= used))
     else {
         return Ok(None);
     };
-    let s = match pool::alloc_slot(a, env, class, outs[0].cursor, me) {
-        Ok(s) => s,
-        Err(Fault::ClassFull(_)) => return Ok(None),
-        Err(f) => return Err(f),
-    };
+    // A full class fails the whole chain (`ClassFull` for every entry, the keys given back):
+    // a pack is all or nothing, so that a retry (the API makes room and sends the chain again,
+    // growing the class if it may) keeps the group's order, where one slot a message could
+    // enqueue a later message without an earlier one.
+    let s = pool::alloc_slot(a, env, class, outs[0].cursor, me)?;
     crash_point!();
     let claimed = vis::pack(s.epoch0, vis::claimed(me));
     // SAFETY: the slot is claimed by us (just now), so nobody else reads or writes its
     // payload until we publish it.
-    let unit = match unsafe { super::pack::write_members(a, s.idx, s.epoch0, &ms[..k]) } {
+    let unit = match unsafe { super::pack::write_members(a, s.idx, s.epoch0, &ms[..k], &places) } {
         Ok(Some(unit)) => unit,
         Ok(None) => {
             pool::free(a, env, s.idx, claimed)?;
@@ -524,7 +559,11 @@ fn send_pack(
     count(a, me, counter::SENT, u64::from(j));
     // Invariant D: every entry is DONE before the slot leaves CLAIMED. A fault here must not
     // undo a committed send: the entry is left for a settler.
-    for (j, (index, word)) in reserved.iter().flatten().flatten().enumerate() {
+    // Members are numbered as the directory numbers them: every message sent, key or not.
+    for (j, entry) in reserved.iter().flatten().enumerate() {
+        let Some((index, word)) = entry else {
+            continue;
+        };
         let pos = pos0.wrapping_add(j as u64);
         let _ = dedup::commit(a, env, *index, *word, seq_hi, pos, j as u8);
         crash_point!(Ok(()));
@@ -661,6 +700,7 @@ fn prepare<'a>(
 /// the list's last node by one CAS. Returns the group, its entry, the chain's predecessor,
 /// the sequence base and the first node's position. Every error comes before that CAS.
 #[allow(clippy::type_complexity)]
+#[inline(always)]
 fn link<'a>(
     a: &Arena<'a>,
     env: &dyn Env,

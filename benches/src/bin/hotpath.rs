@@ -9,6 +9,8 @@
 //!   off (the receipt handles formatted as the batch API takes them: included).
 //! * `batch-typed`: as `batch` without batch entry ids: sending with `send_messages`, deleting
 //!   with `delete_handles` (typed handles: no handle text).
+//! * `batch-packed`: as `batch-typed`, the ten sent as one pack (layout 22, stage 1b:
+//!   `Queue::set_pack_batches`, off by default until its proofs are complete).
 //! * `newgroup`: as `single`, with a new group id per message (SQS's advice for deduplication
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
@@ -72,7 +74,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|batch-packed|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -199,7 +201,9 @@ fn main() {
                 }
             }
         }
-        "batch-typed" => {
+        "batch-typed" | "batch-packed" => {
+            // `batch-packed`: the ten as one pack (layout 22, stage 1b; `set_pack_batches`).
+            q.set_pack_batches(mode == "batch-packed");
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
                 send_and_receive_ten(&mut buf, true);

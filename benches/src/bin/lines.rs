@@ -15,6 +15,7 @@
 //! participants, on one named queue):
 //! * `single`: send; receive (max 1); delete. One group.
 //! * `batch`: send_batch of 10 to one group; receive (max 10); delete_handles.
+//! * `batch-packed`: `batch` with the ten sent as one pack (layout 22, stage 1b).
 //! * `newgroup`: as `single`, a new group id per message.
 //! * `groups1000`: 1,000 groups with a message queued in each; per message, a send to the
 //!   next group and a receive and delete of the oldest.
@@ -143,7 +144,18 @@ fn newgroup(n: u64) -> Figure {
 }
 
 fn batch(n: u64) -> Figure {
-    let q = Pair::new("batch", &QueueConfig::new());
+    batch_as(n, "batch")
+}
+
+fn batch_packed(n: u64) -> Figure {
+    batch_as(n, "batch-packed")
+}
+
+/// `batch`, or `batch-packed`: the producer's ten as one pack (layout 22, stage 1b,
+/// `Queue::set_pack_batches`).
+fn batch_as(n: u64, name: &'static str) -> Figure {
+    let q = Pair::new(name, &QueueConfig::new());
+    q.p.set_pack_batches(name == "batch-packed");
     let batches = n.div_ceil(10);
     let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
     let counts = measure(batches, batches, |k| {
@@ -169,7 +181,7 @@ fn batch(n: u64) -> Figure {
         }
     });
     Figure {
-        name: "batch",
+        name,
         per: "message",
         units: batches * 10,
         floor: 3.0,
@@ -262,9 +274,10 @@ fn main() {
     let args = Args::parse();
     let n = args.messages.max(10);
     type Workload = fn(u64) -> Figure;
-    let all: [(&str, Workload); 6] = [
+    let all: [(&str, Workload); 7] = [
         ("single", single),
         ("batch", batch),
+        ("batch-packed", batch_packed),
         ("newgroup", newgroup),
         ("groups1000", groups1000),
         ("zerocopy64k", zerocopy64k),
