@@ -427,6 +427,11 @@ fn a_full_class_around_a_duplicate_keeps_the_order() {
     assert!(matches!(r[0], Err(Error::SizeClassFull { .. })), "{r:?}");
     assert!(r[1].as_ref().is_ok_and(|s| s.duplicate), "{r:?}");
     assert!(matches!(r[2], Err(Error::SizeClassFull { .. })), "{r:?}");
+    assert_eq!(
+        q.counters().duplicates,
+        1,
+        "the duplicate counted once, not again on the retry"
+    );
     let got = q.receive(&ReceiveOptions::max(10)).unwrap();
     let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies, ["b", "x", "y"], "nothing of the pack enqueued");

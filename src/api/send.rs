@@ -809,26 +809,41 @@ impl Queue {
                 packing,
             )
             .map_err(|f| fault(f, inner))?;
-            // A full class: if what follows the last entry that went is all that failed (so a
-            // retry keeps the group's order), make room and send that suffix again. Duplicates
-            // count as not gone (a pack that failed whole around one: sent again, a duplicate
-            // answers the same).
+            // A full class: the entries from the first that found it full after the last one
+            // enqueued (so that a retry keeps the group's order) are sent again after making
+            // room, but those answered as duplicates (a pack fails whole around one: its
+            // answer stands, and resending it would count it twice).
             let full = |r: &PResult<send::Sent>| matches!(r, Err(Fault::ClassFull(_)));
-            let gone = |r: &PResult<send::Sent>| matches!(r, Ok(s) if !s.duplicate);
-            let from = got[..n].iter().rposition(gone).map_or(0, |i| i + 1);
+            let new = |r: &PResult<send::Sent>| matches!(r, Ok(s) if !s.duplicate);
+            let from = got[..n].iter().rposition(new).map_or(0, |i| i + 1);
             let from = got[from..n].iter().position(full).map_or(n, |i| from + i);
             if from < n {
-                // Reclaim what is due, then send the suffix again, growing if need be.
+                let mut again: [&Outgoing<'_>; 10] = [fill; 10];
+                let mut at = [0usize; 10];
+                let mut m = 0;
+                for i in from..n {
+                    if !matches!(got[i], Ok(s) if s.duplicate) {
+                        again[m] = chain[i];
+                        at[m] = i;
+                        m += 1;
+                    }
+                }
+                let mut retried: [PResult<send::Sent>; 10] =
+                    [Err(Fault::Corrupted("not sent")); 10];
+                // Reclaim what is due, then send them again, growing if need be.
                 self.make_room();
                 send::send_chain_as(
                     self.arena(),
                     &Op::growing(inner),
                     inner.me,
-                    &chain[from..n],
-                    &mut got[from..n],
+                    &again[..m],
+                    &mut retried[..m],
                     packing,
                 )
                 .map_err(|f| fault(f, inner))?;
+                for (&i, r) in at[..m].iter().zip(retried) {
+                    got[i] = r;
+                }
             }
             for (&k, r) in ks[..n].iter().zip(got) {
                 results[k] = Some(r.map(|s| self.sent(&s)).map_err(|f| fault(f, inner)));

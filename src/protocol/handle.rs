@@ -397,9 +397,10 @@ fn purge_group(
             // Acquire: the message's latest state.
             let w = m.own.vis.load(Ordering::Acquire);
             // Bumping the epoch expires every handle (H2); a failed CAS: look again.
-            match remove_unit(a, me, m, next, w, |_| true)? {
-                Some(k) => n += k,
-                None => continue,
+            let (k, done) = remove_unit(a, me, m, next, w, |_| true)?;
+            n += k;
+            if !done {
+                continue;
             }
             cur = node::pack(ninc, next);
             if cycle.met_again(cur) {

@@ -28,9 +28,10 @@ pub(crate) fn remove(a: &Arena<'_>, me: Owner, own: &MsgWords, w: u64) -> bool {
 
 /// Under the claim: removes every published message of node `idx` (header `m`, unit word `w`
 /// loaded with Acquire) that `which` accepts (given its `vis` word), as [`remove`] does: the
-/// message itself, or each member of a pack (layout 22). Returns how many it removed; `None`
-/// if a message's CAS failed (it changed: look again; a pack's members are looked at again
-/// here, a few times, before that).
+/// message itself, or each member of a pack (layout 22). Returns how many it removed, and
+/// whether it is done: `false` if a message's CAS failed (it changed: look again; a pack's
+/// members are looked at again here, a few times, before that), with what it removed so far
+/// counted.
 pub(crate) fn remove_unit(
     a: &Arena<'_>,
     me: Owner,
@@ -38,13 +39,14 @@ pub(crate) fn remove_unit(
     idx: u32,
     w: u64,
     mut which: impl FnMut(u64) -> bool,
-) -> PResult<Option<u64>> {
+) -> PResult<(u64, bool)> {
     match vis::state(w) {
         vis::State::Published(_) => {
             if !which(w) {
-                return Ok(Some(0));
+                return Ok((0, true));
             }
-            Ok(remove(a, me, &m.own, w).then_some(1))
+            let done = remove(a, me, &m.own, w);
+            Ok((u64::from(done), done))
         }
         vis::State::Packed => {
             // SAFETY: the caller holds the group claim: nobody frees or rewrites the pack, and
@@ -52,9 +54,9 @@ pub(crate) fn remove_unit(
             let members = unsafe { super::pack::words(a, idx, m, w) }?;
             let mut n = 0;
             for own in members {
-                for tries in 0..=super::MAX_STEPS {
-                    if tries == super::MAX_STEPS {
-                        return Ok(None);
+                for tries in 0..=REMOVE_TRIES {
+                    if tries == REMOVE_TRIES {
+                        return Ok((n, false));
                     }
                     // Acquire: the member's latest state.
                     let mw = own.vis.load(Ordering::Acquire);
@@ -67,11 +69,16 @@ pub(crate) fn remove_unit(
                     }
                 }
             }
-            Ok(Some(n))
+            Ok((n, true))
         }
-        _ => Ok(Some(0)),
+        _ => Ok((0, true)),
     }
 }
+
+/// How often [`remove_unit`] looks again at a pack's member whose CAS failed before it lets
+/// its caller look at the whole node again: each failure is another participant's step (a
+/// delete, a visibility change, a release), or a hostile peer flipping the word.
+const REMOVE_TRIES: u32 = 64;
 
 /// The first message of node `idx` (header `m`, unit word `w`) that is not deleted: its words
 /// and its `vis` word, a pack's members' (layout 22) loaded with `order`; `None` if every one is

@@ -352,6 +352,8 @@ fn freeable(
     h: &MsgHeader,
     mut w: u64,
 ) -> Option<(u64, u64)> {
+    // A pack's members removed by earlier tries of this loop.
+    let mut removed = 0;
     for _ in 0..MAX_STEPS {
         return match vis::state(w) {
             vis::State::Published(_) => {
@@ -390,20 +392,25 @@ fn freeable(
                         w = h.own.vis.load(Ordering::Acquire);
                         continue;
                     }
-                    return Some((deleted, 0));
+                    return Some((deleted, removed));
                 };
-                // Every member removed, each counted at once (as above); one that changed
-                // under us without end: look again.
+                // Every member removed, each counted at once (as above), what one try
+                // removed counted even when a member changed under it (the next try looks
+                // again, within this loop's bound).
                 let inc = node::inc(h.link.load(Ordering::Acquire));
-                let Ok(Some(removed)) = super::list::remove_unit(a, me, h, i, w, |_| true) else {
+                let Ok((k, done)) = super::list::remove_unit(a, me, h, i, w, |_| true) else {
+                    return None;
+                };
+                note(a, env, k, 0, node_ref(i, inc));
+                removed += k;
+                if !done {
                     // Acquire: as `finish`'s load.
                     w = h.own.vis.load(Ordering::Acquire);
                     continue;
-                };
-                note(a, env, removed, 0, node_ref(i, inc));
+                }
                 let deleted = super::pack::deleted_word(w, members);
-                // AcqRel: as above. A member written since its removal (only a handle holder's
-                // CAS from a published word, which the removal ended) cannot be.
+                // AcqRel: as above. Every member stays deleted: nobody writes a member after
+                // its removal (a handle holder's CAS expects a published word).
                 if h.own
                     .vis
                     .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)

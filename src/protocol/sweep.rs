@@ -376,9 +376,10 @@ fn trim_expired(a: &Arena<'_>, env: &dyn Env, me: Owner, e: &GroupEntry) -> PRes
             vis::State::Published(_) | vis::State::Packed
                 if t.expired(m.sent.load(Ordering::Relaxed)) =>
             {
-                match remove_unit(a, me, m, next, w, |_| true)? {
-                    Some(k) => n += k,
-                    None => continue, // changed meanwhile: look again
+                let (k, done) = remove_unit(a, me, m, next, w, |_| true)?;
+                n += k;
+                if !done {
+                    continue; // changed meanwhile: look again
                 }
             }
             _ => break,
