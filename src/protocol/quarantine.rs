@@ -376,41 +376,31 @@ fn freeable(
             vis::State::Packed => {
                 // SAFETY: the group is marked: nobody receives, moves or frees its messages,
                 // and this copies nothing into payloads.
-                let Ok(members) = (unsafe { super::pack::words(a, i, h, w) }) else {
+                let deleted = match unsafe { super::pack::words(a, i, h, w) } {
+                    // Every member removed, each counted at once (as above), what one try
+                    // removed counted even when a member changed under it (the next try looks
+                    // again, within this loop's bound); then the unit word at their largest
+                    // epoch (every member stays deleted: nobody writes a member after its
+                    // removal, a handle holder's CAS expects a published word).
+                    Ok(members) => {
+                        let inc = node::inc(h.link.load(Ordering::Acquire));
+                        let (k, done) = super::list::remove_unit(a, me, h, i, w, |_| true).ok()?;
+                        note(a, env, k, 0, node_ref(i, inc));
+                        removed += k;
+                        if !done {
+                            // Acquire: as `finish`'s load.
+                            w = h.own.vis.load(Ordering::Acquire);
+                            continue;
+                        }
+                        super::pack::deleted_word(w, members)
+                    }
                     // A damaged pack: freed whole, as a damaged message is, from a `DELETED`
                     // word half the epoch space on (its members' epochs are unknown: no
                     // handle of theirs matches a reused slot's words for 2^23 reuses).
-                    let deleted = vis::pack(vis::epoch(w).wrapping_add(1 << 23), vis::DELETED);
-                    // AcqRel: as a removal. Only the claim holder writes a pack's unit word,
-                    // and the group is marked: nobody holds its claim.
-                    if h.own
-                        .vis
-                        .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_err()
-                    {
-                        // Acquire: as `finish`'s load.
-                        w = h.own.vis.load(Ordering::Acquire);
-                        continue;
-                    }
-                    return Some((deleted, removed));
+                    Err(_) => vis::pack(vis::epoch(w).wrapping_add(1 << 23), vis::DELETED),
                 };
-                // Every member removed, each counted at once (as above), what one try
-                // removed counted even when a member changed under it (the next try looks
-                // again, within this loop's bound).
-                let inc = node::inc(h.link.load(Ordering::Acquire));
-                let Ok((k, done)) = super::list::remove_unit(a, me, h, i, w, |_| true) else {
-                    return None;
-                };
-                note(a, env, k, 0, node_ref(i, inc));
-                removed += k;
-                if !done {
-                    // Acquire: as `finish`'s load.
-                    w = h.own.vis.load(Ordering::Acquire);
-                    continue;
-                }
-                let deleted = super::pack::deleted_word(w, members);
-                // AcqRel: as above. Every member stays deleted: nobody writes a member after
-                // its removal (a handle holder's CAS expects a published word).
+                // AcqRel: as a removal. Only the claim holder writes a pack's unit word, and
+                // the group is marked: nobody holds its claim.
                 if h.own
                     .vis
                     .compare_exchange(w, deleted, Ordering::AcqRel, Ordering::Relaxed)
