@@ -396,7 +396,16 @@ impl Queue {
         let a = self.arena();
         let mut busy = None;
         let mut patience = Patience::new();
-        for g in 0..a.group_entries() as u32 {
+        let n = a.group_entries();
+        let mut next = 0u64;
+        while next < n {
+            let g = next as u32;
+            next += 1;
+            if a.group(g).is_err() {
+                // A table this process cannot map: none of its entries can be looked at.
+                next = a.past_group_table(g);
+                continue;
+            }
             if !quarantine::suspect(a, inner, inner.me, g) {
                 continue;
             }

@@ -411,6 +411,15 @@ impl<'a> Arena<'a> {
         crate::layout::slots_with(self.groups.len() as u32, self.published(GROUP_KIND))
     }
 
+    /// Where a scan of the group table goes on from group `g`, an index this process cannot
+    /// look up: past the whole table (base or added) that holds `g`, since every entry of an
+    /// added table that cannot be mapped (a scribbled directory entry) fails alike. A scan
+    /// that stepped entry by entry would fail once an entry, over up to
+    /// [`crate::layout::MAX_GROUP_RANGE`] of them, on every sweep and recovery.
+    pub fn past_group_table(&self, g: u32) -> u64 {
+        segments::past_segment(self.groups.len() as u32, u64::from(g))
+    }
+
     /// The group index range, fixed at creation: every table the group table may add.
     pub fn group_range(&self) -> u32 {
         crate::layout::slots_with(self.groups.len() as u32, self.group_growth)

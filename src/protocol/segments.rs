@@ -230,6 +230,15 @@ pub fn segment_of(n: u32, i: u64) -> (u32, u64) {
     (d + 1, at - (seed << d))
 }
 
+/// The first index past the segment (or, `k = 0`, the base) that holds index `i` of a table
+/// of `n` base entries: where a scan goes on when the segment cannot be mapped (a scribbled
+/// directory entry fails every index of it alike).
+pub fn past_segment(n: u32, i: u64) -> u64 {
+    let (k, _) = segment_of(n, i);
+    // `k` segments added hold `slots_with(n, k)` entries, the first index of segment `k + 1`.
+    crate::layout::slots_with(n, k).max(i + 1)
+}
+
 impl<'a> Arena<'a> {
     /// The most segments kind `c` (a class, [`DEDUP_KIND`] or [`GROUP_KIND`]) may add.
     pub fn growth(&self, c: usize) -> u32 {
@@ -515,7 +524,7 @@ impl<'a> Arena<'a> {
 
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
-    use super::segment_of;
+    use super::{past_segment, segment_of};
 
     /// `segment_of` agrees with its definition (segment `k` of a class of `n` base slots
     /// starts at `n·2^(k-1)`; a class of none: slot `i` is slot `i + 1` of a class of one) for
@@ -537,5 +546,24 @@ mod tests {
             }
         }
         assert_eq!(segment_of(1, (1 << 31) - 2), (31, (1 << 30) - 2));
+    }
+
+    /// `past_segment` is the first index of the next segment: every index before it is in
+    /// `i`'s segment, the index itself in the next one.
+    #[test]
+    fn past_segment_is_the_next_segments_first_index() {
+        for n in [0u32, 1, 3, 8, 100] {
+            let seed = u64::from(n.max(1));
+            for i in 0..(seed << 6) {
+                let p = past_segment(n, i);
+                let k = segment_of(n, i).0;
+                assert!(p > i, "n={n} i={i}");
+                assert_eq!(segment_of(n, p - 1).0, k, "n={n} i={i}");
+                assert_eq!(segment_of(n, p).0, k + 1, "n={n} i={i}");
+            }
+        }
+        assert_eq!(past_segment(8, 0), 8);
+        assert_eq!(past_segment(8, 9), 16);
+        assert_eq!(past_segment(8, 16), 32);
     }
 }

@@ -198,9 +198,17 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             SWEEP_CHUNK,
         ),
     };
-    for i in 0..len {
+    let mut i = 0;
+    while i < len {
         let g = ((start + i) % n) as u32;
+        i += 1;
         out.visited += 1;
+        if a.group(g).is_err() {
+            // A table this process cannot map (a corrupted directory entry): its other
+            // entries would fail alike, so the scan goes on past it.
+            i += a.past_group_table(g) - u64::from(g) - 1;
+            continue;
+        }
         let mut m = u64::MAX;
         if let Some(d) = look(g, &mut m, false) {
             // Locked: on the wheel (again, if whoever set its deadline stopped before).
