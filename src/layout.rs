@@ -36,7 +36,8 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (22: a slot may hold a *pack*, the
+/// Bumped on any change to the layout or to a protocol (23: a pack's members lie back to back
+/// after its directory, where 22 started each member's body at a line; 22: a slot may hold a *pack*, the
 /// messages of one group that one batch sends, behind a directory of [`MsgWords`] entries
 /// (`lens` flag `LENS_PACKED`, see `protocol::pack`); message ids and receipt handles name a
 /// member (`sf2` handles). 21: a participant record is 256 B,
@@ -50,7 +51,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 22;
+pub const LAYOUT_VERSION: u64 = 23;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).

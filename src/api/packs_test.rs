@@ -405,6 +405,43 @@ fn a_pack_whose_class_is_full_fails_whole() {
     assert_eq!(bodies, ["a", "b"]);
 }
 
+/// S13 (our choice: packing never costs capacity): a pack whose class is full and may not
+/// grow goes one slot a message where the messages' own class has room, in order after the
+/// pack before it; every entry new, none refused.
+#[test]
+fn a_pack_whose_class_is_full_goes_one_slot_a_message() {
+    let q = packing(
+        QueueConfig::new()
+            .size_classes(vec![(64, 4), (1024, 1), (262_656, 1)])
+            .size_limit(0),
+    );
+    let first = [
+        SendMessage::new("g", "a1").dedup_id("a1"),
+        SendMessage::new("g", "a2").dedup_id("a2"),
+    ];
+    let second = [
+        SendMessage::new("g", "b1").dedup_id("b1"),
+        SendMessage::new("g", "b2").dedup_id("b2"),
+    ];
+    for msgs in [&first, &second] {
+        let r = q.send_messages(msgs).unwrap();
+        assert!(
+            r.iter().all(|r| r.as_ref().is_ok_and(|s| !s.duplicate)),
+            "{r:?}"
+        );
+    }
+    let classes = q.inspect(1).unwrap().size_classes;
+    let used: Vec<u32> = classes.iter().map(|c| c.used).collect();
+    assert_eq!(
+        used,
+        [2, 1, 0],
+        "the first batch one pack, the second one slot a message"
+    );
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["a1", "a2", "b1", "b2"], "R1: in order");
+}
+
 /// S13, D1: a batch whose pack fails on a full class around a duplicate enqueues nothing new
 /// (not the message after the duplicate without the one before it); sent again with room,
 /// both go, in order, the duplicate answering as before.

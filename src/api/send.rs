@@ -812,12 +812,21 @@ impl Queue {
             // A full class: the entries from the first that found it full after the last one
             // enqueued (so that a retry keeps the group's order) are sent again after making
             // room, but those answered as duplicates (a pack fails whole around one: its
-            // answer stands, and resending it would count it twice).
+            // answer stands, and resending it would count it twice). A pack still refused
+            // (its class full and grown as far as it may) goes once more one slot a
+            // message, as a handle that never packs sends: packing never costs capacity.
             let full = |r: &PResult<send::Sent>| matches!(r, Err(Fault::ClassFull(_)));
             let new = |r: &PResult<send::Sent>| matches!(r, Ok(s) if !s.duplicate);
-            let from = got[..n].iter().rposition(new).map_or(0, |i| i + 1);
-            let from = got[from..n].iter().position(full).map_or(n, |i| from + i);
-            if from < n {
+            let retries: &[send::Packing] = match packing {
+                send::Packing::Where => &[send::Packing::Where, send::Packing::Never],
+                send::Packing::Never => &[send::Packing::Never],
+            };
+            for (t, &how) in retries.iter().enumerate() {
+                let from = got[..n].iter().rposition(new).map_or(0, |i| i + 1);
+                let from = got[from..n].iter().position(full).map_or(n, |i| from + i);
+                if from == n {
+                    break;
+                }
                 let mut again: [&Outgoing<'_>; 10] = [fill; 10];
                 let mut at = [0usize; 10];
                 let mut m = 0;
@@ -830,15 +839,17 @@ impl Queue {
                 }
                 let mut retried: [PResult<send::Sent>; 10] =
                     [Err(Fault::Corrupted("not sent")); 10];
-                // Reclaim what is due, then send them again, growing if need be.
-                self.make_room();
+                if t == 0 {
+                    // Reclaim what is due, then send them again, growing if need be.
+                    self.make_room();
+                }
                 send::send_chain_as(
                     self.arena(),
                     &Op::growing(inner),
                     inner.me,
                     &again[..m],
                     &mut retried[..m],
-                    packing,
+                    how,
                 )
                 .map_err(|f| fault(f, inner))?;
                 for (&i, r) in at[..m].iter().zip(retried) {

@@ -375,8 +375,9 @@ fn take(
                 // `successor`).
                 let unit = m.own.lens.load(Ordering::Relaxed);
                 // SAFETY: we hold the group claim, so nobody frees or rewrites the node while
-                // we look, and the sink copies nothing into it.
-                Some(unsafe { pack::open(a, next, unit) }?)
+                // we look, and the sink copies nothing into it. Read for writing: the walk
+                // takes or passes the members next (a receive's first look at a pack).
+                Some(unsafe { pack::open_to_take(a, next, unit) }?)
             } else {
                 None
             };
