@@ -8,7 +8,7 @@
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed
-#        batch-packed (batch-typed as one pack, layout 22) newgroup
+#        batch-slots (batch-typed one slot a message: packs off) newgroup
 #        dedup empty grown presized (grown: on a queue that grew to 4x its small slots;
 #        presized: one created with them; both over one lap of the 32,768 slots whatever N)
 #        c-single (single through the C library: benches/c/hotpath.c, needs a C compiler)
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-packed newgroup dedup empty grown presized c-single)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-slots newgroup dedup empty grown presized c-single)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"
@@ -64,7 +64,7 @@ for mode in "${modes[@]}"; do
         }
     done
     per=$rounds
-    case "$mode" in batch | batch-typed | batch-packed) per=$((n * 10)) ;; esac
+    case "$mode" in batch | batch-typed | batch-slots) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
 import re, subprocess, sys
 

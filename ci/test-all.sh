@@ -9,9 +9,7 @@ target="$(bash ci/target-dir.sh)"
 bash ci/deps.sh
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
-# `packs`: the experimental pack send (Queue::set_pack_batches) in the tests that use it (the
-# torture's lane 1, its doc test); every build reads packs.
-cargo test --workspace --features shmfifo/packs --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
+cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
 # Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`, and the async
 # example program (it asserts what it shows: every message once, each group in order; it ends
 # by itself in about a second).

@@ -726,7 +726,7 @@ mod tests {
     /// cleanup and walk fetch it for writing (`sync::load_for_write_u64`), where a load then the
     /// in-flight CAS fetched it twice (2 per message before). One group, send, receive,
     /// delete; and a batch of 10 received at once, whose messages after the first the walk
-    /// fetches.
+    /// fetches, one slot a message, and as one pack.
     #[test]
     fn a_received_message_header_moves_once() {
         use crate::{BatchEntry, ReceiveOptions, SendMessage};
@@ -745,31 +745,36 @@ mod tests {
         });
         assert_eq!(single, 1.0);
         let ten = ReceiveOptions::max(10).wait(std::time::Duration::ZERO);
-        let batch = header_per_message("batch", 10, |p, c| {
-            set_actor(0);
-            k.set(k.get() + 1);
-            let ids: Vec<String> = (0..10).map(|i| format!("{}-{i}", k.get())).collect();
-            let names = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
-            let entries: Vec<_> = ids
-                .iter()
-                .zip(names)
-                .map(|(d, id)| BatchEntry {
-                    id,
-                    entry: SendMessage::new("g", body).dedup_id(d),
-                })
-                .collect();
-            for r in p.send_batch(&entries).expect("send_batch") {
-                r.result.expect("sent");
-            }
-            set_actor(1);
-            let got = c.receive(&ten).expect("receive");
-            assert_eq!(got.len(), 10);
-            let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
-            for r in c.delete_handles(&handles).expect("delete") {
-                r.expect("deleted");
-            }
-        });
-        assert_eq!(batch, 1.0);
+        let batch_of = |packs: bool| {
+            header_per_message(if packs { "pack" } else { "batch" }, 10, |p, c| {
+                p.set_pack_batches(packs);
+                set_actor(0);
+                k.set(k.get() + 1);
+                let ids: Vec<String> = (0..10).map(|i| format!("{}-{i}", k.get())).collect();
+                let names = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9"];
+                let entries: Vec<_> = ids
+                    .iter()
+                    .zip(names)
+                    .map(|(d, id)| BatchEntry {
+                        id,
+                        entry: SendMessage::new("g", body).dedup_id(d),
+                    })
+                    .collect();
+                for r in p.send_batch(&entries).expect("send_batch") {
+                    r.result.expect("sent");
+                }
+                set_actor(1);
+                let got = c.receive(&ten).expect("receive");
+                assert_eq!(got.len(), 10);
+                let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
+                for r in c.delete_handles(&handles).expect("delete") {
+                    r.expect("deleted");
+                }
+            })
+        };
+        assert_eq!(batch_of(false), 1.0, "one slot a message");
+        // As one pack (layout 22, the default since 23): one header line for the ten.
+        assert_eq!(batch_of(true), 0.1, "one pack");
     }
 
     /// The least a message of two lines (a header line that also signals, and a payload line)

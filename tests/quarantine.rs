@@ -121,10 +121,9 @@ fn a_quarantined_group_goes_to_the_dead_letter_queue() {
     assert_eq!(bodies_of(&drain(&q), "healthy"), ["h"]);
 }
 
-/// X1 with a quarantine of a group holding packs (layout 22, feature `packs`): each member of
+/// X1 with a quarantine of a group holding packs (layout 22): each member of
 /// the damaged group's pack goes to the dead-letter queue with its own id, in order, after the
 /// message before the pack; every slot of the group is freed.
-#[cfg(feature = "packs")]
 #[test]
 fn a_quarantined_groups_packs_go_to_the_dead_letter_queue_member_by_member() {
     let dlq = queue("quarantine-pack-dlq", &small_dedup());

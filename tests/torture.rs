@@ -424,9 +424,8 @@ fn producer(w: &WorkerArgs) -> Result<(), String> {
                 rr
             }
         };
-        // With packs (feature `packs`, layout 22): lane 1 sends runs of 2 to 4 consecutive
+        // With packs (layout 22; the default since 23): lane 1 sends runs of 2 to 4 consecutive
         // messages of a group in one `send_messages`, as one pack, when nothing is in doubt.
-        #[cfg(feature = "packs")]
         if w.lane == 1 && todo.is_empty() {
             let n = 2 + rng.below(3);
             send_pack(&q, &mut log, mine[k], next[k], n)?;
@@ -466,12 +465,12 @@ fn producer(w: &WorkerArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// Sends `(g, s) .. (g, s + n)` as one batch, which the queue keeps as one pack (feature
-/// `packs`): every `S` line first, then one `K` line per message once the batch returned. A
-/// pack is all or nothing, so its results are all `Ok` or all the same retryable error (its
-/// class full: wait and send it again); a batch that comes back half sent breaks the order
-/// the checker holds the queue to, and fails the worker.
-#[cfg(feature = "packs")]
+/// Sends `(g, s) .. (g, s + n)` as one batch, which the queue keeps as one pack: every `S`
+/// line first, then one `K` line per message once the batch returned. A pack is all or
+/// nothing; where its class is full and may not grow, the queue sends the batch one slot a
+/// message, which may enqueue a prefix of it: those are logged and the rest sent again, in
+/// order. A message enqueued after one that was not breaks the order the checker holds the
+/// queue to, and fails the worker.
 fn send_pack(q: &Queue, log: &mut Log, g: u32, s: u64, n: u64) -> Result<(), String> {
     q.set_pack_batches(true);
     for j in 0..n {
@@ -486,38 +485,50 @@ fn send_pack(q: &Queue, log: &mut Log, g: u32, s: u64, n: u64) -> Result<(), Str
         .iter()
         .map(|(d, t)| SendMessage::new(&group, t).dedup_id(d))
         .collect();
-    loop {
+    let retryable = |r: &Result<shmfifo::SendResult, Error>| {
+        matches!(
+            r,
+            Err(Error::SizeClassFull { .. })
+                | Err(Error::GroupLimitReached { .. })
+                | Err(Error::ParticipantBusy { .. })
+                | Err(Error::DedupTableFull { .. })
+        )
+    };
+    let mut from = 0;
+    while from < msgs.len() {
         let rs = q
-            .send_messages(&msgs)
+            .send_messages(&msgs[from..])
             .map_err(|e| format!("send_messages {g} {s}: {e}"))?;
-        if rs.iter().all(|r| {
-            matches!(
-                r,
-                Err(Error::SizeClassFull { .. })
-                    | Err(Error::GroupLimitReached { .. })
-                    | Err(Error::ParticipantBusy { .. })
-                    | Err(Error::DedupTableFull { .. })
-            )
-        }) {
-            std::thread::sleep(Duration::from_micros(200));
-            continue;
+        // The prefix enqueued, then nothing: every later entry must have failed too.
+        let sent = rs.iter().take_while(|r| r.is_ok()).count();
+        if let Some(r) = rs[sent..].iter().find(|r| !retryable(r)) {
+            let j = from + sent;
+            return Err(match r {
+                Ok(_) => format!(
+                    "a pack's message sent after one that was not: {g} {}",
+                    s + j as u64
+                ),
+                Err(e) => format!("send_messages {g} {}: {e}", s + j as u64),
+            });
         }
-        for (j, r) in rs.iter().enumerate() {
-            let r = r
-                .as_ref()
-                .map_err(|e| format!("a pack half sent: {g} {}: {e}", s + j as u64))?;
+        for (j, r) in rs[..sent].iter().enumerate() {
+            let r = r.as_ref().expect("the prefix is Ok");
             let _ = writeln!(
                 log.buf,
                 "K {g} {} {:x} {} {}",
-                s + j as u64,
+                s + (from + j) as u64,
                 r.message_id.0,
                 u8::from(r.duplicate),
                 now_ns()
             );
         }
         log.flush()?;
-        return Ok(());
+        from += sent;
+        if from < msgs.len() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
+    Ok(())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

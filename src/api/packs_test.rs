@@ -12,7 +12,7 @@ use crate::{
 /// A queue on the test clock whose handle sends packs.
 fn packing(config: QueueConfig) -> Queue {
     let q = Queue::create_anonymous(&config.test_clock(true)).unwrap();
-    q.set_packing(true);
+    q.set_pack_batches(true);
     q
 }
 
@@ -376,10 +376,10 @@ fn a_pack_whose_class_is_full_fails_whole() {
             .size_classes(vec![(192, 2), (262_656, 1)])
             .size_limit(0),
     );
-    q.set_packing(false);
+    q.set_pack_batches(false);
     q.send(&SendMessage::new("x", "x").dedup_id("x")).unwrap();
     q.send(&SendMessage::new("y", "y").dedup_id("y")).unwrap();
-    q.set_packing(true);
+    q.set_pack_batches(true);
     let msgs = [
         SendMessage::new("g", "a").dedup_id("a"),
         SendMessage::new("g", "b").dedup_id("b"),

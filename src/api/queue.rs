@@ -67,8 +67,8 @@ pub(super) struct Inner {
     /// Bodies are any bytes (`BodyMode::Binary`), fixed at creation.
     pub(super) binary: bool,
     /// This handle sends a batch's messages to one group as one pack (layout 22, stage 1b of
-    /// `docs/design/packed-batches.md`): off until every path that reads packs is proven
-    /// (loom, failpoints, torture); on in this crate's tests and with the `packs` feature.
+    /// `docs/design/packed-batches.md`): on from the start since layout 23
+    /// (`Queue::set_pack_batches`).
     pub(super) packing: std::sync::atomic::AtomicBool,
 }
 
@@ -297,14 +297,19 @@ impl Queue {
         &self.inner.view
     }
 
-    /// Sets whether this handle sends the messages a batch has for one group as one pack
-    /// (layout 22; `docs/design/packed-batches.md`, stage 1b): one slot, one node of the
-    /// group's list, one claim and one publication for up to ten messages, each still its own
-    /// message (its id, sequence number, receipt handle, visibility and receive count). Off by
-    /// default while the paths that read packs are being proven (loom models, kill points,
-    /// torture); every handle of this build reads packs whoever sent them.
+    /// Sets whether this handle sends the messages a batch has for one group as one *pack*
+    /// (on by default since layout 23; `docs/design/packed-batches.md`): one slot, one node of
+    /// the group's list, one claim, one publication and one free for up to ten messages, each
+    /// still its own message (its id, sequence number, receipt handle, visibility and receive
+    /// count). Off, each message of a batch takes a slot of its own. Every handle reads packs,
+    /// whoever sent them; the setting is this handle's, in this process.
     ///
-    /// Experimental (feature `packs`): outside semver, and gone once packs are the default.
+    /// A pack takes one slot of the smallest size class that holds its messages and their
+    /// 32-byte directory entries; where that class is full and may not grow, the batch goes
+    /// one slot a message, so that packing never refuses what slots would take. Off is for
+    /// comparisons (`shmfifo-hotpath batch-slots`, `shmfifo-lines batch-slots`) and for tests
+    /// of the one-slot-a-message path; packs cost fewer instructions, locked atomics and cache
+    /// lines a message (`docs/performance.md`).
     ///
     /// # Examples
     ///
@@ -312,25 +317,21 @@ impl Queue {
     /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
     ///
     /// let q = Queue::create_anonymous(&QueueConfig::new())?;
-    /// q.set_pack_batches(true);
-    /// let sent = q.send_messages(&[
+    /// let batch = [
     ///     SendMessage::new("g", "first").dedup_id("1"),
     ///     SendMessage::new("g", "second").dedup_id("2"),
-    /// ])?;
+    /// ];
+    /// let sent = q.send_messages(&batch)?; // one pack: one slot for both
+    /// q.set_pack_batches(false);
+    /// let again = q.send_messages(&[SendMessage::new("g", "third").dedup_id("3")])?;
     /// let got = q.receive(&ReceiveOptions::max(10))?;
     /// let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
-    /// assert_eq!(bodies, ["first", "second"]);
+    /// assert_eq!(bodies, ["first", "second", "third"]);
     /// assert_eq!(got[1].message_id, sent[1].as_ref().unwrap().message_id);
+    /// assert_eq!(got[2].message_id, again[0].as_ref().unwrap().message_id);
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    #[cfg(feature = "packs")]
     pub fn set_pack_batches(&self, on: bool) {
-        self.set_packing(on);
-    }
-
-    /// [`set_pack_batches`](Self::set_pack_batches), for this crate's tests.
-    #[cfg_attr(not(any(test, feature = "packs")), allow(dead_code))]
-    pub(crate) fn set_packing(&self, on: bool) {
         // Relaxed: a process-local setting (see `Inner::packing`).
         self.inner
             .packing

@@ -6,11 +6,12 @@
 //! Modes (64-byte bodies, an anonymous queue with the default settings unless said):
 //! * `single`: `send` + `receive_into` (max 1, no wait) + `delete`, one group, dedup off.
 //! * `batch`: `send_batch` of 10 to one group + `receive_into` (max 10) + `delete_batch`, dedup
-//!   off (the receipt handles formatted as the batch API takes them: included).
+//!   off (the receipt handles formatted as the batch API takes them: included); the ten go as
+//!   one pack, as every batch to one group does by default (layout 23).
 //! * `batch-typed`: as `batch` without batch entry ids: sending with `send_messages`, deleting
 //!   with `delete_handles` (typed handles: no handle text).
-//! * `batch-packed`: as `batch-typed`, the ten sent as one pack (layout 22, stage 1b:
-//!   `Queue::set_pack_batches`, off by default until its proofs are complete).
+//! * `batch-slots`: as `batch-typed`, one slot a message (`Queue::set_pack_batches(false)`,
+//!   the only way before layout 22).
 //! * `newgroup`: as `single`, with a new group id per message (SQS's advice for deduplication
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
@@ -74,7 +75,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|batch-packed|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -201,9 +202,9 @@ fn main() {
                 }
             }
         }
-        "batch-typed" | "batch-packed" => {
-            // `batch-packed`: the ten as one pack (layout 22, stage 1b; `set_pack_batches`).
-            q.set_pack_batches(mode == "batch-packed");
+        "batch-typed" | "batch-slots" => {
+            // `batch-slots`: one slot a message (packs are the default).
+            q.set_pack_batches(mode != "batch-slots");
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
                 send_and_receive_ten(&mut buf, true);
