@@ -29,6 +29,10 @@
 //!   one process (the backlog's sending is timed apart);
 //! * arena bytes per message, measured from the arena sizes of two geometries.
 //!
+//! shmfifo's producers send a batch's messages to one group as one pack, the library's default;
+//! with `SHMFIFO_HARNESS_PACKS=0` in the environment, one slot a message (to compare the two,
+//! alternating runs).
+//!
 //! Every case runs `--repeats` times (3), interleaved with the others; the table gives the
 //! median and, in brackets, the smallest and largest run. Nothing asserts on time: targets are
 //! printed MET or MISSED. The exit status is 1 only when a shmfifo case failed to run.

@@ -517,6 +517,11 @@ struct ShmfifoTx {
 impl ShmfifoTx {
     fn open(spec: &ChanSpec, index: usize, senders: usize) -> Res<ShmfifoTx> {
         let q = open_prefaulted(spec)?;
+        // `SHMFIFO_HARNESS_PACKS=0` (inherited by the worker processes): a batch one slot a
+        // message, for a comparison with the default, packs, run against run.
+        if std::env::var_os("SHMFIFO_HARNESS_PACKS").is_some_and(|v| v == "0") {
+            q.set_pack_batches(false);
+        }
         let g = spec.groups.max(1) as usize;
         Ok(ShmfifoTx {
             q,
