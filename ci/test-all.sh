@@ -16,8 +16,9 @@ cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --
 cargo test -p shmfifo --features tokio --test async_receive
 cargo test -p shmfifo --features tokio --doc asynchronous
 cargo run -q --example async-consumer --features tokio
-# The one-bad-word checks need the layout, which the `loom` feature exposes (no behaviour change).
-cargo test -p shmfifo --features loom --test fuzz_regressions one_word
+# The one-bad-word checks and the pack directory's need the layout, which the `loom` feature
+# exposes (no behaviour change): every replay of the fuzz targets' kept inputs, with them.
+cargo test -p shmfifo --features loom --test fuzz_regressions
 # The cache-line model (feature `lines`) against toys whose counts are known: a ping-pong of
 # one line, private and shared lines, an SPSC ring with cached indices.
 cargo test -p shmfifo --features lines --lib lines

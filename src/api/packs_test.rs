@@ -442,6 +442,34 @@ fn a_pack_whose_class_is_full_goes_one_slot_a_message() {
     assert_eq!(bodies, ["a1", "a2", "b1", "b2"], "R1: in order");
 }
 
+/// S13, R1: where a refused pack goes one slot a message, it stops at the first message that
+/// finds no room: a later message of the group, whose own class has room, is not enqueued
+/// ahead of it (both refused, nothing of the group enqueued).
+#[test]
+fn a_refused_packs_fallback_never_enqueues_past_a_refused_message() {
+    let q = packing(
+        QueueConfig::new()
+            .size_classes(vec![(192, 4), (960, 1), (262_656, 1)])
+            .size_limit(0),
+    );
+    let big = "b".repeat(500);
+    q.send(&SendMessage::new("x", &big).dedup_id("x")).unwrap();
+    let a = "a".repeat(300);
+    let msgs = [
+        SendMessage::new("g", &a).dedup_id("a"),
+        SendMessage::new("g", "later").dedup_id("later"),
+    ];
+    let r = q.send_messages(&msgs).unwrap();
+    assert!(
+        r.iter()
+            .all(|r| matches!(r, Err(Error::SizeClassFull { .. }))),
+        "{r:?}"
+    );
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    let groups: Vec<&str> = got.iter().map(|m| m.group_id.as_str()).collect();
+    assert_eq!(groups, ["x"], "nothing of g enqueued");
+}
+
 /// S13, D1: a batch whose pack fails on a full class around a duplicate enqueues nothing new
 /// (not the message after the duplicate without the one before it); sent again with room,
 /// both go, in order, the duplicate answering as before.

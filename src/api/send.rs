@@ -814,7 +814,8 @@ impl Queue {
             // room, but those answered as duplicates (a pack fails whole around one: its
             // answer stands, and resending it would count it twice). A pack still refused
             // (its class full and grown as far as it may) goes once more one slot a
-            // message, as a handle that never packs sends: packing never costs capacity.
+            // message, each on its own and in order up to the first refused, whose answer
+            // the rest keep: what slots can hold is taken, and the group's order kept.
             let full = |r: &PResult<send::Sent>| matches!(r, Err(Fault::ClassFull(_)));
             let new = |r: &PResult<send::Sent>| matches!(r, Ok(s) if !s.duplicate);
             let retries: &[send::Packing] = match packing {
@@ -837,23 +838,32 @@ impl Queue {
                         m += 1;
                     }
                 }
-                let mut retried: [PResult<send::Sent>; 10] =
-                    [Err(Fault::Corrupted("not sent")); 10];
                 if t == 0 {
                     // Reclaim what is due, then send them again, growing if need be.
                     self.make_room();
                 }
-                send::send_chain_as(
-                    self.arena(),
-                    &Op::growing(inner),
-                    inner.me,
-                    &again[..m],
-                    &mut retried[..m],
-                    how,
-                )
-                .map_err(|f| fault(f, inner))?;
-                for (&i, r) in at[..m].iter().zip(retried) {
-                    got[i] = r;
+                // The retry as one chain; the fallback after a refused pack one message a
+                // chain, stopping at the first refused (a chain of slots leaves a refused
+                // entry out and enqueues the later ones).
+                let step = if t == 0 { m } else { 1 };
+                for (outs, at) in again[..m].chunks(step).zip(at[..m].chunks(step)) {
+                    let mut retried: [PResult<send::Sent>; 10] =
+                        [Err(Fault::Corrupted("not sent")); 10];
+                    send::send_chain_as(
+                        self.arena(),
+                        &Op::growing(inner),
+                        inner.me,
+                        outs,
+                        &mut retried[..outs.len()],
+                        how,
+                    )
+                    .map_err(|f| fault(f, inner))?;
+                    for (&i, r) in at.iter().zip(retried) {
+                        got[i] = r;
+                    }
+                    if step == 1 && got[at[0]].is_err() {
+                        break;
+                    }
                 }
             }
             for (&k, r) in ks[..n].iter().zip(got) {

@@ -120,6 +120,18 @@ pub(crate) fn current<'a>(
     h: Handle,
     seen: &mut Seen<'a>,
 ) -> PResult<(&'a MsgWords, u64)> {
+    current_at(a, &Times::load(a, env), m, h, seen)
+}
+
+/// [`current`] at the instant and settings `t` (a batch's deletes read them once).
+#[inline(always)]
+fn current_at<'a>(
+    a: &Arena<'a>,
+    t: &Times,
+    m: &'a MsgHeader,
+    h: Handle,
+    seen: &mut Seen<'a>,
+) -> PResult<(&'a MsgWords, u64)> {
     // Acquire: pairs with the allocation's link store published by the link CAS.
     if node::inc(m.link.load(Ordering::Acquire)) != h.inc {
         return Err(Fault::Expired);
@@ -138,7 +150,6 @@ pub(crate) fn current<'a>(
     if vis::epoch(w) != h.epoch {
         return Err(Fault::Expired);
     }
-    let t = Times::load(a, env);
     match vis::state(w) {
         // Relaxed: `sent` was written before the node was published, which the receive that
         // issued the handle observed; it does not change while the handle is live.
@@ -189,7 +200,7 @@ fn pack_member<'a>(
 
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
-    let g = mark_deleted(a, env, h, &mut None)?;
+    let g = mark_deleted(a, &Times::load(a, env), a.msg(h.idx)?, h, &mut None)?;
     // Counted once: the in-flight count subtracts the deletes (`accounting::in_flight`).
     count(a, me, counter::DELETED, 1);
     crash_point!();
@@ -221,8 +232,16 @@ pub fn delete_many(
     let mut ng = 0;
     let mut deleted = 0;
     let mut seen = None;
+    // One instant for the batch (one clock read an operation), and the slot header of the
+    // handle before (a pack's members are consecutive handles of one slot).
+    let t = Times::load(a, env);
+    let mut last: Option<(u32, &MsgHeader)> = None;
     for (h, r) in handles.iter().zip(results.iter_mut()) {
-        let marked = mark_deleted(a, env, *h, &mut seen);
+        let m = match last {
+            Some((idx, m)) if idx == h.idx => Ok(m),
+            _ => a.msg(h.idx).inspect(|&m| last = Some((h.idx, m))),
+        };
+        let marked = m.and_then(|m| mark_deleted(a, &t, m, *h, &mut seen));
         *r = marked.map(|_| ());
         crash_point!();
         if let Ok(g) = marked {
@@ -244,14 +263,19 @@ pub fn delete_many(
     Ok(())
 }
 
-/// Marks the message of a live handle deleted (H1–H5); no cleanup, no counting (the caller
-/// counts, once per batch). Returns its group (read before the deletion: afterwards a cleaner
-/// may free and reuse the slot).
+/// Marks the message of a live handle deleted (H1–H5), `m` its slot's header, at the instant
+/// `t`; no cleanup, no counting (the caller counts, once per batch). Returns its group (read
+/// before the deletion: afterwards a cleaner may free and reuse the slot).
 #[inline(always)]
-fn mark_deleted<'a>(a: &Arena<'a>, env: &dyn Env, h: Handle, seen: &mut Seen<'a>) -> PResult<u32> {
-    let m = a.msg(h.idx)?;
+fn mark_deleted<'a>(
+    a: &Arena<'a>,
+    t: &Times,
+    m: &'a MsgHeader,
+    h: Handle,
+    seen: &mut Seen<'a>,
+) -> PResult<u32> {
     for _ in 0..MAX_STEPS {
-        let (own, w) = current(a, env, m, h, seen)?;
+        let (own, w) = current_at(a, t, m, h, seen)?;
         // Relaxed: stable while the message is in flight under our handle.
         let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
         // AcqRel: Release hands the deletion to the cleaner's loads; Acquire keeps our reads

@@ -1,4 +1,4 @@
-//! Packs (layout 22): the messages of one group that one batch sends, in one slot
+//! Packs (layouts 22 and 23): the messages of one group that one batch sends, in one slot
 //! (`docs/design/packed-batches.md`).
 //!
 //! A pack's slot header says `LENS_PACKED` in its `lens` word, with the member count `k`
@@ -17,9 +17,9 @@
 //!
 //! [`MsgWords`]: crate::layout::MsgWords
 //!
-//! Layout 22 lands in steps (`docs/design/packed-batches.md`, "How it lands"): 1a fixed the
-//! format and its checks; 1b (in progress) sends packs ([`write_members`], `send`) and reads
-//! them member by member ([`unit`]).
+//! Packs landed in steps (`docs/design/packed-batches.md`, "How it lands"): 1a fixed the
+//! format and its checks; 1b sends packs ([`write_members`], `send`) and reads them member by
+//! member ([`unit`]); layout 23 lays the members back to back, and a handle packs by default.
 
 use super::{words, Arena, Fault, PResult};
 use crate::layout::{MsgHeader, MsgWords, MAX_PACK, PACK_MEMBER_SIZE};
