@@ -187,9 +187,15 @@ impl Queue {
         // The entry of each of `checked`.
         let mut which = [0usize; 10];
         let mut n = 0;
+        // The slot of the last handle found valid: a pack's members are consecutive handles
+        // of one slot, checked once.
+        let mut valid = None;
         for (k, h) in handles.iter().enumerate().take(10) {
             if let Some(rh) = h {
-                if self.names_a_slot(rh) {
+                let ok =
+                    (rh.nonce == inner.nonce && valid == Some(rh.idx)) || self.names_a_slot(rh);
+                if ok {
+                    valid = Some(rh.idx);
                     checked[n] = rh.slot();
                     which[n] = k;
                     n += 1;

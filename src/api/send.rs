@@ -518,12 +518,25 @@ impl Queue {
     /// The caller's view of a send, and the allocation cursor moved past its slot.
     fn sent(&self, sent: &send::Sent) -> SendResult {
         if !sent.duplicate {
-            if let Ok((_, slot)) = self.arena().locate(sent.idx) {
-                // Relaxed: process-local hint. Next time, start just past the slot that was
-                // free.
-                self.inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
-            }
+            self.note_cursor(sent.idx);
         }
+        self.result_of(sent)
+    }
+
+    /// Where this handle's next send starts looking for a free slot: just past `idx`, the slot
+    /// a send just took.
+    fn note_cursor(&self, idx: u32) {
+        if let Ok((_, slot)) = self.arena().locate(idx) {
+            // Relaxed: process-local hint. Next time, start just past the slot that was
+            // free.
+            self.inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// The answer to a send of `sent` (its id, sequence number and whether it was a
+    /// duplicate).
+    #[inline]
+    fn result_of(&self, sent: &send::Sent) -> SendResult {
         SendResult {
             message_id: self.message_id(sent.idx, sent.inc, sent.member),
             sequence_number: (u128::from(sent.seq_hi) << 64) | u128::from(sent.pos),
@@ -866,8 +879,13 @@ impl Queue {
                     }
                 }
             }
+            // The cursor moves past the chain's last new slot, once (a pack's members share
+            // theirs).
+            if let Some(Ok(s)) = got[..n].iter().rev().find(|r| new(r)) {
+                self.note_cursor(s.idx);
+            }
             for (&k, r) in ks[..n].iter().zip(got) {
-                results[k] = Some(r.map(|s| self.sent(&s)).map_err(|f| fault(f, inner)));
+                results[k] = Some(r.map(|s| self.result_of(&s)).map_err(|f| fault(f, inner)));
                 pending[k] = false;
             }
         }
