@@ -858,7 +858,7 @@ impl Queue {
                 // The retry as one chain; the fallback after a refused pack one message a
                 // chain, stopping at the first refused (a chain of slots leaves a refused
                 // entry out and enqueues the later ones).
-                let step = if t == 0 { m } else { 1 };
+                let step = if t == 0 { m.max(1) } else { 1 };
                 for (outs, at) in again[..m].chunks(step).zip(at[..m].chunks(step)) {
                     let mut retried: [PResult<send::Sent>; 10] =
                         [Err(Fault::Corrupted("not sent")); 10];
