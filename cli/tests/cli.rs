@@ -546,6 +546,20 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
     assert_eq!(u(&s["counters"]["sent"]), 23);
     assert_eq!(u(&s["counters"]["duplicates"]), 1);
     assert_eq!(u(&s["groups"]["active"]), 3);
+    // Each batch's messages to one group went as one pack (layout 23): fewer slots in use
+    // than messages, which the text says.
+    let used: u64 = s["size_classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u(&c["used"]))
+        .sum();
+    assert!(used < 23, "{used} slots for 23 messages");
+    let (text, _) = expect(&["stat", q.s()], 0);
+    assert!(
+        text.contains(&format!("USED counts slots: 23 messages in {used} ")),
+        "{text}"
+    );
     // The largest groups, with ids: g0 and g1 have 8 messages, g2 7.
     let largest = s["groups"]["largest"].as_array().unwrap();
     assert_eq!(largest.len(), 3);

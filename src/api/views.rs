@@ -248,7 +248,8 @@ pub struct SizeClassUse {
     pub free: u32,
     /// Slots being written by a producer.
     pub sending: u32,
-    /// Slots holding a message (visible, in flight or delayed).
+    /// Slots holding a message, or a pack of several messages of one batch (layout 23: a
+    /// batch's messages to one group share one slot), visible, in flight or delayed.
     pub used: u32,
     /// Slots holding a deleted message not yet reclaimed.
     pub deleted: u32,

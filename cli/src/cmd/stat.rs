@@ -382,6 +382,17 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
         ]);
     }
     s.push_str(&t.render(2));
+    // A pack (layout 23, the default for a batch's messages to one group) is one slot for
+    // several messages: say so where the slots in use are fewer than the messages.
+    let held = m.visible + m.in_flight + m.delayed;
+    let used: u64 = i.size_classes.iter().map(|c| u64::from(c.used)).sum();
+    if used < held {
+        s.push_str(&format!(
+            "  USED counts slots: {} messages in {} (a batch's messages to one group share one slot, a pack)\n",
+            num(held),
+            num(used)
+        ));
+    }
     s.push_str("\nCounters (since creation)\n");
     let rows: Vec<(&str, String)> = i
         .counters
@@ -547,7 +558,7 @@ pub fn prometheus(queue: &str, i: &Inspection) -> String {
     metric(
         "slots_used",
         "gauge",
-        "Slots holding a message (visible, in flight or delayed).",
+        "Slots holding a message or a pack of a batch's messages (visible, in flight or delayed).",
         &by_class(&|c| c.used.into()),
     );
     metric(
