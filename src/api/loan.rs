@@ -10,7 +10,6 @@
 #![allow(unsafe_code)] // views of a lent slot's bytes in the mapping (each block says why)
 
 use std::fmt;
-use std::sync::atomic::Ordering;
 
 use super::queue::{fault, Op, Queue};
 use super::send::next_cursor;
@@ -412,8 +411,7 @@ impl Queue {
                 return Err(fault(f, inner));
             }
         };
-        // Relaxed: process-local hint: the next allocation starts past this slot.
-        inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+        inner.cursor_past(slot as u64);
         let mut group = [0u8; MAX_ID_LEN];
         group[..group_id.len()].copy_from_slice(group_id.as_bytes());
         Ok(Loan {

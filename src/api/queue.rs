@@ -243,6 +243,14 @@ impl Inner {
         }
     }
 
+    /// Moves this handle's allocation cursor just past `slot` (a slot's position in its class,
+    /// which a send just took): the next allocation starts there.
+    pub(super) fn cursor_past(&self, slot: u64) {
+        // Relaxed: a process-local hint, never a synchronisation.
+        self.cursor
+            .store(slot + 1, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Real arena time (ms, from 1): `CLOCK_MONOTONIC` since the arena's base, whatever the
     /// queue's clock. Waits measure themselves with it.
     pub(super) fn real_ms(&self) -> u64 {

@@ -527,9 +527,7 @@ impl Queue {
     /// a send just took.
     fn note_cursor(&self, idx: u32) {
         if let Ok((_, slot)) = self.arena().locate(idx) {
-            // Relaxed: process-local hint. Next time, start just past the slot that was
-            // free.
-            self.inner.cursor.store(slot as u64 + 1, Ordering::Relaxed);
+            self.inner.cursor_past(slot as u64);
         }
     }
 
