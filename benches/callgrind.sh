@@ -9,7 +9,7 @@
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed
 #        batch-slots (batch-typed one slot a message: packs off) newgroup
-#        dedup empty grown presized (grown: on a queue that grew to 4x its small slots;
+#        dedup dedup-batch (batch-typed with a new dedup id a message) empty grown presized (grown: on a queue that grew to 4x its small slots;
 #        presized: one created with them; both over one lap of the 32,768 slots whatever N)
 #        c-single (single through the C library: benches/c/hotpath.c, needs a C compiler)
 #        large large-zc (64 KiB bodies; not in the default set: slow under valgrind)
@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-slots newgroup dedup empty grown presized c-single)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-slots newgroup dedup dedup-batch empty grown presized c-single)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"
@@ -64,7 +64,7 @@ for mode in "${modes[@]}"; do
         }
     done
     per=$rounds
-    case "$mode" in batch | batch-typed | batch-slots) per=$((n * 10)) ;; esac
+    case "$mode" in batch | batch-typed | batch-slots | dedup-batch) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
 import re, subprocess, sys
 

@@ -774,6 +774,58 @@ fn maximum_message_size_and_wait_time_are_live() {
     assert_eq!(e.sqs_code(), "InvalidAttributeValue");
 }
 
+/// A receive after one that found nothing looks first and answers an empty queue before it
+/// sets up (`receive::idle`), but only when nothing is due: a receiver polling without a wait
+/// takes, at its first poll after, a message sent between two polls, one whose visibility
+/// timeout ended (V1, R4: found by the sweep the ended deadline makes due), and one whose
+/// queue delay passed (L1), all on the queue's clock.
+#[test]
+fn a_receiver_polling_an_empty_queue_sees_what_becomes_visible() {
+    let cfg = small_dedup().test_clock(true);
+    let q = queue("idle-poll", &cfg);
+    let poll = ReceiveOptions::max(1)
+        .wait(Duration::ZERO)
+        .visibility_timeout(Duration::from_secs(30));
+    let empty_polls = |why: &str| {
+        for _ in 0..3 {
+            assert!(q.receive(&poll).unwrap().is_empty(), "{why}");
+        }
+    };
+    empty_polls("nothing sent yet");
+    q.send(&SendMessage::new("g", "a").dedup_id("a")).unwrap();
+    let a = q.receive(&poll).unwrap();
+    assert_eq!(
+        bodies(&a),
+        ["a"],
+        "sent between two polls: taken at the next"
+    );
+    empty_polls("R3: in flight, its group locked");
+    q.advance_clock(Duration::from_secs(30) - Duration::from_millis(1))
+        .unwrap();
+    empty_polls("V1: visible a millisecond early");
+    q.advance_clock(Duration::from_millis(1)).unwrap();
+    let again = q.receive(&poll).unwrap();
+    assert_eq!(bodies(&again), ["a"], "V1: visible at the first poll after");
+    assert_eq!(again[0].message_id, a[0].message_id);
+    assert_eq!(again[0].receive_count, 2);
+    q.delete(&again[0].receipt_handle).unwrap();
+    empty_polls("deleted");
+
+    q.set_attribute("DelaySeconds", "5").unwrap();
+    q.send(&SendMessage::new("h", "late").dedup_id("late"))
+        .unwrap();
+    empty_polls("L1: delayed");
+    q.advance_clock(Duration::from_secs(5)).unwrap();
+    let late = q.receive(&poll).unwrap();
+    assert_eq!(
+        bodies(&late),
+        ["late"],
+        "L1: visible at the first poll after"
+    );
+    q.delete(&late[0].receipt_handle).unwrap();
+    empty_polls("drained");
+}
+
 /// A queue on a test clock (`QueueConfig::test_clock`): every timer of the contract runs on
 /// the queue's time, moved by `advance_clock` from any handle; waits stay real time.
 #[test]

@@ -168,3 +168,63 @@ fn a_popper_dying_before_head_moves_leaves_a_working_ring_from_a_cursor() {
 fn a_pusher_dying_before_tail_moves_beside_a_lagging_head_leaves_a_working_ring() {
     lagging(Some(0), None, true);
 }
+
+/// `is_empty` (an empty receive's first look, `receive::idle`) is exact where `looks_empty`
+/// is a hint: one pusher, possibly dying (stopping for good) after its entry CAS and before
+/// `tail` moves, beside the only popper, which looks, then pops. A look that says "not empty"
+/// is followed by a pop that takes the value (nobody else pops); a look that says empty is
+/// right at that instant (the value is taken afterwards, by a later pop). Once the pusher is
+/// done or dead, a ring whose value was not taken says "not empty", even where `tail` never
+/// moved and `looks_empty` says it is.
+fn exact_look(crash_pusher_at: Option<u32>, cursor: bool) {
+    model(move || {
+        let r = R::with_cursor(4, cursor);
+        // A first value pushed and popped: the look starts past position 0.
+        assert!(r.ring().push(9));
+        assert_eq!(r.ring().pop(), Some(9));
+        let p1 = push_dying_at(&r, crash_pusher_at, 1);
+        let empty = r.ring().is_empty();
+        let popped = r.ring().pop();
+        if !empty {
+            assert_eq!(
+                popped,
+                Some(1),
+                "a look that saw the value is followed by its pop"
+            );
+        }
+        let ok = p1.join().unwrap();
+        assert!(
+            ok,
+            "a pusher that dies after its entry CAS delivered its value"
+        );
+        if popped.is_none() {
+            assert!(
+                !r.ring().is_empty(),
+                "a value pushed and not yet popped is seen, whether or not tail moved"
+            );
+            assert_eq!(r.ring().pop(), Some(1));
+        }
+        assert!(r.ring().is_empty(), "a drained ring is empty");
+        assert_eq!(r.ring().pop(), None);
+    });
+}
+
+#[test]
+fn an_exact_look_sees_every_push() {
+    exact_look(None, false);
+}
+
+#[test]
+fn an_exact_look_sees_every_push_from_a_cursor() {
+    exact_look(None, true);
+}
+
+#[test]
+fn an_exact_look_sees_a_push_that_died_before_tail_moved() {
+    exact_look(Some(0), false);
+}
+
+#[test]
+fn an_exact_look_sees_a_push_that_died_before_tail_moved_from_a_cursor() {
+    exact_look(Some(0), true);
+}

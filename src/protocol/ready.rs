@@ -113,6 +113,22 @@ fn pop_tables(a: &Arena<'_>) -> Option<u32> {
     (known + 1..=now).find_map(|k| table_ring(a, k).and_then(|r| r.pop()))
 }
 
+/// Whether a [`pop`] now would find every ready ring empty ([`Ring::is_empty`]: exact where
+/// [`looks_empty`] is a hint): the base table's and every table published since, as `pop`
+/// takes them.
+///
+/// [`Ring::is_empty`]: super::ring::Ring::is_empty
+#[inline]
+pub fn all_empty(a: &Arena<'_>) -> bool {
+    ring(a).is_empty() && added_rings_empty(a)
+}
+
+/// [`all_empty`] past the base ring: the rings of the tables the group table added.
+#[inline(never)]
+fn added_rings_empty(a: &Arena<'_>) -> bool {
+    (1..=a.published(GROUP_KIND)).all(|k| table_ring(a, k).is_none_or(|r| r.is_empty()))
+}
+
 /// Whether every ready ring looks empty (a hint).
 pub fn looks_empty(a: &Arena<'_>) -> bool {
     ring(a).looks_empty()

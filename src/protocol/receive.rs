@@ -111,6 +111,24 @@ pub struct Received {
     pub expired: u64,
 }
 
+/// Whether a [`receive`] now would take nothing and do nothing: every ready ring is empty
+/// where the pops would start (`ready::all_empty`), and neither of an idle receive's chores is
+/// due (a liveness check with `release_on_death`, a sweep), so that its pop would find nothing
+/// and both would decline. Reads what an empty receive reads (the rings' entries, `head`, the
+/// chores' header words) and the clock once, writes nothing: a spinning receiver's poll of an
+/// empty queue (`Queue::receive_into` without a wait) asks this first and skips the
+/// receive's setup (seven hundred and more instructions a poll before it). A push that lands
+/// after it answered is the next poll's, as it would be the next receive's.
+pub fn idle(a: &Arena<'_>, env: &dyn Env) -> bool {
+    if !super::ready::all_empty(a) {
+        return false;
+    }
+    let now = env.now_ms();
+    let chore_due = super::sweep::idle_sweep_due(a, now)
+        || (release_on_death(a) && super::recovery::liveness_due(a, now));
+    !chore_due
+}
+
 /// Takes up to `max` messages, group by group in ready order, each group's visible prefix
 /// (R3, R5, R6), applying delay, retention, the in-flight limit and the dead-letter move.
 /// Calls `sink` for each while the group is claimed.

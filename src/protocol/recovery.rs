@@ -169,9 +169,8 @@ pub fn release_where(
 /// repaired anything.
 pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
     let now = env.now_ms();
-    // Relaxed: the CAS below decides who checks; a stale value only delays or repeats a check.
-    let last = a.hdr.liveness.0.load(Ordering::Relaxed);
-    if now < last.saturating_add(LIVENESS_PERIOD_MS) && last <= now {
+    let (due, last) = liveness_due_at(a, now);
+    if !due {
         return Ok(false);
     }
     // Relaxed: the word orders nothing; the participant and slot loads carry their own.
@@ -189,6 +188,25 @@ pub fn maybe_check_liveness(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<
     }
     let r = recover_dead(a, env, me, &dead)?;
     Ok(r != Repaired::default())
+}
+
+/// Whether a liveness check ([`maybe_check_liveness`]) is due at `now`: the last one is a
+/// period old (or in the future: a clock set back). Where it says no, `maybe_check_liveness`
+/// checks nothing (`receive::idle`).
+pub fn liveness_due(a: &Arena<'_>, now: u64) -> bool {
+    liveness_due_at(a, now).0
+}
+
+/// [`liveness_due`], and the `liveness` word it was decided on.
+#[inline]
+fn liveness_due_at(a: &Arena<'_>, now: u64) -> (bool, u64) {
+    // Relaxed: the CAS after it decides who checks; a stale value only delays or repeats a
+    // check.
+    let last = a.hdr.liveness.0.load(Ordering::Relaxed);
+    (
+        !(now < last.saturating_add(LIVENESS_PERIOD_MS) && last <= now),
+        last,
+    )
 }
 
 /// Repairs what dead participants left: their waiter counts, their half-made sends, their

@@ -66,13 +66,20 @@ pub struct Ring<'a> {
 }
 
 impl Ring<'_> {
+    #[inline(always)]
     fn at(&self, pos: u64) -> (&AtomicU64, u64) {
         let r = self.entries.len() as u64;
-        // The length is a power of two (checked on open), so the mask is exact.
-        (&self.entries[(pos & (r - 1)) as usize], pos / r)
+        // The length is a power of two (checked on open), so the mask is exact and the lap a
+        // shift (a division is tens of cycles, on every push and pop). The index is
+        // bounds-checked whatever the length.
+        (
+            &self.entries[(pos & (r - 1)) as usize],
+            pos >> r.trailing_zeros(),
+        )
     }
 
     /// Pushes `value` (< 2^24). Returns `false` if the ring is full (or looks corrupted).
+    #[inline]
     pub fn push(&self, value: u32) -> bool {
         if self.entries.is_empty() {
             return false;
@@ -270,6 +277,28 @@ impl Ring<'_> {
             p = h;
         }
         None
+    }
+
+    /// Whether a pop now would return `None` at its first look: the entry where it would
+    /// start is empty for that position (a pop's own test, and its own reads: `head`, this
+    /// process's cursor, the entry's line for writing). Unlike [`Ring::looks_empty`], a push
+    /// that filled its entry and has not moved `tail` yet (stopped there) makes it say "not
+    /// empty", as the pop takes that entry; so does an entry popped already (a lagging start,
+    /// which the pop walks past). An empty receive's look before anything else
+    /// (`receive::idle`).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        if self.entries.is_empty() {
+            return true;
+        }
+        // Acquire: as in `pop`.
+        let start = self.pop_start(Ordering::Acquire);
+        let (e, lap) = self.at(start);
+        // Read for writing, as `pop` reads it: an empty receive moves the lines it moved
+        // before this look, and a pop that follows finds the entry's line here. Acquire:
+        // as in `pop`.
+        let w = crate::sync::load_for_write_u64(e, Ordering::Acquire);
+        seq(w) == lap.wrapping_mul(2) & SEQ_MASK
     }
 
     /// Whether the ring looks empty (a hint: a spinning receiver's look before it pops):

@@ -37,6 +37,25 @@ pub fn sweep_if_idle(a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<bool> {
     sweep_if_due(a, env, me, SWEEP_PERIOD_MS, true)
 }
 
+/// Whether an idle receiver's sweep ([`sweep_if_idle`]) may be due at `now`: a visibility
+/// deadline passed or the last sweep is a period old. Where it says no, `sweep_if_idle`
+/// sweeps nothing (`receive::idle`).
+pub fn idle_sweep_due(a: &Arena<'_>, now: u64) -> bool {
+    due_at(a, now, SWEEP_PERIOD_MS).0
+}
+
+/// Whether a sweep is due at `now` with `period` between sweeps, and the `next_expiry` and
+/// `last_sweep` words it was decided on.
+#[inline]
+fn due_at(a: &Arena<'_>, now: u64, period: u64) -> (bool, u64, u64) {
+    // Acquire: pairs with the fetch_min of receivers, and (SYNC POINT(reschedule)) with a
+    // settings change's Release store of 0 after its setting stores (`live::reschedule`).
+    let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
+    // Relaxed: the CAS below decides who sweeps.
+    let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
+    (now >= ne || now >= ls.saturating_add(period), ne, ls)
+}
+
 /// A producer that found its size class full: a full sweep (which removes messages past their
 /// retention period, T1) if none ran in the last [`FULL_CLASS_SWEEP_MS`], so that a full class
 /// costs at most that many sweeps per second across the queue. Returns whether it swept.
@@ -51,12 +70,7 @@ pub const FULL_CLASS_SWEEP_MS: u64 = 10;
 /// [`sweep_if_idle`].
 fn sweep_if_due(a: &Arena<'_>, env: &dyn Env, me: Owner, period: u64, idle: bool) -> PResult<bool> {
     let now = env.now_ms();
-    // Acquire: pairs with the fetch_min of receivers, and (SYNC POINT(reschedule)) with a
-    // settings change's Release store of 0 after its setting stores (`live::reschedule`).
-    let ne = a.hdr.next_expiry.0.load(Ordering::Acquire);
-    // Relaxed: the CAS below decides who sweeps.
-    let ls = a.hdr.last_sweep.0.load(Ordering::Relaxed);
-    let due = now >= ne || now >= ls.saturating_add(period);
+    let (due, ne, ls) = due_at(a, now, period);
     // Once a millisecond, unless asked (`next_expiry == 0`) or idle with an expiry due and the
     // ring drained (`sweep_if_idle`).
     let again = ne == 0 || (idle && now >= ne && looks_empty(a));

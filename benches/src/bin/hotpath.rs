@@ -16,6 +16,8 @@
 //!   without ordering).
 //! * `dedup`: as `single`, with a new dedup id per message at the settings users get (SQS's
 //!   5-minute interval, the default table).
+//! * `dedup-batch`: as `batch-typed`, with a new dedup id per message at the settings users
+//!   get (the ten ids of a batch reserved in the dedup table, one pack a batch).
 //! * `kept`: as `single`, with one more message always queued in the group, so the group never
 //!   empties (no retire and re-insert per message).
 //! * `grown`: as `single` on a queue that grew to 4 × 8,192 small slots (filled and drained
@@ -75,13 +77,13 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|newgroup|dedup|kept|grown|presized|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|newgroup|dedup|dedup-batch|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
     };
     let off = QueueConfig::new().deduplication(Deduplication::Off);
-    let cfg = if mode == "dedup" {
+    let cfg = if mode == "dedup" || mode == "dedup-batch" {
         QueueConfig::new()
     } else {
         off
@@ -208,6 +210,33 @@ fn main() {
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
                 send_and_receive_ten(&mut buf, true);
+                handles.clear();
+                handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+                for r in q.delete_handles(&handles).expect("delete_handles") {
+                    r.expect("handle deleted");
+                }
+            }
+        }
+        "dedup-batch" => {
+            // As `batch-typed`, each message with a new dedup id (the settings users get).
+            let mut ids = Counter::default();
+            let mut texts = [[0u8; 20]; 10];
+            let mut lens = [0usize; 10];
+            let mut handles = Vec::with_capacity(10);
+            for _ in 0..n {
+                for (t, l) in texts.iter_mut().zip(lens.iter_mut()) {
+                    let id = ids.next_id();
+                    t[..id.len()].copy_from_slice(id.as_bytes());
+                    *l = id.len();
+                }
+                let msgs: [SendMessage<'_>; 10] = std::array::from_fn(|k| {
+                    let id = std::str::from_utf8(&texts[k][..lens[k]]).expect("ascii");
+                    SendMessage::new("g", BODY).dedup_id(id)
+                });
+                for r in q.send_messages(&msgs).expect("send_messages") {
+                    r.expect("message sent");
+                }
+                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
                 for r in q.delete_handles(&handles).expect("delete_handles") {
