@@ -400,6 +400,47 @@ mod tests {
         }
     }
 
+    /// `receive::idle` (an empty poll's first look) says a receive would take nothing only
+    /// when it would, and never while a chore is due: true on a quiet queue; false with a
+    /// hint queued; true while the only message is in flight (R3) and its deadline ahead;
+    /// false once its deadline passed (the sweep that redelivers it is due, V1) and once the
+    /// periodic sweep is a period old; true again after the receive that ran them.
+    #[test]
+    fn idle_says_empty_only_when_a_receive_takes_nothing() {
+        let h = HeapArena::new(&geom());
+        let env = MockEnv::default();
+        let a = h.arena();
+        env.advance(1);
+        // Every chore run once at this instant: quiet from here.
+        assert!(recv(&a, &env, 10, 100).is_empty());
+        assert!(receive::idle(&a, &env), "a quiet, empty queue");
+        send(&a, &env, 1, "g", b"a").unwrap();
+        assert!(!receive::idle(&a, &env), "a hint queued");
+        let got = recv(&a, &env, 10, 100);
+        assert_eq!(got.len(), 1);
+        assert!(receive::idle(&a, &env), "in flight, its deadline ahead");
+        env.advance(99);
+        assert!(receive::idle(&a, &env), "a millisecond before its deadline");
+        env.advance(1);
+        assert!(
+            !receive::idle(&a, &env),
+            "its deadline passed: the sweep is due"
+        );
+        let again = recv(&a, &env, 10, 100);
+        assert_eq!(
+            again.len(),
+            1,
+            "V1: redelivered by the receive idle declined"
+        );
+        handle::delete(&a, &env, owner::code(0, 1), again[0].0).unwrap();
+        assert!(recv(&a, &env, 10, 100).is_empty());
+        assert!(receive::idle(&a, &env), "drained");
+        env.advance(crate::protocol::sweep::SWEEP_PERIOD_MS);
+        assert!(!receive::idle(&a, &env), "the periodic sweep is due");
+        assert!(recv(&a, &env, 10, 100).is_empty());
+        assert!(receive::idle(&a, &env), "swept");
+    }
+
     /// A producer that died holding a claimed, never-linked slot: recovery frees it, and only
     /// once its death is proven.
     #[test]

@@ -69,9 +69,11 @@ impl Ring<'_> {
     #[inline(always)]
     fn at(&self, pos: u64) -> (&AtomicU64, u64) {
         let r = self.entries.len() as u64;
-        // The length is a power of two (checked on open), so the mask is exact and the lap a
-        // shift (a division is tens of cycles, on every push and pop). The index is
-        // bounds-checked whatever the length.
+        // The length is a power of two (the base ring's checked on open, an added table's
+        // the base's times a power of two, both from this process's own geometry), so the
+        // mask is exact and the lap a shift (a division is tens of cycles, on every push and
+        // pop). Whatever the length, the index is in bounds (masked below it, and checked).
+        debug_assert!(r.is_power_of_two());
         (
             &self.entries[(pos & (r - 1)) as usize],
             pos >> r.trailing_zeros(),
