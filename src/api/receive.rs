@@ -622,7 +622,7 @@ impl Queue {
     ) -> Result<usize> {
         let dl = self.dead_letter()?;
         // After a receive that found nothing (a receiver polling a queue it keeps up with), an
-        // empty queue with nothing due answers at once: 292 instructions an empty poll where
+        // empty queue with nothing due answers at once: 295 instructions an empty poll where
         // the receive's setup took 754 (`benches/callgrind.sh empty`). A receive after one
         // that found messages does not look first (it would read the ring's entry twice).
         // Relaxed: a process-local hint, whichever thread of the handle set it.

@@ -121,7 +121,7 @@ pub struct Received {
 /// a table published since this process looked is mapped, as a pop maps it). Every try of a
 /// receive on a handle whose last one found nothing asks this first (`Queue::try_receive`:
 /// a spinning receiver's polls, a long poll's tries) and skips the receive's setup (754
-/// instructions an empty poll through it, 292 with this look first). A push that lands after
+/// instructions an empty poll through it, 295 with this look first). A push that lands after
 /// it answered is the next try's, as it would be the next receive's.
 pub fn idle(a: &Arena<'_>, env: &dyn Env) -> bool {
     if !super::ready::all_empty(a) {
