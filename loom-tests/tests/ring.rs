@@ -14,6 +14,9 @@ struct R {
     /// A pop cursor (layout 21), process memory: the poppers of a model that uses it are
     /// threads of one process.
     cursor: Option<LocalU64>,
+    /// A push cursor (stop 53), process memory, as `cursor`: with it, the pushers of a model
+    /// are threads of one process too.
+    push_cursor: Option<LocalU64>,
 }
 
 impl R {
@@ -26,6 +29,7 @@ impl R {
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             cursor: cursor.then(|| LocalU64::new(0)),
+            push_cursor: cursor.then(|| LocalU64::new(0)),
         })
     }
     fn ring(&self) -> Ring<'_> {
@@ -34,6 +38,7 @@ impl R {
             head: &self.head,
             tail: &self.tail,
             cursor: self.cursor.as_ref(),
+            push_cursor: self.push_cursor.as_ref(),
         }
     }
 }
@@ -136,6 +141,11 @@ fn lagging(crash_pusher_at: Option<u32>, crash_popper_at: Option<u32>, cursor: b
             assert_eq!(r.ring().pop(), Some(v));
         }
         assert_eq!(r.ring().pop(), None);
+        // `tail` moves once a stride (stop 53), past filled entries only: positions 0 to 8
+        // are filled, and whatever the race left (a pusher dead before moving it at a
+        // stride's end), the pushes since walked it on to within a stride of 9.
+        let t = r.tail.load(Ordering::SeqCst);
+        assert!(t <= 9 && 9 - t < 2, "tail {t}");
         // Without a cursor, `head` may lag up to a stride: a look says "not empty" then (a
         // hint; the pop that follows finds nothing), with one it says empty.
         if cursor {

@@ -27,6 +27,7 @@ pub fn ring<'a>(a: &Arena<'a>) -> Ring<'a> {
         head: &a.hdr.ready_head.0,
         tail: &a.hdr.ready_tail.0,
         cursor: a.segs.ring_cursor(0),
+        push_cursor: a.segs.ring_push_cursor(0),
     }
 }
 

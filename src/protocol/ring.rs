@@ -11,13 +11,18 @@
 //! Hints are allowed to be lost (full ring, corrupted entry) or duplicated: consumers re-validate
 //! the group, and a sweep re-derives lost hints.
 //!
-//! `tail` moves with every push, as above. `head` moves once a stride (layout 21): a pop moves
-//! it when it empties the last entry of a stride (8 entries; a quarter of a ring under 32),
-//! or when it walked a whole stride of popped entries from a lagging start. Pops start at the
-//! later of `head` and their process's own pop cursor (process memory), walking past entries
-//! already popped.
-//! A spinning receiver's look ([`Ring::looks_empty`]) compares `tail` with that later
-//! position, so it still polls only `tail`, which the producer writes after its entry.
+//! `head` moves once a stride (layout 21): a pop moves it when it empties the last entry of a
+//! stride (8 entries; a quarter of a ring under 32), or when it walked a whole stride of
+//! popped entries from a lagging start. Pops start at the later of `head` and their process's
+//! own pop cursor (process memory), walking past entries already popped. `tail` moves the same
+//! way (since stop 53): a push moves it when it fills the last entry of a stride, or when it
+//! walked a whole stride of filled entries; pushes start at the later of `tail` and their
+//! process's push cursor, walking past entries already filled. So a lone producer's push is
+//! one locked instruction (the entry's CAS), and a pop or a push moves its index once a stride.
+//! Pushes still fill positions in order (each fills the first entry not filled from a start
+//! before which every entry is), which is what a pop's "empty, so nothing after it is filled"
+//! rests on. Nobody decides anything from `tail` but where a push starts: a receiver's look
+//! ([`Ring::is_empty`], [`Ring::looks_empty`]) reads the entry where its pop would start.
 
 use super::words::ring::{pack, seq, value, SEQ_MASK};
 use crate::sync::local::{AtomicU64 as LocalU64, Ordering as LocalOrdering};
@@ -55,7 +60,8 @@ pub struct Ring<'a> {
     pub entries: &'a [AtomicU64],
     /// Consumer position hint.
     pub head: &'a AtomicU64,
-    /// Producer position hint.
+    /// Producer position hint: at or before the first entry not filled, less than a stride
+    /// behind it but where a pusher died or stopped before moving it.
     pub tail: &'a AtomicU64,
     /// This process's pop cursor on this ring (layout 21; process memory, not the arena's):
     /// a position before which every entry is popped, where its pops start when it is past
@@ -63,6 +69,10 @@ pub struct Ring<'a> {
     /// processes; the protocol's models on heap arenas share one arena's cursor among their
     /// threads, as threads of one process).
     pub cursor: Option<&'a LocalU64>,
+    /// This process's push cursor on this ring (process memory): a position before which
+    /// every entry is filled, where its pushes start when it is past `tail`. `None`: pushes
+    /// start at `tail` (as `cursor`).
+    pub push_cursor: Option<&'a LocalU64>,
 }
 
 impl Ring<'_> {
@@ -81,19 +91,28 @@ impl Ring<'_> {
     }
 
     /// Pushes `value` (< 2^24). Returns `false` if the ring is full (or looks corrupted).
+    ///
+    /// A push fills the first entry not yet filled, looking from where this process's next
+    /// push goes (its push cursor, process memory) or from `tail` where that is later, and
+    /// walks past entries filled (and maybe popped) since. `tail` moves once a stride, as
+    /// `head` does: when a push fills the last entry of a stride, or when one walked a whole
+    /// stride from a lagging start. So a lone producer's push is one CAS, the entry's (one
+    /// locked instruction where it was two, the entry's and `tail`'s).
     #[inline]
     pub fn push(&self, value: u32) -> bool {
         if self.entries.is_empty() {
             return false;
         }
-        // Rounds in a row that found `tail` unmoved on an entry in no state a live ring gives
-        // it at that position: only corruption persists in that (a stale `tail` moves on).
+        // Acquire: pairs with the Release CAS that moved `tail`, so the entries we then look
+        // at are at least as new as the ones filled before the move. (The cursor gives no such
+        // order: a stale entry it leads to is only looked at again.)
+        let mut t = self.push_start(Ordering::Acquire);
+        let mut p = t;
+        // Rounds in a row that found an entry in no state a live ring gives it at or after
+        // where a push looks: only corruption persists in that (a stale start moves on).
         let mut odd = 0;
         for _ in 0..MAX_SPINS {
-            // Acquire: pairs with the Release CAS that advanced `tail`, so the entry we then
-            // load is at least as new as the one that was filled before the advance.
-            let t = self.tail.load(Ordering::Acquire);
-            let (e, lap) = self.at(t);
+            let (e, lap) = self.at(p);
             let empty = lap.wrapping_mul(2) & SEQ_MASK;
             let full = pack(lap.wrapping_mul(2).wrapping_add(1), value);
             // The entry as a pop leaves it (empty for this lap, value 0) is expected, and taken
@@ -116,44 +135,89 @@ impl Ring<'_> {
                         .is_ok()
                 {
                     crash_point!(true);
-                    // Release: pairs with the Acquire loads of `tail` above. Failure means
-                    // someone already helped.
-                    let _ = self.tail.compare_exchange(
-                        t,
-                        t.wrapping_add(1),
-                        Ordering::Release,
-                        Ordering::Relaxed,
-                    );
+                    let next = p.wrapping_add(1);
+                    self.note_push(next);
+                    // The stride is a power of two (a quarter of a power of two, at most 8).
+                    if next & (self.stride() - 1) == 0 {
+                        self.advance_tail(next);
+                    }
                     return true;
                 }
-            } else if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK
-                || s == lap.wrapping_mul(2).wrapping_add(2) & SEQ_MASK
-            {
-                // Filled at position t (and maybe already popped): help the tail forward.
-                let _ = self.tail.compare_exchange(
-                    t,
-                    t.wrapping_add(1),
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                );
-            } else if s.wrapping_add(1) & SEQ_MASK == empty {
-                // Still holds the value of position t - R: full, unless `tail` moved meanwhile.
-                // Relaxed: a re-read to rule out a stale `t`.
-                if self.tail.load(Ordering::Relaxed) == t {
-                    return false;
+                // Changed under us (another push filled it): look at it again.
+            } else if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK || done(s, lap) {
+                // Filled at position p (and maybe popped since, or filled again for later
+                // laps, seen from a lagging start): look at the next, and move `tail` if it
+                // lags a whole stride behind. Pushes fill positions in order (each the first
+                // entry not filled from a start before which every entry is), so the first
+                // empty entry is the next position.
+                p = p.wrapping_add(1);
+                odd = 0;
+                if p.wrapping_sub(t) >= self.stride() {
+                    self.advance_tail(p);
+                    t = p;
                 }
-            } else if self.tail.load(Ordering::Relaxed) == t {
-                // Relaxed: as above.
+                continue;
+            } else if s.wrapping_add(1) & SEQ_MASK == empty {
+                // Still holds the value of position p - R, which no pop took: every entry
+                // holds a value (position p is the first not filled, see above), the ring is
+                // full. Only under corruption: a ring has an entry for each group of its
+                // table, and a group has one hint queued at most.
+                return false;
+            } else {
                 odd += 1;
                 if odd >= ODD_ROUNDS {
                     return false;
                 }
-            } else {
-                odd = 0;
+                // Start again from `tail`. Acquire: as above.
+                t = self.tail.load(Ordering::Acquire);
+                p = t;
             }
             crate::sync::spin_hint();
         }
         false
+    }
+
+    /// Where a push starts: the later of `tail` and this process's push cursor, both at or
+    /// before the first entry not filled (`tail` moves only past filled entries; the cursor is
+    /// set only to such a position). `order`: the load of `tail` (the caller says why).
+    #[inline]
+    fn push_start(&self, order: Ordering) -> u64 {
+        let t = self.tail.load(order);
+        match self.push_cursor {
+            // Process-local: this process's own position (any of its threads').
+            Some(c) => t.max(c.load(LocalOrdering::Relaxed)),
+            None => t,
+        }
+    }
+
+    /// Notes in this process's push cursor that every entry before `p` is filled.
+    #[inline]
+    fn note_push(&self, p: u64) {
+        if let Some(c) = self.push_cursor {
+            // Process-local; a race between this process's threads may set it back, never
+            // past an entry not yet filled (every value stored was such a position).
+            c.store(p, LocalOrdering::Relaxed);
+        }
+    }
+
+    /// Moves `tail` forward to `to` unless it is there already (it only moves forward).
+    /// Release: pairs with the Acquire loads of `tail`, so an entry read after it is at least
+    /// as new as the one filled before its move.
+    fn advance_tail(&self, to: u64) {
+        // Relaxed: the CAS below decides.
+        let mut cur = self.tail.load(Ordering::Relaxed);
+        for _ in 0..4 {
+            if cur >= to {
+                return;
+            }
+            match self
+                .tail
+                .compare_exchange(cur, to, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => cur = now,
+            }
+        }
     }
 
     /// Positions between two moves of `head` (layout 21): a pop moves it only when it empties
@@ -303,15 +367,18 @@ impl Ring<'_> {
         seq(w) == lap.wrapping_mul(2) & SEQ_MASK
     }
 
-    /// Whether the ring looks empty (a hint: a spinning receiver's look before it pops):
-    /// `tail` at or before where this process's next pop starts. It reads `tail`, which a
-    /// producer writes after its entry, and `head`, which only poppers write; with `head`
-    /// lagging (layout 21) and another process's pops past this one's cursor it says "not
-    /// empty", and the pop that follows walks and moves the cursor on.
+    /// [`Ring::is_empty`] with a plain load of the entry (a spinning receiver's look before
+    /// it pops, and the sweep's): spinners share the entry's line until a push takes it,
+    /// where reading it for writing would take it from each other.
     pub fn looks_empty(&self) -> bool {
-        // Relaxed: advisory only (`head` and the cursor first, then `tail`, as before).
-        let start = self.pop_start(Ordering::Relaxed);
-        self.tail.load(Ordering::Relaxed) <= start
+        if self.entries.is_empty() {
+            return true;
+        }
+        // Acquire: as in `pop`.
+        let start = self.pop_start(Ordering::Acquire);
+        let (e, lap) = self.at(start);
+        // Acquire: as in `pop`.
+        seq(e.load(Ordering::Acquire)) == lap.wrapping_mul(2) & SEQ_MASK
     }
 }
 
@@ -320,21 +387,23 @@ mod tests {
     use super::{LocalU64, Ring};
     use crate::sync::{AtomicU64, Ordering};
 
-    /// With `head` moving once a stride (layout 21), with and without a process's cursor, a
-    /// ring holds exactly its length, hands values back in push order over many laps whatever
-    /// the fill, says when it is empty, `tail` is exact and `head` lags less than a stride.
+    /// With `head` and `tail` moving once a stride (layout 21, stop 53), with and without a
+    /// process's cursors, a ring holds exactly its length, hands values back in push order
+    /// over many laps whatever the fill, says when it is empty, and `head` and `tail` each lag
+    /// less than a stride.
     #[test]
     fn a_ring_with_a_lagging_head_holds_its_length_in_order() {
         for n in [1usize, 2, 4, 8, 16, 64] {
             for with_cursor in [false, true] {
                 let entries: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
                 let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
-                let cursor = LocalU64::new(0);
+                let (cursor, push_cursor) = (LocalU64::new(0), LocalU64::new(0));
                 let r = Ring {
                     entries: &entries,
                     head: &head,
                     tail: &tail,
                     cursor: with_cursor.then_some(&cursor),
+                    push_cursor: with_cursor.then_some(&push_cursor),
                 };
                 let stride = r.stride();
                 let (mut next_in, mut next_out) = (0u32, 0u32);
@@ -344,7 +413,8 @@ mod tests {
                         assert!(r.push(next_in), "n={n} round={round}");
                         next_in += 1;
                     }
-                    assert_eq!(tail.load(Ordering::SeqCst), u64::from(next_in));
+                    let t = tail.load(Ordering::SeqCst);
+                    assert!(t <= u64::from(next_in) && u64::from(next_in) - t < stride);
                     if with_cursor || fill > 0 {
                         assert_eq!(r.looks_empty(), fill == 0, "n={n} round={round}");
                     }
@@ -365,6 +435,40 @@ mod tests {
         }
     }
 
+    /// `tail` left behind (pushers that stopped or died right after their entry CAS at the
+    /// end of a stride, before moving it; here set back by hand), with and without a push
+    /// cursor: a push walks past every filled entry there and fills the first empty one, in
+    /// order, and moves `tail` on; a lone pusher with its cursor takes one CAS a push.
+    #[test]
+    fn a_tail_left_behind_is_walked_past() {
+        for with_cursor in [false, true] {
+            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+            let (cursor, push_cursor) = (LocalU64::new(0), LocalU64::new(0));
+            let r = Ring {
+                entries: &entries,
+                head: &head,
+                tail: &tail,
+                cursor: with_cursor.then_some(&cursor),
+                push_cursor: with_cursor.then_some(&push_cursor),
+            };
+            for v in 0..5 {
+                assert!(r.push(v));
+            }
+            tail.store(0, Ordering::SeqCst);
+            assert!(r.push(5), "cursor={with_cursor}");
+            assert!(
+                tail.load(Ordering::SeqCst) >= 4,
+                "moved on by the walk or the stride's end"
+            );
+            for v in 0..6 {
+                assert_eq!(r.pop(), Some(v), "cursor={with_cursor}");
+            }
+            assert_eq!(r.pop(), None);
+            assert!(r.push(6) && r.pop() == Some(6));
+        }
+    }
+
     /// `head` left laps behind (poppers that stopped or died right after their entry CAS at
     /// the ends of strides, before moving it; here set back by hand): a pop walks past every
     /// entry there, whatever its stamp's lap, and moves `head` on.
@@ -378,6 +482,7 @@ mod tests {
                 head: &head,
                 tail: &tail,
                 cursor: None,
+                push_cursor: None,
             };
             for v in 0..(8 * laps + 1) {
                 assert!(r.push(v));

@@ -133,6 +133,9 @@ pub struct Segments {
     /// (layout 21): where its next pop looks first when it is past the shared `head`, which
     /// moves once a stride (`ring::Ring`).
     cursors: [crate::sync::local::AtomicU64; MAX_SEGMENTS + 1],
+    /// Per ready ring, this process's push cursor (since stop 53): where its next push looks
+    /// first when it is past the shared `tail`, which moves once a stride.
+    push_cursors: [crate::sync::local::AtomicU64; MAX_SEGMENTS + 1],
     file: Box<dyn SegmentFile>,
 }
 
@@ -151,6 +154,12 @@ impl Segments {
         self.cursors.get(k)
     }
 
+    /// This process's push cursor of ready ring `k` (0: the base table's), if there is such a
+    /// ring.
+    pub fn ring_push_cursor(&self, k: usize) -> Option<&crate::sync::local::AtomicU64> {
+        self.push_cursors.get(k)
+    }
+
     /// A map with nothing mapped yet, over `file`.
     pub fn new(file: Box<dyn SegmentFile>) -> Self {
         Segments {
@@ -164,6 +173,7 @@ impl Segments {
             counted: crate::sync::local::AtomicU64::new(0),
             turn: crate::sync::local::AtomicU64::new(0),
             cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
+            push_cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             file,
         }
     }
@@ -517,6 +527,7 @@ impl<'a> Arena<'a> {
                 head: &tail[w],
                 tail: &tail[w + 16],
                 cursor: self.segs.ring_cursor(k as usize),
+                push_cursor: self.segs.ring_push_cursor(k as usize),
             },
         })
     }
