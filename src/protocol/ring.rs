@@ -103,6 +103,41 @@ impl Ring<'_> {
         if self.entries.is_empty() {
             return false;
         }
+        // The first look, where a lone producer's push always succeeds: the entry at its
+        // start as a pop leaves it, one CAS (see `push_walking` for the orderings).
+        let p = self.push_start(Ordering::Acquire);
+        let (e, lap) = self.at(p);
+        let empty = pack(lap.wrapping_mul(2) & SEQ_MASK, 0);
+        let full = pack(lap.wrapping_mul(2).wrapping_add(1), value);
+        if e.compare_exchange(empty, full, Ordering::SeqCst, Ordering::Acquire)
+            .is_ok()
+        {
+            crash_point!(true);
+            self.pushed(p);
+            return true;
+        }
+        self.push_walking(value)
+    }
+
+    /// After a push filled position `p`: the push cursor past it, and `tail` moved if `p` was
+    /// a stride's last entry.
+    #[inline]
+    fn pushed(&self, p: u64) {
+        let next = p.wrapping_add(1);
+        self.note_push(next);
+        // The stride is a power of two (a quarter of a power of two, at most 8).
+        if next & (self.stride() - 1) == 0 {
+            self.advance_tail(next);
+        }
+    }
+
+    /// [`Ring::push`] past a first look that did not fill its entry: another push filled it
+    /// (a producer in another process, or the start lagging), a value not 0 in an empty entry
+    /// (only scribbled), the ring full, or corruption. Out of line: a lone producer never
+    /// comes here.
+    #[cold]
+    #[inline(never)]
+    fn push_walking(&self, value: u32) -> bool {
         // Acquire: pairs with the Release CAS that moved `tail`, so the entries we then look
         // at are at least as new as the ones filled before the move. (The cursor gives no such
         // order: a stale entry it leads to is only looked at again.)
@@ -135,12 +170,7 @@ impl Ring<'_> {
                         .is_ok()
                 {
                     crash_point!(true);
-                    let next = p.wrapping_add(1);
-                    self.note_push(next);
-                    // The stride is a power of two (a quarter of a power of two, at most 8).
-                    if next & (self.stride() - 1) == 0 {
-                        self.advance_tail(next);
-                    }
+                    self.pushed(p);
                     return true;
                 }
                 // Changed under us (another push filled it): look at it again.
