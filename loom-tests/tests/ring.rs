@@ -17,6 +17,8 @@ struct R {
     /// A push cursor (stop 53), process memory, as `cursor`: with it, the pushers of a model
     /// are threads of one process too.
     push_cursor: Option<LocalU64>,
+    /// Pop and push cursors of three processes (`ring_in`): each its own, as in shared memory.
+    procs: [(LocalU64, LocalU64); 3],
 }
 
 impl R {
@@ -30,6 +32,7 @@ impl R {
             tail: AtomicU64::new(0),
             cursor: cursor.then(|| LocalU64::new(0)),
             push_cursor: cursor.then(|| LocalU64::new(0)),
+            procs: core::array::from_fn(|_| (LocalU64::new(0), LocalU64::new(0))),
         })
     }
     fn ring(&self) -> Ring<'_> {
@@ -39,6 +42,16 @@ impl R {
             tail: &self.tail,
             cursor: self.cursor.as_ref(),
             push_cursor: self.push_cursor.as_ref(),
+        }
+    }
+    /// The ring as process `k` (of 3) sees it: its own pop and push cursors.
+    fn ring_in(&self, k: usize) -> Ring<'_> {
+        Ring {
+            entries: &self.entries,
+            head: &self.head,
+            tail: &self.tail,
+            cursor: Some(&self.procs[k].0),
+            push_cursor: Some(&self.procs[k].1),
         }
     }
 }
@@ -94,11 +107,12 @@ fn pusher_dies_before_advancing_tail() {
     run(Some(0));
 }
 
-/// A ring of 8 (stride 2: `head` moves when a pop empties the last entry of a stride, layout
-/// 21), one value first pushed and popped (position 0; `head` stays at 0) so that the race
-/// crosses a stride's end: two pushers and two poppers (the first popper, or a pusher, dying
-/// at its `k`-th step: after its entry CAS, before moving `head` or `tail`), the poppers
-/// starting at `head` or (`cursor`) at their process's cursor too. Every value pushed is
+/// A ring of 8 (stride 2: `head` and, since stop 53, `tail` move when a pop empties or a push
+/// fills the last entry of a stride), one value first pushed and popped (position 0; `head`
+/// and `tail` stay at 0) so that the race crosses a stride's end: two pushers and two poppers
+/// (the first popper, or a pusher, dying at its `k`-th step: after its entry CAS, before
+/// moving `head` or `tail`), starting at `head` and `tail` or (`cursor`) at their process's
+/// cursors too (all threads of one process then: they share them). Every value pushed is
 /// popped once, and the ring then works across the lap's end from the positions as the race
 /// left them.
 fn lagging(crash_pusher_at: Option<u32>, crash_popper_at: Option<u32>, cursor: bool) {
@@ -179,13 +193,13 @@ fn a_pusher_dying_before_tail_moves_beside_a_lagging_head_leaves_a_working_ring(
     lagging(Some(0), None, true);
 }
 
-/// `is_empty` (an empty receive's first look, `receive::idle`) is exact where `looks_empty`
-/// is a hint: one pusher, possibly dying (stopping for good) after its entry CAS and before
-/// `tail` moves, beside the only popper, which looks, then pops. A look that says "not empty"
-/// is followed by a pop that takes the value (nobody else pops); a look that says empty is
-/// right at that instant (the value is taken afterwards, by a later pop). Once the pusher is
-/// done or dead, a ring whose value was not taken says "not empty", even where `tail` never
-/// moved and `looks_empty` says it is.
+/// `is_empty` (an empty receive's first look, `receive::idle`) is exact: one pusher, possibly
+/// dying (stopping for good) after its entry CAS and before it moves its cursor or `tail`,
+/// beside the only popper, which looks, then pops. A look that says "not empty" is followed by
+/// a pop that takes the value (nobody else pops); a look that says empty is right at that
+/// instant (the value is taken afterwards, by a later pop). Once the pusher is done or dead, a
+/// ring whose value was not taken says "not empty" (before stop 53 `looks_empty` compared
+/// `tail`, which such a pusher left behind, and said it was empty: the negative control).
 fn exact_look(crash_pusher_at: Option<u32>, cursor: bool) {
     model(move || {
         let r = R::with_cursor(4, cursor);
@@ -237,4 +251,68 @@ fn an_exact_look_sees_a_push_that_died_before_tail_moved() {
 #[test]
 fn an_exact_look_sees_a_push_that_died_before_tail_moved_from_a_cursor() {
     exact_look(Some(0), true);
+}
+
+#[test]
+fn a_pusher_dying_at_a_strides_end_leaves_tail_to_the_next_push() {
+    lagging(Some(0), None, false);
+}
+
+/// Producers and a consumer in three processes, each with its own pop and push cursors (as
+/// in shared memory), on a ring of 8 (stride 2), position 0 pushed and popped by process 0:
+/// process 0 pushes 1 (dying, if asked, right after its entry CAS: a stride's end when it
+/// wins position 1, so `tail` is left behind), process 1 pushes 2 from its cursor at 0 (a
+/// walk past what process 0 filled), process 2 pops meanwhile. Every value is popped once;
+/// `tail` never passes an entry not filled and lags it by less than a stride; then pushes
+/// alternating between the two producers, each cursor behind the other's pushes, are popped
+/// in order across the lap's end.
+fn processes(crash_pusher_at: Option<u32>) {
+    model(move || {
+        let r = R::new(8);
+        assert!(r.ring_in(0).push(9));
+        assert_eq!(r.ring_in(2).pop(), Some(9));
+        let p0 = {
+            let r = r.clone();
+            thread::spawn(move || {
+                if let Some(k) = crash_pusher_at {
+                    crash::arm(k);
+                }
+                r.ring_in(0).push(1)
+            })
+        };
+        let p1 = {
+            let r = r.clone();
+            thread::spawn(move || r.ring_in(1).push(2))
+        };
+        let popped = r.ring_in(2).pop();
+        assert!(
+            p0.join().unwrap(),
+            "a pusher that dies after its entry CAS delivered it"
+        );
+        assert!(p1.join().unwrap());
+        let mut all: Vec<u32> = popped.into_iter().collect();
+        while let Some(v) = r.ring_in(2).pop() {
+            all.push(v);
+        }
+        all.sort();
+        assert_eq!(all, vec![1, 2], "every pushed value is popped exactly once");
+        let t = r.tail.load(Ordering::SeqCst);
+        assert!(t <= 3 && 3 - t < 2, "tail {t}: positions 0 to 2 filled");
+        for v in 10..20u32 {
+            assert!(r.ring_in(v as usize % 2).push(v));
+            assert_eq!(r.ring_in(2).pop(), Some(v));
+        }
+        assert_eq!(r.ring_in(2).pop(), None);
+        assert!(r.ring_in(2).is_empty() && r.ring_in(2).looks_empty());
+    });
+}
+
+#[test]
+fn producers_in_two_processes_walk_past_each_others_pushes() {
+    processes(None);
+}
+
+#[test]
+fn a_producer_dying_at_a_strides_end_beside_another_process() {
+    processes(Some(0));
 }

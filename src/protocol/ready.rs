@@ -114,8 +114,9 @@ fn pop_tables(a: &Arena<'_>) -> Option<u32> {
     (known + 1..=now).find_map(|k| table_ring(a, k).and_then(|r| r.pop()))
 }
 
-/// Whether a [`pop`] now would find every ready ring empty ([`Ring::is_empty`]: exact where
-/// [`looks_empty`] is a hint): the base table's and every table published since, as `pop`
+/// Whether a [`pop`] now would find every ready ring empty ([`Ring::is_empty`], the pop's own
+/// test on the entry where it would start, read for writing as the pop reads it; [`looks_empty`]
+/// reads it with a plain load): the base table's and every table published since, as `pop`
 /// takes them.
 ///
 /// [`Ring::is_empty`]: super::ring::Ring::is_empty
@@ -134,7 +135,8 @@ fn added_rings_empty(a: &Arena<'_>) -> bool {
     (1..=a.published(GROUP_KIND)).all(|k| table_ring(a, k).is_none_or(|r| r.is_empty()))
 }
 
-/// Whether every ready ring looks empty (a hint).
+/// Whether every ready ring looks empty: [`all_empty`] with plain loads (a spinning receiver's
+/// look, shared by every spinner until a push takes the entry's line; the sweep's).
 pub fn looks_empty(a: &Arena<'_>) -> bool {
     ring(a).looks_empty()
         && (1..=a.published(GROUP_KIND)).all(|k| table_ring(a, k).is_none_or(|r| r.looks_empty()))

@@ -61,7 +61,8 @@ pub struct Ring<'a> {
     /// Consumer position hint.
     pub head: &'a AtomicU64,
     /// Producer position hint: at or before the first entry not filled, less than a stride
-    /// behind it but where a pusher died or stopped before moving it.
+    /// behind it but where a pusher died or stopped before moving it (or gave up moving it
+    /// after four lost CASes: the next stride's end or walk moves it on).
     pub tail: &'a AtomicU64,
     /// This process's pop cursor on this ring (layout 21; process memory, not the arena's):
     /// a position before which every entry is popped, where its pops start when it is past
@@ -215,7 +216,10 @@ impl Ring<'_> {
         let t = self.tail.load(order);
         match self.push_cursor {
             // Process-local: this process's own position (any of its threads').
-            Some(c) => t.max(c.load(LocalOrdering::Relaxed)),
+            // Acquire: pairs with the Release store of `note_push`, so that a push starting
+            // past another thread's push of this process comes after it (a receiver that
+            // reads ours then reads theirs).
+            Some(c) => t.max(c.load(LocalOrdering::Acquire)),
             None => t,
         }
     }
@@ -225,8 +229,9 @@ impl Ring<'_> {
     fn note_push(&self, p: u64) {
         if let Some(c) = self.push_cursor {
             // Process-local; a race between this process's threads may set it back, never
-            // past an entry not yet filled (every value stored was such a position).
-            c.store(p, LocalOrdering::Relaxed);
+            // past an entry not yet filled (every value stored was such a position). Release:
+            // pairs with `push_start`'s Acquire load (after our entry CAS).
+            c.store(p, LocalOrdering::Release);
         }
     }
 
@@ -266,7 +271,8 @@ impl Ring<'_> {
         let h = self.head.load(order);
         match self.cursor {
             // Process-local: this process's own position (any of its threads').
-            Some(c) => h.max(c.load(LocalOrdering::Relaxed)),
+            // Acquire: pairs with the Release store of `note`, as the push cursor's.
+            Some(c) => h.max(c.load(LocalOrdering::Acquire)),
             None => h,
         }
     }
@@ -276,8 +282,9 @@ impl Ring<'_> {
     fn note(&self, p: u64) {
         if let Some(c) = self.cursor {
             // Process-local; a race between this process's threads may set it back, never
-            // past an entry not yet popped (every value stored was such a position).
-            c.store(p, LocalOrdering::Relaxed);
+            // past an entry not yet popped (every value stored was such a position). Release:
+            // pairs with `pop_start`'s Acquire load.
+            c.store(p, LocalOrdering::Release);
         }
     }
 
@@ -347,9 +354,9 @@ impl Ring<'_> {
                 }
                 continue; // taken by another popper meanwhile: look again
             } else if s == lap.wrapping_mul(2) & SEQ_MASK {
-                // Empty for position p: pushes fill positions in order (a push fills the entry
-                // at `tail`, which moves only past filled entries), so nothing after it is
-                // filled, and every entry before it is popped (walked past, or before the
+                // Empty for position p: pushes fill positions in order (a push fills the first
+                // entry not filled from a start, `tail` or its process's push cursor, before
+                // which every entry is filled), so nothing after it is filled, and every entry before it is popped (walked past, or before the
                 // start). Relaxed: a re-read that rules out a stale `head`.
                 if self.head.load(Ordering::Relaxed) <= h {
                     if p != start {
@@ -377,11 +384,11 @@ impl Ring<'_> {
 
     /// Whether a pop now would return `None` at its first look: the entry where it would
     /// start is empty for that position (a pop's own test, and its own reads: `head`, this
-    /// process's cursor, the entry's line for writing). Unlike [`Ring::looks_empty`], a push
-    /// that filled its entry and has not moved `tail` yet (stopped there) makes it say "not
-    /// empty", as the pop takes that entry; so does an entry popped already (a lagging start,
-    /// which the pop walks past). An empty receive's look before anything else
-    /// (`receive::idle`).
+    /// process's cursor, the entry's line for writing). A push that filled its entry and
+    /// stopped there, before moving its cursor or `tail`, makes it say "not empty", as the pop
+    /// takes that entry; so does an entry popped already (a lagging start, which the pop walks
+    /// past). An empty receive's look before anything else (`receive::idle`);
+    /// [`Ring::looks_empty`] is the same look with a plain load.
     #[inline]
     pub fn is_empty(&self) -> bool {
         if self.entries.is_empty() {
@@ -496,6 +503,34 @@ mod tests {
             }
             assert_eq!(r.pop(), None);
             assert!(r.push(6) && r.pop() == Some(6));
+        }
+    }
+
+    /// `tail` left laps behind (pushers that stopped or died right after their entry CAS at
+    /// the ends of strides; here set back by hand) and no push cursor: a push walks past every
+    /// entry there, whatever its stamp's lap, fills the first empty one and moves `tail` on.
+    #[test]
+    fn a_tail_laps_behind_is_walked_past() {
+        for laps in 1..4u32 {
+            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+            let r = Ring {
+                entries: &entries,
+                head: &head,
+                tail: &tail,
+                cursor: None,
+                push_cursor: None,
+            };
+            for v in 0..(8 * laps + 1) {
+                assert!(r.push(v));
+                assert_eq!(r.pop(), Some(v));
+            }
+            tail.store(0, Ordering::SeqCst);
+            assert!(r.push(100), "laps={laps}");
+            assert!(tail.load(Ordering::SeqCst) >= u64::from(8 * laps));
+            assert_eq!(r.pop(), Some(100), "laps={laps}");
+            assert_eq!(r.pop(), None);
+            assert!(r.push(101) && r.pop() == Some(101));
         }
     }
 
