@@ -53,6 +53,53 @@ fn done(s: u64, lap: u64) -> bool {
     after(s, lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK)
 }
 
+/// Where a pop or a push starts: the later of its shared index `i` (`head` or `tail`, loaded
+/// with `order`) and this process's cursor `c` for it, both at or before the first entry not
+/// done with (the index moves only past such entries; a cursor is set only to such a
+/// position).
+#[inline]
+fn start(i: &AtomicU64, c: Option<&LocalU64>, order: Ordering) -> u64 {
+    let at = i.load(order);
+    match c {
+        // Process-local: this process's own position (any of its threads'). Acquire: pairs
+        // with the Release store of `note`, so that a pop or push starting past another
+        // thread's of this process comes after it (a receiver that reads ours then reads
+        // theirs).
+        Some(c) => at.max(c.load(LocalOrdering::Acquire)),
+        None => at,
+    }
+}
+
+/// Notes in this process's cursor `c` that every entry before `p` is done with (popped, or
+/// filled).
+#[inline]
+fn note(c: Option<&LocalU64>, p: u64) {
+    if let Some(c) = c {
+        // Process-local; a race between this process's threads may set it back, never past
+        // an entry not yet done with (every value stored was such a position). Release:
+        // pairs with `start`'s Acquire load (after our entry CAS).
+        c.store(p, LocalOrdering::Release);
+    }
+}
+
+/// Moves index `i` (`head` or `tail`) forward to `to` unless it is there already (it only
+/// moves forward; four lost CASes leave it to the next mover). Release: pairs with the Acquire
+/// loads of the index, so an entry read after it is at least as new as the one popped or
+/// filled before its move.
+fn advance(i: &AtomicU64, to: u64) {
+    // Relaxed: the CAS below decides.
+    let mut cur = i.load(Ordering::Relaxed);
+    for _ in 0..4 {
+        if cur >= to {
+            return;
+        }
+        match i.compare_exchange(cur, to, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+}
+
 /// The ring: entries plus the two position hints.
 #[derive(Debug, Clone, Copy)]
 pub struct Ring<'a> {
@@ -213,46 +260,18 @@ impl Ring<'_> {
     /// set only to such a position). `order`: the load of `tail` (the caller says why).
     #[inline]
     fn push_start(&self, order: Ordering) -> u64 {
-        let t = self.tail.load(order);
-        match self.push_cursor {
-            // Process-local: this process's own position (any of its threads').
-            // Acquire: pairs with the Release store of `note_push`, so that a push starting
-            // past another thread's push of this process comes after it (a receiver that
-            // reads ours then reads theirs).
-            Some(c) => t.max(c.load(LocalOrdering::Acquire)),
-            None => t,
-        }
+        start(self.tail, self.push_cursor, order)
     }
 
     /// Notes in this process's push cursor that every entry before `p` is filled.
     #[inline]
     fn note_push(&self, p: u64) {
-        if let Some(c) = self.push_cursor {
-            // Process-local; a race between this process's threads may set it back, never
-            // past an entry not yet filled (every value stored was such a position). Release:
-            // pairs with `push_start`'s Acquire load (after our entry CAS).
-            c.store(p, LocalOrdering::Release);
-        }
+        note(self.push_cursor, p);
     }
 
-    /// Moves `tail` forward to `to` unless it is there already (it only moves forward).
-    /// Release: pairs with the Acquire loads of `tail`, so an entry read after it is at least
-    /// as new as the one filled before its move.
+    /// Moves `tail` forward to `to` unless it is there already (see [`advance`]).
     fn advance_tail(&self, to: u64) {
-        // Relaxed: the CAS below decides.
-        let mut cur = self.tail.load(Ordering::Relaxed);
-        for _ in 0..4 {
-            if cur >= to {
-                return;
-            }
-            match self
-                .tail
-                .compare_exchange(cur, to, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => cur = now,
-            }
-        }
+        advance(self.tail, to);
     }
 
     /// Positions between two moves of `head` (layout 21): a pop moves it only when it empties
@@ -268,44 +287,18 @@ impl Ring<'_> {
     /// only to such a position). `order`: the load of `head` (the caller says why).
     #[inline]
     fn pop_start(&self, order: Ordering) -> u64 {
-        let h = self.head.load(order);
-        match self.cursor {
-            // Process-local: this process's own position (any of its threads').
-            // Acquire: pairs with the Release store of `note`, as the push cursor's.
-            Some(c) => h.max(c.load(LocalOrdering::Acquire)),
-            None => h,
-        }
+        start(self.head, self.cursor, order)
     }
 
     /// Notes in this process's cursor that every entry before `p` is popped.
     #[inline]
     fn note(&self, p: u64) {
-        if let Some(c) = self.cursor {
-            // Process-local; a race between this process's threads may set it back, never
-            // past an entry not yet popped (every value stored was such a position). Release:
-            // pairs with `pop_start`'s Acquire load.
-            c.store(p, LocalOrdering::Release);
-        }
+        note(self.cursor, p);
     }
 
-    /// Moves `head` forward to `to` unless it is there already (it only moves forward).
-    /// Release: pairs with the Acquire loads of `head`, so an entry read after it is at least
-    /// as new as the one popped before its move.
+    /// Moves `head` forward to `to` unless it is there already (see [`advance`]).
     fn advance_head(&self, to: u64) {
-        // Relaxed: the CAS below decides.
-        let mut cur = self.head.load(Ordering::Relaxed);
-        for _ in 0..4 {
-            if cur >= to {
-                return;
-            }
-            match self
-                .head
-                .compare_exchange(cur, to, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => cur = now,
-            }
-        }
+        advance(self.head, to);
     }
 
     /// Pops the oldest value, or `None` if the ring is empty.
@@ -506,61 +499,40 @@ mod tests {
         }
     }
 
-    /// `tail` left laps behind (pushers that stopped or died right after their entry CAS at
-    /// the ends of strides; here set back by hand) and no push cursor: a push walks past every
-    /// entry there, whatever its stamp's lap, fills the first empty one and moves `tail` on.
+    /// `head` or `tail` left laps behind (poppers or pushers that stopped or died right after
+    /// their entry CAS at the ends of strides, before moving it; here set back by hand), no
+    /// cursors: a pop or a push walks past every entry there, whatever its stamp's lap, and
+    /// moves the index on; a push fills the first empty entry.
     #[test]
-    fn a_tail_laps_behind_is_walked_past() {
-        for laps in 1..4u32 {
-            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
-            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
-            let r = Ring {
-                entries: &entries,
-                head: &head,
-                tail: &tail,
-                cursor: None,
-                push_cursor: None,
-            };
-            for v in 0..(8 * laps + 1) {
-                assert!(r.push(v));
-                assert_eq!(r.pop(), Some(v));
+    fn an_index_laps_behind_is_walked_past() {
+        for tail_behind in [false, true] {
+            for laps in 1..4u32 {
+                let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+                let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
+                let r = Ring {
+                    entries: &entries,
+                    head: &head,
+                    tail: &tail,
+                    cursor: None,
+                    push_cursor: None,
+                };
+                for v in 0..(8 * laps + 1) {
+                    assert!(r.push(v));
+                    assert_eq!(r.pop(), Some(v));
+                }
+                let behind = if tail_behind { &tail } else { &head };
+                behind.store(0, Ordering::SeqCst);
+                if !tail_behind {
+                    assert!(!r.looks_empty(), "a lagging head says: look");
+                }
+                assert!(r.push(100), "laps={laps}");
+                assert_eq!(r.pop(), Some(100), "laps={laps}");
+                assert_eq!(r.pop(), None);
+                // The walk moved the index on (to within a stride).
+                assert!(behind.load(Ordering::SeqCst) >= u64::from(8 * laps));
+                assert!(r.looks_empty());
+                assert!(r.push(101) && r.pop() == Some(101));
             }
-            tail.store(0, Ordering::SeqCst);
-            assert!(r.push(100), "laps={laps}");
-            assert!(tail.load(Ordering::SeqCst) >= u64::from(8 * laps));
-            assert_eq!(r.pop(), Some(100), "laps={laps}");
-            assert_eq!(r.pop(), None);
-            assert!(r.push(101) && r.pop() == Some(101));
-        }
-    }
-
-    /// `head` left laps behind (poppers that stopped or died right after their entry CAS at
-    /// the ends of strides, before moving it; here set back by hand): a pop walks past every
-    /// entry there, whatever its stamp's lap, and moves `head` on.
-    #[test]
-    fn a_head_laps_behind_is_walked_past() {
-        for laps in 1..4u32 {
-            let entries: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
-            let (head, tail) = (AtomicU64::new(0), AtomicU64::new(0));
-            let r = Ring {
-                entries: &entries,
-                head: &head,
-                tail: &tail,
-                cursor: None,
-                push_cursor: None,
-            };
-            for v in 0..(8 * laps + 1) {
-                assert!(r.push(v));
-                assert_eq!(r.pop(), Some(v));
-            }
-            head.store(0, Ordering::SeqCst);
-            assert!(!r.looks_empty(), "a lagging head says: look");
-            assert!(r.push(100), "laps={laps}");
-            assert_eq!(r.pop(), Some(100), "laps={laps}");
-            assert_eq!(r.pop(), None);
-            // The walk moved `head` on (to within a stride), so a look says empty again.
-            assert!(head.load(Ordering::SeqCst) >= u64::from(8 * laps));
-            assert!(r.looks_empty());
         }
     }
 }
