@@ -751,3 +751,44 @@ fn stale_claim_never_acts_on_a_reused_entry() {
         assert_clean(&a);
     });
 }
+
+/// A receiver polling without a wait (`receive::idle_after_empty` before each receive, as
+/// `Queue::try_receive` asks it) beside a sender: its first poll found nothing, so its next
+/// looks first, racing the send at every step. Whatever the interleaving, the message is taken
+/// by that poll or by the first one after the send returned: a look never hides a message a
+/// send published.
+#[test]
+fn a_polling_receivers_look_never_hides_a_sent_message() {
+    fn poll(a: &Arena<'_>, env: &MockEnv) -> Vec<Vec<u8>> {
+        if receive::idle_after_empty(a, env) {
+            return Vec::new();
+        }
+        recv(a, env, 2, 10, 1_000)
+            .unwrap()
+            .into_iter()
+            .map(|m| m.1)
+            .collect()
+    }
+    model(|| {
+        let (h, env) = setup(3, 2, 3);
+        let a = h.arena();
+        assert!(poll(&a, &env).is_empty());
+        assert!(
+            receive::idle_after_empty(&a, &*env),
+            "quiet: the look says so"
+        );
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (sent, racing) = par(
+            move || send(&h1.arena(), &e1, 0, "g", b"m"),
+            move || poll(&h2.arena(), &*e2),
+        );
+        sent.unwrap();
+        let mut got = racing;
+        got.extend(poll(&a, &env));
+        assert_eq!(
+            got,
+            vec![b"m".to_vec()],
+            "taken once, at the latest by the next poll"
+        );
+    });
+}

@@ -12,7 +12,7 @@ use super::dead_letter::check_dead_letter;
 use super::queue::{fault, shm_path, Inner, Queue};
 use crate::config::{QueueConfig, DEFAULT_SIZE_LIMIT};
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 use crate::protocol::segments::Segments;
 use crate::protocol::view::{self, Refused, Shape, LAYOUT_VERSION, MAX_REDRIVE_PATH};
@@ -660,7 +660,6 @@ impl Queue {
             source: Vec::new(),
             no_policy: AtomicU64::new(u64::MAX),
             empty_polls: AtomicU64::new(0),
-            polled_empty: AtomicBool::new(false),
             dlq: std::sync::Mutex::new(None),
             index: u32::MAX,
             me: crate::protocol::Owner::NOBODY,
@@ -724,7 +723,6 @@ impl Queue {
                 .unwrap_or_default(),
             no_policy: AtomicU64::new(u64::MAX),
             empty_polls: AtomicU64::new(0),
-            polled_empty: AtomicBool::new(false),
             dlq: std::sync::Mutex::new(None),
             observer: false,
             test_clock: checked.test_clock,

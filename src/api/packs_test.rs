@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::{
     Error, Queue, QueueConfig, QueueSettings, ReceiptHandle, ReceiveOptions, RedrivePolicy,
-    SendMessage,
+    SendMessage, SendResult,
 };
 
 /// A queue on the test clock whose handle sends packs.
@@ -384,12 +384,7 @@ fn a_pack_whose_class_is_full_fails_whole() {
         SendMessage::new("g", "a").dedup_id("a"),
         SendMessage::new("g", "b").dedup_id("b"),
     ];
-    let r = q.send_messages(&msgs).unwrap();
-    assert!(
-        r.iter()
-            .all(|r| matches!(r, Err(Error::SizeClassFull { .. }))),
-        "{r:?}"
-    );
+    assert_all_refused_full(&q.send_messages(&msgs).unwrap());
     let got = q.receive(&ReceiveOptions::max(10)).unwrap();
     let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies, ["x", "y"], "nothing of the pack enqueued");
@@ -459,12 +454,7 @@ fn a_refused_packs_fallback_never_enqueues_past_a_refused_message() {
         SendMessage::new("g", &a).dedup_id("a"),
         SendMessage::new("g", "later").dedup_id("later"),
     ];
-    let r = q.send_messages(&msgs).unwrap();
-    assert!(
-        r.iter()
-            .all(|r| matches!(r, Err(Error::SizeClassFull { .. }))),
-        "{r:?}"
-    );
+    assert_all_refused_full(&q.send_messages(&msgs).unwrap());
     let got = q.receive(&ReceiveOptions::max(10)).unwrap();
     let groups: Vec<&str> = got.iter().map(|m| m.group_id.as_str()).collect();
     assert_eq!(groups, ["x"], "nothing of g enqueued");
@@ -510,4 +500,13 @@ fn a_full_class_around_a_duplicate_keeps_the_order() {
     let got = q.receive(&ReceiveOptions::max(10)).unwrap();
     let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
     assert_eq!(bodies, ["a", "c"]);
+}
+
+/// Every entry of a batch refused as `SizeClassFull`.
+fn assert_all_refused_full(r: &[Result<SendResult, Error>]) {
+    assert!(
+        r.iter()
+            .all(|r| matches!(r, Err(Error::SizeClassFull { .. }))),
+        "{r:?}"
+    );
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::config::Deduplication;
 use crate::error::Error;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 
 use crate::protocol::segments::Segments;
 use crate::protocol::{clock, live, registry, Arena, Env, Fault, Owner, WakeWord};
@@ -57,9 +57,6 @@ pub(super) struct Inner {
     pub(super) no_policy: AtomicU64,
     /// Empty polls not yet added to the queue's count (see `Queue::count_empty_receive`).
     pub(super) empty_polls: AtomicU64,
-    /// Whether this handle's last receive found nothing: its next one looks before it sets
-    /// up (`receive::idle`), where one that found messages goes straight to the receive.
-    pub(super) polled_empty: AtomicBool,
     /// The dead-letter queue of the current policy, opened on first use.
     pub(super) dlq: std::sync::Mutex<Option<(u64, Queue)>>,
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered

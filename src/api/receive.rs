@@ -623,19 +623,11 @@ impl Queue {
         let dl = self.dead_letter()?;
         // After a receive that found nothing (a receiver polling a queue it keeps up with), an
         // empty queue with nothing due answers at once: 295 instructions an empty poll where
-        // the receive's setup took 754 (`benches/callgrind.sh empty`). A receive after one
-        // that found messages does not look first (it would read the ring's entry twice).
-        // Relaxed: a process-local hint, whichever thread of the handle set it.
-        let polled_empty = &self.inner.polled_empty;
-        let was_empty = polled_empty.load(Ordering::Relaxed);
-        if was_empty && receive::idle(self.arena(), &Op::new(&self.inner)) {
+        // the receive's setup took 754 (`benches/callgrind.sh empty`).
+        if receive::idle_after_empty(self.arena(), &Op::new(&self.inner)) {
             return Ok(0);
         }
         let pass = self.receive_pass(max, vt, buf, dl)?;
-        // Written only when it changes: threads sharing the handle share its line.
-        if was_empty != (pass.taken == 0) {
-            polled_empty.store(pass.taken == 0, Ordering::Relaxed);
-        }
         // An error of the dead-letter queue matters only when nothing else was taken.
         match pass.move_err {
             Some(e) if pass.taken == 0 => Err(e),

@@ -133,6 +133,14 @@ pub fn idle(a: &Arena<'_>, env: &dyn Env) -> bool {
     !chore_due
 }
 
+/// [`idle`], asked only where this process's last receive took nothing (a receiver polling a
+/// queue it keeps up with): a receive after one that found messages goes straight on, where
+/// the look would read the ring's entry twice.
+#[inline]
+pub fn idle_after_empty(a: &Arena<'_>, env: &dyn Env) -> bool {
+    a.segs.polled_empty() && idle(a, env)
+}
+
 /// Takes up to `max` messages, group by group in ready order, each group's visible prefix
 /// (R3, R5, R6), applying delay, retention, the in-flight limit and the dead-letter move.
 /// Calls `sink` for each while the group is claimed.
@@ -283,6 +291,7 @@ pub fn receive(
     if nrequeue > 0 {
         notify(a, env, me);
     }
+    a.segs.note_polled(rep.taken == 0);
     match damaged {
         Some(f) if rep.taken == 0 => Err(f),
         _ => Ok(rep),

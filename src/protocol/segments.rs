@@ -136,6 +136,9 @@ pub struct Segments {
     /// Per ready ring, this process's push cursor (since stop 53): where its next push looks
     /// first when it is past the shared `tail`, which moves once a stride.
     push_cursors: [crate::sync::local::AtomicU64; MAX_SEGMENTS + 1],
+    /// Whether this process's last receive took nothing (1) or something (0): its next one
+    /// looks first (`receive::idle_after_empty`).
+    polled_empty: crate::sync::local::AtomicU64,
     file: Box<dyn SegmentFile>,
 }
 
@@ -174,6 +177,7 @@ impl Segments {
             turn: crate::sync::local::AtomicU64::new(0),
             cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             push_cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
+            polled_empty: crate::sync::local::AtomicU64::new(0),
             file,
         }
     }
@@ -192,6 +196,22 @@ impl Segments {
         let t = self.turn.load(StdOrdering::Relaxed);
         self.turn.store(t.wrapping_add(1), StdOrdering::Relaxed);
         t
+    }
+
+    /// Whether this process's last receive took nothing ([`Segments::note_polled`]).
+    pub fn polled_empty(&self) -> bool {
+        // Relaxed: a process-local hint, whichever thread set it.
+        self.polled_empty.load(StdOrdering::Relaxed) != 0
+    }
+
+    /// Notes whether a receive took nothing; written only when it changes (threads of one
+    /// process share the word's line).
+    pub fn note_polled(&self, empty: bool) {
+        if self.polled_empty() != empty {
+            // Relaxed: as above.
+            self.polled_empty
+                .store(u64::from(empty), StdOrdering::Relaxed);
+        }
     }
 
     /// The file behind the segments.
