@@ -780,7 +780,7 @@ fn a_polling_receivers_look_never_hides_a_sent_message() {
         let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
         let (sent, racing) = par(
             move || send(&h1.arena(), &e1, 0, "g", b"m"),
-            move || poll(&h2.arena(), &*e2),
+            move || poll(&h2.arena(), &e2),
         );
         sent.unwrap();
         let mut got = racing;
