@@ -439,7 +439,7 @@ fn assert_survivor_after(deleted: &PResult<()>, got: &[Vec<u8>], k: u32) {
 }
 
 /// The delete that empties a group, dying at each step of its cleanup (the run's swap, the
-/// close, the reopen's sentinel and `pending_free` writes, its `head` swap, its `tail` store,
+/// close, the reopen's sentinel and `pending_free` writes, its `head` store, its `tail` store,
 /// the free) beside a sender of the same group, on an arena of two slots: the survivor's
 /// message is accepted (or `Busy`, retryable, while the dead one was not yet proven dead),
 /// and a message of another group then takes the slot the dead deleter freed, if it did.
@@ -535,7 +535,7 @@ fn a_purge_after_a_reopen_that_died_at_each_step_misses_nothing() {
 /// A delete emptying a group (its only message, behind the sentinel: layout 20 reopens the
 /// list from the sentinel, with no swap of `head` onto the message first), stopped forever
 /// (alive) at each step: the state it leaves reads as a sound group to every reader without
-/// the claim. Between the reopen's sentinel store and its `head` swap, `head` names the
+/// the claim. Between the reopen's sentinel store and its `head` store, `head` names the
 /// sentinel's old incarnation, whose word holds the next one: that is an empty list, never a
 /// damaged one (a quarantine would otherwise be suspected, and the inspection would call the
 /// group damaged).

@@ -111,7 +111,7 @@ pub fn counted_state(st: u64) -> bool {
 /// sentinel's link `NIL` (read without the claim: a census, or a hint the claim holder checks
 /// again).
 pub fn is_kept(a: &Arena<'_>, g: u32, e: &GroupEntry) -> bool {
-    // Acquire: a reopen's Release stores (of the sentinel's word, then its `head` swap).
+    // Acquire: a reopen's Release stores (of the sentinel's word, then its `head` store).
     let h = e.head.load(Ordering::Acquire);
     node::index(h) == a.sentinel_index(g)
         && e.sentinel.load(Ordering::Acquire) == node::pack(node::inc(h), node::NIL)

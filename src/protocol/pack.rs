@@ -239,7 +239,8 @@ pub unsafe fn write_members(
     let words = unsafe { a.members_in(idx, places.k, Some((&cl, payload))) }?;
     for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
         let mut at = p.at;
-        for part in m.parts {
+        // Empty pieces passed over, as in a message's own send (a call of `memcpy` each).
+        for part in m.parts.iter().filter(|p| !p.is_empty()) {
             // SAFETY: `lay_out` placed the member's bytes (as long as its pieces, checked
             // above) from `p.at`, ending within `used <= cap <= stride` bytes of the payload's
             // start, past the directory (no byte of them is a directory word); the caller has

@@ -85,16 +85,16 @@ fn cleanup_inner(
         let at_sentinel = node::index(h) >= a.total;
         if node::inc(hl) != node::inc(h) {
             // Layout 20: a reopen from the sentinel that died between its sentinel store and
-            // its `head` swap: finish the swap (SYNC POINT(ready-check), as the reopen's); the
-            // next step finds the list empty at the sentinel and frees the dummy `tail` names
-            // ([`settle_tail`]).
+            // its `head` store: finish that store (Release, as the reopen's, see `reopen`);
+            // the next step finds the list empty at the sentinel and frees the dummy `tail`
+            // names ([`settle_tail`]).
             if at_sentinel && node::index(h) == a.sentinel_index(g) && reopening(a, h, hl)? {
                 e.head
-                    .swap(node::pack(node::inc(hl), node::index(h)), Ordering::AcqRel);
+                    .store(node::pack(node::inc(hl), node::index(h)), Ordering::Release);
                 crash_point!();
                 continue;
             }
-            // A dummy is freed only after `head` moved off it (a run's swap, a reopen's), and
+            // A dummy is freed only after `head` moved off it (a run's swap, a reopen's store), and
             // the sentinel's incarnation changes only while `head` is a message or the
             // sentinel whose list a reopen closed (above): only a damaged word makes `head`
             // name a node that moved on.
@@ -217,7 +217,7 @@ fn cleanup_inner(
 /// as the run below would end, with the node's line read once); `None` leaves everything to
 /// the run below (a run of several, an append that won the close: whatever the run finds).
 ///
-/// Between the reopen's sentinel store and its `head` swap, `head` names the sentinel's old
+/// Between the reopen's sentinel store and its `head` store, `head` names the sentinel's old
 /// incarnation, whose word holds the next one ([`reopening`]). `tail` is moved onto the message
 /// first if it lags on the sentinel (an appender that died before moving it): the reopen leaves
 /// it on its dummy, where [`settle_tail`] and [`reopening`] look for it.
@@ -389,9 +389,9 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
 /// - before the sentinel store: `head` is on `h`, closed, or on the sentinel before `h`, and
 ///   nobody saw the new sentinel (only `tail` leads appenders to it): a next holder does it
 ///   all again, with the next incarnation;
-/// - between the sentinel store and the `head` swap, from the sentinel (layout 20): `head`
+/// - between the sentinel store and the `head` store, from the sentinel (layout 20): `head`
 ///   names the sentinel's old incarnation, whose word holds the new one, `NIL` ([`reopening`]):
-///   walkers find the list empty, and a next holder's cleanup does the swap and goes on as
+///   walkers find the list empty, and a next holder's cleanup does the store and goes on as
 ///   below;
 /// - after it: the list is empty at the sentinel with `tail` still on `h`, freed or not, which
 ///   the next holder's cleanup finds ([`settle_tail`]): it frees `h` if it is not yet, and
@@ -412,10 +412,16 @@ fn reopen(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> PResu
     e.sentinel
         .store(node::pack(s, node::NIL), Ordering::Release);
     crash_point!();
-    // SYNC POINT(ready-check): as a run's swap. Every producer that links after the new
-    // sentinel reads `tail` after the store below, so its RMW of `head` reads this swap or
-    // later, finds its predecessor there and hints the group itself.
-    e.head.swap(new, Ordering::AcqRel);
+    // A store, not a run's swap (one locked instruction less an emptying delete): nothing
+    // after this needs an RMW's order. Our list is empty behind the new sentinel, so this
+    // cleanup looks at no `vis` after it (a run's swap pairs with the producers' RMW of
+    // `head` for those loads, SYNC POINT(ready-check)); no producer has linked after the
+    // sentinel, whose link CAS expects the new incarnation, which it learns only from `tail`,
+    // stored below. Release: such a producer's Acquire load of `tail` then orders its RMW of
+    // `head` after this store, so that RMW finds its predecessor, the sentinel, there and it
+    // hints the group itself; readers without the claim (a peek, the inspection, the sweep's
+    // status) that load this `head` (Acquire) see the sentinel's word and position above.
+    e.head.store(new, Ordering::Release);
     crash_point!();
     pool::free_dummy(a, env, h)?;
     crash_point!();
@@ -429,7 +435,7 @@ fn reopen(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry, h: u64) -> PResu
 }
 
 /// Under the claim of group `g` (entry `e`), whose list is empty at its sentinel `h`: if `tail`
-/// is not on `h`, a reopen died between its `head` swap and its `tail` store, and `tail` names
+/// is not on `h`, a reopen died between its `head` store and its `tail` store, and `tail` names
 /// its old dummy, freed or not: free it if it is not (only a node that is that dummy: `g`'s,
 /// closed, deleted, one position before the sentinel's; a damaged `tail` names anything), then
 /// move `tail` to `h`. Nothing else leaves `tail` off `head` in an empty list (appenders move
@@ -474,7 +480,7 @@ fn reopen_dummy(a: &Arena<'_>, g: u32, e: &GroupEntry, t: u64) -> PResult<bool> 
 
 /// Whether sentinel reference `h` (`head`, or a walk's node) whose link word `hl` carries
 /// another incarnation is a reopen from the sentinel caught between its sentinel store and its
-/// `head` swap (layout 20): `hl` is the next incarnation, `NIL`, and `tail` still names the
+/// `head` store (layout 20): `hl` is the next incarnation, `NIL`, and `tail` still names the
 /// dummy the reopen closed ([`reopen_dummy`]). The list is empty then. Anything else in that
 /// word is a damaged one (or, to a walker without the claim, a sentinel that moved on).
 #[cold]
@@ -635,8 +641,9 @@ fn release_then(
     }
     // A kept group (idle, layout 19) has nothing to re-check: a producer that linked before
     // the cleanup's last swap of `head` was seen by it (SYNC POINT(ready-check)), so the list
-    // would not be empty, and one that links after finds its predecessor, the sentinel, at
-    // `head` and hints the group itself.
+    // would not be empty (a reopen's close wins against any later link), and one that links
+    // after the reopen's sentinel learns of it from `tail`, stored after `head`, finds its
+    // predecessor, the sentinel, at `head` and hints the group itself.
     if super::kept::is_kept(a, g, e) {
         return Ok(());
     }

@@ -435,7 +435,10 @@ fn prepare<'a>(
     // CLAIMED by us, so no other participant reads or writes these bytes until we publish it.
     unsafe {
         let mut dst = start.add(out.in_place);
-        for p in out.parts.iter() {
+        // Empty pieces (a message's dead-letter source, and its dedup id with deduplication
+        // off) are passed over: a call of `memcpy` even for no byte (callgrind: 15
+        // instructions each).
+        for p in out.parts.iter().filter(|p| !p.is_empty()) {
             core::ptr::copy_nonoverlapping(p.as_ptr(), dst, p.len());
             dst = dst.add(p.len());
         }
