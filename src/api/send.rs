@@ -367,13 +367,19 @@ impl Queue {
     #[inline]
     fn class_for(&self, parts: &[&[u8]], attr_len: usize, body_len: usize) -> Result<usize> {
         let stored = parts[1].len() + parts[2].len() + attr_len + body_len;
-        self.inner
+        // A match, not `ok_or`: an error built eagerly is dropped on every send that fits (a
+        // call of its destructor, 15 instructions a message).
+        match self
+            .inner
             .caps
             .iter()
             .position(|&(cap, _)| cap as usize >= stored)
-            .ok_or(Error::Corrupted {
+        {
+            Some(class) => Ok(class),
+            None => Err(Error::Corrupted {
                 what: "no size class fits a valid message",
-            })
+            }),
+        }
     }
 
     /// The protocol's description of a validated message from all its parts in slot order
