@@ -290,12 +290,14 @@ impl Queue {
                 }
             }
             if !entries.is_empty() {
-                let mut results: [Option<Result<SendResult>>; 10] = std::array::from_fn(|_| None);
+                let mut results: [Result<SendResult>; 10] =
+                    std::array::from_fn(|_| super::send::unsent());
                 let refs: Vec<&SendMessage<'_>> = entries.iter().collect();
                 match self.send_batch_lent(&refs, &lent, &mut results) {
                     Ok(placed) => {
                         for (j, &k) in at.iter().enumerate() {
-                            done[k] = results[j].take();
+                            done[k] =
+                                Some(std::mem::replace(&mut results[j], super::send::unsent()));
                             in_place[k] = placed[j];
                         }
                     }
