@@ -36,7 +36,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (23: a pack's members lie back to back
+/// Bumped on any change to the layout or to a protocol (24: a group's ready-hint flag is its
+/// claim word's `HINT` bit, cleared by the CAS that takes the claim, and its own word unused;
+/// 23: a pack's members lie back to back
 /// after its directory, where 22 started each member's body at a line; 22: a slot may hold a *pack*, the
 /// messages of one group that one batch sends, behind a directory of [`MsgWords`] entries
 /// (`lens` flag `LENS_PACKED`, see `protocol::pack`); message ids and receipt handles name a
@@ -51,7 +53,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 23;
+pub const LAYOUT_VERSION: u64 = 24;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).
@@ -474,7 +476,8 @@ pub mod counter {
 /// | `TOMBSTONE` | quarantiner | being quarantined by `owner`                              |
 ///
 /// The `claim` word grants its owner exclusive right to take messages of the group and to
-/// advance `head` (free consumed nodes). Bit 63 (`DIRTY`) asks the owner to clean up again.
+/// advance `head` (free consumed nodes). Bit 63 (`DIRTY`) asks the owner to clean up again;
+/// bit 62 (`HINT`, layout 24) says a ready hint for the group is queued, whoever holds it.
 #[repr(C, align(128))]
 #[derive(Debug, Default)]
 pub struct GroupEntry {
@@ -487,10 +490,11 @@ pub struct GroupEntry {
     /// line of `head`, `tail` and the sentinel's word, which a reopen writes and the next
     /// append reads anyway (in place of `home_claim`, moved to the key's line).
     pub sentinel_pos: AtomicU64,
-    /// Receive/cleanup claim (owner code, plus `DIRTY`).
+    /// Receive/cleanup claim (owner code, plus `DIRTY`), and `HINT` (layout 24): set while a
+    /// ready hint for this group is (believed) queued.
     pub claim: AtomicU64,
-    /// 1 while a ready hint for this group is (believed) queued.
-    pub hint: AtomicU64,
+    /// Unused since layout 24 (it held the hint flag, now the claim word's `HINT` bit); 0.
+    pub unused: AtomicU64,
     /// Node ref of the dummy (last consumed node, or the sentinel).
     pub head: AtomicU64,
     /// Node ref of the last node (a hint helped forward, never behind `head`).

@@ -401,7 +401,7 @@ const GROUP: &[(usize, &str)] = &[
     (offset_of!(GroupEntry, state), "state"),
     (offset_of!(GroupEntry, sentinel_pos), "sentinel_pos"),
     (offset_of!(GroupEntry, claim), "claim"),
-    (offset_of!(GroupEntry, hint), "hint"),
+    (offset_of!(GroupEntry, unused), "unused"),
     (offset_of!(GroupEntry, head), "head"),
     (offset_of!(GroupEntry, tail), "tail"),
     (offset_of!(GroupEntry, sentinel), "sentinel"),

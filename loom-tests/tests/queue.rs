@@ -295,9 +295,8 @@ fn a_sweep_during_a_locked_hold_leaves_the_expired_message_hinted() {
         let ne = a.hdr.next_expiry.0.load(Ordering::SeqCst);
         let e0 = a.group(0).unwrap();
         let dbg = format!(
-            "ring empty {}, hint {}, claim {:x}, last_sweep {}",
+            "ring empty {}, claim (with its HINT bit) {:x}, last_sweep {}",
             ready::looks_empty(&a),
-            e0.hint.load(Ordering::SeqCst),
             e0.claim.load(Ordering::SeqCst),
             a.hdr.last_sweep.0.load(Ordering::SeqCst)
         );

@@ -49,35 +49,128 @@ pub enum TryClaim {
 /// (nobody can act on an incarnation other than the one in its word, see below). A claim of the
 /// current incarnation is taken over only from a proven-dead owner. After acquiring, the state
 /// is re-checked: only while the entry is ACTIVE with `ginc` may the holder act, and then
-/// nobody else can retire it.
+/// nobody else can retire it. A queued hint's bit (`HINT`, layout 24) is kept: only the
+/// receiver that popped the hint clears it ([`try_claim_taking_hint`]).
+#[inline]
 pub fn try_claim(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry, me: Owner, ginc: u32) -> TryClaim {
+    try_claim_as(a, env, e, me, ginc, false)
+}
+
+/// [`try_claim`] by a receiver that popped a ready hint of the group: the CAS that takes the
+/// claim also clears the word's `HINT` bit (layout 24: before, a swap of a flag word of its
+/// own, one locked instruction more a receive). SYNC POINT(ready-check): a producer's RMW that
+/// set the bit before our CAS is read by it (Acquire: we see what it published before), and
+/// one after it finds the bit clear and pushes a hint of its own.
+#[inline]
+pub fn try_claim_taking_hint(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    e: &GroupEntry,
+    me: Owner,
+    ginc: u32,
+) -> TryClaim {
+    try_claim_as(a, env, e, me, ginc, true)
+}
+
+/// [`try_claim`], clearing the `HINT` bit if `take_hint`: the free word it most likely finds
+/// tried inline (a receiver popped a hint, so its bit is most likely set; anyone else most
+/// likely finds it clear), anything else out of line.
+#[inline(always)]
+fn try_claim_as(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    e: &GroupEntry,
+    me: Owner,
+    ginc: u32,
+    take_hint: bool,
+) -> TryClaim {
     let cw = owner::claim(ginc, me);
-    let word = &e.claim;
+    let likely = if take_hint { owner::HINT } else { 0 };
     // SYNC POINT(claim): AcqRel/Acquire pairs with the releasing CAS of the previous holder;
     // Release also publishes our registration (owner code) to whoever reads this word.
-    let stolen = match word.compare_exchange(0, cw, Ordering::AcqRel, Ordering::Acquire) {
-        Ok(_) => false,
-        Err(cur) => {
+    // Acquire also pairs with a producer's RMW that set `HINT` (which we clear, or which was
+    // not set: the word we replace keeps no bit we must keep).
+    match e
+        .claim
+        .compare_exchange(likely, cw, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => claimed(e, ginc, cw, false),
+        Err(cur) => try_claim_from(a, env, e, me, ginc, take_hint, cur),
+    }
+}
+
+/// [`try_claim_as`] past its first CAS, which found `cur`: a free word with the other `HINT`
+/// bit, a holder (live: busy; dead, or of an older incarnation: taken over), or a word that
+/// changed again under us.
+#[cold]
+#[inline(never)]
+fn try_claim_from(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    e: &GroupEntry,
+    me: Owner,
+    ginc: u32,
+    take_hint: bool,
+    mut cur: u64,
+) -> TryClaim {
+    let cw = owner::claim(ginc, me);
+    // What our claim word keeps of the word it replaces: its `HINT` bit, unless we take it.
+    let keep = |w: u64| if take_hint { 0 } else { w & owner::HINT };
+    // Bounded: a free word's `HINT` bit may change between two tries (producers set it,
+    // receivers clear it); a held word is tried once.
+    for _ in 0..4 {
+        let stolen = owner::clean(cur) != 0;
+        if stolen {
             let holder = Owner::of_word(cur);
             let stale = owner::claim_ginc(cur) != owner::claim_ginc(cw) && is_active(e, ginc);
             if !stale && (holder == me || !a.owner_dead(env, holder)) {
                 // Live (another thread of this process shares our code: also busy).
                 return TryClaim::Busy(cur);
             }
-            if word
-                .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Acquire)
-                .is_err()
-            {
-                return TryClaim::Busy(cur);
-            }
-            true
         }
-    };
+        // SYNC POINT(claim), and a producer's `HINT`: as in `try_claim_as`.
+        match e
+            .claim
+            .compare_exchange(cur, cw | keep(cur), Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => return claimed(e, ginc, cw, stolen),
+            // A taking-over that lost: whoever won holds it now.
+            Err(now) if stolen => return TryClaim::Busy(now),
+            Err(now) => cur = now,
+        }
+    }
+    TryClaim::Busy(cur)
+}
+
+/// After a CAS took group `e`'s claim `cw`: ours if the incarnation `ginc` is still active,
+/// else given up again.
+#[inline(always)]
+fn claimed(e: &GroupEntry, ginc: u32, cw: u64, stolen: bool) -> TryClaim {
     if is_active(e, ginc) {
         TryClaim::Acquired { stolen, cw }
     } else {
-        release_plain(word, cw);
+        give_up_claim(&e.claim, cw);
         TryClaim::Gone
+    }
+}
+
+/// Gives up group claim word `word` if it still names `cw` (any DIRTY request is moot: the
+/// group is gone, or will be looked at again by whoever asked), keeping its `HINT` bit.
+/// Bounded: only a producer's `HINT` RMW races it.
+pub fn give_up_claim(word: &AtomicU64, cw: u64) {
+    for _ in 0..64 {
+        // Relaxed: the CAS below carries the ordering.
+        let cur = word.load(Ordering::Relaxed);
+        if owner::clean(cur) != cw {
+            return;
+        }
+        // SYNC POINT(claim): Release hands our writes to the next holder.
+        if word
+            .compare_exchange(cur, cur & owner::HINT, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
     }
 }
 
@@ -782,7 +875,10 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
     // that reads this `tail` also sees our CAS that took the entry from its tombstone, and
     // its check of the incarnation after the load fails (`send::append`).
     e.tail.store(sentinel, Ordering::Release);
-    e.hint.store(0, Ordering::Relaxed);
+    // No hint queued for the new incarnation: a `HINT` bit left by the entry's last group (a
+    // receiver that popped its hint found it gone, or died) is cleared, by an RMW only where
+    // set (the word is the consumer's). Relaxed: as the stores above.
+    super::ready::clear_hint(e, Ordering::Relaxed);
     // A tombstone may be a quarantined group's, which a dead claim holder can leave with a
     // dummy named, or a reopened one's (a sentinel past position 0). Relaxed: as the stores
     // above. Written only where not 0 (the line is the consumer's: an unchanged word is not

@@ -156,10 +156,11 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
         maybe_sweep(a, env, me)?;
     }
     let e = a.group(g)?;
-    // SYNC POINT(ready-check): a swap, not a CAS, so that it always writes: the receiver's
-    // clearing swap then either reads our 1 (and so sees what we published before) or comes
-    // first (and we read 0 and push).
-    if e.hint.swap(1, Ordering::AcqRel) != 0 {
+    // SYNC POINT(ready-check): an RMW that always writes the bit (layout 24: the claim word's
+    // `HINT`; a flag word of its own before): the receiver's CAS that takes the claim and
+    // clears it then either reads our bit (and so sees what we published before) or comes
+    // first (and we read it clear and push).
+    if e.claim.fetch_or(owner::HINT, Ordering::AcqRel) & owner::HINT != 0 {
         return Ok(false);
     }
     let pushed = ring_for(a, g)?.push(g);
@@ -170,15 +171,24 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     // Ring full: only under corruption (each table's ring has one entry per entry of its
     // table). The group is filed on the expiry wheel as due now, so that the next sweep (due
     // now) hints it once the ring has room. Release: our hint reset happens before the
-    // wheel's SeqCst RMW, which a drain's clearing swap reads, so the drain's hint swap finds
+    // wheel's SeqCst RMW, which a drain's clearing swap reads, so the drain's hint RMW finds
     // it reset.
-    e.hint.store(0, Ordering::Release);
+    clear_hint(e, Ordering::Release);
     let now = env.now_ms();
     super::timers::file(a, g, now)?;
     // AcqRel: as a receiver's deadline (SYNC POINT(expiry-publish)): a sweep that reset it
     // before reads our bit on the wheel, a later one runs because of it.
     a.hdr.next_expiry.0.fetch_min(now, Ordering::AcqRel);
     Ok(false)
+}
+
+/// Clears group entry `e`'s `HINT` bit (a hint that could not be pushed, or was popped for a
+/// group that is gone), an RMW only where it is set; `order`: the caller says why.
+pub(crate) fn clear_hint(e: &GroupEntry, order: Ordering) {
+    // Relaxed: only a test; the RMW below carries the ordering.
+    if e.claim.load(Ordering::Relaxed) & owner::HINT != 0 {
+        e.claim.fetch_and(!owner::HINT, order);
+    }
 }
 
 /// Hints group `g` (entry `e`) and rings the doorbell if its first message can be received now:
@@ -264,28 +274,49 @@ pub(crate) fn status(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<St
 /// Gets group `g` cleaned up and re-checked for readiness (after a delete, or when a hint met
 /// a busy claim): take its claim, or ask its live holder to do it (DIRTY) before it releases.
 pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<()> {
+    poke_as(a, env, me, g, false)
+}
+
+/// [`poke`] by a receiver that popped a ready hint of the group and found its claim busy:
+/// the CAS that asks the holder to clean up again (or the one that takes the claim, if the
+/// holder released meanwhile) also clears the word's `HINT` bit, as the receiver's claim
+/// would have (layout 24), so that the holder's re-check, or the next producer, hints the
+/// group anew.
+#[cold]
+pub(crate) fn poke_taking_hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<()> {
+    poke_as(a, env, me, g, true)
+}
+
+/// [`poke`], clearing the `HINT` bit if `take_hint` (inlined into both: the hot one, the
+/// delete's, is then what it was before the bit).
+#[inline(always)]
+fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> PResult<()> {
     let e = a.group(g)?;
+    let taken = if take_hint { owner::HINT } else { 0 };
     for _ in 0..MAX_STEPS {
         // Acquire: SYNC POINT(group-publish).
         let st = e.state.load(Ordering::Acquire);
         if gstate::kind(st) != gstate::ACTIVE {
+            if take_hint {
+                clear_hint(e, Ordering::Relaxed); // the hint we popped: the group is gone
+            }
             return Ok(()); // retired: nothing left to clean
         }
         let ginc = gstate::ginc(st);
         // Acquire: SYNC POINT(claim).
         let cur = e.claim.load(Ordering::Acquire);
-        let live_holder = cur != 0
+        let live_holder = owner::clean(cur) != 0
             && owner::claim_ginc(cur) == (ginc & super::words::GINC_MASK)
             && (Owner::of_word(cur) == me || !a.owner_dead(env, Owner::of_word(cur)));
         if live_holder {
-            if cur & owner::DIRTY != 0 {
+            if cur & owner::DIRTY != 0 && cur & taken == 0 {
                 return Ok(()); // the holder will clean again before it releases
             }
             // Release: our DELETED store happens before the holder's Acquire load of DIRTY.
             if e.claim
                 .compare_exchange(
                     cur,
-                    cur | owner::DIRTY,
+                    (cur | owner::DIRTY) & !taken,
                     Ordering::Release,
                     Ordering::Relaxed,
                 )
@@ -294,7 +325,12 @@ pub(crate) fn poke(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<(
                 return Ok(());
             }
         } else {
-            match group::try_claim(a, env, e, me, ginc) {
+            let claimed = if take_hint {
+                group::try_claim_taking_hint(a, env, e, me, ginc)
+            } else {
+                group::try_claim(a, env, e, me, ginc)
+            };
+            match claimed {
                 TryClaim::Acquired { cw, .. } => {
                     if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Retired {
                         return Ok(());

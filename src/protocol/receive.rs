@@ -7,7 +7,7 @@ use super::group::{self, TryClaim};
 use super::list::{remove, successor, successor_for_write, Cycle, Next};
 use super::pack::{self, Pack};
 use super::quarantine;
-use super::ready::poke;
+use super::ready::poke_taking_hint;
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::release::{
     cleanup, cleanup_before_take, release, release_claim_word, release_locked, Cleaned,
@@ -196,24 +196,30 @@ pub fn receive(
             }
             continue;
         }
-        // SYNC POINT(ready-check) with `hint`: if a producer's swap found the flag set, our
-        // swap reads its 1 (AcqRel) and our scan below sees its message.
-        e.hint.swap(0, Ordering::AcqRel);
-        // Acquire: SYNC POINT(group-publish).
-        let st = e.state.load(Ordering::Acquire);
+        // Acquire: SYNC POINT(group-publish). Read for writing (`load_for_write_u64`): the
+        // CAS that takes the claim writes this line next, which then comes once, exclusively
+        // (a load then the CAS fetched it twice from the producer: the line count's group
+        // rows; the hint flag's swap came first before layout 24).
+        let st = crate::sync::load_for_write_u64(&e.state, Ordering::Acquire);
         if gstate::kind(st) != gstate::ACTIVE {
+            // The hint we popped: the group is gone (its entry's next insert clears it too).
+            super::ready::clear_hint(e, Ordering::Relaxed);
             continue;
         }
-        let cw = match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+        // SYNC POINT(ready-check) with `hint`: the CAS that takes the claim clears the word's
+        // `HINT` bit (layout 24); if a producer's RMW found it set, our CAS reads its bit
+        // (Acquire) and our scan below sees its message.
+        let cw = match group::try_claim_taking_hint(a, env, e, me, gstate::ginc(st)) {
             TryClaim::Acquired { cw, .. } => cw,
             TryClaim::Gone => continue,
             TryClaim::Busy(_) => {
                 count(a, me, counter::CONTENTION_RETRIES, 1);
-                // Ask the holder to re-check before it releases (DIRTY): the RMW chain on
-                // `claim` carries whatever made the group ready to it. (If it released
-                // meanwhile, `poke` takes the claim, cleans up and re-hints the group itself.)
-                // An error here concerns that group only: keep what we already took.
-                if poke(a, env, me, g).is_err() && rep.taken > 0 {
+                // Ask the holder to re-check before it releases (DIRTY), clearing the hint's
+                // bit with the same CAS: the RMW chain on `claim` carries whatever made the
+                // group ready to it. (If it released meanwhile, the poke takes the claim,
+                // cleans up and re-hints the group itself.) An error here concerns that group
+                // only: keep what we already took.
+                if poke_taking_hint(a, env, me, g).is_err() && rep.taken > 0 {
                     break;
                 }
                 continue;
@@ -283,9 +289,9 @@ pub fn receive(
         }
     }
     for &g in &requeue[..nrequeue] {
-        // The flag is still 1 from the hint we popped: push directly, no flag change needed.
+        // The `HINT` bit is still set from the hint we popped: push directly, no change.
         if !super::ready::ring_for(a, g)?.push(g) {
-            a.group(g)?.hint.store(0, Ordering::Release);
+            super::ready::clear_hint(a.group(g)?, Ordering::Release);
         }
     }
     if nrequeue > 0 {

@@ -2,6 +2,7 @@
 //! deleted messages, reopening an emptied list at its sentinel), DIRTY requests from deleters,
 //! and the readiness re-check after the release (SYNC POINT(claim)).
 
+use super::group;
 use super::pack;
 use super::ready::hint_if_ready;
 use super::Owner;
@@ -541,22 +542,10 @@ fn refresh(env: &dyn Env) {
     env.refresh_now();
 }
 
-/// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire).
+/// Gives up the claim word if it still names us (any DIRTY bit is moot after a retire),
+/// keeping its `HINT` bit ([`group::give_up_claim`]).
 pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
-    for _ in 0..64 {
-        // Relaxed: the CAS below carries the ordering.
-        let cur = e.claim.load(Ordering::Relaxed);
-        if owner::clean(cur) != cw {
-            return;
-        }
-        // SYNC POINT(claim): Release hands our writes to the next holder.
-        if e.claim
-            .compare_exchange(cur, 0, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
-        {
-            return;
-        }
-    }
+    group::give_up_claim(&e.claim, cw);
 }
 
 /// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
@@ -611,8 +600,14 @@ fn release_then(
         }
         if cur & owner::DIRTY != 0 {
             dirty = true;
+            // The request taken (its bit cleared), a queued hint's bit kept.
             if e.claim
-                .compare_exchange(cur, cw, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(
+                    cur,
+                    cur & !owner::DIRTY,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
                 && cleanup(a, env, cw, g, e)? == Cleaned::Retired
             {
@@ -620,9 +615,11 @@ fn release_then(
             }
             continue;
         }
-        // SYNC POINT(claim): SeqCst release; also orders it before the readiness check.
+        // SYNC POINT(claim): SeqCst release; also orders it before the readiness check. A
+        // queued hint's bit (`HINT`, set by a producer while we held the claim) is kept: its
+        // hint is in a ring.
         if e.claim
-            .compare_exchange(cw, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(cur, cur & owner::HINT, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
             break;

@@ -245,16 +245,23 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             continue;
         }
         let e = a.group(g)?;
-        if full {
-            // Forced: a flag left set by a participant that died before pushing is reset.
-            e.hint.store(1, Ordering::SeqCst);
-        } else if e.hint.swap(1, Ordering::AcqRel) != 0 {
+        // The claim word's `HINT` bit (layout 24), whoever holds the claim.
+        // SeqCst where forced, as the store it replaces; AcqRel otherwise, as a producer's.
+        let order = if full {
+            Ordering::SeqCst
+        } else {
+            Ordering::AcqRel
+        };
+        let was = e.claim.fetch_or(owner::HINT, order);
+        // Forced where `full`: a bit left set by a participant that died before pushing is
+        // taken as not queued.
+        if !full && was & owner::HINT != 0 {
             continue; // already queued
         }
         if ring_for(a, g).is_ok_and(|r| r.push(g)) {
             out.pushed += 1;
         } else {
-            e.hint.store(0, Ordering::Release);
+            super::ready::clear_hint(e, Ordering::Release);
             // Full (only under corruption: each table's ring holds one hint per entry): this
             // group and the rest go back on the wheel as due now, for the next sweep, which
             // sorts them again by the moment each became ready.
@@ -316,7 +323,8 @@ fn sweep_group(
     }
     let ginc = gstate::ginc(st);
     // Acquire: SYNC POINT(claim).
-    let c = e.claim.load(Ordering::Acquire);
+    // Its holder's claim, without the DIRTY and HINT bits (0: free).
+    let c = owner::clean(e.claim.load(Ordering::Acquire));
     let held = c != 0
         && owner::claim_ginc(c) == (ginc & super::words::GINC_MASK)
         && !a.owner_dead(env, Owner::of_word(c));

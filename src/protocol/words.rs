@@ -25,6 +25,12 @@ pub mod owner {
     pub const MASK: u64 = (1 << 38) - 1;
     /// Bit asking a claim holder to clean up again.
     pub const DIRTY: u64 = 1 << 63;
+    /// Bit of a group's claim word set while a ready hint for the group is (believed) queued
+    /// (layout 24; a word of its own before): a producer sets it by an RMW and pushes a hint
+    /// only if it was clear; the receiver that pops the hint clears it with the CAS that
+    /// takes the claim (one locked instruction a receive less). Set or clear whoever holds
+    /// the claim, and kept by every other change of the word.
+    pub const HINT: u64 = 1 << 62;
 
     /// Who holds something in the arena: a participant's registry slot and the low bits of its
     /// registration generation, as claim words, group and dedup states and `vis` store it.
@@ -70,9 +76,9 @@ pub mod owner {
     pub fn claim_ginc(w: u64) -> u32 {
         ((w >> 38) as u32) & super::GINC_MASK
     }
-    /// A claim word without its DIRTY bit.
+    /// A claim word without its DIRTY and HINT bits: the holder's claim (0: free).
     pub fn clean(w: u64) -> u64 {
-        w & !DIRTY
+        w & !(DIRTY | HINT)
     }
 
     /// `(participant index, generation bits)` of a code.
