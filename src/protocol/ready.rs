@@ -149,10 +149,7 @@ pub fn looks_empty(a: &Arena<'_>) -> bool {
 /// head became visible).
 #[inline]
 pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
-    // Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire. The clock is read only
-    // when some deadline is pending.
-    let ne = a.hdr.next_expiry.0.load(Ordering::Relaxed);
-    if ne != u64::MAX && env.now_ms() >= ne {
+    if sweep_due_first(a, env) {
         maybe_sweep(a, env, me)?;
     }
     let e = a.group(g)?;
@@ -163,6 +160,23 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     if e.claim.fetch_or(owner::HINT, Ordering::AcqRel) & owner::HINT != 0 {
         return Ok(false);
     }
+    push_hint(a, env, g, e)
+}
+
+/// Whether a hint now runs a due sweep first ([`hint`]): some deadline is pending and has
+/// passed. Relaxed: a trigger only; `maybe_sweep` re-reads it with Acquire. The clock is read
+/// only when some deadline is pending.
+#[inline]
+pub(crate) fn sweep_due_first(a: &Arena<'_>, env: &dyn Env) -> bool {
+    let ne = a.hdr.next_expiry.0.load(Ordering::Relaxed);
+    ne != u64::MAX && env.now_ms() >= ne
+}
+
+/// Pushes group `g`'s hint (entry `e`), whose `HINT` bit our RMW has just set (it was clear):
+/// [`hint`]'s second half, and a release's that set the bit with its own CAS. Returns whether
+/// it pushed. Inlined into both (the send's hint was one function before).
+#[inline(always)]
+pub(crate) fn push_hint(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry) -> PResult<bool> {
     let pushed = ring_for(a, g)?.push(g);
     crash_point!();
     if pushed {
@@ -200,10 +214,20 @@ pub(crate) fn hint_if_ready(
     g: u32,
     e: &GroupEntry,
 ) -> PResult<()> {
-    if matches!(status(a, env, e)?, Status::Deliverable | Status::Expired) && hint(a, env, me, g)? {
+    if ready_now(a, env, e)? && hint(a, env, me, g)? {
         notify(a, env, me);
     }
     Ok(())
+}
+
+/// Whether group `e`'s first live message can be received now, or is past its retention
+/// period (whoever takes the claim then removes it): what makes a group worth a hint.
+#[inline]
+pub(crate) fn ready_now(a: &Arena<'_>, env: &dyn Env, e: &GroupEntry) -> PResult<bool> {
+    Ok(matches!(
+        status(a, env, e)?,
+        Status::Deliverable | Status::Expired
+    ))
 }
 
 /// Readiness of a group, read without its claim (a hint; the claim holder re-validates).

@@ -2,9 +2,10 @@
 //! deleted messages, reopening an emptied list at its sentinel), DIRTY requests from deleters,
 //! and the readiness re-check after the release (SYNC POINT(claim)).
 
+use super::doorbell::notify;
 use super::group;
 use super::pack;
-use super::ready::hint_if_ready;
+use super::ready::{self, hint_if_ready, push_hint};
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::GroupEntry;
@@ -615,34 +616,87 @@ fn release_then(
             }
             continue;
         }
-        // SYNC POINT(claim): SeqCst release; also orders it before the readiness check. A
-        // queued hint's bit (`HINT`, set by a producer while we held the claim) is kept: its
-        // hint is in a ring.
+        // Whether to hint the group, decided while we hold the claim (since stop 54; after
+        // the release before): a group to hint is released with its `HINT` bit set by the
+        // release's own CAS, where the release's CAS and then the hint's RMW of the bit were
+        // two locked instructions. Anything that changes the group after this look and before
+        // our CAS either makes the CAS fail (a DIRTY request: we clean up and look again) or
+        // hints the group itself (a producer that links behind an empty list finds its
+        // predecessor at `head`; a visibility change to 0 hints after its CAS).
+        let hinting = hinting(a, env, g, e, locked, dirty)?;
+        let released = match hinting {
+            Hinting::Now => owner::HINT,
+            Hinting::No | Hinting::After => cur & owner::HINT,
+        };
+        // SYNC POINT(claim): SeqCst release; also orders it before a readiness check after
+        // it. A queued hint's bit (`HINT`, set by a producer while we held the claim) is kept:
+        // its hint is in a ring. SYNC POINT(ready-check) where it sets the bit: a receiver's
+        // CAS that takes the claim reads it, as it reads a producer's RMW.
         if e.claim
-            .compare_exchange(cur, cur & owner::HINT, Ordering::SeqCst, Ordering::Relaxed)
+            .compare_exchange(cur, released, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
         {
-            break;
-        }
-    }
-    if !dirty {
-        if locked {
+            match hinting {
+                // The bit was clear: the hint is ours to push.
+                Hinting::Now if cur & owner::HINT == 0 && push_hint(a, env, g, e)? => {
+                    notify(a, env, me);
+                }
+                Hinting::After => hint_if_ready(a, env, me, g, e)?,
+                _ => {}
+            }
             return Ok(());
         }
-    } else {
-        // A DIRTY request (a delete, a pop that found us busy, a sweep that found the group
-        // visible again or expired while we held it): re-check at the time we act, not at the
-        // instant our operation began (a sweep that came past our deadline left the group to
-        // our re-check).
+    }
+    Err(Fault::Corrupted(
+        "a group's claim did not converge on release",
+    ))
+}
+
+/// What [`release_then`] does about a hint.
+#[derive(Clone, Copy)]
+enum Hinting {
+    /// Nothing: the group is not ready, or needs no look.
+    No,
+    /// The group is ready: the release sets its `HINT` bit, and pushes a hint if it was clear.
+    Now,
+    /// A sweep is due first ([`ready::hint`] runs it, R6): look again after the release, as
+    /// before stop 54, not while we hold the claim (the sweep takes groups' claims).
+    After,
+}
+
+/// Whether [`release_then`]'s release of group `g` (entry `e`) hints it, looked at while the
+/// claim is ours. A receive that left the group locked and met no DIRTY request (`locked`,
+/// `!dirty`) does not look (see [`release_locked`]); one that met a DIRTY request (`dirty`)
+/// reads the clock afresh first: a sweep that came past our deadline left the group to our re-check. A kept group
+/// (idle, layout 19) has nothing to look at: a producer that linked before the cleanup's last
+/// swap of `head` was seen by it (SYNC POINT(ready-check)), so the list would not be empty (a
+/// reopen's close wins against any later link), and one that links after the reopen's
+/// sentinel learns of it from `tail`, stored after `head`, finds its predecessor, the
+/// sentinel, at `head` and hints the group itself.
+#[inline]
+fn hinting(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    g: u32,
+    e: &GroupEntry,
+    locked: bool,
+    dirty: bool,
+) -> PResult<Hinting> {
+    if locked && !dirty {
+        return Ok(Hinting::No); // see `release_locked`
+    }
+    if dirty {
         refresh(env);
     }
-    // A kept group (idle, layout 19) has nothing to re-check: a producer that linked before
-    // the cleanup's last swap of `head` was seen by it (SYNC POINT(ready-check)), so the list
-    // would not be empty (a reopen's close wins against any later link), and one that links
-    // after the reopen's sentinel learns of it from `tail`, stored after `head`, finds its
-    // predecessor, the sentinel, at `head` and hints the group itself.
     if super::kept::is_kept(a, g, e) {
-        return Ok(());
+        return Ok(Hinting::No);
     }
-    hint_if_ready(a, env, me, g, e)
+    if ready::sweep_due_first(a, env) {
+        return Ok(Hinting::After);
+    }
+    Ok(if ready::ready_now(a, env, e)? {
+        Hinting::Now
+    } else {
+        Hinting::No
+    })
 }
