@@ -134,8 +134,11 @@ fn try_claim_from(
             .compare_exchange(cur, cw | keep(cur), Ordering::AcqRel, Ordering::Acquire)
         {
             Ok(_) => return claimed(e, ginc, cw, stolen),
-            // A taking-over that lost: whoever won holds it now.
-            Err(now) if stolen => return TryClaim::Busy(now),
+            // A taking-over that lost to another taker: whoever won holds it now. (One that
+            // lost only to a change of the `HINT` or DIRTY bit looks again.)
+            Err(now) if stolen && owner::clean(now) != owner::clean(cur) => {
+                return TryClaim::Busy(now)
+            }
             Err(now) => cur = now,
         }
     }
@@ -156,7 +159,8 @@ fn claimed(e: &GroupEntry, ginc: u32, cw: u64, stolen: bool) -> TryClaim {
 
 /// Gives up group claim word `word` if it still names `cw` (any DIRTY request is moot: the
 /// group is gone, or will be looked at again by whoever asked), keeping its `HINT` bit.
-/// Bounded: only a producer's `HINT` RMW races it.
+/// Bounded (64 rounds; a word that changed under each leaves the claim to a taker's look at
+/// its holder): producers' and sweeps' `HINT` RMWs, `clear_hint` and DIRTY requests race it.
 pub fn give_up_claim(word: &AtomicU64, cw: u64) {
     for _ in 0..64 {
         // Relaxed: the CAS below carries the ordering.

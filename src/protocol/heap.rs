@@ -441,6 +441,38 @@ mod tests {
         assert!(receive::idle(&a, &env), "swept");
     }
 
+    /// A release whose look at the group's first live message meets a damaged word (here the
+    /// sentinel's link naming a slot past the arena) still gives the claim up, and reports
+    /// the fault: since stop 54 the look comes before the releasing CAS, and a fault there
+    /// must not leave a live process holding the group (every other receive, delete and sweep
+    /// of it would find it busy for as long as the process lives).
+    #[test]
+    fn a_release_whose_look_meets_a_damaged_word_gives_the_claim_up() {
+        use crate::protocol::{group, node, release};
+        let h = HeapArena::new(&geom());
+        let env = MockEnv::default();
+        let a = h.arena();
+        env.advance(1);
+        send(&a, &env, 1, "g", b"a").unwrap();
+        // The test's hash of a group id is its length (`send` above).
+        let (g, ginc) = group::find(&a, 1, b"g").unwrap().expect("the group");
+        let e = a.group(g).unwrap();
+        let me = owner::code(0, 1);
+        let group::TryClaim::Acquired { cw, .. } = group::try_claim(&a, &env, e, me, ginc) else {
+            panic!("the claim is free");
+        };
+        let s = e.sentinel.load(Ordering::Relaxed);
+        e.sentinel
+            .store(node::pack(node::inc(s), u32::MAX - 2), Ordering::Relaxed);
+        let r = release::release(&a, &env, me, cw, g);
+        assert!(matches!(r, Err(Fault::Corrupted(_))), "{r:?}");
+        assert_eq!(
+            owner::clean(e.claim.load(Ordering::Relaxed)),
+            0,
+            "the claim is given up"
+        );
+    }
+
     /// A producer that died holding a claimed, never-linked slot: recovery frees it, and only
     /// once its death is proven.
     #[test]

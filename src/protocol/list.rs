@@ -178,7 +178,7 @@ fn step<'a>(a: &Arena<'a>, cur: u64, for_write: bool) -> PResult<Next<'a>> {
     let l = a.link(node::index(cur))?.load(Ordering::Acquire);
     if node::inc(l) != node::inc(cur) {
         // Layout 20: a sentinel whose reopen is between its sentinel store and its `head`
-        // swap heads an empty list.
+        // store heads an empty list.
         if node::index(cur) >= a.total && super::release::reopening(a, cur, l)? {
             return Ok(Next::End);
         }

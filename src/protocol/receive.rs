@@ -10,7 +10,7 @@ use super::quarantine;
 use super::ready::poke_taking_hint;
 use super::recovery::{maybe_check_liveness, release_on_death};
 use super::release::{
-    cleanup, cleanup_before_take, release, release_claim_word, release_locked, Cleaned,
+    cleanup, cleanup_before_take, or_release, release, release_claim_word, release_locked, Cleaned,
 };
 use super::settle::{settle_known, Link, Then};
 use super::sweep::sweep_if_idle;
@@ -189,7 +189,8 @@ pub fn receive(
         let Ok(e) = a.group(g) else { continue };
         if seen[..nseen].contains(&g) {
             // Served already in this call (ready again after a zero visibility timeout): leave
-            // it for the next receive, re-hinted after the loop (its flag stays set meanwhile).
+            // it for the next receive, re-hinted after the loop (its `HINT` bit stays set
+            // meanwhile).
             if nrequeue < requeue.len() {
                 requeue[nrequeue] = g;
                 nrequeue += 1;
@@ -284,6 +285,9 @@ pub fn receive(
         } else {
             release(a, env, me, cw, g)
         };
+        // A fault in the release's cleanup (a damaged word) gives the claim up all the same:
+        // a live process holding it would otherwise keep every other from the group.
+        let released = or_release(e, cw, released);
         if released.is_err() {
             break;
         }

@@ -1,6 +1,7 @@
 //! Releasing a group's claim: the cleanup a holder runs before it lets go (moving `head` past
 //! deleted messages, reopening an emptied list at its sentinel), DIRTY requests from deleters,
-//! and the readiness re-check after the release (SYNC POINT(claim)).
+//! and the readiness look that decides whether the release hints the group (SYNC POINT(claim)):
+//! made while the claim is still held, and the hint's bit set by the releasing CAS itself.
 
 use super::doorbell::notify;
 use super::group;
@@ -549,9 +550,9 @@ pub(crate) fn release_claim_word(e: &GroupEntry, cw: u64) {
     group::give_up_claim(&e.claim, cw);
 }
 
-/// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, then re-hints
-/// the group if it has a deliverable message (H5: a delete that unlocks a group wakes a
-/// receiver).
+/// Releases group `g`'s claim `cw`, cleaning up again for every DIRTY request, and hints the
+/// group if it has a deliverable message (H5: a delete that unlocks a group wakes a receiver):
+/// looked at before the releasing CAS, which sets the hint's bit (see [`release_then`]).
 #[inline]
 pub(crate) fn release(a: &Arena<'_>, env: &dyn Env, me: Owner, cw: u64, g: u32) -> PResult<()> {
     release_then(a, env, me, cw, g, false)
@@ -694,9 +695,11 @@ fn hinting(
     if ready::sweep_due_first(a, env) {
         return Ok(Hinting::After);
     }
-    Ok(if ready::ready_now(a, env, e)? {
-        Hinting::Now
-    } else {
-        Hinting::No
+    Ok(match ready::ready_now(a, env, e) {
+        Ok(true) => Hinting::Now,
+        Ok(false) => Hinting::No,
+        // A damaged word met by the look: release first, and look again after (whose error
+        // is then ours), as before stop 54, so that no fault leaves the claim held.
+        Err(_) => Hinting::After,
     })
 }
