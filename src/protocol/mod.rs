@@ -103,6 +103,7 @@ pub mod crash {
 
 pub mod accounting;
 pub mod attempt;
+pub mod claim;
 pub mod clock;
 pub mod dedup;
 pub mod doorbell;
