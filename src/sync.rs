@@ -197,6 +197,35 @@ pub fn load_for_write_u64(a: &AtomicU64, o: Ordering) -> u64 {
     }
 }
 
+/// A store to a word that other threads may change at the same time by a read-modify-write
+/// (a CAS that expects what the caller read before it): in every build but loom's a plain
+/// store, with ordering `o`.
+///
+/// C11 orders all writes to one word in one total modification order, and an RMW reads the
+/// write just before it there: a store and a concurrent CAS are ordered either way, and the
+/// CAS fails if the store came first. loom orders writes only partially (vector clocks), so
+/// it lets a plain store and another thread's successful CAS both be last, and a later load,
+/// even the storer's own, read the CAS's value (loom-tests `loom_orders_a_store_loosely`):
+/// outcomes no C11 execution, and no CPU, has. Under loom the store is therefore a `swap`
+/// with the same ordering, which loom orders totally against the RMWs, as C11 orders the
+/// store. The swap reads what it replaces, which the caller ignores; it also continues a
+/// release sequence the store would end (an acquirer of its value synchronises with the
+/// writer it replaced as well), so a caller must not depend on that writer being *un*ordered
+/// with its readers.
+#[inline]
+pub fn store_racing_rmw_u64(a: &AtomicU64, v: u64, o: Ordering) {
+    #[cfg(not(shmfifo_loom))]
+    {
+        // `o`: as the caller names it (what it pairs with).
+        a.store(v, o);
+    }
+    #[cfg(shmfifo_loom)]
+    {
+        // `o`: as above.
+        a.swap(v, o);
+    }
+}
+
 /// Seqlock validation: whether `word` still holds `seen` after the Relaxed reads the caller
 /// made since it loaded `seen` with Acquire.
 ///

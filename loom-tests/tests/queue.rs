@@ -178,6 +178,120 @@ fn delete_while_the_claim_is_held() {
     });
 }
 
+/// Why `sync::store_racing_rmw_u64` is a `swap` under loom: loom orders a plain store only
+/// partially against another thread's RMW, so some execution lets the storer's own later load
+/// read the value of a CAS that read what the store replaced (C11's total modification order
+/// forbids it: the CAS would have failed). Should a loom release order them totally, this
+/// fails, and the facade can be a plain store under loom too.
+#[test]
+fn loom_orders_a_store_loosely_against_an_rmw() {
+    static SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    model(|| {
+        let x = Arc::new(shmfifo::sync::AtomicU64::new(0));
+        let (x1, x2) = (x.clone(), x.clone());
+        let (after, swapped) = par(
+            move || {
+                x1.store(2, Ordering::Release);
+                x1.load(Ordering::SeqCst)
+            },
+            move || {
+                x2.compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            },
+        );
+        if after == 1 && swapped {
+            SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    });
+    assert!(SEEN.load(std::sync::atomic::Ordering::Relaxed));
+}
+
+/// The lifetime `DELETED` counts summed over the participants.
+fn deleted_count(a: &Arena<'_>) -> u64 {
+    a.parts
+        .iter()
+        .map(|p| p.counters[shmfifo::layout::counter::DELETED].load(Ordering::SeqCst))
+        .sum()
+}
+
+/// H1, R8 (layout 25): two deletes of one message with the same handle race. The one that
+/// takes the group's claim marks it by a store; the other, finding the claim held, by a CAS
+/// to `DELETED_UNCOUNTED`, which the claim holder's cleanup counts. Whatever the order of the
+/// store and the CAS (the store may overwrite the CAS), at least one delete succeeds, the
+/// message is never delivered again, and the delete is counted exactly once.
+#[test]
+fn deletes_with_and_without_the_claim_count_once() {
+    model(|| {
+        let (h, env) = setup(3, 1, 1);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        assert_eq!(accounting::in_flight(&a), 1);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (x, y) = par(
+            move || handle::delete(&h1.arena(), &*e1, me(0), handle),
+            move || handle::delete(&h2.arena(), &*e2, me(1), handle),
+        );
+        for r in [&x, &y] {
+            assert!(matches!(r, Ok(()) | Err(Fault::Expired)), "{r:?}");
+        }
+        assert!(x.is_ok() || y.is_ok(), "one of them deleted it");
+        env.advance(2_000);
+        assert!(drain(&a, &env, 2).is_empty(), "never delivered again");
+        assert_eq!(deleted_count(&a), 1, "counted once ({x:?}, {y:?})");
+        assert_eq!(accounting::in_flight(&a), 0);
+        assert_clean(&a);
+    });
+}
+
+/// As above, with the first deleter stopping at each step of its delete, forever (alive: it
+/// keeps the claim if it holds it) or dying there. The second delete succeeds or finds the
+/// message deleted, the message is never delivered again, the delete is counted at most once,
+/// and after a death and recovery a census brings the in-flight count back to zero (a deleter
+/// that died between its store and its count left it high, R8's safe side).
+#[test]
+fn a_deleter_stopped_or_dead_at_each_step_against_a_delete_of_the_same_handle() {
+    // A single delete has 8 crash points (its mark, the cleanup's, the release's): k = 8 runs
+    // it to the end.
+    for k in 0..9 {
+        for dies in [false, true] {
+            model(move || {
+                let (h, env) = setup(3, 1, 1);
+                let a = h.arena();
+                send(&a, &env, 0, "g", b"1").unwrap();
+                let handle = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+                let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+                let (x, y) = par(
+                    move || {
+                        crash::arm(k);
+                        handle::delete(&h1.arena(), &*e1, me(0), handle)
+                    },
+                    move || handle::delete(&h2.arena(), &*e2, me(1), handle),
+                );
+                assert!(
+                    matches!(x, Ok(()) | Err(Fault::Crashed | Fault::Expired)),
+                    "{x:?}"
+                );
+                assert!(matches!(y, Ok(()) | Err(Fault::Expired)), "{y:?}");
+                assert!(x.is_ok() || y.is_ok() || x == Err(Fault::Crashed));
+                assert!(deleted_count(&a) <= 1, "counted at most once");
+                env.advance(2_000);
+                if x.is_err() && !dies {
+                    // Stopped, alive: nobody receives the message, wherever it stopped.
+                    assert!(recv(&a, &env, 2, 10, 1_000).unwrap().is_empty());
+                    return;
+                }
+                env.kill(0);
+                recovery::recover(&a, &*env, me(2)).unwrap();
+                assert!(drain(&a, &env, 2).is_empty(), "never delivered again");
+                accounting::in_flight_census(&a);
+                assert_eq!(accounting::in_flight(&a), 0);
+                assert_clean(&a);
+            });
+        }
+    }
+}
+
 /// SYNC POINT(ready-check): a producer publishing while a deleter cleans up and advances the
 /// head; afterwards the message is reachable through a hint alone (no sweep).
 #[test]

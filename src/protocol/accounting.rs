@@ -123,11 +123,20 @@ pub fn in_flight_census(a: &Arena<'_>) {
     for c in 0..a.nclasses {
         for (i, h) in a.slots_of(c) {
             // Relaxed: a census; concurrent operations make it approximate.
-            each_message(a, i, h, h.own.vis.load(Ordering::Relaxed), |w| {
-                if let vis::State::Published(d) = vis::state(w) {
-                    real += u64::from(d > 0);
-                }
-            });
+            // A deletion not yet counted (`vis::DELETED_UNCOUNTED`) is in the shares still,
+            // as in flight: counted so here too, so that its count later does not take the
+            // count below the truth.
+            each_message(
+                a,
+                i,
+                h,
+                h.own.vis.load(Ordering::Relaxed),
+                |w| match vis::state(w) {
+                    vis::State::Published(d) => real += u64::from(d > 0),
+                    vis::State::Deleted => real += u64::from(vis::uncounted(w)),
+                    _ => {}
+                },
+            );
         }
     }
     let sum = shares(a);

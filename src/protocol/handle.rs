@@ -9,7 +9,7 @@ use super::ready::{hint_if_ready, poke};
 use super::release::{cleanup, or_release, release, Cleaned};
 use super::times::{Times, MAX_VISIBILITY_MS};
 use super::Owner;
-use super::{gstate, node, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
+use super::{gstate, node, stopped, vis, words, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry, MsgHeader, MsgWords};
 use crate::sync::{fence, Ordering};
 
@@ -200,20 +200,47 @@ fn pack_member<'a>(
 
 /// Deletes the message of a live handle (H1–H5), then cleans up its group.
 pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()> {
-    let g = mark_deleted(a, &Times::load(a, env), a.msg(h.idx)?, h, &mut None)?;
-    // Counted once: the in-flight count subtracts the deletes (`accounting::in_flight`).
-    count(a, me, counter::DELETED, 1);
-    crash_point!();
-    // Deleted: a fault while cleaning up concerns the group, not this delete.
-    let _ = poke(a, env, me, g);
-    Ok(())
+    let m = a.msg(h.idx)?;
+    // Relaxed: a guess of the group to claim, checked under the claim (`mark_held`).
+    let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+    let t = Times::load(a, env);
+    let d = Deleting::start(a, env, me, g);
+    let r = d.mark(a, env, me, &t, m, h, &mut None);
+    if matches!(r, Err(f) if stopped(f)) {
+        return r.map(|_| ());
+    }
+    d.finish(a, env, me)?;
+    // Counted once (the in-flight count subtracts the deletes).
+    if let Ok(true) = r {
+        count(a, me, counter::DELETED, 1);
+    }
+    r.map(|_| ())
 }
 
-/// Deletes the messages of several live handles (a `delete_batch`): each is marked
-/// deleted (its own CAS, its own result in `results`), then each group concerned is cleaned up
-/// once, not once per message. A deleter dying between the two leaves deleted nodes at its
-/// groups' heads, as a single delete dying after its CAS does: the next cleanup of each group
-/// (a receive, a sweep) removes them.
+/// Deletes the messages of several live handles (a `delete_batch`), each with its own result
+/// in `results`, group by group: for each run of handles of one group, the group's claim is
+/// taken once, their messages are marked deleted under it, and the group is cleaned up before
+/// the claim is released (a batch's handles are mostly one group's, or a few groups' in runs).
+///
+/// **Under the claim a delete is a store (layout 25).** While we hold a group's claim nobody
+/// else changes a message's epoch or removes it (a receive, a retake after expiry, a
+/// dead-letter move, retention, purge and quarantine all hold the claim), so a message we find
+/// in flight under the handle's epoch stays so until our store. What can still change it
+/// meanwhile is a handle holder's CAS without the claim (a visibility change, a delete with
+/// the same handle from elsewhere) or a recovery's release, none of which moves the epoch:
+/// our `DELETED` store then comes after it, and the handle was valid for both. The only thing
+/// a store could lose is a count, so a delete without the claim (below) does not count itself.
+///
+/// **Where the claim is busy** (its live holder is another operation), each message is marked
+/// by a CAS to [`vis::DELETED_UNCOUNTED`], uncounted, and the holder is asked to clean up
+/// (`poke`). Whoever later removes the message under the claim stores `DELETED` over it and
+/// counts it then (`release::cleanup`); a claim holder's delete that overwrote it counted it
+/// itself. Each delete is thus counted once, in `counter::DELETED`, and until it is the
+/// in-flight count errs high, R8's safe side (a census counts such a message in flight too).
+///
+/// A deleter dying between its marks and its count leaves the count high (the census corrects
+/// it); one dying holding the claim leaves deleted messages at the group's head, which the
+/// next cleanup (a receive, a sweep) removes.
 pub fn delete_many(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -221,53 +248,185 @@ pub fn delete_many(
     handles: &[Handle],
     results: &mut [PResult<()>],
 ) -> PResult<()> {
-    const MAX: usize = 16;
-    if handles.len() > MAX {
-        for (h, r) in handles.chunks(MAX).zip(results.chunks_mut(MAX)) {
-            delete_many(a, env, me, h, r)?;
-        }
-        return Ok(());
-    }
-    let mut groups = [0u32; MAX];
-    let mut ng = 0;
-    let mut deleted = 0;
-    let mut seen = None;
-    // One instant for the batch (one clock read an operation), and the slot header of the
-    // handle before (a pack's members are consecutive handles of one slot).
+    // One instant for the batch (one clock read an operation).
     let t = Times::load(a, env);
+    let mut seen = None;
+    // The slot header of the handle before: a pack's members are consecutive handles of one
+    // slot.
     let mut last: Option<(u32, &MsgHeader)> = None;
-    for (h, r) in handles.iter().zip(results.iter_mut()) {
+    let mut group: Option<Deleting<'_>> = None;
+    let mut counted = 0;
+    for (h, k) in handles.iter().zip(0..) {
+        let Some(r) = results.get_mut(k) else { break };
         let m = match last {
-            Some((idx, m)) if idx == h.idx => Ok(m),
-            _ => a.msg(h.idx).inspect(|&m| last = Some((h.idx, m))),
+            Some((idx, m)) if idx == h.idx => m,
+            _ => match a.msg(h.idx) {
+                Ok(m) => {
+                    last = Some((h.idx, m));
+                    m
+                }
+                Err(f) => {
+                    *r = Err(f);
+                    continue;
+                }
+            },
         };
-        let marked = m.and_then(|m| mark_deleted(a, &t, m, *h, &mut seen));
-        *r = marked.map(|_| ());
-        crash_point!();
-        if let Ok(g) = marked {
-            deleted += 1;
-            if !groups[..ng].contains(&g) {
-                groups[ng] = g;
-                ng += 1;
+        // Relaxed: a guess of the group to claim, checked under the claim (`mark_held`).
+        let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+        let d = match group {
+            Some(d) if d.g == g => d,
+            _ => {
+                if let Some(d) = group.take() {
+                    d.finish(a, env, me)?;
+                }
+                *group.insert(Deleting::start(a, env, me, g))
             }
-        }
+        };
+        *r = match d.mark(a, env, me, &t, m, *h, &mut seen) {
+            Ok(true) => {
+                counted += 1;
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(f) if stopped(f) => return Err(f),
+            Err(f) => Err(f),
+        };
+        crash_point!();
+    }
+    if let Some(d) = group {
+        d.finish(a, env, me)?;
     }
     // Counted once for the batch (the in-flight count subtracts the deletes): until then the
     // in-flight count is higher than the truth, the safe side of R8 (a crash before this
     // leaves it to the census).
-    count(a, me, counter::DELETED, deleted as u64);
-    for &g in &groups[..ng] {
-        // Deleted: a fault while cleaning up concerns the group, not these deletes.
-        let _ = poke(a, env, me, g);
-    }
+    count(a, me, counter::DELETED, counted);
     Ok(())
 }
 
-/// Marks the message of a live handle deleted (H1–H5), `m` its slot's header, at the instant
-/// `t`; no cleanup, no counting (the caller counts, once per batch). Returns its group (read
-/// before the deletion: afterwards a cleaner may free and reuse the slot).
+/// The group a `delete_many` is deleting in: its claim word if we took the claim.
+#[derive(Clone, Copy)]
+struct Deleting<'a> {
+    g: u32,
+    e: Option<&'a GroupEntry>,
+    cw: Option<u64>,
+}
+
+impl<'a> Deleting<'a> {
+    /// Takes group `g`'s claim if we can: not if a live participant holds it, the group is
+    /// not active (retired: no message of it is live), or its entry is damaged.
+    #[inline(always)]
+    fn start(a: &Arena<'a>, env: &dyn Env, me: Owner, g: u32) -> Self {
+        let e = a.group(g).ok();
+        let cw = e.and_then(|e| {
+            // Acquire: SYNC POINT(group-publish).
+            let st = e.state.load(Ordering::Acquire);
+            if gstate::kind(st) != gstate::ACTIVE {
+                return None;
+            }
+            match group::try_claim(a, env, e, me, gstate::ginc(st)) {
+                TryClaim::Acquired { cw, .. } => Some(cw),
+                TryClaim::Busy(_) | TryClaim::Gone => None,
+            }
+        });
+        Deleting { g, e, cw }
+    }
+
+    /// Marks the message of handle `h` (slot header `m`, guessed to be of our group) deleted,
+    /// at the instant `t`: by a store under our claim (`Ok(true)`: the caller counts it), else
+    /// uncounted by a CAS (`Ok(false)`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn mark(
+        &self,
+        a: &Arena<'a>,
+        env: &dyn Env,
+        me: Owner,
+        t: &Times,
+        m: &'a MsgHeader,
+        h: Handle,
+        seen: &mut Seen<'a>,
+    ) -> PResult<bool> {
+        if self.cw.is_none() {
+            return mark_uncounted(a, t, m, h, seen).map(|_| false);
+        }
+        match mark_held(a, t, m, h, self.g, seen)? {
+            Marked::Counted => Ok(true),
+            // The slot holds a message of another group now, under the handle's incarnation
+            // (our guess read an older one): marked without its claim, and that group poked.
+            Marked::Elsewhere => {
+                let other = mark_uncounted(a, t, m, h, seen)?;
+                match poke(a, env, me, other) {
+                    Err(f) if stopped(f) => Err(f),
+                    _ => Ok(false),
+                }
+            }
+        }
+    }
+
+    /// Cleans the group up and releases its claim if we hold it; else asks its holder to
+    /// clean up (`poke`). A fault here concerns the group, not the deletes: only a loom model
+    /// stopping us fails it.
+    #[inline(always)]
+    fn finish(self, a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<()> {
+        let done = match (self.e, self.cw) {
+            (Some(e), Some(cw)) => match or_release(e, cw, cleanup(a, env, cw, self.g, e)) {
+                Ok(Cleaned::Kept) => or_release(e, cw, release(a, env, me, cw, self.g)),
+                other => other.map(|_| ()),
+            },
+            _ => poke(a, env, me, self.g),
+        };
+        match done {
+            Err(f) if stopped(f) => Err(f),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What [`mark_held`] did.
+enum Marked {
+    /// Stored `DELETED`: the caller counts it.
+    Counted,
+    /// The message is another group's (the slot's group was read from an older incarnation):
+    /// not marked.
+    Elsewhere,
+}
+
+/// Under group `g`'s claim: marks the message of a live handle deleted (H1–H5), `m` its slot's
+/// header, at the instant `t`, by a store (see [`delete_many`]).
 #[inline(always)]
-fn mark_deleted<'a>(
+fn mark_held<'a>(
+    a: &Arena<'a>,
+    t: &Times,
+    m: &'a MsgHeader,
+    h: Handle,
+    g: u32,
+    seen: &mut Seen<'a>,
+) -> PResult<Marked> {
+    let (own, _) = current_at(a, t, m, h, seen)?;
+    // Relaxed: stable while the message is in flight under our handle, which `current_at`
+    // found (Acquire) under this incarnation.
+    if words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g {
+        return Ok(Marked::Elsewhere);
+    }
+    crash_point!();
+    // Release: the cleanup's and later claim holders' loads (through the claim's release)
+    // see the deletion after our reads of the message; nobody but a claim holder writes a
+    // `DELETED` word (handle holders' CASes expect a published one), so it stays until the
+    // cleanup frees the slot.
+    // A plain store: handle holders' CASes may race it (`store_racing_rmw_u64`).
+    crate::sync::store_racing_rmw_u64(
+        &own.vis,
+        vis::pack(h.epoch, vis::DELETED),
+        Ordering::Release,
+    );
+    Ok(Marked::Counted)
+}
+
+/// Without the group's claim: marks the message of a live handle deleted, uncounted (H1–H5),
+/// `m` its slot's header, at the instant `t`; no cleanup. Returns its group (read before the
+/// deletion: afterwards a cleaner may free and reuse the slot).
+#[inline(never)]
+fn mark_uncounted<'a>(
     a: &Arena<'a>,
     t: &Times,
     m: &'a MsgHeader,
@@ -284,7 +443,7 @@ fn mark_deleted<'a>(
             .vis
             .compare_exchange(
                 w,
-                vis::pack(h.epoch, vis::DELETED),
+                vis::pack(h.epoch, vis::DELETED_UNCOUNTED),
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             )

@@ -3,12 +3,14 @@
 //! and the readiness look that decides whether the release hints the group (SYNC POINT(claim)):
 //! made while the claim is still held, and the hint's bit set by the releasing CAS itself.
 
+use super::accounting::count;
 use super::doorbell::notify;
 use super::group;
 use super::pack;
 use super::ready::{self, hint_if_ready, push_hint};
 use super::Owner;
 use super::{gstate, node, owner, pool, vis, Arena, Env, Fault, PResult, MAX_STEPS};
+use crate::layout::counter;
 use crate::layout::GroupEntry;
 use crate::sync::Ordering;
 
@@ -289,15 +291,49 @@ fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
 /// ([`pack::deleted_word`]), so that the run frees it as it frees a message. A store: while a
 /// pack is published only the claim holder writes its unit word (handle holders write member
 /// words), and a pack whose members are all deleted is never written by anyone else again.
-/// A damaged pack's directory is the group's fault (the caller's error path).
+/// A damaged pack's directory is the group's fault (the caller's error path). A deletion not
+/// yet counted (a handle holder's without the claim, layout 25) is counted here
+/// ([`count_deletion`]).
 #[inline]
 fn deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, for_take: bool) -> PResult<bool> {
     let w = run_vis(m, for_take);
-    match vis::state(w) {
-        vis::State::Deleted => Ok(true),
-        vis::State::Packed => pack_deleted(a, idx, m, w),
+    // The field itself (`vis::state` decodes both deleted values as one).
+    match w & vis::FIELD_MASK {
+        vis::DELETED => Ok(true),
+        vis::PACKED => pack_deleted(a, idx, m, w),
+        vis::DELETED_UNCOUNTED => {
+            count_deletion(a, m, &m.own, w)?;
+            Ok(true)
+        }
         _ => Ok(false),
     }
+}
+
+/// Under the claim: counts the deletion of a message whose word `own` (in slot header `m`) a
+/// handle holder marked [`vis::DELETED_UNCOUNTED`] (`handle::delete_many`) as `w`, and stores
+/// it `DELETED` first, so that it is counted at most once: nobody but a claim holder writes a
+/// deleted word (handle holders' CASes expect a published one). A holder that dies between the
+/// two leaves the count high, R8's safe side, which a census corrects. Counted as the claim
+/// holder, us, named by the group's claim word. Out of line: rare (the delete's group's claim
+/// was busy).
+#[cold]
+#[inline(never)]
+fn count_deletion(
+    a: &Arena<'_>,
+    m: &crate::layout::MsgHeader,
+    own: &crate::layout::MsgWords,
+    w: u64,
+) -> PResult<()> {
+    // Relaxed: read again only by claim holders (ours next, later ones through the claim's
+    // Release and Acquire) and by the free's own loads.
+    own.vis
+        .store(vis::pack(vis::epoch(w), vis::DELETED), Ordering::Relaxed);
+    crash_point!();
+    // Relaxed: the group of a message we hold the claim of, and our own claim word.
+    let g = super::words::group_of(m.group_epoch0.load(Ordering::Relaxed));
+    let me = Owner::of_word(a.group(g)?.claim.load(Ordering::Relaxed));
+    count(a, me, counter::DELETED, 1);
+    Ok(())
 }
 
 /// [`deleted`] of a pack (unit word `w`): every member deleted, then its unit word stored
@@ -307,14 +343,25 @@ fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -
     // SAFETY: we hold the claim: nobody frees or rewrites the pack, and a cleanup copies
     // nothing into payloads.
     let members = unsafe { pack::words(a, idx, m, w) }?;
-    // Acquire: pairs with each deleter's AcqRel CAS, so the free that follows comes after
-    // their last access; SYNC POINT(ready-check) is the unit word's, loaded by the caller (a
-    // producer's publication of a later node is ordered by our `head` swap).
-    if !members
-        .iter()
-        .all(|w| vis::state(w.vis.load(Ordering::Acquire)) == vis::State::Deleted)
-    {
+    // Acquire: pairs with each deleter's Release store or CAS, so the free that follows
+    // comes after their last access; SYNC POINT(ready-check) is the unit word's, loaded by the
+    // caller (a producer's publication of a later node is ordered by our `head` swap).
+    let mut uncounted = false;
+    if !members.iter().all(|own| {
+        let mw = own.vis.load(Ordering::Acquire);
+        uncounted |= vis::uncounted(mw);
+        vis::state(mw) == vis::State::Deleted
+    }) {
         return Ok(false);
+    }
+    if uncounted {
+        for own in members {
+            // Relaxed: read Acquire just above; only a claim holder writes a deleted word.
+            let mw = own.vis.load(Ordering::Relaxed);
+            if vis::uncounted(mw) {
+                count_deletion(a, m, own, mw)?;
+            }
+        }
     }
     // Relaxed: our own next loads (`pool::free_one`) read it; others learn of the free by
     // its Release store.

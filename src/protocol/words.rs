@@ -112,6 +112,13 @@ pub mod vis {
     pub const FREE: u64 = 0;
     /// Deleted message.
     pub const DELETED: u64 = 1;
+    /// Deleted message whose delete is not yet in the lifetime `DELETED` counter (layout 25):
+    /// a handle holder's CAS marks a message so when its group's claim was busy; the claim
+    /// holder whose cleanup finds it stores `DELETED` and counts it
+    /// (`protocol::handle`). Decodes as [`State::Deleted`]. Never an owner's field: owner codes
+    /// are below `1 << 38`.
+    pub const DELETED_UNCOUNTED: u64 = DEADLINE - 1;
+    const _: () = assert!(CLAIMED + super::owner::MASK < DELETED_UNCOUNTED);
     /// Base of claimed states.
     pub const CLAIMED: u64 = 2;
     /// A published pack's unit word (layout 22, `protocol::pack`): `CLAIMED` with no owner (an
@@ -151,11 +158,15 @@ pub mod vis {
     pub fn state(w: u64) -> State {
         match w & FIELD_MASK {
             FREE => State::Free,
-            DELETED => State::Deleted,
+            DELETED | DELETED_UNCOUNTED => State::Deleted,
             PACKED => State::Packed,
             f if f >= DEADLINE => State::Published(f - DEADLINE),
             f => State::Claimed(super::Owner::of_word(f - CLAIMED)),
         }
+    }
+    /// Whether `w` is a deletion not yet counted ([`DELETED_UNCOUNTED`]).
+    pub fn uncounted(w: u64) -> bool {
+        w & FIELD_MASK == DELETED_UNCOUNTED
     }
     /// A published field with deadline `d`.
     pub fn published(d: u64) -> u64 {
