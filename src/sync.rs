@@ -209,9 +209,9 @@ pub fn load_for_write_u64(a: &AtomicU64, o: Ordering) -> u64 {
 /// outcomes no C11 execution, and no CPU, has. Under loom the store is therefore a `swap`
 /// with the same ordering, which loom orders totally against the RMWs, as C11 orders the
 /// store. The swap reads what it replaces, which the caller ignores; it also continues a
-/// release sequence the store would end (an acquirer of its value synchronises with the
-/// writer it replaced as well), so a caller must not depend on that writer being *un*ordered
-/// with its readers.
+/// release sequence the store would end (under loom an acquirer of its value synchronises
+/// with the writer it replaced as well, which no CPU promises), so a caller must not rely on
+/// its readers being ordered after that writer: loom would not catch it.
 #[inline]
 pub fn store_racing_rmw_u64(a: &AtomicU64, v: u64, o: Ordering) {
     #[cfg(not(shmfifo_loom))]

@@ -209,11 +209,7 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
     if matches!(r, Err(f) if stopped(f)) {
         return r.map(|_| ());
     }
-    d.finish(a, env, me)?;
-    // Counted once (the in-flight count subtracts the deletes).
-    if let Ok(true) = r {
-        count(a, me, counter::DELETED, 1);
-    }
+    d.finish(a, env, me, u64::from(r == Ok(true)))?;
     r.map(|_| ())
 }
 
@@ -224,7 +220,8 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
 ///
 /// **Under the claim a delete is a store (layout 25).** While we hold a group's claim nobody
 /// else changes a message's epoch or removes it (a receive, a retake after expiry, a
-/// dead-letter move, retention, purge and quarantine all hold the claim), so a message we find
+/// dead-letter move, retention and purge hold the claim; a quarantine marks the group first,
+/// which fails our claim as `Gone`), so a message we find
 /// in flight under the handle's epoch stays so until our store. What can still change it
 /// meanwhile is a handle holder's CAS without the claim (a visibility change, a delete with
 /// the same handle from elsewhere) or a recovery's release, none of which moves the epoch:
@@ -237,6 +234,10 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
 /// counts it then (`release::cleanup`); a claim holder's delete that overwrote it counted it
 /// itself. Each delete is thus counted once, in `counter::DELETED`, and until it is the
 /// in-flight count errs high, R8's safe side (a census counts such a message in flight too).
+/// Known: such a message behind its group's live head (deleted out of order, or a pack member
+/// whose siblings are live) is counted only when the cleanup reaches it, up to the head's
+/// visibility timeout later; meanwhile a queue whose `max_in_flight` is below its slot count
+/// may refuse a receive that the truth would allow.
 ///
 /// A deleter dying between its marks and its count leaves the count high (the census corrects
 /// it); one dying holding the claim leaves deleted messages at the group's head, which the
@@ -277,7 +278,8 @@ pub fn delete_many(
             Some(d) if d.g == g => d,
             _ => {
                 if let Some(d) = group.take() {
-                    d.finish(a, env, me)?;
+                    d.finish(a, env, me, counted)?;
+                    counted = 0;
                 }
                 *group.insert(Deleting::start(a, env, me, g))
             }
@@ -294,12 +296,8 @@ pub fn delete_many(
         crash_point!();
     }
     if let Some(d) = group {
-        d.finish(a, env, me)?;
+        d.finish(a, env, me, counted)?;
     }
-    // Counted once for the batch (the in-flight count subtracts the deletes): until then the
-    // in-flight count is higher than the truth, the safe side of R8 (a crash before this
-    // leaves it to the census).
-    count(a, me, counter::DELETED, counted);
     Ok(())
 }
 
@@ -347,7 +345,17 @@ impl<'a> Deleting<'a> {
         seen: &mut Seen<'a>,
     ) -> PResult<bool> {
         if self.cw.is_none() {
-            return mark_uncounted(a, t, m, h, seen).map(|_| false);
+            let other = mark_uncounted(a, t, m, h, seen)?;
+            // Another group's (our guess read the slot's older incarnation): poke that one
+            // too, as `finish` pokes ours.
+            if other != self.g {
+                if let Err(f) = poke(a, env, me, other) {
+                    if stopped(f) {
+                        return Err(f);
+                    }
+                }
+            }
+            return Ok(false);
         }
         match mark_held(a, t, m, h, self.g, seen)? {
             Marked::Counted => Ok(true),
@@ -363,11 +371,18 @@ impl<'a> Deleting<'a> {
         }
     }
 
-    /// Cleans the group up and releases its claim if we hold it; else asks its holder to
-    /// clean up (`poke`). A fault here concerns the group, not the deletes: only a loom model
-    /// stopping us fails it.
+    /// Counts the `counted` deletes we marked in the group under its claim, then cleans the
+    /// group up and releases its claim if we hold it; else asks its holder to clean up
+    /// (`poke`). A fault here concerns the group, not the deletes: only a loom model stopping
+    /// us fails it.
     #[inline(always)]
-    fn finish(self, a: &Arena<'_>, env: &dyn Env, me: Owner) -> PResult<()> {
+    fn finish(self, a: &Arena<'_>, env: &dyn Env, me: Owner, counted: u64) -> PResult<()> {
+        // Counted once for the group's deletes (the in-flight count subtracts them), before
+        // the cleanup: until then the count is higher than the truth, the safe side of R8 (a
+        // crash before this leaves it to the census), and a census between our marks and
+        // this leaves it low until the next census (as before layout 25), a window kept
+        // short.
+        count(a, me, counter::DELETED, counted);
         let done = match (self.e, self.cw) {
             (Some(e), Some(cw)) => match or_release(e, cw, cleanup(a, env, cw, self.g, e)) {
                 Ok(Cleaned::Kept) => or_release(e, cw, release(a, env, me, cw, self.g)),

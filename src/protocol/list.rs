@@ -10,7 +10,7 @@ use crate::sync::Ordering;
 /// dead-letter move, purge): its epoch is bumped so every receipt handle expires (H2).
 /// Returns whether this call removed it.
 pub(crate) fn remove(a: &Arena<'_>, me: Owner, own: &MsgWords, w: u64) -> bool {
-    // AcqRel: as a delete (Release hands the removal to the cleaner and handle holders).
+    // AcqRel: as a delete's CAS (Release hands the removal to the cleaner and handle holders).
     let ok = own
         .vis
         .compare_exchange(

@@ -332,8 +332,9 @@ fn free_one(a: &Arena<'_>, node_ref: u64) -> PResult<bool> {
         return Ok(false); // a sentinel, not a slot
     }
     let h = a.msg(idx)?;
-    // Acquire: pairs with the Release/SeqCst CAS that set DELETED, so freeing is ordered
-    // after the deleter's last access.
+    // Acquire: pairs with the Release store or CAS that set DELETED (layout 25: a delete
+    // under the claim stores it), so freeing is ordered after the deleter's last access (a
+    // handle holder's CAS that such a store overwrote is not: it reads no payload).
     let l = h.link.load(Ordering::Acquire);
     if node::inc(l) != node::inc(node_ref) {
         return Ok(false); // already freed and reused

@@ -337,6 +337,28 @@ fn close(a: &Arena<'_>, g: u32, mut r: u64) {
 /// pack of its messages) from, and how many published messages this call removed (counted);
 /// `None` leaves the slot alone (a live producer's claim, ours, a free slot).
 ///
+/// Counts a deletion a handle holder left uncounted in `own` (`vis::DELETED_UNCOUNTED`,
+/// layout 25: its group's claim was held), as the cleanup that would have freed it does: a CAS
+/// to `DELETED` first, so that a quarantine resumed after our death does not count it again.
+fn count_uncounted(a: &Arena<'_>, me: Owner, own: &MsgWords) {
+    // Acquire: as `finish`'s load.
+    let w = own.vis.load(Ordering::Acquire);
+    // AcqRel: as a removal (the group is marked: only quarantiners write its words).
+    if vis::uncounted(w)
+        && own
+            .vis
+            .compare_exchange(
+                w,
+                vis::pack(vis::epoch(w), vis::DELETED),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    {
+        super::accounting::count(a, me, crate::layout::counter::DELETED, 1);
+    }
+}
+
 /// A published message may change under us: its receipt holder deletes it or changes its
 /// visibility, a recovery releases it. Each is one step, so a removal that lost looks at the
 /// word again (a bounded number of times): the group becomes a plain tombstone after
@@ -392,6 +414,9 @@ fn freeable(
                             w = h.own.vis.load(Ordering::Acquire);
                             continue;
                         }
+                        for own in members {
+                            count_uncounted(a, me, own);
+                        }
                         super::pack::deleted_word(w, members)
                     }
                     // A damaged pack: freed whole, as a damaged message is, from a `DELETED`
@@ -411,6 +436,13 @@ fn freeable(
                     continue;
                 }
                 Some((deleted, removed))
+            }
+            // A deletion left uncounted (layout 25): counted first, then looked at again.
+            vis::State::Deleted if vis::uncounted(w) => {
+                count_uncounted(a, me, &h.own);
+                // Acquire: as `finish`'s load.
+                w = h.own.vis.load(Ordering::Acquire);
+                continue;
             }
             vis::State::Deleted => Some((w, 0)),
             vis::State::Claimed(o) if o != me && a.owner_dead(env, o) => Some((w, 0)),

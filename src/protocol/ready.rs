@@ -336,7 +336,8 @@ fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> 
             if cur & owner::DIRTY != 0 && cur & taken == 0 {
                 return Ok(()); // the holder will clean again before it releases
             }
-            // Release: our DELETED store happens before the holder's Acquire load of DIRTY.
+            // Release: our deletion (a CAS to DELETED_UNCOUNTED, layout 25) happens before the
+            // holder's Acquire load of DIRTY.
             if e.claim
                 .compare_exchange(
                     cur,

@@ -344,7 +344,8 @@ fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -
     // nothing into payloads.
     let members = unsafe { pack::words(a, idx, m, w) }?;
     // Acquire: pairs with each deleter's Release store or CAS, so the free that follows
-    // comes after their last access; SYNC POINT(ready-check) is the unit word's, loaded by the
+    // comes after their last access (that of the one whose write is read: a handle holder's
+    // CAS that a claim holder's store overwrote reads no payload); SYNC POINT(ready-check) is the unit word's, loaded by the
     // caller (a producer's publication of a later node is ordered by our `head` swap).
     let mut uncounted = false;
     if !members.iter().all(|own| {
@@ -393,7 +394,7 @@ fn free_pending(a: &Arena<'_>, env: &dyn Env, p: u64, h: u64) -> PResult<()> {
     let mut last: Option<(u64, u32)> = None;
     while n < RUN && cur != h && node::index(cur) < a.total {
         let m = a.msg(node::index(cur))?;
-        // Acquire: as `pool::free_dummy`, pairs with the CAS that set DELETED.
+        // Acquire: as `pool::free_dummy`, pairs with the store or CAS that set DELETED.
         let l = m.link.load(Ordering::Acquire);
         if node::inc(l) != node::inc(cur)
             || vis::state(m.own.vis.load(Ordering::Acquire)) != vis::State::Deleted

@@ -95,6 +95,7 @@ pub use owner::Owner;
 /// |----------------------------|-----------------------------------------------------|
 /// | `FREE` (0)                 | in the pool; epoch is the slot's last epoch          |
 /// | `DELETED` (1)              | deleted or purged, still a node until `head` passes  |
+/// | `DELETED_UNCOUNTED` (`DEADLINE - 1`) | deleted by a handle holder without the group's claim, not yet counted (layout 25) |
 /// | `CLAIMED + owner`          | being written by a producer (owner code)             |
 /// | `PACKED` (2)               | a pack's unit word: published, its members' own words say the rest |
 /// | `DEADLINE + d`             | published; visible if `d <= now`, else in flight     |
