@@ -360,6 +360,11 @@ fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> 
                     if or_release(e, cw, cleanup(a, env, cw, g, e))? == Cleaned::Retired {
                         return Ok(());
                     }
+                    // A delete's poke (a hint's has nothing to count): its own uncounted
+                    // deletions, where the cleanup could not reach them.
+                    if !take_hint {
+                        or_release(e, cw, crate::protocol::release::count_uncounted(a, e))?;
+                    }
                     return or_release(e, cw, release(a, env, me, cw, g));
                 }
                 TryClaim::Gone => return Ok(()),
