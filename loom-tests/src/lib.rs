@@ -357,6 +357,14 @@ pub fn drain(a: &Arena<'_>, env: &MockEnv, who: u32) -> Vec<Vec<u8>> {
     }
 }
 
+/// The lifetime `DELETED` counts summed over the participants (loom counts without stripes).
+pub fn deleted_count(a: &Arena<'_>) -> u64 {
+    a.parts
+        .iter()
+        .map(|p| p.counters[shmfifo::layout::counter::DELETED].load(Ordering::SeqCst))
+        .sum()
+}
+
 /// Asserts that every slot is free and every group left is kept (idle, layout 19: `ACTIVE`,
 /// its list reopened and empty), and that the count holds exactly those.
 pub fn assert_clean(a: &Arena<'_>) {

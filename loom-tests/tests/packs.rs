@@ -124,6 +124,39 @@ fn members_deleted_by_two_holders_free_their_pack_once() {
     });
 }
 
+/// R8 (layout 25): a pack's second member deleted while a receive of the group holds its claim
+/// a moment (the group is locked: it takes nothing). The delete that finds the claim held
+/// leaves the member uncounted, in a pack whose first member is live, where no cleanup moves
+/// past it; the holder it pokes (or the delete itself, if the claim came free) counts it at
+/// once: the in-flight count is the first member alone.
+#[test]
+fn an_uncounted_member_of_a_live_pack_is_counted_at_once() {
+    model(|| {
+        let h = arena_packs(3, 2, 2, 0);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send_pack(&a, &env, 0, "g", &[b"a", b"b"], None).unwrap();
+        let held = recv(&a, &env, 0, 10, 1_000).unwrap();
+        assert_eq!(held.len(), 2);
+        let b = held[1].0;
+        // A hint of the group, so that the receive below takes its claim.
+        let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+            .unwrap()
+            .unwrap();
+        ready::hint(&a, &*env, me(2), g).unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (d, theirs) = par(
+            move || handle::delete(&h1.arena(), &*e1, me(0), b),
+            move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
+        );
+        d.unwrap();
+        assert!(theirs.is_empty(), "R3: the group is locked");
+        assert_eq!(deleted_count(&a), 1, "counted once, at once");
+        assert_eq!(accounting::in_flight(&a), 1, "the first member alone");
+    });
+}
+
 /// Invariant P: a stale receipt handle of a freed pack never deletes or changes a message of
 /// the pack that reuses its slot. The old pack's members were received three times (their
 /// handles' epoch is epoch0 + 3) at the same instant and timeout the new pack's first receive

@@ -216,14 +216,6 @@ fn loom_orders_a_store_loosely_against_an_rmw() {
     assert!(SEEN.load(std::sync::atomic::Ordering::Relaxed));
 }
 
-/// The lifetime `DELETED` counts summed over the participants.
-fn deleted_count(a: &Arena<'_>) -> u64 {
-    a.parts
-        .iter()
-        .map(|p| p.counters[shmfifo::layout::counter::DELETED].load(Ordering::SeqCst))
-        .sum()
-}
-
 /// H1, R8 (layout 25): two deletes of one message with the same handle race. The one that
 /// takes the group's claim marks it by a store; the other, finding the claim held, by a CAS
 /// to `DELETED_UNCOUNTED`, which the claim holder's cleanup counts. Whatever the order of the

@@ -234,10 +234,15 @@ pub fn delete(a: &Arena<'_>, env: &dyn Env, me: Owner, h: Handle) -> PResult<()>
 /// counts it then (`release::cleanup`); a claim holder's delete that overwrote it counted it
 /// itself. Each delete is thus counted once, in `counter::DELETED`, and until it is the
 /// in-flight count errs high, R8's safe side (a census counts such a message in flight too).
-/// Known: such a message behind its group's live head (deleted out of order, or a pack member
-/// whose siblings are live) is counted only when the cleanup reaches it, up to the head's
-/// visibility timeout later; meanwhile a queue whose `max_in_flight` is below its slot count
-/// may refuse a receive that the truth would allow.
+/// Such a message behind its group's live head (deleted out of order, or a pack member whose
+/// siblings are live), where the cleanup cannot reach it, is counted by the holder serving
+/// our DIRTY request, or by our poke if the claim came free
+/// (`release::count_uncounted`); it stays uncounted only while a stopped participant holds
+/// the claim.
+///
+/// The claim is taken before the handle is looked at: a delete that fails (an expired
+/// handle) holds it a moment too, and a receive meanwhile passes the group over (the
+/// release's look hints it again).
 ///
 /// A deleter dying between its marks and its count leaves the count high (the census corrects
 /// it); one dying holding the claim leaves deleted messages at the group's head, which the

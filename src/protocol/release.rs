@@ -336,46 +336,59 @@ fn count_deletion(
     Ok(())
 }
 
-/// The most nodes after `head` that [`count_uncounted`] looks at: a group's messages in
-/// flight are the ones one receive took (R3: none is delivered while one is in flight), at
-/// most a receive's 10, a node each (or members of fewer nodes), with deleted ones between.
-const IN_FLIGHT_NODES: usize = 16;
+/// Where [`count_uncounted`] stops: after this many live messages (a group's messages in
+/// flight are among its first 10 live ones: every receive's run starts at the group's oldest
+/// undeleted message and takes at most 10, R3, and deletes only shorten what lies before),
+/// or this many nodes (deleted ones can pile up between them: a first message whose
+/// visibility goes back to 0 again and again, its followers deleted each time).
+const IN_FLIGHT_LIVE: usize = super::attempt::MAX_MESSAGES;
+/// The most nodes [`count_uncounted`] looks at (see [`IN_FLIGHT_LIVE`]).
+const IN_FLIGHT_NODES: usize = 64;
 
 /// Under the claim, after a DIRTY request (or a poke that took the claim): counts the
 /// deletions that handle holders left uncounted ([`vis::DELETED_UNCOUNTED`], layout 25: the
-/// claim was held) among the group's first [`IN_FLIGHT_NODES`] nodes, each as the cleanup
-/// counts one it moves past ([`count_deletion`]). The cleanup just ran, so what is left is
-/// behind the group's first live message (deleted out of order, or a pack's member whose
-/// siblings are live), where the cleanup cannot move yet: without this such a delete would
-/// count only once the head reached it, up to its visibility timeout later. Rare (a delete
-/// that met the claim held), so out of line. A node that does not check ends the look: the
-/// cleanup and the receive report damage.
+/// claim was held) where the group's messages in flight lie (see [`IN_FLIGHT_LIVE`]), each as
+/// the cleanup counts one it moves past ([`count_deletion`]). The cleanup just ran, so what
+/// is left is behind the group's first live message (deleted out of order, or a pack's
+/// member whose siblings are live), where the cleanup cannot move yet: without this such a
+/// delete would count only once the head reached it, up to its visibility timeout later.
+/// Rare (a delete that met the claim held), so out of line. A node that does not check ends
+/// the look: the cleanup and the receive report damage.
 #[cold]
 #[inline(never)]
 pub(crate) fn count_uncounted(a: &Arena<'_>, e: &GroupEntry) -> PResult<()> {
     // Acquire: as the cleanup's.
     let mut cur = e.head.load(Ordering::Acquire);
+    let mut live = 0;
     for _ in 0..IN_FLIGHT_NODES {
+        if live >= IN_FLIGHT_LIVE {
+            return Ok(());
+        }
         let Ok(super::list::Next::Node(idx, m, inc)) = super::list::successor(a, cur) else {
             return Ok(());
         };
         // Acquire: pairs with the deleter's CAS (its Release), as the cleanup's loads.
         let w = m.own.vis.load(Ordering::Acquire);
-        if vis::uncounted(w) {
-            count_deletion(a, m, &m.own, w)?;
-        } else if vis::state(w) == vis::State::Packed {
-            // SAFETY: we hold the claim: nobody frees or rewrites the pack, and this copies
-            // nothing into payloads.
-            let Ok(members) = (unsafe { pack::words(a, idx, m, w) }) else {
-                return Ok(());
-            };
-            for own in members {
-                // Acquire: as above.
-                let mw = own.vis.load(Ordering::Acquire);
-                if vis::uncounted(mw) {
-                    count_deletion(a, m, own, mw)?;
+        match vis::state(w) {
+            vis::State::Deleted if vis::uncounted(w) => count_deletion(a, m, &m.own, w)?,
+            vis::State::Deleted => {}
+            vis::State::Packed => {
+                // SAFETY: we hold the claim: nobody frees or rewrites the pack, and this
+                // copies nothing into payloads.
+                let Ok(members) = (unsafe { pack::words(a, idx, m, w) }) else {
+                    return Ok(());
+                };
+                for own in members {
+                    // Acquire: as above.
+                    let mw = own.vis.load(Ordering::Acquire);
+                    if vis::uncounted(mw) {
+                        count_deletion(a, m, own, mw)?;
+                    } else if vis::state(mw) != vis::State::Deleted {
+                        live += 1;
+                    }
                 }
             }
+            _ => live += 1,
         }
         cur = node::pack(inc, idx);
     }
