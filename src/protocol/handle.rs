@@ -279,16 +279,14 @@ pub fn delete_many(
         };
         // Relaxed: a guess of the group to claim, checked under the claim (`mark_held`).
         let g = words::group_of(m.group_epoch0.load(Ordering::Relaxed));
-        let d = match group {
-            Some(d) if d.g == g => d,
-            _ => {
-                if let Some(d) = group.take() {
-                    d.finish(a, env, me, counted)?;
-                    counted = 0;
-                }
-                *group.insert(Deleting::start(a, env, me, g))
+        if group.as_ref().is_none_or(|d| d.g != g) {
+            if let Some(d) = group.take() {
+                d.finish(a, env, me, counted)?;
+                counted = 0;
             }
-        };
+            group = Some(Deleting::start(a, env, me, g));
+        }
+        let Some(d) = &group else { continue };
         *r = match d.mark(a, env, me, &t, m, *h, &mut seen) {
             Ok(true) => {
                 counted += 1;

@@ -406,28 +406,46 @@ fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -
     // comes after their last access (that of the one whose write is read: a handle holder's
     // CAS that a claim holder's store overwrote reads no payload); SYNC POINT(ready-check) is the unit word's, loaded by the
     // caller (a producer's publication of a later node is ordered by our `head` swap).
-    let mut uncounted = false;
-    if !members.iter().all(|own| {
-        let mw = own.vis.load(Ordering::Acquire);
-        uncounted |= vis::uncounted(mw);
-        vis::state(mw) == vis::State::Deleted
-    }) {
+    if !members
+        .iter()
+        .all(|own| own.vis.load(Ordering::Acquire) & vis::FIELD_MASK == vis::DELETED)
+        && !uncounted_members_counted(a, m, members)?
+    {
         return Ok(false);
-    }
-    if uncounted {
-        for own in members {
-            // Relaxed: read Acquire just above; only a claim holder writes a deleted word.
-            let mw = own.vis.load(Ordering::Relaxed);
-            if vis::uncounted(mw) {
-                count_deletion(a, m, own, mw)?;
-            }
-        }
     }
     // Relaxed: our own next loads (`pool::free_one`) read it; others learn of the free by
     // its Release store.
     m.own
         .vis
         .store(pack::deleted_word(w, members), Ordering::Relaxed);
+    Ok(true)
+}
+
+/// [`pack_deleted`]'s second look, where not every member's word is `DELETED`: whether every
+/// member is deleted, counted or not, and if so each uncounted one counted
+/// ([`count_deletion`]). Out of line: the first look mostly fails at a live first member (a
+/// receive's cleanup at a live pack), and this one then fails there too.
+#[cold]
+#[inline(never)]
+fn uncounted_members_counted(
+    a: &Arena<'_>,
+    m: &crate::layout::MsgHeader,
+    members: &[crate::layout::MsgWords],
+) -> PResult<bool> {
+    // Acquire: as `pack_deleted`'s.
+    if !members
+        .iter()
+        .all(|own| vis::state(own.vis.load(Ordering::Acquire)) == vis::State::Deleted)
+    {
+        return Ok(false);
+    }
+    for own in members {
+        // Relaxed: read Acquire just above; only a claim holder writes a deleted word.
+        let mw = own.vis.load(Ordering::Relaxed);
+        if vis::uncounted(mw) {
+            count_deletion(a, m, own, mw)?;
+        }
+    }
     Ok(true)
 }
 

@@ -156,12 +156,17 @@ pub mod vis {
         (w >> FIELD_BITS) as u32
     }
     /// The decoded field of a word.
+    #[inline]
     pub fn state(w: u64) -> State {
-        match w & FIELD_MASK {
+        let f = w & FIELD_MASK;
+        // Published first: what the hot paths look for (a handle's, a walk's), one compare.
+        if f >= DEADLINE {
+            return State::Published(f - DEADLINE);
+        }
+        match f {
             FREE => State::Free,
             DELETED | DELETED_UNCOUNTED => State::Deleted,
             PACKED => State::Packed,
-            f if f >= DEADLINE => State::Published(f - DEADLINE),
             f => State::Claimed(super::Owner::of_word(f - CLAIMED)),
         }
     }
