@@ -365,6 +365,27 @@ pub fn deleted_count(a: &Arena<'_>) -> u64 {
         .sum()
 }
 
+/// Deletes `handle` (participant 0's, of group "g", whose first message stays in flight)
+/// while participant 1 receives from the group: a hint of the group is queued first, so that
+/// the receive takes the group's claim a moment (and takes nothing: the group is locked, R3).
+/// The delete succeeds and is counted once, at once, whichever of them held the claim (layout
+/// 25: a delete that finds it held leaves its message uncounted for the holder to count).
+pub fn delete_beside_a_locked_receive(h: &Arc<HeapArena>, env: &Arc<MockEnv>, handle: Handle) {
+    let a = h.arena();
+    let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+        .unwrap()
+        .unwrap();
+    ready::hint(&a, &**env, me(2), g).unwrap();
+    let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+    let (d, theirs) = par(
+        move || handle::delete(&h1.arena(), &*e1, me(0), handle),
+        move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
+    );
+    d.unwrap();
+    assert!(theirs.is_empty(), "R3: the group is locked");
+    assert_eq!(deleted_count(&a), 1, "counted once, at once");
+}
+
 /// Asserts that every slot is free and every group left is kept (idle, layout 19: `ACTIVE`,
 /// its list reopened and empty), and that the count holds exactly those.
 pub fn assert_clean(a: &Arena<'_>) {

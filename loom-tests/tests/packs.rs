@@ -140,19 +140,7 @@ fn an_uncounted_member_of_a_live_pack_is_counted_at_once() {
         let held = recv(&a, &env, 0, 10, 1_000).unwrap();
         assert_eq!(held.len(), 2);
         let b = held[1].0;
-        // A hint of the group, so that the receive below takes its claim.
-        let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
-            .unwrap()
-            .unwrap();
-        ready::hint(&a, &*env, me(2), g).unwrap();
-        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-        let (d, theirs) = par(
-            move || handle::delete(&h1.arena(), &*e1, me(0), b),
-            move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
-        );
-        d.unwrap();
-        assert!(theirs.is_empty(), "R3: the group is locked");
-        assert_eq!(deleted_count(&a), 1, "counted once, at once");
+        delete_beside_a_locked_receive(&h, &env, b);
         assert_eq!(accounting::in_flight(&a), 1, "the first member alone");
     });
 }

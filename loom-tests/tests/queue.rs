@@ -262,19 +262,7 @@ fn an_uncounted_delete_behind_a_live_head_is_counted_at_once() {
         let got = recv(&a, &env, 0, 10, 1_000).unwrap();
         assert_eq!(got.len(), 2);
         let second = got[1].0;
-        // A hint of the group, so that the receive below takes its claim (and finds it locked).
-        let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
-            .unwrap()
-            .unwrap();
-        ready::hint(&a, &*env, me(2), g).unwrap();
-        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
-        let (d, theirs) = par(
-            move || handle::delete(&h1.arena(), &*e1, me(0), second),
-            move || recv(&h2.arena(), &e2, 1, 10, 1_000).unwrap(),
-        );
-        d.unwrap();
-        assert!(theirs.is_empty(), "R3: the group is locked");
-        assert_eq!(deleted_count(&a), 1, "counted once, at once");
+        delete_beside_a_locked_receive(&h, &env, second);
         assert_eq!(accounting::in_flight(&a), 1, "the first message alone");
     });
 }
