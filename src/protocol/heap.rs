@@ -473,6 +473,34 @@ mod tests {
         );
     }
 
+    /// R1 (a visible message is delivered): a receive that pops more hints of groups it served
+    /// in this call than its requeue list holds (duplicates, which the ring may hold) requeues
+    /// each group once, so that no group's hint is dropped with its `HINT` bit set (nobody
+    /// would hint it again before a forced sweep). Here "hh" is popped again after ten
+    /// duplicates of "g": the next receive gets both messages (visible again at once, timeout 0).
+    #[test]
+    fn a_receive_requeues_each_served_group_once_past_duplicate_hints() {
+        use crate::protocol::{group, ready};
+        let mut geo = geom();
+        geo.ready_slots = 16;
+        let h = HeapArena::new(&geo);
+        let env = MockEnv::default();
+        let a = h.arena();
+        env.advance(1);
+        send(&a, &env, 1, "g", b"a").unwrap();
+        send(&a, &env, 1, "hh", b"b").unwrap();
+        // The test's hash of a group id is its length (`send` above).
+        let (g, _) = group::find(&a, 1, b"g").unwrap().expect("the group");
+        for _ in 0..12 {
+            assert!(ready::ring_for(&a, g).unwrap().push(g), "room in the ring");
+        }
+        assert_eq!(recv(&a, &env, 10, 0).len(), 2, "each group served once");
+        let again = recv(&a, &env, 10, 1_000);
+        let mut bodies: Vec<Vec<u8>> = again.into_iter().map(|(_, b, _)| b).collect();
+        bodies.sort();
+        assert_eq!(bodies, [b"a".to_vec(), b"b".to_vec()], "both hinted again");
+    }
+
     /// A producer that died holding a claimed, never-linked slot: recovery frees it, and only
     /// once its death is proven.
     #[test]

@@ -190,8 +190,11 @@ pub fn receive(
         if seen[..nseen].contains(&g) {
             // Served already in this call (ready again after a zero visibility timeout): leave
             // it for the next receive, re-hinted after the loop (its `HINT` bit stays set
-            // meanwhile).
-            if nrequeue < requeue.len() {
+            // meanwhile), once: a group's further hints here are duplicates, which the one
+            // push after the loop stands for. The requeued groups are served ones, at most
+            // `seen`'s 10, so the list never fills (it did with duplicates, and then dropped a
+            // served group's hint with its bit set: nobody hinted it before a forced sweep).
+            if nrequeue < requeue.len() && !requeue[..nrequeue].contains(&g) {
                 requeue[nrequeue] = g;
                 nrequeue += 1;
             }
