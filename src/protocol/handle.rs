@@ -305,7 +305,6 @@ pub fn delete_many(
 }
 
 /// The group a `delete_many` is deleting in: its claim word if we took the claim.
-#[derive(Clone, Copy)]
 struct Deleting<'a> {
     g: u32,
     e: Option<&'a GroupEntry>,
@@ -347,31 +346,22 @@ impl<'a> Deleting<'a> {
         h: Handle,
         seen: &mut Seen<'a>,
     ) -> PResult<bool> {
-        if self.cw.is_none() {
-            let other = mark_uncounted(a, t, m, h, seen)?;
-            // Another group's (our guess read the slot's older incarnation): poke that one
-            // too, as `finish` pokes ours.
-            if other != self.g {
-                if let Err(f) = poke(a, env, me, other) {
-                    if stopped(f) {
-                        return Err(f);
-                    }
-                }
-            }
-            return Ok(false);
+        // Under our claim, a store; the slot may hold another group's message now, under the
+        // handle's incarnation (our guess read an older one): then, as without the claim, a
+        // CAS.
+        if self.cw.is_some() && matches!(mark_held(a, t, m, h, self.g, seen)?, Marked::Counted) {
+            return Ok(true);
         }
-        match mark_held(a, t, m, h, self.g, seen)? {
-            Marked::Counted => Ok(true),
-            // The slot holds a message of another group now, under the handle's incarnation
-            // (our guess read an older one): marked without its claim, and that group poked.
-            Marked::Elsewhere => {
-                let other = mark_uncounted(a, t, m, h, seen)?;
-                match poke(a, env, me, other) {
-                    Err(f) if stopped(f) => Err(f),
-                    _ => Ok(false),
+        let other = mark_uncounted(a, t, m, h, seen)?;
+        // A group other than ours is poked here; ours is, or is cleaned up, by `finish`.
+        if other != self.g {
+            if let Err(f) = poke(a, env, me, other) {
+                if stopped(f) {
+                    return Err(f);
                 }
             }
         }
+        Ok(false)
     }
 
     /// Counts the `counted` deletes we marked in the group under its claim, then cleans the
