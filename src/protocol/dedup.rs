@@ -51,6 +51,22 @@ pub const MAX_WAIT_MS: u64 = 1_000;
 /// from its home. A reservation then looks at no more than this many entries, full table or
 /// not, and a full window gives up its oldest key instead of the send.
 pub const EVICT_WINDOW: usize = 256;
+/// While the table may still grow, how far from its home a new key may be placed: a key that
+/// finds no reusable entry within this many of its home in any table makes the table grow
+/// instead (the windows above are used in full only at the size limit). Linear probing's runs
+/// lengthen steeply with the load: a table filled until a key's 256-entry window is full
+/// reaches some 80% load, where every reservation walks long runs of entries (a cache line
+/// each) in every table, and a stream of new ids ran at an eighth of the speed without them
+/// (`shmfifo-hotpath dedup-batch`). Within 16, a table grows at some 30–50% load, so a home's
+/// keys lie within a line or two of it, for about twice the entries per key while the table
+/// grows.
+pub const PLACE_WINDOW: usize = 16;
+/// At the size limit (eviction on), how far from its home a new key may be placed, and how
+/// far a reservation looks for the oldest key to evict: a full table's reservation then reads
+/// some `EVICT_SCAN` entries a table, not the whole [`EVICT_WINDOW`] (at 8 million keys, 46
+/// thousand reservations a second did). A table at the limit still fills: every entry is within
+/// reach of the homes before it.
+pub const EVICT_SCAN: usize = 32;
 
 /// A dedup key: the dedup id, and the group id with messageGroup scope (empty otherwise).
 #[derive(Debug, Clone, Copy)]
@@ -377,49 +393,53 @@ enum Choice<'a> {
 
 /// Under the home claim: looks for `key` in every table within its home's probe length (a
 /// duplicate, a live sender of it, or a dead sender's entry to settle) and for an entry to
-/// take: a reusable one (the newest table first); else a new table (the dedup table grows,
-/// layout 14); else, at the size limit (eviction on), the oldest key of the windows.
+/// take: a reusable one within [`PLACE_WINDOW`] of its home (the newest table first); else a
+/// new table (the dedup table grows, layout 14); else, at the size limit, a reusable one
+/// within [`EVICT_SCAN`] of its home (eviction on; with eviction off, anywhere); else
+/// (eviction on) the oldest key of those.
 fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Choice<'a>> {
     // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
     let evict = a.hdr.dedup_overflow.load(Ordering::Relaxed) == 0;
     let now = env.now_ms();
     let newest = a.published(DEDUP_KIND);
-    let mut cand: Option<Spot<'a>> = None;
-    // The DONE entry accepted earliest among those seen, and when it expires.
-    let mut oldest: Option<(Spot<'a>, u64)> = None;
-    for k in (0..=newest).rev() {
-        let t = table(a, k)?;
-        if let Some(p) = search(a, env, me, key, t, now, evict, &mut cand, &mut oldest)? {
-            return Ok(Choice::Decided(p));
+    let at_limit = a.segs.at_limit(DEDUP_KIND);
+    let look = |reach: usize| look(a, env, me, key, now, evict, newest, reach);
+    let mut found = match look(if at_limit { usize::MAX } else { PLACE_WINDOW })? {
+        Ok(found) => found,
+        Err(p) => return Ok(Choice::Decided(p)),
+    };
+    if !at_limit && found.cand.is_none() {
+        // Every entry near the key's homes is taken: the table grows, and the next pass finds
+        // room in the new table, unless only sends in progress are near (eviction on): then
+        // wait for one to finish rather than grow for a passing burst.
+        if evict && found.oldest.is_none() {
+            return Ok(Choice::Decided(Pass::Wait));
         }
+        match super::grow::grow(a, env, me, DEDUP_KIND, newest) {
+            Ok(super::grow::Grew::Added | super::grow::Grew::Found) => {
+                return Ok(Choice::Decided(Pass::Again))
+            }
+            Err(f) if super::stopped(f) => return Err(f),
+            // At the size limit, or a growth that cannot happen now (the file system full,
+            // the grow claim held by a stopped process, a damaged directory: the size limit
+            // for this send): farther from the homes.
+            Ok(super::grow::Grew::AtLimit) | Err(_) => {}
+        }
+        found = match look(usize::MAX)? {
+            Ok(found) => found,
+            Err(p) => return Ok(Choice::Decided(p)),
+        };
     }
-    if let Some(spot) = cand {
+    if let Some(spot) = found.cand {
         return Ok(Choice::Entry {
             spot,
             evicted: None,
             now,
         });
     }
-    // Only sends in progress within reach (eviction on): wait for one to finish rather than
-    // grow for a passing burst.
-    if evict && oldest.is_none() {
-        return Ok(Choice::Decided(Pass::Wait));
-    }
-    // Every entry within reach holds a key accepted within the interval: the table grows,
-    // and the next pass finds room in the new table. A growth that cannot happen now (the
-    // file system full, the grow claim held by a stopped process, a damaged directory) is
-    // the size limit for this send: as in a table that cannot grow, the oldest key goes.
-    match super::grow::grow(a, env, me, DEDUP_KIND, newest) {
-        Ok(super::grow::Grew::Added | super::grow::Grew::Found) => {
-            return Ok(Choice::Decided(Pass::Again))
-        }
-        Ok(super::grow::Grew::AtLimit) => {}
-        Err(f) if super::stopped(f) => return Err(f),
-        Err(_) => {}
-    }
-    // At the size limit: evict the oldest key (its interval ends now instead of later:
-    // counted and reported as the effective window) rather than refuse a send SQS accepts.
-    match oldest {
+    // Evict the oldest key (its interval ends now instead of later: counted and reported as
+    // the effective window) rather than refuse a send SQS accepts.
+    match found.oldest {
         Some((spot, expires)) if evict => Ok(Choice::Entry {
             spot,
             evicted: Some(expires),
@@ -431,9 +451,42 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
     }
 }
 
-/// One table of [`choose`]: the key within its home's probe length (a decision if found),
-/// then the first reusable entry (kept in `cand` if none is yet) and, while none is known,
-/// the oldest key (in `oldest`).
+/// What [`look`] found for a key to take: the first reusable entry (`cand`, the newest
+/// table's first) and, while none is known, the `DONE` entry that expires first (`oldest`,
+/// the victim at the size limit) and when.
+#[derive(Default)]
+struct Found<'a> {
+    cand: Option<Spot<'a>>,
+    oldest: Option<(Spot<'a>, u64)>,
+}
+
+/// [`search`]es every table, the newest first, taking entries up to `reach` from the key's
+/// homes ([`PLACE_WINDOW`] while the table may grow; `usize::MAX` at the size limit: then
+/// [`EVICT_SCAN`] with eviction on, the whole table with it off). `Err`: decided.
+#[allow(clippy::too_many_arguments)]
+fn look<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    key: &Key<'_>,
+    now: u64,
+    evict: bool,
+    newest: u32,
+    reach: usize,
+) -> PResult<Result<Found<'a>, Pass>> {
+    let mut found = Found::default();
+    for k in (0..=newest).rev() {
+        let t = table(a, k)?;
+        if let Some(p) = search(a, env, me, key, t, now, evict, reach, &mut found)? {
+            return Ok(Err(p));
+        }
+    }
+    Ok(Ok(found))
+}
+
+/// One table of [`look`]: the key within its home's probe length (a decision if found), then
+/// (while [`Found`] has none) the first reusable entry within `reach` of the home (and up to
+/// it, the oldest key).
 #[allow(clippy::too_many_arguments)]
 fn search<'a>(
     a: &Arena<'a>,
@@ -443,8 +496,8 @@ fn search<'a>(
     t: Table<'a>,
     now: u64,
     evict: bool,
-    cand: &mut Option<Spot<'a>>,
-    oldest: &mut Option<(Spot<'a>, u64)>,
+    reach: usize,
+    found: &mut Found<'a>,
 ) -> PResult<Option<Pass>> {
     let n = t.entries.len();
     if n == 0 || !n.is_power_of_two() {
@@ -453,6 +506,8 @@ fn search<'a>(
     let mask = n - 1;
     let home = key.hash as usize & mask;
     let he = &t.entries[home];
+    // Where keys may lie (what lookups read): EVICT_WINDOW from the home with eviction on
+    // (placed within it by every version of this layout), the whole table with it off.
     let window = if evict { EVICT_WINDOW.min(n) } else { n };
     // Acquire: pairs with the Release `fetch_max` of earlier reservations of this home (also
     // carried by the home claim).
@@ -464,7 +519,7 @@ fn search<'a>(
         st,
         probe,
     };
-    let had = cand.is_some();
+    let had = found.cand.is_some();
     for d in 0..probe {
         let i = t.base + ((home + d) & mask);
         let e = &t.entries[(home + d) & mask];
@@ -483,8 +538,8 @@ fn search<'a>(
                     return Ok(Some(Pass::Done(Reserved::Duplicate(orig))));
                 }
                 // Expired (D1): the key may be accepted again; reuse this very entry.
-                if cand.is_none() {
-                    *cand = Some(spot(d, st));
+                if found.cand.is_none() {
+                    found.cand = Some(spot(d, st));
                 }
                 continue;
             }
@@ -495,25 +550,27 @@ fn search<'a>(
             settle_entry(a, env, me, i, st)?;
             return Ok(Some(Pass::Again));
         }
-        if cand.is_none() && reusable(a, env, e, st, now) {
-            *cand = Some(spot(d, st));
+        // Within the probe length, taking an entry lengthens no lookup.
+        if found.cand.is_none() && reusable(a, env, e, st, now) {
+            found.cand = Some(spot(d, st));
         }
         // A victim matters only while no reusable entry is known.
-        if evict && cand.is_none() {
-            note_oldest(e, spot(d, st), oldest);
+        if evict && found.cand.is_none() {
+            note_oldest(e, spot(d, st), &mut found.oldest);
         }
     }
-    if !had && cand.is_none() {
-        for d in probe..window {
+    if !had && found.cand.is_none() {
+        let reach = if evict { reach.min(EVICT_SCAN) } else { reach };
+        for d in probe..reach.min(window) {
             let e = &t.entries[(home + d) & mask];
             // Acquire: as above.
             let st = e.state.load(Ordering::Acquire);
             if reusable(a, env, e, st, now) {
-                *cand = Some(spot(d, st));
+                found.cand = Some(spot(d, st));
                 break;
             }
             if evict {
-                note_oldest(e, spot(d, st), oldest);
+                note_oldest(e, spot(d, st), &mut found.oldest);
             }
         }
     }
@@ -650,4 +707,98 @@ pub fn count(a: &Arena<'_>, now: u64) -> (u64, u64) {
         }
     }
     (live, pending)
+}
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+    use crate::layout::Geometry;
+    use crate::protocol::heap::{HeapArena, MockEnv};
+    use crate::protocol::owner;
+
+    /// A key of well-spread hash (splitmix64 of `i`), as the API's keyed hash spreads them.
+    fn key(i: u64, id: &[u8; 8]) -> Key<'_> {
+        let mix = |mut z: u64| {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        Key {
+            hash: mix(i),
+            check: mix(!i),
+            dedup: id,
+            group: &[],
+        }
+    }
+
+    /// Reserves and commits keys `0..n` (each new); returns the greatest probe length of any
+    /// home in any table.
+    fn accept(a: &Arena<'_>, env: &MockEnv, n: u64) -> u64 {
+        let me = owner::code(1, 1);
+        for i in 0..n {
+            let id = i.to_le_bytes();
+            match reserve(a, env, me, &key(i, &id)).unwrap() {
+                Reserved::New { index, word } => commit(a, env, index, word, 0, i, 0).unwrap(),
+                Reserved::Duplicate(o) => panic!("key {i} is new, found {o:?}"),
+            }
+        }
+        for i in 0..n {
+            let id = i.to_le_bytes();
+            assert!(
+                matches!(reserve(a, env, me, &key(i, &id)), Ok(Reserved::Duplicate(o)) if o.pos == i),
+                "key {i} is remembered"
+            );
+        }
+        assert_eq!(count(a, env.now_ms()), (n, 0));
+        assert_eq!(a.hdr.dedup_evict.0.count.load(Ordering::Relaxed), 0);
+        all_entries(a)
+            .map(|e| e.probe.load(Ordering::Relaxed))
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn geometry(dedup_slots: u32, dedup_growth: u32) -> Geometry {
+        Geometry {
+            participants: 3,
+            max_groups: 4,
+            group_slots: 8,
+            ready_slots: 8,
+            classes: vec![(16, 8)],
+            dedup_slots,
+            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
+            attempt_slots: 4,
+            class_growth: Vec::new(),
+            size_limit: if dedup_growth > 0 { 1 << 30 } else { 0 },
+            dedup_growth,
+            group_growth: 0,
+        }
+    }
+
+    /// D1 with growth (layout 14): while the table may grow, a new key is placed within
+    /// `PLACE_WINDOW` of its home and the table grows rather than place it farther, so a
+    /// lookup walks a line or two a table however many keys there are. (Placed anywhere in
+    /// their windows, as before, these 3,000 keys lengthened a home's probe to 239 entries.)
+    #[test]
+    fn a_growing_table_keeps_every_key_near_its_home() {
+        let h = HeapArena::new(&geometry(64, 8));
+        let env = MockEnv::default();
+        env.advance(1);
+        let a = h.arena();
+        let longest = accept(&a, &env, 3_000);
+        assert!(longest <= PLACE_WINDOW as u64, "a probe of {longest}");
+        assert!(a.published(DEDUP_KIND) >= 5, "the table grew");
+    }
+
+    /// D1 at the size limit: a table that may not grow places keys past `PLACE_WINDOW` (up to
+    /// `EVICT_SCAN`) before it evicts one: 200 keys in 256 entries, none forgotten.
+    #[test]
+    fn a_table_at_its_limit_places_keys_farther_before_it_evicts() {
+        let h = HeapArena::new(&geometry(256, 0));
+        let env = MockEnv::default();
+        env.advance(1);
+        let a = h.arena();
+        let longest = accept(&a, &env, 200);
+        assert!(longest > PLACE_WINDOW as u64, "a probe of {longest}");
+    }
 }

@@ -3,8 +3,8 @@
 //! interval, up to its size limit.
 //!
 //! A producer that finds every slot of its class taken (base file and published segments), or
-//! a dedup id whose every entry within reach holds an id of the interval, adds the next
-//! segment of that kind, twice what it has so far:
+//! a dedup id that finds every entry near its home (`dedup::PLACE_WINDOW`) holding an id of the
+//! interval, adds the next segment of that kind, twice what it has so far:
 //!
 //! 1. It takes the *grow claim* (`GrowLine::claim`, owner-tagged: taken over only from a
 //!    proven-dead owner; a live holder, even a stopped one, is waited for at most
@@ -50,7 +50,11 @@ pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PRe
     if a.published(c) > seen {
         return Ok(Grew::Found);
     }
+    if a.segs.at_limit(c) {
+        return Ok(Grew::AtLimit);
+    }
     if seen >= a.growth(c) {
+        a.segs.note_at_limit(c);
         return Ok(Grew::AtLimit);
     }
     let mut p = Patience::new();
@@ -65,6 +69,9 @@ pub fn grow(a: &Arena<'_>, env: &dyn Env, me: Owner, c: usize, seen: u32) -> PRe
     }
     crash_point!();
     let r = grow_locked(a, c, seen);
+    if r == Ok(Grew::AtLimit) {
+        a.segs.note_at_limit(c);
+    }
     if let Err(f) = r {
         if super::stopped(f) {
             return r; // a model's participant stopped forever keeps the claim

@@ -139,6 +139,13 @@ pub struct Segments {
     /// Whether this process's last receive took nothing (1) or something (0): its next one
     /// looks first (`receive::idle_after_empty`).
     polled_empty: crate::sync::local::AtomicU64,
+    /// Bit `c`: kind `c` is at its growth limit (a grower found so, [`grow`]). Both limits
+    /// (the kind's segment count, the arena's size limit) are fixed at creation and the file
+    /// only grows, so the bit is set once and stays true; it spares a producer at the limit
+    /// the grow claim on every attempt.
+    ///
+    /// [`grow`]: super::grow::grow
+    at_limit: crate::sync::local::AtomicU64,
     file: Box<dyn SegmentFile>,
 }
 
@@ -178,6 +185,7 @@ impl Segments {
             cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             push_cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             polled_empty: crate::sync::local::AtomicU64::new(0),
+            at_limit: crate::sync::local::AtomicU64::new(0),
             file,
         }
     }
@@ -196,6 +204,21 @@ impl Segments {
         let t = self.turn.load(StdOrdering::Relaxed);
         self.turn.store(t.wrapping_add(1), StdOrdering::Relaxed);
         t
+    }
+
+    /// Whether kind `c` is known to be at its growth limit ([`Segments::note_at_limit`]).
+    pub fn at_limit(&self, c: usize) -> bool {
+        // Relaxed: process-local; a thread that has not seen the bit grows as before and
+        // finds the limit itself.
+        c < 64 && self.at_limit.load(StdOrdering::Relaxed) & (1 << c) != 0
+    }
+
+    /// Notes that kind `c` is at its growth limit, for good.
+    pub fn note_at_limit(&self, c: usize) {
+        if c < 64 && !self.at_limit(c) {
+            // Relaxed: as above.
+            self.at_limit.fetch_or(1 << c, StdOrdering::Relaxed);
+        }
     }
 
     /// Whether this process's last receive took nothing ([`Segments::note_polled`]).
