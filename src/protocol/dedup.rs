@@ -403,11 +403,11 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
     let now = env.now_ms();
     let newest = a.published(DEDUP_KIND);
     let at_limit = a.segs.at_limit(DEDUP_KIND);
-    let look = |reach: usize| look(a, env, me, key, now, evict, newest, reach);
-    let mut found = match look(if at_limit { usize::MAX } else { PLACE_WINDOW })? {
-        Ok(found) => found,
-        Err(p) => return Ok(Choice::Decided(p)),
-    };
+    let reach = if at_limit { usize::MAX } else { PLACE_WINDOW };
+    let mut found = Found::default();
+    if let Some(p) = look(a, env, me, key, now, evict, newest, reach, &mut found)? {
+        return Ok(Choice::Decided(p));
+    }
     if !at_limit && found.cand.is_none() {
         // Every entry near the key's homes is taken: the table grows, and the next pass finds
         // room in the new table, unless only sends in progress are near (eviction on): then
@@ -425,10 +425,10 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
             // for this send): farther from the homes.
             Ok(super::grow::Grew::AtLimit) | Err(_) => {}
         }
-        found = match look(usize::MAX)? {
-            Ok(found) => found,
-            Err(p) => return Ok(Choice::Decided(p)),
-        };
+        found = Found::default();
+        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, &mut found)? {
+            return Ok(Choice::Decided(p));
+        }
     }
     if let Some(spot) = found.cand {
         return Ok(Choice::Entry {
@@ -460,10 +460,30 @@ struct Found<'a> {
     oldest: Option<(Spot<'a>, u64)>,
 }
 
+/// [`look`] at the size limit, met by a reservation of this process for the first time (out
+/// of line: later ones know it and look this far at once).
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn look_farther<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    key: &Key<'_>,
+    now: u64,
+    evict: bool,
+    newest: u32,
+    found: &mut Found<'a>,
+) -> PResult<Option<Pass>> {
+    look(a, env, me, key, now, evict, newest, usize::MAX, found)
+}
+
 /// [`search`]es every table, the newest first, taking entries up to `reach` from the key's
 /// homes ([`PLACE_WINDOW`] while the table may grow; `usize::MAX` at the size limit: then
-/// [`EVICT_SCAN`] with eviction on, the whole table with it off). `Err`: decided.
+/// [`EVICT_SCAN`] with eviction on, the whole table with it off), into `found`; `Some`:
+/// decided.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn look<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
@@ -473,21 +493,22 @@ fn look<'a>(
     evict: bool,
     newest: u32,
     reach: usize,
-) -> PResult<Result<Found<'a>, Pass>> {
-    let mut found = Found::default();
+    found: &mut Found<'a>,
+) -> PResult<Option<Pass>> {
     for k in (0..=newest).rev() {
         let t = table(a, k)?;
-        if let Some(p) = search(a, env, me, key, t, now, evict, reach, &mut found)? {
-            return Ok(Err(p));
+        if let Some(p) = search(a, env, me, key, t, now, evict, reach, found)? {
+            return Ok(Some(p));
         }
     }
-    Ok(Ok(found))
+    Ok(None)
 }
 
 /// One table of [`look`]: the key within its home's probe length (a decision if found), then
 /// (while [`Found`] has none) the first reusable entry within `reach` of the home (and up to
 /// it, the oldest key).
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn search<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
