@@ -6,11 +6,10 @@
 //! bodies made unique by their first bytes). Sends are timed in chunks; each chunk's messages
 //! are then received and deleted untimed, so the queue never fills. The dedup table has the
 //! settings users get: the default table (`shmfifo::DEFAULT_DEDUP_ENTRIES`, 16,384 entries) and
-//! SQS's 5-minute interval. After the first 16,384 ids
-//! it is full of live ids, and every new id evicts the oldest one of its window
-//! (`DedupOverflow::ShortenWindow`, the default): the figures are the steady state of a
-//! producer sending new ids faster than the table covers 5 minutes. Each fixture prints its
-//! evictions and the effective dedup window when it is dropped.
+//! SQS's 5-minute interval. The table grows (layout 14) as the ids come, up to the size limit
+//! (about 8 million ids with the default 1 GiB); a run of a few million ids stays below it, so
+//! the figures are those of a producer sending new ids into a growing index. Each fixture
+//! prints its evictions and the effective dedup window when it is dropped.
 //!
 //! ```text
 //! cargo bench -p shmfifo-benches --bench dedup             # full run

@@ -11,8 +11,10 @@
 //!
 //! 1. *Reserve* (under the home claim): a live `DONE` entry with the key means a duplicate; a
 //!    `PENDING` one means the same key is being sent: a live sender is waited for, a dead one's
-//!    send is settled first (see below). Otherwise the first reusable entry is taken
-//!    (`WRITING`), the key written, the home's `probe` raised, and the entry marked `PENDING`.
+//!    send is settled first (see below). Otherwise the first reusable entry near the key's home
+//!    is taken (`PLACE_WINDOW`; when none is, the table grows, and only at its size limit does
+//!    the key go farther, or evict the oldest key near it), `WRITING`, the key written, the
+//!    home's `probe` raised, and the entry marked `PENDING`.
 //! 2. The sender allocates its slot, records the entry in the slot (`MsgWords::recv_ms`) and
 //!    the slot in the entry (`msg`), then appends the message: the link CAS commits it.
 //! 3. *Commit*: sequence number and expiry are written and the entry becomes `DONE`, **before**
@@ -48,18 +50,20 @@ pub const DONE: u64 = 3;
 /// stopped).
 pub const MAX_WAIT_MS: u64 = 1_000;
 /// With eviction on (`Header::dedup_overflow` 0), the entries a key may occupy: at most this many
-/// from its home. A reservation then looks at no more than this many entries, full table or
-/// not, and a full window gives up its oldest key instead of the send.
+/// from its home, so a lookup reads no more (a home's `probe` is capped here). Since stop 56
+/// keys are placed nearer ([`PLACE_WINDOW`], [`EVICT_SCAN`]); lookups still honour this for
+/// keys placed by earlier builds of the layout.
 pub const EVICT_WINDOW: usize = 256;
-/// While the table may still grow, how far from its home a new key may be placed: a key that
-/// finds no reusable entry within this many of its home in any table makes the table grow
-/// instead (the windows above are used in full only at the size limit). Linear probing's runs
-/// lengthen steeply with the load: a table filled until a key's 256-entry window is full
-/// reaches some 80% load, where every reservation walks long runs of entries (a cache line
-/// each) in every table, and a stream of new ids ran at an eighth of the speed without them
-/// (`shmfifo-hotpath dedup-batch`). Within 16, a table grows at some 30–50% load, so a home's
-/// keys lie within a line or two of it, for about twice the entries per key while the table
-/// grows.
+/// While the table may still grow, how far from its home a new key may be placed (or anywhere
+/// within its home's probe length, which lengthens nothing): a key that finds no reusable entry
+/// that near in any table makes the table grow instead (at the size limit it looks
+/// [`EVICT_SCAN`] far, or through the whole table with eviction off). Linear probing's runs
+/// lengthen steeply with the load: a table filled until a key's 256-entry window was full
+/// reached some 80% load, where every reservation walked long runs of entries (a cache line
+/// each) in every table (3 million new ids took 1.37× the time they take now, `shmfifo-hotpath
+/// dedup-batch 300000`). Within 16, a table grows at some 30–50% load, so a home's keys lie
+/// within a line or two of it, for about twice the entries per key while the table grows (the
+/// same at the size limit).
 pub const PLACE_WINDOW: usize = 16;
 /// At the size limit (eviction on), how far from its home a new key may be placed, and how
 /// far a reservation looks for the oldest key to evict: a full table's reservation then reads
@@ -400,21 +404,21 @@ enum Choice<'a> {
 fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Choice<'a>> {
     // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
     let evict = a.hdr.dedup_overflow.load(Ordering::Relaxed) == 0;
-    let now = env.now_ms();
-    let newest = a.published(DEDUP_KIND);
+    let mut now = env.now_ms();
+    // The limit before the count: a process's flag is set (Release) by a grower that read the
+    // final count, so a count read after the flag (Acquire) is that one, and a reservation
+    // that looks only as far as the limit allows never misses the last table.
     let at_limit = a.segs.at_limit(DEDUP_KIND);
+    let newest = a.published(DEDUP_KIND);
     let reach = if at_limit { usize::MAX } else { PLACE_WINDOW };
     let mut found = Found::default();
     if let Some(p) = look(a, env, me, key, now, evict, newest, reach, &mut found)? {
         return Ok(Choice::Decided(p));
     }
     if !at_limit && found.cand.is_none() {
-        // Every entry near the key's homes is taken: the table grows, and the next pass finds
-        // room in the new table, unless only sends in progress are near (eviction on): then
-        // wait for one to finish rather than grow for a passing burst.
-        if evict && found.oldest.is_none() {
-            return Ok(Choice::Decided(Pass::Wait));
-        }
+        // Every entry near the key's homes is taken (sends in progress included: waiting for
+        // them would not learn the limit): the table grows, and the next pass finds room in
+        // the new table.
         match super::grow::grow(a, env, me, DEDUP_KIND, newest) {
             Ok(super::grow::Grew::Added | super::grow::Grew::Found) => {
                 return Ok(Choice::Decided(Pass::Again))
@@ -425,6 +429,8 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
             // for this send): farther from the homes.
             Ok(super::grow::Grew::AtLimit) | Err(_) => {}
         }
+        // The clock again: the growth may have waited for the grow claim.
+        now = env.now_ms();
         found = Found::default();
         if let Some(p) = look_farther(a, env, me, key, now, evict, newest, &mut found)? {
             return Ok(Choice::Decided(p));
@@ -437,6 +443,11 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
             now,
         });
     }
+    // A table published since our count (by another process; ours knew the limit only after
+    // it): look again there before anything is evicted or refused.
+    if a.published(DEDUP_KIND) > newest {
+        return Ok(Choice::Decided(Pass::Again));
+    }
     // Evict the oldest key (its interval ends now instead of later: counted and reported as
     // the effective window) rather than refuse a send SQS accepts.
     match found.oldest {
@@ -445,7 +456,8 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
             evicted: Some(expires),
             now,
         }),
-        // Only sends in progress in the windows (eviction on): wait for one to finish.
+        // Only sends in progress among the entries scanned (eviction on): wait for one to
+        // finish.
         _ if evict => Ok(Choice::Decided(Pass::Wait)),
         _ => Err(Fault::DedupFull),
     }
@@ -809,6 +821,23 @@ mod tests {
         let longest = accept(&a, &env, 3_000);
         assert!(longest <= PLACE_WINDOW as u64, "a probe of {longest}");
         assert!(a.published(DEDUP_KIND) >= 5, "the table grew");
+    }
+
+    /// D1 with `DedupOverflow::Refuse` at the size limit: every entry of the table takes a key
+    /// before a send is refused (`DedupTableFull`), wherever the entries lie from the homes.
+    #[test]
+    fn a_refusing_table_fills_every_entry_before_it_refuses() {
+        let h = HeapArena::new(&geometry(256, 0));
+        let env = MockEnv::default();
+        env.advance(1);
+        let a = h.arena();
+        a.hdr.dedup_overflow.store(1, Ordering::Relaxed);
+        accept(&a, &env, 256);
+        let id = 256u64.to_le_bytes();
+        assert!(matches!(
+            reserve(&a, &env, owner::code(1, 1), &key(256, &id)),
+            Err(Fault::DedupFull)
+        ));
     }
 
     /// D1 at the size limit: a table that may not grow places keys past `PLACE_WINDOW` (up to

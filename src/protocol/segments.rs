@@ -208,16 +208,17 @@ impl Segments {
 
     /// Whether kind `c` is known to be at its growth limit ([`Segments::note_at_limit`]).
     pub fn at_limit(&self, c: usize) -> bool {
-        // Relaxed: process-local; a thread that has not seen the bit grows as before and
-        // finds the limit itself.
-        c < 64 && self.at_limit.load(StdOrdering::Relaxed) & (1 << c) != 0
+        // Acquire: pairs with `note_at_limit`'s Release, so that the kind's count read after
+        // the bit is the final one the grower read before it (see `dedup::choose`). A thread
+        // that has not seen the bit grows as before and finds the limit itself.
+        c < 64 && self.at_limit.load(StdOrdering::Acquire) & (1 << c) != 0
     }
 
     /// Notes that kind `c` is at its growth limit, for good.
     pub fn note_at_limit(&self, c: usize) {
         if c < 64 && !self.at_limit(c) {
-            // Relaxed: as above.
-            self.at_limit.fetch_or(1 << c, StdOrdering::Relaxed);
+            // Release: see `at_limit`.
+            self.at_limit.fetch_or(1 << c, StdOrdering::Release);
         }
     }
 
