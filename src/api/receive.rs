@@ -148,8 +148,10 @@ pub(super) fn fill(
         let mut v = std::mem::take(dst).into_bytes();
         v.clear();
         v.extend_from_slice(src);
-        // ASCII (the usual text) is checked a word or a vector at a time, and is UTF-8.
-        if v.len() >= 16 && crate::validate::ascii(&v) {
+        // ASCII (the usual text) is checked a word or a vector at a time, and is UTF-8: short
+        // text too (a dedup id of a few bytes: 59 instructions of UTF-8 decoding a message
+        // before, where the ASCII look takes a few).
+        if crate::validate::ascii(&v) {
             #[allow(unsafe_code)]
             {
                 // SAFETY: every byte of the copy is ASCII (checked just above, on the copy,
