@@ -4,8 +4,9 @@
 //!
 //! * `produce QUEUE ID GROUPS N [flush]`: sends N messages round-robin over GROUPS groups named
 //!   `p{ID}-g{j}`, body `p{ID}:{j}:{k}`; prints `ACK group k seq` after each acknowledged send.
-//! * `dedup-produce QUEUE SEED N GROUPS`: sends ids `0..N` in an order picked by SEED, each with
-//!   dedup id and body `id-{k}` in group `g{k % GROUPS}`; prints `ACK k dup` (dup 0 or 1).
+//! * `dedup-produce QUEUE SEED N GROUPS [ROUNDS]`: sends ids `0..N` in an order picked by SEED,
+//!   each with dedup id and body `id-{k}` in group `g{k % GROUPS}`, ROUNDS times over (default
+//!   once; the later rounds are duplicates); prints `ACK k dup` (dup 0 or 1).
 //! * `consume QUEUE VT_MS [flush] [stall]`: receives (max 10, visibility VT_MS) and deletes until
 //!   the file `/dev/shm/QUEUE.done` exists and the queue is empty; prints `RECV group k seq
 //!   t_ns` for each message received (t_ns: CLOCK_MONOTONIC before the receive call) and
@@ -75,14 +76,15 @@ pub fn dedup_produce(args: &[String]) -> shmfifo::Result<()> {
     let seed: u64 = args[1].parse().expect("seed");
     let n: u64 = args[2].parse().expect("n");
     let groups: u64 = args[3].parse().expect("groups");
+    let rounds: u64 = args.get(4).map_or(1, |r| r.parse().expect("rounds"));
     let mut w = out(true);
     // A stride coprime with n visits every id once, in an order that differs per seed.
     let stride = [7919u64, 104_729, 1_299_709, 15_485_863]
         .into_iter()
         .find(|s| n % s != 0)
         .unwrap_or(1);
-    for i in 0..n {
-        let k = (i * stride + seed * 977) % n;
+    for i in 0..n * rounds {
+        let k = (i % n * stride + seed * 977) % n;
         let id = format!("id-{k}");
         let group = format!("g{}", k % groups);
         loop {
