@@ -192,7 +192,7 @@ pub enum DedupOverflow {
 /// | `mode` | `0o600` | file permissions (owner-only by default) |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
-/// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 72 B each (64 B of entry, 8 B of the key's hash; either scope). A new id takes a free entry within 16 of its home in one of the tables; when none is free the table grows (a table as large as all before it) while `size_limit` allows; at the limit an id looks 32 entries from its home (with `Refuse`, the whole table), then `dedup_overflow` decides |
+/// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 72 B each (64 B of entry, 8 B of the key's hash; either scope). A new id takes a free entry within 16 of its home in one of the tables; when none is free the table grows (a table as large as all before it) while `size_limit` allows; at the limit an id looks 256 entries from its home, shared by the tables, at least 16 a table (with `Refuse`, the whole table), then `dedup_overflow` decides |
 /// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |

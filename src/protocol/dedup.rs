@@ -57,7 +57,7 @@ pub const EVICT_WINDOW: usize = 256;
 /// While the table may still grow, how far from its home a new key may be placed (or anywhere
 /// within its home's probe length, which lengthens nothing): a key that finds no reusable entry
 /// that near in any table makes the table grow instead (at the size limit it looks
-/// [`EVICT_SCAN`] far, or through the whole table with eviction off). Linear probing's runs
+/// [`evict_scan`] far, or through the whole table with eviction off). Linear probing's runs
 /// lengthen steeply with the load: a table filled until a key's 256-entry window was full
 /// reached some 80% load, where every reservation walked long runs of entries (a cache line
 /// each) in every table (3 million new ids took 1.37× the time they take now, `shmfifo-hotpath
@@ -65,12 +65,21 @@ pub const EVICT_WINDOW: usize = 256;
 /// within a line or two of it, for about twice the entries per key while the table grows (the
 /// same at the size limit).
 pub const PLACE_WINDOW: usize = 16;
-/// At the size limit (eviction on), how far from its home a new key may be placed, and how
-/// far a reservation looks for the oldest key to evict: a full table's reservation then reads
-/// some `EVICT_SCAN` entries a table, not the whole [`EVICT_WINDOW`] (at 8 million keys, 46
-/// thousand reservations a second did). A table at the limit still fills: every entry is within
-/// reach of the homes before it.
-pub const EVICT_SCAN: usize = 32;
+/// At the size limit (eviction on), how far from its home a new key may be placed in each table,
+/// and how far a reservation looks there for the oldest key to evict: [`EVICT_WINDOW`] entries
+/// in all, shared by the tables, at least `EVICT_SCAN` a table ([`evict_scan`]). A table that
+/// never grew scans its whole window as before (fewer entries would evict young keys of a
+/// dense run while the table still had room); a full index of 8 million keys (10 tables) reads
+/// 25 entries a table, not 256 (at which 46 thousand reservations a second went through; some
+/// 190 thousand now). An index at the limit still fills: every entry is within reach of the
+/// homes before it, in each of its tables.
+pub const EVICT_SCAN: usize = 16;
+
+/// How far from its home a key may be placed in each of `tables` tables at the size limit
+/// (eviction on): see [`EVICT_SCAN`].
+fn evict_scan(tables: u32) -> usize {
+    (EVICT_WINDOW / tables.max(1) as usize).max(EVICT_SCAN)
+}
 
 /// A dedup key: the dedup id, and the group id with messageGroup scope (empty otherwise).
 #[derive(Debug, Clone, Copy)]
@@ -399,7 +408,7 @@ enum Choice<'a> {
 /// duplicate, a live sender of it, or a dead sender's entry to settle) and for an entry to
 /// take: a reusable one within [`PLACE_WINDOW`] of its home (the newest table first); else a
 /// new table (the dedup table grows, layout 14); else, at the size limit, a reusable one
-/// within [`EVICT_SCAN`] of its home (eviction on; with eviction off, anywhere); else
+/// within [`evict_scan`] of its home (eviction on; with eviction off, anywhere); else
 /// (eviction on) the oldest key of those.
 fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult<Choice<'a>> {
     // Relaxed: fixed at creation (SYNC POINT(arena-ready)).
@@ -410,7 +419,14 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
     // that looks only as far as the limit allows never misses the last table.
     let at_limit = a.segs.at_limit(DEDUP_KIND);
     let newest = a.published(DEDUP_KIND);
-    let reach = if at_limit { usize::MAX } else { PLACE_WINDOW };
+    // How far ids go at the size limit: EVICT_WINDOW entries shared by the tables with
+    // eviction on, the whole table with it off.
+    let far = if evict {
+        evict_scan(newest.wrapping_add(1))
+    } else {
+        usize::MAX
+    };
+    let reach = if at_limit { far } else { PLACE_WINDOW };
     let mut found = Found::default();
     if let Some(p) = look(a, env, me, key, now, evict, newest, reach, &mut found)? {
         return Ok(Choice::Decided(p));
@@ -432,7 +448,7 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
         // The clock again: the growth may have waited for the grow claim.
         now = env.now_ms();
         found = Found::default();
-        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, &mut found)? {
+        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, far, &mut found)? {
             return Ok(Choice::Decided(p));
         }
     }
@@ -485,15 +501,15 @@ fn look_farther<'a>(
     now: u64,
     evict: bool,
     newest: u32,
+    far: usize,
     found: &mut Found<'a>,
 ) -> PResult<Option<Pass>> {
-    look(a, env, me, key, now, evict, newest, usize::MAX, found)
+    look(a, env, me, key, now, evict, newest, far, found)
 }
 
 /// [`search`]es every table, the newest first, taking entries up to `reach` from the key's
-/// homes ([`PLACE_WINDOW`] while the table may grow; `usize::MAX` at the size limit: then
-/// [`EVICT_SCAN`] with eviction on, the whole table with it off), into `found`; `Some`:
-/// decided.
+/// homes ([`PLACE_WINDOW`] while the table may grow; at the size limit [`evict_scan`] with
+/// eviction on, `usize::MAX`, the whole table, with it off), into `found`; `Some`: decided.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn look<'a>(
@@ -593,7 +609,6 @@ fn search<'a>(
         }
     }
     if !had && found.cand.is_none() {
-        let reach = if evict { reach.min(EVICT_SCAN) } else { reach };
         for d in probe..reach.min(window) {
             let e = &t.entries[(home + d) & mask];
             // Acquire: as above.
@@ -841,14 +856,16 @@ mod tests {
     }
 
     /// D1 at the size limit: a table that may not grow places keys past `PLACE_WINDOW` (up to
-    /// `EVICT_SCAN`) before it evicts one: 200 keys in 256 entries, none forgotten.
+    /// its whole window, as a table that never grew may) before it evicts one: 250 keys in 256
+    /// entries, none forgotten (with 32 entries a table, as the first version of stop 56
+    /// scanned, keys were evicted well before).
     #[test]
     fn a_table_at_its_limit_places_keys_farther_before_it_evicts() {
         let h = HeapArena::new(&geometry(256, 0));
         let env = MockEnv::default();
         env.advance(1);
         let a = h.arena();
-        let longest = accept(&a, &env, 200);
+        let longest = accept(&a, &env, 250);
         assert!(longest > PLACE_WINDOW as u64, "a probe of {longest}");
     }
 }
