@@ -420,13 +420,15 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
     let at_limit = a.segs.at_limit(DEDUP_KIND);
     let newest = a.published(DEDUP_KIND);
     // How far ids go at the size limit: EVICT_WINDOW entries shared by the tables with
-    // eviction on, the whole table with it off.
-    let far = if evict {
-        evict_scan(newest.wrapping_add(1))
-    } else {
-        usize::MAX
+    // eviction on, the whole table with it off (a division: only where it is needed).
+    let far = || {
+        if evict {
+            evict_scan(newest.wrapping_add(1))
+        } else {
+            usize::MAX
+        }
     };
-    let reach = if at_limit { far } else { PLACE_WINDOW };
+    let reach = if at_limit { far() } else { PLACE_WINDOW };
     let mut found = Found::default();
     if let Some(p) = look(a, env, me, key, now, evict, newest, reach, &mut found)? {
         return Ok(Choice::Decided(p));
@@ -448,7 +450,7 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
         // The clock again: the growth may have waited for the grow claim.
         now = env.now_ms();
         found = Found::default();
-        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, far, &mut found)? {
+        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, far(), &mut found)? {
             return Ok(Choice::Decided(p));
         }
     }
