@@ -450,7 +450,7 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
         // The clock again: the growth may have waited for the grow claim.
         now = env.now_ms();
         found = Found::default();
-        if let Some(p) = look_farther(a, env, me, key, now, evict, newest, far(), &mut found)? {
+        if let Some(p) = look(a, env, me, key, now, evict, newest, far(), &mut found)? {
             return Ok(Choice::Decided(p));
         }
     }
@@ -488,25 +488,6 @@ fn choose<'a>(a: &Arena<'a>, env: &dyn Env, me: Owner, key: &Key<'_>) -> PResult
 struct Found<'a> {
     cand: Option<Spot<'a>>,
     oldest: Option<(Spot<'a>, u64)>,
-}
-
-/// [`look`] at the size limit, met by a reservation of this process for the first time (out
-/// of line: later ones know it and look this far at once).
-#[cold]
-#[inline(never)]
-#[allow(clippy::too_many_arguments)]
-fn look_farther<'a>(
-    a: &Arena<'a>,
-    env: &dyn Env,
-    me: Owner,
-    key: &Key<'_>,
-    now: u64,
-    evict: bool,
-    newest: u32,
-    far: usize,
-    found: &mut Found<'a>,
-) -> PResult<Option<Pass>> {
-    look(a, env, me, key, now, evict, newest, far, found)
 }
 
 /// [`search`]es every table, the newest first, taking entries up to `reach` from the key's
@@ -570,7 +551,6 @@ fn search<'a>(
         st,
         probe,
     };
-    let had = found.cand.is_some();
     for d in 0..probe {
         let i = t.base + ((home + d) & mask);
         let e = &t.entries[(home + d) & mask];
@@ -610,7 +590,7 @@ fn search<'a>(
             note_oldest(e, spot(d, st), &mut found.oldest);
         }
     }
-    if !had && found.cand.is_none() {
+    if found.cand.is_none() {
         for d in probe..reach.min(window) {
             let e = &t.entries[(home + d) & mask];
             // Acquire: as above.
