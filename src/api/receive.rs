@@ -81,7 +81,9 @@ impl Filler {
     }
 
     /// [`Filler::fill`] into the next message of `buf`; an unreadable message (the protocol
-    /// quarantines it) leaves `buf` as it was.
+    /// quarantines it) leaves `buf` as it was. Always inlined into the receive's sink, its
+    /// only caller (left to the compiler it was sometimes not: 8 instructions a message).
+    #[inline(always)]
     fn fill_next(
         &mut self,
         buf: &mut ReceiveBuffer,

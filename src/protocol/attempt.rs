@@ -63,9 +63,7 @@ fn window<'a>(a: &Arena<'a>, hash: u64) -> impl Iterator<Item = &'a AttemptEntry
 fn id_words(id: &[u8]) -> [u64; MAX_ID_LEN / 8] {
     let mut w = [0u64; MAX_ID_LEN / 8];
     for (k, chunk) in id.chunks(8).take(MAX_ID_LEN / 8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        w[k] = u64::from_le_bytes(b);
+        w[k] = super::words::text_word(chunk);
     }
     w
 }

@@ -19,7 +19,7 @@
 //! corrected by the recount).
 
 use super::Owner;
-use super::{gstate, node, Arena, Env, Fault, PResult};
+use super::{gstate, node, words, Arena, Env, Fault, PResult};
 use crate::layout::{GroupEntry, GROUP_KIND, MAX_ID_LEN};
 use crate::sync::Ordering;
 
@@ -41,9 +41,7 @@ fn id_matches(e: &GroupEntry, id: &[u8]) -> bool {
         return false;
     }
     for (k, chunk) in id.chunks(8).enumerate() {
-        let mut b = [0u8; 8];
-        b[..chunk.len()].copy_from_slice(chunk);
-        if e.id[k].load(Ordering::Relaxed) != u64::from_le_bytes(b) {
+        if e.id[k].load(Ordering::Relaxed) != words::text_word(chunk) {
             return false;
         }
     }
@@ -557,9 +555,7 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
         e.hash.store(hash, Ordering::Relaxed);
         e.id_len.store(id.len() as u64, Ordering::Relaxed);
         for (k, chunk) in id.chunks(8).enumerate() {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            e.id[k].store(u64::from_le_bytes(b), Ordering::Relaxed);
+            e.id[k].store(words::text_word(chunk), Ordering::Relaxed);
         }
     }
     // The sentinel's next incarnation (layout 19: its incarnations follow one another across

@@ -459,9 +459,7 @@ pub fn initialise(
         b.max_receive_count.store(u64::from(max), r);
         b.path_len.store(path.len() as u64, r);
         for (k, chunk) in path.chunks(8).enumerate() {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            b.path[k].store(u64::from_le_bytes(w), r);
+            b.path[k].store(super::words::text_word(chunk), r);
         }
     }
     hdr.receive_wait_ms

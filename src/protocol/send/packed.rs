@@ -63,7 +63,7 @@ pub(super) fn send_packed(
         }
     }
     let mut got = [Err(Fault::Corrupted("not sent")); MAX_CHAIN];
-    send_chain_slots(a, env, me, &rest[..m], &mut got[..m])?;
+    send_chain_slots::<MAX_CHAIN>(a, env, me, &rest[..m], &mut got[..m])?;
     for (&k, r) in at[..m].iter().zip(got) {
         results[k] = r;
     }
