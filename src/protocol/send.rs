@@ -272,7 +272,9 @@ fn send_chain_slots<const N: usize>(
         return Ok(()); // stopped right after the link CAS: committed
     }
     count(a, me, counter::SENT, n as u64);
-    for (i, p) in chain.iter().flatten().enumerate() {
+    // Indexed, as above (every node of `chain` is `Some`).
+    for (i, p) in chain.iter().enumerate() {
+        let Some(p) = p else { continue };
         let h = p.h;
         if let Some((index, word)) = p.entry {
             // Invariant D: the entry is DONE before the slot leaves CLAIMED. A fault here
@@ -518,7 +520,8 @@ fn link<'a>(
     let mut busy = group::Patience::new();
     for _ in 0..MAX_STEPS {
         let (g, ginc) = group::find_or_insert(a, env, me, out.hash, out.group_id)?;
-        for p in chain.iter().flatten() {
+        for p in chain {
+            let Some(p) = p else { continue };
             // Relaxed: published by the link CAS.
             p.h.group_epoch0.store(
                 pack_group_epoch0(p.source_len, p.epoch0.wrapping_sub(p.prior_receives), g),
@@ -626,7 +629,9 @@ fn append(
             }
             node::NIL => {
                 let pos = node_pos(a, node::index(t))?.wrapping_add(1);
-                for (i, p) in chain.iter().flatten().enumerate() {
+                // Every node of a chain is `Some` (its senders make it so): indexed.
+                for (i, p) in chain.iter().enumerate() {
+                    let Some(p) = p else { continue };
                     // Relaxed: published by the CAS below.
                     p.h.pos.store(pos.wrapping_add(i as u64), Ordering::Relaxed);
                 }
