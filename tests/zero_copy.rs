@@ -541,3 +541,235 @@ fn r11_a_borrowed_receive_replays_under_its_attempt_id() {
         .unwrap()
         .is_empty());
 }
+
+/// A loaned batch's members, each `(len, dedup id)`.
+fn members<'a>(m: &[(usize, &'a str)]) -> Vec<(usize, LoanOptions<'a>)> {
+    m.iter()
+        .map(|&(len, id)| (len, LoanOptions::new().dedup_id(id)))
+        .collect()
+}
+
+/// Writes each body of `batch` (as long as the loan asked) and sends it.
+fn fill_and_send(
+    mut batch: shmfifo::LoanBatch<'_>,
+    bodies: &[&str],
+) -> Vec<shmfifo::Result<shmfifo::SendResult>> {
+    assert_eq!(batch.len(), bodies.len());
+    for (j, b) in bodies.iter().enumerate() {
+        batch.body_mut(j).copy_from_slice(b.as_bytes());
+        assert_eq!(batch.body(j), b.as_bytes());
+    }
+    batch.send().expect("send the loaned batch")
+}
+
+#[test]
+fn s11_r3_a_loaned_batch_is_sent_in_place_as_one_unit_in_order() {
+    // Two 256-byte slots: the batch's three members take one of them (a pack), so a single
+    // send still finds room after it, and a third message none.
+    let q = queue("zc-batch", &two_classes(2));
+    let attrs = [MessageAttribute::string("kind", "frame")];
+    let mut m = members(&[(6, "1"), (6, "2"), (6, "3")]);
+    m[1].1 = m[1].1.attributes(&attrs);
+    let batch = q.loan_batch("g", &m).unwrap();
+    assert_eq!(batch.group_id(), "g");
+    let sent = fill_and_send(batch, &["frame0", "frame1", "frame2"]);
+    assert!(sent.iter().all(|r| !r.as_ref().unwrap().duplicate));
+    q.send(&SendMessage::new("g", "after").dedup_id("after"))
+        .unwrap();
+    assert!(matches!(
+        q.send(&SendMessage::new("g", "full").dedup_id("f")),
+        Err(Error::SizeClassFull { .. })
+    ));
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&got), ["frame0", "frame1", "frame2", "after"]);
+    for (g, s) in got.iter().zip(&sent) {
+        assert_eq!(g.message_id, s.as_ref().unwrap().message_id);
+    }
+    assert_eq!(got[1].attributes.len(), 1);
+    assert_eq!(got[1].attributes[0].name, "kind");
+    assert_eq!(got[1].attributes[0].value, b"frame");
+    assert!(got[0].attributes.is_empty() && got[2].attributes.is_empty());
+    assert_eq!(got[2].dedup_id.as_deref(), Some("3"));
+    // The members are read in place too, each its own message (handles, visibility).
+    for g in &got {
+        q.change_visibility(&g.receipt_handle, Duration::ZERO)
+            .unwrap();
+    }
+    let b = q.receive_borrowed(&opts()).unwrap();
+    let seen: Vec<&[u8]> = b.iter().map(|m| m.body()).collect();
+    assert_eq!(seen, [&b"frame0"[..], b"frame1", b"frame2", b"after"]);
+    for m in &b {
+        m.verify().unwrap();
+        q.delete(&m.message().receipt_handle).unwrap();
+    }
+    // Every slot back: two sends fit again.
+    q.send(&SendMessage::new("g", "x").dedup_id("x")).unwrap();
+    q.send(&SendMessage::new("g", "y").dedup_id("y")).unwrap();
+}
+
+#[test]
+fn d1_d9_a_loaned_batch_answers_its_duplicates_and_sends_the_rest_moved_down() {
+    let q = queue("zc-batch-dup", &two_classes(4));
+    q.send(&SendMessage::new("g", "one").dedup_id("1")).unwrap();
+    q.send(&SendMessage::new("g", "two").dedup_id("2")).unwrap();
+    let originals = q.receive(&opts()).unwrap();
+    for m in &originals {
+        q.change_visibility(&m.receipt_handle, Duration::ZERO)
+            .unwrap();
+    }
+    // Members 0 and 2 repeat messages sent before (D1); member 4 repeats member 1 (D9).
+    let batch = q
+        .loan_batch(
+            "g",
+            &members(&[(3, "1"), (1, "x"), (5, "2"), (2, "y"), (1, "x")]),
+        )
+        .unwrap();
+    let r = fill_and_send(batch, &["dup", "X", "dup-2", "YY", "Z"]);
+    let r: Vec<_> = r.into_iter().map(|r| r.unwrap()).collect();
+    assert!(r[0].duplicate && r[2].duplicate && r[4].duplicate);
+    assert!(!r[1].duplicate && !r[3].duplicate);
+    assert_eq!(r[0].message_id, originals[0].message_id);
+    assert_eq!(r[2].message_id, originals[1].message_id);
+    assert_eq!(r[4].message_id, r[1].message_id);
+    assert_eq!(r[4].sequence_number, r[1].sequence_number);
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&got), ["one", "two", "X", "YY"]);
+    assert_eq!(got[2].message_id, r[1].message_id);
+    assert_eq!(got[3].message_id, r[3].message_id);
+    assert_eq!(got[3].dedup_id.as_deref(), Some("y"));
+}
+
+#[test]
+fn d1_a_loaned_batch_with_one_new_member_sends_it_as_a_message_and_all_duplicates_give_the_slot_back(
+) {
+    let q = queue("zc-batch-one", &two_classes(3));
+    q.send(&SendMessage::new("g", "one").dedup_id("1")).unwrap();
+    // One new member left: a message of its own, moved to its slot's start.
+    let r = fill_and_send(
+        q.loan_batch("g", &members(&[(3, "1"), (4, "n")])).unwrap(),
+        &["dup", "next"],
+    );
+    assert!(r[0].as_ref().unwrap().duplicate);
+    assert!(!r[1].as_ref().unwrap().duplicate);
+    // Every member a duplicate: nothing enqueued, the slot given back (two of the three
+    // 256-byte slots hold "one" and "next": a second loan would not fit otherwise).
+    for _ in 0..3 {
+        let r = fill_and_send(
+            q.loan_batch("g", &members(&[(3, "1"), (4, "n")])).unwrap(),
+            &["abc", "defg"],
+        );
+        assert!(r.iter().all(|r| r.as_ref().unwrap().duplicate));
+    }
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&got), ["one", "next"]);
+    assert_eq!(got[1].message_id, r[1].as_ref().unwrap().message_id);
+    for m in &got {
+        q.delete(&m.receipt_handle).unwrap();
+    }
+    // A batch of one is a message too.
+    let r = fill_and_send(
+        q.loan_batch("g", &members(&[(4, "solo")])).unwrap(),
+        &["solo"],
+    );
+    assert!(!r[0].as_ref().unwrap().duplicate);
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["solo"]);
+}
+
+#[test]
+fn s7_a_loaned_batch_member_that_is_not_text_fails_alone() {
+    let q = queue("zc-batch-text", &two_classes(2));
+    let mut batch = q
+        .loan_batch("g", &members(&[(2, "a"), (2, "b"), (2, "c")]))
+        .unwrap();
+    batch.body_mut(0).copy_from_slice(b"ok");
+    batch.body_mut(1).copy_from_slice(&[0xff, 0xfe]);
+    batch.body_mut(2).copy_from_slice(b"k2");
+    let r = batch.send().unwrap();
+    assert!(matches!(r[1], Err(Error::InvalidMessageContents { .. })));
+    assert!(r[0].is_ok() && r[2].is_ok());
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["ok", "k2"]);
+    // The refused member's key was not taken: it may be sent.
+    let again = q.send(&SendMessage::new("g", "b").dedup_id("b")).unwrap();
+    assert!(!again.duplicate);
+}
+
+#[test]
+fn d5_a_loaned_batch_on_a_content_based_queue_generates_each_members_id() {
+    let q = queue(
+        "zc-batch-content",
+        &two_classes(4).content_based_deduplication(true),
+    );
+    let m = vec![(5, LoanOptions::new()), (5, LoanOptions::new())];
+    let mut batch = q.loan_batch("g", &m).unwrap();
+    batch.body_mut(0).copy_from_slice(b"alpha");
+    batch.body_mut(1).copy_from_slice(b"bravo");
+    let r = batch.send().unwrap();
+    assert!(r.iter().all(|r| !r.as_ref().unwrap().duplicate));
+    // The same body sent again is the member's duplicate (D5: the id is the body's SHA-256).
+    let again = q.send(&SendMessage::new("g", "bravo")).unwrap();
+    assert!(again.duplicate);
+    assert_eq!(again.message_id, r[1].as_ref().unwrap().message_id);
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(bodies(&got), ["alpha", "bravo"]);
+    assert_eq!(got[0].dedup_id.as_deref().map(str::len), Some(64));
+}
+
+#[test]
+fn s2_s4_s6_s12_s13_a_loaned_batch_is_refused_before_anything_is_lent() {
+    let q = queue("zc-batch-refused", &two_classes(1));
+    assert!(matches!(
+        q.loan_batch("g", &[]),
+        Err(Error::EmptyBatchRequest)
+    ));
+    let eleven = members(&[(1, "a"); 11]);
+    assert!(matches!(
+        q.loan_batch("g", &eleven),
+        Err(Error::TooManyEntriesInBatchRequest { entries: 11 })
+    ));
+    let zero = members(&[(1, "a"), (0, "b")]);
+    assert!(matches!(
+        q.loan_batch("g", &zero),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    let no_id = vec![
+        (1, LoanOptions::new().dedup_id("a")),
+        (1, LoanOptions::new()),
+    ];
+    assert!(q.loan_batch("g", &no_id).is_err());
+    assert!(matches!(
+        q.loan_batch("bad group!", &members(&[(1, "a")])),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    let too_long = members(&[(4097, "a")]);
+    assert!(matches!(
+        q.loan_batch("g", &too_long),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    // Ten members of 4 KiB: more than the largest class holds in one slot.
+    let large = members(&[(4000, "a"); 10]);
+    assert!(matches!(
+        q.loan_batch("g", &large),
+        Err(Error::InvalidParameterValue { .. })
+    ));
+    // Nothing was lent by any of them: the one 256-byte slot is free, and a dropped loaned
+    // batch gives it back each time.
+    for _ in 0..3 {
+        drop(q.loan_batch("g", &members(&[(1, "a"), (1, "b")])).unwrap());
+    }
+    q.send(&SendMessage::new("g", "fits").dedup_id("fits"))
+        .unwrap();
+}
+
+#[test]
+fn a_loaned_batch_moves_to_another_thread() {
+    let q = queue("zc-batch-thread", &two_classes(2));
+    let mut batch = q.loan_batch("g", &members(&[(1, "a"), (1, "b")])).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            batch.body_mut(0).copy_from_slice(b"1");
+            batch.body_mut(1).copy_from_slice(b"2");
+            assert!(batch.send().unwrap().iter().all(|r| r.is_ok()));
+        });
+    });
+    assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["1", "2"]);
+}

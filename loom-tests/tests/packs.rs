@@ -289,3 +289,119 @@ fn a_release_of_a_packs_members_races_a_members_delete() {
         assert_clean(&a);
     });
 }
+
+/// Participant 1 writes a batch in place in one lent slot (`Queue::loan_batch`): members "a"
+/// (dedup id "ka", which participant 0 sent before: a duplicate), "x" ("kx") and "y" ("ky"),
+/// laid out as a pack, and sends it (`send::send_lent_pack`: "a" answered and left out, "x"
+/// and "y" moved down over it and linked as one pack), dying at its `k`-th step; participant 2
+/// meanwhile sends "c" to "g". After recovery and a drain: "x" and "y" both or neither,
+/// adjacent and in order (delivered if 1's call returned them as sent), "a" exactly once (the
+/// original), nothing twice; a repeat of "kx" is a duplicate exactly when "x" was delivered;
+/// every slot free (the lent slot linked, or freed by its lender or by recovery).
+#[test]
+fn a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole() {
+    at_each_step(48, 8, |k| {
+        model(move || {
+            let h = arena_packs(3, 2, 3, 4);
+            let env = Arc::new(MockEnv::default());
+            env.advance(1);
+            let a0 = h.arena();
+            send_dedup(&a0, &env, 0, "g", b"a", "ka", 0).expect("the original of ka");
+            let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+            let (lent, single) = par(
+                move || {
+                    as_participant(&e1.clone(), 1, Some(k), || {
+                        let r = lent_pack(&h1.arena(), &e1);
+                        if crash::crashed() {
+                            stopped();
+                        }
+                        r
+                    })
+                },
+                move || send(&h2.arena(), &e2, 2, "g", b"c"),
+            );
+            single.expect("the single send is served");
+            let a = h.arena();
+            recovery::recover(&a, &*env, me(0)).unwrap();
+            let got = drain(&a, &env, 0);
+            let pos = |b: &[u8]| got.iter().position(|x| x == b);
+            assert_eq!(
+                got.iter().filter(|x| x.as_slice() == b"a").count(),
+                1,
+                "{got:?}"
+            );
+            assert!(pos(b"c").is_some(), "c delivered: {got:?}");
+            let delivered = match (pos(b"x"), pos(b"y")) {
+                (Some(x), Some(y)) => {
+                    assert_eq!(y, x + 1, "x then y, nothing between: {got:?}");
+                    true
+                }
+                (None, None) => {
+                    if let Ok(rs) = &lent {
+                        assert!(
+                            rs[1].is_err() && rs[2].is_err(),
+                            "a pack reported sent was lost: {got:?}"
+                        );
+                    }
+                    false
+                }
+                _ => panic!("half a pack: {got:?}"),
+            };
+            if let Ok(rs) = &lent {
+                assert!(
+                    rs[0].as_ref().is_ok_and(|s| s.duplicate),
+                    "a repeats ka: {rs:?}"
+                );
+                if let (Ok(x), Ok(y)) = (&rs[1], &rs[2]) {
+                    assert_eq!((x.idx, x.member, y.idx, y.member), (y.idx, 0, x.idx, 1));
+                }
+            }
+            let mut seen = got.clone();
+            seen.sort();
+            seen.dedup();
+            assert_eq!(seen.len(), got.len(), "nothing twice: {got:?}");
+            let again = send_dedup(&a, &env, 0, "g", b"x2", "kx", 1).expect("a repeat of kx");
+            assert_eq!(again.duplicate, delivered, "kx deduplicated iff x was sent");
+            if !again.duplicate {
+                drain(&a, &env, 0);
+            }
+            assert_clean(&a);
+        });
+    });
+}
+
+/// [`a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole`]'s lender: a slot lent,
+/// three one-byte members written at a pack's places, sent as a lent pack.
+fn lent_pack(a: &Arena<'_>, env: &MockEnv) -> PResult<Vec<PResult<send::Sent>>> {
+    let lent = send::loan(a, env, me(1), 0, 1)?;
+    let places = shmfifo::protocol::pack::lay_out(&[(1, 0, 0); 3], usize::MAX)
+        .ok_or(Fault::Corrupted("three members make a pack"))?;
+    let (_, _, payload) = a.class_of(lent.idx)?;
+    let bodies: [&[u8]; 3] = [b"a", b"x", b"y"];
+    for (p, b) in places.members().iter().zip(bodies) {
+        // SAFETY: the slot is lent to us (claimed, linked nowhere) and its class's 384 bytes
+        // hold the pack's `used` bytes: each member's byte lies in its payload.
+        unsafe { core::ptr::copy_nonoverlapping(b.as_ptr(), payload.add(p.at), 1) };
+    }
+    let parts: [&[u8]; 0] = [];
+    let keys = ["ka", "kx", "ky"];
+    let outs: Vec<Outgoing<'_>> = (0..3)
+        .map(|j| Outgoing {
+            class: 0,
+            cursor: 1,
+            hash: hash(b"g"),
+            group_id: b"g",
+            lens: words::pack_lens(1, 0, 0, 0),
+            parts: &parts,
+            dedup: Some(key(keys[j], j as u64)),
+            source_len: 0,
+            prior_receives: 0,
+            loaned: None,
+            in_place: 0,
+        })
+        .collect();
+    let refs: Vec<Option<&Outgoing<'_>>> = outs.iter().map(Some).collect();
+    let mut results = vec![Err(Fault::Expired); 3];
+    send::send_lent_pack(a, env, me(1), lent, &refs, &places, &mut results)?;
+    Ok(results)
+}

@@ -11,6 +11,7 @@ mod hashing;
 mod id_text;
 mod inspection;
 mod loan;
+mod loan_batch;
 mod observe;
 mod open;
 #[cfg(test)]
@@ -29,6 +30,7 @@ pub use backend::{FifoQueue, Received, Sent};
 pub use borrow::BorrowedMessage;
 pub use id_text::{IdText, MessageIdText, ReceiptHandleText};
 pub use loan::{Loan, LoanError, LoanOptions};
+pub use loan_batch::LoanBatch;
 pub use observe::Observer;
 pub use queue::Queue;
 pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};

@@ -143,7 +143,7 @@ impl Queue {
     // Always inlined: each caller's checks then fold into its own frame (callgrind: 33
     // instructions less a single send, 17 a batched message).
     #[inline(always)]
-    fn check_with(
+    pub(super) fn check_with(
         &self,
         group_id: &str,
         msg: &SendMessage<'_>,
@@ -391,7 +391,7 @@ impl Queue {
     /// group id's keyed hash if the caller has it already.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    fn outgoing<'x>(
+    pub(super) fn outgoing<'x>(
         &self,
         class: usize,
         group_id: &'x [u8],
@@ -543,7 +543,7 @@ impl Queue {
     /// The answer to a send of `sent` (its id, sequence number and whether it was a
     /// duplicate).
     #[inline]
-    fn result_of(&self, sent: &send::Sent) -> SendResult {
+    pub(super) fn result_of(&self, sent: &send::Sent) -> SendResult {
         SendResult {
             message_id: self.message_id(sent.idx, sent.inc, sent.member),
             sequence_number: (u128::from(sent.seq_hi) << 64) | u128::from(sent.pos),

@@ -22,7 +22,10 @@
 //! member ([`unit`]); layout 23 lays the members back to back, and a handle packs by default.
 
 use super::{words, Arena, Fault, PResult};
-use crate::layout::{MsgHeader, MsgWords, MAX_PACK, PACK_MEMBER_SIZE};
+use crate::layout::{MsgHeader, MsgWords, PACK_MEMBER_SIZE};
+
+/// The most members a pack holds.
+pub use crate::layout::MAX_PACK;
 use crate::sync::Ordering;
 
 // `place`'s sums stay below 2^34: no overflow on a 64-bit target, the only kind shmfifo builds
@@ -234,10 +237,7 @@ pub unsafe fn write_members(
             ));
         }
     }
-    // SAFETY: the caller has the slot claimed (this function's contract), so no other
-    // participant copies into its payload; `(cl, payload)` are `class_of(idx)`'s.
-    let words = unsafe { a.members_in(idx, places.k, Some((&cl, payload))) }?;
-    for ((m, p), w) in members.iter().zip(places.members()).zip(words) {
+    for (m, p) in members.iter().zip(places.members()) {
         let mut at = p.at;
         // Empty pieces passed over, as in a message's own send (a call of `memcpy` each).
         for part in m.parts.iter().filter(|p| !p.is_empty()) {
@@ -248,6 +248,39 @@ pub unsafe fn write_members(
             unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), part.len()) };
             at += part.len();
         }
+    }
+    let mut backs = [0u64; MAX_PACK];
+    for (b, m) in backs.iter_mut().zip(members) {
+        *b = m.back;
+    }
+    // SAFETY: this function's contract.
+    unsafe { write_directory(a, idx, epoch0, &backs[..members.len()], places) }
+}
+
+/// The directory of a pack whose members' bytes lie in slot `idx` at `places` already
+/// (copied there by [`write_members`], or written in place by a lender, `Queue::loan_batch`):
+/// each member's entry (its lengths, its dedup back-pointer `backs[j]`, never received, its
+/// state word published at `epoch0` with no deadline), as [`write_members`] describes. Returns
+/// the slot's `lens` word for the pack; `None` if `backs` is not the members' count or the
+/// places do not fit the slot's class.
+///
+/// # Safety
+/// As [`write_members`]'.
+pub unsafe fn write_directory(
+    a: &Arena<'_>,
+    idx: u32,
+    epoch0: u32,
+    backs: &[u64],
+    places: &Places,
+) -> PResult<Option<u64>> {
+    let (cl, _, payload) = a.class_of(idx)?;
+    if backs.len() != places.k || places.used > cl.cap as usize {
+        return Ok(None);
+    }
+    // SAFETY: the caller has the slot claimed (this function's contract), so no other
+    // participant copies into its payload; `(cl, payload)` are `class_of(idx)`'s.
+    let words = unsafe { a.members_in(idx, places.k, Some((&cl, payload))) }?;
+    for ((&back, p), w) in backs.iter().zip(places.members()).zip(words) {
         // Relaxed, the four: published by the caller's store of the slot's words, Release or
         // SeqCst, after them (see # Safety), and `recv_ms` to settlers by `dedup::set_msg`'s
         // Release store, after it; nobody reads them before.
@@ -255,7 +288,7 @@ pub unsafe fn write_members(
             words::pack_lens(p.body, p.attrs, p.dedup, 0),
             Ordering::Relaxed,
         );
-        w.recv_ms.store(m.back, Ordering::Relaxed);
+        w.recv_ms.store(back, Ordering::Relaxed);
         w.first_recv_ms.store(0, Ordering::Relaxed);
         w.vis.store(
             words::vis::pack(epoch0, words::vis::published(0)),
@@ -426,6 +459,19 @@ pub fn lay_out(sizes: &[(usize, usize, usize)], cap: usize) -> Option<Places> {
     }
     out.used = end;
     Some(out)
+}
+
+/// The place of one message's bytes of the given `(body, dedup, attrs)` lengths in a slot of
+/// its own (a message's layout: its bytes from the payload's start, no directory), as
+/// [`Places`] of one member: what a lent batch of one lays out (`Queue::loan_batch`).
+pub fn lay_out_one(body: usize, dedup: usize, attrs: usize) -> Places {
+    let mut members = [Place::default(); MAX_PACK];
+    members[0] = Place::after(0, body, dedup, attrs);
+    Places {
+        k: 1,
+        members,
+        used: members[0].end(),
+    }
 }
 
 /// The members' places as a pack's words describe them: `unit` its slot's `lens` word (flag

@@ -15,6 +15,8 @@ use crate::sync::{fence, AtomicU64, Ordering};
 
 mod packed;
 
+pub use packed::send_lent_pack;
+
 /// What a successful send produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sent {
@@ -34,7 +36,7 @@ pub struct Sent {
 }
 
 /// A message description for [`send`].
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Outgoing<'x> {
     /// Size class to allocate from.
     pub class: usize,

@@ -2,11 +2,14 @@
 //! [`super::send_chain_as`] where `Packing::Where` lets a chain go as one slot.
 
 use super::{
-    link, pool, ready_check, reserve_for, send_chain_slots, Outgoing, Prepared, Sent, MAX_CHAIN,
+    link, pool, ready_check, reserve_for, send_chain_slots, Loaned, Outgoing, Prepared, Sent,
+    MAX_CHAIN,
 };
 use crate::layout::counter;
 use crate::protocol::accounting::count;
 use crate::protocol::dedup;
+use crate::protocol::node;
+use crate::protocol::pack::{self, Places};
 use crate::protocol::words;
 use crate::protocol::{vis, Arena, Env, Fault, Owner, PResult};
 use crate::sync::Ordering;
@@ -139,28 +142,47 @@ fn prepare_pack<'a>(
         }
     };
     crash_point!();
+    finish_pack(a, env, me, s.idx, s.inc, s.epoch0, s.h, unit, reserved).map(Some)
+}
+
+/// The last steps of preparing a pack written in claimed slot `idx` (incarnation `inc`,
+/// epoch `epoch0`, header `h`): the unit's `lens` word `unit`, `sent` and no back-pointer of
+/// its own, then each reserved entry pointed at the slot (`dedup::set_msg`, after the words a
+/// settler reads).
+#[allow(clippy::too_many_arguments)]
+fn finish_pack<'a>(
+    a: &Arena<'a>,
+    env: &dyn Env,
+    me: Owner,
+    idx: u32,
+    inc: u32,
+    epoch0: u32,
+    h: &'a crate::layout::MsgHeader,
+    unit: u64,
+    reserved: &[Option<Option<(u32, u64)>>; MAX_CHAIN],
+) -> PResult<Prepared<'a>> {
     // Relaxed stores: published by the SeqCst link CAS in `append` (SYNC POINT(node-link)),
     // and to settlers by `set_msg`'s Release store below.
-    s.h.own.lens.store(unit, Ordering::Relaxed);
-    s.h.sent.store(env.now_ms(), Ordering::Relaxed);
-    s.h.own.first_recv_ms.store(0, Ordering::Relaxed);
+    h.own.lens.store(unit, Ordering::Relaxed);
+    h.sent.store(env.now_ms(), Ordering::Relaxed);
+    h.own.first_recv_ms.store(0, Ordering::Relaxed);
     // The members' back-pointers are their own (`recv_ms` in the directory).
-    s.h.own.recv_ms.store(0, Ordering::Relaxed);
+    h.own.recv_ms.store(0, Ordering::Relaxed);
     for (index, _) in reserved.iter().flatten().flatten() {
-        dedup::set_msg(a, *index, s.idx, s.inc)?;
+        dedup::set_msg(a, *index, idx, inc)?;
         crash_point!();
     }
-    Ok(Some(Prepared {
-        h: s.h,
-        idx: s.idx,
-        inc: s.inc,
-        epoch0: s.epoch0,
-        claimed,
+    Ok(Prepared {
+        h,
+        idx,
+        inc,
+        epoch0,
+        claimed: vis::pack(epoch0, vis::claimed(me)),
         entry: None,
         source_len: 0,
         prior_receives: 0,
         loaned: false,
-    }))
+    })
 }
 
 /// Links pack `p` (prepared by [`prepare_pack`] for the messages `reserved` names) as one node,
@@ -239,4 +261,164 @@ fn send_pack(
     crash_point!(Ok(()));
     ready_check(a, env, me, g, e, pred, &[]);
     Ok(())
+}
+
+/// Sends the batch a lender wrote in place (`Queue::loan_batch`): slot `l`, lent to us, holds
+/// member `j`'s bytes (its body, dedup id and framed attributes, back to back) at
+/// `places.members()[j]`: a pack's places ([`pack::lay_out`]), or, for one member, a message's
+/// own (its bytes from the payload's start). `outs[j]` describes member `j` (its lengths as
+/// its place's, its dedup key); `None` leaves it out (the caller answered it already: a text
+/// it refused, a repeat of an earlier member's key). Each key is reserved in member order, as
+/// [`send_packed`] reserves a chain's; the members then sent are what is left (a duplicate,
+/// D1, or a refused key is answered and left out), moved down over those left out, in
+/// member order, to the places [`pack::lay_out`] gives the rest (the slot is ours: nobody
+/// else reads it before the link), and sent as one pack: [`send_pack`]'s steps, the slot's
+/// claim standing for `alloc_slot`'s. One left goes as a message of its own in the slot (its
+/// bytes moved to the payload's start, its key given back and reserved again by the send of
+/// one, as `send_packed`'s fallback does), none frees the slot.
+///
+/// The slot is used up either way: linked, or freed (a duplicate, an error of the link). An
+/// error returned comes before the link, with the slot still claimed (the caller gives it
+/// back) and every reserved key given back.
+pub fn send_lent_pack(
+    a: &Arena<'_>,
+    env: &dyn Env,
+    me: Owner,
+    l: Loaned,
+    outs: &[Option<&Outgoing<'_>>],
+    places: &Places,
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    let claimed = vis::pack(l.epoch0, vis::claimed(me));
+    let (cl, h, payload) = a.class_of(l.idx)?;
+    // Relaxed: our own claim; only a hostile writer changes it meanwhile.
+    if h.own.vis.load(Ordering::Relaxed) != claimed
+        || node::inc(h.link.load(Ordering::Relaxed)) != l.inc
+    {
+        return Err(Fault::Corrupted("a lent slot changed hands"));
+    }
+    let k = places.k;
+    let described = outs.len() == k
+        && results.len() >= k
+        && (1..=MAX_CHAIN).contains(&k)
+        && places.used <= cl.cap as usize
+        && outs.iter().zip(places.members()).all(|(o, p)| {
+            o.is_none_or(|o| words::unpack_lens(o.lens) == (p.body, p.attrs, p.dedup, 0))
+        });
+    if !described {
+        return Err(Fault::Corrupted("a lent batch's description"));
+    }
+    let mut reserved: [Option<Option<(u32, u64)>>; MAX_CHAIN] = [None; MAX_CHAIN];
+    for (j, out) in outs.iter().enumerate() {
+        if let Some(out) = out {
+            reserved[j] = reserve_for(a, env, me, out, j, results)?;
+        }
+    }
+    let mut which = [0usize; MAX_CHAIN];
+    let mut sizes = [(0, 0, 0); MAX_CHAIN];
+    let mut n = 0;
+    for (j, p) in places.members().iter().enumerate() {
+        if reserved[j].is_some() {
+            which[n] = j;
+            sizes[n] = (p.body, p.dedup, p.attrs);
+            n += 1;
+        }
+    }
+    // A fault after the reservations fails every member reserved: its key given back (nothing
+    // was linked: invariant D), the slot freed; a stopped participant does nothing more.
+    let fail = |f: Fault, results: &mut [PResult<Sent>]| -> PResult<()> {
+        if crate::protocol::stopped(f) {
+            return Err(f);
+        }
+        for (j, r) in reserved.iter().enumerate() {
+            if let Some(entry) = r {
+                if let Some((index, word)) = entry {
+                    dedup::abort(a, *index, *word)?;
+                }
+                results[j] = Err(f);
+            }
+        }
+        pool::free(a, env, l.idx, claimed)?;
+        Ok(())
+    };
+    let now = match n {
+        0 => {
+            pool::free(a, env, l.idx, claimed)?;
+            return Ok(());
+        }
+        1 => None,
+        _ => match pack::lay_out(&sizes[..n], cl.cap as usize) {
+            Some(now) => Some(now),
+            // Fewer members than the lender's, each as long: only a damaged description.
+            None => {
+                return fail(
+                    Fault::Corrupted("a lent batch's rest makes no pack"),
+                    results,
+                )
+            }
+        },
+    };
+    // Moved down in member order: a member's new place starts at or before its old one (a
+    // directory as long or shorter, fewer bytes before it), and past the new end of the one
+    // moved before it, so no move writes over bytes a later one still reads.
+    for (i, &j) in which[..n].iter().enumerate() {
+        let from = places.members()[j];
+        let to = now.map_or(0, |now| now.members[i].at);
+        if to != from.at {
+            // SAFETY: both ranges lie in the slot's payload (`from` within `places.used <=
+            // cap`, checked above; `to` below `from`, or within `now.used <= cap`); the slot
+            // is claimed by us (checked above) and linked nowhere, so nobody else reads or
+            // writes it; `copy` is a `memmove`, for ranges that overlap.
+            unsafe { core::ptr::copy(payload.add(from.at), payload.add(to), from.end() - from.at) };
+        }
+    }
+    crash_point!();
+    let Some(now) = now else {
+        // One left: a message of its own in the slot, its bytes at the payload's start now.
+        let j = which[0];
+        let (Some(out), p) = (outs[j], places.members()[j]) else {
+            return fail(Fault::Corrupted("a lent batch's description"), results);
+        };
+        if let Some(Some((index, word))) = reserved[j] {
+            dedup::abort(a, index, word)?;
+        }
+        let mut one = *out;
+        one.loaned = Some(l);
+        one.in_place = p.end() - p.at;
+        one.parts = &[];
+        let mut r = [Err(Fault::Corrupted("not sent"))];
+        send_chain_slots::<1>(a, env, me, &[&one], &mut r)?;
+        let [r] = r;
+        if !matches!(r, Ok(s) if !s.duplicate) {
+            // Not linked (a duplicate, an error): the slot goes back.
+            pool::free(a, env, l.idx, claimed)?;
+        }
+        results[j] = r;
+        return Ok(());
+    };
+    let mut backs = [0u64; MAX_CHAIN];
+    for (b, &j) in backs.iter_mut().zip(&which[..n]) {
+        *b = reserved[j].flatten().map_or(0, |(i, _)| u64::from(i) + 1);
+    }
+    // SAFETY: the slot is claimed by us (checked above): nobody else reads or writes its
+    // payload until we publish it.
+    let unit = match unsafe { pack::write_directory(a, l.idx, l.epoch0, &backs[..n], &now) } {
+        Ok(Some(unit)) => unit,
+        Ok(None) => {
+            return fail(
+                Fault::Corrupted("a lent batch's rest makes no pack"),
+                results,
+            )
+        }
+        Err(f) => return fail(f, results),
+    };
+    crash_point!();
+    let p = match finish_pack(a, env, me, l.idx, l.inc, l.epoch0, h, unit, &reserved) {
+        Ok(p) => p,
+        Err(f) => return fail(f, results),
+    };
+    let Some(first) = outs[which[0]] else {
+        return fail(Fault::Corrupted("a lent batch's description"), results);
+    };
+    send_pack(a, env, me, &[first], &reserved, p, results)
 }
