@@ -64,7 +64,7 @@ for mode in "${modes[@]}"; do
         }
     done
     per=$rounds
-    case "$mode" in batch | batch-typed | batch-slots | dedup-batch) per=$((n * 10)) ;; esac
+    case "$mode" in batch | batch-typed | batch-slots | batch-lent | batch-loans | dedup-batch) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
 import re, subprocess, sys
 

@@ -179,13 +179,12 @@ impl<'q> LoanBatch<'q> {
         }
         let hash = group_hash(inner.keys, group);
         let parts: [[&[u8]; 3]; MAX_PACK] = std::array::from_fn(|j| [&[][..], &[][..], ids[j]]);
-        let outs: [Option<Outgoing<'_>>; MAX_PACK] = std::array::from_fn(|j| {
-            let p = self.places.members().get(j)?;
-            if j >= k || early[j].is_some() {
-                return None;
+        let mut outs: [Option<Outgoing<'_>>; MAX_PACK] = [None; MAX_PACK];
+        for (j, (o, p)) in outs.iter_mut().zip(self.places.members()).enumerate() {
+            if early[j].is_none() {
+                *o = Some(q.outgoing(0, group, &parts[j], p.attrs, p.body, 0, 0, Some(hash)));
             }
-            Some(q.outgoing(0, group, &parts[j], p.attrs, p.body, 0, 0, Some(hash)))
-        });
+        }
         // D9: a member whose key an earlier one sent has is that one's duplicate, left out here.
         let mut repeats: [Option<usize>; MAX_PACK] = [None; MAX_PACK];
         let mut refs: [Option<&Outgoing<'_>>; MAX_PACK] = [None; MAX_PACK];

@@ -253,8 +253,17 @@ pub unsafe fn write_members(
     for (b, m) in backs.iter_mut().zip(members) {
         *b = m.back;
     }
-    // SAFETY: this function's contract.
-    unsafe { write_directory(a, idx, epoch0, &backs[..members.len()], places) }
+    // SAFETY: this function's contract; `(cl, payload)` are `class_of(idx)`'s.
+    unsafe {
+        directory_at(
+            a,
+            idx,
+            (&cl, payload),
+            epoch0,
+            &backs[..members.len()],
+            places,
+        )
+    }
 }
 
 /// The directory of a pack whose members' bytes lie in slot `idx` at `places` already
@@ -274,12 +283,31 @@ pub unsafe fn write_directory(
     places: &Places,
 ) -> PResult<Option<u64>> {
     let (cl, _, payload) = a.class_of(idx)?;
+    // SAFETY: this function's contract; `(cl, payload)` are `class_of(idx)`'s.
+    unsafe { directory_at(a, idx, (&cl, payload), epoch0, backs, places) }
+}
+
+/// [`write_directory`] with the slot's class and payload found already (`at`:
+/// `class_of(idx)`'s).
+///
+/// # Safety
+/// As [`write_members`]', and `at` is `class_of(idx)`'s class and payload.
+#[inline(always)]
+unsafe fn directory_at(
+    a: &Arena<'_>,
+    idx: u32,
+    at: (&super::Class<'_>, *mut u8),
+    epoch0: u32,
+    backs: &[u64],
+    places: &Places,
+) -> PResult<Option<u64>> {
+    let (cl, payload) = at;
     if backs.len() != places.k || places.used > cl.cap as usize {
         return Ok(None);
     }
     // SAFETY: the caller has the slot claimed (this function's contract), so no other
     // participant copies into its payload; `(cl, payload)` are `class_of(idx)`'s.
-    let words = unsafe { a.members_in(idx, places.k, Some((&cl, payload))) }?;
+    let words = unsafe { a.members_in(idx, places.k, Some((cl, payload))) }?;
     for ((&back, p), w) in backs.iter().zip(places.members()).zip(words) {
         // Relaxed, the four: published by the caller's store of the slot's words, Release or
         // SeqCst, after them (see # Safety), and `recv_ms` to settlers by `dedup::set_msg`'s

@@ -24,6 +24,11 @@
 //!   before the rounds: its producer takes slots of the added segments); `presized`: the same
 //!   on a queue created with them (layout 13: the steady state after growth).
 //! * `empty`: an empty poll (`receive_into` on an empty queue, no wait); N polls.
+//! * `batch-lent`: the zero-copy batch: `loan_batch` of 10 members to one group, each body
+//!   written in place, `LoanBatch::send` (one pack, no copy), `receive_into` (max 10),
+//!   `delete_handles`; dedup off.
+//! * `batch-loans`: as `batch-lent` with a loan a message sent by `send_loans` (ten slots, one
+//!   chain: how a loaned batch went before `loan_batch`).
 //! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
 //!   the copy on receive).
 //! * `large-zc`: the zero-copy forms with a 64 KiB body: `loan`, the body copied
@@ -33,7 +38,8 @@
 use std::time::Duration;
 
 use shmfifo::{
-    BatchEntry, Deduplication, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage,
+    BatchEntry, Deduplication, LoanOptions, Queue, QueueConfig, ReceiveBuffer, ReceiveOptions,
+    SendMessage,
 };
 
 const BODY: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -77,7 +83,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|newgroup|dedup|dedup-batch|kept|grown|presized|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|batch-lent|batch-loans|newgroup|dedup|dedup-batch|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -210,6 +216,38 @@ fn main() {
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
                 send_and_receive_ten(&mut buf, true);
+                handles.clear();
+                handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+                for r in q.delete_handles(&handles).expect("delete_handles") {
+                    r.expect("handle deleted");
+                }
+            }
+        }
+        "batch-lent" | "batch-loans" => {
+            let members = [(BODY.len(), LoanOptions::new()); 10];
+            let mut handles = Vec::with_capacity(10);
+            for _ in 0..n {
+                if mode == "batch-lent" {
+                    let mut batch = q.loan_batch("g", &members).expect("loan_batch");
+                    for k in 0..10 {
+                        batch.body_mut(k).copy_from_slice(BODY.as_bytes());
+                    }
+                    for r in batch.send().expect("send the loaned batch") {
+                        r.expect("member sent");
+                    }
+                } else {
+                    let loans: Vec<_> = (0..10)
+                        .map(|_| {
+                            let mut loan = q.loan("g", BODY.len()).expect("loan");
+                            loan.as_mut_slice().copy_from_slice(BODY.as_bytes());
+                            (loan, LoanOptions::new())
+                        })
+                        .collect();
+                    for r in q.send_loans(loans) {
+                        r.expect("loan sent");
+                    }
+                }
+                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
                 handles.clear();
                 handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
                 for r in q.delete_handles(&handles).expect("delete_handles") {

@@ -585,6 +585,43 @@ impl ShmfifoTx {
         }
     }
 
+    /// Sends `msgs`, all to group `names[0]`, as one loaned batch: each body written into the
+    /// slot it is delivered from. Returns `false` if stopped while waiting for room.
+    fn send_loaned_batch(&mut self, msgs: &[&[u8]], stop: &AtomicU32) -> Res<bool> {
+        loop {
+            let r = {
+                let members: Vec<(usize, LoanOptions<'_>)> = msgs
+                    .iter()
+                    .enumerate()
+                    .map(|(k, m)| {
+                        let opts = match self.dedup {
+                            Dedup::ById => LoanOptions::new().dedup_id(&self.ids[k]),
+                            _ => LoanOptions::new(),
+                        };
+                        (m.len(), opts)
+                    })
+                    .collect();
+                self.q
+                    .loan_batch(&self.names[0], &members)
+                    .and_then(|mut batch| {
+                        for (k, m) in msgs.iter().enumerate() {
+                            batch.body_mut(k).copy_from_slice(m);
+                        }
+                        batch.send()?.into_iter().try_for_each(|r| r.map(|_| ()))
+                    })
+            };
+            match r {
+                Ok(()) => return Ok(true),
+                Err(e) if Self::is_full(&e) => {
+                    if !self.backoff(stop) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(format!("loaned batch: {e}")),
+            }
+        }
+    }
+
     fn backoff(&mut self, stop: &AtomicU32) -> bool {
         self.retries += 1;
         std::thread::yield_now();
@@ -638,7 +675,16 @@ impl Tx for ShmfifoTx {
             }
         }
         if self.zero_copy {
-            // One loan per message (a loan holds one message; a batch is a loop of them).
+            // A batch to one group: one loaned batch (`Queue::loan_batch`: one slot, one
+            // pack, every body written in place).
+            if msgs.len() > 1
+                && self.names[1..msgs.len()]
+                    .iter()
+                    .all(|n| *n == self.names[0])
+            {
+                return self.send_loaned_batch(msgs, stop);
+            }
+            // Otherwise one loan per message, each sent on its own.
             for (k, m) in msgs.iter().enumerate() {
                 if !self.send_loaned(m, k, stop)? {
                     return Ok(false);
@@ -753,8 +799,22 @@ impl Rx for ShmfifoRx {
                 m.verify()
                     .map_err(|e| format!("a borrowed body changed: {e}"))?;
             }
-            for m in got {
-                m.delete().map_err(|e| format!("delete: {e}"))?;
+            if n == 1 {
+                for m in got {
+                    m.delete().map_err(|e| format!("delete: {e}"))?;
+                }
+                return Ok(Got::Msgs(n));
+            }
+            // A batch deleted together, as the copying receiver deletes one (`delete_handles`:
+            // each group cleaned up once, not once a message).
+            let handles: Vec<_> = got.iter().map(|m| m.message().receipt_handle).collect();
+            drop(got);
+            for r in self
+                .q
+                .delete_handles(&handles)
+                .map_err(|e| format!("delete_handles: {e}"))?
+            {
+                r.map_err(|e| format!("delete: {e}"))?;
             }
             return Ok(Got::Msgs(n));
         }
