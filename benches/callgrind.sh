@@ -8,7 +8,8 @@
 # the queue, the first touch of its pages) cancels out. Nothing here depends on time.
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed
-#        batch-slots (batch-typed one slot a message: packs off) newgroup
+#        batch-slots (batch-typed one slot a message: packs off) batch-lent (loan_batch: the
+#        zero-copy batch) batch-loans (send_loans, not in the default set) newgroup
 #        dedup dedup-batch (batch-typed with a new dedup id a message) empty grown presized (grown: on a queue that grew to 4x its small slots;
 #        presized: one created with them; both over one lap of the 32,768 slots whatever N)
 #        c-single (single through the C library: benches/c/hotpath.c, needs a C compiler)
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
         *) modes+=("$1"); shift ;;
     esac
 done
-[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-slots newgroup dedup dedup-batch empty grown presized c-single)
+[ ${#modes[@]} -gt 0 ] || modes=(single kept batch batch-typed batch-slots batch-lent newgroup dedup dedup-batch empty grown presized c-single)
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"

@@ -17,6 +17,8 @@
 //! * `batch`: send_batch of 10 to one group; receive (max 10); delete_handles. The ten go as
 //!   one pack, as a batch's messages to one group do by default (layout 23).
 //! * `batch-slots`: `batch` one slot a message (`Queue::set_pack_batches(false)`).
+//! * `batch-lent`: `batch` written in place: one loaned batch (`Queue::loan_batch`), the
+//!   producer writing each body into the slot; the same pack, no copy.
 //! * `newgroup`: as `single`, a new group id per message.
 //! * `groups1000`: 1,000 groups with a message queued in each; per message, a send to the
 //!   next group and a receive and delete of the oldest.
@@ -194,6 +196,44 @@ fn batch_as(n: u64, name: &'static str) -> Figure {
     }
 }
 
+/// `batch-lent`: `batch` written in place, one loaned batch (`Queue::loan_batch`) of ten
+/// members whose bodies the producer writes into the slot: the same pack, without a copy.
+fn batch_lent(n: u64) -> Figure {
+    let q = Pair::new("batch-lent", &QueueConfig::new());
+    let batches = n.div_ceil(10);
+    let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
+    let counts = measure(batches, batches, |k| {
+        lines::set_actor(PRODUCER);
+        let ids: Vec<String> = (0..10).map(|i| format!("{k}-{i}")).collect();
+        let members: Vec<(usize, LoanOptions<'_>)> = ids
+            .iter()
+            .map(|d| (BODY.len(), LoanOptions::new().dedup_id(d)))
+            .collect();
+        let mut batch = q.p.loan_batch("g", &members).expect("loan_batch");
+        for j in 0..10 {
+            batch.body_mut(j).copy_from_slice(BODY.as_bytes());
+        }
+        for r in batch.send().expect("send the loaned batch") {
+            r.expect("member sent");
+        }
+        lines::set_actor(CONSUMER);
+        let got = q.c.receive(&ten).expect("receive");
+        assert_eq!(got.len(), 10, "the batch in one receive");
+        let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
+        for r in q.c.delete_handles(&handles).expect("delete_handles") {
+            r.expect("deleted");
+        }
+    });
+    Figure {
+        name: "batch-lent",
+        per: "message",
+        units: batches * 10,
+        // As `batch`'s pack.
+        floor: 1.66,
+        counts,
+    }
+}
+
 fn groups1000(n: u64) -> Figure {
     let q = Pair::new("groups1000", &QueueConfig::new());
     lines::set_actor(PRODUCER);
@@ -279,10 +319,11 @@ fn main() {
     let args = Args::parse();
     let n = args.messages.max(10);
     type Workload = fn(u64) -> Figure;
-    let all: [(&str, Workload); 7] = [
+    let all: [(&str, Workload); 8] = [
         ("single", single),
         ("batch", batch),
         ("batch-slots", batch_slots),
+        ("batch-lent", batch_lent),
         ("newgroup", newgroup),
         ("groups1000", groups1000),
         ("zerocopy64k", zerocopy64k),
