@@ -773,3 +773,50 @@ fn a_loaned_batch_moves_to_another_thread() {
     });
     assert_eq!(bodies(&q.receive(&opts()).unwrap()), ["1", "2"]);
 }
+
+#[test]
+fn d1_a_duplicate_in_a_loaned_batch_s_middle_is_left_out_and_the_long_members_after_it_move_intact()
+{
+    let q = queue("zc-batch-middle", &two_classes(4));
+    q.send(&SendMessage::new("g", "original").dedup_id("m"))
+        .unwrap();
+    let text = |n: usize, seed: usize| -> String {
+        (0..n)
+            .map(|i| (b'a' + ((i * 7 + seed) % 26) as u8) as char)
+            .collect()
+    };
+    // Each body a few hundred bytes: moved down over the member left out (its 32-byte entry
+    // and its bytes), each move overlaps the bytes it reads.
+    let (b0, b2, b3) = (text(300, 1), text(700, 2), text(500, 3));
+    let attrs = [MessageAttribute::string("kind", "tail")];
+    let members = vec![
+        (b0.len(), LoanOptions::new().dedup_id("m0")),
+        (3, LoanOptions::new().dedup_id("m")),
+        (b2.len(), LoanOptions::new().dedup_id("m2")),
+        (
+            b3.len(),
+            LoanOptions::new().dedup_id("m3").attributes(&attrs),
+        ),
+    ];
+    let batch = q.loan_batch("g", &members).unwrap();
+    let r = fill_and_send(batch, &[&b0, "dup", &b2, &b3]);
+    let r: Vec<_> = r.into_iter().map(|r| r.unwrap()).collect();
+    assert_eq!(
+        r.iter().map(|s| s.duplicate).collect::<Vec<_>>(),
+        [false, true, false, false]
+    );
+    let got = q.receive(&opts()).unwrap();
+    assert_eq!(
+        bodies(&got),
+        ["original", b0.as_str(), b2.as_str(), b3.as_str()]
+    );
+    assert_eq!(r[1].message_id, got[0].message_id);
+    for (g, s) in got[1..].iter().zip([&r[0], &r[2], &r[3]]) {
+        assert_eq!(g.message_id, s.message_id);
+    }
+    let ids: Vec<_> = got.iter().map(|m| m.dedup_id.as_deref()).collect();
+    assert_eq!(ids, [Some("m"), Some("m0"), Some("m2"), Some("m3")]);
+    assert_eq!(got[3].attributes.len(), 1);
+    assert_eq!(got[3].attributes[0].value, b"tail");
+    assert!(got[1].attributes.is_empty() && got[2].attributes.is_empty());
+}

@@ -290,17 +290,17 @@ fn a_release_of_a_packs_members_races_a_members_delete() {
     });
 }
 
-/// Participant 1 writes a batch in place in one lent slot (`Queue::loan_batch`): members "a"
-/// (dedup id "ka", which participant 0 sent before: a duplicate), "x" ("kx") and "y" ("ky"),
-/// laid out as a pack, and sends it (`send::send_lent_pack`: "a" answered and left out, "x"
-/// and "y" moved down over it and linked as one pack), dying at its `k`-th step; participant 2
-/// meanwhile sends "c" to "g". After recovery and a drain: "x" and "y" both or neither,
-/// adjacent and in order (delivered if 1's call returned them as sent), "a" exactly once (the
-/// original), nothing twice; a repeat of "kx" is a duplicate exactly when "x" was delivered;
+/// Participant 1 writes a batch in place in one lent slot (`Queue::loan_batch`), one-byte
+/// members `bodies` with dedup ids `keys` (member `j`'s key homed at `j`), laid out as a pack,
+/// and sends it (`send::send_lent_pack`), dying at its `k`-th step; "a" (key "ka", homed at 0)
+/// was sent before by participant 0, so a member "a" is its duplicate, answered and left out,
+/// and the others are moved down over it; participant 2 meanwhile sends "c" to "g". After
+/// recovery and a drain: the new members were all delivered or none, adjacent and in order
+/// (delivered if 1's call returned them as sent), "a" exactly once (the original), nothing
+/// twice; a repeat of each new member's key is a duplicate exactly when it was delivered;
 /// every slot free (the lent slot linked, or freed by its lender or by recovery).
-#[test]
-fn a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole() {
-    at_each_step(48, 8, |k| {
+fn lent_pack_model(bodies: &'static [&'static [u8]], keys: &'static [&'static str]) {
+    at_each_step(48, 6, |k| {
         model(move || {
             let h = arena_packs(3, 2, 3, 4);
             let env = Arc::new(MockEnv::default());
@@ -311,7 +311,7 @@ fn a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole() {
             let (lent, single) = par(
                 move || {
                     as_participant(&e1.clone(), 1, Some(k), || {
-                        let r = lent_pack(&h1.arena(), &e1);
+                        let r = lent_pack(&h1.arena(), &e1, bodies, keys);
                         if crash::crashed() {
                             stopped();
                         }
@@ -324,68 +324,112 @@ fn a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole() {
             let a = h.arena();
             recovery::recover(&a, &*env, me(0)).unwrap();
             let got = drain(&a, &env, 0);
-            let pos = |b: &[u8]| got.iter().position(|x| x == b);
             assert_eq!(
                 got.iter().filter(|x| x.as_slice() == b"a").count(),
                 1,
                 "{got:?}"
             );
-            assert!(pos(b"c").is_some(), "c delivered: {got:?}");
-            let delivered = match (pos(b"x"), pos(b"y")) {
-                (Some(x), Some(y)) => {
-                    assert_eq!(y, x + 1, "x then y, nothing between: {got:?}");
+            assert!(
+                got.iter().any(|x| x.as_slice() == b"c"),
+                "c delivered: {got:?}"
+            );
+            let new: Vec<usize> = (0..bodies.len()).filter(|&j| bodies[j] != b"a").collect();
+            let at: Vec<Option<usize>> = new
+                .iter()
+                .map(|&j| got.iter().position(|x| x.as_slice() == bodies[j]))
+                .collect();
+            let delivered = match at.iter().all(Option::is_some) {
+                true => {
+                    for w in at.windows(2) {
+                        assert_eq!(
+                            w[1],
+                            w[0].map(|p| p + 1),
+                            "in order, nothing between: {got:?}"
+                        );
+                    }
                     true
                 }
-                (None, None) => {
+                false => {
+                    assert!(at.iter().all(Option::is_none), "half a batch: {got:?}");
                     if let Ok(rs) = &lent {
                         assert!(
-                            rs[1].is_err() && rs[2].is_err(),
-                            "a pack reported sent was lost: {got:?}"
+                            new.iter().all(|&j| rs[j].is_err()),
+                            "a batch reported sent was lost: {got:?}"
                         );
                     }
                     false
                 }
-                _ => panic!("half a pack: {got:?}"),
             };
             if let Ok(rs) = &lent {
-                assert!(
-                    rs[0].as_ref().is_ok_and(|s| s.duplicate),
-                    "a repeats ka: {rs:?}"
-                );
-                if let (Ok(x), Ok(y)) = (&rs[1], &rs[2]) {
-                    assert_eq!((x.idx, x.member, y.idx, y.member), (y.idx, 0, x.idx, 1));
+                for (j, b) in bodies.iter().enumerate() {
+                    if *b == b"a" {
+                        assert!(
+                            rs[j].as_ref().is_ok_and(|s| s.duplicate),
+                            "a repeats ka: {rs:?}"
+                        );
+                    }
                 }
             }
             let mut seen = got.clone();
             seen.sort();
             seen.dedup();
             assert_eq!(seen.len(), got.len(), "nothing twice: {got:?}");
-            let again = send_dedup(&a, &env, 0, "g", b"x2", "kx", 1).expect("a repeat of kx");
-            assert_eq!(again.duplicate, delivered, "kx deduplicated iff x was sent");
-            if !again.duplicate {
-                drain(&a, &env, 0);
+            for &j in &new {
+                let again = send_dedup(&a, &env, 0, "g", b"z", keys[j], j as u64)
+                    .expect("a repeat of a new member's key");
+                assert_eq!(
+                    again.duplicate, delivered,
+                    "{} deduplicated iff sent",
+                    keys[j]
+                );
+                if !again.duplicate {
+                    drain(&a, &env, 0);
+                }
             }
             assert_clean(&a);
         });
     });
 }
 
-/// [`a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole`]'s lender: a slot lent,
-/// three one-byte members written at a pack's places, sent as a lent pack.
-fn lent_pack(a: &Arena<'_>, env: &MockEnv) -> PResult<Vec<PResult<send::Sent>>> {
+/// The duplicate first: the two after it are moved down over it and linked as one pack.
+#[test]
+fn a_lent_pack_leaves_its_duplicate_out_and_is_committed_whole() {
+    lent_pack_model(&[b"a", b"x", b"y"], &["ka", "kx", "ky"]);
+}
+
+/// The duplicate between the two new members: only the last is moved (over it).
+#[test]
+fn a_lent_pack_leaves_a_duplicate_in_its_middle_out() {
+    lent_pack_model(&[b"x", b"a", b"y"], &["kx", "ka", "ky"]);
+}
+
+/// One new member left: it goes as a message of its own (moved to the slot's start, its key
+/// given back and reserved again by the send of one).
+#[test]
+fn a_lent_pack_with_one_new_member_sends_it_alone() {
+    lent_pack_model(&[b"a", b"x"], &["ka", "kx"]);
+}
+
+/// [`lent_pack_model`]'s lender: a slot lent, one-byte members written at a pack's places,
+/// sent as a lent pack. A member's key is homed at its index ("ka" at 0, as sent before).
+fn lent_pack(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    bodies: &[&[u8]],
+    keys: &'static [&'static str],
+) -> PResult<Vec<PResult<send::Sent>>> {
     let lent = send::loan(a, env, me(1), 0, 1)?;
-    let places = shmfifo::protocol::pack::lay_out(&[(1, 0, 0); 3], usize::MAX)
-        .ok_or(Fault::Corrupted("three members make a pack"))?;
+    let sizes = vec![(1, 0, 0); bodies.len()];
+    let places = shmfifo::protocol::pack::lay_out(&sizes, usize::MAX)
+        .ok_or(Fault::Corrupted("the members make a pack"))?;
     let (_, _, payload) = a.class_of(lent.idx)?;
-    let bodies: [&[u8]; 3] = [b"a", b"x", b"y"];
     for (p, b) in places.members().iter().zip(bodies) {
         // SAFETY: the slot is lent to us (claimed, linked nowhere) and its class's 384 bytes
         // hold the pack's `used` bytes: each member's byte lies in its payload.
         unsafe { core::ptr::copy_nonoverlapping(b.as_ptr(), payload.add(p.at), 1) };
     }
     let parts: [&[u8]; 0] = [];
-    let keys = ["ka", "kx", "ky"];
-    let outs: Vec<Outgoing<'_>> = (0..3)
+    let outs: Vec<Outgoing<'_>> = (0..bodies.len())
         .map(|j| Outgoing {
             class: 0,
             cursor: 1,
@@ -393,7 +437,7 @@ fn lent_pack(a: &Arena<'_>, env: &MockEnv) -> PResult<Vec<PResult<send::Sent>>> 
             group_id: b"g",
             lens: words::pack_lens(1, 0, 0, 0),
             parts: &parts,
-            dedup: Some(key(keys[j], j as u64)),
+            dedup: Some(key(keys[j], if keys[j] == "ka" { 0 } else { j as u64 })),
             source_len: 0,
             prior_receives: 0,
             loaned: None,
@@ -401,7 +445,7 @@ fn lent_pack(a: &Arena<'_>, env: &MockEnv) -> PResult<Vec<PResult<send::Sent>>> 
         })
         .collect();
     let refs: Vec<Option<&Outgoing<'_>>> = outs.iter().map(Some).collect();
-    let mut results = vec![Err(Fault::Expired); 3];
+    let mut results = vec![Err(Fault::Expired); bodies.len()];
     send::send_lent_pack(a, env, me(1), lent, &refs, &places, &mut results)?;
     Ok(results)
 }

@@ -22,6 +22,7 @@ use super::send::next_cursor;
 use super::types::{SendMessage, SendResult};
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING};
 use crate::error::{Error, Result};
+use crate::protocol::accounting::{self, counter};
 use crate::protocol::message::MAX_ID_LEN;
 use crate::protocol::pack::{self, Places, MAX_PACK};
 use crate::protocol::send::{self, Loaned, Outgoing};
@@ -141,8 +142,10 @@ impl<'q> LoanBatch<'q> {
         // The members' keys: explicit ids as written in place at the loan (read back from the
         // slot, ours; checked again), generated ones written now from the body.
         let mut early: [Option<Error>; MAX_PACK] = std::array::from_fn(|_| None);
-        let mut ids: [&[u8]; MAX_PACK] = [&[]; MAX_PACK];
-        let mut generated = [[0u8; 64]; MAX_PACK];
+        // Each member's id copied out of the slot (the protocol's moves may write over its
+        // place there while the keys, which view these copies, are alive).
+        let mut id_bytes = [[0u8; MAX_ID_LEN]; MAX_PACK];
+        let mut id_lens = [0usize; MAX_PACK];
         for j in 0..k {
             let body = self.body(j);
             if !inner.binary {
@@ -152,7 +155,8 @@ impl<'q> LoanBatch<'q> {
                 }
             }
             if self.generated[j] {
-                generated[j] = content_dedup_id(body);
+                id_bytes[j][..64].copy_from_slice(&content_dedup_id(body));
+                id_lens[j] = 64;
             }
         }
         for (j, p) in self.places.members().iter().enumerate() {
@@ -162,21 +166,28 @@ impl<'q> LoanBatch<'q> {
                 // within `used <= cap`); the slot is ours (see `body_mut`), and no view of it
                 // lives while this `&self` method runs (`body_mut` needs `&mut self`).
                 unsafe {
-                    std::ptr::copy_nonoverlapping(generated[j].as_ptr(), self.ptr.add(at), 64)
+                    std::ptr::copy_nonoverlapping(id_bytes[j].as_ptr(), self.ptr.add(at), 64)
                 };
-                ids[j] = &generated[j];
-            } else if p.dedup > 0 {
-                // SAFETY: as above: member `j`'s dedup id, written by `loan_batch`.
-                let id = unsafe { std::slice::from_raw_parts(self.ptr.add(at), p.dedup) };
-                match std::str::from_utf8(id)
+            } else if p.dedup > 0 && p.dedup <= MAX_ID_LEN {
+                // SAFETY: as above: member `j`'s dedup id, written by `loan_batch`, copied out.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.ptr.add(at),
+                        id_bytes[j].as_mut_ptr(),
+                        p.dedup,
+                    )
+                };
+                id_lens[j] = p.dedup;
+                let id = &id_bytes[j][..p.dedup];
+                if let Err(e) = std::str::from_utf8(id)
                     .map_err(|_| Error::invalid("MessageDeduplicationId", "not UTF-8"))
                     .and_then(|s| validate::id("MessageDeduplicationId", s))
                 {
-                    Ok(()) => ids[j] = id,
-                    Err(e) => early[j] = early[j].take().or(Some(e)),
+                    early[j] = early[j].take().or(Some(e));
                 }
             }
         }
+        let ids: [&[u8]; MAX_PACK] = std::array::from_fn(|j| &id_bytes[j][..id_lens[j]]);
         let hash = group_hash(inner.keys, group);
         let parts: [[&[u8]; 3]; MAX_PACK] = std::array::from_fn(|j| [&[][..], &[][..], ids[j]]);
         let mut outs: [Option<Outgoing<'_>>; MAX_PACK] = [None; MAX_PACK];
@@ -213,13 +224,19 @@ impl<'q> LoanBatch<'q> {
             &mut got[..k],
         )
         .map_err(|f| fault(f, inner))?;
+        let mut repeated = 0;
         for j in 0..k {
             if let Some(i) = repeats[j] {
                 got[j] = got[i].map(|s| send::Sent {
                     duplicate: true,
                     ..s
                 });
+                repeated += u64::from(got[j].is_ok());
             }
+        }
+        if repeated > 0 {
+            // Counted as the protocol counts the duplicates it answers (D9's never reach it).
+            accounting::count(q.arena(), inner.me, counter::DUPLICATES, repeated);
         }
         Ok((0..k)
             .map(|j| match early[j].take() {

@@ -9,7 +9,10 @@ use crate::layout::counter;
 use crate::protocol::accounting::count;
 use crate::protocol::dedup;
 use crate::protocol::node;
-use crate::protocol::pack::{self, Places};
+use crate::protocol::pack::{self, Places, MAX_PACK};
+
+// A chain's members fit a pack's directory (`send_lent_pack` indexes places by chain entry).
+const _: () = assert!(MAX_CHAIN <= MAX_PACK);
 use crate::protocol::words;
 use crate::protocol::{vis, Arena, Env, Fault, Owner, PResult};
 use crate::sync::Ordering;
@@ -35,11 +38,12 @@ pub(super) fn send_packed(
         match prepare_pack(a, env, me, outs, &reserved) {
             Ok(Some(p)) => return send_pack(a, env, me, outs, &reserved, p, results),
             Ok(None) => {}
-            Err(f) => {
+            Err((f, slot)) => {
                 if crate::protocol::stopped(f) {
                     return Err(f);
                 }
-                // Nothing was linked: every key may be sent again (invariant D).
+                // Nothing was linked: every key may be sent again (invariant D), given back
+                // before the slot that entries may point at is freed.
                 for (k, r) in reserved.iter().enumerate() {
                     if let Some(entry) = r {
                         if let Some((index, word)) = entry {
@@ -47,6 +51,9 @@ pub(super) fn send_packed(
                         }
                         results[k] = Err(f);
                     }
+                }
+                if let Some((idx, claimed)) = slot {
+                    pool::free(a, env, idx, claimed)?;
                 }
                 return Ok(());
             }
@@ -79,13 +86,17 @@ pub(super) fn send_packed(
 /// and no back-pointer of its own, then each entry pointed at the slot (`dedup::set_msg`,
 /// after the words a settler reads). `None` where they make no pack that some class holds:
 /// the caller sends them one slot each; that class full is `ClassFull`, for the whole chain.
+/// An error comes with the slot (and its claimed word) still to free, if there is one: after
+/// the caller gives the keys back, as entries may point at it.
+#[allow(clippy::type_complexity)]
 fn prepare_pack<'a>(
     a: &Arena<'a>,
     env: &dyn Env,
     me: Owner,
     outs: &[&Outgoing<'_>],
     reserved: &[Option<Option<(u32, u64)>>; MAX_CHAIN],
-) -> PResult<Option<Prepared<'a>>> {
+) -> Result<Option<Prepared<'a>>, (Fault, Option<(u32, u64)>)> {
+    let alone = |f: Fault| (f, None);
     let mut ms = [crate::protocol::pack::Member {
         body: 0,
         dedup: 0,
@@ -123,8 +134,8 @@ fn prepare_pack<'a>(
     // a pack is all or nothing, so that a retry (the API makes room and sends the chain again,
     // growing the class if it may) keeps the group's order, where one slot a message could
     // enqueue a later message without an earlier one.
-    let s = pool::alloc_slot(a, env, class, outs[0].cursor, me)?;
-    crash_point!();
+    let s = pool::alloc_slot(a, env, class, outs[0].cursor, me).map_err(alone)?;
+    crash_point!(Err((Fault::Crashed, None)));
     let claimed = vis::pack(s.epoch0, vis::claimed(me));
     // SAFETY: the slot is claimed by us (just now), so nobody else reads or writes its
     // payload until we publish it.
@@ -133,16 +144,19 @@ fn prepare_pack<'a>(
     } {
         Ok(Some(unit)) => unit,
         Ok(None) => {
-            pool::free(a, env, s.idx, claimed)?;
+            pool::free(a, env, s.idx, claimed).map_err(alone)?;
             return Ok(None);
         }
+        // No entry points at the slot yet (`set_msg` comes after): freed first.
         Err(f) => {
-            pool::free(a, env, s.idx, claimed)?;
-            return Err(f);
+            pool::free(a, env, s.idx, claimed).map_err(alone)?;
+            return Err(alone(f));
         }
     };
-    crash_point!();
-    finish_pack(a, env, me, s.idx, s.inc, s.epoch0, s.h, unit, reserved).map(Some)
+    crash_point!(Err((Fault::Crashed, None)));
+    finish_pack(a, env, me, s.idx, s.inc, s.epoch0, s.h, unit, reserved)
+        .map(Some)
+        .map_err(|f| (f, Some((s.idx, claimed))))
 }
 
 /// The last steps of preparing a pack written in claimed slot `idx` (incarnation `inc`,
@@ -307,7 +321,16 @@ pub fn send_lent_pack(
         && outs.iter().zip(places.members()).all(|(o, p)| {
             o.is_none_or(|o| words::unpack_lens(o.lens) == (p.body, p.attrs, p.dedup, 0))
         });
-    if !described {
+    // The places as `lay_out` (or `lay_out_one`) makes them: in member order, apart, past the
+    // directory, within `used`, so that every move below stays inside the slot's payload.
+    let mut end = if k == 1 { 0 } else { pack::first_body(k) };
+    if !described
+        || !places.members().iter().all(|p| {
+            let ok = p.at >= end && p.end() <= places.used;
+            end = p.end();
+            ok
+        })
+    {
         return Err(Fault::Corrupted("a lent batch's description"));
     }
     let mut reserved: [Option<Option<(u32, u64)>>; MAX_CHAIN] = [None; MAX_CHAIN];
