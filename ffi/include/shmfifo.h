@@ -18,6 +18,15 @@
 typedef struct shmfifo_loan shmfifo_loan;
 
 /*
+ One slot of a queue lent for a batch of up to 10 messages to one group
+ ([`shmfifo_loan_batch_new`]): fill each member's body in place
+ ([`shmfifo_loan_batch_data`]), then send them as one unit ([`shmfifo_loan_batch_send`]),
+ or give the slot back ([`shmfifo_loan_batch_release`]). A process that dies holding one
+ loses nothing: the queue's recovery frees the slot.
+ */
+typedef struct shmfifo_loan_batch shmfifo_loan_batch;
+
+/*
  An open queue. Thread-safe: one handle may be used by many threads at once. Close it with
  [`shmfifo_queue_close`].
  */
@@ -640,6 +649,30 @@ typedef struct {
 } shmfifo_redrive_report;
 
 /*
+ One member of a loaned batch ([`shmfifo_loan_batch_new`]): its body's length and its
+ options, which lie right after the body in the slot (so they are given at the loan).
+ */
+typedef struct {
+  /*
+   The body's length in bytes (at least 1).
+   */
+  size_t len;
+  /*
+   `MessageDeduplicationId` (a NULL view: none; with content-based deduplication the
+   send generates it from the body).
+   */
+  shmfifo_str dedup_id;
+  /*
+   The attributes (`attribute_count` of them; NULL when 0).
+   */
+  const shmfifo_attribute *attributes;
+  /*
+   Number of attributes (at most 10).
+   */
+  size_t attribute_count;
+} shmfifo_loan_member;
+
+/*
  Success.
  */
 #define SHMFIFO_OK 0
@@ -1190,6 +1223,68 @@ shmfifo_result shmfifo_loan_send(shmfifo_loan **loan,
  `l` NULL or a live loan, not used afterwards.
  */
 void shmfifo_loan_release(shmfifo_loan *l);
+
+/*
+ Lends one slot of `q` for `count` (1–10) messages to `group_id`, member `j` a body of
+ `members[j].len` bytes sent with `members[j]`'s dedup id and attributes, laid out as the
+ one pack a batch to one group makes, and writes the new loaned batch to `*out`: fill each
+ member's bytes (`shmfifo_loan_batch_data`: what the slot held before, not zeros), then
+ send. Errors (nothing lent): `count` 0 (`SHMFIFO_EMPTY_BATCH_REQUEST`) or over 10
+ (`SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST`), over 1 MiB in all
+ (`SHMFIFO_BATCH_REQUEST_TOO_LONG`), a body of 0 bytes or over the maximum message size, a
+ bad group id, dedup id or attribute, a dedup id missing where the queue needs one, or a
+ batch larger than the largest size class (`SHMFIFO_INVALID_PARAMETER_VALUE` or
+ `SHMFIFO_MISSING_PARAMETER`); no free slot in the class (`SHMFIFO_SIZE_CLASS_FULL`).
+
+ # Safety
+ `q` a live handle; `group_id` a valid view; `members` `count` entries (NULL when 0), their
+ views and attribute arrays valid; `out` writable.
+ */
+shmfifo_result shmfifo_loan_batch_new(const shmfifo_queue *q,
+                                      shmfifo_str group_id,
+                                      const shmfifo_loan_member *members,
+                                      size_t count,
+                                      shmfifo_loan_batch **out);
+
+/*
+ Member `j`'s body, to fill in place (NULL for a NULL batch, one already sent, or `j`
+ past its last member); `*len` (if not NULL) gets its length.
+
+ # Safety
+ `b` NULL or a live loaned batch, not used by another thread meanwhile; `len` NULL or
+ writable. The bytes stay valid until the batch is sent or released.
+ */
+uint8_t *shmfifo_loan_batch_data(shmfifo_loan_batch *b, size_t j, size_t *len);
+
+/*
+ The number of members of a loaned batch (0 for a NULL batch or one already sent).
+
+ # Safety
+ `b` NULL or a live loaned batch.
+ */
+size_t shmfifo_loan_batch_count(const shmfifo_loan_batch *b);
+
+/*
+ Sends the batch's members in place as one unit, in order (each body checked where it lies:
+ on a text queue it must be UTF-8 text, S7, or that member fails alone; a member whose dedup
+ id was sent before, D1, or repeats an earlier member's, D9, is answered as a duplicate; the
+ rest are enqueued together, without a copy). Returns `SHMFIFO_OK` with member `j`'s outcome
+ in `results[j]` (`results` holds `shmfifo_loan_batch_count(*batch)` entries), or an error
+ of the whole (a damaged queue). Either way the batch is consumed: freed and `*batch` set to
+ NULL, its slot linked or given back.
+
+ # Safety
+ `batch` points to a live loaned batch pointer; `results` writable for its member count.
+ */
+shmfifo_result shmfifo_loan_batch_send(shmfifo_loan_batch **batch, shmfifo_batch_result *results);
+
+/*
+ Gives a loaned batch's slot back unsent and frees it (NULL is ignored).
+
+ # Safety
+ `b` NULL or a live loaned batch, not used afterwards.
+ */
+void shmfifo_loan_batch_release(shmfifo_loan_batch *b);
 
 /*
  Whether the message a receipt handle (NUL-terminated text) names is still in its slot as

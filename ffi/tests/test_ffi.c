@@ -1040,6 +1040,85 @@ static void test_zero_copy(void) {
     shmfifo_queue_unlink(bname);
 }
 
+/* A loaned batch: one slot for three messages to one group, each body written in place, sent
+ * as one unit; a member repeating a dedup id sent before answered as its duplicate (D1), a
+ * member whose body is not text failing alone (S7); a batch released unsent gives its slot
+ * back; the request's own errors lend nothing. */
+static void test_loan_batch(void) {
+    const char *name = qname("zcb");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = small_config();
+    c.max_messages = 2;
+    c.size_limit = 0; /* no growth: the class fills */
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    shmfifo_send_message first = msg("g", "first", "d0");
+    EXPECT(shmfifo_send(q, &first, NULL), SHMFIFO_OK);
+
+    shmfifo_loan_member m[4];
+    memset(m, 0, sizeof m);
+    const char *ids[4] = {"d0", "d1", "d2", "d3"};
+    for (int j = 0; j < 4; j++) {
+        m[j].len = 4;
+        m[j].dedup_id = s(ids[j]);
+    }
+    shmfifo_loan_batch *lb = NULL;
+    EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 0, &lb), SHMFIFO_EMPTY_BATCH_REQUEST);
+    EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 11, &lb), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    m[1].len = 0;
+    EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 4, &lb), SHMFIFO_INVALID_PARAMETER_VALUE);
+    m[1].len = 4;
+    CHECK(lb == NULL);
+    /* Released unsent, twice over: the class's other slot comes back each time. */
+    for (int i = 0; i < 2; i++) {
+        EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 4, &lb), SHMFIFO_OK);
+        CHECK(lb != NULL && shmfifo_loan_batch_count(lb) == 4);
+        shmfifo_loan_batch_release(lb);
+        lb = NULL;
+    }
+    shmfifo_loan_batch_release(NULL);
+
+    EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 4, &lb), SHMFIFO_OK);
+    const char *bodies[4] = {"dup!", "one.", "\xff\xfe\xfd\xfc", "two."};
+    for (size_t j = 0; j < 4; j++) {
+        size_t len = 0;
+        uint8_t *p = shmfifo_loan_batch_data(lb, j, &len);
+        CHECK(p != NULL && len == 4);
+        if (p) memcpy(p, bodies[j], 4);
+    }
+    size_t len = 7;
+    CHECK(shmfifo_loan_batch_data(lb, 4, &len) == NULL && len == 0);
+    shmfifo_batch_result r[4];
+    EXPECT(shmfifo_loan_batch_send(&lb, r), SHMFIFO_OK);
+    CHECK(lb == NULL && shmfifo_loan_batch_count(lb) == 0);
+    CHECK(r[0].code == SHMFIFO_OK && r[0].result.duplicate == 1);
+    CHECK(r[1].code == SHMFIFO_OK && r[1].result.duplicate == 0);
+    CHECK(r[2].code == SHMFIFO_INVALID_MESSAGE_CONTENTS);
+    CHECK(r[3].code == SHMFIFO_OK && r[3].result.duplicate == 0);
+    EXPECT(shmfifo_loan_batch_send(&lb, r), SHMFIFO_NULL_ARGUMENT);
+
+    shmfifo_receive_buffer *b = shmfifo_receive_buffer_new();
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    o.wait_time_ms = 0;
+    shmfifo_message out[10];
+    size_t n = 0;
+    EXPECT(shmfifo_receive(q, &o, b, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 3);
+    if (n == 3) {
+        CHECK(out[0].body.len == 5 && memcmp(out[0].body.data, "first", 5) == 0);
+        CHECK(out[1].body.len == 4 && memcmp(out[1].body.data, "one.", 4) == 0);
+        CHECK(out[2].body.len == 4 && memcmp(out[2].body.data, "two.", 4) == 0);
+        CHECK(strcmp(out[1].message_id, r[1].result.message_id) == 0);
+        CHECK(strcmp(out[2].message_id, r[3].result.message_id) == 0);
+        CHECK(strcmp(out[0].message_id, r[0].result.message_id) == 0);
+    }
+    shmfifo_receive_buffer_free(b);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
@@ -1050,6 +1129,7 @@ int main(int argc, char **argv) {
     test_test_clock();
     test_send_timeout();
     test_zero_copy();
+    test_loan_batch();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

@@ -189,7 +189,7 @@ pub fn c_abi(data: &[u8]) {
         }
         let mut mem = Arena::default();
         ATTRS.with(|a| a.borrow_mut().clear());
-        match inp.byte() % 11 {
+        match inp.byte() % 12 {
             0 => {
                 let m = mem.message(&mut inp);
                 let mut out = core::mem::MaybeUninit::<shmfifo_send_result>::uninit();
@@ -372,6 +372,58 @@ pub fn c_abi(data: &[u8]) {
                         ok("verify", unsafe {
                             shmfifo_verify(q, m.receipt_handle.as_ptr())
                         });
+                    }
+                }
+            }
+            11 => {
+                // A loaned batch: dishonest member counts, lengths, dedup views and attribute
+                // counts; each member filled in place, then sent or released.
+                let group = mem.text(&mut inp, MAX_ID);
+                let real = usize::from(inp.byte() % 11);
+                let members: Vec<shmfifo_loan_member> = (0..real)
+                    .map(|_| shmfifo_loan_member {
+                        len: match inp.byte() % 4 {
+                            0 => 0,
+                            1 => MAX_SIZE + 1,
+                            2 => usize::MAX,
+                            _ => usize::from(inp.byte()) + 1,
+                        },
+                        dedup_id: mem.text(&mut inp, MAX_ID),
+                        attributes: core::ptr::null(),
+                        attribute_count: inp.claim(0, MAX_ATTRS),
+                    })
+                    .collect();
+                let count = inp.claim(real, 10);
+                let count = if count <= 10 { count.min(real) } else { count };
+                let mut b: *mut shmfifo_loan_batch = core::ptr::null_mut();
+                // SAFETY: `members` holds `real` entries and `count` is at most that or past
+                // the limit of 10 (refused before the array is read); views honest or past
+                // their limits; a NULL attribute array with a count of 0 or past the limit.
+                let r = unsafe { shmfifo_loan_batch_new(q, group, members.as_ptr(), count, &mut b) };
+                ok("loan_batch_new", r);
+                if r == SHMFIFO_OK {
+                    // SAFETY: `b` is a live loaned batch; each member's data holds `len` bytes.
+                    unsafe {
+                        let n = shmfifo_loan_batch_count(b);
+                        for j in 0..n + 1 {
+                            let mut len = 0usize;
+                            let d = shmfifo_loan_batch_data(b, j, &mut len);
+                            for k in 0..len {
+                                *d.add(k) = b'!' + inp.byte() % 94;
+                            }
+                        }
+                        if inp.byte() & 1 == 0 {
+                            let mut out = vec![
+                                core::mem::MaybeUninit::<shmfifo_batch_result>::uninit();
+                                n
+                            ];
+                            ok(
+                                "loan_batch_send",
+                                shmfifo_loan_batch_send(&mut b, out.as_mut_ptr().cast()),
+                            );
+                        }
+                        // NULL (sent) or a live batch, not used afterwards.
+                        shmfifo_loan_batch_release(b);
                     }
                 }
             }
