@@ -1247,8 +1247,9 @@ shmfifo_result shmfifo_loan_batch_new(const shmfifo_queue *q,
                                       shmfifo_loan_batch **out);
 
 /*
- Member `j`'s body, to fill in place (NULL for a NULL batch, one already sent, or `j`
- past its last member); `*len` (if not NULL) gets its length.
+ Member `j`'s body, to fill in place (NULL for a NULL batch, as `shmfifo_loan_batch_send`
+ leaves `*batch`, or for `j` past its last member); `*len` (if not NULL) gets its length
+ (0 with NULL).
 
  # Safety
  `b` NULL or a live loaned batch, not used by another thread meanwhile; `len` NULL or
@@ -1257,7 +1258,8 @@ shmfifo_result shmfifo_loan_batch_new(const shmfifo_queue *q,
 uint8_t *shmfifo_loan_batch_data(shmfifo_loan_batch *b, size_t j, size_t *len);
 
 /*
- The number of members of a loaned batch (0 for a NULL batch or one already sent).
+ The number of members of a loaned batch (0 for a NULL batch, as `shmfifo_loan_batch_send`
+ leaves `*batch`).
 
  # Safety
  `b` NULL or a live loaned batch.
@@ -1271,7 +1273,8 @@ size_t shmfifo_loan_batch_count(const shmfifo_loan_batch *b);
  rest are enqueued together, without a copy). Returns `SHMFIFO_OK` with member `j`'s outcome
  in `results[j]` (`results` holds `shmfifo_loan_batch_count(*batch)` entries), or an error
  of the whole (a damaged queue). Either way the batch is consumed: freed and `*batch` set to
- NULL, its slot linked or given back.
+ NULL, its slot linked or given back. A NULL `batch`, `*batch` or `results` is
+ `SHMFIFO_NULL_ARGUMENT` and consumes nothing (release the batch).
 
  # Safety
  `batch` points to a live loaned batch pointer; `results` writable for its member count.

@@ -268,8 +268,9 @@ pub unsafe extern "C" fn shmfifo_loan_batch_new(
     })
 }
 
-/// Member `j`'s body, to fill in place (NULL for a NULL batch, one already sent, or `j`
-/// past its last member); `*len` (if not NULL) gets its length.
+/// Member `j`'s body, to fill in place (NULL for a NULL batch, as `shmfifo_loan_batch_send`
+/// leaves `*batch`, or for `j` past its last member); `*len` (if not NULL) gets its length
+/// (0 with NULL).
 ///
 /// # Safety
 /// `b` NULL or a live loaned batch, not used by another thread meanwhile; `len` NULL or
@@ -295,7 +296,8 @@ pub unsafe extern "C" fn shmfifo_loan_batch_data(
     ptr
 }
 
-/// The number of members of a loaned batch (0 for a NULL batch or one already sent).
+/// The number of members of a loaned batch (0 for a NULL batch, as `shmfifo_loan_batch_send`
+/// leaves `*batch`).
 ///
 /// # Safety
 /// `b` NULL or a live loaned batch.
@@ -313,7 +315,8 @@ pub unsafe extern "C" fn shmfifo_loan_batch_count(b: *const shmfifo_loan_batch) 
 /// rest are enqueued together, without a copy). Returns `SHMFIFO_OK` with member `j`'s outcome
 /// in `results[j]` (`results` holds `shmfifo_loan_batch_count(*batch)` entries), or an error
 /// of the whole (a damaged queue). Either way the batch is consumed: freed and `*batch` set to
-/// NULL, its slot linked or given back.
+/// NULL, its slot linked or given back. A NULL `batch`, `*batch` or `results` is
+/// `SHMFIFO_NULL_ARGUMENT` and consumes nothing (release the batch).
 ///
 /// # Safety
 /// `batch` points to a live loaned batch pointer; `results` writable for its member count.

@@ -1063,9 +1063,15 @@ static void test_loan_batch(void) {
         m[j].len = 4;
         m[j].dedup_id = s(ids[j]);
     }
-    shmfifo_loan_batch *lb = NULL;
+    /* Each refusal writes NULL to *out (set to a non-NULL value before each). */
+    shmfifo_loan_batch *const poison = (shmfifo_loan_batch *)&m;
+    shmfifo_loan_batch *lb = poison;
     EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 0, &lb), SHMFIFO_EMPTY_BATCH_REQUEST);
+    CHECK(lb == NULL);
+    lb = poison;
     EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 11, &lb), SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST);
+    CHECK(lb == NULL);
+    lb = poison;
     m[1].len = 0;
     EXPECT(shmfifo_loan_batch_new(q, s("g"), m, 4, &lb), SHMFIFO_INVALID_PARAMETER_VALUE);
     m[1].len = 4;
@@ -1090,8 +1096,11 @@ static void test_loan_batch(void) {
     size_t len = 7;
     CHECK(shmfifo_loan_batch_data(lb, 4, &len) == NULL && len == 0);
     shmfifo_batch_result r[4];
+    /* No results array: refused, the batch kept. */
+    EXPECT(shmfifo_loan_batch_send(&lb, NULL), SHMFIFO_NULL_ARGUMENT);
+    CHECK(lb != NULL && shmfifo_loan_batch_count(lb) == 4);
     EXPECT(shmfifo_loan_batch_send(&lb, r), SHMFIFO_OK);
-    CHECK(lb == NULL && shmfifo_loan_batch_count(lb) == 0);
+    CHECK(lb == NULL);
     CHECK(r[0].code == SHMFIFO_OK && r[0].result.duplicate == 1);
     CHECK(r[1].code == SHMFIFO_OK && r[1].result.duplicate == 0);
     CHECK(r[2].code == SHMFIFO_INVALID_MESSAGE_CONTENTS);

@@ -379,6 +379,27 @@ pub fn c_abi(data: &[u8]) {
                 // A loaned batch: dishonest member counts, lengths, dedup views and attribute
                 // counts; each member filled in place, then sent or released.
                 let group = mem.text(&mut inp, MAX_ID);
+                // Now and then the queue's deduplication switched to content-based (or back),
+                // so that a member without a dedup id gets one generated at the send.
+                if inp.byte() < 32 {
+                    let on = inp.byte() & 1 == 0;
+                    let value: &[u8] = if on { b"true" } else { b"false" };
+                    let name = b"ContentBasedDeduplication";
+                    // SAFETY: views of static bytes of their lengths.
+                    ok("content-based", unsafe {
+                        shmfifo_queue_set_attribute(
+                            q,
+                            shmfifo_str {
+                                data: name.as_ptr().cast(),
+                                len: name.len(),
+                            },
+                            shmfifo_str {
+                                data: value.as_ptr().cast(),
+                                len: value.len(),
+                            },
+                        )
+                    });
+                }
                 let real = usize::from(inp.byte() % 11);
                 let members: Vec<shmfifo_loan_member> = (0..real)
                     .map(|_| shmfifo_loan_member {
@@ -388,7 +409,16 @@ pub fn c_abi(data: &[u8]) {
                             2 => usize::MAX,
                             _ => usize::from(inp.byte()) + 1,
                         },
-                        dedup_id: mem.text(&mut inp, MAX_ID),
+                        // Sometimes none: the send generates it where the queue's
+                        // deduplication is content-based (switched below), or refuses it.
+                        dedup_id: if inp.byte() < 64 {
+                            shmfifo_str {
+                                data: core::ptr::null(),
+                                len: 0,
+                            }
+                        } else {
+                            mem.text(&mut inp, MAX_ID)
+                        },
                         attributes: core::ptr::null(),
                         attribute_count: inp.claim(0, MAX_ATTRS),
                     })
@@ -399,7 +429,8 @@ pub fn c_abi(data: &[u8]) {
                 // SAFETY: `members` holds `real` entries and `count` is at most that or past
                 // the limit of 10 (refused before the array is read); views honest or past
                 // their limits; a NULL attribute array with a count of 0 or past the limit.
-                let r = unsafe { shmfifo_loan_batch_new(q, group, members.as_ptr(), count, &mut b) };
+                let r =
+                    unsafe { shmfifo_loan_batch_new(q, group, members.as_ptr(), count, &mut b) };
                 ok("loan_batch_new", r);
                 if r == SHMFIFO_OK {
                     // SAFETY: `b` is a live loaned batch; each member's data holds `len` bytes.
@@ -413,10 +444,8 @@ pub fn c_abi(data: &[u8]) {
                             }
                         }
                         if inp.byte() & 1 == 0 {
-                            let mut out = vec![
-                                core::mem::MaybeUninit::<shmfifo_batch_result>::uninit();
-                                n
-                            ];
+                            let mut out =
+                                vec![core::mem::MaybeUninit::<shmfifo_batch_result>::uninit(); n];
                             ok(
                                 "loan_batch_send",
                                 shmfifo_loan_batch_send(&mut b, out.as_mut_ptr().cast()),
