@@ -9,7 +9,8 @@
 #
 # Usage: bash benches/callgrind.sh [MODE...] [-n N]     modes: single kept batch batch-typed
 #        batch-slots (batch-typed one slot a message: packs off) batch-lent (loan_batch: the
-#        zero-copy batch) batch-loans (send_loans, not in the default set) newgroup
+#        zero-copy batch) batch-loans (send_loans, not in the default set) batch-lent-zc (the
+#        zero-copy batch both ways: receive_borrowed_into; not in the default set) newgroup
 #        dedup dedup-batch (batch-typed with a new dedup id a message) empty grown presized (grown: on a queue that grew to 4x its small slots;
 #        presized: one created with them; both over one lap of the 32,768 slots whatever N)
 #        c-single (single through the C library: benches/c/hotpath.c, needs a C compiler)
@@ -65,7 +66,7 @@ for mode in "${modes[@]}"; do
         }
     done
     per=$rounds
-    case "$mode" in batch | batch-typed | batch-slots | batch-lent | batch-loans | dedup-batch) per=$((n * 10)) ;; esac
+    case "$mode" in batch | batch-typed | batch-slots | batch-lent | batch-loans | batch-lent-zc | dedup-batch) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
 import re, subprocess, sys
 

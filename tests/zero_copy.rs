@@ -820,3 +820,50 @@ fn d1_a_duplicate_in_a_loaned_batch_s_middle_is_left_out_and_the_long_members_af
     assert_eq!(got[3].attributes[0].value, b"tail");
     assert!(got[1].attributes.is_empty() && got[2].attributes.is_empty());
 }
+
+#[test]
+fn a_borrowed_receive_into_a_reused_buffer_reads_in_place_and_the_buffer_copies_again_after() {
+    let q = queue("zc-borrow-into", &two_classes(8));
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    for round in 0..3 {
+        let bodies: Vec<String> = (0..3).map(|i| format!("r{round}-{i}")).collect();
+        for (i, b) in bodies.iter().enumerate() {
+            q.send(&SendMessage::new("g", b).dedup_id(&format!("{round}-{i}")))
+                .unwrap();
+        }
+        let got = q.receive_borrowed_into(&opts(), &mut buf).unwrap();
+        assert_eq!(got.len(), 3);
+        assert!(got.get(3).is_none());
+        let seen: Vec<&[u8]> = got.iter().map(|m| m.body()).collect();
+        let want: Vec<&[u8]> = bodies.iter().map(|b| b.as_bytes()).collect();
+        assert_eq!(seen, want);
+        for m in got.iter() {
+            m.verify().unwrap();
+            assert_eq!(
+                m.body_str().unwrap(),
+                std::str::from_utf8(m.body()).unwrap()
+            );
+            // The body is in place: the buffer's copy of the message holds none.
+            assert!(m.message().body.is_empty());
+            assert_eq!(m.message().receive_count, 1);
+        }
+        let handles: Vec<_> = got.iter().map(|m| *m.receipt_handle()).collect();
+        let first = got.get(0).unwrap();
+        for r in q.delete_handles(&handles).unwrap() {
+            r.unwrap();
+        }
+        // H-rules: deleted, the view no longer proves its bytes.
+        assert!(matches!(
+            first.verify(),
+            Err(Error::ReceiptHandleExpired { .. })
+        ));
+    }
+    // The same buffer in a copying receive copies the bodies again.
+    q.send(&SendMessage::new("g", "copied").dedup_id("c"))
+        .unwrap();
+    assert_eq!(q.receive_into(&opts(), &mut buf).unwrap(), 1);
+    assert_eq!(buf.messages()[0].body, "copied");
+    // And an empty borrowed receive is an empty batch.
+    let none = q.receive_borrowed_into(&opts(), &mut buf).unwrap();
+    assert!(none.is_empty() && none.iter().next().is_none());
+}

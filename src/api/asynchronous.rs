@@ -193,6 +193,8 @@ impl AsyncQueue {
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
+        // Bodies copied, whatever the buffer's last receive was (`receive_borrowed_into`).
+        buf.borrow = false;
         let n = self.receive_waiting(opts, buf, None).await?;
         if n == 0 {
             self.shared

@@ -74,28 +74,25 @@ impl fmt::Debug for BorrowedMessage<'_> {
 }
 
 impl<'q> BorrowedMessage<'q> {
+    /// A view of this message as [`BorrowedBatch`] gives one.
+    fn as_ref(&self) -> BorrowedRef<'_> {
+        BorrowedRef {
+            queue: self.queue,
+            meta: &self.meta,
+            view: self.view,
+        }
+    }
+
     /// The body's bytes, in place (see the type's documentation for what they are worth
     /// without [`verify`](BorrowedMessage::verify)).
     pub fn body(&self) -> &[u8] {
-        // SAFETY: `view.body .. + len` was the taken message's payload slice (bounds-checked
-        // by the protocol against its size class) inside the mapping, which `self.queue`
-        // keeps mapped for `'q`. Other processes may write these bytes (a reuse after the
-        // message left our hands, or a hostile writer): the type's documentation says what a
-        // reader may then see.
-        unsafe { std::slice::from_raw_parts(self.view.body as *const u8, self.view.len) }
+        self.as_ref().body()
     }
 
     /// The body as text (S7: SQS bodies are text), checked as UTF-8 where it lies, then
     /// verified (see [`verify`](BorrowedMessage::verify)).
     pub fn body_str(&self) -> Result<&str> {
-        let s = std::str::from_utf8(self.body()).map_err(|e| Error::InvalidMessageContents {
-            reason: format!(
-                "the borrowed body is not UTF-8 (invalid byte at offset {})",
-                e.valid_up_to()
-            ),
-        });
-        self.verify()?;
-        s
+        self.as_ref().body_str()
     }
 
     /// Everything but the body (copied: ids, attributes, counts, timestamps); its `body` field
@@ -114,7 +111,7 @@ impl<'q> BorrowedMessage<'q> {
     /// [`body`](BorrowedMessage::body): `Ok` proves the bytes read were this message's (see
     /// the type's documentation for a hostile writer). `Err(ReceiptHandleExpired)` otherwise.
     pub fn verify(&self) -> Result<()> {
-        self.queue.verify(&self.meta.receipt_handle)
+        self.as_ref().verify()
     }
 
     /// The message without its body, and where the body lies in the queue's mapping (for a
@@ -135,6 +132,94 @@ impl<'q> BorrowedMessage<'q> {
     /// Deletes the message (as [`Queue::delete`] with its receipt handle), ending the borrow.
     pub fn delete(self) -> Result<()> {
         self.queue.delete(&self.meta.receipt_handle)
+    }
+}
+
+/// The messages of one borrowing receive into a reusable buffer
+/// ([`Queue::receive_borrowed_into`]): each a [`BorrowedRef`], its body in place, its other
+/// parts in the buffer. It borrows the buffer: the next receive into it ends the batch.
+#[derive(Debug)]
+pub struct BorrowedBatch<'q, 'b> {
+    queue: &'q Queue,
+    buf: &'b ReceiveBuffer,
+}
+
+impl<'q, 'b> BorrowedBatch<'q, 'b> {
+    /// The number of messages received.
+    pub fn len(&self) -> usize {
+        self.buf.len
+    }
+
+    /// Whether nothing was received.
+    pub fn is_empty(&self) -> bool {
+        self.buf.len == 0
+    }
+
+    /// Message `k` (`None` past the last).
+    pub fn get(&self, k: usize) -> Option<BorrowedRef<'_>> {
+        Some(BorrowedRef {
+            queue: self.queue,
+            meta: self.buf.messages().get(k)?,
+            view: *self.buf.views.get(k)?,
+        })
+    }
+
+    /// The messages, in order.
+    pub fn iter(&self) -> impl Iterator<Item = BorrowedRef<'_>> + '_ {
+        (0..self.len()).filter_map(|k| self.get(k))
+    }
+}
+
+/// One message of a [`BorrowedBatch`]: [`BorrowedMessage`]'s view, its parts in the buffer
+/// the receive filled. What its body is worth, and what [`verify`](BorrowedRef::verify)
+/// proves, is as [`BorrowedMessage`] says.
+#[derive(Debug, Clone, Copy)]
+pub struct BorrowedRef<'a> {
+    queue: &'a Queue,
+    meta: &'a Message,
+    view: View,
+}
+
+impl<'a> BorrowedRef<'a> {
+    /// The body's bytes, in place (see [`BorrowedMessage`] for what they are worth without
+    /// [`verify`](BorrowedRef::verify)).
+    pub fn body(&self) -> &'a [u8] {
+        // SAFETY: `view.body .. + len` was the taken message's payload slice (bounds-checked
+        // by the protocol against its size class) inside the mapping, which `self.queue`
+        // keeps mapped for `'a`. Other processes may write these bytes (a reuse after the
+        // message left our hands, or a hostile writer): `BorrowedMessage`'s documentation
+        // says what a reader may then see.
+        unsafe { std::slice::from_raw_parts(self.view.body as *const u8, self.view.len) }
+    }
+
+    /// The body as text (S7: SQS bodies are text), checked as UTF-8 where it lies, then
+    /// verified (see [`verify`](BorrowedRef::verify)).
+    pub fn body_str(&self) -> Result<&'a str> {
+        let s = std::str::from_utf8(self.body()).map_err(|e| Error::InvalidMessageContents {
+            reason: format!(
+                "the borrowed body is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        });
+        self.verify()?;
+        s
+    }
+
+    /// Everything but the body (ids, attributes, counts, timestamps); its `body` field is
+    /// empty.
+    pub fn message(&self) -> &'a Message {
+        self.meta
+    }
+
+    /// The receipt handle of this receive.
+    pub fn receipt_handle(&self) -> &'a ReceiptHandle {
+        &self.meta.receipt_handle
+    }
+
+    /// Whether the slot still holds this message as this receive left it (see
+    /// [`BorrowedMessage::verify`]).
+    pub fn verify(&self) -> Result<()> {
+        self.queue.verify(&self.meta.receipt_handle)
     }
 }
 
@@ -231,6 +316,45 @@ impl Queue {
         self.borrowed(opts, Some(attempt_id))
     }
 
+    /// [`receive_borrowed`](Queue::receive_borrowed) into a reusable buffer, as
+    /// [`receive_into`](Queue::receive_into) is [`receive`](Queue::receive) into one: each
+    /// body left in place, the rest in `buf`, whose allocations a steady stream of receives
+    /// reuses (a fresh [`Vec`] of [`BorrowedMessage`]s a call costs some hundreds of
+    /// instructions a message in allocations). The batch borrows `buf` until the next
+    /// receive into it; read each body, [`verify`](BorrowedRef::verify) it, then delete the
+    /// batch (one [`delete_handles`](Queue::delete_handles): each group cleaned up once).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let mut buf = ReceiveBuffer::new();
+    /// for round in 0..3 {
+    ///     q.send(&SendMessage::new("g", &format!("frame {round}")).dedup_id(&round.to_string()))?;
+    ///     let got = q.receive_borrowed_into(&ReceiveOptions::max(10), &mut buf)?;
+    ///     assert_eq!(got.len(), 1);
+    ///     let m = got.get(0).unwrap();
+    ///     assert_eq!(m.body(), format!("frame {round}").as_bytes());
+    ///     m.verify()?; // the bytes read were this message's
+    ///     let handles: Vec<_> = got.iter().map(|m| *m.receipt_handle()).collect();
+    ///     for r in q.delete_handles(&handles)? {
+    ///         r?;
+    ///     }
+    /// }
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_borrowed_into<'q, 'b>(
+        &'q self,
+        opts: &ReceiveOptions,
+        buf: &'b mut ReceiveBuffer,
+    ) -> Result<BorrowedBatch<'q, 'b>> {
+        buf.borrow = true;
+        self.receive_into_as(opts, buf)?;
+        Ok(BorrowedBatch { queue: self, buf })
+    }
+
     fn borrowed(
         &self,
         opts: &ReceiveOptions,
@@ -241,8 +365,10 @@ impl Queue {
             ..ReceiveBuffer::default()
         };
         let n = match attempt_id {
-            None => self.receive_into(opts, &mut buf)?,
-            Some(id) => self.receive_with_attempt_id_into(opts, id, &mut buf)?,
+            None => self.receive_into_as(opts, &mut buf)?,
+            Some(id) => {
+                self.with_attempt(opts, id, &mut buf, |q, buf| q.receive_into_as(opts, buf))?
+            }
         };
         buf.msgs.truncate(n);
         Ok(buf

@@ -27,7 +27,7 @@ mod views;
 #[cfg(feature = "tokio")]
 pub use asynchronous::{AsyncQueue, MessageStream};
 pub use backend::{FifoQueue, Received, Sent};
-pub use borrow::BorrowedMessage;
+pub use borrow::{BorrowedBatch, BorrowedMessage, BorrowedRef};
 pub use id_text::{IdText, MessageIdText, ReceiptHandleText};
 pub use loan::{Loan, LoanError, LoanOptions};
 pub use loan_batch::LoanBatch;

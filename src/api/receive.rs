@@ -368,7 +368,8 @@ impl Queue {
         attempt_id: &str,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into(opts, buf))
+        buf.borrow = false;
+        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into_as(opts, buf))
     }
 
     /// A receive with attempt id `attempt_id` (R11) whose fresh receive is `fresh` (a
@@ -467,6 +468,18 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn receive_into(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
+        // Bodies copied, whatever the buffer's last receive was (`receive_borrowed_into`).
+        buf.borrow = false;
+        self.receive_into_as(opts, buf)
+    }
+
+    /// [`Queue::receive_into`] in the buffer's mode: bodies copied, or (`buf.borrow`, a
+    /// borrowing receive) left in place.
+    pub(super) fn receive_into_as(
+        &self,
+        opts: &ReceiveOptions,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
         let n = self.receive_waiting(opts, buf)?;
         if n == 0 {
             self.count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));

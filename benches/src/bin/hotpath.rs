@@ -29,6 +29,8 @@
 //!   `delete_handles`; dedup off.
 //! * `batch-loans`: as `batch-lent` with a loan a message sent by `send_loans` (ten slots, one
 //!   chain: how a loaned batch went before `loan_batch`).
+//! * `batch-lent-zc`: the zero-copy batch both ways: as `batch-lent`, received by
+//!   `receive_borrowed_into` (each body read in place, its first byte, then `verify`).
 //! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
 //!   the copy on receive).
 //! * `large-zc`: the zero-copy forms with a 64 KiB body: `loan`, the body copied
@@ -83,7 +85,7 @@ fn main() {
         [m, n] => (m.as_str(), n.parse::<u64>().expect("N: a number of rounds")),
         _ => {
             eprintln!(
-                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|batch-lent|batch-loans|newgroup|dedup|dedup-batch|kept|grown|presized|empty|large|large-zc N"
+                "usage: shmfifo-hotpath single|batch|batch-typed|batch-slots|batch-lent|batch-loans|batch-lent-zc|newgroup|dedup|dedup-batch|kept|grown|presized|empty|large|large-zc N"
             );
             std::process::exit(2);
         }
@@ -223,11 +225,12 @@ fn main() {
                 }
             }
         }
-        "batch-lent" | "batch-loans" => {
+        "batch-lent" | "batch-loans" | "batch-lent-zc" => {
+            let borrow = mode == "batch-lent-zc";
             let members = [(BODY.len(), LoanOptions::new()); 10];
             let mut handles = Vec::with_capacity(10);
             for _ in 0..n {
-                if mode == "batch-lent" {
+                if mode != "batch-loans" {
                     let mut batch = q.loan_batch("g", &members).expect("loan_batch");
                     for k in 0..10 {
                         batch.body_mut(k).copy_from_slice(BODY.as_bytes());
@@ -247,9 +250,19 @@ fn main() {
                         r.expect("loan sent");
                     }
                 }
-                assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
                 handles.clear();
-                handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+                if borrow {
+                    let got = q.receive_borrowed_into(&ten, &mut buf).expect("receive");
+                    assert_eq!(got.len(), 10);
+                    for m in got.iter() {
+                        std::hint::black_box(m.body()[0]);
+                        m.verify().expect("verify");
+                    }
+                    handles.extend(got.iter().map(|m| *m.receipt_handle()));
+                } else {
+                    assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
+                    handles.extend(buf.messages().iter().map(|m| m.receipt_handle));
+                }
                 for r in q.delete_handles(&handles).expect("delete_handles") {
                     r.expect("handle deleted");
                 }

@@ -750,7 +750,7 @@ struct ShmfifoRx {
     /// Peer `shmfifo-async`: the long poll is `AsyncQueue::receive_into` on a current-thread
     /// tokio runtime (the watcher thread sleeps on the doorbell and wakes the runtime).
     asynchronous: Option<(shmfifo::AsyncQueue, tokio::runtime::Runtime)>,
-    /// Peer `shmfifo-zc`: bodies read in place (`Queue::receive_borrowed`), then verified.
+    /// Peer `shmfifo-zc`: bodies read in place (`Queue::receive_borrowed_into`), then verified.
     zero_copy: bool,
 }
 
@@ -786,32 +786,31 @@ impl Rx for ShmfifoRx {
     fn recv(&mut self, max: usize, sink: &mut dyn FnMut(&[u8])) -> Res<Got> {
         let opts = &self.opts[max.clamp(1, 10) - 1];
         if self.zero_copy {
+            // Into the receiver's buffer, reused (`receive_borrowed_into`): each body read in
+            // place, then verified; a batch deleted together, as the copying receiver deletes
+            // one (`delete_handles`: each group cleaned up once, not once a message).
             let got = self
                 .q
-                .receive_borrowed(opts)
-                .map_err(|e| format!("receive_borrowed: {e}"))?;
+                .receive_borrowed_into(opts, &mut self.buf)
+                .map_err(|e| format!("receive_borrowed_into: {e}"))?;
             if got.is_empty() {
                 return Ok(Got::Empty);
             }
             let n = got.len();
-            for m in &got {
+            let mut hs = [shmfifo::ReceiptHandle::default(); 10];
+            for (h, m) in hs.iter_mut().zip(got.iter()) {
                 sink(m.body());
                 m.verify()
                     .map_err(|e| format!("a borrowed body changed: {e}"))?;
+                *h = *m.receipt_handle();
             }
             if n == 1 {
-                for m in got {
-                    m.delete().map_err(|e| format!("delete: {e}"))?;
-                }
+                self.q.delete(&hs[0]).map_err(|e| format!("delete: {e}"))?;
                 return Ok(Got::Msgs(n));
             }
-            // A batch deleted together, as the copying receiver deletes one (`delete_handles`:
-            // each group cleaned up once, not once a message).
-            let handles: Vec<_> = got.iter().map(|m| m.message().receipt_handle).collect();
-            drop(got);
             for r in self
                 .q
-                .delete_handles(&handles)
+                .delete_handles(&hs[..n.min(10)])
                 .map_err(|e| format!("delete_handles: {e}"))?
             {
                 r.map_err(|e| format!("delete: {e}"))?;
