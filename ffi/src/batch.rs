@@ -167,19 +167,13 @@ pub unsafe extern "C" fn shmfifo_send_batch(
         // SAFETY: `n` writable results, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(results, n) };
         for (k, (o, r)) in out.iter_mut().zip(rs).enumerate() {
-            *o = match r.result {
-                _ if alone[k] => shmfifo_batch_result {
+            *o = if alone[k] {
+                shmfifo_batch_result {
                     code: SHMFIFO_INVALID_PARAMETER_VALUE,
                     result: NO_SEND_RESULT,
-                },
-                Ok(s) => shmfifo_batch_result {
-                    code: SHMFIFO_OK,
-                    result: send_result(&s),
-                },
-                Err(e) => shmfifo_batch_result {
-                    code: code_of(&e),
-                    result: NO_SEND_RESULT,
-                },
+                }
+            } else {
+                batch_result(&r.result)
             };
         }
         Ok(())

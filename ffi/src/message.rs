@@ -91,6 +91,21 @@ pub(crate) fn send_result(r: &core_api::SendResult) -> shmfifo_send_result {
     out
 }
 
+/// One batch entry's outcome as C sees it: `SHMFIFO_OK` and the send result, or the entry's
+/// error code.
+pub(crate) fn batch_result(r: &core_api::Result<core_api::SendResult>) -> shmfifo_batch_result {
+    match r {
+        Ok(s) => shmfifo_batch_result {
+            code: SHMFIFO_OK,
+            result: send_result(s),
+        },
+        Err(e) => shmfifo_batch_result {
+            code: code_of(e),
+            result: NO_SEND_RESULT,
+        },
+    }
+}
+
 /// Longest attribute name or data type (S8).
 pub(crate) const MAX_ATTRIBUTE_NAME: usize = 256;
 /// Longest dedup, group or attempt id (S2, S3, R11).

@@ -344,17 +344,8 @@ pub unsafe extern "C" fn shmfifo_loan_batch_send(
         let rs = taken.send()?;
         // SAFETY: `n` writable results, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(results, n) };
-        for (o, r) in out.iter_mut().zip(rs) {
-            *o = match r {
-                Ok(s) => shmfifo_batch_result {
-                    code: SHMFIFO_OK,
-                    result: send_result(&s),
-                },
-                Err(e) => shmfifo_batch_result {
-                    code: code_of(&e),
-                    result: NO_SEND_RESULT,
-                },
-            };
+        for (o, r) in out.iter_mut().zip(&rs) {
+            *o = batch_result(r);
         }
         Ok(())
     })

@@ -161,7 +161,6 @@ fn batch_as(n: u64, name: &'static str) -> Figure {
     let q = Pair::new(name, &QueueConfig::new());
     q.p.set_pack_batches(name != "batch-slots");
     let batches = n.div_ceil(10);
-    let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
     let counts = measure(batches, batches, |k| {
         lines::set_actor(PRODUCER);
         let ids: Vec<String> = (0..10).map(|i| format!("{k}-{i}")).collect();
@@ -176,13 +175,7 @@ fn batch_as(n: u64, name: &'static str) -> Figure {
         for r in q.p.send_batch(&entries).expect("send_batch") {
             r.result.expect("entry sent");
         }
-        lines::set_actor(CONSUMER);
-        let got = q.c.receive(&ten).expect("receive");
-        assert_eq!(got.len(), 10, "the batch in one receive");
-        let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
-        for r in q.c.delete_handles(&handles).expect("delete_handles") {
-            r.expect("deleted");
-        }
+        take_ten(&q);
     });
     Figure {
         name,
@@ -196,12 +189,25 @@ fn batch_as(n: u64, name: &'static str) -> Figure {
     }
 }
 
+/// The consumer's half of a batch workload: the ten received in one receive, deleted with
+/// one `delete_handles`.
+fn take_ten(q: &Pair) {
+    lines::set_actor(CONSUMER);
+    let got =
+        q.c.receive(&ReceiveOptions::max(10).wait(Duration::ZERO))
+            .expect("receive");
+    assert_eq!(got.len(), 10, "the batch in one receive");
+    let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
+    for r in q.c.delete_handles(&handles).expect("delete_handles") {
+        r.expect("deleted");
+    }
+}
+
 /// `batch-lent`: `batch` written in place, one loaned batch (`Queue::loan_batch`) of ten
 /// members whose bodies the producer writes into the slot: the same pack, without a copy.
 fn batch_lent(n: u64) -> Figure {
     let q = Pair::new("batch-lent", &QueueConfig::new());
     let batches = n.div_ceil(10);
-    let ten = ReceiveOptions::max(10).wait(Duration::ZERO);
     let counts = measure(batches, batches, |k| {
         lines::set_actor(PRODUCER);
         let ids: Vec<String> = (0..10).map(|i| format!("{k}-{i}")).collect();
@@ -216,13 +222,7 @@ fn batch_lent(n: u64) -> Figure {
         for r in batch.send().expect("send the loaned batch") {
             r.expect("member sent");
         }
-        lines::set_actor(CONSUMER);
-        let got = q.c.receive(&ten).expect("receive");
-        assert_eq!(got.len(), 10, "the batch in one receive");
-        let handles: Vec<_> = got.iter().map(|m| m.receipt_handle).collect();
-        for r in q.c.delete_handles(&handles).expect("delete_handles") {
-            r.expect("deleted");
-        }
+        take_ten(&q);
     });
     Figure {
         name: "batch-lent",
