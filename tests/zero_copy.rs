@@ -867,3 +867,35 @@ fn a_borrowed_receive_into_a_reused_buffer_reads_in_place_and_the_buffer_copies_
     let none = q.receive_borrowed_into(&opts(), &mut buf).unwrap();
     assert!(none.is_empty() && none.iter().next().is_none());
 }
+
+#[test]
+fn r11_a_borrowed_receive_into_a_buffer_replays_under_its_attempt_id() {
+    let q = queue("zc-borrow-attempt", &two_classes(8));
+    q.send(&SendMessage::new("g", "a").dedup_id("a")).unwrap();
+    q.send(&SendMessage::new("g", "b").dedup_id("b")).unwrap();
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let first: Vec<_> = q
+        .receive_borrowed_with_attempt_id_into(&opts(), "att-1", &mut buf)
+        .unwrap()
+        .iter()
+        .map(|m| *m.receipt_handle())
+        .collect();
+    assert_eq!(first.len(), 2);
+    // The answer was lost: the retry hands out the same messages, in place.
+    let retry = q
+        .receive_borrowed_with_attempt_id_into(&opts(), "att-1", &mut buf)
+        .unwrap();
+    let handles: Vec<_> = retry.iter().map(|m| *m.receipt_handle()).collect();
+    assert_eq!(handles, first);
+    let seen: Vec<&[u8]> = retry.iter().map(|m| m.body()).collect();
+    assert_eq!(seen, [&b"a"[..], b"b"]);
+    for m in retry.iter() {
+        m.verify().unwrap();
+    }
+    // One of them deleted: the id no longer replays; a fresh receive finds "b" in flight.
+    q.delete(&first[0]).unwrap();
+    let again = q
+        .receive_borrowed_with_attempt_id_into(&opts(), "att-1", &mut buf)
+        .unwrap();
+    assert!(again.is_empty());
+}

@@ -15,8 +15,6 @@ use crate::{boundary::*, error::*};
 pub struct shmfifo_receive_buffer {
     pub(crate) rb: ReceiveBuffer,
     pub(crate) attrs: Vec<Vec<shmfifo_attribute>>,
-    /// A borrowing receive's messages (their bodies empty) and where each body lies.
-    pub(crate) borrowed: Vec<(shmfifo_core::Message, *const u8, usize)>,
 }
 
 /// A message attribute, to send or as received (views into the buffer).
@@ -270,7 +268,6 @@ pub extern "C" fn shmfifo_receive_buffer_new() -> *mut shmfifo_receive_buffer {
         Box::into_raw(Box::new(shmfifo_receive_buffer {
             rb: ReceiveBuffer::new(),
             attrs: Vec::new(),
-            borrowed: Vec::new(),
         }))
     })
     .unwrap_or(core::ptr::null_mut())

@@ -244,27 +244,22 @@ pub unsafe extern "C" fn shmfifo_receive(
             ));
         }
         let borrow = o.borrow != 0;
-        b.borrowed.clear();
-        // A borrowing receive without an attempt id goes into the buffer itself
-        // (`receive_borrowed_into`: nothing allocated once the buffer has grown); each body's
-        // place in the mapping is kept here.
+        // A borrowing receive goes into the buffer itself (`receive_borrowed_into`: nothing
+        // allocated once the buffer has grown); each body's place in the mapping is kept here.
         let mut views = [(core::ptr::null::<u8>(), 0usize); 10];
         let n = match (attempt_id, borrow) {
             (Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
             (None, false) => q.receive_into(&ro, &mut b.rb)?,
-            (None, true) => {
-                let got = q.receive_borrowed_into(&ro, &mut b.rb)?;
+            (id, true) => {
+                let got = match id {
+                    Some(id) => q.receive_borrowed_with_attempt_id_into(&ro, id, &mut b.rb)?,
+                    None => q.receive_borrowed_into(&ro, &mut b.rb)?,
+                };
                 for (v, m) in views.iter_mut().zip(got.iter()) {
                     let body = m.body();
                     *v = (body.as_ptr(), body.len());
                 }
                 got.len().min(views.len())
-            }
-            (Some(id), true) => {
-                let got = q.receive_borrowed_with_attempt_id(&ro, id)?;
-                b.borrowed
-                    .extend(got.into_iter().map(|m| m.into_raw_parts()));
-                b.borrowed.len()
             }
         };
         // Never more than the caller's room, whatever the receive returned (it returns at most
@@ -278,16 +273,7 @@ pub unsafe extern "C" fn shmfifo_receive(
         for (k, (o, av)) in out.iter_mut().zip(&mut b.attrs).enumerate() {
             // Each message and its body: a view of the buffer's copy, or (borrowing) of the
             // queue's memory.
-            let (m, body) = if borrow && attempt_id.is_some() {
-                let (m, p, len) = &b.borrowed[k];
-                (
-                    m,
-                    shmfifo_str {
-                        data: p.cast(),
-                        len: *len,
-                    },
-                )
-            } else if borrow {
+            let (m, body) = if borrow {
                 let (p, len) = views[k];
                 (
                     &b.rb.messages()[k],

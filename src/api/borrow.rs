@@ -355,6 +355,45 @@ impl Queue {
         Ok(BorrowedBatch { queue: self, buf })
     }
 
+    /// [`receive_borrowed_with_attempt_id`](Queue::receive_borrowed_with_attempt_id) into a
+    /// reusable buffer, as [`receive_borrowed_into`](Queue::receive_borrowed_into) is
+    /// [`receive_borrowed`](Queue::receive_borrowed) into one (R11: a retry with the same id
+    /// within 5 minutes hands out the same messages, bodies in place, if none of them changed
+    /// since).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.send(&SendMessage::new("g", "frame").dedup_id("1"))?;
+    /// let opts = ReceiveOptions::max(10);
+    /// let mut buf = ReceiveBuffer::new();
+    /// let first = *q
+    ///     .receive_borrowed_with_attempt_id_into(&opts, "attempt-1", &mut buf)?
+    ///     .get(0)
+    ///     .unwrap()
+    ///     .receipt_handle();
+    /// // The answer was lost: the retry gets the same message, in place.
+    /// let retry = q.receive_borrowed_with_attempt_id_into(&opts, "attempt-1", &mut buf)?;
+    /// let m = retry.get(0).unwrap();
+    /// assert_eq!(*m.receipt_handle(), first);
+    /// assert_eq!(m.body(), b"frame");
+    /// m.verify()?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_borrowed_with_attempt_id_into<'q, 'b>(
+        &'q self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &'b mut ReceiveBuffer,
+    ) -> Result<BorrowedBatch<'q, 'b>> {
+        buf.borrow = true;
+        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into_as(opts, buf))?;
+        Ok(BorrowedBatch { queue: self, buf })
+    }
+
     fn borrowed(
         &self,
         opts: &ReceiveOptions,
