@@ -15,6 +15,8 @@ use crate::{boundary::*, error::*};
 pub struct shmfifo_receive_buffer {
     pub(crate) rb: ReceiveBuffer,
     pub(crate) attrs: Vec<Vec<shmfifo_attribute>>,
+    /// A borrowing receive's bodies: where each lies in the queue's mapping.
+    pub(crate) views: [(*const u8, usize); 10],
 }
 
 /// A message attribute, to send or as received (views into the buffer).
@@ -268,6 +270,7 @@ pub extern "C" fn shmfifo_receive_buffer_new() -> *mut shmfifo_receive_buffer {
         Box::into_raw(Box::new(shmfifo_receive_buffer {
             rb: ReceiveBuffer::new(),
             attrs: Vec::new(),
+            views: [(core::ptr::null(), 0); 10],
         }))
     })
     .unwrap_or(core::ptr::null_mut())

@@ -245,8 +245,9 @@ pub unsafe extern "C" fn shmfifo_receive(
         }
         let borrow = o.borrow != 0;
         // A borrowing receive goes into the buffer itself (`receive_borrowed_into`: nothing
-        // allocated once the buffer has grown); each body's place in the mapping is kept here.
-        let mut views = [(core::ptr::null::<u8>(), 0usize); 10];
+        // allocated once the buffer has grown); each body's place in the mapping is kept in
+        // the buffer's `views` (written by a borrowing receive only: a copying one touches
+        // none of them).
         let n = match (attempt_id, borrow) {
             (Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
             (None, false) => q.receive_into(&ro, &mut b.rb)?,
@@ -255,11 +256,11 @@ pub unsafe extern "C" fn shmfifo_receive(
                     Some(id) => q.receive_borrowed_with_attempt_id_into(&ro, id, &mut b.rb)?,
                     None => q.receive_borrowed_into(&ro, &mut b.rb)?,
                 };
-                for (v, m) in views.iter_mut().zip(got.iter()) {
+                for (v, m) in b.views.iter_mut().zip(got.iter()) {
                     let body = m.body();
                     *v = (body.as_ptr(), body.len());
                 }
-                got.len().min(views.len())
+                got.len().min(b.views.len())
             }
         };
         // Never more than the caller's room, whatever the receive returned (it returns at most
@@ -274,7 +275,7 @@ pub unsafe extern "C" fn shmfifo_receive(
             // Each message and its body: a view of the buffer's copy, or (borrowing) of the
             // queue's memory.
             let (m, body) = if borrow {
-                let (p, len) = views[k];
+                let (p, len) = b.views[k];
                 (
                     &b.rb.messages()[k],
                     shmfifo_str {

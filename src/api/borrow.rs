@@ -399,15 +399,12 @@ impl Queue {
         opts: &ReceiveOptions,
         attempt_id: Option<&str>,
     ) -> Result<Vec<BorrowedMessage<'_>>> {
-        let mut buf = ReceiveBuffer {
-            borrow: true,
-            ..ReceiveBuffer::default()
-        };
+        let mut buf = ReceiveBuffer::default();
         let n = match attempt_id {
-            None => self.receive_into_as(opts, &mut buf)?,
-            Some(id) => {
-                self.with_attempt(opts, id, &mut buf, |q, buf| q.receive_into_as(opts, buf))?
-            }
+            None => self.receive_borrowed_into(opts, &mut buf)?.len(),
+            Some(id) => self
+                .receive_borrowed_with_attempt_id_into(opts, id, &mut buf)?
+                .len(),
         };
         buf.msgs.truncate(n);
         Ok(buf

@@ -80,6 +80,7 @@ impl IdText<42> {
     /// `sf2`, then the nonce (16 digits), the slot index (8), the incarnation (8), the
     /// member of a pack (1: 0 for a message in a slot of its own; layout 22) and the epoch's
     /// 24 bits (6).
+    #[inline]
     pub(super) fn receipt_handle(nonce: u64, idx: u32, inc: u32, member: u8, epoch: u32) -> Self {
         let mut out = [0u8; 42];
         out[..3].copy_from_slice(b"sf2");
@@ -132,6 +133,9 @@ impl<const N: usize> IdText<N> {
 
 /// The fields of a receipt handle's 39 hex digits (after `sf2`): nonce, slot index,
 /// incarnation, member, epoch; `None` if any byte is not a hex digit (of either case).
+// Inline: its one caller each (a handle's parse) then keeps it in its frame whatever unit of
+// code the compiler puts either in (out of line: some 20 instructions a parse more).
+#[inline]
 pub(super) fn parse_receipt_handle(hex: &[u8; 39]) -> Option<(u64, u32, u32, u8, u32)> {
     let (hi, lo) = (unhex8(eight(hex, 0))?, unhex8(eight(hex, 8))?);
     let (idx, inc) = (unhex8(eight(hex, 16))?, unhex8(eight(hex, 24))?);

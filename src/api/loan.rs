@@ -339,6 +339,40 @@ impl Queue {
 }
 
 impl Queue {
+    /// Lends a slot of size class `class` for `need` bytes (a loan's, a loaned batch's):
+    /// claimed as a send claims one, after reclaiming what is due and then growing the class if
+    /// it is full; this handle's cursor moved past it. Returns the loan and the slot's payload
+    /// (`cap >= need` bytes, mapped as long as the queue).
+    pub(super) fn lend(&self, class: usize, need: usize) -> Result<(Loaned, *mut u8)> {
+        let inner = &*self.inner;
+        let a = self.arena();
+        let cursor = next_cursor(&inner.cursor);
+        let lent = match send::loan(a, &Op::new(inner), inner.me, class, cursor) {
+            Err(Fault::ClassFull(_)) => {
+                // Reclaim what is due first, then grow the class if that freed nothing.
+                self.make_room();
+                send::loan(a, &Op::growing(inner), inner.me, class, cursor)
+            }
+            r => r,
+        }
+        .map_err(|f| fault(f, inner))?;
+        let (ptr, slot) = match (a.class_of(lent.idx), a.locate(lent.idx)) {
+            (Ok((cl, _, ptr)), Ok((_, slot))) if cl.cap as usize >= need => (ptr, slot),
+            (Ok(_), Ok(_)) => {
+                self.return_lent(lent);
+                return Err(Error::Corrupted {
+                    what: "a lent slot is smaller than its class",
+                });
+            }
+            (Err(f), _) | (_, Err(f)) => {
+                self.return_lent(lent);
+                return Err(fault(f, inner));
+            }
+        };
+        inner.cursor_past(slot as u64);
+        Ok((lent, ptr))
+    }
+
     /// Lends a slot for a message of `len` bytes to `group_id`, to write its body in place
     /// and [`send`](Loan::send) it without a copy. The slot comes from the
     /// smallest size class that holds `len` bytes; dropping the loan gives it back. A process
@@ -389,31 +423,7 @@ impl Queue {
                     ),
                 )
             })?;
-        let a = self.arena();
-        let cursor = next_cursor(&inner.cursor);
-        let lent = match send::loan(a, &Op::new(inner), inner.me, class, cursor) {
-            Err(Fault::ClassFull(_)) => {
-                // Reclaim what is due first, then grow the class if that freed nothing.
-                self.make_room();
-                send::loan(a, &Op::growing(inner), inner.me, class, cursor)
-            }
-            r => r,
-        }
-        .map_err(|f| fault(f, inner))?;
-        let (ptr, slot) = match (a.class_of(lent.idx), a.locate(lent.idx)) {
-            (Ok((cl, _, ptr)), Ok((_, slot))) if cl.cap as usize >= len => (ptr, slot),
-            (Ok(_), Ok(_)) => {
-                self.return_lent(lent);
-                return Err(Error::Corrupted {
-                    what: "a lent slot is smaller than its class",
-                });
-            }
-            (Err(f), _) | (_, Err(f)) => {
-                self.return_lent(lent);
-                return Err(fault(f, inner));
-            }
-        };
-        inner.cursor_past(slot as u64);
+        let (lent, ptr) = self.lend(class, len)?;
         let mut group = [0u8; MAX_ID_LEN];
         group[..group_id.len()].copy_from_slice(group_id.as_bytes());
         Ok(Loan {

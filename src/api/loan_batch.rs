@@ -18,7 +18,6 @@ use super::framing::{attributes_len, frame};
 use super::hashing::{content_dedup_id, group_hash};
 use super::loan::LoanOptions;
 use super::queue::{fault, Op, Queue};
-use super::send::next_cursor;
 use super::types::{SendMessage, SendResult};
 use crate::config::{Deduplication, ATTRIBUTE_FRAMING};
 use crate::error::{Error, Result};
@@ -203,7 +202,7 @@ impl<'q> LoanBatch<'q> {
             let Some(o) = &outs[j] else { continue };
             let first = (0..j).find(|&i| {
                 refs[i].is_some_and(|e| match (&e.dedup, &o.dedup) {
-                    (Some(x), Some(y)) => x.hash == y.hash && x.dedup == y.dedup,
+                    (Some(x), Some(y)) => x.same(y),
                     _ => false,
                 })
             });
@@ -363,33 +362,7 @@ impl Queue {
             .iter()
             .position(|&(cap, _)| cap as usize >= places.used)
             .ok_or_else(too_large)?;
-        let a = self.arena();
-        let cursor = next_cursor(&inner.cursor);
-        let lent = match send::loan(a, &Op::new(inner), inner.me, class, cursor) {
-            Err(Fault::ClassFull(_)) => {
-                // Reclaim what is due first, then grow the class if that freed nothing.
-                self.make_room();
-                send::loan(a, &Op::growing(inner), inner.me, class, cursor)
-            }
-            r => r,
-        }
-        .map_err(|f| fault(f, inner))?;
-        let ptr = match a.class_of(lent.idx) {
-            Ok((cl, _, ptr)) if cl.cap as usize >= places.used => ptr,
-            Ok(_) => {
-                self.return_lent(lent);
-                return Err(Error::Corrupted {
-                    what: "a lent slot is smaller than its class",
-                });
-            }
-            Err(f) => {
-                self.return_lent(lent);
-                return Err(fault(f, inner));
-            }
-        };
-        if let Ok((_, slot)) = a.locate(lent.idx) {
-            inner.cursor_past(slot as u64);
-        }
+        let (lent, ptr) = self.lend(class, places.used)?;
         // Each member's options in place after its body: its dedup id (a generated one is
         // written at the send), then its attributes, each framed.
         let put = |at: usize, bytes: &[u8]| -> usize {

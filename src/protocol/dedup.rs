@@ -98,6 +98,15 @@ pub struct Key<'x> {
     pub group: &'x [u8],
 }
 
+impl Key<'_> {
+    /// Whether `other` is the same key (its group and id; the hash compared first, the cheap
+    /// test that tells almost every two keys apart): a batch's repeat of an earlier entry's
+    /// key (D9).
+    pub fn same(&self, other: &Key<'_>) -> bool {
+        self.hash == other.hash && self.dedup == other.dedup && self.group == other.group
+    }
+}
+
 /// The message a dedup key produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Original {

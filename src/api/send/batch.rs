@@ -210,9 +210,7 @@ impl Queue {
                     outs[j]
                         .as_ref()
                         .and_then(|p| p.dedup.as_ref())
-                        .is_some_and(|pk| {
-                            pk.hash == key.hash && pk.dedup == key.dedup && pk.group == key.group
-                        })
+                        .is_some_and(|pk| pk.same(key))
                 })
             });
             if repeats {

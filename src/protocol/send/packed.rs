@@ -10,12 +10,31 @@ use crate::protocol::accounting::count;
 use crate::protocol::dedup;
 use crate::protocol::node;
 use crate::protocol::pack::{self, Places, MAX_PACK};
-
-// A chain's members fit a pack's directory (`send_lent_pack` indexes places by chain entry).
-const _: () = assert!(MAX_CHAIN <= MAX_PACK);
 use crate::protocol::words;
 use crate::protocol::{vis, Arena, Env, Fault, Owner, PResult};
 use crate::sync::Ordering;
+
+// A chain's members fit a pack's directory (`send_lent_pack` indexes places by chain entry).
+const _: () = assert!(MAX_CHAIN <= MAX_PACK);
+
+/// Nothing of a chain was linked: every key `reserved` names is given back (invariant D: before
+/// any slot its entry may point at is freed) and each reserved entry's result is `f`.
+fn give_back(
+    a: &Arena<'_>,
+    reserved: &[Option<Option<(u32, u64)>>; MAX_CHAIN],
+    f: Fault,
+    results: &mut [PResult<Sent>],
+) -> PResult<()> {
+    for (k, r) in reserved.iter().enumerate() {
+        if let Some(entry) = r {
+            if let Some((index, word)) = entry {
+                dedup::abort(a, *index, *word)?;
+            }
+            results[k] = Err(f);
+        }
+    }
+    Ok(())
+}
 
 /// [`send_chain_as`] of a chain that may go as a pack: every key reserved, then the pack
 /// ([`prepare_pack`], [`send_pack`]). Where the messages make no pack (fewer than two new
@@ -42,16 +61,8 @@ pub(super) fn send_packed(
                 if crate::protocol::stopped(f) {
                     return Err(f);
                 }
-                // Nothing was linked: every key may be sent again (invariant D), given back
-                // before the slot that entries may point at is freed.
-                for (k, r) in reserved.iter().enumerate() {
-                    if let Some(entry) = r {
-                        if let Some((index, word)) = entry {
-                            dedup::abort(a, *index, *word)?;
-                        }
-                        results[k] = Err(f);
-                    }
-                }
+                // Nothing was linked: every key may be sent again, then the slot is freed.
+                give_back(a, &reserved, f, results)?;
                 if let Some((idx, claimed)) = slot {
                     pool::free(a, env, idx, claimed)?;
                 }
@@ -223,14 +234,7 @@ fn send_pack(
             }
             // Before the link CAS: nothing was enqueued; the keys may be sent again
             // (invariant D: aborted before the slot is freed).
-            for (k, r) in reserved.iter().enumerate() {
-                if let Some(entry) = r {
-                    if let Some((index, word)) = entry {
-                        dedup::abort(a, *index, *word)?;
-                    }
-                    results[k] = Err(f);
-                }
-            }
+            give_back(a, reserved, f, results)?;
             pool::free(a, env, p.idx, p.claimed)?;
             return Ok(());
         }
@@ -293,9 +297,10 @@ fn send_pack(
 /// bytes moved to the payload's start, its key given back and reserved again by the send of
 /// one, as `send_packed`'s fallback does), none frees the slot.
 ///
-/// The slot is used up either way: linked, or freed (a duplicate, an error of the link). An
-/// error returned comes before the link, with the slot still claimed (the caller gives it
-/// back) and every reserved key given back.
+/// The slot is used up either way: linked, or freed (a duplicate, an error after the keys'
+/// reservations, each member reserved answered with it). An error returned comes before
+/// any reservation (the slot not ours as lent, a description that does not fit it: the slot
+/// is left as it was, for the caller to give back), or is a stopped participant's.
 pub fn send_lent_pack(
     a: &Arena<'_>,
     env: &dyn Env,
@@ -355,14 +360,7 @@ pub fn send_lent_pack(
         if crate::protocol::stopped(f) {
             return Err(f);
         }
-        for (j, r) in reserved.iter().enumerate() {
-            if let Some(entry) = r {
-                if let Some((index, word)) = entry {
-                    dedup::abort(a, *index, *word)?;
-                }
-                results[j] = Err(f);
-            }
-        }
+        give_back(a, &reserved, f, results)?;
         pool::free(a, env, l.idx, claimed)?;
         Ok(())
     };
