@@ -226,27 +226,38 @@ pub unsafe fn write_members(
     if members.len() != places.k || places.used > cl.cap as usize {
         return Ok(None);
     }
+    // One pass: each member's lengths against its place, then each piece bounded by the
+    // place's end before it is copied, and the pieces filling the place exactly (a caller
+    // whose pieces and lengths differ gets an error, never a byte outside its place; a
+    // partly written slot is ours alone, freed by the caller).
+    let mismatch = || {
+        Err(Fault::Corrupted(
+            "a pack member's pieces and lengths differ",
+        ))
+    };
     for (m, p) in members.iter().zip(places.members()) {
-        if m.body != p.body
-            || m.dedup != p.dedup
-            || m.attrs != p.attrs
-            || m.parts.iter().map(|x| x.len()).sum::<usize>() != p.end() - p.at
-        {
-            return Err(Fault::Corrupted(
-                "a pack member's pieces and lengths differ",
-            ));
+        if m.body != p.body || m.dedup != p.dedup || m.attrs != p.attrs {
+            return mismatch();
         }
-    }
-    for (m, p) in members.iter().zip(places.members()) {
-        let mut at = p.at;
-        // Empty pieces passed over, as in a message's own send (a call of `memcpy` each).
-        for part in m.parts.iter().filter(|p| !p.is_empty()) {
-            // SAFETY: `lay_out` placed the member's bytes (as long as its pieces, checked
-            // above) from `p.at`, ending within `used <= cap <= stride` bytes of the payload's
-            // start, past the directory (no byte of them is a directory word); the caller has
-            // the slot claimed, so nobody else touches them.
-            unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), part.len()) };
-            at += part.len();
+        let (mut at, end) = (p.at, p.end());
+        for part in m.parts {
+            let len = part.len();
+            if len > end - at {
+                return mismatch();
+            }
+            // Empty pieces passed over, as in a message's own send (a call of `memcpy` each).
+            if len != 0 {
+                // SAFETY: `lay_out` placed the member's bytes in `[p.at, p.end())`, within
+                // `used <= cap <= stride` bytes of the payload's start, past the directory (no
+                // byte of them is a directory word), and this piece ends at or before
+                // `p.end()` (checked just above); the caller has the slot claimed, so nobody
+                // else touches them.
+                unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), len) };
+            }
+            at += len;
+        }
+        if at != end {
+            return mismatch();
         }
     }
     let mut backs = [0u64; MAX_PACK];
@@ -627,6 +638,47 @@ mod tests {
         assert!(open_at(3, unit & !(0xFF << 56)).is_err());
         assert!(open_at(3, words::unit_lens(1, used)).is_err());
         assert!(open_at(3, words::unit_lens(11, used)).is_err());
+        // A member whose pieces do not fill its place exactly (more bytes than its lengths
+        // say, or fewer) is refused, and no byte lands past its place: the next member's
+        // bytes, written before, stay as they were.
+        let places = lay_out(&[(5, 0, 0), (6, 0, 0)], 1024).unwrap();
+        let (long, short): (&[&[u8]], &[&[u8]]) = (&[b"hello", b"!!"], &[b"hel"]);
+        let next: &[&[u8]] = &[b"world!"];
+        for parts in [long, short] {
+            let member = |body, parts| Member {
+                body,
+                dedup: 0,
+                attrs: 0,
+                parts,
+                back: 0,
+            };
+            // Member 1 first (its own write), then the pair with member 0 damaged.
+            // SAFETY: as above.
+            let ok = unsafe {
+                write_members(
+                    &a,
+                    4,
+                    5,
+                    &[member(5, &[b"hello"]), member(6, next)],
+                    &places,
+                )
+            };
+            assert!(ok.unwrap().is_some());
+            // SAFETY: as above.
+            let bad =
+                unsafe { write_members(&a, 4, 5, &[member(5, parts), member(6, next)], &places) };
+            assert_eq!(
+                bad,
+                Err(Fault::Corrupted(
+                    "a pack member's pieces and lengths differ"
+                ))
+            );
+            let payload = a.class_of(4).unwrap().2;
+            let p1 = places.members()[1];
+            // SAFETY: as above; `p1` lies inside the slot's payload (`lay_out`'s place).
+            let after = unsafe { core::slice::from_raw_parts(payload.add(p1.at), 6) };
+            assert_eq!(after, b"world!", "member 1's bytes untouched");
+        }
         // A heap arena made without the table holds no pack.
         let plain = HeapArena::new(&g);
         // SAFETY: as above.

@@ -153,7 +153,7 @@ impl Queue {
             // prove apart from the entry).
             let group = group_of(e);
             let body_len = e.body_bytes().len();
-            let run = last.filter(|&(g, _)| g == group).map(|(_, h)| h);
+            let run = last.filter(|&(g, _)| same_id(g, group)).map(|(_, h)| h);
             let group_checked = run.is_some();
             // A lent body was checked where it lies.
             let checked = self.check_with(group, e, lent_at(k).is_none(), group_checked, max);
@@ -171,7 +171,7 @@ impl Queue {
             // One keyed hash per group id of the batch.
             let hash = run.or_else(|| {
                 (0..k)
-                    .find(|&j| group_of(entries[j]) == group)
+                    .find(|&j| same_id(group_of(entries[j]), group))
                     .and_then(|j| outs[j].as_ref().map(|o| o.hash))
             });
             let class = match self.class_for(parts, attr_len, body_len) {
@@ -260,7 +260,7 @@ impl Queue {
             let mut chain: [&Outgoing<'_>; 10] = [fill; 10];
             let mut n = 0;
             for k in first..entries.len() {
-                if let (true, Some(o)) = (pending[k] && group(k) == group(first), &outs[k]) {
+                if let (true, Some(o)) = (pending[k] && same_id(group(k), group(first)), &outs[k]) {
                     ks[n] = k;
                     chain[n] = o;
                     n += 1;
@@ -340,11 +340,23 @@ impl Queue {
                 self.note_cursor(s.idx);
             }
             for (&k, r) in ks[..n].iter().zip(got) {
-                results[k] = r.map(|s| self.result_of(&s)).map_err(|f| fault(f, inner));
+                let r = r.map(|s| self.result_of(&s)).map_err(|f| fault(f, inner));
+                put(&mut results[k], r);
                 pending[k] = false;
             }
         }
         Ok(())
+    }
+}
+
+/// Writes a pending entry's result over the placeholder it held ([`unsent`]), which owns
+/// nothing and is forgotten rather than dropped (dropping an `Error` of unknown variant is a
+/// call of its destructor a message); any other value there is dropped as usual.
+#[inline(always)]
+pub(in crate::api) fn put(slot: &mut Result<SendResult>, r: Result<SendResult>) {
+    match std::mem::replace(slot, r) {
+        Err(e @ Error::Corrupted { .. }) => std::mem::forget(e),
+        old => drop(old),
     }
 }
 
@@ -354,6 +366,13 @@ pub(in crate::api) fn unsent() -> Result<SendResult> {
     Err(Error::Corrupted {
         what: "a batch entry was neither sent nor refused",
     })
+}
+
+/// Whether two ids are the same: the same bytes where they are (a batch's messages built from
+/// one `&str` share it: no comparison of bytes, a call of `bcmp` a message), else equal bytes.
+#[inline(always)]
+fn same_id(a: &str, b: &str) -> bool {
+    (a.as_ptr() == b.as_ptr() && a.len() == b.len()) || a == b
 }
 
 /// The group id of a batch's message (present: `send_batch_lent` checks that first).
