@@ -215,7 +215,12 @@ impl Queue {
         for (k, h) in handles.iter().enumerate().take(10) {
             let Some(rh) = h else { continue };
             if j < n && which[j] == k {
-                put(k, got[j].map_err(|f| self.handle_fault(f, rh)));
+                // Two arms, not `map_err`: a deleted handle's result is then written as
+                // `Ok(())` alone, not copied in the error's size (20 instructions a handle).
+                match got[j] {
+                    Ok(()) => put(k, Ok(())),
+                    Err(f) => put(k, Err(self.handle_fault(f, rh))),
+                }
                 j += 1;
             } else {
                 put(k, Err(invalid_handle(rh)));

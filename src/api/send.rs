@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::framing::{all_parts, Framed, Pieces};
+use super::framing::{self, all_parts, Pieces};
 use super::hashing::{group_hash, hash_dedup};
 use super::queue::{fault, Op, Queue};
 use super::types::*;
@@ -224,9 +224,8 @@ impl Queue {
     ) -> Result<SendResult> {
         self.check(group_id, msg)?;
         let mut slot = None;
-        let f = Framed::make(self.inner.dedup, msg, &mut slot);
-        let mut pieces = Pieces::for_message(msg);
-        let (parts, attr_len) = f.fill(msg, &mut pieces);
+        let mut pieces = Pieces::Plain([&[]; 3]);
+        let (parts, attr_len) = framing::pieces(self.inner.dedup, msg, &mut slot, &mut pieces);
         self.send_all(
             group_id.as_bytes(),
             parts,
@@ -461,9 +460,8 @@ impl Queue {
         self.check_with(group_id, msg, false, false, self.maximum_message_size())?;
         let inner = &*self.inner;
         let mut slot = None;
-        let f = Framed::make(inner.dedup, msg, &mut slot);
-        let mut pieces = Pieces::for_message(msg);
-        let (parts, attr_len) = f.fill(msg, &mut pieces);
+        let mut pieces = Pieces::Plain([&[]; 3]);
+        let (parts, attr_len) = framing::pieces(inner.dedup, msg, &mut slot, &mut pieces);
         if !self.fits_in_place(parts, class) {
             // The options outgrow the class the body was lent from: one copy.
             let r = self.send_all(

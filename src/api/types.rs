@@ -387,6 +387,7 @@ impl ReceiveBuffer {
     pub fn messages(&self) -> &[Message] {
         &self.msgs[..self.len]
     }
+    #[inline]
     pub(crate) fn next_slot(&mut self) -> &mut Message {
         if self.len == self.msgs.len() {
             self.msgs.push(Message::default());

@@ -2,7 +2,7 @@
 //! then each group's entries sent as one chain (one pack where they fit), and the retries of
 //! a full class that keep a group's order.
 
-use super::super::framing::{attributes_len, Framed, Pieces};
+use super::super::framing::{self, attributes_len, Framed, Pieces};
 use super::super::queue::{fault, Op, Queue};
 use super::super::types::*;
 use super::missing_dedup_id;
@@ -161,9 +161,7 @@ impl Queue {
                 results[k] = Err(err);
                 continue;
             }
-            let f: &Framed = Framed::make(inner.dedup, e, f);
-            *p = Pieces::for_message(e);
-            let (parts, attr_len) = f.fill(e, p);
+            let (parts, attr_len) = framing::pieces(inner.dedup, e, f, p);
             if let Some((_, class)) = lent_at(k) {
                 in_place[k] = self.fits_in_place(parts, class);
             }
