@@ -206,6 +206,37 @@ fn a_damaged_pack_is_quarantined_and_its_group_goes_on() {
     assert_eq!(q.attributes().quarantined_messages, 1);
 }
 
+/// A group entry whose hash word no longer matches its id (damaged after the buffer's last
+/// receive checked that id, so the buffer remembers the id as checked): the next message of
+/// the group is unreadable (quarantined, counted), not handed out under that entry, even by
+/// a receive into the same buffer, one message at a time; the group's other messages and
+/// the other groups are unaffected before the damage.
+#[test]
+fn a_group_id_that_no_longer_matches_its_hash_is_unreadable_in_a_reused_buffer() {
+    use shmfifo::ReceiveBuffer;
+    let q = queue("quarantine-hash", &small());
+    let path = format!("/dev/shm/{}", q.name);
+    for body in ["first", "second", "third"] {
+        send(&q, "the-hashed-group", body);
+    }
+    let one = ReceiveOptions::max(1).wait(Duration::ZERO);
+    let mut buf = ReceiveBuffer::new();
+    assert_eq!(q.receive_into(&one, &mut buf).unwrap(), 1);
+    assert_eq!(buf.messages()[0].body, "first");
+    q.delete(&buf.messages()[0].receipt_handle).unwrap();
+    assert_eq!(q.receive_into(&one, &mut buf).unwrap(), 1);
+    assert_eq!(buf.messages()[0].body, "second");
+    q.delete(&buf.messages()[0].receipt_handle).unwrap();
+    // The entry's `hash` word (72 bytes in, after `probe`), one bit flipped.
+    let entry = group_entry(&path, b"the-hashed-group");
+    let bytes = std::fs::read(&path).unwrap();
+    let at = (entry + 72) as usize;
+    let hash = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    write_word(&path, entry + 72, hash ^ 1);
+    assert_eq!(q.receive_into(&one, &mut buf).unwrap(), 0, "not handed out");
+    assert_eq!(q.attributes().quarantined_messages, 1);
+}
+
 /// The offset of the header of the message with sequence number `seq` (its `pos` word, 40
 /// bytes into a 64-byte header since layout 22, is the low 64 bits of the sequence number),
 /// looking only at 64-byte-aligned headers whose `pos` matches and whose `vis`,

@@ -54,15 +54,18 @@ impl Filler {
         m: &mut Message,
         t: &Taken<'_>,
     ) -> std::result::Result<(), &'static str> {
-        self.fill_with(m, t, true).map(|_| ())
+        self.fill_with(m, t, true, &mut CheckedGroup::default())
+            .map(|_| ())
     }
 
-    /// [`fill`] (the body copied or not), then the group id check; returns the body's length.
+    /// [`fill`] (the body copied or not), then the group id check (`seen`: the id last
+    /// checked where the message lands, a buffer's); returns the body's length.
     fn fill_with(
         &mut self,
         m: &mut Message,
         t: &Taken<'_>,
         copy_body: bool,
+        seen: &mut CheckedGroup,
     ) -> std::result::Result<usize, &'static str> {
         let body = match (copy_body, self.binary) {
             (false, _) => Body::InPlace,
@@ -72,8 +75,12 @@ impl Filler {
         let body_len = fill(m, t, self.nonce, self.created_wall_ms, body)?;
         let at = t.group_entry();
         if at != self.checked {
-            if super::hashing::group_hash(self.keys, m.group_id.as_bytes()) != t.group_hash() {
-                return Err("group id does not match its hash");
+            let (id, hash) = (m.group_id.as_bytes(), t.group_hash());
+            if !seen.holds(self.keys, hash, id) {
+                if super::hashing::group_hash(self.keys, id) != hash {
+                    return Err("group id does not match its hash");
+                }
+                seen.set(self.keys, hash, id);
             }
             self.checked = at;
         }
@@ -91,7 +98,8 @@ impl Filler {
     ) -> std::result::Result<(), &'static str> {
         let k = buf.len;
         let borrow = buf.borrow;
-        let r = self.fill_with(buf.next_slot(), t, !borrow);
+        let (m, seen) = buf.next_slot();
+        let r = self.fill_with(m, t, !borrow, seen);
         match r {
             Err(_) => buf.len = k,
             Ok(body_len) if borrow => {
@@ -102,6 +110,87 @@ impl Filler {
             Ok(_) => {}
         }
         r.map(|_| ())
+    }
+}
+
+/// The group id a buffer's receives last checked against its group entry's hash (with the
+/// arena's keys and that hash): a receive of the same group again into the same buffer (a
+/// consumer of one group, a message at a time: each receive checks its first group anew)
+/// compares the id, a few instructions, instead of hashing it (SipHash, or the thread's
+/// memo: some 70). The bytes compared are the message's own, copied out of the arena.
+#[derive(Clone)]
+pub(crate) struct CheckedGroup {
+    keys: (u64, u64),
+    hash: u64,
+    /// `usize::MAX`: none.
+    len: usize,
+    id: [u8; MAX_ID_LEN],
+}
+
+impl Default for CheckedGroup {
+    fn default() -> Self {
+        CheckedGroup {
+            keys: (0, 0),
+            hash: 0,
+            len: usize::MAX,
+            id: [0; MAX_ID_LEN],
+        }
+    }
+}
+
+impl std::fmt::Debug for CheckedGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckedGroup")
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CheckedGroup {
+    /// Whether `id` was checked last, under `keys`, against `hash`.
+    #[inline(always)]
+    fn holds(&self, keys: (u64, u64), hash: u64, id: &[u8]) -> bool {
+        self.len == id.len()
+            && self.hash == hash
+            && self.keys == keys
+            && self
+                .id
+                .get(..id.len())
+                .is_some_and(|mine| same_bytes(mine, id))
+    }
+
+    /// Remembers `id` as checked under `keys` against `hash` (an id too long for the record
+    /// is not remembered).
+    fn set(&mut self, keys: (u64, u64), hash: u64, id: &[u8]) {
+        match self.id.get_mut(..id.len()) {
+            Some(mine) => {
+                mine.copy_from_slice(id);
+                (self.keys, self.hash, self.len) = (keys, hash, id.len());
+            }
+            None => self.len = usize::MAX,
+        }
+    }
+}
+
+/// Whether `a` and `b` hold the same bytes: up to 16 as two overlapping words each (group
+/// ids are mostly short: no call of `bcmp`), longer ones as slices.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], at: usize, len: usize| {
+        let mut w = [0u8; 8];
+        w[..len].copy_from_slice(&s[at..at + len]);
+        u64::from_le_bytes(w)
+    };
+    let two = |s: &[u8], len: usize| (word(s, 0, len), word(s, n - len, len));
+    match n {
+        17.. => a == b,
+        8.. => two(a, 8) == two(b, 8),
+        4.. => two(a, 4) == two(b, 4),
+        _ => a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0,
     }
 }
 
@@ -736,6 +825,7 @@ mod tests {
     use std::time::Duration;
 
     use super::super::queue::Op;
+    use super::{same_bytes, CheckedGroup, MAX_ID_LEN};
     use crate::protocol::sweep::{self, Swept, SWEEP_CHUNK};
     use crate::{Deduplication, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
@@ -812,5 +902,38 @@ mod tests {
         assert_eq!(s.pushed, 40, "every group filed again: {s:?}");
         assert!(s.visited <= 80, "{s:?}");
         assert_eq!(redelivered(&q), 40);
+    }
+
+    /// The short comparison finds a difference at every byte of every length it handles (and
+    /// past them); a remembered id holds only for its own bytes, keys and hash, and an id too
+    /// long for the record is never remembered.
+    #[test]
+    fn a_checked_group_holds_for_its_own_id_keys_and_hash_only() {
+        for n in 0..=20usize {
+            let a: Vec<u8> = (0..n as u8).map(|b| b.wrapping_mul(37) ^ 0x5a).collect();
+            assert!(same_bytes(&a, &a.clone()), "{n} bytes, equal");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 1 << (at % 8);
+                assert!(!same_bytes(&a, &b), "{n} bytes, differing at {at}");
+            }
+            if n > 0 {
+                assert!(!same_bytes(&a, &a[..n - 1]), "{n} bytes against {}", n - 1);
+            }
+        }
+        let mut c = CheckedGroup::default();
+        assert!(!c.holds((0, 0), 0, b""), "nothing remembered yet");
+        c.set((1, 2), 7, b"group-a");
+        assert!(c.holds((1, 2), 7, b"group-a"));
+        assert!(!c.holds((1, 2), 8, b"group-a"), "another hash");
+        assert!(!c.holds((1, 3), 7, b"group-a"), "other keys");
+        assert!(!c.holds((1, 2), 7, b"group-b"), "another id");
+        assert!(!c.holds((1, 2), 7, b"group-"), "a prefix");
+        c.set((1, 2), 7, &[b'x'; MAX_ID_LEN + 1]);
+        assert!(
+            !c.holds((1, 2), 7, &[b'x'; MAX_ID_LEN + 1]),
+            "too long to remember"
+        );
+        assert!(!c.holds((1, 2), 7, b"group-a"), "forgotten");
     }
 }

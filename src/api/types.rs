@@ -376,6 +376,8 @@ pub struct ReceiveBuffer {
     pub(crate) borrow: bool,
     /// Where each message's body lies in the mapping (borrowing only).
     pub(crate) views: [crate::api::borrow::View; 10],
+    /// The group id the last receive into this buffer checked against its hash.
+    pub(crate) checked: crate::api::receive::CheckedGroup,
 }
 
 impl ReceiveBuffer {
@@ -387,13 +389,14 @@ impl ReceiveBuffer {
     pub fn messages(&self) -> &[Message] {
         &self.msgs[..self.len]
     }
+    /// The next message to fill, and the group id this buffer checked last.
     #[inline]
-    pub(crate) fn next_slot(&mut self) -> &mut Message {
+    pub(crate) fn next_slot(&mut self) -> (&mut Message, &mut crate::api::receive::CheckedGroup) {
         if self.len == self.msgs.len() {
             self.msgs.push(Message::default());
         }
         self.len += 1;
-        &mut self.msgs[self.len - 1]
+        (&mut self.msgs[self.len - 1], &mut self.checked)
     }
 }
 
