@@ -81,8 +81,8 @@ impl Queue {
     /// retention expiry nobody has swept yet, is found too.
     ///
     /// A delete frees a slot when its group's list lets go of it: the list keeps its last
-    /// deleted message as its anchor (the dummy node) until the group's next delete, or until
-    /// the group empties and is retired.
+    /// deleted message as its anchor (the dummy node) until the group's next delete, or at
+    /// once when the group empties (its list starts again at the group's own anchor).
     ///
     /// Only a full size class is waited for: every other error (invalid input, a full group
     /// table, a refusing dedup table) returns at once, as from [`send`](Self::send). When the

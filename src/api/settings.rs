@@ -24,7 +24,8 @@ const SETTABLE: [&str; 10] = [
 
 impl Queue {
     /// Changes the settings SQS lets you change on a queue in use (visibility timeout,
-    /// delay, retention, content-based dedup, redrive policy), for every process at once.
+    /// delay, retention, maximum message size, receive wait time, content-based dedup, redrive
+    /// policy), for every process at once.
     /// Nothing is changed if any value is invalid. A delay change is retroactive (L1); a
     /// retention change applies to messages already queued (Q5, T1).
     ///

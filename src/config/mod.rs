@@ -185,7 +185,7 @@ pub enum DedupOverflow {
 /// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision |
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
-/// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the payload) gets a quarter as many, at least 4 |
+/// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the slot: payload and 64 B header) gets a quarter as many, at least 4 |
 /// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
@@ -205,7 +205,7 @@ pub enum DedupOverflow {
 ///
 /// A consumed message's slot stays in use as its group's list head until the group's next
 /// message is consumed or the group empties: a class of N slots always holds N messages minus
-/// one per group whose head was consumed (at most `max_groups`).
+/// one per group whose head was consumed (at most one per group with messages).
 ///
 /// `visibility_timeout` can be changed later too (see [`crate::Queue::set_attributes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,8 +289,9 @@ impl QueueConfig {
         self
     }
     /// Explicit size classes: `(payload bytes, slots)`, ascending, at most 8; the last must
-    /// hold a message of `maximum_message_size` (plus up to 128 B dedup id and attribute
-    /// framing: see [`QueueConfig::stored_size_limit`]). A class of 0 slots starts empty and
+    /// hold a message of `maximum_message_size` (plus up to 464 B: a 128 B dedup id, 80 B of
+    /// attribute framing and a 256 B dead-letter source path, see
+    /// [`QueueConfig::stored_size_limit`]). A class of 0 slots starts empty and
     /// adds its first segment (1 slot, then 2, 4, …) when a message needs it: it costs nothing
     /// in the base file, and needs a size limit with room for it.
     pub fn size_classes(mut self, classes: Vec<(u32, u32)>) -> Self {
@@ -367,7 +368,7 @@ impl QueueConfig {
     }
 
     /// Bytes a message of `maximum_message_size` may need in a slot: body and attributes, the
-    /// dedup id and the attribute framing.
+    /// dedup id, the attribute framing and the dead-letter source path (a moved message's).
     pub fn stored_size_limit(&self) -> u32 {
         self.maximum_message_size
             + MAX_ID_LEN as u32
