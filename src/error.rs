@@ -108,6 +108,8 @@ pub enum Error {
     /// at work; `create` at the same path replaces such a file.
     NotReady,
     /// A value in the arena is out of range or inconsistent: another process wrote garbage.
+    /// (It owns nothing: a batch's placeholder result of this variant is forgotten, not
+    /// dropped, `api::send::batch::put`; a field that owns memory would leak there.)
     Corrupted {
         /// What was wrong.
         what: &'static str,

@@ -214,7 +214,11 @@ pub struct Member<'x> {
 /// # Safety
 /// The caller has slot `idx` claimed: no other participant reads or writes its payload until
 /// the caller publishes it (the Release or SeqCst store that does orders these Relaxed
-/// stores and byte copies before it, SYNC POINT(node-link)).
+/// stores and byte copies before it, SYNC POINT(node-link)). `places` is what [`lay_out`]
+/// gave for these members' lengths: every place past the directory and inside `used` (each
+/// member's lengths and pieces are checked against its place here, the places themselves
+/// only in debug builds; a lender's places, which `lay_out` did not make, are checked by
+/// `send_lent_pack`).
 pub unsafe fn write_members(
     a: &Arena<'_>,
     idx: u32,
@@ -240,6 +244,10 @@ pub unsafe fn write_members(
             return mismatch();
         }
         let (mut at, end) = (p.at, p.end());
+        debug_assert!(
+            at >= first_body(places.k) && end <= places.used,
+            "a place outside its pack: not `lay_out`'s"
+        );
         for part in m.parts {
             let len = part.len();
             if len > end - at {
@@ -247,11 +255,12 @@ pub unsafe fn write_members(
             }
             // Empty pieces passed over, as in a message's own send (a call of `memcpy` each).
             if len != 0 {
-                // SAFETY: `lay_out` placed the member's bytes in `[p.at, p.end())`, within
-                // `used <= cap <= stride` bytes of the payload's start, past the directory (no
-                // byte of them is a directory word), and this piece ends at or before
-                // `p.end()` (checked just above); the caller has the slot claimed, so nobody
-                // else touches them.
+                // SAFETY: the member's place `[p.at, p.end())` lies past the directory (no
+                // byte of it is a directory word) and within `used <= cap <= stride` bytes of
+                // the payload's start (`places` is `lay_out`'s: this function's contract;
+                // `used <= cap` checked above), and this piece ends at or before `p.end()`
+                // (checked just above); the caller has the slot claimed, so nobody else
+                // touches them.
                 unsafe { core::ptr::copy_nonoverlapping(part.as_ptr(), payload.add(at), len) };
             }
             at += len;
@@ -342,7 +351,8 @@ unsafe fn directory_at(
 /// back-pointers.
 ///
 /// # Safety
-/// As [`write_members`]'.
+/// The caller has slot `idx` claimed, as for [`write_members`] (the places are this function's
+/// own).
 #[cfg(any(test, feature = "loom"))]
 pub unsafe fn write(
     a: &Arena<'_>,
@@ -375,7 +385,8 @@ pub unsafe fn write(
     let Some(places) = lay_out(&sizes[..members.len()], cap) else {
         return Ok(None);
     };
-    // SAFETY: this function's contract is `write_members`'.
+    // SAFETY: this function's contract is `write_members`' slot claim; `places` is
+    // `lay_out`'s for these members' lengths (just above).
     unsafe { write_members(a, idx, epoch0, &ms[..members.len()], &places) }
 }
 

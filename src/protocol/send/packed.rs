@@ -149,7 +149,7 @@ fn prepare_pack<'a>(
     crash_point!(Err((Fault::Crashed, None)));
     let claimed = vis::pack(s.epoch0, vis::claimed(me));
     // SAFETY: the slot is claimed by us (just now), so nobody else reads or writes its
-    // payload until we publish it.
+    // payload until we publish it; `places` is `lay_out`'s for these members' lengths.
     let unit = match unsafe {
         crate::protocol::pack::write_members(a, s.idx, s.epoch0, &ms[..k], &places)
     } {
