@@ -179,8 +179,7 @@ pub fn receive(
             }
             // Idle: release dead receivers' messages (at most once per liveness period), then
             // sweep if a deadline passed. Either may have hinted groups: look once more.
-            let released = release_on_death(a) && maybe_check_liveness(a, env, me).unwrap_or(false);
-            if !sweep_if_idle(a, env, me).unwrap_or(false) && !released {
+            if !idle_chores(a, env, me) {
                 break;
             }
             swept = true;
@@ -309,6 +308,18 @@ pub fn receive(
         Some(f) if rep.taken == 0 => Err(f),
         _ => Ok(rep),
     }
+}
+
+/// A receive's chores when the ready rings are empty: dead receivers' messages released (at
+/// most once per liveness period), then a sweep if a deadline passed; whether either may
+/// have hinted a group. Out of line and cold: most receives find a group, and inlined its
+/// state took registers from the receive's loop.
+#[cold]
+#[inline(never)]
+fn idle_chores(a: &Arena<'_>, env: &dyn Env, me: Owner) -> bool {
+    let released = release_on_death(a) && maybe_check_liveness(a, env, me).unwrap_or(false);
+    let swept = sweep_if_idle(a, env, me).unwrap_or(false);
+    swept || released
 }
 
 /// Under the claim: cleans up, then takes the group's visible prefix, removing expired
