@@ -70,7 +70,9 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send(&self, msg: &SendMessage<'_>) -> Result<SendResult> {
-        self.send_timeout(msg, Duration::ZERO)
+        // No wait: no timeout to convert (`Duration`'s milliseconds are a `u128`: some 20
+        // instructions a send).
+        self.send_waiting(msg, 0)
     }
 
     /// Sends like [`send`](Self::send), but when the message's size class is full waits up to
@@ -120,15 +122,20 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send_timeout(&self, msg: &SendMessage<'_>, timeout: Duration) -> Result<SendResult> {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        // A timeout under a millisecond still waits (for one): it asked to wait.
+        let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
+        self.send_waiting(msg, ms)
+    }
+
+    /// [`send_timeout`](Self::send_timeout) with its timeout in milliseconds (0: no wait).
+    fn send_waiting(&self, msg: &SendMessage<'_>, wait_ms: u64) -> Result<SendResult> {
         let Some(group_id) = msg.group_id else {
             return Err(Error::MissingParameter {
                 parameter: "MessageGroupId",
             });
         };
-        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
-        // A timeout under a millisecond still waits (for one): it asked to wait.
-        let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
-        self.send_checked(group_id, msg, ms)
+        self.send_checked(group_id, msg, wait_ms)
     }
 
     /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
