@@ -265,8 +265,13 @@ impl Inner {
     }
 }
 
+/// Whole milliseconds of `d`, `u64::MAX` past it.
 pub(super) fn ms(d: Duration) -> u64 {
-    d.as_millis().min(u128::from(u64::MAX)) as u64
+    // `as_millis` capped at `u64::MAX`, in `u64` arithmetic (its `u128` cost some 10
+    // instructions a receive).
+    d.as_secs()
+        .saturating_mul(1000)
+        .saturating_add(u64::from(d.subsec_millis()))
 }
 
 /// Arena time (ms, from 1) on this boot for a clock base.
@@ -507,6 +512,25 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `ms` is `as_millis` capped at `u64::MAX`, at every boundary it meets.
+    #[test]
+    fn milliseconds_are_as_millis_capped() {
+        let cases = [
+            Duration::ZERO,
+            Duration::from_nanos(999_999),
+            Duration::from_nanos(1_000_000),
+            Duration::from_millis(1),
+            Duration::new(43_200, 999_999_999),
+            Duration::new(u64::MAX / 1000, 999_999_999),
+            Duration::new(u64::MAX / 1000 + 1, 0),
+            Duration::MAX,
+        ];
+        for d in cases {
+            let want = d.as_millis().min(u128::from(u64::MAX)) as u64;
+            assert_eq!(ms(d), want, "{d:?}");
+        }
+    }
     use crate::protocol::pack;
 
     /// A pack written into a slot of a mapped queue (its directory in the slot's payload, not
