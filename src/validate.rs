@@ -179,17 +179,29 @@ pub(crate) fn ascii(bytes: &[u8]) -> bool {
     if n >= 16 {
         return ascii_long(bytes);
     }
+    let high = match ends(bytes) {
+        Some((first, last)) => first | last,
+        None => bytes.iter().fold(0, |h, &b| h | u64::from(b)),
+    };
+    high & 0x8080_8080_8080_8080 == 0
+}
+
+/// 4 to 16 bytes as two overlapping little-endian words that together hold every byte: the
+/// first and last eight (or, under eight bytes, four); `None` for fewer or more bytes.
+#[inline]
+pub(crate) fn ends(bytes: &[u8]) -> Option<(u64, u64)> {
+    let n = bytes.len();
     let word = |at: usize, len: usize| {
         let mut w = [0u8; 8];
         w[..len].copy_from_slice(&bytes[at..at + len]);
         u64::from_le_bytes(w)
     };
-    let high = match n {
-        8.. => word(0, 8) | word(n - 8, 8),
-        4.. => word(0, 4) | word(n - 4, 4),
-        _ => bytes.iter().fold(0, |h, &b| h | u64::from(b)),
-    };
-    high & 0x8080_8080_8080_8080 == 0
+    match n {
+        17.. => None,
+        8.. => Some((word(0, 8), word(n - 8, 8))),
+        4.. => Some((word(0, 4), word(n - 4, 4))),
+        _ => None,
+    }
 }
 
 /// [`ascii`] of 16 bytes or more.

@@ -412,6 +412,18 @@ static shmfifo_config small_config(void) {
     return c;
 }
 
+/* A fresh queue at `name` of `max_messages` small slots that never grows (its class fills);
+ * NULL (the failure checked) if it could not be created. */
+static shmfifo_queue *fixed_queue(const char *name, uint32_t max_messages) {
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = small_config();
+    c.max_messages = max_messages;
+    c.size_limit = 0; /* no growth: the class fills */
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    return q;
+}
+
 /* Receives what is visible now (no wait) with visibility `vt_ms`; returns the count. */
 static size_t receive_now(shmfifo_queue *q, shmfifo_receive_buffer *buf, shmfifo_message *out,
                           int64_t vt_ms) {
@@ -907,12 +919,7 @@ static void *delete_one_later(void *q) {
  * delete in another thread wakes it and its message goes in. */
 static void test_send_timeout(void) {
     const char *name = qname("wait");
-    shmfifo_queue_unlink(name);
-    shmfifo_config c = small_config();
-    c.max_messages = 4;
-    c.size_limit = 0; /* no growth: the class fills */
-    shmfifo_queue *q = NULL;
-    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    shmfifo_queue *q = fixed_queue(name, 4);
     if (!q) return;
     const char *ids[4] = {"a", "b", "c", "d"};
     for (int i = 0; i < 4; i++) {
@@ -1046,12 +1053,7 @@ static void test_zero_copy(void) {
  * back; the request's own errors lend nothing. */
 static void test_loan_batch(void) {
     const char *name = qname("zcb");
-    shmfifo_queue_unlink(name);
-    shmfifo_config c = small_config();
-    c.max_messages = 2;
-    c.size_limit = 0; /* no growth: the class fills */
-    shmfifo_queue *q = NULL;
-    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    shmfifo_queue *q = fixed_queue(name, 2);
     if (!q) return;
     shmfifo_send_message first = msg("g", "first", "d0");
     EXPECT(shmfifo_send(q, &first, NULL), SHMFIFO_OK);

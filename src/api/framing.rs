@@ -108,7 +108,8 @@ pub(super) struct Framed {
 /// pieces point into where the message needs it (attribute framing, a generated dedup id). A
 /// message without attributes whose dedup id is given or not needed (most) takes its three
 /// pieces here, inline, into whichever form `pieces` has (three calls, some 50 instructions
-/// a message, before); any other is framed out of line ([`Framed::make`], [`Framed::fill`]).
+/// a message, before); any other is framed out of line, its framing kept in `slot`
+/// ([`Framed::fill`]).
 #[inline(always)]
 pub(super) fn pieces<'p, 's>(
     dedup: Deduplication,
@@ -142,27 +143,12 @@ fn framed_pieces<'p, 's>(
     pieces: &'s mut Pieces<'p>,
 ) -> (&'s mut [&'p [u8]], usize) {
     *pieces = Pieces::for_message(msg);
-    Framed::make(dedup, msg, slot).fill(msg, pieces)
+    slot.insert(Framed::new(dedup, msg)).fill(msg, pieces)
 }
 
 impl Framed {
-    /// The framing of `msg` in `slot`, or (a message without attributes or a generated dedup
-    /// id: most) a shared empty one, so that `slot` is neither written nor dropped.
-    pub(super) fn make<'f>(
-        dedup: Deduplication,
-        msg: &SendMessage<'_>,
-        slot: &'f mut Option<Framed>,
-    ) -> &'f Framed {
-        static NONE: Framed = Framed {
-            frames: None,
-            generated: None,
-        };
-        if msg.attributes.is_empty() && (msg.dedup_id.is_some() || dedup == Deduplication::Off) {
-            return &NONE;
-        }
-        slot.insert(Framed::new(dedup, msg))
-    }
-
+    /// The framing of `msg`: its attributes' frames, and its generated dedup id where the
+    /// queue deduplicates by content and `msg` names none.
     fn new(dedup: Deduplication, msg: &SendMessage<'_>) -> Framed {
         let frames = (!msg.attributes.is_empty()).then(|| {
             let mut frames = Box::new([[0u8; ATTRIBUTE_FRAMING]; MAX_ATTRIBUTES]);

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use super::copy_out::Filler;
 use super::queue::{fault, Queue};
-use super::receive::Filler;
 use super::types::*;
 use super::views::*;
 use crate::config::DedupOverflow;

@@ -4,6 +4,7 @@
 mod asynchronous;
 mod backend;
 pub(crate) mod borrow;
+mod copy_out;
 mod dead_letter;
 mod framing;
 mod handles;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::framing::{self, all_parts, Pieces};
 use super::hashing::{group_hash, hash_dedup};
-use super::queue::{fault, Op, Queue};
+use super::queue::{fault, ms, Op, Queue};
 use super::types::*;
 use crate::config::{Deduplication, MAX_ATTRIBUTES};
 use crate::error::{Error, Result};
@@ -122,10 +122,12 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn send_timeout(&self, msg: &SendMessage<'_>, timeout: Duration) -> Result<SendResult> {
-        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         // A timeout under a millisecond still waits (for one): it asked to wait.
-        let ms = if ms == 0 && !timeout.is_zero() { 1 } else { ms };
-        self.send_waiting(msg, ms)
+        let wait_ms = match ms(timeout) {
+            0 if !timeout.is_zero() => 1,
+            w => w,
+        };
+        self.send_waiting(msg, wait_ms)
     }
 
     /// [`send_timeout`](Self::send_timeout) with its timeout in milliseconds (0: no wait).

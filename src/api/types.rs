@@ -377,7 +377,7 @@ pub struct ReceiveBuffer {
     /// Where each message's body lies in the mapping (borrowing only).
     pub(crate) views: [crate::api::borrow::View; 10],
     /// The group id the last receive into this buffer checked against its hash.
-    pub(crate) checked: crate::api::receive::CheckedGroup,
+    pub(crate) checked: crate::api::copy_out::CheckedGroup,
 }
 
 impl ReceiveBuffer {
@@ -391,7 +391,7 @@ impl ReceiveBuffer {
     }
     /// The next message to fill, and the group id this buffer checked last.
     #[inline]
-    pub(crate) fn next_slot(&mut self) -> (&mut Message, &mut crate::api::receive::CheckedGroup) {
+    pub(crate) fn next_slot(&mut self) -> (&mut Message, &mut crate::api::copy_out::CheckedGroup) {
         if self.len == self.msgs.len() {
             self.msgs.push(Message::default());
         }

@@ -351,7 +351,7 @@ impl Queue {
 /// nothing and is forgotten rather than dropped (dropping an `Error` of unknown variant is a
 /// call of its destructor a message); any other value there is dropped as usual.
 #[inline(always)]
-pub(in crate::api) fn put(slot: &mut Result<SendResult>, r: Result<SendResult>) {
+fn put(slot: &mut Result<SendResult>, r: Result<SendResult>) {
     match std::mem::replace(slot, r) {
         Err(e @ Error::Corrupted { .. }) => std::mem::forget(e),
         old => drop(old),
