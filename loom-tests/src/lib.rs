@@ -167,7 +167,20 @@ pub fn send(
     group: &str,
     body: &[u8],
 ) -> PResult<send::Sent> {
-    send_with(a, env, who, group, body, None)
+    send_with(a, env, who, group, body, None, None)
+}
+
+/// Sends `body` to `group` as participant `who`, passing `hint` (where an earlier send found
+/// the group, [`send::Sent::group`]) for the protocol to try before a lookup.
+pub fn send_hinted(
+    a: &Arena<'_>,
+    env: &MockEnv,
+    who: u32,
+    group: &str,
+    body: &[u8],
+    hint: Option<shmfifo::protocol::group::Found>,
+) -> PResult<send::Sent> {
+    send_with(a, env, who, group, body, None, hint)
 }
 
 /// Sends `body` to `group` with dedup id `key` as participant `who`. `home` forces the key's
@@ -181,7 +194,7 @@ pub fn send_dedup(
     key: &str,
     home: u64,
 ) -> PResult<send::Sent> {
-    send_with(a, env, who, group, body, Some(self::key(key, home)))
+    send_with(a, env, who, group, body, Some(self::key(key, home)), None)
 }
 
 fn send_with(
@@ -191,6 +204,7 @@ fn send_with(
     group: &str,
     body: &[u8],
     dedup: Option<dedup::Key<'_>>,
+    group_hint: Option<shmfifo::protocol::group::Found>,
 ) -> PResult<send::Sent> {
     let parts = [body];
     send::send(
@@ -202,6 +216,7 @@ fn send_with(
             cursor: u64::from(who),
             hash: hash(group.as_bytes()),
             group_id: group.as_bytes(),
+            group_hint,
             lens: words::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup,
@@ -231,6 +246,7 @@ pub fn send_batch(
             cursor: u64::from(who),
             hash: hash(group.as_bytes()),
             group_id: group.as_bytes(),
+            group_hint: None,
             lens: words::pack_lens(b.len(), 0, 0, 0),
             parts: p,
             dedup: None,
@@ -280,6 +296,7 @@ pub fn send_pack(
             cursor: u64::from(who),
             hash: hash(group.as_bytes()),
             group_id: group.as_bytes(),
+            group_hint: None,
             lens: words::pack_lens(b.len(), 0, 0, 0),
             parts: p,
             dedup: keys.map(|ks| key(ks[k], k as u64)),

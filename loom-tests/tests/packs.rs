@@ -435,6 +435,7 @@ fn lent_pack(
             cursor: 1,
             hash: hash(b"g"),
             group_id: b"g",
+            group_hint: None,
             lens: words::pack_lens(1, 0, 0, 0),
             parts: &parts,
             dedup: Some(key(keys[j], if keys[j] == "ka" { 0 } else { j as u64 })),

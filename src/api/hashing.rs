@@ -4,6 +4,7 @@
 
 use std::hash::Hasher;
 
+use crate::protocol::group::Found;
 use crate::protocol::message::MAX_ID_LEN;
 
 /// SipHash-2-4 of `id` with the arena's key `keys`.
@@ -13,43 +14,108 @@ pub(super) fn hash_id(keys: (u64, u64), id: &[u8]) -> u64 {
     h.finish()
 }
 
-/// The last group id this thread hashed, with the keys and the hash (see [`group_hash`]).
+/// The last group id this thread hashed, with the keys and the hash, and where this thread's
+/// last send of it found its group (see [`group_key`]).
 struct LastGroup {
     keys: (u64, u64),
     /// `usize::MAX`: none yet.
     len: usize,
     hash: u64,
+    found: Option<Found>,
     id: [u8; MAX_ID_LEN],
 }
 
 std::thread_local! {
     static LAST_GROUP: std::cell::RefCell<LastGroup> = const {
-        std::cell::RefCell::new(LastGroup { keys: (0, 0), len: usize::MAX, hash: 0, id: [0; MAX_ID_LEN] })
+        std::cell::RefCell::new(LastGroup {
+            keys: (0, 0),
+            len: usize::MAX,
+            hash: 0,
+            found: None,
+            id: [0; MAX_ID_LEN],
+        })
     };
+}
+
+/// A group id's keyed hash ([`hash_id`]) and, if this thread's last send of it said where it
+/// found its group ([`remember_group`]), where: a send passes it on (`Outgoing::group_hint`),
+/// and the protocol tries it before a lookup.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct GroupKey {
+    /// The keyed hash.
+    pub(super) hash: u64,
+    /// Where the group was found last.
+    pub(super) found: Option<Found>,
+}
+
+impl GroupKey {
+    /// The key a message description carries.
+    pub(super) fn of(o: &crate::protocol::send::Outgoing<'_>) -> GroupKey {
+        GroupKey {
+            hash: o.hash,
+            found: o.group_hint,
+        }
+    }
 }
 
 /// [`hash_id`] of a group id, remembered per thread for the last id: the hash is a pure
 /// function of the arena's keys and the id, so a send or receive of the same group as the
 /// thread's previous one compares the id (a few instructions) instead of hashing it again
-/// (SipHash: some 150). Nothing shared, nothing to invalidate.
-pub(super) fn group_hash(keys: (u64, u64), id: &[u8]) -> u64 {
+/// (SipHash: some 150). With it, where the thread's last send of that id found its group
+/// ([`GroupKey::found`]; `UNPLACED` for an id sent again before its place is known). Nothing
+/// shared, nothing to invalidate: a place that no longer holds is found out by the protocol,
+/// which then looks the group up.
+pub(super) fn group_key(keys: (u64, u64), id: &[u8]) -> GroupKey {
     if id.len() > MAX_ID_LEN {
-        return hash_id(keys, id);
+        return GroupKey {
+            hash: hash_id(keys, id),
+            found: None,
+        };
     }
     LAST_GROUP.with(|cell| {
         let Ok(mut l) = cell.try_borrow_mut() else {
-            return hash_id(keys, id); // re-entered (not by this module): hash without the memo
+            // Re-entered (not by this module): hash without the memo.
+            return GroupKey {
+                hash: hash_id(keys, id),
+                found: None,
+            };
         };
         if l.len == id.len() && l.keys == keys && l.id[..id.len()] == *id {
-            return l.hash;
+            // An id sent again whose place is not known yet asks for it (`UNPLACED`, which
+            // the protocol finds nothing at); a new id does not: a thread that sends each id
+            // once (a new group a message) never remembers one.
+            return GroupKey {
+                hash: l.hash,
+                found: Some(l.found.unwrap_or(Found::UNPLACED)),
+            };
         }
         let hash = hash_id(keys, id);
         l.keys = keys;
         l.id[..id.len()].copy_from_slice(id);
         l.len = id.len();
         l.hash = hash;
-        hash
+        l.found = None;
+        GroupKey { hash, found: None }
     })
+}
+
+/// [`group_key`]'s hash alone.
+pub(super) fn group_hash(keys: (u64, u64), id: &[u8]) -> u64 {
+    group_key(keys, id).hash
+}
+
+/// Remembers where a send found the group whose id has keyed hash `hash` under `keys`, if
+/// that id is still the thread's memo (a send calls it only when the place changed: once a
+/// group, not once a message). The id itself is not compared: a place kept for another id of
+/// the same hash is only a hint, which the protocol checks against the entry's id.
+pub(super) fn remember_group(keys: (u64, u64), hash: u64, found: Found) {
+    LAST_GROUP.with(|cell| {
+        if let Ok(mut l) = cell.try_borrow_mut() {
+            if l.len != usize::MAX && l.keys == keys && l.hash == hash {
+                l.found = Some(found);
+            }
+        }
+    });
 }
 
 /// The keyed hash of a dedup key: SipHash-2-4-128 over `[b'D', group_len] ‖ group ‖ dedup`

@@ -15,7 +15,7 @@
 use std::fmt;
 
 use super::framing::{attributes_len, frame};
-use super::hashing::{content_dedup_id, group_hash};
+use super::hashing::{content_dedup_id, group_key};
 use super::loan::LoanOptions;
 use super::queue::{fault, Op, Queue};
 use super::types::{SendMessage, SendResult};
@@ -187,12 +187,12 @@ impl<'q> LoanBatch<'q> {
             }
         }
         let ids: [&[u8]; MAX_PACK] = std::array::from_fn(|j| &id_bytes[j][..id_lens[j]]);
-        let hash = group_hash(inner.keys, group);
+        let key = group_key(inner.keys, group);
         let parts: [[&[u8]; 3]; MAX_PACK] = std::array::from_fn(|j| [&[][..], &[][..], ids[j]]);
         let mut outs: [Option<Outgoing<'_>>; MAX_PACK] = [None; MAX_PACK];
         for (j, (o, p)) in outs.iter_mut().zip(self.places.members()).enumerate() {
             if early[j].is_none() {
-                *o = Some(q.outgoing(0, group, &parts[j], p.attrs, p.body, 0, 0, Some(hash)));
+                *o = Some(q.outgoing(0, group, &parts[j], p.attrs, p.body, 0, 0, Some(key)));
             }
         }
         // D9: a member whose key an earlier one sent has is that one's duplicate, left out here.
@@ -223,6 +223,15 @@ impl<'q> LoanBatch<'q> {
             &mut got[..k],
         )
         .map_err(|f| fault(f, inner))?;
+        // Where the pack found its group, kept for the thread's next send of the id.
+        if let (Some(o), Some(Ok(s))) = (
+            refs[..k].iter().flatten().next(),
+            got[..k]
+                .iter()
+                .find(|r| matches!(r, Ok(s) if s.group.is_some())),
+        ) {
+            q.remember(o, s);
+        }
         let mut repeated = 0;
         for j in 0..k {
             if let Some(i) = repeats[j] {

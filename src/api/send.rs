@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::framing::{self, all_parts, Pieces};
-use super::hashing::{group_hash, hash_dedup};
+use super::hashing::{group_key, hash_dedup, remember_group, GroupKey};
 use super::queue::{fault, ms, Op, Queue};
 use super::types::*;
 use crate::config::{Deduplication, MAX_ATTRIBUTES};
@@ -317,7 +317,19 @@ impl Queue {
             r => r,
         }
         .map_err(|f| fault(f, inner))?;
+        self.remember(&out, &sent);
         Ok(self.sent(&sent))
+    }
+
+    /// Keeps where `out`'s send found its group for this thread's next send of the id
+    /// ([`remember_group`]), where that changed and the id is one the thread sends again (it
+    /// came with a hint): once a group, not once a message.
+    #[inline(always)]
+    pub(super) fn remember(&self, out: &Outgoing<'_>, sent: &send::Sent) {
+        let Some(hint) = out.group_hint else { return };
+        if let Some(found) = sent.group.filter(|&f| hint != f) {
+            remember_group(self.inner.keys, out.hash, found);
+        }
     }
 
     /// Sends `out`, whose class was full, sleeping on the space doorbell until a slot frees or
@@ -395,8 +407,8 @@ impl Queue {
 
     /// The protocol's description of a validated message from all its parts in slot order
     /// (`parts[0]` the body, `parts[1]` the dead-letter source, `parts[2]` the dedup id, then
-    /// the attributes), in size class `class` ([`class_for`](Self::class_for)); `hash` is the
-    /// group id's keyed hash if the caller has it already.
+    /// the attributes), in size class `class` ([`class_for`](Self::class_for)); `key` is the
+    /// group id's keyed hash and last place ([`group_key`]) if the caller has them already.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn outgoing<'x>(
@@ -408,15 +420,17 @@ impl Queue {
         body_len: usize,
         flags: u8,
         prior_receives: u32,
-        hash: Option<u64>,
+        key: Option<GroupKey>,
     ) -> Outgoing<'x> {
         let inner = &*self.inner;
         let (source, dedup) = (parts[1], parts[2]);
+        let key = key.unwrap_or_else(|| group_key(inner.keys, group_id));
         Outgoing {
             class,
             cursor: next_cursor(&inner.cursor),
-            hash: hash.unwrap_or_else(|| group_hash(inner.keys, group_id)),
+            hash: key.hash,
             group_id,
+            group_hint: key.found,
             lens: words::pack_lens(body_len, attr_len, dedup.len(), flags),
             parts,
             dedup: match inner.dedup {
@@ -499,6 +513,7 @@ impl Queue {
         out.lend(lent, class, msg.body_bytes().len());
         let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
             .map_err(|f| fault(f, inner))?;
+        self.remember(&out, &sent);
         if sent.duplicate {
             // D1: accepted, not enqueued: the slot goes back to the pool.
             self.return_lent(lent);

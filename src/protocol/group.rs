@@ -157,6 +157,63 @@ fn find_in(
     Ok(None)
 }
 
+/// Where a send found its group: the entry's global index and the incarnation it was found
+/// at ([`Sent::group`](super::send::Sent::group)). A sender that keeps it beside the group id
+/// (the API keeps the last one per thread) finds the group again by [`recall`], without a
+/// lookup.
+///
+/// One word (`[1:1][_:7][ginc:24][g:32]`, never 0), so that an `Option` of it is one too: a
+/// send's description carries it beside the group's hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Found(core::num::NonZeroU64);
+
+impl Found {
+    /// Entry `g` at incarnation `ginc` (its low 24 bits, as the state word holds it).
+    pub fn new(g: u32, ginc: u32) -> Found {
+        let w = 1 << 63 | u64::from(ginc & words::GINC_MASK) << 32 | u64::from(g);
+        Found(core::num::NonZeroU64::new(w).unwrap_or(core::num::NonZeroU64::MIN))
+    }
+
+    /// No entry (global index `u32::MAX`, past every table): what a sender passes to learn
+    /// where a group is (its send's [`Sent::group`](super::send::Sent::group)) before it knows;
+    /// [`recall`] finds nothing there.
+    pub const UNPLACED: Found = Found(match core::num::NonZeroU64::new(1 << 63 | 0xFFFF_FFFF) {
+        Some(w) => w,
+        None => core::num::NonZeroU64::MIN,
+    });
+
+    /// The entry's global index.
+    fn g(self) -> u32 {
+        self.0.get() as u32
+    }
+
+    /// The entry's incarnation.
+    fn ginc(self) -> u32 {
+        (self.0.get() >> 32) as u32 & words::GINC_MASK
+    }
+}
+
+/// Group `id` where an earlier send `found` it, if its entry is still ACTIVE at that
+/// incarnation and holds `id`: `(index, incarnation)` as [`find`] gives them, else `None` (the
+/// caller looks it up). One load of the entry's state and a comparison of its id, where a
+/// lookup reads the probe length and the hash as well and walks the probe (callgrind: some 140
+/// instructions a single send less). An entry's key changes only with its incarnation (a
+/// retire, then an insert at the next one), so the same incarnation holding `id` is `id`'s
+/// group; an entry reused after the state load is caught as [`find`]'s result is: the append
+/// checks the incarnation again after reading `tail` (SYNC POINT(entry-reuse)). A `found` of
+/// another queue, or damaged, names no such entry or another id: `None`, never a fault.
+#[inline]
+pub fn recall(a: &Arena<'_>, found: Found, id: &[u8]) -> Option<(u32, u32)> {
+    let (g, ginc) = (found.g(), found.ginc());
+    let e = a.group(g).ok()?;
+    // Acquire: SYNC POINT(group-publish), as `find_in`'s (the inserter's Release store of
+    // ACTIVE, after the id's words). Read for writing, as `find_in`'s home entry: the send
+    // writes the entry's line next.
+    let st = crate::sync::load_for_write_u64(&e.state, Ordering::Acquire);
+    (gstate::kind(st) == gstate::ACTIVE && gstate::ginc(st) == ginc && id_is(e, id))
+        .then_some((g, ginc))
+}
+
 /// Finds or inserts the group `id`. Returns `(index, incarnation)`.
 pub fn find_or_insert(
     a: &Arena<'_>,

@@ -325,6 +325,7 @@ mod tests {
             cursor: 0,
             hash: g.len() as u64,
             group_id: g.as_bytes(),
+            group_hint: None,
             lens: words::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup: None,
@@ -524,6 +525,71 @@ mod tests {
     /// and insert within the few slots where its home's live entries are, however many
     /// tombstones the table holds: here 2,048 groups through a 64-slot table, a few live at a
     /// time, every message delivered in order and every group retired.
+    /// A send passing where an earlier send found its group (`Outgoing::group_hint`,
+    /// `group::recall`) appends there; a place that does not hold the group (another group's,
+    /// another incarnation of the entry, one past every table, `UNPLACED`) is passed over and
+    /// the group looked up: every message goes to its own group (M3), in order.
+    #[test]
+    fn a_kept_place_finds_its_group_and_a_wrong_one_is_looked_past() {
+        use crate::protocol::group::{self, Found};
+        let h = HeapArena::new(&geom());
+        let env = MockEnv::default();
+        let a = h.arena();
+        let hinted = |g: &str, body: &[u8], hint: Option<Found>| {
+            let parts = [body];
+            let out = Outgoing {
+                class: 0,
+                cursor: 0,
+                hash: g.len() as u64,
+                group_id: g.as_bytes(),
+                group_hint: hint,
+                lens: words::pack_lens(body.len(), 0, 0, 0),
+                parts: &parts,
+                dedup: None,
+                source_len: 0,
+                prior_receives: 0,
+                loaned: None,
+                in_place: 0,
+            };
+            send::send(&a, &env, owner::code(1, 1), &out).unwrap()
+        };
+        let at_a = hinted("a", b"a1", None).group.expect("placed");
+        let at_b = hinted("bb", b"b1", None).group.expect("placed");
+        assert_ne!(at_a, at_b);
+        let (g, ginc) = group::find(&a, 1, b"a").unwrap().expect("found");
+        assert_eq!(at_a, Found::new(g, ginc));
+        // Where it was found holds, for its own id only.
+        assert_eq!(group::recall(&a, at_a, b"a"), Some((g, ginc)));
+        assert_eq!(group::recall(&a, at_a, b"bb"), None);
+        assert_eq!(group::recall(&a, at_b, b"a"), None);
+        assert_eq!(group::recall(&a, Found::new(g, ginc + 1), b"a"), None);
+        assert_eq!(
+            group::recall(&a, Found::new(u32::MAX - 1, ginc), b"a"),
+            None
+        );
+        assert_eq!(group::recall(&a, Found::UNPLACED, b"a"), None);
+        let wrong = [
+            Some(at_a),
+            Some(at_b),
+            Some(Found::new(g, ginc + 1)),
+            Some(Found::UNPLACED),
+        ];
+        for (k, hint) in wrong.into_iter().enumerate() {
+            let body = format!("a{}", k + 2);
+            let sent = hinted("a", body.as_bytes(), hint);
+            assert_eq!(sent.group, Some(at_a), "hint {hint:?}");
+        }
+        // Group a's messages in order, then b's (or b's first): each in its own group.
+        let got: Vec<Vec<u8>> = recv(&a, &env, 10, 1_000).into_iter().map(|m| m.1).collect();
+        let a_msgs: Vec<&[u8]> = got
+            .iter()
+            .map(|b| &b[..])
+            .filter(|b| b[0] == b'a')
+            .collect();
+        assert_eq!(a_msgs, [&b"a1"[..], b"a2", b"a3", b"a4", b"a5"]);
+        assert_eq!(got.len(), 6);
+    }
+
     #[test]
     fn a_new_group_per_message_keeps_probes_short() {
         let g = Geometry {
@@ -563,6 +629,7 @@ mod tests {
                             cursor: 0,
                             hash,
                             group_id: id.as_bytes(),
+                            group_hint: None,
                             lens: words::pack_lens(1, 0, 0, 0),
                             parts: &parts,
                             dedup: None,
@@ -755,6 +822,7 @@ mod tests {
             cursor: 0,
             hash: g.len() as u64,
             group_id: g.as_bytes(),
+            group_hint: None,
             lens: words::pack_lens(1, 0, k.len(), 0),
             parts: &parts,
             dedup: Some(crate::protocol::dedup::Key {

@@ -33,6 +33,9 @@ pub struct Sent {
     /// The send was a duplicate (D1): nothing was enqueued, and the fields above name the
     /// original message.
     pub duplicate: bool,
+    /// Where the send found its group (`None` for a duplicate): a later send of the same
+    /// group id may pass it back ([`Outgoing::group_hint`]).
+    pub group: Option<group::Found>,
 }
 
 /// A message description for [`send`].
@@ -46,6 +49,9 @@ pub struct Outgoing<'x> {
     pub hash: u64,
     /// Group id bytes.
     pub group_id: &'x [u8],
+    /// Where an earlier send found this group id's group ([`Sent::group`]), if the caller
+    /// kept it: tried first ([`group::recall`]), looked up if it no longer holds.
+    pub group_hint: Option<group::Found>,
     /// Packed lengths for `MsgWords::lens`.
     pub lens: u64,
     /// Payload pieces in slot order (layout 10: body, dead-letter source, dedup id, framed
@@ -240,21 +246,22 @@ fn send_chain_slots<const N: usize>(
         return Ok(());
     }
     let chain = &nodes[..n];
-    let (g, e, pred, seq_hi, pos0) = match link(a, env, me, outs[usize::from(which[0])], chain) {
-        Ok(l) => l,
-        Err(f) => {
-            if super::stopped(f) {
-                return Err(f); // stopped before the link CAS: nothing enqueued
+    let (g, ginc, e, pred, seq_hi, pos0) =
+        match link(a, env, me, outs[usize::from(which[0])], chain) {
+            Ok(l) => l,
+            Err(f) => {
+                if super::stopped(f) {
+                    return Err(f); // stopped before the link CAS: nothing enqueued
+                }
+                for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
+                    // Every error of `link` comes before the link CAS: nothing was enqueued, the
+                    // slots are freed (or still claimed by us) and the keys may be sent again.
+                    give_up(a, env, p.idx, p.claimed, p.entry, p.loaned)?;
+                    results[usize::from(k)] = Err(f);
+                }
+                return Ok(());
             }
-            for (p, &k) in chain.iter().flatten().zip(&which[..n]) {
-                // Every error of `link` comes before the link CAS: nothing was enqueued, the
-                // slots are freed (or still claimed by us) and the keys may be sent again.
-                give_up(a, env, p.idx, p.claimed, p.entry, p.loaned)?;
-                results[usize::from(k)] = Err(f);
-            }
-            return Ok(());
-        }
-    };
+        };
     // Committed at the link CAS: from here on every entry of the chain succeeded.
     // Indexed (every node of `chain` is `Some`): an iterator chain of `flatten`, `zip` and
     // `enumerate` here cost some 30 instructions more a single send.
@@ -267,6 +274,7 @@ fn send_chain_slots<const N: usize>(
             seq_hi,
             pos: pos0.wrapping_add(i as u64),
             duplicate: false,
+            group: Some(group::Found::new(g, ginc)),
         });
     }
     #[cfg(shmfifo_loom)]
@@ -355,6 +363,7 @@ fn reserve_for(
                 seq_hi: o.seq_hi,
                 pos: o.pos,
                 duplicate: true,
+                group: None,
             });
             Ok(None)
         }
@@ -494,10 +503,12 @@ fn prepare<'a>(
     })
 }
 
-/// Finds (or inserts) the group of `out` and appends `chain` to its list: the chain's nodes
-/// are linked to each other first (unreachable until the append), then the first is linked to
-/// the list's last node by one CAS. Returns the group, its entry, the chain's predecessor,
-/// the sequence base and the first node's position. Every error comes before that CAS.
+/// Finds (or inserts) the group of `out` (first where `out.group_hint` says an earlier send
+/// found it, [`group::recall`]) and appends `chain` to its list: the chain's nodes are linked
+/// to each other first (unreachable until the append), then the first is linked to the list's
+/// last node by one CAS. Returns the group and the incarnation it was found at, its entry, the
+/// chain's predecessor, the sequence base and the first node's position. Every error comes
+/// before that CAS.
 #[allow(clippy::type_complexity)]
 #[inline(always)]
 fn link<'a>(
@@ -506,7 +517,7 @@ fn link<'a>(
     me: Owner,
     out: &Outgoing<'_>,
     chain: &[Option<Prepared<'_>>],
-) -> PResult<(u32, &'a GroupEntry, u64, u64, u64)> {
+) -> PResult<(u32, u32, &'a GroupEntry, u64, u64, u64)> {
     // Relaxed: the nodes are ours and unreachable; the link CAS publishes these stores.
     for w in chain.windows(2) {
         if let [Some(p), Some(q)] = w {
@@ -520,8 +531,14 @@ fn link<'a>(
     // A send waits, bounded by time, for a live claim holder to finish reopening (or retiring)
     // a closed list.
     let mut busy = group::Patience::new();
+    // The hint is tried once: a group it no longer finds, or one retired under us, is looked
+    // up.
+    let mut hint = out.group_hint;
     for _ in 0..MAX_STEPS {
-        let (g, ginc) = group::find_or_insert(a, env, me, out.hash, out.group_id)?;
+        let (g, ginc) = match hint.take().and_then(|f| group::recall(a, f, out.group_id)) {
+            Some(found) => found,
+            None => group::find_or_insert(a, env, me, out.hash, out.group_id)?,
+        };
         for p in chain {
             let Some(p) = p else { continue };
             // Relaxed: published by the link CAS.
@@ -535,7 +552,7 @@ fn link<'a>(
         match append(a, me, g, e, ginc, chain)? {
             Some((pred, pos)) => {
                 // Relaxed: the base was written before the group was published (Acquire).
-                let linked = (g, e, pred, e.seq_base.load(Ordering::Relaxed), pos);
+                let linked = (g, ginc, e, pred, e.seq_base.load(Ordering::Relaxed), pos);
                 crash_point!(Ok(linked));
                 return Ok(linked);
             }

@@ -3,6 +3,7 @@
 //! a full class that keep a group's order.
 
 use super::super::framing::{self, attributes_len, Framed, Pieces};
+use super::super::hashing::GroupKey;
 use super::super::queue::{fault, Op, Queue};
 use super::super::types::*;
 use super::missing_dedup_id;
@@ -145,9 +146,9 @@ impl Queue {
         let mut outs: [Option<Outgoing<'_>>; B] = std::array::from_fn(|_| None);
         let slots = framed.iter_mut().zip(pieces.iter_mut());
         // The size limit read once a batch; a group id checked, and hashed, once a run of its
-        // entries: `last` is the group and hash of the last entry described.
+        // entries: `last` is the group and key of the last entry described.
         let max = self.maximum_message_size();
-        let mut last: Option<(&str, u64)> = None;
+        let mut last: Option<(&str, GroupKey)> = None;
         for (k, (e, (f, p))) in entries.iter().zip(slots).enumerate() {
             // Read once (`results` is written between the uses, which the compiler cannot
             // prove apart from the entry).
@@ -166,11 +167,11 @@ impl Queue {
                 in_place[k] = self.fits_in_place(parts, class);
             }
             let parts: &[&[u8]] = parts;
-            // One keyed hash per group id of the batch.
-            let hash = run.or_else(|| {
+            // One keyed hash per group id of the batch (with where it was found last).
+            let key = run.or_else(|| {
                 (0..k)
                     .find(|&j| same_id(group_of(entries[j]), group))
-                    .and_then(|j| outs[j].as_ref().map(|o| o.hash))
+                    .and_then(|j| outs[j].as_ref().map(GroupKey::of))
             });
             let class = match self.class_for(parts, attr_len, body_len) {
                 Ok(class) => class,
@@ -188,12 +189,12 @@ impl Queue {
                 body_len,
                 0,
                 0,
-                hash,
+                key,
             ));
             if let (true, Some((l, lent_class))) = (in_place[k], lent_at(k)) {
                 o.lend(l, lent_class, body_len);
             }
-            last = Some((group, o.hash));
+            last = Some((group, GroupKey::of(o)));
         }
         // ... then the entries of each group sent as one chain, in their order (one
         // lookup, one link, one hint and one doorbell per group, committed whole or not at
@@ -331,6 +332,13 @@ impl Queue {
                         break;
                     }
                 }
+            }
+            // Where the chain found its group, kept for the thread's next send of the id.
+            if let Some(Ok(s)) = got[..n]
+                .iter()
+                .find(|r| matches!(r, Ok(s) if s.group.is_some()))
+            {
+                self.remember(fill, s);
             }
             // The cursor moves past the chain's last new slot, once (a pack's members share
             // theirs).

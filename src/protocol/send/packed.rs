@@ -8,6 +8,7 @@ use super::{
 use crate::layout::counter;
 use crate::protocol::accounting::count;
 use crate::protocol::dedup;
+use crate::protocol::group;
 use crate::protocol::node;
 use crate::protocol::pack::{self, Places, MAX_PACK};
 use crate::protocol::words;
@@ -226,7 +227,7 @@ fn send_pack(
     results: &mut [PResult<Sent>],
 ) -> PResult<()> {
     let chain = [Some(p)];
-    let (g, e, pred, seq_hi, pos0) = match link(a, env, me, outs[0], &chain) {
+    let (g, ginc, e, pred, seq_hi, pos0) = match link(a, env, me, outs[0], &chain) {
         Ok(l) => l,
         Err(f) => {
             if crate::protocol::stopped(f) {
@@ -250,6 +251,7 @@ fn send_pack(
                 seq_hi,
                 pos: pos0.wrapping_add(u64::from(j)),
                 duplicate: false,
+                group: Some(group::Found::new(g, ginc)),
             });
             j += 1;
         }
