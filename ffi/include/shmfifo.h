@@ -952,8 +952,9 @@ const char *shmfifo_result_name(shmfifo_result code);
 size_t shmfifo_last_error_message(char *buf, size_t len);
 
 /*
- A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). Returns NULL only if
- memory is exhausted.
+ A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). NULL only if the
+ library failed inside (a panic, which nothing here raises); an allocation that fails aborts
+ the process, as every Rust allocation does, rather than return NULL.
  */
 shmfifo_receive_buffer *shmfifo_receive_buffer_new(void);
 

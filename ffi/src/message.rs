@@ -262,8 +262,9 @@ pub struct shmfifo_message {
     pub dead_letter_source: shmfifo_str,
 }
 
-/// A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). Returns NULL only if
-/// memory is exhausted.
+/// A new receive buffer (free it with [`shmfifo_receive_buffer_free`]). NULL only if the
+/// library failed inside (a panic, which nothing here raises); an allocation that fails aborts
+/// the process, as every Rust allocation does, rather than return NULL.
 #[no_mangle]
 pub extern "C" fn shmfifo_receive_buffer_new() -> *mut shmfifo_receive_buffer {
     catch_unwind(|| {

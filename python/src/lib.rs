@@ -2,8 +2,11 @@
 //!
 //! A thin layer over `shmfifo::Queue` that speaks plain Python values (str, bytes, int, tuples,
 //! dicts); the package's pure-Python modules build the boto3-shaped client and the Pythonic
-//! `Queue` on it. Every call that may wait (a receive with a wait time, a redrive) releases the
-//! GIL while it waits; the others take microseconds. Times cross this boundary in milliseconds.
+//! `Queue` on it. A call made to wait (a receive with a wait time, a redrive, and create and
+//! open) releases the GIL while it runs. The others hold it: they take microseconds, except
+//! a send that meets its dedup id still being sent by another process, which waits up to a
+//! second for it, and a call that waits for a stopped process holding what it needs (up to
+//! about a second, then a retryable error). Times cross this boundary in milliseconds.
 
 use std::sync::Mutex;
 use std::time::Duration;
