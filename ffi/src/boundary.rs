@@ -120,6 +120,12 @@ pub(crate) const MAX_CSTR: usize = 4096;
 /// Longest dead-letter queue path, redrive destination or setting value accepted.
 pub(crate) const MAX_PATH: usize = 4096;
 
+extern "C" {
+    /// POSIX's `strnlen` (glibc, musl): the bytes before the first NUL among the first
+    /// `maxlen`, or `maxlen`.
+    fn strnlen(s: *const c_char, maxlen: usize) -> usize;
+}
+
 /// Reads a NUL-terminated string argument.
 ///
 /// # Safety
@@ -128,19 +134,18 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     if p.is_null() {
         return Err(null(what));
     }
-    // Bounded: look for the NUL within `MAX_CSTR` bytes, one byte at a time, so an
-    // unterminated string is never read past that.
-    let mut len = 0;
+    // Bounded: look for the NUL within `MAX_CSTR` bytes and the one after them, so an
+    // unterminated string is never read past that. The C library's `strnlen` looks a vector
+    // at a time (a receipt handle's 42 bytes: some 100 instructions less than a byte a step).
     // SAFETY: the caller guarantees a NUL-terminated string: every byte up to its NUL is
-    // readable, and we stop at the NUL.
-    while unsafe { *p.add(len) } != 0 {
-        len += 1;
-        if len > MAX_CSTR {
-            return Err(Fail(
-                SHMFIFO_INVALID_PARAMETER_VALUE,
-                format!("{what} is longer than {MAX_CSTR} bytes (or not NUL-terminated)"),
-            ));
-        }
+    // readable, and `strnlen` reads none past the NUL or past `MAX_CSTR + 1` bytes (its
+    // wider reads stay inside the aligned blocks that hold those bytes, as POSIX allows it).
+    let len = unsafe { strnlen(p, MAX_CSTR + 1) };
+    if len > MAX_CSTR {
+        return Err(Fail(
+            SHMFIFO_INVALID_PARAMETER_VALUE,
+            format!("{what} is longer than {MAX_CSTR} bytes (or not NUL-terminated)"),
+        ));
     }
     // SAFETY: `len` bytes before the NUL were just read.
     let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };

@@ -54,6 +54,109 @@ fn unhex8(b: [u8; 8]) -> Option<u32> {
     Some(v as u32)
 }
 
+/// The sixteen hex digits of `x`, lowercase, most significant first: [`hex8`] of each half,
+/// or on x86-64 one SSE2 vector (SSE2 is part of its baseline): the nibbles spread to bytes
+/// by a shift, two masks and an interleave, made digits or letters by one compare and two
+/// adds (some 15 instructions where the two halves take 30).
+#[inline]
+fn hex16(x: u64) -> [u8; 16] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        let mut out = [0u8; 16];
+        #[allow(unsafe_code)]
+        // SAFETY: SSE2, these intrinsics' one requirement, is part of the x86-64 baseline
+        // (every x86-64 CPU has it; the target enables it); the store writes the 16 bytes of
+        // `out`, unaligned.
+        unsafe {
+            // Byte 0 the most significant.
+            let v = _mm_cvtsi64_si128(x.swap_bytes() as i64);
+            let low = _mm_set1_epi8(0x0F);
+            let lo = _mm_and_si128(v, low);
+            let hi = _mm_and_si128(_mm_srli_epi16(v, 4), low);
+            // Each byte's high nibble, then its low one.
+            let n = _mm_unpacklo_epi8(hi, lo);
+            let letters = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8(39));
+            let c = _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8(b'0' as i8)), letters);
+            _mm_storeu_si128(out.as_mut_ptr().cast(), c);
+        }
+        out
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    hex16_by_words(x)
+}
+
+/// [`hex16`] a half at a time ([`hex8`]): elsewhere than on x86-64, and its tests' reference.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn hex16_by_words(x: u64) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out[..8].copy_from_slice(&hex8((x >> 32) as u32));
+    out[8..].copy_from_slice(&hex8(x as u32));
+    out
+}
+
+/// The value of sixteen hex digits of either case, most significant first, or `None` if any
+/// byte is not one: [`unhex8`] of each half, or on x86-64 one SSE2 vector: each byte's class
+/// by two unsigned range checks (a minimum and a compare each), its nibble picked by mask,
+/// the nibble pairs joined by two shifts in 16-bit lanes and packed (some 20 instructions
+/// where the two halves take 90).
+#[inline]
+fn unhex16(b: [u8; 16]) -> Option<u64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::*;
+        #[allow(unsafe_code)]
+        // SAFETY: SSE2, these intrinsics' one requirement, is part of the x86-64 baseline
+        // (every x86-64 CPU has it; the target enables it); the load reads the 16 bytes of
+        // `b`, unaligned.
+        unsafe {
+            let v = _mm_loadu_si128(b.as_ptr().cast());
+            // `x <= k` bytewise unsigned, as `min(x, k) == x`.
+            let at_most = |x: __m128i, k: i8| _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(k)), x);
+            let d = _mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8));
+            let digit = at_most(d, 9);
+            // Bit 5 set folds 'A'-'F' onto 'a'-'f' and nothing else onto them.
+            let l = _mm_sub_epi8(
+                _mm_or_si128(v, _mm_set1_epi8(0x20)),
+                _mm_set1_epi8(b'a' as i8),
+            );
+            let letter = at_most(l, 5);
+            if _mm_movemask_epi8(_mm_or_si128(digit, letter)) != 0xFFFF {
+                return None;
+            }
+            let n = _mm_or_si128(
+                _mm_and_si128(digit, d),
+                _mm_andnot_si128(digit, _mm_add_epi8(l, _mm_set1_epi8(10))),
+            );
+            // A 16-bit lane holds the nibbles `a` (its low byte) and `b`: `a << 4 | b` in its
+            // low byte.
+            let pairs = _mm_or_si128(_mm_slli_epi16(n, 4), _mm_srli_epi16(n, 8));
+            let bytes = _mm_and_si128(pairs, _mm_set1_epi16(0xFF));
+            let packed = _mm_packus_epi16(bytes, bytes);
+            // Byte 0 is the most significant: swapped, the value.
+            Some((_mm_cvtsi128_si64(packed) as u64).swap_bytes())
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unhex16_by_words(b)
+}
+
+/// [`unhex16`] a half at a time ([`unhex8`]): elsewhere than on x86-64, and its tests'
+/// reference.
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn unhex16_by_words(b: [u8; 16]) -> Option<u64> {
+    let (hi, lo) = (unhex8(eight(&b, 0))?, unhex8(eight(&b, 8))?);
+    Some((u64::from(hi) << 32) | u64::from(lo))
+}
+
+/// Sixteen bytes of `b` from `at` (the caller's ranges are in bounds).
+#[inline]
+fn sixteen(b: &[u8], at: usize) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&b[at..at + 16]);
+    out
+}
+
 /// Eight bytes of `b` from `at` (the caller's ranges are in bounds).
 #[inline]
 fn eight(b: &[u8], at: usize) -> [u8; 8] {
@@ -84,10 +187,8 @@ impl IdText<42> {
     pub(super) fn receipt_handle(nonce: u64, idx: u32, inc: u32, member: u8, epoch: u32) -> Self {
         let mut out = [0u8; 42];
         out[..3].copy_from_slice(b"sf2");
-        out[3..11].copy_from_slice(&hex8((nonce >> 32) as u32));
-        out[11..19].copy_from_slice(&hex8(nonce as u32));
-        out[19..27].copy_from_slice(&hex8(idx));
-        out[27..35].copy_from_slice(&hex8(inc));
+        out[3..19].copy_from_slice(&hex16(nonce));
+        out[19..35].copy_from_slice(&hex16((u64::from(idx) << 32) | u64::from(inc)));
         // The member's 4 bits and the epoch's 24: the last seven of eight digits.
         let tail = (u32::from(member & 0xF) << 24) | (epoch & 0x00FF_FFFF);
         out[35..42].copy_from_slice(&hex8(tail)[1..]);
@@ -99,19 +200,13 @@ impl IdText<36> {
     /// The UUID form of `v`: `8-4-4-4-12` digits.
     pub(super) fn message_id(v: u128) -> Self {
         let mut out = [b'-'; 36];
-        let words = [
-            (v >> 96) as u32,
-            (v >> 64) as u32,
-            (v >> 32) as u32,
-            v as u32,
-        ];
-        let [a, b, c, d] = words.map(hex8);
-        out[..8].copy_from_slice(&a);
-        out[9..13].copy_from_slice(&b[..4]);
-        out[14..18].copy_from_slice(&b[4..]);
-        out[19..23].copy_from_slice(&c[..4]);
-        out[24..28].copy_from_slice(&c[4..]);
-        out[28..].copy_from_slice(&d);
+        let (high, low) = (hex16((v >> 64) as u64), hex16(v as u64));
+        out[..8].copy_from_slice(&high[..8]);
+        out[9..13].copy_from_slice(&high[8..12]);
+        out[14..18].copy_from_slice(&high[12..]);
+        out[19..23].copy_from_slice(&low[..4]);
+        out[24..28].copy_from_slice(&low[4..8]);
+        out[28..].copy_from_slice(&low[8..]);
         IdText(out)
     }
 }
@@ -137,15 +232,15 @@ impl<const N: usize> IdText<N> {
 // code the compiler puts either in (out of line: some 20 instructions a parse more).
 #[inline]
 pub(super) fn parse_receipt_handle(hex: &[u8; 39]) -> Option<(u64, u32, u32, u8, u32)> {
-    let (hi, lo) = (unhex8(eight(hex, 0))?, unhex8(eight(hex, 8))?);
-    let (idx, inc) = (unhex8(eight(hex, 16))?, unhex8(eight(hex, 24))?);
+    let nonce = unhex16(sixteen(hex, 0))?;
+    let slot = unhex16(sixteen(hex, 16))?;
     let mut e = [b'0'; 8];
     e[1..].copy_from_slice(&hex[32..39]);
     let tail = unhex8(e)?;
     Some((
-        (u64::from(hi) << 32) | u64::from(lo),
-        idx,
-        inc,
+        nonce,
+        (slot >> 32) as u32,
+        slot as u32,
         (tail >> 24) as u8,
         tail & 0x00FF_FFFF,
     ))
@@ -156,19 +251,15 @@ pub(super) fn parse_message_id(s: &[u8]) -> Option<u128> {
     if s.len() != 36 || [8, 13, 18, 23].iter().any(|&i| s[i] != b'-') {
         return None;
     }
-    let join = |a: &[u8], b: &[u8]| {
-        let mut out = [0u8; 8];
-        out[..4].copy_from_slice(a);
-        out[4..].copy_from_slice(b);
-        out
-    };
-    let words = [
-        unhex8(eight(s, 0))?,
-        unhex8(join(&s[9..13], &s[14..18]))?,
-        unhex8(join(&s[19..23], &s[24..28]))?,
-        unhex8(eight(s, 28))?,
-    ];
-    Some(words.iter().fold(0u128, |v, &w| (v << 32) | u128::from(w)))
+    let mut high = [0u8; 16];
+    high[..8].copy_from_slice(&s[..8]);
+    high[8..12].copy_from_slice(&s[9..13]);
+    high[12..].copy_from_slice(&s[14..18]);
+    let mut low = [0u8; 16];
+    low[..4].copy_from_slice(&s[19..23]);
+    low[4..8].copy_from_slice(&s[24..28]);
+    low[8..].copy_from_slice(&s[28..]);
+    Some((u128::from(unhex16(high)?) << 64) | u128::from(unhex16(low)?))
 }
 
 impl<const N: usize> std::ops::Deref for IdText<N> {
@@ -213,6 +304,42 @@ mod tests {
             for n in 0..16u32 {
                 let x = (n << (4 * k)) | (0x8765_4321 & !(0xf << (4 * k)));
                 assert_eq!(&hex8(x), format!("{x:08x}").as_bytes());
+            }
+        }
+    }
+
+    /// Sixteen digits: every nibble value in every place, against the formatting machinery's
+    /// hex, and back.
+    #[test]
+    fn hex16_writes_and_reads_every_nibble_in_every_place() {
+        for k in 0..16 {
+            for n in 0..16u64 {
+                let x = (n << (4 * k)) | (0xFEDC_BA98_7654_3210 & !(0xf << (4 * k)));
+                assert_eq!(&hex16(x), format!("{x:016x}").as_bytes());
+                assert_eq!(hex16_by_words(x), hex16(x));
+                assert_eq!(unhex16(hex16(x)), Some(x));
+                let upper: [u8; 16] = hex16(x).map(|c| c.to_ascii_uppercase());
+                assert_eq!(unhex16(upper), Some(x));
+            }
+        }
+        assert_eq!(unhex16(*b"ffffffffffffffff"), Some(u64::MAX));
+        assert_eq!(unhex16(*b"0000000000000000"), Some(0));
+    }
+
+    /// Every byte value at every place of sixteen valid digits: exactly the hex digits of
+    /// either case are taken, at their value; anything else refuses the sixteen.
+    #[test]
+    fn unhex16_takes_exactly_the_hex_digits() {
+        for at in 0..16 {
+            for v in 0..=255u8 {
+                let mut b = *b"9aF07bC3e1D2c4B5";
+                b[at] = v;
+                let want = std::str::from_utf8(&b)
+                    .ok()
+                    .filter(|s| s.bytes().all(|c| c.is_ascii_hexdigit()))
+                    .and_then(|s| u64::from_str_radix(s, 16).ok());
+                assert_eq!(unhex16(b), want, "byte {v:#04x} at {at}");
+                assert_eq!(unhex16_by_words(b), want, "byte {v:#04x} at {at}, by words");
             }
         }
     }
