@@ -204,7 +204,9 @@ pub(crate) fn ends(bytes: &[u8]) -> Option<(u64, u64)> {
     }
 }
 
-/// [`ascii`] of 16 bytes or more.
+/// [`ascii`] of 16 bytes or more. Inlinable: left to itself the compiler inlined it into some
+/// callers and not others from build to build (a body's copy-out: 15 instructions a message).
+#[inline]
 fn ascii_long(bytes: &[u8]) -> bool {
     if bytes.len() < 256 {
         // Short bodies (most): never asking for the CPU's features.

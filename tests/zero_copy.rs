@@ -899,3 +899,57 @@ fn r11_a_borrowed_receive_into_a_buffer_replays_under_its_attempt_id() {
         .unwrap();
     assert!(again.is_empty());
 }
+
+/// H1, H2 on a borrowed batch checked at once (`BorrowedBatch::verify`): a pack's members and
+/// messages in slots of their own are all as the receive left them; a delete of one, then of
+/// an earlier one, makes the check name the first changed message, exactly where the
+/// message's own check fails; a purge names the first of all.
+#[test]
+fn h1_h2_a_borrowed_batch_verified_at_once_names_its_first_changed_message() {
+    let q = queue("zc-batch-verify", &two_classes(16));
+    let ids = ["a", "b", "c", "d", "e", "f"];
+    let pack: Vec<_> = ids
+        .iter()
+        .map(|&id| SendMessage::new("g", "member").dedup_id(id))
+        .collect();
+    for r in q.send_messages(&pack).unwrap() {
+        r.unwrap();
+    }
+    q.send(&SendMessage::new("h", "own slot").dedup_id("x"))
+        .unwrap();
+    q.send(&SendMessage::new("h", "own slot").dedup_id("y"))
+        .unwrap();
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let got = q.receive_borrowed_into(&opts(), &mut buf).unwrap();
+    assert_eq!(got.len(), 8);
+    got.verify().unwrap();
+    let handles: Vec<_> = got.iter().map(|m| *m.receipt_handle()).collect();
+    // Each one's own check agrees with the batch's: the first whose own check fails is named.
+    let agrees = |want: Option<usize>| {
+        for (k, m) in got.iter().enumerate() {
+            assert_eq!(m.verify().is_ok(), want != Some(k), "the message at {k}");
+        }
+        match (got.verify(), want) {
+            (Ok(()), None) => {}
+            (Err(Error::ReceiptHandleExpired { handle }), Some(k)) => {
+                assert_eq!(handle, handles[k].to_string(), "named the message at {k}")
+            }
+            (r, w) => panic!("batch check {r:?}, expected the message at {w:?}"),
+        }
+    };
+    agrees(None);
+    // The last pack member's neighbour in its own slot, then a member in the pack's middle.
+    q.delete(&handles[6]).unwrap();
+    agrees(Some(6));
+    q.delete(&handles[2]).unwrap();
+    assert!(got.get(6).unwrap().verify().is_err());
+    match got.verify() {
+        Err(Error::ReceiptHandleExpired { handle }) => assert_eq!(handle, handles[2].to_string()),
+        r => panic!("{r:?}"),
+    }
+    q.purge().unwrap();
+    match got.verify() {
+        Err(Error::ReceiptHandleExpired { handle }) => assert_eq!(handle, handles[0].to_string()),
+        r => panic!("{r:?}"),
+    }
+}

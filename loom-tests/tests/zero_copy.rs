@@ -3,7 +3,7 @@
 //! concurrent purge and reuse of its slot.
 #![cfg(shmfifo_loom)]
 
-use shmfifo::protocol::handle::still_taken;
+use shmfifo::protocol::handle::{first_not_taken, still_taken};
 use shmfifo_loom_tests::*;
 
 /// Participant 1 lends a slot, then sends it to "g" (the body written through the loan's
@@ -216,5 +216,77 @@ fn a_borrowed_view_never_validates_another_messages_bytes() {
         if reused {
             assert!(!still_taken(&h.arena(), hd).unwrap(), "reused, still valid");
         }
+    });
+}
+
+/// Participant 1 holds a borrowed batch of a pack's two members (received, in flight), reads
+/// them in place (the slot's `sent` word stands for their bytes, as above) and checks them at
+/// once (`first_not_taken`: one fence, the slot's incarnation loaded before and after both
+/// members' words). Participant 2 deletes the second member, then purges (freeing the pack
+/// under the batch) and sends "c", which reuses the only slot. Whenever the batch checks out,
+/// the bytes read were the pack's and the second member was not deleted yet; once the slot
+/// is reused, the check names the first member; after the delete alone, the second
+/// (SYNC POINT(peek-seqlock)).
+#[test]
+fn a_borrowed_batch_checked_at_once_never_validates_another_messages_bytes() {
+    model(|| {
+        let h = arena_packs(3, 2, 1, 0);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        let sent = send_pack(&a, &env, 0, "g", &[b"a", b"b"], None).unwrap();
+        assert!(sent.iter().all(|r| r.is_ok()));
+        let got = recv(&a, &env, 1, 10, 1_000).unwrap();
+        let hs = [got[0].0, got[1].0];
+        assert_eq!(hs[0].idx, hs[1].idx, "one pack");
+        let before = a.msg(hs[0].idx).unwrap().sent.load(Ordering::SeqCst);
+        let (h1, h2, e2) = (h.clone(), h.clone(), env.clone());
+        let ((read, first), reused) = par(
+            move || {
+                let a = h1.arena();
+                let read = a.msg(hs[0].idx).unwrap().sent.load(Ordering::Relaxed);
+                (read, first_not_taken(&a, &hs).unwrap())
+            },
+            move || {
+                let a = h2.arena();
+                handle::delete(&a, &*e2, me(2), hs[1]).expect("delete");
+                handle::purge(&a, &*e2, me(2)).expect("purge");
+                e2.advance(5);
+                send(&a, &e2, 2, "g", b"c").is_ok()
+            },
+        );
+        if first.is_none() {
+            assert_eq!(read, before, "validated a later message's bytes");
+        }
+        assert_eq!(
+            first_not_taken(&h.arena(), &hs).unwrap(),
+            Some(0),
+            "purged (and reused: {reused}), still valid"
+        );
+        assert_eq!(first_not_taken(&h.arena(), &hs[1..]).unwrap(), Some(0));
+    });
+}
+
+/// A pack's second member deleted alone: a batch check of both members names the second,
+/// and the first alone still checks out (the members of one slot are checked each by its own
+/// word, after one look at the slot).
+#[test]
+fn a_borrowed_batch_check_names_the_deleted_member() {
+    model(|| {
+        let h = arena_packs(3, 2, 1, 0);
+        let env = Arc::new(MockEnv::default());
+        env.advance(1);
+        let a = h.arena();
+        send_pack(&a, &env, 0, "g", &[b"a", b"b"], None).unwrap();
+        let got = recv(&a, &env, 1, 10, 1_000).unwrap();
+        let hs = [got[0].0, got[1].0];
+        let (h1, h2, e2) = (h.clone(), h.clone(), env.clone());
+        let (first, ()) = par(
+            move || first_not_taken(&h1.arena(), &hs).unwrap(),
+            move || handle::delete(&h2.arena(), &*e2, me(2), hs[1]).expect("delete"),
+        );
+        assert!(matches!(first, None | Some(1)), "{first:?}");
+        assert_eq!(first_not_taken(&a, &hs).unwrap(), Some(1));
+        assert_eq!(first_not_taken(&a, &hs[..1]).unwrap(), None);
     });
 }

@@ -17,7 +17,7 @@ use crate::sync::{fence, Ordering};
 pub use crate::layout::MAX_PACK;
 
 /// A receipt handle decoded: which slot incarnation, which receive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Handle {
     /// Global slot index.
     pub idx: u32,
@@ -57,6 +57,53 @@ pub fn still_taken(a: &Arena<'_>, h: Handle) -> PResult<bool> {
     Ok(node::inc(m.link.load(Ordering::Relaxed)) == h.inc
         && vis::epoch(w) == h.epoch
         && matches!(vis::state(w), vis::State::Published(_)))
+}
+
+/// [`still_taken`] of every handle of `hs` (a borrowing receive's messages, read before this
+/// call): the index of the first whose slot no longer holds its message as its receive left
+/// it, or `None` if every one does. One Acquire fence for them all (SYNC POINT(peek-seqlock),
+/// as `still_taken`'s); the handles of one slot at one incarnation that come together (a
+/// pack's members, consecutive in a receive) share its header, its directory and the two
+/// loads of its incarnation, before and after their state words: each word is then read
+/// between two loads that found the handle's incarnation, as `still_taken` reads it (a pack's
+/// ten members: one header, one directory and two incarnation loads where ten of each were).
+pub fn first_not_taken(a: &Arena<'_>, hs: &[Handle]) -> PResult<Option<usize>> {
+    fence(Ordering::Acquire);
+    let mut i = 0;
+    while let Some(h) = hs.get(i) {
+        let run = hs[i..]
+            .iter()
+            .take_while(|o| o.idx == h.idx && o.inc == h.inc)
+            .count();
+        let m = a.msg(h.idx)?;
+        // Relaxed: ordered after the caller's reads by the fence above.
+        let u = m.own.vis.load(Ordering::Relaxed);
+        if node::inc(m.link.load(Ordering::Relaxed)) != h.inc {
+            return Ok(Some(i));
+        }
+        // SAFETY: this call copies nothing into any payload; a slot reused meanwhile is told by
+        // its incarnation, checked again below after the members' words are read.
+        let Ok(words) = (unsafe { pack::words(a, h.idx, m, u) }) else {
+            return Ok(Some(i));
+        };
+        for (k, o) in hs[i..i + run].iter().enumerate() {
+            // Relaxed: see above.
+            let w = words
+                .get(usize::from(o.member))
+                .map(|own| own.vis.load(Ordering::Relaxed));
+            let held = w.is_some_and(|w| {
+                vis::epoch(w) == o.epoch && matches!(vis::state(w), vis::State::Published(_))
+            });
+            if !held {
+                return Ok(Some(i + k));
+            }
+        }
+        if node::inc(m.link.load(Ordering::Relaxed)) != h.inc {
+            return Ok(Some(i));
+        }
+        i += run;
+    }
+    Ok(None)
 }
 
 /// The words of message `member` in slot `idx` (header `m`), whose unit word was loaded as

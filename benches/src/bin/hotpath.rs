@@ -30,7 +30,8 @@
 //! * `batch-loans`: as `batch-lent` with a loan a message sent by `send_loans` (ten slots, one
 //!   chain: how a loaned batch went before `loan_batch`).
 //! * `batch-lent-zc`: the zero-copy batch both ways: as `batch-lent`, received by
-//!   `receive_borrowed_into` (each body read in place, its first byte, then `verify`).
+//!   `receive_borrowed_into` (each body read in place, its first byte, then the batch checked
+//!   at once: `BorrowedBatch::verify`).
 //! * `large`: as `single` with a 64 KiB body (text: the S7 check on send, the UTF-8 check of
 //!   the copy on receive).
 //! * `large-zc`: the zero-copy forms with a 64 KiB body: `loan`, the body copied
@@ -256,8 +257,8 @@ fn main() {
                     assert_eq!(got.len(), 10);
                     for m in got.iter() {
                         std::hint::black_box(m.body()[0]);
-                        m.verify().expect("verify");
                     }
+                    got.verify().expect("verify the batch");
                     handles.extend(got.iter().map(|m| *m.receipt_handle()));
                 } else {
                     assert_eq!(q.receive_into(&ten, &mut buf).expect("receive"), 10);
