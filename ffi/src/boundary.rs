@@ -138,8 +138,9 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
     // unterminated string is never read past that. The C library's `strnlen` looks a vector
     // at a time (a receipt handle's 42 bytes: some 100 instructions less than a byte a step).
     // SAFETY: the caller guarantees a NUL-terminated string: every byte up to its NUL is
-    // readable, and `strnlen` reads none past the NUL or past `MAX_CSTR + 1` bytes (its
-    // wider reads stay inside the aligned blocks that hold those bytes, as POSIX allows it).
+    // readable, and `strnlen` examines none past the NUL or past `MAX_CSTR + 1` bytes (POSIX;
+    // glibc's and musl's wider reads stay inside the aligned blocks that hold those bytes,
+    // which never cross into another page).
     let len = unsafe { strnlen(p, MAX_CSTR + 1) };
     if len > MAX_CSTR {
         return Err(Fail(

@@ -22,6 +22,9 @@ use crate::error::{Error, Result};
 use crate::protocol::handle;
 use crate::protocol::receive::Taken;
 
+/// The most messages one receive takes (R1).
+const MAX_MESSAGES: usize = 10;
+
 /// Where a borrowed body lies in the mapping (addresses as integers: plain data in a
 /// [`ReceiveBuffer`]).
 #[derive(Debug, Clone, Copy, Default)]
@@ -193,7 +196,9 @@ impl<'q, 'b> BorrowedBatch<'q, 'b> {
     /// ```
     pub fn verify(&self) -> Result<()> {
         let messages = self.buf.messages();
-        let mut slots = [crate::protocol::handle::Handle::default(); 10];
+        // A receive takes at most 10 messages (R1's `MaxNumberOfMessages`).
+        debug_assert!(messages.len() <= MAX_MESSAGES);
+        let mut slots = [crate::protocol::handle::Handle::default(); MAX_MESSAGES];
         let mut n = 0;
         for (s, m) in slots.iter_mut().zip(messages) {
             // Another queue's handle cannot come from this queue's receive; checked as

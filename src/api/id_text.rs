@@ -1,6 +1,7 @@
 //! The text forms of ids: a receipt handle's (`sf2` and 39 lowercase hex digits) and a
-//! message id's (the UUID form, `8-4-4-4-12` lowercase hex digits), written and read eight hex
-//! digits at a time by word arithmetic, not through the formatting machinery (the C ABI, the
+//! message id's (the UUID form, `8-4-4-4-12` lowercase hex digits), written and read sixteen
+//! hex digits at a time (one SSE2 vector on x86-64; eight at a time by word arithmetic
+//! elsewhere), not through the formatting machinery (the C ABI, the
 //! Python package and `serve` write both for every received message; a batch delete parses
 //! ten handles), and held in place ([`IdText`]).
 

@@ -237,6 +237,7 @@ impl<'q> LoanBatch<'q> {
             if let Some(i) = repeats[j] {
                 got[j] = got[i].map(|s| send::Sent {
                     duplicate: true,
+                    group: None,
                     ..s
                 });
                 repeated += u64::from(got[j].is_ok());

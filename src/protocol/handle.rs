@@ -82,7 +82,8 @@ pub fn first_not_taken(a: &Arena<'_>, hs: &[Handle]) -> PResult<Option<usize>> {
             return Ok(Some(i));
         }
         // SAFETY: this call copies nothing into any payload; a slot reused meanwhile is told by
-        // its incarnation, checked again below after the members' words are read.
+        // its incarnation, checked again below after the members' words are read (after the
+        // run's last, or at the first that fails, before anything is concluded from them).
         let Ok(words) = (unsafe { pack::words(a, h.idx, m, u) }) else {
             return Ok(Some(i));
         };
@@ -95,6 +96,12 @@ pub fn first_not_taken(a: &Arena<'_>, hs: &[Handle]) -> PResult<Option<usize>> {
                 vis::epoch(w) == o.epoch && matches!(vis::state(w), vis::State::Published(_))
             });
             if !held {
+                // The slot reused after the first check (its directory, now another message's
+                // bytes, read for the earlier members): the run's first is named, as
+                // `still_taken` of it would fail; else this member is the first changed.
+                if node::inc(m.link.load(Ordering::Relaxed)) != h.inc {
+                    return Ok(Some(i));
+                }
                 return Ok(Some(i + k));
             }
         }

@@ -519,12 +519,6 @@ mod tests {
         assert_eq!(vis::state(w), vis::State::Free);
     }
 
-    /// A new group id per message (churn): emptied entries become tombstones that
-    /// never become FREE again, so once the table has been cycled, a lookup that scanned to a
-    /// FREE entry scanned the whole table. The probe length of each home keeps every lookup
-    /// and insert within the few slots where its home's live entries are, however many
-    /// tombstones the table holds: here 2,048 groups through a 64-slot table, a few live at a
-    /// time, every message delivered in order and every group retired.
     /// A send passing where an earlier send found its group (`Outgoing::group_hint`,
     /// `group::recall`) appends there; a place that does not hold the group (another group's,
     /// another incarnation of the entry, one past every table, `UNPLACED`) is passed over and
@@ -590,6 +584,12 @@ mod tests {
         assert_eq!(got.len(), 6);
     }
 
+    /// A new group id per message (churn): emptied entries become tombstones that
+    /// never become FREE again, so once the table has been cycled, a lookup that scanned to a
+    /// FREE entry scanned the whole table. The probe length of each home keeps every lookup
+    /// and insert within the few slots where its home's live entries are, however many
+    /// tombstones the table holds: here 2,048 groups through a 64-slot table, a few live at a
+    /// time, every message delivered in order and every group retired.
     #[test]
     fn a_new_group_per_message_keeps_probes_short() {
         let g = Geometry {
