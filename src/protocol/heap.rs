@@ -319,13 +319,25 @@ mod tests {
         g: &str,
         body: &[u8],
     ) -> Result<send::Sent, Fault> {
+        send_hinted(a, env, who, g, body, None)
+    }
+
+    /// [`send`], passing `hint` (where an earlier send found the group).
+    fn send_hinted(
+        a: &Arena<'_>,
+        env: &MockEnv,
+        who: u32,
+        g: &str,
+        body: &[u8],
+        hint: Option<crate::protocol::group::Found>,
+    ) -> Result<send::Sent, Fault> {
         let parts = [body];
         let out = Outgoing {
             class: 0,
             cursor: 0,
             hash: g.len() as u64,
             group_id: g.as_bytes(),
-            group_hint: None,
+            group_hint: hint,
             lens: words::pack_lens(body.len(), 0, 0, 0),
             parts: &parts,
             dedup: None,
@@ -530,22 +542,7 @@ mod tests {
         let env = MockEnv::default();
         let a = h.arena();
         let hinted = |g: &str, body: &[u8], hint: Option<Found>| {
-            let parts = [body];
-            let out = Outgoing {
-                class: 0,
-                cursor: 0,
-                hash: g.len() as u64,
-                group_id: g.as_bytes(),
-                group_hint: hint,
-                lens: words::pack_lens(body.len(), 0, 0, 0),
-                parts: &parts,
-                dedup: None,
-                source_len: 0,
-                prior_receives: 0,
-                loaned: None,
-                in_place: 0,
-            };
-            send::send(&a, &env, owner::code(1, 1), &out).unwrap()
+            send_hinted(&a, &env, 1, g, body, hint).unwrap()
         };
         let at_a = hinted("a", b"a1", None).group.expect("placed");
         let at_b = hinted("bb", b"b1", None).group.expect("placed");
