@@ -224,13 +224,8 @@ impl<'q> LoanBatch<'q> {
         )
         .map_err(|f| fault(f, inner))?;
         // Where the pack found its group, kept for the thread's next send of the id.
-        if let (Some(o), Some(Ok(s))) = (
-            refs[..k].iter().flatten().next(),
-            got[..k]
-                .iter()
-                .find(|r| matches!(r, Ok(s) if s.group.is_some())),
-        ) {
-            q.remember(o, s);
+        if let Some(o) = refs[..k].iter().flatten().next() {
+            q.remember_chain(o, &got[..k]);
         }
         let mut repeated = 0;
         for j in 0..k {

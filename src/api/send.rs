@@ -332,6 +332,17 @@ impl Queue {
         }
     }
 
+    /// [`remember`](Self::remember) for a chain or a pack to one group, `out` one of its
+    /// messages' descriptions: the place its first linked message found.
+    pub(super) fn remember_chain(&self, out: &Outgoing<'_>, results: &[PResult<send::Sent>]) {
+        if let Some(Ok(s)) = results
+            .iter()
+            .find(|r| matches!(r, Ok(s) if s.group.is_some()))
+        {
+            self.remember(out, s);
+        }
+    }
+
     /// Sends `out`, whose class was full, sleeping on the space doorbell until a slot frees or
     /// `wait_ms` (real time) passes (SYNC POINT(space-doorbell)). Announces itself, tries
     /// again, then sleeps on the doorbell value read before the retry: a slot freed after the

@@ -334,12 +334,7 @@ impl Queue {
                 }
             }
             // Where the chain found its group, kept for the thread's next send of the id.
-            if let Some(Ok(s)) = got[..n]
-                .iter()
-                .find(|r| matches!(r, Ok(s) if s.group.is_some()))
-            {
-                self.remember(fill, s);
-            }
+            self.remember_chain(fill, &got[..n]);
             // The cursor moves past the chain's last new slot, once (a pack's members share
             // theirs).
             if let Some(Ok(s)) = got[..n].iter().rev().find(|r| new(r)) {
