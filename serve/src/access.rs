@@ -136,6 +136,11 @@ impl Identity {
         self.uid == 0 || self.bits(file) & 6 == 6
     }
 
+    /// Whether this user may search the directory (look a name up in it: execute).
+    pub fn may_search(&self, dir: &Metadata) -> bool {
+        self.uid == 0 || self.bits(dir) & 1 == 1
+    }
+
     /// Whether this user may list the directory (read and search).
     pub fn may_list(&self, dir: &Metadata) -> bool {
         self.uid == 0 || self.bits(dir) & 5 == 5

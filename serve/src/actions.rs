@@ -50,6 +50,33 @@ struct Opened {
     file: (u64, u64),
 }
 
+/// The longest RedrivePolicy value read (a target's ARN, URL or name and a count: a few
+/// hundred bytes; SQS's own limit on an attribute's value is far above any real one).
+const MAX_POLICY_LEN: usize = 4096;
+
+/// The most queue URLs a ListQueues without MaxResults returns, as SQS's (1,000).
+const MAX_LISTED: usize = 1000;
+
+/// The most queue names this server keeps open at once. An open queue holds two descriptors
+/// and a participant slot of its queue; names of one file (hard links) share one handle. The
+/// connection limit leaves 64 descriptors for queue files and the rest (see
+/// `conn::default_max_connections`): 24 queues take 48 of them. Past the bound a name is
+/// dropped from the table to make room ([`make_room`]), and opened again when next used.
+const MAX_OPEN_QUEUES: usize = 24;
+
+/// Makes room in the open queue table for one more name: at [`MAX_OPEN_QUEUES`] names, one
+/// is dropped (a request still using its handle keeps its own clone; the name's next request
+/// opens the file again). Links to one file share its handle, so a flood of names costs
+/// reopening, never descriptors or participant slots beyond the bound.
+fn make_room(open: &mut HashMap<String, Opened>) {
+    while open.len() >= MAX_OPEN_QUEUES {
+        let Some(victim) = open.keys().next().cloned() else {
+            return;
+        };
+        open.remove(&victim);
+    }
+}
+
 /// `AWS.SimpleQueueService.NonExistentQueue`, as SQS words it.
 fn no_such_queue() -> ApiError {
     ApiError::sender(
@@ -266,6 +293,7 @@ impl Queues {
     /// deleted and created again under the name is opened anew (the old handle would serve
     /// the deleted queue).
     fn queue_by_name(&self, name: &str, who: &Identity) -> Result<AsyncQueue, ApiError> {
+        self.reachable(name, who)?;
         let meta = self.file_of(name)?;
         if !who.may_open(&meta) {
             return Err(access_denied(name, "open it for reading and writing"));
@@ -281,6 +309,23 @@ impl Queues {
                 }
                 None => {}
             }
+            // Another name of the same file (a hard link): its handle serves this name too,
+            // so that links cost no descriptors and no participant slots of the queue.
+            if let Some(q) = open
+                .values()
+                .find(|o| o.file == id)
+                .map(|o| o.queue.clone())
+            {
+                make_room(&mut open);
+                open.insert(
+                    name.to_owned(),
+                    Opened {
+                        queue: q.clone(),
+                        file: id,
+                    },
+                );
+                return Ok(q);
+            }
         }
         let q = Queue::open_at(self.path(name))?;
         // Checked again on the file as opened: the name may have changed since it was looked at.
@@ -293,8 +338,30 @@ impl Queues {
             file: (m.dev(), m.ino()),
         };
         let mut open = self.open.lock().expect("queue table");
-        let o = open.entry(name.to_owned()).or_insert(opened);
-        Ok(o.queue.clone())
+        // What another request put under the name meanwhile serves us only if it is the file
+        // this request checked; otherwise ours, checked, takes its place.
+        if let Some(o) = open.get(name).filter(|o| o.file == opened.file) {
+            return Ok(o.queue.clone());
+        }
+        if !open.contains_key(name) {
+            make_room(&mut open);
+        }
+        let q = opened.queue.clone();
+        open.insert(name.to_owned(), opened);
+        Ok(q)
+    }
+
+    /// Whether `who` may reach names in the directory at all: search permission on it and
+    /// on every directory above it, as the kernel asks of a process that opens a path there
+    /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone).
+    fn reachable(&self, name: &str, who: &Identity) -> Result<(), ApiError> {
+        for d in self.dir.ancestors() {
+            let m = std::fs::metadata(d).map_err(|e| ApiError::from(shmfifo::Error::Io(e)))?;
+            if !who.may_search(&m) {
+                return Err(access_denied(name, "search the directory that holds it"));
+            }
+        }
+        Ok(())
     }
 
     fn queue(
@@ -319,9 +386,24 @@ impl Queues {
 
     /// A RedrivePolicy with its target (an ARN, a URL, a name) made the path of a queue in
     /// our directory (never one outside it), which `who` must be allowed to use.
+    ///
+    /// The value must be a JSON object serde_json reads, of at most [`MAX_POLICY_LEN`] bytes,
+    /// and what goes on to the library is serde_json's own text of it: the library's parser
+    /// takes some inputs serde_json refuses (a form feed before the object, raw control bytes
+    /// in a string), and a value passed on unread would carry a dead-letter target nobody
+    /// checked (any path the server's user can open).
     fn local_policy(&self, value: &str, who: &Identity) -> Result<String, ApiError> {
-        let Ok(mut v) = serde_json::from_str::<Value>(value) else {
-            return Ok(value.to_owned()); // the library reports what is wrong
+        if value.len() > MAX_POLICY_LEN {
+            return Err(ApiError::invalid(
+                "RedrivePolicy",
+                &format!("Redrive policy is longer than {MAX_POLICY_LEN} bytes."),
+            ));
+        }
+        let Ok(mut v @ Value::Object(_)) = serde_json::from_str::<Value>(value) else {
+            return Err(ApiError::invalid(
+                "RedrivePolicy",
+                "Redrive policy is not a valid JSON map.",
+            ));
         };
         if let Some(t) = v.get("deadLetterTargetArn").and_then(Value::as_str) {
             let name = self.name_of_target(t).map_err(|_| {
@@ -336,6 +418,7 @@ impl Queues {
                     &format!("the dead-letter queue {name} does not exist"),
                 )
             })?;
+            self.reachable(&name, who)?;
             if !who.may_open(&meta) {
                 return Err(access_denied(&name, "open it for reading and writing"));
             }
@@ -389,6 +472,7 @@ impl Queues {
             "ListQueues" => self.list_queues(p, who),
             "DeleteQueue" => {
                 let name = self.name_of(required(p, "QueueUrl")?)?;
+                self.reachable(&name, who)?;
                 let meta = self.file_of(&name)?;
                 if !who.may_unlink(&self.dir_meta()?, &meta) {
                     return Err(access_denied(&name, "remove its name from the directory"));
@@ -544,6 +628,7 @@ impl Queues {
         }
         let cfg = QueueConfig::new()
             .from_sqs_attributes(attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        self.reachable(name, who)?;
         if self.file_of(name).is_err() {
             // The file is made by this server's user, mode 0600: only that user and root
             // could open it, so only they may make it (and they must be allowed to make a
@@ -561,7 +646,9 @@ impl Queues {
         match Queue::create_at(self.path(name), &cfg) {
             Ok(q) => {
                 let m = q.file_metadata()?;
-                self.open.lock().expect("queue table").insert(
+                let mut open = self.open.lock().expect("queue table");
+                make_room(&mut open);
+                open.insert(
                     name.to_owned(),
                     Opened {
                         queue: AsyncQueue::new(q),
@@ -612,6 +699,7 @@ impl Queues {
             ));
         }
         let after = str_param(p, "NextToken")?.unwrap_or("");
+        self.reachable("the queue directory", who)?;
         if !who.may_list(&self.dir_meta()?) {
             return Err(access_denied("the queue directory", "list it"));
         }
@@ -626,14 +714,19 @@ impl Queues {
             .collect();
         names.sort();
         let mut out = Map::new();
-        if let Some(m) = max {
-            if names.len() > m as usize {
-                names.truncate(m as usize);
-                out.insert(
-                    "NextToken".into(),
-                    Value::String(names[names.len() - 1].clone()),
-                );
+        match max {
+            Some(m) => {
+                if names.len() > m as usize {
+                    names.truncate(m as usize);
+                    out.insert(
+                        "NextToken".into(),
+                        Value::String(names[names.len() - 1].clone()),
+                    );
+                }
             }
+            // SQS: without MaxResults, at most 1,000 queues and no token (a directory of a
+            // million names answers 1,000 of them, not a response of tens of megabytes).
+            None => names.truncate(MAX_LISTED),
         }
         if !names.is_empty() {
             out.insert(

@@ -123,11 +123,14 @@ pub async fn serve(
             format!("{} is not a directory", cfg.dir.display()),
         ));
     }
+    // Resolved once (symlinks, `..`, a relative path): the directories whose search
+    // permission a request needs are those of the path the kernel walks.
+    let dir = cfg.dir.canonicalize()?;
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;
     let server = Arc::new(Server {
         queues: actions::Queues::new(
-            cfg.dir.clone(),
+            dir,
             &addr.to_string(),
             access::Identity::of_this_process().uid,
         ),

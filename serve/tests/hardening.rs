@@ -452,6 +452,149 @@ fn access_through_serve_is_the_files_own() {
     );
 }
 
+/// A RedrivePolicy that serde_json refuses was handed to the library unread, whose own parser
+/// takes a form feed before the object or a raw control byte in a string: its dead-letter
+/// target, never checked, could then be any queue file the server's user can open (messages
+/// moved into a queue the caller could not open), and CreateQueue's answer told whether a path
+/// existed anywhere. Now such a value is refused, and only serde_json's own text of an
+/// accepted one goes on to the library.
+#[test]
+fn a_redrive_policy_json_parsers_disagree_on_is_refused() {
+    let dir = Dir::new("policy");
+    let outside = Dir::new("policy-outside");
+    let srv = Server::start(config(&dir.0));
+    let shared =
+        Queue::create_at(dir.0.join("shared.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let far = Queue::create_at(outside.0.join("far.fifo"), &QueueConfig::new()).unwrap();
+    let target = outside.0.join("far.fifo").display().to_string();
+    let policy = |pre: &str, post: &str| {
+        format!(r#"{pre}{{"deadLetterTargetArn":"{target}{post}","maxReceiveCount":1}}"#)
+    };
+    let policies = [
+        // A form feed before the object: JSON's whitespace is space, tab, CR and LF only.
+        policy("\u{c}", ""),
+        // A raw control byte inside a string.
+        policy("", "\u{1}"),
+        // Not an object at all.
+        "[1]".to_owned(),
+    ];
+    for policy in &policies {
+        let body = serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": policy}}).to_string();
+        let (status, out) = post_json(srv.addr, "SetQueueAttributes", &body);
+        assert_eq!(status, 400, "{policy:?}: {out}");
+        assert!(out.contains("InvalidParameterValue"), "{policy:?}: {out}");
+        assert!(shared.redrive_policy().unwrap().is_none(), "{policy:?}");
+        // CreateQueue with it: refused before any file is looked at or made.
+        let body = serde_json::json!({"QueueName": "new.fifo", "Attributes": {"FifoQueue": "true", "RedrivePolicy": policy}}).to_string();
+        let (status, out) = post_json(srv.addr, "CreateQueue", &body);
+        assert_eq!(status, 400, "{policy:?}: {out}");
+        assert!(!out.contains(&outside.0.display().to_string()), "{out}");
+        assert!(!dir.0.join("new.fifo").exists());
+    }
+    // Longer than any real policy: refused unread.
+    let long = format!(
+        r#"{{"deadLetterTargetArn":"shared.fifo","maxReceiveCount":1,"x":"{}"}}"#,
+        "y".repeat(5000)
+    );
+    let body = serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": long}}).to_string();
+    assert_eq!(post_json(srv.addr, "SetQueueAttributes", &body).0, 400);
+    // A well-formed policy naming a queue of the directory is still taken.
+    Queue::create_at(dir.0.join("dlq.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let policy = serde_json::json!({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:dlq.fifo", "maxReceiveCount": 2}).to_string();
+    let body = serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": policy}}).to_string();
+    let (status, out) = post_json(srv.addr, "SetQueueAttributes", &body);
+    assert_eq!(status, 200, "{out}");
+    assert!(shared.redrive_policy().unwrap().is_some());
+    assert_eq!(far.attributes().approximate_number_of_messages, 0);
+}
+
+/// Hard links to one queue file, each asked for by name, each opened its own handle: two
+/// descriptors and one of the queue's participant slots a name, so a user with write access
+/// to a shared queue could fill its 64 slots (its other users refused) and run the server out
+/// of descriptors. Now names of one file share its handle, and the table of open names is
+/// bounded.
+#[test]
+fn names_of_one_queue_file_share_one_handle() {
+    let dir = Dir::new("links");
+    let srv = Server::start(config(&dir.0));
+    let q = Queue::create_at(dir.0.join("shared.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let alive = |q: &Queue| {
+        q.inspect(0)
+            .unwrap()
+            .participants
+            .iter()
+            .filter(|p| p.alive)
+            .count()
+    };
+    assert_eq!(alive(&q), 1, "this test's own handle");
+    for k in 0..40 {
+        let name = format!("l{k}.fifo");
+        std::fs::hard_link(dir.0.join("shared.fifo"), dir.0.join(&name)).unwrap();
+        let (status, out) = post_json(
+            srv.addr,
+            "GetQueueUrl",
+            &format!(r#"{{"QueueName":"{name}"}}"#),
+        );
+        assert_eq!(status, 200, "{name}: {out}");
+    }
+    // Ours and the server's one handle (a dropped name's handle is released when its last
+    // request ends: none runs now).
+    assert_eq!(alive(&q), 2);
+    // Every name still serves the queue.
+    let send = |name: &str| {
+        format!(
+            r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"{name}"}}"#,
+            srv.url(name)
+        )
+    };
+    for name in ["l0.fifo", "l39.fifo", "shared.fifo"] {
+        let (status, out) = post_json(srv.addr, "SendMessage", &send(name));
+        assert_eq!(status, 200, "{name}: {out}");
+    }
+    assert_eq!(q.attributes().approximate_number_of_messages, 3);
+}
+
+/// A queue of mode 0666 in a directory of mode 0700 is its owner's alone (nobody else can look
+/// a name up there), but serve checked only the file's own mode: through it anyone reached it.
+/// Now a request needs search permission on the directory and every one above it.
+#[test]
+fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: needs another uid to ask as; skipped");
+        return;
+    }
+    let dir = Dir::new("searchless");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let srv = Server::start(config(&dir.0));
+    let q = Queue::create_at(dir.0.join("open.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let nobody = 65534;
+    let send = format!(
+        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
+        srv.url("open.fifo")
+    );
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
+    assert_eq!(status, 403, "{out}");
+    assert!(out.contains("AccessDenied"), "{out}");
+    let (status, out) = curl_as(
+        nobody,
+        srv.addr,
+        "GetQueueUrl",
+        r#"{"QueueName":"open.fifo"}"#,
+    );
+    assert_eq!(status, 403, "{out}");
+    let (status, _) = curl_as(nobody, srv.addr, "ListQueues", "{}");
+    assert_eq!(status, 403);
+    assert_eq!(q.attributes().approximate_number_of_messages, 0);
+    // Its owner reaches it; and once the directory is searchable, so does everyone.
+    assert_eq!(post_json(srv.addr, "SendMessage", &send).0, 200);
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o711)).unwrap();
+    let send2 = send.replace(r#""1""#, r#""2""#);
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send2);
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(q.attributes().approximate_number_of_messages, 2);
+}
+
 /// After `unlink` and `create` under the same name, serve sent into (and received from) the
 /// deleted queue it still had open. Now it notices the file replaced and opens the new one.
 #[test]
