@@ -7,6 +7,9 @@
 #[path = "../../fuzz/common/serve.rs"]
 mod serve;
 
+#[path = "../../fuzz/common/redrive.rs"]
+mod redrive;
+
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
@@ -101,6 +104,71 @@ fn serve_json_regressions() {
 #[test]
 fn serve_sigv4_regressions() {
     replay("serve_sigv4", serve::serve_sigv4);
+}
+
+/// The library's RedrivePolicy parser against serde_json's reading: the kept inputs (seeds,
+/// and the three texts the parser once read differently: a form feed before the object, a
+/// raw control byte in a string, a number with a leading zero), then policies built from
+/// their pieces with bytes changed, dropped and repeated.
+#[test]
+fn redrive_policy_regressions_and_pseudo_random_inputs() {
+    let n = replay("redrive_policy", redrive::redrive_policy);
+    assert!(n >= 5, "{n} inputs");
+    const PIECES: &[&str] = &[
+        "{",
+        "}",
+        "\"deadLetterTargetArn\"",
+        "\"maxReceiveCount\"",
+        ":",
+        ",",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\u{c}",
+        "\u{b}",
+        "\u{1}",
+        "\"",
+        "\\",
+        "\\u00e9",
+        "\\ud83d\\ude00",
+        "\\ud83d",
+        "0",
+        "007",
+        "5",
+        "-1",
+        "1e2",
+        "4294967296",
+        "\"7\"",
+        "\"arn:aws:sqs:r:1:d.fifo\"",
+        "\"d.fifo\"",
+        "arn:",
+        "null",
+        "[",
+        "]",
+        "\u{a0}",
+    ];
+    let mut rng = Rng(0x5EDA_17E5_0000_0001);
+    for _ in 0..3000 {
+        let mut text = String::new();
+        for _ in 0..rng.below(14) {
+            text.push_str(rng.pick(PIECES));
+        }
+        guarded(
+            &format!("{text:?}"),
+            redrive::redrive_policy,
+            text.into_bytes(),
+        );
+    }
+    // Well-formed policies with one byte changed.
+    let good = br#"{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:1:d.fifo","maxReceiveCount":12}"#;
+    for at in 0..good.len() {
+        for b in [0u8, 0x0c, b' ', b'0', b'"', b'\\', 0x80] {
+            let mut d = good.to_vec();
+            d[at] = b;
+            guarded(&format!("byte {at} = {b}"), redrive::redrive_policy, d);
+        }
+    }
 }
 
 /// Forms built from SQS's own names (lists, maps, batch entries, message attributes), with

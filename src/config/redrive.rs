@@ -82,8 +82,11 @@ struct JsonCursor<'a> {
 }
 
 impl JsonCursor<'_> {
+    /// JSON's whitespace: space, tab, line feed, carriage return (not a form feed, which
+    /// `is_ascii_whitespace` would pass: a policy serde_json refuses must not be read here as
+    /// something else, `shmfifo serve` checks policies with serde_json).
     fn ws(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_whitespace) {
+        while matches!(self.s.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.i += 1;
         }
     }
@@ -115,13 +118,19 @@ impl JsonCursor<'_> {
         if start == self.i {
             return Err(format!("expected a number at byte {start}"));
         }
+        // JSON writes no leading zero (serde_json refuses `007`; as a string it is digits).
+        if self.i - start > 1 && self.s[start] == b'0' {
+            return Err(format!("a number with a leading zero at byte {start}"));
+        }
         Ok(String::from_utf8_lossy(&self.s[start..self.i]).into_owned())
     }
     /// Four hex digits of a `\u` escape at `at`.
     fn hex4(&self, at: usize) -> std::result::Result<u32, String> {
+        // Four hex digits exactly (`from_str_radix` alone takes a sign: `\u+1e9`).
         let h = self
             .s
             .get(at..at + 4)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u32::from_str_radix(h, 16).ok())
             .ok_or_else(|| format!("bad \\u escape at byte {at}"))?;
@@ -174,6 +183,13 @@ impl JsonCursor<'_> {
                         _ => return Err(format!("bad escape at byte {}", self.i)),
                     }
                     self.i += 2;
+                }
+                // JSON strings hold no raw control character (escaped, they may).
+                Some(c) if c < 0x20 => {
+                    return Err(format!(
+                        "a control character in a string at byte {}",
+                        self.i
+                    ))
                 }
                 Some(c) => {
                     out.push(c);
