@@ -944,7 +944,9 @@ const char *shmfifo_result_name(shmfifo_result code);
 /*
  Copies the calling thread's last error message (empty after a success) into `buf` (at most
  `len - 1` bytes and a NUL). Returns the message's full length in bytes, as `snprintf`
- does; `buf` may be NULL when `len` is 0.
+ does; `buf` may be NULL when `len` is 0. Once the thread's locals are destroyed (a call
+ from an `atexit` handler or a C++ static destructor: the library's calls work there) the
+ message reads as empty.
 
  # Safety
  `buf` must point to `len` writable bytes (or `len` must be 0).

@@ -256,14 +256,20 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
+// The message is a `String`, so the thread's copy has a destructor, and once that has run
+// (glibc runs a thread's local destructors before `atexit` handlers and C++ static
+// destructors, a pthread key's after them) `LocalKey::with` panics: inside an `extern "C"`
+// function, an abort. Every access is `try_with`: a call made then works, and its message
+// reads as empty.
+
 pub(crate) fn set_error(msg: String) {
-    LAST_ERROR.with(|l| *l.borrow_mut() = msg);
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = msg);
 }
 
 /// After a success: the last error message is empty (a small allocation kept for the next
 /// error; one that quoted a long argument, such as a rejected id of a megabyte, given back).
 pub(crate) fn clear_error() {
-    LAST_ERROR.with(|l| {
+    let _ = LAST_ERROR.try_with(|l| {
         let mut l = l.borrow_mut();
         if l.capacity() > 1024 {
             *l = String::new();
@@ -286,14 +292,15 @@ pub extern "C" fn shmfifo_result_name(code: shmfifo_result) -> *const c_char {
 
 /// Copies the calling thread's last error message (empty after a success) into `buf` (at most
 /// `len - 1` bytes and a NUL). Returns the message's full length in bytes, as `snprintf`
-/// does; `buf` may be NULL when `len` is 0.
+/// does; `buf` may be NULL when `len` is 0. Once the thread's locals are destroyed (a call
+/// from an `atexit` handler or a C++ static destructor: the library's calls work there) the
+/// message reads as empty.
 ///
 /// # Safety
 /// `buf` must point to `len` writable bytes (or `len` must be 0).
 #[no_mangle]
 pub unsafe extern "C" fn shmfifo_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    LAST_ERROR.with(|l| {
-        let msg = l.borrow();
+    let copy = |msg: &str| {
         if !buf.is_null() && len > 0 {
             let n = msg.len().min(len - 1);
             // SAFETY: the caller guarantees `len` writable bytes; we write `n + 1 <= len`.
@@ -303,5 +310,9 @@ pub unsafe extern "C" fn shmfifo_last_error_message(buf: *mut c_char, len: usize
             }
         }
         msg.len()
-    })
+    };
+    // The thread's message already destroyed (a call from an `atexit` handler): empty.
+    LAST_ERROR
+        .try_with(|l| copy(&l.borrow()))
+        .unwrap_or_else(|_| copy(""))
 }

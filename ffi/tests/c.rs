@@ -151,6 +151,27 @@ fn c_test_suite_passes_and_is_clean_under_valgrind() {
     );
 }
 
+/// A library call from an `atexit` handler: glibc has destroyed the thread's locals by then,
+/// and the last-error message the call clears (or sets) was one of them: the process aborted
+/// (a panic inside an `extern "C"` function) where the call should simply work.
+#[test]
+fn a_call_from_an_atexit_handler_works() {
+    let exe = compile("tests/at_exit.c", "at_exit");
+    let name = unique("atexit");
+    let _named = Named(name.clone());
+    let out = Command::new(&exe).arg(&name).output().unwrap();
+    assert!(
+        out.status.success(),
+        "at_exit: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "cleanup unlinked 0 again-refused\n"
+    );
+}
+
 /// Receives and deletes until `want` messages came, checking per-group order (one consumer,
 /// long visibility: each group's bodies arrive with k = 0, 1, 2, …). Returns the count.
 fn consume_in_rust(q: &Queue, want: usize) -> HashMap<String, u64> {
