@@ -887,7 +887,11 @@ uint64_t shmfifo_layout_version(void);
  `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
  SQS, an entry whose body or an attribute value is longer than the queue's maximum message
  size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
- result, its memory past those lengths unread) and the others are sent.
+ result, its memory past those lengths unread) and the others are sent; so does an entry
+ whose view cannot be read as its field (a body that is not UTF-8 on a text queue:
+ `SHMFIFO_INVALID_UTF8`; a group or dedup id over 128 bytes, an attribute name or type over
+ 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL view with a length:
+ `SHMFIFO_NULL_ARGUMENT`), with that code.
 
  # Safety
  `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).

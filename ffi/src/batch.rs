@@ -104,7 +104,11 @@ unsafe fn oversized(m: &shmfifo_send_message, max_body: usize) -> bool {
 /// `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
 /// SQS, an entry whose body or an attribute value is longer than the queue's maximum message
 /// size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
-/// result, its memory past those lengths unread) and the others are sent.
+/// result, its memory past those lengths unread) and the others are sent; so does an entry
+/// whose view cannot be read as its field (a body that is not UTF-8 on a text queue:
+/// `SHMFIFO_INVALID_UTF8`; a group or dedup id over 128 bytes, an attribute name or type over
+/// 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL view with a length:
+/// `SHMFIFO_NULL_ARGUMENT`), with that code.
 ///
 /// # Safety
 /// `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).
@@ -138,28 +142,36 @@ pub unsafe extern "C" fn shmfifo_send_batch(
             return Err(Error::BatchRequestTooLong { bytes: total }.into());
         }
         let mut attrs: Vec<Vec<MessageAttribute<'_>>> = (0..n).map(|_| Vec::new()).collect();
-        let mut alone = [false; MAX_BATCH];
+        // The code each entry that fails alone fails with.
+        let mut alone: [Option<shmfifo_result>; MAX_BATCH] = [None; MAX_BATCH];
         let mut batch = Vec::with_capacity(n);
         for (k, ((e, a), id)) in list.iter().zip(attrs.iter_mut()).zip(ids).enumerate() {
             // SAFETY: per the contract.
-            let entry = if unsafe { oversized(&e.message, max_body) } {
-                // It fails alone, unread. The core still sees it, empty (which it refuses for
-                // that entry only), so that the request's checks (distinct ids, a group and a
-                // dedup id on every entry) cover every entry.
-                alone[k] = true;
-                SendMessage {
-                    // SAFETY: per the contract (the length checked first).
-                    group_id: unsafe { e.message.group_id.get("group_id", MAX_ID_LEN) }?,
-                    // SAFETY: as above.
-                    dedup_id: unsafe { e.message.dedup_id.get("dedup_id", MAX_ID_LEN) }?,
-                    body: "",
-                    bytes: binary.then_some(&[][..]),
-                    attributes: &[],
-                    delay_seconds: None,
-                }
+            let read = if unsafe { oversized(&e.message, max_body) } {
+                Err(SHMFIFO_INVALID_PARAMETER_VALUE) // unread
             } else {
                 // SAFETY: per the contract.
-                unsafe { message(&e.message, a, max_body, binary) }?
+                unsafe { message(&e.message, a, max_body, binary) }.map_err(|f| f.0)
+            };
+            let entry = match read {
+                Ok(m) => m,
+                Err(code) => {
+                    // It fails alone. The core still sees it, empty (which it refuses for that
+                    // entry only), so that the request's checks (distinct ids, a group and a
+                    // dedup id on every entry) cover every entry: an id given but unreadable
+                    // (too long, not UTF-8) stands as one given.
+                    alone[k] = Some(code);
+                    SendMessage {
+                        // SAFETY: per the contract (the length checked first).
+                        group_id: unsafe { given(e.message.group_id, "group_id") },
+                        // SAFETY: as above.
+                        dedup_id: unsafe { given(e.message.dedup_id, "dedup_id") },
+                        body: "",
+                        bytes: binary.then_some(&[][..]),
+                        attributes: &[],
+                        delay_seconds: None,
+                    }
+                }
             };
             batch.push(BatchEntry { id, entry });
         }
@@ -167,17 +179,27 @@ pub unsafe extern "C" fn shmfifo_send_batch(
         // SAFETY: `n` writable results, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(results, n) };
         for (k, (o, r)) in out.iter_mut().zip(rs).enumerate() {
-            *o = if alone[k] {
-                shmfifo_batch_result {
-                    code: SHMFIFO_INVALID_PARAMETER_VALUE,
+            *o = match alone[k] {
+                Some(code) => shmfifo_batch_result {
+                    code,
                     result: NO_SEND_RESULT,
-                }
-            } else {
-                batch_result(&r.result)
+                },
+                None => batch_result(&r.result),
             };
         }
         Ok(())
     })
+}
+
+/// An id of an entry that fails alone, as the request's checks see it: absent if NULL (the
+/// request's own error), else present (its text, or a stand-in where it is too long or not
+/// UTF-8: that entry's error is already its own).
+///
+/// # Safety
+/// As [`shmfifo_str::get`].
+unsafe fn given<'a>(v: shmfifo_str, what: &str) -> Option<&'a str> {
+    // SAFETY: forwarded from the caller.
+    unsafe { v.get(what, MAX_ID_LEN) }.unwrap_or(Some("-"))
 }
 
 /// Shared body of the two handle batches.

@@ -831,8 +831,41 @@ static void test_lengths_checked_before_reading(void) {
         shmfifo_receive_buffer_free(rb);
         EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
     }
+    /* So does an entry whose fields cannot be read as text: a body that is not UTF-8, a
+       group id over 128 bytes, an attribute name over 256, a NULL body; with its own code. */
+    for (int i = 0; i < 5; i++) {
+        five[i].message = msg("s13", bodies[i], dedups[i]);
+    }
+    five[1].message.body = (shmfifo_str){"\xff", 1};
+    five[2].message.group_id.data = edge;
+    five[2].message.group_id.len = 129;
+    attrs->value = (const uint8_t *)"v";
+    attrs->value_len = 1;
+    attrs->name.data = edge;
+    attrs->name.len = 257;
+    five[3].message.attributes = attrs;
+    five[3].message.attribute_count = 1;
+    five[4].message.body = (shmfifo_str){NULL, 0};
+    memset(r5, 0xff, sizeof r5);
+    EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_OK);
+    CHECK(r5[0].code == SHMFIFO_OK);
+    CHECK(r5[1].code == SHMFIFO_INVALID_UTF8);
+    CHECK(r5[2].code == SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(r5[3].code == SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(r5[4].code == SHMFIFO_NULL_ARGUMENT);
+    for (int i = 1; i < 5; i++) CHECK(r5[i].result.message_id[0] == 0);
+    CHECK(attributes(q).approximate_number_of_messages == 1);
+    EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
+    attrs->name = s("n");
     /* Still request-level: ids checked on every entry (an oversized one's too), and the
        lengths' total, oversized bodies included, against 1 MiB. */
+    for (int i = 0; i < 5; i++) {
+        five[i].message = msg("s13", bodies[i], dedups[i]);
+    }
+    five[2].message.attributes = attrs;
+    five[2].message.attribute_count = 1;
+    attrs->value = (const uint8_t *)edge;
+    attrs->value_len = 4097;
     five[3].id = s("a");
     EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_BATCH_ENTRY_IDS_NOT_DISTINCT);
     five[3].id = s("d");
