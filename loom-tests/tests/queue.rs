@@ -267,6 +267,47 @@ fn an_uncounted_delete_behind_a_live_head_is_counted_at_once() {
     });
 }
 
+/// R8 (layout 25): a delete that finds its group's claim held marks its message uncounted and
+/// asks the holder to clean up (DIRTY); the holder dies before it serves the request. Whoever
+/// takes the claim over serves it: a receive that finds the group locked by its live first
+/// message (nothing to take, no cleanup past it) counts the uncounted delete behind it. The
+/// taking over dropped the request with the dead holder's word, and the count stayed one high
+/// until a cleanup reached the message (a visibility timeout later, or never while the first
+/// message stayed in flight).
+#[test]
+fn a_dead_holders_dirty_request_is_served_by_whoever_takes_the_claim_over() {
+    model(|| {
+        let (h, env) = setup(3, 1, 2);
+        let a = h.arena();
+        send(&a, &env, 0, "g", b"1").unwrap();
+        send(&a, &env, 0, "g", b"2").unwrap();
+        let got = recv(&a, &env, 0, 10, 1_000).unwrap();
+        assert_eq!(got.len(), 2);
+        let (g, ginc) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+            .unwrap()
+            .unwrap();
+        let e = a.group(g).unwrap();
+        // Participant 1 holds the claim (a receive, a sweep) ...
+        let held = shmfifo::protocol::group::try_claim(&a, &*env, e, me(1), ginc);
+        assert!(
+            matches!(held, shmfifo::protocol::group::TryClaim::Acquired { .. }),
+            "{held:?}"
+        );
+        // ... while the second message is deleted: uncounted, the holder asked to count it.
+        handle::delete(&a, &*env, me(0), got[1].0).unwrap();
+        assert_eq!(deleted_count(&a), 0, "uncounted while the claim is held");
+        assert_ne!(e.claim.load(Ordering::SeqCst) & owner::DIRTY, 0);
+        // The holder dies; a receive takes the group's claim over and takes nothing (the
+        // first message is in flight).
+        env.kill(1);
+        ready::hint(&a, &*env, me(2), g).unwrap();
+        assert!(recv(&a, &env, 2, 10, 1_000).unwrap().is_empty(), "R3");
+        assert_eq!(deleted_count(&a), 1, "counted by the taker");
+        assert_eq!(accounting::in_flight(&a), 1, "the first message alone");
+        assert_eq!(e.claim.load(Ordering::SeqCst) & owner::DIRTY, 0);
+    });
+}
+
 /// As above, with the first deleter stopping at each step of its delete, forever (alive: it
 /// keeps the claim if it holds it) or dying there. The second delete succeeds or finds the
 /// message deleted, the message is never delivered again, the delete is counted at most once,

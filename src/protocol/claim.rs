@@ -99,8 +99,20 @@ fn try_claim_from(
     mut cur: u64,
 ) -> TryClaim {
     let cw = owner::claim(ginc, me);
-    // What our claim word keeps of the word it replaces: its `HINT` bit, unless we take it.
-    let keep = |w: u64| if take_hint { 0 } else { w & owner::HINT };
+    // What our claim word keeps of the word it replaces: its `HINT` bit, unless we take it;
+    // and a dead (or stale) holder's unserved DIRTY request, which is then ours: our release
+    // cleans up again and counts the uncounted deletes it stood for (a delete that found the
+    // claim held left its message uncounted; dropped with the holder's word, the count stayed
+    // high until a cleanup reached the message).
+    let keep = |w: u64| {
+        let hint = if take_hint { 0 } else { w & owner::HINT };
+        let dirty = if owner::clean(w) != 0 {
+            w & owner::DIRTY
+        } else {
+            0
+        };
+        hint | dirty
+    };
     // Bounded: a free word's `HINT` bit may change between two tries (producers set it,
     // receivers clear it); a held word is tried once.
     for _ in 0..4 {
