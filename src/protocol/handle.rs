@@ -465,9 +465,22 @@ fn mark_held<'a>(
     seen: &mut Seen<'a>,
 ) -> PResult<Marked> {
     let (own, _) = current_at(a, t, m, h, seen)?;
-    // Relaxed: stable while the message is in flight under our handle, which `current_at`
-    // found (Acquire) under this incarnation.
-    if words::group_of(m.group_epoch0.load(Ordering::Relaxed)) != g {
+    // Relaxed, then checked against the incarnation: read after `current_at` found the message
+    // in flight, this is the group of that incarnation, or, where its own group's holder
+    // removed it and the slot went to a message of ours meanwhile (a guess of `g` read from
+    // an older incarnation: the message is another group's, whose holder we are not), of the
+    // next. SYNC POINT(peek-seqlock): a send writes `group_epoch0` after the Release fence
+    // that follows its new incarnation's link store, so after our Acquire fence the link
+    // shows that incarnation where the group read is the new message's: expired, never a
+    // store over the new message's word. With the incarnation unchanged it is the handle's
+    // message, and in our group nobody but us removes it.
+    let in_group = words::group_of(m.group_epoch0.load(Ordering::Relaxed)) == g;
+    crate::sync::fence(Ordering::Acquire);
+    // Relaxed: ordered by the fence above.
+    if node::inc(m.link.load(Ordering::Relaxed)) != h.inc {
+        return Err(Fault::Expired);
+    }
+    if !in_group {
         return Ok(Marked::Elsewhere);
     }
     crash_point!();

@@ -334,7 +334,21 @@ fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> 
             && (Owner::of_word(cur) == me || !a.owner_dead(env, Owner::of_word(cur)));
         if live_holder {
             if cur & owner::DIRTY != 0 && cur & taken == 0 {
-                return Ok(()); // the holder will clean again before it releases
+                // The holder will clean again before it releases (another request is
+                // pending). Not a plain return: nothing of ours would order our deletion (a
+                // CAS to DELETED_UNCOUNTED) before the holder's look, which clears the bit by
+                // an RMW and then reads the message's word. Release, by an RMW that changes
+                // nothing: either it comes before the holder's clearing CAS in the word's
+                // modification order (which then reads it, so our deletion happens before the
+                // cleanup's load), or after it (it fails, finds the bit clear, and we set it
+                // ourselves below). Rare: a second deleter while a request waits.
+                if e.claim
+                    .compare_exchange(cur, cur, Ordering::Release, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                continue;
             }
             // Release: our deletion (a CAS to DELETED_UNCOUNTED, layout 25) happens before the
             // holder's Acquire load of DIRTY.
