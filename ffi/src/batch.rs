@@ -107,8 +107,9 @@ unsafe fn oversized(m: &shmfifo_send_message, max_body: usize) -> bool {
 /// result, its memory past those lengths unread) and the others are sent; so does an entry
 /// whose view cannot be read as its field (a body that is not UTF-8 on a text queue:
 /// `SHMFIFO_INVALID_UTF8`; a group or dedup id over 128 bytes, an attribute name or type over
-/// 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL view with a length:
-/// `SHMFIFO_NULL_ARGUMENT`), with that code.
+/// 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL attribute value with a
+/// length: `SHMFIFO_NULL_ARGUMENT`), with that code. (A NULL group or dedup id is absent: the
+/// request's error where the queue needs one.)
 ///
 /// # Safety
 /// `entries` and `results` must hold `n` entries each (NULL allowed when `n` is 0).

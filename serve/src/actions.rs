@@ -40,6 +40,8 @@ pub struct Queues {
     open: Mutex<HashMap<String, Opened>>,
     tasks: Mutex<Vec<MoveTask>>,
     next_task: AtomicU64,
+    /// The open table's clock: each use of a name takes the next value ([`Opened::used`]).
+    ticks: AtomicU64,
 }
 
 /// An open queue and the file it has open (device, inode): when the name comes to name
@@ -48,6 +50,9 @@ pub struct Queues {
 struct Opened {
     queue: AsyncQueue,
     file: (u64, u64),
+    /// When it was last used (the table's own clock, [`Queues::tick`]): the least recently
+    /// used name is the one dropped to make room.
+    used: u64,
 }
 
 /// The longest RedrivePolicy value read (a target's ARN, URL or name and a count: a few
@@ -59,18 +64,23 @@ const MAX_LISTED: usize = 1000;
 
 /// The most queue names this server keeps open at once. An open queue holds two descriptors
 /// and a participant slot of its queue; names of one file (hard links) share one handle. The
-/// connection limit leaves 64 descriptors for queue files and the rest (see
-/// `conn::default_max_connections`): 24 queues take 48 of them. Past the bound a name is
-/// dropped from the table to make room ([`make_room`]), and opened again when next used.
-const MAX_OPEN_QUEUES: usize = 24;
+/// default connection limit leaves 64 descriptors and two for each of these
+/// (`conn::default_max_connections`). Past the bound the name used least recently is dropped
+/// from the table to make room ([`make_room`]), and opened again when next used; a request
+/// still using a dropped name's handle (a long poll, a move task) keeps it until it ends.
+pub(crate) const MAX_OPEN_QUEUES: usize = 64;
 
-/// Makes room in the open queue table for one more name: at [`MAX_OPEN_QUEUES`] names, one
-/// is dropped (a request still using its handle keeps its own clone; the name's next request
-/// opens the file again). Links to one file share its handle, so a flood of names costs
-/// reopening, never descriptors or participant slots beyond the bound.
+/// Makes room in the open queue table for one more name: at [`MAX_OPEN_QUEUES`] names, the one
+/// used least recently is dropped. Links to one file share its handle, so a flood of names
+/// costs reopening, not descriptors or participant slots beyond the bound and what requests
+/// in flight hold.
 fn make_room(open: &mut HashMap<String, Opened>) {
     while open.len() >= MAX_OPEN_QUEUES {
-        let Some(victim) = open.keys().next().cloned() else {
+        let Some(victim) = open
+            .iter()
+            .min_by_key(|(_, o)| o.used)
+            .map(|(k, _)| k.clone())
+        else {
             return;
         };
         open.remove(&victim);
@@ -247,6 +257,7 @@ impl Queues {
             open: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
             next_task: AtomicU64::new(1),
+            ticks: AtomicU64::new(0),
         }
     }
 
@@ -301,8 +312,12 @@ impl Queues {
         let id = (meta.dev(), meta.ino());
         {
             let mut open = self.open.lock().expect("queue table");
-            match open.get(name) {
-                Some(o) if o.file == id => return Ok(o.queue.clone()),
+            let now = self.tick();
+            match open.get_mut(name) {
+                Some(o) if o.file == id => {
+                    o.used = now;
+                    return Ok(o.queue.clone());
+                }
                 Some(_) => {
                     tracing::info!(queue = name, "the queue file was replaced; reopening it");
                     open.remove(name);
@@ -322,6 +337,7 @@ impl Queues {
                     Opened {
                         queue: q.clone(),
                         file: id,
+                        used: now,
                     },
                 );
                 return Ok(q);
@@ -336,6 +352,7 @@ impl Queues {
         let opened = Opened {
             queue: AsyncQueue::new(q),
             file: (m.dev(), m.ino()),
+            used: self.tick(),
         };
         let mut open = self.open.lock().expect("queue table");
         // What another request put under the name meanwhile serves us only if it is the file
@@ -349,6 +366,13 @@ impl Queues {
         let q = opened.queue.clone();
         open.insert(name.to_owned(), opened);
         Ok(q)
+    }
+
+    /// The open table's next instant (for [`Opened::used`]).
+    fn tick(&self) -> u64 {
+        // Relaxed: a counter; the table's lock orders what is read of it.
+        self.ticks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Whether `who` may reach names in the directory at all: search permission on it and
@@ -412,13 +436,14 @@ impl Queues {
                     &format!("deadLetterTargetArn {t} does not name a FIFO queue of this endpoint"),
                 )
             })?;
+            // Searchable first: whether the name exists is not theirs to learn otherwise.
+            self.reachable(&name, who)?;
             let meta = self.file_of(&name).map_err(|_| {
                 ApiError::invalid(
                     "RedrivePolicy",
                     &format!("the dead-letter queue {name} does not exist"),
                 )
             })?;
-            self.reachable(&name, who)?;
             if !who.may_open(&meta) {
                 return Err(access_denied(&name, "open it for reading and writing"));
             }
@@ -511,7 +536,7 @@ impl Queues {
                 };
                 for (k, v) in attrs {
                     let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                    let v = if k == "RedrivePolicy" && !v.is_empty() {
+                    let v = if k == "RedrivePolicy" && !v.trim().is_empty() {
                         self.local_policy(&v, who)?
                     } else {
                         v
@@ -618,7 +643,7 @@ impl Queues {
         if let Some(Value::Object(m)) = p.get("Attributes") {
             for (k, v) in m {
                 let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
-                let v = if k == "RedrivePolicy" {
+                let v = if k == "RedrivePolicy" && !v.trim().is_empty() {
                     self.local_policy(&v, who)?
                 } else {
                     v
@@ -653,6 +678,7 @@ impl Queues {
                     Opened {
                         queue: AsyncQueue::new(q),
                         file: (m.dev(), m.ino()),
+                        used: self.tick(),
                     },
                 );
                 tracing::info!(queue = name, uid = who.uid, "queue created");

@@ -26,8 +26,9 @@ use tokio::sync::Semaphore;
 use crate::access::{self, Identity};
 use crate::{Config, Server};
 
-/// The default connection limit: the soft `RLIMIT_NOFILE` less 64 (queue files, the
-/// listener, logs), at least 16 and at most 1,024.
+/// The default connection limit: the soft `RLIMIT_NOFILE` less 64 (the listener, logs,
+/// directories) and two for each queue the server keeps open (`MAX_OPEN_QUEUES`), at least 16
+/// and at most 1,024.
 pub(crate) fn default_max_connections() -> usize {
     let mut r = libc::rlimit {
         rlim_cur: 0,
@@ -39,7 +40,8 @@ pub(crate) fn default_max_connections() -> usize {
     } else {
         1024
     };
-    (soft.saturating_sub(64) as usize).clamp(16, 1024)
+    let queues = 2 * crate::actions::MAX_OPEN_QUEUES as u64;
+    (soft.saturating_sub(64 + queues) as usize).clamp(16, 1024)
 }
 
 /// What the watchdog of a connection reads, and its I/O and service write.

@@ -63,8 +63,8 @@ pub struct Config {
     /// How long a connection may sit with no request and no byte moving (default 30 s)
     /// before it is closed; a long poll in progress is a request, never idle.
     pub idle_timeout: Duration,
-    /// Most connections open at once (default: the soft `RLIMIT_NOFILE` less 64 for queue
-    /// files and the rest, at most 1,024). A connection beyond it is closed at once, and
+    /// Most connections open at once (default: the soft `RLIMIT_NOFILE` less 64 and two for
+    /// each queue file the server keeps open, at most 1,024). A connection beyond it is closed at once, and
     /// counted in the log; the server goes on serving the others.
     pub max_connections: usize,
 }

@@ -506,6 +506,11 @@ fn a_redrive_policy_json_parsers_disagree_on_is_refused() {
     assert_eq!(status, 200, "{out}");
     assert!(shared.redrive_policy().unwrap().is_some());
     assert_eq!(far.attributes().approximate_number_of_messages, 0);
+    // A blank policy removes it, as it did.
+    let body = serde_json::json!({"QueueUrl": srv.url("shared.fifo"), "Attributes": {"RedrivePolicy": " "}}).to_string();
+    let (status, out) = post_json(srv.addr, "SetQueueAttributes", &body);
+    assert_eq!(status, 200, "{out}");
+    assert!(shared.redrive_policy().unwrap().is_none());
 }
 
 /// Hard links to one queue file, each asked for by name, each opened its own handle: two
@@ -527,7 +532,9 @@ fn names_of_one_queue_file_share_one_handle() {
             .count()
     };
     assert_eq!(alive(&q), 1, "this test's own handle");
-    for k in 0..40 {
+    // More names than serve keeps open (64): the ones used least recently are dropped and
+    // opened again when used.
+    for k in 0..80 {
         let name = format!("l{k}.fifo");
         std::fs::hard_link(dir.0.join("shared.fifo"), dir.0.join(&name)).unwrap();
         let (status, out) = post_json(
@@ -547,7 +554,7 @@ fn names_of_one_queue_file_share_one_handle() {
             srv.url(name)
         )
     };
-    for name in ["l0.fifo", "l39.fifo", "shared.fifo"] {
+    for name in ["l0.fifo", "l79.fifo", "shared.fifo"] {
         let (status, out) = post_json(srv.addr, "SendMessage", &send(name));
         assert_eq!(status, 200, "{name}: {out}");
     }
@@ -585,6 +592,16 @@ fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
     assert_eq!(status, 403, "{out}");
     let (status, _) = curl_as(nobody, srv.addr, "ListQueues", "{}");
     assert_eq!(status, 403);
+    // Nor does a dead-letter target tell them which names exist: the same answer for a queue
+    // that is there and one that is not.
+    for target in ["open.fifo", "none.fifo"] {
+        let policy =
+            serde_json::json!({"deadLetterTargetArn": target, "maxReceiveCount": 1}).to_string();
+        let body = serde_json::json!({"QueueName": "probe.fifo", "Attributes": {"FifoQueue": "true", "RedrivePolicy": policy}}).to_string();
+        let (status, out) = curl_as(nobody, srv.addr, "CreateQueue", &body);
+        assert_eq!(status, 403, "{target}: {out}");
+        assert!(out.contains("AccessDenied"), "{target}: {out}");
+    }
     assert_eq!(q.attributes().approximate_number_of_messages, 0);
     // Its owner reaches it; and once the directory is searchable, so does everyone.
     assert_eq!(post_json(srv.addr, "SendMessage", &send).0, 200);

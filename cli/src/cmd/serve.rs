@@ -37,7 +37,7 @@ pub struct ServeArgs {
     /// The region signatures must be scoped to (with --check-signature).
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
-    /// Most connections open at once (default: the descriptor limit less 64, at most 1,024).
+    /// Most connections open at once (default: the descriptor limit less 192, at most 1,024).
     #[arg(long)]
     pub max_connections: Option<usize>,
 }
