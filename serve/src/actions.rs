@@ -483,10 +483,28 @@ impl Queues {
         m
     }
 
-    /// Runs one action.
     /// Runs one action for `who`: nothing a user could not do to the files themselves (see
     /// [`crate::access`]).
+    ///
+    /// A long poll awaits; every other action is a synchronous call of the library, which may
+    /// wait (up to a second behind a stopped participant holding a group's claim, a directory
+    /// scan for ListQueues), so on a multi-threaded runtime it runs as blocking
+    /// (`block_in_place`): the worker's other tasks move to another worker, and a client that
+    /// stops a process of its own on a shared queue does not stall every other connection.
     pub async fn run(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
+        if action == "ReceiveMessage" {
+            return self.receive_message(p, who).await;
+        }
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| self.run_now(action, p, who))
+            }
+            _ => self.run_now(action, p, who),
+        }
+    }
+
+    /// [`run`](Self::run) of an action other than ReceiveMessage.
+    fn run_now(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
         match action {
             "CreateQueue" => self.create_queue(p, who),
             "GetQueueUrl" => {
@@ -552,7 +570,6 @@ impl Queues {
             }
             "SendMessage" => self.send_message(p, who),
             "SendMessageBatch" => self.send_message_batch(p, who),
-            "ReceiveMessage" => self.receive_message(p, who).await,
             "DeleteMessage" => {
                 let (_, q) = self.queue(p, who)?;
                 q.queue().delete_str(required(p, "ReceiptHandle")?)?;
