@@ -66,10 +66,17 @@ impl shmfifo_str {
     pub(crate) fn of(s: &str) -> shmfifo_str {
         Self::of_bytes(s.as_bytes())
     }
-    /// A view of bytes (a binary queue's body).
+    /// A view of bytes (a binary queue's body). An empty one points at a static byte: an empty
+    /// Rust slice's pointer is dangling (`0x1`), which C's `memcpy(dst, data, 0)` may not be
+    /// given (C before C2y asks for a valid pointer whatever the length).
     pub(crate) fn of_bytes(b: &[u8]) -> shmfifo_str {
+        static EMPTY: u8 = 0;
         shmfifo_str {
-            data: b.as_ptr().cast(),
+            data: if b.is_empty() {
+                (&raw const EMPTY).cast()
+            } else {
+                b.as_ptr().cast()
+            },
             len: b.len(),
         }
     }

@@ -291,7 +291,8 @@ pub unsafe extern "C" fn shmfifo_receive(
             av.extend(m.attributes.iter().map(|a| shmfifo_attribute {
                 name: shmfifo_str::of(&a.name),
                 data_type: shmfifo_str::of(&a.data_type),
-                value: a.value.as_ptr(),
+                // An empty value a valid pointer too (`of_bytes`).
+                value: shmfifo_str::of_bytes(&a.value).data.cast(),
                 value_len: a.value.len(),
             }));
             *o = shmfifo_message {
