@@ -207,13 +207,13 @@ pub fn recall(a: &Arena<'_>, found: Found, id: &[u8]) -> Option<(u32, u32)> {
     let (g, ginc) = (found.g(), found.ginc());
     let e = a.group(g).ok()?;
     // Acquire: SYNC POINT(group-publish), as `find_in`'s (the inserter's Release store of
-    // ACTIVE, after the id's words). A plain load, not read for writing as `find_in`'s home
-    // entry is (`load_for_write_u64`), though the send writes the line next: the line model
-    // counts one transfer more a message for it (a shared fetch, then the append's upgrade),
-    // but across processes the exclusive fetch this early, before the append's loads, took
-    // the line from a consumer still working on it: single messages 1.19× (median of 12
-    // paired harness runs, ABBA; 1.00–1.43) with the plain load.
-    let st = e.state.load(Ordering::Acquire);
+    // ACTIVE, after the id's words). Read for writing (`load_for_write_u64`), as `find_in`'s
+    // home entry is: the send writes the line next, so it comes once, exclusively (the line
+    // model: one transfer less a message than a shared fetch and the append's upgrade). Stop
+    // 59 loaded it plainly after ordinary builds ran single messages 1.19× as fast so; built
+    // with their code aligned (`benches/compare.sh`), the two ran alike (64 pairs, 36 at or
+    // above 1, medians 0.97 and 1.03), and ordinary builds of one path had differed by 9%.
+    let st = crate::sync::load_for_write_u64(&e.state, Ordering::Acquire);
     (gstate::kind(st) == gstate::ACTIVE && gstate::ginc(st) == ginc && id_is(e, id))
         .then_some((g, ginc))
 }
