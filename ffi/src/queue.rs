@@ -269,7 +269,10 @@ pub unsafe extern "C" fn shmfifo_receive(
         // SAFETY: `out_cap >= n` writable entries, per the contract.
         let out = unsafe { std::slice::from_raw_parts_mut(out, n) };
         if b.attrs.len() < n {
-            b.attrs.resize_with(n, Vec::new);
+            // Each with room for one: a message without attributes then hands C a pointer to
+            // allocated memory, never an empty Vec's dangling one (`memcpy(dst, p, 0)` needs a
+            // valid `p` before C2y).
+            b.attrs.resize_with(n, || Vec::with_capacity(1));
         }
         for (k, (o, av)) in out.iter_mut().zip(&mut b.attrs).enumerate() {
             // Each message and its body: a view of the buffer's copy, or (borrowing) of the
