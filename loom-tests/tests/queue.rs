@@ -246,6 +246,15 @@ fn deletes_with_and_without_the_claim_count_once() {
     });
 }
 
+/// Two messages of group `g` sent and received by participant 0: their handles, in order.
+fn two_in_flight(a: &Arena<'_>, env: &MockEnv) -> Vec<(Handle, Vec<u8>)> {
+    send(a, env, 0, "g", b"1").unwrap();
+    send(a, env, 0, "g", b"2").unwrap();
+    let got = recv(a, env, 0, 10, 1_000).unwrap();
+    assert_eq!(got.len(), 2);
+    got
+}
+
 /// R8 (layout 25): a delete of a group's second message in flight, racing a receive of the
 /// group that holds its claim a moment (the group is locked: it takes nothing). The delete
 /// that finds the claim held leaves its message uncounted, behind the group's live first
@@ -257,10 +266,7 @@ fn an_uncounted_delete_behind_a_live_head_is_counted_at_once() {
     model(|| {
         let (h, env) = setup(3, 1, 2);
         let a = h.arena();
-        send(&a, &env, 0, "g", b"1").unwrap();
-        send(&a, &env, 0, "g", b"2").unwrap();
-        let got = recv(&a, &env, 0, 10, 1_000).unwrap();
-        assert_eq!(got.len(), 2);
+        let got = two_in_flight(&a, &env);
         let second = got[1].0;
         delete_beside_a_locked_receive(&h, &env, second);
         assert_eq!(accounting::in_flight(&a), 1, "the first message alone");
@@ -279,10 +285,7 @@ fn a_dead_holders_dirty_request_is_served_by_whoever_takes_the_claim_over() {
     model(|| {
         let (h, env) = setup(3, 1, 2);
         let a = h.arena();
-        send(&a, &env, 0, "g", b"1").unwrap();
-        send(&a, &env, 0, "g", b"2").unwrap();
-        let got = recv(&a, &env, 0, 10, 1_000).unwrap();
-        assert_eq!(got.len(), 2);
+        let got = two_in_flight(&a, &env);
         let (g, ginc) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
             .unwrap()
             .unwrap();
