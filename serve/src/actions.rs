@@ -492,15 +492,32 @@ impl Queues {
     /// (`block_in_place`): the worker's other tasks move to another worker, and a client that
     /// stops a process of its own on a shared queue does not stall every other connection.
     pub async fn run(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
-        if action == "ReceiveMessage" {
-            return self.receive_message(p, who).await;
-        }
-        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-                tokio::task::block_in_place(|| self.run_now(action, p, who))
+        let r = if action == "ReceiveMessage" {
+            self.receive_message(p, who).await
+        } else {
+            match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                    tokio::task::block_in_place(|| self.run_now(action, p, who))
+                }
+                _ => self.run_now(action, p, who),
             }
-            _ => self.run_now(action, p, who),
+        };
+        r.map_err(|e| self.scrubbed(e))
+    }
+
+    /// An error as a client reads it: the server's directory taken out of its text, so that a
+    /// queue file is named by its queue's name (the library's errors name files by path: an
+    /// untrusted file, a damaged arena, a dead-letter queue refused, an I/O error). A client
+    /// knows the names; where the server keeps them is not theirs to learn.
+    fn scrubbed(&self, mut e: ApiError) -> ApiError {
+        let dir = self.dir.display().to_string();
+        if !dir.is_empty() && e.message.contains(&dir) {
+            e.message = e
+                .message
+                .replace(&format!("{dir}/"), "")
+                .replace(&dir, "the queue directory");
         }
+        e
     }
 
     /// [`run`](Self::run) of an action other than ReceiveMessage.

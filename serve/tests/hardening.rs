@@ -513,6 +513,29 @@ fn a_redrive_policy_json_parsers_disagree_on_is_refused() {
     assert!(shared.redrive_policy().unwrap().is_none());
 }
 
+/// The library's errors name files by path (an untrusted file, a damaged arena, a refused
+/// dead-letter queue, an I/O error), and serve passed them on: a client learned where the
+/// server keeps its queues. Now the directory is taken out of every error's text.
+#[test]
+fn errors_name_queues_not_the_servers_paths() {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: needs a file of another user; skipped");
+        return;
+    }
+    let dir = Dir::new("paths");
+    let srv = Server::start(config(&dir.0));
+    // A queue file of another user, readable and writable by all: the library refuses to open
+    // a file it does not own (UntrustedFile), naming its path.
+    let path = dir.0.join("theirs.fifo");
+    drop(Queue::create_at(&path, &QueueConfig::new().mode(0o666)).unwrap());
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+    let (status, out) = post_json(srv.addr, "GetQueueUrl", r#"{"QueueName":"theirs.fifo"}"#);
+    assert_eq!(status, 403, "{out}");
+    assert!(out.contains("theirs.fifo"), "{out}");
+    assert!(!out.contains(&dir.0.display().to_string()), "{out}");
+}
+
 /// Hard links to one queue file, each asked for by name, each opened its own handle: two
 /// descriptors and one of the queue's participant slots a name, so a user with write access
 /// to a shared queue could fill its 64 slots (its other users refused) and run the server out
