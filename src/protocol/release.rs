@@ -155,7 +155,7 @@ fn cleanup_inner(
                 let mut at = next;
                 while n < RUN {
                     let m = a.msg(at)?;
-                    if !deleted(a, at, m, for_take)? {
+                    if !deleted(a, e, at, m, for_take)? {
                         break;
                     }
                     let l = m.link.load(Ordering::Acquire);
@@ -237,7 +237,7 @@ fn reopen_from_sentinel(
 ) -> PResult<Option<Cleaned>> {
     let m = a.msg(next)?;
     // The run's first load, which this one stands for (no swap came before it here).
-    if !deleted(a, next, m, for_take)? {
+    if !deleted(a, e, next, m, for_take)? {
         return Ok(Some(Cleaned::Kept)); // nothing to move `head` past
     }
     let l = m.link.load(Ordering::Acquire);
@@ -295,14 +295,20 @@ fn run_vis(m: &crate::layout::MsgHeader, for_take: bool) -> u64 {
 /// yet counted (a handle holder's without the claim, layout 25) is counted here
 /// ([`count_deletion`]).
 #[inline]
-fn deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, for_take: bool) -> PResult<bool> {
+fn deleted(
+    a: &Arena<'_>,
+    e: &GroupEntry,
+    idx: u32,
+    m: &crate::layout::MsgHeader,
+    for_take: bool,
+) -> PResult<bool> {
     let w = run_vis(m, for_take);
     // The field itself (`vis::state` decodes both deleted values as one).
     match w & vis::FIELD_MASK {
         vis::DELETED => Ok(true),
-        vis::PACKED => pack_deleted(a, idx, m, w),
+        vis::PACKED => pack_deleted(a, e, idx, m, w),
         vis::DELETED_UNCOUNTED => {
-            count_deletion(a, m, &m.own, w)?;
+            count_deletion(a, e, &m.own, w)?;
             Ok(true)
         }
         _ => Ok(false),
@@ -314,13 +320,15 @@ fn deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, for_take: bool
 /// it `DELETED` first, so that it is counted at most once: nobody but a claim holder writes a
 /// deleted word (handle holders' CASes expect a published one). A holder that dies between the
 /// two leaves the count high, R8's safe side, which a census corrects. Counted as the claim
-/// holder, us, named by the group's claim word. Out of line: rare (the delete's group's claim
-/// was busy).
+/// holder, us, named by the claim word of the group we hold (`e`: the message's own group
+/// but where a damaged link led the walk into another's list, whose claim word would name
+/// another process, whose record is not ours to write). Out of line: rare (the delete's
+/// group's claim was busy).
 #[cold]
 #[inline(never)]
 fn count_deletion(
     a: &Arena<'_>,
-    m: &crate::layout::MsgHeader,
+    e: &GroupEntry,
     own: &crate::layout::MsgWords,
     w: u64,
 ) -> PResult<()> {
@@ -329,9 +337,8 @@ fn count_deletion(
     own.vis
         .store(vis::pack(vis::epoch(w), vis::DELETED), Ordering::Relaxed);
     crash_point!();
-    // Relaxed: the group of a message we hold the claim of, and our own claim word.
-    let g = super::words::group_of(m.group_epoch0.load(Ordering::Relaxed));
-    let me = Owner::of_word(a.group(g)?.claim.load(Ordering::Relaxed));
+    // Relaxed: our own claim word.
+    let me = Owner::of_word(e.claim.load(Ordering::Relaxed));
     count(a, me, counter::DELETED, 1);
     Ok(())
 }
@@ -370,7 +377,7 @@ pub(crate) fn count_uncounted(a: &Arena<'_>, e: &GroupEntry) -> PResult<()> {
         // Acquire: pairs with the deleter's CAS (its Release), as the cleanup's loads.
         let w = m.own.vis.load(Ordering::Acquire);
         match vis::state(w) {
-            vis::State::Deleted if vis::uncounted(w) => count_deletion(a, m, &m.own, w)?,
+            vis::State::Deleted if vis::uncounted(w) => count_deletion(a, e, &m.own, w)?,
             vis::State::Deleted => {}
             vis::State::Packed => {
                 // SAFETY: we hold the claim: nobody frees or rewrites the pack, and this
@@ -382,7 +389,7 @@ pub(crate) fn count_uncounted(a: &Arena<'_>, e: &GroupEntry) -> PResult<()> {
                     // Acquire: as above.
                     let mw = own.vis.load(Ordering::Acquire);
                     if vis::uncounted(mw) {
-                        count_deletion(a, m, own, mw)?;
+                        count_deletion(a, e, own, mw)?;
                     } else if vis::state(mw) != vis::State::Deleted {
                         live += 1;
                     }
@@ -398,7 +405,13 @@ pub(crate) fn count_uncounted(a: &Arena<'_>, e: &GroupEntry) -> PResult<()> {
 /// [`deleted`] of a pack (unit word `w`): every member deleted, then its unit word stored
 /// `DELETED`. Out of line: a message of its own needs none of it.
 #[inline(never)]
-fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -> PResult<bool> {
+fn pack_deleted(
+    a: &Arena<'_>,
+    e: &GroupEntry,
+    idx: u32,
+    m: &crate::layout::MsgHeader,
+    w: u64,
+) -> PResult<bool> {
     // SAFETY: we hold the claim: nobody frees or rewrites the pack, and a cleanup copies
     // nothing into payloads.
     let members = unsafe { pack::words(a, idx, m, w) }?;
@@ -409,7 +422,7 @@ fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -
     if !members
         .iter()
         .all(|own| own.vis.load(Ordering::Acquire) & vis::FIELD_MASK == vis::DELETED)
-        && !uncounted_members_counted(a, m, members)?
+        && !uncounted_members_counted(a, e, members)?
     {
         return Ok(false);
     }
@@ -429,7 +442,7 @@ fn pack_deleted(a: &Arena<'_>, idx: u32, m: &crate::layout::MsgHeader, w: u64) -
 #[inline(never)]
 fn uncounted_members_counted(
     a: &Arena<'_>,
-    m: &crate::layout::MsgHeader,
+    e: &GroupEntry,
     members: &[crate::layout::MsgWords],
 ) -> PResult<bool> {
     // Acquire: as `pack_deleted`'s.
@@ -443,7 +456,7 @@ fn uncounted_members_counted(
         // Relaxed: read Acquire just above; only a claim holder writes a deleted word.
         let mw = own.vis.load(Ordering::Relaxed);
         if vis::uncounted(mw) {
-            count_deletion(a, m, own, mw)?;
+            count_deletion(a, e, own, mw)?;
         }
     }
     Ok(true)
