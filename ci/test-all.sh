@@ -23,7 +23,7 @@ cargo test -p shmfifo --features loom --test fuzz_regressions
 # one line, private and shared lines, an SPSC ring with cached indices.
 cargo test -p shmfifo --features lines --lib lines
 # Kill points at every protocol step in real processes (test-only feature).
-cargo test -p shmfifo --features failpoints --test failpoints
+cargo test -p shmfifo --features failpoints,tokio --test failpoints
 # The Python package: pip-installed into a virtual environment, then pytest.
 bash ci/python.sh
 # The SQS backend: the shared FIFO suite on a local queue, on `shmfifo serve` and on moto's

@@ -244,6 +244,13 @@ fn child(spec: &str) {
             failpoint::arm(k);
             q.purge().unwrap();
         }
+        "delete-given" => {
+            // The delete of a message the parent received (its receipt handle is `f[3]`).
+            failpoint::arm(k);
+            q.delete(&f[3].parse().unwrap()).unwrap();
+            failpoint::disarm();
+            say("DELETED".into());
+        }
         "dead-letter-move" => {
             failpoint::arm(k);
             let got = q.receive(&long).unwrap();
@@ -1221,8 +1228,13 @@ fn case_census(op: &str, k: u64, full: usize) -> bool {
 /// and waits until it is stopped there (`true`) or has finished (`false`: `k` is past its
 /// steps).
 fn spawn_stopped(op: &str, name: &str, k: u64) -> (std::process::Child, bool) {
+    spawn_stopped_with(op, name, k, "")
+}
+
+/// [`spawn_stopped`] with the child's `extra` argument (a receipt handle for `delete-given`).
+fn spawn_stopped_with(op: &str, name: &str, k: u64, extra: &str) -> (std::process::Child, bool) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} "))
+        .env("SHMFIFO_FP_CHILD", format!("{op} {name} {k} {extra}"))
         .env("SHMFIFO_FP_STOP", "1")
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -1488,6 +1500,87 @@ fn stopped_holder_past_its_deadline() -> u64 {
     stops
 }
 
+/// An `AsyncQueue` replay of a recorded receive (R11) behind a stopped participant holding
+/// the group's claim waits up to the claim wait bound (a second), as the blocking API does;
+/// on a multi-threaded runtime it waits as blocking work, off the worker: here a runtime of
+/// one worker, whose other task (a 5 ms ticker) goes on ticking while the replay waits.
+/// Before, the replay ran on the worker and the ticker stood still for the whole second (and
+/// so did every other connection of `serve`, whose ReceiveMessage this is). A delete of the
+/// second recorded message is stopped at each of its steps; those at which it holds the
+/// group's claim, before it changes the message, are those at which the replay waits.
+/// Returns those steps.
+#[cfg(feature = "tokio")]
+fn async_replay_behind_a_stopped_holder() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_time()
+        .build()
+        .unwrap();
+    let ticks = Arc::new(AtomicU64::new(0));
+    let t = ticks.clone();
+    rt.spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            // Relaxed: a counter read after the receive's join, no data behind it.
+            t.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let long = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600));
+    let mut waited = 0;
+    for k in 0..500 {
+        let (name, q) = fresh("fpareplay", &config());
+        send(&q, "g", "a");
+        send(&q, "g", "b");
+        let first = q.receive_with_attempt_id(&long, "t").unwrap();
+        assert_eq!(first.len(), 2);
+        let b = first[1].receipt_handle.to_string();
+        let (child, stopped) = spawn_stopped_with("delete-given", &name, k, &b);
+        let what = format!("an async replay behind a delete stopped at k={k}");
+        // Checked once the child is continued (a failed check leaves no stopped process).
+        let mut seen = None;
+        if stopped {
+            let aq = shmfifo::AsyncQueue::new(q.clone());
+            let opts = long;
+            let t0 = Instant::now();
+            // Relaxed: as above.
+            let before = ticks.load(Ordering::Relaxed);
+            let got = rt
+                .block_on(rt.spawn(async move { aq.receive_with_attempt_id(&opts, "t").await }))
+                .unwrap();
+            // Relaxed: as above.
+            seen = Some((got, t0.elapsed(), ticks.load(Ordering::Relaxed) - before));
+        }
+        continue_child(child, stopped, &what);
+        drop(q);
+        let _ = Queue::unlink(&name);
+        let Some((got, took, ticked)) = seen else {
+            break; // k is past the delete's steps
+        };
+        match got {
+            // Replayed (the holder gone by then, or never in the way): the same receipts.
+            Ok(ms) if !ms.is_empty() => {
+                assert_eq!(ms[0].receipt_handle, first[0].receipt_handle, "{what}");
+            }
+            // Behind the stopped holder past the bound: a fresh receive, which finds the
+            // group held, or a retryable error.
+            Ok(_) | Err(Error::ParticipantBusy { .. }) => {}
+            Err(e) => panic!("{what}: {e:?}"),
+        }
+        if took >= Duration::from_millis(500) {
+            waited += 1;
+            assert!(
+                ticked >= 10,
+                "{what}: the worker's other task ticked {ticked} times in {took:?}: the replay held the worker"
+            );
+        }
+    }
+    waited
+}
+
 fn main() {
     if let Ok(spec) = std::env::var("SHMFIFO_FP_CHILD") {
         child(&spec);
@@ -1583,6 +1676,17 @@ fn main() {
         assert!(n > 0, "{op}: no stop point reached");
         println!("{op}: stopped at each of its {n} steps, never corruption, nothing lost");
         stops += n;
+    }
+    #[cfg(feature = "tokio")]
+    if chosen("async-replay") {
+        let waited = async_replay_behind_a_stopped_holder();
+        assert!(
+            waited > 0,
+            "async-replay: no step at which the replay waited"
+        );
+        println!(
+            "async-replay: waited behind a stopped delete at {waited} of its steps, the worker's other task served throughout"
+        );
     }
     let held = stopped_holder_past_its_deadline();
     assert!(held > 0, "receive-short: no stop point reached");

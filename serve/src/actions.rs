@@ -340,16 +340,13 @@ impl Queues {
     /// scan for ListQueues), so on a multi-threaded runtime it runs as blocking
     /// (`block_in_place`): the worker's other tasks move to another worker, and a client that
     /// stops a process of its own on a shared queue does not stall every other connection.
+    /// So do ReceiveMessage's open of its queue and a replay of a receive recorded under its
+    /// attempt id (which waits behind a stopped holder of a recorded message's group claim).
     pub async fn run(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
         let r = if action == "ReceiveMessage" {
             self.receive_message(p, who).await
         } else {
-            match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
-                    tokio::task::block_in_place(|| self.run_now(action, p, who))
-                }
-                _ => self.run_now(action, p, who),
-            }
+            blocking(|| self.run_now(action, p, who))
         };
         r.map_err(|e| self.scrubbed(e))
     }
@@ -722,7 +719,8 @@ impl Queues {
     }
 
     async fn receive_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let (_, q) = self.queue(p, who)?;
+        // The open of a queue not open yet may wait (a stopped participant mid-repair).
+        let (_, q) = blocking(|| self.queue(p, who))?;
         let max = int_param(p, "MaxNumberOfMessages")?.unwrap_or(1);
         if !(1..=10).contains(&max) {
             return Err(ApiError::sender(
@@ -739,7 +737,9 @@ impl Queues {
         }
         opts.check()?;
         // Both wait as futures (a client that goes away drops its receive, which then has
-        // taken nothing); neither holds a thread while it waits.
+        // taken nothing); neither holds a thread while it waits. A replay of a recorded
+        // receive, which may wait behind a stopped claim holder, runs as blocking work (the
+        // library's `AsyncQueue` does so on a multi-threaded runtime).
         let got = match str_param(p, "ReceiveRequestAttemptId")? {
             Some(id) => q.receive_with_attempt_id(&opts, id).await?,
             None => q.receive(&opts).await?,
@@ -756,6 +756,18 @@ impl Queues {
             out.insert("Messages".into(), Value::Array(msgs));
         }
         Ok(out)
+    }
+}
+
+/// Runs `f`, a synchronous library call that may wait (up to a second behind a stopped
+/// participant holding a group's claim; a directory scan), as blocking work on a
+/// multi-threaded runtime (`block_in_place`: the worker's other tasks move to another worker,
+/// so a client that stops a process of its own on a shared queue does not stall every other
+/// connection); in place on a current-thread runtime (an embedder's), which has no other.
+fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 

@@ -53,6 +53,17 @@ use crate::error::{Error, Result};
 use crate::protocol::doorbell;
 use crate::sys;
 
+/// Runs `f`, which may wait up to a second (a replay of a recorded receive behind a stopped
+/// participant holding a group's claim), as blocking work on a multi-threaded runtime
+/// (`block_in_place`: the worker's other tasks move to another worker meanwhile); in place on
+/// a current-thread runtime, which has no other worker to hand them to, or outside a runtime.
+fn blocking<R>(f: &mut dyn FnMut() -> R) -> R {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// A [`Queue`] whose receives wait as futures on a tokio runtime, never blocking a worker
 /// thread while they wait. `send`, `delete` and the other operations never wait for messages:
 /// call them on [`AsyncQueue::queue`] (they return in microseconds; a claim held by a stopped
@@ -206,7 +217,11 @@ impl AsyncQueue {
 
     /// [`Queue::receive_with_attempt_id`] (R11), with the wait as a future: a retry with the
     /// same id within 5 minutes replays the recorded batch at once; otherwise it waits as
-    /// [`AsyncQueue::receive`] does, and records what it takes under the id.
+    /// [`AsyncQueue::receive`] does, and records what it takes under the id. A replay may wait
+    /// up to a second behind a stopped process holding a recorded message's group claim (as
+    /// in the blocking API); on a multi-threaded runtime it waits as blocking work
+    /// (`block_in_place`: the worker's other tasks move to another worker), on a
+    /// current-thread runtime in place.
     ///
     /// # Examples
     ///
@@ -268,7 +283,9 @@ impl AsyncQueue {
         // One non-blocking try (under the attempt id, if any: a replay or a fresh take).
         let try_once = |buf: &mut ReceiveBuffer| match attempt {
             None => q.try_receive(max, vt, buf),
-            Some(id) => q.with_attempt(opts, id, buf, |q, buf| q.try_receive(max, vt, buf)),
+            Some(id) => q.with_attempt(opts, id, buf, blocking, |q, buf| {
+                q.try_receive(max, vt, buf)
+            }),
         };
         let n = try_once(buf)?;
         if n > 0 || wait == 0 {

@@ -443,7 +443,13 @@ impl Queue {
         buf: &'b mut ReceiveBuffer,
     ) -> Result<BorrowedBatch<'q, 'b>> {
         buf.borrow = true;
-        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into_as(opts, buf))?;
+        self.with_attempt(
+            opts,
+            attempt_id,
+            buf,
+            |replay| replay(),
+            |q, buf| q.receive_into_as(opts, buf),
+        )?;
         Ok(BorrowedBatch { queue: self, buf })
     }
 

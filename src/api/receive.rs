@@ -168,18 +168,30 @@ impl Queue {
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
         buf.borrow = false;
-        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into_as(opts, buf))
+        self.with_attempt(
+            opts,
+            attempt_id,
+            buf,
+            |replay| replay(),
+            |q, buf| q.receive_into_as(opts, buf),
+        )
     }
 
     /// A receive with attempt id `attempt_id` (R11) whose fresh receive is `fresh` (a
     /// blocking long poll, or one non-blocking try of an async one): a replay of the receive
     /// recorded under the id if it may be replayed, else `fresh`, recorded under the id when
     /// it took messages.
+    ///
+    /// The replay, which may wait up to `CLAIM_WAIT_MS` (a second) behind
+    /// a stopped participant holding a recorded message's group claim, runs inside
+    /// `waiting` (called only when a record is found): in place for the blocking API, as
+    /// blocking work (off the runtime's worker) for the async one.
     pub(super) fn with_attempt(
         &self,
         opts: &ReceiveOptions,
         attempt_id: &str,
         buf: &mut ReceiveBuffer,
+        waiting: impl FnOnce(&mut dyn FnMut() -> Result<bool>) -> Result<bool>,
         fresh: impl FnOnce(&Self, &mut ReceiveBuffer) -> Result<usize>,
     ) -> Result<usize> {
         let (max, vt, _) = self.receive_params(opts)?;
@@ -196,28 +208,33 @@ impl Queue {
         let found = attempt::find(a, inner.now_ms(), hash, attempt_id.as_bytes())
             .filter(|rec| rec.count.min(attempt::MAX_MESSAGES) <= max);
         if let Some(rec) = found {
-            buf.len = 0;
-            let mut filler = Filler::new(inner);
-            let mut new = rec;
-            let mut k = 0;
-            let mut sink = |t: &Taken<'_>| {
-                if filler.fill_next(buf, t).is_err() {
-                    // Unreadable (a corrupted word): the protocol quarantines it, and a fresh
-                    // receive answers this attempt.
-                    return false;
+            let mut replay = || -> Result<bool> {
+                buf.len = 0;
+                let mut filler = Filler::new(inner);
+                let mut new = rec;
+                let mut k = 0;
+                let mut sink = |t: &Taken<'_>| {
+                    if filler.fill_next(buf, t).is_err() {
+                        // Unreadable (a corrupted word): the protocol quarantines it, and a
+                        // fresh receive answers this attempt.
+                        return false;
+                    }
+                    if k < new.vis.len() {
+                        new.vis[k] = t.vis;
+                        k += 1;
+                    }
+                    true
+                };
+                let replayed = receive::replay(a, inner, inner.me, &rec, vt, &mut sink)
+                    .map_err(|f| fault(f, inner))?;
+                if replayed {
+                    // The deadlines moved: record them, so a further retry replays too.
+                    new.vt_ms = vt;
+                    attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
                 }
-                if k < new.vis.len() {
-                    new.vis[k] = t.vis;
-                    k += 1;
-                }
-                true
+                Ok(replayed)
             };
-            let replayed = receive::replay(a, inner, inner.me, &rec, vt, &mut sink)
-                .map_err(|f| fault(f, inner))?;
-            if replayed {
-                // The deadlines moved: record them, so a further retry replays too.
-                new.vt_ms = vt;
-                attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+            if waiting(&mut replay)? {
                 return Ok(buf.len);
             }
         }
