@@ -6,7 +6,10 @@
 //! deduplication id**, and deleted locally only once the remote queue acknowledged it. A
 //! bridge killed at any point leaves its messages in flight locally; they come back after the
 //! visibility timeout and are sent again with the same deduplication ids, which SQS drops as
-//! duplicates within its 5-minute interval (D1): each message arrives once.
+//! duplicates within its 5-minute interval (D1): each message arrives once. (Beyond that
+//! interval SQS no longer knows the id: a bridge restarted, or an endpoint unreachable, for
+//! more than 5 minutes after SQS took a message whose answer was lost sends it again, and
+//! SQS keeps both.)
 //!
 //! **Order.** SQS enqueues the later entries of a batch even when an earlier entry of the same
 //! group was refused (S13), so a request never carries more than one message of a group, and
@@ -39,8 +42,13 @@
 //! culprit is found and refused alone.
 //!
 //! **Remote failures.** An unreachable endpoint, throttling or a 5xx answer backs the whole
-//! remote off (exponential with jitter, counted `retried`) while the messages stay held. A
-//! missing remote queue or refused credentials end the bridge with the error.
+//! remote off (exponential with jitter, counted `retried`) while the messages stay held; so
+//! does an answer without an SQS error code (a proxy's page), and one that is a 4xx sends a
+//! batch's entries one by one next. A missing remote queue, refused credentials, or a remote
+//! no FIFO message can be sent to (a malformed URL, an unsupported operation, a standard
+//! queue: `SqsQueue` refuses a queue name not ending in `.fifo` before any request) end the
+//! bridge with the error, whole, rather than refusing (and dead-lettering) message after
+//! message.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -633,6 +641,10 @@ impl<'a> Bridge<'a> {
             }
             Err(e) if transient(&e) => {
                 tracing::warn!(error = %e, "bridge: the remote queue failed; retrying");
+                // An answer that is not SQS's, a 4xx (a proxy's 413 for a large batch, say):
+                // the same batch would get it again, so its entries go one by one next.
+                let split = r.entries.len() > 1
+                    && matches!(&e, Error::Remote { code, .. } if code == "response-4xx");
                 self.report.retried += r.entries.len() as u64;
                 let wait = self.jitter(self.remote_backoff);
                 self.remote_not_before = Some(now + wait);
@@ -642,6 +654,7 @@ impl<'a> Bridge<'a> {
                 for e in &r.entries {
                     if let Some(g) = self.groups.get_mut(&e.group) {
                         g.outstanding = false;
+                        g.solo |= split;
                     }
                 }
                 return Ok(());
@@ -668,11 +681,23 @@ impl<'a> Bridge<'a> {
             }
             Err(e) => vec![Err(e)],
         };
+        // An entry refused for what the remote queue is, not for itself (a standard queue's
+        // answer to a group id): the bridge ends, as for a request-level fatal error, rather
+        // than dead-letter every message in turn.
+        let mut ended = None;
         for (e, result) in r.entries.into_iter().zip(results) {
-            self.on_result(e, result, now);
+            match result {
+                Err(err) if fatal(&err) => {
+                    if let Some(g) = self.groups.get_mut(&e.group) {
+                        g.outstanding = false;
+                    }
+                    ended.get_or_insert(err);
+                }
+                result => self.on_result(e, result, now),
+            }
         }
         self.forget_idle();
-        Ok(())
+        ended.map_or(Ok(()), Err)
     }
 
     /// One entry's result.

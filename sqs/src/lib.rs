@@ -84,6 +84,15 @@ where
         message: e.to_string(),
     };
     match e {
+        // Credentials that could not be loaded (none configured, an expired SSO session) fail
+        // before anything is sent, as a dispatch failure whose source is the provider's
+        // error: refused credentials, which no retry mends.
+        SdkError::DispatchFailure(d)
+            if d.as_connector_error()
+                .is_some_and(|c| credentials_failed(c)) =>
+        {
+            transport(RemoteKind::Credentials, "credentials", &format!("{d:?}"))
+        }
         SdkError::DispatchFailure(d) => {
             transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
         }
@@ -99,10 +108,19 @@ where
             let se = s.into_err();
             let Some(code) = se.code() else {
                 // An answer without an error code (a proxy's 502 page, a garbled body): the
-                // remote failed as a whole, never a refusal of what was sent.
+                // remote failed as a whole, never a refusal of what was sent. A 4xx other than
+                // a timeout or throttling (a proxy's 413 for a large batch, say) is
+                // `response-4xx`: the same request would get the same answer, so a bridge
+                // sends a batch's entries one by one next (still never refusing a message
+                // for an answer that is not SQS's).
+                let kind = if status >= 500 || status == 408 || status == 429 {
+                    "response"
+                } else {
+                    "response-4xx"
+                };
                 return transport(
                     RemoteKind::Other,
-                    "response",
+                    kind,
                     &format!("HTTP {status} without an error code: {se}"),
                 );
             };
@@ -195,6 +213,22 @@ fn from_code(code: &str, message: String, queue_url: &str) -> Error {
     }
 }
 
+/// A failed batch entry (send, delete and change-visibility batches alike): the entry's own
+/// error where SQS says the sender is at fault; otherwise the remote's fault, not the
+/// entry's (SenderFault false, an `InternalError`, say): `Unreachable`, another try, never a
+/// refusal.
+fn entry_failed(f: &aws_sdk_sqs::types::BatchResultErrorEntry) -> Error {
+    if f.sender_fault() {
+        batch_error(f.code(), f.message())
+    } else {
+        Error::Remote {
+            kind: RemoteKind::Unreachable,
+            code: f.code().to_owned(),
+            message: f.message().unwrap_or("").to_owned(),
+        }
+    }
+}
+
 fn batch_error(code: &str, message: Option<&str>) -> Error {
     from_code(code, message.unwrap_or("").to_owned(), "")
 }
@@ -220,8 +254,53 @@ fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttribute
     })
 }
 
+/// Whether a dispatch failure's chain of sources holds the SDK's credentials error (at most
+/// 16 links: a chain is the SDK's, but nothing here trusts its length).
+fn credentials_failed(d: &(dyn std::error::Error + 'static)) -> bool {
+    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(d);
+    for _ in 0..16 {
+        let Some(cur) = e else {
+            return false;
+        };
+        if cur
+            .downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
+            .is_some()
+        {
+            return true;
+        }
+        e = cur.source();
+    }
+    false
+}
+
+/// A duration in SQS's whole seconds, rounded up: a visibility timeout of 900 ms is 1 s on
+/// SQS, never 0 (which would make the message visible again at once, to another consumer,
+/// while it is still being processed), and a wait of 500 ms a long poll of 1 s, never a short
+/// poll. Durations of whole seconds are unchanged.
 fn secs(d: Duration) -> i32 {
-    d.as_secs().min(i32::MAX as u64) as i32
+    let s = d.as_secs().saturating_add(u64::from(d.subsec_nanos() > 0));
+    s.min(i32::MAX as u64) as i32
+}
+
+/// SQS names every FIFO queue `….fifo` (and no standard queue so): a URL or name that does not
+/// end so is a standard queue, which refuses every message's group and deduplication ids (a
+/// bridge would refuse, and dead-letter, every message). `InvalidQueueName` before any request.
+fn fifo_only(url_or_name: &str) -> Result<()> {
+    let name = url_or_name
+        .split(['?', '#'])
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    if name.len() > ".fifo".len() && name.ends_with(".fifo") {
+        Ok(())
+    } else {
+        Err(Error::InvalidQueueName {
+            name: format!("{url_or_name} (not a FIFO queue: its name must end in .fifo)"),
+        })
+    }
 }
 
 /// An SQS FIFO queue, async (the API underneath [`SqsQueue`]).
@@ -262,6 +341,7 @@ impl AsyncSqsQueue {
 
     /// Opens the queue `name` (GetQueueUrl).
     pub async fn open(client: aws_sdk_sqs::Client, name: &str) -> Result<Self> {
+        fifo_only(name)?;
         let r = client
             .get_queue_url()
             .queue_name(name)
@@ -334,17 +414,7 @@ impl AsyncSqsQueue {
                         sequence_number: s.sequence_number().unwrap_or_default().to_owned(),
                     })
                 } else if let Some(f) = out.failed().iter().find(|f| f.id() == e.id) {
-                    if f.sender_fault() {
-                        Err(batch_error(f.code(), f.message()))
-                    } else {
-                        // The remote's fault, not the entry's (SQS's SenderFault false):
-                        // another try, never a refusal.
-                        Err(Error::Remote {
-                            kind: RemoteKind::Unreachable,
-                            code: f.code().to_owned(),
-                            message: f.message().unwrap_or("").to_owned(),
-                        })
-                    }
+                    Err(entry_failed(f))
                 } else {
                     Err(Error::Remote {
                         kind: RemoteKind::Other,
@@ -556,7 +626,7 @@ fn handle_results<'a>(
     ids.map(|id| BatchResult {
         id: id.to_owned(),
         result: match failed.iter().find(|f| f.id() == id) {
-            Some(f) => Err(batch_error(f.code(), f.message())),
+            Some(f) => Err(entry_failed(f)),
             None => Ok(()),
         },
     })
@@ -574,6 +644,7 @@ impl SqsQueue {
     /// The queue at `queue_url`, with a client from the environment (`endpoint` overriding
     /// the endpoint).
     pub fn open_url(queue_url: &str, endpoint: Option<&str>) -> Result<Self> {
+        fifo_only(queue_url)?;
         let rt = Arc::new(runtime()?);
         let client = rt.block_on(AsyncSqsQueue::client(endpoint));
         Ok(SqsQueue {
@@ -584,6 +655,7 @@ impl SqsQueue {
 
     /// The queue `name` (GetQueueUrl), with a client from the environment.
     pub fn open_name(name: &str, endpoint: Option<&str>) -> Result<Self> {
+        fifo_only(name)?;
         let rt = Arc::new(runtime()?);
         let inner = rt.block_on(async {
             let client = AsyncSqsQueue::client(endpoint).await;
@@ -685,6 +757,55 @@ pub fn open_url(url: &str) -> Result<Box<dyn FifoQueue>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Durations go to SQS in whole seconds rounded up: a sub-second visibility timeout is
+    /// never 0 (visible again at once, to another consumer), a sub-second wait never a short
+    /// poll; whole seconds unchanged; the largest clamped.
+    #[test]
+    fn durations_round_up_to_whole_seconds() {
+        let ms = Duration::from_millis;
+        assert_eq!(secs(Duration::ZERO), 0);
+        assert_eq!(secs(ms(1)), 1);
+        assert_eq!(secs(ms(900)), 1);
+        assert_eq!(secs(ms(1000)), 1);
+        assert_eq!(secs(ms(1500)), 2);
+        assert_eq!(secs(Duration::from_secs(43_200)), 43_200);
+        assert_eq!(secs(Duration::MAX), i32::MAX);
+    }
+
+    /// Only a FIFO queue's name (`….fifo`) or URL is opened: a standard queue would refuse
+    /// every message's group and deduplication ids.
+    #[test]
+    fn only_fifo_queues_are_opened() {
+        for ok in [
+            "orders.fifo",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+            "http://127.0.0.1:9324/000000000000/orders.fifo/",
+            "http://localhost:4566/000000000000/a.fifo?x=1",
+        ] {
+            assert!(fifo_only(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "orders",
+            ".fifo",
+            "",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo/x",
+            "http://host/orders.fifox",
+        ] {
+            assert!(
+                matches!(fifo_only(bad), Err(Error::InvalidQueueName { .. })),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            SqsQueue::open_url(
+                "https://sqs.us-east-1.amazonaws.com/123456789012/orders",
+                None
+            ),
+            Err(Error::InvalidQueueName { .. })
+        ));
+    }
 
     /// A body given as bytes that is not UTF-8 (a binary queue's) is refused before any
     /// request: it was sent as `body`, which is empty for such a message.

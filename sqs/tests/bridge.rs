@@ -16,9 +16,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{create_remote, unique, Dir, Moto, Serve};
-use hooked::Hooked;
+use hooked::{Hooked, Scripted};
 use shmfifo::{
-    BatchEntry, FifoQueue, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage,
+    BatchEntry, BatchResult, Error, FifoQueue, Queue, QueueConfig, ReceiveOptions, RedrivePolicy,
+    RemoteKind, SendMessage,
 };
 use shmfifo_sqs::bridge::{bridge, BridgeOptions, BridgeReport};
 use shmfifo_sqs::SqsQueue;
@@ -612,4 +613,128 @@ fn messages_held_by_groups_stopped_at_a_refusal_are_bounded() {
         0,
         "nothing after a refused message was sent"
     );
+}
+
+/// A remote that lets every batch through to a local queue, `script` first.
+fn scripted(far: &Queue, script: hooked::Script) -> Scripted {
+    Scripted {
+        inner: Hooked {
+            inner: Box::new(far.clone()),
+            before: Box::new(|_| {}),
+        },
+        script,
+    }
+}
+
+/// SQS's answer to a message with group and deduplication ids sent to a standard queue.
+fn standard_queues_refusal() -> Error {
+    Error::InvalidParameterValue {
+        parameter: "MessageDeduplicationId",
+        reason: "The request include parameter that is not valid for this queue type".into(),
+    }
+}
+
+/// A remote that refuses every message for what the remote queue is (a standard queue given
+/// where a FIFO queue was meant: SQS refuses the group and deduplication ids), whether for
+/// each entry (S13) or for the whole request: the bridge ends with that error at the first
+/// answer, and dead-letters nothing (before, each group's head was refused `max_tries`
+/// times and moved to the local dead-letter queue, and the next, until the whole queue had
+/// moved there); every message stays in the local queue.
+#[test]
+fn a_remote_refusing_every_message_for_its_queue_type_ends_the_bridge_and_dead_letters_nothing() {
+    for per_entry in [true, false] {
+        let dir = Dir::new("bridge-standard");
+        let dlq_path = dir.0.join("dlq");
+        let dlq = Queue::create_at(&dlq_path, &QueueConfig::new()).unwrap();
+        let cfg =
+            QueueConfig::new().redrive_policy(RedrivePolicy::new(dlq_path.to_str().unwrap(), 10));
+        let local = Queue::create_at(dir.0.join("outbox"), &cfg).unwrap();
+        fill(&local, 3, 4);
+        let far = Queue::create_at(dir.0.join("far"), &QueueConfig::new()).unwrap();
+        let remote = scripted(
+            &far,
+            Box::new(move |entries| {
+                Some(if per_entry {
+                    Ok(entries
+                        .iter()
+                        .map(|e| BatchResult {
+                            id: e.id.to_owned(),
+                            result: Err(standard_queues_refusal()),
+                        })
+                        .collect())
+                } else {
+                    Err(standard_queues_refusal())
+                })
+            }),
+        );
+        let (opts, cancel) = refusal_options();
+        let r = bridge(&local, &remote, &opts, &mut |_| {});
+        let what = if per_entry {
+            "each entry refused"
+        } else {
+            "the request refused"
+        };
+        assert!(
+            !cancel.load(Ordering::Relaxed),
+            "{what}: the bridge did not end"
+        );
+        assert!(
+            matches!(r, Err(Error::InvalidParameterValue { .. })),
+            "{what}: ends with the remote's error: {r:?}"
+        );
+        assert_eq!(
+            dlq.attributes().approximate_number_of_messages,
+            0,
+            "{what}: nothing dead-lettered"
+        );
+        let a = local.attributes();
+        assert_eq!(
+            a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+            12,
+            "{what}: every message still in the local queue"
+        );
+        assert_eq!(far.attributes().approximate_number_of_messages, 0);
+    }
+}
+
+/// R1 behind a proxy that answers every batch of more than one entry with a 4xx page and no
+/// SQS error code (a 413 for its size, say): such an answer is the remote failing, never a
+/// refusal of a message (nothing is dead-lettered), but the same batch would get it again, so
+/// its entries go one by one next. Every message arrives, each group in order. Before, the
+/// bridge sent the same batch again and again, forever.
+#[test]
+fn a_batch_a_proxy_answers_with_a_4xx_page_goes_again_entry_by_entry() {
+    let dir = Dir::new("bridge-proxy-4xx");
+    let local = Queue::create_at(dir.0.join("outbox"), &QueueConfig::new()).unwrap();
+    fill(&local, 5, 4);
+    let far = Queue::create_at(dir.0.join("far"), &QueueConfig::new()).unwrap();
+    let batches = Arc::new(AtomicU32::new(0));
+    let b = Arc::clone(&batches);
+    let remote = scripted(
+        &far,
+        Box::new(move |entries| {
+            (entries.len() > 1).then(|| {
+                b.fetch_add(1, Ordering::Relaxed);
+                Err(Error::Remote {
+                    kind: RemoteKind::Other,
+                    code: "response-4xx".into(),
+                    message: "HTTP 413 without an error code: request entity too large".into(),
+                })
+            })
+        }),
+    );
+    let (opts, cancel) = refusal_options();
+    let report = bridge(&local, &remote, &opts, &mut |_| {}).unwrap();
+    assert!(
+        !cancel.load(Ordering::Relaxed),
+        "the bridge did not return in 60 s (until_empty)"
+    );
+    assert!(batches.load(Ordering::Relaxed) > 0, "a batch met the proxy");
+    assert_eq!(report.failed, 0, "nothing refused: {report:?}");
+    assert_eq!(report.dead_lettered, 0);
+    let got = drain(&far);
+    assert_eq!(got.len(), 5);
+    for (g, ks) in &got {
+        assert_eq!(ks, &all(4), "{g}: every message, in order");
+    }
 }

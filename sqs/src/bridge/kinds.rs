@@ -23,16 +23,37 @@ pub(super) fn transient(e: &Error) -> bool {
                 || code.starts_with("KMS.")
                 || matches!(
                     code.as_str(),
-                    "response" | "RequestTimeout" | "MissingEntry"
+                    "response" | "response-4xx" | "RequestTimeout" | "MissingEntry"
                 )
         }
         e => e.code().is_retryable(),
     }
 }
 
-/// No message can get through: the remote queue is missing, our credentials are refused, or
-/// the far end is not a queue any more.
+/// No message can get through: the remote queue is missing, our credentials are refused, the
+/// far end is not a queue any more, or not one a FIFO message can be sent to (a malformed
+/// URL, an operation the endpoint does not support, a standard queue refusing the group and
+/// deduplication ids): each a refusal of every message alike, never to be dead-lettered
+/// message by message.
 pub(super) fn fatal(e: &Error) -> bool {
+    if let Error::Remote {
+        kind: RemoteKind::Other,
+        code,
+        ..
+    } = e
+    {
+        return matches!(
+            code.as_str(),
+            "InvalidAddress"
+                | "AWS.SimpleQueueService.UnsupportedOperation"
+                | "UnsupportedOperation"
+        );
+    }
+    if let Error::InvalidParameterValue { reason, .. } = e {
+        // SQS's answer to a group or deduplication id sent to a standard queue: "The request
+        // include parameter that is not valid for this queue type".
+        return reason.contains("not valid for this queue type");
+    }
     matches!(
         e,
         Error::QueueDoesNotExist { .. }

@@ -74,3 +74,69 @@ impl Hooked {
         }
     }
 }
+
+/// What a [`Scripted`] remote answers a `SendMessageBatch` instead of its inner queue:
+/// `None` passes the batch on.
+pub type Script = Box<
+    dyn Fn(&[BatchEntry<'_, SendMessage<'_>>]) -> Option<shmfifo::Result<Vec<BatchResult<Sent>>>>
+        + Send
+        + Sync,
+>;
+
+/// A remote queue whose `SendMessageBatch` answers follow a script (a proxy's error page, a
+/// standard queue's refusal), passing the batches the script lets through to `inner`.
+pub struct Scripted {
+    /// The queue every other call, and every batch let through, goes to.
+    pub inner: Hooked,
+    /// The answer instead of the inner queue's, where it has one.
+    pub script: Script,
+}
+
+impl FifoQueue for Scripted {
+    fn send(&self, msg: &SendMessage<'_>) -> shmfifo::Result<Sent> {
+        self.inner.send(msg)
+    }
+    fn send_batch(
+        &self,
+        entries: &[BatchEntry<'_, SendMessage<'_>>],
+    ) -> shmfifo::Result<Vec<BatchResult<Sent>>> {
+        match (self.script)(entries) {
+            Some(answer) => answer,
+            None => self.inner.send_batch(entries),
+        }
+    }
+    fn receive(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+    ) -> shmfifo::Result<Vec<Received>> {
+        self.inner.receive(opts, attempt_id)
+    }
+    fn delete(&self, receipt_handle: &str) -> shmfifo::Result<()> {
+        self.inner.delete(receipt_handle)
+    }
+    fn delete_batch(
+        &self,
+        entries: &[BatchEntry<'_, &str>],
+    ) -> shmfifo::Result<Vec<BatchResult<()>>> {
+        self.inner.delete_batch(entries)
+    }
+    fn change_visibility(&self, receipt_handle: &str, timeout: Duration) -> shmfifo::Result<()> {
+        self.inner.change_visibility(receipt_handle, timeout)
+    }
+    fn change_visibility_batch(
+        &self,
+        entries: &[BatchEntry<'_, (&str, Duration)>],
+    ) -> shmfifo::Result<Vec<BatchResult<()>>> {
+        self.inner.change_visibility_batch(entries)
+    }
+    fn purge(&self) -> shmfifo::Result<()> {
+        self.inner.purge()
+    }
+    fn attributes(&self) -> shmfifo::Result<Vec<(String, String)>> {
+        self.inner.attributes()
+    }
+    fn set_attribute(&self, name: &str, value: &str) -> shmfifo::Result<()> {
+        self.inner.set_attribute(name, value)
+    }
+}
