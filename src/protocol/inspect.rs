@@ -413,8 +413,10 @@ pub fn members(a: &Arena<'_>) -> Vec<Member> {
     use super::words::{owner, pstate};
     let mut out = Vec::new();
     for (i, p) in a.parts.iter().enumerate() {
-        // Relaxed: a snapshot for display.
-        let st = p.state.load(Ordering::Relaxed);
+        // Acquire: pairs with the registrant's CAS to ALIVE, so the pid below is the one it
+        // stored before (a snapshot for display: never the previous holder's pid beside the
+        // new generation).
+        let st = p.state.load(Ordering::Acquire);
         if pstate::status(st) != pstate::ALIVE {
             continue;
         }

@@ -57,6 +57,12 @@ pub fn register<E>(
                     break None;
                 }
                 let gen = pstate::gen(st).wrapping_add(1).max(1);
+                // Relaxed: informational (only `inspect` reads it); published by the Release
+                // of the CAS below, so a reader that Acquires our generation reads our pid,
+                // never the previous holder's (or 0) beside it. Should the CAS fail, we take
+                // the slot on the next round or give it back (a pid no reader looks at: the
+                // slot is not ALIVE, or is ours).
+                p.pid.store(pid, Ordering::Relaxed);
                 match p.state.compare_exchange(
                     st,
                     pstate::pack(gen, pstate::ALIVE),
@@ -72,8 +78,6 @@ pub fn register<E>(
                 continue;
             };
             crash_point!(Ok(None));
-            // Relaxed: informational (shown by `inspect`).
-            p.pid.store(pid, Ordering::Relaxed);
             // AcqRel: exactly one of us and a recoverer subtracts a dead holder's waiters.
             let stale = p.waiting.swap(0, Ordering::AcqRel);
             crash_point!(Ok(None));
