@@ -75,7 +75,11 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
         "InvalidQueueName",
         "the queue name is not 1-200 of A-Z a-z 0-9 _ . -",
     ),
-    (19, "InvalidConfig", "create: a setting is out of range"),
+    (
+        19,
+        "InvalidConfig",
+        "create or set: a setting is out of range or malformed",
+    ),
     (
         20,
         "InvalidParameterValue",

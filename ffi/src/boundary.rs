@@ -210,6 +210,34 @@ mod tests {
         b[..n].iter().map(|&c| c as u8 as char).collect()
     }
 
+    /// An empty view (body, attribute value, id) points at a readable byte, never at the
+    /// dangling `0x1` of an empty Rust slice, which C's `memcpy(dst, data, 0)` may not be given
+    /// (a review's finding); a view of bytes points at them.
+    #[test]
+    fn an_empty_view_points_at_a_readable_byte() {
+        let empty: Vec<u8> = Vec::new();
+        let none = String::with_capacity(0);
+        for v in [
+            shmfifo_str::of(""),
+            shmfifo_str::of(none.as_str()),
+            shmfifo_str::of_bytes(&[]),
+            shmfifo_str::of_bytes(&empty),
+        ] {
+            assert_eq!(v.len, 0);
+            assert!(!v.data.is_null());
+            assert_ne!(
+                v.data.cast::<u8>(),
+                core::ptr::NonNull::<u8>::dangling().as_ptr().cast_const(),
+                "a dangling pointer"
+            );
+            // SAFETY: not dangling (asserted above): the static byte `of_bytes` points at.
+            assert_eq!(unsafe { *v.data.cast::<u8>() }, 0);
+        }
+        let b = b"xy";
+        let v = shmfifo_str::of_bytes(b);
+        assert_eq!((v.data.cast::<u8>(), v.len), (b.as_ptr(), 2));
+    }
+
     /// `put` and `put_u128` cut what does not fit to leave the NUL, and write nothing where
     /// there is no room for it.
     #[test]

@@ -387,7 +387,8 @@ impl Queue {
     }
 
     /// The largest message this queue takes, in bytes (body and attributes, as SQS counts
-    /// them: SQS `MaximumMessageSize`), fixed at creation. Cheap (no scan).
+    /// them: SQS `MaximumMessageSize`): the current setting, changeable live up to
+    /// [`maximum_message_size_limit`](Self::maximum_message_size_limit). Cheap (no scan).
     ///
     /// # Examples
     ///

@@ -86,10 +86,11 @@ impl Queue {
     /// deleted message as its anchor (the dummy node) until the group's next delete, or at
     /// once when the group empties (its list starts again at the group's own anchor).
     ///
-    /// Only a full size class is waited for: every other error (invalid input, a full group
-    /// table, a refusing dedup table) returns at once, as from [`send`](Self::send). When the
-    /// timeout passes with the class still full the error is [`Error::SizeClassFull`]; a zero
-    /// timeout is [`send`](Self::send). The wait is real time, also on a test clock.
+    /// Only a full size class is waited for, or one whose growth the file system refused:
+    /// every other error (invalid input, a full group table, a refusing dedup table) returns
+    /// at once, as from [`send`](Self::send). When the timeout passes with the class still
+    /// full the error is [`Error::SizeClassFull`], or [`Error::NoSpace`] where the file system
+    /// still refuses the growth; a zero timeout is [`send`](Self::send). The wait is real time, also on a test clock.
     ///
     /// # Examples
     ///

@@ -61,7 +61,9 @@ pub struct ReceivedAttribute {
 /// A message to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SendMessage<'a> {
-    /// `MessageGroupId` (S1, S2): required; `None` is reported as `MissingParameter`.
+    /// `MessageGroupId` (S1, S2): required; `None` is reported as `MissingParameter` by a
+    /// single send, and fails a whole batch (`send_batch`, `send_messages`) with
+    /// `InvalidParameterValue` (S12).
     pub group_id: Option<&'a str>,
     /// `MessageDeduplicationId` (S3), stored and returned as a system attribute.
     pub dedup_id: Option<&'a str>,

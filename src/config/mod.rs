@@ -178,18 +178,19 @@ pub enum DedupOverflow {
     Refuse,
 }
 
-/// Settings of a queue, fixed at creation. Names follow SQS's attributes.
+/// Settings of a queue at its creation (those the table marks "changeable later" can be changed
+/// live through [`crate::Queue::set_attributes`]). Names follow SQS's attributes.
 ///
 /// | setting | default | range |
 /// |---|---|---|
 /// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision |
-/// | `receive_message_wait_time` | 0 s | 0 – 20 s |
-/// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B |
+/// | `receive_message_wait_time` | 0 s | 0 – 20 s; changeable later |
+/// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B; changeable later, up to the largest size class the file was laid out for (`Queue::maximum_message_size_limit`) |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the slot: payload and 64 B header) gets a quarter as many, at least 4 |
 /// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
-/// | `mode` | `0o600` | file permissions (owner-only by default) |
+/// | `mode` | `0o600` | file permissions (owner-only by default). The library opens only files its own user owns, or a uid listed in `SHMFIFO_TRUSTED_UIDS` owns (`Error::UntrustedFile` otherwise): wider bits matter to trusted uids and to `shmfifo serve`, which acts with each client's own access |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |
 /// | `deduplication_interval` | 5 min | 1 ms – 14 days (D1) |
 /// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 72 B each (64 B of entry, 8 B of the key's hash; either scope). A new id takes a free entry within 16 of its home in one of the tables; when none is free the table grows (a table as large as all before it) while `size_limit` allows; at the limit an id looks 256 entries from its home, shared by the tables, at least 16 a table (with `Refuse`, the whole table), then `dedup_overflow` decides |
