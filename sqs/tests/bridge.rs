@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{create_remote, unique, Dir, Moto, Serve};
-use hooked::{Hooked, Scripted};
+use hooked::Hooked;
 use shmfifo::{
     BatchEntry, BatchResult, Error, FifoQueue, Queue, QueueConfig, ReceiveOptions, RedrivePolicy,
     RemoteKind, SendMessage,
@@ -330,6 +330,7 @@ fn refusal(endpoint: &str, others: &[&str], with_dlq: bool) -> Refusal {
     let (seen, dlq_seen) = (Arc::clone(&later), dlq.clone());
     let remote = Hooked {
         inner: Box::new(SqsQueue::open_url(&url, Some(endpoint)).unwrap()),
+        answer: None,
         before: Box::new(move |entries| {
             for e in entries {
                 if e.entry.group_id == Some("p") && counter(e.entry.body) >= 10 {
@@ -467,6 +468,7 @@ fn a_remote_slower_than_the_visibility_timeout_gets_each_message_once_in_order()
     let (count, n) = (Arc::clone(&sends), Arc::clone(&requests));
     let remote = Hooked {
         inner: Box::new(far.clone()),
+        answer: None,
         before: Box::new(move |entries| {
             let mut c = count.lock().unwrap();
             for e in entries {
@@ -616,13 +618,11 @@ fn messages_held_by_groups_stopped_at_a_refusal_are_bounded() {
 }
 
 /// A remote that lets every batch through to a local queue, `script` first.
-fn scripted(far: &Queue, script: hooked::Script) -> Scripted {
-    Scripted {
-        inner: Hooked {
-            inner: Box::new(far.clone()),
-            before: Box::new(|_| {}),
-        },
-        script,
+fn scripted(far: &Queue, script: hooked::Script) -> Hooked {
+    Hooked {
+        inner: Box::new(far.clone()),
+        before: Box::new(|_| {}),
+        answer: Some(script),
     }
 }
 

@@ -443,13 +443,7 @@ impl Queue {
         buf: &'b mut ReceiveBuffer,
     ) -> Result<BorrowedBatch<'q, 'b>> {
         buf.borrow = true;
-        self.with_attempt(
-            opts,
-            attempt_id,
-            buf,
-            |replay| replay(),
-            |q, buf| q.receive_into_as(opts, buf),
-        )?;
+        self.receive_with_attempt_as(opts, attempt_id, buf)?;
         Ok(BorrowedBatch { queue: self, buf })
     }
 

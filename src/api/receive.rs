@@ -168,6 +168,17 @@ impl Queue {
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
         buf.borrow = false;
+        self.receive_with_attempt_as(opts, attempt_id, buf)
+    }
+
+    /// [`with_attempt`](Self::with_attempt) for the blocking API: the replay in place, the
+    /// fresh receive a long poll into `buf` as its `borrow` flag says.
+    pub(super) fn receive_with_attempt_as(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
         self.with_attempt(
             opts,
             attempt_id,
