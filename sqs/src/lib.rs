@@ -254,6 +254,39 @@ fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttribute
     })
 }
 
+/// The most bytes of one answer's body the backend reads (16 MiB): SQS's largest answer, a
+/// ReceiveMessage of ten 1 MiB messages with their attributes, fits with room to spare. A
+/// longer body (a broken or hostile endpoint, an intercepting proxy) fails the call as an
+/// unreadable answer, after at most this much memory, rather than being read whole.
+pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
+
+/// Reads every answer's body through [`MAX_RESPONSE_BYTES`] (the SDK reads a body whole
+/// before parsing it, bounded otherwise only by the attempt timeout).
+#[derive(Debug)]
+struct BodyCap;
+
+impl aws_sdk_sqs::config::Intercept for BodyCap {
+    fn name(&self) -> &'static str {
+        "shmfifo-sqs-body-cap"
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_sqs::config::interceptors::BeforeDeserializationInterceptorContextMut<
+            '_,
+        >,
+        _runtime_components: &aws_sdk_sqs::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_sqs::config::ConfigBag,
+    ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let response = context.response_mut();
+        let body = response.take_body();
+        *response.body_mut() = aws_smithy_types::body::SdkBody::from_body_1_x(
+            http_body_util::Limited::new(body, MAX_RESPONSE_BYTES),
+        );
+        Ok(())
+    }
+}
+
 /// Whether a dispatch failure's chain of sources holds the SDK's credentials error (at most
 /// 16 links: a chain is the SDK's, but nothing here trusts its length).
 fn credentials_failed(d: &(dyn std::error::Error + 'static)) -> bool {
@@ -320,7 +353,8 @@ impl AsyncSqsQueue {
     }
 
     /// A client from the environment (credentials, region, `AWS_ENDPOINT_URL`) as the AWS
-    /// SDKs and CLI load them, with `endpoint` overriding the endpoint.
+    /// SDKs and CLI load them, with `endpoint` overriding the endpoint. Every answer's body is
+    /// read through [`MAX_RESPONSE_BYTES`].
     pub async fn client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             // The SDK's defaults bound only the connect: a remote that accepts and never
@@ -336,7 +370,10 @@ impl AsyncSqsQueue {
         if let Some(e) = endpoint {
             loader = loader.endpoint_url(e);
         }
-        aws_sdk_sqs::Client::new(&loader.load().await)
+        let conf = aws_sdk_sqs::config::Builder::from(&loader.load().await)
+            .interceptor(BodyCap)
+            .build();
+        aws_sdk_sqs::Client::from_conf(conf)
     }
 
     /// Opens the queue `name` (GetQueueUrl).
