@@ -311,6 +311,52 @@ fn a_dead_holders_dirty_request_is_served_by_whoever_takes_the_claim_over() {
     });
 }
 
+/// R8 (layout 25), SYNC POINT(claim): two deletes without the claim, one after the other,
+/// while a receive holds the group's claim (the group is locked by its first message: the
+/// receive takes nothing). The first delete asks the holder to clean up (DIRTY); the second
+/// finds the request still pending and adds nothing to the word but a no-op Release CAS. The
+/// holder's clearing CAS reads that CAS or a later value, so its look that follows sees the
+/// second deletion too: both are counted at once, whatever the order. With a plain return
+/// instead of the no-op CAS, nothing orders the second deletion before the holder's look,
+/// which may read the message as still in flight (this model fails so): the delete is
+/// counted late, by whichever cleanup next reaches it.
+#[test]
+fn a_delete_behind_a_pending_cleanup_request_is_counted_by_the_holder() {
+    model(|| {
+        let (h, env) = setup(3, 1, 4);
+        let a = h.arena();
+        for body in [b"1", b"2", b"3"] {
+            send(&a, &env, 0, "g", body).unwrap();
+        }
+        let got = recv(&a, &env, 0, 10, 1_000).unwrap();
+        assert_eq!(got.len(), 3);
+        let (second, third) = (got[1].0, got[2].0);
+        let (g, _) = shmfifo::protocol::group::find(&a, hash(b"g"), b"g")
+            .unwrap()
+            .unwrap();
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (deleted, received) = par(
+            move || {
+                let a = h1.arena();
+                handle::delete(&a, &*e1, me(0), second)?;
+                handle::delete(&a, &*e1, me(0), third)
+            },
+            move || {
+                let a = h2.arena();
+                ready::hint(&a, &*e2, me(1), g)?;
+                recv(&a, &e2, 1, 10, 1_000)
+            },
+        );
+        deleted.unwrap();
+        assert!(
+            received.unwrap().is_empty(),
+            "R3: locked by its first message"
+        );
+        assert_eq!(deleted_count(&a), 2, "both deletes counted at once");
+        assert_eq!(accounting::in_flight(&a), 1, "the first message alone");
+    });
+}
+
 /// As above, with the first deleter stopping at each step of its delete, forever (alive: it
 /// keeps the claim if it holds it) or dying there. The second delete succeeds or finds the
 /// message deleted, the message is never delivered again, the delete is counted at most once,
