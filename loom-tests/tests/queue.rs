@@ -1022,3 +1022,82 @@ fn a_polling_receivers_look_never_hides_a_sent_message() {
         );
     });
 }
+
+/// H1–H5, SYNC POINT(peek-seqlock) in `handle::mark_held`: a delete's guess of the group to
+/// claim is a Relaxed read of the slot, so a handle that reached the deleter without
+/// synchronising (a receipt passed as text between processes) may be met with an older
+/// incarnation's group. Here slot s held "A" of group g (deleted, freed), then "M" of group x,
+/// received by participant 0, whose handle participant 1 reads through Relaxed cells (no
+/// happens-before) and deletes; meanwhile participant 0 deletes M itself (x empties, s is
+/// freed) and sends "B" to g, into s. Participant 1 may guess g (A's), take g's claim, find M
+/// in flight under its handle, and then read s's group as g again: B's. Its re-check of the
+/// incarnation after an Acquire fence expires the handle there; without it, it stored
+/// DELETED over B's word (this model fails so): B was never delivered. Whatever the order, B
+/// is delivered, once, and each delete succeeds or finds the handle expired.
+#[test]
+fn a_stale_group_guess_never_deletes_the_slots_next_message() {
+    model(|| {
+        let (h, env) = setup(3, 2, 3);
+        let a = h.arena();
+        // g: A, C, D; A and C deleted (A's slot freed behind C's dummy), D in flight.
+        for b in [b"A", b"C", b"D"] {
+            send(&a, &env, 0, "g", b).unwrap();
+        }
+        for _ in 0..2 {
+            let x = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+            handle::delete(&a, &*env, me(0), x).unwrap();
+        }
+        let d = recv(&a, &env, 0, 1, 1_000).unwrap()[0].0;
+        // The handle's words, Relaxed: nothing orders participant 0's writes before 1's reads.
+        let cells = Arc::new([
+            shmfifo::sync::AtomicU64::new(0),
+            shmfifo::sync::AtomicU64::new(0),
+        ]);
+        let (h1, e1, h2, e2) = (h.clone(), env.clone(), h.clone(), env.clone());
+        let (c1, c2) = (cells.clone(), cells.clone());
+        let (own, other) = par(
+            move || {
+                let a = h1.arena();
+                send(&a, &e1, 0, "x", b"M").unwrap();
+                let m = recv(&a, &e1, 0, 1, 1_000).unwrap()[0].0;
+                c1[0].store(
+                    1 << 63 | u64::from(m.idx) << 32 | u64::from(m.inc),
+                    Ordering::Relaxed,
+                );
+                c1[1].store(1 << 63 | u64::from(m.epoch), Ordering::Relaxed);
+                let r = handle::delete(&a, &*e1, me(0), m);
+                // M's slot may still be in use (participant 1 holds x's claim, and frees it
+                // when it serves our delete's DIRTY request): then B goes after the race.
+                let sent = match send(&a, &e1, 0, "g", b"B") {
+                    Ok(_) => true,
+                    Err(Fault::ClassFull(_)) => false,
+                    Err(f) => panic!("{f:?}"),
+                };
+                (r, sent)
+            },
+            move || {
+                let (w0, w1) = (c2[0].load(Ordering::Relaxed), c2[1].load(Ordering::Relaxed));
+                if w0 >> 63 == 0 || w1 >> 63 == 0 {
+                    return None; // not there yet: nothing to delete
+                }
+                let m = Handle {
+                    idx: (w0 >> 32) as u32 & 0x7fff_ffff,
+                    inc: w0 as u32,
+                    epoch: w1 as u32,
+                    member: 0,
+                };
+                Some(handle::delete(&h2.arena(), &*e2, me(1), m))
+            },
+        );
+        let (own, sent) = own;
+        assert!(matches!(own, Ok(()) | Err(Fault::Expired)), "{own:?}");
+        if let Some(r) = other {
+            assert!(matches!(r, Ok(()) | Err(Fault::Expired)), "{r:?}");
+        }
+        if !sent {
+            send(&a, &env, 0, "g", b"B").unwrap();
+        }
+        handle::delete(&a, &*env, me(0), d).unwrap();
+        assert_eq!(drain(&a, &env, 2), vec![b"B".to_vec()], "B delivered, once");
+    });
+}
