@@ -247,7 +247,7 @@ pub(crate) async fn accept_loop(
 }
 
 /// Whether TCP socket `s` is established or half-closed by its peer (`TCP_INFO`'s state).
-fn still_connected(s: &TcpStream) -> bool {
+pub(crate) fn still_connected(s: &TcpStream) -> bool {
     use std::os::fd::AsRawFd;
     // SAFETY: `tcp_info` is a plain C struct of integers, valid all zeros.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };

@@ -3,11 +3,21 @@
 //! metric names beside shmfifo's own. Each scrape observes the queues (`Queue::observe`:
 //! read-only, no participant registered), so scraping never changes a queue and works on a
 //! queue whose participant slots are all taken.
+//!
+//! **Who sees what.** As `serve` acts with each client's own access, a scrape shows a loopback
+//! client only the queues its own user (the owner of the client's socket) may open for reading
+//! and writing, in a directory it may search and list: nothing of a 0600 queue, nor of a queue
+//! in another user's 0700 directory, reaches another local user. A client whose user is not
+//! found gets 403. Only loopback addresses are served, unless [`MetricsConfig::public`] says
+//! that every client that can connect (any address, no authentication) sees every queue this
+//! process's user may observe: the choice for a Prometheus running as another user, or
+//! elsewhere.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -23,6 +33,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use shmfifo::Queue;
 
+use crate::access::Identity;
+
 /// What a metrics endpoint serves.
 #[derive(Debug, Clone)]
 pub struct MetricsConfig {
@@ -33,6 +45,11 @@ pub struct MetricsConfig {
     pub dir: PathBuf,
     /// The queues to scrape (names under `dir`, or paths); empty: every queue in `dir`.
     pub queues: Vec<String>,
+    /// Every client that can connect sees every queue this process's user may observe, and
+    /// `addr` may be any address (nothing authenticates a client: whoever reaches the port
+    /// reads the figures). Default `false`: `addr` must be a loopback address, and a client
+    /// sees only the queues its own user may open (see the module doc).
+    pub public: bool,
 }
 
 impl Default for MetricsConfig {
@@ -41,6 +58,7 @@ impl Default for MetricsConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], 9325)),
             dir: PathBuf::from("/dev/shm"),
             queues: Vec::new(),
+            public: false,
         }
     }
 }
@@ -74,7 +92,7 @@ const MAX_STATUS_BYTES: u64 = 4 << 20;
 /// this process's user or the queue file's owner (not one another user planted beside it).
 fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option<Vec<u8>> {
     use std::io::Read;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
@@ -93,8 +111,22 @@ fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option
     Some(b)
 }
 
-/// One scrape: the text exposition of every queue.
+/// One scrape: the text exposition of every queue this process's user may observe (what a
+/// [`MetricsConfig::public`] endpoint serves).
 pub fn scrape(cfg: &MetricsConfig) -> String {
+    scrape_for(cfg, None)
+}
+
+/// Directory entries a scrape looks at, at most (a directory anyone may fill with names).
+pub const MAX_DIR_ENTRIES: usize = 100_000;
+
+/// Queues a scrape reports, at most (the first by name).
+pub const MAX_SCRAPED_QUEUES: usize = 1_000;
+
+/// One scrape as `who` sees it: only the queues `who` may open for reading and writing, in a
+/// directory `who` may search (every directory above it too) and, for a whole directory,
+/// list; `None`: every queue this process's user may observe.
+pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
     let mut reg = Registry::default();
     let gauge = |reg: &mut Registry, name: &str, help: &str| {
         let f = Family::<QueueLabel, Gauge>::default();
@@ -220,11 +252,21 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
         "shmfifo_bridge_stopped_groups",
         "Groups a bridge stopped at a message the remote queue refuses",
     );
-    for (name, path) in queues(cfg) {
+    for (name, path, checked) in queues(cfg, who) {
         let l = QueueLabel {
             queue: label_value(&name),
         };
         let o = match Queue::observe_at(&path) {
+            // For a client: the file as opened is the one its access was checked on (the name
+            // may have changed since it was looked at).
+            Ok(o)
+                if checked.as_ref().is_some_and(|m| {
+                    o.file_metadata()
+                        .map_or(true, |f| (f.dev(), f.ino()) != (m.dev(), m.ino()))
+                }) =>
+            {
+                continue
+            }
             Ok(o) => o,
             // Another kind of file in the directory (or another user's, or unreadable): not a
             // queue of ours, not reported.
@@ -307,31 +349,71 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
     out
 }
 
-/// The queues to scrape: `(label, path)`.
-fn queues(cfg: &MetricsConfig) -> Vec<(String, PathBuf)> {
+/// Whether `who` may reach names in `dir`: search permission on it and on every directory
+/// above it, as the kernel asks of a process that opens a path there.
+fn reachable(dir: &std::path::Path, who: &Identity) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else {
+        return false;
+    };
+    dir.ancestors()
+        .all(|d| std::fs::metadata(d).is_ok_and(|m| who.may_search(&m)))
+}
+
+/// The queues to scrape for `who` (`None`: this process's user): `(label, path, the file's
+/// metadata as checked for who)`. A named queue `who` may not open is left out, as is every
+/// name of a directory `who` may not list; names that are not UTF-8 are left out (two of them
+/// could share one label).
+fn queues(
+    cfg: &MetricsConfig,
+    who: Option<&Identity>,
+) -> Vec<(String, PathBuf, Option<std::fs::Metadata>)> {
+    // For a client: a regular file (no symlink followed) it may open; for us, anything.
+    let admitted = |p: &std::path::Path| -> Option<Option<std::fs::Metadata>> {
+        let Some(who) = who else {
+            return Some(None);
+        };
+        let m = std::fs::symlink_metadata(p).ok()?;
+        (m.file_type().is_file() && who.may_open(&m)).then_some(Some(m))
+    };
     if !cfg.queues.is_empty() {
         return cfg
             .queues
             .iter()
-            .map(|q| {
+            .filter_map(|q| {
                 let p = if q.contains('/') {
                     PathBuf::from(q)
                 } else {
                     cfg.dir.join(q)
                 };
-                (q.clone(), p)
+                if let Some(who) = who {
+                    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+                    if !reachable(parent.unwrap_or(std::path::Path::new(".")), who) {
+                        return None;
+                    }
+                }
+                Some((q.clone(), p.clone(), admitted(&p)?))
             })
             .collect();
+    }
+    if let Some(who) = who {
+        let listable = std::fs::metadata(&cfg.dir).is_ok_and(|m| who.may_list(&m));
+        if !listable || !reachable(&cfg.dir, who) {
+            return Vec::new();
+        }
     }
     let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(&cfg.dir)
         .into_iter()
         .flatten()
+        .take(MAX_DIR_ENTRIES)
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
         .collect();
     v.sort();
-    v
+    v.into_iter()
+        .filter_map(|(name, p)| Some((name, p.clone(), admitted(&p)?)))
+        .take(MAX_SCRAPED_QUEUES)
+        .collect()
 }
 
 /// Serves `/metrics` until `shutdown` completes; `ready` is told the address.
@@ -340,6 +422,17 @@ pub async fn serve_metrics(
     ready: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    if !cfg.public && !cfg.addr.ip().is_loopback() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "{} is not a loopback address: a client elsewhere has no local user to check \
+                 its access by, and nothing authenticates it (--public serves every queue to \
+                 whoever connects)",
+                cfg.addr
+            ),
+        ));
+    }
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     let local = listener.local_addr()?;
     ready(local);
@@ -374,6 +467,14 @@ pub async fn serve_metrics(
             let key = peer_key(peer, local).await;
             // Relaxed: as above.
             pending.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            // Whose access its scrapes are made with (see the module doc): the user owning
+            // the client's socket, looked up while our end stayed connected (no other socket
+            // can have held the client's address pair meanwhile); `Err`: no user found, 403.
+            let viewer: Result<Option<u32>, ()> = match key {
+                _ if cfg.public => Ok(None),
+                Peer::Uid(uid) if crate::conn::still_connected(&stream) => Ok(Some(uid)),
+                _ => Err(()),
+            };
             let busy = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let cancel = Arc::new(tokio::sync::Notify::new());
             let id = {
@@ -402,7 +503,13 @@ pub async fn serve_metrics(
                 let cfg = Arc::clone(&cfg);
                 let busy = Arc::clone(&busy);
                 async move {
-                    let r = if req.uri().path() == "/metrics" {
+                    let r = if req.uri().path() == "/metrics" && viewer.is_err() {
+                        Response::builder()
+                            .status(403)
+                            .body(Full::new(Bytes::from_static(
+                                b"the user owning this connection was not found: nothing to show\n",
+                            )))
+                    } else if req.uri().path() == "/metrics" {
                         // At most `SCRAPES` at once, each holding its turn until its blocking
                         // read ends (a connection's timeout does not stop it). Only a request
                         // that has its turn is busy (not to be closed for room): one waiting
@@ -416,7 +523,8 @@ pub async fn serve_metrics(
                                 busy.store(true, std::sync::atomic::Ordering::Relaxed);
                                 let body = tokio::task::spawn_blocking(move || {
                                     let _turn = turn;
-                                    scrape(&cfg)
+                                    let who = viewer.ok().flatten().map(Identity::of_uid);
+                                    scrape_for(&cfg, who.as_ref())
                                 })
                                 .await
                                 .unwrap_or_default();

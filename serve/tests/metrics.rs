@@ -227,3 +227,101 @@ fn a_client_holding_every_connection_does_not_shut_scrapers_out() {
     ep.stop().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs curl as `uid` (root only): a GET of `/metrics` from a socket that user owns; the
+/// status and the body.
+fn scrape_as(uid: u32, addr: std::net::SocketAddr) -> (u16, String) {
+    use std::os::unix::process::CommandExt as _;
+    let out = std::process::Command::new("curl")
+        .uid(uid)
+        .gid(uid)
+        .args([
+            "-s",
+            "-w",
+            "\n%{http_code}",
+            &format!("http://{addr}/metrics"),
+        ])
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+    (code.trim().parse().unwrap_or(0), body.to_owned())
+}
+
+/// Through the metrics endpoint any local user read every queue of its user's: names, counts,
+/// ages and counters of 0600 queues, and of queues in a 0700 directory. Now a scrape acts as
+/// the user owning the client's socket, as `serve` does: user `nobody` sees a 0666 queue and
+/// nothing of a 0600 one, and nothing at all of a directory it may not list; the endpoint's
+/// own user sees both. (As root; elsewhere only the own-user half.)
+#[test]
+fn a_client_sees_only_the_queues_its_user_may_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-who-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let private = Queue::create_at(dir.join("private.fifo"), &QueueConfig::new()).unwrap();
+    private
+        .send(&SendMessage::new("g", "secret").dedup_id("1"))
+        .unwrap();
+    let _shared =
+        Queue::create_at(dir.join("shared.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let ep = Endpoint::start(&dir);
+    let (status, own) = get(ep.addr, "/metrics");
+    assert_eq!(status, 200, "{own}");
+    assert_eq!(
+        value(&own, "ApproximateNumberOfMessagesVisible", "private.fifo"),
+        1.0
+    );
+    assert!(own.contains("queue=\"shared.fifo\""), "{own}");
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } == 0 {
+        let nobody = 65534;
+        let (status, theirs) = scrape_as(nobody, ep.addr);
+        assert_eq!(status, 200, "{theirs}");
+        assert!(theirs.contains("queue=\"shared.fifo\""), "{theirs}");
+        assert!(!theirs.contains("private"), "a 0600 queue's name: {theirs}");
+        // A directory nobody may not list (or search): nothing of it at all.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let (status, theirs) = scrape_as(nobody, ep.addr);
+        assert_eq!(status, 200, "{theirs}");
+        assert!(
+            !theirs.contains("fifo"),
+            "a 0700 directory's queues: {theirs}"
+        );
+        let (_, own) = get(ep.addr, "/metrics");
+        assert!(own.contains("queue=\"private.fifo\""), "{own}");
+    }
+    ep.stop().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A non-loopback address has no local user to check a client's access by, and nothing
+/// authenticates a client: refused, unless `public` says every client sees every queue.
+#[test]
+fn a_non_loopback_address_needs_public() {
+    let cfg = shmfifo_serve::metrics::MetricsConfig {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let r = rt.block_on(shmfifo_serve::metrics::serve_metrics(
+        cfg.clone(),
+        |_| {},
+        async {},
+    ));
+    let e = r.expect_err("refused");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{e}");
+    let public = shmfifo_serve::metrics::MetricsConfig {
+        public: true,
+        ..cfg
+    };
+    rt.block_on(shmfifo_serve::metrics::serve_metrics(
+        public,
+        |_| {},
+        async {},
+    ))
+    .expect("served (and stopped at once)");
+}

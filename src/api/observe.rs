@@ -102,6 +102,29 @@ impl Observer {
         self.q.path()
     }
 
+    /// The metadata of the file as it was opened (`fstat`), whatever its name now names: a
+    /// tool that checked a path before observing it compares `(dev, ino)` to know it observes
+    /// the file it checked (as [`Queue::file_metadata`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::os::unix::fs::MetadataExt;
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let path = std::env::temp_dir().join(format!("doc-observe-meta-{}", std::process::id()));
+    /// let _q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// let checked = std::fs::symlink_metadata(&path)?;
+    /// let o = Queue::observe_at(&path)?;
+    /// let m = o.file_metadata()?;
+    /// assert_eq!((m.dev(), m.ino()), (checked.dev(), checked.ino()));
+    /// Queue::unlink_at(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn file_metadata(&self) -> Result<std::fs::Metadata> {
+        self.q.file_metadata()
+    }
+
     /// `Truncated` if the queue's file is now shorter than the mapping (a long-running
     /// observer, such as `shmfifo watch`, checks before each look).
     pub fn check(&self) -> Result<()> {

@@ -19,6 +19,11 @@ pub struct MetricsArgs {
     pub dir: PathBuf,
     /// Only these queues (names under --dir, or paths); default: every queue in --dir.
     pub queues: Vec<String>,
+    /// Serve every queue this user may observe to every client that can connect, and allow a
+    /// non-loopback --listen address (nothing authenticates a client). Without it a local
+    /// client sees only the queues its own user may open.
+    #[arg(long)]
+    pub public: bool,
 }
 
 /// Serves until Ctrl-C or SIGTERM.
@@ -27,6 +32,7 @@ pub fn run(a: &MetricsArgs) -> Result<(), Failure> {
         addr: a.listen,
         dir: a.dir.clone(),
         queues: a.queues.clone(),
+        public: a.public,
     };
     shmfifo_serve::run_metrics(cfg)
         .map_err(|e| Failure::input(format!("metrics on {}", a.listen), e))

@@ -22,6 +22,7 @@ impl Endpoint {
             addr: "127.0.0.1:0".parse().unwrap(),
             dir: dir.to_owned(),
             queues: Vec::new(),
+            public: false,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
