@@ -6,7 +6,6 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
@@ -288,13 +287,9 @@ fn connections_beyond_the_limit_are_closed_and_the_server_serves_on() {
 
 /// Runs curl as `uid` (root only): the request then comes from a socket that user owns.
 fn curl_as(uid: u32, addr: SocketAddr, action: &str, body: &str) -> (u16, String) {
-    let out = Command::new("curl")
-        .uid(uid)
-        .gid(uid)
-        .args([
-            "-s",
-            "-w",
-            "\n%{http_code}",
+    curl::curl_as(
+        uid,
+        &[
             "-H",
             "Content-Type: application/x-amz-json-1.0",
             "-H",
@@ -302,15 +297,12 @@ fn curl_as(uid: u32, addr: SocketAddr, action: &str, body: &str) -> (u16, String
             "--data-binary",
             body,
             &format!("http://{addr}/"),
-        ])
-        .output()
-        .expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+        ],
+    )
 }
 
-use std::os::unix::process::CommandExt as _;
+#[path = "support/curl.rs"]
+mod curl;
 
 /// Through serve, user `nobody` received, purged and deleted root's 0600 queue. Now a request
 /// acts as the user owning the client's socket, with that user's permissions on the file:

@@ -228,24 +228,12 @@ fn a_client_holding_every_connection_does_not_shut_scrapers_out() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs curl as `uid` (root only): a GET of `/metrics` from a socket that user owns; the
-/// status and the body.
+#[path = "support/curl.rs"]
+mod curl;
+
+/// A GET of `/metrics` as `uid` (root only), from a socket that user owns.
 fn scrape_as(uid: u32, addr: std::net::SocketAddr) -> (u16, String) {
-    use std::os::unix::process::CommandExt as _;
-    let out = std::process::Command::new("curl")
-        .uid(uid)
-        .gid(uid)
-        .args([
-            "-s",
-            "-w",
-            "\n%{http_code}",
-            &format!("http://{addr}/metrics"),
-        ])
-        .output()
-        .expect("curl");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
-    (code.trim().parse().unwrap_or(0), body.to_owned())
+    curl::curl_as(uid, &[&format!("http://{addr}/metrics")])
 }
 
 /// Through the metrics endpoint any local user read every queue of its user's: names, counts,
