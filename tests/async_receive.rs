@@ -395,3 +395,41 @@ fn a_receive_cancelled_after_its_file_was_truncated_does_not_touch_it() {
     drop(q);
     std::fs::remove_file(&path).unwrap();
 }
+
+/// R11: a retry with the same attempt id replays the recorded receive, on the runtime's
+/// blocking pool, whatever the context the receive is awaited in: a `LocalSet` on a
+/// multi-threaded runtime (where tokio refuses `block_in_place`, which a replay used before,
+/// and panicked: a review's finding), a current-thread runtime, and a task of a
+/// multi-threaded one. The replay answers the same message under the same receipt handle.
+#[test]
+fn a_replay_works_in_every_runtime_context() {
+    let tq = queue("async-replay-ctx", &small());
+    let q = AsyncQueue::new(tq.q.clone());
+    let replay_twice = |q: AsyncQueue, id: &'static str| async move {
+        let opts = ReceiveOptions::max(10).visibility_timeout(Duration::from_secs(600));
+        let first = q.receive_with_attempt_id(&opts, id).await.unwrap();
+        let again = q.receive_with_attempt_id(&opts, id).await.unwrap();
+        assert_eq!(first.len(), 1, "{id}");
+        assert_eq!(again.len(), 1, "{id}: replayed");
+        assert_eq!(again[0].receipt_handle, first[0].receipt_handle, "{id}");
+        q.queue().delete(&again[0].receipt_handle).unwrap();
+    };
+    let send = |k: &str| {
+        tq.q.send(&SendMessage::new("g", k)).unwrap();
+    };
+    send("local-set");
+    let rt = runtime();
+    rt.block_on(tokio::task::LocalSet::new().run_until(replay_twice(q.clone(), "in-local-set")));
+    send("current-thread");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(replay_twice(q.clone(), "on-current-thread"));
+    send("task");
+    rt.block_on(async {
+        tokio::spawn(replay_twice(q.clone(), "in-a-task"))
+            .await
+            .unwrap()
+    });
+}

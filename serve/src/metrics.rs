@@ -120,7 +120,8 @@ pub fn scrape(cfg: &MetricsConfig) -> String {
 /// Directory entries a scrape looks at, at most (a directory anyone may fill with names).
 pub const MAX_DIR_ENTRIES: usize = 100_000;
 
-/// Queues a scrape reports, at most (the first by name).
+/// Queues a scrape reports, at most (the first by name; files that are not queues, or not
+/// the client's to see, do not count).
 pub const MAX_SCRAPED_QUEUES: usize = 1_000;
 
 /// One scrape as `who` sees it: only the queues `who` may open for reading and writing, in a
@@ -252,7 +253,11 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
         "shmfifo_bridge_stopped_groups",
         "Groups a bridge stopped at a message the remote queue refuses",
     );
+    let mut reported = 0;
     for (name, path, checked) in queues(cfg, who) {
+        if reported == MAX_SCRAPED_QUEUES {
+            break;
+        }
         let l = QueueLabel {
             queue: label_value(&name),
         };
@@ -289,6 +294,7 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
             }
         };
         up.get_or_create(&l).set(1);
+        reported += 1;
         let a = &i.attributes;
         let c = &i.counters;
         visible
@@ -412,7 +418,6 @@ fn queues(
     v.sort();
     v.into_iter()
         .filter_map(|(name, p)| Some((name, p.clone(), admitted(&p)?)))
-        .take(MAX_SCRAPED_QUEUES)
         .collect()
 }
 

@@ -254,11 +254,13 @@ fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttribute
     })
 }
 
-/// The most bytes of one answer's body the backend reads (16 MiB): SQS's largest answer, a
-/// ReceiveMessage of ten 1 MiB messages with their attributes, fits with room to spare. A
-/// longer body (a broken or hostile endpoint, an intercepting proxy) fails the call as an
-/// unreadable answer, after at most this much memory, rather than being read whole.
-pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
+/// The most bytes of one answer's body the backend reads (64 MiB). SQS's largest answer is a
+/// ReceiveMessage of ten 1 MiB messages (bodies and attributes) in JSON, where a quote, a
+/// backslash, a tab, a line feed or a carriage return of a body takes two bytes: at most some
+/// 21 MiB, so the limit leaves three times that. A longer body (a broken or hostile endpoint,
+/// an intercepting proxy) fails the call as an unreadable answer, after at most this much
+/// memory, rather than being read whole.
+pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// Reads every answer's body through [`MAX_RESPONSE_BYTES`] (the SDK reads a body whole
 /// before parsing it, bounded otherwise only by the attempt timeout).
@@ -287,19 +289,24 @@ impl aws_sdk_sqs::config::Intercept for BodyCap {
     }
 }
 
-/// Whether a dispatch failure's chain of sources holds the SDK's credentials error (at most
-/// 16 links: a chain is the SDK's, but nothing here trusts its length).
+/// Whether a dispatch failure's chain of sources holds the SDK's credentials error of a kind
+/// no retry mends: none could be loaded (no keys, no profile, an expired SSO session) or the
+/// configuration is invalid. A provider's timeout or failure (a 503 from STS while a role's
+/// credentials are refreshed, say) is the remote failing, as an unreachable endpoint. At most
+/// 16 links looked at: a chain is the SDK's, but nothing here trusts its length.
 fn credentials_failed(d: &(dyn std::error::Error + 'static)) -> bool {
+    use aws_credential_types::provider::error::CredentialsError;
     let mut e: Option<&(dyn std::error::Error + 'static)> = Some(d);
     for _ in 0..16 {
         let Some(cur) = e else {
             return false;
         };
-        if cur
-            .downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
-            .is_some()
-        {
-            return true;
+        if let Some(c) = cur.downcast_ref::<CredentialsError>() {
+            return matches!(
+                c,
+                CredentialsError::CredentialsNotLoaded(_)
+                    | CredentialsError::InvalidConfiguration(_)
+            );
         }
         e = cur.source();
     }

@@ -53,17 +53,6 @@ use crate::error::{Error, Result};
 use crate::protocol::doorbell;
 use crate::sys;
 
-/// Runs `f`, which may wait up to a second (a replay of a recorded receive behind a stopped
-/// participant holding a group's claim), as blocking work on a multi-threaded runtime
-/// (`block_in_place`: the worker's other tasks move to another worker meanwhile); in place on
-/// a current-thread runtime, which has no other worker to hand them to, or outside a runtime.
-fn blocking<R>(f: &mut dyn FnMut() -> R) -> R {
-    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
-    }
-}
-
 /// A [`Queue`] whose receives wait as futures on a tokio runtime, never blocking a worker
 /// thread while they wait. `send`, `delete` and the other operations never wait for messages:
 /// call them on [`AsyncQueue::queue`] (they return in microseconds; a claim held by a stopped
@@ -219,9 +208,8 @@ impl AsyncQueue {
     /// same id within 5 minutes replays the recorded batch at once; otherwise it waits as
     /// [`AsyncQueue::receive`] does, and records what it takes under the id. A replay may wait
     /// up to a second behind a stopped process holding a recorded message's group claim (as
-    /// in the blocking API); on a multi-threaded runtime it waits as blocking work
-    /// (`block_in_place`: the worker's other tasks move to another worker), on a
-    /// current-thread runtime in place.
+    /// in the blocking API), on the runtime's blocking pool (`spawn_blocking`): it holds no
+    /// worker.
     ///
     /// # Examples
     ///
@@ -280,14 +268,7 @@ impl AsyncQueue {
             return Err(e);
         }
         let (max, vt, wait) = q.receive_params(opts)?;
-        // One non-blocking try (under the attempt id, if any: a replay or a fresh take).
-        let try_once = |buf: &mut ReceiveBuffer| match attempt {
-            None => q.try_receive(max, vt, buf),
-            Some(id) => q.with_attempt(opts, id, buf, blocking, |q, buf| {
-                q.try_receive(max, vt, buf)
-            }),
-        };
-        let n = try_once(buf)?;
+        let n = self.try_once(opts, attempt, max, vt, buf).await?;
         if n > 0 || wait == 0 {
             return Ok(n);
         }
@@ -303,7 +284,7 @@ impl AsyncQueue {
                 return Err(e);
             }
             let announced = Announced::new(q, state);
-            let n = try_once(buf);
+            let n = self.try_once(opts, attempt, max, vt, buf).await;
             if !matches!(n, Ok(0)) {
                 announced.withdraw();
                 return n;
@@ -338,6 +319,49 @@ impl AsyncQueue {
                 return Ok(0);
             }
         }
+    }
+
+    /// One non-blocking try of a receive (under the attempt id, if any: a replay or a fresh
+    /// take). A replay, which may wait up to a second behind a stopped participant holding a
+    /// recorded message's group claim, is made on the runtime's blocking pool
+    /// (`spawn_blocking`), so that it holds no worker (whatever the runtime's flavor, in a
+    /// `LocalSet` too); every other try runs in place, and returns in microseconds. (A record
+    /// made by another receive between the look and the try is replayed in place.) A receive
+    /// dropped while its replay runs leaves the replay to finish: the recorded messages'
+    /// visibility restarted, as after a lost answer, and a retry replays them again.
+    async fn try_once(
+        &self,
+        opts: &ReceiveOptions,
+        attempt: Option<&str>,
+        max: usize,
+        vt: u64,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        let q = &self.shared.queue;
+        let Some(id) = attempt else {
+            return q.try_receive(max, vt, buf);
+        };
+        if !q.replays(opts, id)? {
+            return q.with_attempt(opts, id, buf, |q, buf| q.try_receive(max, vt, buf));
+        }
+        let (q, opts, id) = (q.clone(), *opts, id.to_owned());
+        let made = tokio::task::spawn_blocking(move || {
+            let mut b = ReceiveBuffer::new();
+            let r = q.with_attempt(&opts, &id, &mut b, |q, b| q.try_receive(max, vt, b));
+            (r, b.msgs, b.len, b.vis)
+        })
+        .await;
+        let (r, msgs, len, vis) = match made {
+            Ok(m) => m,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => {
+                return Err(Error::Io(std::io::Error::other(
+                    "the runtime shut down during a receive's replay",
+                )))
+            }
+        };
+        (buf.msgs, buf.len, buf.vis) = (msgs, len, vis);
+        r
     }
 
     /// A stream of messages received with `opts` (its wait time is the long poll of each

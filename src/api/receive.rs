@@ -179,73 +179,77 @@ impl Queue {
         attempt_id: &str,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        self.with_attempt(
-            opts,
-            attempt_id,
-            buf,
-            |replay| replay(),
-            |q, buf| q.receive_into_as(opts, buf),
-        )
+        self.with_attempt(opts, attempt_id, buf, |q, buf| q.receive_into_as(opts, buf))
     }
 
-    /// A receive with attempt id `attempt_id` (R11) whose fresh receive is `fresh` (a
-    /// blocking long poll, or one non-blocking try of an async one): a replay of the receive
-    /// recorded under the id if it may be replayed, else `fresh`, recorded under the id when
-    /// it took messages.
-    ///
-    /// The replay, which may wait up to `CLAIM_WAIT_MS` (a second) behind
-    /// a stopped participant holding a recorded message's group claim, runs inside
-    /// `waiting` (called only when a record is found): in place for the blocking API, as
-    /// blocking work (off the runtime's worker) for the async one.
-    pub(super) fn with_attempt(
+    /// The receive recorded under `attempt_id` that a retry with `opts` would replay, if any,
+    /// and the id's key hash. A retry asking for fewer messages than the recorded receive
+    /// returned is answered afresh: a response never holds more than its request's maximum
+    /// (the recorded messages stay in flight until their visibility timeout).
+    fn recorded(
         &self,
         opts: &ReceiveOptions,
         attempt_id: &str,
-        buf: &mut ReceiveBuffer,
-        waiting: impl FnOnce(&mut dyn FnMut() -> Result<bool>) -> Result<bool>,
-        fresh: impl FnOnce(&Self, &mut ReceiveBuffer) -> Result<usize>,
-    ) -> Result<usize> {
-        let (max, vt, _) = self.receive_params(opts)?;
+    ) -> Result<(Option<attempt::Record>, u64)> {
+        let (max, _, _) = self.receive_params(opts)?;
         validate::id("ReceiveRequestAttemptId", attempt_id)?;
         let inner = &*self.inner;
         let mut key = [0u8; 1 + MAX_ID_LEN];
         key[0] = b'A';
         key[1..1 + attempt_id.len()].copy_from_slice(attempt_id.as_bytes());
         let hash = hash_id(inner.keys, &key[..1 + attempt_id.len()]);
-        let a = self.arena();
-        // A retry asking for fewer messages than the recorded receive returned is answered
-        // afresh: a response never holds more than its request's maximum (the recorded
-        // messages stay in flight until their visibility timeout).
-        let found = attempt::find(a, inner.now_ms(), hash, attempt_id.as_bytes())
+        let found = attempt::find(self.arena(), inner.now_ms(), hash, attempt_id.as_bytes())
             .filter(|rec| rec.count.min(attempt::MAX_MESSAGES) <= max);
+        Ok((found, hash))
+    }
+
+    /// Whether a receive with `opts` and `attempt_id` would replay a recorded one (which may
+    /// wait up to a second behind a stopped participant holding a recorded message's group
+    /// claim: the async API makes such a receive on the blocking pool).
+    #[cfg(feature = "tokio")]
+    pub(super) fn replays(&self, opts: &ReceiveOptions, attempt_id: &str) -> Result<bool> {
+        Ok(self.recorded(opts, attempt_id)?.0.is_some())
+    }
+
+    /// A receive with attempt id `attempt_id` (R11) whose fresh receive is `fresh` (a
+    /// blocking long poll, or one non-blocking try of an async one): a replay of the receive
+    /// recorded under the id if it may be replayed, else `fresh`, recorded under the id when
+    /// it took messages. A replay may wait up to `CLAIM_WAIT_MS` (a second) behind a stopped
+    /// participant holding a recorded message's group claim.
+    pub(super) fn with_attempt(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: &str,
+        buf: &mut ReceiveBuffer,
+        fresh: impl FnOnce(&Self, &mut ReceiveBuffer) -> Result<usize>,
+    ) -> Result<usize> {
+        let (_, vt, _) = self.receive_params(opts)?;
+        let (found, hash) = self.recorded(opts, attempt_id)?;
+        let inner = &*self.inner;
+        let a = self.arena();
         if let Some(rec) = found {
-            let mut replay = || -> Result<bool> {
-                buf.len = 0;
-                let mut filler = Filler::new(inner);
-                let mut new = rec;
-                let mut k = 0;
-                let mut sink = |t: &Taken<'_>| {
-                    if filler.fill_next(buf, t).is_err() {
-                        // Unreadable (a corrupted word): the protocol quarantines it, and a
-                        // fresh receive answers this attempt.
-                        return false;
-                    }
-                    if k < new.vis.len() {
-                        new.vis[k] = t.vis;
-                        k += 1;
-                    }
-                    true
-                };
-                let replayed = receive::replay(a, inner, inner.me, &rec, vt, &mut sink)
-                    .map_err(|f| fault(f, inner))?;
-                if replayed {
-                    // The deadlines moved: record them, so a further retry replays too.
-                    new.vt_ms = vt;
-                    attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+            buf.len = 0;
+            let mut filler = Filler::new(inner);
+            let mut new = rec;
+            let mut k = 0;
+            let mut sink = |t: &Taken<'_>| {
+                if filler.fill_next(buf, t).is_err() {
+                    // Unreadable (a corrupted word): the protocol quarantines it, and a fresh
+                    // receive answers this attempt.
+                    return false;
                 }
-                Ok(replayed)
+                if k < new.vis.len() {
+                    new.vis[k] = t.vis;
+                    k += 1;
+                }
+                true
             };
-            if waiting(&mut replay)? {
+            let replayed = receive::replay(a, inner, inner.me, &rec, vt, &mut sink)
+                .map_err(|f| fault(f, inner))?;
+            if replayed {
+                // The deadlines moved: record them, so a further retry replays too.
+                new.vt_ms = vt;
+                attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
                 return Ok(buf.len);
             }
         }
