@@ -160,6 +160,18 @@ impl Identity {
     }
 }
 
+/// Whether `who` may reach names in `dir`: search permission on it and on every directory
+/// above it, as the kernel asks of a process that opens a path there (`dir` as given: a
+/// caller resolves symlinks first).
+pub fn reaches(who: &Identity, dir: &std::path::Path) -> io::Result<bool> {
+    for d in dir.ancestors() {
+        if !who.may_search(&std::fs::metadata(d)?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// `a` with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) written as the IPv4 address it is.
 fn canonical(a: SocketAddr) -> SocketAddr {
     match a.ip() {

@@ -355,14 +355,9 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
     out
 }
 
-/// Whether `who` may reach names in `dir`: search permission on it and on every directory
-/// above it, as the kernel asks of a process that opens a path there.
+/// Whether `who` may reach names in `dir` (its real path: [`crate::access::reaches`]).
 fn reachable(dir: &std::path::Path, who: &Identity) -> bool {
-    let Ok(dir) = std::fs::canonicalize(dir) else {
-        return false;
-    };
-    dir.ancestors()
-        .all(|d| std::fs::metadata(d).is_ok_and(|m| who.may_search(&m)))
+    std::fs::canonicalize(dir).is_ok_and(|d| crate::access::reaches(who, &d).unwrap_or(false))
 }
 
 /// The queues to scrape for `who` (`None`: this process's user): `(label, path, the file's

@@ -11,43 +11,22 @@
 #![warn(missing_docs)]
 
 pub mod bridge;
+mod errors;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_sdk_sqs::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_sqs::primitives::Blob;
 use aws_sdk_sqs::types::{
     ChangeMessageVisibilityBatchRequestEntry, DeleteMessageBatchRequestEntry,
     MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName,
     SendMessageBatchRequestEntry,
 };
+use errors::{entry_error, entry_failed, error, handle_results};
 use shmfifo::{
     BatchEntry, BatchResult, Error, FifoQueue, Queue, ReceiveOptions, Received, ReceivedAttribute,
     RemoteKind, Result, SendMessage, Sent,
 };
-
-/// Known parameter names, so that an SQS `MissingParameter` names the same one the local
-/// queue would.
-const PARAMETERS: [&str; 8] = [
-    "MessageGroupId",
-    "MessageDeduplicationId",
-    "MessageBody",
-    "QueueUrl",
-    "ReceiptHandle",
-    "VisibilityTimeout",
-    "MaxNumberOfMessages",
-    "Entries",
-];
-
-fn parameter_in(message: &str) -> &'static str {
-    PARAMETERS
-        .iter()
-        .copied()
-        .find(|p| message.contains(p))
-        .unwrap_or("request")
-}
 
 /// The body of `m` as SQS takes it, text: a body given as bytes (a binary queue's) that is not
 /// UTF-8 is refused here, never sent empty or mangled.
@@ -71,175 +50,6 @@ pub const ATTEMPT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(
 
 /// How long a call may take over all its attempts (the SDK retries throttling and 5xx).
 pub const OPERATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(90);
-
-/// SQS's answer as the [`shmfifo::Error`] variant the local queue gives for the same rule; a
-/// transport failure, throttling and refused credentials as [`Error::Remote`].
-fn error<E>(e: SdkError<E, aws_sdk_sqs::config::http::HttpResponse>, queue_url: &str) -> Error
-where
-    E: ProvideErrorMetadata + std::error::Error + 'static,
-{
-    let transport = |kind, code: &str, e: &dyn std::fmt::Display| Error::Remote {
-        kind,
-        code: code.to_owned(),
-        message: e.to_string(),
-    };
-    match e {
-        // Credentials that could not be loaded (none configured, an expired SSO session) fail
-        // before anything is sent, as a dispatch failure whose source is the provider's
-        // error: refused credentials, which no retry mends.
-        SdkError::DispatchFailure(d)
-            if d.as_connector_error()
-                .is_some_and(|c| credentials_failed(c)) =>
-        {
-            transport(RemoteKind::Credentials, "credentials", &format!("{d:?}"))
-        }
-        SdkError::DispatchFailure(d) => {
-            transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
-        }
-        SdkError::TimeoutError(t) => {
-            transport(RemoteKind::Unreachable, "timeout", &format!("{t:?}"))
-        }
-        SdkError::ConstructionFailure(c) => Error::InvalidParameterValue {
-            parameter: "request",
-            reason: format!("{c:?}"),
-        },
-        SdkError::ServiceError(s) => {
-            let status = s.raw().status().as_u16();
-            let se = s.into_err();
-            let Some(code) = se.code() else {
-                // An answer without an error code (a proxy's 502 page, a garbled body): the
-                // remote failed as a whole, never a refusal of what was sent. A 4xx other than
-                // a timeout or throttling (a proxy's 413 for a large batch, say) is
-                // `response-4xx`: the same request would get the same answer, so a bridge
-                // sends a batch's entries one by one next (still never refusing a message
-                // for an answer that is not SQS's).
-                let kind = if status >= 500 || status == 408 || status == 429 {
-                    "response"
-                } else {
-                    "response-4xx"
-                };
-                return transport(
-                    RemoteKind::Other,
-                    kind,
-                    &format!("HTTP {status} without an error code: {se}"),
-                );
-            };
-            let message = se.message().unwrap_or("").to_owned();
-            // The remote failed on its side (5xx) or throttled us (429): another try, whatever
-            // the code says, never a refusal of the message.
-            if status >= 500 || status == 429 {
-                return Error::Remote {
-                    kind: if status == 429 {
-                        RemoteKind::Throttled
-                    } else {
-                        RemoteKind::Unreachable
-                    },
-                    code: code.to_owned(),
-                    message: format!("HTTP {status}: {message}"),
-                };
-            }
-            from_code(code, message, queue_url)
-        }
-        other => transport(RemoteKind::Other, "response", &format!("{other:?}")),
-    }
-}
-
-/// An SQS error code and message as the [`shmfifo::Error`] variant the local queue gives for
-/// the same rule (request-level errors and batch entries alike).
-fn from_code(code: &str, message: String, queue_url: &str) -> Error {
-    let path = || PathBuf::from(queue_url);
-    let code = code.to_owned();
-    match code.as_str() {
-        "InvalidParameterValue" if message.contains("receipt handle has expired") => {
-            Error::ReceiptHandleExpired { handle: message }
-        }
-        "InvalidParameterValue" => Error::InvalidParameterValue {
-            parameter: parameter_in(&message),
-            reason: message,
-        },
-        "MissingParameter" => Error::MissingParameter {
-            parameter: parameter_in(&message),
-        },
-        "InvalidMessageContents" => Error::InvalidMessageContents { reason: message },
-        "ReceiptHandleIsInvalid" => Error::ReceiptHandleIsInvalid { handle: message },
-        "AWS.SimpleQueueService.NonExistentQueue" | "QueueDoesNotExist" => {
-            Error::QueueDoesNotExist { path: path() }
-        }
-        "QueueAlreadyExists" | "QueueNameExists" => Error::QueueNameExists { path: path() },
-        "AWS.SimpleQueueService.EmptyBatchRequest" | "EmptyBatchRequest" => {
-            Error::EmptyBatchRequest
-        }
-        "AWS.SimpleQueueService.TooManyEntriesInBatchRequest" | "TooManyEntriesInBatchRequest" => {
-            Error::TooManyEntriesInBatchRequest { entries: 11 }
-        }
-        "AWS.SimpleQueueService.InvalidBatchEntryId" | "InvalidBatchEntryId" => {
-            Error::InvalidBatchEntryId { id: message }
-        }
-        "AWS.SimpleQueueService.BatchEntryIdsNotDistinct" | "BatchEntryIdsNotDistinct" => {
-            Error::BatchEntryIdsNotDistinct { id: message }
-        }
-        "AWS.SimpleQueueService.BatchRequestTooLong" | "BatchRequestTooLong" => {
-            Error::BatchRequestTooLong { bytes: 0 }
-        }
-        "InvalidAttributeName" => Error::InvalidAttributeName { name: message },
-        "InvalidAttributeValue" => Error::InvalidConfig {
-            setting: "Attributes",
-            reason: message,
-        },
-        "RequestThrottled" | "ThrottlingException" | "OverLimit" => Error::Remote {
-            kind: RemoteKind::Throttled,
-            code,
-            message,
-        },
-        "InvalidClientTokenId"
-        | "SignatureDoesNotMatch"
-        | "ExpiredToken"
-        | "ExpiredTokenException"
-        | "AccessDenied"
-        | "AccessDeniedException"
-        | "UnrecognizedClientException"
-        | "InvalidSecurity"
-        | "MissingAuthenticationToken"
-        | "IncompleteSignature" => Error::Remote {
-            kind: RemoteKind::Credentials,
-            code,
-            message,
-        },
-        _ => Error::Remote {
-            kind: RemoteKind::Other,
-            code,
-            message,
-        },
-    }
-}
-
-/// A failed batch entry (send, delete and change-visibility batches alike): the entry's own
-/// error where SQS says the sender is at fault; otherwise the remote's fault, not the
-/// entry's (SenderFault false, an `InternalError`, say): `Unreachable`, another try, never a
-/// refusal.
-fn entry_failed(f: &aws_sdk_sqs::types::BatchResultErrorEntry) -> Error {
-    if f.sender_fault() {
-        batch_error(f.code(), f.message())
-    } else {
-        Error::Remote {
-            kind: RemoteKind::Unreachable,
-            code: f.code().to_owned(),
-            message: f.message().unwrap_or("").to_owned(),
-        }
-    }
-}
-
-fn batch_error(code: &str, message: Option<&str>) -> Error {
-    from_code(code, message.unwrap_or("").to_owned(), "")
-}
-
-/// A batch entry the SDK could not build (a required field missing).
-fn entry_error(x: aws_sdk_sqs::error::BuildError) -> Error {
-    Error::InvalidParameterValue {
-        parameter: "Entries",
-        reason: x.to_string(),
-    }
-}
 
 fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttributeValue> {
     let b = MessageAttributeValue::builder().data_type(a.data_type);
@@ -287,30 +97,6 @@ impl aws_sdk_sqs::config::Intercept for BodyCap {
         );
         Ok(())
     }
-}
-
-/// Whether a dispatch failure's chain of sources holds the SDK's credentials error of a kind
-/// no retry mends: none could be loaded (no keys, no profile, an expired SSO session) or the
-/// configuration is invalid. A provider's timeout or failure (a 503 from STS while a role's
-/// credentials are refreshed, say) is the remote failing, as an unreachable endpoint. At most
-/// 16 links looked at: a chain is the SDK's, but nothing here trusts its length.
-fn credentials_failed(d: &(dyn std::error::Error + 'static)) -> bool {
-    use aws_credential_types::provider::error::CredentialsError;
-    let mut e: Option<&(dyn std::error::Error + 'static)> = Some(d);
-    for _ in 0..16 {
-        let Some(cur) = e else {
-            return false;
-        };
-        if let Some(c) = cur.downcast_ref::<CredentialsError>() {
-            return matches!(
-                c,
-                CredentialsError::CredentialsNotLoaded(_)
-                    | CredentialsError::InvalidConfiguration(_)
-            );
-        }
-        e = cur.source();
-    }
-    false
 }
 
 /// A duration in SQS's whole seconds, rounded up: a visibility timeout of 900 ms is 1 s on
@@ -663,20 +449,6 @@ impl AsyncSqsQueue {
     }
 }
 
-fn handle_results<'a>(
-    ids: impl Iterator<Item = &'a str>,
-    failed: &[aws_sdk_sqs::types::BatchResultErrorEntry],
-) -> Vec<BatchResult<()>> {
-    ids.map(|id| BatchResult {
-        id: id.to_owned(),
-        result: match failed.iter().find(|f| f.id() == id) {
-            Some(f) => Err(entry_failed(f)),
-            None => Ok(()),
-        },
-    })
-    .collect()
-}
-
 /// An SQS FIFO queue for blocking callers: [`AsyncSqsQueue`] on a small runtime of its own.
 #[derive(Debug, Clone)]
 pub struct SqsQueue {
@@ -912,58 +684,5 @@ mod tests {
             ) || matches!(&e, Error::Remote { kind: RemoteKind::Other, code, .. } if code == "response"),
             "{e:?}"
         );
-    }
-
-    /// An SQS error code comes back as the variant whose `sqs_code` is that code, so a
-    /// program matching on either sees the same thing on both backends.
-    #[test]
-    fn sqs_codes_map_onto_the_local_variants() {
-        for code in [
-            "InvalidParameterValue",
-            "MissingParameter",
-            "InvalidMessageContents",
-            "ReceiptHandleIsInvalid",
-            "AWS.SimpleQueueService.NonExistentQueue",
-            "QueueAlreadyExists",
-            "AWS.SimpleQueueService.EmptyBatchRequest",
-            "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
-            "AWS.SimpleQueueService.InvalidBatchEntryId",
-            "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
-            "AWS.SimpleQueueService.BatchRequestTooLong",
-            "InvalidAttributeName",
-            "InvalidAttributeValue",
-            "RequestThrottled",
-        ] {
-            assert_eq!(from_code(code, "m".into(), "u").sqs_code(), code, "{code}");
-        }
-        let e = from_code("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.".into(), "u");
-        assert!(matches!(e, Error::ReceiptHandleExpired { .. }), "{e:?}");
-        let e = from_code(
-            "MissingParameter",
-            "The request must contain the parameter MessageGroupId.".into(),
-            "u",
-        );
-        assert!(matches!(
-            e,
-            Error::MissingParameter {
-                parameter: "MessageGroupId"
-            }
-        ));
-        for code in ["ExpiredToken", "SignatureDoesNotMatch", "AccessDenied"] {
-            assert!(matches!(
-                from_code(code, String::new(), "u"),
-                Error::Remote {
-                    kind: RemoteKind::Credentials,
-                    ..
-                }
-            ));
-        }
-        assert!(matches!(
-            from_code("SomethingNew", String::new(), "u"),
-            Error::Remote {
-                kind: RemoteKind::Other,
-                ..
-            }
-        ));
     }
 }

@@ -150,13 +150,11 @@ impl Queues {
     /// on every directory above it, as the kernel asks of a process that opens a path there
     /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone).
     pub(super) fn reachable(&self, name: &str, who: &Identity) -> Result<(), ApiError> {
-        for d in self.dir.ancestors() {
-            let m = std::fs::metadata(d).map_err(|e| ApiError::from(shmfifo::Error::Io(e)))?;
-            if !who.may_search(&m) {
-                return Err(access_denied(name, "search the directory that holds it"));
-            }
+        match crate::access::reaches(who, &self.dir) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(access_denied(name, "search the directory that holds it")),
+            Err(e) => Err(ApiError::from(shmfifo::Error::Io(e))),
         }
-        Ok(())
     }
 
     pub(super) fn queue(
