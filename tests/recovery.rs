@@ -300,6 +300,47 @@ fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
+/// Truncating a named queue's file under a process in the middle of its operations (sending,
+/// receiving and deleting without pause, not asleep) does not kill it with SIGBUS: the
+/// truncation guard answers the fault with zero pages and marks the queue cut, and the
+/// operation, and every later one, returns `Truncated`; the process drops its handle and
+/// exits normally. (Without the guard, `SHMFIFO_SIGBUS_GUARD=0`, it dies of SIGBUS: the second
+/// half.)
+#[test]
+fn a_busy_process_whose_file_is_truncated_gets_an_error() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    for guard in [true, false] {
+        let name = common::unique("trunc-busy");
+        let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+        let q = Queue::create(&name, &cfg).unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["busy", &name]).stdout(Stdio::piped());
+        if !guard {
+            cmd.env("SHMFIFO_SIGBUS_GUARD", "0");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        assert_eq!(lines.next().unwrap().unwrap(), "RUNNING");
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(format!("/dev/shm/{name}"))
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        let st = child.wait().unwrap();
+        if guard {
+            assert!(st.success(), "the busy worker survived: {st:?}");
+            assert_eq!(lines.next().unwrap().unwrap(), "ERR Truncated");
+        } else {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(st.signal(), Some(libc::SIGBUS), "without the guard: {st:?}");
+        }
+        drop(q);
+        let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+    }
+}
+
 /// An anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
 /// grow it under the participants.
 #[test]

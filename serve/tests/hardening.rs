@@ -666,6 +666,58 @@ fn a_queue_replaced_under_serve_is_reopened() {
     );
 }
 
+/// A queue's file truncated under `serve` (by any user who may write it: a queue of mode 0666
+/// is anyone's) killed the server with SIGBUS at its next touch of the queue, ending every
+/// user's service. Now the truncation guard (`shmfifo`'s `sys::guard`) makes it an error of
+/// that queue's requests (`shmfifo.Truncated`), and the server serves every other queue on.
+/// (Seen failing without the guard, `SHMFIFO_SIGBUS_GUARD=0`: the test process, which runs the
+/// server, died of SIGBUS.)
+#[test]
+fn a_queue_truncated_under_serve_is_an_error_not_a_crash() {
+    let dir = Dir::new("cut");
+    let srv = Server::start(config(&dir.0));
+    let path = dir.0.join("q.fifo");
+    let _q = Queue::create_at(&path, &QueueConfig::new()).unwrap();
+    let _other = Queue::create_at(dir.0.join("other.fifo"), &QueueConfig::new()).unwrap();
+    let send = |queue: &str, id: &str| {
+        post_json(
+            srv.addr,
+            "SendMessage",
+            &format!(
+                r#"{{"QueueUrl":"{}","MessageBody":"m{id}","MessageGroupId":"g","MessageDeduplicationId":"{id}"}}"#,
+                srv.url(queue)
+            ),
+        )
+    };
+    let receive = |queue: &str| {
+        post_json(
+            srv.addr,
+            "ReceiveMessage",
+            &format!(
+                r#"{{"QueueUrl":"{}","MaxNumberOfMessages":10,"WaitTimeSeconds":0}}"#,
+                srv.url(queue)
+            ),
+        )
+    };
+    assert_eq!(send("q.fifo", "1").0, 200);
+    assert_eq!(receive("q.fifo").0, 200);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    for (status, out) in [send("q.fifo", "2"), receive("q.fifo")] {
+        assert_eq!(status, 500, "{out}");
+        assert!(out.contains("shmfifo.Truncated"), "{out}");
+    }
+    let (status, out) = send("other.fifo", "3");
+    assert_eq!(status, 200, "the server serves other queues on: {out}");
+    let (status, out) = receive("other.fifo");
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("m3"), "{out}");
+}
+
 /// A full queue was an HTTP 500, which every SDK retries (the aws CLI four times); invalid
 /// UTF-8 in a form body was stored with U+FFFD; `DelaySeconds=-1` was accepted. Now a full
 /// queue is SQS's `OverLimit` (403, the sender's), and both inputs are 400s that store nothing.

@@ -34,6 +34,7 @@ impl Queue {
             Fault::Expired => Error::ReceiptHandleExpired {
                 handle: h.to_string(),
             },
+            _ if self.inner.is_cut() => self.inner.cut_error(),
             f => fault(f, &self.inner),
         }
     }
@@ -58,7 +59,8 @@ impl Queue {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
         handle::delete(self.arena(), &Op::new(inner), inner.me, h)
-            .map_err(|f| self.handle_fault(f, handle))
+            .map_err(|f| self.handle_fault(f, handle))?;
+        inner.live()
     }
 
     /// Deletes by the text form of a receipt handle.
@@ -211,6 +213,7 @@ impl Queue {
             &mut got[..n],
         )
         .map_err(|f| fault(f, inner))?;
+        inner.live()?;
         let mut j = 0;
         for (k, h) in handles.iter().enumerate().take(10) {
             let Some(rh) = h else { continue };
@@ -265,7 +268,8 @@ impl Queue {
         let h = self.handle(handle)?;
         let inner = &*self.inner;
         handle::change_visibility(self.arena(), &Op::new(inner), inner.me, h, ms(timeout))
-            .map_err(|f| self.handle_fault(f, handle))
+            .map_err(|f| self.handle_fault(f, handle))?;
+        inner.live()
     }
 
     /// Changes visibility by the text form of a receipt handle.
@@ -350,7 +354,9 @@ impl Queue {
     /// ```
     pub fn purge(&self) -> Result<u64> {
         let inner = &*self.inner;
-        handle::purge(self.arena(), inner, inner.me).map_err(|f| fault(f, inner))
+        let n = handle::purge(self.arena(), inner, inner.me).map_err(|f| fault(f, inner))?;
+        inner.live()?;
+        Ok(n)
     }
 
     /// Repairs what dead participants left behind (also done on open, and by idle receivers),

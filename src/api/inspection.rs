@@ -110,6 +110,8 @@ impl Queue {
             Ok(PeekedMessage::from(std::mem::take(&mut m)))
         })
         .map_err(|f| fault(f, inner))?;
+        // A file cut under the look (`sys::guard`): what it copied may be zeros.
+        inner.live()?;
         match bad {
             // A copy that failed to parse although its message was unchanged: corruption.
             Some(what) if out.is_empty() => Err(Error::Corrupted { what }),
@@ -191,6 +193,7 @@ impl Queue {
             })
             .collect();
         let counters = self.counters();
+        inner.live()?;
         Ok(Inspection {
             attributes: self.attributes_from(&c, &counters),
             messages: MessageCounts {

@@ -223,6 +223,7 @@ impl<'q> LoanBatch<'q> {
             &mut got[..k],
         )
         .map_err(|f| fault(f, inner))?;
+        inner.live()?;
         // Where the pack found its group, kept for the thread's next send of the id.
         if let Some(o) = refs[..k].iter().flatten().next() {
             q.remember_chain(o, &got[..k]);

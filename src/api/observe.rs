@@ -125,9 +125,11 @@ impl Observer {
         self.q.file_metadata()
     }
 
-    /// `Truncated` if the queue's file is now shorter than the mapping (a long-running
-    /// observer, such as `shmfifo watch`, checks before each look).
+    /// `Truncated` if the queue's file is now shorter than the mapping, or was found cut under
+    /// an earlier look (a long-running observer, such as `shmfifo watch`, checks before each
+    /// look).
     pub fn check(&self) -> Result<()> {
+        self.q.inner.live()?;
         match self.q.truncated()? {
             Some(e) => Err(e),
             None => Ok(()),

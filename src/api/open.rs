@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
-use super::queue::{fault, shm_path, Inner, Queue};
+use super::queue::{fault, shm_path, Guarded, Inner, Queue};
 use crate::config::{QueueConfig, DEFAULT_SIZE_LIMIT};
 use crate::error::{Error, Result};
 use std::sync::atomic::AtomicU64;
@@ -589,6 +589,7 @@ impl Queue {
         view::Checked,
         Arena<'static>,
         Box<Segments>,
+        Guarded,
     )> {
         let shown = path.map_or_else(|| PathBuf::from("<anonymous>"), Path::to_owned);
         let len = Self::probe(file, &shown)?;
@@ -596,6 +597,16 @@ impl Queue {
             sys::map_read_only(file, len)?
         } else {
             sys::map(file, len)?
+        };
+        // A named queue's file can be cut under us: its mappings are watched (`sys::guard`);
+        // an anonymous queue's memfd is sealed against shrinking.
+        let cut = sys::guard::new_cut();
+        let guarded = Guarded {
+            _watch: match path {
+                Some(_) => sys::guard::watch(map.as_ptr(), map.len(), !read_only, &cut),
+                None => sys::guard::Watch::none(),
+            },
+            cut,
         };
         let base = map.as_mut_ptr();
         // SAFETY: the mapping is page-aligned and at least `view::MIN_LEN` bytes (`probe`),
@@ -613,7 +624,9 @@ impl Queue {
             Refused::Corrupted(what) => Error::Corrupted { what },
         })?;
         let segs = Box::new(Segments::new(Box::new(sys::FileSegments::new(
-            file, read_only,
+            file,
+            read_only,
+            path.map(|_| guarded.cut.clone()),
         )?)));
         // SAFETY: the segment map is boxed (its address stays put when the box moves) and
         // returned with the view, owned by the `Inner` that holds both, which outlives every
@@ -635,14 +648,14 @@ impl Queue {
                 });
             }
         }
-        Ok((map, checked, view, segs))
+        Ok((map, checked, view, segs, guarded))
     }
 
     /// An observer's handle (see [`Queue::observe`]): the arena mapped read-only, its clock
     /// read (never rebased: an observer writes nothing), no participant registered, nothing
     /// released or repaired.
     pub(super) fn attach_observer(file: File, path: PathBuf) -> Result<Queue> {
-        let (map, checked, view, segs) = Self::map_checked(&file, Some(&path), true)?;
+        let (map, checked, view, segs, guarded) = Self::map_checked(&file, Some(&path), true)?;
         let id = live::identity(&view);
         let lock_file = file.try_clone()?;
         let inner = Inner {
@@ -669,6 +682,7 @@ impl Queue {
             packing: std::sync::atomic::AtomicBool::new(true),
             file,
             lock_file,
+            guarded,
             map,
             path: Some(path),
         };
@@ -678,7 +692,7 @@ impl Queue {
     }
 
     pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
-        let (map, checked, view, segs) = Self::map_checked(&file, path.as_deref(), false)?;
+        let (map, checked, view, segs, guarded) = Self::map_checked(&file, path.as_deref(), false)?;
         // The arena clock counts CLOCK_MONOTONIC, which restarts with each boot: the first
         // opener on a new boot rebases it (see `Header::clock`).
         let based = clock::rebase(
@@ -732,6 +746,7 @@ impl Queue {
             me: owner::code(reg.index, reg.gen),
             file,
             lock_file,
+            guarded,
             map,
             path,
         };

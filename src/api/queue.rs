@@ -31,6 +31,9 @@ pub(super) struct Inner {
     pub(super) file: File,
     /// Private open file description holding our liveness lock.
     pub(super) lock_file: File,
+    /// The truncation guard's watch of `map` and the queue's cut flag (before `map`: the watch
+    /// is dropped before the mapping is unmapped).
+    pub(super) guarded: Guarded,
     pub(super) map: memmap2::MmapRaw,
     /// Points into `map` and `segs`, which live as long as `self`.
     pub(super) view: Arena<'static>,
@@ -188,20 +191,36 @@ impl Drop for Inner {
             return;
         }
         let polls = *self.empty_polls.get_mut();
-        // Not if the file was truncated under us (below).
-        if polls > 0 && sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64) {
+        // Not if the file was truncated under us (below), or the guard found it cut (the
+        // pages past the cut are private zeros now: nothing written there reaches the queue).
+        let whole =
+            !self.is_cut() && sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64);
+        if polls > 0 && whole {
             crate::protocol::accounting::count_empty_receives(&self.view, polls);
         }
         // `FREE` first, then the lock (see `registry`). Not if the file was truncated under us:
         // the registry's pages may be gone (touching them would be SIGBUS), and so is the queue.
-        if sys::file_len(&self.file).is_ok_and(|n| n >= self.map.len() as u64) {
+        if whole {
             registry::deregister(&self.view, self.index);
         }
         sys::unlock_participant(&self.lock_file, self.index);
     }
 }
 
+/// The truncation guard's hold on a named queue's base mapping (`sys::guard`).
+#[derive(Debug)]
+pub(super) struct Guarded {
+    /// Held for its `Drop`: out of the guard's table before `map` is unmapped.
+    pub(super) _watch: sys::guard::Watch,
+    /// Set by the guard when a mapping of the queue's file faulted past its end (never for an
+    /// anonymous queue: a sealed memfd, not watched).
+    pub(super) cut: sys::guard::Cut,
+}
+
 pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
+    if inner.is_cut() {
+        return inner.cut_error();
+    }
     match f {
         Fault::Corrupted(what) => Error::Corrupted { what },
         Fault::ClassFull(c) => Error::SizeClassFull {
@@ -232,6 +251,32 @@ pub(super) fn fault(f: Fault, inner: &Inner) -> Error {
 }
 
 impl Inner {
+    /// Whether the truncation guard found the queue's file cut under this process.
+    #[inline]
+    pub(super) fn is_cut(&self) -> bool {
+        sys::guard::is_cut(&self.guarded.cut)
+    }
+
+    /// `Ok` while the queue's file is whole as far as this process has seen; `Truncated` once
+    /// the guard has found it cut (every operation's last step: one process-local load).
+    #[inline]
+    pub(super) fn live(&self) -> crate::Result<()> {
+        if self.is_cut() {
+            return Err(self.cut_error());
+        }
+        Ok(())
+    }
+
+    /// The `Truncated` error of a queue whose file the guard found cut.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn cut_error(&self) -> Error {
+        Error::Truncated {
+            expected: self.map.len() as u64,
+            found: sys::file_len(&self.file).unwrap_or(0),
+        }
+    }
+
     /// Whether this handle sends a batch's messages to one group as a pack (see `packing`).
     #[inline]
     pub(super) fn packing(&self) -> crate::protocol::send::Packing {

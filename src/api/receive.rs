@@ -463,9 +463,12 @@ impl Queue {
         // empty queue with nothing due answers at once: 295 instructions an empty poll where
         // the receive's setup took 754 (`benches/callgrind.sh empty`).
         if receive::idle_after_empty(self.arena(), &Op::new(&self.inner)) {
+            self.inner.live()?;
             return Ok(0);
         }
         let pass = self.receive_pass(max, vt, buf, dl)?;
+        // A file cut under the receive (`sys::guard`): what it copied may be zeros.
+        self.inner.live()?;
         // An error of the dead-letter queue matters only when nothing else was taken.
         match pass.move_err {
             Some(e) if pass.taken == 0 => Err(e),

@@ -318,6 +318,7 @@ impl Queue {
             r => r,
         }
         .map_err(|f| fault(f, inner))?;
+        inner.live()?;
         self.remember(&out, &sent);
         Ok(self.sent(&sent))
     }
@@ -525,6 +526,7 @@ impl Queue {
         out.lend(lent, class, msg.body_bytes().len());
         let sent = send::send(self.arena(), &Op::new(inner), inner.me, &out)
             .map_err(|f| fault(f, inner))?;
+        inner.live()?;
         self.remember(&out, &sent);
         if sent.duplicate {
             // D1: accepted, not enqueued: the slot goes back to the pool.

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use crate::sync::AtomicU32;
 
+pub mod guard;
+
 /// File offset of participant 0's liveness lock byte (far beyond any arena size).
 const LOCK_BASE: i64 = 1 << 40;
 
@@ -387,15 +389,22 @@ pub struct FileSegments {
     read_only: bool,
     /// Each mapping made, `(address, length)`, and the furthest file offset mapped.
     maps: std::sync::Mutex<(Vec<(usize, usize)>, u64)>,
+    /// The queue's cut flag where the truncation guard watches its mappings (a named queue's
+    /// file), and the watches of the mappings made.
+    cut: Option<guard::Cut>,
+    watches: std::sync::Mutex<Vec<guard::Watch>>,
 }
 
 impl FileSegments {
-    /// The segments of `file` (a descriptor of its own, kept open for mapping).
-    pub fn new(file: &File, read_only: bool) -> io::Result<Self> {
+    /// The segments of `file` (a descriptor of its own, kept open for mapping); with `cut`,
+    /// each mapping is watched by the truncation guard (`guard`), which sets it.
+    pub fn new(file: &File, read_only: bool, cut: Option<guard::Cut>) -> io::Result<Self> {
         Ok(FileSegments {
             file: file.try_clone()?,
             read_only,
             maps: std::sync::Mutex::new((Vec::new(), 0)),
+            cut,
+            watches: std::sync::Mutex::new(Vec::new()),
         })
     }
 }
@@ -483,6 +492,13 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
             )
         }
         .map_err(|e| Fault::Mapping(e.raw_os_error()))?;
+        if let Some(cut) = &self.cut {
+            let w = guard::watch(p as *const u8, n, !self.read_only, cut);
+            self.watches
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(w);
+        }
         {
             let mut m = self.maps.lock().unwrap_or_else(|e| e.into_inner());
             m.0.push((p as usize, n));
@@ -504,6 +520,11 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
 
 impl Drop for FileSegments {
     fn drop(&mut self) {
+        // Out of the guard's table before they are unmapped.
+        self.watches
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         for &(p, n) in self
             .maps
             .get_mut()

@@ -12,6 +12,8 @@
 //!   t_ns` for each message received (t_ns: CLOCK_MONOTONIC before the receive call) and
 //!   `DEL group k t_ns` after each successful delete (t_ns: after it returned). `stall` makes it stop forever
 //!   after its first batch (to be killed).
+//! * `busy QUEUE`: sends (singly and in batches of three), receives and deletes without pause
+//!   until an operation fails; prints `RUNNING` after 100 rounds and `ERR kind` at the end.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -315,6 +317,44 @@ fn wait_receive(args: &[String]) -> shmfifo::Result<()> {
     std::process::exit(0);
 }
 
+/// `busy QUEUE`: sends, receives and deletes without pause (single sends and batches of
+/// three, in one group), printing `RUNNING` after the first 100 rounds, until an operation
+/// fails; then prints `ERR kind` and exits normally, its handle dropped: a process in the
+/// middle of its operations when its queue's file is truncated.
+fn busy(args: &[String]) -> shmfifo::Result<()> {
+    let q = Queue::open(&args[0])?;
+    let mut w = out(true);
+    let batch = [
+        SendMessage::new("g", "a"),
+        SendMessage::new("g", "b"),
+        SendMessage::new("g", "c"),
+    ];
+    let opts = ReceiveOptions::max(10);
+    let mut rounds = 0u64;
+    let err = loop {
+        let r = q
+            .send(&SendMessage::new("g", "x"))
+            .and_then(|_| q.send_messages(&batch))
+            .and_then(|_| q.receive(&opts))
+            .and_then(|got| {
+                let hs: Vec<_> = got.into_iter().map(|m| m.receipt_handle).collect();
+                q.delete_handles(&hs)
+            });
+        if let Err(e) = r {
+            break e;
+        }
+        rounds += 1;
+        if rounds == 100 {
+            writeln!(w, "RUNNING").unwrap();
+            w.flush().unwrap();
+        }
+    };
+    writeln!(w, "ERR {}", err.code().name()).unwrap();
+    w.flush().unwrap();
+    drop(q);
+    Ok(())
+}
+
 /// `wait-send QUEUE`: prints `WAITING`, then sends to group `g` with `send_timeout` (up to 20 s)
 /// and prints `SENT` or `ERR kind`: a producer asleep for space (the queue is full and cannot
 /// grow) when its file is truncated.
@@ -367,6 +407,7 @@ pub fn dispatch(args: &[String]) -> Option<Result<(), String>> {
         Some("attempt-receive") => attempt_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("wait-receive") => wait_receive(&args[1..]).map_err(|e| e.to_string()),
         Some("wait-send") => wait_send(&args[1..]).map_err(|e| e.to_string()),
+        Some("busy") => busy(&args[1..]).map_err(|e| e.to_string()),
         Some("fill-fsize") => fill_fsize(&args[1..]).map_err(|e| e.to_string()),
         Some("verify") => {
             let mut report = Report::default();

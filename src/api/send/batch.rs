@@ -218,6 +218,8 @@ impl Queue {
             pending[k] = true;
         }
         self.send_chains(entries, &mut pending, &outs, results)?;
+        // A file cut under the send (`sys::guard`): the queue is gone, whatever was written.
+        inner.live()?;
         Ok(in_place)
     }
 
