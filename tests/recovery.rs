@@ -341,6 +341,74 @@ fn a_busy_process_whose_file_is_truncated_gets_an_error() {
     }
 }
 
+/// Every handle of a cut file in a process says so, not only the one whose operation faulted
+/// first: each handle maps the file itself, so its own touch past the cut faults too, and the
+/// guard's flag is the file's (`sys::guard::cut_for`, pinned by its unit test
+/// `handles_of_one_file_share_its_flag`), so the first fault marks them all.
+#[test]
+fn every_handle_of_a_cut_file_says_truncated() {
+    let name = common::unique("trunc-two");
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let a = Queue::create(&name, &cfg).unwrap();
+    let b = Queue::open(&name).unwrap();
+    a.send(&shmfifo::SendMessage::new("g", "x")).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{name}"))
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    let r = a.send(&shmfifo::SendMessage::new("g", "y"));
+    assert!(matches!(r, Err(shmfifo::Error::Truncated { .. })), "{r:?}");
+    let r = b.receive(&shmfifo::ReceiveOptions::max(10));
+    assert!(matches!(r, Err(shmfifo::Error::Truncated { .. })), "{r:?}");
+    assert!(matches!(
+        b.check_file(),
+        Err(shmfifo::Error::Truncated { .. })
+    ));
+    drop((a, b));
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+}
+
+/// A SIGBUS sent by a process (`kill -BUS`) still ends a process that has the guard, as the
+/// signal's default does: Rust's own handler, which the guard passes it to, gives the signal
+/// back to its default and counts on a fault coming again, which a sent signal does not; the
+/// guard raises it again then. (Before: the process lived on, its guard undone by Rust's
+/// handler, and the next truncation killed it.)
+#[test]
+fn a_sigbus_sent_to_a_guarded_process_still_ends_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let name = common::unique("trunc-kill");
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let q = Queue::create(&name, &cfg).unwrap();
+    let mut child = Command::new(BIN)
+        .args(["busy", &name])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "RUNNING");
+    // SAFETY: kill(2) of our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGBUS) }, 0);
+    let since = std::time::Instant::now();
+    let st = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if since.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the worker lived on after a SIGBUS sent to it");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(st.signal(), Some(libc::SIGBUS), "{st:?}");
+    drop(q);
+    let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
+}
+
 /// An anonymous queue's memfd is sealed: nobody holding its descriptor can shrink or
 /// grow it under the participants.
 #[test]

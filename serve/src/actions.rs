@@ -376,6 +376,8 @@ impl Queues {
             "GetQueueAttributes" => {
                 let (name, q) = self.queue(p, who)?;
                 let all = self.attributes_of(&name, q.queue());
+                // A file cut (by any user who may write it): its figures would be zeros.
+                q.queue().check_file()?;
                 let wanted_names = names(p, "AttributeNames");
                 for n in &wanted_names {
                     if !QUEUE_ATTRIBUTES.contains(&n.as_str()) {
@@ -552,6 +554,7 @@ impl Queues {
                 // Q7: the same attributes again is success; others are QueueAlreadyExists.
                 let q = self.queue_by_name(name, who)?;
                 let have = self.attributes_of(name, q.queue());
+                q.queue().check_file()?;
                 let mut differ = Vec::new();
                 for (k, v) in &attrs {
                     let same = match k.as_str() {

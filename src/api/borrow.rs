@@ -208,7 +208,8 @@ impl<'q, 'b> BorrowedBatch<'q, 'b> {
             n += 1;
         }
         match handle::first_not_taken(self.queue.arena(), &slots[..n]) {
-            Ok(None) => Ok(()),
+            // A file cut under the reads (`sys::guard`): they may have been zeros.
+            Ok(None) => self.queue.inner.live(),
             Ok(Some(k)) => Err(Error::ReceiptHandleExpired {
                 handle: messages[k].receipt_handle.to_string(),
             }),
@@ -294,7 +295,8 @@ impl Queue {
         self.same_queue(handle)?;
         let h = handle.slot();
         match handle::still_taken(self.arena(), h) {
-            Ok(true) => Ok(()),
+            // A file cut under the reads (`sys::guard`): they may have been zeros.
+            Ok(true) => self.inner.live(),
             Ok(false) => Err(Error::ReceiptHandleExpired {
                 handle: handle.to_string(),
             }),

@@ -163,6 +163,14 @@ impl Queue {
         }
         let mut gid = [0u8; MAX_ID_LEN];
         let glen = t.group_id(&mut gid);
+        // The bytes copied out of this queue before anything reaches the dead-letter queue:
+        // a file cut under the copy (`sys::guard`) read zeros, which must not be sent on as
+        // the message (a move is rare: one copy costs nothing that matters).
+        let bytes = [attrs, body].concat();
+        if self.inner.is_cut() {
+            return Err(self.inner.cut_error());
+        }
+        let (attrs, body) = bytes.split_at(attrs.len());
         dlq.send_parts(
             &gid[..glen],
             &self.inner.source,
@@ -210,6 +218,7 @@ impl Queue {
     /// ```
     pub fn redrive_policy(&self) -> Result<Option<RedrivePolicy>> {
         let p = settings::read(self.arena()).map_err(|f| fault(f, &self.inner))?;
+        self.inner.live()?;
         Ok((p.max_receive_count > 0).then(|| RedrivePolicy {
             dead_letter_queue: String::from_utf8_lossy(&p.path[..p.path_len]).into_owned(),
             max_receive_count: p.max_receive_count,

@@ -31,10 +31,10 @@ impl Queue {
 
     pub(super) fn handle_fault(&self, f: Fault, h: &ReceiptHandle) -> Error {
         match f {
+            _ if self.inner.is_cut() => self.inner.cut_error(),
             Fault::Expired => Error::ReceiptHandleExpired {
                 handle: h.to_string(),
             },
-            _ if self.inner.is_cut() => self.inner.cut_error(),
             f => fault(f, &self.inner),
         }
     }
@@ -380,6 +380,7 @@ impl Queue {
     pub fn recover(&self) -> Result<Recovered> {
         let mut out = self.repair()?;
         self.quarantine_damaged(&mut out)?;
+        self.inner.live()?;
         Ok(out)
     }
 

@@ -402,6 +402,8 @@ impl Queue {
     /// ```
     pub fn loan(&self, group_id: &str, len: usize) -> Result<Loan<'_>> {
         validate::id("MessageGroupId", group_id)?;
+        // A queue found cut (`sys::guard`) lends nothing (a loan's send checks again).
+        self.inner.live()?;
         if len == 0 {
             return Err(Error::invalid(
                 "MessageBody",

@@ -129,10 +129,6 @@ impl Observer {
     /// an earlier look (a long-running observer, such as `shmfifo watch`, checks before each
     /// look).
     pub fn check(&self) -> Result<()> {
-        self.q.inner.live()?;
-        match self.q.truncated()? {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        self.q.check_file()
     }
 }

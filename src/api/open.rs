@@ -600,13 +600,28 @@ impl Queue {
         };
         // A named queue's file can be cut under us: its mappings are watched (`sys::guard`);
         // an anonymous queue's memfd is sealed against shrinking.
-        let cut = sys::guard::new_cut();
-        let guarded = Guarded {
-            _watch: match path {
-                Some(_) => sys::guard::watch(map.as_ptr(), map.len(), !read_only, &cut),
-                None => sys::guard::Watch::none(),
+        let guarded = match path {
+            Some(_) => {
+                use std::os::fd::AsFd;
+                use std::os::unix::fs::MetadataExt;
+                let m = file.metadata()?;
+                let cut = sys::guard::cut_for(m.dev(), m.ino());
+                Guarded {
+                    _watch: sys::guard::watch(
+                        map.as_ptr(),
+                        map.len(),
+                        !read_only,
+                        file.as_fd(),
+                        0,
+                        &cut,
+                    ),
+                    cut,
+                }
+            }
+            None => Guarded {
+                _watch: sys::guard::Watch::none(),
+                cut: sys::guard::new_cut(),
             },
-            cut,
         };
         let base = map.as_mut_ptr();
         // SAFETY: the mapping is page-aligned and at least `view::MIN_LEN` bytes (`probe`),
@@ -686,9 +701,12 @@ impl Queue {
             map,
             path: Some(path),
         };
-        Ok(Queue {
+        let q = Queue {
             inner: Arc::new(inner),
-        })
+        };
+        // A file cut under the open's reads (`sys::guard`).
+        q.inner.live()?;
+        Ok(q)
     }
 
     pub(super) fn attach(file: File, path: Option<PathBuf>) -> Result<Queue> {
@@ -762,6 +780,8 @@ impl Queue {
         if !recovery::dead_participants(q.arena(), inner, inner.me).is_empty() {
             q.repair()?;
         }
+        // A file cut under the open's reads and writes (`sys::guard`).
+        inner.live()?;
         Ok(q)
     }
 

@@ -28,12 +28,12 @@ pub struct Queue {
 
 #[derive(Debug)]
 pub(super) struct Inner {
+    /// The truncation guard's watch of `map` and the queue's cut flag (first: the watch is
+    /// dropped before `file` is closed and `map` unmapped).
+    pub(super) guarded: Guarded,
     pub(super) file: File,
     /// Private open file description holding our liveness lock.
     pub(super) lock_file: File,
-    /// The truncation guard's watch of `map` and the queue's cut flag (before `map`: the watch
-    /// is dropped before the mapping is unmapped).
-    pub(super) guarded: Guarded,
     pub(super) map: memmap2::MmapRaw,
     /// Points into `map` and `segs`, which live as long as `self`.
     pub(super) view: Arena<'static>,
@@ -272,7 +272,7 @@ impl Inner {
     #[inline(never)]
     pub(super) fn cut_error(&self) -> Error {
         Error::Truncated {
-            expected: self.map.len() as u64,
+            expected: (self.map.len() as u64).max(self.segs.file().mapped_end()),
             found: sys::file_len(&self.file).unwrap_or(0),
         }
     }
@@ -402,6 +402,36 @@ impl Queue {
             .path
             .as_deref()
             .map_or_else(|| "(anonymous)".to_owned(), |p| p.display().to_string())
+    }
+
+    /// `Truncated` if the queue's file is now shorter than this handle's mapping, or was
+    /// found cut under an operation of this process (the truncation guard, see
+    /// `docs/guarantees.md`, "Truncation"); `Ok` otherwise. Operations that return a
+    /// `Result` check by themselves; this is for a caller of the ones that cannot fail
+    /// ([`attributes`](Queue::attributes), [`counters`](Queue::counters)), whose figures
+    /// from a cut file would be zeros. One `fstat`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig};
+    ///
+    /// let path = std::env::temp_dir().join(format!("shmfifo-doc-check-{}", std::process::id()));
+    /// let q = Queue::create_at(&path, &QueueConfig::new())?;
+    /// q.check_file()?;
+    /// // Another process (any user who may write the file) cuts it.
+    /// std::fs::OpenOptions::new().write(true).open(&path)?.set_len(4096)?;
+    /// assert!(matches!(q.check_file(), Err(Error::Truncated { found: 4096, .. })));
+    /// drop(q);
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn check_file(&self) -> crate::Result<()> {
+        self.inner.live()?;
+        match self.truncated()? {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// The file path, if the queue has one.

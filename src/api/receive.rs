@@ -250,6 +250,8 @@ impl Queue {
                 // The deadlines moved: record them, so a further retry replays too.
                 new.vt_ms = vt;
                 attempt::record(a, inner, inner.me, hash, attempt_id.as_bytes(), &new);
+                // A file cut under the replay (`sys::guard`): what it copied may be zeros.
+                inner.live()?;
                 return Ok(buf.len);
             }
         }

@@ -111,7 +111,7 @@ impl Queue {
         }
         // The redrive policy first: a failure there leaves every setting as it was.
         live::change(self.arena(), inner, &change);
-        Ok(())
+        inner.live()
     }
 
     /// Moves the queue's test clock forward by `d`, for every process at once (see
@@ -154,7 +154,7 @@ impl Queue {
                 reason: format!("the test clock cannot pass {limit} ms of queue time"),
             }
         })?;
-        Ok(())
+        inner.live()
     }
 
     /// Changes one setting by its SQS attribute name, with SQS's units and text values

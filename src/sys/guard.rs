@@ -6,29 +6,38 @@
 //! process. A process that serves other users (`shmfifo serve`, the metrics endpoint) would
 //! die of any of them cutting a queue it opened. Here every mapping of a named queue's file
 //! (the base and each added segment) is entered in a table that a SIGBUS handler reads: a
-//! fault at an address inside one of them (`BUS_ADRERR`, a page with no file behind it) maps
-//! private zero pages over the rest of that mapping, marks the queue's handles *cut*, and
-//! returns, so the faulting instruction runs again on a zero page. The operation in progress
-//! goes on over zeros, which shared memory already is to every reader (untrusted: bounded,
-//! checked, at worst an error); every later operation of a handle of that queue, and any error
-//! it meets, is `Truncated`. Nothing is lost that the truncation did not already destroy: the
-//! pages past the cut are gone for every process.
+//! fault at an address inside one of them (`BUS_ADRERR`) whose file offset is past the file's
+//! end now (`fstat` on the entry's descriptor: an I/O error of a file still whole is not a
+//! cut, and goes on as any other SIGBUS) maps private zero pages over the mapping from the
+//! file's end (each page once: a later, deeper cut fills only what lies before the last
+//! fill), marks the queue cut in this process (one flag per file, shared by every handle of
+//! it: [`cut_for`]), and returns, so the faulting instruction runs again on a zero page. The
+//! operation in progress goes on over zeros, which shared memory already is to every reader
+//! (untrusted: bounded, checked, at worst an error); every later operation of a handle of that
+//! queue, and any error it meets, is `Truncated`. The pages past the cut are gone for every
+//! process: the truncation destroyed them, not the guard.
 //!
 //! Every other SIGBUS goes to the handler that was there before (Rust's own stack-overflow
 //! handler, a runtime's, a debugger's), or, if there was none, to the default action: the
 //! handler puts the default back and the fault happens again (a SIGBUS sent by `kill` is
-//! raised again). The handler is installed once, by the first named queue a process maps,
+//! raised again; one sent by a process after which the previous handler gave the signal back
+//! to its default, as Rust's own does for an address it does not know, is raised again too,
+//! as that default). The handler is installed once, by the first named queue a process maps,
 //! unless `SHMFIFO_SIGBUS_GUARD=0` is set then; a handler installed later in its place, one
 //! that does not pass on what is not its own, disables it. At most [`RANGES`] mappings are
 //! watched at once; one beyond them is mapped unwatched (its process dies of a truncation as
-//! before). The handler is async-signal-safe: atomics and two system calls (`mmap`, and
-//! `sigaction`/`raise` on the way to the default action).
+//! before). The handler is async-signal-safe: atomics and system calls (`fstat`, `mmap`, and
+//! `sigaction`/`raise` on the way to the default action); it keeps `errno`.
 #![allow(unsafe_code)]
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Once};
+use std::sync::{Mutex, Weak};
 
 /// How many mappings the guard watches at once (each queue handle's base mapping and each of
 /// its added segments is one).
@@ -47,6 +56,13 @@ struct Range {
     cut: AtomicPtr<AtomicBool>,
     /// Whether the mapping is writable (an observer's is read-only).
     writable: AtomicBool,
+    /// The descriptor of the mapped file (open while the entry is) and the file offset of
+    /// the mapping's first byte.
+    fd: AtomicI32,
+    offset: AtomicU64,
+    /// The lowest address filled with zero pages so far (`usize::MAX`: none): a fill covers
+    /// from the file's end up to here, and is claimed by moving it (a CAS) before its `mmap`.
+    filled: AtomicUsize,
     /// Raised each time the entry is emptied: the handler reads it before and after the
     /// fields, and uses them only if it did not move.
     gen: AtomicUsize,
@@ -59,6 +75,9 @@ impl Range {
             len: AtomicUsize::new(0),
             cut: AtomicPtr::new(std::ptr::null_mut()),
             writable: AtomicBool::new(false),
+            fd: AtomicI32::new(-1),
+            offset: AtomicU64::new(0),
+            filled: AtomicUsize::new(usize::MAX),
             gen: AtomicUsize::new(0),
         }
     }
@@ -81,10 +100,35 @@ unsafe impl Sync for Previous {}
 static PREVIOUS: Previous = Previous(UnsafeCell::new(MaybeUninit::uninit()));
 static PREVIOUS_SET: AtomicBool = AtomicBool::new(false);
 
-/// A queue's cut flag, shared by its handle and the watches of its mappings.
+/// A queue's cut flag, shared by every handle of its file in this process and the watches of
+/// their mappings.
 pub type Cut = Arc<AtomicBool>;
 
-/// A new cut flag, not set.
+/// A file's `(dev, ino)` and its cut flag while some handle holds it.
+type FileCut = ((u64, u64), Weak<AtomicBool>);
+
+/// The cut flags of the files some handle of this process has open.
+static CUTS: Mutex<Vec<FileCut>> = Mutex::new(Vec::new());
+
+/// The cut flag of the file `(dev, ino)`: the one a handle of it already holds, or a new one.
+/// (An inode is not reused while a handle holds its file open, and the flag lives only as long
+/// as some handle does.)
+pub fn cut_for(dev: u64, ino: u64) -> Cut {
+    let mut cuts = CUTS.lock().unwrap_or_else(|e| e.into_inner());
+    cuts.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(c) = cuts
+        .iter()
+        .find(|(k, _)| *k == (dev, ino))
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return c;
+    }
+    let c = Arc::new(AtomicBool::new(false));
+    cuts.push(((dev, ino), Arc::downgrade(&c)));
+    c
+}
+
+/// A cut flag of its own, not set (a queue that is never watched: a sealed memfd).
 pub fn new_cut() -> Cut {
     Arc::new(AtomicBool::new(false))
 }
@@ -123,9 +167,17 @@ impl Watch {
     }
 }
 
-/// Enters the mapping of `len` bytes at `start` (`writable` as mapped) in the guard's table,
-/// installing the handler first if it is not yet; a fault in it sets `cut`.
-pub fn watch(start: *const u8, len: usize, writable: bool, cut: &Cut) -> Watch {
+/// Enters the mapping of `len` bytes at `start` (`writable` as mapped) of the file `fd` from
+/// its offset `offset` in the guard's table, installing the handler first if it is not yet; a
+/// fault in it past the file's end sets `cut`. `fd` must stay open while the watch lives.
+pub fn watch(
+    start: *const u8,
+    len: usize,
+    writable: bool,
+    fd: BorrowedFd<'_>,
+    offset: u64,
+    cut: &Cut,
+) -> Watch {
     install();
     // Acquire: pairs with the Release store of `install` (the handler is in place).
     if !ACTIVE.load(Ordering::Acquire) || start.is_null() || len == 0 {
@@ -140,10 +192,16 @@ pub fn watch(start: *const u8, len: usize, writable: bool, cut: &Cut) -> Watch {
         {
             continue;
         }
+        // Release fence: a handler that reads one of the stores below also sees the `gen`
+        // raised by the entry's last `Watch` (its seqlock check then fails).
+        fence(Ordering::Release);
         // Relaxed: published by the Release store of `start` below.
         r.len.store(len, Ordering::Relaxed);
         r.cut.store(Arc::as_ptr(cut).cast_mut(), Ordering::Relaxed);
         r.writable.store(writable, Ordering::Relaxed);
+        r.fd.store(fd.as_raw_fd(), Ordering::Relaxed);
+        r.offset.store(offset, Ordering::Relaxed);
+        r.filled.store(usize::MAX, Ordering::Relaxed);
         // Release: pairs with the handler's Acquire load of `USED`; the entry's index is
         // counted before its `start` says it is in use.
         USED.fetch_max(i + 1, Ordering::Release);
@@ -197,9 +255,7 @@ fn install() {
         let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: `sigemptyset` initialises the mask it is given, a field of `sa`.
         unsafe { libc::sigemptyset(&mut sa.sa_mask) };
-        sa.sa_sigaction = on_sigbus
-            as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
-            as libc::sighandler_t;
+        sa.sa_sigaction = handler_address();
         sa.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
         // SAFETY: installs a handler that is async-signal-safe (see `on_sigbus`).
         if unsafe { libc::sigaction(libc::SIGBUS, &sa, std::ptr::null_mut()) } == 0 {
@@ -212,17 +268,22 @@ fn install() {
 /// The SIGBUS handler: a fault inside a watched mapping is answered with zero pages; anything
 /// else goes on to the previous action.
 extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: `errno` is this thread's; kept across the handler, which makes system calls.
+    let errno = unsafe { *libc::__errno_location() };
     // SAFETY: an SA_SIGINFO handler is given a valid `siginfo_t`; `si_addr` is defined for
     // SIGBUS (whatever its code: for one sent by `kill` it is not used).
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
-    if code == libc::BUS_ADRERR && zero_fill(addr) {
-        return;
+    if !(code == libc::BUS_ADRERR && zero_fill(addr)) {
+        pass_on(sig, code, info, ctx);
     }
-    pass_on(sig, code, info, ctx);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
 }
 
-/// Maps zero pages from `addr`'s page to the end of the watched mapping that holds it and
-/// sets its queue's cut flag; false if no watched mapping holds it (or the `mmap` failed).
+/// Maps zero pages over the watched mapping that holds `addr`, from the file's end (or where
+/// the last fill began) on, and sets its queue's cut flag; false if no watched mapping holds
+/// it, if `addr` is not past the file's end (an I/O error of a whole file, not a cut), or if
+/// the `mmap` failed.
 fn zero_fill(addr: usize) -> bool {
     let page = PAGE.load(Ordering::Relaxed);
     // Acquire: pairs with `watch`'s Release `fetch_max`.
@@ -238,6 +299,8 @@ fn zero_fill(addr: usize) -> bool {
         let len = r.len.load(Ordering::Relaxed);
         let cut = r.cut.load(Ordering::Relaxed);
         let writable = r.writable.load(Ordering::Relaxed);
+        let fd = r.fd.load(Ordering::Relaxed);
+        let offset = r.offset.load(Ordering::Relaxed);
         // Acquire fence: the reads above come before the re-check below (a `Watch` dropped
         // meanwhile moved `gen` before it emptied `start`).
         fence(Ordering::Acquire);
@@ -247,34 +310,88 @@ fn zero_fill(addr: usize) -> bool {
         if addr - start >= len || cut.is_null() {
             continue;
         }
+        // Where the file ends now, as an address of this mapping (rounded up to a page: the
+        // page that holds the end is still the file's).
+        // SAFETY: a zeroed `stat` is a valid value; `fstat` writes it.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: the entry's descriptor stays open while the entry is in use (`watch`).
+        if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            return false;
+        }
+        let size = (st.st_size.max(0) as u64).saturating_add(page as u64 - 1) & !(page as u64 - 1);
+        let eof = start
+            .saturating_add(usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX));
+        if addr < eof {
+            // The file reaches past the address: not a cut.
+            return false;
+        }
+        let end = start.saturating_add(len).saturating_add(page - 1) & !(page - 1);
+        let from = eof.max(start);
+        // Claim `from..filled` (what an earlier fill did not cover); a fault at or past
+        // `filled` meets a fill under way (or done), and its instruction runs again.
+        // Relaxed: the CAS orders nothing but the claim; the pages come from `mmap`.
+        let filled = r.filled.load(Ordering::Relaxed);
+        let to = filled.min(end);
+        if addr >= to {
+            return true;
+        }
+        if r.filled
+            .compare_exchange(filled, from, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return true;
+        }
         // SeqCst: before the `mmap` below (see `is_cut`). SAFETY: the flag is kept alive by the
         // entry's `Watch`, which is dropped only before its mapping is unmapped, so not while
         // a touch of the mapping faults (the re-check above saw the entry still in use).
         unsafe { (*cut).store(true, Ordering::SeqCst) };
-        let from = addr & !(page - 1);
-        let end = start.saturating_add(len).saturating_add(page - 1) & !(page - 1);
         let prot = if writable {
             libc::PROT_READ | libc::PROT_WRITE
         } else {
             libc::PROT_READ
         };
         // SAFETY: replaces pages of a mapping this process made of a queue's file and still
-        // holds (`from..end` lies inside it, page-aligned): the pages past the file's end,
-        // which raise SIGBUS, become private zero pages. Every access to the mapping is to
-        // shared memory the code already treats as untrusted, so zeros are a value it handles.
+        // holds (`from..to` lies inside it, page-aligned): pages past the file's end, which
+        // raise SIGBUS, become private zero pages. Every access to the mapping is to shared
+        // memory the code already treats as untrusted, so zeros are a value it handles.
         let p = unsafe {
             libc::mmap(
                 from as *mut libc::c_void,
-                end - from,
+                to - from,
                 prot,
                 libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
                 -1,
                 0,
             )
         };
-        return p != libc::MAP_FAILED;
+        if p == libc::MAP_FAILED {
+            // Give the claim back (a fault there would wait on it forever), and let the fault
+            // take its course.
+            let _ = r
+                .filled
+                .compare_exchange(from, filled, Ordering::Relaxed, Ordering::Relaxed);
+            return false;
+        }
+        return true;
     }
     false
+}
+
+/// Whether SIGBUS's action is still this module's handler.
+fn ours_still() -> bool {
+    // SAFETY: a zeroed `sigaction` is a valid value; `sigaction` with a null new action only
+    // reads the current one (async-signal-safe).
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut now) == 0
+            && now.sa_sigaction == handler_address()
+    }
+}
+
+/// This module's handler as a `sigaction` field holds it.
+fn handler_address() -> libc::sighandler_t {
+    on_sigbus as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void)
+        as libc::sighandler_t
 }
 
 /// Hands a SIGBUS that is not ours to the action that was there before, or to the default.
@@ -304,6 +421,14 @@ fn pass_on(
                 let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
                 f(sig);
             }
+            if code <= 0 && !ours_still() {
+                // Sent by a process, and the handler before us gave the signal to another
+                // action (Rust's own puts the default back for an address it does not know,
+                // counting on the fault to come again: a sent signal does not): that action
+                // takes it now, as it would have without us.
+                // SAFETY: async-signal-safe; blocked while this handler runs, delivered after.
+                unsafe { libc::raise(sig) };
+            }
             return;
         }
     }
@@ -326,6 +451,7 @@ fn pass_on(
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::fd::AsFd;
 
     /// A mapped page past a file's cut reads as zero once the guard is on, the queue's flag
     /// says cut, and the pages before the cut still show the file.
@@ -343,7 +469,7 @@ mod tests {
         f.write_all(&vec![7u8; 3 * page]).unwrap();
         let map = super::super::map(&f, 3 * page as u64).unwrap();
         let cut = new_cut();
-        let w = watch(map.as_ptr(), map.len(), true, &cut);
+        let w = watch(map.as_ptr(), map.len(), true, f.as_fd(), 0, &cut);
         assert!(w.watched(), "the guard is on unless SHMFIFO_SIGBUS_GUARD=0");
         f.set_len(page as u64).unwrap();
         let p = map.as_mut_ptr();
@@ -379,7 +505,7 @@ mod tests {
         f.write_all(&vec![3u8; 2 * page]).unwrap();
         let map = super::super::map_read_only(&f, 2 * page as u64).unwrap();
         let cut = new_cut();
-        let w = watch(map.as_ptr(), map.len(), false, &cut);
+        let w = watch(map.as_ptr(), map.len(), false, f.as_fd(), 0, &cut);
         f.set_len(0).unwrap();
         // SAFETY: inside the mapping.
         let b = unsafe { std::ptr::read_volatile(map.as_ptr().add(page)) };
@@ -388,5 +514,68 @@ mod tests {
         drop(w);
         drop(map);
         let _ = std::fs::remove_file(&path);
+    }
+
+    /// A deeper cut after a first one fills only the pages the first fill left to the file:
+    /// what the process wrote to the first fill's zero pages stays.
+    #[test]
+    fn a_deeper_cut_fills_only_what_the_last_fill_did_not() {
+        let page = rustix::param::page_size();
+        let path = std::env::temp_dir().join(format!("shmfifo-guard-2-{}", std::process::id()));
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(&vec![5u8; 4 * page]).unwrap();
+        let map = super::super::map(&f, 4 * page as u64).unwrap();
+        let cut = new_cut();
+        let w = watch(map.as_ptr(), map.len(), true, f.as_fd(), 0, &cut);
+        let p = map.as_mut_ptr();
+        f.set_len(3 * page as u64).unwrap();
+        // SAFETY: inside the mapping; volatile, so the accesses happen here, in this order.
+        unsafe {
+            assert_eq!(std::ptr::read_volatile(p.add(3 * page)), 0);
+            std::ptr::write_volatile(p.add(3 * page), 9);
+            assert_eq!(
+                std::ptr::read_volatile(p.add(2 * page)),
+                5,
+                "still the file's"
+            );
+        }
+        f.set_len(page as u64).unwrap();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(
+                std::ptr::read_volatile(p.add(2 * page)),
+                0,
+                "past the new end"
+            );
+            assert_eq!(
+                std::ptr::read_volatile(p.add(3 * page)),
+                9,
+                "the first fill kept"
+            );
+            assert_eq!(std::ptr::read_volatile(p), 5, "the page before the cut");
+        }
+        assert!(is_cut(&cut));
+        drop(w);
+        drop(map);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// One flag per file: a second handle's watch of the same file shares the first's.
+    #[test]
+    fn handles_of_one_file_share_its_flag() {
+        let a = cut_for(u64::MAX, 7);
+        let b = cut_for(u64::MAX, 7);
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(!Arc::ptr_eq(&a, &cut_for(u64::MAX, 8)));
+        drop((a, b));
+        // No handle holds it any more: a new file of that inode gets a new flag.
+        let c = cut_for(u64::MAX, 7);
+        assert!(!is_cut(&c));
     }
 }

@@ -493,7 +493,14 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
         }
         .map_err(|e| Fault::Mapping(e.raw_os_error()))?;
         if let Some(cut) = &self.cut {
-            let w = guard::watch(p as *const u8, n, !self.read_only, cut);
+            let w = guard::watch(
+                p as *const u8,
+                n,
+                !self.read_only,
+                self.file.as_fd(),
+                from,
+                cut,
+            );
             self.watches
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
