@@ -55,11 +55,12 @@ pub use loom::thread_local;
 /// they hold this process's own caches, such as where it mapped a segment, whose every value
 /// is equally right). Shared words use the atomics above.
 pub mod local {
-    pub use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+    pub use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
-    /// A flag of heap arenas (tests and loom models).
-    #[cfg(any(test, feature = "loom"))]
-    pub use std::sync::atomic::AtomicBool;
+    /// The truncation guard's table and its seqlock (`sys::guard`): process-local words a
+    /// signal handler reads.
+    #[cfg(not(shmfifo_loom))]
+    pub use std::sync::atomic::{fence, AtomicI32, AtomicUsize};
 }
 
 /// Interior mutability for payload bytes of heap arenas (tests and loom models).

@@ -627,6 +627,11 @@ impl Queue {
         // SAFETY: the mapping is page-aligned and at least `view::MIN_LEN` bytes (`probe`),
         // owned by `map` for the call.
         let checked = unsafe { view::check_at(base, len) }.map_err(|r| match r {
+            // A file cut under the look (`sys::guard`): what it read may be zeros.
+            _ if sys::guard::is_cut(&guarded.cut) => Error::Truncated {
+                expected: len,
+                found: sys::file_len(file).unwrap_or(0),
+            },
             Refused::NotAnArena => Error::NotAnArena {
                 path: shown.clone(),
             },

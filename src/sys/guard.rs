@@ -30,12 +30,12 @@
 //! `sigaction`/`raise` on the way to the default action); it keeps `errno`.
 #![allow(unsafe_code)]
 
+use crate::sync::local::{
+    fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::sync::atomic::{
-    fence, AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
-};
 use std::sync::{Arc, Once};
 use std::sync::{Mutex, Weak};
 
