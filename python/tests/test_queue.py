@@ -177,3 +177,18 @@ def test_a_binary_queue_moves_any_bytes(qdir):
         assert m.body == "plain"
     with pytest.raises(ValueError):
         shmfifo.Queue.create(os.path.join(qdir, "bad.fifo"), body_mode="hex")
+
+
+def test_a_queue_file_truncated_under_the_interpreter_is_an_error_not_a_crash(qdir):
+    # Anyone who may write a queue's file can cut it. The library's SIGBUS guard makes the
+    # next call of that queue raise Truncated; without it the interpreter died of SIGBUS.
+    path = os.path.join(qdir, "cut.fifo")
+    with shmfifo.Queue.create(path) as q:
+        q.send("g", "x", dedup_id="1")
+        os.truncate(path, 4096)
+        with pytest.raises(shmfifo.Error) as e:
+            q.send("g", "y", dedup_id="2")
+        assert e.value.kind == "Truncated" and e.value.code == "shmfifo.Truncated"
+        with pytest.raises(shmfifo.Error) as e:
+            q.receive(10, wait=0)
+        assert e.value.kind == "Truncated"
