@@ -12,6 +12,12 @@
 //! that every client that can connect (any address, no authentication) sees every queue this
 //! process's user may observe: the choice for a Prometheus running as another user, or
 //! elsewhere.
+//!
+//! **What a scrape costs.** A directory walk and a look at every queue's header, on a
+//! blocking thread, at most four at once; one viewer's (a local user's, or a public
+//! endpoint's every client's) one at a time, its result served to it again for
+//! [`MetricsConfig::reuse`] (1 s by default), so a client asking in a loop walks the
+//! directory once a second, not once a request.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -50,7 +56,17 @@ pub struct MetricsConfig {
     /// reads the figures). Default `false`: `addr` must be a loopback address, and a client
     /// sees only the queues its own user may open (see the module doc).
     pub public: bool,
+    /// How long a scrape's result is served again to the same viewer (the same local user,
+    /// or every client of a public endpoint) instead of scraping anew; requests of one viewer
+    /// that arrive while its scrape runs wait for it and get its result. Default
+    /// [`SCRAPE_REUSE`] (1 s): a client asking in a loop costs one directory walk a second,
+    /// not one a request. Zero scrapes for every request (requests of one viewer still one at
+    /// a time).
+    pub reuse: std::time::Duration,
 }
+
+/// [`MetricsConfig::reuse`]'s default.
+pub const SCRAPE_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Default for MetricsConfig {
     fn default() -> Self {
@@ -59,7 +75,32 @@ impl Default for MetricsConfig {
             dir: PathBuf::from("/dev/shm"),
             queues: Vec::new(),
             public: false,
+            reuse: SCRAPE_REUSE,
         }
+    }
+}
+
+/// A viewer's last scrape: when it began and what it returned.
+type LastScrape = Option<(std::time::Instant, Bytes)>;
+
+/// Each viewer's last scrape (`None`: a public endpoint's one viewer), one at a time per
+/// viewer (see [`MetricsConfig::reuse`]).
+#[derive(Default)]
+struct Scrapes(
+    std::sync::Mutex<std::collections::HashMap<Option<u32>, Arc<tokio::sync::Mutex<LastScrape>>>>,
+);
+
+/// Viewers whose last scrape is kept, at most (beyond: those not in use are forgotten).
+const VIEWERS: usize = 1024;
+
+impl Scrapes {
+    /// `viewer`'s slot.
+    fn of(&self, viewer: Option<u32>) -> Arc<tokio::sync::Mutex<LastScrape>> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= VIEWERS && !m.contains_key(&viewer) {
+            m.retain(|_, s| Arc::strong_count(s) > 1);
+        }
+        Arc::clone(m.entry(viewer).or_default())
     }
 }
 
@@ -437,6 +478,7 @@ pub async fn serve_metrics(
     let local = listener.local_addr()?;
     ready(local);
     let cfg = Arc::new(cfg);
+    let scrapes = Arc::new(Scrapes::default());
     let conns = Arc::new(std::sync::Mutex::new(Conns::default()));
     // Connections accepted and not yet admitted (their peer being looked up).
     let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -463,6 +505,7 @@ pub async fn serve_metrics(
             continue; // closed at once
         }
         let (cfg, conns, pending) = (Arc::clone(&cfg), Arc::clone(&conns), Arc::clone(&pending));
+        let scrapes = Arc::clone(&scrapes);
         tokio::spawn(async move {
             let key = peer_key(peer, local).await;
             // Relaxed: as above.
@@ -502,6 +545,7 @@ pub async fn serve_metrics(
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                 let cfg = Arc::clone(&cfg);
                 let busy = Arc::clone(&busy);
+                let scrapes = Arc::clone(&scrapes);
                 async move {
                     let r = if req.uri().path() == "/metrics" && viewer.is_err() {
                         Response::builder()
@@ -510,36 +554,53 @@ pub async fn serve_metrics(
                                 b"the user owning this connection was not found: nothing to show\n",
                             )))
                     } else if req.uri().path() == "/metrics" {
-                        // At most `SCRAPES` at once, each holding its turn until its blocking
-                        // read ends (a connection's timeout does not stop it). Only a request
-                        // that has its turn is busy (not to be closed for room): one waiting
-                        // for a turn is not, so requests piled up by one client keep no
-                        // other client out.
-                        let body = match SCRAPE_TURNS.acquire().await {
-                            Ok(turn) => {
-                                // Relaxed: read under the registry's lock only to choose a
-                                // connection to close; a stale value closes one a little
-                                // early or late.
-                                busy.store(true, std::sync::atomic::Ordering::Relaxed);
-                                let body = tokio::task::spawn_blocking(move || {
-                                    let _turn = turn;
-                                    let who = viewer.ok().flatten().map(Identity::of_uid);
-                                    scrape_for(&cfg, who.as_ref())
-                                })
-                                .await
-                                .unwrap_or_default();
-                                // Relaxed: as above.
-                                busy.store(false, std::sync::atomic::Ordering::Relaxed);
-                                body
-                            }
-                            Err(_) => String::new(),
+                        // One scrape at a time per viewer, its result served again for
+                        // `cfg.reuse` (requests that waited for it get it too). At most
+                        // `SCRAPES` at once, each holding its turn until its blocking read
+                        // ends (a connection's timeout does not stop it). Only a request that
+                        // scrapes is busy (not to be closed for room): one waiting for its
+                        // viewer's scrape or for a turn is not, so requests piled up by one
+                        // client keep no other client out.
+                        let uid = viewer.ok().flatten();
+                        let slot = scrapes.of(uid);
+                        let mut last = slot.lock().await;
+                        let body = match &*last {
+                            Some((at, body)) if at.elapsed() < cfg.reuse => body.clone(),
+                            _ => match SCRAPE_TURNS.acquire().await {
+                                Ok(turn) => {
+                                    let at = std::time::Instant::now();
+                                    // Relaxed: read under the registry's lock only to choose
+                                    // a connection to close; a stale value closes one a
+                                    // little early or late.
+                                    busy.store(true, std::sync::atomic::Ordering::Relaxed);
+                                    let cfg = Arc::clone(&cfg);
+                                    let body = tokio::task::spawn_blocking(move || {
+                                        let _turn = turn;
+                                        let who = uid.map(Identity::of_uid);
+                                        scrape_for(&cfg, who.as_ref())
+                                    })
+                                    .await
+                                    .map(Bytes::from);
+                                    // Relaxed: as above.
+                                    busy.store(false, std::sync::atomic::Ordering::Relaxed);
+                                    match body {
+                                        Ok(body) => {
+                                            *last = Some((at, body.clone()));
+                                            body
+                                        }
+                                        Err(_) => Bytes::new(),
+                                    }
+                                }
+                                Err(_) => Bytes::new(),
+                            },
                         };
+                        drop(last);
                         Response::builder()
                             .header(
                                 "content-type",
                                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
                             )
-                            .body(Full::new(Bytes::from(body)))
+                            .body(Full::new(body))
                     } else {
                         Response::builder()
                             .status(404)

@@ -313,3 +313,40 @@ fn a_non_loopback_address_needs_public() {
     ))
     .expect("served (and stopped at once)");
 }
+
+/// A client asking again and again costs one scrape per `reuse` (a directory walk and a look
+/// at every queue each), not one per request: within it, its user gets the scrape it got
+/// before (a queue created since is not in it); an endpoint that reuses nothing shows it.
+/// (Before: every request scraped anew, four at once, so one local user's loop kept every
+/// scrape slot walking the directory.)
+#[test]
+fn a_viewer_asking_again_within_the_reuse_gets_the_same_scrape() {
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-reuse-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _a = Queue::create_at(dir.join("a.fifo"), &QueueConfig::new()).unwrap();
+    let reusing = Endpoint::start_reusing(&dir, Duration::from_secs(600));
+    let fresh = Endpoint::start(&dir);
+    let (status, first) = get(reusing.addr, "/metrics");
+    assert_eq!(status, 200, "{first}");
+    assert!(
+        first.contains(r#"shmfifo_queue_up{queue="a.fifo"} 1"#),
+        "{first}"
+    );
+    let _b = Queue::create_at(dir.join("b.fifo"), &QueueConfig::new()).unwrap();
+    for _ in 0..20 {
+        let (status, again) = get(reusing.addr, "/metrics");
+        assert_eq!(status, 200, "{again}");
+        // The same body: the response's own headers (a date) aside.
+        let body = |r: &str| r.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+        assert_eq!(body(&again), body(&first));
+    }
+    let (status, now) = get(fresh.addr, "/metrics");
+    assert_eq!(status, 200, "{now}");
+    assert!(
+        now.contains(r#"shmfifo_queue_up{queue="b.fifo"} 1"#),
+        "{now}"
+    );
+    reusing.stop().unwrap();
+    fresh.stop().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -33,6 +33,7 @@ pub fn run(a: &MetricsArgs) -> Result<(), Failure> {
         dir: a.dir.clone(),
         queues: a.queues.clone(),
         public: a.public,
+        ..Default::default()
     };
     shmfifo_serve::run_metrics(cfg)
         .map_err(|e| Failure::input(format!("metrics on {}", a.listen), e))

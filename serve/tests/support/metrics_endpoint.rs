@@ -16,13 +16,22 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Starts an endpoint for the queues of `dir`.
+    /// Starts an endpoint for the queues of `dir` that scrapes anew for every request (the
+    /// tests look at what changed between two scrapes).
     pub fn start(dir: &Path) -> Endpoint {
+        Endpoint::start_reusing(dir, Duration::ZERO)
+    }
+
+    /// Starts an endpoint for the queues of `dir` that serves a viewer's scrape again for
+    /// `reuse` ([`MetricsConfig::reuse`]).
+    #[allow(dead_code)]
+    pub fn start_reusing(dir: &Path, reuse: Duration) -> Endpoint {
         let cfg = MetricsConfig {
             addr: "127.0.0.1:0".parse().unwrap(),
             dir: dir.to_owned(),
             queues: Vec::new(),
             public: false,
+            reuse,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
