@@ -39,7 +39,13 @@
 //! group stays stopped at that message, tried again every `max_backoff`, and is reported
 //! ([`BridgeReport::stopped`], the status file, a warning). A remote that refuses a whole
 //! batch for one entry (moto's server does) gets the entries again one per request, so the
-//! culprit is found and refused alone.
+//! culprit is found and refused alone. A remote that refuses every message alike (one error
+//! code for [`BridgeOptions::max_refused_in_a_row`] distinct messages in a row, 10 by
+//! default, with nothing acknowledged between: a policy that denies every send, a code the
+//! bridge does not know as fatal) ends the bridge with that code, the messages left in the
+//! local queue, rather than moving the whole queue to the dead-letter queue message by
+//! message; until then, while two or more distinct messages were refused alike since the
+//! remote last acknowledged one, none is moved (their groups are stopped and reported).
 //!
 //! **Remote failures.** An unreachable endpoint, throttling or a 5xx answer backs the whole
 //! remote off (exponential with jitter, counted `retried`) while the messages stay held; so
@@ -108,6 +114,17 @@ pub struct BridgeOptions {
     pub backoff: Duration,
     /// The longest wait after a refusal (default 60 s): a stopped group is tried this often.
     pub max_backoff: Duration,
+    /// Distinct messages refused in a row with one error code, with nothing acknowledged in
+    /// between, that end the bridge (default 10; 0: never): a remote that refuses every
+    /// message alike, for a reason the bridge does not know as fatal (a new error code, a
+    /// policy that denies every send), would otherwise see each group's head refused
+    /// `max_tries` times and moved to the local dead-letter queue, and the next, until the
+    /// whole queue had moved there. The bridge ends with the last refusal's code and leaves
+    /// the messages in the local queue. Before that, while two or more distinct messages have
+    /// been refused alike since the last acknowledgement, none is moved to the dead-letter
+    /// queue: its group is stopped (reported, tried again every `max_backoff`) until the
+    /// remote acknowledges a message or the run ends the bridge.
+    pub max_refused_in_a_row: u32,
 }
 
 impl Default for BridgeOptions {
@@ -124,6 +141,7 @@ impl Default for BridgeOptions {
             max_tries: 5,
             backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(60),
+            max_refused_in_a_row: 10,
         }
     }
 }
@@ -252,6 +270,15 @@ struct Bridge<'a> {
     sent: u64,
     tick: u64,
     rng: u64,
+    /// The refusals since the last acknowledgement: their error code, the distinct messages
+    /// and the groups refused with it (see [`BridgeOptions::max_refused_in_a_row`]).
+    refused_run: Option<(
+        String,
+        std::collections::HashSet<String>,
+        std::collections::HashSet<String>,
+    )>,
+    /// The error the bridge ends with, once a run of refusals reached the limit.
+    tripped: Option<Error>,
 }
 
 impl<'a> Bridge<'a> {
@@ -287,6 +314,8 @@ impl<'a> Bridge<'a> {
             sent: 0,
             tick: 0,
             rng: seed | 1,
+            refused_run: None,
+            tripped: None,
         }
     }
 
@@ -697,7 +726,43 @@ impl<'a> Bridge<'a> {
             }
         }
         self.forget_idle();
-        ended.map_or(Ok(()), Err)
+        ended.or_else(|| self.tripped.take()).map_or(Ok(()), Err)
+    }
+
+    /// Counts a refusal of message `id` of `group` with `err` toward the run of refusals
+    /// alike; the error to end the bridge with once the run reaches
+    /// [`BridgeOptions::max_refused_in_a_row`] distinct messages.
+    fn refused_alike(&mut self, group: &str, id: &str, err: &Error) -> Option<Error> {
+        let limit = self.opts.max_refused_in_a_row;
+        if limit == 0 {
+            return None;
+        }
+        let code = match err {
+            Error::Remote { code, .. } => code.clone(),
+            e => e.sqs_code().to_owned(),
+        };
+        let run = match &mut self.refused_run {
+            Some(run) if run.0 == code => run,
+            run => run.insert((code, Default::default(), Default::default())),
+        };
+        run.1.insert(id.to_owned());
+        run.2.insert(group.to_owned());
+        if run.1.len() < limit as usize {
+            return None;
+        }
+        Some(Error::Remote {
+            kind: RemoteKind::Other,
+            code: run.0.clone(),
+            message: format!(
+                "the remote queue refused {} messages of {} groups in a row, all with {}, and \
+                 acknowledged none between: a refusal of every message, not of one; the bridge \
+                 ends rather than move them to the dead-letter queue (max_refused_in_a_row; the \
+                 last: {err})",
+                run.1.len(),
+                run.2.len(),
+                run.0
+            ),
+        })
     }
 
     /// One entry's result.
@@ -725,6 +790,7 @@ impl<'a> Bridge<'a> {
                 self.deletes.push((h.msg.receipt_handle, Done::Forwarded));
                 (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
                 g.retries = 0;
+                self.refused_run = None;
             }
             Err(err) if transient(&err) => {
                 tracing::debug!(group = %e.group, error = %err, "bridge: the remote queue failed an entry; retrying");
@@ -752,6 +818,11 @@ impl<'a> Bridge<'a> {
                 g.solo = true;
                 let tries = g.tries;
                 tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: the remote queue refused a message");
+                if let Some(end) = self.refused_alike(&e.group, &e.id, &err) {
+                    // Held as it is (no backoff, no dead-letter move): the bridge ends.
+                    self.tripped.get_or_insert(end);
+                    return;
+                }
                 if tries < self.opts.max_tries.max(1) {
                     let wait = self.backoff(tries);
                     if let Some(g) = self.groups.get_mut(&e.group) {
@@ -759,7 +830,20 @@ impl<'a> Bridge<'a> {
                     }
                     return;
                 }
-                match self.dead_letter(&e) {
+                // Other messages refused alike since the last acknowledgement: the remote may be
+                // refusing every message, so none is moved (the group is stopped, reported,
+                // and tried again) until it acknowledges one or the run ends the bridge.
+                let alike = self.opts.max_refused_in_a_row > 0
+                    && self.refused_run.as_ref().is_some_and(|r| r.1.len() >= 2);
+                if alike {
+                    tracing::warn!(group = %e.group, message_id = %e.id, "bridge: other messages were refused alike since the remote acknowledged one; not moved to the dead-letter queue");
+                }
+                let moved = if alike {
+                    Ok(false)
+                } else {
+                    self.dead_letter(&e)
+                };
+                match moved {
                     Ok(true) => {
                         tracing::warn!(group = %e.group, message_id = %e.id, "bridge: moved to the local dead-letter queue");
                         let g = self.groups.get_mut(&e.group).expect("the group");

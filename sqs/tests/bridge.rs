@@ -575,10 +575,13 @@ fn messages_held_by_groups_stopped_at_a_refusal_are_bounded() {
             .send(&SendMessage::new(&group, "small").dedup_id(&format!("{g}b")))
             .unwrap();
     }
-    // The refusal tests' tries and backoff, one worker, and running until cancelled below.
+    // The refusal tests' tries and backoff, one worker, and running until cancelled below;
+    // every first message is refused alike, which the default `max_refused_in_a_row` would
+    // take for a remote refusing everything and end the bridge at once: off here.
     let (mut opts, cancel) = refusal_options();
     opts.concurrency = 1;
     opts.until_empty = false;
+    opts.max_refused_in_a_row = 0;
     let most = std::thread::scope(|s| {
         let run = s.spawn(|| bridge(&local, &remote, &opts, &mut |_| {}));
         // Sample what the bridge holds (messages in flight locally) for 3 s.
@@ -737,4 +740,82 @@ fn a_batch_a_proxy_answers_with_a_4xx_page_goes_again_entry_by_entry() {
     for (g, ks) in &got {
         assert_eq!(ks, &all(4), "{g}: every message, in order");
     }
+}
+
+/// A remote that refuses each message with an error code the bridge does not know as fatal.
+fn refusing_everything(far: &Queue) -> Hooked {
+    scripted(
+        far,
+        Box::new(|entries| {
+            Some(Ok(entries
+                .iter()
+                .map(|e| BatchResult {
+                    id: e.id.to_owned(),
+                    result: Err(Error::Remote {
+                        kind: shmfifo::RemoteKind::Other,
+                        code: "AWS.SimpleQueueService.SomethingNew".into(),
+                        message: "refused".into(),
+                    }),
+                })
+                .collect()))
+        }),
+    )
+}
+
+/// A remote that refuses every message alike, with a code the bridge does not know as the end
+/// of the road: messages of 4 groups are each refused `max_tries` times, but with other
+/// messages refused alike since the remote last acknowledged one, none is moved to the local
+/// dead-letter queue: the groups are stopped and reported, and every message stays in the
+/// local queue. (Before, each head went to the dead-letter queue and then the next, until the
+/// whole queue had moved there.)
+#[test]
+fn messages_refused_alike_are_not_dead_lettered() {
+    let dir = Dir::new("bridge-alike");
+    let dlq_path = dir.0.join("dlq");
+    let dlq = Queue::create_at(&dlq_path, &QueueConfig::new()).unwrap();
+    let cfg = QueueConfig::new().redrive_policy(RedrivePolicy::new(dlq_path.to_str().unwrap(), 10));
+    let local = Queue::create_at(dir.0.join("outbox"), &cfg).unwrap();
+    fill(&local, 4, 5);
+    let far = Queue::create_at(dir.0.join("far"), &QueueConfig::new()).unwrap();
+    let (opts, cancel) = refusal_options();
+    let r = bridge(&local, &refusing_everything(&far), &opts, &mut |_| {}).unwrap();
+    assert!(!cancel.load(Ordering::Relaxed), "the bridge did not return");
+    assert_eq!(r.stopped, vec!["g0", "g1", "g2", "g3"], "{r:?}");
+    assert_eq!((r.forwarded, r.dead_lettered), (0, 0), "{r:?}");
+    assert_eq!(dlq.attributes().approximate_number_of_messages, 0);
+    let a = local.attributes();
+    assert_eq!(
+        a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+        20
+    );
+}
+
+/// The same with 12 groups: the tenth distinct message refused alike (`max_refused_in_a_row`,
+/// 10 by default) ends the bridge with the remote's code; nothing moved to the dead-letter
+/// queue, every message still in the local queue.
+#[test]
+fn ten_messages_refused_alike_in_a_row_end_the_bridge() {
+    let dir = Dir::new("bridge-alike-end");
+    let dlq_path = dir.0.join("dlq");
+    let dlq = Queue::create_at(&dlq_path, &QueueConfig::new()).unwrap();
+    let cfg = QueueConfig::new().redrive_policy(RedrivePolicy::new(dlq_path.to_str().unwrap(), 10));
+    let local = Queue::create_at(dir.0.join("outbox"), &cfg).unwrap();
+    fill(&local, 12, 2);
+    let far = Queue::create_at(dir.0.join("far"), &QueueConfig::new()).unwrap();
+    let (opts, cancel) = refusal_options();
+    let r = bridge(&local, &refusing_everything(&far), &opts, &mut |_| {});
+    assert!(!cancel.load(Ordering::Relaxed), "the bridge did not end");
+    match &r {
+        Err(Error::Remote { code, message, .. }) => {
+            assert_eq!(code, "AWS.SimpleQueueService.SomethingNew");
+            assert!(message.contains("in a row"), "{message}");
+        }
+        r => panic!("ends with the remote's code: {r:?}"),
+    }
+    assert_eq!(dlq.attributes().approximate_number_of_messages, 0);
+    let a = local.attributes();
+    assert_eq!(
+        a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+        24
+    );
 }

@@ -15,7 +15,7 @@ use crate::errors::Failure;
 #[derive(Args, Debug)]
 pub struct BridgeArgs {
     /// LOCAL REMOTE [--endpoint-url URL] [--visibility-timeout SECS] [--rate N] [--until-empty]
-    /// [--concurrency N] [--max-tries N]
+    /// [--concurrency N] [--max-tries N] [--max-refused-in-a-row N]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }

@@ -44,6 +44,11 @@ struct Args {
     /// 1 s, 2 s, 4 s ... up to 60 s apart, with jitter.
     #[arg(long, default_value_t = 5)]
     max_tries: u32,
+    /// Distinct messages refused in a row with one error code, nothing acknowledged between,
+    /// that end the bridge (a remote refusing every message alike; 0: never), rather than
+    /// move message after message to the dead-letter queue.
+    #[arg(long, default_value_t = 10)]
+    max_refused_in_a_row: u32,
 }
 
 fn main() {
@@ -89,6 +94,7 @@ fn main() {
         cancel: Some(cancel),
         concurrency: a.concurrency.max(1),
         max_tries: a.max_tries.max(1),
+        max_refused_in_a_row: a.max_refused_in_a_row,
         ..Default::default()
     };
     let tty = std::io::stderr().is_terminal();
