@@ -15,9 +15,10 @@
 //!
 //! **What a scrape costs.** A directory walk and a look at every queue's header, on a
 //! blocking thread, at most four at once; one viewer's (a local user's, or a public
-//! endpoint's every client's) one at a time, its result served to it again for
-//! [`MetricsConfig::reuse`] (1 s by default), so a client asking in a loop walks the
-//! directory once a second, not once a request.
+//! endpoint's every client's) one at a time, in a task of its own (a client that leaves
+//! mid-scrape does not waste it), its result served to it again for
+//! [`MetricsConfig::reuse`] (1 s by default) after it ends, so a client asking in a loop
+//! walks the directory at most once a second plus the walk's own time, not once a request.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -56,9 +57,9 @@ pub struct MetricsConfig {
     /// reads the figures). Default `false`: `addr` must be a loopback address, and a client
     /// sees only the queues its own user may open (see the module doc).
     pub public: bool,
-    /// How long a scrape's result is served again to the same viewer (the same local user,
-    /// or every client of a public endpoint) instead of scraping anew; requests of one viewer
-    /// that arrive while its scrape runs wait for it and get its result. Default
+    /// How long after it ends a scrape's result is served again to the same viewer (the same
+    /// local user, or every client of a public endpoint) instead of scraping anew; requests
+    /// of one viewer that arrive while its scrape runs wait for it and get its result. Default
     /// [`SCRAPE_REUSE`] (1 s): a client asking in a loop costs one directory walk a second,
     /// not one a request. Zero scrapes for every request (requests of one viewer still one at
     /// a time).
@@ -80,7 +81,7 @@ impl Default for MetricsConfig {
     }
 }
 
-/// A viewer's last scrape: when it began and what it returned.
+/// A viewer's last scrape: when it ended and what it returned.
 type LastScrape = Option<(std::time::Instant, Bytes)>;
 
 /// Each viewer's last scrape (`None`: a public endpoint's one viewer), one at a time per
@@ -555,46 +556,42 @@ pub async fn serve_metrics(
                             )))
                     } else if req.uri().path() == "/metrics" {
                         // One scrape at a time per viewer, its result served again for
-                        // `cfg.reuse` (requests that waited for it get it too). At most
-                        // `SCRAPES` at once, each holding its turn until its blocking read
-                        // ends (a connection's timeout does not stop it). Only a request that
-                        // scrapes is busy (not to be closed for room): one waiting for its
+                        // `cfg.reuse` after it ends (requests that waited for it get it too).
+                        // The scrape runs in a task of its own, which a request only waits
+                        // for: a client that leaves mid-scrape does not throw the result away
+                        // (the next request gets it). At most `SCRAPES` at once, each holding
+                        // its turn until its blocking read ends. Only a request whose scrape
+                        // runs is busy (not to be closed for room): one waiting for its
                         // viewer's scrape or for a turn is not, so requests piled up by one
                         // client keep no other client out.
                         let uid = viewer.ok().flatten();
                         let slot = scrapes.of(uid);
-                        let mut last = slot.lock().await;
-                        let body = match &*last {
-                            Some((at, body)) if at.elapsed() < cfg.reuse => body.clone(),
-                            _ => match SCRAPE_TURNS.acquire().await {
-                                Ok(turn) => {
-                                    let at = std::time::Instant::now();
-                                    // Relaxed: read under the registry's lock only to choose
-                                    // a connection to close; a stale value closes one a
-                                    // little early or late.
-                                    busy.store(true, std::sync::atomic::Ordering::Relaxed);
-                                    let cfg = Arc::clone(&cfg);
-                                    let body = tokio::task::spawn_blocking(move || {
-                                        let _turn = turn;
-                                        let who = uid.map(Identity::of_uid);
-                                        scrape_for(&cfg, who.as_ref())
-                                    })
-                                    .await
-                                    .map(Bytes::from);
-                                    // Relaxed: as above.
-                                    busy.store(false, std::sync::atomic::Ordering::Relaxed);
-                                    match body {
-                                        Ok(body) => {
-                                            *last = Some((at, body.clone()));
-                                            body
-                                        }
-                                        Err(_) => Bytes::new(),
-                                    }
+                        let task = tokio::spawn(async move {
+                            let mut last = slot.lock_owned().await;
+                            if let Some((at, body)) = &*last {
+                                if at.elapsed() < cfg.reuse {
+                                    return Some(body.clone());
                                 }
-                                Err(_) => Bytes::new(),
-                            },
-                        };
-                        drop(last);
+                            }
+                            let turn = SCRAPE_TURNS.acquire().await.ok()?;
+                            // Relaxed: read under the registry's lock only to choose a
+                            // connection to close; a stale value closes one a little early
+                            // or late.
+                            busy.store(true, std::sync::atomic::Ordering::Relaxed);
+                            let body = tokio::task::spawn_blocking(move || {
+                                let _turn = turn;
+                                let who = uid.map(Identity::of_uid);
+                                scrape_for(&cfg, who.as_ref())
+                            })
+                            .await
+                            .map(Bytes::from);
+                            // Relaxed: as above.
+                            busy.store(false, std::sync::atomic::Ordering::Relaxed);
+                            let body = body.ok()?;
+                            *last = Some((std::time::Instant::now(), body.clone()));
+                            Some(body)
+                        });
+                        let body = task.await.ok().flatten().unwrap_or_default();
                         Response::builder()
                             .header(
                                 "content-type",

@@ -44,8 +44,8 @@
 //! default, with nothing acknowledged between: a policy that denies every send, a code the
 //! bridge does not know as fatal) ends the bridge with that code, the messages left in the
 //! local queue, rather than moving the whole queue to the dead-letter queue message by
-//! message; until then, while two or more distinct messages were refused alike since the
-//! remote last acknowledged one, none is moved (their groups are stopped and reported).
+//! message (at most `max_refused_in_a_row - 1` are moved before it ends; with ten groups or
+//! more, whose heads are refused in one request, none).
 //!
 //! **Remote failures.** An unreachable endpoint, throttling or a 5xx answer backs the whole
 //! remote off (exponential with jitter, counted `retried`) while the messages stay held; so
@@ -120,10 +120,11 @@ pub struct BridgeOptions {
     /// policy that denies every send), would otherwise see each group's head refused
     /// `max_tries` times and moved to the local dead-letter queue, and the next, until the
     /// whole queue had moved there. The bridge ends with the last refusal's code and leaves
-    /// the messages in the local queue. Before that, while two or more distinct messages have
-    /// been refused alike since the last acknowledgement, none is moved to the dead-letter
-    /// queue: its group is stopped (reported, tried again every `max_backoff`) until the
-    /// remote acknowledges a message or the run ends the bridge.
+    /// the messages it has not moved in the local queue: at most `max_refused_in_a_row - 1`
+    /// are moved before it ends (each after its `max_tries` refusals; with many groups, whose
+    /// heads are refused together, fewer or none). Refusals of a message's content
+    /// (`InvalidMessageContents`: a binary body SQS cannot carry, refused locally) are the
+    /// message's own and do not count.
     pub max_refused_in_a_row: u32,
 }
 
@@ -734,7 +735,7 @@ impl<'a> Bridge<'a> {
     /// [`BridgeOptions::max_refused_in_a_row`] distinct messages.
     fn refused_alike(&mut self, group: &str, id: &str, err: &Error) -> Option<Error> {
         let limit = self.opts.max_refused_in_a_row;
-        if limit == 0 {
+        if limit == 0 || matches!(err, Error::InvalidMessageContents { .. }) {
             return None;
         }
         let code = match err {
@@ -769,6 +770,10 @@ impl<'a> Bridge<'a> {
     fn on_result(&mut self, e: Entry, result: Result<()>, now: Instant) {
         self.tick += 1;
         let tick = self.tick;
+        if result.is_ok() {
+            // The remote takes messages (this one's hold may have lapsed: it took it anyway).
+            self.refused_run = None;
+        }
         let Some(g) = self.groups.get_mut(&e.group) else {
             return;
         };
@@ -790,7 +795,6 @@ impl<'a> Bridge<'a> {
                 self.deletes.push((h.msg.receipt_handle, Done::Forwarded));
                 (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
                 g.retries = 0;
-                self.refused_run = None;
             }
             Err(err) if transient(&err) => {
                 tracing::debug!(group = %e.group, error = %err, "bridge: the remote queue failed an entry; retrying");
@@ -830,20 +834,7 @@ impl<'a> Bridge<'a> {
                     }
                     return;
                 }
-                // Other messages refused alike since the last acknowledgement: the remote may be
-                // refusing every message, so none is moved (the group is stopped, reported,
-                // and tried again) until it acknowledges one or the run ends the bridge.
-                let alike = self.opts.max_refused_in_a_row > 0
-                    && self.refused_run.as_ref().is_some_and(|r| r.1.len() >= 2);
-                if alike {
-                    tracing::warn!(group = %e.group, message_id = %e.id, "bridge: other messages were refused alike since the remote acknowledged one; not moved to the dead-letter queue");
-                }
-                let moved = if alike {
-                    Ok(false)
-                } else {
-                    self.dead_letter(&e)
-                };
-                match moved {
+                match self.dead_letter(&e) {
                     Ok(true) => {
                         tracing::warn!(group = %e.group, message_id = %e.id, "bridge: moved to the local dead-letter queue");
                         let g = self.groups.get_mut(&e.group).expect("the group");
