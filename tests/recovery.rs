@@ -300,6 +300,28 @@ fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
+/// Starts the `busy` worker on queue `name` (`guard` false: with `SHMFIFO_SIGBUS_GUARD=0`)
+/// and waits for its `RUNNING`; its stdout's later lines.
+fn start_busy(
+    name: &str,
+    guard: bool,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["busy", name])
+        .stdout(std::process::Stdio::piped());
+    if !guard {
+        cmd.env("SHMFIFO_SIGBUS_GUARD", "0");
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "RUNNING");
+    (child, lines)
+}
+
 /// Truncating a named queue's file under a process in the middle of its operations (sending,
 /// receiving and deleting without pause, not asleep) does not kill it with SIGBUS: the
 /// truncation guard answers the fault with zero pages and marks the queue cut, and the
@@ -308,20 +330,11 @@ fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
 /// half.)
 #[test]
 fn a_busy_process_whose_file_is_truncated_gets_an_error() {
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
     for guard in [true, false] {
         let name = common::unique("trunc-busy");
         let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
         let q = Queue::create(&name, &cfg).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.args(["busy", &name]).stdout(Stdio::piped());
-        if !guard {
-            cmd.env("SHMFIFO_SIGBUS_GUARD", "0");
-        }
-        let mut child = cmd.spawn().unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        assert_eq!(lines.next().unwrap().unwrap(), "RUNNING");
+        let (mut child, mut lines) = start_busy(&name, guard);
         std::fs::OpenOptions::new()
             .write(true)
             .open(format!("/dev/shm/{name}"))
@@ -377,19 +390,11 @@ fn every_handle_of_a_cut_file_says_truncated() {
 /// handler, and the next truncation killed it.)
 #[test]
 fn a_sigbus_sent_to_a_guarded_process_still_ends_it() {
-    use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;
-    use std::process::{Command, Stdio};
     let name = common::unique("trunc-kill");
     let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
     let q = Queue::create(&name, &cfg).unwrap();
-    let mut child = Command::new(BIN)
-        .args(["busy", &name])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    assert_eq!(lines.next().unwrap().unwrap(), "RUNNING");
+    let (mut child, _lines) = start_busy(&name, true);
     // SAFETY: kill(2) of our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGBUS) }, 0);
     let since = std::time::Instant::now();

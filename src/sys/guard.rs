@@ -453,21 +453,40 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsFd;
 
+    /// A scratch file of `pages` pages of `byte` (removed on drop), open for reading and
+    /// writing, and the page size.
+    struct Scratch(std::path::PathBuf, std::fs::File);
+
+    impl Scratch {
+        fn new(tag: &str, pages: usize, byte: u8) -> (Scratch, usize) {
+            let page = rustix::param::page_size();
+            let path =
+                std::env::temp_dir().join(format!("shmfifo-guard-{tag}-{}", std::process::id()));
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .unwrap();
+            f.write_all(&vec![byte; pages * page]).unwrap();
+            (Scratch(path, f), page)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+
     /// A mapped page past a file's cut reads as zero once the guard is on, the queue's flag
     /// says cut, and the pages before the cut still show the file.
     #[test]
     fn a_page_past_a_cut_reads_zero_and_sets_the_flag() {
-        let page = rustix::param::page_size();
-        let path = std::env::temp_dir().join(format!("shmfifo-guard-{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(&vec![7u8; 3 * page]).unwrap();
-        let map = super::super::map(&f, 3 * page as u64).unwrap();
+        let (scratch, page) = Scratch::new("rw", 3, 7);
+        let f = &scratch.1;
+        let map = super::super::map(f, 3 * page as u64).unwrap();
         let cut = new_cut();
         let w = watch(map.as_ptr(), map.len(), true, f.as_fd(), 0, &cut);
         assert!(w.watched(), "the guard is on unless SHMFIFO_SIGBUS_GUARD=0");
@@ -487,23 +506,14 @@ mod tests {
         unsafe { std::ptr::write_volatile(p.add(page + 1), 9) };
         drop(w);
         drop(map);
-        let _ = std::fs::remove_file(&path);
     }
 
     /// A read-only mapping (an observer's) gets read-only zero pages.
     #[test]
     fn a_read_only_mapping_past_a_cut_reads_zero() {
-        let page = rustix::param::page_size();
-        let path = std::env::temp_dir().join(format!("shmfifo-guard-ro-{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(&vec![3u8; 2 * page]).unwrap();
-        let map = super::super::map_read_only(&f, 2 * page as u64).unwrap();
+        let (scratch, page) = Scratch::new("ro", 2, 3);
+        let f = &scratch.1;
+        let map = super::super::map_read_only(f, 2 * page as u64).unwrap();
         let cut = new_cut();
         let w = watch(map.as_ptr(), map.len(), false, f.as_fd(), 0, &cut);
         f.set_len(0).unwrap();
@@ -513,24 +523,15 @@ mod tests {
         assert!(is_cut(&cut));
         drop(w);
         drop(map);
-        let _ = std::fs::remove_file(&path);
     }
 
     /// A deeper cut after a first one fills only the pages the first fill left to the file:
     /// what the process wrote to the first fill's zero pages stays.
     #[test]
     fn a_deeper_cut_fills_only_what_the_last_fill_did_not() {
-        let page = rustix::param::page_size();
-        let path = std::env::temp_dir().join(format!("shmfifo-guard-2-{}", std::process::id()));
-        let mut f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        f.write_all(&vec![5u8; 4 * page]).unwrap();
-        let map = super::super::map(&f, 4 * page as u64).unwrap();
+        let (scratch, page) = Scratch::new("deeper", 4, 5);
+        let f = &scratch.1;
+        let map = super::super::map(f, 4 * page as u64).unwrap();
         let cut = new_cut();
         let w = watch(map.as_ptr(), map.len(), true, f.as_fd(), 0, &cut);
         let p = map.as_mut_ptr();
@@ -563,7 +564,6 @@ mod tests {
         assert!(is_cut(&cut));
         drop(w);
         drop(map);
-        let _ = std::fs::remove_file(&path);
     }
 
     /// One flag per file: a second handle's watch of the same file shares the first's.
