@@ -252,12 +252,7 @@ fn cut_under_sleeper(role: &str, name: &str) -> String {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/dev/shm/{name}"))
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
+    cut_to_one_page(name);
     let st = child.wait().unwrap();
     assert!(st.success(), "the {role} worker survived: {st:?}");
     lines.next().unwrap().unwrap()
@@ -300,6 +295,24 @@ fn a_producer_asleep_for_space_when_its_file_is_truncated_gets_an_error() {
     let _ = std::fs::remove_file(format!("/dev/shm/{name}"));
 }
 
+/// Cuts the file of queue `name` (under /dev/shm) to one page, as any user who may write it can.
+fn cut_to_one_page(name: &str) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{name}"))
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+}
+
+/// A new named queue without deduplication (the `busy` worker sends without dedup ids).
+fn queue_without_dedup(tag: &str) -> (String, Queue) {
+    let name = common::unique(tag);
+    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let q = Queue::create(&name, &cfg).unwrap();
+    (name, q)
+}
+
 /// Starts the `busy` worker on queue `name` (`guard` false: with `SHMFIFO_SIGBUS_GUARD=0`)
 /// and waits for its `RUNNING`; its stdout's later lines.
 fn start_busy(
@@ -331,16 +344,9 @@ fn start_busy(
 #[test]
 fn a_busy_process_whose_file_is_truncated_gets_an_error() {
     for guard in [true, false] {
-        let name = common::unique("trunc-busy");
-        let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
-        let q = Queue::create(&name, &cfg).unwrap();
+        let (name, q) = queue_without_dedup("trunc-busy");
         let (mut child, mut lines) = start_busy(&name, guard);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(format!("/dev/shm/{name}"))
-            .unwrap()
-            .set_len(4096)
-            .unwrap();
+        cut_to_one_page(&name);
         let st = child.wait().unwrap();
         if guard {
             assert!(st.success(), "the busy worker survived: {st:?}");
@@ -360,17 +366,10 @@ fn a_busy_process_whose_file_is_truncated_gets_an_error() {
 /// `handles_of_one_file_share_its_flag`), so the first fault marks them all.
 #[test]
 fn every_handle_of_a_cut_file_says_truncated() {
-    let name = common::unique("trunc-two");
-    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
-    let a = Queue::create(&name, &cfg).unwrap();
+    let (name, a) = queue_without_dedup("trunc-two");
     let b = Queue::open(&name).unwrap();
     a.send(&shmfifo::SendMessage::new("g", "x")).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(format!("/dev/shm/{name}"))
-        .unwrap()
-        .set_len(4096)
-        .unwrap();
+    cut_to_one_page(&name);
     let r = a.send(&shmfifo::SendMessage::new("g", "y"));
     assert!(matches!(r, Err(shmfifo::Error::Truncated { .. })), "{r:?}");
     let r = b.receive(&shmfifo::ReceiveOptions::max(10));
@@ -391,9 +390,7 @@ fn every_handle_of_a_cut_file_says_truncated() {
 #[test]
 fn a_sigbus_sent_to_a_guarded_process_still_ends_it() {
     use std::os::unix::process::ExitStatusExt;
-    let name = common::unique("trunc-kill");
-    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
-    let q = Queue::create(&name, &cfg).unwrap();
+    let (name, q) = queue_without_dedup("trunc-kill");
     let (mut child, _lines) = start_busy(&name, true);
     // SAFETY: kill(2) of our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGBUS) }, 0);
