@@ -63,6 +63,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod kinds;
+mod run;
 mod status;
 mod worker;
 
@@ -273,11 +274,7 @@ struct Bridge<'a> {
     rng: u64,
     /// The refusals since the last acknowledgement: their error code, the distinct messages
     /// and the groups refused with it (see [`BridgeOptions::max_refused_in_a_row`]).
-    refused_run: Option<(
-        String,
-        std::collections::HashSet<String>,
-        std::collections::HashSet<String>,
-    )>,
+    refused_run: run::RefusedRun,
     /// The error the bridge ends with, once a run of refusals reached the limit.
     tripped: Option<Error>,
 }
@@ -315,7 +312,7 @@ impl<'a> Bridge<'a> {
             sent: 0,
             tick: 0,
             rng: seed | 1,
-            refused_run: None,
+            refused_run: run::RefusedRun::default(),
             tripped: None,
         }
     }
@@ -730,49 +727,13 @@ impl<'a> Bridge<'a> {
         ended.or_else(|| self.tripped.take()).map_or(Ok(()), Err)
     }
 
-    /// Counts a refusal of message `id` of `group` with `err` toward the run of refusals
-    /// alike; the error to end the bridge with once the run reaches
-    /// [`BridgeOptions::max_refused_in_a_row`] distinct messages.
-    fn refused_alike(&mut self, group: &str, id: &str, err: &Error) -> Option<Error> {
-        let limit = self.opts.max_refused_in_a_row;
-        if limit == 0 || matches!(err, Error::InvalidMessageContents { .. }) {
-            return None;
-        }
-        let code = match err {
-            Error::Remote { code, .. } => code.clone(),
-            e => e.sqs_code().to_owned(),
-        };
-        let run = match &mut self.refused_run {
-            Some(run) if run.0 == code => run,
-            run => run.insert((code, Default::default(), Default::default())),
-        };
-        run.1.insert(id.to_owned());
-        run.2.insert(group.to_owned());
-        if run.1.len() < limit as usize {
-            return None;
-        }
-        Some(Error::Remote {
-            kind: RemoteKind::Other,
-            code: run.0.clone(),
-            message: format!(
-                "the remote queue refused {} messages of {} groups in a row, all with {}, and \
-                 acknowledged none between: a refusal of every message, not of one; the bridge \
-                 ends rather than move them to the dead-letter queue (max_refused_in_a_row; the \
-                 last: {err})",
-                run.1.len(),
-                run.2.len(),
-                run.0
-            ),
-        })
-    }
-
     /// One entry's result.
     fn on_result(&mut self, e: Entry, result: Result<()>, now: Instant) {
         self.tick += 1;
         let tick = self.tick;
         if result.is_ok() {
             // The remote takes messages (this one's hold may have lapsed: it took it anyway).
-            self.refused_run = None;
+            self.refused_run = run::RefusedRun::default();
         }
         let Some(g) = self.groups.get_mut(&e.group) else {
             return;
@@ -822,7 +783,10 @@ impl<'a> Bridge<'a> {
                 g.solo = true;
                 let tries = g.tries;
                 tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: the remote queue refused a message");
-                if let Some(end) = self.refused_alike(&e.group, &e.id, &err) {
+                if let Some(end) =
+                    self.refused_run
+                        .refused(self.opts.max_refused_in_a_row, &e.group, &e.id, &err)
+                {
                     // Held as it is (no backoff, no dead-letter move): the bridge ends.
                     self.tripped.get_or_insert(end);
                     return;
