@@ -1643,6 +1643,70 @@ df -k "$D" | tail -1"#;
     );
 }
 
+/// The first hour in a container: a default queue in Docker's default 64 MiB `/dev/shm` (a
+/// fresh 64 MiB tmpfs here) holds more than its base file's 8,192 small messages and takes
+/// SQS's 1 MiB `MaximumMessageSize`: its default size limit is the base file plus a quarter of
+/// the space beside it (28.5 MiB there), where a quarter of all the space (16 MiB, less than
+/// the 16.7 MiB base file) left it no room to grow.
+#[test]
+fn a_default_queue_in_a_64_mib_dev_shm_grows_past_its_base_file() {
+    if !std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no private mount namespace here (unshare -rm)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("shmfifo-64g-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // 10,000 messages in ten groups, so each batch of ten goes one slot a message (a batch's
+    // messages to one group would go as one pack).
+    let script = r#"set -u
+mount -t tmpfs -o size=64m shm "$D" || exit 90
+"$B" create "$D/a" >/dev/null || exit 91
+seq 1 10000 | awk '{printf "{\"group\":\"g%d\",\"body\":\"m%d\",\"dedup_id\":\"%d\"}\n", $1 % 10, $1, $1}' \
+    | "$B" send "$D/a" --batch - >/dev/null || exit 92
+"$B" set "$D/a" MaximumMessageSize 1048576 >/dev/null || exit 93
+"$B" stat "$D/a" --json"#;
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .env("D", &dir)
+        .env("B", BIN)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir(&dir);
+    let o = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{o}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&o).unwrap_or_else(|e| panic!("{e}: {o}"));
+    assert_eq!(v["messages"]["visible"], 10_000, "{o}");
+    let (bytes, base, limit) = (
+        v["size"]["bytes"].as_u64().unwrap(),
+        v["size"]["base_bytes"].as_u64().unwrap(),
+        v["size"]["limit_bytes"].as_u64().unwrap(),
+    );
+    assert!(bytes > base, "the queue grew: {o}");
+    assert_eq!(
+        v["size_classes"][0]["max_slots"], 32_768,
+        "room for four times the base file's small messages: {o}"
+    );
+    // The base file plus a quarter of the rest of 64 MiB (the tmpfs had nothing else).
+    assert_eq!(limit, base + ((64 << 20) - base) / 4, "{o}");
+    assert!(
+        v["size_classes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["payload_bytes"].as_u64().unwrap() >= 1 << 20),
+        "a class for 1 MiB messages: {o}"
+    );
+}
+
 /// The operator's path (create with a dead-letter queue, send, watch, receive,
 /// scrape the metrics endpoint, redrive, errors, `send --wait`), in a container's conditions:
 /// `cli/session.sh` runs each command in a mount namespace with a 64 MiB tmpfs on /dev/shm and

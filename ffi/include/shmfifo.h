@@ -288,8 +288,8 @@ typedef struct {
   uint32_t body_mode;
   /*
    Most bytes the queue's file may grow to as its size classes fill (default
-   `UINT64_MAX`: 1 GiB, at most a quarter of the file system's free space at creation;
-   up to 1 TiB). A class whose slots are all taken adds a segment as large as all its
+   `UINT64_MAX`: 1 GiB, at most the base file plus a quarter of the file system's space
+   left free beside it at creation; up to 1 TiB). A class whose slots are all taken adds a segment as large as all its
    slots so far (doubling them) until the next would pass the limit; only then does a send answer
    `SHMFIFO_SIZE_CLASS_FULL`. 0 (or any size at or below the base file): no growth.
    */

@@ -134,8 +134,8 @@ class Queue:
         so every timeout runs in microseconds in a test (waits stay real time), and
         ``body_mode="binary"``: bodies of any bytes (sent as ``bytes``, received as ``bytes``;
         the default ``"text"`` is SQS's rule), and ``size_limit``: the most bytes the queue's
-        file may grow to as its size classes fill (default 1 GiB, at most a quarter of the file
-        system's free space; 0: never grow)."""
+        file may grow to as its size classes fill (default 1 GiB, at most the base file plus a
+        quarter of the file system's space left free beside it; 0: never grow)."""
         attrs: List[Tuple[str, str]] = []
 
         def secs(name: str, v: Optional[float]) -> None:

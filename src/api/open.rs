@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::dead_letter::check_dead_letter;
 use super::queue::{fault, shm_path, Guarded, Inner, Queue};
-use crate::config::{QueueConfig, DEFAULT_SIZE_LIMIT};
+use crate::config::QueueConfig;
 use crate::error::{Error, Result};
 use std::sync::atomic::AtomicU64;
 
@@ -184,16 +184,13 @@ impl Queue {
         r
     }
 
-    /// Names the complete arena `file` (unnamed, or named `tmp`) `path`, replacing a stale
-    /// arena found there (one its creator never finished), never a live one.
-    /// What a creation needs before any file exists: the validated geometry, the checked
-    /// dead-letter queue of the redrive policy (if any), and the arena's size.
+    /// What a creation in directory `dir` needs before any file exists: the validated
+    /// geometry (its default size limit the base file plus a quarter of the file system's
+    /// space left free beside it: `config::default_size_limit`), the checked dead-letter queue
+    /// of the redrive policy (if any), and the arena's size.
     #[allow(clippy::type_complexity)]
-    /// The arena's shape for `cfg` in directory `dir`: its default size limit is at most a
-    /// quarter of the file system's free space there.
     fn plan(cfg: &QueueConfig, dir: &Path) -> Result<(Shape, Option<(PathBuf, Queue)>, u64)> {
-        let free = sys::free_bytes(dir).unwrap_or(DEFAULT_SIZE_LIMIT * 4);
-        let g = cfg.geometry_within((free / 4).min(DEFAULT_SIZE_LIMIT))?;
+        let g = cfg.geometry_within(sys::free_bytes(dir).ok())?;
         let dlq = cfg
             .redrive_policy
             .as_ref()
@@ -213,6 +210,8 @@ impl Queue {
         Ok((g, dlq, total))
     }
 
+    /// Names the complete arena `file` (unnamed, or named `tmp`) `path`, replacing a stale
+    /// arena found there (one its creator never finished), never a live one.
     pub(super) fn place(file: &File, tmp: Option<&Path>, path: &Path) -> Result<()> {
         for _ in 0..64 {
             let linked = match tmp {

@@ -48,10 +48,43 @@ pub const DEFAULT_MAX_MESSAGES: u32 = 8_192;
 /// size limit, and only there does the window shorten (`DedupOverflow::ShortenWindow`).
 pub const DEFAULT_DEDUP_ENTRIES: u32 = 16_384;
 /// Default `size_limit`: how far a queue's file may grow as its size classes fill (1 GiB),
-/// lowered at creation to a quarter of the file system's free space (never below the base
-/// file). With it a default queue holds about 2 million small messages (2,097,152: the small
-/// class's eighth segment; a ninth would pass the limit) where its base file holds 8,192.
+/// lowered at creation to the base file plus a quarter of the file system's space left free
+/// beside it ([`default_size_limit`]). With it a default queue holds about 2 million small
+/// messages (2,097,152: the small class's eighth segment; a ninth would pass the limit) where
+/// its base file holds 8,192; in a container's default 64 MiB `/dev/shm` the first default
+/// queue may grow by 11.8 MiB (32,768 small slots in all, four times its base file's, and 1 MiB
+/// messages).
 pub const DEFAULT_SIZE_LIMIT: u64 = 1 << 30;
+
+/// The size limit a queue gets when its config sets none: its base file of `base` bytes plus a
+/// quarter of what a file system with `free` bytes free leaves beside it (`None`: unknown, no
+/// lowering), at most [`DEFAULT_SIZE_LIMIT`]. A share of the space beside the base file, not of
+/// all of it, so that a queue in a small `/dev/shm` (a container's 64 MiB) may still grow: a
+/// quarter of 64 MiB is less than a default base file of 16.7 MiB. Growth takes its segments
+/// only as classes fill, each allocated before it is published (`NoSpace` where the file system
+/// is full by then), so the limit is a cap against one queue taking every byte, not a
+/// reservation.
+///
+/// ```
+/// use shmfifo::{default_size_limit, QueueConfig, DEFAULT_SIZE_LIMIT};
+/// let base = QueueConfig::new().arena_size()?; // 16.7 MiB
+/// // An empty 64 MiB /dev/shm (a container's default): 28.5 MiB.
+/// assert_eq!(default_size_limit(base, Some(64 << 20)), base + ((64 << 20) - base) / 4);
+/// // A full one: the base file, no growth.
+/// assert_eq!(default_size_limit(base, Some(0)), base);
+/// // Plenty of room, or none known: 1 GiB.
+/// assert_eq!(default_size_limit(base, Some(1 << 40)), DEFAULT_SIZE_LIMIT);
+/// assert_eq!(default_size_limit(base, None), DEFAULT_SIZE_LIMIT);
+/// # Ok::<(), shmfifo::Error>(())
+/// ```
+pub fn default_size_limit(base: u64, free: Option<u64>) -> u64 {
+    match free {
+        None => DEFAULT_SIZE_LIMIT,
+        Some(free) => base
+            .saturating_add(free.saturating_sub(base) / 4)
+            .min(DEFAULT_SIZE_LIMIT),
+    }
+}
 /// Largest `size_limit` (1 TiB).
 pub const MAX_SIZE_LIMIT: u64 = 1 << 40;
 /// Default `max_groups`: groups with messages at once.
@@ -187,7 +220,7 @@ pub enum DedupOverflow {
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s; changeable later |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B; changeable later, up to the largest size class the file was laid out for (`Queue::maximum_message_size_limit`) |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the slot: payload and 64 B header) gets a quarter as many, at least 4 |
-/// | `size_limit` | 1 GiB, at most a quarter of the file system's free space at creation | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
+/// | `size_limit` | 1 GiB, at most the base file plus a quarter of the file system's space left free beside it at creation ([`default_size_limit`]: 28.5 MiB in an empty 64 MiB `/dev/shm`) | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default). The library opens only files its own user owns, or a uid listed in `SHMFIFO_TRUSTED_UIDS` owns (`Error::UntrustedFile` otherwise): wider bits matter to trusted uids and to `shmfifo serve`, which acts with each client's own access |
@@ -430,11 +463,13 @@ impl QueueConfig {
 
     /// Validates the settings and derives the arena geometry.
     pub fn geometry(&self) -> Result<Geometry> {
-        self.geometry_within(DEFAULT_SIZE_LIMIT)
+        self.geometry_within(None)
     }
 
-    /// [`QueueConfig::geometry`] with `default_limit` as the size limit when none was set.
-    pub(crate) fn geometry_within(&self, default_limit: u64) -> Result<Geometry> {
+    /// [`QueueConfig::geometry`] for a file system with `free` bytes free (`None`: unknown).
+    /// Where no size limit was set, the default is the base file plus a quarter of the space
+    /// left free beside it, at most [`DEFAULT_SIZE_LIMIT`] ([`default_size_limit`]).
+    pub(crate) fn geometry_within(&self, free: Option<u64>) -> Result<Geometry> {
         let bad = |setting, reason: String| Err(Error::InvalidConfig { setting, reason });
         check_live(
             Some(self.visibility_timeout),
@@ -571,7 +606,7 @@ impl QueueConfig {
         };
         g.size_limit = self
             .size_limit
-            .unwrap_or(default_limit)
+            .unwrap_or_else(|| default_size_limit(base, free))
             .min(MAX_SIZE_LIMIT)
             .max(base);
         g.derive_growth(base);

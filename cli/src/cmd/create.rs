@@ -134,7 +134,7 @@ pub struct CreateArgs {
     )]
     pub max_messages: Option<u32>,
     /// Most bytes the queue's file may grow to as its size classes fill (e.g. 4GiB; 0: never
-    /// grow) [default: 1GiB, at most a quarter of the free space].
+    /// grow) [default: 1GiB, at most the base file plus a quarter of the free space beside it].
     #[arg(long, value_name = "SIZE", value_parser = parse::large_bytes, help_heading = "shmfifo settings")]
     pub size_limit: Option<u64>,
     /// Explicit size classes PAYLOAD:SLOTS,... ascending, at most 8; the last must hold a
