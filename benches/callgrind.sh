@@ -30,8 +30,9 @@ done
 cargo build --release -q -p shmfifo-benches --bin shmfifo-hotpath
 bin="$(bash ci/target-dir.sh)/release/shmfifo-hotpath"
 out="$(mktemp -d)"
+tag=$$
 # The C runs' queues too, should a run be killed before it unlinks its own.
-trap 'rm -rf "$out"; rm -f /dev/shm/shmfifo-callgrind-c-$$-*' EXIT
+trap 'rm -rf "$out"; rm -f /dev/shm/shmfifo-callgrind-c-$tag-*' EXIT
 if [[ " ${modes[*]} " == *" c-single "* ]]; then
     # The C library as a C program links it: under its SONAME (read from the library, as
     # ffi/install.sh reads it), found through the program's run path.
@@ -44,27 +45,37 @@ if [[ " ${modes[*]} " == *" c-single "* ]]; then
     cc -O2 -I ffi/include benches/c/hotpath.c -L "$out/lib" -l:"$soname" \
         -Wl,-rpath,"$out/lib" -o "$out/c-hotpath"
 fi
-printf '%-9s %14s %16s %12s\n' mode instructions locked-atomics clock-reads
-for mode in "${modes[@]}"; do
-    rounds=$n
+# The runs under valgrind, a pool of one a CPU (each run's counts are its own: running them
+# side by side changes no figure, and takes half the time on 2 CPUs).
+rounds_of() {
     # grown/presized: the producer's cursor starts at a random slot and moves one slot a
     # message; a whole lap of the class's 32,768 slots between the two runs makes the figure
     # the same wherever it starts (three quarters of the slots in added segments when grown).
-    case "$mode" in grown | presized) rounds=32768 ;; esac
-    for k in 1 2; do
-        if [ "$mode" = c-single ]; then
-            run=("$out/c-hotpath" $((rounds * k)) "shmfifo-callgrind-c-$$-$k")
-        else
-            run=("$bin" "$mode" $((rounds * k)))
-        fi
-        valgrind --tool=callgrind --callgrind-out-file="$out/$mode.$k" --dump-instr=yes \
-            --dump-line=no --compress-pos=no --compress-strings=no \
-            "${run[@]}" > "$out/$mode.$k.log" 2>&1 || {
-            echo "$mode: the run failed:" >&2
-            tail -20 "$out/$mode.$k.log" >&2
-            exit 1
-        }
-    done
+    case "$1" in grown | presized) echo 32768 ;; *) echo "$n" ;; esac
+}
+run_mode() {
+    local mode="$1" k="$2" rounds run
+    rounds="$(rounds_of "$mode")"
+    if [ "$mode" = c-single ]; then
+        run=("$out/c-hotpath" $((rounds * k)) "shmfifo-callgrind-c-$tag-$k")
+    else
+        run=("$bin" "$mode" $((rounds * k)))
+    fi
+    valgrind --tool=callgrind --callgrind-out-file="$out/$mode.$k" --dump-instr=yes \
+        --dump-line=no --compress-pos=no --compress-strings=no \
+        "${run[@]}" > "$out/$mode.$k.log" 2>&1 || {
+        echo "$mode: the run failed:" >&2
+        tail -20 "$out/$mode.$k.log" >&2
+        return 1
+    }
+}
+export -f rounds_of run_mode
+export n bin out tag
+for mode in "${modes[@]}"; do printf '%s 1\n%s 2\n' "$mode" "$mode"; done \
+    | xargs -P "$(nproc)" -L 1 bash -c 'run_mode "$1" "$2" || exit 255' _
+printf '%-9s %14s %16s %12s\n' mode instructions locked-atomics clock-reads
+for mode in "${modes[@]}"; do
+    rounds="$(rounds_of "$mode")"
     per=$rounds
     case "$mode" in batch | batch-typed | batch-slots | batch-lent | batch-loans | batch-lent-zc | dedup-batch) per=$((n * 10)) ;; esac
     python3 - "$out/$mode.1" "$out/$mode.2" "$per" <<'EOF'
