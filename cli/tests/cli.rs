@@ -1592,7 +1592,8 @@ fn commands_on_an_sqs_queue_url() {
 
 /// Three queues with the default settings fit in a container's default 64 MiB
 /// `/dev/shm`, and work there; a fourth does not fit and `create` says so (NoSpace, exit 17)
-/// with how much it needs and what to do. Run on a 64 MiB tmpfs mounted in a private mount
+/// with how much it needs and what to do, while creating an existing one again succeeds (it
+/// exists with these settings). Run on a 64 MiB tmpfs mounted in a private mount
 /// namespace (`unshare -rm`); where user namespaces are not allowed it says so and checks
 /// nothing (the size itself is checked by `three_default_queues_fit_in_64_mib` in the
 /// library).
@@ -1615,6 +1616,7 @@ for q in a b a-dlq; do "$B" create "$D/$q" >/dev/null || exit 91; done
 "$B" receive "$D/a" >/dev/null || exit 93
 "$B" create "$D/c" --json 2>"$D.err"; echo "exit $?"
 cat "$D.err"
+"$B" create "$D/b" >/dev/null; echo "again $?"
 df -k "$D" | tail -1"#;
     let out = std::process::Command::new("unshare")
         .args(["-rm", "sh", "-c", script])
@@ -1632,6 +1634,10 @@ df -k "$D" | tail -1"#;
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(o.contains("exit 17"), "the fourth queue must not fit: {o}");
+    // An existing queue created again with the same settings is success as SQS answers it,
+    // the file system full or not (it said NoSpace: the new arena was made before the name
+    // was found taken).
+    assert!(o.contains("again 0"), "{o}");
     assert!(o.contains("\"Code\":\"shmfifo.NoSpace\""), "{o}");
     assert!(
         o.contains("16.7 MiB"),
@@ -1647,7 +1653,10 @@ df -k "$D" | tail -1"#;
 /// fresh 64 MiB tmpfs here) holds more than its base file's 8,192 small messages and takes
 /// SQS's 1 MiB `MaximumMessageSize`: its default size limit is the base file plus a quarter of
 /// the space beside it (28.5 MiB there), where a quarter of all the space (16 MiB, less than
-/// the 16.7 MiB base file) left it no room to grow.
+/// the 16.7 MiB base file) left it no room to grow. Creating it again with the same
+/// arguments succeeds, as SQS's CreateQueue does, before and after it grew (the default limit
+/// compared is the queue's own, not a share of the space left now; the dedup table compared is
+/// the base file's, not the 32,768 entries it holds after 10,000 new ids).
 #[test]
 fn a_default_queue_in_a_64_mib_dev_shm_grows_past_its_base_file() {
     if !std::process::Command::new("unshare")
@@ -1665,8 +1674,10 @@ fn a_default_queue_in_a_64_mib_dev_shm_grows_past_its_base_file() {
     let script = r#"set -u
 mount -t tmpfs -o size=64m shm "$D" || exit 90
 "$B" create "$D/a" >/dev/null || exit 91
+"$B" create "$D/a" >/dev/null || exit 94
 seq 1 10000 | awk '{printf "{\"group\":\"g%d\",\"body\":\"m%d\",\"dedup_id\":\"%d\"}\n", $1 % 10, $1, $1}' \
     | "$B" send "$D/a" --batch - >/dev/null || exit 92
+"$B" create "$D/a" >/dev/null || exit 95
 "$B" set "$D/a" MaximumMessageSize 1048576 >/dev/null || exit 93
 "$B" stat "$D/a" --json"#;
     let out = std::process::Command::new("unshare")
@@ -1685,6 +1696,8 @@ seq 1 10000 | awk '{printf "{\"group\":\"g%d\",\"body\":\"m%d\",\"dedup_id\":\"%
     );
     let v: Value = serde_json::from_str(&o).unwrap_or_else(|e| panic!("{e}: {o}"));
     assert_eq!(v["messages"]["visible"], 10_000, "{o}");
+    // The dedup table grew (the create again above compared its base file's 16,384).
+    assert_eq!(v["dedup"]["entries"], 32_768, "{o}");
     let (bytes, base, limit) = (
         v["size"]["bytes"].as_u64().unwrap(),
         v["size"]["base_bytes"].as_u64().unwrap(),

@@ -293,6 +293,7 @@ impl Queue {
             content_based_deduplication: live.content_based_dedup,
             deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
             dedup_entries: inner.view.dedup_entries(),
+            dedup_base_entries: inner.view.dedup_base_entries(),
             dedup_entries_in_use: {
                 let (live, pending) = dedup::count(self.arena(), inner.now_ms());
                 live + pending

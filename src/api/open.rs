@@ -143,6 +143,14 @@ impl Queue {
             .unwrap_or(Path::new("."));
         let (g, dlq, total) = Self::plan(cfg, dir)?;
         let no_space = |e: io::Error, dir: &Path| match e.raw_os_error() {
+            // A name a queue holds is that, full file system or not: a program that creates
+            // its queues at each start (and opens them on `QueueNameExists`) must not read
+            // `NoSpace` for a queue that exists, in a full 64 MiB /dev/shm.
+            Some(libc::ENOSPC) | Some(libc::EFBIG) if Self::name_taken(path) => {
+                Error::QueueNameExists {
+                    path: path.to_owned(),
+                }
+            }
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             Some(libc::ENOENT) => Error::QueueDoesNotExist {
                 path: dir.to_owned(),
@@ -272,6 +280,19 @@ impl Queue {
             }
         }
         Ok(true)
+    }
+
+    /// Whether something other than a stale arena ([`Queue::remove_stale`]) holds the name
+    /// `path`: what a create that could place its arena would answer `QueueNameExists` for.
+    fn name_taken(path: &Path) -> bool {
+        if std::fs::symlink_metadata(path).is_err() {
+            return false;
+        }
+        match sys::open_file(path) {
+            Ok(f) => !Self::is_stale(&f).unwrap_or(false),
+            // A symlink, a file we may not open: never replaced, so taken.
+            Err(e) => e.kind() != io::ErrorKind::NotFound,
+        }
     }
 
     /// Whether an arena file is stale: see [`Queue::remove_stale`].

@@ -467,8 +467,13 @@ pub struct QueueAttributes {
     pub content_based_deduplication: bool,
     /// The dedup interval (D1).
     pub deduplication_interval: Duration,
-    /// Capacity of the dedup table (0 with deduplication off).
+    /// Capacity of the dedup table (0 with deduplication off): its base file's entries and
+    /// those of the tables it added (layout 14).
     pub dedup_entries: u64,
+    /// Entries of the dedup table in the base file: [`crate::QueueConfig::dedup_entries`] as
+    /// the queue was created (rounded up to a power of two; 0 with deduplication off). The
+    /// table grows past it while the size limit allows ([`QueueAttributes::dedup_entries`]).
+    pub dedup_base_entries: u64,
     /// Dedup ids accepted within the interval, and sends with a dedup id in progress (a
     /// scan of the table).
     pub dedup_entries_in_use: u64,

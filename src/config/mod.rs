@@ -632,6 +632,26 @@ impl QueueConfig {
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
 
+    /// A default queue in a container's 64 MiB `/dev/shm`, empty: its limit is the base file
+    /// plus a quarter of the rest, room for the small class to grow twice (32,768 slots, four
+    /// times the base file's) and for the class of 1 MiB messages. A quarter of all 64 MiB (16
+    /// MiB, under the base file) kept neither. With 16 MiB free (under the base file): no
+    /// growth, and no 1 MiB class.
+    #[test]
+    fn a_default_queue_grows_in_a_64_mib_dev_shm() {
+        let cfg = QueueConfig::new();
+        let base = cfg.arena_size().unwrap();
+        let g = cfg.geometry_within(Some(64 << 20)).unwrap();
+        assert_eq!(g.size_limit, base + ((64 << 20) - base) / 4);
+        assert_eq!(g.max_slots(0), 4 * u64::from(DEFAULT_MAX_MESSAGES));
+        assert!(g.classes.last().is_some_and(|&(p, _)| p >= 1 << 20));
+        let tight = cfg.geometry_within(Some(16 << 20)).unwrap();
+        assert_eq!(tight.max_slots(0), u64::from(DEFAULT_MAX_MESSAGES));
+        assert!(tight.classes.last().is_some_and(|&(p, _)| p < 1 << 20));
+        let explicit = cfg.size_limit(0).geometry_within(Some(64 << 20)).unwrap();
+        assert_eq!(explicit.max_slots(0), u64::from(DEFAULT_MAX_MESSAGES));
+    }
+
     /// X1: a RedrivePolicy copied from AWS works: an SQS queue ARN names the local queue, every
     /// JSON escape is read (surrogate pairs too), a count may be a string; other ARNs, unpaired
     /// surrogates and unknown escapes are refused with a reason.

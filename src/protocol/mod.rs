@@ -460,6 +460,11 @@ impl<'a> Arena<'a> {
         (self.dedup.len() as u64) << self.published(crate::layout::DEDUP_KIND)
     }
 
+    /// Entries of the base file's dedup table (0 without deduplication).
+    pub fn dedup_base_entries(&self) -> u64 {
+        self.dedup.len() as u64
+    }
+
     /// `(class, slot)` of a global message index.
     #[inline]
     pub fn locate(&self, idx: u32) -> PResult<(usize, usize)> {
