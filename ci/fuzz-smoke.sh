@@ -35,4 +35,4 @@ fuzz_one() {
     fi
 }
 export -f fuzz_one
-printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$1" "$2" || exit 255' _ {} "$log"
+printf '%s\n' "${targets[@]}" | xargs -P "$(nproc)" -I{} bash -c 'fuzz_one "$1" "$2"' _ {} "$log"

@@ -35,20 +35,21 @@ slow=(
 # Build every test file once (a build error ends the script here); a second, fresh call names
 # each executable in its JSON messages.
 cargo test -p shmfifo-loom-tests --release --no-run
-mapfile -t bins < <(
-    cargo test -p shmfifo-loom-tests --release --no-run --message-format=json \
-        | grep -o '"executable":"[^"]*"' | sed 's/^"executable":"//; s/"$//'
-)
-[ ${#bins[@]} -gt 0 ] || { echo "loom: no test executable built" >&2; exit 1; }
-
-# One job a model: "executable<TAB>name", the slow ones first.
 jobs="$(mktemp)"
 out="$(mktemp -d)"
 trap 'rm -rf "$jobs" "$out"' EXIT
-all="$(for b in "${bins[@]}"; do
-    "$b" --list --format terse 2>/dev/null | sed -n "s/: test\$//p" | sed "s|^|$b\t|"
-done)"
-[ -n "$all" ] || { echo "loom: no model listed" >&2; exit 1; }
+cargo test -p shmfifo-loom-tests --release --no-run --message-format=json > "$out/build.json"
+mapfile -t bins < <(grep -o '"executable":"[^"]*"' "$out/build.json" | sed 's/^"executable":"//; s/"$//')
+[ ${#bins[@]} -gt 0 ] || { echo "loom: no test executable built" >&2; exit 1; }
+
+# One job a model: "executable<TAB>name", the slow ones first. A file that cannot list its
+# models ends the script (none may be left out unseen).
+for b in "${bins[@]}"; do
+    "$b" --list --format terse > "$out/list" || { echo "loom: $b cannot list its models" >&2; exit 1; }
+    sed -n "s/: test\$//p" "$out/list" | sed "s|^|$b\t|" >> "$out/all"
+done
+[ -s "$out/all" ] || { echo "loom: no model listed" >&2; exit 1; }
+all="$(cat "$out/all")"
 for s in "${slow[@]}"; do
     printf '%s\n' "$all" | awk -F'\t' -v s="$s" '$2 == s' >> "$jobs"
 done

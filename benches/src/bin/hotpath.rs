@@ -102,6 +102,9 @@ fn main() {
     } else {
         cfg
     };
+    // The default limit, 1 GiB, whatever /dev/shm has free (its default is a share of the free
+    // space: `grown` needs room for two added segments of the small class).
+    let cfg = cfg.size_limit(shmfifo::DEFAULT_SIZE_LIMIT);
     let q = Queue::create_anonymous(&cfg).expect("create");
     if mode == "grown" || mode == "presized" {
         // 4 × 8,192 messages in, then all out: the producer's cursor is past them.
