@@ -1590,6 +1590,45 @@ fn commands_on_an_sqs_queue_url() {
     run(&["stat", "http://127.0.0.1:1/000000000000/gone.fifo"], 41);
 }
 
+/// Runs the shell `script` in a private mount namespace (`unshare -rm`) with a fresh 64 MiB
+/// tmpfs, Docker's default `/dev/shm`, at `$D` and this crate's `shmfifo` as `$B` (`set -u`);
+/// its standard output, the script having exited 0 (a file `$D.err` beside the mount point is
+/// removed after). `None`, having said so, where user namespaces are not allowed.
+fn in_a_64_mib_tmpfs(script: &str) -> Option<String> {
+    if !std::process::Command::new("unshare")
+        .args(["-rm", "true"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: no private mount namespace here (unshare -rm)");
+        return None;
+    }
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "shmfifo-64m-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let script = format!("set -u\nmount -t tmpfs -o size=64m shm \"$D\" || exit 90\n{script}");
+    let out = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", &script])
+        .env("D", &dir)
+        .env("B", BIN)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(dir.with_extension("err"));
+    let _ = std::fs::remove_dir(&dir);
+    let o = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{:?}\n{o}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(o)
+}
+
 /// Three queues with the default settings fit in a container's default 64 MiB
 /// `/dev/shm`, and work there; a fourth does not fit and `create` says so (NoSpace, exit 17)
 /// with how much it needs and what to do, while creating an existing one again succeeds (it
@@ -1599,40 +1638,16 @@ fn commands_on_an_sqs_queue_url() {
 /// library).
 #[test]
 fn default_queues_fit_in_a_64_mib_dev_shm() {
-    if !std::process::Command::new("unshare")
-        .args(["-rm", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("skipped: no private mount namespace here (unshare -rm)");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("shmfifo-64m-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let script = r#"set -u
-mount -t tmpfs -o size=64m shm "$D" || exit 90
-for q in a b a-dlq; do "$B" create "$D/$q" >/dev/null || exit 91; done
+    let script = r#"for q in a b a-dlq; do "$B" create "$D/$q" >/dev/null || exit 91; done
 "$B" send "$D/a" --group g --dedup-id 1 hello >/dev/null || exit 92
 "$B" receive "$D/a" >/dev/null || exit 93
 "$B" create "$D/c" --json 2>"$D.err"; echo "exit $?"
 cat "$D.err"
 "$B" create "$D/b" >/dev/null; echo "again $?"
 df -k "$D" | tail -1"#;
-    let out = std::process::Command::new("unshare")
-        .args(["-rm", "sh", "-c", script])
-        .env("D", &dir)
-        .env("B", BIN)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_file(dir.with_extension("err"));
-    let _ = std::fs::remove_dir(&dir);
-    let o = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{:?}\n{o}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Some(o) = in_a_64_mib_tmpfs(script) else {
+        return;
+    };
     assert!(o.contains("exit 17"), "the fourth queue must not fit: {o}");
     // An existing queue created again with the same settings is success as SQS answers it,
     // the file system full or not (it said NoSpace: the new arena was made before the name
@@ -1659,41 +1674,18 @@ df -k "$D" | tail -1"#;
 /// the base file's, not the 32,768 entries it holds after 10,000 new ids).
 #[test]
 fn a_default_queue_in_a_64_mib_dev_shm_grows_past_its_base_file() {
-    if !std::process::Command::new("unshare")
-        .args(["-rm", "true"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("skipped: no private mount namespace here (unshare -rm)");
-        return;
-    }
-    let dir = std::env::temp_dir().join(format!("shmfifo-64g-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     // 10,000 messages in ten groups, so each batch of ten goes one slot a message (a batch's
     // messages to one group would go as one pack).
-    let script = r#"set -u
-mount -t tmpfs -o size=64m shm "$D" || exit 90
-"$B" create "$D/a" >/dev/null || exit 91
+    let script = r#""$B" create "$D/a" >/dev/null || exit 91
 "$B" create "$D/a" >/dev/null || exit 94
 seq 1 10000 | awk '{printf "{\"group\":\"g%d\",\"body\":\"m%d\",\"dedup_id\":\"%d\"}\n", $1 % 10, $1, $1}' \
     | "$B" send "$D/a" --batch - >/dev/null || exit 92
 "$B" create "$D/a" >/dev/null || exit 95
 "$B" set "$D/a" MaximumMessageSize 1048576 >/dev/null || exit 93
 "$B" stat "$D/a" --json"#;
-    let out = std::process::Command::new("unshare")
-        .args(["-rm", "sh", "-c", script])
-        .env("D", &dir)
-        .env("B", BIN)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir(&dir);
-    let o = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{:?}\n{o}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let Some(o) = in_a_64_mib_tmpfs(script) else {
+        return;
+    };
     let v: Value = serde_json::from_str(&o).unwrap_or_else(|e| panic!("{e}: {o}"));
     assert_eq!(v["messages"]["visible"], 10_000, "{o}");
     // The dedup table grew (the create again above compared its base file's 16,384).
