@@ -35,9 +35,9 @@ slow=(
 # Build every test file once (a build error ends the script here); a second, fresh call names
 # each executable in its JSON messages.
 cargo test -p shmfifo-loom-tests --release --no-run
-jobs="$(mktemp)"
 out="$(mktemp -d)"
-trap 'rm -rf "$jobs" "$out"' EXIT
+jobs="$out/jobs"
+trap 'rm -rf "$out"' EXIT
 cargo test -p shmfifo-loom-tests --release --no-run --message-format=json > "$out/build.json"
 mapfile -t bins < <(grep -o '"executable":"[^"]*"' "$out/build.json" | sed 's/^"executable":"//; s/"$//')
 [ ${#bins[@]} -gt 0 ] || { echo "loom: no test executable built" >&2; exit 1; }

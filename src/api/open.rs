@@ -146,7 +146,9 @@ impl Queue {
             // A name a queue holds is that, full file system or not: a program that creates
             // its queues at each start (and opens them on `QueueNameExists`) must not read
             // `NoSpace` for a queue that exists, in a full 64 MiB /dev/shm.
-            Some(libc::ENOSPC) | Some(libc::EFBIG) if Self::name_taken(path) => {
+            Some(libc::ENOSPC) | Some(libc::EFBIG)
+                if matches!(Self::holder(path), Ok(Holder::Taken)) =>
+            {
                 Error::QueueNameExists {
                     path: path.to_owned(),
                 }
@@ -255,17 +257,11 @@ impl Queue {
     /// it is gone already, or another creator is replacing it: try again); `false` if it is
     /// anything else.
     pub(super) fn remove_stale(path: &Path) -> Result<bool> {
-        let f = match sys::open_file(path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(true),
-            // A symlink (or anything else we cannot open) is never replaced.
-            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(false),
-            Err(e) => return Err(Error::Io(e)),
+        let f = match Self::holder(path)? {
+            Holder::Nothing => return Ok(true),
+            Holder::Taken => return Ok(false),
+            Holder::Stale(f) => f,
         };
-        // Only a regular file of ours that carries an unfinished arena is replaced.
-        if sys::untrusted(&f)?.is_some() || !Self::is_stale(&f)? {
-            return Ok(false);
-        }
         // One replacer at a time, and only of this very file: another may have put a fresh
         // arena at `path` since we opened it.
         if !sys::try_lock_replace(&f)? {
@@ -282,17 +278,22 @@ impl Queue {
         Ok(true)
     }
 
-    /// Whether something other than a stale arena ([`Queue::remove_stale`]) holds the name
-    /// `path`: what a create that could place its arena would answer `QueueNameExists` for.
-    fn name_taken(path: &Path) -> bool {
-        if std::fs::symlink_metadata(path).is_err() {
-            return false;
+    /// What holds the name `path`, as a create sees it: nothing, a stale arena it may
+    /// replace ([`Queue::remove_stale`]), or anything else (a queue, a symlink, a file not
+    /// ours), which it answers `QueueNameExists` for.
+    fn holder(path: &Path) -> Result<Holder> {
+        let f = match sys::open_file(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Holder::Nothing),
+            // A symlink (or anything else we cannot open) is never replaced.
+            Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Ok(Holder::Taken),
+            Err(e) => return Err(Error::Io(e)),
+        };
+        // Only a regular file of ours that carries an unfinished arena is replaced.
+        if sys::untrusted(&f)?.is_some() || !Self::is_stale(&f)? {
+            return Ok(Holder::Taken);
         }
-        match sys::open_file(path) {
-            Ok(f) => !Self::is_stale(&f).unwrap_or(false),
-            // A symlink, a file we may not open: never replaced, so taken.
-            Err(e) => e.kind() != io::ErrorKind::NotFound,
-        }
+        Ok(Holder::Stale(f))
     }
 
     /// Whether an arena file is stale: see [`Queue::remove_stale`].
@@ -848,4 +849,14 @@ impl Queue {
         }
         Ok(())
     }
+}
+
+/// What holds a name a create would place its arena at ([`Queue::holder`]).
+enum Holder {
+    /// Nothing: the name is free.
+    Nothing,
+    /// A stale arena of ours (its creator never finished it), open: it may be replaced.
+    Stale(File),
+    /// A queue, a symlink, anything not ours: the name is taken.
+    Taken,
 }
