@@ -25,7 +25,9 @@ use std::ffi::CStr;
 use std::fs::Metadata;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
 
 /// A user as the permission checks see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,16 +162,163 @@ impl Identity {
     }
 }
 
-/// Whether `who` may reach names in `dir`: search permission on it and on every directory
-/// above it, as the kernel asks of a process that opens a path there (`dir` as given: a
-/// caller resolves symlinks first).
-pub fn reaches(who: &Identity, dir: &std::path::Path) -> io::Result<bool> {
-    for d in dir.ancestors() {
-        if !who.may_search(&std::fs::metadata(d)?) {
-            return Ok(false);
+/// A directory as one request walked it from `/` (see [`walk`]): a descriptor of the
+/// directory itself (`O_PATH`), whatever its path comes to name afterwards.
+#[derive(Debug)]
+pub struct Walked {
+    fd: OwnedFd,
+    meta: Metadata,
+}
+
+/// What [`walk`] found.
+#[derive(Debug)]
+pub enum Reach {
+    /// Every directory on the path searchable by the user: the last one, held open.
+    Walked(Walked),
+    /// A directory on the path the user may not search.
+    NoSearch,
+    /// The path no longer leads to a directory through directories alone: a component is
+    /// gone, or is now a symbolic link or another kind of file (the reason says which).
+    Moved(String),
+}
+
+/// The most components [`walk`] opens (`PATH_MAX` allows 2,048 one-letter ones).
+const MAX_COMPONENTS: usize = 2048;
+
+/// `dir` (an absolute path with no symbolic link and no `..`: a caller resolves it once, as
+/// `serve` does at start) walked as the kernel walks it for a process of `who` that opens a
+/// name there: each component opened from the one above it (`O_PATH`, never through a
+/// symbolic link), and `who`'s search permission checked on each directory as opened, `/`
+/// and `dir` included.
+///
+/// What the request then does in the directory goes through the returned descriptor, so the
+/// directories checked are the ones used: a component renamed, or swapped for a symbolic
+/// link, after the check cannot take the request to a directory `who` may not search (a
+/// path checked by name and then opened by name could, between the two).
+pub fn walk(who: &Identity, dir: &Path) -> io::Result<Reach> {
+    if !dir.is_absolute() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not an absolute path", dir.display()),
+        ));
+    }
+    let (mut here, mut meta) = with_meta(open_path(None, Path::new("/"), libc::O_DIRECTORY)?)?;
+    for (n, c) in dir.components().enumerate() {
+        if n > MAX_COMPONENTS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the directory's path has too many components",
+            ));
+        }
+        let c = match c {
+            Component::RootDir => continue,
+            Component::Normal(c) => c,
+            _ => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("{} is not a resolved path", dir.display()),
+                ))
+            }
+        };
+        if !who.may_search(&meta) {
+            return Ok(Reach::NoSearch);
+        }
+        (here, meta) = match open_path(Some(&here), Path::new(c), libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+            Ok(fd) => with_meta(fd)?,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
+                return Ok(Reach::Moved(format!(
+                    "{} is gone, or is no longer a directory (a symbolic link is not followed: the path was resolved when the server started)",
+                    c.to_string_lossy()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+    }
+    if !who.may_search(&meta) {
+        return Ok(Reach::NoSearch);
+    }
+    Ok(Reach::Walked(Walked { fd: here, meta }))
+}
+
+/// A descriptor with its metadata (`fstat`).
+fn with_meta(fd: OwnedFd) -> io::Result<(OwnedFd, Metadata)> {
+    let f = std::fs::File::from(fd);
+    let m = f.metadata()?;
+    Ok((OwnedFd::from(f), m))
+}
+
+/// `openat(at or the working directory, path, O_PATH | O_CLOEXEC | flags)`.
+fn open_path(at: Option<&OwnedFd>, path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"))?;
+    let at = at.map_or(libc::AT_FDCWD, AsRawFd::as_raw_fd);
+    // SAFETY: `c` is NUL-terminated and lives across the call; `at` is AT_FDCWD or a
+    // descriptor we hold open.
+    let fd = unsafe { libc::openat(at, c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC | flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openat returned a new descriptor, ours alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+impl Walked {
+    /// The directory's metadata, as it was when walked.
+    pub fn meta(&self) -> &Metadata {
+        &self.meta
+    }
+
+    /// The metadata of the name `name` in the directory (never through a symbolic link: a
+    /// symlink's own), or `None` if there is no such name.
+    pub fn entry(&self, name: &str) -> io::Result<Option<Metadata>> {
+        if name.contains('/') || name.is_empty() || name == "." || name == ".." {
+            return Ok(None);
+        }
+        match open_path(Some(&self.fd), Path::new(name), libc::O_NOFOLLOW) {
+            Ok(fd) => Ok(Some(with_meta(fd)?.1)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(e),
         }
     }
-    Ok(true)
+
+    /// A path to `name` in this directory for calls that take paths (the library's), valid
+    /// while `self` lives: `/proc/self/fd/N/NAME`, whose `N` is this descriptor, so the
+    /// kernel looks `name` up in the directory walked whatever its path names now.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir_path().join(name)
+    }
+
+    /// The directory itself as a path (`/proc/self/fd/N`), for listing it.
+    pub fn dir_path(&self) -> PathBuf {
+        PathBuf::from(format!("{PROC_FD}{}", self.fd.as_raw_fd()))
+    }
+}
+
+/// The prefix of [`Walked::path`]'s paths (error texts strip it: [`strip_walked_paths`]).
+pub const PROC_FD: &str = "/proc/self/fd/";
+
+/// `text` with every [`Walked::path`] prefix (`/proc/self/fd/N/`) taken out, leaving the
+/// names: what a client reads in an error from a call made through a walked directory.
+pub fn strip_walked_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(PROC_FD) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + PROC_FD.len()..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after[digits..].starts_with('/') {
+            rest = &after[digits + 1..];
+        } else if digits > 0 {
+            out.push_str("the queue directory");
+            rest = &after[digits..];
+        } else {
+            out.push_str(PROC_FD);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `a` with an IPv4-mapped IPv6 address (`::ffff:a.b.c.d`) written as the IPv4 address it is.
@@ -376,6 +525,72 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         assert_eq!(peer_uid(client, server).unwrap(), None);
+    }
+
+    #[test]
+    fn a_walk_checks_and_holds_the_directories_it_opens() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("shmfifo-serve-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("a").join("b");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("q.fifo"), b"x").unwrap();
+        std::os::unix::fs::symlink("q.fifo", dir.join("link.fifo")).unwrap();
+        let me = Identity::of_this_process();
+        let Reach::Walked(w) = walk(&me, &dir).unwrap() else {
+            panic!("not walked")
+        };
+        assert!(w.meta().is_dir());
+        assert!(w.entry("q.fifo").unwrap().unwrap().is_file());
+        // A symlink is its own entry, never followed; a missing name is none; no `..`.
+        assert!(w
+            .entry("link.fifo")
+            .unwrap()
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(w.entry("none.fifo").unwrap().is_none());
+        assert!(w.entry("..").unwrap().is_none() && w.entry("a/b").unwrap().is_none());
+        // The walked directory is used whatever its path names now.
+        std::fs::rename(base.join("a"), base.join("moved")).unwrap();
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(w.entry("q.fifo").unwrap().is_some());
+        assert_eq!(std::fs::read(w.path("q.fifo")).unwrap(), b"x");
+        assert!(std::fs::read_dir(w.dir_path()).unwrap().count() == 2);
+        // A component now a symlink is not followed.
+        std::fs::remove_dir_all(base.join("a")).unwrap();
+        std::os::unix::fs::symlink(base.join("moved"), base.join("a")).unwrap();
+        assert!(matches!(walk(&me, &dir).unwrap(), Reach::Moved(why) if why.starts_with("a ")));
+        std::fs::remove_file(base.join("a")).unwrap();
+        assert!(matches!(walk(&me, &dir).unwrap(), Reach::Moved(_)));
+        // A directory on the path another user may not search.
+        std::fs::rename(base.join("moved"), base.join("a")).unwrap();
+        let other = Identity {
+            uid: me.uid.wrapping_add(12345),
+            gid: u32::MAX - 1,
+            groups: vec![],
+        };
+        std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(matches!(walk(&other, &dir).unwrap(), Reach::NoSearch));
+        std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o711)).unwrap();
+        assert!(matches!(walk(&other, &dir).unwrap(), Reach::Walked(_)));
+        assert!(walk(&me, Path::new("relative")).is_err());
+        assert!(walk(&me, &base.join("a/../a/b")).is_err());
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn walked_paths_are_stripped_to_names() {
+        assert_eq!(
+            strip_walked_paths("queue /proc/self/fd/17/a.fifo and /proc/self/fd/3/b.fifo"),
+            "queue a.fifo and b.fifo"
+        );
+        assert_eq!(
+            strip_walked_paths("in /proc/self/fd/9: gone"),
+            "in the queue directory: gone"
+        );
+        assert_eq!(strip_walked_paths("/proc/self/fd/x"), "/proc/self/fd/x");
+        assert_eq!(strip_walked_paths("no path"), "no path");
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! its answer.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
@@ -11,8 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use shmfifo::{
-    AsyncQueue, BatchEntry, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage,
-    LOCAL_ARN_PREFIX,
+    BatchEntry, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage, LOCAL_ARN_PREFIX,
 };
 
 use crate::access::Identity;
@@ -27,8 +25,8 @@ mod table;
 
 use answers::{batch_out, message_out};
 use moves::MoveTask;
+use table::Opened;
 pub(crate) use table::MAX_OPEN_QUEUES;
-use table::{make_room, Opened};
 
 /// The queues a server serves: the files in one directory whose names are FIFO queue names
 /// ([`valid_name`]: the one naming rule, for every action), opened once and kept while the
@@ -286,8 +284,8 @@ impl Queues {
                 )
             })?;
             // Searchable first: whether the name exists is not theirs to learn otherwise.
-            self.reachable(&name, who)?;
-            let meta = self.file_of(&name).map_err(|_| {
+            let dir = self.reachable(&name, who)?;
+            let meta = self.file_of(&dir, &name).map_err(|_| {
                 ApiError::invalid(
                     "RedrivePolicy",
                     &format!("the dead-letter queue {name} does not exist"),
@@ -363,13 +361,15 @@ impl Queues {
             "ListQueues" => self.list_queues(p, who),
             "DeleteQueue" => {
                 let name = self.name_of(required(p, "QueueUrl")?)?;
-                self.reachable(&name, who)?;
-                let meta = self.file_of(&name)?;
-                if !who.may_unlink(&self.dir_meta()?, &meta) {
+                let dir = self.reachable(&name, who)?;
+                let meta = self.file_of(&dir, &name)?;
+                if !who.may_unlink(dir.meta(), &meta) {
                     return Err(access_denied(&name, "remove its name from the directory"));
                 }
                 self.open.lock().expect("queue table").remove(&name);
-                Queue::unlink_at(self.path(&name))?;
+                // In the directory as walked and checked (whatever its path names now); the
+                // library removes the name only if it still names the file it checked.
+                Queue::unlink_at(dir.path(&name))?;
                 tracing::info!(queue = name, uid = who.uid, "queue deleted");
                 Ok(Map::new())
             }
@@ -520,12 +520,12 @@ impl Queues {
         }
         let cfg = QueueConfig::new()
             .from_sqs_attributes(attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-        self.reachable(name, who)?;
-        if self.file_of(name).is_err() {
+        let dir = self.reachable(name, who)?;
+        if self.file_of(&dir, name).is_err() {
             // The file is made by this server's user, mode 0600: only that user and root
             // could open it, so only they may make it (and they must be allowed to make a
             // name in the directory).
-            if !who.may_create_in(&self.dir_meta()?) {
+            if !who.may_create_in(dir.meta()) {
                 return Err(access_denied(name, "create a file in the directory"));
             }
             if who.uid != self.own_uid && who.uid != 0 {
@@ -535,19 +535,12 @@ impl Queues {
                 ));
             }
         }
-        match Queue::create_at(self.path(name), &cfg) {
+        // Made in the directory as walked and checked (whatever its path names now). The
+        // handle is not kept: its path is the walked descriptor's, which the library's log
+        // lines would show; the queue's first use opens it by its own path.
+        match Queue::create_at(dir.path(name), &cfg) {
             Ok(q) => {
-                let m = q.file_metadata()?;
-                let mut open = self.open.lock().expect("queue table");
-                make_room(&mut open);
-                open.insert(
-                    name.to_owned(),
-                    Opened {
-                        queue: AsyncQueue::new(q),
-                        file: (m.dev(), m.ino()),
-                        used: self.tick(),
-                    },
-                );
+                drop(q);
                 tracing::info!(queue = name, uid = who.uid, "queue created");
             }
             Err(shmfifo::Error::QueueNameExists { .. }) => {
@@ -593,18 +586,21 @@ impl Queues {
             ));
         }
         let after = str_param(p, "NextToken")?.unwrap_or("");
-        self.reachable("the queue directory", who)?;
-        if !who.may_list(&self.dir_meta()?) {
+        let dir = self.reachable("the queue directory", who)?;
+        if !who.may_list(dir.meta()) {
             return Err(access_denied("the queue directory", "list it"));
         }
         // Only the queues the caller may use: the names of others are not theirs to learn.
-        let mut names: Vec<String> = std::fs::read_dir(&self.dir)
+        let mut names: Vec<String> = std::fs::read_dir(dir.dir_path())
             .map_err(|e| ApiError::from(shmfifo::Error::Io(e)))?
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| valid_name(n) && n.starts_with(prefix) && n.as_str() > after)
-            .filter(|n| std::fs::symlink_metadata(self.path(n)).is_ok_and(|m| who.may_open(&m)))
+            .filter(|n| {
+                dir.entry(n)
+                    .is_ok_and(|m| m.is_some_and(|m| m.is_file() && who.may_open(&m)))
+            })
             .collect();
         names.sort();
         let mut out = Map::new();

@@ -124,7 +124,8 @@ pub async fn serve(
         ));
     }
     // Resolved once (symlinks, `..`, a relative path): the directories whose search
-    // permission a request needs are those of the path the kernel walks.
+    // permission a request needs are those of the path the kernel walks, which each request
+    // walks again by descriptors, following no symlink (`access::walk`).
     let dir = cfg.dir.canonicalize()?;
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;

@@ -40,7 +40,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use shmfifo::Queue;
 
-use crate::access::Identity;
+use crate::access::{Identity, Reach, Walked};
 
 /// What a metrics endpoint serves.
 #[derive(Debug, Clone)]
@@ -397,27 +397,37 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
     out
 }
 
-/// Whether `who` may reach names in `dir` (its real path: [`crate::access::reaches`]).
-fn reachable(dir: &std::path::Path, who: &Identity) -> bool {
-    std::fs::canonicalize(dir).is_ok_and(|d| crate::access::reaches(who, &d).unwrap_or(false))
+/// `dir` resolved now and walked for `who` ([`crate::access::walk`]: search permission on
+/// it and every directory above it, checked on the directories then used), or `None`.
+fn walked(dir: &std::path::Path, who: &Identity) -> Option<Walked> {
+    let d = std::fs::canonicalize(dir).ok()?;
+    match crate::access::walk(who, &d) {
+        Ok(Reach::Walked(w)) => Some(w),
+        _ => None,
+    }
 }
 
 /// The queues to scrape for `who` (`None`: this process's user): `(label, path, the file's
 /// metadata as checked for who)`. A named queue `who` may not open is left out, as is every
 /// name of a directory `who` may not list; names that are not UTF-8 are left out (two of them
 /// could share one label).
+///
+/// For a client, a file is checked as the name in the directory as walked (a regular file,
+/// no symlink followed, that it may open), and the scrape then observes it by its path only
+/// if what it opens is that file (a component swapped in between is not followed).
 fn queues(
     cfg: &MetricsConfig,
     who: Option<&Identity>,
 ) -> Vec<(String, PathBuf, Option<std::fs::Metadata>)> {
-    // For a client: a regular file (no symlink followed) it may open; for us, anything.
-    let admitted = |p: &std::path::Path| -> Option<Option<std::fs::Metadata>> {
-        let Some(who) = who else {
-            return Some(None);
+    // For a client: a regular file of the walked directory that it may open; for us, anything.
+    let admitted =
+        |dir: Option<&Walked>, name: &std::ffi::OsStr| -> Option<Option<std::fs::Metadata>> {
+            let (Some(who), Some(dir)) = (who, dir) else {
+                return who.is_none().then_some(None);
+            };
+            let m = dir.entry(name.to_str()?).ok()??;
+            (m.file_type().is_file() && who.may_open(&m)).then_some(Some(m))
         };
-        let m = std::fs::symlink_metadata(p).ok()?;
-        (m.file_type().is_file() && who.may_open(&m)).then_some(Some(m))
-    };
     if !cfg.queues.is_empty() {
         return cfg
             .queues
@@ -428,33 +438,43 @@ fn queues(
                 } else {
                     cfg.dir.join(q)
                 };
-                if let Some(who) = who {
-                    let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-                    if !reachable(parent.unwrap_or(std::path::Path::new(".")), who) {
-                        return None;
+                let dir = match who {
+                    Some(who) => {
+                        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+                        Some(walked(parent.unwrap_or(std::path::Path::new(".")), who)?)
                     }
-                }
-                Some((q.clone(), p.clone(), admitted(&p)?))
+                    None => None,
+                };
+                let checked = admitted(dir.as_ref(), p.file_name()?)?;
+                Some((q.clone(), p, checked))
             })
             .collect();
     }
-    if let Some(who) = who {
-        let listable = std::fs::metadata(&cfg.dir).is_ok_and(|m| who.may_list(&m));
-        if !listable || !reachable(&cfg.dir, who) {
-            return Vec::new();
-        }
-    }
-    let mut v: Vec<(String, PathBuf)> = std::fs::read_dir(&cfg.dir)
+    let dir = match who {
+        Some(who) => match walked(&cfg.dir, who) {
+            Some(w) if who.may_list(w.meta()) => Some(w),
+            _ => return Vec::new(),
+        },
+        None => None,
+    };
+    // A client's listing is of the directory as walked (whatever the path names now).
+    let listed = dir
+        .as_ref()
+        .map_or_else(|| cfg.dir.clone(), Walked::dir_path);
+    let mut v: Vec<String> = std::fs::read_dir(listed)
         .into_iter()
         .flatten()
         .take(MAX_DIR_ENTRIES)
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.path())))
+        .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     v.sort();
     v.into_iter()
-        .filter_map(|(name, p)| Some((name, p.clone(), admitted(&p)?)))
+        .filter_map(|name| {
+            let checked = admitted(dir.as_ref(), std::ffi::OsStr::new(&name))?;
+            Some((name.clone(), cfg.dir.join(&name), checked))
+        })
         .collect()
 }
 

@@ -627,6 +627,69 @@ fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
     assert_eq!(q.attributes().approximate_number_of_messages, 2);
 }
 
+/// Serve resolved its directory once, then checked a request's search permission on that
+/// path's directories by name and opened the queue by name: a directory on the path swapped
+/// for a symlink (by a user who may write the one above it) made a check of directories the
+/// caller may search and an open through one it may not. User `nobody` sent to, and deleted,
+/// a 0666 queue whose directory sits in root's 0700 one. Now each request walks the path
+/// from `/` by descriptors (no symlink followed), checks the directories it walked, and does
+/// what it does through the last one: the swapped path leads nowhere.
+#[test]
+fn a_directory_swapped_for_a_symlink_after_start_leads_nowhere() {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: needs another uid to ask as; skipped");
+        return;
+    }
+    let base = Dir::new("swap-base");
+    let served = base.0.join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::set_permissions(&served, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // root's 0700 directory, with a directory anyone may search and a queue anyone may use.
+    let locked = Dir::new("swap-locked");
+    std::fs::set_permissions(&locked.0, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let inner = locked.0.join("inner");
+    std::fs::create_dir(&inner).unwrap();
+    std::fs::set_permissions(&inner, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let q = Queue::create_at(inner.join("open.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let srv = Server::start(config(&served));
+    let nobody = 65534;
+    let send = format!(
+        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
+        srv.url("open.fifo")
+    );
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
+    assert_eq!(status, 400, "not in the served directory: {out}");
+    // The served directory swapped for a symlink into root's 0700 one.
+    std::fs::rename(&served, base.0.join("served.old")).unwrap();
+    std::os::unix::fs::symlink(&inner, &served).unwrap();
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
+    assert_ne!(status, 200, "{out}");
+    assert!(out.contains("changed since the server started"), "{out}");
+    assert!(
+        !out.contains(&*base.0.to_string_lossy()),
+        "the server's path: {out}"
+    );
+    let delete = format!(r#"{{"QueueUrl":"{}"}}"#, srv.url("open.fifo"));
+    let (status, out) = curl_as(nobody, srv.addr, "DeleteQueue", &delete);
+    assert_ne!(status, 200, "{out}");
+    let (status, out) = curl_as(nobody, srv.addr, "ListQueues", "{}");
+    assert!(status != 200 || !out.contains("open.fifo"), "{out}");
+    assert!(
+        inner.join("open.fifo").exists(),
+        "deleted through the symlink"
+    );
+    assert_eq!(q.attributes().approximate_number_of_messages, 0);
+    // The directory back in its place: served again.
+    std::fs::remove_file(&served).unwrap();
+    std::fs::rename(base.0.join("served.old"), &served).unwrap();
+    let _here =
+        Queue::create_at(served.join("open.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
+    let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(q.attributes().approximate_number_of_messages, 0);
+}
+
 /// After `unlink` and `create` under the same name, serve sent into (and received from) the
 /// deleted queue it still had open. Now it notices the file replaced and opens the new one.
 #[test]

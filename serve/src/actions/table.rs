@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use shmfifo::{AsyncQueue, Queue};
 
 use super::{access_denied, no_such_queue, required, valid_name, Queues};
-use crate::access::Identity;
+use crate::access::{Identity, Reach, Walked};
 use crate::protocol::ApiError;
 
 /// An open queue and the file it has open (device, inode): when the name comes to name
@@ -51,23 +51,20 @@ pub(super) fn make_room(open: &mut HashMap<String, Opened>) {
 }
 
 impl Queues {
-    /// The metadata of the name `name` in the directory, if it is a regular file (never
-    /// through a symlink).
-    pub(super) fn file_of(&self, name: &str) -> Result<std::fs::Metadata, ApiError> {
+    /// The metadata of the name `name` in the directory as `dir` walked it, if it is a
+    /// regular file (never through a symlink).
+    pub(super) fn file_of(&self, dir: &Walked, name: &str) -> Result<std::fs::Metadata, ApiError> {
         if !valid_name(name) {
             return Err(no_such_queue());
         }
-        match std::fs::symlink_metadata(self.path(name)) {
-            Ok(m) if m.file_type().is_file() => Ok(m),
-            _ => {
+        match dir.entry(name) {
+            Ok(Some(m)) if m.file_type().is_file() => Ok(m),
+            Ok(_) => {
                 self.open.lock().expect("queue table").remove(name);
                 Err(no_such_queue())
             }
+            Err(e) => Err(ApiError::from(shmfifo::Error::Io(e))),
         }
-    }
-
-    pub(super) fn dir_meta(&self) -> Result<std::fs::Metadata, ApiError> {
-        std::fs::metadata(&self.dir).map_err(|e| ApiError::from(shmfifo::Error::Io(e)))
     }
 
     /// The queue `name` for `who`, who must be allowed to open its file for reading and
@@ -75,8 +72,24 @@ impl Queues {
     /// deleted and created again under the name is opened anew (the old handle would serve
     /// the deleted queue).
     pub(super) fn queue_by_name(&self, name: &str, who: &Identity) -> Result<AsyncQueue, ApiError> {
-        self.reachable(name, who)?;
-        let meta = self.file_of(name)?;
+        // A name that comes to name another file between the check and the open (a queue
+        // deleted and created again, or a directory swapped under us) is looked at again;
+        // a name that keeps changing is an error.
+        for _ in 0..3 {
+            if let Some(q) = self.queue_once(name, who)? {
+                return Ok(q);
+            }
+        }
+        Err(ApiError::from(shmfifo::Error::Io(std::io::Error::other(
+            format!("the queue file {name} kept being replaced while it was opened; try again"),
+        ))))
+    }
+
+    /// One try of [`queue_by_name`](Self::queue_by_name): `None` if the file opened is not
+    /// the one checked.
+    fn queue_once(&self, name: &str, who: &Identity) -> Result<Option<AsyncQueue>, ApiError> {
+        let dir = self.reachable(name, who)?;
+        let meta = self.file_of(&dir, name)?;
         if !who.may_open(&meta) {
             return Err(access_denied(name, "open it for reading and writing"));
         }
@@ -87,7 +100,7 @@ impl Queues {
             match open.get_mut(name) {
                 Some(o) if o.file == id => {
                     o.used = now;
-                    return Ok(o.queue.clone());
+                    return Ok(Some(o.queue.clone()));
                 }
                 Some(_) => {
                     tracing::info!(queue = name, "the queue file was replaced; reopening it");
@@ -111,14 +124,17 @@ impl Queues {
                         used: now,
                     },
                 );
-                return Ok(q);
+                return Ok(Some(q));
             }
         }
+        // Opened by its path (the library's log lines name the queue by it), then checked to
+        // be the file looked at in the directory as walked: a component of the path swapped
+        // between the two (for a symlink to a directory `who` may not search) makes this
+        // another file, not served.
         let q = Queue::open_at(self.path(name))?;
-        // Checked again on the file as opened: the name may have changed since it was looked at.
         let m = q.file_metadata()?;
-        if !who.may_open(&m) {
-            return Err(access_denied(name, "open it for reading and writing"));
+        if (m.dev(), m.ino()) != id {
+            return Ok(None);
         }
         let opened = Opened {
             queue: AsyncQueue::new(q),
@@ -129,14 +145,14 @@ impl Queues {
         // What another request put under the name meanwhile serves us only if it is the file
         // this request checked; otherwise ours, checked, takes its place.
         if let Some(o) = open.get(name).filter(|o| o.file == opened.file) {
-            return Ok(o.queue.clone());
+            return Ok(Some(o.queue.clone()));
         }
         if !open.contains_key(name) {
             make_room(&mut open);
         }
         let q = opened.queue.clone();
         open.insert(name.to_owned(), opened);
-        Ok(q)
+        Ok(Some(q))
     }
 
     /// The open table's next instant (for [`Opened::used`]).
@@ -146,13 +162,21 @@ impl Queues {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// Whether `who` may reach names in the directory at all: search permission on it and
+    /// The directory walked for `who` ([`crate::access::walk`]): search permission on it and
     /// on every directory above it, as the kernel asks of a process that opens a path there
-    /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone).
-    pub(super) fn reachable(&self, name: &str, who: &Identity) -> Result<(), ApiError> {
-        match crate::access::reaches(who, &self.dir) {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(access_denied(name, "search the directory that holds it")),
+    /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone), checked on
+    /// the directories the request then uses.
+    pub(super) fn reachable(&self, name: &str, who: &Identity) -> Result<Walked, ApiError> {
+        match crate::access::walk(who, &self.dir) {
+            Ok(Reach::Walked(w)) => Ok(w),
+            Ok(Reach::NoSearch) => Err(access_denied(name, "search the directory that holds it")),
+            Ok(Reach::Moved(why)) => {
+                tracing::error!(dir = %self.dir.display(), why, "the queue directory moved");
+                Err(ApiError::from(shmfifo::Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("the queue directory's path changed since the server started: {why}"),
+                ))))
+            }
             Err(e) => Err(ApiError::from(shmfifo::Error::Io(e))),
         }
     }
@@ -172,6 +196,7 @@ impl Queues {
     /// untrusted file, a damaged arena, a dead-letter queue refused, an I/O error). A client
     /// knows the names; where the server keeps them is not theirs to learn.
     pub(super) fn scrubbed(&self, mut e: ApiError) -> ApiError {
+        e.message = crate::access::strip_walked_paths(&e.message);
         let dir = self.dir.display().to_string();
         if !dir.is_empty() && e.message.contains(&dir) {
             e.message = e
