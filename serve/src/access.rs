@@ -178,8 +178,12 @@ pub enum Reach {
     /// A directory on the path the user may not search.
     NoSearch,
     /// The path no longer leads to a directory through directories alone: a component is
-    /// gone, or is now a symbolic link or another kind of file (the reason says which).
+    /// gone, or is now a symbolic link or another kind of file (the reason says which,
+    /// naming the server's paths: for its log, not for a client).
     Moved(String),
+    /// A user other than the trusted ones could change where the path leads (the reason says
+    /// how, naming the server's paths: for its log, not for a client).
+    Exposed(String),
 }
 
 /// The most components [`walk`] opens (`PATH_MAX` allows 2,048 one-letter ones).
@@ -195,7 +199,13 @@ const MAX_COMPONENTS: usize = 2048;
 /// directories checked are the ones used: a component renamed, or swapped for a symbolic
 /// link, after the check cannot take the request to a directory `who` may not search (a
 /// path checked by name and then opened by name could, between the two).
-pub fn walk(who: &Identity, dir: &Path) -> io::Result<Reach> {
+///
+/// A server also hands paths in `dir` to calls that open them later (a redrive policy's
+/// dead-letter queue, a move task's destination), and those are not walked again. So the
+/// path must be one no user outside `trusted` (root and the server's own user) can change
+/// ([`exposed`]); where another user could, the walk says [`Reach::Exposed`] and nothing is
+/// done there.
+pub fn walk(who: &Identity, dir: &Path, trusted: &[u32]) -> io::Result<Reach> {
     if !dir.is_absolute() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -203,8 +213,9 @@ pub fn walk(who: &Identity, dir: &Path) -> io::Result<Reach> {
         ));
     }
     let (mut here, mut meta) = with_meta(open_path(None, Path::new("/"), libc::O_DIRECTORY)?)?;
+    let mut at = PathBuf::from("/");
     for (n, c) in dir.components().enumerate() {
-        if n > MAX_COMPONENTS {
+        if n >= MAX_COMPONENTS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "the directory's path has too many components",
@@ -223,21 +234,80 @@ pub fn walk(who: &Identity, dir: &Path) -> io::Result<Reach> {
         if !who.may_search(&meta) {
             return Ok(Reach::NoSearch);
         }
-        (here, meta) = match open_path(Some(&here), Path::new(c), libc::O_DIRECTORY | libc::O_NOFOLLOW) {
+        let child = at.join(c);
+        let opened = open_path(
+            Some(&here),
+            Path::new(c),
+            libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        );
+        let (fd, child_meta) = match opened {
             Ok(fd) => with_meta(fd)?,
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => {
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
+                ) =>
+            {
                 return Ok(Reach::Moved(format!(
-                    "{} is gone, or is no longer a directory (a symbolic link is not followed: the path was resolved when the server started)",
-                    c.to_string_lossy()
+                    "{} is gone, or is no longer a directory (a symbolic link is not \
+                     followed: the path was resolved when the server started)",
+                    child.display()
                 )))
             }
             Err(e) => return Err(e),
         };
+        if let Some(why) = exposed(&at, &meta, &child, &child_meta, trusted) {
+            return Ok(Reach::Exposed(why));
+        }
+        (here, meta, at) = (fd, child_meta, child);
     }
     if !who.may_search(&meta) {
         return Ok(Reach::NoSearch);
     }
     Ok(Reach::Walked(Walked { fd: here, meta }))
+}
+
+/// Why a user outside `trusted` could make the path step from directory `parent` to its
+/// entry `child` lead elsewhere, if one could: `parent`'s owner (who may change its mode and
+/// rename what it holds); any user, where `parent` is writable by its group or by others and
+/// not sticky (`rename(2)` needs only write on it); `child`'s owner, where `parent` is such a
+/// directory with the sticky bit (as `/dev/shm`: there an entry's owner may still rename it).
+pub fn exposed(
+    parent: &Path,
+    parent_meta: &Metadata,
+    child: &Path,
+    child_meta: &Metadata,
+    trusted: &[u32],
+) -> Option<String> {
+    if !trusted.contains(&parent_meta.uid()) {
+        return Some(format!(
+            "{} is owned by uid {}, who could rename {} or put another directory in its place",
+            parent.display(),
+            parent_meta.uid(),
+            child.display()
+        ));
+    }
+    if parent_meta.mode() & 0o022 != 0 {
+        if parent_meta.mode() & STICKY == 0 {
+            return Some(format!(
+                "{} may be written by its group or by every user (mode {:o}, no sticky bit): \
+                 they could rename {} or put another directory in its place",
+                parent.display(),
+                parent_meta.mode() & 0o7777,
+                child.display()
+            ));
+        }
+        if !trusted.contains(&child_meta.uid()) {
+            return Some(format!(
+                "{} is owned by uid {} in a directory others may write ({}): its owner could \
+                 rename it or put another directory in its place",
+                child.display(),
+                child_meta.uid(),
+                parent.display()
+            ));
+        }
+    }
+    None
 }
 
 /// A descriptor with its metadata (`fstat`).
@@ -286,6 +356,10 @@ impl Walked {
     /// while `self` lives: `/proc/self/fd/N/NAME`, whose `N` is this descriptor, so the
     /// kernel looks `name` up in the directory walked whatever its path names now.
     pub fn path(&self, name: &str) -> PathBuf {
+        debug_assert!(
+            !name.contains('/') && !name.is_empty(),
+            "a name, not a path: {name}"
+        );
         self.dir_path().join(name)
     }
 
@@ -299,7 +373,8 @@ impl Walked {
 pub const PROC_FD: &str = "/proc/self/fd/";
 
 /// `text` with every [`Walked::path`] prefix (`/proc/self/fd/N/`) taken out, leaving the
-/// names: what a client reads in an error from a call made through a walked directory.
+/// names (a descriptor's path without a name after it stays): what a client reads in an
+/// error from a call made through a walked directory.
 pub fn strip_walked_paths(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -309,9 +384,6 @@ pub fn strip_walked_paths(text: &str) -> String {
         let digits = after.bytes().take_while(u8::is_ascii_digit).count();
         if digits > 0 && after[digits..].starts_with('/') {
             rest = &after[digits + 1..];
-        } else if digits > 0 {
-            out.push_str("the queue directory");
-            rest = &after[digits..];
         } else {
             out.push_str(PROC_FD);
             rest = after;
@@ -537,7 +609,8 @@ mod tests {
         std::fs::write(dir.join("q.fifo"), b"x").unwrap();
         std::os::unix::fs::symlink("q.fifo", dir.join("link.fifo")).unwrap();
         let me = Identity::of_this_process();
-        let Reach::Walked(w) = walk(&me, &dir).unwrap() else {
+        let t = [0, me.uid];
+        let Reach::Walked(w) = walk(&me, &dir, &t).unwrap() else {
             panic!("not walked")
         };
         assert!(w.meta().is_dir());
@@ -560,9 +633,11 @@ mod tests {
         // A component now a symlink is not followed.
         std::fs::remove_dir_all(base.join("a")).unwrap();
         std::os::unix::fs::symlink(base.join("moved"), base.join("a")).unwrap();
-        assert!(matches!(walk(&me, &dir).unwrap(), Reach::Moved(why) if why.starts_with("a ")));
+        assert!(
+            matches!(walk(&me, &dir, &t).unwrap(), Reach::Moved(why) if why.starts_with(&*base.join("a").to_string_lossy()))
+        );
         std::fs::remove_file(base.join("a")).unwrap();
-        assert!(matches!(walk(&me, &dir).unwrap(), Reach::Moved(_)));
+        assert!(matches!(walk(&me, &dir, &t).unwrap(), Reach::Moved(_)));
         // A directory on the path another user may not search.
         std::fs::rename(base.join("moved"), base.join("a")).unwrap();
         let other = Identity {
@@ -571,11 +646,23 @@ mod tests {
             groups: vec![],
         };
         std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(matches!(walk(&other, &dir).unwrap(), Reach::NoSearch));
+        assert!(matches!(walk(&other, &dir, &t).unwrap(), Reach::NoSearch));
         std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o711)).unwrap();
-        assert!(matches!(walk(&other, &dir).unwrap(), Reach::Walked(_)));
-        assert!(walk(&me, Path::new("relative")).is_err());
-        assert!(walk(&me, &base.join("a/../a/b")).is_err());
+        assert!(matches!(walk(&other, &dir, &t).unwrap(), Reach::Walked(_)));
+        assert!(walk(&me, Path::new("relative"), &t).is_err());
+        // A directory on the path another user could change: its owner untrusted, or
+        // writable by others without the sticky bit; with it, its entry's owner is asked.
+        assert!(
+            matches!(walk(&me, &dir, &[me.uid.wrapping_add(12345)]).unwrap(), Reach::Exposed(why) if why.starts_with("/ is owned by uid 0"))
+        );
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(
+            matches!(walk(&me, &dir, &t).unwrap(), Reach::Exposed(why) if why.contains("no sticky bit"))
+        );
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(matches!(walk(&me, &dir, &t).unwrap(), Reach::Walked(_)));
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(walk(&me, &base.join("a/../a/b"), &t).is_err());
         std::fs::remove_dir_all(&base).unwrap();
     }
 
@@ -587,7 +674,7 @@ mod tests {
         );
         assert_eq!(
             strip_walked_paths("in /proc/self/fd/9: gone"),
-            "in the queue directory: gone"
+            "in /proc/self/fd/9: gone"
         );
         assert_eq!(strip_walked_paths("/proc/self/fd/x"), "/proc/self/fd/x");
         assert_eq!(strip_walked_paths("no path"), "no path");

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -43,6 +43,9 @@ pub struct Queues {
     next_task: AtomicU64,
     /// The open table's clock: each use of a name takes the next value ([`Opened::used`]).
     ticks: AtomicU64,
+    /// Whether the log already says the directory's path cannot be served (a request that
+    /// finds it whole again clears it): one line, not one a request.
+    path_broken: AtomicBool,
 }
 
 /// The longest RedrivePolicy value read (a target's ARN, URL or name and a count: a few
@@ -223,6 +226,7 @@ impl Queues {
             tasks: Mutex::new(Vec::new()),
             next_task: AtomicU64::new(1),
             ticks: AtomicU64::new(0),
+            path_broken: AtomicBool::new(false),
         }
     }
 
@@ -521,24 +525,32 @@ impl Queues {
         let cfg = QueueConfig::new()
             .from_sqs_attributes(attrs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         let dir = self.reachable(name, who)?;
-        if self.file_of(&dir, name).is_err() {
-            // The file is made by this server's user, mode 0600: only that user and root
-            // could open it, so only they may make it (and they must be allowed to make a
-            // name in the directory).
-            if !who.may_create_in(dir.meta()) {
-                return Err(access_denied(name, "create a file in the directory"));
-            }
-            if who.uid != self.own_uid && who.uid != 0 {
-                return Err(access_denied(
-                    name,
-                    "open a queue this server creates (it would be owned by the server's user, mode 0600); create it with `shmfifo create`",
-                ));
-            }
-        }
+        // The file is made by this server's user, mode 0600: only that user and root could
+        // open it, so only they may make it (and they must be allowed to make a name in the
+        // directory).
+        let refused = if !who.may_create_in(dir.meta()) {
+            Some(access_denied(name, "create a file in the directory"))
+        } else if who.uid != self.own_uid && who.uid != 0 {
+            Some(access_denied(
+                name,
+                "open a queue this server creates (it would be owned by the server's user, mode 0600); create it with `shmfifo create`",
+            ))
+        } else {
+            None
+        };
         // Made in the directory as walked and checked (whatever its path names now). The
         // handle is not kept: its path is the walked descriptor's, which the library's log
-        // lines would show; the queue's first use opens it by its own path.
-        match Queue::create_at(dir.path(name), &cfg) {
+        // lines would show; the queue's first use opens it by its own path. A caller who may
+        // not create asks only about the queue there (CreateQueue of an existing queue is
+        // GetQueueUrl's answer): one removed meanwhile is not made for them.
+        let made = match refused {
+            None => Queue::create_at(dir.path(name), &cfg),
+            Some(e) if self.file_of(&dir, name).is_err() => return Err(e),
+            Some(_) => Err(shmfifo::Error::QueueNameExists {
+                path: self.path(name),
+            }),
+        };
+        match made {
             Ok(q) => {
                 drop(q);
                 tracing::info!(queue = name, uid = who.uid, "queue created");

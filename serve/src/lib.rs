@@ -127,20 +127,42 @@ pub async fn serve(
     // permission a request needs are those of the path the kernel walks, which each request
     // walks again by descriptors, following no symlink (`access::walk`).
     let dir = cfg.dir.canonicalize()?;
+    // A path another user could change (rename a directory on it, or put another in its
+    // place) would take requests, and the paths handed to the library for later (a redrive
+    // policy's dead-letter queue, a move task's destination), wherever that user likes.
+    let own = access::Identity::of_this_process();
+    match access::walk(&own, &dir, &[0, own.uid])? {
+        access::Reach::Walked(_) => {}
+        access::Reach::NoSearch => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("{}: this user may not search it", dir.display()),
+            ))
+        }
+        access::Reach::Moved(why) => return Err(io::Error::new(io::ErrorKind::NotFound, why)),
+        access::Reach::Exposed(why) => {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve {}: {why}. Every directory above the one served must be \
+                     owned by root or this server's user, and one others may write must have \
+                     the sticky bit (as /dev/shm and /tmp) and hold the path's next directory \
+                     under root's or this user's ownership",
+                    dir.display()
+                ),
+            ))
+        }
+    }
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;
     let server = Arc::new(Server {
-        queues: actions::Queues::new(
-            dir,
-            &addr.to_string(),
-            access::Identity::of_this_process().uid,
-        ),
+        queues: actions::Queues::new(dir, &addr.to_string(), own.uid),
         keys: cfg.check_signature.clone(),
         max_body: cfg.max_body,
         body_timeout: cfg.body_timeout,
         requests: AtomicU64::new(0),
         active: AtomicUsize::new(0),
-        own: Arc::new(access::Identity::of_this_process()),
+        own: Arc::new(own),
     });
     let trim = tokio::spawn(conn::trim_when_idle(Arc::clone(&server)));
     ready(addr);

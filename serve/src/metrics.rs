@@ -399,10 +399,20 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
 
 /// `dir` resolved now and walked for `who` ([`crate::access::walk`]: search permission on
 /// it and every directory above it, checked on the directories then used), or `None`.
+///
+/// A path another user could change ([`crate::access::exposed`]: a directory on it owned by
+/// a user other than root and this process's, or writable by others without the sticky
+/// bit) is not walked: a client sees nothing there (the log says why, each scrape).
 fn walked(dir: &std::path::Path, who: &Identity) -> Option<Walked> {
     let d = std::fs::canonicalize(dir).ok()?;
-    match crate::access::walk(who, &d) {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    let me = unsafe { libc::geteuid() };
+    match crate::access::walk(who, &d, &[0, me]) {
         Ok(Reach::Walked(w)) => Some(w),
+        Ok(Reach::Exposed(why) | Reach::Moved(why)) => {
+            tracing::warn!(dir = %d.display(), why, "not scraped for a client");
+            None
+        }
         _ => None,
     }
 }

@@ -690,6 +690,70 @@ fn a_directory_swapped_for_a_symlink_after_start_leads_nowhere() {
     assert_eq!(q.attributes().approximate_number_of_messages, 0);
 }
 
+/// A path another user could change would take serve's requests, and the paths it hands the
+/// library for later (a dead-letter queue, a move's destination), wherever that user likes:
+/// serve refuses to start on one (a directory above the served one writable by others
+/// without the sticky bit, or owned by another user), and a path that becomes one after the
+/// start serves nothing (a 500 naming no path) until it is mended.
+#[test]
+fn a_path_another_user_could_change_is_not_served() {
+    let base = Dir::new("exposed");
+    let served = base.0.join("served");
+    std::fs::create_dir(&served).unwrap();
+    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let refused = rt.block_on(shmfifo_serve::serve(
+        config(&served),
+        |_| panic!("listening on an exposed path"),
+        async {},
+    ));
+    let e = refused.unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
+    assert!(e.to_string().contains("no sticky bit"), "{e}");
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } == 0 {
+        // Owned by another user: refused too, sticky or not.
+        std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(&base.0, Some(65534), None).unwrap();
+        let e = rt
+            .block_on(shmfifo_serve::serve(
+                config(&served),
+                |_| panic!("listening"),
+                async {},
+            ))
+            .unwrap_err();
+        assert!(e.to_string().contains("owned by uid 65534"), "{e}");
+        std::os::unix::fs::chown(&base.0, Some(0), None).unwrap();
+    }
+    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let srv = Server::start(config(&served));
+    let q = Queue::create_at(served.join("q.fifo"), &QueueConfig::new()).unwrap();
+    let send = format!(
+        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
+        srv.url("q.fifo")
+    );
+    assert_eq!(post_json(srv.addr, "SendMessage", &send).0, 200);
+    // Made writable by others after the start: nothing served, no path told.
+    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let send2 = send.replace(r#""1""#, r#""2""#);
+    let (status, out) = post_json(srv.addr, "SendMessage", &send2);
+    assert_eq!(status, 500, "{out}");
+    assert!(out.contains("not served until it is mended"), "{out}");
+    assert!(
+        !out.contains(&*base.0.to_string_lossy()),
+        "the server's path: {out}"
+    );
+    let (status, _) = post_json(srv.addr, "ListQueues", "{}");
+    assert_eq!(status, 500);
+    // With the sticky bit (as /tmp), and the served directory ours: served again.
+    std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    assert_eq!(post_json(srv.addr, "SendMessage", &send2).0, 200);
+    assert_eq!(q.attributes().approximate_number_of_messages, 2);
+}
+
 /// After `unlink` and `create` under the same name, serve sent into (and received from) the
 /// deleted queue it still had open. Now it notices the file replaced and opens the new one.
 #[test]

@@ -179,9 +179,14 @@ impl Queues {
         Ok(obj(json!({"TaskHandle": handle})))
     }
 
-    /// The paths of every queue of the directory `who` may use, as given and canonical.
+    /// The paths of every queue of the directory `who` may use (as the library records a
+    /// message's source: the directory's resolved path and the name), looked up in the
+    /// directory as walked for `who`.
     fn usable_paths(&self, who: &Identity) -> Vec<PathBuf> {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+        let Ok(dir) = self.reachable("the queue directory", who) else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(dir.dir_path()) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -190,12 +195,11 @@ impl Queues {
             if !valid_name(&name) {
                 continue;
             }
-            let path = self.path(&name);
-            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && who.may_open(&m)) {
-                if let Ok(c) = std::fs::canonicalize(&path) {
-                    out.push(c);
-                }
-                out.push(path);
+            if dir
+                .entry(&name)
+                .is_ok_and(|m| m.is_some_and(|m| m.is_file() && who.may_open(&m)))
+            {
+                out.push(self.path(&name));
             }
         }
         out

@@ -165,20 +165,40 @@ impl Queues {
     /// The directory walked for `who` ([`crate::access::walk`]): search permission on it and
     /// on every directory above it, as the kernel asks of a process that opens a path there
     /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone), checked on
-    /// the directories the request then uses.
+    /// the directories the request then uses. A path that has come to lead elsewhere, or that
+    /// another user could now change (its directories' owners or modes changed since the
+    /// server started, which checked them), serves nothing: the client reads a 500 that names
+    /// no path, the log says why (once until the path is whole again).
     pub(super) fn reachable(&self, name: &str, who: &Identity) -> Result<Walked, ApiError> {
-        match crate::access::walk(who, &self.dir) {
-            Ok(Reach::Walked(w)) => Ok(w),
-            Ok(Reach::NoSearch) => Err(access_denied(name, "search the directory that holds it")),
-            Ok(Reach::Moved(why)) => {
-                tracing::error!(dir = %self.dir.display(), why, "the queue directory moved");
-                Err(ApiError::from(shmfifo::Error::Io(std::io::Error::new(
-                    std::io::ErrorKind::NotFound,
-                    format!("the queue directory's path changed since the server started: {why}"),
-                ))))
+        let trusted = [0, self.own_uid];
+        let why = match crate::access::walk(who, &self.dir, &trusted) {
+            Ok(Reach::Walked(w)) => {
+                // Relaxed: a flag that only limits log lines.
+                self.path_broken
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                return Ok(w);
             }
-            Err(e) => Err(ApiError::from(shmfifo::Error::Io(e))),
+            Ok(Reach::NoSearch) => {
+                return Err(access_denied(name, "search the directory that holds it"))
+            }
+            Ok(Reach::Moved(why) | Reach::Exposed(why)) => why,
+            Err(e) => return Err(ApiError::from(shmfifo::Error::Io(e))),
+        };
+        // Relaxed: as above.
+        if !self
+            .path_broken
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::error!(
+                dir = %self.dir.display(),
+                why,
+                "the queue directory's path cannot be served; every request fails until it is mended"
+            );
         }
+        Err(ApiError::from(shmfifo::Error::Io(std::io::Error::other(
+            "the queue directory's path changed since the server started, and is not served \
+             until it is mended (the server's log says how)",
+        ))))
     }
 
     pub(super) fn queue(
@@ -198,7 +218,7 @@ impl Queues {
     pub(super) fn scrubbed(&self, mut e: ApiError) -> ApiError {
         e.message = crate::access::strip_walked_paths(&e.message);
         let dir = self.dir.display().to_string();
-        if !dir.is_empty() && e.message.contains(&dir) {
+        if !dir.is_empty() && dir != "/" && e.message.contains(&dir) {
             e.message = e
                 .message
                 .replace(&format!("{dir}/"), "")
