@@ -360,7 +360,7 @@ impl Queue {
     /// the group's list, one claim, one publication and one free for up to ten messages, each
     /// still its own message (its id, sequence number, receipt handle, visibility and receive
     /// count). Off, each message of a batch takes a slot of its own. Every handle reads packs,
-    /// whoever sent them; the setting is this handle's, in this process.
+    /// whoever sent them; the setting is this handle's and its clones', in this process.
     ///
     /// A pack takes one slot of the smallest size class that holds its messages and their
     /// 32-byte directory entries; where that class is full and may not grow, the batch goes
