@@ -775,6 +775,9 @@ impl Queues {
 /// multi-threaded runtime (`block_in_place`: the worker's other tasks move to another worker,
 /// so a client that stops a process of its own on a shared queue does not stall every other
 /// connection); in place on a current-thread runtime (an embedder's), which has no other.
+/// Never inside a `LocalSet`, where `block_in_place` panics: requests run in the connection
+/// tasks `conn::accept_loop` spawns on the runtime (`tokio::spawn`), whatever polls the
+/// server's own future (test `a_server_inside_a_local_set_serves`).
 fn blocking<R>(f: impl FnOnce() -> R) -> R {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),

@@ -894,6 +894,64 @@ fn client_errors_are_4xx_with_sqs_codes() {
     assert_eq!(q.attributes().approximate_number_of_messages, before);
 }
 
+/// An embedder may run the server inside a `LocalSet` (actix-rt runs each worker's tasks in
+/// one) on a multi-threaded runtime, where `block_in_place` panics: each connection is a task
+/// of the runtime's own (`tokio::spawn`), on its workers, so an action's blocking call moves
+/// the worker's other tasks away as on a plain runtime, and nothing panics.
+#[test]
+fn a_server_inside_a_local_set_serves() {
+    let dir = Dir::new("localset");
+    let q = Queue::create_at(dir.0.join("q.fifo"), &QueueConfig::new()).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let cfg = config(&dir.0);
+    let thread = std::thread::spawn(move || {
+        let local = tokio::task::LocalSet::new();
+        rt.block_on(local.run_until(async move {
+            // Polled by the LocalSet itself, as an actix-rt worker polls its futures.
+            tokio::task::spawn_local(shmfifo_serve::serve(
+                cfg,
+                move |addr| tx.send(addr).unwrap(),
+                async {
+                    let _ = stopped.await;
+                },
+            ))
+            .await
+            .unwrap()
+        }))
+    });
+    let addr = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    let url = format!("http://{addr}/000000000000/q.fifo");
+    for (action, body) in [
+        (
+            "SendMessage",
+            format!(
+                r#"{{"QueueUrl":"{url}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#
+            ),
+        ),
+        (
+            "GetQueueAttributes",
+            format!(r#"{{"QueueUrl":"{url}","AttributeNames":["All"]}}"#),
+        ),
+        ("ListQueues", "{}".to_owned()),
+        (
+            "ReceiveMessage",
+            format!(r#"{{"QueueUrl":"{url}","WaitTimeSeconds":1}}"#),
+        ),
+    ] {
+        let (status, out) = post_json(addr, action, &body);
+        assert_eq!(status, 200, "{action}: {out}");
+    }
+    assert_eq!(q.attributes().approximate_number_of_messages_not_visible, 1);
+    stop.send(()).unwrap();
+    thread.join().unwrap().unwrap();
+}
+
 /// Listening off loopback without signatures is refused: there would be no user to check.
 #[test]
 fn listening_off_loopback_needs_signatures() {
