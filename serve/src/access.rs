@@ -201,11 +201,12 @@ const MAX_COMPONENTS: usize = 2048;
 /// path checked by name and then opened by name could, between the two).
 ///
 /// A server also hands paths in `dir` to calls that open them later (a redrive policy's
-/// dead-letter queue, a move task's destination), and those are not walked again. So the
-/// path must be one no user outside `trusted` (root and the server's own user) can change
-/// ([`exposed`]); where another user could, the walk says [`Reach::Exposed`] and nothing is
-/// done there.
-pub fn walk(who: &Identity, dir: &Path, trusted: &[u32]) -> io::Result<Reach> {
+/// dead-letter queue, a move task's destination), and those are not walked again. So, with
+/// `trusted` (root and the server's own user), the path and the names in `dir` must be ones
+/// no other user can change ([`exposed`]); where another user could, the walk says
+/// [`Reach::Exposed`] and nothing is done there. Without, only search permission is asked
+/// (a caller that checks what it opens by device and inode).
+pub fn walk(who: &Identity, dir: &Path, trusted: Option<&[u32]>) -> io::Result<Reach> {
     if !dir.is_absolute() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -256,7 +257,10 @@ pub fn walk(who: &Identity, dir: &Path, trusted: &[u32]) -> io::Result<Reach> {
             }
             Err(e) => return Err(e),
         };
-        if let Some(why) = exposed(&at, &meta, &child, &child_meta, trusted) {
+        let ids = (meta.uid(), meta.mode());
+        if let Some(why) =
+            trusted.and_then(|t| exposed(&at, ids, Some((&child, child_meta.uid())), t))
+        {
             return Ok(Reach::Exposed(why));
         }
         (here, meta, at) = (fd, child_meta, child);
@@ -264,45 +268,56 @@ pub fn walk(who: &Identity, dir: &Path, trusted: &[u32]) -> io::Result<Reach> {
     if !who.may_search(&meta) {
         return Ok(Reach::NoSearch);
     }
+    if let Some(why) = trusted.and_then(|t| exposed(&at, (meta.uid(), meta.mode()), None, t)) {
+        return Ok(Reach::Exposed(why));
+    }
     Ok(Reach::Walked(Walked { fd: here, meta }))
 }
 
-/// Why a user outside `trusted` could make the path step from directory `parent` to its
-/// entry `child` lead elsewhere, if one could: `parent`'s owner (who may change its mode and
-/// rename what it holds); any user, where `parent` is writable by its group or by others and
-/// not sticky (`rename(2)` needs only write on it); `child`'s owner, where `parent` is such a
-/// directory with the sticky bit (as `/dev/shm`: there an entry's owner may still rename it).
+/// Why a user outside `trusted` could make a name lead elsewhere, if one could: a name in the
+/// directory `parent` (owner and mode `(uid, mode)`) that is `child` (a directory on the path,
+/// with its owner), or, with `child` `None`, any name in it (the queues of the served
+/// directory). Such a user is `parent`'s owner (who may change its mode and rename what it
+/// holds); any user, where `parent` is writable by its group or by others and not sticky
+/// (`rename(2)` needs only write on it); `child`'s owner, where `parent` is such a directory
+/// with the sticky bit (as `/dev/shm`: there an entry's owner may still rename it). In a
+/// sticky served directory a user may still rename their own queues, and link another's
+/// file under a name of theirs where the kernel allows it (`fs.protected_hardlinks=0`).
 pub fn exposed(
     parent: &Path,
-    parent_meta: &Metadata,
-    child: &Path,
-    child_meta: &Metadata,
+    (uid, mode): (u32, u32),
+    child: Option<(&Path, u32)>,
     trusted: &[u32],
 ) -> Option<String> {
-    if !trusted.contains(&parent_meta.uid()) {
+    let what = match child {
+        Some((c, _)) => format!(
+            "rename {} or put another directory in its place",
+            c.display()
+        ),
+        None => "rename one queue onto another's name (a dead-letter queue's, which serve \
+                 opens by its name when it moves a message there)"
+            .to_owned(),
+    };
+    if !trusted.contains(&uid) {
         return Some(format!(
-            "{} is owned by uid {}, who could rename {} or put another directory in its place",
-            parent.display(),
-            parent_meta.uid(),
-            child.display()
+            "{} is owned by uid {uid}, who could {what}",
+            parent.display()
         ));
     }
-    if parent_meta.mode() & 0o022 != 0 {
-        if parent_meta.mode() & STICKY == 0 {
+    if mode & 0o022 != 0 {
+        if mode & STICKY == 0 {
             return Some(format!(
                 "{} may be written by its group or by every user (mode {:o}, no sticky bit): \
-                 they could rename {} or put another directory in its place",
+                 they could {what}",
                 parent.display(),
-                parent_meta.mode() & 0o7777,
-                child.display()
+                mode & 0o7777,
             ));
         }
-        if !trusted.contains(&child_meta.uid()) {
+        if let Some((c, owner)) = child.filter(|&(_, owner)| !trusted.contains(&owner)) {
             return Some(format!(
-                "{} is owned by uid {} in a directory others may write ({}): its owner could \
-                 rename it or put another directory in its place",
-                child.display(),
-                child_meta.uid(),
+                "{} is owned by uid {owner} in a directory others may write ({}): its owner \
+                 could rename it or put another directory in its place",
+                c.display(),
                 parent.display()
             ));
         }
@@ -610,7 +625,7 @@ mod tests {
         std::os::unix::fs::symlink("q.fifo", dir.join("link.fifo")).unwrap();
         let me = Identity::of_this_process();
         let t = [0, me.uid];
-        let Reach::Walked(w) = walk(&me, &dir, &t).unwrap() else {
+        let Reach::Walked(w) = walk(&me, &dir, Some(&t)).unwrap() else {
             panic!("not walked")
         };
         assert!(w.meta().is_dir());
@@ -634,10 +649,13 @@ mod tests {
         std::fs::remove_dir_all(base.join("a")).unwrap();
         std::os::unix::fs::symlink(base.join("moved"), base.join("a")).unwrap();
         assert!(
-            matches!(walk(&me, &dir, &t).unwrap(), Reach::Moved(why) if why.starts_with(&*base.join("a").to_string_lossy()))
+            matches!(walk(&me, &dir, Some(&t)).unwrap(), Reach::Moved(why) if why.starts_with(&*base.join("a").to_string_lossy()))
         );
         std::fs::remove_file(base.join("a")).unwrap();
-        assert!(matches!(walk(&me, &dir, &t).unwrap(), Reach::Moved(_)));
+        assert!(matches!(
+            walk(&me, &dir, Some(&t)).unwrap(),
+            Reach::Moved(_)
+        ));
         // A directory on the path another user may not search.
         std::fs::rename(base.join("moved"), base.join("a")).unwrap();
         let other = Identity {
@@ -646,24 +664,62 @@ mod tests {
             groups: vec![],
         };
         std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(matches!(walk(&other, &dir, &t).unwrap(), Reach::NoSearch));
+        assert!(matches!(
+            walk(&other, &dir, Some(&t)).unwrap(),
+            Reach::NoSearch
+        ));
         std::fs::set_permissions(base.join("a"), std::fs::Permissions::from_mode(0o711)).unwrap();
-        assert!(matches!(walk(&other, &dir, &t).unwrap(), Reach::Walked(_)));
-        assert!(walk(&me, Path::new("relative"), &t).is_err());
+        assert!(matches!(
+            walk(&other, &dir, Some(&t)).unwrap(),
+            Reach::Walked(_)
+        ));
+        assert!(walk(&me, Path::new("relative"), Some(&t)).is_err());
         // A directory on the path another user could change: its owner untrusted, or
         // writable by others without the sticky bit; with it, its entry's owner is asked.
         assert!(
-            matches!(walk(&me, &dir, &[me.uid.wrapping_add(12345)]).unwrap(), Reach::Exposed(why) if why.starts_with("/ is owned by uid 0"))
+            matches!(walk(&me, &dir, Some(&[me.uid.wrapping_add(12345)])).unwrap(), Reach::Exposed(why) if why.starts_with("/ is owned by uid 0"))
         );
         std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o777)).unwrap();
         assert!(
-            matches!(walk(&me, &dir, &t).unwrap(), Reach::Exposed(why) if why.contains("no sticky bit"))
+            matches!(walk(&me, &dir, Some(&t)).unwrap(), Reach::Exposed(why) if why.contains("no sticky bit"))
         );
         std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o1777)).unwrap();
-        assert!(matches!(walk(&me, &dir, &t).unwrap(), Reach::Walked(_)));
+        assert!(matches!(
+            walk(&me, &dir, Some(&t)).unwrap(),
+            Reach::Walked(_)
+        ));
         std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert!(walk(&me, &base.join("a/../a/b"), &t).is_err());
+        assert!(walk(&me, &base.join("a/../a/b"), Some(&t)).is_err());
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// Who could change where a name leads, by the parent's owner and mode and the child's
+    /// owner (root 0 and the server's user 7 trusted; 9 another user).
+    #[test]
+    fn a_name_others_could_move_is_exposed() {
+        let t = [0, 7];
+        let (p, c) = (Path::new("/p"), Path::new("/p/c"));
+        for (parent, child, exposed_by) in [
+            ((0, 0o755), Some(9), None), // root's, not writable by others
+            ((7, 0o700), Some(7), None), // the server's
+            ((9, 0o755), Some(0), Some("owned by uid 9")), // another user's
+            ((0, 0o775), Some(0), Some("no sticky bit")), // its group may write
+            ((0, 0o757), Some(0), Some("no sticky bit")), // everyone may write
+            ((0, 0o1777), Some(7), None), // sticky, the child ours
+            ((0, 0o1777), Some(9), Some("owned by uid 9 in")), // sticky, the child another's
+            ((0, 0o1777), None, None),   // the served directory: sticky
+            ((0, 0o777), None, Some("rename one queue onto")), // ... not sticky
+            ((9, 0o700), None, Some("owned by uid 9")), // ... another user's
+        ] {
+            let why = exposed(p, parent, child.map(|o| (c, o)), &t);
+            match exposed_by {
+                None => assert_eq!(why, None, "{parent:?} {child:?}"),
+                Some(w) => assert!(
+                    why.as_ref().is_some_and(|y| y.contains(w)),
+                    "{parent:?} {child:?}: {why:?}"
+                ),
+            }
+        }
     }
 
     #[test]

@@ -131,7 +131,7 @@ pub async fn serve(
     // place) would take requests, and the paths handed to the library for later (a redrive
     // policy's dead-letter queue, a move task's destination), wherever that user likes.
     let own = access::Identity::of_this_process();
-    match access::walk(&own, &dir, &[0, own.uid])? {
+    match access::walk(&own, &dir, Some(&[0, own.uid]))? {
         access::Reach::Walked(_) => {}
         access::Reach::NoSearch => {
             return Err(io::Error::new(
@@ -144,10 +144,10 @@ pub async fn serve(
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
-                    "refusing to serve {}: {why}. Every directory above the one served must be \
-                     owned by root or this server's user, and one others may write must have \
-                     the sticky bit (as /dev/shm and /tmp) and hold the path's next directory \
-                     under root's or this user's ownership",
+                    "refusing to serve {}: {why}. The directory served and every one above it \
+                     must be owned by root or this server's user, and one others may write \
+                     must have the sticky bit (as /dev/shm and /tmp) and hold the path's next \
+                     directory under root's or this user's ownership",
                     dir.display()
                 ),
             ))

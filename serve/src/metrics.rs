@@ -129,10 +129,11 @@ fn label_value(name: &str) -> String {
 /// The most bytes of a bridge's status file read.
 const MAX_STATUS_BYTES: u64 = 4 << 20;
 
-/// The bytes of the bridge status file `status` of the queue at `queue`, if it is a regular
-/// file (no symlink followed, no FIFO waited on) of at most [`MAX_STATUS_BYTES`], owned by
-/// this process's user or the queue file's owner (not one another user planted beside it).
-fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option<Vec<u8>> {
+/// The bytes of the bridge status file `status` of a queue whose file is owned by
+/// `queue_owner`, if it is a regular file (no symlink followed, no FIFO waited on) of at most
+/// [`MAX_STATUS_BYTES`], owned by this process's user or the queue file's owner (not one
+/// another user planted beside it).
+fn read_status_file(status: &std::path::Path, queue_owner: Option<u32>) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
@@ -143,7 +144,6 @@ fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option
     let m = f.metadata().ok()?;
     // SAFETY: geteuid cannot fail and touches no memory of ours.
     let me = unsafe { libc::geteuid() };
-    let queue_owner = std::fs::symlink_metadata(queue).ok().map(|q| q.uid());
     if !m.is_file() || m.len() > MAX_STATUS_BYTES || (m.uid() != me && Some(m.uid()) != queue_owner)
     {
         return None;
@@ -151,6 +151,14 @@ fn read_status_file(status: &std::path::Path, queue: &std::path::Path) -> Option
     let mut b = Vec::new();
     f.take(MAX_STATUS_BYTES).read_to_end(&mut b).ok()?;
     Some(b)
+}
+
+/// A queue file as checked for a client: its metadata, the directory it was looked up in as
+/// walked, and its name there.
+struct Checked {
+    meta: std::fs::Metadata,
+    dir: std::rc::Rc<Walked>,
+    name: String,
 }
 
 /// One scrape: the text exposition of every queue this process's user may observe (what a
@@ -307,9 +315,9 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
             // For a client: the file as opened is the one its access was checked on (the name
             // may have changed since it was looked at).
             Ok(o)
-                if checked.as_ref().is_some_and(|m| {
+                if checked.as_ref().is_some_and(|c| {
                     o.file_metadata()
-                        .map_or(true, |f| (f.dev(), f.ino()) != (m.dev(), m.ino()))
+                        .map_or(true, |f| (f.dev(), f.ino()) != (c.meta.dev(), c.meta.ino()))
                 }) =>
             {
                 continue
@@ -373,9 +381,20 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
             .inc_by(a.quarantined_groups);
         quarantined.get_or_create(&l).inc_by(a.quarantined_messages);
         // The bridge's counters (`shmfifo bridge` keeps them in PATH.bridge.json).
-        let mut status = path.clone().into_os_string();
-        status.push(".bridge.json");
-        if let Some(v) = read_status_file(std::path::Path::new(&status), &path)
+        // For a client, looked up in the directory as walked (beside the file checked).
+        let (status, queue_owner) = match &checked {
+            Some(c) => (
+                c.dir.path(&format!("{}.bridge.json", c.name)),
+                Some(c.meta.uid()),
+            ),
+            None => {
+                let mut status = path.clone().into_os_string();
+                status.push(".bridge.json");
+                let owner = std::fs::symlink_metadata(&path).ok().map(|q| q.uid());
+                (PathBuf::from(status), owner)
+            }
+        };
+        if let Some(v) = read_status_file(&status, queue_owner)
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         {
             let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -398,46 +417,42 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
 }
 
 /// `dir` resolved now and walked for `who` ([`crate::access::walk`]: search permission on
-/// it and every directory above it, checked on the directories then used), or `None`.
-///
-/// A path another user could change ([`crate::access::exposed`]: a directory on it owned by
-/// a user other than root and this process's, or writable by others without the sticky
-/// bit) is not walked: a client sees nothing there (the log says why, each scrape).
+/// it and every directory above it, checked on the directories then used), or `None`. Its
+/// owners and modes are not asked about (as `serve` asks them): a scrape hands no path on
+/// for later, and checks each queue it observes by device and inode ([`queues`]).
 fn walked(dir: &std::path::Path, who: &Identity) -> Option<Walked> {
     let d = std::fs::canonicalize(dir).ok()?;
-    // SAFETY: geteuid cannot fail and touches no memory of ours.
-    let me = unsafe { libc::geteuid() };
-    match crate::access::walk(who, &d, &[0, me]) {
+    match crate::access::walk(who, &d, None) {
         Ok(Reach::Walked(w)) => Some(w),
-        Ok(Reach::Exposed(why) | Reach::Moved(why)) => {
-            tracing::warn!(dir = %d.display(), why, "not scraped for a client");
-            None
-        }
         _ => None,
     }
 }
 
-/// The queues to scrape for `who` (`None`: this process's user): `(label, path, the file's
-/// metadata as checked for who)`. A named queue `who` may not open is left out, as is every
+/// The queues to scrape for `who` (`None`: this process's user): `(label, path, the file as
+/// checked for who)`. A named queue `who` may not open is left out, as is every
 /// name of a directory `who` may not list; names that are not UTF-8 are left out (two of them
 /// could share one label).
 ///
 /// For a client, a file is checked as the name in the directory as walked (a regular file,
 /// no symlink followed, that it may open), and the scrape then observes it by its path only
 /// if what it opens is that file (a component swapped in between is not followed).
-fn queues(
-    cfg: &MetricsConfig,
-    who: Option<&Identity>,
-) -> Vec<(String, PathBuf, Option<std::fs::Metadata>)> {
+fn queues(cfg: &MetricsConfig, who: Option<&Identity>) -> Vec<(String, PathBuf, Option<Checked>)> {
+    use std::rc::Rc;
     // For a client: a regular file of the walked directory that it may open; for us, anything.
-    let admitted =
-        |dir: Option<&Walked>, name: &std::ffi::OsStr| -> Option<Option<std::fs::Metadata>> {
-            let (Some(who), Some(dir)) = (who, dir) else {
-                return who.is_none().then_some(None);
-            };
-            let m = dir.entry(name.to_str()?).ok()??;
-            (m.file_type().is_file() && who.may_open(&m)).then_some(Some(m))
+    let admitted = |dir: Option<&Rc<Walked>>, name: &std::ffi::OsStr| -> Option<Option<Checked>> {
+        let (Some(who), Some(dir)) = (who, dir) else {
+            return who.is_none().then_some(None);
         };
+        let name = name.to_str()?;
+        let meta = dir.entry(name).ok()??;
+        (meta.file_type().is_file() && who.may_open(&meta)).then(|| {
+            Some(Checked {
+                meta,
+                dir: Rc::clone(dir),
+                name: name.to_owned(),
+            })
+        })
+    };
     if !cfg.queues.is_empty() {
         return cfg
             .queues
@@ -451,7 +466,10 @@ fn queues(
                 let dir = match who {
                     Some(who) => {
                         let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-                        Some(walked(parent.unwrap_or(std::path::Path::new(".")), who)?)
+                        Some(Rc::new(walked(
+                            parent.unwrap_or(std::path::Path::new(".")),
+                            who,
+                        )?))
                     }
                     None => None,
                 };
@@ -462,7 +480,7 @@ fn queues(
     }
     let dir = match who {
         Some(who) => match walked(&cfg.dir, who) {
-            Some(w) if who.may_list(w.meta()) => Some(w),
+            Some(w) if who.may_list(w.meta()) => Some(Rc::new(w)),
             _ => return Vec::new(),
         },
         None => None,
@@ -470,7 +488,7 @@ fn queues(
     // A client's listing is of the directory as walked (whatever the path names now).
     let listed = dir
         .as_ref()
-        .map_or_else(|| cfg.dir.clone(), Walked::dir_path);
+        .map_or_else(|| cfg.dir.clone(), |w| w.dir_path());
     let mut v: Vec<String> = std::fs::read_dir(listed)
         .into_iter()
         .flatten()

@@ -20,9 +20,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 9324)]
     pub port: u16,
     /// Directory of the queue files (queue NAME.fifo is DIR/NAME.fifo). No other user may be
-    /// able to change the path to it: every directory above it owned by root or the server's
-    /// user, and one that others may write sticky (as /dev/shm) with the next one on the path
-    /// root's or the server's user's; serve refuses to start otherwise.
+    /// able to change the path to it or the names in it: it and every directory above it
+    /// owned by root or the server's user, and one that others may write sticky (as /dev/shm)
+    /// with the next one on the path root's or the server's user's; serve refuses to start
+    /// otherwise.
     #[arg(long, default_value = "/dev/shm")]
     pub dir: PathBuf,
     /// Check SigV4 signatures against this key pair, ACCESS_KEY_ID:SECRET; a signed request
