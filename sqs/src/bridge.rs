@@ -655,7 +655,9 @@ impl<'a> Bridge<'a> {
         self.changed = true;
         let results = match r.outcome {
             Ok(results) => {
-                self.remote_backoff = Duration::from_millis(50);
+                // Halved, not reset: with requests in flight side by side, one that succeeds
+                // must not undo at once the backoff another's throttling earned.
+                self.remote_backoff = (self.remote_backoff / 2).max(Duration::from_millis(50));
                 results
             }
             Err(_) if !live => {
@@ -678,10 +680,39 @@ impl<'a> Bridge<'a> {
                 self.remote_backoff = (self.remote_backoff * 2)
                     .min(Duration::from_secs(5))
                     .min(self.opts.max_backoff.max(Duration::from_millis(50)));
-                for e in &r.entries {
-                    if let Some(g) = self.groups.get_mut(&e.group) {
-                        g.outstanding = false;
-                        g.solo |= split;
+                // One message sent alone and answered so (a proxy's 413 for it, say): the same
+                // message would get it again. Its group backs off on its own, as for an entry
+                // the remote fails (other groups' successes reset only the remote's backoff),
+                // and after `max_tries` such answers it is reported stopped, its messages kept
+                // here (never refused or dead-lettered for an answer that is not SQS's), tried
+                // again every `max_backoff`: `until_empty` then ends.
+                let alone = r.entries.len() == 1
+                    && matches!(&e, Error::Remote { code, .. } if code == "response-4xx");
+                for en in &r.entries {
+                    let Some(g) = self.groups.get_mut(&en.group) else {
+                        continue;
+                    };
+                    g.outstanding = false;
+                    g.solo |= split;
+                    if !alone {
+                        continue;
+                    }
+                    g.retries = g.retries.saturating_add(1);
+                    let max_tries = self.opts.max_tries.max(1);
+                    let base = if g.retries >= max_tries {
+                        if !g.stopped {
+                            tracing::warn!(group = %en.group, message_id = %en.id, error = %e, "bridge: the group is stopped at a message the remote keeps answering with an error that is not SQS's; its messages stay here");
+                        }
+                        g.stopped = true;
+                        self.opts.max_backoff
+                    } else {
+                        Duration::from_millis(50)
+                            .saturating_mul(1 << g.retries.saturating_sub(1).min(7))
+                            .min(Duration::from_secs(5))
+                    };
+                    let wait = self.jitter(base);
+                    if let Some(g) = self.groups.get_mut(&en.group) {
+                        g.not_before = Some(now + wait);
                     }
                 }
                 return Ok(());

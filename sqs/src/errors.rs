@@ -28,8 +28,32 @@ fn parameter_in(message: &str) -> &'static str {
         .unwrap_or("request")
 }
 
+/// The most bytes of a remote's text (an error's code or message, a failure's description)
+/// kept in an error: a remote may answer with megabytes of it.
+pub(crate) const MAX_REMOTE_TEXT: usize = 1024;
+
+/// A remote's text as an error carries it: at most [`MAX_REMOTE_TEXT`] bytes (cut at a
+/// character, "…" after), every control character escaped (`\n`, `\u{1b}`): what a terminal
+/// or a log then shows is text, never an escape sequence the remote chose.
+pub(crate) fn remote_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_REMOTE_TEXT) + 4);
+    for c in s.chars() {
+        if out.len() >= MAX_REMOTE_TEXT {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// SQS's answer as the [`shmfifo::Error`] variant the local queue gives for the same rule; a
-/// transport failure, throttling and refused credentials as [`Error::Remote`].
+/// transport failure, throttling and refused credentials as [`Error::Remote`]. Every text from
+/// the remote goes through [`remote_text`].
 pub(crate) fn error<E>(
     e: SdkError<E, aws_sdk_sqs::config::http::HttpResponse>,
     queue_url: &str,
@@ -40,7 +64,7 @@ where
     let transport = |kind, code: &str, e: &dyn std::fmt::Display| Error::Remote {
         kind,
         code: code.to_owned(),
-        message: e.to_string(),
+        message: remote_text(&e.to_string()),
     };
     match e {
         // Credentials that could not be loaded (none configured, an expired SSO session) fail
@@ -60,7 +84,7 @@ where
         }
         SdkError::ConstructionFailure(c) => Error::InvalidParameterValue {
             parameter: "request",
-            reason: format!("{c:?}"),
+            reason: remote_text(&format!("{c:?}")),
         },
         SdkError::ServiceError(s) => {
             let status = s.raw().status().as_u16();
@@ -83,7 +107,9 @@ where
                     &format!("HTTP {status} without an error code: {se}"),
                 );
             };
-            let message = se.message().unwrap_or("").to_owned();
+            let code = remote_text(code);
+            let code = code.as_str();
+            let message = remote_text(se.message().unwrap_or(""));
             // The remote failed on its side (5xx) or throttled us (429): another try, whatever
             // the code says, never a refusal of the message.
             if status >= 500 || status == 429 {
@@ -182,14 +208,14 @@ pub(crate) fn entry_failed(f: &aws_sdk_sqs::types::BatchResultErrorEntry) -> Err
     } else {
         Error::Remote {
             kind: RemoteKind::Unreachable,
-            code: f.code().to_owned(),
-            message: f.message().unwrap_or("").to_owned(),
+            code: remote_text(f.code()),
+            message: remote_text(f.message().unwrap_or("")),
         }
     }
 }
 
 fn batch_error(code: &str, message: Option<&str>) -> Error {
-    from_code(code, message.unwrap_or("").to_owned(), "")
+    from_code(&remote_text(code), remote_text(message.unwrap_or("")), "")
 }
 
 /// A batch entry the SDK could not build (a required field missing).

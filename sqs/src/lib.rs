@@ -12,6 +12,7 @@
 
 pub mod bridge;
 mod errors;
+pub mod shape;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,16 +65,31 @@ fn attribute_value(a: &shmfifo::MessageAttribute<'_>) -> Result<MessageAttribute
     })
 }
 
-/// The most bytes of one answer's body the backend reads (64 MiB). SQS's largest answer is a
-/// ReceiveMessage of ten 1 MiB messages (bodies and attributes) in JSON, where a quote, a
-/// backslash, a tab, a line feed or a carriage return of a body takes two bytes: at most some
-/// 21 MiB, so the limit leaves three times that. A longer body (a broken or hostile endpoint,
-/// an intercepting proxy) fails the call as an unreadable answer, after at most this much
-/// memory, rather than being read whole.
+/// The most bytes of a ReceiveMessage answer's body the backend reads (64 MiB). SQS's
+/// largest answer is a ReceiveMessage of ten 1 MiB messages (bodies and attributes) in JSON,
+/// where a quote, a backslash, a tab, a line feed or a carriage return of a body takes two
+/// bytes: at most some 21 MiB, so the limit leaves three times that. A longer body (a broken
+/// or hostile endpoint, an intercepting proxy) fails the call as an unreadable answer, after
+/// at most this much memory, rather than being read whole.
 pub const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
-/// Reads every answer's body through [`MAX_RESPONSE_BYTES`] (the SDK reads a body whole
-/// before parsing it, bounded otherwise only by the attempt timeout).
+/// The most bytes of any other answer's body (1 MiB): a batch's ten results, a queue's URL or
+/// attributes take a few KiB.
+pub const MAX_SMALL_RESPONSE_BYTES: usize = 1 << 20;
+
+/// The most JSON objects and members a successful ReceiveMessage answer may hold ([`shape`]):
+/// ten messages, each an object with its system attributes, its message attributes and each
+/// of those a value object, some 15 objects and 80 members a message at most.
+pub const MAX_RECEIVE_SHAPE: (u32, u32) = (1024, 8192);
+
+/// The same for any other successful answer: ten batch results of a few members each.
+pub const MAX_SMALL_SHAPE: (u32, u32) = (256, 2048);
+
+/// Reads every answer's body through a byte limit ([`MAX_RESPONSE_BYTES`] for ReceiveMessage,
+/// [`MAX_SMALL_RESPONSE_BYTES`] otherwise) and a successful one's through bounds on its shape
+/// ([`shape::Shape`]: [`MAX_RECEIVE_SHAPE`], [`MAX_SMALL_SHAPE`]) before the SDK parses it (the
+/// SDK reads a body whole, bounded otherwise only by the attempt timeout, and builds a value
+/// for every object it holds, a required field it lacks filled in).
 #[derive(Debug)]
 struct BodyCap;
 
@@ -88,15 +104,104 @@ impl aws_sdk_sqs::config::Intercept for BodyCap {
             '_,
         >,
         _runtime_components: &aws_sdk_sqs::config::RuntimeComponents,
-        _cfg: &mut aws_sdk_sqs::config::ConfigBag,
+        cfg: &mut aws_sdk_sqs::config::ConfigBag,
     ) -> std::result::Result<(), Box<dyn std::error::Error + Send + Sync>> {
+        let receive = cfg
+            .load::<aws_smithy_runtime_api::client::orchestrator::Metadata>()
+            .is_some_and(|m| m.name() == "ReceiveMessage");
+        let (bytes, (objects, members)) = if receive {
+            (MAX_RESPONSE_BYTES, MAX_RECEIVE_SHAPE)
+        } else {
+            (MAX_SMALL_RESPONSE_BYTES, MAX_SMALL_SHAPE)
+        };
         let response = context.response_mut();
-        let body = response.take_body();
-        *response.body_mut() = aws_smithy_types::body::SdkBody::from_body_1_x(
-            http_body_util::Limited::new(body, MAX_RESPONSE_BYTES),
-        );
+        // An error's answer is read for its code and message only (and may be a proxy's
+        // page, whose text has commas and colons): its bytes are bounded, not its shape.
+        let success = response.status().is_success();
+        let body = http_body_util::Limited::new(response.take_body(), bytes);
+        *response.body_mut() = if success {
+            aws_smithy_types::body::SdkBody::from_body_1_x(Shaped {
+                inner: body,
+                shape: shape::Shape::new(objects, members),
+            })
+        } else {
+            aws_smithy_types::body::SdkBody::from_body_1_x(body)
+        };
         Ok(())
     }
+}
+
+/// A body whose data is counted by a [`shape::Shape`] as it is read: past a bound, the read
+/// fails (the call then fails as an unreadable answer).
+struct Shaped<B> {
+    inner: B,
+    shape: shape::Shape,
+}
+
+impl<B> http_body::Body for Shaped<B>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = bytes::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<std::result::Result<http_body::Frame<bytes::Bytes>, Self::Error>>>
+    {
+        let this = self.get_mut();
+        match std::pin::Pin::new(&mut this.inner).poll_frame(cx) {
+            std::task::Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    if let Err(e) = this.shape.feed(data) {
+                        return std::task::Poll::Ready(Some(Err(Box::new(e))));
+                    }
+                }
+                std::task::Poll::Ready(Some(Ok(frame)))
+            }
+            std::task::Poll::Ready(Some(Err(e))) => std::task::Poll::Ready(Some(Err(e.into()))),
+            std::task::Poll::Ready(None) => std::task::Poll::Ready(None),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// An answer that breaks SQS's contract (a field it always gives missing, more entries than
+/// asked for): the remote's fault, another try, never a refusal of what was sent.
+fn invalid_answer(what: &str) -> Error {
+    Error::Remote {
+        kind: RemoteKind::Other,
+        code: "response".into(),
+        message: format!("an invalid answer: {what}"),
+    }
+}
+
+/// The region an SQS URL's host names: `sqs.REGION.amazonaws.com[.cn]` or
+/// `REGION.queue.amazonaws.com` (the legacy form); `None` for any other host.
+fn region_of_url(url: &str) -> Option<String> {
+    let host = url.split_once("://")?.1.split(['/', ':', '?']).next()?;
+    let parts: Vec<&str> = host.split('.').collect();
+    let region = match parts.as_slice() {
+        ["sqs", r, "amazonaws", "com"] | ["sqs", r, "amazonaws", "com", "cn"] => r,
+        [r, "queue", "amazonaws", "com"] => r,
+        _ => return None,
+    };
+    (!region.is_empty()
+        && region.len() <= 32
+        && region
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-'))
+    .then(|| (*region).to_owned())
 }
 
 /// A duration in SQS's whole seconds, rounded up: a visibility timeout of 900 ms is 1 s on
@@ -147,8 +252,38 @@ impl AsyncSqsQueue {
 
     /// A client from the environment (credentials, region, `AWS_ENDPOINT_URL`) as the AWS
     /// SDKs and CLI load them, with `endpoint` overriding the endpoint. Every answer's body is
-    /// read through [`MAX_RESPONSE_BYTES`].
+    /// read through [`MAX_RESPONSE_BYTES`] and the bounds on its shape ([`BodyCap`]).
+    ///
+    /// Without a region in the environment every call fails before it is sent (signing needs
+    /// one); [`client_for`](Self::client_for) takes it from a queue's URL, or says so at once.
     pub async fn client(endpoint: Option<&str>) -> aws_sdk_sqs::Client {
+        Self::build_client(endpoint, None).await.0
+    }
+
+    /// [`client`](Self::client) for the queue at `queue_url` (if known): without a region in
+    /// the environment, the one its host names (`sqs.REGION.amazonaws.com`,
+    /// `REGION.queue.amazonaws.com`); `InvalidConfig` naming the fix where neither gives one
+    /// (a bridge would otherwise retry a call that never leaves the process, forever).
+    pub async fn client_for(
+        endpoint: Option<&str>,
+        queue_url: Option<&str>,
+    ) -> Result<aws_sdk_sqs::Client> {
+        match Self::build_client(endpoint, queue_url.and_then(region_of_url)).await {
+            (client, true) => Ok(client),
+            (_, false) => Err(Error::InvalidConfig {
+                setting: "region",
+                reason: "no AWS region: set AWS_REGION (or a region in the AWS profile), or \
+                         give the queue's https://sqs.REGION.amazonaws.com/ACCOUNT/NAME.fifo URL"
+                    .into(),
+            }),
+        }
+    }
+
+    /// The client, and whether it has a region (the environment's, else `fallback`).
+    async fn build_client(
+        endpoint: Option<&str>,
+        fallback: Option<String>,
+    ) -> (aws_sdk_sqs::Client, bool) {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             // The SDK's defaults bound only the connect: a remote that accepts and never
             // answers would hold a call (and a bridge worker) forever. A long poll of SQS's
@@ -163,10 +298,17 @@ impl AsyncSqsQueue {
         if let Some(e) = endpoint {
             loader = loader.endpoint_url(e);
         }
-        let conf = aws_sdk_sqs::config::Builder::from(&loader.load().await)
-            .interceptor(BodyCap)
-            .build();
-        aws_sdk_sqs::Client::from_conf(conf)
+        let loaded = loader.load().await;
+        let mut b = aws_sdk_sqs::config::Builder::from(&loaded).interceptor(BodyCap);
+        let has_region = match (loaded.region(), fallback) {
+            (Some(_), _) => true,
+            (None, Some(r)) => {
+                b = b.region(aws_sdk_sqs::config::Region::new(r));
+                true
+            }
+            (None, None) => false,
+        };
+        (aws_sdk_sqs::Client::from_conf(b.build()), has_region)
     }
 
     /// Opens the queue `name` (GetQueueUrl).
@@ -178,7 +320,10 @@ impl AsyncSqsQueue {
             .send()
             .await
             .map_err(|e| error(e, name))?;
-        let url = r.queue_url().unwrap_or_default().to_owned();
+        let url = r
+            .queue_url()
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| invalid_answer("GetQueueUrl answered without a QueueUrl"))?;
         Ok(Self::new(client, url))
     }
 
@@ -234,6 +379,13 @@ impl AsyncSqsQueue {
             .send()
             .await
             .map_err(|e| error(e, &self.url))?;
+        if out.successful().len() + out.failed().len() > entries.len() {
+            return Err(invalid_answer(&format!(
+                "SendMessageBatch answered {} entries for {} sent",
+                out.successful().len() + out.failed().len(),
+                entries.len()
+            )));
+        }
         // In request order, as the local queue answers.
         Ok(entries
             .iter()
@@ -280,13 +432,19 @@ impl AsyncSqsQueue {
             .send()
             .await
             .map_err(|e| error(e, &self.url))?;
-        Ok(out
-            .messages()
+        if out.messages().len() > opts.max_messages as usize {
+            return Err(invalid_answer(&format!(
+                "ReceiveMessage answered {} messages for at most {}",
+                out.messages().len(),
+                opts.max_messages
+            )));
+        }
+        out.messages()
             .iter()
             .map(|m| {
                 let a =
                     |k: MessageSystemAttributeName| m.attributes().and_then(|a| a.get(&k)).cloned();
-                let num = |k| a(k).and_then(|v| v.parse().ok()).unwrap_or(0);
+                let num = |k| -> u64 { a(k).and_then(|v| v.parse().ok()).unwrap_or(0) };
                 let mut attributes: Vec<ReceivedAttribute> = m
                     .message_attributes()
                     .map(|ma| {
@@ -304,9 +462,16 @@ impl AsyncSqsQueue {
                     })
                     .unwrap_or_default();
                 attributes.sort_by(|x, y| x.name.cmp(&y.name));
-                Received {
-                    message_id: m.message_id().unwrap_or_default().to_owned(),
-                    receipt_handle: m.receipt_handle().unwrap_or_default().to_owned(),
+                let required = |v: Option<&str>, what: &str| {
+                    v.filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                        .ok_or_else(|| {
+                            invalid_answer(&format!("a received message without {what}"))
+                        })
+                };
+                Ok(Received {
+                    message_id: required(m.message_id(), "a MessageId")?,
+                    receipt_handle: required(m.receipt_handle(), "a ReceiptHandle")?,
                     body: m.body().unwrap_or_default().to_owned(),
                     // SQS bodies are text.
                     body_bytes: None,
@@ -318,11 +483,12 @@ impl AsyncSqsQueue {
                     first_receive_timestamp: num(
                         MessageSystemAttributeName::ApproximateFirstReceiveTimestamp,
                     ),
-                    receive_count: num(MessageSystemAttributeName::ApproximateReceiveCount) as u32,
+                    receive_count: num(MessageSystemAttributeName::ApproximateReceiveCount)
+                        .min(u64::from(u32::MAX)) as u32,
                     attributes,
-                }
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// `DeleteMessage`.
@@ -462,7 +628,7 @@ impl SqsQueue {
     pub fn open_url(queue_url: &str, endpoint: Option<&str>) -> Result<Self> {
         fifo_only(queue_url)?;
         let rt = Arc::new(runtime()?);
-        let client = rt.block_on(AsyncSqsQueue::client(endpoint));
+        let client = rt.block_on(AsyncSqsQueue::client_for(endpoint, Some(queue_url)))?;
         Ok(SqsQueue {
             inner: AsyncSqsQueue::new(client, queue_url),
             rt,
@@ -474,7 +640,7 @@ impl SqsQueue {
         fifo_only(name)?;
         let rt = Arc::new(runtime()?);
         let inner = rt.block_on(async {
-            let client = AsyncSqsQueue::client(endpoint).await;
+            let client = AsyncSqsQueue::client_for(endpoint, None).await?;
             AsyncSqsQueue::open(client, name).await
         })?;
         Ok(SqsQueue { inner, rt })
@@ -684,5 +850,150 @@ mod tests {
             ) || matches!(&e, Error::Remote { kind: RemoteKind::Other, code, .. } if code == "response"),
             "{e:?}"
         );
+    }
+
+    /// A local endpoint that answers every request with `status` and the JSON `body` (one
+    /// connection at a time), and a client for it.
+    fn answering(status: u16, body: String) -> (tokio::runtime::Runtime, aws_sdk_sqs::Client) {
+        use std::io::{Read, Write};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                let mut b = [0u8; 65536];
+                let _ = s.read(&mut b);
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+        });
+        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
+        std::env::set_var("AWS_REGION", "us-east-1");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let c = rt.block_on(AsyncSqsQueue::client(Some(&format!("http://{addr}"))));
+        (rt, c)
+    }
+
+    fn remote_other(e: &Error) -> bool {
+        matches!(
+            e,
+            Error::Remote {
+                kind: RemoteKind::Other | RemoteKind::Unreachable,
+                ..
+            }
+        )
+    }
+
+    /// A batch's answer of empty entries (`{}`, three bytes each, which the SDK fills in as
+    /// whole results): 64 MiB of them became gigabytes. Now an answer of more objects than
+    /// ten results take is refused as it is read, and one of more results than were sent
+    /// after it.
+    #[test]
+    fn an_answer_that_would_grow_past_its_bytes_is_refused() {
+        let entry = SendMessage::new("g", "m").dedup_id("1");
+        let batch = [BatchEntry { id: "a", entry }];
+        let many = vec!["{}"; 300].join(",");
+        let (rt, c) = answering(200, format!(r#"{{"Successful":[{many}],"Failed":[]}}"#));
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let e = rt.block_on(q.send_batch(&batch)).unwrap_err();
+        assert!(remote_other(&e), "{e:?}");
+        // Two results for one entry: within the shape's bounds, refused after.
+        let two = r#"{"Id":"a","MessageId":"m","MD5OfMessageBody":"x","SequenceNumber":"1"}"#;
+        let (rt, c) = answering(
+            200,
+            format!(r#"{{"Successful":[{two},{two}],"Failed":[]}}"#),
+        );
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let e = rt.block_on(q.send_batch(&batch)).unwrap_err();
+        assert!(e.to_string().contains("2 entries for 1 sent"), "{e}");
+        // One result for one entry: as before.
+        let (rt, c) = answering(200, format!(r#"{{"Successful":[{two}],"Failed":[]}}"#));
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let r = rt.block_on(q.send_batch(&batch)).unwrap();
+        assert_eq!(r[0].result.as_ref().unwrap().message_id, "m");
+    }
+
+    /// A receive answered with more messages than asked for, or a message without its
+    /// receipt handle (which could never be deleted), or a GetQueueUrl without a URL: an
+    /// invalid answer, not messages with empty ids or a queue at "".
+    #[test]
+    fn answers_that_break_sqs_s_contract_are_errors() {
+        let m = |id: &str| {
+            format!(r#"{{"MessageId":"{id}","ReceiptHandle":"h{id}","Body":"b","MD5OfBody":"x"}}"#)
+        };
+        let (rt, c) = answering(200, format!(r#"{{"Messages":[{},{}]}}"#, m("1"), m("2")));
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let e = rt
+            .block_on(q.receive(&ReceiveOptions::max(1), None))
+            .unwrap_err();
+        assert!(e.to_string().contains("2 messages for at most 1"), "{e}");
+        let (rt, c) = answering(200, r#"{"Messages":[{"MessageId":"1","Body":"b"}]}"#.into());
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let e = rt
+            .block_on(q.receive(&ReceiveOptions::max(1), None))
+            .unwrap_err();
+        assert!(e.to_string().contains("without a ReceiptHandle"), "{e}");
+        let (rt, c) = answering(200, "{}".into());
+        let e = rt.block_on(AsyncSqsQueue::open(c, "q.fifo")).unwrap_err();
+        assert!(e.to_string().contains("without a QueueUrl"), "{e}");
+    }
+
+    /// A remote's error text was kept whole (megabytes) and printed raw (a terminal's escape
+    /// sequences). Now at most 1 KiB of it, control characters escaped.
+    #[test]
+    fn a_remote_s_error_text_is_bounded_and_escaped() {
+        let long = "a".repeat(100_000);
+        let (rt, c) = answering(
+            400,
+            format!(
+                r#"{{"__type":"com.amazonaws.sqs#SomethingElse","message":"\u001b[31mred{long}"}}"#
+            ),
+        );
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        let e = rt
+            .block_on(q.send(&SendMessage::new("g", "m").dedup_id("1")))
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.len() < 2 * errors::MAX_REMOTE_TEXT,
+            "{} bytes",
+            text.len()
+        );
+        assert!(
+            !text.contains('\u{1b}') && text.contains("\\u{1b}[31mred"),
+            "{text}"
+        );
+        assert_eq!(errors::remote_text("tab\there"), "tab\\there");
+    }
+
+    /// The region an SQS URL names, for a client whose environment has none.
+    #[test]
+    fn a_queue_url_names_its_region() {
+        for (url, region) in [
+            (
+                "https://sqs.eu-west-1.amazonaws.com/123456789012/o.fifo",
+                Some("eu-west-1"),
+            ),
+            (
+                "https://sqs.cn-north-1.amazonaws.com.cn/1/o.fifo",
+                Some("cn-north-1"),
+            ),
+            (
+                "https://us-east-2.queue.amazonaws.com/1/o.fifo",
+                Some("us-east-2"),
+            ),
+            ("http://127.0.0.1:9324/000000000000/o.fifo", None),
+            ("https://sqs.EVIL!.amazonaws.com/1/o.fifo", None),
+            ("https://sqs.amazonaws.com/1/o.fifo", None),
+        ] {
+            assert_eq!(region_of_url(url).as_deref(), region, "{url}");
+        }
     }
 }

@@ -742,6 +742,68 @@ fn a_batch_a_proxy_answers_with_a_4xx_page_goes_again_entry_by_entry() {
     }
 }
 
+/// One message a proxy answers with a 4xx page whenever it goes (a 413 for its size, say),
+/// sent alone after its batch was: it went again every 25–100 ms forever, each other group's
+/// success resetting the backoff, never reported, and `until_empty` never returned. Now its
+/// group backs off on its own, is reported stopped after `max_tries` such answers (nothing
+/// refused or dead-lettered: the answer is not SQS's), and the others flow on; the run ends.
+#[test]
+fn a_message_a_proxy_always_answers_with_a_4xx_page_stops_its_group_only() {
+    let dir = Dir::new("bridge-proxy-one");
+    let local = Queue::create_at(dir.0.join("outbox"), &QueueConfig::new()).unwrap();
+    fill(&local, 4, 3);
+    let far = Queue::create_at(dir.0.join("far"), &QueueConfig::new()).unwrap();
+    let alone = Arc::new(AtomicU32::new(0));
+    let a = Arc::clone(&alone);
+    let remote = scripted(
+        &far,
+        Box::new(move |entries| {
+            entries
+                .iter()
+                .any(|e| e.entry.group_id == Some("g1"))
+                .then(|| {
+                    if entries.len() == 1 {
+                        a.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(Error::Remote {
+                        kind: RemoteKind::Other,
+                        code: "response-4xx".into(),
+                        message: "HTTP 413 without an error code: request entity too large".into(),
+                    })
+                })
+        }),
+    );
+    let (opts, cancel) = refusal_options();
+    let started = Instant::now();
+    let report = bridge(&local, &remote, &opts, &mut |_| {}).unwrap();
+    assert!(
+        !cancel.load(Ordering::Relaxed),
+        "the bridge did not return in 60 s (until_empty)"
+    );
+    assert_eq!(report.stopped, vec!["g1".to_owned()], "{report:?}");
+    assert_eq!((report.failed, report.dead_lettered), (0, 0), "{report:?}");
+    // max_tries (2) answers alone, and a few more at max_backoff (400 ms) while the other
+    // groups finish: not one every 25-100 ms.
+    let tries = alone.load(Ordering::Relaxed);
+    let bound = 2 + (started.elapsed().as_millis() / 200) as u32 + 2;
+    assert!(
+        (2..=bound).contains(&tries),
+        "{tries} sends alone in {:?}",
+        started.elapsed()
+    );
+    let got = drain(&far);
+    assert_eq!(got.len(), 3, "{got:?}");
+    for (g, ks) in &got {
+        assert_eq!(ks, &all(3), "{g}: every message, in order");
+    }
+    let a = local.attributes();
+    assert_eq!(
+        a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
+        3,
+        "g1's messages stay here"
+    );
+}
+
 /// A remote that refuses each message with an error code the bridge does not know as fatal.
 fn refusing_everything(far: &Queue) -> Hooked {
     scripted(

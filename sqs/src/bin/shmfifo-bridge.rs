@@ -36,9 +36,9 @@ struct Args {
     #[arg(long)]
     until_empty: bool,
     /// Requests in flight to the remote queue at once (each with the next message of up to
-    /// 10 groups; a group's messages still go one after another).
-    #[arg(long, default_value_t = 4)]
-    concurrency: usize,
+    /// 10 groups; a group's messages still go one after another), 1 to 64.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
+    concurrency: u64,
     /// Refusals of one message before it moves to the local queue's dead-letter queue (or,
     /// without a redrive policy, before its group is reported stopped). Tries are spaced
     /// 1 s, 2 s, 4 s ... up to 60 s apart, with jitter.
@@ -51,7 +51,29 @@ struct Args {
     max_refused_in_a_row: u32,
 }
 
+/// Writes the bridge's events to stderr (each line with its time, level and target): the
+/// levels RUST_LOG names (`info`, `shmfifo_sqs=debug`), else warnings and errors (a remote
+/// failing, a refusal, a dead-letter move, a local delete that failed).
+fn init_logging() {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let warn = Targets::new().with_default(LevelFilter::WARN);
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(s) if !s.trim().is_empty() => s.parse::<Targets>().unwrap_or_else(|e| {
+            eprintln!("shmfifo bridge: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_sqs=debug)");
+            warn
+        }),
+        _ => warn,
+    };
+    let _ = tracing_subscriber::registry()
+        .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr))
+        .with(filter)
+        .try_init();
+}
+
 fn main() {
+    init_logging();
     let a = Args::parse();
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -92,7 +114,7 @@ fn main() {
         max_per_second: a.rate,
         until_empty: a.until_empty,
         cancel: Some(cancel),
-        concurrency: a.concurrency.max(1),
+        concurrency: a.concurrency as usize,
         max_tries: a.max_tries.max(1),
         max_refused_in_a_row: a.max_refused_in_a_row,
         ..Default::default()
