@@ -61,7 +61,7 @@ fn sqs_answer_shape_regressions_and_pseudo_random_answers() {
         "[]",
         "\"\\u007b\"",
     ];
-    let mut rng = Rng(0x5EED_0F_5A_0E);
+    let mut rng = Rng(0x5EED_0F5A_0E00);
     for _ in 0..2000 {
         let mut data = vec![rng.next() as u8];
         for _ in 0..rng.below(40) {
