@@ -50,7 +50,10 @@
 //! **Remote failures.** An unreachable endpoint, throttling or a 5xx answer backs the whole
 //! remote off (exponential with jitter, counted `retried`) while the messages stay held; so
 //! does an answer without an SQS error code (a proxy's page), and one that is a 4xx sends a
-//! batch's entries one by one next. A missing remote queue, refused credentials, or a remote
+//! batch's entries one by one next. A message sent alone and answered with a 4xx page backs
+//! off its own group instead (1 s doubling to `max_backoff`), and after `max_tries` such
+//! answers its group is reported stopped, tried every `max_backoff`, its messages kept: never
+//! refused or dead-lettered for an answer that is not SQS's. A missing remote queue, refused credentials, or a remote
 //! no FIFO message can be sent to (a malformed URL, an unsupported operation, a standard
 //! queue: `SqsQueue` refuses a queue name not ending in `.fifo` before any request) end the
 //! bridge with the error, whole, rather than refusing (and dead-lettering) message after
@@ -108,7 +111,9 @@ pub struct BridgeOptions {
     /// groups (default 4, at least 1).
     pub concurrency: usize,
     /// Refusals of one message before it moves to the local dead-letter queue, or, without
-    /// one, before its group is reported stopped (default 5, at least 1).
+    /// one, before its group is reported stopped (default 5, at least 1). Also the answers
+    /// without an SQS error code, status 4xx, to one message sent alone before its group is
+    /// reported stopped (never dead-lettered: see the module doc, "Remote failures").
     pub max_tries: u32,
     /// The wait after a message's first refusal (default 1 s); it doubles with each refusal,
     /// up to `max_backoff`, and each wait is drawn between half and all of it (jitter).
@@ -161,7 +166,8 @@ pub struct BridgeReport {
     /// Messages moved to the local dead-letter queue after `max_tries` refusals.
     pub dead_lettered: u64,
     /// The groups stopped at a message the remote queue refuses (no local dead-letter queue),
-    /// sorted: their messages stay in the local queue.
+    /// or answers with a 4xx page whenever it goes alone, sorted: their messages stay in the
+    /// local queue.
     pub stopped: Vec<String>,
 }
 
@@ -229,6 +235,10 @@ struct Group {
     /// Transient failures of this group's head in a row (the remote failed the entry, not
     /// the request): each waits twice as long as the one before, up to 5 s.
     retries: u32,
+    /// Answers without an SQS error code, status 4xx, to message `paged` (the head) sent
+    /// alone: the same message would get the same page again (a proxy's 413 for its size).
+    pages: u32,
+    paged: String,
 }
 
 /// What a local delete is for.
@@ -675,42 +685,46 @@ impl<'a> Bridge<'a> {
                 let split = r.entries.len() > 1
                     && matches!(&e, Error::Remote { code, .. } if code == "response-4xx");
                 self.report.retried += r.entries.len() as u64;
-                let wait = self.jitter(self.remote_backoff);
-                self.remote_not_before = Some(now + wait);
-                self.remote_backoff = (self.remote_backoff * 2)
-                    .min(Duration::from_secs(5))
-                    .min(self.opts.max_backoff.max(Duration::from_millis(50)));
                 // One message sent alone and answered so (a proxy's 413 for it, say): the same
-                // message would get it again. Its group backs off on its own, as for an entry
-                // the remote fails (other groups' successes reset only the remote's backoff),
-                // and after `max_tries` such answers it is reported stopped, its messages kept
-                // here (never refused or dead-lettered for an answer that is not SQS's), tried
-                // again every `max_backoff`: `until_empty` then ends.
+                // message would get it again, and the answer is about it, not the remote. Its
+                // group backs off on its own (1 s doubling to `max_backoff`, as after a
+                // refusal), and after `max_tries` such answers to that message the group is
+                // reported stopped, its messages kept here (never refused or dead-lettered for
+                // an answer that is not SQS's), tried every `max_backoff`: `until_empty` then
+                // ends. Other groups flow on.
                 let alone = r.entries.len() == 1
                     && matches!(&e, Error::Remote { code, .. } if code == "response-4xx");
+                if !alone {
+                    let wait = self.jitter(self.remote_backoff);
+                    self.remote_not_before = Some(now + wait);
+                    self.remote_backoff = (self.remote_backoff * 2)
+                        .min(Duration::from_secs(5))
+                        .min(self.opts.max_backoff.max(Duration::from_millis(50)));
+                }
                 for en in &r.entries {
                     let Some(g) = self.groups.get_mut(&en.group) else {
                         continue;
                     };
                     g.outstanding = false;
                     g.solo |= split;
-                    if !alone {
+                    if !alone || g.held.front().is_none_or(|h| h.id != en.id) {
                         continue;
                     }
-                    g.retries = g.retries.saturating_add(1);
-                    let max_tries = self.opts.max_tries.max(1);
-                    let base = if g.retries >= max_tries {
-                        if !g.stopped {
-                            tracing::warn!(group = %en.group, message_id = %en.id, error = %e, "bridge: the group is stopped at a message the remote keeps answering with an error that is not SQS's; its messages stay here");
-                        }
-                        g.stopped = true;
-                        self.opts.max_backoff
+                    if g.paged != en.id {
+                        (g.paged, g.pages) = (en.id.clone(), 0);
+                    }
+                    g.pages = g.pages.saturating_add(1);
+                    let pages = g.pages;
+                    let stop = pages >= self.opts.max_tries.max(1);
+                    if stop && !g.stopped {
+                        tracing::warn!(group = %en.group, message_id = %en.id, error = %e, "bridge: the group is stopped at a message the remote keeps answering with an error that is not SQS's; its messages stay here");
+                    }
+                    g.stopped |= stop;
+                    let wait = if stop {
+                        self.jitter(self.opts.max_backoff)
                     } else {
-                        Duration::from_millis(50)
-                            .saturating_mul(1 << g.retries.saturating_sub(1).min(7))
-                            .min(Duration::from_secs(5))
+                        self.backoff(pages)
                     };
-                    let wait = self.jitter(base);
                     if let Some(g) = self.groups.get_mut(&en.group) {
                         g.not_before = Some(now + wait);
                     }
@@ -786,7 +800,7 @@ impl<'a> Bridge<'a> {
                 self.held -= 1;
                 self.deletes.push((h.msg.receipt_handle, Done::Forwarded));
                 (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
-                g.retries = 0;
+                (g.retries, g.pages) = (0, 0);
             }
             Err(err) if transient(&err) => {
                 tracing::debug!(group = %e.group, error = %err, "bridge: the remote queue failed an entry; retrying");
@@ -838,6 +852,7 @@ impl<'a> Bridge<'a> {
                         self.deletes
                             .push((h.msg.receipt_handle, Done::DeadLettered));
                         (g.tries, g.solo, g.stopped, g.not_before) = (0, false, false, None);
+                        (g.retries, g.pages) = (0, 0);
                     }
                     moved => {
                         if let Err(err) = moved {

@@ -96,10 +96,13 @@ where
                 // `response-4xx`: the same request would get the same answer, so a bridge
                 // sends a batch's entries one by one next (still never refusing a message
                 // for an answer that is not SQS's).
-                let kind = if status >= 500 || status == 408 || status == 429 {
-                    "response"
-                } else {
+                // Only a 4xx: a 2xx whose body would not parse (a proxy's page with status
+                // 200, garbled JSON) or a 3xx says nothing about the request's size or
+                // content.
+                let kind = if (400..500).contains(&status) && status != 408 && status != 429 {
                     "response-4xx"
+                } else {
+                    "response"
                 };
                 return transport(
                     RemoteKind::Other,
@@ -125,7 +128,17 @@ where
             }
             from_code(code, message, queue_url)
         }
-        other => transport(RemoteKind::Other, "response", &format!("{other:?}")),
+        // An answer that could not be read (past a byte limit or a shape bound, cut short,
+        // not JSON): what went wrong in words, not the response's debug dump.
+        other => {
+            let why = std::error::Error::source(&other)
+                .map_or_else(|| format!("{other:?}"), ToString::to_string);
+            transport(
+                RemoteKind::Other,
+                "response",
+                &format!("an unreadable answer: {why}"),
+            )
+        }
     }
 }
 

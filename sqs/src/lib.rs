@@ -252,7 +252,9 @@ impl AsyncSqsQueue {
 
     /// A client from the environment (credentials, region, `AWS_ENDPOINT_URL`) as the AWS
     /// SDKs and CLI load them, with `endpoint` overriding the endpoint. Every answer's body is
-    /// read through [`MAX_RESPONSE_BYTES`] and the bounds on its shape ([`BodyCap`]).
+    /// read through a byte limit ([`MAX_RESPONSE_BYTES`] for ReceiveMessage,
+    /// [`MAX_SMALL_RESPONSE_BYTES`] otherwise), and a successful one's through bounds on its
+    /// shape ([`MAX_RECEIVE_SHAPE`], [`MAX_SMALL_SHAPE`]: [`shape`]).
     ///
     /// Without a region in the environment every call fails before it is sent (signing needs
     /// one); [`client_for`](Self::client_for) takes it from a queue's URL, or says so at once.
@@ -899,13 +901,26 @@ mod tests {
     fn an_answer_that_would_grow_past_its_bytes_is_refused() {
         let entry = SendMessage::new("g", "m").dedup_id("1");
         let batch = [BatchEntry { id: "a", entry }];
+        let two = r#"{"Id":"a","MessageId":"m","MD5OfMessageBody":"x","SequenceNumber":"1"}"#;
+        // One good result, and 300 objects under a name the SDK skips: refused by the shape
+        // bound (256 objects), whatever the SDK would have made of them.
         let many = vec!["{}"; 300].join(",");
-        let (rt, c) = answering(200, format!(r#"{{"Successful":[{many}],"Failed":[]}}"#));
+        let (rt, c) = answering(
+            200,
+            format!(r#"{{"Successful":[{two}],"Failed":[],"X":[{many}]}}"#),
+        );
         let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
         let e = rt.block_on(q.send_batch(&batch)).unwrap_err();
         assert!(remote_other(&e), "{e:?}");
+        assert!(e.to_string().contains("more than 256 JSON objects"), "{e}");
+        // The same 300 objects in a receive's answer: within ReceiveMessage's bounds (1,024).
+        let (rt, c) = answering(200, format!(r#"{{"Messages":[],"X":[{many}]}}"#));
+        let q = AsyncSqsQueue::new(c, "http://x/000000000000/q.fifo");
+        assert!(rt
+            .block_on(q.receive(&ReceiveOptions::max(1), None))
+            .unwrap()
+            .is_empty());
         // Two results for one entry: within the shape's bounds, refused after.
-        let two = r#"{"Id":"a","MessageId":"m","MD5OfMessageBody":"x","SequenceNumber":"1"}"#;
         let (rt, c) = answering(
             200,
             format!(r#"{{"Successful":[{two},{two}],"Failed":[]}}"#),

@@ -40,8 +40,10 @@ struct Args {
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u64).range(1..=64))]
     concurrency: u64,
     /// Refusals of one message before it moves to the local queue's dead-letter queue (or,
-    /// without a redrive policy, before its group is reported stopped). Tries are spaced
-    /// 1 s, 2 s, 4 s ... up to 60 s apart, with jitter.
+    /// without a redrive policy, before its group is reported stopped); also answers that are
+    /// a 4xx page without an SQS error code to one message sent alone, before its group is
+    /// reported stopped (never dead-lettered). Tries are spaced 1 s, 2 s, 4 s ... up to 60 s
+    /// apart, with jitter.
     #[arg(long, default_value_t = 5)]
     max_tries: u32,
     /// Distinct messages refused in a row with one error code, nothing acknowledged between,
@@ -133,7 +135,7 @@ fn main() {
         if r.stopped != stopped {
             stopped.clone_from(&r.stopped);
             eprintln!(
-                "{}shmfifo bridge: groups stopped at a message the remote queue refuses (their messages stay in the local queue): [{}]",
+                "{}shmfifo bridge: groups stopped at a message the remote queue refuses or answers with an error page (their messages stay in the local queue): [{}]",
                 if tty { "\n" } else { "" },
                 stopped.join(", ")
             );
@@ -160,7 +162,7 @@ fn main() {
             );
             if !r.stopped.is_empty() {
                 eprintln!(
-                    "shmfifo bridge: stopped at a message the remote queue refuses (left in the local queue): groups {}",
+                    "shmfifo bridge: stopped at a message the remote queue refuses or answers with an error page (left in the local queue): groups {}",
                     r.stopped.join(", ")
                 );
             }
