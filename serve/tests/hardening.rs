@@ -285,6 +285,17 @@ fn connections_beyond_the_limit_are_closed_and_the_server_serves_on() {
     assert_eq!(status, 200, "{out}");
 }
 
+/// Whether this process is root, which the cross-user tests need (another uid to ask as, a
+/// file of another user); says what is skipped where it is not.
+fn root_or_skip(what: &str) -> bool {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("not root: {what}; skipped");
+    }
+    root
+}
+
 /// Runs curl as `uid` (root only): the request then comes from a socket that user owns.
 fn curl_as(uid: u32, addr: SocketAddr, action: &str, body: &str) -> (u16, String) {
     curl::curl_as(
@@ -510,9 +521,7 @@ fn a_redrive_policy_json_parsers_disagree_on_is_refused() {
 /// server keeps its queues. Now the directory is taken out of every error's text.
 #[test]
 fn errors_name_queues_not_the_servers_paths() {
-    // SAFETY: geteuid cannot fail and touches no memory of ours.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: needs a file of another user; skipped");
+    if !root_or_skip("needs a file of another user") {
         return;
     }
     let dir = Dir::new("paths");
@@ -581,9 +590,7 @@ fn names_of_one_queue_file_share_one_handle() {
 /// Now a request needs search permission on the directory and every one above it.
 #[test]
 fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
-    // SAFETY: geteuid cannot fail and touches no memory of ours.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: needs another uid to ask as; skipped");
+    if !root_or_skip("needs another uid to ask as") {
         return;
     }
     let dir = Dir::new("searchless");
@@ -636,9 +643,7 @@ fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
 /// what it does through the last one: the swapped path leads nowhere.
 #[test]
 fn a_directory_swapped_for_a_symlink_after_start_leads_nowhere() {
-    // SAFETY: geteuid cannot fail and touches no memory of ours.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: needs another uid to ask as; skipped");
+    if !root_or_skip("needs another uid to ask as") {
         return;
     }
     let base = Dir::new("swap-base");

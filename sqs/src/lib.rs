@@ -811,35 +811,9 @@ mod tests {
     /// `Unknown`, which the bridge counted as a refusal and dead-lettered).
     #[test]
     fn an_answer_without_an_error_code_is_the_remote_failing() {
-        use std::io::{Read, Write};
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        std::thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(mut s) = s else { return };
-                let mut b = [0u8; 65536];
-                let _ = s.read(&mut b);
-                let page = "<html><body>502 Bad Gateway</body></html>";
-                let _ = write!(
-                    s,
-                    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{page}",
-                    page.len()
-                );
-            }
-        });
-        std::env::set_var("AWS_ACCESS_KEY_ID", "test");
-        std::env::set_var("AWS_SECRET_ACCESS_KEY", "test");
-        std::env::set_var("AWS_REGION", "us-east-1");
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let e = rt
-            .block_on(async {
-                let c = AsyncSqsQueue::client(Some(&format!("http://{addr}"))).await;
-                AsyncSqsQueue::open(c, "q.fifo").await
-            })
-            .unwrap_err();
+        let page = "<html><body>502 Bad Gateway</body></html>";
+        let (rt, c) = answering(502, page.to_owned());
+        let e = rt.block_on(AsyncSqsQueue::open(c, "q.fifo")).unwrap_err();
         // "response": what the bridge retries as the remote failing (an SDK that reads the
         // status first may say Unreachable).
         assert!(
