@@ -296,6 +296,20 @@ fn root_or_skip(what: &str) -> bool {
     root
 }
 
+/// The error a server refuses to start with (it must not listen).
+fn refused_start(cfg: Config) -> std::io::Error {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(shmfifo_serve::serve(
+        cfg,
+        |a| panic!("listening on {a}"),
+        async {},
+    ))
+    .unwrap_err()
+}
+
 /// Runs curl as `uid` (root only): the request then comes from a socket that user owns.
 fn curl_as(uid: u32, addr: SocketAddr, action: &str, body: &str) -> (u16, String) {
     curl::curl_as(
@@ -705,16 +719,7 @@ fn a_path_another_user_could_change_is_not_served() {
     let served = base.0.join("served");
     std::fs::create_dir(&served).unwrap();
     std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let refused = rt.block_on(shmfifo_serve::serve(
-        config(&served),
-        |_| panic!("listening on an exposed path"),
-        async {},
-    ));
-    let e = refused.unwrap_err();
+    let e = refused_start(config(&served));
     assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{e}");
     assert!(e.to_string().contains("no sticky bit"), "{e}");
     // SAFETY: geteuid cannot fail and touches no memory of ours.
@@ -723,13 +728,7 @@ fn a_path_another_user_could_change_is_not_served() {
         std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
         match std::os::unix::fs::chown(&base.0, Some(65534), None) {
             Ok(()) => {
-                let e = rt
-                    .block_on(shmfifo_serve::serve(
-                        config(&served),
-                        |_| panic!("listening"),
-                        async {},
-                    ))
-                    .unwrap_err();
+                let e = refused_start(config(&served));
                 assert!(e.to_string().contains("owned by uid 65534"), "{e}");
                 std::os::unix::fs::chown(&base.0, Some(0), None).unwrap();
             }
@@ -744,13 +743,7 @@ fn a_path_another_user_could_change_is_not_served() {
     // could rename one queue onto a dead-letter queue's name.
     std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(&served, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let e = rt
-        .block_on(shmfifo_serve::serve(
-            config(&served),
-            |_| panic!("listening"),
-            async {},
-        ))
-        .unwrap_err();
+    let e = refused_start(config(&served));
     assert!(e.to_string().contains("rename one queue onto"), "{e}");
     std::fs::set_permissions(&served, std::fs::Permissions::from_mode(0o1777)).unwrap();
     std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -981,19 +974,10 @@ fn a_server_inside_a_local_set_serves() {
 #[test]
 fn listening_off_loopback_needs_signatures() {
     let dir = Dir::new("bind");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let r = rt.block_on(shmfifo_serve::serve(
-        Config {
-            addr: "0.0.0.0:0".parse().unwrap(),
-            ..config(&dir.0)
-        },
-        |_| panic!("listened"),
-        async {},
-    ));
-    let e = r.unwrap_err();
+    let e = refused_start(Config {
+        addr: "0.0.0.0:0".parse().unwrap(),
+        ..config(&dir.0)
+    });
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("--check-signature"), "{e}");
 }
