@@ -262,10 +262,11 @@ impl AsyncSqsQueue {
         Self::build_client(endpoint, None).await.0
     }
 
-    /// [`client`](Self::client) for the queue at `queue_url` (if known): without a region in
-    /// the environment, the one its host names (`sqs.REGION.amazonaws.com`,
-    /// `REGION.queue.amazonaws.com`); `InvalidConfig` naming the fix where neither gives one
-    /// (a bridge would otherwise retry a call that never leaves the process, forever).
+    /// [`client`](Self::client) for the queue at `queue_url` (if known), in the region its
+    /// host names (`sqs.REGION.amazonaws.com`, `REGION.queue.amazonaws.com`), which SQS checks
+    /// a request's signature against, whatever the environment says; elsewhere (a local
+    /// endpoint) the environment's; `InvalidConfig` naming the fix where neither gives one (a
+    /// bridge would otherwise retry a call that never leaves the process, forever).
     pub async fn client_for(
         endpoint: Option<&str>,
         queue_url: Option<&str>,
@@ -281,10 +282,11 @@ impl AsyncSqsQueue {
         }
     }
 
-    /// The client, and whether it has a region (the environment's, else `fallback`).
+    /// The client, and whether it has a region: `url_region` (the one an SQS URL's host names:
+    /// SQS checks a request's signature against it), else the environment's.
     async fn build_client(
         endpoint: Option<&str>,
-        fallback: Option<String>,
+        url_region: Option<String>,
     ) -> (aws_sdk_sqs::Client, bool) {
         let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
             // The SDK's defaults bound only the connect: a remote that accepts and never
@@ -302,13 +304,12 @@ impl AsyncSqsQueue {
         }
         let loaded = loader.load().await;
         let mut b = aws_sdk_sqs::config::Builder::from(&loaded).interceptor(BodyCap);
-        let has_region = match (loaded.region(), fallback) {
-            (Some(_), _) => true,
-            (None, Some(r)) => {
+        let has_region = match (url_region, loaded.region()) {
+            (Some(r), _) => {
                 b = b.region(aws_sdk_sqs::config::Region::new(r));
                 true
             }
-            (None, None) => false,
+            (None, region) => region.is_some(),
         };
         (aws_sdk_sqs::Client::from_conf(b.build()), has_region)
     }
@@ -960,6 +961,31 @@ mod tests {
             "{text}"
         );
         assert_eq!(errors::remote_text("tab\there"), "tab\\there");
+    }
+
+    /// A client for an SQS URL signs in the region the URL names, whatever AWS_REGION says
+    /// (SQS refuses a request signed for another region); a local endpoint's, the
+    /// environment's.
+    #[test]
+    fn a_client_for_a_queue_url_takes_its_region() {
+        std::env::set_var("AWS_REGION", "us-east-1");
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let region = |url: &str| {
+            let c = rt
+                .block_on(AsyncSqsQueue::client_for(
+                    Some("http://127.0.0.1:1"),
+                    Some(url),
+                ))
+                .unwrap();
+            c.config().region().map(ToString::to_string)
+        };
+        let eu = "https://sqs.eu-west-1.amazonaws.com/123456789012/o.fifo";
+        assert_eq!(region(eu).as_deref(), Some("eu-west-1"));
+        let local = "http://127.0.0.1:9324/000000000000/o.fifo";
+        assert_eq!(region(local).as_deref(), Some("us-east-1"));
     }
 
     /// The region an SQS URL names, for a client whose environment has none.
