@@ -296,6 +296,13 @@ fn root_or_skip(what: &str) -> bool {
     root
 }
 
+/// A SendMessage request in JSON to the queue at `url`: body `m`, group `g`, dedup id `1`.
+fn send_json(url: &str) -> String {
+    format!(
+        r#"{{"QueueUrl":"{url}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#
+    )
+}
+
 /// The error a server refuses to start with (it must not listen).
 fn refused_start(cfg: Config) -> std::io::Error {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -612,10 +619,7 @@ fn a_directory_the_caller_cannot_search_keeps_its_queues_from_them() {
     let srv = Server::start(config(&dir.0));
     let q = Queue::create_at(dir.0.join("open.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
     let nobody = 65534;
-    let send = format!(
-        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
-        srv.url("open.fifo")
-    );
+    let send = send_json(&srv.url("open.fifo"));
     let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
     assert_eq!(status, 403, "{out}");
     assert!(out.contains("AccessDenied"), "{out}");
@@ -672,10 +676,7 @@ fn a_directory_swapped_for_a_symlink_after_start_leads_nowhere() {
     let q = Queue::create_at(inner.join("open.fifo"), &QueueConfig::new().mode(0o666)).unwrap();
     let srv = Server::start(config(&served));
     let nobody = 65534;
-    let send = format!(
-        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
-        srv.url("open.fifo")
-    );
+    let send = send_json(&srv.url("open.fifo"));
     let (status, out) = curl_as(nobody, srv.addr, "SendMessage", &send);
     assert_eq!(status, 400, "not in the served directory: {out}");
     // The served directory swapped for a symlink into root's 0700 one.
@@ -749,10 +750,7 @@ fn a_path_another_user_could_change_is_not_served() {
     std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o755)).unwrap();
     let srv = Server::start(config(&served));
     let q = Queue::create_at(served.join("q.fifo"), &QueueConfig::new()).unwrap();
-    let send = format!(
-        r#"{{"QueueUrl":"{}","MessageBody":"m","MessageGroupId":"g","MessageDeduplicationId":"1"}}"#,
-        srv.url("q.fifo")
-    );
+    let send = send_json(&srv.url("q.fifo"));
     assert_eq!(post_json(srv.addr, "SendMessage", &send).0, 200);
     // Made writable by others after the start: nothing served, no path told.
     std::fs::set_permissions(&base.0, std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -173,9 +173,15 @@ impl Queues {
         let trusted = [0, self.own_uid];
         let why = match crate::access::walk(who, &self.dir, Some(&trusted)) {
             Ok(Reach::Walked(w)) => {
-                // Relaxed: a flag that only limits log lines.
-                self.path_broken
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                // Relaxed: a flag that only limits log lines (loaded first: a request on a
+                // whole path writes nothing shared).
+                if self.path_broken.load(std::sync::atomic::Ordering::Relaxed)
+                    && self
+                        .path_broken
+                        .swap(false, std::sync::atomic::Ordering::Relaxed)
+                {
+                    tracing::info!(dir = %self.dir.display(), "the queue directory's path is served again");
+                }
                 return Ok(w);
             }
             Ok(Reach::NoSearch) => {
