@@ -34,6 +34,8 @@ pub(crate) use table::MAX_OPEN_QUEUES;
 #[derive(Debug)]
 pub struct Queues {
     dir: PathBuf,
+    /// `dir` as last walked, held between requests ([`crate::access::Held`]).
+    held: crate::access::Held,
     /// `http://HOST:PORT/ACCOUNT/`: the prefix of every queue URL.
     url_prefix: String,
     /// The server's own user: the owner of every file it creates.
@@ -219,6 +221,7 @@ impl Queues {
     /// Queues in `dir`, reached at `http://{host}/{ACCOUNT}/NAME`, served by user `own_uid`.
     pub fn new(dir: PathBuf, host: &str, own_uid: u32) -> Self {
         Queues {
+            held: crate::access::Held::new(dir.clone(), vec![0, own_uid]),
             dir,
             url_prefix: format!("http://{host}/{ACCOUNT}/"),
             own_uid,

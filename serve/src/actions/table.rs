@@ -162,7 +162,8 @@ impl Queues {
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The directory walked for `who` ([`crate::access::walk`]): search permission on it and
+    /// The directory walked for `who` ([`crate::access::walk`], from the directories held
+    /// since the last walk: [`crate::access::Held`]): search permission on it and
     /// on every directory above it, as the kernel asks of a process that opens a path there
     /// (a queue of mode 0666 in a directory of mode 0700 is its owner's alone), checked on
     /// the directories the request then uses. A path that has come to lead elsewhere, or that
@@ -170,8 +171,7 @@ impl Queues {
     /// server started, which checked them), serves nothing: the client reads a 500 that names
     /// no path, the log says why (once until the path is whole again).
     pub(super) fn reachable(&self, name: &str, who: &Identity) -> Result<Walked, ApiError> {
-        let trusted = [0, self.own_uid];
-        let why = match crate::access::walk(who, &self.dir, Some(&trusted)) {
+        let why = match self.held.walk(who) {
             Ok(Reach::Walked(w)) => {
                 // Relaxed: a flag that only limits log lines (loaded first: a request on a
                 // whole path writes nothing shared).
