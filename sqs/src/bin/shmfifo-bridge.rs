@@ -12,6 +12,8 @@ use shmfifo_sqs::bridge::{bridge, BridgeOptions};
 use shmfifo_sqs::SqsQueue;
 
 /// Forward a local queue to an SQS FIFO queue, exactly once and in group order.
+// The field docs are the command's help text, printed as written: a URL there is plain text.
+#[allow(rustdoc::bare_urls)]
 #[derive(Parser, Debug)]
 #[command(name = "shmfifo bridge", version)]
 struct Args {

@@ -103,7 +103,11 @@ pub(super) fn write_status(path: &std::path::Path, remote: &str, r: &BridgeRepor
     if let Ok(mut f) = made {
         // A rename refused (another user's file at the name, in a sticky directory) leaves
         // no temporary file behind.
+        // Synced before the rename: on a disk, a crash of the machine after the rename then
+        // finds the new file whole, not an empty one under the name (tmpfs, as `/dev/shm`,
+        // makes the sync a no-op). At most one a second: the bridge publishes no oftener.
         if f.write_all(format!("{text}\n").as_bytes()).is_err()
+            || f.sync_data().is_err()
             || std::fs::rename(&tmp, path).is_err()
         {
             let _ = std::fs::remove_file(&tmp);
