@@ -335,68 +335,69 @@ impl Held {
     /// to the directory).
     pub fn walk(&self, who: &Identity) -> io::Result<Reach> {
         let held = self.last.lock().expect("held walk").clone();
-        if let Some(held) = held {
-            if let Some(reach) = held.recheck(who, &self.trusted)? {
-                return Ok(reach);
-            }
+        if let Some(reach) = held.as_ref().and_then(|h| h.recheck(who, &self.trusted)) {
+            return Ok(reach);
         }
         let (reach, steps) = walk_steps(who, &self.dir, Some(&self.trusted))?;
-        *self.last.lock().expect("held walk") = match &reach {
-            Reach::Walked(w) => Some(Arc::new(HeldSteps {
-                steps,
-                fd: w.fd.clone(),
-            })),
-            _ => None,
+        // What this walk found replaces what it found stale, and only that: a request that
+        // walked at the same time may already hold a newer walk's directories (a walk that
+        // did not get to the directory holds nothing new, and what is held is checked again
+        // at each use).
+        let mut last = self.last.lock().expect("held walk");
+        let unchanged = match (&*last, &held) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
         };
+        if unchanged {
+            *last = match &reach {
+                Reach::Walked(w) => Some(Arc::new(HeldSteps {
+                    steps,
+                    fd: w.fd.clone(),
+                })),
+                _ => None,
+            };
+        }
         Ok(reach)
     }
 }
 
 impl HeldSteps {
     /// The walk's answer for `who` from the directories held, or `None` where the path no
-    /// longer names them (each looked at by name: one `lstat` a directory).
-    fn recheck(&self, who: &Identity, trusted: &[u32]) -> io::Result<Option<Reach>> {
+    /// longer names them, or cannot be looked at (each looked at by name: one `lstat` a
+    /// directory; a walk then says why).
+    fn recheck(&self, who: &Identity, trusted: &[u32]) -> Option<Reach> {
         let mut parent: Option<(&Path, Metadata)> = None;
         for (path, id) in &self.steps {
-            let meta = match std::fs::symlink_metadata(path) {
-                Ok(m) => m,
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)
-                    ) =>
-                {
-                    return Ok(None)
-                }
-                Err(e) => return Err(e),
-            };
+            // The last component not followed; the ones before it were each a directory
+            // held when looked at just before (a concurrent change of the path is root's or
+            // the server's user's: a request then serves the directories as held, or walks).
+            let meta = std::fs::symlink_metadata(path).ok()?;
             if !meta.is_dir() || (meta.dev(), meta.ino()) != *id {
-                return Ok(None);
+                return None;
             }
             if let Some((at, up)) = &parent {
                 if !who.may_search(up) {
-                    return Ok(Some(Reach::NoSearch));
+                    return Some(Reach::NoSearch);
                 }
                 let child = Some((path.as_path(), meta.uid()));
                 if let Some(why) = exposed(at, (up.uid(), up.mode()), child, trusted) {
-                    return Ok(Some(Reach::Exposed(why)));
+                    return Some(Reach::Exposed(why));
                 }
             }
             parent = Some((path, meta));
         }
-        let Some((at, meta)) = parent else {
-            return Ok(None);
-        };
+        let (at, meta) = parent?;
         if !who.may_search(&meta) {
-            return Ok(Some(Reach::NoSearch));
+            return Some(Reach::NoSearch);
         }
         if let Some(why) = exposed(at, (meta.uid(), meta.mode()), None, trusted) {
-            return Ok(Some(Reach::Exposed(why)));
+            return Some(Reach::Exposed(why));
         }
-        Ok(Some(Reach::Walked(Walked {
+        Some(Reach::Walked(Walked {
             fd: self.fd.clone(),
             meta,
-        })))
+        }))
     }
 }
 
@@ -491,7 +492,18 @@ impl Walked {
         // AT_SYMLINK_NOFOLLOW)`, where an `O_PATH` open, `fstat` and `close` took three).
         match std::fs::symlink_metadata(self.path(name)) {
             Ok(m) => Ok(Some(m)),
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            // No such name, if the descriptor's link is there: without `/proc` (or with
+            // another pid namespace's) every name would read as missing.
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                match std::fs::symlink_metadata(self.dir_path()) {
+                    Ok(_) => Ok(None),
+                    Err(_) => Err(io::Error::other(format!(
+                        "{PROC_FD} does not name this process's descriptors (is /proc \
+                         mounted, for this pid namespace?): serve works in its directory \
+                         through them"
+                    ))),
+                }
+            }
             Err(e) => Err(e),
         }
     }
@@ -743,10 +755,15 @@ mod tests {
         assert_eq!(peer_uid(client, server).unwrap(), None);
     }
 
-    /// What a walk answered, comparable: the directory (device, inode) or the reason.
+    /// What a walk answered, comparable: the directory it works in (device, inode, read
+    /// through its descriptor) or the reason.
     fn summary(r: &Reach) -> String {
         match r {
-            Reach::Walked(w) => format!("walked {} {}", w.meta().dev(), w.meta().ino()),
+            Reach::Walked(w) => {
+                let m = std::fs::metadata(w.dir_path()).unwrap();
+                assert_eq!((m.dev(), m.ino()), (w.meta().dev(), w.meta().ino()));
+                format!("walked {} {}", m.dev(), m.ino())
+            }
             Reach::NoSearch => "no search".to_owned(),
             Reach::Moved(why) => format!("moved: {why}"),
             Reach::Exposed(why) => format!("exposed: {why}"),
@@ -770,7 +787,7 @@ mod tests {
         let both = |who: &Identity| {
             let (walked, from_held) = (walk(who, &dir, Some(&t)).unwrap(), held.walk(who).unwrap());
             assert_eq!(summary(&walked), summary(&from_held));
-            walked
+            from_held
         };
         let Reach::Walked(w) = both(&me) else {
             panic!("not walked")
@@ -807,14 +824,25 @@ mod tests {
             panic!("not walked")
         };
         assert!(now.entry("q.fifo").unwrap().is_none() && now.dir_path() != h.dir_path());
-        // A directory of the path swapped for another where the path then leads to the same
-        // last directory: walked again too.
+        // The first directory back: walked again, the held walk in it too.
         std::fs::remove_dir_all(base.join("a")).unwrap();
         std::fs::rename(base.join("moved"), base.join("a")).unwrap();
         let Reach::Walked(back) = both(&me) else {
             panic!("not walked")
         };
         assert!(back.entry("q.fifo").unwrap().is_some());
+        // Only the last directory swapped (its parent the same): the held one is not served.
+        std::fs::rename(&dir, base.join("a").join("b.old")).unwrap();
+        std::fs::create_dir(&dir).unwrap();
+        let Reach::Walked(fresh) = both(&me) else {
+            panic!("not walked")
+        };
+        assert!(fresh.entry("q.fifo").unwrap().is_none());
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::rename(base.join("a").join("b.old"), &dir).unwrap();
+        assert!(
+            matches!(held.walk(&me).unwrap(), Reach::Walked(w) if w.entry("q.fifo").unwrap().is_some())
+        );
         std::fs::rename(base.join("a"), base.join("moved")).unwrap();
         std::fs::create_dir_all(&dir).unwrap();
         assert_eq!(std::fs::read(w.path("q.fifo")).unwrap(), b"x");
