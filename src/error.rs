@@ -541,7 +541,7 @@ impl fmt::Display for Error {
             Error::Corrupted { what } => write!(f, "the queue's shared memory is corrupted: {what}"),
             Error::NoSpace { needed } => write!(
                 f,
-                "not enough space for a {needed}-byte queue (is /dev/shm large enough? `df -h /dev/shm`)"
+                "not enough space for a {needed}-byte queue (is its file system large enough? `df -h` on its directory)"
             ),
             Error::SizeClassFull { class_bytes } => write!(
                 f,

@@ -146,6 +146,61 @@ fn counters_count_empty_receives() {
         .any(|&(n, v, _)| n == "empty_receives" && v == 2 + 64 + 5 + 2));
 }
 
+/// A cancellable long poll (what `shmfifo receive --wait` uses, so that Ctrl-C ends it): a
+/// flag set by another thread ends a 20-second wait within its look interval, and the empty
+/// receive counts once in `NumberOfEmptyReceives` however many times it looked at the flag
+/// (a CLI polling in 100 ms slices counted one a slice); an attempt id records nothing for
+/// it. A flag already set ends only the wait: a message already there is taken.
+#[test]
+fn a_cancelled_long_poll_counts_one_empty_receive() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let q = queue("cnt-cancel", &small_dedup());
+    let other = Queue::open(&q.name).unwrap();
+    let stop = AtomicBool::new(false);
+    let long = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            sleep(Duration::from_millis(450));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let n = q
+            .receive_cancellable_into(&long, Some("cancel-a1"), &stop, &mut buf)
+            .unwrap();
+        assert_eq!(n, 0);
+    });
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(450) && waited < Duration::from_secs(15),
+        "ended by the flag, not by its 20 s: {waited:?}"
+    );
+    assert_eq!(
+        other.counters().empty_receives,
+        1,
+        "one long poll, counted once, at once"
+    );
+    // The flag set: no wait, but a message there is taken, and the attempt id (which
+    // recorded nothing for the empty receive) records this one.
+    q.send(&SendMessage::new("g", "m").dedup_id("1")).unwrap();
+    let n = q
+        .receive_cancellable_into(&long, Some("cancel-a1"), &stop, &mut buf)
+        .unwrap();
+    assert_eq!(n, 1);
+    let handle = buf.messages()[0].receipt_handle;
+    let retry = q.receive_with_attempt_id(&long, "cancel-a1").unwrap();
+    assert_eq!(retry.len(), 1);
+    assert_eq!(retry[0].receipt_handle, handle);
+    let start = std::time::Instant::now();
+    assert_eq!(
+        q.receive_cancellable_into(&long, None, &stop, &mut buf)
+            .unwrap(),
+        0
+    );
+    assert!(start.elapsed() < Duration::from_secs(15));
+    assert_eq!(other.counters().empty_receives, 2);
+}
+
 /// Waits and wake-ups: a receiver that sleeps on the futex and a producer that wakes it.
 #[test]
 fn counters_count_waits_and_wake_ups() {

@@ -364,6 +364,20 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Some((d, _)) => d.to_owned(),
     };
     Some(match e {
+        // The error's own path where it is not the command's queue: a directory that is
+        // not there, or another queue (a redrive's or a dead-letter queue's).
+        Error::QueueDoesNotExist { path } if path.as_os_str() != shown_path(q).as_str() => {
+            let p = path.display().to_string();
+            if shown_path(q).starts_with(&format!("{p}/")) {
+                format!("there is no directory {p}: make it first (`mkdir -p {p}`)")
+            } else {
+                let name = p.strip_prefix("/dev/shm/").unwrap_or(&p);
+                format!(
+                    "create it with `shmfifo create {name}`, or list the queues with `{}`",
+                    ls_for(name)
+                )
+            }
+        }
         Error::QueueDoesNotExist { .. } => format!(
             "create it with `shmfifo create {q}`, or list the queues with `{}`",
             ls_for(q)
@@ -393,18 +407,30 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             if dir == "/dev/shm" { "; in a container, `docker run --shm-size=SIZE`" } else { "" }
         ),
         Error::InvalidQueueName { .. } => {
-            "a name is 1-200 of A-Z a-z 0-9 _ . -; anything containing '/' is taken as a path".to_owned()
+            "a name is 1-200 of A-Z a-z 0-9 _ . - (not `.` or `..`); anything containing '/' is taken as a path".to_owned()
         }
         Error::InvalidConfig { .. } => "see `shmfifo create --help` for each setting's range".to_owned(),
         Error::MissingParameter { parameter } if *parameter == "MessageGroupId" => {
             "pass the message group with --group GROUP".to_owned()
         }
-        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageDeduplicationId" => {
+        Error::InvalidParameterValue { parameter, reason }
+            if *parameter == "MessageDeduplicationId" && reason.contains("ContentBasedDeduplication") =>
+        {
             "pass --dedup-id ID, or create the queue with --content-based-deduplication".to_owned()
         }
-        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageGroupId" => {
-            "every message needs a group: --group GROUP, or \"group\" in a --batch line".to_owned()
+        Error::InvalidParameterValue { parameter, reason }
+            if *parameter == "MessageDeduplicationId" && reason.contains("deduplication is off") =>
+        {
+            "this queue keeps no deduplication ids (created with --deduplication-scope off): send without --dedup-id".to_owned()
         }
+        Error::InvalidParameterValue { parameter, .. }
+            if *parameter == "MessageDeduplicationId" || *parameter == "MessageGroupId" =>
+        {
+            "an id is 1 to 128 characters, each a letter, a digit or one of !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ (no spaces)".to_owned()
+        }
+        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageBody" => format!(
+            "a body may be as long as the queue's MaximumMessageSize, that size included (`shmfifo stat {q}` shows it; `shmfifo set {q} MaximumMessageSize BYTES` raises it, up to 1048576)"
+        ),
         Error::ReceiptHandleIsInvalid { .. } => format!(
             "use a ReceiptHandle printed by `shmfifo receive {q}` (sf2 and 39 hex digits), on the queue it came from"
         ),
@@ -412,7 +438,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "the message was received again, deleted, purged, or its visibility timeout passed: `shmfifo receive {q}` for a current handle"
         ),
         Error::SizeClassFull { .. } => format!(
-            "consume faster, send with `--wait DURATION` to wait for room, or create the queue with a larger --size-limit (the classes grow up to it; --size-limit 0 never grows); `shmfifo stat {q}` shows slot use by size class"
+            "consume faster, send with `--wait DURATION` (or a longer one) to wait for room, or create the queue with a larger --size-limit (the classes grow up to it; --size-limit 0 never grows); `shmfifo stat {q}` shows slot use by size class"
         ),
         Error::GroupLimitReached { .. } => {
             "consume some groups' messages, or create the queue with a larger --size-limit (the group table grows up to it)".to_owned()
@@ -454,7 +480,7 @@ fn shown_path(queue: &str) -> String {
 fn io_hint(q: &str, e: &io::Error) -> Option<String> {
     match e.raw_os_error() {
         Some(c) if c == 13 || c == 1 => Some(format!(
-            "permission denied: queues are created owner-only (mode 0600) unless created with --mode; check `ls -l {}`",
+            "permission denied: queues are created owner-only (mode 0600) unless created with --mode; check `ls -l {}`; another user's queue also needs SHMFIFO_TRUSTED_UIDS=OWNER_UID in the opener's environment",
             shown_path(q)
         )),
         Some(28) => Some(format!(

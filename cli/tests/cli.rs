@@ -728,6 +728,23 @@ fn errors_have_exit_codes_names_and_hints() {
     expect(&["create", big.s(), "--visibility-timeout", "13h"], 19);
     expect(&["set", q.s(), "DeduplicationScope", "messageGroup"], 37);
     expect(&["set", q.s(), "MaximumMessageSize", "99999999"], 19);
+    expect(
+        &["set", q.s(), "MaximumMessageSize", "99999999999999999999"],
+        19,
+    );
+    // `.` and `..` are no queue names, for looking as for opening.
+    expect(&["stat", ".."], 18);
+    expect(&["create", ".."], 18);
+    // The services print no JSON document: --json refused, not ignored.
+    let (_, e) = expect(&["--json", "metrics", "--dir", "/nonexistent"], 2);
+    assert!(e.contains("prints no JSON document"), "{e}");
+    expect(&["watch", q.s(), "--count", "0"], 2);
+    expect(&["create", big.s(), "--max-messages", "0"], 2);
+    // A hint names the queue that is missing: a redrive's target, a directory.
+    let (_, e) = expect(&["create", "/nonexistent-dir/q"], 10);
+    assert!(e.contains("mkdir -p /nonexistent-dir"), "{e}");
+    let (_, e) = expect(&["send", q.s(), "-g", "g h", "-d", "x", "body"], 20);
+    assert!(e.contains("1 to 128 characters"), "{e}");
     expect(&["set", q.s(), "Bogus", "1"], 36);
     let (_, e) = expect(&["delete", q.s(), "garbage"], 23);
     assert!(e.contains("hint: use a ReceiptHandle"), "{e}");
@@ -1316,7 +1333,8 @@ fn set_takes_durations_with_units() {
     assert_eq!(u(&stat(&q)["settings"]["delay_ms"]), 1_500);
     json(&["set", q.s(), "VisibilityTimeout", "45"]);
     assert_eq!(u(&stat(&q)["settings"]["visibility_timeout_ms"]), 45_000);
-    expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 3);
+    // A malformed value on the command line is a usage error, as clap's own (exit code 2).
+    expect(&["set", q.s(), "VisibilityTimeout", "10 parsecs"], 2);
     // The receive wait (whole seconds in SQS, no millisecond name) takes whole seconds too.
     json(&["set", q.s(), "ReceiveMessageWaitTimeSeconds", "20s"]);
     assert_eq!(
@@ -1330,8 +1348,24 @@ fn set_takes_durations_with_units() {
     );
     expect(
         &["set", q.s(), "ReceiveMessageWaitTimeSeconds", "1500ms"],
-        3,
+        2,
     );
+    // Sizes take units, as everywhere in the CLI.
+    json(&["set", q.s(), "MaximumMessageSize", "128KiB"]);
+    assert_eq!(u(&stat(&q)["settings"]["maximum_message_size"]), 128 * 1024);
+    expect(&["set", q.s(), "MaximumMessageSize", "12 parsecs"], 2);
+    // A whole number too large for any setting is refused by the setting's range, not as
+    // "not a number".
+    let (_, e) = expect(
+        &[
+            "set",
+            q.s(),
+            "MessageRetentionPeriod",
+            "99999999999999999999",
+        ],
+        19,
+    );
+    assert!(!e.contains("non-negative integer"), "{e}");
 }
 
 /// `send --batch` takes aws's entries (a JSON array, or `{"Entries": [...]}`) and

@@ -73,7 +73,9 @@ fn measure(
 #[test]
 fn bridge_throughput_to_serve_and_moto() {
     let serve = Serve::start();
-    for c in [1, 4, 8] {
+    // Concurrency 1 and 8 (4 lies between them; CI runs this in a debug build, its figures
+    // are the bridge's shape, not its speed).
+    for c in [1, 8] {
         measure(
             "shmfifo serve",
             &serve.endpoint,
@@ -83,7 +85,7 @@ fn bridge_throughput_to_serve_and_moto() {
         );
     }
     // As far as an SQS region is (10 ms a request), where requests in flight at once count.
-    for c in [1, 4, 8] {
+    for c in [1, 8] {
         let ms = Duration::from_millis(10);
         measure("shmfifo serve", &serve.endpoint, (100, 10), ms, c);
     }

@@ -22,6 +22,10 @@ pub(super) const EMPTY_BATCH: u64 = 64;
 /// Spin rounds before a long-polling receiver goes to sleep.
 pub(super) const SPIN_ROUNDS: u32 = 200;
 
+/// How often a cancellable long poll ([`Queue::receive_cancellable_into`]) looks at its flag
+/// while it waits, at the least.
+pub const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl ReceiveOptions {
     /// The checks a receive makes of its options before anything else (R1, R2, R5):
     /// `max_messages` 1–10, a visibility timeout of at most 12 hours, a wait of at most 20 s;
@@ -313,15 +317,83 @@ impl Queue {
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        let n = self.receive_waiting(opts, buf)?;
+        self.receive_counted(opts, buf, None)
+    }
+
+    /// A receive whose long poll another thread, or a signal handler, can end: as
+    /// [`Queue::receive_into`] (with `attempt_id`, [`Queue::receive_with_attempt_id_into`]),
+    /// except that the wait also ends, with nothing received, once `cancel` is true. While it
+    /// waits it looks at `cancel` at least every [`CANCEL_LOOK`] (100 ms); setting it needs no
+    /// wake-up call. A cancelled or timed-out receive that took nothing counts once in
+    /// `NumberOfEmptyReceives`, as one long poll does (short polls in a loop count one each),
+    /// and records nothing under its attempt id. Nothing is taken after `cancel` is seen: a
+    /// receive that returns messages returns them whole, whatever `cancel` says by then.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::time::{Duration, Instant};
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let stop = AtomicBool::new(false);
+    /// let mut buf = ReceiveBuffer::new();
+    /// let start = Instant::now();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         std::thread::sleep(Duration::from_millis(50));
+    ///         stop.store(true, Ordering::Relaxed); // say, on SIGTERM
+    ///     });
+    ///     // A 20-second long poll, ended by the flag after about 50 ms.
+    ///     let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+    ///     assert_eq!(q.receive_cancellable_into(&opts, None, &stop, &mut buf)?, 0);
+    ///     Ok::<(), shmfifo::Error>(())
+    /// })?;
+    /// assert!(start.elapsed() < Duration::from_secs(10));
+    /// assert_eq!(q.counters().empty_receives, 1); // one long poll, once
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_cancellable_into(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+        cancel: &std::sync::atomic::AtomicBool,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
+        buf.borrow = false;
+        match attempt_id {
+            Some(id) => self.with_attempt(opts, id, buf, |q, buf| {
+                q.receive_counted(opts, buf, Some(cancel))
+            }),
+            None => self.receive_counted(opts, buf, Some(cancel)),
+        }
+    }
+
+    /// A receive into `buf` as its `borrow` flag says, an empty one counted.
+    fn receive_counted(
+        &self,
+        opts: &ReceiveOptions,
+        buf: &mut ReceiveBuffer,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<usize> {
+        let n = self.receive_waiting(opts, buf, cancel)?;
         if n == 0 {
             self.count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
         }
         Ok(n)
     }
 
-    /// [`Queue::receive_into`] without counting an empty receive.
-    fn receive_waiting(&self, opts: &ReceiveOptions, buf: &mut ReceiveBuffer) -> Result<usize> {
+    /// [`Queue::receive_into`] without counting an empty receive; with `cancel`, a wait that
+    /// ends once it is true (looked at every [`CANCEL_LOOK`] at least).
+    fn receive_waiting(
+        &self,
+        opts: &ReceiveOptions,
+        buf: &mut ReceiveBuffer,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<usize> {
+        // Relaxed: a flag; what the canceller wrote before it is not read here.
+        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
         let (max, vt, wait) = self.receive_params(opts)?;
         buf.len = 0;
         let n = self.try_receive(max, vt, buf)?;
@@ -344,13 +416,16 @@ impl Queue {
                 return Ok(n);
             }
             let now = inner.real_ms();
-            if now >= deadline {
+            if now >= deadline || cancelled() {
                 return Ok(0);
             }
             let bell = doorbell::begin_wait(self.arena(), inner.index as usize);
             let n = self.try_receive(max, vt, buf);
             if matches!(n, Ok(0)) {
-                let t = self.sleep_bound_ms(now, deadline);
+                let mut t = self.sleep_bound_ms(now, deadline);
+                if cancel.is_some() {
+                    t = t.min(CANCEL_LOOK.as_millis() as u64);
+                }
                 accounting::count(self.arena(), inner.me, counter::WAITS, 1);
                 let slept = sys::monotonic_ns();
                 let woke = sys::futex_wait(doorbell::receivers(self.arena()), bell, t);

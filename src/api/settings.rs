@@ -8,6 +8,17 @@ use crate::config::{Deduplication, QueueSettings};
 use crate::error::{Error, Result};
 use crate::protocol::{live, settings};
 
+/// A setting's value as a whole number: ASCII digits, blanks around them ignored; a number
+/// past `u64::MAX` reads as `u64::MAX`, so that the setting's own range check refuses it
+/// naming the range (not as "not a number"). `None`: not a whole number.
+pub(super) fn whole_number(value: &str) -> Option<u64> {
+    let t = value.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(t.parse().unwrap_or(u64::MAX))
+}
+
 /// The names [`Queue::set_attribute`] changes.
 const SETTABLE: [&str; 10] = [
     "MaximumMessageSize",
@@ -208,10 +219,7 @@ impl Queue {
             reason: format!("Invalid value for the parameter {name}. Reason: {why}"),
         };
         let number = |scale: u64| -> Result<Duration> {
-            let v: u64 = value
-                .trim()
-                .parse()
-                .map_err(|_| bad("must be a non-negative integer"))?;
+            let v = whole_number(value).ok_or_else(|| bad("must be a non-negative integer"))?;
             Ok(Duration::from_millis(v.saturating_mul(scale)))
         };
         let s = QueueSettings::new();
@@ -242,10 +250,9 @@ impl Queue {
                 })
             }
             "MaximumMessageSize" => s.maximum_message_size(
-                value
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad("must be an integer number of bytes"))?,
+                whole_number(value)
+                    .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                    .ok_or_else(|| bad("must be an integer number of bytes"))?,
             ),
             "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
             "DeduplicationScope"

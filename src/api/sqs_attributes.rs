@@ -74,10 +74,9 @@ impl QueueConfig {
             };
             let value = value.trim();
             let seconds = || -> Result<Duration> {
-                value
-                    .parse::<u64>()
+                crate::api::settings::whole_number(value)
                     .map(Duration::from_secs)
-                    .map_err(|_| bad("must be a non-negative integer (seconds)"))
+                    .ok_or_else(|| bad("must be a non-negative integer (seconds)"))
             };
             let boolean = || match value {
                 "true" => Ok(true),
@@ -90,9 +89,9 @@ impl QueueConfig {
                 "MessageRetentionPeriod" => cfg.message_retention_period(seconds()?),
                 "ReceiveMessageWaitTimeSeconds" => cfg.receive_message_wait_time(seconds()?),
                 "MaximumMessageSize" => cfg.maximum_message_size(
-                    value
-                        .parse()
-                        .map_err(|_| bad("must be an integer number of bytes"))?,
+                    crate::api::settings::whole_number(value)
+                        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                        .ok_or_else(|| bad("must be an integer number of bytes"))?,
                 ),
                 "ContentBasedDeduplication" => cfg.content_based_deduplication(boolean()?),
                 "DeduplicationScope" => match value {

@@ -100,23 +100,30 @@ pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
         _ => None,
     };
     let plain = a.value.trim().bytes().all(|b| b.is_ascii_digit());
+    // A malformed value on the command line is a usage error (exit code 2), as clap's own.
+    let usage = |what: String| Failure::Usage {
+        source: format!("{}: {} value", a.queue, a.attribute),
+        what,
+    };
     let (name, value) = match ms_name {
         Some(ms) if !plain => {
-            let d = crate::parse::duration(&a.value)
-                .map_err(|why| Failure::input(format!("{} value", a.attribute), why))?;
+            let d = crate::parse::duration(&a.value).map_err(usage)?;
             (ms.to_owned(), d.as_millis().to_string())
         }
         // SQS's receive wait has no millisecond name: a duration of whole seconds.
         None if !plain && a.attribute == "ReceiveMessageWaitTimeSeconds" => {
-            let d = crate::parse::duration(&a.value)
-                .map_err(|why| Failure::input(format!("{} value", a.attribute), why))?;
+            let d = crate::parse::duration(&a.value).map_err(usage)?;
             if d.subsec_nanos() != 0 {
-                return Err(Failure::input(
-                    format!("{} value", a.attribute),
+                return Err(usage(
                     "the receive wait is whole seconds (0 to 20)".to_owned(),
                 ));
             }
             (a.attribute.clone(), d.as_secs().to_string())
+        }
+        // A size with a unit (`256KiB`, `1MiB`), as every size the CLI takes.
+        None if !plain && a.attribute == "MaximumMessageSize" => {
+            let b = crate::parse::bytes(&a.value).map_err(usage)?;
+            (a.attribute.clone(), b.to_string())
         }
         _ => (a.attribute.clone(), a.value.clone()),
     };

@@ -130,7 +130,8 @@ pub struct CreateArgs {
         long,
         value_name = "N",
         help_heading = "shmfifo settings",
-        conflicts_with = "size_classes"
+        conflicts_with = "size_classes",
+        value_parser = clap::value_parser!(u32).range(1..)
     )]
     pub max_messages: Option<u32>,
     /// Most bytes the queue's file may grow to as its size classes fill (e.g. 4GiB; 0: never

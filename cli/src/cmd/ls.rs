@@ -72,9 +72,11 @@ pub fn run(a: &LsArgs, ctx: Ctx) -> Result<(), Failure> {
     files.sort();
     let in_shm = a.dir == Path::new("/dev/shm");
     let mut rows = Vec::new();
+    let mut skipped = 0usize;
     for (name, path) in files {
         let entry = look(&path);
         if matches!(entry, Entry::Other(_)) && !a.all {
+            skipped += 1;
             continue;
         }
         // The form other commands take: a bare name under /dev/shm, a path elsewhere; with
@@ -126,10 +128,18 @@ pub fn run(a: &LsArgs, ctx: Ctx) -> Result<(), Failure> {
         print_json(&Value::Array(v));
         return Ok(());
     }
+    // Where none is listed, the files left out are counted: another user's queues among them,
+    // which this user cannot open.
+    let others = match skipped {
+        0 => String::new(),
+        1 => " (1 other file: `--all` says what it is)".to_owned(),
+        n => format!(" ({n} other files: `--all` says what each is)"),
+    };
     if rows.is_empty() {
-        eprintln!("no shmfifo queues in {dir_shown}");
+        eprintln!("no shmfifo queues in {dir_shown}{others}");
         return Ok(());
     }
+
     let mut t = Table::new(&[
         "QUEUE",
         "VISIBLE",

@@ -39,6 +39,22 @@ pub struct QueueArg {
 /// Runs the command. Every queue it opens is closed before it returns.
 pub fn run(cli: Cli) -> Result<(), Failure> {
     let ctx = Ctx { json: cli.json };
+    // `--json` is global on the command line, but the services print no document: refused,
+    // not ignored.
+    let service = match &cli.command {
+        Command::Serve(_) => Some("serve"),
+        Command::Bridge(_) => Some("bridge"),
+        Command::Metrics(_) => Some("metrics"),
+        _ => None,
+    };
+    if let Some(name) = service.filter(|_| cli.json) {
+        return Err(Failure::Usage {
+            source: "--json".to_owned(),
+            what: format!(
+                "`{name}` runs as a service and prints no JSON document; leave --json out"
+            ),
+        });
+    }
     match cli.command {
         Command::Create(a) => create::run(&a, ctx),
         Command::Ls(a) => ls::run(&a, ctx),
@@ -88,6 +104,15 @@ pub fn open(queue: &str) -> Result<Queue, Failure> {
 /// registered): what `ls`, `stat`, `peek` and `watch` use, so that looking changes nothing and
 /// works on a queue whose participant slots are all taken.
 pub fn observe(queue: &str) -> Result<Observer, Failure> {
+    // `.` and `..` are no names (as `open` and `create` refuse them), not /dev/shm's entries.
+    if queue == "." || queue == ".." {
+        return Err(Failure::queue(
+            queue,
+            shmfifo::Error::InvalidQueueName {
+                name: queue.to_owned(),
+            },
+        ));
+    }
     Queue::observe_at(path_of(queue)).map_err(|e| Failure::queue(queue, e))
 }
 
@@ -197,7 +222,20 @@ pub fn settings_text(a: &QueueAttributes, indent: usize) -> String {
     ));
     rows.extend([
         ("MaxInFlight", output::num(a.max_in_flight)),
-        ("MaxGroups", output::num(a.max_groups)),
+        // The groups the table holds now (`--max-groups` at creation), and, where the size
+        // limit lets it grow, how far.
+        (
+            "MaxGroups",
+            if a.max_groups > a.group_capacity {
+                format!(
+                    "{} (grows to {})",
+                    output::num(a.group_capacity),
+                    output::num(a.max_groups)
+                )
+            } else {
+                output::num(a.group_capacity)
+            },
+        ),
         ("MaxParticipants", output::num(a.max_participants.into())),
         ("ReleaseOnDeath", on(a.release_on_death)),
         ("BodyMode", body_mode(a.body_mode).to_owned()),

@@ -54,28 +54,18 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
     opts.visibility_timeout = a.visibility_timeout;
-    // A long poll waits in slices of at most 100 ms, so that Ctrl-C ends it at once (the
-    // handle then closes cleanly). An empty receive takes nothing and records no attempt id,
-    // so the slices answer as one wait would.
-    let wait = a
-        .wait
-        .unwrap_or_else(|| q.attributes().receive_message_wait_time);
-    let deadline = std::time::Instant::now() + wait;
-    let msgs = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        opts.wait_time = Some(left.min(Duration::from_millis(100)));
-        let got = match &a.attempt_id {
-            Some(id) => q.receive_with_attempt_id(&opts, id),
-            None => q.receive(&opts),
-        }
+    // One long poll that Ctrl-C or SIGTERM ends within 100 ms (the handle then closes
+    // cleanly); an empty one counts once in NumberOfEmptyReceives and records no attempt id.
+    opts.wait_time = a.wait;
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let cancel = crate::interrupt_flag();
+    let n = q
+        .receive_cancellable_into(&opts, a.attempt_id.as_deref(), &cancel, &mut buf)
         .map_err(|e| Failure::queue(&a.queue, e))?;
-        if !got.is_empty() || left.is_zero() || crate::interrupted() {
-            break got;
-        }
-    };
+    let msgs = &buf.messages()[..n];
     let mut delete_error = None;
     if a.delete {
-        for m in &msgs {
+        for m in msgs {
             if let Err(e) = q.delete(&m.receipt_handle) {
                 delete_error.get_or_insert(e);
             }

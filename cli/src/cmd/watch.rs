@@ -19,8 +19,8 @@ pub struct WatchArgs {
     /// Time between refreshes.
     #[arg(long, short = 'i', value_name = "DURATION", value_parser = parse_interval, default_value = "1s")]
     pub interval: Duration,
-    /// Stop after this many refreshes [default: never].
-    #[arg(long, short = 'c', value_name = "N")]
+    /// Stop after this many refreshes, 1 or more [default: never].
+    #[arg(long, short = 'c', value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
 }
 
