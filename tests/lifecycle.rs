@@ -60,6 +60,37 @@ fn l1_l2_queue_delay_hides_and_counts_new_messages() {
     assert_eq!(q.attributes().delay, Duration::from_millis(300));
 }
 
+/// Attribute values by SQS name are whole numbers as `u64`'s parser reads them (a `+` and
+/// blanks allowed); one too large for any setting is refused by the setting's range, naming it,
+/// not as "not a number"; anything else is not a number.
+#[test]
+fn attribute_values_are_whole_numbers_checked_by_their_range() {
+    let q = queue("attrnum", &small());
+    q.set_attribute("VisibilityTimeout", " +45 ").unwrap();
+    assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(45));
+    for (name, value) in [
+        ("MessageRetentionPeriod", "99999999999999999999"),
+        ("VisibilityTimeoutMs", "18446744073709551616"),
+        ("MaximumMessageSize", "99999999999999999999"),
+    ] {
+        let e = q.set_attribute(name, value).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { .. }), "{name}: {e:?}");
+        assert!(
+            !e.to_string().contains("must be a non-negative integer"),
+            "{name}: {e}"
+        );
+        assert!(
+            !e.to_string().contains("integer number of bytes"),
+            "{name}: {e}"
+        );
+    }
+    for bad in ["", "-1", "4.5", "1e3", "+", "ten"] {
+        let e = q.set_attribute("DelaySeconds", bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidConfig { .. }), "{bad:?}: {e:?}");
+    }
+    assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(45));
+}
+
 /// L1: the queue delay is retroactive on FIFO queues: shortening it releases waiting messages,
 /// lengthening it delays messages not yet received.
 #[test]

@@ -413,24 +413,35 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Error::MissingParameter { parameter } if *parameter == "MessageGroupId" => {
             "pass the message group with --group GROUP".to_owned()
         }
+        // The reasons' own words (src/api/send.rs): "deduplication is off" first, its text
+        // holds the id given.
         Error::InvalidParameterValue { parameter, reason }
-            if *parameter == "MessageDeduplicationId" && reason.contains("ContentBasedDeduplication") =>
+            if *parameter == "MessageDeduplicationId" && reason.ends_with("(its deduplication is off).") =>
+        {
+            "this queue keeps no deduplication ids (created with --deduplication-scope off): send without --dedup-id".to_owned()
+        }
+        Error::InvalidParameterValue { parameter, reason }
+            if *parameter == "MessageDeduplicationId" && reason.starts_with("The queue should") =>
         {
             "pass --dedup-id ID, or create the queue with --content-based-deduplication".to_owned()
         }
         Error::InvalidParameterValue { parameter, reason }
-            if *parameter == "MessageDeduplicationId" && reason.contains("deduplication is off") =>
+            if *parameter == "MessageGroupId" && reason.contains("must contain") =>
         {
-            "this queue keeps no deduplication ids (created with --deduplication-scope off): send without --dedup-id".to_owned()
+            "every message needs a group: --group GROUP, or \"group\" in a --batch line".to_owned()
         }
         Error::InvalidParameterValue { parameter, .. }
             if *parameter == "MessageDeduplicationId" || *parameter == "MessageGroupId" =>
         {
             "an id is 1 to 128 characters, each a letter, a digit or one of !\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~ (no spaces)".to_owned()
         }
-        Error::InvalidParameterValue { parameter, .. } if *parameter == "MessageBody" => format!(
-            "a body may be as long as the queue's MaximumMessageSize, that size included (`shmfifo stat {q}` shows it; `shmfifo set {q} MaximumMessageSize BYTES` raises it, up to 1048576)"
-        ),
+        Error::InvalidParameterValue { parameter, reason }
+            if *parameter == "MessageBody" && reason.contains("must be shorter than") =>
+        {
+            format!(
+                "a body and its attributes together may be as long as the queue's MaximumMessageSize, that size included (`shmfifo stat {q}` shows it; `shmfifo set {q} MaximumMessageSize BYTES` raises it, up to 1048576)"
+            )
+        }
         Error::ReceiptHandleIsInvalid { .. } => format!(
             "use a ReceiptHandle printed by `shmfifo receive {q}` (sf2 and 39 hex digits), on the queue it came from"
         ),

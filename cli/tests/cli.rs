@@ -611,6 +611,13 @@ fn batch_of_json_lines_is_sent_ten_at_a_time() {
     assert_eq!(failed[1]["Kind"], "InvalidParameterValue");
     assert_eq!(failed[1]["SenderFault"], true);
     assert_eq!(u(&v["Unsent"]), 0);
+    // Without --json, the request's error and its hint: a group is missing.
+    let a = cmd(&["send", q.s(), "--batch", "-"])
+        .write_stdin("{\"body\":\"no group\",\"dedup_id\":\"z5\"}\n")
+        .assert()
+        .code(20);
+    let e = String::from_utf8_lossy(&a.get_output().stderr).into_owned();
+    assert!(e.contains("hint: every message needs a group"), "{e}");
     let single = cmd(&["send", q.s(), "-d", "z4", "body", "--json"])
         .assert()
         .code(21);
@@ -745,6 +752,9 @@ fn errors_have_exit_codes_names_and_hints() {
     assert!(e.contains("mkdir -p /nonexistent-dir"), "{e}");
     let (_, e) = expect(&["send", q.s(), "-g", "g h", "-d", "x", "body"], 20);
     assert!(e.contains("1 to 128 characters"), "{e}");
+    // An empty body is not told about sizes.
+    let (_, e) = expect(&["send", q.s(), "-g", "g", "-d", "y", ""], 20);
+    assert!(!e.contains("MaximumMessageSize"), "{e}");
     expect(&["set", q.s(), "Bogus", "1"], 36);
     let (_, e) = expect(&["delete", q.s(), "garbage"], 23);
     assert!(e.contains("hint: use a ReceiptHandle"), "{e}");

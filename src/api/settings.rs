@@ -8,11 +8,13 @@ use crate::config::{Deduplication, QueueSettings};
 use crate::error::{Error, Result};
 use crate::protocol::{live, settings};
 
-/// A setting's value as a whole number: ASCII digits, blanks around them ignored; a number
-/// past `u64::MAX` reads as `u64::MAX`, so that the setting's own range check refuses it
-/// naming the range (not as "not a number"). `None`: not a whole number.
+/// A setting's value as a whole number: ASCII digits, a `+` before them and blanks around
+/// them allowed (as `u64`'s parser takes them); a number past `u64::MAX` reads as
+/// `u64::MAX`, so that the setting's own range check refuses it naming the range (not as "not
+/// a number"). `None`: not a whole number.
 pub(super) fn whole_number(value: &str) -> Option<u64> {
     let t = value.trim();
+    let t = t.strip_prefix('+').unwrap_or(t);
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
