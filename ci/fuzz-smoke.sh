@@ -2,9 +2,9 @@
 # Fuzz smoke: each cargo-fuzz target for FUZZ_SECONDS (default 20) over its kept
 # inputs: the arena's four, a pack's directory, then serve's request parsers, each with its libFuzzer
 # dictionary where fuzz/dicts/ has one, the library's RedrivePolicy parser against serde_json, and
-# the SQS backend's bound on an answer's shape (10 targets: 3 min 20 s of fuzzing at the default,
-# plus the
-# build; a longer run: FUZZ_SECONDS=600). cargo-fuzz passes nightly flags
+# the SQS backend's bound on an answer's shape, and the CLI's parsers of what a caller gives it
+# (11 targets: 3 min 40 s of fuzzing at the default, plus the build; a longer run:
+# FUZZ_SECONDS=600). cargo-fuzz passes nightly flags
 # (-Zsanitizer=address); the stable toolchain takes them through RUSTC_BOOTSTRAP=1 and ships
 # the ASan runtime. See fuzz/README.md.
 set -euo pipefail
@@ -13,7 +13,7 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked --version 
 export RUSTC_BOOTSTRAP=1
 # A target killed by a timeout or a crash leaves its scratch directory under /dev/shm: they
 # are cleaned up whatever happens (the trap below).
-targets=(open_arena live_scribble one_word pack_directory c_abi serve_query serve_json serve_sigv4 redrive_policy sqs_answer_shape)
+targets=(open_arena live_scribble one_word pack_directory c_abi serve_query serve_json serve_sigv4 redrive_policy sqs_answer_shape cli_input)
 # Every target built first (one build: a build error ends the script here), then the targets
 # run side by side, one a CPU: each is one process on one CPU for its seconds, as it was when
 # they ran one after another (3 min of fuzzing at the default), in half the time on 2 CPUs. A

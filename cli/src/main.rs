@@ -5,10 +5,14 @@
 //! apart (see [`errors::EXIT_CODES`] and `cli/README.md`).
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
+mod batch_input;
 mod cmd;
 mod errors;
 mod output;
 mod parse;
+
+#[cfg(test)]
+mod fuzz_replay;
 
 use std::process::ExitCode;
 
