@@ -62,9 +62,11 @@ pub enum Error {
         /// Bytes sent.
         bytes: usize,
     },
-    /// No queue at this location (SQS `QueueDoesNotExist`).
+    /// No queue at this location (SQS `QueueDoesNotExist`), or, at creation, no directory to
+    /// create it in.
     QueueDoesNotExist {
-        /// Where we looked.
+        /// Where we looked: the queue's path, or (ending in `/`) the directory a queue was to be
+        /// created in, which does not exist.
         path: PathBuf,
     },
     /// A file already exists at this location (SQS `QueueNameExists`).
@@ -514,6 +516,11 @@ impl fmt::Display for Error {
                 f,
                 "batch requests cannot be longer than 1048576 bytes; you have sent {bytes} bytes"
             ),
+            Error::QueueDoesNotExist { path } if path.as_os_str().as_encoded_bytes().ends_with(b"/") => write!(
+                f,
+                "no directory {}: a queue is created in a directory that exists (make it first)",
+                path.display()
+            ),
             Error::QueueDoesNotExist { path } => write!(f, "no queue at {}", path.display()),
             Error::QueueNameExists { path } => write!(
                 f,
@@ -553,7 +560,7 @@ impl fmt::Display for Error {
             ),
             Error::ParticipantLimitReached { max_participants } => write!(
                 f,
-                "{max_participants} processes already have this queue open (its max_participants)"
+                "{max_participants} handles already have this queue open (its max_participants: a handle is a participant; open one a process and share it between its threads)"
             ),
             Error::DedupTableFull { entries, interval_ms } => write!(
                 f,

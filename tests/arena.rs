@@ -71,6 +71,25 @@ fn open_or_unlink_missing_is_queue_does_not_exist() {
     assert!(matches!(r, Err(Error::QueueDoesNotExist { .. })), "{r:?}");
     let r = Queue::open_at(Path::new("/dev/shm").join(&name));
     assert!(matches!(r, Err(Error::QueueDoesNotExist { .. })), "{r:?}");
+    match &r {
+        Err(e) => assert_eq!(e.to_string(), format!("no queue at /dev/shm/{name}")),
+        Ok(_) => unreachable!(),
+    }
+    // Created in a directory that is not there: the same code, the directory named as one
+    // (its path ends in `/`), and said so, not "no queue".
+    let dir = Path::new("/dev/shm").join(unique("no-such-dir"));
+    let r = Queue::create_at(dir.join("q.fifo"), &small());
+    let Err(e @ Error::QueueDoesNotExist { path }) = &r else {
+        panic!("{r:?}");
+    };
+    assert_eq!(path.as_os_str(), format!("{}/", dir.display()).as_str());
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "no directory {}/: a queue is created in a directory that exists (make it first)",
+            dir.display()
+        )
+    );
 }
 
 /// "Our choices": a queue is named by a name under /dev/shm, validated with clear errors.

@@ -368,10 +368,11 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         // not there, or another queue (a redrive's or a dead-letter queue's).
         Error::QueueDoesNotExist { path } if path.as_os_str() != shown_path(q).as_str() => {
             let p = path.display().to_string();
+            let p = p.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(&p);
             if shown_path(q).starts_with(&format!("{p}/")) {
                 format!("there is no directory {p}: make it first (`mkdir -p {p}`)")
             } else {
-                let name = p.strip_prefix("/dev/shm/").unwrap_or(&p);
+                let name = p.strip_prefix("/dev/shm/").unwrap_or(p);
                 format!(
                     "create it with `shmfifo create {name}`, or list the queues with `{}`",
                     ls_for(name)

@@ -41,18 +41,43 @@ class ClientError(_ClientErrorBase):
 
 
 _EXCEPTIONS = {
-    # boto3's modelled exception name -> the codes that raise it.
+    # Every exception boto3 models for SQS -> the codes that raise it (both SQS's query
+    # protocol's and its JSON protocol's). Those a local queue never raises are here too, so
+    # that an `except client.exceptions.X` written for boto3 works.
     "QueueDoesNotExist": ("AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"),
     "QueueNameExists": ("QueueAlreadyExists", "QueueNameExists"),
     "ReceiptHandleIsInvalid": ("ReceiptHandleIsInvalid",),
     "InvalidMessageContents": ("InvalidMessageContents",),
-    "EmptyBatchRequest": ("AWS.SimpleQueueService.EmptyBatchRequest",),
-    "TooManyEntriesInBatchRequest": ("AWS.SimpleQueueService.TooManyEntriesInBatchRequest",),
-    "BatchEntryIdsNotDistinct": ("AWS.SimpleQueueService.BatchEntryIdsNotDistinct",),
-    "InvalidBatchEntryId": ("AWS.SimpleQueueService.InvalidBatchEntryId",),
-    "BatchRequestTooLong": ("AWS.SimpleQueueService.BatchRequestTooLong",),
+    "EmptyBatchRequest": ("AWS.SimpleQueueService.EmptyBatchRequest", "EmptyBatchRequest"),
+    "TooManyEntriesInBatchRequest": (
+        "AWS.SimpleQueueService.TooManyEntriesInBatchRequest",
+        "TooManyEntriesInBatchRequest",
+    ),
+    "BatchEntryIdsNotDistinct": (
+        "AWS.SimpleQueueService.BatchEntryIdsNotDistinct",
+        "BatchEntryIdsNotDistinct",
+    ),
+    "InvalidBatchEntryId": ("AWS.SimpleQueueService.InvalidBatchEntryId", "InvalidBatchEntryId"),
+    "BatchRequestTooLong": ("AWS.SimpleQueueService.BatchRequestTooLong", "BatchRequestTooLong"),
     "InvalidAttributeName": ("InvalidAttributeName",),
     "InvalidAttributeValue": ("InvalidAttributeValue",),
+    "InvalidAddress": ("InvalidAddress",),
+    "InvalidIdFormat": ("InvalidIdFormat",),
+    "InvalidSecurity": ("InvalidSecurity",),
+    "MessageNotInflight": ("AWS.SimpleQueueService.MessageNotInflight", "MessageNotInflight"),
+    "OverLimit": ("OverLimit",),
+    "PurgeQueueInProgress": ("AWS.SimpleQueueService.PurgeQueueInProgress", "PurgeQueueInProgress"),
+    "QueueDeletedRecently": ("AWS.SimpleQueueService.QueueDeletedRecently", "QueueDeletedRecently"),
+    "RequestThrottled": ("RequestThrottled",),
+    "ResourceNotFoundException": ("ResourceNotFoundException",),
+    "UnsupportedOperation": ("AWS.SimpleQueueService.UnsupportedOperation", "UnsupportedOperation"),
+    "KmsAccessDenied": ("KMS.AccessDeniedException", "KmsAccessDenied"),
+    "KmsDisabled": ("KMS.DisabledException", "KmsDisabled"),
+    "KmsInvalidKeyUsage": ("KMS.InvalidKeyUsageException", "KmsInvalidKeyUsage"),
+    "KmsInvalidState": ("KMS.InvalidStateException", "KmsInvalidState"),
+    "KmsNotFound": ("KMS.NotFoundException", "KmsNotFound"),
+    "KmsOptInRequired": ("KMS.OptInRequired", "KmsOptInRequired"),
+    "KmsThrottled": ("KMS.ThrottlingException", "KmsThrottled"),
 }
 
 
@@ -71,6 +96,11 @@ class _Exceptions:
 
     def of(self, code: str) -> type:
         return self._by_code.get(code, ClientError)
+
+    def from_code(self, code: str) -> type:
+        """The exception class of an error code (boto3's ``client.exceptions.from_code``);
+        ``ClientError`` for a code with none of its own."""
+        return self.of(code)
 
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}\.fifo$")
@@ -133,6 +163,7 @@ class Client:
     def __init__(self, directory: str = "/dev/shm") -> None:
         self._dir = os.path.abspath(directory)
         self._open: Dict[str, RawQueue] = {}
+        self._pid = os.getpid()
         self.exceptions = _Exceptions()
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -161,11 +192,68 @@ class Client:
 
     def _queue(self, op: str, url: str) -> RawQueue:
         path = self._path(op, url)
+        if os.getpid() != self._pid:
+            # A child forked from the process that made this client: the handles are the
+            # parent's participants (each refuses the child), so the child opens its own.
+            self._open = {}
+            self._pid = os.getpid()
         q = self._open.get(path)
+        if q is not None:
+            # A URL names the queue there now, as SQS's does: one deleted since this client
+            # opened it is gone (QueueDoesNotExist), one made again in its place is the new
+            # queue. The handle kept would go on using the deleted file, where no one else looks.
+            try:
+                st = os.stat(path)
+                same = (st.st_dev, st.st_ino) == q.file_id()
+            except OSError:
+                same = False
+            if not same:
+                del self._open[path]
+                q.close()
+                q = None
         if q is None:
             q = self._call(op, RawQueue.open, path)
             self._open[path] = q
         return q
+
+    def _text(self, op: str, name: str, v: Any, required: bool = True) -> Optional[str]:
+        """A string parameter, refused before anything is done when it is not one (boto3
+        checks its parameters' types before a request is sent)."""
+        if v is None and not required:
+            return None
+        if not isinstance(v, str):
+            self._raise(op, "InvalidParameterValue", f"Invalid type for parameter {name}, value: {v!r}, type: {type(v)}, valid types: <class 'str'>")
+        return v
+
+    def _int(self, op: str, name: str, v: Any, required: bool = True) -> Optional[int]:
+        """A whole-number parameter, at least 0 (SQS's upper bounds are the library's)."""
+        if v is None and not required:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            self._raise(op, "InvalidParameterValue", f"Value {v!r} for parameter {name} is invalid. Reason: must be a whole number of at least 0.")
+        return v
+
+    def _attribute_values(self, op: str, attrs: Optional[Dict[str, Any]]) -> Dict[str, str]:
+        """Queue attributes as the library takes them: strings (a whole number is taken as its
+        digits); anything else is refused, naming the attribute, before any is applied."""
+        if attrs is None:
+            return {}
+        if not isinstance(attrs, dict):
+            self._raise(op, "InvalidParameterValue", f"Invalid type for parameter Attributes, value: {attrs!r}, type: {type(attrs)}, valid types: <class 'dict'>")
+        out = {}
+        for k, v in attrs.items():
+            if isinstance(v, int) and not isinstance(v, bool):
+                v = str(v)
+            if not isinstance(k, str) or not isinstance(v, str):
+                self._raise(op, "InvalidAttributeValue", f"Invalid value for the parameter {k}. Reason: attribute values are strings, not {type(v).__name__} ({v!r}).")
+            out[k] = v
+        return out
+
+    def _text_queue(self, op: str, q: RawQueue) -> None:
+        """Refuses a binary queue before a receive takes anything: its bodies are bytes, which
+        a message of SQS's (text) cannot carry, and a message taken could not be returned."""
+        if q.body_mode() != "text":
+            self._raise(op, "AWS.SimpleQueueService.UnsupportedOperation", "the queue's bodies are bytes (created with body_mode binary); the boto3-shaped client is text, as SQS is: receive with shmfifo.Queue")
 
     def _call(self, op: str, fn, *args, **kw):
         try:
@@ -218,7 +306,7 @@ class Client:
 
     def create_queue(self, *, QueueName: str, Attributes: Optional[Dict[str, str]] = None, tags: Optional[Dict[str, str]] = None) -> dict:
         op = "CreateQueue"
-        attrs = dict(Attributes or {})
+        attrs = self._attribute_values(op, Attributes)
         fifo = attrs.get("FifoQueue")
         if not _NAME.match(QueueName or "") or fifo != "true":
             self._raise(
@@ -232,7 +320,11 @@ class Client:
             attrs["RedrivePolicy"] = self._local_policy(attrs["RedrivePolicy"])
         path = os.path.join(self._dir, QueueName)
         try:
-            self._open[path] = RawQueue.create(path, list(attrs.items()))
+            made = RawQueue.create(path, list(attrs.items()))
+            old = self._open.pop(path, None)
+            if old is not None:
+                old.close()  # a deleted queue's handle this client still held
+            self._open[path] = made
         except Error as e:
             if e.code != "QueueAlreadyExists":
                 self._raise(op, e.code, e.message)
@@ -256,13 +348,28 @@ class Client:
         return {"QueueUrl": self._url(path), "ResponseMetadata": _meta()}
 
     def list_queues(self, *, QueueNamePrefix: str = "", MaxResults: Optional[int] = None, NextToken: Optional[str] = None) -> dict:
+        op = "ListQueues"
+        if MaxResults is not None and (not isinstance(MaxResults, int) or isinstance(MaxResults, bool) or not 1 <= MaxResults <= 1000):
+            self._raise(op, "InvalidParameterValue", f"Value {MaxResults!r} for parameter MaxResults is invalid. Reason: must be between 1 and 1000.")
+        self._text(op, "NextToken", NextToken, required=False)
+        self._text(op, "QueueNamePrefix", QueueNamePrefix)
+        try:
+            listed = os.listdir(self._dir)
+        except FileNotFoundError:
+            self._raise(op, "AWS.SimpleQueueService.NonExistentQueue", f"no directory {self._dir}/ (the client's directory): make it first")
+        # The token is the last name an answer listed: the next page starts after it (names
+        # sorted), so a queue made or deleted between pages moves no other (as `shmfifo serve`).
         names = sorted(
-            n for n in os.listdir(self._dir)
-            if n.endswith(".fifo") and n.startswith(QueueNamePrefix) and os.path.isfile(os.path.join(self._dir, n))
+            n for n in listed
+            if n.endswith(".fifo") and n.startswith(QueueNamePrefix) and n > (NextToken or "")
+            and os.path.isfile(os.path.join(self._dir, n))
         )
-        if MaxResults is not None:
-            names = names[:MaxResults]
         out: dict = {"ResponseMetadata": _meta()}
+        if MaxResults is None:
+            names = names[:1000]  # SQS: at most 1,000 without MaxResults, and no token
+        elif len(names) > MaxResults:
+            names = names[:MaxResults]
+            out["NextToken"] = names[-1]
         if names:
             out["QueueUrls"] = [self._url(os.path.join(self._dir, n)) for n in names]
         return out
@@ -300,10 +407,11 @@ class Client:
     def set_queue_attributes(self, *, QueueUrl: str, Attributes: Dict[str, str]) -> dict:
         op = "SetQueueAttributes"
         q = self._queue(op, QueueUrl)
-        for k, v in Attributes.items():
-            if k == "RedrivePolicy" and v:
-                v = self._local_policy(v)
-            self._call(op, q.set_attribute, k, str(v))
+        attrs = self._attribute_values(op, Attributes)
+        if "RedrivePolicy" in attrs and attrs["RedrivePolicy"]:
+            attrs["RedrivePolicy"] = self._local_policy(attrs["RedrivePolicy"])
+        # All or nothing, as SQS: one bad name or value changes none.
+        self._call(op, q.set_attributes, list(attrs.items()))
         return {"ResponseMetadata": _meta()}
 
     # -- messages ---------------------------------------------------------------------------
@@ -319,6 +427,10 @@ class Client:
         DelaySeconds: Optional[int] = None,
     ) -> dict:
         op = "SendMessage"
+        self._text(op, "MessageBody", MessageBody)
+        self._text(op, "MessageGroupId", MessageGroupId, required=False)
+        self._text(op, "MessageDeduplicationId", MessageDeduplicationId, required=False)
+        self._int(op, "DelaySeconds", DelaySeconds, required=False)
         q = self._queue(op, QueueUrl)
         attrs = self._attributes_in(op, MessageAttributes)
         mid, seq, _dup = self._call(op, q.send, MessageGroupId, MessageBody, MessageDeduplicationId, attrs, DelaySeconds)
@@ -329,6 +441,13 @@ class Client:
 
     def send_message_batch(self, *, QueueUrl: str, Entries: List[Dict[str, Any]]) -> dict:
         op = "SendMessageBatch"
+        if not isinstance(Entries, list) or not all(isinstance(e, dict) for e in Entries):
+            self._raise(op, "InvalidParameterValue", "Entries must be a list of dicts.")
+        for e in Entries:
+            self._text(op, "MessageBody", e.get("MessageBody", ""))
+            self._text(op, "MessageGroupId", e.get("MessageGroupId"), required=False)
+            self._text(op, "MessageDeduplicationId", e.get("MessageDeduplicationId"), required=False)
+            self._int(op, "DelaySeconds", e.get("DelaySeconds"), required=False)
         q = self._queue(op, QueueUrl)
         entries = [
             (
@@ -369,6 +488,7 @@ class Client:
     ) -> dict:
         op = "ReceiveMessage"
         q = self._queue(op, QueueUrl)
+        self._text_queue(op, q)
         for name, v in (("MaxNumberOfMessages", MaxNumberOfMessages), ("VisibilityTimeout", VisibilityTimeout), ("WaitTimeSeconds", WaitTimeSeconds)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 self._raise(op, "InvalidParameterValue", f"Value {v} for parameter {name} is invalid.")
@@ -424,16 +544,18 @@ class Client:
 
     def change_message_visibility(self, *, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> dict:
         op = "ChangeMessageVisibility"
-        self._call(op, self._queue(op, QueueUrl).change_visibility, ReceiptHandle, int(VisibilityTimeout) * 1000)
+        timeout = self._int(op, "VisibilityTimeout", VisibilityTimeout)
+        self._call(op, self._queue(op, QueueUrl).change_visibility, ReceiptHandle, timeout * 1000)
         return {"ResponseMetadata": _meta()}
 
     def change_message_visibility_batch(self, *, QueueUrl: str, Entries: List[Dict[str, Any]]) -> dict:
         op = "ChangeMessageVisibilityBatch"
         q = self._queue(op, QueueUrl)
+        timeouts = [self._int(op, "VisibilityTimeout", e.get("VisibilityTimeout", 0)) for e in Entries]
         res = self._call(
             op,
             q.change_visibility_batch,
-            [(e.get("Id", ""), e.get("ReceiptHandle", ""), int(e.get("VisibilityTimeout", 0)) * 1000) for e in Entries],
+            [(e.get("Id", ""), e.get("ReceiptHandle", ""), t * 1000) for e, t in zip(Entries, timeouts)],
         )
         return self._batch_out(res)
 

@@ -13,12 +13,33 @@ from ._shmfifo import RawQueue
 AttributeValue = Union[str, bytes, int, float, Tuple[str, Union[str, bytes]]]
 
 
-def _ms(seconds: Optional[float]) -> Optional[int]:
+def _ms(seconds: Optional[float], name: str = "seconds") -> Optional[int]:
     if seconds is None:
         return None
-    if seconds < 0:
-        raise ValueError("a duration cannot be negative")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{name}: a number of seconds, not {type(seconds).__name__}")
+    if not seconds >= 0:  # NaN too
+        raise ValueError(f"{name}: a duration cannot be negative ({seconds!r})")
     return int(round(seconds * 1000))
+
+
+def _count(v: Optional[int], name: str) -> Optional[int]:
+    """A whole number of at least 0 (the library checks the upper bounds, with SQS's codes)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"{name}: a whole number, not {type(v).__name__}")
+    if v < 0:
+        raise ValueError(f"{name}: cannot be negative ({v})")
+    return v
+
+
+def _body(body: object) -> Union[str, bytes]:
+    if isinstance(body, str):
+        return body
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return bytes(body)
+    raise TypeError(f"body: str, or bytes, not {type(body).__name__}")
 
 
 def _attributes_in(attributes: Optional[Mapping[str, AttributeValue]]):
@@ -81,15 +102,18 @@ class Message:
         attrs = {name: (t, v) for name, t, v in d.pop("attributes")}
         return cls(attributes=attrs, _queue=queue, **d)
 
+    def _received(self) -> "Queue":
+        if self._queue is None:
+            raise ValueError("a message from peek() has no receipt handle: receive it to delete it or change its visibility")
+        return self._queue
+
     def delete(self) -> None:
         """Deletes the message (this receive's handle)."""
-        assert self._queue is not None, "a message not received through a Queue"
-        self._queue.delete(self)
+        self._received().delete(self)
 
     def change_visibility(self, seconds: float) -> None:
         """Hides the message for ``seconds`` more from now (0: visible at once)."""
-        assert self._queue is not None, "a message not received through a Queue"
-        self._queue.change_visibility(self, seconds)
+        self._received().change_visibility(self, seconds)
 
 
 class Queue:
@@ -97,10 +121,16 @@ class Queue:
 
     Create or open one by name (a file under /dev/shm) or path; the handle is one participant
     of the queue until ``close()`` (or the end of a ``with`` block, or garbage collection).
-    Every method may raise ``shmfifo.Error`` with SQS's error code.
+    A queue takes ``max_participants`` handles at once (64 by default): open one a process and
+    share it between its threads. A child process opens its own (after ``fork``, the parent's
+    handle raises ``ValueError`` in the child). Every method may raise ``shmfifo.Error`` with
+    SQS's error code; an argument of the wrong type or sign raises ``TypeError`` or
+    ``ValueError`` naming it, as does a closed handle.
     """
 
     def __init__(self, raw: RawQueue) -> None:
+        if not isinstance(raw, RawQueue):
+            raise TypeError("make a Queue with Queue.create(name) or Queue.open(name)")
         self._raw = raw
 
     @classmethod
@@ -140,6 +170,7 @@ class Queue:
 
         def secs(name: str, v: Optional[float]) -> None:
             if v is not None:
+                _ms(v, name)
                 if v != int(v):
                     raise ValueError(f"{name}: whole seconds, as SQS takes them")
                 attrs.append((name, str(int(v))))
@@ -149,27 +180,32 @@ class Queue:
         secs("MessageRetentionPeriod", message_retention_period)
         secs("ReceiveMessageWaitTimeSeconds", receive_message_wait_time)
         if maximum_message_size is not None:
-            attrs.append(("MaximumMessageSize", str(maximum_message_size)))
+            attrs.append(("MaximumMessageSize", str(_count(maximum_message_size, "maximum_message_size"))))
         if content_based_deduplication is not None:
             attrs.append(("ContentBasedDeduplication", "true" if content_based_deduplication else "false"))
         if deduplication_scope is not None:
             attrs.append(("DeduplicationScope", deduplication_scope))
         if redrive_policy is not None:
-            target, count = redrive_policy
+            if isinstance(redrive_policy, Mapping):
+                target, count = redrive_policy.get("deadLetterTargetArn"), redrive_policy.get("maxReceiveCount")
+            elif isinstance(redrive_policy, (tuple, list)) and len(redrive_policy) == 2:
+                target, count = redrive_policy
+            else:
+                raise TypeError("redrive_policy: (dead_letter_queue, max_receive_count), or SQS's dict")
             import json
 
             attrs.append(("RedrivePolicy", json.dumps({"deadLetterTargetArn": target, "maxReceiveCount": count})))
         raw = RawQueue.create(
             name,
             attrs,
-            max_messages=max_messages,
-            max_groups=max_groups,
-            max_participants=max_participants,
+            max_messages=_count(max_messages, "max_messages"),
+            max_groups=_count(max_groups, "max_groups"),
+            max_participants=_count(max_participants, "max_participants"),
             deduplication=deduplication,
-            dedup_entries=dedup_entries,
+            dedup_entries=_count(dedup_entries, "dedup_entries"),
             test_clock=test_clock,
             body_mode=body_mode,
-            size_limit=size_limit,
+            size_limit=_count(size_limit, "size_limit"),
         )
         return cls(raw)
 
@@ -209,10 +245,13 @@ class Queue:
         """Sends one message to ``group_id``; ``dedup_id`` is required unless the queue has
         content-based deduplication (or none). ``body`` is ``str``, or ``bytes``: any bytes
         on a binary queue, text on a text queue."""
-        return SendResult(*self._raw.send(group_id, body, dedup_id, _attributes_in(attributes)))
+        return SendResult(*self._raw.send(group_id, _body(body), dedup_id, _attributes_in(attributes)))
 
     def send_batch(
-        self, messages: Iterable[Union[Tuple[str, str], Tuple[str, str, Optional[str]], Mapping]]
+        self,
+        messages: Iterable[
+            Union[Tuple[str, Union[str, bytes]], Tuple[str, Union[str, bytes], Optional[str]], Mapping]
+        ],
     ) -> List[Union[SendResult, Exception]]:
         """Sends up to 10 messages in one request, each ``(group_id, body)``,
         ``(group_id, body, dedup_id)`` or a dict with ``group_id``, ``body``, ``dedup_id``,
@@ -225,7 +264,7 @@ class Queue:
                 g, b, d, a = m["group_id"], m["body"], m.get("dedup_id"), m.get("attributes")
             else:
                 g, b, d, a = (tuple(m) + (None,))[:3] + (None,)
-            entries.append((str(i), g, b, d, _attributes_in(a), None))
+            entries.append((str(i), g, _body(b), d, _attributes_in(a), None))
         out: List[Union[SendResult, Exception]] = []
         for _id, ok, payload in self._raw.send_batch(entries):
             out.append(SendResult(*payload) if ok else Error(payload[0], payload[1], ""))
@@ -242,7 +281,12 @@ class Queue:
         """Receives up to ``max_messages`` (1–10), waiting up to ``wait`` seconds (0–20; the
         queue's ``ReceiveMessageWaitTimeSeconds`` if ``None``) for the first, with the GIL
         released while it waits."""
-        got = self._raw.receive(max_messages, _ms(visibility_timeout), _ms(wait), attempt_id)
+        got = self._raw.receive(
+            _count(max_messages, "max_messages"),
+            _ms(visibility_timeout, "visibility_timeout"),
+            _ms(wait, "wait"),
+            attempt_id,
+        )
         return [Message._of(d, self) for d in got]
 
     def messages(self, *, wait: float = 20, batch: int = 10, visibility_timeout: Optional[float] = None) -> Iterator[Message]:
@@ -258,13 +302,13 @@ class Queue:
     def change_visibility(self, message: Union[Message, str], seconds: float) -> None:
         """Hides a received message for ``seconds`` more from now."""
         handle = message.receipt_handle if isinstance(message, Message) else message
-        self._raw.change_visibility(handle, _ms(seconds))
+        self._raw.change_visibility(handle, _ms(seconds, "seconds"))
 
     def advance_clock(self, seconds: float) -> None:
         """Moves a test clock forward (a queue created with ``test_clock=True``), for every
         process: visibility timeouts, delays, retention and dedup windows that end within it
         end now."""
-        self._raw.advance_clock(_ms(seconds))
+        self._raw.advance_clock(_ms(seconds, "seconds"))
 
     def purge(self) -> int:
         """Removes every message and every remembered dedup id; returns how many messages."""
@@ -278,13 +322,18 @@ class Queue:
         """Changes one attribute (SQS's name), live for every process."""
         self._raw.set_attribute(name, value)
 
+    def set_attributes(self, attributes: Mapping[str, str]) -> None:
+        """Changes several attributes at once, as SQS's SetQueueAttributes: all are checked
+        before any applies, so one bad name or value changes none."""
+        self._raw.set_attributes([(k, v) for k, v in attributes.items()])
+
     def counters(self) -> Dict[str, int]:
         """Lifetime counters (sent, received, deleted …) over every process."""
         return dict(self._raw.counters())
 
     def peek(self, max_messages: int = 10) -> List[Message]:
         """What a receive would return now, changing nothing (no receipt handles)."""
-        return [Message._of(dict(d, receipt_handle=""), None) for d in self._raw.peek(max_messages)]
+        return [Message._of(dict(d, receipt_handle=""), None) for d in self._raw.peek(_count(max_messages, "max_messages"))]
 
     def redrive(self, destination: Optional[str] = None, *, max_per_second: Optional[int] = None, limit: Optional[int] = None) -> int:
         """On a dead-letter queue: moves its messages back to their source queues (or to

@@ -52,17 +52,28 @@ type SendEntry = (
 #[pyclass(module = "shmfifo._shmfifo", frozen)]
 struct RawQueue {
     q: Mutex<Option<Queue>>,
+    /// The process that opened it: a handle is one process's participant.
+    pid: u32,
 }
 
 impl RawQueue {
     fn wrap(q: Queue) -> Self {
         RawQueue {
             q: Mutex::new(Some(q)),
+            pid: std::process::id(),
         }
     }
 
-    /// The handle (an `Arc` clone), or `ValueError` once closed.
+    /// The handle (an `Arc` clone); `ValueError` once closed, or in a child forked after it
+    /// was opened (multiprocessing's default start method on Linux), which must open the
+    /// queue again: the parent's participant is not the child's to act as.
     fn get(&self) -> PyResult<Queue> {
+        if std::process::id() != self.pid {
+            return Err(PyValueError::new_err(format!(
+                "this queue handle was opened by process {} before a fork: open the queue again in this process (Queue.open, or a new client)",
+                self.pid
+            )));
+        }
         self.q
             .lock()
             .map_err(|_| PyValueError::new_err("queue handle poisoned"))?
@@ -272,6 +283,22 @@ impl RawQueue {
         Ok(self.get()?.path().map(|p| p.display().to_string()))
     }
 
+    /// `(st_dev, st_ino)` of the file this handle has open, whatever its path names now: a
+    /// holder of a path compares it with `os.stat(path)` to know the queue there is this one.
+    fn file_id(&self) -> PyResult<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        let m = self.get()?.file_metadata().map_err(err)?;
+        Ok((m.dev(), m.ino()))
+    }
+
+    /// What the queue's bodies are: `"text"` (SQS's) or `"binary"` (any bytes).
+    fn body_mode(&self) -> PyResult<&'static str> {
+        Ok(match self.get()?.body_mode() {
+            shmfifo::BodyMode::Text => "text",
+            shmfifo::BodyMode::Binary => "binary",
+        })
+    }
+
     /// Sends one message: `(message_id, sequence_number, duplicate)`.
     #[pyo3(signature = (group_id, body, dedup_id=None, attributes=None, delay_seconds=None))]
     fn send(
@@ -457,6 +484,14 @@ impl RawQueue {
     /// Sets one attribute by its SQS name, live for every process.
     fn set_attribute(&self, name: &str, value: &str) -> PyResult<()> {
         self.get()?.set_attribute(name, value).map_err(err)
+    }
+
+    /// Sets several attributes by their SQS names at once: all are checked before any
+    /// applies (one bad name or value changes nothing), as SQS's SetQueueAttributes.
+    fn set_attributes(&self, attributes: Vec<(String, String)>) -> PyResult<()> {
+        self.get()?
+            .set_attributes_by_name(attributes.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(err)
     }
 
     /// The lifetime counters, by name.

@@ -288,3 +288,122 @@ def test_client_error_is_botocores_when_installed():
         assert shmfifo.ClientError.__mro__[1].__name__ == "_ClientErrorBase"
     else:
         assert issubclass(shmfifo.ClientError, Boto)
+
+
+# -- A new user's first hour: what a mistake does, before anything is done ------------------
+
+
+def test_list_queues_pages_with_next_token(sqs):
+    for n in ("a", "b", "c", "d", "e"):
+        sqs.create_queue(QueueName=f"{n}.fifo", Attributes={"FifoQueue": "true"})
+    seen, token, pages = [], None, 0
+    while True:
+        kw = {"MaxResults": 2}
+        if token:
+            kw["NextToken"] = token
+        r = sqs.list_queues(**kw)
+        seen += [u.rsplit("/", 1)[-1] for u in r.get("QueueUrls", [])]
+        pages += 1
+        token = r.get("NextToken")
+        if not token:
+            break
+    assert seen == ["a.fifo", "b.fifo", "c.fifo", "d.fifo", "e.fifo"] and pages == 3
+    assert "NextToken" not in sqs.list_queues()
+    for bad in (0, 1001):
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            sqs.list_queues(MaxResults=bad)
+        assert code(e) == "InvalidParameterValue"
+
+
+def test_set_queue_attributes_is_all_or_nothing(sqs, url):
+    # Q5: one bad value, and the good one beside it is not applied either (as SQS).
+    with pytest.raises(sqs.exceptions.InvalidAttributeValue):
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7", "VisibilityTimeout": "-5"})
+    with pytest.raises(sqs.exceptions.InvalidAttributeName):
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7", "Colour": "blue"})
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["DelaySeconds"])["Attributes"]
+    assert got["DelaySeconds"] == "0"
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7", "VisibilityTimeout": "45"})
+    got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert (got["DelaySeconds"], got["VisibilityTimeout"]) == ("7", "45")
+
+
+@pytest.fixture
+def local(qdir):
+    c = shmfifo.client("sqs", directory=qdir)
+    yield c
+    c.close()
+
+
+def test_a_wrong_argument_is_refused_before_anything_is_sent(local):
+    sqs = local
+    url = sqs.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    bad_sends = [
+        dict(MessageBody=b"bytes", MessageGroupId="g"),
+        dict(MessageBody=42, MessageGroupId="g"),
+        dict(MessageBody="x", MessageGroupId=7),
+        dict(MessageBody="x", MessageGroupId="g", DelaySeconds=-1),
+        dict(MessageBody="x", MessageGroupId="g", DelaySeconds="0"),
+    ]
+    for kw in bad_sends:
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            sqs.send_message(QueueUrl=url, **kw)
+        assert code(e) == "InvalidParameterValue", kw
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            sqs.send_message_batch(QueueUrl=url, Entries=[dict(Id="1", MessageBody="fine", MessageGroupId="g"), dict(Id="2", **kw)])
+        assert code(e) == "InvalidParameterValue", kw
+    # Nothing was sent: not the bad messages, not a batch's good entry beside them.
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessages"] == "0"
+    sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g")
+    h = sqs.receive_message(QueueUrl=url)["Messages"][0]["ReceiptHandle"]
+    for v in (-1, "abc", None, True):
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=h, VisibilityTimeout=v)
+        assert code(e) == "InvalidParameterValue", v
+    # Attribute values are strings; a whole number is taken as its digits, a bool is not.
+    with pytest.raises(sqs.exceptions.InvalidAttributeValue):
+        sqs.create_queue(QueueName="r.fifo", Attributes={"FifoQueue": True})
+    sqs.create_queue(QueueName="r.fifo", Attributes={"FifoQueue": "true", "VisibilityTimeout": 60})
+    # Every exception boto3 models is there to catch, and from_code finds them.
+    for name in ("PurgeQueueInProgress", "QueueDeletedRecently", "OverLimit", "MessageNotInflight", "InvalidIdFormat", "UnsupportedOperation", "InvalidAddress", "KmsThrottled"):
+        assert issubclass(getattr(sqs.exceptions, name), sqs.exceptions.ClientError)
+    assert sqs.exceptions.from_code("AWS.SimpleQueueService.NonExistentQueue") is sqs.exceptions.QueueDoesNotExist
+    assert sqs.exceptions.from_code("NoSuchCode") is sqs.exceptions.ClientError
+
+
+def test_a_binary_queue_is_refused_before_a_receive_takes_anything(local, qdir):
+    q = shmfifo.Queue.create(f"{qdir}/raw.fifo", body_mode="binary", deduplication="off")
+    q.send("g", b"\xff\x00")
+    url = local.get_queue_url(QueueName="raw.fifo")["QueueUrl"]
+    with pytest.raises(local.exceptions.UnsupportedOperation):
+        local.receive_message(QueueUrl=url)
+    # Still visible, never received: a Queue takes it whole.
+    got = q.receive(wait=0)
+    assert [m.body for m in got] == [b"\xff\x00"] and got[0].receive_count == 1
+    q.close()
+
+
+def test_a_url_names_the_queue_there_now(local, qdir):
+    # A queue deleted by another process is gone for this client too, and one made
+    # again in its place is the one this client's URL reaches (its old handle is let go).
+    a, b = local, shmfifo.client("sqs", directory=qdir)
+    url = a.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    a.send_message(QueueUrl=url, MessageBody="1", MessageGroupId="g")
+    b.delete_queue(QueueUrl=url)
+    with pytest.raises(a.exceptions.QueueDoesNotExist):
+        a.send_message(QueueUrl=url, MessageBody="lost?", MessageGroupId="g")
+    b.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})
+    a.send_message(QueueUrl=url, MessageBody="2", MessageGroupId="g")
+    got = b.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in got] == ["2"]
+    b.close()
+
+
+def test_a_missing_directory_is_named(qdir):
+    c = shmfifo.client("sqs", directory=f"{qdir}/nodir")
+    with pytest.raises(c.exceptions.QueueDoesNotExist) as e:
+        c.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true"})
+    assert "no directory" in e.value.response["Error"]["Message"]
+    with pytest.raises(c.exceptions.QueueDoesNotExist):
+        c.list_queues()

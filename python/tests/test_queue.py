@@ -192,3 +192,62 @@ def test_a_queue_file_truncated_under_the_interpreter_is_an_error_not_a_crash(qd
         with pytest.raises(shmfifo.Error) as e:
             q.receive(10, wait=0)
         assert e.value.kind == "Truncated"
+
+
+def test_a_wrong_argument_names_itself(q, qdir):
+    with pytest.raises(TypeError, match="body"):
+        q.send("g", 42, dedup_id="1")
+    with pytest.raises(ValueError, match="max_messages"):
+        q.receive(-1)
+    with pytest.raises(TypeError, match="wait"):
+        q.receive(wait="5")
+    with pytest.raises(ValueError, match="visibility_timeout"):
+        q.receive(visibility_timeout=-1)
+    with pytest.raises(ValueError, match="max_messages"):
+        shmfifo.Queue.create(os.path.join(qdir, "neg.fifo"), max_messages=-1)
+    with pytest.raises(TypeError, match="Queue.create"):
+        shmfifo.Queue(os.path.join(qdir, "jobs.fifo"))
+    # A peeked message has no receipt handle: said so, not an assert.
+    q.send("g", "x", dedup_id="p")
+    (peeked,) = q.peek()
+    with pytest.raises(ValueError, match="peek"):
+        peeked.delete()
+    # SQS's dict for a redrive policy, as well as the tuple.
+    dlq = shmfifo.Queue.create(os.path.join(qdir, "dlq.fifo"))
+    p = shmfifo.Queue.create(os.path.join(qdir, "p.fifo"), redrive_policy={"deadLetterTargetArn": dlq.path, "maxReceiveCount": 3})
+    assert '"maxReceiveCount":3' in p.attributes()["RedrivePolicy"].replace(" ", "")
+
+
+def test_set_attributes_is_all_or_nothing(q):
+    # Q5: one bad value changes nothing.
+    with pytest.raises(shmfifo.Error) as e:
+        q.set_attributes({"DelaySeconds": "7", "VisibilityTimeout": "-5"})
+    assert e.value.code == "InvalidAttributeValue"
+    assert q.attributes()["DelaySeconds"] == "0"
+    q.set_attributes({"DelaySeconds": "7", "VisibilityTimeout": "45"})
+    assert (q.attributes()["DelaySeconds"], q.attributes()["VisibilityTimeout"]) == ("7", "45")
+
+
+def test_a_forked_child_opens_its_own_handle(q):
+    # The parent's handle refuses the child (it is the parent's participant); a handle the
+    # child opens works; the child's end releases nothing of the parent's.
+    path = q.path
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            try:
+                q.send("g", "from the parent's handle", dedup_id="c0")
+            except ValueError as e:
+                if "fork" in str(e):
+                    with shmfifo.Queue.open(path) as mine:
+                        mine.send("g", "from the child", dedup_id="c1")
+                    q.close()
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    q.send("g", "from the parent", dedup_id="p1")
+    got = q.receive(10, wait=0)
+    assert [m.body for m in got] == ["from the child", "from the parent"]

@@ -409,6 +409,8 @@ impl Queues {
                 let Some(Value::Object(attrs)) = p.get("Attributes") else {
                     return Err(ApiError::missing("Attributes"));
                 };
+                // All or nothing, as SQS: one bad name or value changes none.
+                let mut pairs = Vec::with_capacity(attrs.len());
                 for (k, v) in attrs {
                     let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
                     let v = if k == "RedrivePolicy" && !v.trim().is_empty() {
@@ -416,8 +418,10 @@ impl Queues {
                     } else {
                         v
                     };
-                    q.queue().set_attribute(k, &v)?;
+                    pairs.push((k.as_str(), v));
                 }
+                q.queue()
+                    .set_attributes_by_name(pairs.iter().map(|(k, v)| (*k, v.as_str())))?;
                 Ok(Map::new())
             }
             "PurgeQueue" => {

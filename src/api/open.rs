@@ -154,9 +154,9 @@ impl Queue {
                 }
             }
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
-            Some(libc::ENOENT) => Error::QueueDoesNotExist {
-                path: dir.to_owned(),
-            },
+            // The directory is not there: named as one (a trailing `/`, which the error's
+            // text says as "no directory").
+            Some(libc::ENOENT) => Error::QueueDoesNotExist { path: dir.join("") },
             _ => Error::Io(e),
         };
         // The arena is made complete in an unnamed file (or, where the file system has none, a
@@ -239,11 +239,16 @@ impl Queue {
                 }
                 Err(e) => {
                     return Err(match e.raw_os_error() {
+                        // The directory went away while we created (the name is linked in it).
                         Some(libc::ENOENT) => Error::QueueDoesNotExist {
-                            path: path.to_owned(),
+                            path: path
+                                .parent()
+                                .filter(|d| !d.as_os_str().is_empty())
+                                .unwrap_or(Path::new("."))
+                                .join(""),
                         },
                         _ => Error::Io(e),
-                    })
+                    });
                 }
             }
         }
@@ -718,6 +723,7 @@ impl Queue {
             index: u32::MAX,
             me: crate::protocol::Owner::NOBODY,
             observer: true,
+            pid: sys::pid(),
             test_clock: checked.test_clock,
             binary: checked.binary,
             packing: std::sync::atomic::AtomicBool::new(true),
@@ -751,9 +757,10 @@ impl Queue {
             use std::os::fd::AsRawFd;
             sys::reopen_fd(file.as_raw_fd())?
         };
+        let pid = sys::pid();
         let reg = registry::register(
             &view,
-            u64::from(sys::pid()),
+            u64::from(pid),
             &mut |i| sys::try_lock_participant(&lock_file, i),
             &mut |i| sys::unlock_participant(&lock_file, i),
         )?
@@ -783,6 +790,7 @@ impl Queue {
             empty_polls: AtomicU64::new(0),
             dlq: std::sync::Mutex::new(None),
             observer: false,
+            pid,
             test_clock: checked.test_clock,
             binary: checked.binary,
             packing: std::sync::atomic::AtomicBool::new(true),

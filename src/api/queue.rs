@@ -20,7 +20,9 @@ use crate::sys;
 ///
 /// After `fork`, a child must open the queue again rather than use the parent's handle. A child
 /// forked without `exec` also inherits the handle's liveness lock, so while it lives the parent
-/// is never seen as dead (its claims are not taken over); children that `exec` do not.
+/// is never seen as dead (its claims are not taken over); children that `exec` do not. A child
+/// that drops the inherited handle (or exits through its destructors) releases nothing: the
+/// participant stays the parent's.
 #[derive(Debug, Clone)]
 pub struct Queue {
     pub(super) inner: Arc<Inner>,
@@ -65,6 +67,8 @@ pub(super) struct Inner {
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered
     /// (`index` is `u32::MAX`, `me` is nobody), so nothing to deregister or unlock.
     pub(super) observer: bool,
+    /// The process that registered the participant: only it releases it (see `Drop`).
+    pub(super) pid: u32,
     /// Arena time is the test clock (`Header::test_now`), fixed at creation.
     pub(super) test_clock: bool,
     /// Bodies are any bytes (`BodyMode::Binary`), fixed at creation.
@@ -188,6 +192,14 @@ impl Env for Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if self.observer {
+            return;
+        }
+        // A handle inherited through `fork` is the parent's: the child's descriptor shares the
+        // liveness lock's open file description, and the registry slot is the parent's, so a
+        // release here would end the parent's participant while it lives (the lock gone, the
+        // slot free for the next opener, the parent's claims then taken over as a dead one's).
+        // Only the process that registered releases; the child's mappings go with it.
+        if sys::pid() != self.pid {
             return;
         }
         let polls = *self.empty_polls.get_mut();

@@ -213,63 +213,100 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn set_attribute(&self, name: &str, value: &str) -> Result<()> {
-        // SQS's SetQueueAttributes answers a value that does not parse with
-        // InvalidAttributeValue, naming the attribute.
-        let setting = SETTABLE.iter().copied().find(|n| *n == name);
-        let bad = |why: &str| Error::InvalidConfig {
-            setting: setting.unwrap_or("Attributes"),
-            reason: format!("Invalid value for the parameter {name}. Reason: {why}"),
-        };
-        let number = |scale: u64| -> Result<Duration> {
-            let v = whole_number(value).ok_or_else(|| bad("must be a non-negative integer"))?;
-            Ok(Duration::from_millis(v.saturating_mul(scale)))
-        };
-        let s = QueueSettings::new();
-        let s = match name {
-            "VisibilityTimeout" => s.visibility_timeout(number(1000)?),
-            "VisibilityTimeoutMs" => s.visibility_timeout(number(1)?),
-            "DelaySeconds" => s.delay(number(1000)?),
-            "DelayMs" => s.delay(number(1)?),
-            "MessageRetentionPeriod" => s.message_retention_period(number(1000)?),
-            "MessageRetentionPeriodMs" => s.message_retention_period(number(1)?),
-            "ContentBasedDeduplication" => match value.trim() {
-                "true" => s.content_based_deduplication(true),
-                "false" => s.content_based_deduplication(false),
-                _ => return Err(bad("must be true or false")),
-            },
-            "RedrivePolicy" if value.trim().is_empty() => s.redrive_policy(None),
-            "RedrivePolicy" => {
-                let p = crate::config::parse_redrive_policy(value).map_err(|why| bad(&why))?;
-                s.redrive_policy(Some(p))
-            }
-            // Q2: on a FIFO queue, FifoQueue=true changes nothing; anything else would change
-            // the queue's type.
-            "FifoQueue" if value.trim() == "true" => return Ok(()),
-            "FifoQueue" => {
-                return Err(Error::InvalidConfig {
-                    setting: "FifoQueue",
-                    reason: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.".into(),
-                })
-            }
-            "MaximumMessageSize" => s.maximum_message_size(
-                whole_number(value)
-                    .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-                    .ok_or_else(|| bad("must be an integer number of bytes"))?,
-            ),
-            "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
-            "DeduplicationScope"
-            | "FifoThroughputLimit"
-            | "MaxInFlight" => {
-                return Err(Error::AttributeNotMutable {
-                    name: name.to_owned(),
-                })
-            }
-            _ => {
-                return Err(Error::InvalidAttributeName {
-                    name: name.to_owned(),
-                })
-            }
-        };
+        self.set_attributes_by_name([(name, value)])
+    }
+
+    /// Changes several settings by their SQS attribute names at once, as SQS's
+    /// `SetQueueAttributes` does: each name and value as [`Queue::set_attribute`] takes them,
+    /// all checked before any applies, so that one bad name or value changes nothing (the
+    /// error names one of them). A name given twice takes its last value.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// q.set_attributes_by_name([("DelaySeconds", "7"), ("VisibilityTimeout", "45")])?;
+    /// assert_eq!(q.attributes().delay, Duration::from_secs(7));
+    /// assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(45));
+    /// // A visibility timeout of -5 is refused, and the delay beside it is not changed.
+    /// let r = q.set_attributes_by_name([("DelaySeconds", "9"), ("VisibilityTimeout", "-5")]);
+    /// assert_eq!(r.unwrap_err().sqs_code(), "InvalidAttributeValue");
+    /// assert_eq!(q.attributes().delay, Duration::from_secs(7));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn set_attributes_by_name<'a>(
+        &self,
+        attributes: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<()> {
+        let mut s = QueueSettings::new();
+        for (name, value) in attributes {
+            s = with_attribute(s, name, value)?;
+        }
         self.set_attributes(&s)
     }
+}
+
+/// `s` with the setting SQS's attribute `name` names set to `value` (see
+/// [`Queue::set_attribute`]); `FifoQueue` `true` leaves it as it is.
+fn with_attribute(s: QueueSettings, name: &str, value: &str) -> Result<QueueSettings> {
+    // SQS's SetQueueAttributes answers a value that does not parse with
+    // InvalidAttributeValue, naming the attribute.
+    let setting = SETTABLE.iter().copied().find(|n| *n == name);
+    let bad = |why: &str| Error::InvalidConfig {
+        setting: setting.unwrap_or("Attributes"),
+        reason: format!("Invalid value for the parameter {name}. Reason: {why}"),
+    };
+    let number = |scale: u64| -> Result<Duration> {
+        let v = whole_number(value).ok_or_else(|| bad("must be a non-negative integer"))?;
+        Ok(Duration::from_millis(v.saturating_mul(scale)))
+    };
+    Ok(match name {
+        "VisibilityTimeout" => s.visibility_timeout(number(1000)?),
+        "VisibilityTimeoutMs" => s.visibility_timeout(number(1)?),
+        "DelaySeconds" => s.delay(number(1000)?),
+        "DelayMs" => s.delay(number(1)?),
+        "MessageRetentionPeriod" => s.message_retention_period(number(1000)?),
+        "MessageRetentionPeriodMs" => s.message_retention_period(number(1)?),
+        "ContentBasedDeduplication" => match value.trim() {
+            "true" => s.content_based_deduplication(true),
+            "false" => s.content_based_deduplication(false),
+            _ => return Err(bad("must be true or false")),
+        },
+        "RedrivePolicy" if value.trim().is_empty() => s.redrive_policy(None),
+        "RedrivePolicy" => {
+            let p = crate::config::parse_redrive_policy(value).map_err(|why| bad(&why))?;
+            s.redrive_policy(Some(p))
+        }
+        // Q2: on a FIFO queue, FifoQueue=true changes nothing; anything else would change
+        // the queue's type.
+        "FifoQueue" if value.trim() == "true" => s,
+        "FifoQueue" => {
+            return Err(Error::InvalidConfig {
+                setting: "FifoQueue",
+                reason: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.".into(),
+            })
+        }
+        "MaximumMessageSize" => s.maximum_message_size(
+            whole_number(value)
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .ok_or_else(|| bad("must be an integer number of bytes"))?,
+        ),
+        "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
+        "DeduplicationScope"
+        | "FifoThroughputLimit"
+        | "MaxInFlight" => {
+            return Err(Error::AttributeNotMutable {
+                name: name.to_owned(),
+            })
+        }
+        _ => {
+            return Err(Error::InvalidAttributeName {
+                name: name.to_owned(),
+            })
+        }
+    })
 }
