@@ -551,39 +551,56 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
     assert_eq!(counts(&dlq).1, 2);
 }
 
-/// X6: a redrive whose destination is gone (or full) reports the failure and puts what it took
-/// back at once: the messages are visible in the dead-letter queue again, not hidden for the
-/// redrive's 30 s, and a later redrive moves them.
+/// X6: a redrive whose move fails (the source queue it moves a message back to is gone) puts
+/// the messages it took back at once: they are visible in the dead-letter queue again, not
+/// hidden for the redrive's 30 s, and a later redrive moves them. A destination named that is
+/// not there is the error at once, whether or not a message is there to move.
 #[test]
 fn x6_a_failed_redrive_puts_its_messages_back_at_once() {
-    let dlq = queue("x6f-dlq", &small_dedup());
-    for i in 0..3 {
-        dlq.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&format!("d{i}")))
-            .unwrap();
+    let (src, dlq) = dlq_pair("x6f", 1);
+    for b in ["m0", "m1", "m2"] {
+        send(&src, "g", b);
     }
-    let gone = common::unique("x6f-gone");
-    let err = dlq
-        .redrive(&RedriveOptions {
-            destination: Some(gone.clone()),
-            ..Default::default()
-        })
-        .unwrap_err();
+    for _ in 0..3 {
+        let _ = recv_vt(&src, 1, Duration::ZERO);
+    }
+    while !recv_vt(&src, 10, Duration::ZERO).is_empty() {}
+    assert_eq!(counts(&dlq), (3, 0, 0));
+    // The source goes away: its messages have nowhere to go back to.
+    let src_name = src.name.clone();
+    drop(src);
+    let err = dlq.redrive(&RedriveOptions::default()).unwrap_err();
     assert!(
         matches!(err, shmfifo::Error::QueueDoesNotExist { .. }),
         "{err:?}"
     );
     assert_eq!(counts(&dlq), (3, 0, 0), "visible again, none in flight");
-    let dest = Queue::create(&gone, &small()).unwrap();
-    let rep = dlq
-        .redrive(&RedriveOptions {
-            destination: Some(gone.clone()),
-            ..Default::default()
-        })
-        .unwrap();
+    // A named destination that is not there: refused before anything is taken, also where
+    // nothing is to move.
+    let gone = common::unique("x6f-gone");
+    let named = || RedriveOptions {
+        destination: Some(gone.clone()),
+        ..Default::default()
+    };
+    let err = dlq.redrive(&named()).unwrap_err();
+    assert!(
+        matches!(err, shmfifo::Error::QueueDoesNotExist { .. }),
+        "{err:?}"
+    );
+    assert_eq!(counts(&dlq), (3, 0, 0));
+    let empty = queue("x6f-empty", &small_dedup());
+    let err = empty.redrive(&named()).unwrap_err();
+    assert!(
+        matches!(err, shmfifo::Error::QueueDoesNotExist { .. }),
+        "{err:?}"
+    );
+    // The source made again: a later redrive moves them.
+    let again = Queue::create(&src_name, &small()).unwrap();
+    let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
     assert_eq!(rep.moved, 3);
-    assert_eq!(bodies(&recv(&dest, 10)), ["m0", "m1", "m2"]);
-    drop(dest);
-    let _ = Queue::unlink(&gone);
+    assert_eq!(bodies(&recv(&again, 10)), ["m0", "m1", "m2"]);
+    drop(again);
+    let _ = Queue::unlink(&src_name);
 }
 
 /// Q3–Q5: the visibility default and content-based dedup are live settings seen by every

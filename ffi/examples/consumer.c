@@ -1,7 +1,8 @@
 /* shmfifo C example: a consumer.
  * Usage: consumer QUEUE
  * Receives (up to 10 at a time, visibility 30 s, long-polling 200 ms) and deletes every
- * message until the file /dev/shm/QUEUE.done exists and the queue has nothing left. For each
+ * message until the file /dev/shm/QUEUE.done (QUEUE.done for a path) exists and the queue has
+ * nothing left (how to run it beside producer.c: the comment at the top of producer.c). For each
  * message it prints "RECV body t_ns" (CLOCK_MONOTONIC after the receive returned) and, after
  * deleting it, "DEL body t_ns" (CLOCK_MONOTONIC before the delete call), so that logs of
  * several consumers can be checked for per-group order.
@@ -42,7 +43,8 @@ int main(int argc, char **argv) {
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
     char done[512];
-    snprintf(done, sizeof done, "/dev/shm/%s.done", argv[1]);
+    /* The queue's own path with .done: under /dev/shm for a name, beside it for a path. */
+    snprintf(done, sizeof done, strchr(argv[1], '/') ? "%s.done" : "/dev/shm/%s.done", argv[1]);
     shmfifo_queue *q = NULL;
     shmfifo_result r = shmfifo_queue_open(argv[1], &q);
     if (r != SHMFIFO_OK) return fail("open", r);

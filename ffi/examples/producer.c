@@ -3,7 +3,11 @@
  * Sends N messages round-robin over GROUPS groups named c{ID}-g{j}, body "c{ID}-g{j}:{k}"
  * (k counts per group), with the body as dedup id when the queue deduplicates. Waits and
  * retries while the queue is full.
- * Build: cc producer.c $(pkg-config --cflags --libs shmfifo) -o producer */
+ * Build: cc producer.c $(pkg-config --cflags --libs shmfifo) -o producer
+ * Run (the queue made first, e.g. with the CLI; the consumer ends once QUEUE.done exists and
+ * the queue is empty):
+ *   shmfifo create jobs && ./consumer jobs > seen.txt & ./producer jobs 1 4 1000;
+ *   touch /dev/shm/jobs.done; wait; shmfifo unlink jobs; rm /dev/shm/jobs.done */
 #include <shmfifo.h>
 
 #include <stdio.h>
@@ -26,6 +30,10 @@ int main(int argc, char **argv) {
     const char *name = argv[1];
     int id = atoi(argv[2]), groups = atoi(argv[3]);
     long n = atol(argv[4]);
+    if (groups < 1 || n < 0) {
+        fprintf(stderr, "producer: GROUPS must be at least 1 and N at least 0\n");
+        return 2;
+    }
     shmfifo_queue *q = NULL;
     shmfifo_result r = shmfifo_queue_open(name, &q);
     if (r != SHMFIFO_OK) return fail("open", r);

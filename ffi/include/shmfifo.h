@@ -87,11 +87,12 @@ typedef struct {
  */
 typedef struct {
   /*
-   `MessageGroupId` (required).
+   `MessageGroupId` (required: `data` NULL is absent, `SHMFIFO_MISSING_PARAMETER`).
    */
   shmfifo_str group_id;
   /*
-   `MessageBody`.
+   `MessageBody` (required: `data` NULL is absent, `SHMFIFO_MISSING_PARAMETER`); on a text
+   queue UTF-8 of SQS's characters (`SHMFIFO_INVALID_MESSAGE_CONTENTS` otherwise).
    */
   shmfifo_str body;
   /*
@@ -189,7 +190,8 @@ typedef struct {
 
 /*
  Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
- change fields; every field is documented with its default there.
+ change fields; every field is documented with its default there. A field of 0 or 1 takes
+ nothing else (`SHMFIFO_INVALID_CONFIG`), and an error names the field.
  */
 typedef struct {
   /*
@@ -252,8 +254,9 @@ typedef struct {
    */
   uint32_t max_in_flight;
   /*
-   Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000). Set together
-   with `dead_letter_queue`.
+   Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000, past it
+   `SHMFIFO_INVALID_PARAMETER_VALUE`, SQS's code for a RedrivePolicy). Set together with
+   `dead_letter_queue`.
    */
   uint32_t max_receive_count;
   /*
@@ -305,12 +308,12 @@ typedef struct {
    */
   uint32_t max_messages;
   /*
-   Visibility timeout of these messages, ms; -1 (default): the queue's.
+   Visibility timeout of these messages, ms; negative (-1, the default): the queue's.
    */
   int64_t visibility_timeout_ms;
   /*
-   Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
-   call: it never blocks longer.
+   Longest wait for a message, ms (0–20,000); negative (-1, the default): the queue's.
+   This bounds the call: it never blocks longer.
    */
   int64_t wait_time_ms;
   /*
@@ -456,7 +459,7 @@ typedef struct {
    */
   uint64_t active_groups;
   /*
-   Most groups at once: the group table grown to the size limit (layout 16).
+   Most groups at once: the group table grown to the size limit.
    */
   uint64_t max_groups;
   /*
@@ -554,7 +557,7 @@ typedef struct {
    */
   uint32_t body_mode;
   /*
-   The most bytes the arena's file may grow to (`shmfifo_config.size_limit`; layout 13).
+   The most bytes the arena's file may grow to (`shmfifo_config.size_limit`).
    `arena_bytes` is what it uses now: the base file and the segments its size classes
    added.
    */
@@ -564,7 +567,7 @@ typedef struct {
    */
   uint64_t grows;
   /*
-   Groups the group table holds now, before it adds a table (layout 16): `max_groups` is
+   Groups the group table holds now, before it adds a table: `max_groups` is
    what it holds once grown to the size limit.
    */
   uint64_t group_capacity;
@@ -783,7 +786,9 @@ typedef struct {
 #define SHMFIFO_SIZE_CLASS_FULL 21
 
 /*
- `max_groups` groups already have messages.
+ The group table is full: as many groups have messages as it holds grown to its size limit
+ (`shmfifo_queue_attributes.max_groups`; `shmfifo_config.max_groups` is only its first
+ table).
  */
 #define SHMFIFO_GROUP_LIMIT_REACHED 22
 
@@ -883,15 +888,18 @@ uint64_t shmfifo_layout_version(void);
 /*
  Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids
  (an id longer than 80 bytes is `SHMFIFO_INVALID_BATCH_ENTRY_ID`, as SQS answers), more than
- 1 MiB in all, missing group or dedup id) is returned and nothing is sent; otherwise returns
+ 1 MiB in all, missing group or dedup id: a missing group is `SHMFIFO_INVALID_PARAMETER_VALUE`
+ here, SQS's code for a batch, where a single send's is `SHMFIFO_MISSING_PARAMETER`) is
+ returned and nothing is sent; otherwise returns
  `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
  SQS, an entry whose body or an attribute value is longer than the queue's maximum message
  size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
  result, its memory past those lengths unread) and the others are sent; so does an entry
  whose view cannot be read as its field (a body that is not UTF-8 on a text queue:
- `SHMFIFO_INVALID_UTF8`; a group or dedup id over 128 bytes, an attribute name or type over
- 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL attribute value with a
- length: `SHMFIFO_NULL_ARGUMENT`), with that code. (A NULL group or dedup id is absent: the
+ `SHMFIFO_INVALID_MESSAGE_CONTENTS`, as for a single send; a group or dedup id over 128
+ bytes, an attribute name or type over 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; an absent
+ body: `SHMFIFO_MISSING_PARAMETER`; a NULL attribute value with a length:
+ `SHMFIFO_NULL_ARGUMENT`), with that code. (A NULL group or dedup id is absent: the
  request's error where the queue needs one.)
 
  # Safety
@@ -975,7 +983,10 @@ void shmfifo_receive_buffer_free(shmfifo_receive_buffer *b);
 
 /*
  Creates the queue `name` under `/dev/shm` (a name) or at a path (`name` containing a `/`),
- exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
+ exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle. A name
+ is 1–200 of `A-Z a-z 0-9 _ . -` (`SHMFIFO_INVALID_QUEUE_NAME` otherwise); a path's directory
+ must exist (`SHMFIFO_QUEUE_DOES_NOT_EXIST`, its text "no directory"); a file already there
+ is `SHMFIFO_QUEUE_NAME_EXISTS` (open it, or unlink it first).
 
  # Safety
  `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
@@ -986,7 +997,8 @@ shmfifo_result shmfifo_queue_create(const char *name,
                                     shmfifo_queue **out);
 
 /*
- Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). It never
+ Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`; a name is 1–200
+ of `A-Z a-z 0-9 _ . -`), `SHMFIFO_QUEUE_DOES_NOT_EXIST` where there is none. It never
  waits: creators name a queue only once it is complete, so a file there that is not
  finished (empty, zero-filled, or an unfinished arena of an older build) gives
  `SHMFIFO_NOT_READY` at once.
@@ -1132,14 +1144,17 @@ shmfifo_result shmfifo_queue_get_counters(const shmfifo_queue *q, shmfifo_counte
  Changes one live setting, for every process at once, by its SQS attribute name and text
  value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
  `ReceiveMessageWaitTimeSeconds` (seconds), or `VisibilityTimeoutMs`, `DelayMs`,
- `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to what the arena was
- created for); `ContentBasedDeduplication` (`true` or `false`); `FifoQueue` (`true`, a
- no-op); `RedrivePolicy` as SQS's JSON
+ `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to 1 MiB: a larger size
+ class is added when first needed, except on a queue created with `size_limit` 0, which
+ takes up to what its size classes hold); `ContentBasedDeduplication` (`true` or `false`);
+ `FifoQueue` (`true`, a no-op); `RedrivePolicy` as SQS's JSON
  (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
  remove it. Nothing changes on error: a value that does not parse or is out of range is
- `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), a setting fixed at creation
- (`DeduplicationScope`, `FifoThroughputLimit`, `MaxInFlight`)
- `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+ `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), except a `RedrivePolicy` whose
+ `maxReceiveCount` is outside 1–1,000, `SHMFIFO_INVALID_PARAMETER_VALUE` (SQS's code for
+ it); a setting fixed at creation (`DeduplicationScope`, `FifoThroughputLimit`,
+ `MaxInFlight`), or `ContentBasedDeduplication` `true` on a queue created without
+ deduplication, `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`; another name
  `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
  does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
  is retroactive; a retention change applies to messages already queued.
@@ -1156,8 +1171,9 @@ shmfifo_result shmfifo_queue_set_attribute(const shmfifo_queue *q,
  `opts->destination` (`opts` NULL: the defaults): oldest first, as new messages (new message
  id, sequence number, receive count and retention), at most `max_per_second`, until no
  message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
- before it is deleted here. `out` (may be NULL) receives the report; on error it is
- unspecified, and messages moved before the error stay moved.
+ before it is deleted here. `out` (may be NULL) receives the report; on error it is zeroed,
+ and messages moved before the error stay moved. A `destination` that is not there is
+ `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here.
 
  # Safety
  `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
@@ -1171,8 +1187,10 @@ shmfifo_result shmfifo_queue_redrive(const shmfifo_queue *q,
  Lends a slot of `q`'s smallest size class that holds `len` bytes, for a message to
  `group_id`, and writes the new loan to `*out`: fill `shmfifo_loan_data(loan)` (its bytes
  are what the slot held before, not zeros), then send it. Errors: `len` 0 or over the
- maximum message size, a bad group id (`SHMFIFO_INVALID_PARAMETER_VALUE`); no free slot in
- the class (`SHMFIFO_SIZE_CLASS_FULL`).
+ maximum message size, a bad group id (`SHMFIFO_INVALID_PARAMETER_VALUE`); an absent group
+ (`data` NULL: `SHMFIFO_MISSING_PARAMETER`, as for `shmfifo_send`); no free slot in the
+ class (`SHMFIFO_SIZE_CLASS_FULL`). On a text queue a body that is not UTF-8 is refused when
+ the loan is sent (`SHMFIFO_INVALID_MESSAGE_CONTENTS`, as `shmfifo_send` refuses one).
 
  # Safety
  `q` a live handle; `group_id` a valid view; `out` writable.
@@ -1301,14 +1319,17 @@ void shmfifo_loan_batch_release(shmfifo_loan_batch *b);
  Whether the message a receipt handle (NUL-terminated text) names is still in its slot as
  that receive left it: call it after reading a borrowed body (`shmfifo_receive` with
  `borrow` set). `SHMFIFO_OK`: the bytes read were that message's; `SHMFIFO_RECEIPT_HANDLE_EXPIRED`:
- it was deleted, purged, expired, moved or received again meanwhile, and what was read may
- belong to another message. A process that writes the queue's file outside the library can
+ it was deleted, purged, dropped by the retention period, moved or received again meanwhile,
+ and what was read may belong to another message. (A message whose visibility timeout
+ passed, not yet received again, is still in its slot: `SHMFIFO_OK`, though a delete or
+ visibility change with that handle is refused with `SHMFIFO_RECEIPT_HANDLE_EXPIRED`.) A process that writes the queue's file outside the library can
  change the bytes undetected (never make a reader read outside the mapping).
 
  # Safety
  `q` a live handle; `receipt` a NUL-terminated string.
  */
-shmfifo_result shmfifo_verify(const shmfifo_queue *q, const char *receipt);
+shmfifo_result shmfifo_verify(const shmfifo_queue *q,
+                              const char *receipt);
 
 #ifdef __cplusplus
 }  // extern "C"

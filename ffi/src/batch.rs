@@ -100,15 +100,18 @@ unsafe fn oversized(m: &shmfifo_send_message, max_body: usize) -> bool {
 
 /// Sends 1–10 messages in order. A request-level error (empty, too many, bad or repeated ids
 /// (an id longer than 80 bytes is `SHMFIFO_INVALID_BATCH_ENTRY_ID`, as SQS answers), more than
-/// 1 MiB in all, missing group or dedup id) is returned and nothing is sent; otherwise returns
+/// 1 MiB in all, missing group or dedup id: a missing group is `SHMFIFO_INVALID_PARAMETER_VALUE`
+/// here, SQS's code for a batch, where a single send's is `SHMFIFO_MISSING_PARAMETER`) is
+/// returned and nothing is sent; otherwise returns
 /// `SHMFIFO_OK` and each entry's outcome in `results[i]` (`results` holds `n` entries). As in
 /// SQS, an entry whose body or an attribute value is longer than the queue's maximum message
 /// size, or with more than 10 attributes, fails alone (`SHMFIFO_INVALID_PARAMETER_VALUE` in its
 /// result, its memory past those lengths unread) and the others are sent; so does an entry
 /// whose view cannot be read as its field (a body that is not UTF-8 on a text queue:
-/// `SHMFIFO_INVALID_UTF8`; a group or dedup id over 128 bytes, an attribute name or type over
-/// 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; a NULL body or a NULL attribute value with a
-/// length: `SHMFIFO_NULL_ARGUMENT`), with that code. (A NULL group or dedup id is absent: the
+/// `SHMFIFO_INVALID_MESSAGE_CONTENTS`, as for a single send; a group or dedup id over 128
+/// bytes, an attribute name or type over 256: `SHMFIFO_INVALID_PARAMETER_VALUE`; an absent
+/// body: `SHMFIFO_MISSING_PARAMETER`; a NULL attribute value with a length:
+/// `SHMFIFO_NULL_ARGUMENT`), with that code. (A NULL group or dedup id is absent: the
 /// request's error where the queue needs one.)
 ///
 /// # Safety

@@ -23,6 +23,29 @@ pub(crate) fn null(what: &str) -> Fail {
     Fail(SHMFIFO_NULL_ARGUMENT, format!("{what} is NULL"))
 }
 
+/// SQS's `MissingParameter` for a required view that is absent (`data` NULL).
+pub(crate) fn missing(parameter: &'static str) -> Fail {
+    Error::MissingParameter { parameter }.into()
+}
+
+/// A text queue's body: UTF-8 (ASCII checked a word at a time), or SQS's
+/// `InvalidMessageContents` with where it stops being so.
+pub(crate) fn body_text(b: &[u8]) -> R<&str> {
+    if b.is_ascii() {
+        // SAFETY: every byte is below 0x80 (just checked): ASCII, which is UTF-8.
+        return Ok(unsafe { std::str::from_utf8_unchecked(b) });
+    }
+    std::str::from_utf8(b).map_err(|e| {
+        Error::InvalidMessageContents {
+            reason: format!(
+                "the body is not UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        }
+        .into()
+    })
+}
+
 /// Runs `f`, turning errors and panics into a result code and the thread's last error.
 pub(crate) fn guard(f: impl FnOnce() -> R) -> shmfifo_result {
     match catch_unwind(AssertUnwindSafe(f)) {

@@ -10,7 +10,8 @@ use crate::{boundary::*, error::*};
 use crate::queue::{shmfifo_queue_create, shmfifo_queue_redrive};
 
 /// Queue settings for [`shmfifo_queue_create`]. Start from [`shmfifo_config_default`] and
-/// change fields; every field is documented with its default there.
+/// change fields; every field is documented with its default there. A field of 0 or 1 takes
+/// nothing else (`SHMFIFO_INVALID_CONFIG`), and an error names the field.
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct shmfifo_config {
@@ -45,8 +46,9 @@ pub struct shmfifo_config {
     /// Most messages received and not yet deleted (default 120,000; at least 1): at the limit
     /// receives return fewer messages.
     pub max_in_flight: u32,
-    /// Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000). Set together
-    /// with `dead_letter_queue`.
+    /// Redrive policy's `maxReceiveCount` (default 0: no redrive policy; 1–1,000, past it
+    /// `SHMFIFO_INVALID_PARAMETER_VALUE`, SQS's code for a RedrivePolicy). Set together with
+    /// `dead_letter_queue`.
     pub max_receive_count: u32,
     /// Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
     /// or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
@@ -155,12 +157,15 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .deduplication_interval(Duration::from_millis(c.deduplication_interval_ms))
         .dedup_entries(c.dedup_entries)
         .dedup_overflow(overflow)
-        .content_based_deduplication(c.content_based_deduplication != 0)
+        .content_based_deduplication(flag(
+            c.content_based_deduplication,
+            "content_based_deduplication",
+        )?)
         .delay(Duration::from_millis(c.delay_ms))
         .message_retention_period(Duration::from_millis(c.message_retention_period_ms))
         .max_in_flight(c.max_in_flight)
-        .release_on_death(c.release_on_death != 0)
-        .test_clock(c.test_clock != 0)
+        .release_on_death(flag(c.release_on_death, "release_on_death")?)
+        .test_clock(flag(c.test_clock, "test_clock")?)
         .body_mode(body_mode);
     if c.size_limit != u64::MAX {
         cfg = cfg.size_limit(c.size_limit);
@@ -188,16 +193,48 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
     Ok(cfg)
 }
 
+/// A creation's error with the `shmfifo_config` field of a setting the core names by its Rust
+/// builder method (`visibility_timeout` is `visibility_timeout_ms` here).
+pub(crate) fn c_setting(e: shmfifo_core::Error) -> Fail {
+    if let shmfifo_core::Error::InvalidConfig { setting, reason } = &e {
+        let field = match *setting {
+            "visibility_timeout" => "visibility_timeout_ms",
+            "receive_message_wait_time" => "receive_wait_ms",
+            "delay" => "delay_ms",
+            "message_retention_period" => "message_retention_period_ms",
+            "deduplication_interval" => "deduplication_interval_ms",
+            _ => return e.into(),
+        };
+        return Fail(
+            SHMFIFO_INVALID_CONFIG,
+            format!("invalid setting {field}: {reason}"),
+        );
+    }
+    e.into()
+}
+
+/// A 0-or-1 field: anything else is refused, not read as "on".
+fn flag(v: u32, field: &str) -> R<bool> {
+    match v {
+        0 => Ok(false),
+        1 => Ok(true),
+        n => Err(Fail(
+            SHMFIFO_INVALID_CONFIG,
+            format!("invalid setting {field}: {n} (0 or 1)"),
+        )),
+    }
+}
+
 /// Receive options. Start from [`shmfifo_receive_options_default`].
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct shmfifo_receive_options {
     /// `MaxNumberOfMessages`, 1–10 (default 1).
     pub max_messages: u32,
-    /// Visibility timeout of these messages, ms; -1 (default): the queue's.
+    /// Visibility timeout of these messages, ms; negative (-1, the default): the queue's.
     pub visibility_timeout_ms: i64,
-    /// Longest wait for a message, ms (0–20,000); -1 (default): the queue's. This bounds the
-    /// call: it never blocks longer.
+    /// Longest wait for a message, ms (0–20,000); negative (-1, the default): the queue's.
+    /// This bounds the call: it never blocks longer.
     pub wait_time_ms: i64,
     /// `ReceiveRequestAttemptId` (`data` NULL: none), R11: a receive retried with the same id
     /// within 5 minutes returns the same messages and receipt handles and restarts their

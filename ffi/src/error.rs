@@ -75,7 +75,9 @@ pub const SHMFIFO_NO_SPACE: shmfifo_result = 20;
 /// No free slot in the size class of the message.
 pub const SHMFIFO_SIZE_CLASS_FULL: shmfifo_result = 21;
 
-/// `max_groups` groups already have messages.
+/// The group table is full: as many groups have messages as it holds grown to its size limit
+/// (`shmfifo_queue_attributes.max_groups`; `shmfifo_config.max_groups` is only its first
+/// table).
 pub const SHMFIFO_GROUP_LIMIT_REACHED: shmfifo_result = 22;
 
 /// `max_participants` processes already have the queue open.

@@ -37,9 +37,10 @@ pub struct shmfifo_attribute {
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct shmfifo_send_message {
-    /// `MessageGroupId` (required).
+    /// `MessageGroupId` (required: `data` NULL is absent, `SHMFIFO_MISSING_PARAMETER`).
     pub group_id: shmfifo_str,
-    /// `MessageBody`.
+    /// `MessageBody` (required: `data` NULL is absent, `SHMFIFO_MISSING_PARAMETER`); on a text
+    /// queue UTF-8 of SQS's characters (`SHMFIFO_INVALID_MESSAGE_CONTENTS` otherwise).
     pub body: shmfifo_str,
     /// `MessageDeduplicationId` (`data` NULL: none).
     pub dedup_id: shmfifo_str,
@@ -125,14 +126,16 @@ pub(crate) unsafe fn message<'a>(
     // SAFETY: forwarded from the caller (all views below).
     let group = unsafe { m.group_id.get("group_id", MAX_ID_LEN) }?;
     // SAFETY: as above.
+    // An absent body (`data` NULL) is SQS's missing parameter, as an absent group is.
+    // SAFETY: as above.
+    let b = unsafe { m.body.get_bytes("body", max_body) }?.ok_or_else(|| missing("MessageBody"))?;
     let (body, bytes) = if binary {
         // A binary queue: any bytes (the core checks only that there is one).
-        // SAFETY: as above.
-        let b = unsafe { m.body.get_bytes("body", max_body) }?.ok_or_else(|| null("body"))?;
         ("", Some(b))
     } else {
-        // SAFETY: as above.
-        (unsafe { m.body.required("body", max_body) }?, None)
+        // Text that is not UTF-8 breaks SQS's rule for a body's characters (S7): its code,
+        // as a loaned body's is when the core checks it.
+        (body_text(b)?, None)
     };
     // SAFETY: as above.
     let dedup = unsafe { m.dedup_id.get("dedup_id", MAX_ID_LEN) }?;
@@ -323,7 +326,7 @@ pub struct shmfifo_queue_attributes {
     pub created_timestamp_ms: u64,
     /// Groups with messages now.
     pub active_groups: u64,
-    /// Most groups at once: the group table grown to the size limit (layout 16).
+    /// Most groups at once: the group table grown to the size limit.
     pub max_groups: u64,
     /// Bytes of the arena's file in use (the base file and its added segments).
     pub arena_bytes: u64,
@@ -373,13 +376,13 @@ pub struct shmfifo_queue_attributes {
     pub test_clock_ms: u64,
     /// What bodies may hold: 0 SQS text, 1 any bytes (fixed at creation).
     pub body_mode: u32,
-    /// The most bytes the arena's file may grow to (`shmfifo_config.size_limit`; layout 13).
+    /// The most bytes the arena's file may grow to (`shmfifo_config.size_limit`).
     /// `arena_bytes` is what it uses now: the base file and the segments its size classes
     /// added.
     pub size_limit_bytes: u64,
     /// Segments the size classes added over the queue's life.
     pub grows: u64,
-    /// Groups the group table holds now, before it adds a table (layout 16): `max_groups` is
+    /// Groups the group table holds now, before it adds a table: `max_groups` is
     /// what it holds once grown to the size limit.
     pub group_capacity: u64,
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use shmfifo_core as core_api;
 use shmfifo_core::{
-    DedupOverflow, Deduplication, Queue, QueueConfig, ReceiveOptions, RedriveOptions,
+    DedupOverflow, Deduplication, Error, Queue, QueueConfig, ReceiveOptions, RedriveOptions,
 };
 
 use crate::{boundary::*, config::*, error::*, message::*};
@@ -32,7 +32,10 @@ pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
 }
 
 /// Creates the queue `name` under `/dev/shm` (a name) or at a path (`name` containing a `/`),
-/// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle.
+/// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle. A name
+/// is 1–200 of `A-Z a-z 0-9 _ . -` (`SHMFIFO_INVALID_QUEUE_NAME` otherwise); a path's directory
+/// must exist (`SHMFIFO_QUEUE_DOES_NOT_EXIST`, its text "no directory"); a file already there
+/// is `SHMFIFO_QUEUE_NAME_EXISTS` (open it, or unlink it first).
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
@@ -59,13 +62,15 @@ pub unsafe extern "C" fn shmfifo_queue_create(
             Queue::create_at(name, &cfg)
         } else {
             Queue::create(name, &cfg)
-        }?;
+        }
+        .map_err(c_setting)?;
         *out = Box::into_raw(Box::new(shmfifo_queue { q }));
         Ok(())
     })
 }
 
-/// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`). It never
+/// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`; a name is 1–200
+/// of `A-Z a-z 0-9 _ . -`), `SHMFIFO_QUEUE_DOES_NOT_EXIST` where there is none. It never
 /// waits: creators name a queue only once it is complete, so a file there that is not
 /// finished (empty, zero-filled, or an unfinished arena of an older build) gives
 /// `SHMFIFO_NOT_READY` at once.
@@ -402,7 +407,14 @@ pub unsafe extern "C" fn shmfifo_queue_advance_clock(
     guard(|| {
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
-        q.advance_clock(Duration::from_millis(ms))?;
+        q.advance_clock(Duration::from_millis(ms)).map_err(|e| match e {
+            // The core's text names its Rust builder; a C program sets a field.
+            Error::InvalidConfig { setting: "test_clock", ref reason } if reason.contains("real clock") => Fail(
+                SHMFIFO_INVALID_CONFIG,
+                "invalid setting test_clock: this queue runs on the real clock; only a queue created with shmfifo_config.test_clock = 1 has a clock to advance".into(),
+            ),
+            e => e.into(),
+        })?;
         Ok(())
     })
 }
@@ -538,14 +550,17 @@ pub unsafe extern "C" fn shmfifo_queue_get_counters(
 /// Changes one live setting, for every process at once, by its SQS attribute name and text
 /// value: `VisibilityTimeout`, `DelaySeconds`, `MessageRetentionPeriod`,
 /// `ReceiveMessageWaitTimeSeconds` (seconds), or `VisibilityTimeoutMs`, `DelayMs`,
-/// `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to what the arena was
-/// created for); `ContentBasedDeduplication` (`true` or `false`); `FifoQueue` (`true`, a
-/// no-op); `RedrivePolicy` as SQS's JSON
+/// `MessageRetentionPeriodMs` (ms); `MaximumMessageSize` (bytes, up to 1 MiB: a larger size
+/// class is added when first needed, except on a queue created with `size_limit` 0, which
+/// takes up to what its size classes hold); `ContentBasedDeduplication` (`true` or `false`);
+/// `FifoQueue` (`true`, a no-op); `RedrivePolicy` as SQS's JSON
 /// (`{"deadLetterTargetArn":"dlq-name-or-path","maxReceiveCount":5}`), or the empty string to
 /// remove it. Nothing changes on error: a value that does not parse or is out of range is
-/// `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), a setting fixed at creation
-/// (`DeduplicationScope`, `FifoThroughputLimit`, `MaxInFlight`)
-/// `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`, another name
+/// `SHMFIFO_INVALID_CONFIG` (SQS's InvalidAttributeValue), except a `RedrivePolicy` whose
+/// `maxReceiveCount` is outside 1–1,000, `SHMFIFO_INVALID_PARAMETER_VALUE` (SQS's code for
+/// it); a setting fixed at creation (`DeduplicationScope`, `FifoThroughputLimit`,
+/// `MaxInFlight`), or `ContentBasedDeduplication` `true` on a queue created without
+/// deduplication, `SHMFIFO_ATTRIBUTE_NOT_MUTABLE`; another name
 /// `SHMFIFO_INVALID_ATTRIBUTE_NAME`, and a dead-letter queue that is missing, is this queue,
 /// does not deduplicate or takes smaller messages `SHMFIFO_DEAD_LETTER_QUEUE`. A delay change
 /// is retroactive; a retention change applies to messages already queued.
@@ -664,8 +679,9 @@ pub(crate) fn redrive_watched(
 /// `opts->destination` (`opts` NULL: the defaults): oldest first, as new messages (new message
 /// id, sequence number, receive count and retention), at most `max_per_second`, until no
 /// message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
-/// before it is deleted here. `out` (may be NULL) receives the report; on error it is
-/// unspecified, and messages moved before the error stay moved.
+/// before it is deleted here. `out` (may be NULL) receives the report; on error it is zeroed,
+/// and messages moved before the error stay moved. A `destination` that is not there is
+/// `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here.
 ///
 /// # Safety
 /// `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
@@ -677,6 +693,14 @@ pub unsafe extern "C" fn shmfifo_queue_redrive(
     out: *mut shmfifo_redrive_report,
 ) -> shmfifo_result {
     guard(|| {
+        // SAFETY: NULL or writable, per the contract.
+        if let Some(out) = unsafe { out.as_mut() } {
+            *out = shmfifo_redrive_report {
+                moved: 0,
+                skipped: 0,
+                cancelled: 0,
+            };
+        }
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.

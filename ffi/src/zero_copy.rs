@@ -23,8 +23,10 @@ pub struct shmfifo_loan {
 /// Lends a slot of `q`'s smallest size class that holds `len` bytes, for a message to
 /// `group_id`, and writes the new loan to `*out`: fill `shmfifo_loan_data(loan)` (its bytes
 /// are what the slot held before, not zeros), then send it. Errors: `len` 0 or over the
-/// maximum message size, a bad group id (`SHMFIFO_INVALID_PARAMETER_VALUE`); no free slot in
-/// the class (`SHMFIFO_SIZE_CLASS_FULL`).
+/// maximum message size, a bad group id (`SHMFIFO_INVALID_PARAMETER_VALUE`); an absent group
+/// (`data` NULL: `SHMFIFO_MISSING_PARAMETER`, as for `shmfifo_send`); no free slot in the
+/// class (`SHMFIFO_SIZE_CLASS_FULL`). On a text queue a body that is not UTF-8 is refused when
+/// the loan is sent (`SHMFIFO_INVALID_MESSAGE_CONTENTS`, as `shmfifo_send` refuses one).
 ///
 /// # Safety
 /// `q` a live handle; `group_id` a valid view; `out` writable.
@@ -42,7 +44,8 @@ pub unsafe extern "C" fn shmfifo_loan_new(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let group = unsafe { group_id.required("group_id", MAX_ID_LEN) }?;
+        let group = unsafe { group_id.get("group_id", MAX_ID_LEN) }?
+            .ok_or_else(|| missing("MessageGroupId"))?;
         let mut l = Box::new(shmfifo_loan {
             loan: None,
             q: Box::new(q.clone()),
@@ -223,7 +226,8 @@ pub unsafe extern "C" fn shmfifo_loan_batch_new(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let group = unsafe { group_id.required("group_id", MAX_ID_LEN) }?;
+        let group = unsafe { group_id.get("group_id", MAX_ID_LEN) }?
+            .ok_or_else(|| missing("MessageGroupId"))?;
         // The count checked before `members` is read (a huge one never reaches memory).
         if count == 0 {
             return Err(shmfifo_core::Error::EmptyBatchRequest.into());
@@ -368,8 +372,10 @@ pub unsafe extern "C" fn shmfifo_loan_batch_release(b: *mut shmfifo_loan_batch) 
 /// Whether the message a receipt handle (NUL-terminated text) names is still in its slot as
 /// that receive left it: call it after reading a borrowed body (`shmfifo_receive` with
 /// `borrow` set). `SHMFIFO_OK`: the bytes read were that message's; `SHMFIFO_RECEIPT_HANDLE_EXPIRED`:
-/// it was deleted, purged, expired, moved or received again meanwhile, and what was read may
-/// belong to another message. A process that writes the queue's file outside the library can
+/// it was deleted, purged, dropped by the retention period, moved or received again meanwhile,
+/// and what was read may belong to another message. (A message whose visibility timeout
+/// passed, not yet received again, is still in its slot: `SHMFIFO_OK`, though a delete or
+/// visibility change with that handle is refused with `SHMFIFO_RECEIPT_HANDLE_EXPIRED`.) A process that writes the queue's file outside the library can
 /// change the bytes undetected (never make a reader read outside the mapping).
 ///
 /// # Safety

@@ -259,6 +259,24 @@ static void test_errors(const char *dir) {
     bad = shmfifo_config_default();
     bad.dedup_overflow = 2;
     EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
+    /* A 0-or-1 field takes nothing else, and an error names the C field. (One name for the
+       three: qname's eight buffers are the caller's names too.) */
+    const char *badcfg = qname("badcfg");
+    bad = shmfifo_config_default();
+    bad.content_based_deduplication = 7;
+    EXPECT(shmfifo_queue_create(badcfg, &bad, &other), SHMFIFO_INVALID_CONFIG);
+    bad = shmfifo_config_default();
+    bad.test_clock = 2;
+    EXPECT(shmfifo_queue_create(badcfg, &bad, &other), SHMFIFO_INVALID_CONFIG);
+    bad = shmfifo_config_default();
+    bad.receive_wait_ms = 20001;
+    EXPECT(shmfifo_queue_create(badcfg, &bad, &other), SHMFIFO_INVALID_CONFIG);
+    {
+        char why[256];
+        shmfifo_last_error_message(why, sizeof why);
+        CHECK(strstr(why, "receive_wait_ms") != NULL);
+    }
+    CHECK(other == NULL);
     bad = shmfifo_config_default();
     bad.max_messages = 1u << 30; /* a 256 GiB arena: more than /dev/shm holds */
     EXPECT(shmfifo_queue_create(qname("huge"), &bad, &other), SHMFIFO_NO_SPACE);
@@ -301,7 +319,12 @@ static void test_errors(const char *dir) {
     m = msg("g", "bell\x07", "d");
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_MESSAGE_CONTENTS);
     m = msg("g", "\xff\xfe", "d");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_MESSAGE_CONTENTS); /* S7, as a loan's */
+    m = msg("g\xff", "x", "d"); /* an id is no body: the C layer's code for a string not UTF-8 */
     EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_UTF8);
+    m = msg("g", "x", "d");
+    m.body.data = NULL; /* absent: SQS's missing parameter, as an absent group */
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_MISSING_PARAMETER);
     EXPECT(shmfifo_send(NULL, &m, NULL), SHMFIFO_NULL_ARGUMENT);
     EXPECT(shmfifo_send(q, NULL, NULL), SHMFIFO_NULL_ARGUMENT);
     char err[256];
@@ -531,9 +554,13 @@ static void test_lifecycle(void) {
     EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_OK);
     CHECK(rep.moved == 0 && rep.skipped == 1 && rep.cancelled == 0);
     EXPECT(shmfifo_purge(dlq, NULL), SHMFIFO_OK);
-    /* A destination that does not exist. */
-    EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
+    /* A destination that does not exist: the error at once, also with nothing to move, and
+       the report zeroed. */
     ro.destination = s(qname("no-such-destination"));
+    rep.moved = 77;
+    EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_QUEUE_DOES_NOT_EXIST);
+    CHECK(rep.moved == 0 && rep.skipped == 0);
+    EXPECT(shmfifo_send(dlq, &m, NULL), SHMFIFO_OK);
     EXPECT(shmfifo_queue_redrive(dlq, &ro, &rep), SHMFIFO_QUEUE_DOES_NOT_EXIST);
     EXPECT(shmfifo_purge(dlq, NULL), SHMFIFO_OK);
     /* To a named destination, at most 2 of 3 (three groups: none waits behind another). */
@@ -832,7 +859,7 @@ static void test_lengths_checked_before_reading(void) {
         EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
     }
     /* So does an entry whose fields cannot be read as text: a body that is not UTF-8, a
-       group id over 128 bytes, an attribute name over 256, a NULL body; with its own code. */
+       group id over 128 bytes, an attribute name over 256, an absent body; with its own code. */
     for (int i = 0; i < 5; i++) {
         five[i].message = msg("s13", bodies[i], dedups[i]);
     }
@@ -849,10 +876,10 @@ static void test_lengths_checked_before_reading(void) {
     memset(r5, 0xff, sizeof r5);
     EXPECT(shmfifo_send_batch(q, five, 5, r5), SHMFIFO_OK);
     CHECK(r5[0].code == SHMFIFO_OK);
-    CHECK(r5[1].code == SHMFIFO_INVALID_UTF8);
+    CHECK(r5[1].code == SHMFIFO_INVALID_MESSAGE_CONTENTS);
     CHECK(r5[2].code == SHMFIFO_INVALID_PARAMETER_VALUE);
     CHECK(r5[3].code == SHMFIFO_INVALID_PARAMETER_VALUE);
-    CHECK(r5[4].code == SHMFIFO_NULL_ARGUMENT);
+    CHECK(r5[4].code == SHMFIFO_MISSING_PARAMETER);
     for (int i = 1; i < 5; i++) CHECK(r5[i].result.message_id[0] == 0);
     CHECK(attributes(q).approximate_number_of_messages == 1);
     EXPECT(shmfifo_purge(q, NULL), SHMFIFO_OK);
@@ -990,6 +1017,9 @@ static void test_zero_copy(void) {
 
     shmfifo_loan *l = NULL;
     EXPECT(shmfifo_loan_new(q, s("g"), 0, &l), SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(l == NULL);
+    /* S1: an absent group is SQS's missing parameter, as for shmfifo_send. */
+    EXPECT(shmfifo_loan_new(q, absent(), 16, &l), SHMFIFO_MISSING_PARAMETER);
     CHECK(l == NULL);
     EXPECT(shmfifo_loan_new(q, s("g"), 16, &l), SHMFIFO_OK);
     CHECK(l != NULL && shmfifo_loan_len(l) == 16);

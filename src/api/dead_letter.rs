@@ -278,6 +278,11 @@ impl Queue {
         let mut rep = RedriveReport::default();
         let fixed = opts.destination.as_deref().map(queue_path).transpose()?;
         let mut dests: std::collections::HashMap<PathBuf, Queue> = Default::default();
+        // A destination named is opened first: one that is not there is the error whether or
+        // not a message is here to move (it answered "nothing moved" on an empty queue).
+        if let Some(p) = &fixed {
+            dests.insert(p.clone(), Queue::open_at(p)?);
+        }
         let started = Instant::now();
         let mut buf = ReceiveBuffer::new();
         loop {
