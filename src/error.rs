@@ -488,6 +488,14 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // SQS's own texts name the parameter already ("Value V for parameter P is invalid.
+            // Reason: …"): said once.
+            Error::InvalidParameterValue { parameter, reason }
+                if reason.starts_with("Value ")
+                    && reason.contains(&format!(" for parameter {parameter} is invalid")) =>
+            {
+                f.write_str(reason)
+            }
             Error::InvalidParameterValue { parameter, reason } => {
                 write!(f, "invalid value for parameter {parameter}: {reason}")
             }
@@ -630,5 +638,31 @@ mod code_tests {
         assert_eq!(Error::NotReady.code(), ErrorCode::NotReady);
         assert!(Error::ParticipantBusy { what: "x" }.code().is_retryable());
         assert!(!Error::Corrupted { what: "x" }.code().is_retryable());
+    }
+
+    /// An invalid parameter is named once: SQS's own text names it already, ours says which.
+    #[test]
+    fn an_invalid_parameter_is_named_once() {
+        let sqs = Error::invalid(
+            "MessageGroupId",
+            "Value g h for parameter MessageGroupId is invalid. Reason: 1 to 128 in length.",
+        );
+        assert_eq!(
+            sqs.to_string(),
+            "Value g h for parameter MessageGroupId is invalid. Reason: 1 to 128 in length."
+        );
+        let ours = Error::invalid("MessageGroupId", "not UTF-8");
+        assert_eq!(
+            ours.to_string(),
+            "invalid value for parameter MessageGroupId: not UTF-8"
+        );
+        // Another parameter's text is not taken for this one's.
+        let other = Error::invalid(
+            "MessageBody",
+            "Value x for parameter DelaySeconds is invalid.",
+        );
+        assert!(other
+            .to_string()
+            .starts_with("invalid value for parameter MessageBody: "));
     }
 }

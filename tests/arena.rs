@@ -75,6 +75,12 @@ fn open_or_unlink_missing_is_queue_does_not_exist() {
         Err(e) => assert_eq!(e.to_string(), format!("no queue at /dev/shm/{name}")),
         Ok(_) => unreachable!(),
     }
+    // A directory is no queue, said with its path.
+    let r = Queue::open_at("/dev/shm");
+    assert!(
+        matches!(&r, Err(e @ Error::NotAnArena { .. }) if e.to_string() == "/dev/shm is not a shmfifo queue"),
+        "{r:?}"
+    );
     // Created in a directory that is not there: the same code, the directory named as one
     // (its path ends in `/`), and said so, not "no queue".
     let dir = Path::new("/dev/shm").join(unique("no-such-dir"));

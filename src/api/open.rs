@@ -423,6 +423,10 @@ impl Queue {
                 path: path.to_owned(),
             },
             Some(libc::ELOOP) => untrusted("it is a symbolic link".into()),
+            // A directory is no queue: said with its path ("Is a directory" named none).
+            Some(libc::EISDIR) => Error::NotAnArena {
+                path: path.to_owned(),
+            },
             _ => Error::Io(e),
         })?;
         if let Some(reason) = sys::untrusted(&file)? {
@@ -440,6 +444,9 @@ impl Queue {
             Some(libc::ELOOP) => Error::UntrustedFile {
                 path: path.to_owned(),
                 reason: "it is a symbolic link".into(),
+            },
+            Some(libc::EISDIR) => Error::NotAnArena {
+                path: path.to_owned(),
             },
             _ => Error::Io(e),
         })?;
