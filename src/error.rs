@@ -539,6 +539,13 @@ impl fmt::Display for Error {
                 f,
                 "invalid queue name {name:?}: use 1-200 of A-Z a-z 0-9 _ . - (or a path)"
             ),
+            // SQS's own text names the attribute already ("Invalid value for the parameter P.
+            // Reason: …"): said once.
+            Error::InvalidConfig { reason, .. }
+                if reason.starts_with("Invalid value for the parameter ") =>
+            {
+                f.write_str(reason)
+            }
             Error::InvalidConfig { setting, reason } => write!(f, "invalid setting {setting}: {reason}"),
             Error::NotAnArena { path } => write!(f, "{} is not a shmfifo queue", path.display()),
             Error::LayoutVersionMismatch { found, expected } => write!(

@@ -75,12 +75,25 @@ fn open_or_unlink_missing_is_queue_does_not_exist() {
         Err(e) => assert_eq!(e.to_string(), format!("no queue at /dev/shm/{name}")),
         Ok(_) => unreachable!(),
     }
-    // A directory is no queue, said with its path.
-    let r = Queue::open_at("/dev/shm");
-    assert!(
-        matches!(&r, Err(e @ Error::NotAnArena { .. }) if e.to_string() == "/dev/shm is not a shmfifo queue"),
-        "{r:?}"
-    );
+    // A path with a trailing `/` is no directory that is missing: "no queue", not "no directory".
+    let r = Queue::open_at(format!("/dev/shm/{name}/"));
+    match &r {
+        Err(e @ Error::QueueDoesNotExist { .. }) => {
+            assert_eq!(e.to_string(), format!("no queue at /dev/shm/{name}"))
+        }
+        _ => panic!("{r:?}"),
+    }
+    // A directory is no queue file, said with its path, to an opener as to an observer.
+    for r in [
+        Queue::open_at("/dev/shm").map(drop),
+        Queue::observe_at("/dev/shm").map(drop),
+    ] {
+        assert!(
+            matches!(&r, Err(Error::UntrustedFile { path, reason })
+                if path == Path::new("/dev/shm") && reason == "it is a directory, not a queue file"),
+            "{r:?}"
+        );
+    }
     // Created in a directory that is not there: the same code, the directory named as one
     // (its path ends in `/`), and said so, not "no queue".
     let dir = Path::new("/dev/shm").join(unique("no-such-dir"));

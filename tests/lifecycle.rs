@@ -1022,3 +1022,35 @@ fn the_age_of_the_oldest_message() {
         Duration::from_secs(30)
     );
 }
+
+/// Q5: several attributes by name apply together or not at all (our choice: the request is
+/// checked before anything changes), and a redrive policy set with a new
+/// MaximumMessageSize is checked against that new size: the dead-letter queue must take what
+/// the queue will take.
+#[test]
+fn attributes_set_together_are_checked_together() {
+    let dlq = queue("together-dlq", &small_dedup().maximum_message_size(1024));
+    let policy = format!(
+        "{{\"deadLetterTargetArn\":\"{}\",\"maxReceiveCount\":3}}",
+        dlq.name
+    );
+    // Shrunk to the dead-letter queue's size in the same request: taken.
+    let q = queue("together", &small());
+    q.set_attributes_by_name([("MaximumMessageSize", "1024"), ("RedrivePolicy", &policy)])
+        .unwrap();
+    assert_eq!(q.maximum_message_size(), 1024);
+    assert!(q.attributes().redrive_policy.is_some());
+    // Grown past it in the same request: refused, and nothing changes.
+    let r = q.set_attributes_by_name([
+        ("MaximumMessageSize", "4096"),
+        ("RedrivePolicy", &policy),
+        ("DelaySeconds", "7"),
+    ]);
+    assert!(matches!(r, Err(Error::DeadLetterQueue { .. })), "{r:?}");
+    assert_eq!(q.maximum_message_size(), 1024);
+    assert_eq!(q.attributes().delay, Duration::ZERO);
+    // One bad value among good ones: none applies.
+    let r = q.set_attributes_by_name([("DelaySeconds", "7"), ("VisibilityTimeout", "-5")]);
+    assert_eq!(r.unwrap_err().sqs_code(), "InvalidAttributeValue");
+    assert_eq!(q.attributes().delay, Duration::ZERO);
+}

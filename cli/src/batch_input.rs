@@ -62,6 +62,8 @@ impl Outgoing {
             .collect()
     }
 
+    /// The message as the library sends it, its attributes `attrs` (from
+    /// [`Outgoing::attribute_views`]).
     pub fn message<'a>(&'a self, attrs: &'a [shmfifo::MessageAttribute<'a>]) -> SendMessage<'a> {
         SendMessage {
             group_id: self.group.as_deref(),

@@ -42,7 +42,11 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
         "other",
         "a shmfifo error this table does not know yet",
     ),
-    (10, "QueueDoesNotExist", "no queue at that name or path"),
+    (
+        10,
+        "QueueDoesNotExist",
+        "no queue at that name or path (or, for create, no directory to make it in)",
+    ),
     (11, "QueueNameExists", "create: a file already exists there"),
     (
         12,

@@ -6,7 +6,8 @@
  * Build: cc producer.c $(pkg-config --cflags --libs shmfifo) -o producer
  * Run (the queue made first, e.g. with the CLI; the consumer ends once QUEUE.done exists and
  * the queue is empty):
- *   shmfifo create jobs && ./consumer jobs > seen.txt & ./producer jobs 1 4 1000;
+ *   shmfifo create jobs
+ *   ./consumer jobs > seen.txt & ./producer jobs 1 4 1000
  *   touch /dev/shm/jobs.done; wait; shmfifo unlink jobs; rm /dev/shm/jobs.done */
 #include <shmfifo.h>
 

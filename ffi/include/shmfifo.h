@@ -216,7 +216,8 @@ typedef struct {
    */
   uint32_t max_groups;
   /*
-   Most processes with the queue open at once (default 64).
+   Most handles with the queue open at once (default 64): a handle is a participant, one a
+   process, shared by its threads.
    */
   uint32_t max_participants;
   /*
@@ -793,7 +794,8 @@ typedef struct {
 #define SHMFIFO_GROUP_LIMIT_REACHED 22
 
 /*
- `max_participants` processes already have the queue open.
+ `max_participants` handles already have the queue open (a handle is a participant; a
+ process needs one, shared by its threads).
  */
 #define SHMFIFO_PARTICIPANT_LIMIT_REACHED 23
 
@@ -851,7 +853,8 @@ typedef struct {
 #define SHMFIFO_NULL_ARGUMENT 100
 
 /*
- A string argument is not UTF-8.
+ A string argument (a name, path, id or attribute) is not UTF-8. (A text queue's body that is
+ not UTF-8 breaks SQS's rule for its characters: `SHMFIFO_INVALID_MESSAGE_CONTENTS`.)
  */
 #define SHMFIFO_INVALID_UTF8 101
 
@@ -1173,7 +1176,9 @@ shmfifo_result shmfifo_queue_set_attribute(const shmfifo_queue *q,
  message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
  before it is deleted here. `out` (may be NULL) receives the report; on error it is zeroed,
  and messages moved before the error stay moved. A `destination` that is not there is
- `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here.
+ `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here
+ (a `*cancel` already set when the call begins ends it first: `SHMFIFO_OK`, cancelled,
+ nothing looked at).
 
  # Safety
  `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or
@@ -1258,7 +1263,8 @@ void shmfifo_loan_release(shmfifo_loan *l);
  send. Errors (nothing lent): `count` 0 (`SHMFIFO_EMPTY_BATCH_REQUEST`) or over 10
  (`SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST`), over 1 MiB in all
  (`SHMFIFO_BATCH_REQUEST_TOO_LONG`), a body of 0 bytes or over the maximum message size, a
- bad group id, dedup id or attribute, a dedup id missing where the queue needs one, or a
+ bad or absent group id (absent: `SHMFIFO_INVALID_PARAMETER_VALUE`, SQS's code for a batch,
+ as in `shmfifo_send_batch`), dedup id or attribute, a dedup id missing where the queue needs one, or a
  batch larger than the largest size class (`SHMFIFO_INVALID_PARAMETER_VALUE` or
  `SHMFIFO_MISSING_PARAMETER`); no free slot in the class (`SHMFIFO_SIZE_CLASS_FULL`).
 

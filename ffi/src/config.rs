@@ -26,7 +26,8 @@ pub struct shmfifo_config {
     /// Groups with messages the base group table holds (default 4,096); the table grows past
     /// them up to the size limit.
     pub max_groups: u32,
-    /// Most processes with the queue open at once (default 64).
+    /// Most handles with the queue open at once (default 64): a handle is a participant, one a
+    /// process, shared by its threads.
     pub max_participants: u32,
     /// File permission bits (default 0600).
     pub mode: u32,

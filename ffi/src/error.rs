@@ -80,7 +80,8 @@ pub const SHMFIFO_SIZE_CLASS_FULL: shmfifo_result = 21;
 /// table).
 pub const SHMFIFO_GROUP_LIMIT_REACHED: shmfifo_result = 22;
 
-/// `max_participants` processes already have the queue open.
+/// `max_participants` handles already have the queue open (a handle is a participant; a
+/// process needs one, shared by its threads).
 pub const SHMFIFO_PARTICIPANT_LIMIT_REACHED: shmfifo_result = 23;
 
 /// Every dedup entry holds an id accepted within the interval.
@@ -115,7 +116,8 @@ pub const SHMFIFO_REMOTE: shmfifo_result = 32;
 /// A required pointer argument was NULL.
 pub const SHMFIFO_NULL_ARGUMENT: shmfifo_result = 100;
 
-/// A string argument is not UTF-8.
+/// A string argument (a name, path, id or attribute) is not UTF-8. (A text queue's body that is
+/// not UTF-8 breaks SQS's rule for its characters: `SHMFIFO_INVALID_MESSAGE_CONTENTS`.)
 pub const SHMFIFO_INVALID_UTF8: shmfifo_result = 101;
 
 /// The output array is too small for the request.

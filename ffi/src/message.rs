@@ -125,7 +125,6 @@ pub(crate) unsafe fn message<'a>(
     // Every count and length is checked against its SQS limit before the memory is read.
     // SAFETY: forwarded from the caller (all views below).
     let group = unsafe { m.group_id.get("group_id", MAX_ID_LEN) }?;
-    // SAFETY: as above.
     // An absent body (`data` NULL) is SQS's missing parameter, as an absent group is.
     // SAFETY: as above.
     let b = unsafe { m.body.get_bytes("body", max_body) }?.ok_or_else(|| missing("MessageBody"))?;

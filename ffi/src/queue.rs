@@ -681,7 +681,9 @@ pub(crate) fn redrive_watched(
 /// message is visible here, `limit` messages moved, or `*cancel` set. Each message is sent
 /// before it is deleted here. `out` (may be NULL) receives the report; on error it is zeroed,
 /// and messages moved before the error stay moved. A `destination` that is not there is
-/// `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here.
+/// `SHMFIFO_QUEUE_DOES_NOT_EXIST` before anything moves, whether or not a message is here
+/// (a `*cancel` already set when the call begins ends it first: `SHMFIFO_OK`, cancelled,
+/// nothing looked at).
 ///
 /// # Safety
 /// `q` a live handle; `opts` NULL or valid (its `destination` view, and its `cancel` NULL or

@@ -204,7 +204,8 @@ pub struct shmfifo_loan_batch {
 /// send. Errors (nothing lent): `count` 0 (`SHMFIFO_EMPTY_BATCH_REQUEST`) or over 10
 /// (`SHMFIFO_TOO_MANY_ENTRIES_IN_BATCH_REQUEST`), over 1 MiB in all
 /// (`SHMFIFO_BATCH_REQUEST_TOO_LONG`), a body of 0 bytes or over the maximum message size, a
-/// bad group id, dedup id or attribute, a dedup id missing where the queue needs one, or a
+/// bad or absent group id (absent: `SHMFIFO_INVALID_PARAMETER_VALUE`, SQS's code for a batch,
+/// as in `shmfifo_send_batch`), dedup id or attribute, a dedup id missing where the queue needs one, or a
 /// batch larger than the largest size class (`SHMFIFO_INVALID_PARAMETER_VALUE` or
 /// `SHMFIFO_MISSING_PARAMETER`); no free slot in the class (`SHMFIFO_SIZE_CLASS_FULL`).
 ///
@@ -226,8 +227,14 @@ pub unsafe extern "C" fn shmfifo_loan_batch_new(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let group = unsafe { group_id.get("group_id", MAX_ID_LEN) }?
-            .ok_or_else(|| missing("MessageGroupId"))?;
+        // S12: a batch's entry without a group is SQS's InvalidParameterValue (a single
+        // message's, `shmfifo_loan_new`'s, is MissingParameter, S1).
+        let group = unsafe { group_id.get("group_id", MAX_ID_LEN) }?.ok_or_else(|| {
+            Fail::from(shmfifo_core::Error::InvalidParameterValue {
+                parameter: "MessageGroupId",
+                reason: "The request must contain the parameter MessageGroupId.".into(),
+            })
+        })?;
         // The count checked before `members` is read (a huge one never reaches memory).
         if count == 0 {
             return Err(shmfifo_core::Error::EmptyBatchRequest.into());

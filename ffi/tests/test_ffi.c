@@ -958,6 +958,12 @@ static void test_test_clock(void) {
     EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
     if (!q) return;
     EXPECT(shmfifo_queue_advance_clock(q, 1000), SHMFIFO_INVALID_CONFIG);
+    {
+        /* Said in C's words: the field to set, not the Rust builder. */
+        char why[256];
+        shmfifo_last_error_message(why, sizeof why);
+        CHECK(strstr(why, "shmfifo_config.test_clock = 1") != NULL);
+    }
     shmfifo_queue_close(q);
     shmfifo_queue_unlink(name);
 }
@@ -1018,9 +1024,18 @@ static void test_zero_copy(void) {
     shmfifo_loan *l = NULL;
     EXPECT(shmfifo_loan_new(q, s("g"), 0, &l), SHMFIFO_INVALID_PARAMETER_VALUE);
     CHECK(l == NULL);
-    /* S1: an absent group is SQS's missing parameter, as for shmfifo_send. */
+    /* S1: an absent group is SQS's missing parameter, as for shmfifo_send; a batch's (S12)
+       its invalid parameter value, as for shmfifo_send_batch. */
     EXPECT(shmfifo_loan_new(q, absent(), 16, &l), SHMFIFO_MISSING_PARAMETER);
     CHECK(l == NULL);
+    {
+        shmfifo_loan_member one = {0};
+        one.len = 4;
+        one.dedup_id = s("nb");
+        shmfifo_loan_batch *nb = NULL;
+        EXPECT(shmfifo_loan_batch_new(q, absent(), &one, 1, &nb), SHMFIFO_INVALID_PARAMETER_VALUE);
+        CHECK(nb == NULL);
+    }
     EXPECT(shmfifo_loan_new(q, s("g"), 16, &l), SHMFIFO_OK);
     CHECK(l != NULL && shmfifo_loan_len(l) == 16);
     memcpy(shmfifo_loan_data(l), "in place", 8);

@@ -196,7 +196,7 @@ fn deregistration_stopped_at_each_step_is_finished_by_recovery() {
                     if let Some(k) = k {
                         crash::arm(k);
                     }
-                    registry::deregister(&h1.arena(), 1);
+                    registry::deregister(&h1.arena(), 1, 1);
                     // A clean close unlocks after `FREE`; a death drops the lock wherever.
                     l1.die(1);
                 },

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import struct
+import threading
 import uuid
 from typing import Any, Dict, Iterable, List, Optional
 
@@ -164,6 +165,8 @@ class Client:
         self._dir = os.path.abspath(directory)
         self._open: Dict[str, RawQueue] = {}
         self._pid = os.getpid()
+        # Guards `_open` and `_pid`: a client is shared between threads, as boto3's.
+        self._lock = threading.Lock()
         self.exceptions = _Exceptions()
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -192,29 +195,33 @@ class Client:
 
     def _queue(self, op: str, url: str) -> RawQueue:
         path = self._path(op, url)
-        if os.getpid() != self._pid:
-            # A child forked from the process that made this client: the handles are the
-            # parent's participants (each refuses the child), so the child opens its own.
-            self._open = {}
-            self._pid = os.getpid()
-        q = self._open.get(path)
+        with self._lock:
+            if os.getpid() != self._pid:
+                # A child forked from the process that made this client: the handles are the
+                # parent's participants (each refuses the child), so the child opens its own.
+                self._open = {}
+                self._pid = os.getpid()
+            q = self._open.get(path)
         if q is not None:
             # A URL names the queue there now, as SQS's does: one deleted since this client
             # opened it is gone (QueueDoesNotExist), one made again in its place is the new
-            # queue. The handle kept would go on using the deleted file, where no one else looks.
+            # queue. The handle kept would go on using the deleted file, where no one else
+            # looks. (A stat and an fstat a call.) A stale handle is let go, not closed: another
+            # thread may be using it; it is released when the last one is done with it.
             try:
                 st = os.stat(path)
                 same = (st.st_dev, st.st_ino) == q.file_id()
-            except OSError:
+            except (OSError, ValueError):  # gone, or the handle closed by close()
                 same = False
-            if not same:
-                del self._open[path]
-                q.close()
-                q = None
-        if q is None:
-            q = self._call(op, RawQueue.open, path)
-            self._open[path] = q
-        return q
+            if same:
+                return q
+            with self._lock:
+                if self._open.get(path) is q:
+                    del self._open[path]
+        opened = self._call(op, RawQueue.open, path)
+        with self._lock:
+            # Another thread may have opened it meanwhile: one handle a path is kept.
+            return self._open.setdefault(path, opened)
 
     def _text(self, op: str, name: str, v: Any, required: bool = True) -> Optional[str]:
         """A string parameter, refused before anything is done when it is not one (boto3
@@ -244,7 +251,9 @@ class Client:
         for k, v in attrs.items():
             if isinstance(v, int) and not isinstance(v, bool):
                 v = str(v)
-            if not isinstance(k, str) or not isinstance(v, str):
+            if not isinstance(k, str):
+                self._raise(op, "InvalidAttributeName", f"Unknown Attribute {k!r}.")
+            if not isinstance(v, str):
                 self._raise(op, "InvalidAttributeValue", f"Invalid value for the parameter {k}. Reason: attribute values are strings, not {type(v).__name__} ({v!r}).")
             out[k] = v
         return out
@@ -321,10 +330,8 @@ class Client:
         path = os.path.join(self._dir, QueueName)
         try:
             made = RawQueue.create(path, list(attrs.items()))
-            old = self._open.pop(path, None)
-            if old is not None:
-                old.close()  # a deleted queue's handle this client still held
-            self._open[path] = made
+            with self._lock:
+                self._open[path] = made  # replaces a deleted queue's handle, if one was kept
         except Error as e:
             if e.code != "QueueAlreadyExists":
                 self._raise(op, e.code, e.message)
@@ -377,9 +384,8 @@ class Client:
     def delete_queue(self, *, QueueUrl: str) -> dict:
         op = "DeleteQueue"
         path = self._path(op, QueueUrl)
-        q = self._open.pop(path, None)
-        if q is not None:
-            q.close()
+        with self._lock:
+            self._open.pop(path, None)  # released when no other thread uses it
         self._call(op, RawQueue.unlink, path)
         return {"ResponseMetadata": _meta()}
 
@@ -538,6 +544,8 @@ class Client:
 
     def delete_message_batch(self, *, QueueUrl: str, Entries: List[Dict[str, str]]) -> dict:
         op = "DeleteMessageBatch"
+        if not isinstance(Entries, list) or not all(isinstance(e, dict) for e in Entries):
+            self._raise(op, "InvalidParameterValue", "Entries must be a list of dicts.")
         q = self._queue(op, QueueUrl)
         res = self._call(op, q.delete_batch, [(e.get("Id", ""), e.get("ReceiptHandle", "")) for e in Entries])
         return self._batch_out(res)
@@ -550,6 +558,8 @@ class Client:
 
     def change_message_visibility_batch(self, *, QueueUrl: str, Entries: List[Dict[str, Any]]) -> dict:
         op = "ChangeMessageVisibilityBatch"
+        if not isinstance(Entries, list) or not all(isinstance(e, dict) for e in Entries):
+            self._raise(op, "InvalidParameterValue", "Entries must be a list of dicts.")
         q = self._queue(op, QueueUrl)
         timeouts = [self._int(op, "VisibilityTimeout", e.get("VisibilityTimeout", 0)) for e in Entries]
         res = self._call(
@@ -572,9 +582,10 @@ class Client:
 
     def close(self) -> None:
         """Releases every queue handle this client opened."""
-        for q in self._open.values():
+        with self._lock:
+            handles, self._open = list(self._open.values()), {}
+        for q in handles:
             q.close()
-        self._open.clear()
 
 
 def client(service_name: str = "sqs", *, directory: str = "/dev/shm", **_aws: Any) -> Client:

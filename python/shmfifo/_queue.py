@@ -18,8 +18,8 @@ def _ms(seconds: Optional[float], name: str = "seconds") -> Optional[int]:
         return None
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{name}: a number of seconds, not {type(seconds).__name__}")
-    if not seconds >= 0:  # NaN too
-        raise ValueError(f"{name}: a duration cannot be negative ({seconds!r})")
+    if not 0 <= seconds < 1e15:  # NaN and infinity too
+        raise ValueError(f"{name}: a duration of at least 0 seconds, not {seconds!r}")
     return int(round(seconds * 1000))
 
 

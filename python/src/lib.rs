@@ -65,7 +65,7 @@ impl RawQueue {
     }
 
     /// The handle (an `Arc` clone); `ValueError` once closed, or in a child forked after it
-    /// was opened (multiprocessing's default start method on Linux), which must open the
+    /// was opened (multiprocessing's `fork` start method), which must open the
     /// queue again: the parent's participant is not the child's to act as.
     fn get(&self) -> PyResult<Queue> {
         if std::process::id() != self.pid {

@@ -316,7 +316,7 @@ def test_list_queues_pages_with_next_token(sqs):
 
 
 def test_set_queue_attributes_is_all_or_nothing(sqs, url):
-    # Q5: one bad value, and the good one beside it is not applied either (as SQS).
+    # Q5 (our choice for a request of several): one bad value, and the good one beside it is not applied either.
     with pytest.raises(sqs.exceptions.InvalidAttributeValue):
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7", "VisibilityTimeout": "-5"})
     with pytest.raises(sqs.exceptions.InvalidAttributeName):

@@ -219,7 +219,7 @@ def test_a_wrong_argument_names_itself(q, qdir):
 
 
 def test_set_attributes_is_all_or_nothing(q):
-    # Q5: one bad value changes nothing.
+    # Q5 (our choice for a request of several): one bad value changes nothing.
     with pytest.raises(shmfifo.Error) as e:
         q.set_attributes({"DelaySeconds": "7", "VisibilityTimeout": "-5"})
     assert e.value.code == "InvalidAttributeValue"

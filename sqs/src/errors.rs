@@ -145,7 +145,8 @@ where
 /// An SQS error code and message as the [`shmfifo::Error`] variant the local queue gives for
 /// the same rule (request-level errors and batch entries alike).
 fn from_code(code: &str, message: String, queue_url: &str) -> Error {
-    let path = || PathBuf::from(queue_url);
+    // Without a trailing `/`, which `QueueDoesNotExist` keeps for a missing directory.
+    let path = || PathBuf::from(queue_url.trim_end_matches('/'));
     let code = code.to_owned();
     match code.as_str() {
         "InvalidParameterValue" if message.contains("receipt handle has expired") => {

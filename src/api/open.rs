@@ -419,14 +419,11 @@ impl Queue {
             reason,
         };
         let file = sys::open_file(path).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOENT) => Error::QueueDoesNotExist {
-                path: path.to_owned(),
-            },
+            Some(libc::ENOENT) => Error::QueueDoesNotExist { path: named(path) },
             Some(libc::ELOOP) => untrusted("it is a symbolic link".into()),
-            // A directory is no queue: said with its path ("Is a directory" named none).
-            Some(libc::EISDIR) => Error::NotAnArena {
-                path: path.to_owned(),
-            },
+            // A directory is no queue file, as `sys::untrusted` says of one opened for reading
+            // (an observer's): said with its path ("Is a directory" named none).
+            Some(libc::EISDIR) => untrusted("it is a directory, not a queue file".into()),
             _ => Error::Io(e),
         })?;
         if let Some(reason) = sys::untrusted(&file)? {
@@ -438,15 +435,10 @@ impl Queue {
     /// [`Queue::open_trusted`] for reading only (an observer).
     pub(super) fn open_trusted_read_only(path: &Path) -> Result<File> {
         let file = sys::open_file_read_only(path).map_err(|e| match e.raw_os_error() {
-            Some(libc::ENOENT) => Error::QueueDoesNotExist {
-                path: path.to_owned(),
-            },
+            Some(libc::ENOENT) => Error::QueueDoesNotExist { path: named(path) },
             Some(libc::ELOOP) => Error::UntrustedFile {
                 path: path.to_owned(),
                 reason: "it is a symbolic link".into(),
-            },
-            Some(libc::EISDIR) => Error::NotAnArena {
-                path: path.to_owned(),
             },
             _ => Error::Io(e),
         })?;
@@ -601,9 +593,9 @@ impl Queue {
             Ok(false) => Err(Error::QueueNameExists {
                 path: path.to_owned(),
             }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(Error::QueueDoesNotExist {
-                path: path.to_owned(),
-            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(Error::QueueDoesNotExist { path: named(path) })
+            }
             Err(e) => Err(Error::Io(e)),
         }
     }
@@ -731,6 +723,7 @@ impl Queue {
             me: crate::protocol::Owner::NOBODY,
             observer: true,
             pid: sys::pid(),
+            gen: 0,
             test_clock: checked.test_clock,
             binary: checked.binary,
             packing: std::sync::atomic::AtomicBool::new(true),
@@ -798,6 +791,7 @@ impl Queue {
             dlq: std::sync::Mutex::new(None),
             observer: false,
             pid,
+            gen: reg.gen,
             test_clock: checked.test_clock,
             binary: checked.binary,
             packing: std::sync::atomic::AtomicBool::new(true),
@@ -874,4 +868,10 @@ enum Holder {
     Stale(File),
     /// A queue, a symlink, anything not ours: the name is taken.
     Taken,
+}
+
+/// A queue's path as an error names it: without a trailing `/` (nor a repeated one), which
+/// `QueueDoesNotExist` keeps for a missing directory at creation (its text "no directory").
+fn named(path: &Path) -> PathBuf {
+    path.components().collect()
 }

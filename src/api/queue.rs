@@ -69,6 +69,9 @@ pub(super) struct Inner {
     pub(super) observer: bool,
     /// The process that registered the participant: only it releases it (see `Drop`).
     pub(super) pid: u32,
+    /// The registration's generation: a release gives up that registration only, never a
+    /// later one in the same slot (`registry::deregister`).
+    pub(super) gen: u32,
     /// Arena time is the test clock (`Header::test_now`), fixed at creation.
     pub(super) test_clock: bool,
     /// Bodies are any bytes (`BodyMode::Binary`), fixed at creation.
@@ -213,7 +216,7 @@ impl Drop for Inner {
         // `FREE` first, then the lock (see `registry`). Not if the file was truncated under us:
         // the registry's pages may be gone (touching them would be SIGBUS), and so is the queue.
         if whole {
-            registry::deregister(&self.view, self.index);
+            registry::deregister(&self.view, self.index, self.gen);
         }
         sys::unlock_participant(&self.lock_file, self.index);
     }

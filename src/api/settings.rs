@@ -73,11 +73,14 @@ impl Queue {
                     .into(),
             });
         }
+        // A policy set with a new MaximumMessageSize is checked against the new size: the
+        // dead-letter queue must take the messages the queue will take.
         let redrive = match &s.redrive_policy {
             Some(Some(p)) => Some(Some(check_dead_letter(
                 p,
                 Some(inner.nonce),
-                self.maximum_message_size(),
+                s.maximum_message_size
+                    .unwrap_or_else(|| self.maximum_message_size()),
                 inner.binary,
             )?)),
             Some(None) => Some(None),

@@ -366,6 +366,36 @@ mod tests {
         v
     }
 
+    /// A release gives up its own registration only: a handle whose slot holds another
+    /// generation now (taken over, registered again) leaves it, and its waiter count, as they
+    /// are (a handle dropped where its registrant's pid was reused after a fork).
+    #[test]
+    fn deregistration_gives_up_its_own_generation_only() {
+        use crate::protocol::registry;
+        use crate::protocol::words::pstate;
+        let h = HeapArena::new(&geom());
+        let a = h.arena();
+        a.parts[1].waiting.store(1, Ordering::Relaxed);
+        registry::deregister(&a, 1, 2);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::ALIVE)
+        );
+        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 1);
+        registry::deregister(&a, 1, 1);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::FREE)
+        );
+        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 0);
+        // Given up already: a second release changes nothing.
+        registry::deregister(&a, 1, 1);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::FREE)
+        );
+    }
+
     /// V3 on the protocol alone: expiry (driven by the mock clock) returns the messages to the
     /// front of their group in order, with the receive count incremented; H2: the old handle
     /// is expired; deleting with the new one reclaims every slot.

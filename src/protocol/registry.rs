@@ -92,15 +92,20 @@ pub fn register<E>(
     Ok(None)
 }
 
-/// Gives slot `index` up on a clean close: takes back our waiter count and marks the slot
-/// `FREE`. The caller unlocks the slot's liveness lock afterwards (never before: a slot that
-/// reads `ALIVE` with its lock free means a dead participant).
-pub fn deregister(a: &Arena<'_>, index: u32) {
+/// Gives slot `index`, registered at generation `gen`, up on a clean close: takes back our
+/// waiter count and marks the slot `FREE`. The caller unlocks the slot's liveness lock
+/// afterwards (never before: a slot that reads `ALIVE` with its lock free means a dead
+/// participant). A slot that is not `ALIVE` at `gen` is not ours any more (recovery took it
+/// over, or another participant registered there since): left as it is, its waiters too.
+pub fn deregister(a: &Arena<'_>, index: u32, gen: u32) {
     let Some(p) = a.parts.get(index as usize) else {
         return;
     };
     // Acquire/Release: our last arena writes happen before a successor's registration.
     let st = p.state.load(Ordering::Acquire);
+    if st != pstate::pack(gen, pstate::ALIVE) {
+        return;
+    }
     let w = p.waiting.swap(0, Ordering::AcqRel);
     crash_point!(());
     super::doorbell::give_back(a, w);
