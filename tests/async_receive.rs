@@ -246,6 +246,42 @@ fn the_stream_delivers_in_order_across_waits() {
     });
 }
 
+/// A stream dropped after yielding one message of a receive of five gives the other four back
+/// at once (V1: a visibility change to zero), in order (R1): not in flight, their group locked,
+/// until their visibility timeout (30 s here).
+#[test]
+fn a_dropped_stream_gives_back_what_it_did_not_yield() {
+    let tq = queue("async-stream-drop", &small());
+    let q = AsyncQueue::new(tq.q.clone());
+    for i in 0..5 {
+        q.queue()
+            .send(&SendMessage::new("g", &format!("m{i}")))
+            .unwrap();
+    }
+    runtime().block_on(async {
+        let opts = ReceiveOptions::max(10)
+            .wait(Duration::from_millis(10))
+            .visibility_timeout(Duration::from_secs(30));
+        let mut stream = q.stream(opts);
+        let first = poll_fn(|cx| Pin::new(&mut stream).poll_next(cx))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.body, "m0");
+        drop(stream);
+        q.queue().delete(&first.receipt_handle).unwrap();
+    });
+    let rest = q.queue().receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(
+        rest.iter().map(|m| m.body.as_str()).collect::<Vec<_>>(),
+        ["m1", "m2", "m3", "m4"]
+    );
+    assert!(
+        rest.iter().all(|m| m.receive_count == 2),
+        "received before, by the stream"
+    );
+}
+
 /// Producer processes, one async consumer task per group set in this process: every message
 /// arrives once, in order per group (R1, R3).
 #[test]

@@ -144,6 +144,25 @@ fn counters_count_empty_receives() {
         .named()
         .iter()
         .any(|&(n, v, _)| n == "empty_receives" && v == 2 + 64 + 5 + 2));
+    // A receive that gives no wait time waits the queue's ReceiveMessageWaitTimeSeconds: a
+    // long poll too, counted at once.
+    q.set_attribute("ReceiveMessageWaitTimeSeconds", "1")
+        .unwrap();
+    // (This handle's count, its tally included: the long poll adds that tally too.)
+    let before = q.counters().empty_receives;
+    let default_wait = ReceiveOptions::max(10);
+    let t = std::time::Instant::now();
+    assert!(q.receive(&default_wait).unwrap().is_empty());
+    assert!(
+        t.elapsed() >= Duration::from_millis(900),
+        "it waited the queue's second"
+    );
+    assert_eq!(q.counters().empty_receives, before + 1);
+    assert_eq!(
+        other.counters().empty_receives,
+        before + 1,
+        "added to the queue's count at once, with the tally before it"
+    );
 }
 
 /// A cancellable long poll (what `shmfifo receive --wait` uses, so that Ctrl-C ends it): a

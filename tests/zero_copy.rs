@@ -323,6 +323,17 @@ fn a_binary_queue_takes_any_bytes_and_says_so() {
     assert_eq!(b[0].body(), frame.as_slice());
     assert!(b[0].body_str().is_err(), "not text");
     assert_eq!(b[2].body(), &[0, 0xff, 0x01, 0xfe]);
+    // Copied out, as the copying receive returns it: the bytes, and text only where they are.
+    let copied = b[0].to_message().unwrap();
+    assert_eq!(
+        (copied.body_bytes.as_slice(), copied.body.as_str()),
+        (frame.as_slice(), "")
+    );
+    let copied = b[1].to_message().unwrap();
+    assert_eq!(
+        (copied.bytes(), copied.body.as_str()),
+        (&b"plain text"[..], "plain text")
+    );
 }
 
 #[test]

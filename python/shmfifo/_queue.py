@@ -255,7 +255,11 @@ class Queue:
     ) -> List[Union[SendResult, Exception]]:
         """Sends up to 10 messages in one request, each ``(group_id, body)``,
         ``(group_id, body, dedup_id)`` or a dict with ``group_id``, ``body``, ``dedup_id``,
-        ``attributes``. Returns, in order, a ``SendResult`` or the entry's ``shmfifo.Error``."""
+        ``attributes``. Returns, in order, a ``SendResult`` or the entry's ``shmfifo.Error``
+        (an entry that fails alone: a body too large, a bad attribute). What SQS refuses for
+        the whole request raises ``shmfifo.Error`` and sends nothing (S12): no entry or more
+        than 10, more than 1 MiB in all, an entry without a group, or without a dedup id where
+        the queue needs one."""
         from ._errors import Error
 
         entries = []

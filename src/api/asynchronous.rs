@@ -199,7 +199,7 @@ impl AsyncQueue {
         if n == 0 {
             self.shared
                 .queue
-                .count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
+                .count_empty_receive(self.shared.queue.long_poll(opts));
         }
         Ok(n)
     }
@@ -246,7 +246,7 @@ impl AsyncQueue {
         if n == 0 {
             self.shared
                 .queue
-                .count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
+                .count_empty_receive(self.shared.queue.long_poll(opts));
         }
         buf.msgs.truncate(buf.len);
         Ok(buf.msgs)
@@ -368,7 +368,11 @@ impl AsyncQueue {
     /// receive, 20 s if it gives none or zero; a stream waits as long as it takes, receive
     /// after receive, and never polls an empty queue in a loop). Messages come in
     /// the order the receives return them; each is in flight until deleted through
-    /// [`AsyncQueue::queue`]. The stream ends after yielding an error.
+    /// [`AsyncQueue::queue`]. The stream ends after yielding an error (any error, a retryable
+    /// one too: make a new stream to go on). A stream dropped with messages received and not
+    /// yet yielded (a receive returns up to `opts`'s maximum at once) makes them visible again
+    /// at once (a visibility change to zero), instead of leaving them in flight, their groups
+    /// locked, until their visibility timeout: a `take(1)` or a `select!` loses nothing.
     ///
     /// # Examples
     ///
@@ -647,6 +651,19 @@ impl std::fmt::Debug for MessageStream {
             .field("ready", &self.ready.len())
             .field("done", &self.done)
             .finish()
+    }
+}
+
+impl Drop for MessageStream {
+    fn drop(&mut self) {
+        // Received, never handed out: visible again at once (each group's order is its
+        // messages' positions, whatever order they are released in).
+        for m in self.ready.drain(..) {
+            let _ = self
+                .queue
+                .queue()
+                .change_visibility(&m.receipt_handle, Duration::ZERO);
+        }
     }
 }
 

@@ -125,10 +125,19 @@ impl<'q> BorrowedMessage<'q> {
     }
 
     /// Copies the message out (verified after the copy, as [`Queue::receive`] would return
-    /// it).
+    /// it: on a binary queue its bytes in `body_bytes`, and `body` their text where they are
+    /// UTF-8, empty otherwise).
     pub fn to_message(&self) -> Result<Message> {
         let mut m = self.meta.clone();
-        m.body = self.body_str()?.to_owned();
+        if self.queue.body_mode() == crate::BodyMode::Binary {
+            m.body_bytes = self.body().to_vec();
+            self.verify()?;
+            m.body = std::str::from_utf8(&m.body_bytes)
+                .map(str::to_owned)
+                .unwrap_or_default();
+        } else {
+            m.body = self.body_str()?.to_owned();
+        }
         Ok(m)
     }
 

@@ -68,6 +68,13 @@ impl ReceiveOptions {
 }
 
 impl Queue {
+    /// Whether a receive with `opts` is a long poll: its own wait time, or else the queue's
+    /// `ReceiveMessageWaitTimeSeconds`, above zero (an empty one is counted at once).
+    pub(super) fn long_poll(&self, opts: &ReceiveOptions) -> bool {
+        opts.wait_time
+            .map_or_else(|| self.default_wait_ms() > 0, |w| !w.is_zero())
+    }
+
     pub(super) fn receive_params(&self, opts: &ReceiveOptions) -> Result<(usize, u64, u64)> {
         opts.check()?;
         let vt = opts
@@ -380,7 +387,7 @@ impl Queue {
     ) -> Result<usize> {
         let n = self.receive_waiting(opts, buf, cancel)?;
         if n == 0 {
-            self.count_empty_receive(opts.wait_time.is_some_and(|w| !w.is_zero()));
+            self.count_empty_receive(self.long_poll(opts));
         }
         Ok(n)
     }
