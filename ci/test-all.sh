@@ -13,7 +13,7 @@ cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --
 # Async receives (feature `tokio`): the tests and the examples on `AsyncQueue`, and the async
 # example program (it asserts what it shows: every message once, each group in order; it ends
 # by itself in about a second).
-cargo test -p shmfifo --features tokio --test async_receive
+cargo test -p shmfifo --features tokio --test async_receive --test fork
 cargo test -p shmfifo --features tokio --doc asynchronous
 cargo run -q --example async-consumer --features tokio
 # The one-bad-word checks and the pack directory's need the layout, which the `loom` feature

@@ -247,8 +247,8 @@ fn the_stream_delivers_in_order_across_waits() {
 }
 
 /// A stream dropped after yielding one message of a receive of five gives the other four back
-/// at once (V1: a visibility change to zero), in order (R1): not in flight, their group locked,
-/// until their visibility timeout (30 s here).
+/// at once (H6: a visibility change to zero), in order (R3, V3): not in flight, their group
+/// locked, until their visibility timeout (30 s here).
 #[test]
 fn a_dropped_stream_gives_back_what_it_did_not_yield() {
     let tq = queue("async-stream-drop", &small());

@@ -75,6 +75,55 @@ fn a_child_that_drops_an_inherited_handle_leaves_the_parent_registered() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].body, "after the fork");
     other.delete(&got[0].receipt_handle).unwrap();
+
+    // An `AsyncQueue` whose watcher thread runs: a child dropping its copy ends at once and
+    // cleanly, though the watcher does not exist there (only the forking thread is copied).
+    // (glibc marks the copied threads gone, so a join would return too; the drop skips it in a
+    // child whatever the C library.) Run with the `tokio` feature (`ci/test-all.sh`).
+    #[cfg(feature = "tokio")]
+    {
+        let aq = shmfifo::AsyncQueue::new(Queue::open(&name).unwrap());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        // An empty queue: the receive waits, which starts the watcher.
+        let got = rt
+            .block_on(aq.receive(&ReceiveOptions::max(1).wait(Duration::from_millis(20))))
+            .unwrap();
+        assert!(got.is_empty());
+        // SAFETY: as above; the child drops the handle and `_exit`s.
+        match unsafe { libc::fork() } {
+            -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+            0 => {
+                drop(aq);
+                // SAFETY: ends the child at once.
+                unsafe { libc::_exit(0) }
+            }
+            child => {
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                let mut status = 0;
+                loop {
+                    // SAFETY: polls our own child, writing into a local.
+                    let r = unsafe { libc::waitpid(child, &mut status, libc::WNOHANG) };
+                    if r == child {
+                        break;
+                    }
+                    if std::time::Instant::now() > deadline {
+                        // SAFETY: our own child.
+                        unsafe { libc::kill(child, libc::SIGKILL) };
+                        panic!("the child hung dropping its AsyncQueue");
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                assert!(
+                    libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                    "{status}"
+                );
+            }
+        }
+        drop(aq); // the parent's: its watcher joined
+    }
 }
 
 /// Unlinks the queue at the end, passed or failed.

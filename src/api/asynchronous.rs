@@ -372,7 +372,10 @@ impl AsyncQueue {
     /// one too: make a new stream to go on). A stream dropped with messages received and not
     /// yet yielded (a receive returns up to `opts`'s maximum at once) makes them visible again
     /// at once (a visibility change to zero), instead of leaving them in flight, their groups
-    /// locked, until their visibility timeout: a `take(1)` or a `select!` loses nothing.
+    /// locked, until their visibility timeout. They were received, though: their receive
+    /// counts stay raised, and on a queue with a redrive policy a stream made and dropped
+    /// again and again moves them to the dead-letter queue unseen (X1). A stream that may be
+    /// dropped early receives one message at a time (`ReceiveOptions::max(1)`).
     ///
     /// # Examples
     ///
@@ -449,6 +452,15 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         // No task can be waiting: each holds a borrow of the `AsyncQueue` that owns us.
         self.state.closed.store(1, Ordering::Release);
+        // In a child forked with the handle the thread does not exist (only the forking
+        // thread is copied): not joined there (glibc marks the copied threads gone, so a join
+        // returns; another C library's may wait for ever).
+        if crate::sys::pid() != self.state.queue.inner.pid {
+            if let Some(t) = self.thread.take() {
+                std::mem::forget(t);
+            }
+            return;
+        }
         if let Some(t) = self.thread.take() {
             t.thread().unpark();
             let _ = t.join();
@@ -656,13 +668,36 @@ impl std::fmt::Debug for MessageStream {
 
 impl Drop for MessageStream {
     fn drop(&mut self) {
-        // Received, never handed out: visible again at once (each group's order is its
-        // messages' positions, whatever order they are released in).
-        for m in self.ready.drain(..) {
-            let _ = self
-                .queue
-                .queue()
-                .change_visibility(&m.receipt_handle, Duration::ZERO);
+        if self.ready.is_empty() {
+            return;
+        }
+        let shared = &self.queue.shared;
+        let q = &shared.queue;
+        // Not in a child forked with the handle (the messages are the parent's), and not on a
+        // file found cut (the arena is touched no more: the module doc).
+        let cut = q.inner.is_cut()
+            || shared
+                .watcher
+                .get()
+                .is_some_and(|w| w.state.cut(q).is_some());
+        if cut || crate::sys::pid() != q.inner.pid {
+            return;
+        }
+        // Received, never handed out: visible again at once. Groups in the order they were
+        // received (R6), each group's messages last first, so that its earliest goes back
+        // last and the group's run becomes ready in one piece (R3 keeps a later message
+        // hidden behind an earlier one in flight whatever the order).
+        let msgs: Vec<Message> = self.ready.drain(..).collect();
+        let mut groups: Vec<&str> = Vec::new();
+        for m in &msgs {
+            if !groups.contains(&m.group_id.as_str()) {
+                groups.push(&m.group_id);
+            }
+        }
+        for g in groups {
+            for m in msgs.iter().rev().filter(|m| m.group_id == g) {
+                let _ = q.change_visibility(&m.receipt_handle, Duration::ZERO);
+            }
         }
     }
 }

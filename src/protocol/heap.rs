@@ -368,7 +368,7 @@ mod tests {
 
     /// A release gives up its own registration only: a handle whose slot holds another
     /// generation now (taken over, registered again) leaves it, and its waiter count, as they
-    /// are (a handle dropped where its registrant's pid was reused after a fork).
+    /// are (a handle dropped, after its registrant died, where that pid was reused).
     #[test]
     fn deregistration_gives_up_its_own_generation_only() {
         use crate::protocol::registry;
