@@ -31,11 +31,7 @@ pub(crate) fn missing(parameter: &'static str) -> Fail {
 /// A text queue's body: UTF-8 (ASCII checked a word at a time), or SQS's
 /// `InvalidMessageContents` with where it stops being so.
 pub(crate) fn body_text(b: &[u8]) -> R<&str> {
-    if b.is_ascii() {
-        // SAFETY: every byte is below 0x80 (just checked): ASCII, which is UTF-8.
-        return Ok(unsafe { std::str::from_utf8_unchecked(b) });
-    }
-    std::str::from_utf8(b).map_err(|e| {
+    text_or(b, |e| {
         Error::InvalidMessageContents {
             reason: format!(
                 "the body is not UTF-8 (invalid byte at offset {})",
@@ -186,11 +182,19 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> R<&'a str> {
 /// `b` as text: ASCII (ids, handles, most bodies) checked a word at a time and taken as it is,
 /// anything else decoded.
 fn utf8<'a>(b: &'a [u8], what: &str) -> R<&'a str> {
+    text_or(b, |_| {
+        Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8"))
+    })
+}
+
+/// `b` as text, or `fail` of why not: ASCII checked a word at a time and taken as it is,
+/// anything else decoded.
+fn text_or(b: &[u8], fail: impl FnOnce(std::str::Utf8Error) -> Fail) -> R<&str> {
     if b.is_ascii() {
         // SAFETY: every byte is below 0x80 (just checked): ASCII, which is UTF-8.
         return Ok(unsafe { std::str::from_utf8_unchecked(b) });
     }
-    std::str::from_utf8(b).map_err(|_| Fail(SHMFIFO_INVALID_UTF8, format!("{what} is not UTF-8")))
+    std::str::from_utf8(b).map_err(fail)
 }
 
 /// Writes a sequence number in decimal into `dst` as [`put`] does, without `Display`'s

@@ -287,30 +287,34 @@ impl Env for MockEnv {
     fn wake(&self, _word: &AtomicU32) {}
 }
 
+/// A small geometry for the protocol's unit tests: 3 participants, 4 groups, one class of 8
+/// slots of 16 bytes.
+#[cfg(all(test, not(shmfifo_loom)))]
+pub(crate) fn test_geometry() -> Geometry {
+    Geometry {
+        participants: 3,
+        max_groups: 4,
+        group_slots: 8,
+        ready_slots: 8,
+        classes: vec![(16, 8)],
+        dedup_slots: 8,
+        dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
+        attempt_slots: 4,
+        class_growth: Vec::new(),
+        size_limit: 0,
+        dedup_growth: 0,
+        group_growth: 0,
+    }
+}
+
 #[cfg(all(test, not(shmfifo_loom)))]
 mod tests {
+    use super::test_geometry as geom;
     use super::*;
     use crate::protocol::handle::{self, Handle};
     use crate::protocol::send::{self, Outgoing};
     use crate::protocol::{accounting, receive, recovery, words};
     use crate::protocol::{gstate, owner, vis, Fault};
-
-    fn geom() -> Geometry {
-        Geometry {
-            participants: 3,
-            max_groups: 4,
-            group_slots: 8,
-            ready_slots: 8,
-            classes: vec![(16, 8)],
-            dedup_slots: 8,
-            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
-            attempt_slots: 4,
-            class_growth: Vec::new(),
-            size_limit: 0,
-            dedup_growth: 0,
-            group_growth: 0,
-        }
-    }
 
     fn send(
         a: &Arena<'_>,
@@ -364,36 +368,6 @@ mod tests {
         )
         .unwrap();
         v
-    }
-
-    /// A release gives up its own registration only: a handle whose slot holds another
-    /// generation now (taken over, registered again) leaves it, and its waiter count, as they
-    /// are (a handle dropped, after its registrant died, where that pid was reused).
-    #[test]
-    fn deregistration_gives_up_its_own_generation_only() {
-        use crate::protocol::registry;
-        use crate::protocol::words::pstate;
-        let h = HeapArena::new(&geom());
-        let a = h.arena();
-        a.parts[1].waiting.store(1, Ordering::Relaxed);
-        registry::deregister(&a, 1, 2);
-        assert_eq!(
-            a.parts[1].state.load(Ordering::Relaxed),
-            pstate::pack(1, pstate::ALIVE)
-        );
-        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 1);
-        registry::deregister(&a, 1, 1);
-        assert_eq!(
-            a.parts[1].state.load(Ordering::Relaxed),
-            pstate::pack(1, pstate::FREE)
-        );
-        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 0);
-        // Given up already: a second release changes nothing.
-        registry::deregister(&a, 1, 1);
-        assert_eq!(
-            a.parts[1].state.load(Ordering::Relaxed),
-            pstate::pack(1, pstate::FREE)
-        );
     }
 
     /// V3 on the protocol alone: expiry (driven by the mock clock) returns the messages to the

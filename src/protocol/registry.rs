@@ -116,3 +116,37 @@ pub fn deregister(a: &Arena<'_>, index: u32, gen: u32) {
         Ordering::Release,
     );
 }
+
+#[cfg(all(test, not(shmfifo_loom)))]
+mod tests {
+    use super::*;
+    use crate::protocol::heap::{test_geometry as geom, HeapArena};
+
+    /// A release gives up its own registration only: a handle whose slot holds another
+    /// generation now (taken over, registered again) leaves it, and its waiter count, as they
+    /// are (a handle dropped, after its registrant died, where that pid was reused).
+    #[test]
+    fn deregistration_gives_up_its_own_generation_only() {
+        let h = HeapArena::new(&geom());
+        let a = h.arena();
+        a.parts[1].waiting.store(1, Ordering::Relaxed);
+        deregister(&a, 1, 2);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::ALIVE)
+        );
+        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 1);
+        deregister(&a, 1, 1);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::FREE)
+        );
+        assert_eq!(a.parts[1].waiting.load(Ordering::Relaxed), 0);
+        // Given up already: a second release changes nothing.
+        deregister(&a, 1, 1);
+        assert_eq!(
+            a.parts[1].state.load(Ordering::Relaxed),
+            pstate::pack(1, pstate::FREE)
+        );
+    }
+}
