@@ -476,7 +476,7 @@ class Client:
                     r["MD5OfMessageAttributes"] = md5_of_message_attributes(by_id[eid]["MessageAttributes"])
                 ok.append(r)
             else:
-                code, msg, sender = payload
+                code, msg, sender, _kind = payload
                 failed.append({"Id": eid, "SenderFault": sender, "Code": code, "Message": msg})
         return {"Successful": ok, "Failed": failed, "ResponseMetadata": _meta()}
 
@@ -576,7 +576,7 @@ class Client:
             if fail is None:
                 ok.append({"Id": eid})
             else:
-                code, msg, sender = fail
+                code, msg, sender, _kind = fail
                 failed.append({"Id": eid, "SenderFault": sender, "Code": code, "Message": msg})
         return {"Successful": ok, "Failed": failed, "ResponseMetadata": _meta()}
 

@@ -271,7 +271,7 @@ class Queue:
             entries.append((str(i), g, _body(b), d, _attributes_in(a), None))
         out: List[Union[SendResult, Exception]] = []
         for _id, ok, payload in self._raw.send_batch(entries):
-            out.append(SendResult(*payload) if ok else Error(payload[0], payload[1], ""))
+            out.append(SendResult(*payload) if ok else Error(payload[0], payload[1], payload[3]))
         return out
 
     def receive(

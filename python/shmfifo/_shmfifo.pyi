@@ -5,7 +5,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 LOCAL_ARN_PREFIX: str
 
 _Attr = Tuple[str, str, bytes]
-_Failure = Tuple[str, str, bool]
+_Failure = Tuple[str, str, bool, str]  # code, message, sender_fault, kind
 
 class RawQueue:
     @staticmethod

@@ -38,6 +38,9 @@ fn sender_fault(e: &shmfifo::Error) -> bool {
 /// An attribute to send: `(name, data_type, value)`, the value `str` or `bytes`.
 type AttrIn = (String, String, Vec<u8>);
 
+/// A batch entry's failure: `(code, message, sender_fault, kind)`.
+type Failure = (String, String, bool, String);
+
 /// One entry of `send_batch`: `(id, group_id, body, dedup_id, attributes, delay_seconds)`.
 type SendEntry = (
     String,
@@ -164,9 +167,15 @@ fn peeked_out<'py>(py: Python<'py>, m: &PeekedMessage) -> PyResult<Bound<'py, Py
     Ok(message_dict!(py, m))
 }
 
-/// A batch entry's failure: `(code, message, sender_fault)`.
-fn failure(e: &shmfifo::Error) -> (String, String, bool) {
-    (e.sqs_code().to_owned(), e.to_string(), sender_fault(e))
+/// A batch entry's [`Failure`], its `kind` the Rust library's `ErrorCode` name as a raised
+/// error's (`err`).
+fn failure(e: &shmfifo::Error) -> Failure {
+    (
+        e.sqs_code().to_owned(),
+        e.to_string(),
+        sender_fault(e),
+        format!("{:?}", e.code()),
+    )
 }
 
 #[pymethods]
@@ -330,7 +339,7 @@ impl RawQueue {
     }
 
     /// Sends a batch: per entry `(id, True, (message_id, sequence_number, duplicate))` or
-    /// `(id, False, (code, message, sender_fault))`; a request-level error raises.
+    /// `(id, False, (code, message, sender_fault, kind))`; a request-level error raises.
     fn send_batch(&self, entries: Vec<SendEntry>) -> PyResult<Vec<(String, bool, Py<PyAny>)>> {
         let q = self.get()?;
         let attrs: Vec<Vec<MessageAttribute<'_>>> = entries
@@ -414,12 +423,12 @@ impl RawQueue {
         self.get()?.delete_str(receipt_handle).map_err(err)
     }
 
-    /// Deletes a batch: per entry `(id, None)` or `(id, (code, message, sender_fault))`.
+    /// Deletes a batch: per entry `(id, None)` or `(id, (code, message, sender_fault, kind))`.
     #[allow(clippy::type_complexity)]
     fn delete_batch(
         &self,
         entries: Vec<(String, String)>,
-    ) -> PyResult<Vec<(String, Option<(String, String, bool)>)>> {
+    ) -> PyResult<Vec<(String, Option<Failure>)>> {
         let q = self.get()?;
         let batch: Vec<BatchEntry<'_, &str>> = entries
             .iter()
@@ -443,12 +452,12 @@ impl RawQueue {
     }
 
     /// Changes visibility in a batch: entries `(id, receipt_handle, timeout_ms)`; per entry
-    /// `(id, None)` or `(id, (code, message, sender_fault))`.
+    /// `(id, None)` or `(id, (code, message, sender_fault, kind))`.
     #[allow(clippy::type_complexity)]
     fn change_visibility_batch(
         &self,
         entries: Vec<(String, String, u64)>,
-    ) -> PyResult<Vec<(String, Option<(String, String, bool)>)>> {
+    ) -> PyResult<Vec<(String, Option<Failure>)>> {
         let q = self.get()?;
         let batch: Vec<BatchEntry<'_, (&str, Duration)>> = entries
             .iter()

@@ -81,6 +81,7 @@ def test_batch_peek_purge_counters(q):
     results = q.send_batch([("a", "1", "1"), ("a", "2", "2"), {"group_id": "b", "body": "3", "dedup_id": "3"}, ("b", "", "4")])
     assert [type(r).__name__ for r in results] == ["SendResult", "SendResult", "SendResult", "Error"]
     assert results[3].code == "InvalidParameterValue"  # S6: an empty body
+    assert results[3].kind == "InvalidParameterValue"  # the Rust library's ErrorCode, as a raised error's
     peeked = q.peek(10)
     assert [m.body for m in peeked] == ["1", "2", "3"] or [m.body for m in peeked] == ["3", "1", "2"]
     assert q.counters()["sent"] == 3
