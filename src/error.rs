@@ -537,7 +537,8 @@ impl fmt::Display for Error {
             ),
             Error::InvalidQueueName { name } => write!(
                 f,
-                "invalid queue name {name:?}: use 1-200 of A-Z a-z 0-9 _ . - (or a path)"
+                "invalid queue name {name:?}: a name (a file in /dev/shm) is 1-200 of \
+                 A-Z a-z 0-9 _ . -; a queue elsewhere goes by its path"
             ),
             // SQS's own text names the attribute already ("Invalid value for the parameter P.
             // Reason: …"): said once.

@@ -476,15 +476,14 @@ fn failed_create_leaves_no_file() {
 /// ARCHITECTURE §1: an arena may be a memfd, shared through an inherited descriptor.
 #[test]
 fn anonymous_queue_shared_through_inheritable_fd() {
-    use std::os::fd::FromRawFd;
+    use std::os::fd::AsFd;
     let q = Queue::create_anonymous(&small()).unwrap();
     assert_eq!(q.path(), None);
     q.send(&SendMessage::new("g", "from creator")).unwrap();
     let fd = q.inheritable_fd().unwrap();
-    let other = Queue::open_fd(fd).unwrap();
+    let other = Queue::open_fd(fd.as_fd()).unwrap();
     // open_fd leaves the descriptor to the caller: close it; the queue stays usable.
-    // SAFETY: `fd` is ours (inheritable_fd hands over ownership) and used nowhere else.
-    drop(unsafe { std::fs::File::from_raw_fd(fd) });
+    drop(fd);
     let ms = recv(&other, 10);
     assert_eq!(bodies(&ms), ["from creator"]);
     other.send(&SendMessage::new("g", "from opener")).unwrap();

@@ -284,7 +284,7 @@ fn dedup_off_keeps_no_table() {
         QueueConfig::new()
             .deduplication(Deduplication::Off)
             .content_based_deduplication(true)
-            .geometry(),
+            .validate(),
         Err(Error::InvalidConfig {
             setting: "content_based_deduplication",
             ..
@@ -352,7 +352,7 @@ fn dedup_settings_are_validated() {
         (QueueConfig::new().dedup_entries(0), "dedup_entries"),
         (QueueConfig::new().dedup_entries(u32::MAX), "dedup_entries"),
     ] {
-        match cfg.geometry() {
+        match cfg.validate() {
             Err(Error::InvalidConfig { setting: s, .. }) => assert_eq!(s, setting),
             other => panic!("{setting}: {other:?}"),
         }

@@ -418,15 +418,14 @@ fn an_anonymous_queue_cannot_be_truncated() {
     let q = Queue::create_anonymous(&QueueConfig::new().max_messages(64)).unwrap();
     let fd = q.inheritable_fd().unwrap();
     // SAFETY: ftruncate(2) on a descriptor we own.
-    let r = unsafe { libc::ftruncate(fd, 4096) };
+    let r = unsafe { libc::ftruncate(std::os::fd::AsRawFd::as_raw_fd(&fd), 4096) };
     assert_eq!(r, -1, "sealed against shrinking");
     assert_eq!(
         std::io::Error::last_os_error().raw_os_error(),
         Some(libc::EPERM)
     );
     // Not sealed against growing: the arena adds segments as its classes fill (layout 13).
-    // SAFETY: closing the descriptor we own.
-    unsafe { libc::close(fd) };
+    drop(fd);
     q.send(&shmfifo::SendMessage::new("g", "still works").dedup_id("1"))
         .unwrap();
     for i in 0..200 {

@@ -204,7 +204,7 @@ pub(super) fn fill(
         // D8, M2: a dead-lettered message keeps its id, which is its dedup id.
         std::str::from_utf8(p.dedup)
             .ok()
-            .and_then(MessageId::parse)
+            .and_then(|s| s.parse::<MessageId>().ok())
             .ok_or("moved message id")?
     } else {
         MessageId(message::id(nonce, h.idx, h.inc, h.member))

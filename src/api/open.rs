@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -452,12 +453,13 @@ impl Queue {
     }
 
     /// Opens an anonymous queue from a descriptor inherited from its creator (see
-    /// [`Queue::inheritable_fd`]). The descriptor stays open and owned by the caller.
+    /// [`Queue::inheritable_fd`]). The descriptor stays open and the caller's: the queue
+    /// opens its own (through `/proc/self/fd`), so the caller may close it at once.
     ///
     /// # Examples
     ///
     /// ```
-    /// use std::os::fd::{FromRawFd, OwnedFd};
+    /// use std::os::fd::AsFd;
     ///
     /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
     ///
@@ -465,48 +467,49 @@ impl Queue {
     /// // The creator hands a descriptor to a child (here: to itself)...
     /// let fd = q.inheritable_fd()?;
     /// // ...which opens the same queue from it.
-    /// let other = Queue::open_fd(fd)?;
-    /// // The descriptor stays the caller's: `other` does not need it once open.
-    /// // SAFETY: `fd` came from `inheritable_fd`, is ours and is closed only here.
-    /// drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    /// let other = Queue::open_fd(fd.as_fd())?;
+    /// // `other` does not need the descriptor once open.
+    /// drop(fd);
     ///
     /// q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
     /// assert_eq!(other.receive(&ReceiveOptions::default())?[0].body, "hello");
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn open_fd(fd: i32) -> Result<Queue> {
-        let file = sys::reopen_fd(fd)?;
+    pub fn open_fd(fd: BorrowedFd<'_>) -> Result<Queue> {
+        let file = sys::reopen_fd(fd.as_raw_fd())?;
         Self::attach(file, None)
     }
 
     /// A descriptor of this queue's file without close-on-exec, for a child process to pass
-    /// to [`Queue::open_fd`]. The caller owns it (close it in the parent after spawning).
+    /// to [`Queue::open_fd`]. Dropping it closes it (in the parent, once the child is
+    /// spawned).
     ///
     /// # Examples
     ///
     /// ```
-    /// use std::os::fd::{FromRawFd, OwnedFd};
+    /// use std::os::fd::{AsRawFd, BorrowedFd};
     ///
     /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
     ///
     /// let q = Queue::create_anonymous(&QueueConfig::new())?;
     /// let fd = q.inheritable_fd()?;
-    /// // A child spawned now inherits `fd` across exec; tell it the number (an argument, an
-    /// // environment variable) and it calls `Queue::open_fd(fd)`. Here the same process does:
-    /// let child = Queue::open_fd(fd)?;
-    /// // The parent owns the descriptor: close it once the child is spawned.
-    /// // SAFETY: `fd` came from `inheritable_fd`, is ours and is closed only here.
-    /// drop(unsafe { OwnedFd::from_raw_fd(fd) });
+    /// // A child spawned now inherits the descriptor across exec; tell it the number (an
+    /// // argument, an environment variable)...
+    /// let number = fd.as_raw_fd();
+    /// // ...and it borrows it and opens the queue. Here the same process does:
+    /// // SAFETY: `number` is open (`fd` lives) for as long as the borrow is used.
+    /// let child = Queue::open_fd(unsafe { BorrowedFd::borrow_raw(number) })?;
+    /// // The parent closes its descriptor once the child is spawned.
+    /// drop(fd);
     ///
     /// child.send(&SendMessage::new("g", "from the child").dedup_id("1"))?;
     /// assert_eq!(q.receive(&ReceiveOptions::default())?[0].body, "from the child");
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
-    pub fn inheritable_fd(&self) -> Result<i32> {
-        use std::os::fd::IntoRawFd;
+    pub fn inheritable_fd(&self) -> Result<OwnedFd> {
         let f = sys::dup(&self.inner.file)?;
         sys::set_inheritable(&f)?;
-        Ok(f.into_raw_fd())
+        Ok(f.into())
     }
 
     /// The metadata of the queue's file as it is open (`fstat`): owner, mode, device and

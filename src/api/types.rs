@@ -141,16 +141,39 @@ impl MessageId {
     /// let sent = q.send(&SendMessage::new("g", "hello").dedup_id("1"))?;
     /// let text = sent.message_id.text();
     /// assert_eq!(text.as_str(), sent.message_id.to_string());
-    /// assert_eq!(MessageId::parse(&text), Some(sent.message_id));
+    /// assert_eq!(text.parse::<MessageId>()?, sent.message_id);
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn text(&self) -> MessageIdText {
         MessageIdText::message_id(self.0)
     }
+}
 
-    /// Parses the UUID form written by `Display` (lowercase or uppercase hex).
-    pub fn parse(s: &str) -> Option<MessageId> {
-        super::id_text::parse_message_id(s.as_bytes()).map(MessageId)
+/// Parses the UUID form written by `Display` (lowercase or uppercase hex); anything else is
+/// [`Error::InvalidParameterValue`] for the parameter `MessageId`.
+///
+/// ```
+/// use shmfifo::{Error, MessageId};
+/// let id: MessageId = "0123abcd-0000-4000-8000-00000000002a".parse()?;
+/// assert_eq!(id.to_string(), "0123abcd-0000-4000-8000-00000000002a");
+/// assert!(matches!(
+///     "not-an-id".parse::<MessageId>(),
+///     Err(Error::InvalidParameterValue { parameter: "MessageId", .. })
+/// ));
+/// # Ok::<(), shmfifo::Error>(())
+/// ```
+impl FromStr for MessageId {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        super::id_text::parse_message_id(s.as_bytes())
+            .map(MessageId)
+            .ok_or_else(|| Error::InvalidParameterValue {
+                parameter: "MessageId",
+                reason: format!(
+                    "{:?} is not a message id (8-4-4-4-12 hex digits)",
+                    s.chars().take(200).collect::<String>()
+                ),
+            })
     }
 }
 
@@ -654,7 +677,7 @@ mod tests {
                     x & 0xFFFF_FFFF_FFFF
                 );
                 assert_eq!(v.to_string(), want);
-                assert_eq!(MessageId::parse(&want), Some(v));
+                assert_eq!(want.parse::<MessageId>().ok(), Some(v));
             }
         }
         assert_eq!(

@@ -461,8 +461,27 @@ impl QueueConfig {
         })
     }
 
+    /// Checks every setting as [`crate::Queue::create`] would, without creating anything: the
+    /// error `create` would return for settings out of range or in conflict
+    /// ([`Error::InvalidConfig`] or [`Error::InvalidParameterValue`], naming the setting).
+    ///
+    /// ```
+    /// use shmfifo::{Deduplication, Error, QueueConfig};
+    /// assert!(QueueConfig::new().validate().is_ok());
+    /// let both = QueueConfig::new()
+    ///     .deduplication(Deduplication::Off)
+    ///     .content_based_deduplication(true);
+    /// assert!(matches!(
+    ///     both.validate(),
+    ///     Err(Error::InvalidConfig { setting: "content_based_deduplication", .. })
+    /// ));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        self.geometry().map(drop)
+    }
+
     /// Validates the settings and derives the arena geometry.
-    pub fn geometry(&self) -> Result<Geometry> {
+    pub(crate) fn geometry(&self) -> Result<Geometry> {
         self.geometry_within(None)
     }
 

@@ -139,7 +139,8 @@ impl Geometry {
     }
 
     /// The size of the group index range: the base table's entries and those of every table
-    /// it may add (layout 16).
+    /// it may add (layout 16; the arena's own figure is `Arena::group_range`).
+    #[cfg(test)]
     pub fn group_range(&self) -> u64 {
         slots_with(self.group_slots, self.group_growth)
     }
