@@ -57,7 +57,7 @@ fn a_default_queue_holds_a_backlog_of_100_000() {
 #[test]
 fn growth_stops_at_the_size_limit() {
     let cfg = small(0);
-    let base = cfg.geometry().unwrap().offsets().unwrap().total;
+    let base = cfg.arena_size().unwrap();
     // Room for a few segments of the smallest class past the base file.
     let q = Queue::create_anonymous(&small(base + 256 * 1024)).unwrap();
     let mut sent = 0;
@@ -243,7 +243,7 @@ fn a_class_of_no_slots_grows_on_demand() {
     }
     assert_eq!(q.size().grows, 6, "1 + 2 + 4 + 8 + 16 + 32 slots ≥ 40");
     assert_eq!(drain(&q, "g", 40).len(), 40);
-    for limit in [0, cfg.geometry().unwrap().offsets().unwrap().total] {
+    for limit in [0, cfg.arena_size().unwrap()] {
         let e = Queue::create_anonymous(&cfg.clone().size_limit(limit)).unwrap_err();
         assert!(
             matches!(
@@ -316,7 +316,7 @@ fn the_group_table_grows_past_max_groups() {
 #[test]
 fn the_group_table_stops_at_the_size_limit() {
     let fixed = small(0).max_groups(4);
-    let base = fixed.geometry().unwrap().offsets().unwrap().total;
+    let base = fixed.arena_size().unwrap();
     // Room for a few group tables (8, 16, 32 … entries of 256 B and their wheel bitmaps).
     let q = Queue::create_anonymous(&small(base + (64 << 10)).max_groups(4)).unwrap();
     let cap = q.attributes().max_groups;

@@ -80,7 +80,95 @@ pub(super) fn check_dead_letter(
     Ok((path, q))
 }
 
+/// A check that every dead-letter move of a handle must pass ([`Queue::set_dead_letter_check`]):
+/// given the queue moving the message, the dead-letter queue's path as the live redrive
+/// policy names it, and that queue as opened, `Ok(())` lets the moves go on and `Err(reason)`
+/// refuses them.
+pub type DeadLetterCheck =
+    dyn Fn(&Queue, &Path, &Queue) -> std::result::Result<(), String> + Send + Sync;
+
+/// A handle's [`DeadLetterCheck`], shown by `Debug` as its presence only.
+#[derive(Clone)]
+pub(super) struct CheckFn(pub(super) std::sync::Arc<DeadLetterCheck>);
+
+impl std::fmt::Debug for CheckFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DeadLetterCheck")
+    }
+}
+
 impl Queue {
+    /// Sets a check that every move of a message to the dead-letter queue through this handle
+    /// (and its clones) must pass first: a receive past `maxReceiveCount` (X1), a quarantine's
+    /// rescue. It runs once a receive that has messages to move, with the dead-letter queue's
+    /// path as the live redrive policy names it and that queue opened. Where it refuses, nothing
+    /// moves: the receive answers [`Error::DeadLetterQueue`] with its reason (unless it took
+    /// other messages), and the messages stay in this queue, received (their counts raised) as
+    /// a failed move leaves them.
+    ///
+    /// For a process that acts for others (`shmfifo serve`): a redrive policy is in the shared
+    /// file, so any process that may write the queue may name any path as its dead-letter
+    /// queue, and the move then opens that path with *this* process's rights. The check is
+    /// where such a process confines the moves to what the users it serves may reach.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Error, Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("dl-check-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let dlq = Queue::create_at(dir.join("dlq.fifo"), &QueueConfig::new())?;
+    /// let q = Queue::create_at(
+    ///     dir.join("work.fifo"),
+    ///     &QueueConfig::new()
+    ///         .redrive_policy(RedrivePolicy::new(dir.join("dlq.fifo").display().to_string(), 1)),
+    /// )?;
+    /// // Dead letters only into queues of `dir` itself.
+    /// let allowed = dir.canonicalize()?;
+    /// q.set_dead_letter_check(Arc::new(move |_, path, _| {
+    ///     if path.parent() == Some(allowed.as_path()) {
+    ///         Ok(())
+    ///     } else {
+    ///         Err(format!("{} is outside {}", path.display(), allowed.display()))
+    ///     }
+    /// }));
+    /// q.send(&SendMessage::new("g", "poison").dedup_id("1"))?;
+    /// let once = ReceiveOptions::default().visibility_timeout(Duration::ZERO);
+    /// assert_eq!(q.receive(&once)?.len(), 1);
+    /// assert!(q.receive(&once)?.is_empty()); // moved: the check let it go
+    /// assert_eq!(dlq.receive(&ReceiveOptions::default())?[0].body, "poison");
+    /// # Queue::unlink_at(dir.join("work.fifo"))?;
+    /// # Queue::unlink_at(dir.join("dlq.fifo"))?;
+    /// # std::fs::remove_dir(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_dead_letter_check(&self, check: std::sync::Arc<DeadLetterCheck>) {
+        *self
+            .inner
+            .dl_check
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(CheckFn(check));
+    }
+
+    /// Runs the handle's [`DeadLetterCheck`], if any, on a move to `dlq` at `path`.
+    fn check_dead_letter_move(&self, path: &Path, dlq: &Queue) -> Result<()> {
+        let check = self
+            .inner
+            .dl_check
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match check {
+            Some(CheckFn(f)) => f(self, path, dlq).map_err(|reason| Error::DeadLetterQueue {
+                path: path.to_owned(),
+                reason,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The dead-letter queue and `maxReceiveCount` of the live redrive policy, if any.
     pub(super) fn dead_letter(&self) -> Result<Option<(u32, u64)>> {
         let inner = &*self.inner;
@@ -98,13 +186,22 @@ impl Queue {
         Ok(Some((p.max_receive_count, p.version)))
     }
 
-    /// The opened dead-letter queue of policy `version` (opened on first use, then cached).
+    /// The opened dead-letter queue of policy `version` (opened on first use, then cached),
+    /// which the handle's [`DeadLetterCheck`] lets moves go to (asked at each call: once a
+    /// receive pass).
     pub(super) fn dead_letter_queue(&self, version: u64) -> Result<Queue> {
+        let (path, q) = self.dead_letter_opened(version)?;
+        self.check_dead_letter_move(&path, &q)?;
+        Ok(q)
+    }
+
+    /// [`Queue::dead_letter_queue`] before the check: the queue and its path.
+    fn dead_letter_opened(&self, version: u64) -> Result<(PathBuf, Queue)> {
         let inner = &*self.inner;
         let mut cache = inner.dlq.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((v, q)) = cache.as_ref() {
+        if let Some((v, path, q)) = cache.as_ref() {
             if *v == version {
-                return Ok(q.clone());
+                return Ok((path.clone(), q.clone()));
             }
         }
         let p = settings::read(self.arena()).map_err(|f| fault(f, inner))?;
@@ -125,8 +222,8 @@ impl Queue {
                 reason: "its deduplication is off".into(),
             });
         }
-        *cache = Some((p.version, q.clone()));
-        Ok(q)
+        *cache = Some((p.version, path.clone(), q.clone()));
+        Ok((path, q))
     }
 
     /// Sends a taken message to the dead-letter queue (X1, X3, D8, M2, M4, T2).

@@ -29,6 +29,7 @@ mod views;
 pub use asynchronous::{AsyncQueue, MessageStream};
 pub use backend::{FifoQueue, Received, Sent};
 pub use borrow::{BorrowedBatch, BorrowedMessage, BorrowedRef};
+pub use dead_letter::DeadLetterCheck;
 pub use id_text::{IdText, MessageIdText, ReceiptHandleText};
 pub use loan::{Loan, LoanError, LoanOptions};
 pub use loan_batch::LoanBatch;

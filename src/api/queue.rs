@@ -63,7 +63,9 @@ pub(super) struct Inner {
     /// Empty polls not yet added to the queue's count (see `Queue::count_empty_receive`).
     pub(super) empty_polls: AtomicU64,
     /// The dead-letter queue of the current policy, opened on first use.
-    pub(super) dlq: std::sync::Mutex<Option<(u64, Queue)>>,
+    pub(super) dlq: std::sync::Mutex<Option<(u64, PathBuf, Queue)>>,
+    /// What every dead-letter move of this handle must pass ([`Queue::set_dead_letter_check`]).
+    pub(super) dl_check: std::sync::Mutex<Option<super::dead_letter::CheckFn>>,
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered
     /// (`index` is `u32::MAX`, `me` is nobody), so nothing to deregister or unlock.
     pub(super) observer: bool,

@@ -6,9 +6,11 @@
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use shmfifo::{AsyncQueue, Queue};
+use shmfifo::{AsyncQueue, DeadLetterCheck, Queue};
 
 use super::{access_denied, no_such_queue, required, valid_name, Queues};
 use crate::access::{Identity, Reach, Walked};
@@ -48,6 +50,39 @@ pub(super) fn make_room(open: &mut HashMap<String, Opened>) {
         };
         open.remove(&victim);
     }
+}
+
+/// The check of every dead-letter move of a queue this server opens
+/// ([`Queue::set_dead_letter_check`]). A redrive policy lives in the queue's shared file:
+/// any user who may open the file may write any path there (through the library, not only
+/// through this server), and a receive through the server would then move messages with the
+/// server's rights. So a move goes only to a queue of the served directory `dir` (a regular
+/// file under a queue name, the one the library opened), and only where every user who may
+/// open the source may open the dead-letter queue too ([`crate::access::dead_letter_widens`]).
+/// Refused, the messages stay in the source, received, and the receive answers why.
+fn dead_letters_within(dir: PathBuf) -> Arc<DeadLetterCheck> {
+    Arc::new(move |source: &Queue, path: &Path, target: &Queue| {
+        let named = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(valid_name);
+        if path.parent() != Some(dir.as_path()) || !named {
+            return Err("it is not a queue of the served directory".into());
+        }
+        // The directory's path is one only root and the server's user can change (checked
+        // at start and at each request): the name, looked at without following it, is the
+        // file the library opened, or the move is not made.
+        let opened = target.file_metadata().map_err(|e| e.to_string())?;
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() && (m.dev(), m.ino()) == (opened.dev(), opened.ino()) => {}
+            _ => return Err("its name no longer names the queue opened".into()),
+        }
+        let from = source.file_metadata().map_err(|e| e.to_string())?;
+        match crate::access::dead_letter_widens(&from, &opened) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    })
 }
 
 impl Queues {
@@ -136,6 +171,7 @@ impl Queues {
         if (m.dev(), m.ino()) != id {
             return Ok(None);
         }
+        q.set_dead_letter_check(dead_letters_within(self.dir.clone()));
         let opened = Opened {
             queue: AsyncQueue::new(q),
             file: (m.dev(), m.ino()),

@@ -1,0 +1,115 @@
+//! Dead-letter moves made by `shmfifo serve` (X1) stay within what the files' own permissions
+//! give. A redrive policy lives in the queue's shared file, so any process that may open the
+//! file may write one naming any path, without going through serve; a receive through serve
+//! then moved messages with serve's rights into that path: a queue outside the served
+//! directory, or one of the directory that the queue's users may not open (the trial: a user
+//! of a shared 0666 queue moved a message into root's private queue through a root serve).
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use shmfifo::{Queue, QueueConfig, ReceiveOptions, SendMessage};
+
+#[path = "support/server.rs"]
+mod server;
+use server::{config, post_json, Dir, Server};
+
+/// A queue of mode `mode` at `path`, deduplicating (a dead-letter queue must, D8).
+fn queue(path: &Path, mode: u32) -> Queue {
+    Queue::create_at(path, &QueueConfig::new().mode(mode)).unwrap()
+}
+
+/// Sets `q`'s redrive policy to `dlq` with maxReceiveCount 1 through the library, as any
+/// process that may open the file can (the library checks what it can: the target exists).
+fn policy_to(q: &Queue, dlq: &Path) {
+    let policy = format!(
+        r#"{{"deadLetterTargetArn":"{}","maxReceiveCount":1}}"#,
+        dlq.display()
+    );
+    q.set_attribute("RedrivePolicy", &policy).unwrap();
+}
+
+/// Sends one message to `name` through serve and receives it twice, each time visible again
+/// at once: the second receive is past maxReceiveCount 1, so it moves the message (X1) or says
+/// why it cannot. Returns the second receive's status and answer.
+fn received_past_the_count(srv: &Server, name: &str, dedup: &str) -> (u16, String) {
+    let url = srv.url(name);
+    let send = format!(
+        r#"{{"QueueUrl":"{url}","MessageBody":"poison","MessageGroupId":"g","MessageDeduplicationId":"{dedup}"}}"#
+    );
+    let (status, out) = post_json(srv.addr, "SendMessage", &send);
+    assert_eq!(status, 200, "{out}");
+    let receive = format!(r#"{{"QueueUrl":"{url}","VisibilityTimeout":0}}"#);
+    let (status, out) = post_json(srv.addr, "ReceiveMessage", &receive);
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("poison"), "{out}");
+    post_json(srv.addr, "ReceiveMessage", &receive)
+}
+
+fn messages(q: &Queue) -> u64 {
+    let a = q.attributes();
+    a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible
+}
+
+/// X1 through serve: a move to a queue outside the served directory, or to one of it that a
+/// user of the source may not open, is refused (the message stays in the source, the receive
+/// says why); a move to a queue every user of the source may open is made.
+#[test]
+fn a_dead_letter_move_through_serve_stays_within_the_files_permissions() {
+    let dir = Dir::new("dl-served");
+    std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let outside = Dir::new("dl-outside");
+    let srv = Server::start(config(&dir.0));
+    let shared = queue(&dir.0.join("shared.fifo"), 0o666);
+    let secret = queue(&outside.0.join("secret.fifo"), 0o600);
+    let private = queue(&dir.0.join("private.fifo"), 0o600);
+    let open = queue(&dir.0.join("open.fifo"), 0o666);
+
+    // A target outside the directory (written into the file, not through serve): refused.
+    policy_to(&shared, &outside.0.join("secret.fifo"));
+    let (status, out) = received_past_the_count(&srv, "shared.fifo", "1");
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("not a queue of the served directory"), "{out}");
+    assert_eq!(messages(&secret), 0, "nothing reached the queue outside");
+    assert_eq!(messages(&shared), 1, "the message stays in its queue");
+    shared.purge().unwrap();
+
+    // A queue of the directory that every user of the 0666 source may not open: refused.
+    policy_to(&shared, &dir.0.join("private.fifo"));
+    let (status, out) = received_past_the_count(&srv, "shared.fifo", "2");
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("every user may open this queue"), "{out}");
+    assert_eq!(messages(&private), 0);
+    assert_eq!(messages(&shared), 1);
+    shared.purge().unwrap();
+
+    // One they all may open: moved, as X1 says.
+    policy_to(&shared, &dir.0.join("open.fifo"));
+    let (status, out) = received_past_the_count(&srv, "shared.fifo", "3");
+    assert_eq!(status, 200, "{out}");
+    assert!(!out.contains("poison"), "moved, not received: {out}");
+    assert_eq!(messages(&shared), 0);
+    let got = open.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, "poison");
+
+    // A private source and a private dead-letter queue of one owner: moved (the owner may
+    // open both, and no one else may open either).
+    let mine = queue(&dir.0.join("mine.fifo"), 0o600);
+    policy_to(&mine, &dir.0.join("private.fifo"));
+    let (status, out) = received_past_the_count(&srv, "mine.fifo", "4");
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(messages(&mine), 0);
+    assert_eq!(messages(&private), 1);
+
+    // The same queue opened by the library itself, not through serve, moves as before: the
+    // check is serve's.
+    policy_to(&shared, &outside.0.join("secret.fifo"));
+    shared
+        .send(&SendMessage::new("g", "direct").dedup_id("5"))
+        .unwrap();
+    let once = ReceiveOptions::default().visibility_timeout(std::time::Duration::ZERO);
+    assert_eq!(shared.receive(&once).unwrap().len(), 1);
+    assert!(shared.receive(&once).unwrap().is_empty());
+    assert_eq!(messages(&secret), 1);
+}
