@@ -1826,14 +1826,17 @@ fn send_batch_answers_in_aws_shapes_with_the_callers_ids() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let ok = v["Successful"].as_array().unwrap();
     let ids: Vec<&str> = ok.iter().map(|e| e["Id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["e1", "e3"], "{v}");
+    // e3, of the same group after the refused entry, is not sent: it would be enqueued
+    // ahead of a retry of `late` (S13's entries fail alone; the command checks every entry
+    // first and sends up to the first refused one).
+    assert_eq!(ids, ["e1"], "{v}");
+    assert_eq!(u(&v["Unsent"]), 1, "{v}");
     // MD5 of "hello", and SQS's digest of the one attribute.
     assert_eq!(
         ok[0]["MD5OfMessageBody"],
         "5d41402abc4b2a76b9719d911017c592"
     );
     assert!(ok[0]["MD5OfMessageAttributes"].is_string(), "{v}");
-    assert!(ok[1].get("MD5OfMessageAttributes").is_none(), "{v}");
     for e in ok {
         assert!(
             e["MessageId"].is_string() && e["SequenceNumber"].is_string(),
@@ -1861,7 +1864,7 @@ fn send_batch_answers_in_aws_shapes_with_the_callers_ids() {
         .iter()
         .map(|m| m["Body"].as_str().unwrap())
         .collect();
-    assert_eq!(bodies, ["hello", "world"]);
+    assert_eq!(bodies, ["hello"]);
     assert_eq!(
         got[0]["MD5OfMessageAttributes"], ok[0]["MD5OfMessageAttributes"],
         "the digest receive reports"
@@ -2137,4 +2140,38 @@ fn serve_takes_its_signature_key_from_the_environment() {
     let help = String::from_utf8_lossy(&help.stdout);
     assert!(help.contains("SHMFIFO_SERVE_SIGNATURE"), "{help}");
     assert!(!help.contains("very-secret"), "{help}");
+}
+
+/// `receive --delete` deleted the messages before printing them, and ignored a failed write:
+/// to a full disk, or into a pipe whose reader was gone, the messages were gone and the exit
+/// code 0. Now they are printed first and deleted only once written; a failed write deletes
+/// nothing, makes them visible again and exits with the I/O code (35).
+#[test]
+fn receive_delete_deletes_only_what_it_wrote() {
+    let q = create("recv-full", &[]);
+    expect(
+        &["send", q.s(), "--group", "g", "--dedup-id", "1", "kept"],
+        0,
+    );
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(BIN)
+        .args(["receive", q.s(), "--delete", "--json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(35),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = stat(&q);
+    assert_eq!(u(&s["messages"]["visible"]), 1, "{s}");
+    // Written, they are deleted.
+    let (o, _) = expect(&["receive", q.s(), "--delete"], 0);
+    assert!(o.contains("kept"), "{o}");
+    assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
 }

@@ -141,6 +141,38 @@ impl Queue {
         self.send_checked(group_id, msg, wait_ms)
     }
 
+    /// Checks a message as [`send`](Self::send) checks it before anything is enqueued (the
+    /// group and dedup ids, the body, the attributes, the size against the live
+    /// `MaximumMessageSize`, S2–S8), without sending it: the error `send` would return for
+    /// the message's own content. What depends on the queue's state then (a full arena, a
+    /// dedup window that refuses) is not checked, nor a setting changed in between.
+    ///
+    /// For a sender that must not send part of a group's messages: a batch's entries fail
+    /// one by one (S13), and a later entry of the same group is still enqueued after a
+    /// refused one; checked first, a run of messages can stop before the first refused one.
+    ///
+    /// ```
+    /// use shmfifo::{Error, Queue, QueueConfig, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new().maximum_message_size(1024))?;
+    /// assert!(q.check_send(&SendMessage::new("g", "fits").dedup_id("1")).is_ok());
+    /// let big = "x".repeat(2000);
+    /// assert!(matches!(
+    ///     q.check_send(&SendMessage::new("g", &big).dedup_id("2")),
+    ///     Err(Error::InvalidParameterValue { parameter: "MessageBody", .. })
+    /// ));
+    /// assert_eq!(q.attributes().approximate_number_of_messages, 0); // nothing was sent
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn check_send(&self, msg: &SendMessage<'_>) -> Result<()> {
+        let Some(group_id) = msg.group_id else {
+            return Err(Error::MissingParameter {
+                parameter: "MessageGroupId",
+            });
+        };
+        self.check(group_id, msg)
+    }
+
     /// The checks of a message before it is sent (S2–S8, S4, L1, the size limit).
     fn check(&self, group_id: &str, msg: &SendMessage<'_>) -> Result<()> {
         self.check_with(group_id, msg, true, false, self.maximum_message_size())

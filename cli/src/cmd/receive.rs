@@ -37,7 +37,8 @@ pub struct ReceiveArgs {
     /// messages and receipt handles.
     #[arg(long, value_name = "ID", visible_alias = "receive-request-attempt-id")]
     pub attempt_id: Option<String>,
-    /// Delete the messages once received (and printed).
+    /// Delete the messages once received and printed (a failed write deletes none: they are
+    /// made visible again, exit code 35).
     #[arg(long)]
     pub delete: bool,
 }
@@ -63,35 +64,57 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
         .receive_cancellable_into(&opts, a.attempt_id.as_deref(), &cancel, &mut buf)
         .map_err(|e| Failure::queue(&a.queue, e))?;
     let msgs = &buf.messages()[..n];
-    let mut delete_error = None;
+    let shown: Vec<Shown<'_>> = msgs.iter().map(Shown::from).collect();
+    // Printed first, deleted only once printed: a message deleted and then not written (a
+    // full disk, a reader gone from the pipe) would be lost.
+    if !print_messages(&shown, ctx) {
+        // Visible again at once for the next receiver, not in flight for the timeout.
+        for m in msgs {
+            let _ = q.change_visibility(&m.receipt_handle, std::time::Duration::ZERO);
+        }
+        return Err(not_written(&a.queue));
+    }
     if a.delete {
+        let mut delete_error = None;
         for m in msgs {
             if let Err(e) = q.delete(&m.receipt_handle) {
                 delete_error.get_or_insert(e);
             }
         }
-    }
-    drop(q);
-    let shown: Vec<Shown<'_>> = msgs.iter().map(Shown::from).collect();
-    print_messages(&shown, ctx);
-    if let Some(e) = delete_error {
-        return Err(Failure::queue(&a.queue, e));
+        if let Some(e) = delete_error {
+            return Err(Failure::queue(&a.queue, e));
+        }
     }
     Ok(())
 }
 
+/// The failure of a receive whose messages could not be written out: none deleted.
+pub(super) fn not_written(queue: &str) -> Failure {
+    Failure::queue(
+        queue,
+        shmfifo::Error::Io(std::io::Error::other(
+            "the messages received could not be written to standard output (a full disk, a \
+             reader gone from the pipe); none was deleted, and they are visible again",
+        )),
+    )
+}
+
 /// Prints messages as `aws sqs receive-message` does with `--json`: `{"Messages": [...]}`, and
-/// nothing at all when there are none.
-pub(super) fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) {
+/// nothing at all when there are none. Returns whether what it printed was written.
+pub(super) fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) -> bool {
     if msgs.is_empty() {
         if !ctx.json {
             eprintln!("no messages");
         }
+        true
     } else if ctx.json {
-        print_json(&json!({"Messages": Value::Array(msgs.iter().map(Shown::json).collect())}));
+        crate::output::json(
+            &json!({"Messages": Value::Array(msgs.iter().map(Shown::json).collect())}),
+            true,
+        )
     } else {
         let text: Vec<String> = msgs.iter().map(Shown::text).collect();
-        out(&text.join("\n"));
+        out(&text.join("\n"))
     }
 }
 

@@ -95,7 +95,12 @@ pub fn receive(
             attributes: &m.attributes,
         })
         .collect();
-    super::receive::print_messages(&shown, ctx);
+    if !super::receive::print_messages(&shown, ctx) {
+        for m in &got {
+            let _ = q.change_visibility(&m.receipt_handle, std::time::Duration::ZERO);
+        }
+        return Err(super::receive::not_written(queue));
+    }
     if delete {
         for m in &got {
             q.delete(&m.receipt_handle)

@@ -29,12 +29,13 @@ read), a bare list of such entries, messages as receive --json prints them (an a
 command's own: {\"group\": \"g1\", \"body\": \"text\", \"dedup_id\": \"id-1\", \"attributes\": \
 {\"kind\": \"order\", \"n\": 42, \"raw\": {\"DataType\": \"Binary\", \"BinaryValue\": \"aGk=\"}}}. \
 Attribute values: a string (String), a number (Number), or an object with DataType and \
-StringValue or base64 BinaryValue. Every entry is parsed before the first batch is sent; \
-entries go 10 (and at most 1 MiB) per send_batch, in order, and a batch with a failure is the \
-last one sent. --json answers as aws does: {\"Successful\": [{\"Id\", \"MessageId\", \
+StringValue or base64 BinaryValue. Every entry is parsed and checked as a send checks it \
+before the first batch is sent; entries go 10 (and at most 1 MiB) per send_batch, in order, up \
+to the first one refused (which fails alone: a later message of its group would overtake it), \
+and a batch with a failure is the last one sent. --json answers as aws does: {\"Successful\": [{\"Id\", \"MessageId\", \
 \"MD5OfMessageBody\", \"SequenceNumber\", ...}], \"Failed\": [{\"Id\", \"SenderFault\", \"Code\", \
 \"Message\"}]}, each Id the entry's own (its line or entry number where it has none), plus \
-\"Unsent\" (entries after a failed batch) and, per entry, \"Duplicate\" or \"Kind\" and \"ExitCode\"."
+\"Unsent\" (entries after a failed one) and, per entry, \"Duplicate\" or \"Kind\" and \"ExitCode\"."
 )]
 pub struct SendArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
@@ -276,7 +277,19 @@ fn send_batches(
             }
         }
     } else {
-        for batch in batches(msgs) {
+        // Every entry is checked before any is sent: a batch's entries fail one by one
+        // (S13), and an entry after a refused one, of its group, would still be enqueued,
+        // ahead of the refused one's retry. So the messages go up to the first one refused,
+        // which then fails alone. (An entry without a group is left to the batch request,
+        // which refuses its whole batch as SQS does, S12.)
+        let refused_at = msgs.iter().enumerate().find_map(|(i, m)| {
+            let attrs = m.attribute_views();
+            let msg = m.message(&attrs);
+            msg.group_id?;
+            q.check_send(&msg).err().map(|e| (i, e))
+        });
+        let upto = refused_at.as_ref().map_or(msgs.len(), |(i, _)| *i);
+        for batch in batches(&msgs[..upto]) {
             // A message without a group fails the whole request with the code SQS gives a
             // batch (S12: InvalidParameterValue, where a single send says MissingParameter),
             // as `aws sqs send-message-batch` against SQS shows it.
@@ -303,6 +316,11 @@ fn send_batches(
             }
             if !o.failed.is_empty() || o.refused.is_some() {
                 break;
+            }
+        }
+        if o.failed.is_empty() && o.refused.is_none() {
+            if let Some((i, e)) = refused_at {
+                o.failed.push((&msgs[i], e));
             }
         }
     }
