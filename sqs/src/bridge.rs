@@ -26,8 +26,11 @@
 //! timeout causes neither a duplicate nor a reorder. A renewal that fails (the hold lapsed,
 //! after a SIGSTOP, say) drops that group's held messages: they come back in order on a later
 //! receive, and any resend is a duplicate the remote queue drops. A killed bridge's groups
-//! stay locked for the visibility timeout, and each message received again counts one more
-//! receive toward the local queue's own `maxReceiveCount`, if it has a redrive policy.
+//! stay locked for the visibility timeout. A message received again counts one more receive,
+//! but the bridge's receives never move a message to the dead-letter queue for its count
+//! (`Queue::set_dead_letter_on_receive`): restarts hand back what a bridge held, and a
+//! message the remote never refused went to the dead-letter queue after a few restarts, a
+//! gap in its group on the remote.
 //!
 //! **Refusals.** A message the remote queue refuses for itself (too large for its
 //! `MaximumMessageSize`, say) stops its group (its later messages stay in the local queue)
@@ -87,12 +90,18 @@ use shmfifo::{
 /// the messages of stopped groups, when cancelled (once the requests in flight are
 /// answered), or on an error that another try cannot mend (refused credentials, a missing
 /// remote queue). The messages it still holds are made visible again before it returns.
+///
+/// `local`'s receives (its clones' too) stop moving messages past the redrive policy's
+/// `maxReceiveCount` ([`Queue::set_dead_letter_on_receive`]`(false)`): the bridge moves a
+/// message to the dead-letter queue only after the remote refused it `max_tries` times, and
+/// each restart hands back what it held, which the next receive counts again.
 pub fn bridge(
     local: &Queue,
     remote: &dyn FifoQueue,
     opts: &BridgeOptions,
     progress: &mut dyn FnMut(&BridgeReport),
 ) -> Result<BridgeReport> {
+    local.set_dead_letter_on_receive(false);
     let concurrency = opts.concurrency.max(1);
     let (job_tx, job_rx) = mpsc::channel::<Vec<Entry>>();
     let job_rx = Mutex::new(job_rx);

@@ -550,6 +550,47 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
     assert_eq!(got[0].dedup_id.as_deref().map(str::len), Some(36));
 }
 
+/// Restarts dead-lettered messages the remote never refused: each run hands back what it held
+/// and the next receives it again, one more receive, so on a local queue with a redrive policy
+/// a few restarts moved a group's held messages to the dead-letter queue (a gap in the group
+/// on the remote, `dead_lettered` 0). The bridge's receives no longer move messages for their
+/// count (X1 is left to the refusals, `max_tries`): messages received twice before, past a
+/// `maxReceiveCount` of 1, all reach the remote, in order.
+#[test]
+fn restarts_do_not_dead_letter_what_the_remote_never_refused() {
+    let dir = Dir::new("bridge-restarts");
+    let dlq = Queue::create_at(dir.0.join("dlq"), &QueueConfig::new()).unwrap();
+    let policy = RedrivePolicy::new(dir.0.join("dlq").display().to_string(), 1);
+    let a = Queue::create_at(dir.0.join("a"), &QueueConfig::new().redrive_policy(policy)).unwrap();
+    let b = Queue::create_at(dir.0.join("b"), &QueueConfig::new()).unwrap();
+    for i in 0..5 {
+        a.send(&SendMessage::new("g", &format!("m{i}")).dedup_id(&format!("{i}")))
+            .unwrap();
+    }
+    // Two earlier runs' holds, handed back (another handle that does not move them either).
+    let earlier = Queue::open_at(dir.0.join("a")).unwrap();
+    earlier.set_dead_letter_on_receive(false);
+    for _ in 0..2 {
+        let got = earlier
+            .receive(&ReceiveOptions::max(10).visibility_timeout(Duration::ZERO))
+            .unwrap();
+        assert_eq!(got.len(), 5);
+    }
+    drop(earlier);
+    let opts = BridgeOptions {
+        until_empty: true,
+        wait: Duration::ZERO,
+        remote_name: "b".into(),
+        ..Default::default()
+    };
+    let r = bridge(&a, &b, &opts, &mut |_| {}).unwrap();
+    assert_eq!((r.forwarded, r.dead_lettered), (5, 0), "{r:?}");
+    assert_eq!(dlq.attributes().approximate_number_of_messages, 0);
+    let got = Queue::receive(&b, &ReceiveOptions::max(10)).unwrap();
+    let bodies: Vec<&str> = got.iter().map(|m| m.body.as_str()).collect();
+    assert_eq!(bodies, ["m0", "m1", "m2", "m3", "m4"]);
+}
+
 /// The bridge's memory is bounded when many groups wait at a refused message: with one worker
 /// (`max_held` 100) it holds at most 10 × 100 messages of groups held at a refusal (plus one
 /// receive's worth), not the whole queue. 1,200 groups each start with a message the remote

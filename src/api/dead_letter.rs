@@ -152,6 +152,45 @@ impl Queue {
             .unwrap_or_else(|e| e.into_inner()) = Some(CheckFn(check));
     }
 
+    /// Sets whether this handle's receives (and its clones') move a message whose receive
+    /// count has reached the redrive policy's `maxReceiveCount` to the dead-letter queue (X1):
+    /// on by default, as SQS does. Off, such a message is received as any other (its count
+    /// still raised): for a consumer that moves messages to the dead-letter queue by a
+    /// measure of its own, and whose own hand-backs must not count toward the policy's (the
+    /// bridge: after the remote refused a message `max_tries` times, where each restart of the
+    /// bridge hands back what it held and receives it again). Other handles of the queue
+    /// still move such messages when they receive them.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// use shmfifo::{Queue, QueueConfig, ReceiveOptions, RedrivePolicy, SendMessage};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("dl-on-receive-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let dlq = Queue::create_at(dir.join("dlq.fifo"), &QueueConfig::new())?;
+    /// let q = Queue::create_at(
+    ///     dir.join("out.fifo"),
+    ///     &QueueConfig::new()
+    ///         .redrive_policy(RedrivePolicy::new(dir.join("dlq.fifo").display().to_string(), 1)),
+    /// )?;
+    /// q.set_dead_letter_on_receive(false);
+    /// q.send(&SendMessage::new("g", "handed back").dedup_id("1"))?;
+    /// let again = ReceiveOptions::default().visibility_timeout(Duration::ZERO);
+    /// assert_eq!(q.receive(&again)?.len(), 1);
+    /// let second = q.receive(&again)?; // past maxReceiveCount 1, and still received
+    /// assert_eq!(second[0].receive_count, 2);
+    /// assert_eq!(dlq.attributes().approximate_number_of_messages, 0);
+    /// # Queue::unlink_at(dir.join("out.fifo"))?;
+    /// # Queue::unlink_at(dir.join("dlq.fifo"))?;
+    /// # std::fs::remove_dir(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn set_dead_letter_on_receive(&self, on: bool) {
+        // Relaxed: a setting of this process's handle; a receive reads it with its policy.
+        self.inner.dl_on_receive.store(on, Ordering::Relaxed);
+    }
+
     /// Runs the handle's [`DeadLetterCheck`], if any, on a move to `dlq` at `path`.
     fn check_dead_letter_move(&self, path: &Path, dlq: &Queue) -> Result<()> {
         let check = self

@@ -64,6 +64,9 @@ pub(super) struct Inner {
     pub(super) empty_polls: AtomicU64,
     /// The dead-letter queue of the current policy, opened on first use.
     pub(super) dlq: std::sync::Mutex<Option<(u64, PathBuf, Queue)>>,
+    /// Whether this handle's receives move messages past `maxReceiveCount` (X1; on unless
+    /// [`Queue::set_dead_letter_on_receive`] turned it off).
+    pub(super) dl_on_receive: std::sync::atomic::AtomicBool,
     /// What every dead-letter move of this handle must pass ([`Queue::set_dead_letter_check`]).
     pub(super) dl_check: std::sync::Mutex<Option<super::dead_letter::CheckFn>>,
     /// An observer's handle (`Queue::observe`): mapped read-only, no participant registered

@@ -543,7 +543,10 @@ impl Queue {
         vt: u64,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
-        let dl = self.dead_letter()?;
+        // Relaxed: a setting of this handle, read where a policy is set.
+        let dl = self
+            .dead_letter()?
+            .filter(|_| self.inner.dl_on_receive.load(Ordering::Relaxed));
         // After a receive that found nothing (a receiver polling a queue it keeps up with), an
         // empty queue with nothing due answers at once: 295 instructions an empty poll where
         // the receive's setup took 754 (`benches/callgrind.sh empty`).
