@@ -79,8 +79,7 @@ fn body_beyond_ascii(v: &str) -> Result<()> {
         return Err(not_allowed(u32::from(bytes[pos]), pos));
     }
     for (pos, c) in v.char_indices() {
-        let ok = matches!(c as u32, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF);
-        if !ok {
+        if !s7_char(c) {
             return Err(not_allowed(c as u32, pos));
         }
     }
@@ -422,8 +421,22 @@ pub(crate) fn attribute(name: &str, data_type: &str, value: &[u8]) -> Result<()>
                 "Can't cast the value of message (user) attribute '{name}' to a number."
             ));
         }
+        // Our choice where SQS's pages are silent: a text value takes the characters a body
+        // takes (S7), so that every wire carries it unchanged (XML cannot carry U+0001: the
+        // query protocol's answer replaced it, under the digest of the value sent).
+        if let Some(c) = s.chars().find(|&c| !s7_char(c)) {
+            return bad(format!(
+                "Message attribute '{name}' has the character U+{:04X}, which a text value may not hold (as a message body may not).",
+                u32::from(c)
+            ));
+        }
     }
     Ok(())
+}
+
+/// S7's characters: `#x9 | #xA | #xD | #x20–#xD7FF | #xE000–#xFFFD | #x10000–#x10FFFF`.
+fn s7_char(c: char) -> bool {
+    matches!(u32::from(c), 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
 }
 
 /// S8, a `Number` attribute as SQS takes it: an optionally signed decimal with an optional

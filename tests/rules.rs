@@ -341,6 +341,11 @@ fn s8_invalid_attributes_rejected() {
         ("x", "Number", b"1e127"),
         ("x", "Number", b"1e-129"),
         ("x", "Number.float", b"NaN"),
+        // Our choice (S8 is silent): a text value takes a body's characters (S7), so that
+        // every wire carries it unchanged (XML cannot carry U+0001).
+        ("x", "String", b"\x01"),
+        ("x", "String", b"ok\x0bnot"),
+        ("x", "String.label", "\u{FFFE}".as_bytes()),
     ] {
         let a = [MessageAttribute {
             name,
@@ -378,9 +383,16 @@ fn s8_invalid_attributes_rejected() {
     let n256 = "n".repeat(256);
     let a = [MessageAttribute::string(&n256, "v")];
     try_send(&q, SendMessage::new("g", "n256").attributes(&a)).expect("256-char name");
+    // Tab, newline, carriage return and any other S7 character are fine in a text value.
+    let a = [MessageAttribute::string("t", "a\tb\nc\rd \u{e9}\u{1F600}")];
+    try_send(&q, SendMessage::new("g", "s7").attributes(&a)).expect("S7 characters");
     let ms = recv(&q, 10);
-    assert_eq!(bodies(&ms), ["ten", "n256"]);
+    assert_eq!(bodies(&ms), ["ten", "n256", "s7"]);
     assert_eq!(ms[0].attributes.len(), 10);
+    assert_eq!(
+        ms[2].attributes[0].value,
+        "a\tb\nc\rd \u{e9}\u{1F600}".as_bytes()
+    );
 }
 
 fn entry<'a>(id: &'a str, group: &'a str, body: &'a str) -> BatchEntry<'a, SendMessage<'a>> {
