@@ -171,7 +171,8 @@ pub struct Header {
     pub visibility_timeout_ms: AtomicU64,
     /// Default receive wait time, ms.
     pub receive_wait_ms: AtomicU64,
-    /// Dedup mode: 0 off (no table), 1 queue scope, 2 message-group scope (D2).
+    /// Dedup mode: 0 off (no table), 1 queue scope, 2 message-group scope (D2), 3
+    /// message-group scope with `FifoThroughputLimit=perMessageGroupId` (TP2).
     pub dedup_mode: AtomicU64,
     /// Dedup interval, ms (D1).
     pub dedup_interval_ms: AtomicU64,

@@ -655,6 +655,56 @@ fn live_settings_apply_to_every_handle_and_fixed_ones_are_refused() {
     let _ = QueueConfig::new();
 }
 
+/// Q3, TP2, Q7: `FifoThroughputLimit` was accepted and thrown away (always read back as
+/// `perQueue`), so a `CreateQueue` of a high-throughput queue done again (every start of an
+/// application, an infrastructure tool) found a different queue; and the fixed attributes
+/// set to the values they have were refused. Now the limit is kept and read back, and a fixed
+/// attribute set to its own value changes nothing and succeeds.
+#[test]
+fn q3_fifo_throughput_limit_reads_back_as_set_and_fixed_values_may_be_set_again() {
+    let ht = [
+        ("DeduplicationScope", "messageGroup"),
+        ("FifoThroughputLimit", "perMessageGroupId"),
+    ];
+    let cfg = small().from_sqs_attributes(ht).unwrap();
+    let q = queue("q3ht", &cfg);
+    let attrs = q.attributes();
+    assert!(attrs.per_message_group_throughput);
+    let sqs = attrs.sqs_attributes();
+    for (name, value) in ht {
+        assert!(
+            sqs.iter().any(|(n, v)| *n == name && v == value),
+            "{name}: {sqs:?}"
+        );
+    }
+    // Reopened, it is still so (kept in the file).
+    let again = Queue::open_at(q.path().unwrap()).unwrap();
+    assert!(again.attributes().per_message_group_throughput);
+    // The values it has: accepted, nothing changes; others: fixed.
+    q.set_attributes_by_name(ht).unwrap();
+    assert!(matches!(
+        q.set_attribute("FifoThroughputLimit", "perQueue"),
+        Err(Error::AttributeNotMutable { .. })
+    ));
+    // A queue of the default attributes reads perQueue, and perMessageGroupId needs the
+    // message-group scope however it is asked for.
+    let plain = queue("q3plain", &small());
+    assert!(plain
+        .attributes()
+        .sqs_attributes()
+        .contains(&("FifoThroughputLimit", "perQueue".to_owned())));
+    plain
+        .set_attribute("FifoThroughputLimit", "perQueue")
+        .unwrap();
+    assert!(matches!(
+        small().per_message_group_throughput(true).validate(),
+        Err(Error::InvalidConfig {
+            setting: "per_message_group_throughput",
+            ..
+        })
+    ));
+}
+
 /// R11: a receive retried with the same attempt id returns the same messages and receipt
 /// handles and restarts their visibility, without counting another receive.
 #[test]

@@ -290,6 +290,7 @@ impl Queue {
             size_limit_bytes: size.limit_bytes,
             grows: size.grows,
             deduplication: inner.dedup,
+            per_message_group_throughput: inner.per_group_throughput,
             content_based_deduplication: live.content_based_dedup,
             deduplication_interval: Duration::from_millis(inner.dedup_interval_ms),
             dedup_entries: inner.view.dedup_entries(),

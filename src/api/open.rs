@@ -717,6 +717,7 @@ impl Queue {
             view,
             segs,
             dedup: checked.dedup,
+            per_group_throughput: checked.per_group_throughput,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: Vec::new(),
             no_policy: AtomicU64::new(u64::MAX),
@@ -784,6 +785,7 @@ impl Queue {
             view,
             segs,
             dedup: checked.dedup,
+            per_group_throughput: checked.per_group_throughput,
             dedup_interval_ms: checked.dedup_interval_ms,
             source: path
                 .as_ref()

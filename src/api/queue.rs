@@ -54,6 +54,8 @@ pub(super) struct Inner {
     pub(super) cursor: AtomicU64,
     pub(super) path: Option<PathBuf>,
     pub(super) dedup: Deduplication,
+    /// `FifoThroughputLimit=perMessageGroupId`, fixed at creation (TP2).
+    pub(super) per_group_throughput: bool,
     pub(super) dedup_interval_ms: u64,
     /// This queue's canonical path, the dead-letter source of messages it moves (X3); empty
     /// for an anonymous queue or a path longer than `MAX_REDRIVE_PATH`.

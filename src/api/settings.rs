@@ -182,8 +182,9 @@ impl Queue {
     /// `deadLetterTargetArn` a queue name, path or ARN, or empty to remove it). A value that
     /// does not parse or is out of range is [`Error::InvalidConfig`] (SQS's
     /// `InvalidAttributeValue`); settings fixed at creation (`DeduplicationScope`,
-    /// `FifoThroughputLimit`, `MaxInFlight`) give [`Error::AttributeNotMutable`]; unknown names
-    /// [`Error::InvalidAttributeName`].
+    /// `FifoThroughputLimit`, `MaxInFlight`) give [`Error::AttributeNotMutable`] unless the
+    /// value is the one they have (then nothing changes: a configuration applied again
+    /// succeeds); unknown names [`Error::InvalidAttributeName`].
     ///
     /// # Examples
     ///
@@ -205,6 +206,7 @@ impl Queue {
     ///     q.set_attribute("DeduplicationScope", "messageGroup"),
     ///     Err(Error::AttributeNotMutable { .. })
     /// ));
+    /// q.set_attribute("DeduplicationScope", "queue")?; // what it is: nothing changes
     /// assert_eq!(
     ///     q.set_attribute("DelaySeconds", "soon").unwrap_err().sqs_code(),
     ///     "InvalidAttributeValue"
@@ -246,12 +248,22 @@ impl Queue {
         attributes: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<()> {
         let mut s = QueueSettings::new();
+        let mut current: Option<Vec<(&'static str, String)>> = None;
         for (name, value) in attributes {
+            if FIXED.contains(&name) {
+                let now = current.get_or_insert_with(|| self.attributes().sqs_attributes());
+                if now.iter().any(|(n, v)| *n == name && v == value.trim()) {
+                    continue; // the value it has: nothing to change
+                }
+            }
             s = with_attribute(s, name, value)?;
         }
         self.set_attributes(&s)
     }
 }
+
+/// The attributes fixed at creation ([`Queue::set_attribute`]).
+const FIXED: [&str; 3] = ["DeduplicationScope", "FifoThroughputLimit", "MaxInFlight"];
 
 /// `s` with the setting SQS's attribute `name` names set to `value` (see
 /// [`Queue::set_attribute`]); `FifoQueue` `true` leaves it as it is.

@@ -29,8 +29,8 @@ impl QueueConfig {
     /// The configuration `CreateQueue` would make of SQS attribute `(name, value)` pairs, on
     /// top of `self` (so shmfifo's own sizes, set with the builder, are kept). Durations are
     /// SQS's whole seconds; `FifoQueue` must be `true` (every shmfifo queue is FIFO);
-    /// `FifoThroughputLimit` (`perQueue`, `perMessageGroupId`) is accepted and changes
-    /// nothing (there is no throughput quota locally); `RedrivePolicy` is SQS's JSON, its
+    /// `FifoThroughputLimit` (`perQueue`, `perMessageGroupId`) is kept and reported, and
+    /// changes nothing else (there is no throughput quota locally); `RedrivePolicy` is SQS's JSON, its
     /// `deadLetterTargetArn` an ARN (its last field is the local queue's name) or a name or
     /// path. A name not in [`CREATE_ATTRIBUTES`] is `InvalidAttributeName`; a value that does
     /// not parse is `InvalidAttributeValue` (as SQS); a value out of range is reported by
@@ -104,10 +104,10 @@ impl QueueConfig {
                     false => return Err(bad("shmfifo queues are FIFO queues")),
                 },
                 "FifoThroughputLimit" => match value {
-                    "perQueue" => cfg,
+                    "perQueue" => cfg.per_message_group_throughput(false),
                     "perMessageGroupId" => {
                         per_group_throughput = true;
-                        cfg
+                        cfg.per_message_group_throughput(true)
                     }
                     _ => return Err(bad("must be perQueue or perMessageGroupId")),
                 },
@@ -184,7 +184,15 @@ impl QueueAttributes {
                 "ContentBasedDeduplication",
                 self.content_based_deduplication.to_string(),
             ),
-            ("FifoThroughputLimit", "perQueue".to_owned()),
+            (
+                "FifoThroughputLimit",
+                if self.per_message_group_throughput {
+                    "perMessageGroupId"
+                } else {
+                    "perQueue"
+                }
+                .to_owned(),
+            ),
         ];
         match self.deduplication {
             Deduplication::Queue => v.push(("DeduplicationScope", "queue".to_owned())),

@@ -488,6 +488,9 @@ pub struct QueueAttributes {
     pub deduplication: crate::Deduplication,
     /// `ContentBasedDeduplication` (D5).
     pub content_based_deduplication: bool,
+    /// `FifoThroughputLimit` is `perMessageGroupId` (TP2;
+    /// [`crate::QueueConfig::per_message_group_throughput`]), else `perQueue`.
+    pub per_message_group_throughput: bool,
     /// The dedup interval (D1).
     pub deduplication_interval: Duration,
     /// Capacity of the dedup table (0 with deduplication off): its base file's entries and

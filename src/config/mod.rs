@@ -229,6 +229,7 @@ pub enum DedupOverflow {
 /// | `dedup_entries` | 16,384 | dedup ids the base file remembers at once, rounded up to a power of two, 1 – 2^26; 72 B each (64 B of entry, 8 B of the key's hash; either scope). A new id takes a free entry within 16 of its home in one of the tables; when none is free the table grows (a table as large as all before it) while `size_limit` allows; at the limit an id looks 256 entries from its home, shared by the tables, at least 16 a table (with `Refuse`, the whole table), then `dedup_overflow` decides |
 /// | `dedup_overflow` | `ShortenWindow` | `ShortenWindow`: evict the oldest of those ids (counted; the effective window is reported); `Refuse`: fail the send with `DedupTableFull` |
 /// | `content_based_deduplication` | `false` | dedup id = SHA-256 of the body when none is given (D5); changeable later |
+/// | `per_message_group_throughput` | `false` | SQS's `FifoThroughputLimit=perMessageGroupId` (TP2), with `MessageGroup` deduplication only; kept and reported, no effect locally |
 /// | `delay` | 0 | 0 – 15 min, ms precision (L1); changeable later, retroactively |
 /// | `message_retention_period` | 4 days | 1 ms – 14 days (T1; SQS's minimum is 1 min); changeable later |
 /// | `max_in_flight` | 120,000 | messages received and not yet deleted (R8); at the limit receives return fewer messages. Free when it is at least the slot count |
@@ -258,6 +259,7 @@ pub struct QueueConfig {
     pub(crate) dedup_entries: u32,
     pub(crate) dedup_overflow: DedupOverflow,
     pub(crate) content_based_deduplication: bool,
+    pub(crate) per_message_group_throughput: bool,
     pub(crate) delay: Duration,
     pub(crate) message_retention_period: Duration,
     pub(crate) max_in_flight: u32,
@@ -285,6 +287,7 @@ impl Default for QueueConfig {
             dedup_entries: DEFAULT_DEDUP_ENTRIES,
             dedup_overflow: DedupOverflow::ShortenWindow,
             content_based_deduplication: false,
+            per_message_group_throughput: false,
             delay: Duration::ZERO,
             message_retention_period: Duration::from_secs(345_600),
             max_in_flight: 120_000,
@@ -398,6 +401,14 @@ impl QueueConfig {
     /// dedup id uses the lowercase hex SHA-256 of its body.
     pub fn content_based_deduplication(mut self, on: bool) -> Self {
         self.content_based_deduplication = on;
+        self
+    }
+    /// SQS's `FifoThroughputLimit=perMessageGroupId` (TP2, high-throughput mode; with
+    /// `Deduplication::MessageGroup` only), fixed at creation. It changes nothing locally
+    /// (there is no throughput quota), and is kept so that the queue's attributes read back
+    /// what was set (`CreateQueue` with the same attributes again is then the same queue, Q7).
+    pub fn per_message_group_throughput(mut self, on: bool) -> Self {
+        self.per_message_group_throughput = on;
         self
     }
 
@@ -529,6 +540,12 @@ impl QueueConfig {
             return bad(
                 "content_based_deduplication",
                 "needs deduplication (it is Off)".into(),
+            );
+        }
+        if self.per_message_group_throughput && self.deduplication != Deduplication::MessageGroup {
+            return bad(
+                "per_message_group_throughput",
+                "Invalid value for the parameter FifoThroughputLimit. Reason: perMessageGroupId is allowed only when DeduplicationScope is messageGroup.".into(),
             );
         }
         let need = self.stored_size_limit();

@@ -47,6 +47,8 @@ pub struct Checked {
     pub geometry: Geometry,
     /// Dedup mode.
     pub dedup: Deduplication,
+    /// `FifoThroughputLimit=perMessageGroupId` (dedup mode 3: message-group scope with it).
+    pub per_group_throughput: bool,
     /// Dedup interval, ms.
     pub dedup_interval_ms: u64,
     /// Arena time is the test clock (`Header::test_now`).
@@ -167,10 +169,11 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     let dedup_mode = hdr.dedup_mode.load(r);
     let dedup_slots = hdr.dedup_slots.load(r);
     let dedup_interval_ms = hdr.dedup_interval_ms.load(r);
-    let dedup = match dedup_mode {
-        0 => Deduplication::Off,
-        1 => Deduplication::Queue,
-        2 => Deduplication::MessageGroup,
+    let (dedup, per_group_throughput) = match dedup_mode {
+        0 => (Deduplication::Off, false),
+        1 => (Deduplication::Queue, false),
+        2 => (Deduplication::MessageGroup, false),
+        3 => (Deduplication::MessageGroup, true),
         _ => return Err(corrupt("unknown dedup mode")),
     };
     let dedup_key_words = crate::layout::DEDUP_KEY_WORDS;
@@ -283,6 +286,7 @@ pub fn check(hdr: &Header, len: u64) -> Result<Checked, Refused> {
     Ok(Checked {
         geometry,
         dedup,
+        per_group_throughput,
         dedup_interval_ms,
         test_clock,
         binary,
@@ -465,10 +469,11 @@ pub fn initialise(
     hdr.receive_wait_ms
         .store(ms_of(cfg.receive_message_wait_time), r);
     hdr.dedup_mode.store(
-        match cfg.deduplication {
-            Deduplication::Off => 0,
-            Deduplication::Queue => 1,
-            Deduplication::MessageGroup => 2,
+        match (cfg.deduplication, cfg.per_message_group_throughput) {
+            (Deduplication::Off, _) => 0,
+            (Deduplication::Queue, _) => 1,
+            (Deduplication::MessageGroup, false) => 2,
+            (Deduplication::MessageGroup, true) => 3,
         },
         r,
     );
