@@ -692,6 +692,23 @@ fn errors_have_exit_codes_names_and_hints() {
     let (o, _) = expect(&again, 0);
     let v: Value = serde_json::from_str(&o).unwrap();
     assert_eq!(v["existed"], true);
+    // Settings that were not compared (the file's mode, what a full dedup table does, the
+    // attempt records, the base group table) said "exists with these settings" and changed
+    // nothing: each is a difference now.
+    for (extra, named) in [
+        (&["--mode", "0666"][..], "mode is \"0600\" (asked \"0666\")"),
+        (&["--dedup-overflow", "refuse"][..], "dedup_overflow is"),
+        (&["--attempt-entries", "0"][..], "attempt_entries is"),
+        (&["--max-groups", "8"][..], "group_base_entries is"),
+    ] {
+        let mut a = vec!["create", q.s()];
+        // SMALL with the extra option in place of its own.
+        let mut small = SMALL.chunks(2).filter(|kv| kv[0] != extra[0]).flatten();
+        a.extend(&mut small);
+        a.extend_from_slice(extra);
+        let (_, e) = expect(&a, 11);
+        assert!(e.contains(named), "{extra:?}: {e}");
+    }
     // Usage errors (clap): unknown option, malformed duration, missing argument.
     expect(&["stat", q.s(), "--bogus"], 2);
     expect(&["receive", q.s(), "--wait", "5 parsecs"], 2);

@@ -284,6 +284,8 @@ impl Queue {
             active_groups: kept::count_active(&inner.view),
             max_groups: group::capacity_max(&inner.view),
             group_capacity: group::capacity_now(&inner.view),
+            group_base_entries: inner.view.groups.len() as u64,
+            attempt_entries: inner.view.attempts.len() as u64,
             max_participants: inner.view.participant_slots(),
             size_classes: inner.caps.clone(),
             arena_bytes: size.bytes,

@@ -473,6 +473,12 @@ pub struct QueueAttributes {
     pub max_groups: u64,
     /// Groups the group table holds now, before it adds a table (it starts at `max_groups`).
     pub group_capacity: u64,
+    /// Entries of the group table in the base file: [`crate::QueueConfig::max_groups`] as the
+    /// queue was created (rounded up as the table needs). Fixed at creation.
+    pub group_base_entries: u64,
+    /// ReceiveRequestAttemptId records the queue keeps ([`crate::QueueConfig::attempt_entries`],
+    /// rounded up to a power of two; 0: none). Fixed at creation.
+    pub attempt_entries: u64,
     /// Most participants at once.
     pub max_participants: u32,
     /// `(payload bytes, slots)` of each size class.

@@ -302,8 +302,20 @@ pub fn run(a: &CreateArgs, ctx: Ctx) -> Result<(), Failure> {
                 None => cfg.size_limit(q.attributes().size_limit_bytes),
             };
             let asked = Queue::create_anonymous(&cfg).map_err(|e| Failure::queue(&a.queue, e))?;
-            let (have, want) = (comparable(&q.attributes()), comparable(&asked.attributes()));
+            let (mut have, mut want) =
+                (comparable(&q.attributes()), comparable(&asked.attributes()));
             drop(asked);
+            // The file's permissions, which an anonymous arena has none of to compare.
+            use std::os::unix::fs::MetadataExt;
+            let mode = q
+                .file_metadata()
+                .map_err(|e| Failure::queue(&a.queue, e))?
+                .mode();
+            have.insert("mode".into(), json!(format!("{:04o}", mode & 0o7777)));
+            want.insert(
+                "mode".into(),
+                json!(format!("{:04o}", a.mode.unwrap_or(0o600))),
+            );
             if have != want {
                 let diffs: Vec<String> = want
                     .iter()

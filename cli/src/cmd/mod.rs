@@ -159,6 +159,10 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
         "content_based_deduplication": a.content_based_deduplication,
         "deduplication_interval_ms": ms(a.deduplication_interval),
         "dedup_entries": a.dedup_entries,
+        "dedup_overflow": match a.dedup_overflow {
+            shmfifo::DedupOverflow::Refuse => "refuse",
+            _ => "shorten-window",
+        },
         "redrive_policy": a.redrive_policy.as_ref().map(|p| json!({
             "dead_letter_queue": p.dead_letter_queue,
             "max_receive_count": p.max_receive_count,
@@ -166,6 +170,8 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
         "max_in_flight": a.max_in_flight,
         "max_groups": a.max_groups,
         "group_capacity": a.group_capacity,
+        "group_base_entries": a.group_base_entries,
+        "attempt_entries": a.attempt_entries,
         "max_participants": a.max_participants,
         "release_on_death": a.release_on_death,
         "body_mode": body_mode(a.body_mode),
