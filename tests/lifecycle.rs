@@ -396,6 +396,33 @@ fn x4_moving_the_head_unblocks_the_group_at_once() {
 }
 
 /// X1, X2: a bad redrive target is a clear error when the policy is set, and nothing changes.
+/// X2 after the policy: a dead-letter queue's MaximumMessageSize lowered below its source's
+/// made a large message's move fail at every receive (the message stuck at its group's head,
+/// each receive answering `DeadLetterQueue`); a move now takes what the dead-letter queue's
+/// arena holds, whatever its live setting. And the source's MaximumMessageSize raised past
+/// its dead-letter queue's is refused, as a policy to such a queue is.
+#[test]
+fn x2_sizes_changed_after_the_policy_strand_no_message() {
+    let dlq = queue("x2-size-dlq", &small_dedup());
+    let q = queue(
+        "x2-size",
+        &small().redrive_policy(RedrivePolicy::new(dlq.name.clone(), 1)),
+    );
+    dlq.set_attribute("MaximumMessageSize", "1024").unwrap();
+    let big = "b".repeat(3000);
+    q.send(&SendMessage::new("g", &big)).unwrap();
+    assert_eq!(recv_vt(&q, 1, Duration::ZERO).len(), 1);
+    assert!(recv(&q, 1).is_empty(), "moved on its second receive (X1)");
+    let moved = recv(&dlq, 1);
+    assert_eq!(moved[0].body, big);
+    // The source may not take larger messages than its dead-letter queue.
+    let e = q.set_attribute("MaximumMessageSize", "8192").unwrap_err();
+    assert!(matches!(e, Error::InvalidConfig { .. }), "{e:?}");
+    assert!(e.to_string().contains(&dlq.name), "{e}");
+    dlq.set_attribute("MaximumMessageSize", "8192").unwrap();
+    q.set_attribute("MaximumMessageSize", "8192").unwrap();
+}
+
 #[test]
 fn x2_bad_dead_letter_targets_are_rejected() {
     let nodedup = queue("x2-nodedup", &small());

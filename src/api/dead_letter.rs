@@ -286,14 +286,18 @@ impl Queue {
             id_text.copy_from_slice(id.as_bytes());
         }
         let (attrs, body) = (p.attrs, p.body);
-        // Measured as `send` measures it: names, types and values, without our framing.
+        // Measured as `send` measures it: names, types and values, without our framing. A
+        // move is not a send (the message was taken already): what the dead-letter queue's
+        // arena can hold, not its live MaximumMessageSize, which may have been lowered since
+        // the policy was set (a message then stuck at the head of its group, every receive
+        // answering the move's error).
         let size = attr_size(attrs) + body.len();
-        if size > dlq.maximum_message_size() as usize {
+        if size > dlq.maximum_message_size_limit() as usize {
             return Err(Error::DeadLetterQueue {
                 path: dlq.path().map(Path::to_owned).unwrap_or_default(),
                 reason: format!(
-                    "a {size}-byte message does not fit its maximum_message_size {}",
-                    dlq.maximum_message_size()
+                    "a {size}-byte message does not fit its arena (messages of at most {} bytes)",
+                    dlq.maximum_message_size_limit()
                 ),
             });
         }

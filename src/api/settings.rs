@@ -86,6 +86,26 @@ impl Queue {
             Some(None) => Some(None),
             None => None,
         };
+        // A larger MaximumMessageSize under the policy in force: its dead-letter queue must
+        // take the larger messages too (X2), as when the policy was set.
+        if let (Some(m), None) = (s.maximum_message_size, &s.redrive_policy) {
+            if m > self.maximum_message_size() {
+                if let Some(p) = self.redrive_policy()? {
+                    if let Ok(dl) = Queue::open_at(&p.dead_letter_queue) {
+                        if dl.maximum_message_size() < m {
+                            return Err(Error::InvalidConfig {
+                                setting: "MaximumMessageSize",
+                                reason: format!(
+                                    "Invalid value for the parameter MaximumMessageSize. Reason: the dead-letter queue {} takes messages of at most {} bytes; raise its MaximumMessageSize first.",
+                                    p.dead_letter_queue,
+                                    dl.maximum_message_size()
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+        }
         if let Some(m) = s.maximum_message_size {
             let limit = self.maximum_message_size_limit();
             if !(1024..=limit).contains(&m) {
