@@ -210,9 +210,15 @@ pub(crate) async fn accept_loop(
             }
         };
         // A remote peer (signed mode) holds at most a quarter of the connections: one host
-        // cannot take them all. Loopback peers are every local user at once: not capped here.
-        let share = (!access::is_loopback(peer))
-            .then(|| PeerShare::take(&per_peer, peer.ip(), cfg.max_connections));
+        // cannot take them all. Loopback peers are every local user at once: each user's
+        // share is taken once the connection's owner is known (`serve_connection`).
+        let share = (!access::is_loopback(peer)).then(|| {
+            PeerShare::take(
+                &per_peer,
+                ShareKey::Addr(share_key(peer.ip())),
+                cfg.max_connections,
+            )
+        });
         let share = match share {
             Some(None) => {
                 refused += 1;
@@ -238,10 +244,12 @@ pub(crate) async fn accept_loop(
         };
         let _ = stream.set_nodelay(true);
         let server = Arc::clone(&server);
+        let users =
+            (share.is_none() && !signed).then(|| (Arc::clone(&per_peer), cfg.max_connections));
         tokio::spawn(async move {
             let _permit = permit;
             let _share = share;
-            serve_connection(stream, peer, local, server, limits, period, signed).await;
+            serve_connection(stream, peer, local, server, limits, period, signed, users).await;
         });
     }
 }
@@ -281,28 +289,35 @@ pub(crate) fn share_key(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// Connections open per remote address.
-type PerPeer = Arc<std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>>;
+/// Whom a connection is counted under: a remote address ([`share_key`]), or the local user
+/// that owns a loopback client's socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum ShareKey {
+    Addr(IpAddr),
+    Uid(u32),
+}
 
-/// One connection of a remote address, counted while it lives.
+/// Connections open per remote address and per local user.
+type PerPeer = Arc<std::sync::Mutex<std::collections::HashMap<ShareKey, usize>>>;
+
+/// One connection of a remote address or a local user, counted while it lives.
 struct PeerShare {
     per_peer: PerPeer,
-    ip: IpAddr,
+    key: ShareKey,
 }
 
 impl PeerShare {
-    /// Counts a connection from `ip` if it holds fewer than a quarter of `max` (at least 1).
-    fn take(per_peer: &PerPeer, ip: IpAddr, max: usize) -> Option<PeerShare> {
-        let ip = share_key(ip);
+    /// Counts a connection of `key` if it holds fewer than a quarter of `max` (at least 1).
+    fn take(per_peer: &PerPeer, key: ShareKey, max: usize) -> Option<PeerShare> {
         let mut m = per_peer.lock().expect("per-peer counts");
-        let n = m.entry(ip).or_insert(0);
+        let n = m.entry(key).or_insert(0);
         if *n >= (max / 4).max(1) {
             return None;
         }
         *n += 1;
         Some(PeerShare {
             per_peer: Arc::clone(per_peer),
-            ip,
+            key,
         })
     }
 }
@@ -310,10 +325,10 @@ impl PeerShare {
 impl Drop for PeerShare {
     fn drop(&mut self) {
         let mut m = self.per_peer.lock().expect("per-peer counts");
-        if let Some(n) = m.get_mut(&self.ip) {
+        if let Some(n) = m.get_mut(&self.key) {
             *n -= 1;
             if *n == 0 {
-                m.remove(&self.ip);
+                m.remove(&self.key);
             }
         }
     }
@@ -348,6 +363,9 @@ async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
     found.map(Arc::new)
 }
 
+// The connection's parts, its limits and its share (one argument each, as the accept loop
+// hands them over).
+#[allow(clippy::too_many_arguments)]
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
@@ -356,6 +374,7 @@ async fn serve_connection(
     limits: Limits,
     period: Duration,
     signed: bool,
+    users: Option<(PerPeer, usize)>,
 ) {
     let who = if signed {
         None
@@ -369,6 +388,21 @@ async fn serve_connection(
             }
             live
         })
+    };
+    // A local user holds at most a quarter of the connections, as a remote address does: one
+    // user holding connections open cannot shut the others out. Not root nor the server's own
+    // user (the operator's: a server of one user serves all its clients).
+    let _share = match (&users, &who) {
+        (Some((per_peer, max)), Some(id)) if id.uid != 0 && id.uid != server.own.uid => {
+            match PeerShare::take(per_peer, ShareKey::Uid(id.uid), *max) {
+                Some(s) => Some(s),
+                None => {
+                    tracing::debug!(peer = %peer, uid = id.uid, "this user holds a quarter of the connections; closing its new one");
+                    return;
+                }
+            }
+        }
+        _ => None,
     };
     let watch = Arc::new(Watch {
         epoch: Instant::now(),
@@ -447,8 +481,8 @@ mod peer_share_tests {
     #[test]
     fn a_remote_address_holds_at_most_a_quarter_of_the_connections() {
         let per_peer: PerPeer = Arc::default();
-        let a: IpAddr = "192.0.2.1".parse().unwrap();
-        let b: IpAddr = "192.0.2.2".parse().unwrap();
+        let key = |ip: &str| ShareKey::Addr(share_key(ip.parse().unwrap()));
+        let (a, b) = (key("192.0.2.1"), key("192.0.2.2"));
         let held: Vec<PeerShare> = (0..4)
             .map(|_| PeerShare::take(&per_peer, a, 16).expect("under the share"))
             .collect();
@@ -463,14 +497,31 @@ mod peer_share_tests {
             "no count left behind"
         );
         // An IPv6 /64 is one peer; another /64 another.
-        let x: IpAddr = "2001:db8::1".parse().unwrap();
-        let y: IpAddr = "2001:db8::ffff:2".parse().unwrap();
-        let z: IpAddr = "2001:db8:0:1::1".parse().unwrap();
+        let (x, y, z) = (
+            key("2001:db8::1"),
+            key("2001:db8::ffff:2"),
+            key("2001:db8:0:1::1"),
+        );
         let held: Vec<PeerShare> = (0..4)
             .map(|i| PeerShare::take(&per_peer, if i % 2 == 0 { x } else { y }, 16).unwrap())
             .collect();
         assert!(PeerShare::take(&per_peer, y, 16).is_none());
         assert!(PeerShare::take(&per_peer, z, 16).is_some());
         drop(held);
+    }
+
+    /// A local user (the owner of a loopback client's socket) holds at most a quarter of the
+    /// connections, as a remote address does: one user holding connections open could shut
+    /// every other user out of a shared serve. Users are counted apart from addresses.
+    #[test]
+    fn a_local_user_holds_at_most_a_quarter_of_the_connections() {
+        let per_peer: PerPeer = Arc::default();
+        let held: Vec<PeerShare> = (0..2)
+            .map(|_| PeerShare::take(&per_peer, ShareKey::Uid(65534), 8).unwrap())
+            .collect();
+        assert!(PeerShare::take(&per_peer, ShareKey::Uid(65534), 8).is_none());
+        assert!(PeerShare::take(&per_peer, ShareKey::Uid(0), 8).is_some());
+        drop(held);
+        assert!(PeerShare::take(&per_peer, ShareKey::Uid(65534), 8).is_some());
     }
 }
