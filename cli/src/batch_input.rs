@@ -146,15 +146,41 @@ pub fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, BadInput> 
         }
         return Ok(out);
     }
+    let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| BadInput::new(format!("{source} line {}", i + 1), e))?;
-        push(&v, "line", i + 1)?;
+        match serde_json::from_str::<Value>(line) {
+            Ok(v) => lines.push((v, i + 1)),
+            // Not one value a line: a stream of values over several lines each, as `jq`
+            // prints them without `-c` (`receive --json | jq '.Messages[]'`), numbered in
+            // order; a stream that does not parse either is reported at the line.
+            Err(e) => {
+                return match values(text) {
+                    Some(vs) => {
+                        for (n, v) in vs.iter().enumerate() {
+                            push(v, "value", n + 1)?;
+                        }
+                        Ok(out)
+                    }
+                    None => Err(BadInput::new(format!("{source} line {}", i + 1), e)),
+                }
+            }
+        }
+    }
+    for (v, n) in &lines {
+        push(v, "line", *n)?;
     }
     Ok(out)
+}
+
+/// `text` as a stream of JSON values separated by whitespace (any layout), if it is one.
+fn values(text: &str) -> Option<Vec<Value>> {
+    serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .collect::<Result<Vec<_>, _>>()
+        .ok()
 }
 
 /// Message attributes from a JSON object: name to a string (String), a number (Number), or
@@ -272,6 +298,17 @@ fn parse_line(v: &Value) -> Result<Outgoing, String> {
     if o.contains_key("Body") {
         // A message as `receive --json` prints it: its group and dedup id come along; its
         // id, receipt handle and other system attributes are the old message's, not sent.
+        // Only its keys: a misspelled one (`MessageAtributes`) would drop what it holds.
+        allow(&[
+            "MessageId",
+            "ReceiptHandle",
+            "MD5OfBody",
+            "Body",
+            "BodyEncoding",
+            "Attributes",
+            "MD5OfMessageAttributes",
+            "MessageAttributes",
+        ])?;
         let sys = match o.get("Attributes") {
             None | Some(Value::Null) => serde_json::Map::new(),
             Some(Value::Object(a)) => a.clone(),
@@ -416,5 +453,35 @@ mod tests {
         ] {
             assert!(parse_lines("t", bad).is_err(), "{bad}");
         }
+    }
+
+    /// A message in `receive --json`'s shape with a misspelled key was taken, the key's
+    /// content dropped (attributes lost); now it is refused, as the other shapes' are.
+    #[test]
+    fn a_received_message_with_an_unknown_key_is_refused() {
+        let bad = r#"{"Body": "y", "Attributes": {"MessageGroupId": "g"}, "MessageAtributes": {"k": "v"}}"#;
+        let e = parse_lines("t", bad).unwrap_err();
+        assert!(format!("{e:?}").contains("MessageAtributes"), "{e:?}");
+        let ok = r#"{"MessageId": "m", "ReceiptHandle": "h", "MD5OfBody": "x", "Body": "y", "Attributes": {"MessageGroupId": "g"}, "MD5OfMessageAttributes": "z", "MessageAttributes": {"k": {"DataType": "String", "StringValue": "v"}}}"#;
+        let m = parse_lines("t", ok).unwrap();
+        assert_eq!(
+            (m[0].group.as_deref(), m[0].attributes.len()),
+            (Some("g"), 1)
+        );
+    }
+
+    /// `receive --json | jq '.Messages[]' | send --batch -`: jq prints each value over several
+    /// lines unless told `-c`; the stream of values is taken as a stream of entries (it was
+    /// "EOF while parsing" at line 1, and with `receive --delete` upstream the messages gone).
+    #[test]
+    fn a_stream_of_pretty_printed_values_is_taken() {
+        let pretty = "{\n  \"Body\": \"a\",\n  \"Attributes\": {\n    \"MessageGroupId\": \"g\"\n  }\n}\n{\n  \"Body\": \"b\",\n  \"Attributes\": {\"MessageGroupId\": \"g\"}\n}\n";
+        let m = parse_lines("t", pretty).unwrap();
+        let bodies: Vec<&str> = m.iter().map(|m| m.body.as_str()).collect();
+        assert_eq!(bodies, ["a", "b"]);
+        assert_eq!(m[1].place(), "value 2");
+        // Neither lines nor a stream: the first line that does not parse is named.
+        let e = parse_lines("t", "{\"body\": \"a\"}\n{oops\n").unwrap_err();
+        assert!(format!("{e:?}").contains("t line 2"), "{e:?}");
     }
 }

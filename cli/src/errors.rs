@@ -433,7 +433,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Error::InvalidParameterValue { parameter, reason }
             if *parameter == "MessageGroupId" && reason.contains("must contain") =>
         {
-            "every message needs a group: --group GROUP, or \"group\" in a --batch line".to_owned()
+            "every message needs a group: --group GROUP, or one in each --batch entry (\"group\", \"MessageGroupId\", or \"Attributes\": {\"MessageGroupId\"} as receive --json prints it)".to_owned()
         }
         Error::InvalidParameterValue { parameter, .. }
             if *parameter == "MessageDeduplicationId" || *parameter == "MessageGroupId" =>
