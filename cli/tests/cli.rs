@@ -2191,4 +2191,19 @@ fn receive_delete_deletes_only_what_it_wrote() {
     let (o, _) = expect(&["receive", q.s(), "--delete"], 0);
     assert!(o.contains("kept"), "{o}");
     assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
+    // A visibility timeout of 0 made every receipt handle stale at once (H2): the deletes
+    // failed and the printed messages came back. Asked for, it is refused; a queue's own
+    // zero is not used by --delete.
+    expect(
+        &["send", q.s(), "--group", "g", "--dedup-id", "2", "once"],
+        0,
+    );
+    expect(
+        &["receive", q.s(), "--delete", "--visibility-timeout", "0"],
+        2,
+    );
+    expect(&["set", q.s(), "VisibilityTimeout", "0"], 0);
+    let (o, _) = expect(&["receive", q.s(), "--delete"], 0);
+    assert!(o.contains("once"), "{o}");
+    assert_eq!(u(&stat(&q)["messages"]["visible"]), 0, "deleted");
 }

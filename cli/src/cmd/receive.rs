@@ -38,7 +38,8 @@ pub struct ReceiveArgs {
     #[arg(long, value_name = "ID", visible_alias = "receive-request-attempt-id")]
     pub attempt_id: Option<String>,
     /// Delete the messages once received and printed (a failed write deletes none: they are
-    /// made visible again, exit code 35).
+    /// made visible again, exit code 35). Receives with a visibility timeout of 30 s unless
+    /// --visibility-timeout gives one (0 is refused: the deletes would find the handles stale).
     #[arg(long)]
     pub delete: bool,
 }
@@ -46,15 +47,30 @@ pub struct ReceiveArgs {
 /// Receives and prints messages. As `aws sqs receive-message`: nothing printed and exit code 0
 /// when there was none.
 pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
+    // With --delete the messages are deleted once printed, by their receipt handles, which a
+    // visibility timeout of 0 makes stale at once (H2): every delete failed and the messages
+    // came back. A zero asked for is refused; the queue's own zero is not used.
+    let visibility_timeout = match a.visibility_timeout {
+        Some(d) if a.delete && d.is_zero() => {
+            return Err(Failure::Usage {
+                source: "--visibility-timeout 0".into(),
+                what: "with --delete the messages must stay received until they are printed \
+                       and deleted: leave --visibility-timeout out, or give it a time"
+                    .into(),
+            })
+        }
+        None if a.delete => Some(DELETE_VISIBILITY),
+        v => v,
+    };
     if super::remote::is_remote(&a.queue) {
         let mut opts = ReceiveOptions::max(a.max);
-        opts.visibility_timeout = a.visibility_timeout;
+        opts.visibility_timeout = visibility_timeout;
         opts.wait_time = a.wait;
         return super::remote::receive(&a.queue, &opts, a.attempt_id.as_deref(), a.delete, ctx);
     }
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
-    opts.visibility_timeout = a.visibility_timeout;
+    opts.visibility_timeout = visibility_timeout;
     // One long poll that Ctrl-C or SIGTERM ends within 100 ms (the handle then closes
     // cleanly); an empty one counts once in NumberOfEmptyReceives and records no attempt id.
     opts.wait_time = a.wait;
@@ -87,6 +103,10 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     }
     Ok(())
 }
+
+/// The visibility timeout of `receive --delete` without `--visibility-timeout`: long enough
+/// to print and delete (a queue's own may be 0, which would make the deletes fail).
+const DELETE_VISIBILITY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The failure of a receive whose messages could not be written out: none deleted.
 pub(super) fn not_written(queue: &str) -> Failure {
