@@ -572,10 +572,11 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
         .unwrap();
     assert_eq!((rep.moved, rep.cancelled), (0, true));
     assert_eq!(counts(&dlq).0, 2, "cancelled messages are put back");
-    // A message without a source and no destination is skipped, not lost.
+    // A message without a source and no destination is skipped, not lost, and visible again
+    // at once (it was held for 30 s).
     let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
     assert_eq!((rep.moved, rep.skipped), (0, 2));
-    assert_eq!(counts(&dlq).1, 2);
+    assert_eq!((counts(&dlq).0, counts(&dlq).1), (2, 0));
 }
 
 /// X6: a redrive whose move fails (the source queue it moves a message back to is gone) puts
@@ -593,14 +594,13 @@ fn x6_a_failed_redrive_puts_its_messages_back_at_once() {
     }
     while !recv_vt(&src, 10, Duration::ZERO).is_empty() {}
     assert_eq!(counts(&dlq), (3, 0, 0));
-    // The source goes away: its messages have nowhere to go back to.
+    // The source goes away: its messages have nowhere to go back to. They stay, visible
+    // again at once, and are reported (the redrive failed as a whole before, the messages
+    // of every other source stuck behind them).
     let src_name = src.name.clone();
     drop(src);
-    let err = dlq.redrive(&RedriveOptions::default()).unwrap_err();
-    assert!(
-        matches!(err, shmfifo::Error::QueueDoesNotExist { .. }),
-        "{err:?}"
-    );
+    let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
+    assert_eq!((rep.moved, rep.skipped, rep.unreachable), (0, 3, 3));
     assert_eq!(counts(&dlq), (3, 0, 0), "visible again, none in flight");
     // A named destination that is not there: refused before anything is taken, also where
     // nothing is to move.
@@ -628,6 +628,51 @@ fn x6_a_failed_redrive_puts_its_messages_back_at_once() {
     assert_eq!(bodies(&recv(&again, 10)), ["m0", "m1", "m2"]);
     drop(again);
     let _ = Queue::unlink(&src_name);
+}
+
+/// X6 with a source gone: one message whose source queue could not be opened stopped the
+/// whole redrive (the messages of every other source stayed, the moves before it went
+/// unreported), and a message naming no source was held 30 s, so that a redrive `--to` a
+/// queue right after found nothing. Now each such message stays, visible again when the
+/// redrive returns; the others move.
+#[test]
+fn x6_a_missing_source_holds_back_only_its_own_messages() {
+    let dlq = queue("x6m-dlq", &small_dedup());
+    let policy = || RedrivePolicy::new(dlq.name.clone(), 1);
+    let a = queue("x6m-a", &small().redrive_policy(policy()));
+    let b = queue("x6m-b", &small().redrive_policy(policy()));
+    send(&a, "ga", "from a");
+    send(&b, "gb", "from b");
+    for q in [&a, &b] {
+        let _ = recv_vt(q, 1, Duration::ZERO);
+        assert!(recv_vt(q, 1, Duration::ZERO).is_empty(), "moved");
+    }
+    dlq.send(&SendMessage::new("gx", "no source").dedup_id("x"))
+        .unwrap();
+    assert_eq!(counts(&dlq).0, 3);
+    let a_name = a.name.clone();
+    drop(a);
+    let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
+    assert_eq!((rep.moved, rep.skipped, rep.unreachable), (1, 2, 1));
+    assert_eq!(bodies(&recv(&b, 10)), ["from b"]);
+    assert_eq!(
+        counts(&dlq),
+        (2, 0, 0),
+        "the two left are visible again at once"
+    );
+    // A destination given takes them now, not 30 s later.
+    let to = queue("x6m-to", &small());
+    let rep = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(to.name.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((rep.moved, rep.skipped), (2, 0));
+    let mut got: Vec<String> = recv(&to, 10).into_iter().map(|m| m.body).collect();
+    got.sort();
+    assert_eq!(got, ["from a", "no source"]);
+    let _ = Queue::unlink(&a_name);
 }
 
 /// Q3–Q5: the visibility default and content-based dedup are live settings seen by every

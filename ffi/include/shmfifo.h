@@ -642,8 +642,9 @@ typedef struct {
    */
   uint64_t moved;
   /*
-   Messages left here because they name no source queue and no destination was given;
-   they are visible again after 30 s.
+   Messages left here because they name no source queue and no destination was given,
+   or because their source queue could not be opened (gone); they are visible again
+   when the redrive returns. The messages of other sources still move.
    */
   uint64_t skipped;
   /*

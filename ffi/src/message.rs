@@ -425,8 +425,9 @@ pub struct shmfifo_counters {
 pub struct shmfifo_redrive_report {
     /// Messages moved (sent to their destination and deleted here).
     pub moved: u64,
-    /// Messages left here because they name no source queue and no destination was given;
-    /// they are visible again after 30 s.
+    /// Messages left here because they name no source queue and no destination was given,
+    /// or because their source queue could not be opened (gone); they are visible again
+    /// when the redrive returns. The messages of other sources still move.
     pub skipped: u64,
     /// 1 when the redrive stopped because it was cancelled, else 0.
     pub cancelled: u32,

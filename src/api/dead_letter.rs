@@ -423,20 +423,43 @@ impl Queue {
         if let Some(p) = &fixed {
             dests.insert(p.clone(), Queue::open_at(p)?);
         }
+        // The messages skipped, held (in flight) while the redrive runs so that it does not
+        // take them again, and put back when it returns, whichever way.
+        let mut skipped: Vec<ReceiptHandle> = Vec::new();
+        let r = self.redrive_moving(opts, fixed, dests, &mut rep, &mut skipped);
+        for h in &skipped {
+            let _ = self.change_visibility(h, Duration::ZERO);
+        }
+        r.map(|()| rep)
+    }
+
+    /// [`Queue::redrive`]'s moves, into `rep`; the handles of the messages it leaves here go
+    /// to `skipped`.
+    fn redrive_moving(
+        &self,
+        opts: &RedriveOptions,
+        fixed: Option<PathBuf>,
+        mut dests: std::collections::HashMap<PathBuf, Queue>,
+        rep: &mut RedriveReport,
+        skipped: &mut Vec<ReceiptHandle>,
+    ) -> Result<()> {
         let started = Instant::now();
         let mut buf = ReceiveBuffer::new();
+        // Sources found unreachable, not tried again in this redrive: a source made again
+        // meanwhile would take a group's later message ahead of the one skipped.
+        let mut unreachable: std::collections::HashSet<PathBuf> = Default::default();
         loop {
             let want = opts
                 .limit
                 .map_or(10, |l| l.saturating_sub(rep.moved).min(10)) as u32;
             if want == 0 {
-                return Ok(rep);
+                return Ok(());
             }
             let ro = ReceiveOptions::max(want)
                 .visibility_timeout(Duration::from_secs(30))
                 .wait(Duration::ZERO);
             if self.receive_into(&ro, &mut buf)? == 0 {
-                return Ok(rep);
+                return Ok(());
             }
             let msgs = buf.messages();
             for (k, m) in msgs.iter().enumerate() {
@@ -466,17 +489,40 @@ impl Queue {
                     }
                 }) else {
                     rep.skipped += 1;
+                    skipped.push(m.receipt_handle);
                     continue;
                 };
-                let moved = (|| -> Result<()> {
-                    let dest = match dests.get(&path) {
-                        Some(q) => q.clone(),
-                        None => {
-                            let q = Queue::open_at(&path)?;
+                if unreachable.contains(&path) {
+                    rep.skipped += 1;
+                    rep.unreachable += 1;
+                    skipped.push(m.receipt_handle);
+                    continue;
+                }
+                let dest = match dests.get(&path) {
+                    Some(q) => q.clone(),
+                    None => match Queue::open_at(&path) {
+                        Ok(q) => {
                             dests.insert(path.clone(), q.clone());
                             q
                         }
-                    };
+                        // A message's own source that cannot be opened (gone, say): it stays,
+                        // and the others move. (A destination given was opened first.)
+                        Err(e) => {
+                            tracing::warn!(
+                                queue = %self.display_name(),
+                                source = %path.display(),
+                                error = %e,
+                                "redrive: a message's source queue cannot be opened; the message stays"
+                            );
+                            rep.skipped += 1;
+                            rep.unreachable += 1;
+                            skipped.push(m.receipt_handle);
+                            unreachable.insert(path);
+                            continue;
+                        }
+                    },
+                };
+                let moved = (|| -> Result<()> {
                     let attrs: Vec<MessageAttribute<'_>> = m
                         .attributes
                         .iter()
@@ -508,7 +554,7 @@ impl Queue {
                 rep.moved += 1;
             }
             if rep.cancelled {
-                return Ok(rep);
+                return Ok(());
             }
         }
     }

@@ -84,6 +84,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
             })?;
         rep.moved += r.moved;
         rep.skipped += r.skipped;
+        rep.unreachable += r.unreachable;
         bar.set_position(rep.moved);
         // Fewer than asked: the queue has no visible message left.
         if r.moved < want || r.cancelled {
@@ -99,6 +100,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
             "destination": a.to,
             "moved": rep.moved,
             "skipped": rep.skipped,
+            "unreachable": rep.unreachable,
             "seconds": (secs * 1000.0).round() / 1000.0,
         }));
     } else {
@@ -108,10 +110,17 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
             a.queue,
             a.to.as_deref().unwrap_or("their source queues")
         );
-        if rep.skipped > 0 {
+        let nameless = rep.skipped - rep.unreachable;
+        if nameless > 0 {
             s.push_str(&format!(
-                "skipped {}: they name no source queue (use --to QUEUE); visible again after 30s\n",
-                num(rep.skipped)
+                "skipped {}: they name no source queue (use --to QUEUE); visible again now\n",
+                num(nameless)
+            ));
+        }
+        if rep.unreachable > 0 {
+            s.push_str(&format!(
+                "skipped {}: their source queue cannot be opened (gone? see the log line; use --to QUEUE); visible again now\n",
+                num(rep.unreachable)
             ));
         }
         out(&s);
