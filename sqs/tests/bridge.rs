@@ -550,6 +550,44 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
     assert_eq!(got[0].dedup_id.as_deref().map(str::len), Some(36));
 }
 
+/// A REMOTE with no scheme was taken for a local queue: `shmfifo bridge outbox orders.fifo`
+/// (a forgotten `sqs://`) forwarded the outbox into `/dev/shm/orders.fifo`, the very file a
+/// local serve serves, and exited 0. Now it is a usage error (2) naming the forms; a local far
+/// end is named `shm:`.
+#[test]
+fn a_remote_without_a_scheme_is_refused_not_taken_for_a_local_queue() {
+    let dir = Dir::new("bridge-scheme");
+    let out_path = dir.0.join("outbox");
+    let far_path = dir.0.join("orders.fifo");
+    let outbox = Queue::create_at(&out_path, &QueueConfig::new()).unwrap();
+    let far = Queue::create_at(&far_path, &QueueConfig::new()).unwrap();
+    outbox
+        .send(&SendMessage::new("g", "m").dedup_id("1"))
+        .unwrap();
+    let out = Command::new(BIN)
+        .arg(&out_path)
+        .arg(&far_path)
+        .arg("--until-empty")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not an SQS queue") && err.contains("sqs://"),
+        "{err}"
+    );
+    assert_eq!(far.attributes().approximate_number_of_messages, 0);
+    // Named with shm:, the local far end is taken.
+    let out = Command::new(BIN)
+        .arg(&out_path)
+        .arg(format!("shm:{}", far_path.display()))
+        .arg("--until-empty")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(far.attributes().approximate_number_of_messages, 1);
+}
+
 /// Restarts dead-lettered messages the remote never refused: each run hands back what it held
 /// and the next receives it again, one more receive, so on a local queue with a redrive policy
 /// a few restarts moved a group's held messages to the dead-letter queue (a gap in the group

@@ -20,7 +20,7 @@ struct Args {
     /// The local queue: NAME (/dev/shm/NAME) or a path.
     local: String,
     /// The SQS queue: its URL (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME.fifo) or
-    /// sqs://NAME.fifo.
+    /// sqs://NAME.fifo. (A local queue as the far end, for tests: shm:NAME or shm:PATH.)
     remote: String,
     /// The SQS endpoint (default: AWS_ENDPOINT_URL, else the URL's own host).
     #[arg(long)]
@@ -108,8 +108,21 @@ fn main() {
                     .unwrap_or_else(|e| fail(&a.remote, &e)),
             )
         }
-        // A local queue as the far end (tests, or a second host's arena on shared storage).
-        None => shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e)),
+        // A local queue as the far end (tests, or a second host's arena on shared storage):
+        // only by name with `shm:`. A REMOTE without a scheme was taken for a local queue,
+        // and a forgotten `sqs://` forwarded the outbox into a local file of that name.
+        None if a.remote.starts_with("shm:") => {
+            shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e))
+        }
+        None => {
+            eprintln!(
+                "shmfifo bridge: {}: not an SQS queue: give its URL \
+                 (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME.fifo) or sqs://NAME.fifo \
+                 (shm:NAME names a local queue as the far end)",
+                a.remote
+            );
+            std::process::exit(2);
+        }
     };
     let opts = BridgeOptions {
         status_file: local.path().map(shmfifo_sqs::bridge::status_path),
