@@ -588,6 +588,53 @@ fn a_remote_without_a_scheme_is_refused_not_taken_for_a_local_queue() {
     assert_eq!(far.attributes().approximate_number_of_messages, 1);
 }
 
+/// `--until-empty` exited 0 with a delayed message still in the local queue (left behind),
+/// and exited 0 with every group stopped at a refused message (nothing forwarded): a script
+/// draining the queue read success. Now it waits for delayed messages, and a run that ends
+/// with groups stopped exits 3.
+#[test]
+fn until_empty_waits_for_delayed_messages_and_fails_with_groups_stopped() {
+    let dir = Dir::new("bridge-until-empty");
+    let (out_path, far_path) = (dir.0.join("outbox"), dir.0.join("far"));
+    let outbox = Queue::create_at(
+        &out_path,
+        &QueueConfig::new().delay(Duration::from_millis(1500)),
+    )
+    .unwrap();
+    let far = Queue::create_at(&far_path, &QueueConfig::new().maximum_message_size(1024)).unwrap();
+    outbox
+        .send(&SendMessage::new("g", "later").dedup_id("1"))
+        .unwrap();
+    let run = || {
+        Command::new(BIN)
+            .arg(&out_path)
+            .arg(format!("shm:{}", far_path.display()))
+            .args(["--until-empty", "--max-tries", "1"])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        far.attributes().approximate_number_of_messages,
+        1,
+        "the delayed one came"
+    );
+    // A message the far end refuses (larger than its 1,024 bytes), no dead-letter queue.
+    outbox.set_attribute("DelaySeconds", "0").unwrap();
+    let big = "x".repeat(2000);
+    outbox
+        .send(&SendMessage::new("h", &big).dedup_id("2"))
+        .unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(
+        outbox.attributes().approximate_number_of_messages,
+        1,
+        "still here"
+    );
+}
+
 /// Restarts dead-lettered messages the remote never refused: each run hands back what it held
 /// and the next receives it again, one more receive, so on a local queue with a redrive policy
 /// a few restarts moved a group's held messages to the dead-letter queue (a gap in the group

@@ -33,8 +33,12 @@ struct Args {
     /// Most messages per second.
     #[arg(long)]
     rate: Option<u32>,
-    /// Stop once the local queue is empty, apart from the groups stopped at a message the
-    /// remote queue refuses (listed on stderr).
+    /// Stop once the local queue is empty (delayed messages included: they are waited for),
+    /// apart from the groups stopped at a message the remote queue refuses (listed on stderr;
+    /// the exit code is then 3). Exit codes: 0 all forwarded; 1 a local error (no such queue,
+    /// ...); 2 usage; 3 groups left stopped; 41 the remote failed for good (credentials, no
+    /// such queue, every message refused alike). Another consumer of the local queue may make
+    /// it stop early.
     #[arg(long)]
     until_empty: bool,
     /// Requests in flight to the remote queue at once (each with the next message of up to
@@ -180,11 +184,20 @@ fn main() {
                     "shmfifo bridge: stopped at a message the remote queue refuses or answers with an error page (left in the local queue): groups {}",
                     r.stopped.join(", ")
                 );
+                // Not all forwarded: a script draining the queue before it goes must not
+                // read success (it exited 0 with every group stopped and nothing sent).
+                if a.until_empty {
+                    std::process::exit(STOPPED);
+                }
             }
         }
         Err(e) => fail(&a.remote, &e),
     }
 }
+
+/// The exit code of an `--until-empty` run that ended with groups stopped at a message the
+/// remote refuses: their messages are still in the local queue.
+const STOPPED: i32 = 3;
 
 fn fail(what: &str, e: &shmfifo::Error) -> ! {
     eprintln!("shmfifo bridge: {what}: {e}");
