@@ -2096,9 +2096,19 @@ fn logs_honour_rust_log_and_carry_timestamps_and_requests() {
     // -v: info. A move task from a dead-letter queue to another queue is logged.
     let dlq = dir.0.join("dlq.fifo");
     let dst = dir.0.join("dst.fifo");
-    for p in [&dlq, &dst] {
-        expect(&["create", p.to_str().unwrap()], 0);
-    }
+    // dst's dead-letter queue is dlq (a move task's source must be some queue's).
+    expect(&["create", dlq.to_str().unwrap()], 0);
+    expect(
+        &[
+            "create",
+            dst.to_str().unwrap(),
+            "--dead-letter-queue",
+            dlq.to_str().unwrap(),
+            "--max-receive-count",
+            "3",
+        ],
+        0,
+    );
     json(&["send", dlq.to_str().unwrap(), "-g", "g", "-d", "1", "x"]);
     let (server, endpoint) = start_serve(&dir.0, &["-v"], &[]);
     let body = r#"{"SourceArn": "arn:aws:sqs:us-east-1:000000000000:dlq.fifo",

@@ -489,15 +489,13 @@ impl Queues {
             "StartMessageMoveTask" => self.start_move(p, who),
             "ListMessageMoveTasks" => self.list_moves(p, who),
             "CancelMessageMoveTask" => self.cancel_move(p, who),
-            "TagQueue"
-            | "UntagQueue"
-            | "ListQueueTags"
-            | "AddPermission"
-            | "RemovePermission"
-            | "ListDeadLetterSourceQueues" => Err(ApiError::sender(
-                "AWS.SimpleQueueService.UnsupportedOperation",
-                format!("{action} is not supported by shmfifo serve."),
-            )),
+            "ListDeadLetterSourceQueues" => self.list_dead_letter_sources(p, who),
+            "TagQueue" | "UntagQueue" | "ListQueueTags" | "AddPermission" | "RemovePermission" => {
+                Err(ApiError::sender(
+                    "AWS.SimpleQueueService.UnsupportedOperation",
+                    format!("{action} is not supported by shmfifo serve."),
+                ))
+            }
             other => Err(ApiError::sender(
                 "InvalidAction",
                 format!("The action {other} is not valid for this endpoint."),

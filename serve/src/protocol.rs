@@ -99,6 +99,16 @@ impl From<shmfifo::Error> for ApiError {
             shmfifo::Error::QueueDoesNotExist { .. } => {
                 "The specified queue does not exist.".to_owned()
             }
+            // A dead-letter queue by its name: its path may lie outside the served directory
+            // (a policy written into the file, not through serve), which scrubbing the served
+            // directory's path would leave whole.
+            shmfifo::Error::DeadLetterQueue { path, reason } => {
+                let name = path
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+                let reason = reason.replace(&path.display().to_string(), &name);
+                format!("dead-letter queue {name}: {reason}")
+            }
             e => e.to_string(),
         };
         ApiError {
@@ -525,7 +535,7 @@ fn xml_member(action: &str, key: &str, v: &Value, out: &mut String) {
         }
         (_, Value::Array(items)) => {
             let item = match key {
-                "QueueUrls" => "QueueUrl",
+                "QueueUrls" | "queueUrls" => "QueueUrl",
                 "Messages" => "Message",
                 "Successful" => match action {
                     "SendMessageBatch" => "SendMessageBatchResultEntry",

@@ -70,6 +70,8 @@ fn a_dead_letter_move_through_serve_stays_within_the_files_permissions() {
     let (status, out) = received_past_the_count(&srv, "shared.fifo", "1");
     assert_eq!(status, 400, "{out}");
     assert!(out.contains("not a queue of the served directory"), "{out}");
+    // Named by its name: its path outside the directory is the server's, not the client's.
+    assert!(!out.contains(&*outside.0.to_string_lossy()), "{out}");
     assert_eq!(messages(&secret), 0, "nothing reached the queue outside");
     assert_eq!(messages(&shared), 1, "the message stays in its queue");
     shared.purge().unwrap();
@@ -112,4 +114,56 @@ fn a_dead_letter_move_through_serve_stays_within_the_files_permissions() {
     assert_eq!(shared.receive(&once).unwrap().len(), 1);
     assert!(shared.receive(&once).unwrap().is_empty());
     assert_eq!(messages(&secret), 1);
+}
+
+/// ListDeadLetterSourceQueues answered UnsupportedOperation, and StartMessageMoveTask took any
+/// queue as its source (a queue no policy names answered COMPLETED, "to move 7, moved 0"; with a
+/// destination it moved a live queue's messages). Now the sources are listed as SQS lists them,
+/// and a move task's source must be some queue's dead-letter queue, as SQS requires.
+#[test]
+fn dead_letter_sources_are_listed_and_only_a_dead_letter_queue_is_a_move_source() {
+    let dir = Dir::new("dl-sources");
+    let srv = Server::start(config(&dir.0));
+    let dlq = queue(&dir.0.join("dlq.fifo"), 0o600);
+    let a = queue(&dir.0.join("a.fifo"), 0o600);
+    let b = queue(&dir.0.join("b.fifo"), 0o600);
+    let other = queue(&dir.0.join("other.fifo"), 0o600);
+    policy_to(&b, &dir.0.join("dlq.fifo"));
+    policy_to(&a, &dir.0.join("dlq.fifo"));
+    other
+        .send(&SendMessage::new("g", "live").dedup_id("1"))
+        .unwrap();
+    let (status, out) = post_json(
+        srv.addr,
+        "ListDeadLetterSourceQueues",
+        &format!(r#"{{"QueueUrl":"{}"}}"#, srv.url("dlq.fifo")),
+    );
+    assert_eq!(status, 200, "{out}");
+    let body = &out[out.find("\r\n\r\n").unwrap() + 4..];
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(
+        v["queueUrls"],
+        serde_json::json!([srv.url("a.fifo"), srv.url("b.fifo")])
+    );
+    // A queue no policy names: not a move task's source.
+    let arn = |n: &str| format!("arn:aws:sqs:us-east-1:000000000000:{n}");
+    let (status, out) = post_json(
+        srv.addr,
+        "StartMessageMoveTask",
+        &format!(
+            r#"{{"SourceArn":"{}","DestinationArn":"{}"}}"#,
+            arn("other.fifo"),
+            arn("a.fifo")
+        ),
+    );
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("Dead Letter Queue"), "{out}");
+    assert_eq!(messages(&other), 1, "nothing moved out of a live queue");
+    let (status, out) = post_json(
+        srv.addr,
+        "StartMessageMoveTask",
+        &format!(r#"{{"SourceArn":"{}"}}"#, arn("dlq.fifo")),
+    );
+    assert_eq!(status, 200, "{out}");
+    drop(dlq);
 }

@@ -1050,13 +1050,16 @@ fn concurrent_move_task_starts_on_one_source_start_one() {
     assert_eq!(status, 200, "{out}");
 }
 
-/// `dlq.fifo` holding 20 messages and an empty `dst.fifo` in `dir`, deduplication off: a
-/// move task's source and destination (a move of one message a second still runs when the
-/// next request comes).
+/// `dlq.fifo` holding 20 messages, the dead-letter queue of `src.fifo` (a move task's source
+/// must be one), and an empty `dst.fifo` in `dir`, content-based deduplication: a move task's
+/// source and destination (a move of one message a second still runs when the next request
+/// comes).
 fn dead_letter_queue_and_destination(dir: &Path) -> Queue {
-    let cfg = QueueConfig::new().deduplication(shmfifo::Deduplication::Off);
+    let cfg = QueueConfig::new().content_based_deduplication(true);
     let dlq = Queue::create_at(dir.join("dlq.fifo"), &cfg).unwrap();
     Queue::create_at(dir.join("dst.fifo"), &cfg).unwrap();
+    let policy = shmfifo::RedrivePolicy::new(dir.join("dlq.fifo").display().to_string(), 3);
+    Queue::create_at(dir.join("src.fifo"), &cfg.clone().redrive_policy(policy)).unwrap();
     for i in 0..20 {
         dlq.send(&SendMessage::new("g", &format!("m{i}"))).unwrap();
     }

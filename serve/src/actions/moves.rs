@@ -68,6 +68,14 @@ impl Queues {
         let source_arn =
             arn_param(p, "SourceArn")?.ok_or_else(|| ApiError::missing("SourceArn"))?;
         let (source, dlq) = self.move_queue(&source_arn, who)?;
+        // As SQS: the source must be some queue's dead-letter queue (a task on any other
+        // queue answered COMPLETED, "to move 7, moved 0", or moved a live queue's messages).
+        if self.dead_letter_sources(&source, who).is_empty() {
+            return Err(ApiError::invalid(
+                "SourceArn",
+                "Source queue must be configured as a Dead Letter Queue.",
+            ));
+        }
         let destination_arn = arn_param(p, "DestinationArn")?;
         let destination = match &destination_arn {
             Some(a) => {
@@ -177,6 +185,62 @@ impl Queues {
             state,
         });
         Ok(obj(json!({"TaskHandle": handle})))
+    }
+
+    /// The names of the queues of the directory, among those `who` may use, whose redrive
+    /// policy names the queue `name` as its dead-letter queue (ListDeadLetterSourceQueues), in
+    /// name order. Each is looked at as an observer (read-only, no participant).
+    pub(super) fn dead_letter_sources(&self, name: &str, who: &Identity) -> Vec<String> {
+        let target = self.path(name).display().to_string();
+        let mut out: Vec<String> = self
+            .usable_paths(who)
+            .into_iter()
+            .filter(|p| {
+                shmfifo::Queue::observe_at(p).is_ok_and(|o| {
+                    o.attributes()
+                        .redrive_policy
+                        .is_some_and(|r| r.dead_letter_queue == target)
+                })
+            })
+            .filter_map(|p| Some(p.file_name()?.to_str()?.to_owned()))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// ListDeadLetterSourceQueues: the URLs of the queues whose dead-letter queue is the
+    /// request's (SQS's `queueUrls`, paged by `MaxResults` and `NextToken` as ListQueues).
+    pub(super) fn list_dead_letter_sources(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let (name, _) = self.queue(p, who)?;
+        let max = int_param(p, "MaxResults")?;
+        if max.is_some_and(|m| !(1..=1000).contains(&m)) {
+            return Err(ApiError::invalid(
+                "MaxResults",
+                "must be between 1 and 1000",
+            ));
+        }
+        let after = str_param(p, "NextToken")?.unwrap_or("");
+        let mut names: Vec<String> = self
+            .dead_letter_sources(&name, who)
+            .into_iter()
+            .filter(|n| n.as_str() > after)
+            .collect();
+        let mut out = Map::new();
+        let limit = max.map_or(super::MAX_LISTED, |m| m as usize);
+        if names.len() > limit {
+            names.truncate(limit);
+            if max.is_some() {
+                out.insert(
+                    "NextToken".into(),
+                    Value::String(names[names.len() - 1].clone()),
+                );
+            }
+        }
+        out.insert(
+            "queueUrls".into(),
+            Value::Array(names.iter().map(|n| Value::String(self.url(n))).collect()),
+        );
+        Ok(out)
     }
 
     /// The paths of every queue of the directory `who` may use (as the library records a
