@@ -559,12 +559,12 @@ impl fmt::Display for Error {
             ),
             Error::NotReady => write!(
                 f,
-                "the queue file was never finished by its creator (it died while creating it, or the file is empty): create the queue again at the same path, which replaces it"
+                "the queue file was never finished by its creator (it died while creating it): create the queue again at the same path, which replaces it"
             ),
             Error::Corrupted { what } => write!(f, "the queue's shared memory is corrupted: {what}"),
             Error::NoSpace { needed } => write!(
                 f,
-                "not enough space for a {needed}-byte queue (is its file system large enough? `df -h` on its directory)"
+                "not enough space for {needed} bytes of the queue (its file at creation, or a segment it adds as it grows; is its file system large enough? `df -h` on its directory)"
             ),
             Error::SizeClassFull { class_bytes } => write!(
                 f,

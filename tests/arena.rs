@@ -197,11 +197,17 @@ fn garbage_file_is_not_an_arena() {
         Queue::open(tiny.name()),
         Err(Error::NotAnArena { .. })
     ));
-    // Empty or all-zero: a stale file (creators name an arena only once it is complete).
+    // Empty or all-zero: no arena (creators name an arena only once it is complete).
     let empty = Scratch::file("garbage-empty", b"");
-    assert!(matches!(Queue::open(empty.name()), Err(Error::NotReady)));
+    assert!(matches!(
+        Queue::open(empty.name()),
+        Err(Error::NotAnArena { .. })
+    ));
     let zeros = Scratch::file("garbage-zeros", &vec![0; 64 * 1024]);
-    assert!(matches!(Queue::open(zeros.name()), Err(Error::NotReady)));
+    assert!(matches!(
+        Queue::open(zeros.name()),
+        Err(Error::NotAnArena { .. })
+    ));
     // Create refuses to overwrite it.
     assert!(matches!(
         Queue::create(big.name(), &small()),
@@ -285,11 +291,15 @@ fn uninitialised_arena_is_not_ready_and_create_replaces_it() {
         Queue::create(f.name(), &small()),
         Err(Error::QueueNameExists { .. })
     ));
-    // Empty and all-zero files carry no arena magic: not ours to replace. `open`
-    // says NotReady, `create` that the name exists, and the file stays as it was.
+    // Empty and all-zero files carry no arena magic: not ours to replace. `open` says
+    // NotAnArena (it said NotReady, advising a create that refuses), `create` that the name
+    // exists, and the file stays as it was.
     for (tag, content) in [("stale-empty", vec![]), ("stale-zeros", vec![0u8; 8192])] {
         let s = Scratch::file(tag, &content);
-        assert!(matches!(Queue::open(s.name()), Err(Error::NotReady)));
+        assert!(matches!(
+            Queue::open(s.name()),
+            Err(Error::NotAnArena { .. })
+        ));
         assert!(matches!(
             Queue::create(s.name(), &small()),
             Err(Error::QueueNameExists { .. })

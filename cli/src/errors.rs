@@ -394,7 +394,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "the queue was made by another shmfifo version (layout {found}; this shmfifo speaks layout {expected}): drain it with a shmfifo of layout {found}, or `shmfifo unlink {q}` and create it again"
         ),
         Error::NotAnArena { .. } => format!(
-            "check the name: `{}` lists the shmfifo queues",
+            "check the name: `{}` lists the shmfifo queues (a file there that is not a queue, an empty one say, is not shmfifo's to remove: `rm` it if it is no program's)",
             ls_for(q)
         ),
         Error::Truncated { .. } => format!(
@@ -407,7 +407,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "`shmfifo recover {q}` repairs what dead processes left; if the error persists, `shmfifo unlink {q}` and create it again"
         ),
         Error::NoSpace { needed } => format!(
-            "the queue needs {} and {dir} is too small: check `df -h {dir}`, remount it larger (`sudo mount -o remount,size=SIZE {dir}` for a tmpfs{}), or create a smaller queue (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)",
+            "the queue needs {} more and {dir} is too small: check `df -h {dir}`, remount it larger (`sudo mount -o remount,size=SIZE {dir}` for a tmpfs{}); a queue that grows stops at its --size-limit (create it with a lower one, then it refuses sends when full instead); or create a smaller queue (--max-messages, --maximum-message-size, --dedup-entries, --max-groups)",
             crate::output::size(*needed),
             if dir == "/dev/shm" { "; in a container, `docker run --shm-size=SIZE`" } else { "" }
         ),
@@ -702,11 +702,13 @@ mod tests {
         let m = message("q", &Error::NoSpace { needed: 3 << 30 });
         assert!(
             m.contains(
-                "hint: the queue needs 3 GiB and /dev/shm is too small: check `df -h /dev/shm`"
+                "hint: the queue needs 3 GiB more and /dev/shm is too small: check `df -h /dev/shm`"
             ),
             "{m}"
         );
         assert!(m.contains("`docker run --shm-size=SIZE`"), "{m}");
+        // A growth refused names the remedy for a queue that grows: its size limit.
+        assert!(m.contains("--size-limit"), "{m}");
         let m = message("/mnt/small/q", &Error::NoSpace { needed: 1 });
         assert!(m.contains("`df -h /mnt/small`"), "{m}");
         assert!(!m.contains("docker"), "{m}");

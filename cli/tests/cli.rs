@@ -803,7 +803,7 @@ fn errors_have_exit_codes_names_and_hints() {
     );
     assert!(
         e.contains(
-            "hint: the queue needs 2.7 TiB and /dev/shm is too small: check `df -h /dev/shm`"
+            "hint: the queue needs 2.7 TiB more and /dev/shm is too small: check `df -h /dev/shm`"
         ),
         "{e}"
     );

@@ -831,15 +831,14 @@ impl Queue {
 
     /// Checks the beginning of an arena file before mapping it, returning its length. Creators
     /// name an arena only once it is complete (see `create_at`): an empty or all-zero
-    /// beginning is a stale file, never a creator still at work.
+    /// beginning is never a creator still at work, and carries no arena: not a queue, as
+    /// `create` (which does not replace it) and `unlink` (which does not remove it) say too.
+    /// (It was `NotReady`, whose advice, create the queue again there, `create` refused.)
     fn probe(file: &File, shown: &Path) -> Result<u64> {
         use std::os::unix::fs::FileExt;
         let len = file.metadata()?.len();
         let mut m = [0u8; 8];
         let n = file.read_at(&mut m, 0)?;
-        if m[..n].iter().all(|&b| b == 0) {
-            return Err(Error::NotReady);
-        }
         if n < 8 || !view::has_magic(m) {
             return Err(Error::NotAnArena {
                 path: shown.to_owned(),
