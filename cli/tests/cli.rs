@@ -1254,6 +1254,9 @@ fn participants_recover_set_purge_unlink() {
     for k in ["dead_participants", "published", "freed", "released"] {
         assert!(r[k].is_u64(), "{k}: {r}");
     }
+    // The killed receiver, repaired by the open `recover` makes before its own pass: counted
+    // (it said 0 right after `stat` showed it dead).
+    assert_eq!(u(&r["dead_participants"]), 1, "{r}");
     let s = stat(&q);
     assert_eq!(u(&s["participants"]["alive"]), 0);
     assert_eq!(u(&s["participants"]["dead"]), 0);
