@@ -38,6 +38,16 @@ enum Entry {
     Other(String),
 }
 
+/// Whether `path` is a regular file (not followed) owned by this process's user (the owner
+/// of `/proc/self`, which the kernel gives the process's effective uid).
+fn owned_by_us(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(me) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return false;
+    };
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.uid() == me)
+}
+
 fn look(path: &Path) -> Entry {
     match Queue::observe_at(path) {
         Ok(q) => {
@@ -51,11 +61,14 @@ fn look(path: &Path) -> Entry {
             }
         }
         Err(Error::NotAnArena { .. }) => Entry::Other("not a shmfifo queue".into()),
-        Err(Error::NotReady) => Entry::Other("empty or unfinished file".into()),
+        Err(Error::NotReady) => Entry::Other("unfinished file".into()),
         // Unreadable: no way to tell whether it is a queue.
         Err(Error::Io(e)) => Entry::Other(format!("unreadable: {e}")),
+        // Our own file that is not opened (permissions wider than its creator asked, say):
+        // a queue of ours that cannot be opened, listed with the reason.
+        Err(e @ Error::UntrustedFile { .. }) if owned_by_us(path) => Entry::Broken(e),
         // Another user's file (or a kind of file no queue is): not one of ours to list.
-        Err(Error::UntrustedFile { .. }) => Entry::Other("another user's file".into()),
+        Err(Error::UntrustedFile { reason, .. }) => Entry::Other(format!("not opened: {reason}")),
         Err(e) => Entry::Broken(e),
     }
 }
