@@ -809,6 +809,28 @@ fn r11_retry_with_attempt_id_returns_the_same_batch() {
 /// R11, R1: a retry asking for fewer messages than the recorded receive returned is a fresh
 /// receive, never a response larger than its MaxNumberOfMessages (found by the C ABI fuzz
 /// target: the replay wrote past the caller's array).
+/// R11 on a queue made to keep no attempt records (`attempt_entries(0)`): a receive with an
+/// attempt id was a plain receive, so its retry took other messages while the first stayed
+/// in flight. Now it is refused at once, and nothing is taken.
+#[test]
+fn r11_an_attempt_id_on_a_queue_without_records_is_refused() {
+    let q = queue("r11none", &small().attempt_entries(0));
+    send(&q, "g", "x");
+    let r = q.receive_with_attempt_id(&ReceiveOptions::max(10), "a1");
+    assert!(
+        matches!(
+            r,
+            Err(Error::InvalidParameterValue {
+                parameter: "ReceiveRequestAttemptId",
+                ..
+            })
+        ),
+        "{r:?}"
+    );
+    assert_eq!(counts(&q), (1, 0, 0), "nothing taken");
+    assert_eq!(q.attributes().attempt_entries, 0);
+}
+
 #[test]
 fn r11_a_retry_with_a_smaller_maximum_never_returns_more() {
     let q = queue("r11max", &small());

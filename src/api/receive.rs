@@ -205,6 +205,14 @@ impl Queue {
         let (max, _, _) = self.receive_params(opts)?;
         validate::id("ReceiveRequestAttemptId", attempt_id)?;
         let inner = &*self.inner;
+        // A queue made to keep no records (`attempt_entries(0)`): a retry would be a fresh
+        // receive, taking other messages while the first stay in flight. Said at once.
+        if inner.view.attempts.is_empty() {
+            return Err(Error::invalid(
+                "ReceiveRequestAttemptId",
+                "this queue keeps no receive attempt records (it was created with attempt_entries 0), so a retry with this id could not return the same messages; receive without one",
+            ));
+        }
         let mut key = [0u8; 1 + MAX_ID_LEN];
         key[0] = b'A';
         key[1..1 + attempt_id.len()].copy_from_slice(attempt_id.as_bytes());
