@@ -276,6 +276,21 @@ impl Failure {
         }
     }
 
+    /// A server that could not start (`serve`, `metrics`): a refusal of its arguments (an
+    /// address off loopback without signatures or `--public`) is a usage error (2); anything
+    /// else (the port in use, the directory missing or unsafe) the system's, `Io` (35). They
+    /// were all exit code 3, which says an input file or line was malformed.
+    pub fn start(what: String, e: std::io::Error) -> Failure {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            Failure::Usage {
+                source: what,
+                what: e.to_string(),
+            }
+        } else {
+            Failure::queue(&what, Error::Io(e))
+        }
+    }
+
     /// An input error.
     pub fn input(source: impl Into<String>, what: impl fmt::Display) -> Failure {
         Failure::Input {
@@ -372,8 +387,10 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         // not there, or another queue (a redrive's or a dead-letter queue's).
         Error::QueueDoesNotExist { path } if path.as_os_str() != shown_path(q).as_str() => {
             let p = path.display().to_string();
+            // A path with a trailing `/` names a directory (the library's "no directory").
+            let is_dir = p.ends_with('/');
             let p = p.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(&p);
-            if shown_path(q).starts_with(&format!("{p}/")) {
+            if is_dir || shown_path(q).starts_with(&format!("{p}/")) {
                 format!("there is no directory {p}: make it first (`mkdir -p {p}`)")
             } else {
                 let name = p.strip_prefix("/dev/shm/").unwrap_or(p);

@@ -709,6 +709,11 @@ fn errors_have_exit_codes_names_and_hints() {
         let (_, e) = expect(&a, 11);
         assert!(e.contains(named), "{extra:?}: {e}");
     }
+    // Not input errors (exit 3, for a malformed file or line): a directory that is not there
+    // is 10, as for create; a server's address it refuses is a usage error (2).
+    let (_, e) = expect(&["ls", "--dir", "/no/such/dir"], 10);
+    assert!(e.contains("mkdir -p /no/such/dir"), "{e}");
+    expect(&["metrics", "--listen", "0.0.0.0:9", "x"], 2);
     // Usage errors (clap): unknown option, malformed duration, missing argument.
     expect(&["stat", q.s(), "--bogus"], 2);
     expect(&["receive", q.s(), "--wait", "5 parsecs"], 2);

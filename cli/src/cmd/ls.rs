@@ -76,7 +76,17 @@ fn look(path: &Path) -> Entry {
 /// Lists the queues.
 pub fn run(a: &LsArgs, ctx: Ctx) -> Result<(), Failure> {
     let dir_shown = a.dir.display().to_string();
-    let rd = std::fs::read_dir(&a.dir).map_err(|e| Failure::input(&dir_shown, e))?;
+    // A directory that is not there is QueueDoesNotExist's "no directory" (10), as for
+    // `create`; another failure the system's (35). (Both were exit code 3, for input.)
+    let rd = std::fs::read_dir(&a.dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Failure::queue(
+            &dir_shown,
+            Error::QueueDoesNotExist {
+                path: a.dir.join(""),
+            },
+        ),
+        _ => Failure::queue(&dir_shown, Error::Io(e)),
+    })?;
     let mut files: Vec<(String, PathBuf)> = rd
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))

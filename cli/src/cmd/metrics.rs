@@ -36,5 +36,5 @@ pub fn run(a: &MetricsArgs) -> Result<(), Failure> {
         ..Default::default()
     };
     shmfifo_serve::run_metrics(cfg)
-        .map_err(|e| Failure::input(format!("metrics on {}", a.listen), e))
+        .map_err(|e| Failure::start(format!("metrics on {}", a.listen), e))
 }

@@ -79,5 +79,5 @@ pub fn run(a: &ServeArgs, _ctx: Ctx) -> Result<(), Failure> {
         cfg.max_connections = n;
     }
     shmfifo_serve::run(cfg)
-        .map_err(|e| Failure::input(format!("serve on {}:{}", a.host, a.port), e))
+        .map_err(|e| Failure::start(format!("serve on {}:{}", a.host, a.port), e))
 }
