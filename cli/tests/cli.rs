@@ -1103,7 +1103,8 @@ fn ls_lists_queues_with_counts() {
     // every test running beside this one).
     let (help, _) = expect(&["ls", "--help"], 0);
     assert!(help.contains("[default: /dev/shm]"), "{help}");
-    expect(&["ls", "--dir", "/nonexistent-dir"], 3);
+    // No such directory: QueueDoesNotExist's "no directory" (10), as for create.
+    expect(&["ls", "--dir", "/nonexistent-dir"], 10);
 }
 
 #[test]
