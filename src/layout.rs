@@ -36,7 +36,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (25: a delete holding its group's claim
+/// Bumped on any change to the layout or to a protocol (26: the header's `dedup_mode` may be 3,
+/// message-group scope with `FifoThroughputLimit=perMessageGroupId`, which layout 25 builds
+/// would take for a corrupted header; 25: a delete holding its group's claim
 /// marks a message deleted by a store, one without it by a CAS to `DELETED_UNCOUNTED`, counted
 /// by the cleanup that removes it; 24: a group's ready-hint flag is its
 /// claim word's `HINT` bit, cleared by the CAS that takes the claim, and its own word unused;
@@ -55,7 +57,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 25;
+pub const LAYOUT_VERSION: u64 = 26;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).

@@ -361,6 +361,56 @@ fn unlink_and_create_touch_only_queues() {
     Queue::unlink_at(dir.join("real")).expect("a queue file is removed");
 }
 
+/// A path is input (a redrive policy's dead-letter queue is written into the shared file by
+/// any process that may open it, and a root `shmfifo serve` opens it): opening anything but a
+/// regular file for I/O can act on it (a device armed by its open, a FIFO's reader woken).
+/// The open looks at what the name is first and opens only a regular file for I/O: a FIFO's
+/// blocked reader sees no writer come and go.
+#[test]
+fn opening_a_path_opens_only_a_regular_file_for_io() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir().join(unique("fifo-open"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _cleanup = Scratch(dir.clone());
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    // A reader that blocks in open until a writer opens the FIFO (the old open, O_RDWR, was
+    // one), then reads until every writer has closed it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let f = std::fs::File::open(&fifo).unwrap();
+            tx.send(()).unwrap();
+            drop(f);
+        })
+    };
+    // Let the reader reach its open (a writer that came and went before would be missed).
+    std::thread::sleep(Duration::from_millis(200));
+    for r in [
+        Queue::open_at(&fifo).map(drop),
+        Queue::observe_at(&fifo).map(drop),
+        Queue::unlink_at(&fifo),
+    ] {
+        assert!(matches!(r, Err(Error::UntrustedFile { .. })), "{r:?}");
+    }
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the FIFO was opened for I/O"
+    );
+    // Release the reader with a writer of our own.
+    let w = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    drop(w);
+    reader.join().unwrap();
+}
+
 /// A queue name cannot be squatted. Open never follows a symlink, refuses a file
 /// whose permissions are wider than its creator asked, and one owned by another user.
 #[test]

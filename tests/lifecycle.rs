@@ -395,7 +395,6 @@ fn x4_moving_the_head_unblocks_the_group_at_once() {
     assert_eq!(bodies(&recv(&dlq, 10)), ["bad"]);
 }
 
-/// X1, X2: a bad redrive target is a clear error when the policy is set, and nothing changes.
 /// X2 after the policy: a dead-letter queue's MaximumMessageSize lowered below its source's
 /// made a large message's move fail at every receive (the message stuck at its group's head,
 /// each receive answering `DeadLetterQueue`); a move now takes what the dead-letter queue's
@@ -423,6 +422,7 @@ fn x2_sizes_changed_after_the_policy_strand_no_message() {
     q.set_attribute("MaximumMessageSize", "8192").unwrap();
 }
 
+/// X1, X2: a bad redrive target is a clear error when the policy is set, and nothing changes.
 #[test]
 fn x2_bad_dead_letter_targets_are_rejected() {
     let nodedup = queue("x2-nodedup", &small());
@@ -579,10 +579,11 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
     assert_eq!((counts(&dlq).0, counts(&dlq).1), (2, 0));
 }
 
-/// X6: a redrive whose move fails (the source queue it moves a message back to is gone) puts
-/// the messages it took back at once: they are visible in the dead-letter queue again, not
-/// hidden for the redrive's 30 s, and a later redrive moves them. A destination named that is
-/// not there is the error at once, whether or not a message is there to move.
+/// X6: a redrive that cannot move a message back (its source queue is gone) puts the messages
+/// back at once: they are visible in the dead-letter queue again, not hidden for the
+/// redrive's 30 s (reported skipped and unreachable), and a later redrive moves them. A
+/// destination named that is not there is the error at once, whether or not a message is
+/// there to move.
 #[test]
 fn x6_a_failed_redrive_puts_its_messages_back_at_once() {
     let (src, dlq) = dlq_pair("x6f", 1);
@@ -673,6 +674,39 @@ fn x6_a_missing_source_holds_back_only_its_own_messages() {
     got.sort();
     assert_eq!(got, ["from a", "no source"]);
     let _ = Queue::unlink(&a_name);
+}
+
+/// X6 with a message its destination refuses (larger than the destination's
+/// MaximumMessageSize): it stopped the whole redrive, every later one meeting it again. It
+/// stays now, and the rest of its group behind it; other groups move.
+#[test]
+fn x6_a_refused_message_holds_back_only_its_group() {
+    let dlq = queue("x6r-dlq", &small_dedup().maximum_message_size(8192));
+    let to = queue("x6r-to", &small());
+    to.set_attribute("MaximumMessageSize", "1024").unwrap();
+    let big = "b".repeat(3000);
+    for (g, body, d) in [
+        ("g", "g1", "1"),
+        ("g", big.as_str(), "2"),
+        ("g", "g3", "3"),
+        ("h", "h1", "4"),
+    ] {
+        dlq.send(&SendMessage::new(g, body).dedup_id(d)).unwrap();
+    }
+    let rep = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(to.name.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!((rep.moved, rep.skipped), (2, 2), "{rep:?}");
+    let mut got: Vec<String> = recv(&to, 10).into_iter().map(|m| m.body).collect();
+    got.sort();
+    assert_eq!(got, ["g1", "h1"]);
+    // The refused one and the one behind it, in order, visible again at once.
+    let left = recv(&dlq, 10);
+    assert_eq!(left.len(), 2);
+    assert_eq!((left[0].body.len(), left[1].body.as_str()), (3000, "g3"));
 }
 
 /// Q3–Q5: the visibility default and content-based dedup are live settings seen by every
@@ -768,6 +802,8 @@ fn q3_fifo_throughput_limit_reads_back_as_set_and_fixed_values_may_be_set_again(
     plain
         .set_attribute("FifoThroughputLimit", "perQueue")
         .unwrap();
+    let in_flight = plain.attributes().max_in_flight.to_string();
+    plain.set_attribute("MaxInFlight", &in_flight).unwrap();
     assert!(matches!(
         small().per_message_group_throughput(true).validate(),
         Err(Error::InvalidConfig {
@@ -806,9 +842,6 @@ fn r11_retry_with_attempt_id_returns_the_same_batch() {
     assert_ne!(fresh[0].receipt_handle, first[0].receipt_handle);
 }
 
-/// R11, R1: a retry asking for fewer messages than the recorded receive returned is a fresh
-/// receive, never a response larger than its MaxNumberOfMessages (found by the C ABI fuzz
-/// target: the replay wrote past the caller's array).
 /// R11 on a queue made to keep no attempt records (`attempt_entries(0)`): a receive with an
 /// attempt id was a plain receive, so its retry took other messages while the first stayed
 /// in flight. Now it is refused at once, and nothing is taken.
@@ -831,6 +864,9 @@ fn r11_an_attempt_id_on_a_queue_without_records_is_refused() {
     assert_eq!(q.attributes().attempt_entries, 0);
 }
 
+/// R11, R1: a retry asking for fewer messages than the recorded receive returned is a fresh
+/// receive, never a response larger than its MaxNumberOfMessages (found by the C ABI fuzz
+/// target: the replay wrote past the caller's array).
 #[test]
 fn r11_a_retry_with_a_smaller_maximum_never_returns_more() {
     let q = queue("r11max", &small());

@@ -158,14 +158,17 @@ pub fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, BadInput> 
             // order; a stream that does not parse either is reported at the line.
             Err(e) => {
                 return match values(text) {
-                    Some(vs) => {
+                    Ok(vs) => {
                         for (n, v) in vs.iter().enumerate() {
                             push(v, "value", n + 1)?;
                         }
                         Ok(out)
                     }
-                    None => Err(BadInput::new(format!("{source} line {}", i + 1), e)),
-                }
+                    // Where the stream stopped past this line, the input is a stream with an
+                    // error further down: said where (serde_json's line and column).
+                    Err(se) if se.line() > i + 1 => Err(BadInput::new(source, se)),
+                    Err(_) => Err(BadInput::new(format!("{source} line {}", i + 1), e)),
+                };
             }
         }
     }
@@ -175,12 +178,12 @@ pub fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, BadInput> 
     Ok(out)
 }
 
-/// `text` as a stream of JSON values separated by whitespace (any layout), if it is one.
-fn values(text: &str) -> Option<Vec<Value>> {
+/// `text` as a stream of JSON values separated by whitespace (any layout), or where it stops
+/// being one.
+fn values(text: &str) -> Result<Vec<Value>, serde_json::Error> {
     serde_json::Deserializer::from_str(text)
         .into_iter::<Value>()
-        .collect::<Result<Vec<_>, _>>()
-        .ok()
+        .collect()
 }
 
 /// Message attributes from a JSON object: name to a string (String), a number (Number), or
@@ -480,8 +483,11 @@ mod tests {
         let bodies: Vec<&str> = m.iter().map(|m| m.body.as_str()).collect();
         assert_eq!(bodies, ["a", "b"]);
         assert_eq!(m[1].place(), "value 2");
-        // Neither lines nor a stream: the first line that does not parse is named.
+        // Neither lines nor a stream: the first line that does not parse is named...
         let e = parse_lines("t", "{\"body\": \"a\"}\n{oops\n").unwrap_err();
         assert!(format!("{e:?}").contains("t line 2"), "{e:?}");
+        // ...and in a pretty-printed stream, where it stopped (it said line 1).
+        let e = parse_lines("t", "{\n  \"body\": \"a\"\n}\n{\n  \"body\": oops\n}\n").unwrap_err();
+        assert!(format!("{e:?}").contains("line 5"), "{e:?}");
     }
 }

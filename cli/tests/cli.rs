@@ -1174,10 +1174,34 @@ fn redrive_moves_dead_letters_back() {
         assert_eq!(m["Attributes"]["ApproximateReceiveCount"], "1");
     }
     // Nothing left: moved 0, still success.
+    let back = got;
     let (o, e) = expect(&["redrive", dlq.s()], 0);
     assert!(o.starts_with("moved 0 messages"), "{o}");
     // stderr is not a terminal here: no progress bar, no control characters in a log.
     assert!(!e.contains('\r') && !e.contains('\x1b'), "{e:?}");
+    // Messages naming no source, among others, at a slow rate: each counted skipped once
+    // (the run went in chunks of a message each, and every chunk took the skipped ones
+    // again), and visible again at once afterwards.
+    for (g, d) in [("n1", "x1"), ("n2", "x2")] {
+        json(&["send", dlq.s(), "-g", g, "-d", d, "no source"]);
+    }
+    // Three more dead letters of `src` behind them: the three received above (once, as new
+    // messages) made visible again, and moved by the next receive.
+    for m in back.as_array().unwrap() {
+        json(&[
+            "change-visibility",
+            src.s(),
+            m["ReceiptHandle"].as_str().unwrap(),
+            "0",
+        ]);
+    }
+    assert_eq!(
+        received(&["receive", src.s(), "-n", "10"]),
+        Value::Array(vec![])
+    );
+    let r = json(&["redrive", dlq.s(), "--rate", "8"]);
+    assert_eq!((u(&r["moved"]), u(&r["skipped"])), (3, 2), "{r}");
+    assert_eq!(u(&stat(&dlq)["messages"]["visible"]), 2);
 }
 
 /// Counters after a known workload of separate CLI processes.

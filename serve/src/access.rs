@@ -206,6 +206,34 @@ pub fn dead_letter_widens(source: &Metadata, target: &Metadata) -> Option<String
     None
 }
 
+/// Whether the file at `path` (not followed) carries a POSIX access control list beyond its
+/// mode bits (`system.posix_acl_access`). An error reading it counts as one: a file whose
+/// access cannot be read from its bits alone.
+pub fn has_acl(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return true;
+    };
+    // SAFETY: `c` and the attribute name are NUL-terminated; a size query (null buffer,
+    // size 0) writes nothing.
+    let n = unsafe {
+        libc::lgetxattr(
+            c.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if n >= 0 {
+        return true;
+    }
+    // ENODATA: no list; ENOTSUP: the file system keeps none.
+    !matches!(
+        std::io::Error::last_os_error().raw_os_error(),
+        Some(libc::ENODATA | libc::ENOTSUP)
+    )
+}
+
 /// A directory as one request walked it from `/` (see [`walk`]): a descriptor of the
 /// directory itself (`O_PATH`), whatever its path comes to name afterwards.
 #[derive(Debug)]

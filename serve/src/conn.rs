@@ -295,6 +295,9 @@ pub(crate) fn share_key(ip: IpAddr) -> IpAddr {
 enum ShareKey {
     Addr(IpAddr),
     Uid(u32),
+    /// Loopback connections whose owner was not found (gone before the lookup, or the lookup
+    /// timed out): one share for them all.
+    Unknown,
 }
 
 /// Connections open per remote address and per local user.
@@ -392,16 +395,20 @@ async fn serve_connection(
     // A local user holds at most a quarter of the connections, as a remote address does: one
     // user holding connections open cannot shut the others out. Not root nor the server's own
     // user (the operator's: a server of one user serves all its clients).
-    let _share = match (&users, &who) {
-        (Some((per_peer, max)), Some(id)) if id.uid != 0 && id.uid != server.own.uid => {
-            match PeerShare::take(per_peer, ShareKey::Uid(id.uid), *max) {
-                Some(s) => Some(s),
-                None => {
-                    tracing::debug!(peer = %peer, uid = id.uid, "this user holds a quarter of the connections; closing its new one");
-                    return;
-                }
+    // Connections whose owner is unknown (answered AccessDenied only) share one quarter.
+    let key = match &who {
+        Some(id) if id.uid == 0 || id.uid == server.own.uid => None,
+        Some(id) => Some(ShareKey::Uid(id.uid)),
+        None => Some(ShareKey::Unknown),
+    };
+    let _share = match (&users, key) {
+        (Some((per_peer, max)), Some(key)) => match PeerShare::take(per_peer, key, *max) {
+            Some(s) => Some(s),
+            None => {
+                tracing::debug!(peer = %peer, ?key, "this user holds a quarter of the connections; closing its new one");
+                return;
             }
-        }
+        },
         _ => None,
     };
     let watch = Arc::new(Watch {

@@ -104,6 +104,40 @@ fn a_dead_letter_move_through_serve_stays_within_the_files_permissions() {
     assert_eq!(messages(&mine), 0);
     assert_eq!(messages(&private), 1);
 
+    // The group rule: a source its group may open moves only to a target the same group may
+    // open.
+    let grouped = queue(&dir.0.join("grouped.fifo"), 0o660);
+    policy_to(&grouped, &dir.0.join("private.fifo"));
+    let (status, out) = received_past_the_count(&srv, "grouped.fifo", "6");
+    assert_eq!(status, 400, "{out}");
+    assert!(
+        out.contains("may open this queue and not the dead-letter queue"),
+        "{out}"
+    );
+    grouped.purge().unwrap();
+    let shared_group = queue(&dir.0.join("group-dlq.fifo"), 0o660);
+    policy_to(&grouped, &dir.0.join("group-dlq.fifo"));
+    let (status, out) = received_past_the_count(&srv, "grouped.fifo", "7");
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(messages(&shared_group), 1);
+
+    // A name that is no longer a queue file (a FIFO put in its place): refused before the
+    // server opens it at all.
+    let swap = dir.0.join("swap.fifo");
+    drop(queue(&swap, 0o666));
+    policy_to(&shared, &swap);
+    std::fs::remove_file(&swap).unwrap();
+    let c = std::ffi::CString::new(swap.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) with a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+    let (status, out) = received_past_the_count(&srv, "shared.fifo", "8");
+    assert_eq!(status, 400, "{out}");
+    assert!(
+        out.contains("not a queue file of the served directory"),
+        "{out}"
+    );
+    shared.purge().unwrap();
+
     // The same queue opened by the library itself, not through serve, moves as before: the
     // check is serve's.
     policy_to(&shared, &outside.0.join("secret.fifo"));

@@ -91,16 +91,25 @@ use shmfifo::{
 /// answered), or on an error that another try cannot mend (refused credentials, a missing
 /// remote queue). The messages it still holds are made visible again before it returns.
 ///
-/// `local`'s receives (its clones' too) stop moving messages past the redrive policy's
-/// `maxReceiveCount` ([`Queue::set_dead_letter_on_receive`]`(false)`): the bridge moves a
-/// message to the dead-letter queue only after the remote refused it `max_tries` times, and
-/// each restart hands back what it held, which the next receive counts again.
+/// While it runs, `local`'s receives (its clones' too) do not move messages past the redrive
+/// policy's `maxReceiveCount` ([`Queue::set_dead_letter_on_receive`]`(false)`, as it was
+/// again when it returns): the bridge moves a message to the dead-letter queue only after the
+/// remote refused it `max_tries` times, and each restart hands back what it held, which the
+/// next receive counts again.
 pub fn bridge(
     local: &Queue,
     remote: &dyn FifoQueue,
     opts: &BridgeOptions,
     progress: &mut dyn FnMut(&BridgeReport),
 ) -> Result<BridgeReport> {
+    /// Puts the handle's setting back however the bridge returns.
+    struct Restore<'q>(&'q Queue, bool);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            self.0.set_dead_letter_on_receive(self.1);
+        }
+    }
+    let _restore = Restore(local, local.dead_letter_on_receive());
     local.set_dead_letter_on_receive(false);
     let concurrency = opts.concurrency.max(1);
     let (job_tx, job_rx) = mpsc::channel::<Vec<Entry>>();

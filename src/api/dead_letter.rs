@@ -10,7 +10,7 @@ use super::queue::queue_path;
 use super::queue::{fault, Queue};
 use super::types::*;
 use crate::config::{Deduplication, RedrivePolicy, MAX_RECEIVE_COUNT};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use std::sync::atomic::Ordering;
 
 use crate::protocol::message::{self, MAX_ID_LEN};
@@ -82,10 +82,11 @@ pub(super) fn check_dead_letter(
 
 /// A check that every dead-letter move of a handle must pass ([`Queue::set_dead_letter_check`]):
 /// given the queue moving the message, the dead-letter queue's path as the live redrive
-/// policy names it, and that queue as opened, `Ok(())` lets the moves go on and `Err(reason)`
-/// refuses them.
+/// policy names it, and that queue as opened (`None`: asked before the path is opened at
+/// all, so that a path that may not be used is never opened), `Ok(())` lets the moves go on
+/// and `Err(reason)` refuses them.
 pub type DeadLetterCheck =
-    dyn Fn(&Queue, &Path, &Queue) -> std::result::Result<(), String> + Send + Sync;
+    dyn Fn(&Queue, &Path, Option<&Queue>) -> std::result::Result<(), String> + Send + Sync;
 
 /// A handle's [`DeadLetterCheck`], shown by `Debug` as its presence only.
 #[derive(Clone)]
@@ -97,14 +98,20 @@ impl std::fmt::Debug for CheckFn {
     }
 }
 
+/// How long a redrive holds a message it skips (see `Queue::hold_skipped`).
+const SKIPPED_HOLD: Duration = Duration::from_secs(3600);
+
 impl Queue {
     /// Sets a check that every move of a message to the dead-letter queue through this handle
     /// (and its clones) must pass first: a receive past `maxReceiveCount` (X1), a quarantine's
     /// rescue. It runs once a receive that has messages to move, with the dead-letter queue's
-    /// path as the live redrive policy names it and that queue opened. Where it refuses, nothing
-    /// moves: the receive answers [`Error::DeadLetterQueue`] with its reason (unless it took
-    /// other messages), and the messages stay in this queue, received (their counts raised) as
-    /// a failed move leaves them.
+    /// path as the live redrive policy names it: before the path is opened (the queue `None`;
+    /// a path it refuses is never opened) and with the queue opened (then at each receive that
+    /// moves, the queue kept open). Where it refuses, nothing moves: the receive answers
+    /// [`Error::DeadLetterQueue`] with its reason (unless it took other messages), and the
+    /// messages stay in this queue, received (their counts raised) as a failed move leaves
+    /// them (a quarantine's rescue, which moves what it can, drops them as it drops those of a
+    /// dead-letter queue that is not there).
     ///
     /// For a process that acts for others (`shmfifo serve`): a redrive policy is in the shared
     /// file, so any process that may write the queue may name any path as its dead-letter
@@ -127,7 +134,7 @@ impl Queue {
     /// )?;
     /// // Dead letters only into queues of `dir` itself.
     /// let allowed = dir.canonicalize()?;
-    /// q.set_dead_letter_check(Arc::new(move |_, path, _| {
+    /// q.set_dead_letter_check(Arc::new(move |_, path, _opened| {
     ///     if path.parent() == Some(allowed.as_path()) {
     ///         Ok(())
     ///     } else {
@@ -191,8 +198,25 @@ impl Queue {
         self.inner.dl_on_receive.store(on, Ordering::Relaxed);
     }
 
+    /// Whether this handle's receives move messages past `maxReceiveCount`
+    /// ([`Queue::set_dead_letter_on_receive`]; on by default).
+    ///
+    /// ```
+    /// use shmfifo::{Queue, QueueConfig};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// assert!(q.dead_letter_on_receive());
+    /// q.set_dead_letter_on_receive(false);
+    /// assert!(!q.clone().dead_letter_on_receive()); // its clones share the setting
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn dead_letter_on_receive(&self) -> bool {
+        // Relaxed: as `set_dead_letter_on_receive`.
+        self.inner.dl_on_receive.load(Ordering::Relaxed)
+    }
+
     /// Runs the handle's [`DeadLetterCheck`], if any, on a move to `dlq` at `path`.
-    fn check_dead_letter_move(&self, path: &Path, dlq: &Queue) -> Result<()> {
+    pub(super) fn check_dead_letter_move(&self, path: &Path, dlq: Option<&Queue>) -> Result<()> {
         let check = self
             .inner
             .dl_check
@@ -230,11 +254,12 @@ impl Queue {
     /// receive pass).
     pub(super) fn dead_letter_queue(&self, version: u64) -> Result<Queue> {
         let (path, q) = self.dead_letter_opened(version)?;
-        self.check_dead_letter_move(&path, &q)?;
+        self.check_dead_letter_move(&path, Some(&q))?;
         Ok(q)
     }
 
-    /// [`Queue::dead_letter_queue`] before the check: the queue and its path.
+    /// [`Queue::dead_letter_queue`] before the check of the queue opened: the queue and its
+    /// path (the path checked before it is opened).
     fn dead_letter_opened(&self, version: u64) -> Result<(PathBuf, Queue)> {
         let inner = &*self.inner;
         let mut cache = inner.dlq.lock().unwrap_or_else(|e| e.into_inner());
@@ -245,6 +270,7 @@ impl Queue {
         }
         let p = settings::read(self.arena()).map_err(|f| fault(f, inner))?;
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&p.path[..p.path_len]));
+        self.check_dead_letter_move(&path, None)?;
         let q = Queue::open_at(&path).map_err(|e| Error::DeadLetterQueue {
             path: path.clone(),
             reason: format!("cannot be opened: {e}"),
@@ -433,6 +459,16 @@ impl Queue {
         r.map(|()| rep)
     }
 
+    /// Holds a message the redrive leaves here until it returns: its handle goes to
+    /// `skipped`, and its visibility is made long enough that a long redrive (a rate limit, a
+    /// move task) does not take it again after the receive's 30 s and count it twice. Put back
+    /// when the redrive returns; a redriver that dies first has them released at once
+    /// (`release_on_death`), or visible again after the hour.
+    fn hold_skipped(&self, h: &ReceiptHandle, skipped: &mut Vec<ReceiptHandle>) {
+        let _ = self.change_visibility(h, SKIPPED_HOLD);
+        skipped.push(*h);
+    }
+
     /// [`Queue::redrive`]'s moves, into `rep`; the handles of the messages it leaves here go
     /// to `skipped`.
     fn redrive_moving(
@@ -448,6 +484,9 @@ impl Queue {
         // Sources found unreachable, not tried again in this redrive: a source made again
         // meanwhile would take a group's later message ahead of the one skipped.
         let mut unreachable: std::collections::HashSet<PathBuf> = Default::default();
+        // Groups held at a message its destination refused for its content: their later
+        // messages stay behind it (a group's order kept within its destination).
+        let mut blocked: std::collections::HashSet<String> = Default::default();
         loop {
             let want = opts
                 .limit
@@ -481,6 +520,11 @@ impl Queue {
                     rep.cancelled = true;
                     continue;
                 }
+                if blocked.contains(&m.group_id) {
+                    rep.skipped += 1;
+                    self.hold_skipped(&m.receipt_handle, skipped);
+                    continue;
+                }
                 let Some(path) = fixed.clone().or_else(|| {
                     let source = PathBuf::from(m.dead_letter_source.as_deref()?);
                     match &opts.sources {
@@ -489,13 +533,13 @@ impl Queue {
                     }
                 }) else {
                     rep.skipped += 1;
-                    skipped.push(m.receipt_handle);
+                    self.hold_skipped(&m.receipt_handle, skipped);
                     continue;
                 };
                 if unreachable.contains(&path) {
                     rep.skipped += 1;
                     rep.unreachable += 1;
-                    skipped.push(m.receipt_handle);
+                    self.hold_skipped(&m.receipt_handle, skipped);
                     continue;
                 }
                 let dest = match dests.get(&path) {
@@ -516,7 +560,7 @@ impl Queue {
                             );
                             rep.skipped += 1;
                             rep.unreachable += 1;
-                            skipped.push(m.receipt_handle);
+                            self.hold_skipped(&m.receipt_handle, skipped);
                             unreachable.insert(path);
                             continue;
                         }
@@ -543,6 +587,23 @@ impl Queue {
                     Ok(())
                 })();
                 if let Err(e) = moved {
+                    // Refused for its own content (larger than the destination takes, say):
+                    // this message and the rest of its group stay; the others move.
+                    if matches!(
+                        e.code(),
+                        ErrorCode::InvalidParameterValue | ErrorCode::InvalidMessageContents
+                    ) {
+                        tracing::warn!(
+                            queue = %self.display_name(),
+                            destination = %path.display(),
+                            error = %e,
+                            "redrive: the destination refused a message; it and the rest of its group stay"
+                        );
+                        rep.skipped += 1;
+                        self.hold_skipped(&m.receipt_handle, skipped);
+                        blocked.insert(m.group_id.clone());
+                        continue;
+                    }
                     // The destination is gone or full: put this message and the rest of the
                     // batch back at once (not after their 30 s), then report the failure.
                     for r in &msgs[k..] {

@@ -207,7 +207,7 @@ impl Queue {
         let inner = &*self.inner;
         // A queue made to keep no records (`attempt_entries(0)`): a retry would be a fresh
         // receive, taking other messages while the first stay in flight. Said at once.
-        if inner.view.attempts.is_empty() {
+        if inner.view.attempt_entries() == 0 {
             return Err(Error::invalid(
                 "ReceiveRequestAttemptId",
                 "this queue keeps no receive attempt records (it was created with attempt_entries 0), so a retry with this id could not return the same messages; receive without one",

@@ -90,7 +90,13 @@ impl Queue {
         // take the larger messages too (X2), as when the policy was set.
         if let (Some(m), None) = (s.maximum_message_size, &s.redrive_policy) {
             if m > self.maximum_message_size() {
-                if let Some(p) = self.redrive_policy()? {
+                // Opened only where the handle's dead-letter check lets the path be used (a
+                // path in the shared file is anyone's who may write it).
+                let usable = |p: &crate::config::RedrivePolicy| {
+                    self.check_dead_letter_move(std::path::Path::new(&p.dead_letter_queue), None)
+                        .is_ok()
+                };
+                if let Some(p) = self.redrive_policy()?.filter(usable) {
                     if let Ok(dl) = Queue::open_at(&p.dead_letter_queue) {
                         if dl.maximum_message_size() < m {
                             return Err(Error::InvalidConfig {
@@ -271,7 +277,12 @@ impl Queue {
         let mut current: Option<Vec<(&'static str, String)>> = None;
         for (name, value) in attributes {
             if FIXED.contains(&name) {
-                let now = current.get_or_insert_with(|| self.attributes().sqs_attributes());
+                let now = current.get_or_insert_with(|| {
+                    let a = self.attributes();
+                    let mut v = a.sqs_attributes();
+                    v.push(("MaxInFlight", a.max_in_flight.to_string()));
+                    v
+                });
                 if now.iter().any(|(n, v)| *n == name && v == value.trim()) {
                     continue; // the value it has: nothing to change
                 }

@@ -553,10 +553,11 @@ pub struct RedriveReport {
     /// Messages moved (sent to their destination and deleted here).
     pub moved: u64,
     /// Messages left here because they name no source queue (or one outside
-    /// [`RedriveOptions::sources`]) and no destination was given, or because their source
-    /// queue could not be opened (counted in `unreachable` too); they are visible again when
-    /// the redrive returns (so that a redrive `--to` a queue can take them at once), each
-    /// received once more.
+    /// [`RedriveOptions::sources`]) and no destination was given, because their source queue
+    /// could not be opened (counted in `unreachable` too), or because their destination
+    /// refused them for their content (larger than it takes, say; with them the rest of their
+    /// group, which stays behind them); they are visible again when the redrive returns (so
+    /// that a redrive `--to` a queue can take them at once), each received once more.
     pub skipped: u64,
     /// Of the `skipped`: messages whose source queue could not be opened (gone, or not a
     /// queue this process may open). The messages of other sources still move.

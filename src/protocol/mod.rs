@@ -465,6 +465,16 @@ impl<'a> Arena<'a> {
         self.dedup.len() as u64
     }
 
+    /// Entries of the base file's group table.
+    pub fn group_base_entries(&self) -> u64 {
+        self.groups.len() as u64
+    }
+
+    /// Receive attempt records the arena keeps (0: none, `attempt_entries(0)`).
+    pub fn attempt_entries(&self) -> u64 {
+        self.attempts.len() as u64
+    }
+
     /// `(class, slot)` of a global message index.
     #[inline]
     pub fn locate(&self, idx: u32) -> PResult<(usize, usize)> {

@@ -132,23 +132,64 @@ pub fn file_len(file: &File) -> io::Result<u64> {
 
 /// Opens an existing arena file read-write.
 pub fn open_file(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NOFOLLOW: a symlink at the name is never followed (another user could point it at a
-    // file of theirs); O_NONBLOCK: a FIFO or device there does not hang the open.
-    std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
+    open_regular(path, true)
 }
 
 /// [`open_file`] for reading only (an observer: `Queue::observe`).
 pub fn open_file_read_only(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
+    open_regular(path, false)
+}
+
+/// Opens the file at `path` for reading (and writing, if `write`), but only a regular file is
+/// opened for I/O: the name is first opened as a bare reference (`O_PATH`, `O_NOFOLLOW`: a
+/// symlink there is never followed: `ELOOP`), its type read from the reference, and only a
+/// regular file is then opened for I/O through the reference itself (`/proc/self/fd`: the
+/// same inode, whatever the name leads to meanwhile). Anything else is returned as the bare
+/// reference, which [`untrusted`] names (a directory, a FIFO, a device node, a socket) and no
+/// I/O can use. A path is input: a process that opens paths others wrote (a
+/// redrive policy in a shared file, read by a root `shmfifo serve`) must not open a device
+/// read-write (`/dev/watchdog`, say, which opening arms) nor block on a FIFO.
+fn open_regular(path: &Path, write: bool) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let reference = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)?;
+    let m = reference.metadata()?;
+    let t = m.file_type();
+    if t.is_symlink() {
+        return Err(io::Error::from_raw_os_error(libc::ELOOP));
+    }
+    if !t.is_file() {
+        return Ok(reference);
+    }
+    let io_open = |p: &Path, flags: i32| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(flags | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(p)
+    };
+    // Through the /proc magic link (followed on purpose: it names the inode opened above;
+    // the permission check is the file's, as an open by name).
+    match io_open(
+        Path::new(&format!("/proc/self/fd/{}", reference.as_raw_fd())),
+        0,
+    ) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // No /proc: by name again, taken only if it is still the file looked at.
+            let f = io_open(path, libc::O_NOFOLLOW)?;
+            let n = f.metadata()?;
+            if (n.dev(), n.ino()) != (m.dev(), m.ino()) {
+                return Err(io::Error::other(
+                    "the file changed while it was opened; open it again",
+                ));
+            }
+            Ok(f)
+        }
+        r => r,
+    }
 }
 
 /// Why an opened file is not one this process may use as (or remove as) a queue: not a

@@ -38,8 +38,9 @@ pub struct ReceiveArgs {
     #[arg(long, value_name = "ID", visible_alias = "receive-request-attempt-id")]
     pub attempt_id: Option<String>,
     /// Delete the messages once received and printed (a failed write deletes none: they are
-    /// made visible again, exit code 35). Receives with a visibility timeout of 30 s unless
-    /// --visibility-timeout gives one (0 is refused: the deletes would find the handles stale).
+    /// made visible again, exit code 35). A queue whose own visibility timeout is 0 is received
+    /// from with 30 s (--visibility-timeout 0 is refused: the deletes would find the handles
+    /// stale).
     #[arg(long)]
     pub delete: bool,
 }
@@ -59,7 +60,6 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
                     .into(),
             })
         }
-        None if a.delete => Some(DELETE_VISIBILITY),
         v => v,
     };
     if super::remote::is_remote(&a.queue) {
@@ -70,7 +70,10 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     }
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
-    opts.visibility_timeout = visibility_timeout;
+    // The queue's own timeout, unless it is 0 (then 30 s, for --delete).
+    opts.visibility_timeout = visibility_timeout.or_else(|| {
+        (a.delete && q.attributes().visibility_timeout.is_zero()).then_some(DELETE_VISIBILITY)
+    });
     // One long poll that Ctrl-C or SIGTERM ends within 100 ms (the handle then closes
     // cleanly); an empty one counts once in NumberOfEmptyReceives and records no attempt id.
     opts.wait_time = a.wait;
@@ -104,8 +107,8 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The visibility timeout of `receive --delete` without `--visibility-timeout`: long enough
-/// to print and delete (a queue's own may be 0, which would make the deletes fail).
+/// The visibility timeout of `receive --delete` without `--visibility-timeout` on a queue whose
+/// own is 0 (which would make the deletes fail): long enough to print and delete.
 const DELETE_VISIBILITY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The failure of a receive whose messages could not be written out: none deleted.

@@ -46,51 +46,44 @@ fn bar(total: u64, json: bool) -> ProgressBar {
     b
 }
 
-/// Moves the messages, in chunks so that the bar moves between them.
+/// Moves the messages in one redrive (its skipped messages are held until it returns, so a
+/// run counts each once: chunks each put theirs back, and the next took them again), the
+/// bar moved by a thread that watches the queue's count meanwhile.
 pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = open(&a.queue)?;
     let visible = q.attributes().approximate_number_of_messages;
     let total = a.limit.map_or(visible, |l| l.min(visible));
     let bar = bar(total, ctx.json);
-    // About four redraws a second at the rate limit; 100 messages a chunk without one.
-    let chunk = a.rate.map_or(100, |r| u64::from(r / 4).max(1));
     let started = Instant::now();
-    let mut rep = RedriveReport::default();
-    loop {
-        let want = a.limit.map_or(chunk, |l| (l - rep.moved).min(chunk));
-        if want == 0 {
-            break;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let r = std::thread::scope(|s| {
+        if !bar.is_hidden() {
+            let (q, bar, done) = (&q, &bar, &done);
+            s.spawn(move || {
+                // Relaxed: a stop flag; the bar's position is only shown.
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let left = q.attributes().approximate_number_of_messages;
+                    bar.set_position(visible.saturating_sub(left).min(total));
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            });
         }
-        // Each call paces its own messages from its start: wait until this chunk's first
-        // message is due on the whole run's schedule.
-        if let Some(r) = a.rate {
-            let due = Duration::from_secs_f64(rep.moved as f64 / f64::from(r));
-            if let Some(w) = due.checked_sub(started.elapsed()) {
-                std::thread::sleep(w);
-            }
-        }
-        let r = q
-            .redrive(&RedriveOptions {
-                destination: a.to.clone(),
-                max_per_second: a.rate,
-                limit: Some(want),
-                // Ctrl-C / SIGTERM stop after the current message.
-                cancel: Some(crate::interrupt_flag()),
-                sources: None,
-            })
-            .map_err(|e| {
-                bar.abandon();
-                Failure::queue(&a.queue, e)
-            })?;
-        rep.moved += r.moved;
-        rep.skipped += r.skipped;
-        rep.unreachable += r.unreachable;
-        bar.set_position(rep.moved);
-        // Fewer than asked: the queue has no visible message left.
-        if r.moved < want || r.cancelled {
-            break;
-        }
-    }
+        let r = q.redrive(&RedriveOptions {
+            destination: a.to.clone(),
+            max_per_second: a.rate,
+            limit: a.limit,
+            // Ctrl-C / SIGTERM stop after the current message.
+            cancel: Some(crate::interrupt_flag()),
+            sources: None,
+        });
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        r
+    });
+    let rep: RedriveReport = r.map_err(|e| {
+        bar.abandon();
+        Failure::queue(&a.queue, e)
+    })?;
+    bar.set_position(rep.moved);
     drop(q);
     bar.finish();
     let secs = started.elapsed().as_secs_f64();

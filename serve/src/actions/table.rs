@@ -61,7 +61,9 @@ pub(super) fn make_room(open: &mut HashMap<String, Opened>) {
 /// open the source may open the dead-letter queue too ([`crate::access::dead_letter_widens`]).
 /// Refused, the messages stay in the source, received, and the receive answers why.
 fn dead_letters_within(dir: PathBuf) -> Arc<DeadLetterCheck> {
-    Arc::new(move |source: &Queue, path: &Path, target: &Queue| {
+    Arc::new(move |source: &Queue, path: &Path, target: Option<&Queue>| {
+        // Before the path is opened at all (a path a user wrote: a device there must not be
+        // opened by the server), then with the queue opened.
         let named = path
             .file_name()
             .and_then(|n| n.to_str())
@@ -70,14 +72,35 @@ fn dead_letters_within(dir: PathBuf) -> Arc<DeadLetterCheck> {
             return Err("it is not a queue of the served directory".into());
         }
         // The directory's path is one only root and the server's user can change (checked
-        // at start and at each request): the name, looked at without following it, is the
-        // file the library opened, or the move is not made.
+        // at start and at each request): the name, looked at without following it, is a
+        // regular file, and then the file the library opened, or the move is not made.
+        let on_disk = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_file() => m,
+            _ => return Err("it is not a queue file of the served directory".into()),
+        };
+        let Some(target) = target else {
+            return Ok(());
+        };
         let opened = target.file_metadata().map_err(|e| e.to_string())?;
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.is_file() && (m.dev(), m.ino()) == (opened.dev(), opened.ino()) => {}
-            _ => return Err("its name no longer names the queue opened".into()),
+        if (on_disk.dev(), on_disk.ino()) != (opened.dev(), opened.ino()) {
+            return Err("its name no longer names the queue opened".into());
         }
         let from = source.file_metadata().map_err(|e| e.to_string())?;
+        if (from.dev(), from.ino()) == (opened.dev(), opened.ino()) {
+            return Err("a queue cannot be its own dead-letter queue".into());
+        }
+        // An access control list widens a file past its mode bits (the group bits are then
+        // its mask): the rule below reads the bits only, so such files are not moved between.
+        for (p, what) in [
+            (source.path(), "this queue"),
+            (Some(path), "the dead-letter queue"),
+        ] {
+            if p.is_some_and(crate::access::has_acl) {
+                return Err(format!(
+                    "{what} has an access control list, which serve does not read"
+                ));
+            }
+        }
         match crate::access::dead_letter_widens(&from, &opened) {
             Some(why) => Err(why),
             None => Ok(()),

@@ -94,6 +94,13 @@ fn main() {
     };
     let local = local.unwrap_or_else(|e| fail(&a.local, &e));
     let remote: Box<dyn FifoQueue> = match a.remote.strip_prefix("sqs://") {
+        // A local queue as the far end (tests, or a second host's arena on shared storage):
+        // only by name with `shm:` (or `shm://`), looked at first. A REMOTE without a scheme
+        // was taken for a local queue, and a forgotten `sqs://` forwarded the outbox into a
+        // local file of that name.
+        _ if a.remote.starts_with("shm:") => {
+            shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e))
+        }
         Some(name) => Box::new(
             SqsQueue::open_name(name, a.endpoint_url.as_deref())
                 .unwrap_or_else(|e| fail(&a.remote, &e)),
@@ -111,12 +118,6 @@ fn main() {
                 SqsQueue::open_url(&a.remote, endpoint.as_deref())
                     .unwrap_or_else(|e| fail(&a.remote, &e)),
             )
-        }
-        // A local queue as the far end (tests, or a second host's arena on shared storage):
-        // only by name with `shm:`. A REMOTE without a scheme was taken for a local queue,
-        // and a forgotten `sqs://` forwarded the outbox into a local file of that name.
-        None if a.remote.starts_with("shm:") => {
-            shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e))
         }
         None => {
             eprintln!(
