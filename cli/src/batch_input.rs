@@ -164,9 +164,10 @@ pub fn parse_lines(source: &str, text: &str) -> Result<Vec<Outgoing>, BadInput> 
                         }
                         Ok(out)
                     }
-                    // Where the stream stopped past this line, the input is a stream with an
-                    // error further down: said where (serde_json's line and column).
-                    Err(se) if se.line() > i + 1 => Err(BadInput::new(source, se)),
+                    // Where the stream stopped past this line on a malformed value (not at the
+                    // end of the input: a last line cut short is that line's error), the
+                    // input is a stream with an error further down: said where.
+                    Err(se) if se.line() > i + 1 && !se.is_eof() => Err(BadInput::new(source, se)),
                     Err(_) => Err(BadInput::new(format!("{source} line {}", i + 1), e)),
                 };
             }

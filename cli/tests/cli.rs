@@ -1107,6 +1107,24 @@ fn ls_lists_queues_with_counts() {
     expect(&["ls", "--dir", "/nonexistent-dir"], 10);
 }
 
+/// Makes the messages `got` (a `receive --json` answer of `src`, a queue with
+/// maxReceiveCount 1) visible again, and receives: that receive moves them to the dead-letter
+/// queue instead of returning them.
+fn dead_letter_again(src: &Q, got: &Value) {
+    for m in got.as_array().unwrap() {
+        json(&[
+            "change-visibility",
+            src.s(),
+            m["ReceiptHandle"].as_str().unwrap(),
+            "0",
+        ]);
+    }
+    assert_eq!(
+        received(&["receive", src.s(), "-n", "10"]),
+        Value::Array(vec![])
+    );
+}
+
 #[test]
 fn redrive_moves_dead_letters_back() {
     let dlq = create("rdlq", &[]);
@@ -1125,18 +1143,7 @@ fn redrive_moves_dead_letters_back() {
     }
     // Received once, made visible again: the next receive moves them (maxReceiveCount 1).
     let got = received(&["receive", src.s(), "-n", "10"]);
-    for m in got.as_array().unwrap() {
-        json(&[
-            "change-visibility",
-            src.s(),
-            m["ReceiptHandle"].as_str().unwrap(),
-            "0",
-        ]);
-    }
-    assert_eq!(
-        received(&["receive", src.s(), "-n", "10"]),
-        Value::Array(vec![])
-    );
+    dead_letter_again(&src, &got);
     let d = stat(&dlq);
     assert_eq!(u(&d["messages"]["visible"]), 4);
     assert_eq!(u(&stat(&src)["counters"]["moved_to_dead_letter"]), 4);
@@ -1187,18 +1194,7 @@ fn redrive_moves_dead_letters_back() {
     }
     // Three more dead letters of `src` behind them: the three received above (once, as new
     // messages) made visible again, and moved by the next receive.
-    for m in back.as_array().unwrap() {
-        json(&[
-            "change-visibility",
-            src.s(),
-            m["ReceiptHandle"].as_str().unwrap(),
-            "0",
-        ]);
-    }
-    assert_eq!(
-        received(&["receive", src.s(), "-n", "10"]),
-        Value::Array(vec![])
-    );
+    dead_letter_again(&src, &back);
     let r = json(&["redrive", dlq.s(), "--rate", "8"]);
     assert_eq!((u(&r["moved"]), u(&r["skipped"])), (3, 2), "{r}");
     assert_eq!(u(&stat(&dlq)["messages"]["visible"]), 2);

@@ -593,8 +593,9 @@ impl Queues {
         Ok(obj(json!({"QueueUrl": self.url(name)})))
     }
 
-    fn list_queues(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let prefix = str_param(p, "QueueNamePrefix")?.unwrap_or("");
+    /// A listing's page (ListQueues, ListDeadLetterSourceQueues): `MaxResults` (1–1,000) and
+    /// `NextToken` (the last name of the page before), read and checked.
+    fn page_params(p: &Map<String, Value>) -> Result<(Option<i64>, &str), ApiError> {
         let max = int_param(p, "MaxResults")?;
         if max.is_some_and(|m| !(1..=1000).contains(&m)) {
             return Err(ApiError::invalid(
@@ -602,7 +603,39 @@ impl Queues {
                 "must be between 1 and 1000",
             ));
         }
-        let after = str_param(p, "NextToken")?.unwrap_or("");
+        Ok((max, str_param(p, "NextToken")?.unwrap_or("")))
+    }
+
+    /// The answer of a listing of `names` (sorted, past the token) under `key`, as URLs: at
+    /// most `max` and a `NextToken` where more are left; without `MaxResults`, as SQS, at most
+    /// 1,000 and no token (a directory of a million names answers 1,000 of them, not a
+    /// response of tens of megabytes). An empty page omits `key` unless `always`.
+    fn page(&self, mut names: Vec<String>, max: Option<i64>, key: &str, always: bool) -> Res {
+        let mut out = Map::new();
+        match max {
+            Some(m) => {
+                if names.len() > m as usize {
+                    names.truncate(m as usize);
+                    out.insert(
+                        "NextToken".into(),
+                        Value::String(names[names.len() - 1].clone()),
+                    );
+                }
+            }
+            None => names.truncate(MAX_LISTED),
+        }
+        if always || !names.is_empty() {
+            out.insert(
+                key.into(),
+                Value::Array(names.iter().map(|n| Value::String(self.url(n))).collect()),
+            );
+        }
+        Ok(out)
+    }
+
+    fn list_queues(&self, p: &Map<String, Value>, who: &Identity) -> Res {
+        let prefix = str_param(p, "QueueNamePrefix")?.unwrap_or("");
+        let (max, after) = Self::page_params(p)?;
         let dir = self.reachable("the queue directory", who)?;
         if !who.may_list(dir.meta()) {
             return Err(access_denied("the queue directory", "list it"));
@@ -620,28 +653,7 @@ impl Queues {
             })
             .collect();
         names.sort();
-        let mut out = Map::new();
-        match max {
-            Some(m) => {
-                if names.len() > m as usize {
-                    names.truncate(m as usize);
-                    out.insert(
-                        "NextToken".into(),
-                        Value::String(names[names.len() - 1].clone()),
-                    );
-                }
-            }
-            // SQS: without MaxResults, at most 1,000 queues and no token (a directory of a
-            // million names answers 1,000 of them, not a response of tens of megabytes).
-            None => names.truncate(MAX_LISTED),
-        }
-        if !names.is_empty() {
-            out.insert(
-                "QueueUrls".into(),
-                Value::Array(names.iter().map(|n| Value::String(self.url(n))).collect()),
-            );
-        }
-        Ok(out)
+        self.page(names, max, "QueueUrls", false)
     }
 
     fn send_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {

@@ -212,35 +212,14 @@ impl Queues {
     /// request's (SQS's `queueUrls`, paged by `MaxResults` and `NextToken` as ListQueues).
     pub(super) fn list_dead_letter_sources(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         let (name, _) = self.queue(p, who)?;
-        let max = int_param(p, "MaxResults")?;
-        if max.is_some_and(|m| !(1..=1000).contains(&m)) {
-            return Err(ApiError::invalid(
-                "MaxResults",
-                "must be between 1 and 1000",
-            ));
-        }
-        let after = str_param(p, "NextToken")?.unwrap_or("");
-        let mut names: Vec<String> = self
+        let (max, after) = Self::page_params(p)?;
+        let names: Vec<String> = self
             .dead_letter_sources(&name, who)
             .into_iter()
             .filter(|n| n.as_str() > after)
             .collect();
-        let mut out = Map::new();
-        let limit = max.map_or(super::MAX_LISTED, |m| m as usize);
-        if names.len() > limit {
-            names.truncate(limit);
-            if max.is_some() {
-                out.insert(
-                    "NextToken".into(),
-                    Value::String(names[names.len() - 1].clone()),
-                );
-            }
-        }
-        out.insert(
-            "queueUrls".into(),
-            Value::Array(names.iter().map(|n| Value::String(self.url(n))).collect()),
-        );
-        Ok(out)
+        // `queueUrls` even when empty, as SQS answers it.
+        self.page(names, max, "queueUrls", true)
     }
 
     /// The paths of every queue of the directory `who` may use (as the library records a
