@@ -459,12 +459,18 @@ impl Queue {
         r.map(|()| rep)
     }
 
-    /// Holds a message the redrive leaves here until it returns: its handle goes to
-    /// `skipped`, and its visibility is made long enough that a long redrive (a rate limit, a
+    /// Holds a message the redrive leaves here until it returns: counted in `rep.skipped`, its
+    /// handle goes to `skipped`, and its visibility is made long enough that a long redrive (a rate limit, a
     /// move task) does not take it again after the receive's 30 s and count it twice. Put back
     /// when the redrive returns; a redriver that dies first has them released at once
     /// (`release_on_death`), or visible again after the hour.
-    fn hold_skipped(&self, h: &ReceiptHandle, skipped: &mut Vec<ReceiptHandle>) {
+    fn hold_skipped(
+        &self,
+        h: &ReceiptHandle,
+        rep: &mut RedriveReport,
+        skipped: &mut Vec<ReceiptHandle>,
+    ) {
+        rep.skipped += 1;
         let _ = self.change_visibility(h, SKIPPED_HOLD);
         skipped.push(*h);
     }
@@ -521,8 +527,7 @@ impl Queue {
                     continue;
                 }
                 if blocked.contains(&m.group_id) {
-                    rep.skipped += 1;
-                    self.hold_skipped(&m.receipt_handle, skipped);
+                    self.hold_skipped(&m.receipt_handle, rep, skipped);
                     continue;
                 }
                 let Some(path) = fixed.clone().or_else(|| {
@@ -532,14 +537,12 @@ impl Queue {
                         _ => Some(source),
                     }
                 }) else {
-                    rep.skipped += 1;
-                    self.hold_skipped(&m.receipt_handle, skipped);
+                    self.hold_skipped(&m.receipt_handle, rep, skipped);
                     continue;
                 };
                 if unreachable.contains(&path) {
-                    rep.skipped += 1;
                     rep.unreachable += 1;
-                    self.hold_skipped(&m.receipt_handle, skipped);
+                    self.hold_skipped(&m.receipt_handle, rep, skipped);
                     continue;
                 }
                 let dest = match dests.get(&path) {
@@ -558,9 +561,8 @@ impl Queue {
                                 error = %e,
                                 "redrive: a message's source queue cannot be opened; the message stays"
                             );
-                            rep.skipped += 1;
                             rep.unreachable += 1;
-                            self.hold_skipped(&m.receipt_handle, skipped);
+                            self.hold_skipped(&m.receipt_handle, rep, skipped);
                             unreachable.insert(path);
                             continue;
                         }
@@ -599,8 +601,7 @@ impl Queue {
                             error = %e,
                             "redrive: the destination refused a message; it and the rest of its group stay"
                         );
-                        rep.skipped += 1;
-                        self.hold_skipped(&m.receipt_handle, skipped);
+                        self.hold_skipped(&m.receipt_handle, rep, skipped);
                         blocked.insert(m.group_id.clone());
                         continue;
                     }

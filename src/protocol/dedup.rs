@@ -797,20 +797,13 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// The protocol's test geometry with `dedup_slots` entries, growing `dedup_growth` times.
     fn geometry(dedup_slots: u32, dedup_growth: u32) -> Geometry {
         Geometry {
-            participants: 3,
-            max_groups: 4,
-            group_slots: 8,
-            ready_slots: 8,
-            classes: vec![(16, 8)],
             dedup_slots,
-            dedup_key_words: crate::layout::DEDUP_KEY_WORDS,
-            attempt_slots: 4,
-            class_growth: Vec::new(),
             size_limit: if dedup_growth > 0 { 1 << 30 } else { 0 },
             dedup_growth,
-            group_growth: 0,
+            ..crate::protocol::heap::test_geometry()
         }
     }
 
