@@ -22,6 +22,7 @@ type Res = Result<Map<String, Value>, ApiError>;
 mod answers;
 mod moves;
 mod table;
+mod urls;
 
 use answers::{batch_out, message_out};
 use moves::MoveTask;
@@ -38,6 +39,9 @@ pub struct Queues {
     held: crate::access::Held,
     /// `http://HOST:PORT/ACCOUNT/`: the prefix of every queue URL.
     url_prefix: String,
+    /// Listening on every address (`0.0.0.0`, `::`), which no client can connect to: a queue
+    /// URL then names the host the client's request named ([`Queues::run`]).
+    any_host: bool,
     /// The server's own user: the owner of every file it creates.
     own_uid: u32,
     open: Mutex<HashMap<String, Opened>>,
@@ -218,12 +222,14 @@ fn valid_name(name: &str) -> bool {
 }
 
 impl Queues {
-    /// Queues in `dir`, reached at `http://{host}/{ACCOUNT}/NAME`, served by user `own_uid`.
-    pub fn new(dir: PathBuf, host: &str, own_uid: u32) -> Self {
+    /// Queues in `dir`, reached at `http://{addr}/{ACCOUNT}/NAME`, served by user `own_uid`.
+    /// An unspecified `addr` (every address) answers URLs of the host each request names.
+    pub fn new(dir: PathBuf, addr: std::net::SocketAddr, own_uid: u32) -> Self {
         Queues {
             held: crate::access::Held::new(dir.clone(), vec![0, own_uid]),
             dir,
-            url_prefix: format!("http://{host}/{ACCOUNT}/"),
+            url_prefix: format!("http://{addr}/{ACCOUNT}/"),
+            any_host: addr.ip().is_unspecified(),
             own_uid,
             open: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
@@ -231,10 +237,6 @@ impl Queues {
             ticks: AtomicU64::new(0),
             path_broken: AtomicBool::new(false),
         }
-    }
-
-    fn url(&self, name: &str) -> String {
-        format!("{}{name}", self.url_prefix)
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -347,13 +349,31 @@ impl Queues {
     /// stops a process of its own on a shared queue does not stall every other connection.
     /// So do ReceiveMessage's open of its queue and a replay of a receive recorded under its
     /// attempt id (which waits behind a stopped holder of a recorded message's group claim).
-    pub async fn run(&self, action: &str, p: &Map<String, Value>, who: &Identity) -> Res {
+    ///
+    /// `host` is the request's `Host` header: where serve listens on every address, the queue
+    /// URLs of the answer name it (the address the client reached), if it is a plain
+    /// `host[:port]`; otherwise they name the listening address.
+    pub async fn run(
+        &self,
+        action: &str,
+        p: &Map<String, Value>,
+        who: &Identity,
+        host: Option<&str>,
+    ) -> Res {
         let r = if action == "ReceiveMessage" {
             self.receive_message(p, who).await
         } else {
             blocking(|| self.run_now(action, p, who))
         };
-        r.map_err(|e| self.scrubbed(e))
+        match r {
+            Ok(mut answer) => {
+                if let (true, Some(host)) = (self.any_host, host.filter(|h| urls::plain_host(h))) {
+                    self.rehost(&mut answer, host);
+                }
+                Ok(answer)
+            }
+            Err(e) => Err(self.scrubbed(e)),
+        }
     }
 
     /// [`run`](Self::run) of an action other than ReceiveMessage.
@@ -591,69 +611,6 @@ impl Queues {
             Err(e) => return Err(e.into()),
         }
         Ok(obj(json!({"QueueUrl": self.url(name)})))
-    }
-
-    /// A listing's page (ListQueues, ListDeadLetterSourceQueues): `MaxResults` (1–1,000) and
-    /// `NextToken` (the last name of the page before), read and checked.
-    fn page_params(p: &Map<String, Value>) -> Result<(Option<i64>, &str), ApiError> {
-        let max = int_param(p, "MaxResults")?;
-        if max.is_some_and(|m| !(1..=1000).contains(&m)) {
-            return Err(ApiError::invalid(
-                "MaxResults",
-                "must be between 1 and 1000",
-            ));
-        }
-        Ok((max, str_param(p, "NextToken")?.unwrap_or("")))
-    }
-
-    /// The answer of a listing of `names` (sorted, past the token) under `key`, as URLs: at
-    /// most `max` and a `NextToken` where more are left; without `MaxResults`, as SQS, at most
-    /// 1,000 and no token (a directory of a million names answers 1,000 of them, not a
-    /// response of tens of megabytes). An empty page omits `key` unless `always`.
-    fn page(&self, mut names: Vec<String>, max: Option<i64>, key: &str, always: bool) -> Res {
-        let mut out = Map::new();
-        match max {
-            Some(m) => {
-                if names.len() > m as usize {
-                    names.truncate(m as usize);
-                    out.insert(
-                        "NextToken".into(),
-                        Value::String(names[names.len() - 1].clone()),
-                    );
-                }
-            }
-            None => names.truncate(MAX_LISTED),
-        }
-        if always || !names.is_empty() {
-            out.insert(
-                key.into(),
-                Value::Array(names.iter().map(|n| Value::String(self.url(n))).collect()),
-            );
-        }
-        Ok(out)
-    }
-
-    fn list_queues(&self, p: &Map<String, Value>, who: &Identity) -> Res {
-        let prefix = str_param(p, "QueueNamePrefix")?.unwrap_or("");
-        let (max, after) = Self::page_params(p)?;
-        let dir = self.reachable("the queue directory", who)?;
-        if !who.may_list(dir.meta()) {
-            return Err(access_denied("the queue directory", "list it"));
-        }
-        // Only the queues the caller may use: the names of others are not theirs to learn.
-        let mut names: Vec<String> = std::fs::read_dir(dir.dir_path())
-            .map_err(|e| ApiError::from(shmfifo::Error::Io(e)))?
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| valid_name(n) && n.starts_with(prefix) && n.as_str() > after)
-            .filter(|n| {
-                dir.entry(n)
-                    .is_ok_and(|m| m.is_some_and(|m| m.is_file() && who.may_open(&m)))
-            })
-            .collect();
-        names.sort();
-        self.page(names, max, "QueueUrls", false)
     }
 
     fn send_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {

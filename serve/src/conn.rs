@@ -437,6 +437,7 @@ async fn serve_connection(
     // taken nothing; messages already taken stay in flight until their visibility timeout,
     // as on SQS.
     let conn = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(MAX_HEAD)
         .serve_connection(hyper_util::rt::TokioIo::new(io), svc);
     tokio::pin!(conn);
     let mut ticks = tokio::time::interval(period);
@@ -453,6 +454,12 @@ async fn serve_connection(
         }
     }
 }
+
+/// The largest request head read, bytes: hyper's read buffer (a longer head is answered 431
+/// and the connection closed). hyper's own bound on a request line's URI is 64 KiB (414), so
+/// a query-protocol GET loses nothing by it; hyper's default buffer took heads of 400 KiB.
+/// A body is read through the same buffer in pieces, and bounded by `max_body` alone.
+pub(crate) const MAX_HEAD: usize = 72 << 10;
 
 /// Hands memory freed after a burst back to the system: glibc's allocator keeps a thread's
 /// freed blocks for that thread (a burst of 10,000 requests left ~290 MiB resident). Once a

@@ -156,7 +156,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(cfg.addr).await?;
     let addr = listener.local_addr()?;
     let server = Arc::new(Server {
-        queues: actions::Queues::new(dir, &addr.to_string(), own.uid),
+        queues: actions::Queues::new(dir, addr, own.uid),
         keys: cfg.check_signature.clone(),
         max_body: cfg.max_body,
         body_timeout: cfg.body_timeout,
@@ -249,6 +249,16 @@ impl Server {
         r
     }
 
+    /// The answer to a body over [`Config::max_body`], declared or arrived.
+    fn too_large(&self) -> ApiError {
+        ApiError {
+            code: "RequestEntityTooLarge".into(),
+            message: format!("Request bodies are limited to {} bytes.", self.max_body),
+            sender: true,
+            status: 413,
+        }
+    }
+
     /// [`handle`](Self::handle)'s answer; `action` is set once the request names one.
     async fn answer(
         &self,
@@ -286,6 +296,14 @@ impl Server {
                 return closing(respond_error(wire, &e, &id));
             }
         }
+        // A declared length over the limit is refused at once (and the connection closed),
+        // not after its first `max_body` bytes have arrived; `Limited` still bounds a body
+        // whose length is not declared, or declared falsely.
+        if let Some(declared) = declared_length(&parts.headers) {
+            if declared > self.max_body as u64 {
+                return closing(respond_error(wire, &self.too_large(), &id));
+            }
+        }
         let collected = tokio::time::timeout(
             self.body_timeout,
             Limited::new(body, self.max_body).collect(),
@@ -298,12 +316,7 @@ impl Server {
                     .downcast_ref::<http_body_util::LengthLimitError>()
                     .is_some()
                 {
-                    ApiError {
-                        code: "RequestEntityTooLarge".into(),
-                        message: format!("Request bodies are limited to {} bytes.", self.max_body),
-                        sender: true,
-                        status: 413,
-                    }
+                    self.too_large()
                 } else {
                     ApiError::sender(
                         "MalformedInput",
@@ -367,7 +380,11 @@ impl Server {
         drop(body);
         *action = Some(name.clone());
         let action = name;
-        match self.queues.run(&action, &params, &who).await {
+        let host = parts
+            .headers
+            .get(hyper::header::HOST)
+            .and_then(|h| h.to_str().ok());
+        match self.queues.run(&action, &params, &who, host).await {
             Ok(result) => respond(wire, &action, &result, &id),
             Err(e) => {
                 tracing::info!(request = %id, action, uid = who.uid, code = e.code, status = e.status, "request refused");
@@ -375,6 +392,18 @@ impl Server {
             }
         }
     }
+}
+
+/// A request's declared `Content-Length`, where it has one that parses (hyper refuses a
+/// request whose length headers disagree or do not parse before it reaches us).
+fn declared_length(headers: &hyper::HeaderMap) -> Option<u64> {
+    headers
+        .get(hyper::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 fn response(status: u16, content_type: &str, id: &str, body: String) -> Response<Full<Bytes>> {

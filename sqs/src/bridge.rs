@@ -757,7 +757,11 @@ impl<'a> Bridge<'a> {
                 g.tries += 1;
                 g.solo = true;
                 let tries = g.tries;
-                tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: the remote queue refused a message");
+                if crate::refused_here(&err) {
+                    tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: a message SQS cannot carry (refused here, never sent)");
+                } else {
+                    tracing::warn!(group = %e.group, message_id = %e.id, tries, error = %err, "bridge: the remote queue refused a message");
+                }
                 if let Some(end) =
                     self.refused_run
                         .refused(self.opts.max_refused_in_a_row, &e.group, &e.id, &err)

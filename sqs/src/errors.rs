@@ -74,10 +74,16 @@ where
             if d.as_connector_error()
                 .is_some_and(|c| credentials_failed(c)) =>
         {
-            transport(RemoteKind::Credentials, "credentials", &format!("{d:?}"))
+            let why = d
+                .as_connector_error()
+                .map_or_else(|| format!("{d:?}"), |c| causes(c));
+            transport(RemoteKind::Credentials, "credentials", &why)
         }
         SdkError::DispatchFailure(d) => {
-            transport(RemoteKind::Unreachable, "dispatch", &format!("{d:?}"))
+            let why = d
+                .as_connector_error()
+                .map_or_else(|| format!("{d:?}"), |c| causes(c));
+            transport(RemoteKind::Unreachable, "dispatch", &why)
         }
         SdkError::TimeoutError(t) => {
             transport(RemoteKind::Unreachable, "timeout", &format!("{t:?}"))
@@ -238,6 +244,23 @@ pub(crate) fn entry_error(x: aws_sdk_sqs::error::BuildError) -> Error {
         parameter: "Entries",
         reason: x.to_string(),
     }
+}
+
+/// An error and its sources in words, each once (`tcp connect error: Connection refused (os
+/// error 111)`), where the SDK's debug dump of a dispatch failure was a page of structs. At
+/// most 8 links: a chain is the SDK's, but nothing here trusts its length.
+fn causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let (Some(c), true) = (cur, parts.len() < 8) {
+        let text = c.to_string();
+        // A wrapper that repeats its source's text (or says nothing) adds nothing.
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
 }
 
 /// Whether a dispatch failure's chain of sources holds the SDK's credentials error of a kind

@@ -41,11 +41,20 @@ fn text_body<'a>(m: &SendMessage<'a>) -> Result<&'a str> {
         None => Ok(m.body),
         Some(b) => std::str::from_utf8(b).map_err(|e| Error::InvalidMessageContents {
             reason: format!(
-                "SQS takes text bodies only; this one is not UTF-8 (at byte {})",
+                "{NOT_TEXT}; this one is not UTF-8 (at byte {})",
                 e.valid_up_to()
             ),
         }),
     }
+}
+
+/// How [`text_body`]'s refusal begins: a refusal here, before anything is sent, which the
+/// bridge tells apart from the remote's.
+pub(crate) const NOT_TEXT: &str = "SQS takes text bodies only";
+
+/// Whether `e` is [`text_body`]'s refusal: this side's, not the remote's.
+pub(crate) fn refused_here(e: &Error) -> bool {
+    matches!(e, Error::InvalidMessageContents { reason } if reason.starts_with(NOT_TEXT))
 }
 
 /// How long the client waits for a connection to the endpoint.

@@ -30,10 +30,18 @@ fn program() -> PathBuf {
 }
 
 /// Replaces this process with the bridge (same pid, so its exit code and signals are the
-/// bridge's); returns only if that fails.
-pub fn run(a: &BridgeArgs) -> Result<(), Failure> {
+/// bridge's); returns only if that fails. `-v` and `-vv` (shmfifo's, before or after
+/// `bridge`) become the bridge's RUST_LOG (info, debug) unless RUST_LOG is set: the flag was
+/// taken by shmfifo and never reached the bridge.
+pub fn run(a: &BridgeArgs, verbose: u8) -> Result<(), Failure> {
     let p = program();
-    let e = Command::new(&p).args(&a.args).exec();
+    let mut c = Command::new(&p);
+    c.args(&a.args);
+    let set = std::env::var("RUST_LOG").is_ok_and(|s| !s.trim().is_empty());
+    if !set && verbose > 0 {
+        c.env("RUST_LOG", if verbose == 1 { "info" } else { "debug" });
+    }
+    let e = c.exec();
     Err(Failure::input(
         p.display().to_string(),
         format!("{e} (install it with `cargo install --locked --path sqs`, or put it on the PATH)"),

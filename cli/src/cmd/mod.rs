@@ -71,7 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Unlink(a) => admin::unlink(&a, ctx),
         Command::Watch(a) => watch::run(&a, ctx),
         Command::Serve(a) => serve::run(&a, ctx),
-        Command::Bridge(a) => bridge::run(&a),
+        Command::Bridge(a) => bridge::run(&a, cli.verbose),
         Command::Metrics(a) => metrics::run(&a),
     }
 }

@@ -2,6 +2,7 @@
 //! exactly once, in group order (see `shmfifo_sqs::bridge`). `shmfifo bridge` runs it.
 
 use std::io::IsTerminal;
+use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,7 @@ struct Args {
     /// apart from the groups stopped at a message the remote queue refuses (listed on stderr;
     /// the exit code is then 3). Exit codes: 0 all forwarded; 1 a local error (no such queue,
     /// ...); 2 usage; 3 groups left stopped; 41 the remote failed for good (credentials, no
-    /// such queue, every message refused alike). Another consumer of the local queue may make
+    /// such queue, every message refused alike) or did not answer at start. Another consumer of the local queue may make
     /// it stop early.
     #[arg(long)]
     until_empty: bool,
@@ -66,7 +67,12 @@ fn init_logging() {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let warn = Targets::new().with_default(LevelFilter::WARN);
+    // Not the SDK's own warnings: without a region, each start logged three of a page each
+    // (IMDS, the instance metadata service, unreachable off EC2) before the bridge's one line
+    // saying to set AWS_REGION. RUST_LOG=aws_config=warn shows them.
+    let warn = Targets::new()
+        .with_default(LevelFilter::WARN)
+        .with_target("aws_config", LevelFilter::ERROR);
     let filter = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => s.parse::<Targets>().unwrap_or_else(|e| {
             eprintln!("shmfifo bridge: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_sqs=debug)");
@@ -83,28 +89,36 @@ fn init_logging() {
 fn main() {
     init_logging();
     let a = Args::parse();
+    // Exits once `run` has returned: the local queue's handle is dropped first, so that a
+    // bridge that fails leaves no participant for the next opener to repair ("repaired what
+    // dead participants left" after every refused start).
+    std::process::exit(run(&a));
+}
+
+/// The bridge; its exit code.
+fn run(a: &Args) -> i32 {
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
-    let local = if a.local.contains('/') {
-        Queue::open_at(&a.local)
-    } else {
-        Queue::open(&a.local)
-    };
-    let local = local.unwrap_or_else(|e| fail(&a.local, &e));
+    // The far end first: a bridge that cannot reach it never joins the local queue.
+    let mut far_path = None;
     let remote: Box<dyn FifoQueue> = match a.remote.strip_prefix("sqs://") {
         // A local queue as the far end (tests, or a second host's arena on shared storage):
         // only by name with `shm:` (or `shm://`), looked at first. A REMOTE without a scheme
         // was taken for a local queue, and a forgotten `sqs://` forwarded the outbox into a
         // local file of that name.
-        _ if a.remote.starts_with("shm:") => {
-            shmfifo_sqs::open_url(&a.remote).unwrap_or_else(|e| fail(&a.remote, &e))
-        }
-        Some(name) => Box::new(
-            SqsQueue::open_name(name, a.endpoint_url.as_deref())
-                .unwrap_or_else(|e| fail(&a.remote, &e)),
-        ),
+        _ if a.remote.starts_with("shm:") => match local_far_end(a) {
+            Ok((q, path)) => {
+                far_path = path;
+                Box::new(q)
+            }
+            Err(code) => return code,
+        },
+        Some(name) => match SqsQueue::open_name(name, a.endpoint_url.as_deref()) {
+            Ok(q) => Box::new(q),
+            Err(e) => return fail(&a.remote, &e),
+        },
         None if a.remote.contains("://") => {
             let endpoint = a
                 .endpoint_url
@@ -114,10 +128,10 @@ fn main() {
                     let (scheme, rest) = a.remote.split_once("://")?;
                     Some(format!("{scheme}://{}", rest.split('/').next()?))
                 });
-            Box::new(
-                SqsQueue::open_url(&a.remote, endpoint.as_deref())
-                    .unwrap_or_else(|e| fail(&a.remote, &e)),
-            )
+            match SqsQueue::open_url(&a.remote, endpoint.as_deref()) {
+                Ok(q) => Box::new(q),
+                Err(e) => return fail(&a.remote, &e),
+            }
         }
         None => {
             eprintln!(
@@ -126,9 +140,51 @@ fn main() {
                  (shm:NAME names a local queue as the far end)",
                 a.remote
             );
-            std::process::exit(2);
+            return 2;
         }
     };
+    // Asked once before the first message (`sqs://` asked already, for its URL): a URL whose
+    // endpoint refuses connections was retried for ever, silently but for warnings. Once
+    // running, an outage is waited out.
+    match remote.attributes() {
+        Ok(attrs) => {
+            if attrs.iter().any(|(k, v)| k == "FifoQueue" && v != "true") {
+                eprintln!("shmfifo bridge: {}: not a FIFO queue", a.remote);
+                return REMOTE;
+            }
+        }
+        Err(e) => {
+            eprintln!(
+                "shmfifo bridge: {}: the remote queue did not answer: {e} (asked before the \
+                 first message; once running, the bridge waits out an outage)",
+                a.remote
+            );
+            return exit_code(&e);
+        }
+    }
+    let local = if a.local.contains('/') {
+        Queue::open_at(&a.local)
+    } else {
+        Queue::open(&a.local)
+    };
+    let local = match local {
+        Ok(q) => q,
+        Err(e) => return fail(&a.local, &e),
+    };
+    // A queue bridged into itself forwarded each message onto its own tail for ever.
+    let file = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    if let (Some(far), Some(near)) = (
+        far_path.as_deref().and_then(file),
+        local.path().and_then(file),
+    ) {
+        if far == near {
+            eprintln!(
+                "shmfifo bridge: {}: the far end is the local queue {} itself",
+                a.remote, a.local
+            );
+            return 2;
+        }
+    }
     let opts = BridgeOptions {
         status_file: local.path().map(shmfifo_sqs::bridge::status_path),
         remote_name: a.remote.clone(),
@@ -188,22 +244,77 @@ fn main() {
                 // Not all forwarded: a script draining the queue before it goes must not
                 // read success (it exited 0 with every group stopped and nothing sent).
                 if a.until_empty {
-                    std::process::exit(STOPPED);
+                    return STOPPED;
                 }
             }
+            0
         }
         Err(e) => fail(&a.remote, &e),
     }
 }
 
+/// A local queue as the far end (`shm:NAME`, `shm:PATH`), checked to drop a resent message:
+/// a bridge killed after a send sends the message again once the local visibility timeout
+/// has passed, and only the far end's deduplication makes that once. Its deduplication must
+/// be on and keep ids longer than the visibility timeout (a queue keeping them 1 s got
+/// duplicates over kills). Usage (2) where it does not.
+fn local_far_end(a: &Args) -> Result<(Queue, Option<std::path::PathBuf>), i32> {
+    let name = a.remote["shm:".len()..].trim_start_matches("//");
+    let far = if name.contains('/') {
+        Queue::open_at(name)
+    } else {
+        Queue::open(name)
+    }
+    .map_err(|e| fail(&a.remote, &e))?;
+    let attrs = far.attributes();
+    let vt = Duration::from_secs(a.visibility_timeout);
+    let why = if attrs.deduplication == shmfifo::Deduplication::Off {
+        Some("its deduplication is off".to_owned())
+    } else if attrs.deduplication_interval < vt + DEDUP_MARGIN {
+        Some(format!(
+            "it keeps deduplication ids {} s, not more than the visibility timeout ({} s) and \
+             {} s",
+            attrs.deduplication_interval.as_secs_f64(),
+            vt.as_secs(),
+            DEDUP_MARGIN.as_secs()
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        eprintln!(
+            "shmfifo bridge: {}: {why}: a message resent after a killed bridge's visibility \
+             timeout would arrive twice (lower --visibility-timeout, or keep ids longer)",
+            a.remote
+        );
+        return Err(2);
+    }
+    let path = far.path().map(ToOwned::to_owned);
+    Ok((far, path))
+}
+
+/// How much longer than the local visibility timeout a far end must keep deduplication ids:
+/// the time between a killed bridge's send and the visibility timeout's start, and between
+/// the message's return and its resend.
+const DEDUP_MARGIN: Duration = Duration::from_secs(10);
+
 /// The exit code of an `--until-empty` run that ended with groups stopped at a message the
 /// remote refuses: their messages are still in the local queue.
 const STOPPED: i32 = 3;
 
-fn fail(what: &str, e: &shmfifo::Error) -> ! {
+/// The exit code of a remote that failed for good (credentials, no such queue, not a FIFO
+/// queue, every message refused alike) or did not answer at start.
+const REMOTE: i32 = 41;
+
+/// Says what failed; its exit code.
+fn fail(what: &str, e: &shmfifo::Error) -> i32 {
     eprintln!("shmfifo bridge: {what}: {e}");
-    std::process::exit(match e {
-        shmfifo::Error::Remote { .. } => 41,
+    exit_code(e)
+}
+
+fn exit_code(e: &shmfifo::Error) -> i32 {
+    match e {
+        shmfifo::Error::Remote { .. } => REMOTE,
         _ => 1,
-    })
+    }
 }

@@ -1,0 +1,123 @@
+//! What the bridge checks before its first message: a remote that does not answer, a local
+//! far end that would let a resend through, a queue bridged into itself. Each was a run that
+//! went on (retrying for ever, or forwarding onto its own tail) or a duplicate over a kill.
+
+mod common;
+
+use std::process::Command;
+
+use common::{aws_env, Dir};
+use shmfifo::{Deduplication, Queue, QueueConfig, SendMessage};
+
+const BIN: &str = env!("CARGO_BIN_EXE_shmfifo-bridge");
+
+fn outbox(dir: &Dir) -> (std::path::PathBuf, Queue) {
+    let path = dir.0.join("outbox");
+    let q = Queue::create_at(&path, &QueueConfig::new()).unwrap();
+    q.send(&SendMessage::new("g", "m").dedup_id("1")).unwrap();
+    (path, q)
+}
+
+/// A URL whose endpoint refuses connections was retried for ever (`sqs://` of the same
+/// failed at once, at its GetQueueUrl). Now the remote is asked once before the local queue
+/// is joined: exit 41, the reason in words (not the SDK's debug dump), and the local queue
+/// untouched (its message visible, no participant left for the next opener to repair).
+#[test]
+fn a_remote_that_does_not_answer_at_start_ends_the_bridge_before_the_local_queue_is_joined() {
+    aws_env();
+    let dir = Dir::new("bridge-start-unreachable");
+    let (path, q) = outbox(&dir);
+    // A port nothing listens on: bound, then closed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/000000000000/inbox.fifo");
+    let out = Command::new(BIN)
+        .arg(&path)
+        .arg(&url)
+        .arg("--until-empty")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(41), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("did not answer") && err.contains("Connection refused"),
+        "{err}"
+    );
+    assert!(!err.contains("DispatchFailure {"), "{err}");
+    let a = q.attributes();
+    assert_eq!(a.approximate_number_of_messages, 1, "left visible");
+    assert_eq!(a.approximate_number_of_messages_not_visible, 0);
+    let dead = q
+        .inspect(0)
+        .unwrap()
+        .participants
+        .iter()
+        .filter(|p| !p.alive)
+        .count();
+    assert_eq!(dead, 0, "none left dead");
+}
+
+/// Exactly-once over a kill rests on the far end dropping the resend: a local far end that
+/// kept dedup ids 1 s (or none) got duplicates. Refused as usage (2), the local queue untouched;
+/// a far end keeping them longer than the visibility timeout is taken.
+#[test]
+fn a_local_far_end_that_forgets_ids_before_a_resend_is_refused() {
+    let dir = Dir::new("bridge-start-dedup");
+    let (path, q) = outbox(&dir);
+    let short = dir.0.join("short");
+    Queue::create_at(
+        &short,
+        &QueueConfig::new().deduplication_interval(std::time::Duration::from_secs(1)),
+    )
+    .unwrap();
+    let off = dir.0.join("off");
+    Queue::create_at(&off, &QueueConfig::new().deduplication(Deduplication::Off)).unwrap();
+    let run = |far: &std::path::Path, vt: &str| {
+        Command::new(BIN)
+            .arg(&path)
+            .arg(format!("shm:{}", far.display()))
+            .args(["--until-empty", "--visibility-timeout", vt])
+            .output()
+            .unwrap()
+    };
+    let out = run(&short, "30");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("keeps deduplication ids 1 s"));
+    let out = run(&off, "30");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deduplication is off"));
+    assert_eq!(q.attributes().approximate_number_of_messages, 1);
+    let long = dir.0.join("long");
+    let far = Queue::create_at(
+        &long,
+        &QueueConfig::new().deduplication_interval(std::time::Duration::from_secs(60)),
+    )
+    .unwrap();
+    // 60 s against 30 s and the margin: taken.
+    let out = run(&long, "30");
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(far.attributes().approximate_number_of_messages, 1);
+    // 60 s against 55 s and the margin: refused.
+    q.send(&SendMessage::new("g", "n").dedup_id("2")).unwrap();
+    let out = run(&long, "55");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// A queue bridged into itself (`shm:` naming the local queue's own file) forwarded each
+/// message onto its own tail, for ever without `--until-empty`. Usage (2).
+#[test]
+fn a_queue_bridged_into_itself_is_refused() {
+    let dir = Dir::new("bridge-start-self");
+    let (path, q) = outbox(&dir);
+    let out = Command::new(BIN)
+        .arg(&path)
+        .arg(format!("shm:{}", path.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("itself"));
+    assert_eq!(q.attributes().approximate_number_of_messages, 1);
+}
