@@ -65,6 +65,33 @@ pub fn large_bytes(s: &str) -> Result<u64, String> {
 }
 
 /// A rate in messages per second: `100` or `100/s`.
+/// A listening address: `IP:PORT`, or `localhost:PORT` (the name every host resolves to a
+/// loopback address, taken as 127.0.0.1; other names are refused: a name resolves to what
+/// the resolver says at start, which may not be what the operator meant to expose).
+pub fn listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    if let Some(port) = s.strip_prefix("localhost:") {
+        let port: u16 = port
+            .parse()
+            .map_err(|_| format!("{port:?} is not a port (0 to 65535)"))?;
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    Err(format!(
+        "{s:?} is not an address: give IP:PORT (127.0.0.1:9325, [::1]:9325) or localhost:PORT"
+    ))
+}
+
+/// A count of at least one (`peek --max 0` read nothing and exited 1, "no messages").
+pub fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{s:?} is not a count")),
+    }
+}
+
 pub fn rate(s: &str) -> Result<u32, String> {
     let t = s.trim();
     let t = t.strip_suffix("/s").unwrap_or(t);
@@ -203,6 +230,29 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `metrics --listen localhost:9325` was refused ("invalid socket address syntax").
+    #[test]
+    fn listen_takes_addresses_and_localhost() {
+        assert_eq!(
+            listen("127.0.0.1:9325").unwrap().to_string(),
+            "127.0.0.1:9325"
+        );
+        assert_eq!(listen("[::1]:0").unwrap().to_string(), "[::1]:0");
+        assert_eq!(
+            listen("localhost:9325").unwrap().to_string(),
+            "127.0.0.1:9325"
+        );
+        for bad in [
+            "localhost",
+            "localhost:x",
+            "localhost:70000",
+            "example.com:80",
+            "",
+        ] {
+            assert!(listen(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_take_sqs_seconds_and_units() {

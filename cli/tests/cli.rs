@@ -670,7 +670,11 @@ fn errors_have_exit_codes_names_and_hints() {
     // Exists already, with other settings: QueueAlreadyExists (exit 11) naming each difference.
     let (_, e) = expect(&["create", q.s()], 11);
     assert!(e.contains("exists with other settings"), "{e}");
-    assert!(e.contains("dedup_entries is 256 (asked 16384)"), "{e}");
+    // A derived setting says which option it comes from.
+    assert!(
+        e.contains("dedup_entries is 256 (asked 16384: --dedup-entries rounded up"),
+        "{e}"
+    );
     assert!(e.contains("hint:") && e.contains("shmfifo unlink"), "{e}");
     let (_, e) = expect(
         &["create", q.s(), "--visibility-timeout", "7s", "--json"],
@@ -699,7 +703,7 @@ fn errors_have_exit_codes_names_and_hints() {
         (&["--mode", "0666"][..], "mode is \"0600\" (asked \"0666\")"),
         (&["--dedup-overflow", "refuse"][..], "dedup_overflow is"),
         (&["--attempt-entries", "0"][..], "attempt_entries is"),
-        (&["--max-groups", "8"][..], "group_base_entries is"),
+        (&["--max-groups", "8"][..], "(asked 16: twice --max-groups"),
     ] {
         let mut a = vec!["create", q.s()];
         // SMALL with the extra option in place of its own.
@@ -714,6 +718,8 @@ fn errors_have_exit_codes_names_and_hints() {
     let (_, e) = expect(&["ls", "--dir", "/no/such/dir"], 10);
     assert!(e.contains("mkdir -p /no/such/dir"), "{e}");
     expect(&["metrics", "--listen", "0.0.0.0:9", "x"], 2);
+    // `peek --max 0` read nothing and exited 1 ("no messages"): a usage error now.
+    expect(&["peek", q.s(), "--max", "0"], 2);
     // Usage errors (clap): unknown option, malformed duration, missing argument.
     expect(&["stat", q.s(), "--bogus"], 2);
     expect(&["receive", q.s(), "--wait", "5 parsecs"], 2);

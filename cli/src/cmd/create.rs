@@ -276,6 +276,19 @@ fn comparable(a: &shmfifo::QueueAttributes) -> serde_json::Map<String, serde_jso
     m
 }
 
+/// The options a setting that no option names directly is derived from: a difference in it
+/// quoted a number the caller never gave (`group_base_entries is 16 (asked 32)` for
+/// `--max-groups 16`).
+fn derived_from(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "group_base_entries" => "twice --max-groups, rounded up to a power of two",
+        "dedup_entries" => "--dedup-entries rounded up to a power of two",
+        "size_classes" => "from --max-messages and --size-classes",
+        "size_limit_bytes" => "--size-limit",
+        _ => return None,
+    })
+}
+
 /// Creates the queue and prints its settings. As SQS's CreateQueue: a queue that exists with
 /// exactly these settings is success (and says so); with others, `QueueAlreadyExists` (exit
 /// code 11) naming each difference.
@@ -321,7 +334,11 @@ pub fn run(a: &CreateArgs, ctx: Ctx) -> Result<(), Failure> {
                     .iter()
                     .filter(|(k, v)| have.get(*k) != Some(*v))
                     .map(|(k, v)| {
-                        format!("{k} is {} (asked {v})", have.get(k).unwrap_or(&json!(null)))
+                        let have = have.get(k).unwrap_or(&json!(null));
+                        match derived_from(k) {
+                            Some(from) => format!("{k} is {have} (asked {v}: {from})"),
+                            None => format!("{k} is {have} (asked {v})"),
+                        }
                     })
                     .collect();
                 let code = crate::errors::code(&e);

@@ -11,8 +11,9 @@ use crate::errors::Failure;
 /// Arguments of `metrics`.
 #[derive(Args, Debug)]
 pub struct MetricsArgs {
-    /// Address to serve /metrics on (loopback unless told otherwise; port 0 picks one).
-    #[arg(long, default_value = "127.0.0.1:9325")]
+    /// Address to serve /metrics on, IP:PORT or localhost:PORT (loopback unless told
+    /// otherwise; port 0 picks one).
+    #[arg(long, default_value = "127.0.0.1:9325", value_parser = crate::parse::listen)]
     pub listen: SocketAddr,
     /// Directory of the queues to scrape.
     #[arg(long, default_value = "/dev/shm")]

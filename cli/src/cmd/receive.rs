@@ -146,8 +146,9 @@ pub(super) fn print_messages(msgs: &[Shown<'_>], ctx: Ctx) -> bool {
 pub struct PeekArgs {
     /// Queue NAME (/dev/shm/NAME) or path (anything containing '/').
     pub queue: String,
-    /// Most messages to show.
-    #[arg(long, short = 'n', value_name = "N", default_value_t = 10)]
+    /// Most messages to show (at least 1).
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 10,
+          value_parser = crate::parse::at_least_one)]
     pub max: usize,
 }
 

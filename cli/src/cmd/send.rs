@@ -70,7 +70,8 @@ pub struct SendArgs {
     #[arg(long, short = 'a', value_name = "NAME=TYPE:VALUE", value_parser = parse::attribute,
           conflicts_with = "batch")]
     pub attribute: Vec<Attribute>,
-    /// Send the messages of a JSON-lines file (`-`: stdin), 10 per send_batch.
+    /// Send the messages of a JSON-lines file (`-`: stdin), 10 per send_batch. An empty input
+    /// (a `receive --json` that found nothing, piped on) sends nothing and succeeds.
     #[arg(long, value_name = "FILE|-")]
     pub batch: Option<String>,
     /// When the message's size class is full, wait up to DURATION (`30s`, `5m`, or plain
