@@ -121,3 +121,99 @@ fn a_queue_bridged_into_itself_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("itself"));
     assert_eq!(q.attributes().approximate_number_of_messages, 1);
 }
+
+/// A least-privilege role may send and not read attributes: the start's `GetQueueAttributes`
+/// answered `AccessDenied` must not end a bridge that would have worked. A stand-in endpoint
+/// denies that one action and records the actions asked; the bridge goes on to send.
+#[test]
+fn a_role_that_may_not_read_attributes_still_bridges() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::{Arc, Mutex};
+    aws_env();
+    let dir = Dir::new("bridge-start-denied");
+    let (path, _q) = outbox(&dir);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    {
+        let asked = Arc::clone(&asked);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let asked = Arc::clone(&asked);
+                std::thread::spawn(move || loop {
+                    // One request: its head, then its body by Content-Length.
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let (mut target, mut len) = (String::new(), 0usize);
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let l = line.trim_end().to_ascii_lowercase();
+                        if l.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = l.strip_prefix("x-amz-target:") {
+                            target = v.trim().rsplit('.').next().unwrap_or("").to_owned();
+                        }
+                        if let Some(v) = l.strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    asked.lock().unwrap().push(target.clone());
+                    let (status, text) = if target == "getqueueattributes" {
+                        (
+                            400,
+                            r#"{"__type":"com.amazon.coral.service#AccessDeniedException","message":"not allowed"}"#,
+                        )
+                    } else {
+                        (500, r#"{"__type":"InternalError","message":"try again"}"#)
+                    };
+                    let answer = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        return;
+                    }
+                });
+            }
+        });
+    }
+    let mut child = Command::new(BIN)
+        .arg(&path)
+        .arg(format!("http://127.0.0.1:{port}/000000000000/inbox.fifo"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let sent = loop {
+        if asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|a| a == "sendmessagebatch")
+        {
+            break true;
+        }
+        if child.try_wait().unwrap().is_some() || start.elapsed().as_secs() > 60 {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let exited = child.try_wait().unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        sent,
+        "no send after the denied GetQueueAttributes: exited {exited:?}, asked {:?}",
+        asked.lock().unwrap()
+    );
+    assert_eq!(asked.lock().unwrap()[0], "getqueueattributes");
+}

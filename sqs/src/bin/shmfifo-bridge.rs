@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use shmfifo::{FifoQueue, Queue};
+use shmfifo::{FifoQueue, Queue, RemoteKind};
 use shmfifo_sqs::bridge::{bridge, BridgeOptions};
 use shmfifo_sqs::SqsQueue;
 
@@ -153,13 +153,34 @@ fn run(a: &Args) -> i32 {
                 return REMOTE;
             }
         }
-        Err(e) => {
+        // Not reached at all (no connection, no answer in time): a wrong port or host.
+        Err(
+            e @ shmfifo::Error::Remote {
+                kind: RemoteKind::Unreachable,
+                ..
+            },
+        ) if matches!(&e, shmfifo::Error::Remote { code, .. } if code == "dispatch" || code == "timeout") =>
+        {
             eprintln!(
                 "shmfifo bridge: {}: the remote queue did not answer: {e} (asked before the \
                  first message; once running, the bridge waits out an outage)",
                 a.remote
             );
-            return exit_code(&e);
+            return REMOTE;
+        }
+        // No such queue, or credentials no call gets through with: every send would fail
+        // alike.
+        Err(
+            e @ (shmfifo::Error::QueueDoesNotExist { .. }
+            | shmfifo::Error::Remote {
+                kind: RemoteKind::Credentials,
+                ..
+            }),
+        ) if !denied_this_action(&e) => return fail(&a.remote, &e),
+        // Anything else (a role allowed to send but not to read attributes, a 5xx): the
+        // sends will tell.
+        Err(e) => {
+            tracing::warn!(error = %e, "bridge: the remote queue's attributes could not be read; going on");
         }
     }
     let local = if a.local.contains('/') {
@@ -169,7 +190,10 @@ fn run(a: &Args) -> i32 {
     };
     let local = match local {
         Ok(q) => q,
-        Err(e) => return fail(&a.local, &e),
+        Err(e) => {
+            eprintln!("shmfifo bridge: {}: {e}", a.local);
+            return 1;
+        }
     };
     // A queue bridged into itself forwarded each message onto its own tail for ever.
     let file = |p: &std::path::Path| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
@@ -302,19 +326,27 @@ const DEDUP_MARGIN: Duration = Duration::from_secs(10);
 /// remote refuses: their messages are still in the local queue.
 const STOPPED: i32 = 3;
 
+/// Whether `e` refuses this one action to these credentials (IAM's `AccessDenied`), which a
+/// role allowed `SendMessage` but not `GetQueueAttributes` gets: not a sign that sends fail.
+fn denied_this_action(e: &shmfifo::Error) -> bool {
+    matches!(e, shmfifo::Error::Remote { code, .. } if code.starts_with("AccessDenied"))
+}
+
 /// The exit code of a remote that failed for good (credentials, no such queue, not a FIFO
 /// queue, every message refused alike) or did not answer at start.
 const REMOTE: i32 = 41;
 
-/// Says what failed; its exit code.
+/// Says what failed at the far end or in the run; its exit code.
 fn fail(what: &str, e: &shmfifo::Error) -> i32 {
     eprintln!("shmfifo bridge: {what}: {e}");
     exit_code(e)
 }
 
+/// The exit code of an error of the far end (or of the run): [`REMOTE`] where the remote
+/// failed or has no such queue, 1 otherwise (a setting, the local queue).
 fn exit_code(e: &shmfifo::Error) -> i32 {
     match e {
-        shmfifo::Error::Remote { .. } => REMOTE,
+        shmfifo::Error::Remote { .. } | shmfifo::Error::QueueDoesNotExist { .. } => REMOTE,
         _ => 1,
     }
 }
