@@ -596,7 +596,21 @@ impl fmt::Display for Error {
                 path.display()
             ),
             Error::Io(e) => write!(f, "operating system error: {e}"),
-            Error::InvalidAttributeName { name } => write!(f, "Unknown Attribute {name}."),
+            Error::InvalidAttributeName { name } => {
+                write!(f, "Unknown Attribute {name}.")?;
+                // SQS's own attributes a local queue has no use for: said so, where "Unknown"
+                // alone read as a misspelling.
+                match name.as_str() {
+                    "KmsMasterKeyId" | "KmsDataKeyReusePeriodSeconds" | "SqsManagedSseEnabled" => {
+                        write!(f, " (SQS's server-side encryption: not supported here, where nothing is stored at rest beyond the queue file; leave it out)")
+                    }
+                    "Policy" | "RedriveAllowPolicy" => write!(
+                        f,
+                        " (SQS's access policies: not supported here, where the queue file's permissions decide who may use it; leave it out)"
+                    ),
+                    _ => Ok(()),
+                }
+            }
             Error::AttributeNotMutable { name } => write!(
                 f,
                 "the attribute {name} is fixed when the queue is created; create a new queue to change it"

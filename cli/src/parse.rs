@@ -64,7 +64,6 @@ pub fn large_bytes(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
-/// A rate in messages per second: `100` or `100/s`.
 /// A listening address: `IP:PORT`, or `localhost:PORT` (the name every host resolves to a
 /// loopback address, taken as 127.0.0.1; other names are refused: a name resolves to what
 /// the resolver says at start, which may not be what the operator meant to expose).
@@ -92,6 +91,7 @@ pub fn at_least_one(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A rate in messages per second: `100` or `100/s`.
 pub fn rate(s: &str) -> Result<u32, String> {
     let t = s.trim();
     let t = t.strip_suffix("/s").unwrap_or(t);

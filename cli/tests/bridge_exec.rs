@@ -92,6 +92,49 @@ fn shmfifo_bridge_becomes_the_bridge_so_killing_it_leaves_none_running() {
     );
 }
 
+/// shmfifo's `-v` (before `bridge`, or right after it) was shmfifo's own and never reached the
+/// bridge; it is handed on as the bridge's `-v`, `-vv` as `-vv`.
+#[test]
+fn shmfifos_verbose_flags_reach_the_bridge() {
+    let dir = Dir::new("bridge-verbose");
+    let ran = dir.0.join("ran");
+    let stub = dir.0.join("shmfifo-bridge");
+    std::fs::write(
+        &stub,
+        format!("#!/bin/sh\necho \"$*\" > {}\n", ran.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (args, seen) in [
+        (
+            &["-v", "bridge", "outbox", "shm:far"][..],
+            "-v outbox shm:far",
+        ),
+        (
+            &["bridge", "-vv", "outbox", "shm:far"][..],
+            "-vv outbox shm:far",
+        ),
+        (
+            &["bridge", "outbox", "shm:far", "-v"][..],
+            "outbox shm:far -v",
+        ),
+        (&["bridge", "outbox", "shm:far"][..], "outbox shm:far"),
+    ] {
+        let _ = std::fs::remove_file(&ran);
+        let st = Command::new(dir.0.join("shmfifo"))
+            .args(args)
+            .stdin(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success(), "{args:?}");
+        assert_eq!(
+            std::fs::read_to_string(&ran).unwrap().trim(),
+            seen,
+            "{args:?}"
+        );
+    }
+}
+
 #[test]
 fn shmfifo_bridge_without_the_bridge_program_says_how_to_build_it() {
     let dir = Dir::new("bridge-missing");

@@ -158,6 +158,43 @@ def _want(names: Optional[Iterable[str]], name: str) -> bool:
     return False
 
 
+# The library's errors (by ``Error.kind``) that ``shmfifo serve`` answers with another code:
+# (code, sender's fault, HTTP status), as serve/src/protocol.rs maps them.
+_SERVE_CODES = {
+    "SizeClassFull": ("OverLimit", True, 403),
+    "NoSpace": ("OverLimit", True, 403),
+    "GroupLimitReached": ("OverLimit", True, 403),
+    "DedupTableFull": ("OverLimit", True, 403),
+    "ParticipantLimitReached": ("OverLimit", True, 403),
+    "UntrustedFile": ("AccessDenied", True, 403),
+    "DeadLetterQueue": ("InvalidParameterValue", True, 400),
+    "NotReady": ("ServiceUnavailable", False, 503),
+    "DedupInProgress": ("ServiceUnavailable", False, 503),
+}
+
+
+# The keys of a SendMessageBatch entry (botocore's SendMessageBatchRequestEntry).
+_BATCH_ENTRY_KEYS = frozenset(
+    (
+        "Id",
+        "MessageBody",
+        "DelaySeconds",
+        "MessageAttributes",
+        "MessageSystemAttributes",
+        "MessageDeduplicationId",
+        "MessageGroupId",
+    )
+)
+
+
+def _entry_failed(eid: str, code: str, msg: str, sender: bool, kind: str) -> dict:
+    """A batch entry's failure as serve answers it (``_SERVE_CODES``)."""
+    mapped = _SERVE_CODES.get(kind)
+    if mapped is not None:
+        code, sender = mapped[0], mapped[1]
+    return {"Id": eid, "SenderFault": sender, "Code": code, "Message": msg}
+
+
 class Client:
     """The boto3-shaped client (see the module doc); make one with :func:`client`."""
 
@@ -171,8 +208,9 @@ class Client:
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def _raise(self, op: str, code: str, message: str, sender: bool = True) -> None:
-        status = 400 if sender else 500
+    def _raise(self, op: str, code: str, message: str, sender: bool = True, status: Optional[int] = None) -> None:
+        if status is None:
+            status = 400 if sender else 500
         resp = {
             "Error": {"Code": code, "Message": message, "Type": "Sender" if sender else "Receiver"},
             "ResponseMetadata": dict(_meta(), HTTPStatusCode=status),
@@ -264,11 +302,41 @@ class Client:
         if q.body_mode() != "text":
             self._raise(op, "AWS.SimpleQueueService.UnsupportedOperation", "the queue's bodies are bytes (created with body_mode binary); the boto3-shaped client is text, as SQS is: receive with shmfifo.Queue")
 
+    def _system_attributes(self, op: str, attrs: Optional[Dict[str, Any]]) -> None:
+        """``MessageSystemAttributes``: SQS takes only ``AWSTraceHeader`` (a String), and so do
+        we, checked and not kept (as serve: there is no X-Ray here to read it). boto3 code
+        instrumented for X-Ray passed it and got a TypeError."""
+        if attrs is None:
+            return
+        if not isinstance(attrs, dict):
+            self._raise(op, "InvalidParameterValue", "MessageSystemAttributes must be a map.")
+        for name, v in attrs.items():
+            if name != "AWSTraceHeader":
+                self._raise(op, "InvalidParameterValue", f"Message system attribute name {name!r} is invalid (only AWSTraceHeader).")
+            if not isinstance(v, dict) or v.get("DataType") != "String" or not isinstance(v.get("StringValue"), str):
+                self._raise(op, "InvalidParameterValue", "AWSTraceHeader must be a String attribute: {'DataType': 'String', 'StringValue': ...}.")
+
     def _call(self, op: str, fn, *args, **kw):
         try:
             return fn(*args, **kw)
         except Error as e:
-            self._raise(op, e.code, e.message, not (e.code.startswith("shmfifo.") or e.code == "ServiceUnavailable"))
+            self._raise_error(op, e)
+
+    def _raise_error(self, op: str, e: Error) -> None:
+        """A library error as ``shmfifo serve`` answers it (serve/src/protocol.rs), so that one
+        program sees the same code, fault and status here and through serve: what the caller
+        can fix or wait out is theirs in SQS's words (a full queue is ``OverLimit``, a
+        dead-letter queue that is missing or too small ``InvalidParameterValue``), and only
+        faults of the queue files are the receiver's. A missing dead-letter queue was
+        ``shmfifo.DeadLetterQueue``, 500 Receiver here (which retry logic retries) and 400
+        through serve."""
+        mapped = _SERVE_CODES.get(e.kind)
+        if mapped is not None:
+            code, sender, status = mapped
+        else:
+            sender = not (e.code.startswith("shmfifo.") or e.code == "ServiceUnavailable")
+            code, status = e.code, 400 if sender else 500
+        self._raise(op, code, e.message, sender, status)
 
     def _local_policy(self, value: str) -> str:
         """A RedrivePolicy with its target ARN (or name) turned into a path in our directory."""
@@ -334,7 +402,7 @@ class Client:
                 self._open[path] = made  # replaces a deleted queue's handle, if one was kept
         except Error as e:
             if e.code != "QueueAlreadyExists":
-                self._raise(op, e.code, e.message)
+                self._raise_error(op, e)
             # Q7: the same attributes again is success; others are QueueAlreadyExists.
             have = dict(self._queue(op, path).attributes())
             differ = []
@@ -431,8 +499,10 @@ class Client:
         MessageDeduplicationId: Optional[str] = None,
         MessageAttributes: Optional[Dict[str, Dict[str, Any]]] = None,
         DelaySeconds: Optional[int] = None,
+        MessageSystemAttributes: Optional[Dict[str, Dict[str, Any]]] = None,
     ) -> dict:
         op = "SendMessage"
+        self._system_attributes(op, MessageSystemAttributes)
         self._text(op, "MessageBody", MessageBody)
         self._text(op, "MessageGroupId", MessageGroupId, required=False)
         self._text(op, "MessageDeduplicationId", MessageDeduplicationId, required=False)
@@ -450,6 +520,12 @@ class Client:
         if not isinstance(Entries, list) or not all(isinstance(e, dict) for e in Entries):
             self._raise(op, "InvalidParameterValue", "Entries must be a list of dicts.")
         for e in Entries:
+            unknown = set(e) - _BATCH_ENTRY_KEYS
+            if unknown:
+                # boto3 refuses these before sending (ParamValidationError): they were
+                # dropped without a word.
+                raise TypeError(f"SendMessageBatch: unknown parameters in an entry: {sorted(unknown)} (takes {sorted(_BATCH_ENTRY_KEYS)})")
+            self._system_attributes(op, e.get("MessageSystemAttributes"))
             self._text(op, "MessageBody", e.get("MessageBody", ""))
             self._text(op, "MessageGroupId", e.get("MessageGroupId"), required=False)
             self._text(op, "MessageDeduplicationId", e.get("MessageDeduplicationId"), required=False)
@@ -476,8 +552,7 @@ class Client:
                     r["MD5OfMessageAttributes"] = md5_of_message_attributes(by_id[eid]["MessageAttributes"])
                 ok.append(r)
             else:
-                code, msg, sender, _kind = payload
-                failed.append({"Id": eid, "SenderFault": sender, "Code": code, "Message": msg})
+                failed.append(_entry_failed(eid, *payload))
         return {"Successful": ok, "Failed": failed, "ResponseMetadata": _meta()}
 
     def receive_message(
@@ -576,8 +651,7 @@ class Client:
             if fail is None:
                 ok.append({"Id": eid})
             else:
-                code, msg, sender, _kind = fail
-                failed.append({"Id": eid, "SenderFault": sender, "Code": code, "Message": msg})
+                failed.append(_entry_failed(eid, *fail))
         return {"Successful": ok, "Failed": failed, "ResponseMetadata": _meta()}
 
     def close(self) -> None:

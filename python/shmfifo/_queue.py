@@ -42,6 +42,34 @@ def _body(body: object) -> Union[str, bytes]:
     raise TypeError(f"body: str, or bytes, not {type(body).__name__}")
 
 
+_ENTRY_KEYS = frozenset(("group_id", "body", "dedup_id", "attributes"))
+
+
+def _batch_entry(i: int, m: object):
+    """A ``send_batch`` entry as ``(group_id, body, dedup_id, attributes)``. A plain string was
+    unpacked as a tuple (``"hello"`` sent body ``'e'`` to group ``'h'``), a fourth element was
+    dropped and a dict without ``body`` raised ``KeyError``: each is a ``TypeError`` naming
+    the entry now."""
+    if isinstance(m, Mapping):
+        unknown = set(m) - _ENTRY_KEYS
+        if unknown:
+            raise TypeError(f"entry {i}: unknown keys {sorted(unknown)} (takes {sorted(_ENTRY_KEYS)})")
+        if "group_id" not in m or "body" not in m:
+            raise TypeError(f"entry {i}: a dict needs group_id and body")
+        return m["group_id"], m["body"], m.get("dedup_id"), m.get("attributes")
+    if not isinstance(m, (tuple, list)):
+        raise TypeError(
+            f"entry {i}: (group_id, body[, dedup_id[, attributes]]) or a dict, "
+            f"not {type(m).__name__}"
+        )
+    if not 2 <= len(m) <= 4:
+        raise TypeError(
+            f"entry {i}: (group_id, body[, dedup_id[, attributes]]), not {len(m)} values"
+        )
+    g, b, d, a = tuple(m) + (None,) * (4 - len(m))
+    return g, b, d, a
+
+
 def _attributes_in(attributes: Optional[Mapping[str, AttributeValue]]):
     if not attributes:
         return None
@@ -250,12 +278,18 @@ class Queue:
     def send_batch(
         self,
         messages: Iterable[
-            Union[Tuple[str, Union[str, bytes]], Tuple[str, Union[str, bytes], Optional[str]], Mapping]
+            Union[
+                Tuple[str, Union[str, bytes]],
+                Tuple[str, Union[str, bytes], Optional[str]],
+                Tuple[str, Union[str, bytes], Optional[str], Optional[Mapping[str, AttributeValue]]],
+                Mapping,
+            ]
         ],
     ) -> List[Union[SendResult, Exception]]:
         """Sends up to 10 messages in one request, each ``(group_id, body)``,
-        ``(group_id, body, dedup_id)`` or a dict with ``group_id``, ``body``, ``dedup_id``,
-        ``attributes``. Returns, in order, a ``SendResult`` or the entry's ``shmfifo.Error``
+        ``(group_id, body, dedup_id)``, ``(group_id, body, dedup_id, attributes)`` or a dict
+        with ``group_id``, ``body`` and optionally ``dedup_id``, ``attributes`` (any other
+        shape, a plain string included, raises ``TypeError`` naming the entry). Returns, in order, a ``SendResult`` or the entry's ``shmfifo.Error``
         (an entry that fails alone: a body too large, a bad attribute). What SQS refuses for
         the whole request raises ``shmfifo.Error`` and sends nothing (S12): no entry or more
         than 10, more than 1 MiB in all, an entry without a group, or without a dedup id where
@@ -264,10 +298,7 @@ class Queue:
 
         entries = []
         for i, m in enumerate(messages):
-            if isinstance(m, Mapping):
-                g, b, d, a = m["group_id"], m["body"], m.get("dedup_id"), m.get("attributes")
-            else:
-                g, b, d, a = (tuple(m) + (None,))[:3] + (None,)
+            g, b, d, a = _batch_entry(i, m)
             entries.append((str(i), g, _body(b), d, _attributes_in(a), None))
         out: List[Union[SendResult, Exception]] = []
         for _id, ok, payload in self._raw.send_batch(entries):

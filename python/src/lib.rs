@@ -51,6 +51,10 @@ type SendEntry = (
     Option<u32>,
 );
 
+/// The longest a receive waits between two looks at Python's signals (and at its handle
+/// being closed): how long Ctrl-C may wait.
+const WAIT_SLICE: Duration = Duration::from_millis(200);
+
 /// A shmfifo queue handle (one participant of the queue while it is open).
 #[pyclass(module = "shmfifo._shmfifo", frozen)]
 struct RawQueue {
@@ -406,16 +410,32 @@ impl RawQueue {
         if let Some(v) = visibility_timeout_ms {
             opts = opts.visibility_timeout(Duration::from_millis(v));
         }
-        if let Some(w) = wait_ms {
-            opts = opts.wait(Duration::from_millis(w));
+        // The wait goes in slices, with Python's signal handlers run between them: one wait of
+        // 20 s ignored Ctrl-C to its end (and a message that came meanwhile was received, then
+        // lost to the KeyboardInterrupt until its visibility timeout). A handle closed by
+        // another thread meanwhile ends the wait (empty) at the next slice.
+        let wait = wait_ms.map_or_else(|| q.receive_wait_time(), Duration::from_millis);
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let slice = opts.wait(left.min(WAIT_SLICE));
+            let q2 = q.clone();
+            let id = attempt_id.clone();
+            let got = py
+                .detach(move || match id {
+                    Some(id) => q2.receive_with_attempt_id(&slice, &id),
+                    None => q2.receive(&slice),
+                })
+                .map_err(err)?;
+            if !got.is_empty() || left <= WAIT_SLICE {
+                return got.iter().map(|m| message_out(py, m)).collect();
+            }
+            // Nothing taken: a handler's exception (KeyboardInterrupt) loses no message.
+            py.check_signals()?;
+            if self.q.lock().map_or(true, |g| g.is_none()) {
+                return Ok(Vec::new());
+            }
         }
-        let got = py
-            .detach(move || match attempt_id {
-                Some(id) => q.receive_with_attempt_id(&opts, &id),
-                None => q.receive(&opts),
-            })
-            .map_err(err)?;
-        got.iter().map(|m| message_out(py, m)).collect()
     }
 
     /// Deletes a received message by its receipt handle.
@@ -477,7 +497,14 @@ impl RawQueue {
     fn advance_clock(&self, ms: u64) -> PyResult<()> {
         self.get()?
             .advance_clock(Duration::from_millis(ms))
-            .map_err(err)
+            .map_err(|e| {
+                // In Python's words: the library's text names its Rust setting.
+                let text = e.to_string().replace(
+                    "QueueConfig::test_clock(true)",
+                    "test_clock=True (Queue.create)",
+                );
+                Error::new_err((e.sqs_code(), text, format!("{:?}", e.code())))
+            })
     }
 
     /// Removes every message (dedup ids too); returns how many.

@@ -266,6 +266,26 @@ def test_dead_letter_queue_by_arn(sqs):
     assert moved["Attributes"]["DeadLetterQueueSourceArn"] == shmfifo.LOCAL_ARN_PREFIX + "src.fifo"
 
 
+def test_errors_and_system_attributes_answer_as_serve_does(sqs, url):
+    # A missing dead-letter queue: the client said shmfifo.DeadLetterQueue, Receiver, 500
+    # (which retry logic retries); serve said InvalidParameterValue, Sender, 400. Both say
+    # serve's now.
+    policy = json.dumps({"deadLetterTargetArn": "arn:aws:sqs:us-east-1:000000000000:none.fifo", "maxReceiveCount": 3})
+    with pytest.raises(Exception) as e:
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": policy})
+    err = e.value.response
+    assert (err["Error"]["Code"], err["Error"].get("Type"), err["ResponseMetadata"]["HTTPStatusCode"]) == ("InvalidParameterValue", "Sender", 400), err
+    # SQS's encryption attributes are refused saying why, not as a misspelling.
+    with pytest.raises(Exception) as e:
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"KmsMasterKeyId": "alias/aws/sqs"})
+    assert code(e) == "InvalidAttributeName" and "encryption" in e.value.response["Error"]["Message"]
+    # X-Ray's AWSTraceHeader is taken (and not kept), alone and in a batch.
+    trace = {"AWSTraceHeader": {"DataType": "String", "StringValue": "Root=1-5759e988-bd862e3fe1be46a994272793"}}
+    sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="1", MessageSystemAttributes=trace)
+    r = sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": "y", "MessageGroupId": "g", "MessageDeduplicationId": "2", "MessageSystemAttributes": trace}])
+    assert [s["Id"] for s in r["Successful"]] == ["a"]
+
+
 def test_visibility_and_attempt_ids(sqs, url):
     sqs.send_message(QueueUrl=url, MessageBody="job", MessageGroupId="g", MessageDeduplicationId="1")
     # R11: the same attempt id returns the same batch.

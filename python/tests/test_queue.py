@@ -1,6 +1,8 @@
 """The Pythonic layer: Queue, Message, SendResult (rule ids from SQS-FIFO.md)."""
 
 import os
+import re
+import signal
 import threading
 import time
 
@@ -87,6 +89,52 @@ def test_batch_peek_purge_counters(q):
     assert q.counters()["sent"] == 3
     assert q.purge() == 3
     assert q.receive(10) == []
+
+
+def test_batch_entries_of_another_shape_are_refused_naming_them(q):
+    # A plain string was unpacked as a tuple ("hello": body 'e' to group 'h', dedup id 'l'),
+    # a fourth element (the attributes) was dropped, a dict without body raised KeyError.
+    for bad, says in [
+        (["hello"], "entry 0"),
+        ([("g",)], "1 values"),
+        ([("g", "b", "d", None, "x")], "5 values"),
+        ([{"group_id": "g"}], "needs group_id and body"),
+        ([{"group_id": "g", "body": "b", "dedup": "1"}], "unknown keys ['dedup']"),
+        ([("g", "b", "1"), 42], "entry 1"),
+    ]:
+        with pytest.raises(TypeError, match=re.escape(says)):
+            q.send_batch(bad)
+    assert q.peek(10) == []  # nothing sent
+    [r] = q.send_batch([("g", "b", "1", {"k": "v"})])
+    assert isinstance(r, shmfifo.SendResult)
+    [m] = q.receive()
+    assert m.attributes == {"k": ("String", "v")}
+
+
+def test_a_long_poll_stops_at_ctrl_c_and_loses_nothing(q):
+    # A wait of 10 s ignored SIGINT to its end, and a message that came meanwhile was taken
+    # and then lost to the KeyboardInterrupt until its visibility timeout.
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        q.receive(wait=10)
+    assert time.monotonic() - start < 5, "the wait went on past Ctrl-C"
+    timer.join()
+    q.send("g", "after", dedup_id="1")
+    assert [m.body for m in q.receive(wait=0)] == ["after"]
+
+
+def test_closing_a_handle_ends_another_threads_wait(q):
+    got = []
+    t = threading.Thread(target=lambda: got.append(q.receive(wait=10)))
+    start = time.monotonic()
+    t.start()
+    time.sleep(0.3)
+    q.close()
+    t.join(timeout=20)
+    assert got == [[]]
+    assert time.monotonic() - start < 5, "the wait went on past the close"
 
 
 def test_closed_handle(qdir):

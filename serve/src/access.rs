@@ -540,22 +540,25 @@ pub fn peer_uid(client: SocketAddr, server: SocketAddr) -> io::Result<Option<u32
     Ok(None)
 }
 
-/// [`peer_uid`] on a blocking thread, at most `turns` of them at once and within `within` (its
-/// turn included): `None` if the socket is not found, or not in time. The turn goes with the
-/// blocking read, which the timeout does not stop, so at most as many reads as `turns` allows
-/// run, timed out or not.
-pub async fn peer_uid_bounded(
+/// [`peer_uid`], then `then` of the uid, on a blocking thread, at most `turns` of them at once
+/// and within `within` (its turn included): `None` if the socket is not found, or not in time.
+/// The turn goes with the blocking work, which the timeout does not stop, so at most as many
+/// run as `turns` allows, timed out or not. `then` is where a uid becomes an [`Identity`]
+/// (`Identity::of_uid`: the user and group databases, which NSS may answer from the network,
+/// slowly; it ran on the async worker).
+pub async fn peer_uid_bounded<T: Send + 'static>(
     turns: &'static tokio::sync::Semaphore,
     within: std::time::Duration,
     client: SocketAddr,
     server: SocketAddr,
-) -> Option<u32> {
+    then: fn(u32) -> T,
+) -> Option<T> {
     let lookup = async {
         // Never closed, so `acquire` only waits.
         let turn = turns.acquire().await.ok()?;
         tokio::task::spawn_blocking(move || {
             let _turn = turn;
-            peer_uid(client, server).ok().flatten()
+            peer_uid(client, server).ok().flatten().map(then)
         })
         .await
         .ok()

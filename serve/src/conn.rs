@@ -357,9 +357,14 @@ async fn whose(peer: SocketAddr, local: SocketAddr) -> Option<Arc<Identity>> {
     }
     // Bounded: a lookup that cannot get its turn or a blocking thread in time (the pool busy)
     // refuses the connection rather than holding its slot.
-    let found = access::peer_uid_bounded(&LOOKUPS, OWNER_LOOKUP_TIMEOUT, peer, local)
-        .await
-        .map(Identity::of_uid);
+    let found = access::peer_uid_bounded(
+        &LOOKUPS,
+        OWNER_LOOKUP_TIMEOUT,
+        peer,
+        local,
+        Identity::of_uid,
+    )
+    .await;
     if found.is_none() {
         tracing::warn!(peer = %peer, "the owner of a connection was not found; it is refused");
     }

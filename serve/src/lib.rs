@@ -296,11 +296,21 @@ impl Server {
                 return closing(respond_error(wire, &e, &id));
             }
         }
-        // A declared length over the limit is refused at once (and the connection closed),
-        // not after its first `max_body` bytes have arrived; `Limited` still bounds a body
-        // whose length is not declared, or declared falsely.
+        // A declared length over the limit is refused without holding the body: read and
+        // thrown away (within the body timeout), so that a client that sends its whole body
+        // before it reads an answer (urllib, botocore) reads the 413 rather than a broken
+        // pipe; one declaring more than `DRAIN_FACTOR` times the limit is answered at once.
+        // Before, the first `max_body` bytes were collected in memory first. `Limited` still
+        // bounds a body whose length is not declared, or declared falsely.
         if let Some(declared) = declared_length(&parts.headers) {
             if declared > self.max_body as u64 {
+                if declared <= (self.max_body as u64).saturating_mul(DRAIN_FACTOR) {
+                    let mut body = body;
+                    let _ = tokio::time::timeout(self.body_timeout, async {
+                        while let Some(Ok(_)) = body.frame().await {}
+                    })
+                    .await;
+                }
                 return closing(respond_error(wire, &self.too_large(), &id));
             }
         }
@@ -393,6 +403,10 @@ impl Server {
         }
     }
 }
+
+/// How many times [`Config::max_body`] a declared body may be and still be read (and thrown
+/// away) before its 413: more is answered at once and the connection closed.
+const DRAIN_FACTOR: u64 = 4;
 
 /// A request's declared `Content-Length`, where it has one that parses (hyper refuses a
 /// request whose length headers disagree or do not parse before it reaches us).

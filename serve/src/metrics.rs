@@ -657,7 +657,9 @@ pub async fn serve_metrics(
             // A connection lives at most `METRICS_CONNECTION_LIFE` (a scraper reconnects):
             // one that sends nothing, or a byte at a time, holds its place no longer; and it
             // ends when it is closed to make room.
+            // Heads bounded as serve's (a scrape's is a few hundred bytes).
             let conn = hyper::server::conn::http1::Builder::new()
+                .max_buf_size(crate::conn::MAX_HEAD)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), svc);
             tokio::select! {
                 _ = tokio::time::timeout(METRICS_CONNECTION_LIFE, conn) => {}
@@ -686,7 +688,7 @@ async fn peer_key(peer: SocketAddr, local: SocketAddr) -> Peer {
         return Peer::Addr(crate::conn::share_key(peer.ip()));
     }
     let within = std::time::Duration::from_secs(2);
-    match crate::access::peer_uid_bounded(&LOOKUP_TURNS, within, peer, local).await {
+    match crate::access::peer_uid_bounded(&LOOKUP_TURNS, within, peer, local, |uid| uid).await {
         Some(uid) => Peer::Uid(uid),
         None => Peer::Unknown,
     }

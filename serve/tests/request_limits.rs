@@ -11,9 +11,11 @@ use shmfifo_serve::Config;
 mod server;
 use server::{config, exchange, post_form, Dir, Server};
 
-/// A request that declares a body over the limit (`Content-Length`) is answered 413 at once
-/// and its connection closed: it held a connection (and waited for up to 4 MiB of a body
-/// that would be refused) until the body timeout, then answered 408.
+/// A request that declares a body far over the limit (`Content-Length`, more than four times
+/// it) is answered 413 at once and its connection closed: it held a connection (and waited
+/// for up to 4 MiB of a body that would be refused, in memory) until the body timeout, then
+/// answered 408. One a little over is read and thrown away, then answered 413 (a client that
+/// sends its whole body first reads the answer, not a broken pipe).
 #[test]
 fn a_declared_length_over_the_limit_is_refused_before_the_body() {
     let dir = Dir::new("declared");
@@ -28,7 +30,7 @@ fn a_declared_length_over_the_limit_is_refused_before_the_body() {
         s,
         "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
          Content-Length: {}\r\n\r\nAction=List",
-        (1u64 << 20) + 1
+        (4u64 << 20) + 1
     )
     .unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
@@ -40,8 +42,14 @@ fn a_declared_length_over_the_limit_is_refused_before_the_body() {
     assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
     assert!(answer.contains("RequestEntityTooLarge"), "{answer}");
 
-    // At the limit it is read and served.
-    let form = format!("Action=ListQueues&Pad={}", "x".repeat((1 << 20) - 100));
+    // A little over the limit, sent whole before the answer is read: 413, read.
+    let form = format!("Action=ListQueues&Pad={}", "x".repeat(3 << 20));
+    let (status, out) = post_form(srv.addr, &form);
+    assert_eq!(status, 413, "{out}");
+    // At the limit exactly it is read and served.
+    let head = "Action=ListQueues&Pad=";
+    let form = format!("{head}{}", "x".repeat((1 << 20) - head.len()));
+    assert_eq!(form.len(), 1 << 20);
     let (status, out) = post_form(srv.addr, &form);
     assert_eq!(status, 200, "{out}");
 }

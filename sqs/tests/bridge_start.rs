@@ -34,12 +34,7 @@ fn a_remote_that_does_not_answer_at_start_ends_the_bridge_before_the_local_queue
         .unwrap()
         .port();
     let url = format!("http://127.0.0.1:{port}/000000000000/inbox.fifo");
-    let out = Command::new(BIN)
-        .arg(&path)
-        .arg(&url)
-        .arg("--until-empty")
-        .output()
-        .unwrap();
+    let out = within_a_minute(Command::new(BIN).arg(&path).arg(&url).arg("--until-empty"));
     assert_eq!(out.status.code(), Some(41), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -58,6 +53,27 @@ fn a_remote_that_does_not_answer_at_start_ends_the_bridge_before_the_local_queue
         .filter(|p| !p.alive)
         .count();
     assert_eq!(dead, 0, "none left dead");
+    // Asked before the local queue is opened: a local queue that is not there is not reached.
+    let out = within_a_minute(Command::new(BIN).arg(dir.0.join("missing")).arg(&url));
+    assert_eq!(out.status.code(), Some(41), "{out:?}");
+}
+
+/// `cmd`'s output, failing the test if it runs past a minute (a bridge retrying for ever).
+fn within_a_minute(cmd: &mut Command) -> std::process::Output {
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("still running after a minute");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// Exactly-once over a kill rests on the far end dropping the resend: a local far end that

@@ -15,7 +15,7 @@ use crate::errors::Failure;
 #[derive(Args, Debug)]
 pub struct BridgeArgs {
     /// LOCAL REMOTE [--endpoint-url URL] [--visibility-timeout SECS] [--rate N] [--until-empty]
-    /// [--concurrency N] [--max-tries N] [--max-refused-in-a-row N]
+    /// [--concurrency N] [--max-tries N] [--max-refused-in-a-row N] [-v|-vv]
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,
 }
@@ -30,17 +30,16 @@ fn program() -> PathBuf {
 }
 
 /// Replaces this process with the bridge (same pid, so its exit code and signals are the
-/// bridge's); returns only if that fails. `-v` and `-vv` (shmfifo's, before or after
-/// `bridge`) become the bridge's RUST_LOG (info, debug) unless RUST_LOG is set: the flag was
-/// taken by shmfifo and never reached the bridge.
+/// bridge's); returns only if that fails. shmfifo's `-v` and `-vv` (before `bridge` or just
+/// after it, where shmfifo reads them) are handed on as the bridge's own: taken by shmfifo,
+/// they never reached it. After LOCAL they are the bridge's already.
 pub fn run(a: &BridgeArgs, verbose: u8) -> Result<(), Failure> {
     let p = program();
     let mut c = Command::new(&p);
-    c.args(&a.args);
-    let set = std::env::var("RUST_LOG").is_ok_and(|s| !s.trim().is_empty());
-    if !set && verbose > 0 {
-        c.env("RUST_LOG", if verbose == 1 { "info" } else { "debug" });
+    if verbose > 0 {
+        c.arg(format!("-{}", "v".repeat(verbose.min(2).into())));
     }
+    c.args(&a.args);
     let e = c.exec();
     Err(Failure::input(
         p.display().to_string(),

@@ -282,8 +282,8 @@ fn comparable(a: &shmfifo::QueueAttributes) -> serde_json::Map<String, serde_jso
 fn derived_from(key: &str) -> Option<&'static str> {
     Some(match key {
         "group_base_entries" => "twice --max-groups, rounded up to a power of two",
-        "dedup_entries" => "--dedup-entries rounded up to a power of two",
-        "size_classes" => "from --max-messages and --size-classes",
+        "dedup_entries" => "--dedup-entries rounded up to a power of two (0 without deduplication)",
+        "size_classes" => "from --max-messages, --size-classes and --maximum-message-size",
         "size_limit_bytes" => "--size-limit",
         _ => return None,
     })

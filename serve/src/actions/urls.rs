@@ -106,10 +106,31 @@ impl Queues {
 /// Whether a `Host` header is a plain `host[:port]` (a name, an IPv4 address or a bracketed
 /// IPv6 one, of at most 255 bytes) that a URL may carry as it is.
 pub(super) fn plain_host(h: &str) -> bool {
-    !h.is_empty()
-        && h.len() <= 255
-        && h.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
+    if h.is_empty() || h.len() > 255 {
+        return false;
+    }
+    // `[v6]` or `[v6]:port`; else `name` or `name:port` with one colon at most.
+    let (host, port) = match h.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((v6, after)) if v6.parse::<std::net::Ipv6Addr>().is_ok() => match after {
+                "" => return true,
+                p => match p.strip_prefix(':') {
+                    Some(port) => ("v6", port),
+                    None => return false,
+                },
+            },
+            _ => return false,
+        },
+        None => match h.split_once(':') {
+            Some((host, port)) => (host, port),
+            None => (h, "0"),
+        },
+    };
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
+        && port.parse::<u16>().is_ok()
 }
 
 #[cfg(test)]
@@ -155,25 +176,35 @@ mod tests {
     /// A `Host` header is put into a URL only if it is a plain `host[:port]`.
     #[test]
     fn only_a_plain_host_names_urls() {
-        for ok in [
+        let ok = [
             "10.0.0.5:9324",
             "queues.example",
             "[fe80::1]:9324",
+            "[::1]",
             "localhost",
-        ] {
-            assert!(plain_host(ok), "{ok}");
+        ];
+        for h in ok {
+            assert!(plain_host(h), "{h}");
         }
         let long = "a".repeat(256);
-        for bad in [
+        let bad = [
             "",
             "a/b",
             "user@host",
             "h ost",
             "h\"o",
             "x?y",
+            "fe80::1",
+            "h:1:2",
+            "h:port",
+            "[h]:1",
+            "[::1]x",
+            "h]",
+            ":80",
             long.as_str(),
-        ] {
-            assert!(!plain_host(bad), "{bad}");
+        ];
+        for h in bad {
+            assert!(!plain_host(h), "{h}");
         }
     }
 }

@@ -58,21 +58,31 @@ struct Args {
     /// move message after message to the dead-letter queue.
     #[arg(long, default_value_t = 10)]
     max_refused_in_a_row: u32,
+    /// Log more on stderr: -v info, -vv debug (RUST_LOG, when set, chooses instead).
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 
 /// Writes the bridge's events to stderr (each line with its time, level and target): the
-/// levels RUST_LOG names (`info`, `shmfifo_sqs=debug`), else warnings and errors (a remote
-/// failing, a refusal, a dead-letter move, a local delete that failed).
-fn init_logging() {
+/// levels RUST_LOG names (`info`, `shmfifo_sqs=debug`), else `-v` info, `-vv` debug, else
+/// warnings and errors (a remote failing, a refusal, a dead-letter move, a local delete that
+/// failed).
+fn init_logging(verbose: u8) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    // Not the SDK's own warnings: without a region, each start logged three of a page each
-    // (IMDS, the instance metadata service, unreachable off EC2) before the bridge's one line
-    // saying to set AWS_REGION. RUST_LOG=aws_config=warn shows them.
+    // Not the SDK's instance-metadata warnings: without a region, each start logged three of
+    // a page each (IMDS, unreachable off EC2) before the bridge's one line saying to set
+    // AWS_REGION. The SDK's other warnings (a malformed AWS_ENDPOINT_URL, a broken profile)
+    // stay. RUST_LOG=warn shows them all.
+    let level = match verbose {
+        0 => LevelFilter::WARN,
+        1 => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
+    };
     let warn = Targets::new()
-        .with_default(LevelFilter::WARN)
-        .with_target("aws_config", LevelFilter::ERROR);
+        .with_default(level)
+        .with_target("aws_config::imds", LevelFilter::ERROR);
     let filter = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => s.parse::<Targets>().unwrap_or_else(|e| {
             eprintln!("shmfifo bridge: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_sqs=debug)");
@@ -87,8 +97,8 @@ fn init_logging() {
 }
 
 fn main() {
-    init_logging();
     let a = Args::parse();
+    init_logging(a.verbose);
     // Exits once `run` has returned: the local queue's handle is dropped first, so that a
     // bridge that fails leaves no participant for the next opener to repair ("repaired what
     // dead participants left" after every refused start).
@@ -97,10 +107,6 @@ fn main() {
 
 /// The bridge; its exit code.
 fn run(a: &Args) -> i32 {
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
-    }
     // The far end first: a bridge that cannot reach it never joins the local queue.
     let mut far_path = None;
     let remote: Box<dyn FifoQueue> = match a.remote.strip_prefix("sqs://") {
@@ -182,6 +188,13 @@ fn run(a: &Args) -> i32 {
         Err(e) => {
             tracing::warn!(error = %e, "bridge: the remote queue's attributes could not be read; going on");
         }
+    }
+    // Ctrl-C and SIGTERM end the run cleanly from here on (the held messages handed back).
+    // Before, with nothing of the local queue taken, they end the process at once: a probe of
+    // a host that drops packets could otherwise hold a stop for its 90 s.
+    let cancel = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
     let local = if a.local.contains('/') {
         Queue::open_at(&a.local)
@@ -296,13 +309,20 @@ fn local_far_end(a: &Args) -> Result<(Queue, Option<std::path::PathBuf>), i32> {
         Some("its deduplication is off".to_owned())
     } else if attrs.deduplication_interval < vt + DEDUP_MARGIN {
         Some(format!(
-            "it keeps deduplication ids {} s, not more than the visibility timeout ({} s) and \
-             {} s",
+            "it keeps deduplication ids {} s, less than the visibility timeout ({} s) plus {} s",
             attrs.deduplication_interval.as_secs_f64(),
             vt.as_secs(),
             DEDUP_MARGIN.as_secs()
         ))
     } else {
+        if attrs.effective_deduplication_interval < vt + DEDUP_MARGIN {
+            // Its table overflowed lately (shorten-window): ids went early, for now.
+            tracing::warn!(
+                kept_s = attrs.effective_deduplication_interval.as_secs_f64(),
+                "bridge: the far end's deduplication table is full: it forgets ids before their \
+                 interval ends, and a resend after a kill may arrive twice until it has room"
+            );
+        }
         None
     };
     if let Some(why) = why {
