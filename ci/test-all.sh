@@ -4,9 +4,10 @@
 # cargo where its target directory is (ci/target-dir.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-target="$(bash ci/target-dir.sh)"
-# What a fresh machine lacks for these tests (compilers, valgrind, python3-venv, jq, curl).
+# What a fresh machine lacks for these tests (compilers, valgrind, python3 and its venv, jq,
+# curl): first, since ci/target-dir.sh itself needs python3, which a stock container lacks.
 bash ci/deps.sh
+target="$(bash ci/target-dir.sh)"
 # The C ABI tests link the built libshmfifo.{so,a}; `cargo test` alone builds only the rlibs.
 cargo build -p shmfifo-ffi
 cargo test --workspace --exclude shmfifo-loom-tests --exclude shmfifo-benches --exclude shmfifo-python --exclude shmfifo-sqs
