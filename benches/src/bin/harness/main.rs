@@ -43,6 +43,7 @@
 //! ```
 
 mod ctl;
+mod leftovers;
 mod report;
 mod scenarios;
 mod sys;
@@ -52,6 +53,7 @@ mod workers;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use clap::builder::TypedValueParser as _;
 use clap::Parser;
 
 use report::{Key, Lat, Outcome, Record, Section, NO_BACKLOG};
@@ -65,11 +67,13 @@ use transport::{Dedup, Peer, Wait};
     about = "shmfifo against its peers and the hardware limit: one Markdown table, CSV, SVG"
 )]
 struct Args {
-    /// Short run (under a minute on 2 cores): 1 repeat, 64-byte payloads, small counts.
+    /// Short run (under a minute on 2 cores): 1 repeat, 64-byte payloads, fewer round trips
+    /// and shorter windows; the groups and backlog cases keep their sizes (1,000,000 groups:
+    /// a 1.1 GB arena in /dev/shm).
     #[arg(long)]
     quick: bool,
-    /// Runs of each case, interleaved [default: 3; quick: 1].
-    #[arg(long)]
+    /// Runs of each case, interleaved, at least 1 [default: 3; quick: 1].
+    #[arg(long, value_parser = at_least_one.map(|n| n as usize))]
     repeats: Option<usize>,
     /// Directory for harness.md, harness.csv and harness.svg.
     #[arg(long, default_value = "target/harness")]
@@ -79,35 +83,46 @@ struct Args {
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Peers besides shmfifo, comma-separated: raw, shmfifo-zc, shmfifo-async, iceoryx2,
-    /// iceoryx2-zc, crossbeam, uds, pipe, mq
+    /// Peers besides shmfifo, comma-separated: raw (the hardware's limits: a cache-line
+    /// ping-pong spinning, a futex wake asleep, a memcpy), shmfifo-zc, shmfifo-async,
+    /// iceoryx2, iceoryx2-zc, crossbeam, uds, pipe, mq
     /// [default: all].
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
     /// Payload sizes in bytes, up to 1 MiB [default: 8,64,1024,65536,1048576; quick: 64].
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<usize>,
-    /// Group counts of the groups scenario [default: 1,1000,1000000].
-    #[arg(long, value_delimiter = ',')]
+    /// Group counts of the groups scenario, each at least 1 [default: 1,1000,1000000].
+    #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     groups: Vec<u32>,
-    /// Producer processes of the groups scenario.
-    #[arg(long, default_value_t = 2)]
+    /// Producer processes of the groups scenario, 1 to 8.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8).map(|n| n as usize))]
     producers: usize,
-    /// Consumer processes of the groups scenario.
-    #[arg(long, default_value_t = 2)]
+    /// Consumer processes of the groups scenario, 1 to 8.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..=8).map(|n| n as usize))]
     consumers: usize,
-    /// Messages in the backlog and drain scenarios' backlogs [default: 1000000].
-    #[arg(long)]
+    /// Messages in the backlog and drain scenarios' backlogs, at least 1 [default: 1000000].
+    #[arg(long, value_parser = at_least_one)]
     backlog: Option<u64>,
-    /// Spinning round trips timed per run [default: 100000; quick: 5000].
-    #[arg(long)]
+    /// Spinning round trips timed per run, at least 1 [default: 100000; quick: 5000].
+    #[arg(long, value_parser = at_least_one)]
     rounds: Option<u64>,
-    /// Sleeping round trips timed per run [default: 10000; quick: 1000].
-    #[arg(long)]
+    /// Sleeping round trips timed per run, at least 1 [default: 10000; quick: 1000].
+    #[arg(long, value_parser = at_least_one)]
     sleep_rounds: Option<u64>,
-    /// Throughput window per run, ms [default: 1000; quick: 100].
-    #[arg(long)]
+    /// Throughput window per run, ms, at least 1 [default: 1000; quick: 100].
+    #[arg(long, value_parser = at_least_one)]
     window_ms: Option<u64>,
+}
+
+/// A count of at least 1 (a count of 0 ran nothing: `--rounds 0` hung at the chart of
+/// zeros).
+fn at_least_one(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("{e}")),
+    }
 }
 
 /// One case of the plan.
@@ -396,6 +411,8 @@ fn main() {
         workers::child_main(&job);
     }
     let args = Args::parse();
+    leftovers::remove_dead_runs();
+    leftovers::remove_on_signal();
     match run(args) {
         Ok(code) => std::process::exit(code),
         Err(e) => {
@@ -464,7 +481,14 @@ fn run(args: Args) -> Result<i32, String> {
         peers.extend(Peer::ALL.into_iter().filter(|&p| p != Peer::Shmfifo));
     } else {
         for p in &args.peers {
-            let peer = Peer::parse(p).ok_or_else(|| format!("unknown peer {p}"))?;
+            let peer = Peer::parse(p).ok_or_else(|| {
+                let keys: Vec<&str> = Peer::ALL
+                    .into_iter()
+                    .filter(|&p| p != Peer::Shmfifo)
+                    .map(Peer::key)
+                    .collect();
+                format!("unknown peer {p} (one of {keys:?})")
+            })?;
             if !peers.contains(&peer) {
                 peers.push(peer);
             }

@@ -501,7 +501,7 @@ pub fn targets(
                 true,
             )?;
             Ok((
-                format!("{} / {} = {:.2}×", us(a), us(b), r),
+                format!("{} / {}: {:.2}× paired", us(a), us(b), r),
                 at_most(r, 3.0),
             ))
         })(),
@@ -523,7 +523,7 @@ pub fn targets(
             } else {
                 format!("MISSED by {:.0}%", (r - 1.0) * 100.0)
             };
-            Ok((format!("{} / {} = {:.2}×", us(a), us(b), r), verdict))
+            Ok((format!("{} / {}: {:.2}× paired", us(a), us(b), r), verdict))
         })(),
     );
     let lz = Section::LatSleep;
@@ -540,7 +540,7 @@ pub fn targets(
                 true,
             )?;
             Ok((
-                format!("{} / {} = {:.2}×", us(a), us(b), r),
+                format!("{} / {}: {:.2}× paired", us(a), us(b), r),
                 at_most(r, 1.3),
             ))
         })(),
@@ -558,7 +558,7 @@ pub fn targets(
                 true,
             )?;
             Ok((
-                format!("{} / {} = {:.2}×", us(a), us(b), r),
+                format!("{} / {}: {:.2}× paired", us(a), us(b), r),
                 at_most(r, 1.5),
             ))
         })(),
@@ -577,7 +577,7 @@ pub fn targets(
                 } else {
                     format!("MISSED by {:.0}%", (r - 1.0) * 100.0)
                 };
-                Ok((format!("{} / {} = {:.2}×", us(a), us(b), r), verdict))
+                Ok((format!("{} / {}: {:.2}× paired", us(a), us(b), r), verdict))
             })(),
         );
     }
@@ -596,7 +596,7 @@ pub fn targets(
             (|| {
                 let (a, b, r) = paired(records, rows, tb, (Peer::Shmfifo, ""), (peer, ""), false)?;
                 Ok((
-                    format!("{} / {} = {:.2}×", per_s(a), per_s(b), r),
+                    format!("{} / {}: {:.2}× paired", per_s(a), per_s(b), r),
                     at_least(r, min),
                 ))
             })(),
@@ -641,10 +641,10 @@ pub fn targets(
             (|| {
                 let (x, y, r) = paired_at(records, rows, section, size, (a, ""), (b, ""), lat)?;
                 Ok(if lat {
-                    (format!("{} / {} = {:.2}×", us(x), us(y), r), at_most(r, bound))
+                    (format!("{} / {}: {:.2}× paired", us(x), us(y), r), at_most(r, bound))
                 } else {
                     (
-                        format!("{} / {} = {:.2}×", per_s(x), per_s(y), r),
+                        format!("{} / {}: {:.2}× paired", per_s(x), per_s(y), r),
                         at_least(r, bound),
                     )
                 })
@@ -665,7 +665,7 @@ pub fn targets(
                 false,
             )?;
             Ok((
-                format!("{} / {} = {:.2}×", per_s(a), per_s(b), r),
+                format!("{} / {}: {:.2}× paired", per_s(a), per_s(b), r),
                 at_least(r, 0.8),
             ))
         })(),
@@ -683,7 +683,7 @@ pub fn targets(
                 false,
             )?;
             Ok((
-                format!("{} / {} = {:.2}×", per_s(a), per_s(b), r),
+                format!("{} / {}: {:.2}× paired", per_s(a), per_s(b), r),
                 at_least(r, 1.0 / 1.2),
             ))
         })(),
