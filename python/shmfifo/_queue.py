@@ -248,8 +248,15 @@ class Queue:
         RawQueue.unlink(name)
 
     def close(self) -> None:
-        """Releases this handle (its participant); later calls raise ``ValueError``."""
+        """Releases this handle (its participant); later calls raise ``ValueError``. Another
+        thread's waiting ``receive`` returns no message within 200 ms, and its ``messages()``
+        ends."""
         self._raw.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (in any thread)."""
+        return self._raw.is_closed()
 
     def __enter__(self) -> "Queue":
         return self
@@ -325,10 +332,41 @@ class Queue:
         return [Message._of(d, self) for d in got]
 
     def messages(self, *, wait: float = 20, batch: int = 10, visibility_timeout: Optional[float] = None) -> Iterator[Message]:
-        """Every message, as it comes: long polls of ``wait`` seconds, forever. Each message
-        is in flight until deleted."""
-        while True:
-            yield from self.receive(batch, wait=wait, visibility_timeout=visibility_timeout)
+        """Every message, as it comes: long polls of ``wait`` seconds, until the handle is
+        closed (from another thread, say: the iteration then ends). Each message is in flight
+        until deleted."""
+        while not self.closed:
+            try:
+                got = self.receive(batch, wait=wait, visibility_timeout=visibility_timeout)
+            except ValueError:
+                if self.closed:
+                    return
+                raise
+            yield from got
+
+    def delete_batch(self, messages: Iterable[Union[Message, str]]) -> List[Optional[Exception]]:
+        """Deletes up to 10 received messages (or receipt handles) in one request; returns, in
+        order, ``None`` for each deleted or the entry's ``shmfifo.Error``."""
+        from ._errors import Error
+
+        handles = [m.receipt_handle if isinstance(m, Message) else m for m in messages]
+        out = self._raw.delete_batch([(str(i), h) for i, h in enumerate(handles)])
+        return [None if f is None else Error(f[0], f[1], f[3]) for _id, f in out]
+
+    def change_visibility_batch(
+        self, messages: Iterable[Tuple[Union[Message, str], float]]
+    ) -> List[Optional[Exception]]:
+        """Changes the visibility of up to 10 received messages in one request, each
+        ``(message or receipt handle, seconds)``; returns, in order, ``None`` or the entry's
+        ``shmfifo.Error``."""
+        from ._errors import Error
+
+        entries = []
+        for i, (m, seconds) in enumerate(messages):
+            h = m.receipt_handle if isinstance(m, Message) else m
+            entries.append((str(i), h, _ms(seconds, "seconds")))
+        out = self._raw.change_visibility_batch(entries)
+        return [None if f is None else Error(f[0], f[1], f[3]) for _id, f in out]
 
     def delete(self, message: Union[Message, str]) -> None:
         """Deletes a received message (or a receipt handle)."""

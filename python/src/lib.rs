@@ -291,6 +291,11 @@ impl RawQueue {
         Ok(())
     }
 
+    /// Whether the handle is closed (by `close`, in any thread).
+    fn is_closed(&self) -> bool {
+        self.q.lock().map_or(true, |g| g.is_none())
+    }
+
     /// The queue file's path (`None` for an anonymous queue).
     fn path(&self) -> PyResult<Option<String>> {
         Ok(self.get()?.path().map(|p| p.display().to_string()))

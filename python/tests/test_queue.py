@@ -137,6 +137,39 @@ def test_closing_a_handle_ends_another_threads_wait(q):
     assert time.monotonic() - start < 5, "the wait went on past the close"
 
 
+def test_messages_ends_when_another_thread_closes_the_handle(q):
+    # A consumer thread's `for m in q.messages()` raised ValueError at the close; it ends.
+    seen = []
+
+    def consume():
+        for m in q.messages(wait=20):
+            seen.append(m.body)
+            m.delete()
+
+    t = threading.Thread(target=consume)
+    t.start()
+    q.send("g", "one", dedup_id="1")
+    time.sleep(0.5)
+    assert not q.closed
+    q.close()
+    t.join(timeout=10)
+    assert not t.is_alive() and seen == ["one"] and q.closed
+
+
+def test_batch_deletes_and_visibility_changes(q):
+    for i in range(3):
+        q.send(f"g{i}", f"m{i}", dedup_id=str(i))
+    got = q.receive(10)
+    assert len(got) == 3
+    r = q.change_visibility_batch([(got[0], 0), (got[1].receipt_handle, 60), ("not-a-handle", 1)])
+    assert r[0] is None and r[1] is None and isinstance(r[2], shmfifo.Error)
+    [again] = q.receive(10)  # the one made visible
+    assert again.body == "m0"
+    r = q.delete_batch([again, got[1], got[2].receipt_handle])
+    assert r == [None, None, None]
+    assert q.attributes()["ApproximateNumberOfMessages"] == "0"
+
+
 def test_closed_handle(qdir):
     q = shmfifo.Queue.create(os.path.join(qdir, "c.fifo"))
     q.close()
