@@ -414,6 +414,14 @@ class Queue:
         moved, _skipped, _cancelled = self._raw.redrive(destination, max_per_second, limit)
         return moved
 
+    def __reduce__(self):
+        # Pickled to hand it to another process (multiprocessing's spawn), it failed naming
+        # the native class; a handle is one process's participant.
+        raise TypeError(
+            "a shmfifo.Queue is one process's handle and cannot be pickled: pass its path "
+            "and open it in the other process (shmfifo.Queue.open(path))"
+        )
+
     def __repr__(self) -> str:
         try:
             return f"<shmfifo.Queue {self.path!r}>"

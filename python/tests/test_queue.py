@@ -170,6 +170,13 @@ def test_batch_deletes_and_visibility_changes(q):
     assert q.attributes()["ApproximateNumberOfMessages"] == "0"
 
 
+def test_a_queue_is_not_pickled_and_says_how_to_share_it(q):
+    import pickle
+
+    with pytest.raises(TypeError, match=re.escape("shmfifo.Queue.open(path)")):
+        pickle.dumps(q)
+
+
 def test_closed_handle(qdir):
     q = shmfifo.Queue.create(os.path.join(qdir, "c.fifo"))
     q.close()

@@ -253,7 +253,10 @@ fn stat_text(queue: &str, i: &Inspection) -> String {
             ("being sent", num(m.sending)),
             ("deleted, not reclaimed", num(m.deleted)),
             (
-                "in-flight count",
+                // The limit's counter (R8): a message that expires in flight (retention) leaves
+                // it until the next receive's sweep counts the expiry, so it may read above the
+                // census's "in flight" meanwhile.
+                "counted for MaxInFlight",
                 format!("{} of {}", num(a.in_flight_count), num(a.max_in_flight)),
             ),
         ],

@@ -669,8 +669,10 @@ fn run(args: Args) -> Result<i32, String> {
          Throughput is the lower of the producers' and the consumers' rates in the window.\n\n",
     );
     md.push_str(&report::table(&rows));
+    // Only beside large sizes measured (it was printed for `--only memory`, which copies
+    // nothing).
     let big: Vec<usize> = sizes.iter().copied().filter(|&s| s >= 65_536).collect();
-    if !big.is_empty() {
+    if !big.is_empty() && (want("latency") || want("throughput")) {
         md.push_str(&format!(
             "\nmemcpy on this machine (one copy between two hot buffers in one process, the \
              median of many): {}. The copying form copies each body twice (into the slot, out \
