@@ -69,11 +69,15 @@ runs = {}
 for path in glob.glob(work + "/run-*/harness.csv"):
     v, n = re.search(r"/run-([AB])-(\d+)/harness", path).groups()
     for r in csv.DictReader(open(path)):
-        if r["peer"] != "shmfifo":
+        # A row that failed (its error column set, no figure) pairs with nothing.
+        if r["peer"] != "shmfifo" or r.get("error") or not (r["msgs_per_s"] or r["p50_ns"]):
             continue
         # A rate either way: messages a second, or the inverse of the p50.
         rate = float(r["msgs_per_s"]) if r["msgs_per_s"] else 1e9 / float(r["p50_ns"])
-        runs.setdefault(r["section"], {})[int(n)] = (v, rate)
+        # A section's variants (dedup by id, 1,000 groups ...) each their own series: keyed
+        # by section alone, each run kept only its last variant.
+        key = r["section"] + (f" ({r['variant']})" if r.get("variant") else "")
+        runs.setdefault(key, {})[int(n)] = (v, rate)
 print(f"A = {rev_a}, B = {rev_b}: B's rate over A's, pairs in run order")
 for section, by_run in sorted(runs.items()):
     seq = [by_run[k] for k in sorted(by_run)]
