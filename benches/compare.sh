@@ -80,12 +80,11 @@ for path in glob.glob(work + "/run-*/harness.csv"):
         runs.setdefault(key, {})[int(n)] = (v, rate)
 print(f"A = {rev_a}, B = {rev_b}: B's rate over A's, pairs in run order")
 for section, by_run in sorted(runs.items()):
-    seq = [by_run[k] for k in sorted(by_run)]
-    ratios = []
-    for j in range(0, len(seq) - 1, 2):
-        pair = dict(seq[j : j + 2])
-        if set(pair) == {"A", "B"}:
-            ratios.append(pair["B"] / pair["A"])
+    # Runs go A B B A: runs 2k+1 and 2k+2 are a pair, whichever of them is missing.
+    pairs = {}
+    for n, (v, rate) in by_run.items():
+        pairs.setdefault((n - 1) // 2, {})[v] = rate
+    ratios = [p["B"] / p["A"] for _, p in sorted(pairs.items()) if set(p) == {"A", "B"}]
     if not ratios:
         continue
     up = sum(r >= 1 for r in ratios)

@@ -187,6 +187,16 @@ _BATCH_ENTRY_KEYS = frozenset(
 )
 
 
+def _param_error(report: str) -> Exception:
+    """What boto3 raises for a parameter its model does not know: botocore's
+    ``ParamValidationError`` where botocore is installed, else ``TypeError``."""
+    try:
+        from botocore.exceptions import ParamValidationError
+    except ImportError:
+        return TypeError(report)
+    return ParamValidationError(report=report)
+
+
 def _entry_failed(eid: str, code: str, msg: str, sender: bool, kind: str) -> dict:
     """A batch entry's failure as serve answers it (``_SERVE_CODES``)."""
     mapped = _SERVE_CODES.get(kind)
@@ -333,8 +343,10 @@ class Client:
         mapped = _SERVE_CODES.get(e.kind)
         if mapped is not None:
             code, sender, status = mapped
+        elif e.code == "ServiceUnavailable":  # a participant busy: serve's 503, retryable
+            code, sender, status = e.code, False, 503
         else:
-            sender = not (e.code.startswith("shmfifo.") or e.code == "ServiceUnavailable")
+            sender = not e.code.startswith("shmfifo.")
             code, status = e.code, 400 if sender else 500
         self._raise(op, code, e.message, sender, status)
 
@@ -522,9 +534,8 @@ class Client:
         for e in Entries:
             unknown = set(e) - _BATCH_ENTRY_KEYS
             if unknown:
-                # boto3 refuses these before sending (ParamValidationError): they were
-                # dropped without a word.
-                raise TypeError(f"SendMessageBatch: unknown parameters in an entry: {sorted(unknown)} (takes {sorted(_BATCH_ENTRY_KEYS)})")
+                # boto3 refuses these before sending: they were dropped without a word.
+                raise _param_error(f"Unknown parameter in Entries: {sorted(unknown)}, must be one of: {', '.join(sorted(_BATCH_ENTRY_KEYS))}")
             self._system_attributes(op, e.get("MessageSystemAttributes"))
             self._text(op, "MessageBody", e.get("MessageBody", ""))
             self._text(op, "MessageGroupId", e.get("MessageGroupId"), required=False)

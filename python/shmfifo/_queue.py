@@ -45,6 +45,24 @@ def _body(body: object) -> Union[str, bytes]:
 _ENTRY_KEYS = frozenset(("group_id", "body", "dedup_id", "attributes"))
 
 
+def _entries(entries: object) -> list:
+    """A batch's entries: a list or other iterable of them, not a string (whose characters
+    would each be an entry)."""
+    if isinstance(entries, (str, bytes)):
+        raise TypeError("a batch is a list of entries, not a string")
+    return list(entries)  # type: ignore[call-overload]
+
+
+def _handle_of(i: int, m: object) -> str:
+    """The receipt handle of a batch entry: a received ``Message`` or a handle's text."""
+    if isinstance(m, str):
+        return m
+    handle = getattr(m, "receipt_handle", None)
+    if not isinstance(handle, str) or not handle:
+        raise TypeError(f"entry {i}: a received Message or a receipt handle, not {m!r}")
+    return handle
+
+
 def _batch_entry(i: int, m: object):
     """A ``send_batch`` entry as ``(group_id, body, dedup_id, attributes)``. A plain string was
     unpacked as a tuple (``"hello"`` sent body ``'e'`` to group ``'h'``), a fourth element was
@@ -349,7 +367,7 @@ class Queue:
         order, ``None`` for each deleted or the entry's ``shmfifo.Error``."""
         from ._errors import Error
 
-        handles = [m.receipt_handle if isinstance(m, Message) else m for m in messages]
+        handles = [_handle_of(i, m) for i, m in enumerate(_entries(messages))]
         out = self._raw.delete_batch([(str(i), h) for i, h in enumerate(handles)])
         return [None if f is None else Error(f[0], f[1], f[3]) for _id, f in out]
 
@@ -362,9 +380,10 @@ class Queue:
         from ._errors import Error
 
         entries = []
-        for i, (m, seconds) in enumerate(messages):
-            h = m.receipt_handle if isinstance(m, Message) else m
-            entries.append((str(i), h, _ms(seconds, "seconds")))
+        for i, e in enumerate(_entries(messages)):
+            if not isinstance(e, (tuple, list)) or len(e) != 2:
+                raise TypeError(f"entry {i}: (message or receipt handle, seconds), not {e!r}")
+            entries.append((str(i), _handle_of(i, e[0]), _ms(e[1], "seconds")))
         out = self._raw.change_visibility_batch(entries)
         return [None if f is None else Error(f[0], f[1], f[3]) for _id, f in out]
 

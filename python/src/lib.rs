@@ -16,7 +16,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use shmfifo::{
     BatchEntry, Deduplication, Message, MessageAttribute, PeekedMessage, Queue, QueueConfig,
-    ReceiveOptions, ReceivedAttribute, RedriveOptions, SendMessage,
+    ReceiveBuffer, ReceiveOptions, ReceivedAttribute, RedriveOptions, SendMessage,
 };
 
 // The package's exception class, defined in Python (`shmfifo/_errors.py`) so that it carries
@@ -50,10 +50,6 @@ type SendEntry = (
     Option<Vec<AttrIn>>,
     Option<u32>,
 );
-
-/// The longest a receive waits between two looks at Python's signals (and at its handle
-/// being closed): how long Ctrl-C may wait.
-const WAIT_SLICE: Duration = Duration::from_millis(200);
 
 /// A shmfifo queue handle (one participant of the queue while it is open).
 #[pyclass(module = "shmfifo._shmfifo", frozen)]
@@ -415,32 +411,39 @@ impl RawQueue {
         if let Some(v) = visibility_timeout_ms {
             opts = opts.visibility_timeout(Duration::from_millis(v));
         }
-        // The wait goes in slices, with Python's signal handlers run between them: one wait of
-        // 20 s ignored Ctrl-C to its end (and a message that came meanwhile was received, then
-        // lost to the KeyboardInterrupt until its visibility timeout). A handle closed by
-        // another thread meanwhile ends the wait (empty) at the next slice.
-        let wait = wait_ms.map_or_else(|| q.receive_wait_time(), Duration::from_millis);
-        let deadline = std::time::Instant::now() + wait;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let slice = opts.wait(left.min(WAIT_SLICE));
-            let q2 = q.clone();
-            let id = attempt_id.clone();
-            let got = py
-                .detach(move || match id {
-                    Some(id) => q2.receive_with_attempt_id(&slice, &id),
-                    None => q2.receive(&slice),
-                })
-                .map_err(err)?;
-            if !got.is_empty() || left <= WAIT_SLICE {
-                return got.iter().map(|m| message_out(py, m)).collect();
-            }
-            // Nothing taken: a handler's exception (KeyboardInterrupt) loses no message.
-            py.check_signals()?;
-            if self.q.lock().map_or(true, |g| g.is_none()) {
-                return Ok(Vec::new());
+        if let Some(w) = wait_ms {
+            opts = opts.wait(Duration::from_millis(w));
+        }
+        // One long poll (counted once in NumberOfEmptyReceives, as SQS counts it) that runs
+        // Python's signal handlers at each of its looks (every 100 ms, `shmfifo::CANCEL_LOOK`),
+        // in this thread, with the GIL taken back for the look: one wait of 20 s ignored Ctrl-C
+        // to its end (and a message that came meanwhile was received, then lost to the
+        // KeyboardInterrupt until its visibility timeout). A handler's exception ends the wait
+        // with nothing taken and is raised here. A handle closed by another thread ends it too.
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let mut buf = ReceiveBuffer::new();
+        let look = || {
+            Python::attach(|py| match py.check_signals() {
+                Ok(()) => false,
+                Err(e) => {
+                    if let Ok(mut r) = raised.lock() {
+                        *r = Some(e);
+                    }
+                    true
+                }
+            }) || self.q.lock().map_or(true, |g| g.is_none())
+        };
+        let n = py
+            .detach(|| q.receive_cancellable_into(&opts, attempt_id.as_deref(), &look, &mut buf))
+            .map_err(err)?;
+        // A look that raised ended the wait before anything was taken (the library looks only
+        // when a try took nothing, and returns at once): n is 0 then.
+        if let Some(e) = raised.lock().ok().and_then(|mut r| r.take()) {
+            if n == 0 {
+                return Err(e);
             }
         }
+        buf.messages().iter().map(|m| message_out(py, m)).collect()
     }
 
     /// Deletes a received message by its receipt handle.

@@ -284,6 +284,11 @@ def test_errors_and_system_attributes_answer_as_serve_does(sqs, url):
     sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="1", MessageSystemAttributes=trace)
     r = sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "a", "MessageBody": "y", "MessageGroupId": "g", "MessageDeduplicationId": "2", "MessageSystemAttributes": trace}])
     assert [s["Id"] for s in r["Successful"]] == ["a"]
+    # A key boto3's model does not know is refused before sending, as boto3 refuses it.
+    from botocore.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError):
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "b", "MessageBody": "z", "MessageGroupId": "g", "MessageDeduplicationId": "3", "Foo": 1}])
 
 
 def test_visibility_and_attempt_ids(sqs, url):

@@ -125,6 +125,18 @@ def test_a_long_poll_stops_at_ctrl_c_and_loses_nothing(q):
     assert [m.body for m in q.receive(wait=0)] == ["after"]
 
 
+def test_a_long_poll_is_one_receive_and_keeps_sqs_bounds(q):
+    # A long poll that got nothing counts once in NumberOfEmptyReceives, as SQS counts it,
+    # however many times it looked at the signals (a first version waited in slices, each
+    # counted); its wait is bounded as SQS's (0-20 s).
+    before = q.counters()["empty_receives"]
+    assert q.receive(wait=0.5) == []
+    assert q.counters()["empty_receives"] == before + 1
+    with pytest.raises(shmfifo.Error) as e:
+        q.receive(wait=21)
+    assert e.value.code == "InvalidParameterValue"
+
+
 def test_closing_a_handle_ends_another_threads_wait(q):
     got = []
     t = threading.Thread(target=lambda: got.append(q.receive(wait=10)))
@@ -165,6 +177,13 @@ def test_batch_deletes_and_visibility_changes(q):
     assert r[0] is None and r[1] is None and isinstance(r[2], shmfifo.Error)
     [again] = q.receive(10)  # the one made visible
     assert again.body == "m0"
+    # A string is not a batch; an entry of another shape is named.
+    with pytest.raises(TypeError, match="not a string"):
+        q.delete_batch("abc")
+    with pytest.raises(TypeError, match="entry 1"):
+        q.change_visibility_batch([(got[1], 60), got[2]])
+    with pytest.raises(TypeError, match="entry 0"):
+        q.delete_batch([42])
     r = q.delete_batch([again, got[1], got[2].receipt_handle])
     assert r == [None, None, None]
     assert q.attributes()["ApproximateNumberOfMessages"] == "0"

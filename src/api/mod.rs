@@ -35,7 +35,7 @@ pub use loan::{Loan, LoanError, LoanOptions};
 pub use loan_batch::LoanBatch;
 pub use observe::Observer;
 pub use queue::Queue;
-pub use receive::CANCEL_LOOK;
+pub use receive::{Cancel, CANCEL_LOOK};
 pub use sqs_attributes::{CREATE_ATTRIBUTES, LOCAL_ARN_PREFIX};
 pub use types::*;
 pub use views::*;

@@ -26,6 +26,53 @@ pub(super) const SPIN_ROUNDS: u32 = 200;
 /// while it waits, at the least.
 pub const CANCEL_LOOK: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// What ends a cancellable receive's wait ([`Queue::receive_cancellable_into`]): a flag another
+/// thread or a signal handler sets (`AtomicBool`), or a check the waiting thread runs itself
+/// at each look (a closure `Fn() -> bool`: say, one that runs an interpreter's signal
+/// handlers, which only the waiting thread may, as the Python package does).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use std::time::{Duration, Instant};
+/// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions};
+///
+/// let q = Queue::create_anonymous(&QueueConfig::new())?;
+/// let mut buf = ReceiveBuffer::new();
+/// let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+/// let until = Instant::now() + Duration::from_millis(50);
+/// // A check the waiting thread runs at each look (every 100 ms at most).
+/// assert_eq!(q.receive_cancellable_into(&opts, None, &|| Instant::now() >= until, &mut buf)?, 0);
+/// let flag = AtomicBool::new(true); // or a flag, set by anyone
+/// assert_eq!(q.receive_cancellable_into(&opts, None, &flag, &mut buf)?, 0);
+/// # Ok::<(), shmfifo::Error>(())
+/// ```
+pub trait Cancel {
+    /// Whether the wait is to end now.
+    fn cancelled(&self) -> bool;
+}
+
+impl Cancel for std::sync::atomic::AtomicBool {
+    fn cancelled(&self) -> bool {
+        // Relaxed: a flag; what the canceller wrote before it is not read here.
+        self.load(Ordering::Relaxed)
+    }
+}
+
+/// A shared flag (or check), as a signal handler's `Arc<AtomicBool>` is.
+impl<T: Cancel + ?Sized> Cancel for std::sync::Arc<T> {
+    fn cancelled(&self) -> bool {
+        (**self).cancelled()
+    }
+}
+
+impl<F: Fn() -> bool> Cancel for F {
+    fn cancelled(&self) -> bool {
+        self()
+    }
+}
+
 impl ReceiveOptions {
     /// The checks a receive makes of its options before anything else (R1, R2, R5):
     /// `max_messages` 1–10, a visibility timeout of at most 12 hours, a wait of at most 20 s;
@@ -337,9 +384,9 @@ impl Queue {
 
     /// A receive whose long poll another thread, or a signal handler, can end: as
     /// [`Queue::receive_into`] (with `attempt_id`, [`Queue::receive_with_attempt_id_into`]),
-    /// except that the wait also ends, with nothing received, once `cancel` is true. While its
-    /// long poll waits it looks at `cancel` at least every [`CANCEL_LOOK`] (100 ms); setting it
-    /// needs no wake-up call. (A step that waits behind a stopped process, as a replay of an
+    /// except that the wait also ends, with nothing received, once `cancel` says so (a flag,
+    /// or a check the waiting thread runs: [`Cancel`]). While its long poll waits it looks at
+    /// `cancel` at least every [`CANCEL_LOOK`] (100 ms); setting a flag needs no wake-up call. (A step that waits behind a stopped process, as a replay of an
     /// attempt id may, at most a second, does not look.) A cancelled or timed-out receive that took nothing counts once in
     /// `NumberOfEmptyReceives`, as one long poll does (short polls in a loop count one each),
     /// and records nothing under its attempt id. Nothing is taken after `cancel` is seen: a
@@ -374,7 +421,7 @@ impl Queue {
         &self,
         opts: &ReceiveOptions,
         attempt_id: Option<&str>,
-        cancel: &std::sync::atomic::AtomicBool,
+        cancel: &dyn Cancel,
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
         buf.borrow = false;
@@ -391,7 +438,7 @@ impl Queue {
         &self,
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
-        cancel: Option<&std::sync::atomic::AtomicBool>,
+        cancel: Option<&dyn Cancel>,
     ) -> Result<usize> {
         let n = self.receive_waiting(opts, buf, cancel)?;
         if n == 0 {
@@ -406,10 +453,9 @@ impl Queue {
         &self,
         opts: &ReceiveOptions,
         buf: &mut ReceiveBuffer,
-        cancel: Option<&std::sync::atomic::AtomicBool>,
+        cancel: Option<&dyn Cancel>,
     ) -> Result<usize> {
-        // Relaxed: a flag; what the canceller wrote before it is not read here.
-        let cancelled = || cancel.is_some_and(|c| c.load(Ordering::Relaxed));
+        let cancelled = || cancel.is_some_and(|c| c.cancelled());
         let (max, vt, wait) = self.receive_params(opts)?;
         buf.len = 0;
         let n = self.try_receive(max, vt, buf)?;

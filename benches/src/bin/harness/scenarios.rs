@@ -28,6 +28,9 @@ pub struct Ctx {
     next: u64,
     /// The backlog scenario's two queues, made on first use and kept for the run.
     backlog: Option<BacklogFixture>,
+    /// The control block's file, locked for the run's life: the mark by which another run
+    /// knows this one's files are in use ([`crate::leftovers`]).
+    _alive: std::fs::File,
 }
 
 impl Ctx {
@@ -38,11 +41,14 @@ impl Ctx {
             std::process::id()
         ));
         let _ = std::fs::remove_file(&ctl_path);
+        let ctl = Arc::new(CtlMap::create(&ctl_path)?);
+        let alive = crate::leftovers::hold(&ctl_path)?;
         Ok(Ctx {
-            ctl: Arc::new(CtlMap::create(&ctl_path)?),
+            ctl,
             ctl_path,
             next: 0,
             backlog: None,
+            _alive: alive,
         })
     }
 
