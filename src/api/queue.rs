@@ -484,9 +484,8 @@ impl Queue {
     }
 
     /// How long a receive that names no wait of its own waits (SQS
-    /// `ReceiveMessageWaitTimeSeconds`): the current setting. Cheap (no scan): a caller that
-    /// waits in slices (to look at signals between them, as the Python package does) reads the
-    /// wait it is to slice.
+    /// `ReceiveMessageWaitTimeSeconds`): the current setting. Cheap (no scan), for a caller
+    /// that plans around the wait a receive will make.
     ///
     /// # Examples
     ///

@@ -386,9 +386,11 @@ impl Queue {
     /// [`Queue::receive_into`] (with `attempt_id`, [`Queue::receive_with_attempt_id_into`]),
     /// except that the wait also ends, with nothing received, once `cancel` says so (a flag,
     /// or a check the waiting thread runs: [`Cancel`]). While its long poll waits it looks at
-    /// `cancel` at least every [`CANCEL_LOOK`] (100 ms); setting a flag needs no wake-up call. (A step that waits behind a stopped process, as a replay of an
-    /// attempt id may, at most a second, does not look.) A cancelled or timed-out receive that took nothing counts once in
-    /// `NumberOfEmptyReceives`, as one long poll does (short polls in a loop count one each),
+    /// `cancel` at least every [`CANCEL_LOOK`] (100 ms); setting a flag needs no wake-up call.
+    /// (A step that waits behind a stopped process, as a replay of an attempt id may, at most
+    /// a second, does not look.) A cancelled or timed-out receive that took nothing counts
+    /// once in `NumberOfEmptyReceives`, as one long poll does (short polls in a loop count one
+    /// each),
     /// and records nothing under its attempt id. Nothing is taken after `cancel` is seen: a
     /// receive that returns messages returns them whole, whatever `cancel` says by then.
     ///
