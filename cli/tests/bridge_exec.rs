@@ -46,21 +46,25 @@ impl Drop for Reap {
     }
 }
 
+/// A `shmfifo-bridge` beside `dir`'s `shmfifo`: a shell script of `body`.
+fn stub_bridge(dir: &Dir, body: &str) {
+    let stub = dir.0.join("shmfifo-bridge");
+    std::fs::write(&stub, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 #[test]
 fn shmfifo_bridge_becomes_the_bridge_so_killing_it_leaves_none_running() {
     let dir = Dir::new("bridge-exec");
     let ran = dir.0.join("ran");
-    let stub = dir.0.join("shmfifo-bridge");
     // Writes its pid and arguments, then waits as the bridge would.
-    std::fs::write(
-        &stub,
-        format!(
-            "#!/bin/sh\necho \"$$ $*\" > {0}.tmp && mv {0}.tmp {0}\nexec sleep 120\n",
+    stub_bridge(
+        &dir,
+        &format!(
+            "echo \"$$ $*\" > {0}.tmp && mv {0}.tmp {0}\nexec sleep 120",
             ran.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let mut child = Command::new(dir.0.join("shmfifo"))
         .args(["bridge", "outbox", "sqs://inbox.fifo", "--until-empty"])
         .stdin(Stdio::null())
@@ -98,13 +102,7 @@ fn shmfifo_bridge_becomes_the_bridge_so_killing_it_leaves_none_running() {
 fn shmfifos_verbose_flags_reach_the_bridge() {
     let dir = Dir::new("bridge-verbose");
     let ran = dir.0.join("ran");
-    let stub = dir.0.join("shmfifo-bridge");
-    std::fs::write(
-        &stub,
-        format!("#!/bin/sh\necho \"$*\" > {}\n", ran.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    stub_bridge(&dir, &format!("echo \"$*\" > {}", ran.display()));
     for (args, seen) in [
         (
             &["-v", "bridge", "outbox", "shm:far"][..],

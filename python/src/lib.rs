@@ -431,7 +431,7 @@ impl RawQueue {
                     }
                     true
                 }
-            }) || self.q.lock().map_or(true, |g| g.is_none())
+            }) || self.is_closed()
         };
         let n = py
             .detach(|| q.receive_cancellable_into(&opts, attempt_id.as_deref(), &look, &mut buf))

@@ -483,26 +483,6 @@ impl Queue {
         self.inner.path.as_deref()
     }
 
-    /// How long a receive that names no wait of its own waits (SQS
-    /// `ReceiveMessageWaitTimeSeconds`): the current setting. Cheap (no scan), for a caller
-    /// that plans around the wait a receive will make.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use shmfifo::{Queue, QueueConfig};
-    ///
-    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
-    /// assert_eq!(q.receive_wait_time(), Duration::ZERO);
-    /// q.set_attribute("ReceiveMessageWaitTimeSeconds", "20")?;
-    /// assert_eq!(q.receive_wait_time(), Duration::from_secs(20));
-    /// # Ok::<(), shmfifo::Error>(())
-    /// ```
-    pub fn receive_wait_time(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.default_wait_ms())
-    }
-
     /// The largest message this queue takes, in bytes (body and attributes, as SQS counts
     /// them: SQS `MaximumMessageSize`): the current setting, changeable live up to
     /// [`maximum_message_size_limit`](Self::maximum_message_size_limit). Cheap (no scan).

@@ -161,12 +161,12 @@ fn run(a: &Args) -> i32 {
         }
         // Not reached at all (no connection, no answer in time): a wrong port or host.
         Err(
-            e @ shmfifo::Error::Remote {
+            ref e @ shmfifo::Error::Remote {
                 kind: RemoteKind::Unreachable,
+                ref code,
                 ..
             },
-        ) if matches!(&e, shmfifo::Error::Remote { code, .. } if code == "dispatch" || code == "timeout") =>
-        {
+        ) if code == "dispatch" || code == "timeout" => {
             eprintln!(
                 "shmfifo bridge: {}: the remote queue did not answer: {e} (asked before the \
                  first message; once running, the bridge waits out an outage)",
@@ -196,12 +196,7 @@ fn run(a: &Args) -> i32 {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&cancel));
     }
-    let local = if a.local.contains('/') {
-        Queue::open_at(&a.local)
-    } else {
-        Queue::open(&a.local)
-    };
-    let local = match local {
+    let local = match open_local(&a.local) {
         Ok(q) => q,
         Err(e) => {
             eprintln!("shmfifo bridge: {}: {e}", a.local);
@@ -297,12 +292,7 @@ fn run(a: &Args) -> i32 {
 /// duplicates over kills). Usage (2) where it does not.
 fn local_far_end(a: &Args) -> Result<(Queue, Option<std::path::PathBuf>), i32> {
     let name = a.remote["shm:".len()..].trim_start_matches("//");
-    let far = if name.contains('/') {
-        Queue::open_at(name)
-    } else {
-        Queue::open(name)
-    }
-    .map_err(|e| fail(&a.remote, &e))?;
+    let far = open_local(name).map_err(|e| fail(&a.remote, &e))?;
     let attrs = far.attributes();
     let vt = Duration::from_secs(a.visibility_timeout);
     let why = if attrs.deduplication == shmfifo::Deduplication::Off {
@@ -337,6 +327,15 @@ fn local_far_end(a: &Args) -> Result<(Queue, Option<std::path::PathBuf>), i32> {
     Ok((far, path))
 }
 
+/// A local queue by NAME (/dev/shm/NAME) or path (anything containing '/').
+fn open_local(name: &str) -> shmfifo::Result<Queue> {
+    if name.contains('/') {
+        Queue::open_at(name)
+    } else {
+        Queue::open(name)
+    }
+}
+
 /// How much longer than the local visibility timeout a far end must keep deduplication ids:
 /// the time between a killed bridge's send and the visibility timeout's start, and between
 /// the message's return and its resend.
@@ -356,15 +355,10 @@ fn denied_this_action(e: &shmfifo::Error) -> bool {
 /// queue, every message refused alike) or did not answer at start.
 const REMOTE: i32 = 41;
 
-/// Says what failed at the far end or in the run; its exit code.
+/// Says what failed at the far end or in the run; its exit code: [`REMOTE`] where the remote
+/// failed or has no such queue, 1 otherwise (a setting, the local queue).
 fn fail(what: &str, e: &shmfifo::Error) -> i32 {
     eprintln!("shmfifo bridge: {what}: {e}");
-    exit_code(e)
-}
-
-/// The exit code of an error of the far end (or of the run): [`REMOTE`] where the remote
-/// failed or has no such queue, 1 otherwise (a setting, the local queue).
-fn exit_code(e: &shmfifo::Error) -> i32 {
     match e {
         shmfifo::Error::Remote { .. } | shmfifo::Error::QueueDoesNotExist { .. } => REMOTE,
         _ => 1,
