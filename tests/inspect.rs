@@ -220,6 +220,53 @@ fn a_cancelled_long_poll_counts_one_empty_receive() {
     assert_eq!(other.counters().empty_receives, 2);
 }
 
+/// The borrowing form (what the C ABI's `shmfifo_receive_cancellable` with `borrow` uses): a
+/// flag ends the long poll, counted once, recording nothing under the attempt id; a retry with
+/// the id after a receive hands out the same message in place (R11).
+#[test]
+fn a_cancelled_borrowed_long_poll_ends_and_keeps_its_attempt() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let q = queue("cnt-cancel-b", &small_dedup());
+    let stop = AtomicBool::new(false);
+    let long = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+    let mut buf = shmfifo::ReceiveBuffer::new();
+    let start = std::time::Instant::now();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            sleep(Duration::from_millis(300));
+            stop.store(true, Ordering::Relaxed);
+        });
+        let got = q
+            .receive_borrowed_cancellable_into(&long, Some("b-a1"), &stop, &mut buf)
+            .unwrap();
+        assert_eq!(got.len(), 0);
+    });
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(15),
+        "ended by the flag, not by its 20 s: {waited:?}"
+    );
+    assert_eq!(q.counters().empty_receives, 1);
+    q.send(&SendMessage::new("g", "frame").dedup_id("1")).unwrap();
+    let first = {
+        let got = q
+            .receive_borrowed_cancellable_into(&long, Some("b-a1"), &stop, &mut buf)
+            .unwrap();
+        assert_eq!(got.len(), 1, "a flag already set ends only the wait");
+        let m = got.get(0).unwrap();
+        assert_eq!(m.body(), b"frame");
+        m.verify().unwrap();
+        *m.receipt_handle()
+    };
+    let retry = q
+        .receive_borrowed_cancellable_into(&long, Some("b-a1"), &stop, &mut buf)
+        .unwrap();
+    assert_eq!(retry.len(), 1);
+    let m = retry.get(0).unwrap();
+    assert_eq!(*m.receipt_handle(), first, "R11: the same message, in place");
+    assert_eq!(m.body(), b"frame");
+}
+
 /// Waits and wake-ups: a receiver that sleeps on the futex and a producer that wakes it.
 #[test]
 fn counters_count_waits_and_wake_ups() {

@@ -1074,6 +1074,29 @@ shmfifo_result shmfifo_receive(const shmfifo_queue *q,
                                size_t *count);
 
 /*
+ [`shmfifo_receive`] whose wait another thread, or a signal handler, can end: once
+ `*cancel` is nonzero (looked at every 100 ms at least, in the waiting thread: no wake-up
+ call needed) the call returns `SHMFIFO_OK` with `*count` 0, having taken nothing after it
+ saw the flag (a call that returns messages returns them whole). Set the flag with an atomic
+ store (C11 `atomic_store`, `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`, or a signal
+ handler's store to a `volatile sig_atomic_t`, which is an `int32_t` on Linux). A flag
+ already nonzero at the call makes it a receive without a wait: messages there are taken.
+ A cancelled wait counts once in `NumberOfEmptyReceives`, as a wait that ends empty does,
+ and records nothing under its `attempt_id`. `cancel` NULL: [`shmfifo_receive`].
+
+ # Safety
+ As [`shmfifo_receive`]; `cancel` NULL or an `int32_t` that stays valid during the call and
+ is written only atomically.
+ */
+shmfifo_result shmfifo_receive_cancellable(const shmfifo_queue *q,
+                                           const shmfifo_receive_options *opts,
+                                           const int32_t *cancel,
+                                           shmfifo_receive_buffer *buf,
+                                           shmfifo_message *out,
+                                           size_t out_cap,
+                                           size_t *count);
+
+/*
  Deletes a received message by its receipt handle (NUL-terminated text).
 
  # Safety

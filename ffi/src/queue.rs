@@ -212,6 +212,52 @@ pub unsafe extern "C" fn shmfifo_receive(
     out_cap: usize,
     count: *mut usize,
 ) -> shmfifo_result {
+    // SAFETY: the caller's contract is this function's.
+    unsafe { receive(q, opts, None, buf, out, out_cap, count) }
+}
+
+/// [`shmfifo_receive`] whose wait another thread, or a signal handler, can end: once
+/// `*cancel` is nonzero (looked at every 100 ms at least, in the waiting thread: no wake-up
+/// call needed) the call returns `SHMFIFO_OK` with `*count` 0, having taken nothing after it
+/// saw the flag (a call that returns messages returns them whole). Set the flag with an atomic
+/// store (C11 `atomic_store`, `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`, or a signal
+/// handler's store to a `volatile sig_atomic_t`, which is an `int32_t` on Linux). A flag
+/// already nonzero at the call makes it a receive without a wait: messages there are taken.
+/// A cancelled wait counts once in `NumberOfEmptyReceives`, as a wait that ends empty does,
+/// and records nothing under its `attempt_id`. `cancel` NULL: [`shmfifo_receive`].
+///
+/// # Safety
+/// As [`shmfifo_receive`]; `cancel` NULL or an `int32_t` that stays valid during the call and
+/// is written only atomically.
+#[no_mangle]
+pub unsafe extern "C" fn shmfifo_receive_cancellable(
+    q: *const shmfifo_queue,
+    opts: *const shmfifo_receive_options,
+    cancel: *const i32,
+    buf: *mut shmfifo_receive_buffer,
+    out: *mut shmfifo_message,
+    out_cap: usize,
+    count: *mut usize,
+) -> shmfifo_result {
+    // SAFETY: NULL, or valid and written only atomically during the call, per the contract.
+    let cancel = (!cancel.is_null()).then(|| unsafe { CancelFlag::new(cancel) });
+    // SAFETY: the caller's contract is this function's.
+    unsafe { receive(q, opts, cancel, buf, out, out_cap, count) }
+}
+
+/// [`shmfifo_receive`], its wait ended by `cancel` where there is one.
+///
+/// # Safety
+/// As [`shmfifo_receive`].
+unsafe fn receive(
+    q: *const shmfifo_queue,
+    opts: *const shmfifo_receive_options,
+    cancel: Option<CancelFlag>,
+    buf: *mut shmfifo_receive_buffer,
+    out: *mut shmfifo_message,
+    out_cap: usize,
+    count: *mut usize,
+) -> shmfifo_result {
     guard(|| {
         // SAFETY: per the contract.
         let count = unsafe { out_ptr(count, "count") }?;
@@ -253,13 +299,20 @@ pub unsafe extern "C" fn shmfifo_receive(
         // allocated once the buffer has grown); each body's place in the mapping is kept in
         // the buffer's `views` (written by a borrowing receive only: a copying one touches
         // none of them).
-        let n = match (attempt_id, borrow) {
-            (Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
-            (None, false) => q.receive_into(&ro, &mut b.rb)?,
-            (id, true) => {
-                let got = match id {
-                    Some(id) => q.receive_borrowed_with_attempt_id_into(&ro, id, &mut b.rb)?,
-                    None => q.receive_borrowed_into(&ro, &mut b.rb)?,
+        // The flag looked at by the waiting thread itself.
+        let looked = cancel.as_ref().map(|c| move || c.is_set());
+        let looked = looked.as_ref().map(|c| c as &dyn shmfifo_core::Cancel);
+        let n = match (looked, attempt_id, borrow) {
+            (Some(c), id, false) => q.receive_cancellable_into(&ro, id, c, &mut b.rb)?,
+            (None, Some(id), false) => q.receive_with_attempt_id_into(&ro, id, &mut b.rb)?,
+            (None, None, false) => q.receive_into(&ro, &mut b.rb)?,
+            (c, id, true) => {
+                let got = match (c, id) {
+                    (Some(c), id) => q.receive_borrowed_cancellable_into(&ro, id, c, &mut b.rb)?,
+                    (None, Some(id)) => {
+                        q.receive_borrowed_with_attempt_id_into(&ro, id, &mut b.rb)?
+                    }
+                    (None, None) => q.receive_borrowed_into(&ro, &mut b.rb)?,
                 };
                 for (v, m) in b.views.iter_mut().zip(got.iter()) {
                     let body = m.body();

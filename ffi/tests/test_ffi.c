@@ -6,10 +6,13 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 static int failures = 0;
@@ -1208,6 +1211,95 @@ static void test_loan_batch(void) {
     shmfifo_queue_unlink(name);
 }
 
+static double now_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static volatile sig_atomic_t alarm_flag = 0;
+
+static void on_alarm(int sig) {
+    (void)sig;
+    alarm_flag = 1;
+}
+
+/* shmfifo_receive_cancellable: a 20-second long poll ended by a flag another thread sets, or a
+ * signal handler; a flag already set still takes what is there, without waiting; NULL is
+ * shmfifo_receive; a cancelled wait counts once as an empty receive. */
+static void test_receive_cancellable(void) {
+    const char *name = qname("cancel");
+    shmfifo_queue_unlink(name);
+    shmfifo_config c = small_config();
+    shmfifo_queue *q = NULL;
+    EXPECT(shmfifo_queue_create(name, &c, &q), SHMFIFO_OK);
+    if (!q) return;
+    shmfifo_receive_buffer *buf = shmfifo_receive_buffer_new();
+    shmfifo_message out[10];
+    size_t n = 99;
+    shmfifo_receive_options o = shmfifo_receive_options_default();
+    o.max_messages = 10;
+    o.wait_time_ms = 20000;
+    shmfifo_counters c0, c1;
+    EXPECT(shmfifo_queue_get_counters(q, &c0), SHMFIFO_OK);
+
+    /* Set by another thread after 20 ms: the wait ends with nothing. */
+    int32_t flag = 0;
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, cancel_later, &flag) == 0);
+    double t0 = now_s();
+    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 0);
+    CHECK(now_s() - t0 < 5.0);
+    pthread_join(t, NULL);
+    EXPECT(shmfifo_queue_get_counters(q, &c1), SHMFIFO_OK);
+    CHECK(c1.empty_receives == c0.empty_receives + 1);
+
+    /* Already set: what is there is taken, without a wait; then nothing, at once. */
+    shmfifo_send_message m = msg("g", "one", "1");
+    EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_OK);
+    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && streq(out[0].body, "one"));
+    if (n == 1) EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_OK);
+    t0 = now_s();
+    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 0 && now_s() - t0 < 5.0);
+
+    /* A borrowing receive, ended by a signal handler's store (SIGALRM after 50 ms). */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+    struct itimerval it;
+    memset(&it, 0, sizeof it);
+    it.it_value.tv_usec = 50000;
+    CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+    o.borrow = 1;
+    t0 = now_s();
+    EXPECT(shmfifo_receive_cancellable(q, &o, (const int32_t *)&alarm_flag, buf, out, 10, &n),
+           SHMFIFO_OK);
+    CHECK(n == 0 && alarm_flag == 1 && now_s() - t0 < 5.0);
+    signal(SIGALRM, SIG_DFL);
+
+    /* NULL: a receive as shmfifo_receive, bodies in place where asked. */
+    shmfifo_send_message m2 = msg("g", "two", "2");
+    EXPECT(shmfifo_send(q, &m2, NULL), SHMFIFO_OK);
+    EXPECT(shmfifo_receive_cancellable(q, &o, NULL, buf, out, 10, &n), SHMFIFO_OK);
+    CHECK(n == 1 && streq(out[0].body, "two"));
+    if (n == 1) {
+        EXPECT(shmfifo_verify(q, out[0].receipt_handle), SHMFIFO_OK);
+        EXPECT(shmfifo_delete(q, out[0].receipt_handle), SHMFIFO_OK);
+    }
+    /* The request's own errors first, as shmfifo_receive's. */
+    o.max_messages = 11;
+    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 11, &n),
+           SHMFIFO_INVALID_PARAMETER_VALUE);
+    shmfifo_receive_buffer_free(buf);
+    shmfifo_queue_close(q);
+    shmfifo_queue_unlink(name);
+}
+
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "/tmp";
     test_versions_and_names();
@@ -1219,6 +1311,7 @@ int main(int argc, char **argv) {
     test_send_timeout();
     test_zero_copy();
     test_loan_batch();
+    test_receive_cancellable();
     /* Every provokable code was reached. */
     const shmfifo_result all[] = {
         SHMFIFO_OK, SHMFIFO_INVALID_PARAMETER_VALUE, SHMFIFO_MISSING_PARAMETER,

@@ -92,8 +92,7 @@ fn bridge_throughput_to_serve_and_moto() {
     drop(serve);
     let moto = Moto::start();
     // moto's SendMessageBatch scans the queue's messages (0.3 s a batch at 300 messages):
-    // fewer messages, a figure of moto more than of the bridge.
-    for c in [1, 4] {
-        measure("moto_server", &moto.endpoint, (100, 3), Duration::ZERO, c);
-    }
+    // fewer messages, a figure of moto more than of the bridge (21-24 msg/s at concurrency 1
+    // and 4 alike; one of them, for CI's time).
+    measure("moto_server", &moto.endpoint, (100, 3), Duration::ZERO, 4);
 }

@@ -17,6 +17,7 @@ use std::fmt;
 
 use super::queue::fault;
 use super::queue::Queue;
+use super::receive::Cancel;
 use super::types::{Message, ReceiptHandle, ReceiveBuffer, ReceiveOptions};
 use crate::error::{Error, Result};
 use crate::protocol::handle;
@@ -455,6 +456,54 @@ impl Queue {
     ) -> Result<BorrowedBatch<'q, 'b>> {
         buf.borrow = true;
         self.receive_with_attempt_as(opts, attempt_id, buf)?;
+        Ok(BorrowedBatch { queue: self, buf })
+    }
+
+    /// [`receive_borrowed_into`](Queue::receive_borrowed_into) whose long poll another
+    /// thread, or a signal handler, can end, as
+    /// [`receive_cancellable_into`](Queue::receive_cancellable_into) is
+    /// [`receive_into`](Queue::receive_into)'s (with `attempt_id`, a retry as
+    /// [`receive_borrowed_with_attempt_id_into`](Queue::receive_borrowed_with_attempt_id_into)
+    /// makes it): the wait ends, with nothing received, once `cancel` says so, looked at every
+    /// [`CANCEL_LOOK`](crate::CANCEL_LOOK) at least.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::time::{Duration, Instant};
+    /// use shmfifo::{Queue, QueueConfig, ReceiveBuffer, ReceiveOptions, SendMessage};
+    ///
+    /// let q = Queue::create_anonymous(&QueueConfig::new())?;
+    /// let stop = AtomicBool::new(false);
+    /// let mut buf = ReceiveBuffer::new();
+    /// let opts = ReceiveOptions::max(10).wait(Duration::from_secs(20));
+    /// q.send(&SendMessage::new("g", "frame").dedup_id("1"))?;
+    /// let got = q.receive_borrowed_cancellable_into(&opts, None, &stop, &mut buf)?;
+    /// assert_eq!(got.get(0).unwrap().body(), b"frame");
+    /// // Nothing more: the 20-second long poll ends when the flag is set (say, on SIGTERM).
+    /// let start = Instant::now();
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         std::thread::sleep(Duration::from_millis(50));
+    ///         stop.store(true, Ordering::Relaxed);
+    ///     });
+    ///     let got = q.receive_borrowed_cancellable_into(&opts, None, &stop, &mut buf)?;
+    ///     assert_eq!(got.len(), 0);
+    ///     Ok::<(), shmfifo::Error>(())
+    /// })?;
+    /// assert!(start.elapsed() < Duration::from_secs(10));
+    /// # Ok::<(), shmfifo::Error>(())
+    /// ```
+    pub fn receive_borrowed_cancellable_into<'q, 'b>(
+        &'q self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+        cancel: &dyn Cancel,
+        buf: &'b mut ReceiveBuffer,
+    ) -> Result<BorrowedBatch<'q, 'b>> {
+        buf.borrow = true;
+        self.receive_cancellable_as(opts, attempt_id, cancel, buf)?;
         Ok(BorrowedBatch { queue: self, buf })
     }
 

@@ -427,6 +427,18 @@ impl Queue {
         buf: &mut ReceiveBuffer,
     ) -> Result<usize> {
         buf.borrow = false;
+        self.receive_cancellable_as(opts, attempt_id, cancel, buf)
+    }
+
+    /// [`Queue::receive_cancellable_into`] in the buffer's mode: bodies copied, or
+    /// (`buf.borrow`, a borrowing receive) left in place.
+    pub(super) fn receive_cancellable_as(
+        &self,
+        opts: &ReceiveOptions,
+        attempt_id: Option<&str>,
+        cancel: &dyn Cancel,
+        buf: &mut ReceiveBuffer,
+    ) -> Result<usize> {
         match attempt_id {
             Some(id) => self.with_attempt(opts, id, buf, |q, buf| {
                 q.receive_counted(opts, buf, Some(cancel))
