@@ -247,7 +247,8 @@ fn a_cancelled_borrowed_long_poll_ends_and_keeps_its_attempt() {
         "ended by the flag, not by its 20 s: {waited:?}"
     );
     assert_eq!(q.counters().empty_receives, 1);
-    q.send(&SendMessage::new("g", "frame").dedup_id("1")).unwrap();
+    q.send(&SendMessage::new("g", "frame").dedup_id("1"))
+        .unwrap();
     let first = {
         let got = q
             .receive_borrowed_cancellable_into(&long, Some("b-a1"), &stop, &mut buf)
@@ -263,7 +264,11 @@ fn a_cancelled_borrowed_long_poll_ends_and_keeps_its_attempt() {
         .unwrap();
     assert_eq!(retry.len(), 1);
     let m = retry.get(0).unwrap();
-    assert_eq!(*m.receipt_handle(), first, "R11: the same message, in place");
+    assert_eq!(
+        *m.receipt_handle(),
+        first,
+        "R11: the same message, in place"
+    );
     assert_eq!(m.body(), b"frame");
 }
 
