@@ -82,6 +82,19 @@ pub fn listen(s: &str) -> Result<std::net::SocketAddr, String> {
     ))
 }
 
+/// The address `serve` listens on: an IP address, or `localhost` (127.0.0.1; it was refused,
+/// "invalid IP address syntax").
+pub fn host(s: &str) -> Result<std::net::IpAddr, String> {
+    if s.eq_ignore_ascii_case("localhost") {
+        return Ok(std::net::IpAddr::from([127, 0, 0, 1]));
+    }
+    s.parse().map_err(|_| {
+        format!(
+            "{s:?} is not an address: give an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost"
+        )
+    })
+}
+
 /// A count of at least one (`peek --max 0` read nothing and exited 1, "no messages").
 pub fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
@@ -230,6 +243,15 @@ pub fn base64_decode(s: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `serve --host localhost` was refused ("invalid IP address syntax").
+    #[test]
+    fn host_takes_addresses_and_localhost() {
+        assert_eq!(host("localhost").unwrap().to_string(), "127.0.0.1");
+        assert_eq!(host("::1").unwrap().to_string(), "::1");
+        assert_eq!(host("0.0.0.0").unwrap().to_string(), "0.0.0.0");
+        assert!(host("example.com").unwrap_err().contains("localhost"));
+    }
 
     /// `metrics --listen localhost:9325` was refused ("invalid socket address syntax").
     #[test]

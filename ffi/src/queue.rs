@@ -770,6 +770,7 @@ pub unsafe extern "C" fn shmfifo_queue_redrive(
             limit: (o.limit > 0).then_some(o.limit),
             cancel: None,
             sources: None,
+            progress: None,
         };
         let rep = if o.cancel.is_null() {
             q.redrive(&ro)?

@@ -167,6 +167,7 @@ _SERVE_CODES = {
     "DedupTableFull": ("OverLimit", True, 403),
     "ParticipantLimitReached": ("OverLimit", True, 403),
     "UntrustedFile": ("AccessDenied", True, 403),
+    "ReceiptHandleIsInvalid": ("ReceiptHandleIsInvalid", True, 404),
     "DeadLetterQueue": ("InvalidParameterValue", True, 400),
     "NotReady": ("ServiceUnavailable", False, 503),
     "DedupInProgress": ("ServiceUnavailable", False, 503),

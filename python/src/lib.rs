@@ -572,6 +572,7 @@ impl RawQueue {
             limit,
             cancel: None,
             sources: None,
+            progress: None,
         };
         let r = py.detach(move || q.redrive(&opts)).map_err(err)?;
         Ok((r.moved, r.skipped, r.cancelled))

@@ -275,6 +275,11 @@ def test_errors_and_system_attributes_answer_as_serve_does(sqs, url):
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": policy})
     err = e.value.response
     assert (err["Error"]["Code"], err["Error"].get("Type"), err["ResponseMetadata"]["HTTPStatusCode"]) == ("InvalidParameterValue", "Sender", 400), err
+    # H4: a malformed receipt handle is SQS's 404 (it was 400).
+    with pytest.raises(Exception) as e:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle="garbage")
+    err = e.value.response
+    assert (err["Error"]["Code"], err["Error"].get("Type"), err["ResponseMetadata"]["HTTPStatusCode"]) == ("ReceiptHandleIsInvalid", "Sender", 404), err
     # SQS's encryption attributes are refused saying why, not as a misspelling.
     with pytest.raises(Exception) as e:
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"KmsMasterKeyId": "alias/aws/sqs"})

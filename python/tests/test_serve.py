@@ -320,3 +320,62 @@ def test_dead_letter_move_tasks(endpoint):
     assert t["Status"] == "COMPLETED" and t["ApproximateNumberOfMessagesMoved"] == 3
     back = sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10)["Messages"]
     assert sorted(m["Body"] for m in back) == ["p0", "p1", "p2"]
+
+
+def test_a_move_task_that_leaves_messages_behind_says_so(endpoint):
+    # X6: messages sent to the dead-letter queue directly name no source; a task without a
+    # DestinationArn leaves them. It answered COMPLETED, moved 0, and no word why.
+    sqs = boto3_client(endpoint)
+    dlq = sqs.create_queue(QueueName="ldlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sqs.create_queue(QueueName="lsrc.fifo", Attributes={
+        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})
+    for i in range(3):
+        sqs.send_message(QueueUrl=dlq, MessageBody=f"d{i}", MessageGroupId="g", MessageDeduplicationId=str(i))
+    sqs.start_message_move_task(SourceArn=dlq_arn)
+    deadline = time.time() + 30
+    while True:
+        [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
+        if t["Status"] != "RUNNING" or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    assert t["Status"] == "FAILED" and t["ApproximateNumberOfMessagesMoved"] == 0, t
+    assert "3 messages stayed" in t["FailureReason"] and "DestinationArn" in t["FailureReason"], t
+    attrs = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])
+    assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "3"
+
+
+def test_a_running_move_task_reports_its_progress_and_its_cancel_the_count(endpoint):
+    # X6: ListMessageMoveTasks shows a running task's messages moved so far (it said 0 until
+    # the task ended), and CancelMessageMoveTask answers them (it answered 0).
+    sqs = boto3_client(endpoint)
+    dlq = sqs.create_queue(QueueName="pdlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sqs.create_queue(QueueName="psrc.fifo", Attributes={
+        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})
+    dst = sqs.create_queue(QueueName="pdst.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    dst_arn = sqs.get_queue_attributes(QueueUrl=dst, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for i in range(40):
+        sqs.send_message(QueueUrl=dlq, MessageBody=f"m{i}", MessageGroupId=f"g{i}", MessageDeduplicationId=str(i))
+    handle = sqs.start_message_move_task(
+        SourceArn=dlq_arn, DestinationArn=dst_arn, MaxNumberOfMessagesPerSecond=10)["TaskHandle"]
+    deadline = time.time() + 30
+    while True:
+        [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
+        assert t["Status"] == "RUNNING", t
+        if t["ApproximateNumberOfMessagesMoved"] >= 3 or time.time() > deadline:
+            break
+        time.sleep(0.1)
+    seen = t["ApproximateNumberOfMessagesMoved"]
+    assert 3 <= seen < 40, t
+    moved = sqs.cancel_message_move_task(TaskHandle=handle)["ApproximateNumberOfMessagesMoved"]
+    assert seen <= moved < 40
+    while True:
+        [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
+        if t["Status"] != "RUNNING" or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    # The message being moved when the cancel came is moved too.
+    assert t["Status"] == "CANCELLED" and moved <= t["ApproximateNumberOfMessagesMoved"] <= moved + 1, t
+    left = sqs.get_queue_attributes(QueueUrl=dst, AttributeNames=["ApproximateNumberOfMessages"])
+    assert int(left["Attributes"]["ApproximateNumberOfMessages"]) == t["ApproximateNumberOfMessagesMoved"]

@@ -86,6 +86,8 @@ impl From<shmfifo::Error> for ApiError {
             | E::DedupTableFull { .. }
             | E::ParticipantLimitReached { .. } => ("OverLimit", true, 403),
             E::UntrustedFile { .. } => ("AccessDenied", true, 403),
+            // SQS's status for it (DeleteMessage, ChangeMessageVisibility: H4).
+            E::ReceiptHandleIsInvalid { .. } => ("ReceiptHandleIsInvalid", true, 404),
             E::DeadLetterQueue { .. } => ("InvalidParameterValue", true, 400),
             E::NotReady | E::DedupInProgress => ("ServiceUnavailable", false, 503),
             _ => match e.sqs_code() {

@@ -138,6 +138,17 @@ fn a_dead_letter_move_through_serve_stays_within_the_files_permissions() {
     );
     shared.purge().unwrap();
 
+    // A dead-letter queue deleted while the policy names it: refused saying so (it read as a
+    // failed security check).
+    std::fs::remove_file(&swap).unwrap();
+    let (status, out) = received_past_the_count(&srv, "shared.fifo", "9");
+    assert_eq!(status, 400, "{out}");
+    assert!(
+        out.contains("swap.fifo: it does not exist (deleted?)"),
+        "{out}"
+    );
+    shared.purge().unwrap();
+
     // The same queue opened by the library itself, not through serve, moves as before: the
     // check is serve's.
     policy_to(&shared, &outside.0.join("secret.fifo"));

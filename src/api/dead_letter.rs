@@ -614,6 +614,10 @@ impl Queue {
                 }
                 self.delete(&m.receipt_handle)?;
                 rep.moved += 1;
+                if let Some(p) = &opts.progress {
+                    // Relaxed: a count read for a report; it publishes nothing.
+                    p.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             if rep.cancelled {
                 return Ok(());

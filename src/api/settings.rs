@@ -308,7 +308,11 @@ fn with_attribute(s: QueueSettings, name: &str, value: &str) -> Result<QueueSett
     };
     let number = |scale: u64| -> Result<Duration> {
         let v = whole_number(value).ok_or_else(|| bad("must be a non-negative integer"))?;
-        Ok(Duration::from_millis(v.saturating_mul(scale)))
+        let d = Duration::from_millis(v.saturating_mul(scale));
+        match crate::config::sqs_out_of_range(name, d, 0) {
+            Some(why) => Err(bad(why)),
+            None => Ok(d),
+        }
     };
     Ok(match name {
         "VisibilityTimeout" => s.visibility_timeout(number(1000)?),
@@ -336,11 +340,13 @@ fn with_attribute(s: QueueSettings, name: &str, value: &str) -> Result<QueueSett
                 reason: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.".into(),
             })
         }
-        "MaximumMessageSize" => s.maximum_message_size(
-            whole_number(value)
-                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-                .ok_or_else(|| bad("must be an integer number of bytes"))?,
-        ),
+        "MaximumMessageSize" => {
+            let v = whole_number(value).ok_or_else(|| bad("must be an integer number of bytes"))?;
+            if let Some(why) = crate::config::sqs_out_of_range(name, Duration::ZERO, v) {
+                return Err(bad(why));
+            }
+            s.maximum_message_size(u32::try_from(v).unwrap_or(u32::MAX))
+        }
         "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
         "DeduplicationScope"
         | "FifoThroughputLimit"

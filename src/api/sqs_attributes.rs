@@ -74,9 +74,13 @@ impl QueueConfig {
             };
             let value = value.trim();
             let seconds = || -> Result<Duration> {
-                crate::api::settings::whole_number(value)
+                let d = crate::api::settings::whole_number(value)
                     .map(Duration::from_secs)
-                    .ok_or_else(|| bad("must be a non-negative integer (seconds)"))
+                    .ok_or_else(|| bad("must be a non-negative integer (seconds)"))?;
+                match crate::config::sqs_out_of_range(setting, d, 0) {
+                    Some(why) => Err(bad(why)),
+                    None => Ok(d),
+                }
             };
             let boolean = || match value {
                 "true" => Ok(true),
@@ -88,11 +92,14 @@ impl QueueConfig {
                 "DelaySeconds" => cfg.delay(seconds()?),
                 "MessageRetentionPeriod" => cfg.message_retention_period(seconds()?),
                 "ReceiveMessageWaitTimeSeconds" => cfg.receive_message_wait_time(seconds()?),
-                "MaximumMessageSize" => cfg.maximum_message_size(
-                    crate::api::settings::whole_number(value)
-                        .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
-                        .ok_or_else(|| bad("must be an integer number of bytes"))?,
-                ),
+                "MaximumMessageSize" => {
+                    let v = crate::api::settings::whole_number(value)
+                        .ok_or_else(|| bad("must be an integer number of bytes"))?;
+                    if let Some(why) = crate::config::sqs_out_of_range(setting, Duration::ZERO, v) {
+                        return Err(bad(why));
+                    }
+                    cfg.maximum_message_size(u32::try_from(v).unwrap_or(u32::MAX))
+                }
                 "ContentBasedDeduplication" => cfg.content_based_deduplication(boolean()?),
                 "DeduplicationScope" => match value {
                     "queue" => cfg.deduplication(Deduplication::Queue),

@@ -545,6 +545,10 @@ pub struct RedriveOptions {
     /// and counted `skipped`. `None`: every source. A server that moves messages for a
     /// client uses it to keep the moves to the queues that client may use.
     pub sources: Option<Vec<std::path::PathBuf>>,
+    /// A counter the redrive adds each message it moves to, as it moves it (after its delete
+    /// here): another thread reads the progress of a redrive under way (a server's move
+    /// task, ListMessageMoveTasks). `None`: only the report counts.
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// What a redrive did (X6).

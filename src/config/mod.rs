@@ -822,6 +822,33 @@ mod tests {
     }
 }
 
+/// Why the value of SQS attribute `name` (a duration, or `MaximumMessageSize`'s bytes as
+/// `bytes`) is out of its range, in SQS's units; `None` where it is in range or `name` has no
+/// range. What the SQS-named paths check as they read each attribute, so that the error names
+/// the attribute (the config's own checks, later, name its field: "invalid setting
+/// visibility_timeout").
+pub(crate) fn sqs_out_of_range(name: &str, value: Duration, bytes: u64) -> Option<&'static str> {
+    match name {
+        "VisibilityTimeout" | "VisibilityTimeoutMs" if value > MAX_VISIBILITY_TIMEOUT => {
+            Some("at most 43,200 seconds (12 hours)")
+        }
+        "DelaySeconds" | "DelayMs" if value > MAX_DELAY => Some("at most 900 seconds (15 minutes)"),
+        "MessageRetentionPeriod" | "MessageRetentionPeriodMs"
+            if value < Duration::from_millis(1) || value > MAX_RETENTION =>
+        {
+            Some("at most 1,209,600 seconds (14 days), at least 1 ms")
+        }
+        "ReceiveMessageWaitTimeSeconds" if value > MAX_WAIT_TIME => Some("at most 20 seconds"),
+        "MaximumMessageSize"
+            if !(u64::from(MIN_MESSAGE_SIZE_LIMIT)..=u64::from(MAX_MESSAGE_SIZE_LIMIT))
+                .contains(&bytes) =>
+        {
+            Some("1,024 to 1,048,576 bytes")
+        }
+        _ => None,
+    }
+}
+
 /// The range checks of the settings that can change on a live queue (visibility timeout,
 /// delay, retention), shared by creation ([`QueueConfig::geometry`]) and
 /// `Queue::set_attributes`; `None` is "unchanged".

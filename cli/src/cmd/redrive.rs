@@ -75,6 +75,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
             // Ctrl-C / SIGTERM stop after the current message.
             cancel: Some(crate::interrupt_flag()),
             sources: None,
+            progress: None,
         });
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         r

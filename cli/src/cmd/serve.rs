@@ -14,8 +14,9 @@ pub struct ServeArgs {
     /// Address to listen on. Loopback by default: each request then acts as the user that
     /// owns the client's socket, and may do what that user may do to the queue files. Any
     /// other address is refused unless signatures are checked. On every address (0.0.0.0,
-    /// ::) queue URLs name the host each request was sent to (its Host header).
-    #[arg(long, default_value = "127.0.0.1")]
+    /// ::) queue URLs name the host each request was sent to (its Host header). An IP
+    /// address, or localhost.
+    #[arg(long, default_value = "127.0.0.1", value_parser = crate::parse::host)]
     pub host: IpAddr,
     /// Port (0: a free one, printed on stdout).
     #[arg(long, default_value_t = 9324)]

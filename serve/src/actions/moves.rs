@@ -3,7 +3,7 @@
 //! caller may use.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
@@ -37,13 +37,21 @@ pub(super) struct MoveTask {
     started_ms: u64,
     to_move: u64,
     cancel: Arc<AtomicBool>,
+    /// Messages moved so far (the redrive's `progress`): what a running or failed task
+    /// reports, and a cancel answers.
+    moved: Arc<AtomicU64>,
     state: Arc<Mutex<TaskState>>,
 }
 
 #[derive(Debug, Clone)]
 enum TaskState {
     Running,
-    Done { moved: u64, cancelled: bool },
+    Done {
+        moved: u64,
+        cancelled: bool,
+        /// Messages left in the source (the redrive's `skipped`).
+        skipped: u64,
+    },
     Failed(String),
 }
 
@@ -122,6 +130,7 @@ impl Queues {
             self.next_task.fetch_add(1, Ordering::Relaxed)
         );
         let cancel = Arc::new(AtomicBool::new(false));
+        let moved = Arc::new(AtomicU64::new(0));
         let state = Arc::new(Mutex::new(TaskState::Running));
         let to_move = dlq.queue().attributes().approximate_number_of_messages;
         let opts = RedriveOptions {
@@ -130,6 +139,7 @@ impl Queues {
             limit: None,
             cancel: Some(Arc::clone(&cancel)),
             sources,
+            progress: Some(Arc::clone(&moved)),
         };
         tracing::info!(
             task = %handle,
@@ -149,11 +159,13 @@ impl Queues {
                         task = %task,
                         moved = r.moved,
                         cancelled = r.cancelled,
+                        skipped = r.skipped,
                         "message move task ended"
                     );
                     TaskState::Done {
                         moved: r.moved,
                         cancelled: r.cancelled,
+                        skipped: r.skipped,
                     }
                 }
                 Err(e) => {
@@ -182,6 +194,7 @@ impl Queues {
             started_ms: now_ms(),
             to_move,
             cancel,
+            moved,
             state,
         });
         Ok(obj(json!({"TaskHandle": handle})))
@@ -271,19 +284,39 @@ impl Queues {
                 if let Some(r) = t.max_per_second {
                     m.insert("MaxNumberOfMessagesPerSecond".into(), r.into());
                 }
+                // Relaxed: a count for a report (the redrive adds to it as it moves).
+                let so_far = t.moved.load(Ordering::Relaxed);
                 let (status, moved) = match &*t.state.lock().expect("task") {
                     TaskState::Running => {
                         m.insert("TaskHandle".into(), t.handle.clone().into());
-                        ("RUNNING", 0)
+                        ("RUNNING", so_far)
                     }
                     TaskState::Done {
                         moved,
                         cancelled: true,
+                        ..
                     } => ("CANCELLED", *moved),
-                    TaskState::Done { moved, .. } => ("COMPLETED", *moved),
+                    TaskState::Done {
+                        moved, skipped: 0, ..
+                    } => ("COMPLETED", *moved),
+                    // Messages left behind: not what the task was for (it answered COMPLETED,
+                    // "moved 0", with the messages still there and no word why).
+                    TaskState::Done { moved, skipped, .. } => {
+                        let why = if t.destination_arn.is_some() {
+                            format!("{skipped} messages stayed in the source: the destination refused them")
+                        } else {
+                            format!(
+                                "{skipped} messages stayed in the source: they name no source queue this \
+                                 caller may use here (sent to the dead-letter queue directly, or their \
+                                 queue is gone or refused them); give a DestinationArn to move them"
+                            )
+                        };
+                        m.insert("FailureReason".into(), why.into());
+                        ("FAILED", *moved)
+                    }
                     TaskState::Failed(why) => {
                         m.insert("FailureReason".into(), why.clone().into());
-                        ("FAILED", 0)
+                        ("FAILED", so_far)
                     }
                 };
                 m.insert("Status".into(), status.into());
@@ -320,8 +353,11 @@ impl Queues {
             })?;
         // Relaxed: a stop request the redrive polls between messages; it publishes nothing.
         t.cancel.store(true, Ordering::Relaxed);
-        tracing::info!(task = %handle, uid = who.uid, "message move task cancelled");
-        Ok(obj(json!({"ApproximateNumberOfMessagesMoved": 0})))
+        // The messages moved so far: the redrive stops after the message it is moving.
+        // Relaxed: a count for a report.
+        let moved = t.moved.load(Ordering::Relaxed);
+        tracing::info!(task = %handle, uid = who.uid, moved, "message move task cancelled");
+        Ok(obj(json!({ "ApproximateNumberOfMessagesMoved": moved })))
     }
 }
 

@@ -76,6 +76,15 @@ fn dead_letters_within(dir: PathBuf) -> Arc<DeadLetterCheck> {
         // regular file, and then the file the library opened, or the move is not made.
         let on_disk = match std::fs::symlink_metadata(path) {
             Ok(m) if m.is_file() => m,
+            // Most often a dead-letter queue deleted while a policy still names it: say so
+            // (it read as a failed security check).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(
+                    "it does not exist (deleted?): create it, or change this queue's \
+                            RedrivePolicy"
+                        .into(),
+                )
+            }
             _ => return Err("it is not a queue file of the served directory".into()),
         };
         let Some(target) = target else {
