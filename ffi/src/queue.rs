@@ -220,11 +220,15 @@ pub unsafe extern "C" fn shmfifo_receive(
 /// `*cancel` is nonzero (looked at every 100 ms at least, in the waiting thread: no wake-up
 /// call needed) the call returns `SHMFIFO_OK` with `*count` 0, having taken nothing after it
 /// saw the flag (a call that returns messages returns them whole). Set the flag with an atomic
-/// store (C11 `atomic_store`, `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`, or a signal
-/// handler's store to a `volatile sig_atomic_t`, which is an `int32_t` on Linux). A flag
-/// already nonzero at the call makes it a receive without a wait: messages there are taken.
-/// A cancelled wait counts once in `NumberOfEmptyReceives`, as a wait that ends empty does,
-/// and records nothing under its `attempt_id`. `cancel` NULL: [`shmfifo_receive`].
+/// store: C11 `atomic_store_explicit(&flag, 1, memory_order_relaxed)` on an `atomic_int`
+/// (lock-free, so also from a signal handler, on any thread), or
+/// `__atomic_store_n(&flag, 1, __ATOMIC_RELAXED)`; a handler's plain store to a
+/// `volatile sig_atomic_t` (an `int32_t` on Linux) works on Linux's targets, but C promises
+/// it only for a handler on the waiting thread. A flag already nonzero at the call makes it a
+/// receive without a wait: messages there are taken. A cancelled wait counts once in
+/// `NumberOfEmptyReceives`, as a wait that ends empty does, and records nothing under its
+/// `attempt_id`. (A replay of an `attempt_id` that waits behind a stopped process, at most a
+/// second, does not look at the flag.) `cancel` NULL: [`shmfifo_receive`].
 ///
 /// # Safety
 /// As [`shmfifo_receive`]; `cancel` NULL or an `int32_t` that stays valid during the call and
@@ -646,7 +650,9 @@ pub(crate) const CANCEL_POLL: Duration = Duration::from_millis(1);
 pub(crate) struct CancelFlag(*const AtomicI32);
 
 // SAFETY: the flag is only loaded atomically, and the caller of `shmfifo_queue_redrive` keeps
-// it valid during the call, which joins the watcher before it returns (`Watcher::drop`).
+// it valid during the call, which joins the watcher before it returns (`Watcher::drop`); the
+// caller of `shmfifo_receive_cancellable` keeps it valid during its call, in whose thread
+// alone it is loaded.
 unsafe impl Send for CancelFlag {}
 
 impl CancelFlag {
@@ -658,8 +664,9 @@ impl CancelFlag {
         CancelFlag(p.cast::<AtomicI32>())
     }
     fn is_set(&self) -> bool {
-        // SAFETY: valid during the call (see the `Send` impl). Relaxed: a flag; nothing else
-        // is published through it.
+        // SAFETY: valid during the call that made it (see the `Send` impl), and written only
+        // atomically (the callers' contracts). Relaxed: a flag; nothing else is published
+        // through it.
         unsafe { &*self.0 }.load(Ordering::Relaxed) != 0
     }
 }

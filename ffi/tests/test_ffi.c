@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1217,11 +1218,12 @@ static double now_s(void) {
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static volatile sig_atomic_t alarm_flag = 0;
+/* The flag as the header recommends it: a lock-free C11 atomic, stored from the handler. */
+static atomic_int alarm_flag = 0;
 
 static void on_alarm(int sig) {
     (void)sig;
-    alarm_flag = 1;
+    atomic_store_explicit(&alarm_flag, 1, memory_order_relaxed);
 }
 
 /* shmfifo_receive_cancellable: a 20-second long poll ended by a flag another thread sets, or a
@@ -1266,21 +1268,24 @@ static void test_receive_cancellable(void) {
     CHECK(n == 0 && now_s() - t0 < 5.0);
 
     /* A borrowing receive, ended by a signal handler's store (SIGALRM after 50 ms). */
-    struct sigaction sa;
+    struct sigaction sa, old_sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_alarm;
     sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
-    struct itimerval it;
+    CHECK(sigaction(SIGALRM, &sa, &old_sa) == 0);
+    struct itimerval it, off;
     memset(&it, 0, sizeof it);
+    memset(&off, 0, sizeof off);
     it.it_value.tv_usec = 50000;
     CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
     o.borrow = 1;
     t0 = now_s();
     EXPECT(shmfifo_receive_cancellable(q, &o, (const int32_t *)&alarm_flag, buf, out, 10, &n),
            SHMFIFO_OK);
-    CHECK(n == 0 && alarm_flag == 1 && now_s() - t0 < 5.0);
-    signal(SIGALRM, SIG_DFL);
+    CHECK(n == 0 && atomic_load(&alarm_flag) == 1 && now_s() - t0 < 5.0);
+    /* Disarmed before the handler goes (a timer still armed would end the process). */
+    CHECK(setitimer(ITIMER_REAL, &off, NULL) == 0);
+    CHECK(sigaction(SIGALRM, &old_sa, NULL) == 0);
 
     /* NULL: a receive as shmfifo_receive, bodies in place where asked. */
     shmfifo_send_message m2 = msg("g", "two", "2");
@@ -1293,7 +1298,7 @@ static void test_receive_cancellable(void) {
     }
     /* The request's own errors first, as shmfifo_receive's. */
     o.max_messages = 11;
-    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 11, &n),
+    EXPECT(shmfifo_receive_cancellable(q, &o, &flag, buf, out, 10, &n),
            SHMFIFO_INVALID_PARAMETER_VALUE);
     shmfifo_receive_buffer_free(buf);
     shmfifo_queue_close(q);

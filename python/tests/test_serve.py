@@ -370,10 +370,15 @@ def test_a_running_move_task_reports_its_progress_and_its_cancel_the_count(endpo
     assert 3 <= seen < 40, t
     moved = sqs.cancel_message_move_task(TaskHandle=handle)["ApproximateNumberOfMessagesMoved"]
     assert seen <= moved < 40
+    # Cancelled once: CANCELLING until its redrive ends, and no second cancel (as SQS).
+    with pytest.raises(sqs.exceptions.ClientError) as e:
+        sqs.cancel_message_move_task(TaskHandle=handle)
+    assert e.value.response["Error"]["Code"] == "ResourceNotFoundException"
     while True:
         [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
-        if t["Status"] != "RUNNING" or time.time() > deadline:
+        if t["Status"] not in ("RUNNING", "CANCELLING") or time.time() > deadline:
             break
+        assert t["Status"] == "CANCELLING" and "TaskHandle" not in t, t
         time.sleep(0.05)
     # The message being moved when the cancel came is moved too.
     assert t["Status"] == "CANCELLED" and moved <= t["ApproximateNumberOfMessagesMoved"] <= moved + 1, t

@@ -207,6 +207,8 @@ struct Bridge<'a> {
     remote_not_before: Option<Instant>,
     remote_backoff: Duration,
     dlq: Option<(String, Queue)>,
+    /// The rate's pace: messages handed to the workers (`sent`) since `started`, and the
+    /// allowance is `rate` a second since then (`bank_at_most_a_request` moves it forward).
     started: Instant,
     sent: u64,
     tick: u64,
@@ -444,10 +446,31 @@ impl<'a> Bridge<'a> {
                 at(t);
             }
         }
+        // The rate's next allowance is a deadline only for messages it holds back: a bridge
+        // with nothing to send long-polls (with a rate set, the past allowance of an idle start
+        // made every poll a zero wait: 430,000 empty receives in 3 s).
         if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
-            at(self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate)));
+            if self.groups.values().any(|g| Self::ready(g, now)) {
+                at(self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate)));
+            }
         }
         next
+    }
+
+    /// Under a rate, the allowance banked while idle is at most one request's (`rate`
+    /// messages, at most 10): an hour without messages let the next 360,000 of a rate of 100
+    /// go at full speed. The pace restarts from now with that much due.
+    fn bank_at_most_a_request(&mut self, rate: u32, now: Instant) {
+        let r = f64::from(rate);
+        let burst = u64::from(rate).min(10);
+        let due = (now.saturating_duration_since(self.started).as_secs_f64() * r) as u64 + 1;
+        if due > self.sent + burst {
+            // `burst` due now: `burst - 1` messages' time behind us (and one more as the
+            // pace always allows).
+            let behind = Duration::from_secs_f64((burst - 1) as f64 / r);
+            self.started = now.checked_sub(behind).unwrap_or(now);
+            self.sent = 0;
+        }
     }
 
     /// Received messages into their groups' chains. A group that is still held here means
@@ -538,7 +561,10 @@ impl<'a> Bridge<'a> {
         while self.outstanding < self.concurrency {
             let mut allowed = 10usize;
             if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
-                let due = (self.started.elapsed().as_secs_f64() * f64::from(rate)) as u64 + 1;
+                self.bank_at_most_a_request(rate, now);
+                let due = (now.saturating_duration_since(self.started).as_secs_f64()
+                    * f64::from(rate)) as u64
+                    + 1;
                 allowed = allowed.min(due.saturating_sub(self.sent) as usize);
                 if allowed == 0 {
                     return;

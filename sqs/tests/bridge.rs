@@ -550,6 +550,54 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
     assert_eq!(got[0].dedup_id.as_deref().map(str::len), Some(36));
 }
 
+/// A rate (`--rate`) paces what the bridge sends, not its polls: started on an empty queue it
+/// long-polls as without one (its past allowance made every poll a zero wait, 430,000 empty
+/// receives in 3 s), and time spent idle banks at most one request's allowance (an idle hour
+/// let the next 360,000 messages of a rate of 100 go at full speed).
+#[test]
+fn a_rate_paces_the_sends_after_an_idle_start_and_never_spins() {
+    let dir = Dir::new("bridge-rate");
+    let a = Queue::create_at(dir.0.join("a"), &QueueConfig::new()).unwrap();
+    let b = Queue::create_at(dir.0.join("b"), &QueueConfig::new()).unwrap();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let opts = BridgeOptions {
+        max_per_second: Some(20),
+        wait: Duration::from_millis(200),
+        cancel: Some(Arc::clone(&cancel)),
+        remote_name: "b".into(),
+        ..Default::default()
+    };
+    let (a2, b2) = (
+        Queue::open_at(dir.0.join("a")).unwrap(),
+        Queue::open_at(dir.0.join("b")).unwrap(),
+    );
+    let run = std::thread::spawn(move || bridge(&a2, &b2, &opts, &mut |_| {}).unwrap());
+    std::thread::sleep(Duration::from_millis(1000));
+    let idle = a.counters().empty_receives;
+    assert!(
+        idle <= 20,
+        "an idle bridge polls, it does not spin: {idle} empty receives in 1 s"
+    );
+    let start = Instant::now();
+    for k in 0..30 {
+        a.send(
+            &SendMessage::new(&format!("g{}", k % 5), &format!("m{k}")).dedup_id(&k.to_string()),
+        )
+        .unwrap();
+    }
+    while b.attributes().approximate_number_of_messages < 30 {
+        assert!(start.elapsed() < Duration::from_secs(30), "not forwarded");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // 30 at 20 a second, at most 10 of them (one request) at once: 20 paced, a second at
+    // least (with the banked second, 21 went at once and the rest in half a second).
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    cancel.store(true, Ordering::Relaxed);
+    let r = run.join().unwrap();
+    assert_eq!(r.forwarded, 30);
+}
+
 /// A REMOTE with no scheme was taken for a local queue: `shmfifo bridge outbox orders.fifo`
 /// (a forgotten `sqs://`) forwarded the outbox into `/dev/shm/orders.fifo`, the very file a
 /// local serve serves, and exited 0. Now it is a usage error (2) naming the forms; a local far

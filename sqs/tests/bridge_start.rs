@@ -143,64 +143,19 @@ fn a_queue_bridged_into_itself_is_refused() {
 /// denies that one action and records the actions asked; the bridge goes on to send.
 #[test]
 fn a_role_that_may_not_read_attributes_still_bridges() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::sync::{Arc, Mutex};
     aws_env();
     let dir = Dir::new("bridge-start-denied");
     let (path, _q) = outbox(&dir);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
-    {
-        let asked = Arc::clone(&asked);
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(mut conn) = conn else { return };
-                let asked = Arc::clone(&asked);
-                std::thread::spawn(move || loop {
-                    // One request: its head, then its body by Content-Length.
-                    let mut r = BufReader::new(conn.try_clone().unwrap());
-                    let (mut target, mut len) = (String::new(), 0usize);
-                    loop {
-                        let mut line = String::new();
-                        if r.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let l = line.trim_end().to_ascii_lowercase();
-                        if l.is_empty() {
-                            break;
-                        }
-                        if let Some(v) = l.strip_prefix("x-amz-target:") {
-                            target = v.trim().rsplit('.').next().unwrap_or("").to_owned();
-                        }
-                        if let Some(v) = l.strip_prefix("content-length:") {
-                            len = v.trim().parse().unwrap_or(0);
-                        }
-                    }
-                    let mut body = vec![0; len];
-                    if r.read_exact(&mut body).is_err() {
-                        return;
-                    }
-                    asked.lock().unwrap().push(target.clone());
-                    let (status, text) = if target == "getqueueattributes" {
-                        (
-                            400,
-                            r#"{"__type":"com.amazon.coral.service#AccessDeniedException","message":"not allowed"}"#,
-                        )
-                    } else {
-                        (500, r#"{"__type":"InternalError","message":"try again"}"#)
-                    };
-                    let answer = format!(
-                        "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\n\r\n{text}",
-                        text.len()
-                    );
-                    if conn.write_all(answer.as_bytes()).is_err() {
-                        return;
-                    }
-                });
-            }
-        });
-    }
+    let (port, asked) = stand_in(|target| {
+        if target == "getqueueattributes" {
+            (
+                400,
+                r#"{"__type":"com.amazon.coral.service#AccessDeniedException","message":"not allowed"}"#,
+            )
+        } else {
+            (500, r#"{"__type":"InternalError","message":"try again"}"#)
+        }
+    });
     let mut child = Command::new(BIN)
         .arg(&path)
         .arg(format!("http://127.0.0.1:{port}/000000000000/inbox.fifo"))
@@ -232,4 +187,118 @@ fn a_role_that_may_not_read_attributes_still_bridges() {
         asked.lock().unwrap()
     );
     assert_eq!(asked.lock().unwrap()[0], "getqueueattributes");
+}
+
+/// A stand-in SQS endpoint (JSON protocol) on a free port: each request answered
+/// `answer(action)` (the action's name in lower case, `getqueueattributes`), the actions asked
+/// recorded in order.
+#[allow(clippy::type_complexity)]
+fn stand_in(
+    answer: impl Fn(&str) -> (u16, &'static str) + Send + Sync + 'static,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::sync::{Arc, Mutex};
+    let answer = Arc::new(answer);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    {
+        let asked = Arc::clone(&asked);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let (asked, answer) = (Arc::clone(&asked), Arc::clone(&answer));
+                std::thread::spawn(move || loop {
+                    // One request: its head, then its body by Content-Length.
+                    let mut r = BufReader::new(conn.try_clone().unwrap());
+                    let (mut target, mut len) = (String::new(), 0usize);
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let l = line.trim_end().to_ascii_lowercase();
+                        if l.is_empty() {
+                            break;
+                        }
+                        if let Some(v) = l.strip_prefix("x-amz-target:") {
+                            target = v.trim().rsplit('.').next().unwrap_or("").to_owned();
+                        }
+                        if let Some(v) = l.strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).is_err() {
+                        return;
+                    }
+                    asked.lock().unwrap().push(target.clone());
+                    let (status, text) = answer(&target);
+                    let reply = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: {}\r\n\r\n{text}",
+                        text.len()
+                    );
+                    if conn.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                });
+            }
+        });
+    }
+    (port, asked)
+}
+
+/// A remote whose attributes do not say `FifoQueue=true` is a standard queue (SQS names the
+/// attribute for FIFO queues only): it was bridged (moto lets a standard queue have a `.fifo`
+/// name), its order lost. Now the start ends with 41, nothing sent.
+#[test]
+fn a_remote_that_is_not_a_fifo_queue_is_refused_before_any_send() {
+    aws_env();
+    let dir = Dir::new("bridge-start-standard");
+    let (path, q) = outbox(&dir);
+    let (port, asked) = stand_in(|target| match target {
+        "getqueueattributes" => (200, r#"{"Attributes":{"VisibilityTimeout":"30"}}"#),
+        _ => (500, r#"{"__type":"InternalError","message":"try again"}"#),
+    });
+    let url = format!("http://127.0.0.1:{port}/000000000000/inbox.fifo");
+    let out = within_a_minute(Command::new(BIN).arg(&path).arg(&url));
+    assert_eq!(out.status.code(), Some(41), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a FIFO queue"), "{err}");
+    assert_eq!(*asked.lock().unwrap(), ["getqueueattributes"]);
+    assert_eq!(q.attributes().approximate_number_of_messages, 1);
+}
+
+/// Usage errors, before anything is asked: a URL that cannot name an SQS FIFO queue (an
+/// `ftp://` one was "unreachable", 41; one without `.fifo` was refused as a local queue
+/// name, 1) and no region (1, "a local error").
+#[test]
+fn a_remote_url_that_cannot_be_sqs_fifo_or_no_region_is_a_usage_error() {
+    aws_env();
+    let dir = Dir::new("bridge-start-usage");
+    let (path, _q) = outbox(&dir);
+    for url in [
+        "ftp://127.0.0.1:9/000000000000/inbox.fifo",
+        "http://127.0.0.1:9/000000000000/inbox",
+        "http://127.0.0.1:9/000000000000/.fifo",
+    ] {
+        let out = within_a_minute(Command::new(BIN).arg(&path).arg(url));
+        assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not an SQS FIFO queue URL"), "{err}");
+    }
+    let out = within_a_minute(
+        Command::new(BIN)
+            .arg(&path)
+            .arg("http://127.0.0.1:9/000000000000/inbox.fifo")
+            .env_remove("AWS_REGION")
+            .env_remove("AWS_DEFAULT_REGION")
+            .env("AWS_CONFIG_FILE", dir.0.join("none"))
+            .env("AWS_SHARED_CREDENTIALS_FILE", dir.0.join("none")),
+    );
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("AWS_REGION"),
+        "{out:?}"
+    );
 }

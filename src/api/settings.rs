@@ -340,13 +340,13 @@ fn with_attribute(s: QueueSettings, name: &str, value: &str) -> Result<QueueSett
                 reason: "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.".into(),
             })
         }
-        "MaximumMessageSize" => {
-            let v = whole_number(value).ok_or_else(|| bad("must be an integer number of bytes"))?;
-            if let Some(why) = crate::config::sqs_out_of_range(name, Duration::ZERO, v) {
-                return Err(bad(why));
-            }
-            s.maximum_message_size(u32::try_from(v).unwrap_or(u32::MAX))
-        }
+        // Its range is this queue's (`set_attributes` names the limit the arena was created
+        // for, which may be below SQS's).
+        "MaximumMessageSize" => s.maximum_message_size(
+            whole_number(value)
+                .map(|v| u32::try_from(v).unwrap_or(u32::MAX))
+                .ok_or_else(|| bad("must be an integer number of bytes"))?,
+        ),
         "ReceiveMessageWaitTimeSeconds" => s.receive_message_wait_time(number(1000)?),
         "DeduplicationScope"
         | "FifoThroughputLimit"

@@ -33,8 +33,8 @@ impl QueueConfig {
     /// changes nothing else (there is no throughput quota locally); `RedrivePolicy` is SQS's JSON, its
     /// `deadLetterTargetArn` an ARN (its last field is the local queue's name) or a name or
     /// path. A name not in [`CREATE_ATTRIBUTES`] is `InvalidAttributeName`; a value that does
-    /// not parse is `InvalidAttributeValue` (as SQS); a value out of range is reported by
-    /// `create` the same way.
+    /// not parse, or is out of SQS's range, is `InvalidAttributeValue` naming the attribute (as
+    /// SQS); shmfifo's own sizes are checked by `create`.
     ///
     /// # Examples
     ///

@@ -838,7 +838,9 @@ pub(crate) fn sqs_out_of_range(name: &str, value: Duration, bytes: u64) -> Optio
         {
             Some("at most 1,209,600 seconds (14 days), at least 1 ms")
         }
-        "ReceiveMessageWaitTimeSeconds" if value > MAX_WAIT_TIME => Some("at most 20 seconds"),
+        "ReceiveMessageWaitTimeSeconds" if value > MAX_WAIT_TIME => {
+            Some("Must be between 0 and 20 seconds.")
+        }
         "MaximumMessageSize"
             if !(u64::from(MIN_MESSAGE_SIZE_LIMIT)..=u64::from(MAX_MESSAGE_SIZE_LIMIT))
                 .contains(&bytes) =>

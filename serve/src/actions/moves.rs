@@ -287,6 +287,10 @@ impl Queues {
                 // Relaxed: a count for a report (the redrive adds to it as it moves).
                 let so_far = t.moved.load(Ordering::Relaxed);
                 let (status, moved) = match &*t.state.lock().expect("task") {
+                    // Cancelled, its redrive finishing the message it is moving: SQS's
+                    // CANCELLING, which takes no second cancel.
+                    // Relaxed: the flag the cancel set under the tasks' lock, held here.
+                    TaskState::Running if t.cancel.load(Ordering::Relaxed) => ("CANCELLING", so_far),
                     TaskState::Running => {
                         m.insert("TaskHandle".into(), t.handle.clone().into());
                         ("RUNNING", so_far)
@@ -303,12 +307,16 @@ impl Queues {
                     // "moved 0", with the messages still there and no word why).
                     TaskState::Done { moved, skipped, .. } => {
                         let why = if t.destination_arn.is_some() {
-                            format!("{skipped} messages stayed in the source: the destination refused them")
+                            format!(
+                                "{skipped} messages stayed in the source: the destination refused \
+                                 them, or a message before them in their group"
+                            )
                         } else {
                             format!(
-                                "{skipped} messages stayed in the source: they name no source queue this \
-                                 caller may use here (sent to the dead-letter queue directly, or their \
-                                 queue is gone or refused them); give a DestinationArn to move them"
+                                "{skipped} messages stayed in the source: they name no source queue \
+                                 this caller may use here (sent to the dead-letter queue directly, or \
+                                 their queue is gone), or their source refused them or a message \
+                                 before them in their group; give a DestinationArn to move them"
                             )
                         };
                         m.insert("FailureReason".into(), why.into());
@@ -343,7 +351,10 @@ impl Queues {
         let t = tasks
             .iter()
             .find(|t| {
-                t.handle == handle && matches!(*t.state.lock().expect("task"), TaskState::Running)
+                // Relaxed: the flag is only written under the tasks' lock, held here.
+                t.handle == handle
+                    && matches!(*t.state.lock().expect("task"), TaskState::Running)
+                    && !t.cancel.load(Ordering::Relaxed)
             })
             .ok_or_else(|| {
                 ApiError::sender(

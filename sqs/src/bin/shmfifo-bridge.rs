@@ -82,7 +82,10 @@ fn init_logging(verbose: u8) {
     };
     let warn = Targets::new()
         .with_default(level)
-        .with_target("aws_config::imds", LevelFilter::ERROR);
+        .with_target("aws_config::imds", LevelFilter::ERROR)
+        // Each credential provider's failure on the way (the instance-metadata one a page
+        // long): the bridge says what failed, once.
+        .with_target("aws_config::meta::credentials", LevelFilter::ERROR);
     let filter = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => s.parse::<Targets>().unwrap_or_else(|e| {
             eprintln!("shmfifo bridge: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_sqs=debug)");
@@ -105,6 +108,20 @@ fn main() {
     std::process::exit(run(&a));
 }
 
+/// Whether `url` can name an SQS FIFO queue: http or https, its last path segment a `.fifo`
+/// name (an `ftp://` remote was "unreachable", 41; a name without `.fifo` was refused as a
+/// local queue name, 1).
+fn fifo_url(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let name = rest.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https")
+        && rest.contains('/')
+        && name.len() > ".fifo".len()
+        && name.ends_with(".fifo")
+}
+
 /// The bridge; its exit code.
 fn run(a: &Args) -> i32 {
     // The far end first: a bridge that cannot reach it never joins the local queue.
@@ -125,6 +142,14 @@ fn run(a: &Args) -> i32 {
             Ok(q) => Box::new(q),
             Err(e) => return fail(&a.remote, &e),
         },
+        None if a.remote.contains("://") && !fifo_url(&a.remote) => {
+            eprintln!(
+                "shmfifo bridge: {}: not an SQS FIFO queue URL: give http:// or https://, and a \
+                 queue name ending in .fifo (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME.fifo)",
+                a.remote
+            );
+            return 2;
+        }
         None if a.remote.contains("://") => {
             let endpoint = a
                 .endpoint_url
@@ -154,8 +179,14 @@ fn run(a: &Args) -> i32 {
     // running, an outage is waited out.
     match remote.attributes() {
         Ok(attrs) => {
-            if attrs.iter().any(|(k, v)| k == "FifoQueue" && v != "true") {
-                eprintln!("shmfifo bridge: {}: not a FIFO queue", a.remote);
+            // SQS names `FifoQueue` for FIFO queues only: a standard queue's answer has none
+            // (one made on moto with a `.fifo` name but without `FifoQueue` was bridged, and
+            // its order lost).
+            if !attrs.iter().any(|(k, v)| k == "FifoQueue" && v == "true") {
+                eprintln!(
+                    "shmfifo bridge: {}: not a FIFO queue (its attributes have no FifoQueue=true)",
+                    a.remote
+                );
                 return REMOTE;
             }
         }
@@ -167,9 +198,17 @@ fn run(a: &Args) -> i32 {
                 ..
             },
         ) if code == "dispatch" || code == "timeout" => {
+            // No credential provider answered (off EC2 without keys, the instance-metadata
+            // service refusing): nothing was sent, so say that, not "did not answer".
+            let what = if e.to_string().contains("loading credentials") {
+                "no AWS credentials could be loaded (set AWS_ACCESS_KEY_ID and \
+                 AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)"
+            } else {
+                "the remote queue did not answer"
+            };
             eprintln!(
-                "shmfifo bridge: {}: the remote queue did not answer: {e} (asked before the \
-                 first message; once running, the bridge waits out an outage)",
+                "shmfifo bridge: {}: {what}: {e} (asked before the first message; once \
+                 running, the bridge waits out an outage)",
                 a.remote
             );
             return REMOTE;
@@ -361,6 +400,8 @@ fn fail(what: &str, e: &shmfifo::Error) -> i32 {
     eprintln!("shmfifo bridge: {what}: {e}");
     match e {
         shmfifo::Error::Remote { .. } | shmfifo::Error::QueueDoesNotExist { .. } => REMOTE,
+        // The remote's settings (no region): a usage error, as a malformed REMOTE is.
+        shmfifo::Error::InvalidConfig { .. } => 2,
         _ => 1,
     }
 }
