@@ -1308,9 +1308,14 @@ fn participants_recover_set_purge_unlink() {
     assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
     assert_eq!(received(&["receive", q.s()]), Value::Array(vec![]));
 
+    // A bridge's status file beside it goes with it (a new queue of the name showed its
+    // counts).
+    let status = format!("{}.bridge.json", q.path().display());
+    std::fs::write(&status, r#"{"forwarded":7}"#).unwrap();
     let r = json(&["unlink", q.s()]);
     assert_eq!(r["unlinked"], q.path().display().to_string());
     assert!(!q.path().exists());
+    assert!(!std::path::Path::new(&status).exists());
     expect(&["stat", q.s()], 10);
 }
 

@@ -253,20 +253,32 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
         "Dedup ids remembered now",
     );
     let dedup_cap = gauge(&mut reg, "shmfifo_dedup_entries", "Dedup table capacity");
+    // The gauges `shmfifo stat --prometheus` has, under its names (they were
+    // `shmfifo_active_groups`, `shmfifo_group_capacity`, `shmfifo_participants` here).
     let groups = gauge(
         &mut reg,
-        "shmfifo_active_groups",
+        "shmfifo_groups_active",
         "Message groups with messages",
     );
     let group_cap = gauge(
         &mut reg,
-        "shmfifo_group_capacity",
+        "shmfifo_groups_capacity",
         "Message groups the group table holds now, before it adds a table",
     );
     let participants = gauge(
         &mut reg,
-        "shmfifo_participants",
-        "Processes with the queue open",
+        "shmfifo_participants_alive",
+        "Live processes with the queue open",
+    );
+    let grows = counter(
+        &mut reg,
+        "shmfifo_grows",
+        "Segments the queue's size classes added (the arena grows by segments as its classes fill)",
+    );
+    let refused_grows = counter(
+        &mut reg,
+        "shmfifo_refused_grows",
+        "Growths the file system refused for want of space (each failed a send with NoSpace)",
     );
     let quarantined = counter(
         &mut reg,
@@ -291,7 +303,7 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
     let bridge_failed = counter(
         &mut reg,
         "shmfifo_bridge_failed",
-        "Messages the remote queue refused",
+        "Refusals of a message by the remote queue (one refused three times counts three)",
     );
     let bridge_dead_lettered = counter(
         &mut reg,
@@ -310,6 +322,13 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
         }
         let l = QueueLabel {
             queue: label_value(&name),
+        };
+        // A queue named on the command line that is not there, or not the client's to see:
+        // down (it was left out, so an alert on `shmfifo_queue_up == 0` never fired for a
+        // queue that is gone; the names are the operator's, the same for every client).
+        let Some(checked) = checked else {
+            up.get_or_create(&l).set(0);
+            continue;
         };
         let o = match Queue::observe_at(&path) {
             // For a client: the file as opened is the one its access was checked on (the name
@@ -380,6 +399,8 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
             .get_or_create(&l)
             .inc_by(a.quarantined_groups);
         quarantined.get_or_create(&l).inc_by(a.quarantined_messages);
+        grows.get_or_create(&l).inc_by(i.size.grows);
+        refused_grows.get_or_create(&l).inc_by(i.size.refused_grows);
         // The bridge's counters (`shmfifo bridge` keeps them in PATH.bridge.json).
         // For a client, looked up in the directory as walked (beside the file checked).
         let (status, queue_owner) = match &checked {
@@ -436,7 +457,13 @@ fn walked(dir: &std::path::Path, who: &Identity) -> Option<Walked> {
 /// For a client, a file is checked as the name in the directory as walked (a regular file,
 /// no symlink followed, that it may open), and the scrape then observes it by its path only
 /// if what it opens is that file (a component swapped in between is not followed).
-fn queues(cfg: &MetricsConfig, who: Option<&Identity>) -> Vec<(String, PathBuf, Option<Checked>)> {
+/// A queue named on the command line that is missing, or not the client's, comes with `None`
+/// (reported down, never opened); any other with `Some` of its check (`Some(None)`: no client).
+#[allow(clippy::type_complexity)]
+fn queues(
+    cfg: &MetricsConfig,
+    who: Option<&Identity>,
+) -> Vec<(String, PathBuf, Option<Option<Checked>>)> {
     use std::rc::Rc;
     // For a client: a regular file of the walked directory that it may open; for us, anything.
     let admitted = |dir: Option<&Rc<Walked>>, name: &std::ffi::OsStr| -> Option<Option<Checked>> {
@@ -457,24 +484,27 @@ fn queues(cfg: &MetricsConfig, who: Option<&Identity>) -> Vec<(String, PathBuf, 
         return cfg
             .queues
             .iter()
-            .filter_map(|q| {
+            .map(|q| {
                 let p = if q.contains('/') {
                     PathBuf::from(q)
                 } else {
                     cfg.dir.join(q)
                 };
-                let dir = match who {
-                    Some(who) => {
-                        let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
-                        Some(Rc::new(walked(
-                            parent.unwrap_or(std::path::Path::new(".")),
-                            who,
-                        )?))
-                    }
-                    None => None,
+                let checked = || {
+                    let dir = match who {
+                        Some(who) => {
+                            let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+                            Some(Rc::new(walked(
+                                parent.unwrap_or(std::path::Path::new(".")),
+                                who,
+                            )?))
+                        }
+                        None => None,
+                    };
+                    admitted(dir.as_ref(), p.file_name()?)
                 };
-                let checked = admitted(dir.as_ref(), p.file_name()?)?;
-                Some((q.clone(), p, checked))
+                let checked = checked();
+                (q.clone(), p, checked)
             })
             .collect();
     }
@@ -501,7 +531,7 @@ fn queues(cfg: &MetricsConfig, who: Option<&Identity>) -> Vec<(String, PathBuf, 
     v.into_iter()
         .filter_map(|name| {
             let checked = admitted(dir.as_ref(), std::ffi::OsStr::new(&name))?;
-            Some((name.clone(), cfg.dir.join(&name), checked))
+            Some((name.clone(), cfg.dir.join(&name), Some(checked)))
         })
         .collect()
 }

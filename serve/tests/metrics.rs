@@ -112,7 +112,12 @@ fn a_scrape_reports_every_queue_without_joining() {
         assert_eq!(value(&text, n, "a.fifo"), 0.0);
     }
     // a's one participant slot is ours: the scrape observed it without joining.
-    assert_eq!(value(&text, "shmfifo_participants", "a.fifo"), 1.0);
+    assert_eq!(value(&text, "shmfifo_participants_alive", "a.fifo"), 1.0);
+    // Under `shmfifo stat --prometheus`'s names, with its growth counters (both were missing).
+    assert_eq!(value(&text, "shmfifo_groups_active", "a.fifo"), 1.0);
+    assert!(value(&text, "shmfifo_groups_capacity", "a.fifo") >= 1.0);
+    assert_eq!(value(&text, "shmfifo_grows_total", "a.fifo"), 0.0);
+    assert_eq!(value(&text, "shmfifo_refused_grows_total", "a.fifo"), 0.0);
     assert_eq!(value(&text, "shmfifo_queue_up", "a.fifo"), 1.0);
     assert!(
         !text.contains("notes.txt"),
@@ -279,6 +284,22 @@ fn a_client_sees_only_the_queues_its_user_may_open() {
         let (_, own) = get(ep.addr, "/metrics");
         assert!(own.contains("queue=\"private.fifo\""), "{own}");
     }
+    ep.stop().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A queue named on the command line that is not there is reported down: it was left out of
+/// the scrape, so an alert on `shmfifo_queue_up == 0` never fired for a queue that was gone.
+#[test]
+fn a_named_queue_that_is_gone_is_reported_down() {
+    let dir = std::env::temp_dir().join(format!("shmfifo-metrics-named-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let _a = Queue::create_at(dir.join("a.fifo"), &QueueConfig::new()).unwrap();
+    let ep = Endpoint::start_named(&dir, &["a.fifo", "gone.fifo"]);
+    let (status, text) = get(ep.addr, "/metrics");
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(value(&text, "shmfifo_queue_up", "a.fifo"), 1.0);
+    assert_eq!(value(&text, "shmfifo_queue_up", "gone.fifo"), 0.0);
     ep.stop().unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

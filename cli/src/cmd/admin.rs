@@ -160,12 +160,22 @@ pub fn unlink(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
     {
         return Err(Failure::queue(&a.queue, e));
     }
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::symlink_metadata(path_of(&a.queue)).map(|m| m.uid());
     if is_path(&a.queue) {
         Queue::unlink_at(&a.queue)
     } else {
         Queue::unlink(&a.queue)
     }
     .map_err(|e| Failure::queue(&a.queue, e))?;
+    // The bridge's status file beside it (`QUEUE.bridge.json`), a regular file of the queue's
+    // owner: it outlived the queue, and a new queue of the name showed the old counts.
+    let status = format!("{}.bridge.json", path_of(&a.queue));
+    if std::fs::symlink_metadata(&status)
+        .is_ok_and(|m| m.is_file() && owner.as_ref().is_ok_and(|&o| o == m.uid()))
+    {
+        let _ = std::fs::remove_file(&status);
+    }
     if ctx.json {
         print_json(&json!({"queue": a.queue, "unlinked": path_of(&a.queue)}));
     } else {

@@ -29,6 +29,14 @@ pub struct MetricsArgs {
 
 /// Serves until Ctrl-C or SIGTERM.
 pub fn run(a: &MetricsArgs) -> Result<(), Failure> {
+    // Not refused (the endpoint may start before the queues' directory is made), but said: it
+    // started silently and served nothing.
+    if !a.dir.is_dir() {
+        eprintln!(
+            "shmfifo metrics: warning: --dir {}: not a directory (yet): nothing to report until it is",
+            a.dir.display()
+        );
+    }
     let cfg = shmfifo_serve::metrics::MetricsConfig {
         addr: a.listen,
         dir: a.dir.clone(),

@@ -88,7 +88,11 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
                     b.retried,
                     "Messages a bridge released for another try.",
                 ),
-                ("failed", b.failed, "Messages the remote queue refused."),
+                (
+                    "failed",
+                    b.failed,
+                    "Refusals of a message by the remote queue (one refused three times counts three).",
+                ),
                 (
                     "dead_lettered",
                     b.dead_lettered,

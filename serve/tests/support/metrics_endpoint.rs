@@ -26,13 +26,28 @@ impl Endpoint {
     /// `reuse` ([`MetricsConfig::reuse`]).
     #[allow(dead_code)]
     pub fn start_reusing(dir: &Path, reuse: Duration) -> Endpoint {
-        let cfg = MetricsConfig {
+        Endpoint::start_cfg(MetricsConfig {
             addr: "127.0.0.1:0".parse().unwrap(),
             dir: dir.to_owned(),
             queues: Vec::new(),
             public: false,
             reuse,
-        };
+        })
+    }
+
+    /// Starts an endpoint for the queues `names` of `dir` only.
+    #[allow(dead_code)]
+    pub fn start_named(dir: &Path, names: &[&str]) -> Endpoint {
+        Endpoint::start_cfg(MetricsConfig {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            dir: dir.to_owned(),
+            queues: names.iter().map(|n| (*n).to_owned()).collect(),
+            public: false,
+            reuse: Duration::ZERO,
+        })
+    }
+
+    fn start_cfg(cfg: MetricsConfig) -> Endpoint {
         let (tx, rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
