@@ -449,9 +449,13 @@ impl<'a> Bridge<'a> {
         // The rate's next allowance is a deadline only for messages it holds back: a bridge
         // with nothing to send long-polls (with a rate set, the past allowance of an idle start
         // made every poll a zero wait: 430,000 empty receives in 3 s).
+        // Only a moment still to come: an allowance already due is held back by something
+        // with a wake-up of its own (a reply awaited with every request slot taken, the
+        // remote's backoff), and a past deadline made those waits zero waits (a spin).
         if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
-            if self.groups.values().any(|g| Self::ready(g, now)) {
-                at(self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate)));
+            let t = self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate));
+            if t > now && self.groups.values().any(|g| Self::ready(g, now)) {
+                at(t);
             }
         }
         next

@@ -598,6 +598,41 @@ fn a_rate_paces_the_sends_after_an_idle_start_and_never_spins() {
     assert_eq!(r.forwarded, 30);
 }
 
+/// With every request slot taken (concurrency 1, a remote 300 ms away) and a rate whose
+/// allowance is already due, the bridge waits for the reply: the past allowance made its waits
+/// zero waits, a poll loop at full speed until each reply came.
+#[test]
+fn a_rate_already_due_waits_for_replies_without_spinning() {
+    let dir = Dir::new("bridge-rate-busy");
+    let a = Queue::create_at(dir.0.join("a"), &QueueConfig::new()).unwrap();
+    let b = Queue::create_at(dir.0.join("b"), &QueueConfig::new()).unwrap();
+    for k in 0..30 {
+        a.send(&SendMessage::new(&format!("g{k}"), "m").dedup_id(&k.to_string()))
+            .unwrap();
+    }
+    let slow = Hooked::delayed(Box::new(b), Duration::from_millis(300));
+    let opts = BridgeOptions {
+        max_per_second: Some(1000),
+        concurrency: 1,
+        until_empty: true,
+        wait: Duration::ZERO,
+        remote_name: "b".into(),
+        ..Default::default()
+    };
+    let before = a.counters().empty_receives;
+    {
+        let local = Queue::open_at(dir.0.join("a")).unwrap();
+        let r = bridge(&local, &slow, &opts, &mut |_| {}).unwrap();
+        assert_eq!(r.forwarded, 30);
+        // `local` closed here: its tally of empty receives reaches the queue's count.
+    }
+    let polls = a.counters().empty_receives - before;
+    assert!(
+        polls < 300,
+        "{polls} empty receives in three 300 ms replies: a spin"
+    );
+}
+
 /// A REMOTE with no scheme was taken for a local queue: `shmfifo bridge outbox orders.fifo`
 /// (a forgotten `sqs://`) forwarded the outbox into `/dev/shm/orders.fifo`, the very file a
 /// local serve serves, and exited 0. Now it is a usage error (2) naming the forms; a local far

@@ -281,6 +281,7 @@ fn a_remote_url_that_cannot_be_sqs_fifo_or_no_region_is_a_usage_error() {
         "ftp://127.0.0.1:9/000000000000/inbox.fifo",
         "http://127.0.0.1:9/000000000000/inbox",
         "http://127.0.0.1:9/000000000000/.fifo",
+        "http:///000000000000/inbox.fifo",
     ] {
         let out = within_a_minute(Command::new(BIN).arg(&path).arg(url));
         assert_eq!(out.status.code(), Some(2), "{url}: {out:?}");
@@ -293,6 +294,8 @@ fn a_remote_url_that_cannot_be_sqs_fifo_or_no_region_is_a_usage_error() {
             .arg("http://127.0.0.1:9/000000000000/inbox.fifo")
             .env_remove("AWS_REGION")
             .env_remove("AWS_DEFAULT_REGION")
+            // The region chain ends at the instance-metadata service (a region on EC2).
+            .env("AWS_EC2_METADATA_DISABLED", "true")
             .env("AWS_CONFIG_FILE", dir.0.join("none"))
             .env("AWS_SHARED_CREDENTIALS_FILE", dir.0.join("none")),
     );

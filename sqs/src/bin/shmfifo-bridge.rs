@@ -80,12 +80,14 @@ fn init_logging(verbose: u8) {
         1 => LevelFilter::INFO,
         _ => LevelFilter::DEBUG,
     };
-    let warn = Targets::new()
-        .with_default(level)
-        .with_target("aws_config::imds", LevelFilter::ERROR)
+    let mut warn = Targets::new().with_default(level);
+    if verbose == 0 {
         // Each credential provider's failure on the way (the instance-metadata one a page
-        // long): the bridge says what failed, once.
-        .with_target("aws_config::meta::credentials", LevelFilter::ERROR);
+        // long): the bridge says what failed, once. `-v` shows them (debugging credentials).
+        warn = warn
+            .with_target("aws_config::imds", LevelFilter::ERROR)
+            .with_target("aws_config::meta::credentials", LevelFilter::ERROR);
+    }
     let filter = match std::env::var("RUST_LOG") {
         Ok(s) if !s.trim().is_empty() => s.parse::<Targets>().unwrap_or_else(|e| {
             eprintln!("shmfifo bridge: RUST_LOG={s:?} is ignored: {e} (use e.g. info or shmfifo_sqs=debug)");
@@ -115,9 +117,14 @@ fn fifo_url(url: &str) -> bool {
     let Some((scheme, rest)) = url.split_once("://") else {
         return false;
     };
-    let name = rest.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+    // As the library reads a queue URL: its query and fragment are not the name's.
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let Some((host, path)) = rest.split_once('/') else {
+        return false;
+    };
+    let name = path.trim_end_matches('/').rsplit('/').next().unwrap_or("");
     matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https")
-        && rest.contains('/')
+        && !host.is_empty()
         && name.len() > ".fifo".len()
         && name.ends_with(".fifo")
 }
@@ -200,9 +207,9 @@ fn run(a: &Args) -> i32 {
         ) if code == "dispatch" || code == "timeout" => {
             // No credential provider answered (off EC2 without keys, the instance-metadata
             // service refusing): nothing was sent, so say that, not "did not answer".
-            let what = if e.to_string().contains("loading credentials") {
-                "no AWS credentials could be loaded (set AWS_ACCESS_KEY_ID and \
-                 AWS_SECRET_ACCESS_KEY, or AWS_PROFILE)"
+            // (A provider that failed rather than found nothing: the SDK's text says so.)
+            let what = if e.to_string().contains("credentials") {
+                CREDENTIALS_HINT
             } else {
                 "the remote queue did not answer"
             };
@@ -394,14 +401,57 @@ fn denied_this_action(e: &shmfifo::Error) -> bool {
 /// queue, every message refused alike) or did not answer at start.
 const REMOTE: i32 = 41;
 
+/// What to set when no credentials could be loaded.
+const CREDENTIALS_HINT: &str =
+    "no AWS credentials could be loaded: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE";
+
 /// Says what failed at the far end or in the run; its exit code: [`REMOTE`] where the remote
-/// failed or has no such queue, 1 otherwise (a setting, the local queue).
+/// failed or has no such queue, 2 where no region is set (a usage error, as a malformed
+/// REMOTE is), 1 otherwise (the local queue).
 fn fail(what: &str, e: &shmfifo::Error) -> i32 {
     eprintln!("shmfifo bridge: {what}: {e}");
     match e {
+        shmfifo::Error::Remote {
+            kind: RemoteKind::Credentials,
+            ..
+        } => {
+            eprintln!("hint: {CREDENTIALS_HINT}");
+            REMOTE
+        }
         shmfifo::Error::Remote { .. } | shmfifo::Error::QueueDoesNotExist { .. } => REMOTE,
-        // The remote's settings (no region): a usage error, as a malformed REMOTE is.
-        shmfifo::Error::InvalidConfig { .. } => 2,
+        shmfifo::Error::InvalidConfig {
+            setting: "region", ..
+        } => 2,
         _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fifo_url;
+
+    /// The URLs that can name an SQS FIFO queue, as the library reads them (its query and
+    /// fragment are not the name's), and those that cannot.
+    #[test]
+    fn fifo_urls_are_http_with_a_host_and_a_fifo_name() {
+        for ok in [
+            "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+            "https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo/",
+            "HTTPS://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo",
+            "http://[::1]:9324/000000000000/orders.fifo",
+            "http://127.0.0.1:9324/000000000000/orders.fifo?x=1",
+        ] {
+            assert!(fifo_url(ok), "{ok}");
+        }
+        for bad in [
+            "ftp://127.0.0.1/000000000000/orders.fifo",
+            "http://127.0.0.1:9324/000000000000/orders",
+            "http://127.0.0.1:9324/000000000000/.fifo",
+            "http:///000000000000/orders.fifo",
+            "http://127.0.0.1:9324",
+            "http://127.0.0.1:9324/q?name=x.fifo",
+        ] {
+            assert!(!fifo_url(bad), "{bad}");
+        }
     }
 }
