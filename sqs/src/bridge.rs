@@ -70,6 +70,7 @@ use std::time::{Duration, Instant};
 
 mod kinds;
 mod options;
+mod pace;
 mod run;
 mod status;
 mod worker;
@@ -207,10 +208,8 @@ struct Bridge<'a> {
     remote_not_before: Option<Instant>,
     remote_backoff: Duration,
     dlq: Option<(String, Queue)>,
-    /// The rate's pace: messages handed to the workers (`sent`) since `started`, and the
-    /// allowance is `rate` a second since then (`bank_at_most_a_request` moves it forward).
-    started: Instant,
-    sent: u64,
+    /// The rate ([`BridgeOptions::max_per_second`]).
+    pace: pace::Pace,
     tick: u64,
     rng: u64,
     /// The refusals since the last acknowledgement: their error code, the distinct messages
@@ -249,8 +248,7 @@ impl<'a> Bridge<'a> {
             remote_not_before: None,
             remote_backoff: Duration::from_millis(50),
             dlq: None,
-            started: Instant::now(),
-            sent: 0,
+            pace: pace::Pace::new(opts.max_per_second, Instant::now()),
             tick: 0,
             rng: seed | 1,
             refused_run: run::RefusedRun::default(),
@@ -449,32 +447,12 @@ impl<'a> Bridge<'a> {
         // The rate's next allowance is a deadline only for messages it holds back: a bridge
         // with nothing to send long-polls (with a rate set, the past allowance of an idle start
         // made every poll a zero wait: 430,000 empty receives in 3 s).
-        // Only a moment still to come: an allowance already due is held back by something
-        // with a wake-up of its own (a reply awaited with every request slot taken, the
-        // remote's backoff), and a past deadline made those waits zero waits (a spin).
-        if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
-            let t = self.started + Duration::from_secs_f64(self.sent as f64 / f64::from(rate));
-            if t > now && self.groups.values().any(|g| Self::ready(g, now)) {
+        if let Some(t) = self.pace.next(now) {
+            if self.groups.values().any(|g| Self::ready(g, now)) {
                 at(t);
             }
         }
         next
-    }
-
-    /// Under a rate, the allowance banked while idle is at most one request's (`rate`
-    /// messages, at most 10): an hour without messages let the next 360,000 of a rate of 100
-    /// go at full speed. The pace restarts from now with that much due.
-    fn bank_at_most_a_request(&mut self, rate: u32, now: Instant) {
-        let r = f64::from(rate);
-        let burst = u64::from(rate).min(10);
-        let due = (now.saturating_duration_since(self.started).as_secs_f64() * r) as u64 + 1;
-        if due > self.sent + burst {
-            // `burst` due now: `burst - 1` messages' time behind us (and one more as the
-            // pace always allows).
-            let behind = Duration::from_secs_f64((burst - 1) as f64 / r);
-            self.started = now.checked_sub(behind).unwrap_or(now);
-            self.sent = 0;
-        }
     }
 
     /// Received messages into their groups' chains. A group that is still held here means
@@ -563,16 +541,9 @@ impl<'a> Bridge<'a> {
         }
         self.remote_not_before = None;
         while self.outstanding < self.concurrency {
-            let mut allowed = 10usize;
-            if let Some(rate) = self.opts.max_per_second.filter(|r| *r > 0) {
-                self.bank_at_most_a_request(rate, now);
-                let due = (now.saturating_duration_since(self.started).as_secs_f64()
-                    * f64::from(rate)) as u64
-                    + 1;
-                allowed = allowed.min(due.saturating_sub(self.sent) as usize);
-                if allowed == 0 {
-                    return;
-                }
+            let allowed = self.pace.allowed(10, now);
+            if allowed == 0 {
+                return;
             }
             let mut ready: Vec<(u64, bool, &String)> = self
                 .groups
@@ -608,7 +579,7 @@ impl<'a> Bridge<'a> {
                     msg: Arc::clone(&h.msg),
                 });
             }
-            self.sent += entries.len() as u64;
+            self.pace.sent(entries.len() as u64);
             self.outstanding += 1;
             if jobs.send(entries).is_err() {
                 // The workers are gone; `run` finds out when it waits for them.
