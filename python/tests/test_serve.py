@@ -297,13 +297,20 @@ def test_signatures_cover_the_body_and_the_date(qdir):
         assert x.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
 
 
+def _dead_letter_pair(sqs, dlq_name, src_name):
+    """A dead-letter queue and a source whose RedrivePolicy names it (one receive): the dead-letter
+    queue's URL and ARN, and the source's URL."""
+    dlq = sqs.create_queue(QueueName=f"{dlq_name}.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    src = sqs.create_queue(QueueName=f"{src_name}.fifo", Attributes={
+        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})["QueueUrl"]
+    return dlq, dlq_arn, src
+
+
 def test_dead_letter_move_tasks(endpoint):
     # X1 then X6 through StartMessageMoveTask / ListMessageMoveTasks.
     sqs = boto3_client(endpoint)
-    dlq = sqs.create_queue(QueueName="dlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    src = sqs.create_queue(QueueName="src.fifo", Attributes={
-        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})["QueueUrl"]
+    dlq, dlq_arn, src = _dead_letter_pair(sqs, "dlq", "src")
     for i in range(3):
         sqs.send_message(QueueUrl=src, MessageBody=f"p{i}", MessageGroupId=f"g{i}", MessageDeduplicationId=str(i))
     sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10, VisibilityTimeout=0)
@@ -326,10 +333,7 @@ def test_a_move_task_that_leaves_messages_behind_says_so(endpoint):
     # X6: messages sent to the dead-letter queue directly name no source; a task without a
     # DestinationArn leaves them. It answered COMPLETED, moved 0, and no word why.
     sqs = boto3_client(endpoint)
-    dlq = sqs.create_queue(QueueName="ldlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sqs.create_queue(QueueName="lsrc.fifo", Attributes={
-        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})
+    dlq, dlq_arn, _ = _dead_letter_pair(sqs, "ldlq", "lsrc")
     for i in range(3):
         sqs.send_message(QueueUrl=dlq, MessageBody=f"d{i}", MessageGroupId="g", MessageDeduplicationId=str(i))
     sqs.start_message_move_task(SourceArn=dlq_arn)
@@ -349,10 +353,7 @@ def test_a_running_move_task_reports_its_progress_and_its_cancel_the_count(endpo
     # X6: ListMessageMoveTasks shows a running task's messages moved so far (it said 0 until
     # the task ended), and CancelMessageMoveTask answers them (it answered 0).
     sqs = boto3_client(endpoint)
-    dlq = sqs.create_queue(QueueName="pdlq.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sqs.create_queue(QueueName="psrc.fifo", Attributes={
-        "FifoQueue": "true", "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": 1})})
+    dlq, dlq_arn, _ = _dead_letter_pair(sqs, "pdlq", "psrc")
     dst = sqs.create_queue(QueueName="pdst.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     dst_arn = sqs.get_queue_attributes(QueueUrl=dst, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     for i in range(40):
