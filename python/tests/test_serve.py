@@ -297,6 +297,16 @@ def test_signatures_cover_the_body_and_the_date(qdir):
         assert x.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
 
 
+def _ended_task(sqs, source_arn):
+    """The source's latest move task once it no longer runs (or as it is after 30 s)."""
+    deadline = time.time() + 30
+    while True:
+        [t] = sqs.list_message_move_tasks(SourceArn=source_arn)["Results"]
+        if t["Status"] != "RUNNING" or time.time() > deadline:
+            return t
+        time.sleep(0.1)
+
+
 def _dead_letter_pair(sqs, dlq_name, src_name):
     """A dead-letter queue and a source whose RedrivePolicy names it (one receive): the dead-letter
     queue's URL and ARN, and the source's URL."""
@@ -318,12 +328,7 @@ def test_dead_letter_move_tasks(endpoint):
     assert sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]["ApproximateNumberOfMessages"] == "3"
     handle = sqs.start_message_move_task(SourceArn=dlq_arn)["TaskHandle"]
     assert handle
-    deadline = time.time() + 30
-    while True:
-        [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
-        if t["Status"] != "RUNNING" or time.time() > deadline:
-            break
-        time.sleep(0.1)
+    t = _ended_task(sqs, dlq_arn)
     assert t["Status"] == "COMPLETED" and t["ApproximateNumberOfMessagesMoved"] == 3
     back = sqs.receive_message(QueueUrl=src, MaxNumberOfMessages=10)["Messages"]
     assert sorted(m["Body"] for m in back) == ["p0", "p1", "p2"]
@@ -337,12 +342,7 @@ def test_a_move_task_that_leaves_messages_behind_says_so(endpoint):
     for i in range(3):
         sqs.send_message(QueueUrl=dlq, MessageBody=f"d{i}", MessageGroupId="g", MessageDeduplicationId=str(i))
     sqs.start_message_move_task(SourceArn=dlq_arn)
-    deadline = time.time() + 30
-    while True:
-        [t] = sqs.list_message_move_tasks(SourceArn=dlq_arn)["Results"]
-        if t["Status"] != "RUNNING" or time.time() > deadline:
-            break
-        time.sleep(0.1)
+    t = _ended_task(sqs, dlq_arn)
     assert t["Status"] == "FAILED" and t["ApproximateNumberOfMessagesMoved"] == 0, t
     assert "3 messages stayed" in t["FailureReason"] and "DestinationArn" in t["FailureReason"], t
     attrs = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])
