@@ -1308,10 +1308,15 @@ fn participants_recover_set_purge_unlink() {
     assert_eq!(u(&stat(&q)["messages"]["visible"]), 0);
     assert_eq!(received(&["receive", q.s()]), Value::Array(vec![]));
 
-    // A bridge's status file beside it goes with it (a new queue of the name showed its
-    // counts).
+    // A bridge's status file beside it is shown by stat, unless it names another creation
+    // (left by the bridge of an earlier queue of the name, removed by `rm`, the library's
+    // `unlink` or serve's DeleteQueue); one that names none (an older bridge's) is shown.
     let status = format!("{}.bridge.json", q.path().display());
+    std::fs::write(&status, r#"{"queue_created_ms":1,"forwarded":5}"#).unwrap();
+    assert_eq!(stat(&q).get("bridge"), None, "an earlier queue's status");
     std::fs::write(&status, r#"{"forwarded":7}"#).unwrap();
+    assert_eq!(u(&stat(&q)["bridge"]["forwarded"]), 7);
+    // It goes with the queue (a new queue of the name showed its counts).
     let r = json(&["unlink", q.s()]);
     assert_eq!(r["unlinked"], q.path().display().to_string());
     assert!(!q.path().exists());

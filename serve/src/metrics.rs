@@ -415,8 +415,14 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
                 (PathBuf::from(status), owner)
             }
         };
+        // Not one left by an earlier queue of the name (it names another creation; one that
+        // names none was written by a bridge before it named one).
         if let Some(v) = read_status_file(&status, queue_owner)
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .filter(|v| {
+                v.get("queue_created_ms")
+                    .is_none_or(|c| c.as_u64() == Some(a.created_timestamp))
+            })
         {
             let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
             bridged.get_or_create(&l).inc_by(n("forwarded"));

@@ -48,10 +48,21 @@ fn a_scrape_reports_every_queue_without_joining() {
     let _hold = b.receive(&zero).unwrap();
     assert!(b.receive(&zero).unwrap().is_empty());
     assert!(b.receive(&zero).unwrap().is_empty());
-    // A bridge's counters beside queue b (the file `shmfifo bridge` keeps).
+    // A bridge's counters beside queue b (the file `shmfifo bridge` keeps), naming b's creation.
+    let created = b.attributes().created_timestamp;
     std::fs::write(
         dir.join("b.fifo.bridge.json"),
-        r#"{"remote":"sqs://x.fifo","forwarded":7,"retried":2,"failed":1,"dead_lettered":3,"stopped":["p","q"],"pid":1,"updated_ms":1}"#,
+        format!(
+            r#"{{"remote":"sqs://x.fifo","queue_created_ms":{created},"forwarded":7,"retried":2,"failed":1,"dead_lettered":3,"stopped":["p","q"],"pid":1,"updated_ms":1}}"#
+        ),
+    )
+    .unwrap();
+    // One left beside a by the bridge of an earlier queue of the name (another creation): not
+    // a's status.
+    let earlier = a.attributes().created_timestamp - 1;
+    std::fs::write(
+        dir.join("a.fifo.bridge.json"),
+        format!(r#"{{"remote":"sqs://x.fifo","queue_created_ms":{earlier},"forwarded":9}}"#),
     )
     .unwrap();
 
@@ -133,6 +144,10 @@ fn a_scrape_reports_every_queue_without_joining() {
         3.0
     );
     assert_eq!(value(&text, "shmfifo_bridge_stopped_groups", "b.fifo"), 2.0);
+    assert!(
+        !text.contains("shmfifo_bridge_forwarded_total{queue=\"a.fifo\"}"),
+        "an earlier queue's bridge status is not a's"
+    );
     assert!(
         !text.contains("bridge.json"),
         "the status file is not a queue"

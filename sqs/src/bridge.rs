@@ -201,6 +201,8 @@ struct Bridge<'a> {
     deletes: Vec<(ReceiptHandle, Done)>,
     report: BridgeReport,
     before: BridgeReport,
+    /// The local queue's creation time, which its status file names ([`status_path`]).
+    created_ms: u64,
     changed: bool,
     /// When the status was last published (it is rewritten at most once a second).
     published: Option<Instant>,
@@ -225,6 +227,7 @@ impl<'a> Bridge<'a> {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64)
             ^ (u64::from(std::process::id()) << 32);
+        let created_ms = local.attributes().created_timestamp;
         Bridge {
             local,
             opts,
@@ -241,8 +244,9 @@ impl<'a> Bridge<'a> {
             before: opts
                 .status_file
                 .as_deref()
-                .map(read_status)
+                .and_then(|p| read_status(p, created_ms))
                 .unwrap_or_default(),
+            created_ms,
             changed: false,
             published: None,
             remote_not_before: None,
@@ -390,7 +394,7 @@ impl<'a> Bridge<'a> {
                 dead_lettered: b.dead_lettered.saturating_add(r.dead_lettered),
                 stopped: r.stopped,
             };
-            write_status(p, &self.opts.remote_name, &total);
+            write_status(p, &self.opts.remote_name, self.created_ms, &total);
         }
     }
 

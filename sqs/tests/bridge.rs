@@ -365,7 +365,8 @@ fn refusal(endpoint: &str, others: &[&str], with_dlq: bool) -> Refusal {
         dead,
         p9_id,
         left: a.approximate_number_of_messages + a.approximate_number_of_messages_not_visible,
-        status: shmfifo_sqs::bridge::read_status(&status),
+        status: shmfifo_sqs::bridge::read_status(&status, a.created_timestamp)
+            .expect("the bridge's status file"),
     }
 }
 
@@ -540,7 +541,8 @@ fn a_bridge_between_two_local_queues_keeps_attributes() {
     // The status file (what `stat` and `metrics` show) adds up over runs.
     a.send(&SendMessage::new("g", "two").dedup_id("2")).unwrap();
     shmfifo_sqs::bridge::bridge(&a, &b, &opts, &mut |_| {}).unwrap();
-    let total = shmfifo_sqs::bridge::read_status(&status);
+    let created = a.attributes().created_timestamp;
+    let total = shmfifo_sqs::bridge::read_status(&status, created).expect("a's status");
     assert_eq!((total.forwarded, total.retried, total.failed), (2, 0, 0));
     assert!(total.stopped.is_empty());
     let got = Queue::receive(&b, &ReceiveOptions::max(10)).unwrap();

@@ -33,25 +33,23 @@ struct Bridge {
     stopped: Vec<String>,
 }
 
-/// The bridge's status file beside the queue's (`PATH.bridge.json`), if there is one.
+/// The bridge's status file beside the queue's (`PATH.bridge.json`), if there is one of this
+/// queue (created at `created_ms`; not one left by an earlier queue of the name).
 #[cfg(feature = "sqs")]
-fn bridge_status(queue: &str) -> Option<Bridge> {
+fn bridge_status(queue: &str, created_ms: u64) -> Option<Bridge> {
     let p = shmfifo_sqs::bridge::status_path(std::path::Path::new(&path_of(queue)));
-    p.exists().then(|| {
-        let r = shmfifo_sqs::bridge::read_status(&p);
-        Bridge {
-            forwarded: r.forwarded,
-            retried: r.retried,
-            failed: r.failed,
-            dead_lettered: r.dead_lettered,
-            stopped: r.stopped,
-        }
+    shmfifo_sqs::bridge::read_status(&p, created_ms).map(|r| Bridge {
+        forwarded: r.forwarded,
+        retried: r.retried,
+        failed: r.failed,
+        dead_lettered: r.dead_lettered,
+        stopped: r.stopped,
     })
 }
 
 /// Without the `sqs` feature, no bridge's status is read.
 #[cfg(not(feature = "sqs"))]
-fn bridge_status(_queue: &str) -> Option<Bridge> {
+fn bridge_status(_queue: &str, _created_ms: u64) -> Option<Bridge> {
     None
 }
 
@@ -72,7 +70,7 @@ pub fn run(a: &StatArgs, ctx: Ctx) -> Result<(), Failure> {
     let q = observe(&a.queue)?;
     let i = q.inspect(a.top).map_err(|e| Failure::queue(&a.queue, e))?;
     drop(q);
-    let bridge = bridge_status(&a.queue);
+    let bridge = bridge_status(&a.queue, i.attributes.created_timestamp);
     if a.prometheus {
         let mut s = prometheus(&a.queue, &i);
         if let Some(b) = &bridge {

@@ -3,27 +3,34 @@
 use super::BridgeReport;
 
 /// The status file of the bridge of the local queue at `queue_path`: `PATH.bridge.json`, a
-/// JSON object `{"remote", "forwarded", "retried", "failed", "dead_lettered", "stopped",
-/// "pid", "updated_ms"}` rewritten (by rename) as the counters change. The counters add up
-/// over every bridge run on that queue; `stopped` lists the groups the last run stopped.
+/// JSON object `{"remote", "queue_created_ms", "forwarded", "retried", "failed",
+/// "dead_lettered", "stopped", "pid", "updated_ms"}` rewritten (by rename) as the counters
+/// change. The counters add up over every bridge run on that queue; `stopped` lists the groups
+/// the last run stopped. `queue_created_ms` is the queue's creation time
+/// ([`QueueAttributes::created_timestamp`](shmfifo::QueueAttributes::created_timestamp)): a
+/// file left by the bridge of a queue since removed (by `rm`, the library's `unlink`, serve's
+/// `DeleteQueue`) names another creation than a new queue of the name and is not its status.
 pub fn status_path(queue_path: &std::path::Path) -> std::path::PathBuf {
     let mut p = queue_path.as_os_str().to_owned();
     p.push(".bridge.json");
     std::path::PathBuf::from(p)
 }
 
-/// What a status file holds (zeros and no stopped group if there is none, or it does not
-/// parse).
+/// What a status file holds about the queue created at `queue_created_ms`: `None` if there is
+/// none, it does not parse, or it is the status of an earlier queue of the name (see
+/// [`status_path`]; a file that names no creation, written by a bridge before it named one, is
+/// read).
 ///
 /// The file lies beside the queue, often in a directory every user may write (`/dev/shm`): it
 /// is read only if it is a regular file (no symlink followed, no FIFO waited on) of at most
 /// [`MAX_STATUS_BYTES`].
-pub fn read_status(path: &std::path::Path) -> BridgeReport {
-    let v: serde_json::Value = read_small(path)
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+pub fn read_status(path: &std::path::Path, queue_created_ms: u64) -> Option<BridgeReport> {
+    let v: serde_json::Value = read_small(path).and_then(|b| serde_json::from_slice(&b).ok())?;
+    if !v.is_object() || !of_queue(&v, queue_created_ms) {
+        return None;
+    }
     let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
-    BridgeReport {
+    Some(BridgeReport {
         forwarded: n("forwarded"),
         retried: n("retried"),
         failed: n("failed"),
@@ -37,7 +44,14 @@ pub fn read_status(path: &std::path::Path) -> BridgeReport {
                     .collect()
             })
             .unwrap_or_default(),
-    }
+    })
+}
+
+/// Whether status `v` is that of the queue created at `queue_created_ms`: it names that
+/// creation, or none (a file of a bridge before it named one).
+pub fn of_queue(v: &serde_json::Value, queue_created_ms: u64) -> bool {
+    v.get("queue_created_ms")
+        .is_none_or(|c| c.as_u64() == Some(queue_created_ms))
 }
 
 /// The longest status file read (the stopped groups' names make it grow: 128 bytes each).
@@ -71,12 +85,18 @@ fn read_small(path: &std::path::Path) -> Option<Vec<u8>> {
     Some(b)
 }
 
-pub(super) fn write_status(path: &std::path::Path, remote: &str, r: &BridgeReport) {
+pub(super) fn write_status(
+    path: &std::path::Path,
+    remote: &str,
+    queue_created_ms: u64,
+    r: &BridgeReport,
+) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
     let text = serde_json::json!({
         "remote": remote,
+        "queue_created_ms": queue_created_ms,
         "forwarded": r.forwarded,
         "retried": r.retried,
         "failed": r.failed,
@@ -129,31 +149,45 @@ mod tests {
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo(3) on a path we own.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
-        assert_eq!(read_status(&fifo), BridgeReport::default());
+        assert_eq!(read_status(&fifo, 1), None);
         let target = dir.join("target.json");
         std::fs::write(&target, r#"{"forwarded":5}"#).unwrap();
         let link = dir.join("link.bridge.json");
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        assert_eq!(read_status(&link).forwarded, 0, "a symlink is not followed");
-        assert_eq!(read_status(&target).forwarded, 5);
+        assert_eq!(read_status(&link, 1), None, "a symlink is not followed");
+        assert_eq!(read_status(&target, 1).unwrap().forwarded, 5);
         let forged = dir.join("forged.bridge.json");
         std::fs::write(&forged, format!(r#"{{"forwarded":{}}}"#, u64::MAX)).unwrap();
-        assert_eq!(read_status(&forged).forwarded, u64::MAX);
+        assert_eq!(read_status(&forged, 1).unwrap().forwarded, u64::MAX);
         // A regular file another user owns beside a queue of ours is not read as its status.
         let queue = dir.join("q.fifo");
         std::fs::write(&queue, b"").unwrap();
         let planted = dir.join("q.fifo.bridge.json");
         std::fs::write(&planted, r#"{"forwarded":7}"#).unwrap();
-        assert_eq!(read_status(&planted).forwarded, 7, "ours");
+        assert_eq!(read_status(&planted, 1).unwrap().forwarded, 7, "ours");
         let c = std::ffi::CString::new(planted.to_str().unwrap()).unwrap();
         // SAFETY: chown(2) on our own file (the tests run as root in CI; elsewhere it fails
         // with EPERM and the check below is skipped).
         if unsafe { libc::chown(c.as_ptr(), 12345, 12345) } == 0 {
-            assert_eq!(read_status(&planted).forwarded, 0, "another user's");
+            assert_eq!(read_status(&planted, 1), None, "another user's");
         }
+        // The status of an earlier queue of the name (another creation time) is not this
+        // queue's; one that names no creation (an older bridge's) is read.
+        let earlier = dir.join("earlier.bridge.json");
+        let r = BridgeReport {
+            forwarded: 3,
+            ..BridgeReport::default()
+        };
+        write_status(&earlier, "sqs://q.fifo", 1_000, &r);
+        assert_eq!(
+            read_status(&earlier, 1_000).unwrap().forwarded,
+            3,
+            "this queue's"
+        );
+        assert_eq!(read_status(&earlier, 2_000), None, "an earlier queue's");
         // Written as a new file of the owner's only.
         let out = dir.join("out.bridge.json");
-        write_status(&out, "sqs://q.fifo", &BridgeReport::default());
+        write_status(&out, "sqs://q.fifo", 1, &BridgeReport::default());
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(
             std::fs::metadata(&out).unwrap().permissions().mode() & 0o777,
