@@ -333,3 +333,65 @@ fn the_group_table_stops_at_the_size_limit() {
     q.send(&SendMessage::new("g0", "y")).unwrap();
     assert_eq!(q.attributes().active_groups, cap);
 }
+
+/// `sync` writes back the segments a grown queue added, not only its base file (the base
+/// mapping's `msync` alone left them dirty): on a disk-backed file, no page of the file is
+/// dirty after it, as `cachestat(2)` counts them.
+#[test]
+fn sync_writes_back_the_segments_a_queue_grew() {
+    // Under the target directory (disk-backed where the build is): tmpfs pages are never
+    // written back, so they would count as dirty whatever `sync` did.
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("shmfifo-sync-grown-{}", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let cfg = small(0);
+    let base = cfg.arena_size().unwrap();
+    let q = Queue::create_at(&path, &small(base + (1 << 20))).unwrap();
+    let body = "x".repeat(200);
+    for i in 0..300 {
+        q.send(&SendMessage::new("g", &format!("{i} {body}")))
+            .unwrap();
+    }
+    assert!(q.size().grows > 0, "the queue grew");
+    q.sync().unwrap();
+    let dirty = dirty_pages(&path);
+    drop(q);
+    Queue::unlink_at(&path).unwrap();
+    if let Some(dirty) = dirty {
+        assert_eq!(dirty, 0, "pages of the file still dirty after sync");
+    }
+}
+
+/// The dirty pages of file `path` in the page cache (`cachestat(2)`, Linux 6.5; `None` on a
+/// kernel without it).
+fn dirty_pages(path: &std::path::Path) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let f = std::fs::File::open(path).unwrap();
+    let range = Range { off: 0, len: 0 };
+    let mut st = Stat::default();
+    // SAFETY: cachestat(2) (syscall 451 on every architecture) reads `range` and writes `st`,
+    // both live and laid out as the kernel's structs; the descriptor is open.
+    let r = unsafe { libc::syscall(451, f.as_raw_fd(), &range, &mut st, 0) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        assert_eq!(e.raw_os_error(), Some(libc::ENOSYS), "cachestat: {e}");
+        eprintln!("cachestat(2) not in this kernel: the dirty pages are not counted");
+        return None;
+    }
+    assert!(st.nr_cache > 0, "the file is in the page cache");
+    Some(st.nr_dirty + st.nr_writeback)
+}

@@ -379,8 +379,9 @@ impl Queue {
     /// that dies holding a loan loses nothing: recovery frees the slot.
     ///
     /// Errors: `len` of 0 or over [`maximum_message_size`](Queue::maximum_message_size), an
-    /// invalid group id (S2): `InvalidParameterValue`; no free slot in the class:
-    /// [`Error::SizeClassFull`].
+    /// invalid group id (S2): `InvalidParameterValue`; no free slot in the class and no room to
+    /// grow it (the size limit reached): [`Error::SizeClassFull`]; the file system refused the
+    /// growth: [`Error::NoSpace`].
     ///
     /// # Examples
     ///

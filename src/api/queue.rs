@@ -19,8 +19,9 @@ use crate::sys;
 /// [`Queue::create`]/[`Queue::open`] registers one participant, released on the last drop.
 ///
 /// After `fork`, a child must open the queue again rather than use the parent's handle. A child
-/// forked without `exec` also inherits the handle's liveness lock, so while it lives the parent
-/// is never seen as dead (its claims are not taken over); children that `exec` do not. A child
+/// forked without `exec` also inherits the handle's liveness lock, so while it keeps the
+/// inherited handle the parent is never seen as dead (its claims are not taken over); children
+/// that `exec` do not. A child
 /// that drops the inherited handle (or exits through its destructors) releases nothing: the
 /// participant stays the parent's.
 #[derive(Debug, Clone)]
@@ -551,7 +552,9 @@ impl Queue {
         v.min(crate::config::MAX_WAIT_TIME.as_millis() as u64)
     }
 
-    /// Writes the queue's pages back to its file and waits for the write (`msync`): what
+    /// Writes the queue's pages back to its file and waits for the write (`msync` of the base
+    /// file's mapping, then `fdatasync` of the file: the segments a grown queue added are
+    /// separate mappings, written back by the second): what
     /// survives a reboot or a power loss of a queue on a disk-backed path is what was synced
     /// last (the kernel also writes pages back on its own, at times of its choosing). Queues
     /// under `/dev/shm` (tmpfs) and anonymous ones live in memory only and never survive a
@@ -572,7 +575,8 @@ impl Queue {
     /// # Ok::<(), shmfifo::Error>(())
     /// ```
     pub fn sync(&self) -> crate::Result<()> {
-        self.inner.map.flush().map_err(Error::Io)
+        self.inner.map.flush().map_err(Error::Io)?;
+        self.inner.segs.file().sync().map_err(Error::Io)
     }
 
     /// Maps every page of the queue into this process now (`madvise(MADV_POPULATE_WRITE)`;

@@ -216,12 +216,12 @@ pub enum DedupOverflow {
 ///
 /// | setting | default | range |
 /// |---|---|---|
-/// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision |
+/// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision; changeable later |
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s; changeable later |
 /// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B; changeable later, up to the largest size class the file was laid out for (`Queue::maximum_message_size_limit`) |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the slot: payload and 64 B header) gets a quarter as many, at least 4 |
 /// | `size_limit` | 1 GiB, at most the base file plus a quarter of the file system's space left free beside it at creation ([`default_size_limit`]: 28.5 MiB in an empty 64 MiB `/dev/shm`) | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
-/// | `max_groups` | 4,096 | groups with messages at once, 1 – 8,388,608 |
+/// | `max_groups` | 4,096 | groups with messages at once that the base group table holds, 1 – 8,388,608; the table grows past them up to `size_limit` (`QueueAttributes::max_groups`: the ceiling, about a million by default) |
 /// | `max_participants` | 64 | processes (handles) with the queue open at once, 1 – 65,534 |
 /// | `mode` | `0o600` | file permissions (owner-only by default). The library opens only files its own user owns, or a uid listed in `SHMFIFO_TRUSTED_UIDS` owns (`Error::UntrustedFile` otherwise): wider bits matter to trusted uids and to `shmfifo serve`, which acts with each client's own access |
 /// | `deduplication` | `Queue` | `Queue`, `MessageGroup` (D2) or `Off` (no table, no dedup ids) |

@@ -98,6 +98,13 @@ pub trait SegmentFile: Send + Sync + fmt::Debug {
     fn mapped_end(&self) -> u64 {
         0
     }
+
+    /// Writes the file's pages back to its storage and waits (`fdatasync`): every segment's,
+    /// mapped by this process or not (a segment's pages are the file's, whoever wrote them).
+    /// Nothing to write for an arena without a file.
+    fn sync(&self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
@@ -111,6 +118,10 @@ impl<T: SegmentFile> SegmentFile for std::sync::Arc<T> {
 
     fn mapped_end(&self) -> u64 {
         (**self).mapped_end()
+    }
+
+    fn sync(&self) -> std::io::Result<()> {
+        (**self).sync()
     }
 }
 

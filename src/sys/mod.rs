@@ -564,6 +564,12 @@ impl crate::protocol::segments::SegmentFile for FileSegments {
     fn mapped_end(&self) -> u64 {
         self.maps.lock().unwrap_or_else(|e| e.into_inner()).1
     }
+
+    fn sync(&self) -> io::Result<()> {
+        // The whole file: its segments are separate mappings (this process's or others'),
+        // which the base mapping's msync does not reach.
+        self.file.sync_data()
+    }
 }
 
 impl Drop for FileSegments {
