@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use shmfifo::{
-    Error, MessageAttribute, Queue, QueueConfig, QueueSettings, ReceiveOptions, RedriveOptions,
-    RedrivePolicy, SendMessage,
+    Error, ErrorCode, MessageAttribute, Queue, QueueConfig, QueueSettings, ReceiveOptions,
+    RedriveOptions, RedrivePolicy, SendMessage,
 };
 
 const LONG: Duration = Duration::from_secs(60);
@@ -601,6 +601,23 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
     let rep = dlq.redrive(&RedriveOptions::default()).unwrap();
     assert_eq!((rep.moved, rep.skipped), (0, 2));
     assert_eq!((counts(&dlq).0, counts(&dlq).1), (2, 0));
+    // Into itself: refused before anything moves (it dropped every message as a duplicate of
+    // itself; without deduplication, it moved them round for ever).
+    let err = dlq
+        .redrive(&RedriveOptions {
+            destination: Some(dlq.name.clone()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidParameterValue, "{err}");
+    assert_eq!((counts(&dlq).0, counts(&dlq).1), (2, 0), "nothing moved");
+    let err = dest
+        .redrive(&RedriveOptions {
+            destination: Some(dest.name.clone()),
+            ..Default::default()
+        })
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::InvalidParameterValue, "{err}");
 }
 
 /// X6: a redrive that cannot move a message back (its source queue is gone) puts the messages

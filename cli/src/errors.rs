@@ -17,6 +17,9 @@ pub const USAGE: u8 = 2;
 pub const INPUT: u8 = 3;
 /// Exit code: a shmfifo error of a kind newer than this table.
 pub const OTHER: u8 = 9;
+/// Exit code: Ctrl-C or SIGTERM ended a `send --wait` before it sent everything (128 + SIGINT,
+/// as a shell reports a command Ctrl-C ended).
+pub const INTERRUPTED: u8 = 130;
 
 /// Every exit code: `(code, kind, meaning)`. The help text and `cli/README.md` show this
 /// table; tests check that they agree.
@@ -174,6 +177,11 @@ pub const EXIT_CODES: &[(u8, &str, &str)] = &[
         "Remote",
         "an SQS endpoint failed: unreachable, throttling, credentials, or another remote error",
     ),
+    (
+        INTERRUPTED,
+        "interrupted",
+        "Ctrl-C or SIGTERM ended send --wait before it sent everything",
+    ),
 ];
 
 /// The exit code of a library error: exhaustive over [`ErrorCode`] (no wildcard), so a new
@@ -262,6 +270,12 @@ pub enum Failure {
     },
     /// Nothing to return (receive, peek): exit code 1, no message printed.
     Empty,
+    /// Ctrl-C or SIGTERM ended a wait before its work was done (`send --wait`): exit code
+    /// 130.
+    Interrupted {
+        /// What was done and what was not.
+        what: String,
+    },
     /// Failures already reported (per entry of a batch, per receipt of a delete): the exit
     /// code of the first.
     Reported(u8),
@@ -306,6 +320,7 @@ impl Failure {
             Failure::Input { .. } => INPUT,
             Failure::Usage { .. } => USAGE,
             Failure::Empty => EMPTY,
+            Failure::Interrupted { .. } => INTERRUPTED,
             Failure::Reported(c) => *c,
         }
     }
@@ -328,6 +343,7 @@ impl Failure {
                 format!("{source}: {what}"),
                 None,
             ),
+            Failure::Interrupted { what } => ("Interrupted", what.clone(), None),
             Failure::Empty | Failure::Reported(_) => return None,
         };
         let mut e = serde_json::json!({"Error": {"Code": code, "Message": message}});
@@ -344,6 +360,7 @@ impl Failure {
             Failure::Input { source, what } | Failure::Usage { source, what } => {
                 Some(format!("shmfifo: {source}: {what}\n"))
             }
+            Failure::Interrupted { what } => Some(format!("shmfifo: {what}\n")),
             Failure::Empty | Failure::Reported(_) => None,
         }
     }

@@ -88,13 +88,32 @@ pub enum Command {
     Metrics(cmd::metrics::MetricsArgs),
 }
 
-/// Set by SIGINT (Ctrl-C) and SIGTERM: long-running commands (`watch`, a long-poll `receive`,
-/// `redrive`) stop at their next check and return, so that every queue handle is dropped
-/// cleanly (a process that dies registered counts as a dead participant).
+/// Set by SIGINT (Ctrl-C) and SIGTERM once a command that looks at it has called
+/// [`catch_interrupts`] (or [`interrupt_flag`]): long-running commands (`watch`, a long-poll
+/// `receive`, `redrive`, `send --wait`) stop at their next check and return, so that every
+/// queue handle is dropped cleanly (a process that dies registered counts as a dead
+/// participant). Every other command keeps the signals' default: Ctrl-C ends it at once (a
+/// `send` reading its body from stdin sends nothing; a process killed mid-call loses nothing,
+/// the queue is crash-safe). Handlers installed for every command made Ctrl-C do nothing in
+/// those that never look, and a body cut short by it was sent at end of input.
 static INTERRUPTED: std::sync::LazyLock<std::sync::Arc<std::sync::atomic::AtomicBool>> =
-    std::sync::LazyLock::new(Default::default);
+    std::sync::LazyLock::new(|| {
+        let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Registration fails only for a forbidden signal; these are not.
+            let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&flag));
+        }
+        flag
+    });
 
-/// The flag Ctrl-C and SIGTERM set, for library calls that take a cancel flag (`redrive`).
+/// From now on, Ctrl-C and SIGTERM set the flag [`interrupted`] reads instead of ending the
+/// process: for a command that looks at it while it waits.
+pub fn catch_interrupts() {
+    std::sync::LazyLock::force(&INTERRUPTED);
+}
+
+/// The flag Ctrl-C and SIGTERM set, for library calls that take a cancel flag (`redrive`);
+/// catches them ([`catch_interrupts`]).
 pub fn interrupt_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     std::sync::Arc::clone(&INTERRUPTED)
 }
@@ -106,14 +125,16 @@ pub fn interrupted() -> bool {
 
 /// Installs a subscriber that writes events to stderr, each line with its time (UTC, RFC
 /// 3339), level and target: the levels RUST_LOG names (`info`, `shmfifo_serve=debug,warn`:
-/// targets and levels, comma-separated), else `-v` info and `-vv` debug; nothing at all without
-/// either.
+/// targets and levels, comma-separated), else `-v` info and `-vv` debug; without either, the
+/// warnings and errors of shmfifo's own crates (a redrive's message left behind and why, a
+/// bridge's or server's failure: a command that says "see the warning" shows it).
 fn init_logging(verbose: u8) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let by_flag = match verbose {
-        0 => None,
+        // `shmfifo` matches every target of shmfifo's crates (`shmfifo_serve`, …): a prefix.
+        0 => Some(Targets::new().with_target("shmfifo", LevelFilter::WARN)),
         1 => Some(Targets::new().with_default(LevelFilter::INFO)),
         _ => Some(Targets::new().with_default(LevelFilter::DEBUG)),
     };
@@ -136,10 +157,6 @@ fn init_logging(verbose: u8) {
 }
 
 fn main() -> ExitCode {
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Registration fails only for a forbidden signal; these are not.
-        let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&INTERRUPTED));
-    }
     let matches = Cli::command()
         .after_help(errors::exit_code_help())
         .get_matches();

@@ -154,6 +154,11 @@ pub fn num(n: u64) -> String {
     out
 }
 
+/// `n messages` (`1 message`), `n` with thousands separators.
+pub fn messages(n: u64) -> String {
+    format!("{} message{}", num(n), if n == 1 { "" } else { "s" })
+}
+
 /// Milliseconds since the Unix epoch as UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn timestamp(ms: u64) -> String {
     let secs = ms / 1000;

@@ -1392,6 +1392,106 @@ fn ctrl_c_is_a_clean_exit() {
     // Only `stat` itself is registered now.
     let recover = json(&["recover", q.s()]);
     assert_eq!(u(&recover["dead_participants"]), 0, "{recover}");
+
+    // `send --wait` on a full queue: ended within 100 ms, exit code 130, nothing sent (it
+    // waited out its whole --wait, Ctrl-C ignored). A body read from stdin, cut by Ctrl-C: the
+    // process ends at once and sends nothing (it was sent at end of input).
+    let full = Q::named("sigint-full");
+    expect(
+        &[
+            "create",
+            full.s(),
+            "--max-messages",
+            "4",
+            "--size-limit",
+            "0",
+        ],
+        0,
+    );
+    for g in ["a", "b", "c", "d"] {
+        send(&full, g, g, "x");
+    }
+    let interrupt = |args: &[&str], sig: &str| {
+        let mut child = std::process::Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The body's first bytes, stdin kept open.
+        {
+            use std::io::Write;
+            child.stdin.as_mut().unwrap().write_all(b"partial").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        assert!(std::process::Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{args:?}: still running after {sig}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        drop(child.stdin.take());
+        child.wait_with_output().unwrap()
+    };
+    let out = interrupt(
+        &["send", full.s(), "-g", "e", "-d", "e", "--wait", "30s", "x"],
+        "-INT",
+    );
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not sent"),
+        "{out:?}"
+    );
+    let out = interrupt(
+        &["send", full.s(), "--wait", "30s", "--batch", "-"],
+        "-TERM",
+    );
+    assert_eq!(
+        out.status.code(),
+        None,
+        "killed while reading its input: {out:?}"
+    );
+    received(&["receive", full.s(), "--max", "1", "--delete"]);
+    let out = interrupt(&["send", full.s(), "-g", "p", "-d", "p", "-"], "-INT");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(2), "ended by Ctrl-C: {out:?}");
+    assert_eq!(u(&stat(&full)["messages"]["visible"]), 3, "nothing sent");
+}
+
+/// Mistakes of a first hour, refused plainly: a redrive into the queue it takes from (it
+/// dropped every message as a duplicate of itself, or moved them round for ever), a body of
+/// endless input (read until memory ran out), a value with a unit out of range (the error
+/// named the millisecond attribute the CLI had set instead).
+#[test]
+fn first_hour_mistakes_are_refused_plainly() {
+    let q = create("mistakes", &[]);
+    send(&q, "g", "1", "x");
+    let (_, err) = expect(&["redrive", q.s(), "--to", q.s()], 20);
+    assert!(err.contains("is the queue redriven"), "{err}");
+    assert_eq!(u(&stat(&q)["messages"]["visible"]), 1, "nothing moved");
+    let (_, err) = expect(
+        &["send", q.s(), "-g", "g", "-d", "2", "--file", "/dev/zero"],
+        3,
+    );
+    assert!(err.contains("longer than 1048576 bytes"), "{err}");
+    let (_, err) = expect(&["set", q.s(), "VisibilityTimeout", "13h"], 19);
+    assert!(
+        err.contains("parameter VisibilityTimeout.") && !err.contains("VisibilityTimeoutMs"),
+        "{err}"
+    );
+    let (out, _) = expect(&["purge", q.s()], 0);
+    assert!(out.contains("purged 1 message from"), "{out}");
 }
 
 /// One duration syntax everywhere: `set` takes `30s`, `500ms` or `1h 30m` for the

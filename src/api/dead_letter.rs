@@ -400,6 +400,11 @@ impl Queue {
     /// moving it again is a duplicate (dropped) in a destination that deduplicates and was
     /// sent it within its dedup interval, since the dedup id sent is this queue's message id.
     ///
+    /// A destination that is this queue itself is `InvalidParameterValue` (moving a message
+    /// into the queue it is taken from would drop it as a duplicate of itself, or, without
+    /// deduplication, move the same messages round for ever); a message whose source is this
+    /// queue stays, skipped.
+    ///
     /// # Examples
     ///
     /// ```
@@ -447,7 +452,17 @@ impl Queue {
         // A destination named is opened first: one that is not there is the error whether or
         // not a message is here to move (it answered "nothing moved" on an empty queue).
         if let Some(p) = &fixed {
-            dests.insert(p.clone(), Queue::open_at(p)?);
+            let q = Queue::open_at(p)?;
+            if q.inner.nonce == self.inner.nonce {
+                return Err(Error::InvalidParameterValue {
+                    parameter: "destination",
+                    reason: format!(
+                        "{} is the queue redriven: a message moved into the queue it is taken from would be a duplicate of itself, or move round for ever",
+                        p.display()
+                    ),
+                });
+            }
+            dests.insert(p.clone(), q);
         }
         // The messages skipped, held (in flight) while the redrive runs so that it does not
         // take them again, and put back when it returns, whichever way.
@@ -548,6 +563,19 @@ impl Queue {
                 let dest = match dests.get(&path) {
                     Some(q) => q.clone(),
                     None => match Queue::open_at(&path) {
+                        // A source that is this queue (its file moved here, or a policy naming
+                        // itself): not moved into itself.
+                        Ok(q) if q.inner.nonce == self.inner.nonce => {
+                            tracing::warn!(
+                                queue = %self.display_name(),
+                                source = %path.display(),
+                                "redrive: a message's source queue is this queue; the message stays"
+                            );
+                            rep.unreachable += 1;
+                            self.hold_skipped(&m.receipt_handle, rep, skipped);
+                            unreachable.insert(path);
+                            continue;
+                        }
                         Ok(q) => {
                             dests.insert(path.clone(), q.clone());
                             q

@@ -6,7 +6,7 @@ use shmfifo::Queue;
 
 use super::{is_path, open, path_of, print_json, Ctx, QueueArg};
 use crate::errors::Failure;
-use crate::output::{kv, num, out};
+use crate::output::{kv, messages, num, out};
 
 /// Deletes every message and prints how many.
 pub fn purge(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
@@ -19,7 +19,7 @@ pub fn purge(a: &QueueArg, ctx: Ctx) -> Result<(), Failure> {
     if ctx.json {
         print_json(&json!({"queue": a.queue, "purged": n}));
     } else {
-        out(&format!("purged {} messages from {}\n", num(n), a.queue));
+        out(&format!("purged {} from {}\n", messages(n), a.queue));
     }
     Ok(())
 }
@@ -138,8 +138,20 @@ pub fn set(a: &SetArgs, ctx: Ctx) -> Result<(), Failure> {
         _ => (a.attribute.clone(), a.value.clone()),
     };
     let q = open(&a.queue)?;
-    q.set_attribute(&name, &value)
-        .map_err(|e| Failure::queue(&a.queue, e))?;
+    q.set_attribute(&name, &value).map_err(|e| {
+        // A value given with a unit was set through the millisecond name: the error names
+        // the attribute the user typed.
+        let e = match e {
+            shmfifo::Error::InvalidConfig { setting, reason } if name != a.attribute => {
+                shmfifo::Error::InvalidConfig {
+                    setting,
+                    reason: reason.replace(&name, &a.attribute),
+                }
+            }
+            e => e,
+        };
+        Failure::queue(&a.queue, e)
+    })?;
     drop(q);
     if ctx.json {
         print_json(&json!({"queue": a.queue, "attribute": a.attribute, "value": a.value}));

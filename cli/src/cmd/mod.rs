@@ -76,6 +76,14 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+/// A dedup overflow policy as `create --dedup-overflow` names it.
+pub fn overflow_name(o: shmfifo::DedupOverflow) -> &'static str {
+    match o {
+        shmfifo::DedupOverflow::Refuse => "refuse",
+        _ => "shorten-window",
+    }
+}
+
 /// Whether a queue argument is a path rather than a name under `/dev/shm`.
 pub fn is_path(queue: &str) -> bool {
     queue.contains('/')
@@ -159,10 +167,7 @@ pub fn settings_json(a: &QueueAttributes) -> Value {
         "content_based_deduplication": a.content_based_deduplication,
         "deduplication_interval_ms": ms(a.deduplication_interval),
         "dedup_entries": a.dedup_entries,
-        "dedup_overflow": match a.dedup_overflow {
-            shmfifo::DedupOverflow::Refuse => "refuse",
-            _ => "shorten-window",
-        },
+        "dedup_overflow": overflow_name(a.dedup_overflow),
         "redrive_policy": a.redrive_policy.as_ref().map(|p| json!({
             "dead_letter_queue": p.dead_letter_queue,
             "max_receive_count": p.max_receive_count,

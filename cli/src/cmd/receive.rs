@@ -68,6 +68,8 @@ pub fn receive(a: &ReceiveArgs, ctx: Ctx) -> Result<(), Failure> {
         opts.wait_time = a.wait;
         return super::remote::receive(&a.queue, &opts, a.attempt_id.as_deref(), a.delete, ctx);
     }
+    // Before the open: a Ctrl-C from here on ends the poll and closes the handle cleanly.
+    crate::catch_interrupts();
     let q = open(&a.queue)?;
     let mut opts = ReceiveOptions::max(a.max);
     // The queue's own timeout, unless it is 0 (then 30 s, for --delete).

@@ -12,7 +12,7 @@ use shmfifo::{RedriveOptions, RedriveReport};
 
 use super::{open, print_json, Ctx};
 use crate::errors::Failure;
-use crate::output::{num, out};
+use crate::output::{messages, num, out};
 use crate::parse;
 
 /// Arguments of `redrive`.
@@ -26,7 +26,7 @@ pub struct RedriveArgs {
     /// Most messages moved per second (`100` or `100/s`) [default: as fast as possible].
     #[arg(long, value_name = "N/s", value_parser = parse::rate)]
     pub rate: Option<u32>,
-    /// Most messages to move [default: all the visible ones].
+    /// Most messages to move [default: all the visible ones, counted as it starts].
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
 }
@@ -50,8 +50,12 @@ fn bar(total: u64, json: bool) -> ProgressBar {
 /// run counts each once: chunks each put theirs back, and the next took them again), the
 /// bar moved by a thread that watches the queue's count meanwhile.
 pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
+    // Ctrl-C / SIGTERM stop after the current message, the handle closed cleanly.
+    crate::catch_interrupts();
     let q = open(&a.queue)?;
     let visible = q.attributes().approximate_number_of_messages;
+    // At most the messages visible now, as the help says (it was only the bar's length: a
+    // redrive went on with messages sent meanwhile).
     let total = a.limit.map_or(visible, |l| l.min(visible));
     let bar = bar(total, ctx.json);
     let started = Instant::now();
@@ -71,8 +75,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
         let r = q.redrive(&RedriveOptions {
             destination: a.to.clone(),
             max_per_second: a.rate,
-            limit: a.limit,
-            // Ctrl-C / SIGTERM stop after the current message.
+            limit: Some(total),
             cancel: Some(crate::interrupt_flag()),
             sources: None,
             progress: None,
@@ -95,14 +98,20 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
             "moved": rep.moved,
             "skipped": rep.skipped,
             "unreachable": rep.unreachable,
+            "interrupted": rep.cancelled,
             "seconds": (secs * 1000.0).round() / 1000.0,
         }));
     } else {
         let mut s = format!(
-            "moved {} messages from {} to {} in {secs:.1}s\n",
-            num(rep.moved),
+            "moved {} from {} to {} in {secs:.1}s{}\n",
+            messages(rep.moved),
             a.queue,
-            a.to.as_deref().unwrap_or("their source queues")
+            a.to.as_deref().unwrap_or("their source queues"),
+            if rep.cancelled {
+                " (interrupted: the rest stay)"
+            } else {
+                ""
+            }
         );
         let nameless = rep.skipped - rep.unreachable;
         if nameless > 0 {
@@ -113,7 +122,7 @@ pub fn run(a: &RedriveArgs, ctx: Ctx) -> Result<(), Failure> {
         }
         if rep.unreachable > 0 {
             s.push_str(&format!(
-                "skipped {}: their source queue cannot be opened (gone? see the log line; use --to QUEUE); visible again now\n",
+                "skipped {}: their source queue cannot be opened or is this queue (see the warning above; use --to QUEUE); visible again now\n",
                 num(rep.unreachable)
             ));
         }

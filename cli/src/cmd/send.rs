@@ -81,8 +81,16 @@ pub struct SendArgs {
     pub wait: Option<std::time::Duration>,
 }
 
+/// The most bytes a single message's body read from a file or stdin may have: the largest
+/// message any queue takes (1 MiB). A longer input is refused once one byte more is read, not
+/// read to its end (`--file /dev/zero` ran until memory ran out, and Ctrl-C could not stop it).
+const MAX_BODY_READ: u64 = shmfifo::MAX_MESSAGE_SIZE_LIMIT as u64;
+
+/// The most bytes of a `--batch` input (JSON lines, held in memory while they are sent).
+const MAX_BATCH_READ: u64 = 256 << 20;
+
 fn read_all(source: &str, r: &mut dyn Read) -> Result<String, Failure> {
-    String::from_utf8(read_raw(source, r)?).map_err(|e| {
+    String::from_utf8(read_raw(source, r, MAX_BATCH_READ)?).map_err(|e| {
         Failure::input(
             source,
             format!(
@@ -93,20 +101,35 @@ fn read_all(source: &str, r: &mut dyn Read) -> Result<String, Failure> {
     })
 }
 
-fn read_raw(source: &str, r: &mut dyn Read) -> Result<Vec<u8>, Failure> {
+/// At most `max` bytes of `r`: more is an input error.
+fn read_raw(source: &str, r: &mut dyn Read, max: u64) -> Result<Vec<u8>, Failure> {
     let mut v = Vec::new();
-    r.read_to_end(&mut v)
+    r.take(max + 1)
+        .read_to_end(&mut v)
         .map_err(|e| Failure::input(source, e))?;
+    if v.len() as u64 > max {
+        return Err(Failure::input(
+            source,
+            format!(
+                "longer than {max} bytes, the most {} (not read further)",
+                if max == MAX_BODY_READ {
+                    "a message may have (MaximumMessageSize is at most 1 MiB)"
+                } else {
+                    "a --batch input may have (send it in parts)"
+                }
+            ),
+        ));
+    }
     Ok(v)
 }
 
 /// A single send's body from a file or stdin: text, or (for a binary queue) any bytes.
 fn read_body(path: &str) -> Result<(String, Option<Vec<u8>>), Failure> {
     let raw = if path == "-" {
-        read_raw("stdin", &mut std::io::stdin().lock())?
+        read_raw("stdin", &mut std::io::stdin().lock(), MAX_BODY_READ)?
     } else {
         let mut f = std::fs::File::open(path).map_err(|e| Failure::input(path, e))?;
-        read_raw(path, &mut f)?
+        read_raw(path, &mut f, MAX_BODY_READ)?
     };
     Ok(match String::from_utf8(raw) {
         Ok(s) => (s, None),
@@ -134,6 +157,28 @@ fn read_source(path: &str) -> Result<(String, String), Failure> {
     } else {
         let mut f = std::fs::File::open(path).map_err(|e| Failure::input(path, e))?;
         Ok((path.to_owned(), read_all(path, &mut f)?))
+    }
+}
+
+/// [`Queue::send_timeout`] that Ctrl-C or SIGTERM ends within 100 ms: `None` if they did
+/// (the message not sent), else the send's result.
+fn send_waiting(
+    q: &Queue,
+    msg: &SendMessage<'_>,
+    t: std::time::Duration,
+) -> Option<shmfifo::Result<shmfifo::SendResult>> {
+    crate::catch_interrupts();
+    let slice = std::time::Duration::from_millis(100);
+    let until = std::time::Instant::now() + t;
+    loop {
+        if crate::interrupted() {
+            return None;
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match q.send_timeout(msg, left.min(slice)) {
+            Err(shmfifo::Error::SizeClassFull { .. }) if left > slice => continue,
+            r => return Some(r),
+        }
     }
 }
 
@@ -188,7 +233,9 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
     }
     let msg = m.message(&attrs);
     let r = match a.wait {
-        Some(t) => q.send_timeout(&msg, t),
+        Some(t) => send_waiting(&q, &msg, t).ok_or(Failure::Interrupted {
+            what: format!("{}: interrupted while waiting for room; not sent", a.queue),
+        })?,
         None => q.send(&msg),
     }
     .map_err(|e| Failure::queue(&a.queue, e))?;
@@ -253,6 +300,8 @@ struct Outcome<'m> {
     failed: Vec<(&'m Outgoing, shmfifo::Error)>,
     /// A batch refused as a request (its entries, the error).
     refused: Option<(&'m [Outgoing], shmfifo::Error)>,
+    /// Ctrl-C or SIGTERM ended a `--wait` (the messages from there not sent).
+    interrupted: bool,
 }
 
 /// Sends the batches in order. A batch with a failed entry is the last one sent: the
@@ -269,10 +318,14 @@ fn send_batches(
         // Backpressure: one message at a time, each waiting for room, so that order holds
         // whatever fills up.
         for m in msgs {
-            match q.send_timeout(&m.message(&m.attribute_views()), t) {
-                Ok(r) => o.ok.push((m, r)),
-                Err(e) => {
+            match send_waiting(q, &m.message(&m.attribute_views()), t) {
+                Some(Ok(r)) => o.ok.push((m, r)),
+                Some(Err(e)) => {
                     o.failed.push((m, e));
+                    break;
+                }
+                None => {
+                    o.interrupted = true;
                     break;
                 }
             }
@@ -355,6 +408,16 @@ fn send_batches(
         };
         eprint!("{}", errors::message_at(queue, Some(&at), e));
         first.get_or_insert(errors::code(e));
+    }
+    if o.interrupted {
+        return Err(Failure::Interrupted {
+            what: format!(
+                "{queue}: interrupted while waiting for room; {} of {} messages sent, {} not sent",
+                o.ok.len(),
+                msgs.len(),
+                msgs.len() - o.ok.len()
+            ),
+        });
     }
     match first {
         None => Ok(()),

@@ -191,7 +191,7 @@ fn stat_json(queue: &str, i: &Inspection) -> Value {
         "dedup": {
             "entries": i.attributes.dedup_entries,
             "in_use": i.attributes.dedup_entries_in_use,
-            "overflow": format!("{:?}", i.attributes.dedup_overflow),
+            "overflow": super::overflow_name(i.attributes.dedup_overflow),
             "evictions": i.attributes.dedup_evictions,
             "effective_interval_ms": i.attributes.effective_deduplication_interval.as_millis() as u64,
         },

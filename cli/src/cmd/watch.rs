@@ -117,6 +117,7 @@ fn snapshot_text(queue: &str, interval: Duration, s: &Snapshot, prev: Option<&Sn
 
 /// Refreshes until `--count` is reached (or forever), or stdout is closed.
 pub fn run(a: &WatchArgs, ctx: Ctx) -> Result<(), Failure> {
+    crate::catch_interrupts();
     let q = observe(&a.queue)?;
     let tty = !ctx.json && std::io::stdout().is_terminal();
     let mut prev: Option<Snapshot> = None;
