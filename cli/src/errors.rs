@@ -421,6 +421,26 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             "create it with `shmfifo create {q}`, or list the queues with `{}`",
             ls_for(q)
         ),
+        Error::QueueNameExists { .. } if std::path::Path::new(&shown_path(q)).is_dir() => format!(
+            "{} is a directory: a queue is a file, name one in it (`shmfifo create {}/NAME`)",
+            shown_path(q),
+            shown_path(q).trim_end_matches('/')
+        ),
+        // A file there that is not a queue: `unlink` refuses it (it removes queues only).
+        Error::QueueNameExists { .. }
+            if matches!(
+                crate::cmd::observe(q),
+                Err(Failure::Queue {
+                    error: Error::NotAnArena { .. },
+                    ..
+                })
+            ) =>
+        {
+            format!(
+                "{} is not a shmfifo queue: choose another name (it is not shmfifo's to remove: `rm` it if it is no program's)",
+                shown_path(q)
+            )
+        }
         Error::QueueNameExists { .. } => format!(
             "choose another name, or remove the old queue first with `shmfifo unlink {q}` (its messages are lost)"
         ),
@@ -445,8 +465,18 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
             crate::output::size(*needed),
             if dir == "/dev/shm" { "; in a container, `docker run --shm-size=SIZE`" } else { "" }
         ),
+        Error::InvalidQueueName { .. } if q.starts_with("sqs://") || q.starts_with("http") => {
+            "an SQS FIFO queue's name ends in .fifo: sqs://NAME.fifo, or the queue's URL".to_owned()
+        }
         Error::InvalidQueueName { .. } => {
             "a name is 1-200 of A-Z a-z 0-9 _ . - (not `.` or `..`); anything containing '/' is taken as a path".to_owned()
+        }
+        // The reason says what to do (a dead-letter queue's size to raise first, the region
+        // to name); `create --help` is no help there.
+        Error::InvalidConfig { setting, reason }
+            if reason.contains("dead-letter queue") || *setting == "region" =>
+        {
+            return None
         }
         Error::InvalidConfig { .. } => "see `shmfifo create --help` for each setting's range".to_owned(),
         Error::MissingParameter { parameter } if *parameter == "MessageGroupId" => {
@@ -462,7 +492,7 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Error::InvalidParameterValue { parameter, reason }
             if *parameter == "MessageDeduplicationId" && reason.starts_with("The queue should") =>
         {
-            "pass --dedup-id ID, or create the queue with --content-based-deduplication".to_owned()
+            "pass --dedup-id ID (with --batch: a \"dedup_id\" in each entry), or create the queue with --content-based-deduplication".to_owned()
         }
         Error::InvalidParameterValue { parameter, reason }
             if *parameter == "MessageGroupId" && reason.contains("must contain") =>
@@ -496,6 +526,10 @@ pub fn hint(queue: &str, e: &Error) -> Option<String> {
         Error::DedupTableFull { .. } => "retry later, or create the queue with a larger --size-limit (the dedup table grows up to it) or a shorter --deduplication-interval".to_owned(),
         Error::DedupInProgress | Error::ParticipantBusy { .. } => format!(
             "retry later; `shmfifo stat {q}` lists the processes using the queue (is one stopped? `kill -CONT PID` resumes it)"
+        ),
+        Error::UntrustedFile { reason, .. } if reason.contains("wider than") => format!(
+            "a queue's permissions widened after its creation (chmod) are refused: set them back (`chmod 600 {}` for the default), or create it with the mode wanted (--mode)",
+            shown_path(q)
         ),
         Error::UntrustedFile { .. } => format!(
             "only queue files of this user are opened or removed: check `ls -l {}`; a queue of another user is trusted through SHMFIFO_TRUSTED_UIDS=UID",

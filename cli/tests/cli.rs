@@ -1492,6 +1492,26 @@ fn first_hour_mistakes_are_refused_plainly() {
     );
     let (out, _) = expect(&["purge", q.s()], 0);
     assert!(out.contains("purged 1 message from"), "{out}");
+    // No advice that cannot be followed: no queue takes more than 1 MiB.
+    let (_, err) = expect(&["set", q.s(), "MaximumMessageSize", "2MiB"], 19);
+    assert!(!err.contains("larger maximum_message_size"), "{err}");
+    // Hints that lead somewhere: over a file that is not a queue (`unlink` refuses it), over
+    // a directory, on a queue whose permissions were widened.
+    let plain = Q::named("plain-file");
+    std::fs::write(plain.path(), b"notes").unwrap();
+    let (_, err) = expect(&["create", plain.s()], 11);
+    assert!(
+        err.contains("is not a shmfifo queue") && !err.contains("shmfifo unlink"),
+        "{err}"
+    );
+    std::fs::remove_file(plain.path()).unwrap();
+    let (_, err) = expect(&["create", "/dev/shm/"], 11);
+    assert!(err.contains("is a directory"), "{err}");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(q.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, err) = expect(&["stat", q.s()], 40);
+    assert!(err.contains("0644") && err.contains("chmod 600"), "{err}");
+    std::fs::set_permissions(q.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 /// One duration syntax everywhere: `set` takes `30s`, `500ms` or `1h 30m` for the

@@ -691,7 +691,7 @@ impl Queue {
                 return Err(Error::UntrustedFile {
                     path: shown,
                     reason: format!(
-                        "its permissions {now:#o} are wider than the {asked:#o} its creator asked for"
+                        "its permissions {now:04o} are wider than the {asked:04o} its creator asked for"
                     ),
                 });
             }

@@ -115,9 +115,18 @@ impl Queue {
         if let Some(m) = s.maximum_message_size {
             let limit = self.maximum_message_size_limit();
             if !(1024..=limit).contains(&m) {
+                // A larger queue is advice only up to the largest any queue takes (1 MiB).
+                let more = if limit < crate::config::MAX_MESSAGE_SIZE_LIMIT
+                    && m > limit
+                    && m <= crate::config::MAX_MESSAGE_SIZE_LIMIT
+                {
+                    " (create a queue with a larger maximum_message_size for more)"
+                } else {
+                    ""
+                };
                 return Err(Error::InvalidConfig {
                     setting: "MaximumMessageSize",
-                    reason: format!("Invalid value for the parameter MaximumMessageSize. Reason: {m} is not between 1024 and {limit} bytes, what this queue's arena was created for (create a queue with a larger maximum_message_size for more)."),
+                    reason: format!("Invalid value for the parameter MaximumMessageSize. Reason: {m} is not between 1024 and {limit} bytes, what this queue's arena was created for{more}."),
                 });
             }
         }

@@ -221,8 +221,22 @@ pub fn untrusted(file: &File) -> io::Result<Option<String>> {
             .filter_map(|u| u.trim().parse::<u32>().ok())
             .any(|u| u == m.uid());
     if !allowed {
+        // Entries that are no uid (a user name, say) are said, not silently passed over.
+        let ignored: Vec<&str> = trusted
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty() && u.parse::<u32>().is_err())
+            .collect();
+        let ignored = if ignored.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; SHMFIFO_TRUSTED_UIDS entries that are not numeric uids are ignored: {}",
+                ignored.join(", ")
+            )
+        };
         return Ok(Some(format!(
-            "it is owned by uid {}, not by this process's uid {me} (list trusted owners in SHMFIFO_TRUSTED_UIDS)",
+            "it is owned by uid {}, not by this process's uid {me} (list trusted owners' numeric uids in SHMFIFO_TRUSTED_UIDS{ignored})",
             m.uid()
         )));
     }
