@@ -270,6 +270,11 @@ pub struct Header {
     pub dedup_growth: AtomicU64,
     /// The most segments the group table may add (layout 16). Fixed at creation.
     pub group_growth: AtomicU64,
+    /// Wall-clock time of the last change of the queue's settings (`Queue::set_attributes`),
+    /// ms since the Unix epoch, 0 if none since creation: SQS's `LastModifiedTimestamp`.
+    /// Raised by a `fetch_max`, so that racing changes keep the latest. Appended in the
+    /// header's spare page: an arena made before it reads 0.
+    pub modified_wall_ms: AtomicU64,
 }
 
 /// The growth line (layout 13): written only when a size class grows, so no hot path touches

@@ -91,6 +91,42 @@ fn attribute_values_are_whole_numbers_checked_by_their_range() {
     assert_eq!(q.attributes().visibility_timeout, Duration::from_secs(45));
 }
 
+/// Q6: `LastModifiedTimestamp` is the creation until a change of the settings, then the
+/// change's time (on the queue's clock: a test clock's here), in every process, and in the
+/// attributes by SQS name (it was not answered).
+#[test]
+fn q6_last_modified_is_the_last_change_of_the_settings() {
+    let q = queue("lastmod", &small().test_clock(true));
+    let created = q.attributes().created_timestamp;
+    assert_eq!(q.attributes().last_modified_timestamp, created);
+    q.advance_clock(Duration::from_secs(90)).unwrap();
+    q.set_attribute("VisibilityTimeout", "45").unwrap();
+    let a = Queue::open(&q.name).unwrap().attributes();
+    assert!(
+        (created + 90_000..created + 91_000).contains(&a.last_modified_timestamp),
+        "{} after {created}",
+        a.last_modified_timestamp
+    );
+    let by_name = a.sqs_attributes();
+    let get = |n: &str| {
+        by_name
+            .iter()
+            .find(|(k, _)| *k == n)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(
+        get("LastModifiedTimestamp"),
+        Some((a.last_modified_timestamp / 1000).to_string())
+    );
+    // A refused change changes nothing.
+    q.advance_clock(Duration::from_secs(60)).unwrap();
+    q.set_attribute("VisibilityTimeout", "999999").unwrap_err();
+    assert_eq!(
+        q.attributes().last_modified_timestamp,
+        a.last_modified_timestamp
+    );
+}
+
 /// L1: the queue delay is retroactive on FIFO queues: shortening it releases waiting messages,
 /// lengthening it delays messages not yet received.
 #[test]

@@ -106,7 +106,7 @@ class _Exceptions:
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,75}\.fifo$")
 # Every name GetQueueAttributes knows; those shmfifo has no value for (Policy, KMS settings,
-# LastModifiedTimestamp, RedriveAllowPolicy, SqsManagedSseEnabled) are simply not returned.
+# RedriveAllowPolicy, SqsManagedSseEnabled) are simply not returned.
 _QUEUE_ATTRIBUTES = frozenset(
     "All Policy VisibilityTimeout MaximumMessageSize MessageRetentionPeriod "
     "ApproximateNumberOfMessages ApproximateNumberOfMessagesNotVisible CreatedTimestamp "

@@ -356,6 +356,10 @@ def test_set_queue_attributes_is_all_or_nothing(sqs, url):
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"DelaySeconds": "7", "VisibilityTimeout": "45"})
     got = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
     assert (got["DelaySeconds"], got["VisibilityTimeout"]) == ("7", "45")
+    # Q6: the last change's time, in seconds as CreatedTimestamp (it was not answered).
+    assert int(got["CreatedTimestamp"]) <= int(got["LastModifiedTimestamp"]) <= time.time() + 1
+    only = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["LastModifiedTimestamp"])["Attributes"]
+    assert only == {"LastModifiedTimestamp": got["LastModifiedTimestamp"]}
 
 
 @pytest.fixture

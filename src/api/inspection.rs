@@ -280,6 +280,8 @@ impl Queue {
             receive_message_wait_time: Duration::from_millis(self.default_wait_ms()),
             maximum_message_size: self.maximum_message_size(),
             created_timestamp: inner.created_wall_ms,
+            last_modified_timestamp: crate::protocol::live::modified_wall_ms(&inner.view)
+                .max(inner.created_wall_ms),
             fifo_queue: true,
             active_groups: kept::count_active(&inner.view),
             max_groups: group::capacity_max(&inner.view),

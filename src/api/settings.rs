@@ -161,7 +161,8 @@ impl Queue {
                 .map_err(|f| fault(f, inner))?;
         }
         // The redrive policy first: a failure there leaves every setting as it was.
-        live::change(self.arena(), inner, &change);
+        // On the queue's clock (a test clock's wall time too), as SentTimestamp.
+        live::change(self.arena(), &super::queue::Op::new(inner), &change);
         inner.live()
     }
 

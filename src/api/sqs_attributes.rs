@@ -136,11 +136,12 @@ impl QueueConfig {
 
 impl QueueAttributes {
     /// The attributes as SQS's `GetQueueAttributes` names them, with its value formats:
-    /// durations in whole seconds, `CreatedTimestamp` in seconds since the epoch, booleans as
+    /// durations in whole seconds, `CreatedTimestamp` and `LastModifiedTimestamp` in seconds
+    /// since the epoch, booleans as
     /// `true`/`false`, `RedrivePolicy` as its JSON with the dead-letter queue as a local ARN
     /// ([`LOCAL_ARN_PREFIX`]; a dead-letter queue given as a path keeps its path). A queue
     /// with deduplication off (a shmfifo extension) reports no `DeduplicationScope`. Names
-    /// that only SQS has (`QueueArn`, `LastModifiedTimestamp`, `Policy`, KMS settings) are
+    /// that only SQS has (`QueueArn`, `Policy`, KMS settings) are
     /// left to the caller, which knows the queue's name.
     ///
     /// # Examples
@@ -185,6 +186,10 @@ impl QueueAttributes {
             (
                 "CreatedTimestamp",
                 (self.created_timestamp / 1000).to_string(),
+            ),
+            (
+                "LastModifiedTimestamp",
+                (self.last_modified_timestamp / 1000).to_string(),
             ),
             ("FifoQueue", "true".to_owned()),
             (

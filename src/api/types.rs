@@ -463,6 +463,10 @@ pub struct QueueAttributes {
     pub maximum_message_size: u32,
     /// `CreatedTimestamp`, ms since the Unix epoch.
     pub created_timestamp: u64,
+    /// `LastModifiedTimestamp`, ms since the Unix epoch: the last
+    /// [`Queue::set_attributes`](crate::Queue::set_attributes) (its settings or its redrive
+    /// policy), or the creation if none since.
+    pub last_modified_timestamp: u64,
     /// `FifoQueue`: always true.
     pub fifo_queue: bool,
     /// Groups with messages now (a census of the group table: a group emptied by its last
