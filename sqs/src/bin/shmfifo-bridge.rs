@@ -276,24 +276,10 @@ fn run(a: &Args) -> i32 {
         ..Default::default()
     };
     let tty = std::io::stderr().is_terminal();
-    let (mut stopped, mut dead) = (Vec::new(), 0);
+    // A message dead-lettered and a group stopped are reported as they happen by the bridge's
+    // own warnings (logged at the default level, with the group, the message id and the
+    // remote's error): a line of this program's beside each said it twice.
     let r = bridge(&local, remote.as_ref(), &opts, &mut |r| {
-        // Reported as they happen, on a terminal or not (a service's log).
-        if r.dead_lettered > dead {
-            dead = r.dead_lettered;
-            eprintln!(
-                "{}shmfifo bridge: a message the remote queue refuses moved to the local dead-letter queue ({dead} so far)",
-                if tty { "\n" } else { "" }
-            );
-        }
-        if r.stopped != stopped {
-            stopped.clone_from(&r.stopped);
-            eprintln!(
-                "{}shmfifo bridge: groups stopped at a message the remote queue refuses or answers with an error page (their messages stay in the local queue): [{}]",
-                if tty { "\n" } else { "" },
-                stopped.join(", ")
-            );
-        }
         if tty {
             eprint!(
                 "\rforwarded {}, retried {}, failed {}, dead-lettered {}, stopped groups {}   ",
