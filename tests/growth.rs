@@ -381,6 +381,17 @@ fn dirty_pages(path: &std::path::Path) -> Option<u64> {
         nr_recently_evicted: u64,
     }
     let f = std::fs::File::open(path).unwrap();
+    // SAFETY: statfs(2) fills the struct it is given, which outlives the call.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the descriptor is open.
+    assert_eq!(unsafe { libc::fstatfs(f.as_raw_fd(), &mut fs) }, 0);
+    if fs.f_type == libc::TMPFS_MAGIC {
+        eprintln!(
+            "{} is on tmpfs, whose pages are never written back: not counted",
+            path.display()
+        );
+        return None;
+    }
     let range = Range { off: 0, len: 0 };
     let mut st = Stat::default();
     // SAFETY: cachestat(2) (syscall 451 on every architecture) reads `range` and writes `st`,
@@ -388,8 +399,12 @@ fn dirty_pages(path: &std::path::Path) -> Option<u64> {
     let r = unsafe { libc::syscall(451, f.as_raw_fd(), &range, &mut st, 0) };
     if r != 0 {
         let e = std::io::Error::last_os_error();
-        assert_eq!(e.raw_os_error(), Some(libc::ENOSYS), "cachestat: {e}");
-        eprintln!("cachestat(2) not in this kernel: the dirty pages are not counted");
+        // ENOSYS: a kernel before 6.5; EPERM: a seccomp filter that does not know it.
+        assert!(
+            matches!(e.raw_os_error(), Some(libc::ENOSYS | libc::EPERM)),
+            "cachestat: {e}"
+        );
+        eprintln!("cachestat(2) not available here ({e}): the dirty pages are not counted");
         return None;
     }
     assert!(st.nr_cache > 0, "the file is in the page cache");

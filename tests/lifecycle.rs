@@ -654,6 +654,20 @@ fn x6_redrive_to_a_destination_with_rate_limit_and_cancel() {
         })
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidParameterValue, "{err}");
+    // A copy of a queue's file (its nonce the same) is another queue: a redrive from it into
+    // the original is no redrive into itself.
+    let copy = std::env::temp_dir().join(format!("shmfifo-x6-copy-{}", std::process::id()));
+    std::fs::copy(std::path::Path::new("/dev/shm").join(&dlq.name), &copy).unwrap();
+    let from_copy = Queue::open_at(&copy).unwrap();
+    let rep = from_copy
+        .redrive(&RedriveOptions {
+            destination: Some(dlq.name.clone()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(rep.moved, 2, "the copy's two messages, into the original");
+    drop(from_copy);
+    Queue::unlink_at(&copy).unwrap();
 }
 
 /// X6: a redrive that cannot move a message back (its source queue is gone) puts the messages

@@ -127,12 +127,15 @@ pub fn interrupted() -> bool {
 /// 3339), level and target: the levels RUST_LOG names (`info`, `shmfifo_serve=debug,warn`:
 /// targets and levels, comma-separated), else `-v` info and `-vv` debug; without either, the
 /// warnings and errors of shmfifo's own crates (a redrive's message left behind and why, a
-/// bridge's or server's failure: a command that says "see the warning" shows it).
-fn init_logging(verbose: u8) {
+/// bridge's or server's failure: a command that says "see the warning" shows it), except with
+/// `--json` (stderr then holds only the error, as JSON).
+fn init_logging(verbose: u8, json: bool) {
     use tracing_subscriber::filter::{LevelFilter, Targets};
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let by_flag = match verbose {
+        // With --json, stderr holds the error as JSON only (a program parses it).
+        0 if json => None,
         // `shmfifo` matches every target of shmfifo's crates (`shmfifo_serve`, …): a prefix.
         0 => Some(Targets::new().with_target("shmfifo", LevelFilter::WARN)),
         1 => Some(Targets::new().with_default(LevelFilter::INFO)),
@@ -165,7 +168,7 @@ fn main() -> ExitCode {
     // cleanly leaves its received messages in flight (their receipts stay valid for other
     // processes); a process that exits holding one counts as dead.
     let json = cli.json;
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, json);
     match cmd::run(cli) {
         Ok(()) => ExitCode::from(errors::OK),
         Err(f) => {

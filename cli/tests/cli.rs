@@ -1411,7 +1411,9 @@ fn ctrl_c_is_a_clean_exit() {
     for g in ["a", "b", "c", "d"] {
         send(&full, g, g, "x");
     }
-    let interrupt = |args: &[&str], sig: &str| {
+    // `waiting`: the signal only once the command has joined the queue (its handlers are
+    // installed before that), else at any time (the default disposition all along).
+    let interrupt = |args: &[&str], sig: &str, waiting: bool| {
         let mut child = std::process::Command::new(BIN)
             .args(args)
             .stdin(Stdio::piped())
@@ -1424,7 +1426,21 @@ fn ctrl_c_is_a_clean_exit() {
             use std::io::Write;
             child.stdin.as_mut().unwrap().write_all(b"partial").unwrap();
         }
-        std::thread::sleep(Duration::from_millis(300));
+        let joined = std::time::Instant::now();
+        while waiting
+            && !stat(&full)["participants"]["list"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["pid"] == child.id() && p["alive"] == true)
+        {
+            assert!(
+                joined.elapsed() < Duration::from_secs(10),
+                "{args:?} never joined"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100));
         let started = std::time::Instant::now();
         assert!(std::process::Command::new("kill")
             .args([sig, &child.id().to_string()])
@@ -1447,6 +1463,7 @@ fn ctrl_c_is_a_clean_exit() {
     let out = interrupt(
         &["send", full.s(), "-g", "e", "-d", "e", "--wait", "30s", "x"],
         "-INT",
+        true,
     );
     assert_eq!(out.status.code(), Some(130), "{out:?}");
     assert!(
@@ -1456,6 +1473,7 @@ fn ctrl_c_is_a_clean_exit() {
     let out = interrupt(
         &["send", full.s(), "--wait", "30s", "--batch", "-"],
         "-TERM",
+        false,
     );
     assert_eq!(
         out.status.code(),
@@ -1463,7 +1481,11 @@ fn ctrl_c_is_a_clean_exit() {
         "killed while reading its input: {out:?}"
     );
     received(&["receive", full.s(), "--max", "1", "--delete"]);
-    let out = interrupt(&["send", full.s(), "-g", "p", "-d", "p", "-"], "-INT");
+    let out = interrupt(
+        &["send", full.s(), "-g", "p", "-d", "p", "-"],
+        "-INT",
+        false,
+    );
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(2), "ended by Ctrl-C: {out:?}");
     assert_eq!(u(&stat(&full)["messages"]["visible"]), 3, "nothing sent");

@@ -453,7 +453,7 @@ impl Queue {
         // not a message is here to move (it answered "nothing moved" on an empty queue).
         if let Some(p) = &fixed {
             let q = Queue::open_at(p)?;
-            if q.inner.nonce == self.inner.nonce {
+            if self.is_same_file(&q) {
                 return Err(Error::InvalidParameterValue {
                     parameter: "destination",
                     reason: format!(
@@ -472,6 +472,16 @@ impl Queue {
             let _ = self.change_visibility(h, Duration::ZERO);
         }
         r.map(|()| rep)
+    }
+
+    /// Whether `q` is a handle of this queue's own file (the same inode: a copy of the file,
+    /// which keeps the nonce, is another queue).
+    fn is_same_file(&self, q: &Queue) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (self.inner.file.metadata(), q.inner.file.metadata()) {
+            (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+            _ => q.inner.nonce == self.inner.nonce,
+        }
     }
 
     /// Holds a message the redrive leaves here until it returns: counted in `rep.skipped`, its
@@ -565,7 +575,7 @@ impl Queue {
                     None => match Queue::open_at(&path) {
                         // A source that is this queue (its file moved here, or a policy naming
                         // itself): not moved into itself.
-                        Ok(q) if q.inner.nonce == self.inner.nonce => {
+                        Ok(q) if self.is_same_file(&q) => {
                             tracing::warn!(
                                 queue = %self.display_name(),
                                 source = %path.display(),

@@ -146,6 +146,9 @@ impl Queue {
             retention_ms: s.message_retention_period.map(ms),
             content_based_dedup: s.content_based_deduplication,
         };
+        // A request that changes nothing (only settings fixed at creation, at their values)
+        // is no modification.
+        let modified = redrive.is_some() || change != live::Change::default();
         if let Some(r) = redrive {
             let (max, path) = match &r {
                 Some((path, _)) => (
@@ -161,8 +164,12 @@ impl Queue {
                 .map_err(|f| fault(f, inner))?;
         }
         // The redrive policy first: a failure there leaves every setting as it was.
-        // On the queue's clock (a test clock's wall time too), as SentTimestamp.
-        live::change(self.arena(), &super::queue::Op::new(inner), &change);
+        let op = super::queue::Op::new(inner);
+        if modified {
+            // On the queue's clock (a test clock's wall time too), as SentTimestamp.
+            live::note_modified(self.arena(), &op);
+        }
+        live::change(self.arena(), &op, &change);
         inner.live()
     }
 

@@ -101,8 +101,7 @@ pub fn max_in_flight(a: &Arena<'_>) -> u64 {
 }
 
 /// Applies `c`: each setting is one Relaxed store; a change of delay or retention then
-/// [`reschedule`]s. The change's time (`env.wall_ms`) becomes the queue's last-modified time
-/// ([`modified_wall_ms`]) if it is later.
+/// [`reschedule`]s.
 pub fn change(a: &Arena<'_>, env: &dyn Env, c: &Change) {
     let h = a.hdr;
     // Relaxed stores: single-word live settings (module doc); the Release store in
@@ -126,17 +125,24 @@ pub fn change(a: &Arena<'_>, env: &dyn Env, c: &Change) {
     if let Some(on) = c.content_based_dedup {
         h.content_based_dedup.store(u64::from(on), r);
     }
-    // Relaxed: a timestamp for display (`LastModifiedTimestamp`), synchronising nothing;
-    // fetch_max so that of two racing changes the later time stays.
-    h.modified_wall_ms.fetch_max(env.wall_ms(), r);
     crash_point!(());
     if c.delay_ms.is_some() || c.retention_ms.is_some() {
         reschedule(a, env);
     }
 }
 
-/// Wall-clock time of the last change of the settings ([`change`]), ms since the Unix epoch;
-/// 0 if none since creation.
+/// Notes a change of the settings (or of the redrive policy) at the queue's wall-clock time:
+/// the last-modified time ([`modified_wall_ms`]) becomes it if it is later.
+pub fn note_modified(a: &Arena<'_>, env: &dyn Env) {
+    // Relaxed: a timestamp for display (`LastModifiedTimestamp`), synchronising nothing;
+    // fetch_max so that of two racing changes the later time stays.
+    a.hdr
+        .modified_wall_ms
+        .fetch_max(env.wall_ms(), Ordering::Relaxed);
+}
+
+/// Wall-clock time of the last change of the settings ([`note_modified`]), ms since the Unix
+/// epoch; 0 if none since creation.
 pub fn modified_wall_ms(a: &Arena<'_>) -> u64 {
     // Relaxed: a timestamp for display.
     a.hdr.modified_wall_ms.load(Ordering::Relaxed)

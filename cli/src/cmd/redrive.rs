@@ -26,7 +26,7 @@ pub struct RedriveArgs {
     /// Most messages moved per second (`100` or `100/s`) [default: as fast as possible].
     #[arg(long, value_name = "N/s", value_parser = parse::rate)]
     pub rate: Option<u32>,
-    /// Most messages to move [default: all the visible ones, counted as it starts].
+    /// Most messages to move [default: as many as are visible as it starts].
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
 }

@@ -160,23 +160,35 @@ fn read_source(path: &str) -> Result<(String, String), Failure> {
     }
 }
 
-/// [`Queue::send_timeout`] that Ctrl-C or SIGTERM ends within 100 ms: `None` if they did
-/// (the message not sent), else the send's result.
+/// [`Queue::send_timeout`] that Ctrl-C or SIGTERM ends within 100 ms (once the caller has
+/// called [`crate::catch_interrupts`]): `None` if they did (the message not sent), else the
+/// send's result.
 fn send_waiting(
     q: &Queue,
     msg: &SendMessage<'_>,
     t: std::time::Duration,
 ) -> Option<shmfifo::Result<shmfifo::SendResult>> {
-    crate::catch_interrupts();
     let slice = std::time::Duration::from_millis(100);
-    let until = std::time::Instant::now() + t;
+    // A wait too long for the clock (`--wait` takes any duration): a century is as long.
+    let until = std::time::Instant::now()
+        .checked_add(t)
+        .or_else(|| {
+            std::time::Instant::now()
+                .checked_add(std::time::Duration::from_secs(100 * 365 * 86_400))
+        })
+        .unwrap_or_else(std::time::Instant::now);
     loop {
         if crate::interrupted() {
             return None;
         }
         let left = until.saturating_duration_since(std::time::Instant::now());
+        // What `send_timeout` waits out: a full class, and a growth the file system refused.
         match q.send_timeout(msg, left.min(slice)) {
-            Err(shmfifo::Error::SizeClassFull { .. }) if left > slice => continue,
+            Err(shmfifo::Error::SizeClassFull { .. } | shmfifo::Error::NoSpace { .. })
+                if left > slice =>
+            {
+                continue
+            }
             r => return Some(r),
         }
     }
@@ -193,6 +205,10 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
         }
         let (name, text) = read_source(src)?;
         let msgs = parse_lines(&name, &text).map_err(|e| Failure::input(e.source, e.what))?;
+        if a.wait.is_some() {
+            // Before the open: from here Ctrl-C ends the wait and closes the handle cleanly.
+            crate::catch_interrupts();
+        }
         let q = open(&a.queue)?;
         return send_batches(&q, &a.queue, &msgs, a.wait, ctx);
     }
@@ -226,6 +242,11 @@ pub fn run(a: &SendArgs, ctx: Ctx) -> Result<(), Failure> {
             return Err(not_text(&source, b));
         }
         return super::remote::send(&a.queue, &m.message(&attrs), ctx);
+    }
+    if a.wait.is_some() {
+        // Before the open (and after the body is read: a Ctrl-C while it is read ends the
+        // command at once, nothing sent).
+        crate::catch_interrupts();
     }
     let q = open(&a.queue)?;
     if let (Some(b), shmfifo::BodyMode::Text) = (&m.bytes, q.body_mode()) {

@@ -49,7 +49,7 @@ pub fn read_status(path: &std::path::Path, queue_created_ms: u64) -> Option<Brid
 
 /// Whether status `v` is that of the queue created at `queue_created_ms`: it names that
 /// creation, or none (a file of a bridge before it named one).
-pub fn of_queue(v: &serde_json::Value, queue_created_ms: u64) -> bool {
+pub(crate) fn of_queue(v: &serde_json::Value, queue_created_ms: u64) -> bool {
     v.get("queue_created_ms")
         .is_none_or(|c| c.as_u64() == Some(queue_created_ms))
 }
