@@ -37,7 +37,8 @@ pub struct Cli {
     /// Log events on stderr, each line with its time: the library's repairs of what dead
     /// processes left, quarantines of corrupted messages and groups, dead-letter moves, and
     /// serve's queue changes and move tasks (-v: info); -vv adds every request serve answers
-    /// (debug). RUST_LOG, when set, chooses instead (e.g. RUST_LOG=shmfifo_serve=debug,info).
+    /// (debug). Without it, warnings and errors only (none with --json). RUST_LOG, when set,
+    /// chooses instead (e.g. RUST_LOG=shmfifo_serve=debug,info).
     #[arg(long, short = 'v', global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// The subcommand.

@@ -774,7 +774,10 @@ fn errors_have_exit_codes_names_and_hints() {
     let (_, e) = expect(&["--json", "metrics", "--dir", "/nonexistent"], 2);
     assert!(e.contains("prints no JSON document"), "{e}");
     expect(&["watch", q.s(), "--count", "0"], 2);
-    expect(&["create", big.s(), "--max-messages", "0"], 2);
+    // A setting out of range at create is InvalidConfig (19), as --max-groups 0 (it was a
+    // usage error here, 2).
+    expect(&["create", big.s(), "--max-messages", "0"], 19);
+    expect(&["create", big.s(), "--max-groups", "0"], 19);
     // A hint names the queue that is missing: a redrive's target, a directory.
     let (_, e) = expect(&["create", "/nonexistent-dir/q"], 10);
     assert!(e.contains("mkdir -p /nonexistent-dir"), "{e}");

@@ -130,9 +130,10 @@ pub struct CreateArgs {
         long,
         value_name = "N",
         help_heading = "shmfifo settings",
-        conflicts_with = "size_classes",
-        value_parser = clap::value_parser!(u32).range(1..)
+        conflicts_with = "size_classes"
     )]
+    // No range here: 0 is the library's InvalidConfig (exit code 19, naming the setting), as
+    // every other setting out of range (it was a usage error, 2).
     pub max_messages: Option<u32>,
     /// Most bytes the queue's file may grow to as its size classes fill (e.g. 4GiB; 0: never
     /// grow) [default: 1GiB, at most the base file plus a quarter of the free space beside it].
