@@ -178,20 +178,33 @@ fn d1_the_dedup_window_holds_at_any_rate() {
     assert!(q.size().grows >= 2);
 }
 
-/// Q4, S6 (layout 15): `MaximumMessageSize` takes any value SQS accepts, up to 1 MiB, on a
-/// default queue created for 256 KiB: the class for the largest messages is laid out empty
-/// (no byte of the base file) and takes its first segment when such a message is sent. Another
-/// process's handle maps it when it meets the message; a queue that may not grow keeps the
-/// limit it was created for.
+/// Q4, S6 (layout 15): a default queue takes SQS's default `MaximumMessageSize`, 1 MiB, with
+/// a base file laid out for 256 KiB messages (as large as one created for 256 KiB): the class
+/// for the largest messages is laid out empty (no byte of the base file) and takes its first
+/// segment when such a message is sent. Another process's handle maps it when it meets the
+/// message; lowered and raised again live; a queue that may not grow defaults to what its base
+/// file holds, 256 KiB, and keeps the limit it was created for.
 #[test]
-fn q4_s6_maximum_message_size_is_raised_to_1_mib_on_a_default_queue() {
+fn q4_s6_a_default_queue_takes_1_mib_messages() {
     let cfg = QueueConfig::new().deduplication(Deduplication::Off);
     let q = common::queue("grow-size", &cfg.clone().size_limit(64 << 20));
     let consumer = Queue::open(&q.name).unwrap();
     let base = q.size().bytes;
-    assert_eq!(q.maximum_message_size(), 262_144);
+    let former = Queue::create_anonymous(
+        &cfg.clone()
+            .size_limit(64 << 20)
+            .maximum_message_size(262_144),
+    )
+    .unwrap();
+    assert_eq!(base, former.size().bytes, "no byte more than 256 KiB's");
+    assert_eq!(q.maximum_message_size(), 1 << 20);
     assert_eq!(q.maximum_message_size_limit(), 1 << 20);
     let big = "y".repeat(1 << 20);
+    let e = q
+        .send(&SendMessage::new("g", &format!("{big}y")))
+        .unwrap_err();
+    assert_eq!(e.sqs_code(), "InvalidParameterValue", "{e}");
+    q.set_attribute("MaximumMessageSize", "262144").unwrap();
     let e = q.send(&SendMessage::new("g", &big)).unwrap_err();
     assert_eq!(e.sqs_code(), "InvalidParameterValue", "{e}");
     q.set_attribute("MaximumMessageSize", "1048576").unwrap();
@@ -220,6 +233,7 @@ fn q4_s6_maximum_message_size_is_raised_to_1_mib_on_a_default_queue() {
         .unwrap_err();
     // A queue that may not grow keeps what its arena was created for.
     let fixed = Queue::create_anonymous(&cfg.size_limit(0)).unwrap();
+    assert_eq!(fixed.maximum_message_size(), 262_144);
     assert!(fixed.maximum_message_size_limit() < 1 << 20);
     let e = fixed
         .set_attribute("MaximumMessageSize", "1048576")

@@ -802,8 +802,9 @@ fn errors_have_exit_codes_names_and_hints() {
         38,
     );
     expect(&["stat", big.s()], 10);
-    // Larger than any /dev/shm (about 2.7 TiB): tmpfs refuses the reservation at once, and
-    // nothing is left behind.
+    // Larger than any /dev/shm (about 2.3 TiB: a queue that may grow lays its base file out
+    // for messages up to 256 KiB, whatever its MaximumMessageSize): tmpfs refuses the
+    // reservation at once, and nothing is left behind.
     let (_, e) = expect(
         &[
             "create",
@@ -817,7 +818,7 @@ fn errors_have_exit_codes_names_and_hints() {
     );
     assert!(
         e.contains(
-            "hint: the queue needs 2.7 TiB more and /dev/shm is too small: check `df -h /dev/shm`"
+            "hint: the queue needs 2.3 TiB more and /dev/shm is too small: check `df -h /dev/shm`"
         ),
         "{e}"
     );

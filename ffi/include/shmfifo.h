@@ -203,7 +203,9 @@ typedef struct {
    */
   uint64_t receive_wait_ms;
   /*
-   Largest message (body + attributes), bytes (default 262,144; 1,024–1,048,576).
+   Largest message (body + attributes), bytes (1,024–1,048,576; default 0: SQS's 1 MiB
+   on a queue that may grow, whose base file is laid out for 256 KiB messages and takes
+   larger ones in a class grown on demand; 256 KiB on one that may not, `size_limit` 0).
    */
   uint32_t maximum_message_size;
   /*

@@ -19,7 +19,9 @@ pub struct shmfifo_config {
     pub visibility_timeout_ms: u64,
     /// Default receive wait, ms (default 0; 0–20,000).
     pub receive_wait_ms: u64,
-    /// Largest message (body + attributes), bytes (default 262,144; 1,024–1,048,576).
+    /// Largest message (body + attributes), bytes (1,024–1,048,576; default 0: SQS's 1 MiB
+    /// on a queue that may grow, whose base file is laid out for 256 KiB messages and takes
+    /// larger ones in a class grown on demand; 256 KiB on one that may not, `size_limit` 0).
     pub maximum_message_size: u32,
     /// Slots of the smallest size class (default 8,192).
     pub max_messages: u32,
@@ -85,7 +87,7 @@ pub extern "C" fn shmfifo_config_default() -> shmfifo_config {
     shmfifo_config {
         visibility_timeout_ms: 30_000,
         receive_wait_ms: 0,
-        maximum_message_size: 262_144,
+        maximum_message_size: 0,
         max_messages: shmfifo_core::DEFAULT_MAX_MESSAGES,
         max_groups: shmfifo_core::DEFAULT_MAX_GROUPS,
         max_participants: shmfifo_core::DEFAULT_MAX_PARTICIPANTS,
@@ -149,7 +151,6 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
     let mut cfg = QueueConfig::new()
         .visibility_timeout(Duration::from_millis(c.visibility_timeout_ms))
         .receive_message_wait_time(Duration::from_millis(c.receive_wait_ms))
-        .maximum_message_size(c.maximum_message_size)
         .max_messages(c.max_messages)
         .max_groups(c.max_groups)
         .max_participants(c.max_participants)
@@ -170,6 +171,9 @@ pub(crate) unsafe fn queue_config(c: &shmfifo_config) -> R<QueueConfig> {
         .body_mode(body_mode);
     if c.size_limit != u64::MAX {
         cfg = cfg.size_limit(c.size_limit);
+    }
+    if c.maximum_message_size != 0 {
+        cfg = cfg.maximum_message_size(c.maximum_message_size);
     }
     match (dlq, c.max_receive_count) {
         (None, 0) => {}

@@ -177,17 +177,21 @@ def test_errors_carry_sqs_codes(sqs, url):
     assert "An error occurred (X) when calling the Op operation: m" in str(e)
 
 
-def test_maximum_message_size_is_raised_to_1_mib_as_sqs_takes_it(sqs):
-    # Q4, S6: a queue created with the default 256 KiB takes SQS's largest MaximumMessageSize
-    # later (layout 15: the class for 1 MiB messages starts empty and grows on demand).
+def test_maximum_message_size_is_1_mib_as_sqs_has_it(sqs):
+    # Q4, S6: a queue created without MaximumMessageSize takes SQS's default, 1 MiB (layout 15:
+    # the class for messages over 256 KiB starts empty and grows on demand); lowered and raised
+    # again live; CreateQueue again naming SQS's default is the same queue (Q7).
     url = sqs.create_queue(QueueName="big.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MaximumMessageSize"])["Attributes"]
+    assert attrs["MaximumMessageSize"] == "1048576"
+    again = sqs.create_queue(QueueName="big.fifo", Attributes={"FifoQueue": "true", "MaximumMessageSize": "1048576"})
+    assert again["QueueUrl"] == url
     body = "x" * (1 << 20)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"MaximumMessageSize": "262144"})
     with pytest.raises(sqs.exceptions.ClientError) as e:
         sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId="1")
     assert code(e) == "InvalidParameterValue"
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"MaximumMessageSize": "1048576"})
-    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["MaximumMessageSize"])["Attributes"]
-    assert attrs["MaximumMessageSize"] == "1048576"
     sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId="g", MessageDeduplicationId="1")
     [m] = sqs.receive_message(QueueUrl=url)["Messages"]
     assert m["Body"] == body

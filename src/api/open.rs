@@ -209,7 +209,7 @@ impl Queue {
                 check_dead_letter(
                     p,
                     None,
-                    cfg.maximum_message_size,
+                    cfg.message_size(),
                     cfg.body_mode == crate::config::BodyMode::Binary,
                 )
             })

@@ -12,6 +12,17 @@ pub use redrive::parse_redrive_policy;
 pub const MAX_MESSAGE_SIZE_LIMIT: u32 = 1_048_576;
 /// Smallest `maximum_message_size` (Q4).
 pub const MIN_MESSAGE_SIZE_LIMIT: u32 = 1_024;
+/// The largest message a queue that may grow lays its base file out for (SQS's default until
+/// August 2025): a larger one, up to `MaximumMessageSize`, takes a slot of the class for the
+/// largest messages, laid out empty and grown on demand (layout 15). A queue that may not grow
+/// (`size_limit` 0) lays its base file out for its whole `MaximumMessageSize`.
+pub const BASE_MESSAGE_SIZE: u32 = 262_144;
+
+/// What a slot holds of a message beside its body and attributes: the dedup id, the
+/// attributes' framing and the dead-letter source path (a moved message's): 464 bytes.
+const STORED_OVERHEAD: u32 = MAX_ID_LEN as u32
+    + (MAX_ATTRIBUTES * ATTRIBUTE_FRAMING) as u32
+    + crate::layout::MAX_REDRIVE_PATH as u32;
 /// Longest visibility timeout (V1: 12 hours).
 pub const MAX_VISIBILITY_TIMEOUT: Duration = Duration::from_secs(43_200);
 /// Longest receive wait (R1: 20 seconds).
@@ -218,7 +229,7 @@ pub enum DedupOverflow {
 /// |---|---|---|
 /// | `visibility_timeout` | 30 s | 0 – 12 h, ms precision; changeable later |
 /// | `receive_message_wait_time` | 0 s | 0 – 20 s; changeable later |
-/// | `maximum_message_size` | 262,144 B | 1,024 – 1,048,576 B; changeable later, up to the largest size class the file was laid out for (`Queue::maximum_message_size_limit`) |
+/// | `maximum_message_size` | 1,048,576 B (SQS's default since August 2025; see [`QueueConfig::message_size`]) | 1,024 – 1,048,576 B; changeable later, up to the largest size class the file was laid out for (`Queue::maximum_message_size_limit`). A queue that may grow lays its base file out for messages up to 256 KiB ([`BASE_MESSAGE_SIZE`]) and takes larger ones in a class grown on demand; a queue with a `size_limit` of 0 defaults to 256 KiB (its base file holds the whole size: 23.7 MiB at 1 MiB, 16.7 MiB at 256 KiB), one with explicit `size_classes` to what the largest holds |
 /// | `max_messages` | 8,192 | slots of the smallest size class (≤ 192 B payload); each larger class (4× the slot: payload and 64 B header) gets a quarter as many, at least 4 |
 /// | `size_limit` | 1 GiB, at most the base file plus a quarter of the file system's space left free beside it at creation ([`default_size_limit`]: 28.5 MiB in an empty 64 MiB `/dev/shm`) | the file's most bytes, up to 1 TiB: a size class whose slots are all taken adds a segment as large as all its slots so far (doubling them) until the next would pass it (layout 13); a limit at or below the base file means no growth |
 /// | `max_groups` | 4,096 | groups with messages at once that the base group table holds, 1 – 8,388,608; the table grows past them up to `size_limit` (`QueueAttributes::max_groups`: the ceiling, about a million by default) |
@@ -247,7 +258,8 @@ pub enum DedupOverflow {
 pub struct QueueConfig {
     pub(crate) visibility_timeout: Duration,
     pub(crate) receive_message_wait_time: Duration,
-    pub(crate) maximum_message_size: u32,
+    /// `None`: the default ([`QueueConfig::message_size`]).
+    pub(crate) maximum_message_size: Option<u32>,
     pub(crate) max_messages: u32,
     pub(crate) size_classes: Option<Vec<(u32, u32)>>,
     pub(crate) size_limit: Option<u64>,
@@ -275,7 +287,8 @@ impl Default for QueueConfig {
         QueueConfig {
             visibility_timeout: Duration::from_secs(30),
             receive_message_wait_time: Duration::ZERO,
-            maximum_message_size: 262_144,
+            // SQS's 1 MiB since August 2025 where the queue may grow (Q4): `message_size`.
+            maximum_message_size: None,
             max_messages: DEFAULT_MAX_MESSAGES,
             size_classes: None,
             size_limit: None,
@@ -317,7 +330,7 @@ impl QueueConfig {
     }
     /// Largest message (body plus attributes) in bytes (SQS `MaximumMessageSize`).
     pub fn maximum_message_size(mut self, bytes: u32) -> Self {
-        self.maximum_message_size = bytes;
+        self.maximum_message_size = Some(bytes);
         self
     }
     /// Slots of the smallest size class; larger classes are derived (see the table).
@@ -415,10 +428,30 @@ impl QueueConfig {
     /// Bytes a message of `maximum_message_size` may need in a slot: body and attributes, the
     /// dedup id, the attribute framing and the dead-letter source path (a moved message's).
     pub fn stored_size_limit(&self) -> u32 {
-        self.maximum_message_size
-            + MAX_ID_LEN as u32
-            + (MAX_ATTRIBUTES * ATTRIBUTE_FRAMING) as u32
-            + crate::layout::MAX_REDRIVE_PATH as u32
+        self.message_size() + STORED_OVERHEAD
+    }
+
+    /// The `MaximumMessageSize` the queue is created with: the one set, else SQS's default,
+    /// 1 MiB, on a queue that may grow (its base file laid out for 256 KiB,
+    /// [`BASE_MESSAGE_SIZE`]; larger messages take a class grown on demand). A queue whose base
+    /// file is all it has (`size_limit` 0) defaults to 256 KiB, and one with explicit size
+    /// classes to the largest message its largest class holds (at most 1 MiB): a default that
+    /// lays out no more than they do.
+    pub fn message_size(&self) -> u32 {
+        if let Some(m) = self.maximum_message_size {
+            return m;
+        }
+        match &self.size_classes {
+            Some(c) => c
+                .iter()
+                .map(|&(cap, _)| cap)
+                .max()
+                .unwrap_or(0)
+                .saturating_sub(STORED_OVERHEAD)
+                .clamp(MIN_MESSAGE_SIZE_LIMIT, MAX_MESSAGE_SIZE_LIMIT),
+            None if self.size_limit == Some(0) => BASE_MESSAGE_SIZE,
+            None => MAX_MESSAGE_SIZE_LIMIT,
+        }
     }
     /// Queue delay (SQS `DelaySeconds`, L1).
     pub fn delay(mut self, d: Duration) -> Self {
@@ -509,7 +542,8 @@ impl QueueConfig {
         if self.receive_message_wait_time > MAX_WAIT_TIME {
             return bad("receive_message_wait_time", "at most 20 seconds".into());
         }
-        if !(MIN_MESSAGE_SIZE_LIMIT..=MAX_MESSAGE_SIZE_LIMIT).contains(&self.maximum_message_size) {
+        let message_size = self.message_size();
+        if !(MIN_MESSAGE_SIZE_LIMIT..=MAX_MESSAGE_SIZE_LIMIT).contains(&message_size) {
             return bad("maximum_message_size", "1,024 to 1,048,576 bytes".into());
         }
         if self.max_groups == 0 || self.max_groups > MAX_GROUPS {
@@ -555,13 +589,20 @@ impl QueueConfig {
                 if self.max_messages == 0 {
                     return bad("max_messages", "at least 1".into());
                 }
+                // The base file's classes: up to `BASE_MESSAGE_SIZE` on a queue that may grow
+                // (larger messages take the on-demand class below), up to `need` otherwise.
+                let laid_out = if self.size_limit != Some(0) {
+                    need.min(need - message_size + BASE_MESSAGE_SIZE)
+                } else {
+                    need
+                };
                 let mut v = Vec::new();
                 let mut cap: u64 = 192;
                 let mut k = 0;
                 loop {
                     let slots = (self.max_messages >> (2 * k)).max(4);
-                    if cap >= u64::from(need) {
-                        v.push((need, slots));
+                    if cap >= u64::from(laid_out) {
+                        v.push((laid_out, slots));
                         break;
                     }
                     v.push((cap as u32, slots));
@@ -571,8 +612,8 @@ impl QueueConfig {
                 // A queue that may grow can take any `MaximumMessageSize` SQS accepts later
                 // (`set_attributes`): a class for the largest, empty until a message needs it
                 // (layout 15), costing nothing in the base file.
-                let largest = need - self.maximum_message_size + MAX_MESSAGE_SIZE_LIMIT;
-                if self.size_limit != Some(0) && need < largest && v.len() < MAX_CLASSES {
+                let largest = need - message_size + MAX_MESSAGE_SIZE_LIMIT;
+                if self.size_limit != Some(0) && laid_out < largest && v.len() < MAX_CLASSES {
                     v.push((largest, 0));
                 }
                 v
@@ -737,15 +778,43 @@ mod tests {
         let g = QueueConfig::new().geometry().unwrap();
         assert_eq!(g.classes.first(), Some(&(192, 8_192)));
         let n = g.classes.len();
+        // The base file is laid out for 256 KiB messages, whatever the MaximumMessageSize
+        // (1 MiB by default, Q4)...
         assert_eq!(g.classes[n - 2].0, 262_144 + 128 + 80 + 256);
-        // The on-demand class (layout 15): 1 MiB messages, no slot in the base file.
+        // ... and the on-demand class (layout 15) takes 1 MiB messages, no slot in the base file.
         assert_eq!(g.classes[n - 1], (1_048_576 + 128 + 80 + 256, 0));
         assert!(g.growth(n - 1) > 0);
         assert!(g.classes.windows(2).all(|w| w[0].0 < w[1].0));
-        // Without growth there is no on-demand class.
-        let fixed = QueueConfig::new().size_limit(0).geometry().unwrap();
+        // Set to 256 KiB explicitly: the same base file.
+        let former = QueueConfig::new()
+            .maximum_message_size(262_144)
+            .geometry()
+            .unwrap();
+        assert_eq!(former.classes, g.classes);
+        assert_eq!(former.offsets().unwrap().total, g.offsets().unwrap().total);
+        assert_eq!(QueueConfig::new().message_size(), 1_048_576);
+        // Without growth there is no on-demand class, and the default is what the base file
+        // holds: 256 KiB, the same file.
+        let fixed_cfg = QueueConfig::new().size_limit(0);
+        assert_eq!(fixed_cfg.message_size(), 262_144);
+        let fixed = fixed_cfg.geometry().unwrap();
         assert_eq!(fixed.classes.len(), n - 1);
         assert_eq!(fixed.offsets().unwrap().total, g.offsets().unwrap().total);
+        assert_eq!(g.offsets().unwrap().total, 17_461_248);
+        // 1 MiB asked of a queue that may not grow: its base file holds it (23.7 MiB).
+        let fixed_1m = QueueConfig::new()
+            .size_limit(0)
+            .maximum_message_size(1_048_576)
+            .geometry()
+            .unwrap();
+        assert_eq!(
+            fixed_1m.classes.last(),
+            Some(&(1_048_576 + 128 + 80 + 256, 4))
+        );
+        assert_eq!(fixed_1m.offsets().unwrap().total, 24_801_280);
+        // Explicit classes: the default is what the largest holds.
+        let classes = QueueConfig::new().size_classes(vec![(1024, 4), (262_656, 1)]);
+        assert_eq!(classes.message_size(), 262_656 - 464);
         assert_eq!(g.group_slots, 8192);
         // The group table (layout 16): 8 added tables within the default 1 GiB (8,192 × 2^8
         // entries in all), so 4,096 + (2,097,152 − 8,192) / 2 = 1,048,576 groups at once.
@@ -755,14 +824,14 @@ mod tests {
     }
 
     /// Three queues with the default settings fit in a container's default 64 MiB
-    /// `/dev/shm` with room to spare, keeping SQS's limits (256 KiB messages, 5-minute dedup
+    /// `/dev/shm` with room to spare, keeping SQS's limits (1 MiB messages, 5-minute dedup
     /// interval, 120,000 in flight).
     #[test]
     fn three_default_queues_fit_in_64_mib() {
         let c = QueueConfig::new();
         let size = c.arena_size().unwrap();
         assert!(3 * size <= 60 << 20, "default arena {size} B");
-        assert_eq!(c.maximum_message_size, 262_144);
+        assert_eq!(c.message_size(), 1_048_576);
         assert_eq!(c.deduplication_interval, Duration::from_secs(300));
         assert_eq!(c.max_in_flight, 120_000);
     }

@@ -449,8 +449,7 @@ pub fn initialise(
         hdr.class_payload[k].store(u64::from(cap), r);
         hdr.class_slots[k].store(u64::from(n), r);
     }
-    hdr.max_message_size
-        .store(u64::from(cfg.maximum_message_size), r);
+    hdr.max_message_size.store(u64::from(cfg.message_size()), r);
     hdr.visibility_timeout_ms
         .store(ms_of(cfg.visibility_timeout), r);
     hdr.delay_ms.store(ms_of(cfg.delay), r);

@@ -71,7 +71,8 @@ pub struct CreateArgs {
     #[arg(long, alias = "receive-message-wait-time-seconds", value_name = "DURATION",
           value_parser = parse::duration, help_heading = "SQS attributes")]
     pub receive_message_wait_time: Option<Duration>,
-    /// MaximumMessageSize: the largest body plus attributes [default: 256KiB; 1KiB-1MiB].
+    /// MaximumMessageSize: the largest body plus attributes, 1KiB-1MiB [default: 1MiB, as SQS;
+    /// 256KiB with --size-limit 0; with --size-classes, what the largest holds].
     #[arg(long, value_name = "BYTES", value_parser = parse::bytes, help_heading = "SQS attributes")]
     pub maximum_message_size: Option<u32>,
     /// ContentBasedDeduplication: a send without a dedup id uses the SHA-256 of its body.
@@ -140,7 +141,8 @@ pub struct CreateArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse::large_bytes, help_heading = "shmfifo settings")]
     pub size_limit: Option<u64>,
     /// Explicit size classes PAYLOAD:SLOTS,... ascending, at most 8; the last must hold a
-    /// message of --maximum-message-size plus 464 bytes.
+    /// message of --maximum-message-size plus 464 bytes (without --maximum-message-size, the
+    /// largest class sets it).
     #[arg(long, value_name = "LIST", value_parser = parse::size_classes, help_heading = "shmfifo settings")]
     pub size_classes: Option<parse::SizeClasses>,
     /// Groups with messages the base group table holds; the table grows past them up to
