@@ -477,6 +477,49 @@ impl Error {
         }
     }
 
+    /// The error's text in SQS's words where SQS's own are recorded (S1, S12, H2, H4: what
+    /// `shmfifo serve` and the Python package answer, for a program that reads them);
+    /// elsewhere the [`Display`](fmt::Display) text, which the CLI shows.
+    ///
+    /// ```
+    /// use shmfifo::Error;
+    ///
+    /// let e = Error::MissingParameter { parameter: "MessageGroupId" };
+    /// assert_eq!(e.sqs_message(), "The request must contain the parameter MessageGroupId.");
+    /// assert_eq!(e.to_string(), "the request must contain the parameter MessageGroupId");
+    /// ```
+    pub fn sqs_message(&self) -> String {
+        match self {
+            Error::MissingParameter { parameter } => {
+                format!("The request must contain the parameter {parameter}.")
+            }
+            Error::ReceiptHandleIsInvalid { handle } => {
+                format!("The input receipt handle \"{handle}\" is not a valid receipt handle.")
+            }
+            Error::ReceiptHandleExpired { handle } => format!(
+                "Value {handle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."
+            ),
+            Error::TooManyEntriesInBatchRequest { entries } => format!(
+                "Maximum number of entries per request are 10. You have sent {entries}."
+            ),
+            Error::InvalidBatchEntryId { .. } => "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.".to_owned(),
+            Error::BatchRequestTooLong { bytes } => format!(
+                "Batch requests cannot be longer than 1048576 bytes. You have sent {bytes} bytes."
+            ),
+            // Most reasons are SQS's own sentences already; the others in the form SQS gives
+            // an attribute's.
+            Error::InvalidParameterValue { reason, .. }
+                if reason.starts_with(|c: char| c.is_ascii_uppercase()) =>
+            {
+                reason.clone()
+            }
+            Error::InvalidParameterValue { parameter, reason } => {
+                format!("Invalid value for the parameter {parameter}. Reason: {reason}.")
+            }
+            e => e.to_string(),
+        }
+    }
+
     pub(crate) fn invalid(parameter: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidParameterValue {
             parameter,

@@ -25,7 +25,8 @@ pyo3::import_exception!(shmfifo._errors, Error);
 
 /// The Python exception for a library error.
 fn err(e: shmfifo::Error) -> PyErr {
-    Error::new_err((e.sqs_code(), e.to_string(), format!("{:?}", e.code())))
+    // SQS's words where they are recorded, as serve answers them (S1, S12, H2, H4).
+    Error::new_err((e.sqs_code(), e.sqs_message(), format!("{:?}", e.code())))
 }
 
 /// Whether SQS would blame the request (a batch entry's `SenderFault`): every SQS error code
@@ -172,7 +173,7 @@ fn peeked_out<'py>(py: Python<'py>, m: &PeekedMessage) -> PyResult<Bound<'py, Py
 fn failure(e: &shmfifo::Error) -> Failure {
     (
         e.sqs_code().to_owned(),
-        e.to_string(),
+        e.sqs_message(),
         sender_fault(e),
         format!("{:?}", e.code()),
     )

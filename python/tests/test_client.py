@@ -284,6 +284,21 @@ def test_errors_and_system_attributes_answer_as_serve_does(sqs, url):
         sqs.delete_message(QueueUrl=url, ReceiptHandle="garbage")
     err = e.value.response
     assert (err["Error"]["Code"], err["Error"].get("Type"), err["ResponseMetadata"]["HTTPStatusCode"]) == ("ReceiptHandleIsInvalid", "Sender", 404), err
+    # SQS's words where they are recorded (H4, H2, S1, S12), not the library's own text.
+    assert err["Error"]["Message"] == 'The input receipt handle "garbage" is not a valid receipt handle.'
+    sqs.send_message(QueueUrl=url, MessageBody="old", MessageGroupId="h", MessageDeduplicationId="h1")
+    [m] = sqs.receive_message(QueueUrl=url, VisibilityTimeout=0)["Messages"]
+    sqs.receive_message(QueueUrl=url)
+    with pytest.raises(Exception) as e:
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+    msg = e.value.response["Error"]["Message"]
+    assert msg == f"Value {m['ReceiptHandle']} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.", msg
+    with pytest.raises(Exception) as e:
+        sqs.send_message(QueueUrl=url, MessageBody="x", MessageDeduplicationId="n1")
+    assert e.value.response["Error"]["Message"] == "The request must contain the parameter MessageGroupId."
+    with pytest.raises(Exception) as e:
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "bad id", "MessageBody": "x", "MessageGroupId": "g", "MessageDeduplicationId": "b1"}])
+    assert e.value.response["Error"]["Message"] == "A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long."
     # SQS's encryption attributes are refused saying why, not as a misspelling.
     with pytest.raises(Exception) as e:
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"KmsMasterKeyId": "alias/aws/sqs"})

@@ -111,7 +111,8 @@ impl From<shmfifo::Error> for ApiError {
                 let reason = reason.replace(&path.display().to_string(), &name);
                 format!("dead-letter queue {name}: {reason}")
             }
-            e => e.to_string(),
+            // SQS's words where they are recorded (S1, S12, H2, H4).
+            e => e.sqs_message(),
         };
         ApiError {
             code: code.to_owned(),
