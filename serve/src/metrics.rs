@@ -42,6 +42,8 @@ use shmfifo::Queue;
 
 use crate::access::{Identity, Reach, Walked};
 
+mod bridge_status;
+
 /// What a metrics endpoint serves.
 #[derive(Debug, Clone)]
 pub struct MetricsConfig {
@@ -124,33 +126,6 @@ fn label_value(name: &str) -> String {
         }
     }
     out
-}
-
-/// The most bytes of a bridge's status file read.
-const MAX_STATUS_BYTES: u64 = 4 << 20;
-
-/// The bytes of the bridge status file `status` of a queue whose file is owned by
-/// `queue_owner`, if it is a regular file (no symlink followed, no FIFO waited on) of at most
-/// [`MAX_STATUS_BYTES`], owned by this process's user or the queue file's owner (not one
-/// another user planted beside it).
-fn read_status_file(status: &std::path::Path, queue_owner: Option<u32>) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(status)
-        .ok()?;
-    let m = f.metadata().ok()?;
-    // SAFETY: geteuid cannot fail and touches no memory of ours.
-    let me = unsafe { libc::geteuid() };
-    if !m.is_file() || m.len() > MAX_STATUS_BYTES || (m.uid() != me && Some(m.uid()) != queue_owner)
-    {
-        return None;
-    }
-    let mut b = Vec::new();
-    f.take(MAX_STATUS_BYTES).read_to_end(&mut b).ok()?;
-    Some(b)
 }
 
 /// A queue file as checked for a client: its metadata, the directory it was looked up in as
@@ -415,15 +390,7 @@ pub fn scrape_for(cfg: &MetricsConfig, who: Option<&Identity>) -> String {
                 (PathBuf::from(status), owner)
             }
         };
-        // Not one left by an earlier queue of the name (it names another creation; one that
-        // names none was written by a bridge before it named one).
-        if let Some(v) = read_status_file(&status, queue_owner)
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .filter(|v| {
-                v.get("queue_created_ms")
-                    .is_none_or(|c| c.as_u64() == Some(a.created_timestamp))
-            })
-        {
+        if let Some(v) = bridge_status::read(&status, queue_owner, a.created_timestamp) {
             let n = |k: &str| v.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0);
             bridged.get_or_create(&l).inc_by(n("forwarded"));
             bridge_retried.get_or_create(&l).inc_by(n("retried"));
