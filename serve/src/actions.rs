@@ -2,6 +2,7 @@
 //! its answer.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Mutex;
@@ -10,7 +11,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use shmfifo::{
-    BatchEntry, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage, LOCAL_ARN_PREFIX,
+    AsyncQueue, BatchEntry, MessageAttribute, Queue, QueueConfig, ReceiveOptions, SendMessage,
+    LOCAL_ARN_PREFIX,
 };
 
 use crate::access::Identity;
@@ -705,7 +707,7 @@ impl Queues {
 
     async fn receive_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         // The open of a queue not open yet may wait (a stopped participant mid-repair).
-        let (_, q) = blocking(|| self.queue(p, who))?;
+        let (name, q) = blocking(|| self.queue(p, who))?;
         let max = int_param(p, "MaxNumberOfMessages")?.unwrap_or(1);
         if !(1..=10).contains(&max) {
             return Err(ApiError::sender(
@@ -721,14 +723,10 @@ impl Queues {
             opts = opts.wait(w);
         }
         opts.check()?;
-        // Both wait as futures (a client that goes away drops its receive, which then has
-        // taken nothing); neither holds a thread while it waits. A replay of a recorded
-        // receive, which may wait behind a stopped claim holder, runs as blocking work (the
-        // library's `AsyncQueue` does so on a multi-threaded runtime).
-        let got = match str_param(p, "ReceiveRequestAttemptId")? {
-            Some(id) => q.receive_with_attempt_id(&opts, id).await?,
-            None => q.receive(&opts).await?,
-        };
+        let attempt = str_param(p, "ReceiveRequestAttemptId")?;
+        let got = self
+            .receive_watching_name(p, who, &name, q, opts, attempt)
+            .await?;
         let mut system = names(p, "AttributeNames");
         system.extend(names(p, "MessageSystemAttributeNames"));
         let wanted_attrs = names(p, "MessageAttributeNames");
@@ -742,7 +740,88 @@ impl Queues {
         }
         Ok(out)
     }
+
+    /// ReceiveMessage's receive on `q`, the queue `name` named when the request came, as a
+    /// long poll that follows the name: a handle keeps its file open after the name is
+    /// removed (the library's rule), so a poll of a queue deleted (by DeleteQueue, by `rm`)
+    /// and created again waited out its whole wait on the removed file while messages were
+    /// sent to the new one. Every [`NAME_LOOK`] the wait looks whether the name still names
+    /// the file it waits on; when it names another, the poll goes on there for what is left
+    /// of its wait, with every check of a new request (the new file's owner and mode may
+    /// differ); when it names none, the request answers as one made now would
+    /// (QueueDoesNotExist). The receive is dropped only between two of its tries, having taken
+    /// nothing (the library's receive takes and returns in one poll).
+    ///
+    /// Both receives wait as futures (a client that goes away drops its receive, which then
+    /// has taken nothing); neither holds a thread while it waits. A replay of a recorded
+    /// receive, which may wait behind a stopped claim holder, runs as blocking work (the
+    /// library's `AsyncQueue` does so on a multi-threaded runtime).
+    async fn receive_watching_name(
+        &self,
+        p: &Map<String, Value>,
+        who: &Identity,
+        name: &str,
+        mut q: AsyncQueue,
+        mut opts: ReceiveOptions,
+        attempt: Option<&str>,
+    ) -> Result<Vec<shmfifo::Message>, ApiError> {
+        let started = tokio::time::Instant::now();
+        let path = self.path(name);
+        // At most one move a name look: a name that changes faster than that is followed by
+        // later looks, each bounded by the wait's deadline.
+        loop {
+            let receive = async {
+                match attempt {
+                    Some(id) => q.receive_with_attempt_id(&opts, id).await,
+                    None => q.receive(&opts).await,
+                }
+            };
+            if opts.wait_time == Some(Duration::ZERO) {
+                return Ok(receive.await?); // no wait: nothing to follow
+            }
+            let file = q.queue().file_metadata().map(|m| (m.dev(), m.ino()))?;
+            let moved = async {
+                loop {
+                    tokio::time::sleep(NAME_LOOK).await;
+                    // A look, not a check: the checks are the new request's below.
+                    let now = std::fs::symlink_metadata(&path)
+                        .ok()
+                        .map(|m| (m.dev(), m.ino()));
+                    if now != Some(file) {
+                        return;
+                    }
+                }
+            };
+            tokio::select! {
+                // The receive first: one that finishes at the same poll as a look answers.
+                biased;
+                got = receive => return Ok(got?),
+                () = moved => {}
+            }
+            // The wait the poll had (the old queue's default where the request named none),
+            // less what it waited.
+            let wait = opts
+                .wait_time
+                .unwrap_or_else(|| q.queue().attributes().receive_message_wait_time);
+            let left = wait.saturating_sub(started.elapsed());
+            tracing::info!(
+                queue = name,
+                left_ms = left.as_millis() as u64,
+                "the queue's name was removed or given to another file during a long poll; following it"
+            );
+            // As a new request: QueueDoesNotExist where the name is gone, AccessDenied where
+            // the new file is not the caller's to open.
+            let (_, next) = blocking(|| self.queue(p, who))?;
+            q = next;
+            opts = opts.wait(left);
+        }
+    }
 }
+
+/// How often a long poll looks whether its queue's name still names the file it waits on
+/// ([`Queues::receive_watching_name`]): a queue deleted and created again under the name
+/// is polled within this much of the change.
+const NAME_LOOK: Duration = Duration::from_secs(1);
 
 /// Runs `f`, a synchronous library call that may wait (up to a second behind a stopped
 /// participant holding a group's claim; a directory scan), as blocking work on a

@@ -1,0 +1,103 @@
+//! A long poll follows its queue's name (R1 through serve): a queue deleted and created again
+//! during a ReceiveMessage's wait was polled on the removed file until the wait ended (a
+//! handle keeps its file open after the name goes, the library's rule), while messages were
+//! sent to the new queue. Now the wait moves to the file the name names, or answers as a new
+//! request would where it names none.
+
+#[path = "support/server.rs"]
+mod server;
+use std::time::{Duration, Instant};
+
+use server::{config, post_json, Dir, Server};
+use shmfifo::{Queue, QueueConfig};
+
+const CREATE: &str = r#"{"QueueName":"lp.fifo","Attributes":{"FifoQueue":"true","ContentBasedDeduplication":"true"}}"#;
+
+/// A ReceiveMessage of `wait` seconds on `url`, answered on another thread: (status, answer,
+/// how long it took).
+fn poll(srv: &Server, url: &str, wait: u32) -> std::thread::JoinHandle<(u16, String, Duration)> {
+    let addr = srv.addr;
+    let body = format!(r#"{{"QueueUrl":"{url}","WaitTimeSeconds":{wait}}}"#);
+    std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let (status, out) = post_json(addr, "ReceiveMessage", &body);
+        (status, out, t0.elapsed())
+    })
+}
+
+fn send(srv: &Server, url: &str, body: &str) {
+    let (status, out) = post_json(
+        srv.addr,
+        "SendMessage",
+        &format!(r#"{{"QueueUrl":"{url}","MessageBody":"{body}","MessageGroupId":"g"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+}
+
+#[test]
+fn a_long_poll_follows_a_queue_deleted_and_created_again() {
+    let dir = Dir::new("long-poll");
+    let srv = Server::start(config(&dir.0));
+    let url = srv.url("lp.fifo");
+    let (status, out) = post_json(srv.addr, "CreateQueue", CREATE);
+    assert_eq!(status, 200, "{out}");
+
+    // Through serve: DeleteQueue, CreateQueue, SendMessage while a 20 s poll waits.
+    let waiting = poll(&srv, &url, 20);
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, out) = post_json(
+        srv.addr,
+        "DeleteQueue",
+        &format!(r#"{{"QueueUrl":"{url}"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+    let (status, out) = post_json(srv.addr, "CreateQueue", CREATE);
+    assert_eq!(status, 200, "{out}");
+    send(&srv, &url, "to the new queue");
+    let (status, out, took) = waiting.join().unwrap();
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("to the new queue"), "{out}");
+    // Within the name's look (1 s) and the scheduling around it, far from the 20 s.
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
+    // Outside serve: the file removed and a queue created under the name by the library.
+    let waiting = poll(&srv, &url, 20);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(dir.0.join("lp.fifo")).unwrap();
+    let q = Queue::create_at(
+        dir.0.join("lp.fifo"),
+        &QueueConfig::new().content_based_deduplication(true),
+    )
+    .unwrap();
+    q.send(&shmfifo::SendMessage::new("g", "made by the library"))
+        .unwrap();
+    let (status, out, took) = waiting.join().unwrap();
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("made by the library"), "{out}");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
+    // Deleted and not created again: answered as a request made now is.
+    let waiting = poll(&srv, &url, 20);
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, out) = post_json(
+        srv.addr,
+        "DeleteQueue",
+        &format!(r#"{{"QueueUrl":"{url}"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+    let (status, out, took) = waiting.join().unwrap();
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("QueueDoesNotExist"), "{out}");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+
+    // A poll whose queue stays is the poll it was: the whole wait, nothing taken.
+    let (status, out) = post_json(srv.addr, "CreateQueue", CREATE);
+    assert_eq!(status, 200, "{out}");
+    let (status, out, took) = poll(&srv, &url, 2).join().unwrap();
+    assert_eq!(status, 200, "{out}");
+    assert!(!out.contains("Messages"), "{out}");
+    assert!(
+        took >= Duration::from_millis(1900),
+        "answered after {took:?}"
+    );
+}
