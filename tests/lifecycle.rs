@@ -1073,6 +1073,37 @@ fn x1_a_failed_move_returns_an_error_and_serves_other_groups() {
     assert_eq!(counts(&src).0, 1, "the poison message stays");
 }
 
+/// X1: a dead-letter queue deleted after a move is gone for the next move too. A handle kept
+/// the queue it had opened for its first move, and moved every later message into the removed
+/// file (counted as moved, read by nobody), and into it still once a queue was created again
+/// under the name: now a move goes to what the policy's name names, or leaves the message
+/// where it is, as a queue never opened does.
+#[test]
+fn x1_a_dead_letter_queue_deleted_after_a_move_is_not_moved_into() {
+    let (src, dlq) = dlq_pair("x1again", 1);
+    let poison = |body: &str| {
+        src.send(&SendMessage::new("poison", body)).unwrap();
+        assert_eq!(bodies(&recv_vt(&src, 1, Duration::ZERO)), [body]);
+    };
+    poison("first");
+    assert!(recv(&src, 10).is_empty(), "moved on its second receive");
+    assert_eq!(counts(&dlq).0, 1);
+    let name = dlq.name.clone();
+    drop(dlq); // unlinks the dead-letter queue
+    poison("second");
+    let r = src.receive(&ReceiveOptions::max(10));
+    assert!(matches!(r, Err(Error::DeadLetterQueue { .. })), "{r:?}");
+    assert_eq!(counts(&src).0, 1, "the message stays");
+    // Created again under the name: the policy's queue, moved into.
+    let again = TestQueue {
+        q: Queue::create(&name, &small_dedup()).unwrap(),
+        name,
+    };
+    assert!(recv(&src, 10).is_empty(), "moved now");
+    assert_eq!(counts(&src).0, 0);
+    assert_eq!(bodies(&recv(&again, 10)), ["second"]);
+}
+
 /// Q4, S6, R5: `MaximumMessageSize` and `ReceiveMessageWaitTimeSeconds` change live, for every
 /// process, within what the arena was created for (SQS lets both change; the arena's size
 /// classes bound the first).

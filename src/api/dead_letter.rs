@@ -264,10 +264,15 @@ impl Queue {
         let inner = &*self.inner;
         let mut cache = inner.dlq.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((v, path, q)) = cache.as_ref() {
-            if *v == version {
+            // Only while the path still names the file opened: a dead-letter queue deleted
+            // (and maybe created again) since is not the policy's queue any more, and a move
+            // into the removed file lost every message moved (X1: a queue gone leaves the
+            // message here). One `stat` and one `fstat` a receive that moves.
+            if *v == version && names_file(path, q) {
                 return Ok((path.clone(), q.clone()));
             }
         }
+        *cache = None;
         let p = settings::read(self.arena()).map_err(|f| fault(f, inner))?;
         let path = PathBuf::from(std::ffi::OsStr::from_bytes(&p.path[..p.path_len]));
         self.check_dead_letter_move(&path, None)?;
@@ -661,5 +666,15 @@ impl Queue {
                 return Ok(());
             }
         }
+    }
+}
+
+/// Whether `path` names the file `q` has open (the same device and inode, the path followed
+/// as an open follows it).
+fn names_file(path: &Path, q: &Queue) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(path), q.inner.file.metadata()) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
