@@ -708,6 +708,7 @@ impl Queues {
     async fn receive_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         // The open of a queue not open yet may wait (a stopped participant mid-repair).
         let (name, q) = blocking(|| self.queue(p, who))?;
+        refuse_binary(q.queue())?;
         let max = int_param(p, "MaxNumberOfMessages")?.unwrap_or(1);
         if !(1..=10).contains(&max) {
             return Err(ApiError::sender(
@@ -812,10 +813,25 @@ impl Queues {
             // As a new request: QueueDoesNotExist where the name is gone, AccessDenied where
             // the new file is not the caller's to open.
             let (_, next) = blocking(|| self.queue(p, who))?;
+            refuse_binary(next.queue())?;
             q = next;
             opts = opts.wait(left);
         }
     }
+}
+
+/// ReceiveMessage of a binary queue (`BodyMode::Binary`, an extension of the library) is
+/// refused before anything is taken, as the Python package's client refuses it: SQS bodies
+/// are text, and a body of any bytes has no JSON or XML string to be answered as (it was
+/// answered empty, and the message taken).
+fn refuse_binary(q: &Queue) -> Result<(), ApiError> {
+    if q.body_mode() == shmfifo::BodyMode::Binary {
+        return Err(ApiError::sender(
+            "AWS.SimpleQueueService.UnsupportedOperation",
+            "The queue's bodies are bytes (created with body mode binary); SQS bodies are text: receive from it with the library.",
+        ));
+    }
+    Ok(())
 }
 
 /// How often a long poll looks whether its queue's name still names the file it waits on

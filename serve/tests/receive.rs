@@ -1,15 +1,20 @@
+//! ReceiveMessage through serve.
+//!
 //! A long poll follows its queue's name (R1 through serve): a queue deleted and created again
 //! during a ReceiveMessage's wait was polled on the removed file until the wait ended (a
 //! handle keeps its file open after the name goes, the library's rule), while messages were
 //! sent to the new queue. Now the wait moves to the file the name names, or answers as a new
 //! request would where it names none.
+//!
+//! A binary queue (the library's extension) is refused before anything is taken: its message
+//! was answered with an empty body and taken.
 
 #[path = "support/server.rs"]
 mod server;
 use std::time::{Duration, Instant};
 
 use server::{config, post_json, Dir, Server};
-use shmfifo::{Queue, QueueConfig};
+use shmfifo::{BodyMode, Queue, QueueConfig, ReceiveOptions, SendMessage};
 
 const CREATE: &str = r#"{"QueueName":"lp.fifo","Attributes":{"FifoQueue":"true","ContentBasedDeduplication":"true"}}"#;
 
@@ -69,7 +74,7 @@ fn a_long_poll_follows_a_queue_deleted_and_created_again() {
         &QueueConfig::new().content_based_deduplication(true),
     )
     .unwrap();
-    q.send(&shmfifo::SendMessage::new("g", "made by the library"))
+    q.send(&SendMessage::new("g", "made by the library"))
         .unwrap();
     let (status, out, took) = waiting.join().unwrap();
     assert_eq!(status, 200, "{out}");
@@ -100,4 +105,30 @@ fn a_long_poll_follows_a_queue_deleted_and_created_again() {
         took >= Duration::from_millis(1900),
         "answered after {took:?}"
     );
+}
+
+#[test]
+fn a_binary_queue_is_refused_before_anything_is_taken() {
+    let dir = Dir::new("binary");
+    let srv = Server::start(config(&dir.0));
+    let q = Queue::create_at(
+        dir.0.join("bin.fifo"),
+        &QueueConfig::new()
+            .body_mode(BodyMode::Binary)
+            .content_based_deduplication(true),
+    )
+    .unwrap();
+    q.send(&SendMessage::bytes("g", b"\xff\x00")).unwrap();
+    let (status, out) = post_json(
+        srv.addr,
+        "ReceiveMessage",
+        &format!(r#"{{"QueueUrl":"{}"}}"#, srv.url("bin.fifo")),
+    );
+    assert_eq!(status, 400, "{out}");
+    assert!(out.contains("UnsupportedOperation"), "{out}");
+    // Nothing taken: the message is there for the library's receive, first delivery.
+    let got = q.receive(&ReceiveOptions::max(10)).unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].bytes(), b"\xff\x00");
+    assert_eq!(got[0].receive_count, 1);
 }
