@@ -15,7 +15,7 @@ import re
 import struct
 import threading
 import uuid
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ._errors import Error
 from ._shmfifo import LOCAL_ARN_PREFIX, RawQueue
@@ -134,17 +134,24 @@ def md5_of_message_attributes(attributes: Dict[str, Dict[str, Any]]) -> str:
     """SQS's ``MD5OfMessageAttributes``: over the attributes sorted by name, each as its
     length-prefixed name and data type, a transport byte (1 text, 2 binary) and the
     length-prefixed value."""
-    out = bytearray()
-    for name in sorted(attributes):
-        a = attributes[name]
-        for part in (name.encode(), a["DataType"].encode()):
-            out += struct.pack(">I", len(part)) + part
+    norm = []
+    for name, a in attributes.items():
         if "BinaryValue" in a:
-            v = bytes(a["BinaryValue"])
-            out += b"\x02"
+            v = a["BinaryValue"]
+            norm.append((name, a["DataType"], v.encode() if isinstance(v, str) else bytes(v), True))
         else:
-            v = a["StringValue"].encode()
-            out += b"\x01"
+            norm.append((name, a["DataType"], str(a["StringValue"]).encode(), False))
+    return _md5_of_attributes(norm)
+
+
+def _md5_of_attributes(norm: List[Tuple[str, str, bytes, bool]]) -> str:
+    """``md5_of_message_attributes`` of attributes as ``(name, data type, value bytes,
+    binary)``, the values as they are sent."""
+    out = bytearray()
+    for name, t, v, binary in sorted(norm, key=lambda a: a[0]):
+        for part in (name.encode(), t.encode()):
+            out += struct.pack(">I", len(part)) + part
+        out += b"\x02" if binary else b"\x01"
         out += struct.pack(">I", len(v)) + v
     return _md5(bytes(out))
 
@@ -374,23 +381,46 @@ class Client:
             p["deadLetterTargetArn"] = self._arn(t)
         return json.dumps(p, separators=(",", ":"))
 
-    def _attributes_in(self, op: str, attrs: Optional[Dict[str, Dict[str, Any]]]):
+    def _attributes_in(self, op: str, attrs: Optional[Dict[str, Dict[str, Any]]], where: str = "MessageAttributes"):
+        """A message's attributes as sent, ``[(name, data type, value bytes)]``, and their
+        ``MD5OfMessageAttributes``; checked as boto3 checks them before it sends (the types
+        of its model: a ``StringValue`` a ``str``, a ``BinaryValue`` bytes or a ``str``, sent
+        as UTF-8), so that nothing is sent that the answer cannot describe."""
         if not attrs:
-            return None
-        out = []
+            return None, None
+        if not isinstance(attrs, dict):
+            raise _param_error(f"Invalid type for parameter {where}, value: {attrs!r}, type: {type(attrs)}, valid types: <class 'dict'>")
+        out, norm = [], []
         for name, a in attrs.items():
+            if not isinstance(a, dict):
+                raise _param_error(f"Invalid type for parameter {where}.{name}, value: {a!r}, type: {type(a)}, valid types: <class 'dict'>")
             t = a.get("DataType")
+            if not isinstance(t, str):
+                if t is not None:
+                    raise _param_error(f"Invalid type for parameter {where}.{name}.DataType, value: {t!r}, type: {type(t)}, valid types: <class 'str'>")
+                self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute type.")
             if not t:
                 self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute type.")
             if "BinaryValue" in a:
                 v = a["BinaryValue"]
-                v = v.encode() if isinstance(v, str) else bytes(v)
+                if isinstance(v, str):
+                    v = v.encode()
+                elif isinstance(v, (bytes, bytearray)):
+                    v = bytes(v)
+                else:
+                    raise _param_error(f"Invalid type for parameter {where}.{name}.BinaryValue, value: {v!r}, type: {type(v)}, valid types: <class 'bytes'>, <class 'bytearray'>, file-like object")
+                binary = True
             elif "StringValue" in a:
-                v = str(a["StringValue"]).encode()
+                v = a["StringValue"]
+                if not isinstance(v, str):
+                    raise _param_error(f"Invalid type for parameter {where}.{name}.StringValue, value: {v!r}, type: {type(v)}, valid types: <class 'str'>")
+                v = v.encode()
+                binary = False
             else:
                 self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute value.")
             out.append((name, t, v))
-        return out
+            norm.append((name, t, v, binary))
+        return out, _md5_of_attributes(norm)
 
     # -- queues -----------------------------------------------------------------------------
 
@@ -520,12 +550,15 @@ class Client:
         self._text(op, "MessageGroupId", MessageGroupId, required=False)
         self._text(op, "MessageDeduplicationId", MessageDeduplicationId, required=False)
         self._int(op, "DelaySeconds", DelaySeconds, required=False)
+        # Everything the answer describes is computed before the send: nothing raises after
+        # a message is sent (a caller that retries would send it twice).
+        attrs, attrs_md5 = self._attributes_in(op, MessageAttributes)
+        body_md5 = _md5(MessageBody.encode())
         q = self._queue(op, QueueUrl)
-        attrs = self._attributes_in(op, MessageAttributes)
         mid, seq, _dup = self._call(op, q.send, MessageGroupId, MessageBody, MessageDeduplicationId, attrs, DelaySeconds)
-        out = {"MD5OfMessageBody": _md5(MessageBody.encode()), "MessageId": mid, "SequenceNumber": seq, "ResponseMetadata": _meta()}
-        if MessageAttributes:
-            out["MD5OfMessageAttributes"] = md5_of_message_attributes(MessageAttributes)
+        out = {"MD5OfMessageBody": body_md5, "MessageId": mid, "SequenceNumber": seq, "ResponseMetadata": _meta()}
+        if attrs_md5 is not None:
+            out["MD5OfMessageAttributes"] = attrs_md5
         return out
 
     def send_message_batch(self, *, QueueUrl: str, Entries: List[Dict[str, Any]]) -> dict:
@@ -542,26 +575,23 @@ class Client:
             self._text(op, "MessageGroupId", e.get("MessageGroupId"), required=False)
             self._text(op, "MessageDeduplicationId", e.get("MessageDeduplicationId"), required=False)
             self._int(op, "DelaySeconds", e.get("DelaySeconds"), required=False)
+        # As in `send_message`: the answer's checksums before anything is sent.
+        described = {}
+        entries = []
+        for k, e in enumerate(Entries):
+            attrs, attrs_md5 = self._attributes_in(op, e.get("MessageAttributes"), f"Entries[{k}].MessageAttributes")
+            body = e.get("MessageBody", "")
+            described.setdefault(e.get("Id", ""), (_md5(body.encode()), attrs_md5))
+            entries.append((e.get("Id", ""), e.get("MessageGroupId"), body, e.get("MessageDeduplicationId"), attrs, e.get("DelaySeconds")))
         q = self._queue(op, QueueUrl)
-        entries = [
-            (
-                e.get("Id", ""),
-                e.get("MessageGroupId"),
-                e.get("MessageBody", ""),
-                e.get("MessageDeduplicationId"),
-                self._attributes_in(op, e.get("MessageAttributes")),
-                e.get("DelaySeconds"),
-            )
-            for e in Entries
-        ]
-        by_id = {e.get("Id"): e for e in Entries}
         ok, failed = [], []
         for eid, success, payload in self._call(op, q.send_batch, entries):
             if success:
                 mid, seq, _dup = payload
-                r = {"Id": eid, "MessageId": mid, "MD5OfMessageBody": _md5(by_id[eid]["MessageBody"].encode()), "SequenceNumber": seq}
-                if by_id[eid].get("MessageAttributes"):
-                    r["MD5OfMessageAttributes"] = md5_of_message_attributes(by_id[eid]["MessageAttributes"])
+                body_md5, attrs_md5 = described[eid]
+                r = {"Id": eid, "MessageId": mid, "MD5OfMessageBody": body_md5, "SequenceNumber": seq}
+                if attrs_md5 is not None:
+                    r["MD5OfMessageAttributes"] = attrs_md5
                 ok.append(r)
             else:
                 failed.append(_entry_failed(eid, *payload))

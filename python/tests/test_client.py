@@ -315,6 +315,34 @@ def test_errors_and_system_attributes_answer_as_serve_does(sqs, url):
         sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": "b", "MessageBody": "z", "MessageGroupId": "g", "MessageDeduplicationId": "3", "Foo": 1}])
 
 
+def test_message_attributes_are_checked_as_boto3_checks_them_before_a_send(sqs, url):
+    # A value boto3's model refuses is refused before anything is sent (the client sent the
+    # message and then raised AttributeError computing the answer's checksum).
+    from botocore.exceptions import ParamValidationError
+
+    for attrs in (
+        {"n": {"DataType": "Number", "StringValue": 12}},
+        {"b": "plain"},
+        {"b": {"DataType": "Binary", "BinaryValue": 5}},
+    ):
+        with pytest.raises(ParamValidationError):
+            sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="1", MessageAttributes=attrs)
+        with pytest.raises(ParamValidationError):
+            sqs.send_message_batch(QueueUrl=url, Entries=[dict(Id="1", MessageBody="x", MessageGroupId="g", MessageDeduplicationId="2", MessageAttributes=attrs)])
+    attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessages"] == "0"
+    # A BinaryValue given as a str is sent as its UTF-8 bytes, as boto3 sends it; the
+    # answer's checksum is the one of what was sent.
+    given = {"b": {"DataType": "Binary", "BinaryValue": "abc"}, "s": {"DataType": "String", "StringValue": "v"}}
+    sent = {"b": {"DataType": "Binary", "BinaryValue": b"abc"}, "s": {"DataType": "String", "StringValue": "v"}}
+    r = sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="3", MessageAttributes=given)
+    assert r["MD5OfMessageAttributes"] == shmfifo.md5_of_message_attributes(sent)
+    r = sqs.send_message_batch(QueueUrl=url, Entries=[dict(Id="e", MessageBody="y", MessageGroupId="g", MessageDeduplicationId="4", MessageAttributes=given)])
+    assert r["Successful"][0]["MD5OfMessageAttributes"] == shmfifo.md5_of_message_attributes(sent)
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, MessageAttributeNames=["All"])["Messages"]
+    assert [m["MessageAttributes"]["b"]["BinaryValue"] for m in got] == [b"abc", b"abc"]
+
+
 def test_visibility_and_attempt_ids(sqs, url):
     sqs.send_message(QueueUrl=url, MessageBody="job", MessageGroupId="g", MessageDeduplicationId="1")
     # R11: the same attempt id returns the same batch.
