@@ -575,7 +575,8 @@ impl fmt::Display for Error {
             Error::QueueDoesNotExist { path } => write!(f, "no queue at {}", path.display()),
             Error::QueueNameExists { path } => write!(
                 f,
-                "a file already exists at {} (open it, or unlink it first)",
+                "a file already exists at {} (a queue's: open it, or unlink it first; any \
+                 other file is never replaced)",
                 path.display()
             ),
             Error::InvalidQueueName { name } => write!(

@@ -209,7 +209,9 @@ typedef struct {
    */
   uint32_t maximum_message_size;
   /*
-   Slots of the smallest size class (default 8,192).
+   Slots of the smallest size class (default 8,192). A consumed message's slot is held as
+   its group's list head until the group's next message is consumed or the group empties:
+   a class that may not grow holds up to one message fewer per group with messages.
    */
   uint32_t max_messages;
   /*
@@ -264,8 +266,9 @@ typedef struct {
   uint32_t max_receive_count;
   /*
    Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
-   or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
-   Set together with `max_receive_count`. Changeable later.
+   or `len` 0; a path of at most 256 bytes, the redrive policy's room in the arena). It
+   must exist, deduplicate and take messages as large as this queue's. Set together with
+   `max_receive_count`. Changeable later.
    */
   shmfifo_str dead_letter_queue;
   /*
@@ -992,7 +995,9 @@ void shmfifo_receive_buffer_free(shmfifo_receive_buffer *b);
  exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle. A name
  is 1–200 of `A-Z a-z 0-9 _ . -` (`SHMFIFO_INVALID_QUEUE_NAME` otherwise); a path's directory
  must exist (`SHMFIFO_QUEUE_DOES_NOT_EXIST`, its text "no directory"); a file already there
- is `SHMFIFO_QUEUE_NAME_EXISTS` (open it, or unlink it first).
+ is `SHMFIFO_QUEUE_NAME_EXISTS` (a queue's: open it, or unlink it first; any other file is
+ never replaced, nor removed by `shmfifo_queue_unlink`, which answers
+ `SHMFIFO_NOT_AN_ARENA`).
 
  # Safety
  `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
@@ -1005,9 +1010,9 @@ shmfifo_result shmfifo_queue_create(const char *name,
 /*
  Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`; a name is 1–200
  of `A-Z a-z 0-9 _ . -`), `SHMFIFO_QUEUE_DOES_NOT_EXIST` where there is none. It never
- waits: creators name a queue only once it is complete, so a file there that is not
- finished (empty, zero-filled, or an unfinished arena of an older build) gives
- `SHMFIFO_NOT_READY` at once.
+ waits: creators name a queue only once it is complete, so a file there that carries no
+ arena (empty, zero-filled, or any file that is not a queue) gives `SHMFIFO_NOT_AN_ARENA`
+ at once, and an unfinished arena of an older build `SHMFIFO_NOT_READY`.
 
  # Safety
  `name` must be a NUL-terminated string; `out` valid for writing.
@@ -1044,7 +1049,9 @@ shmfifo_result shmfifo_send(const shmfifo_queue *q,
 
 /*
  Sends one message like [`shmfifo_send`], but when its size class is full waits up to
- `timeout_ms` milliseconds for a slot to free (woken by the process that frees one), then
+ `timeout_ms` milliseconds for a slot to free (woken by the process that frees one: a
+ delete frees the slot of the message before it in its group, each group with messages
+ holding one consumed slot as its list head; see `max_messages`), then
  fails with `SHMFIFO_SIZE_CLASS_FULL`. Every other error returns at once. A timeout of 0 is
  [`shmfifo_send`]. `out` may be NULL.
 
@@ -1252,7 +1259,9 @@ uint8_t *shmfifo_loan_data(shmfifo_loan *l);
 size_t shmfifo_loan_len(const shmfifo_loan *l);
 
 /*
- Shortens the loan's body to `len` bytes (at least 1; a longer `len` changes nothing).
+ Shortens the loan's body to `len` bytes (a longer `len` changes nothing). A `len` of 0 is
+ `SHMFIFO_INVALID_PARAMETER_VALUE`, the loan unchanged: a body is never empty (release the
+ loan to send nothing; it kept one byte, and sent it).
 
  # Safety
  `l` NULL or a live loan, not used by another thread meanwhile.

@@ -23,7 +23,9 @@ pub struct shmfifo_config {
     /// on a queue that may grow, whose base file is laid out for 256 KiB messages and takes
     /// larger ones in a class grown on demand; 256 KiB on one that may not, `size_limit` 0).
     pub maximum_message_size: u32,
-    /// Slots of the smallest size class (default 8,192).
+    /// Slots of the smallest size class (default 8,192). A consumed message's slot is held as
+    /// its group's list head until the group's next message is consumed or the group empties:
+    /// a class that may not grow holds up to one message fewer per group with messages.
     pub max_messages: u32,
     /// Groups with messages the base group table holds (default 4,096); the table grows past
     /// them up to the size limit.
@@ -54,8 +56,9 @@ pub struct shmfifo_config {
     /// `dead_letter_queue`.
     pub max_receive_count: u32,
     /// Redrive policy's dead-letter queue, a name or a path (default empty: none; `data` NULL
-    /// or `len` 0). It must exist, deduplicate and take messages as large as this queue's.
-    /// Set together with `max_receive_count`. Changeable later.
+    /// or `len` 0; a path of at most 256 bytes, the redrive policy's room in the arena). It
+    /// must exist, deduplicate and take messages as large as this queue's. Set together with
+    /// `max_receive_count`. Changeable later.
     pub dead_letter_queue: shmfifo_str,
     /// 1 (default): a receiver process that dies has its in-flight messages made visible at
     /// once (about 100 ms later, once a receiver is idle) instead of at their visibility

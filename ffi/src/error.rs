@@ -266,8 +266,32 @@ thread_local! {
 // function, an abort. Every access is `try_with`: a call made then works, and its message
 // reads as empty.
 
+/// Keeps `msg` as the calling thread's last error message, its control characters escaped:
+/// a message may quote the caller's bytes (an id with a NUL or an escape sequence in it),
+/// and a C program reads it as a string (a NUL cut it short while the length returned
+/// counted past it) and often prints it to a terminal (where an escape sequence acts).
 pub(crate) fn set_error(msg: String) {
+    let msg = if msg.chars().any(escaped) {
+        let mut out = String::with_capacity(msg.len() + 8);
+        for c in msg.chars() {
+            if escaped(c) {
+                use std::fmt::Write as _;
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    } else {
+        msg
+    };
     let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = msg);
+}
+
+/// Whether [`set_error`] escapes `c`: every control character (C0, DEL, C1) but a tab and a
+/// line feed.
+fn escaped(c: char) -> bool {
+    c.is_control() && c != '\n' && c != '\t'
 }
 
 /// After a success: the last error message is empty (a small allocation kept for the next

@@ -35,7 +35,9 @@ pub(crate) unsafe fn queue<'a>(q: *const shmfifo_queue) -> R<&'a Queue> {
 /// exclusively, with `config` (NULL: the defaults). On success `*out` is the new handle. A name
 /// is 1–200 of `A-Z a-z 0-9 _ . -` (`SHMFIFO_INVALID_QUEUE_NAME` otherwise); a path's directory
 /// must exist (`SHMFIFO_QUEUE_DOES_NOT_EXIST`, its text "no directory"); a file already there
-/// is `SHMFIFO_QUEUE_NAME_EXISTS` (open it, or unlink it first).
+/// is `SHMFIFO_QUEUE_NAME_EXISTS` (a queue's: open it, or unlink it first; any other file is
+/// never replaced, nor removed by `shmfifo_queue_unlink`, which answers
+/// `SHMFIFO_NOT_AN_ARENA`).
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string; `config` NULL or valid (its `dead_letter_queue`
@@ -71,9 +73,9 @@ pub unsafe extern "C" fn shmfifo_queue_create(
 
 /// Opens the queue `name` (under `/dev/shm`, or a path when it contains a `/`; a name is 1–200
 /// of `A-Z a-z 0-9 _ . -`), `SHMFIFO_QUEUE_DOES_NOT_EXIST` where there is none. It never
-/// waits: creators name a queue only once it is complete, so a file there that is not
-/// finished (empty, zero-filled, or an unfinished arena of an older build) gives
-/// `SHMFIFO_NOT_READY` at once.
+/// waits: creators name a queue only once it is complete, so a file there that carries no
+/// arena (empty, zero-filled, or any file that is not a queue) gives `SHMFIFO_NOT_AN_ARENA`
+/// at once, and an unfinished arena of an older build `SHMFIFO_NOT_READY`.
 ///
 /// # Safety
 /// `name` must be a NUL-terminated string; `out` valid for writing.
@@ -176,7 +178,9 @@ unsafe fn send_one(
 }
 
 /// Sends one message like [`shmfifo_send`], but when its size class is full waits up to
-/// `timeout_ms` milliseconds for a slot to free (woken by the process that frees one), then
+/// `timeout_ms` milliseconds for a slot to free (woken by the process that frees one: a
+/// delete frees the slot of the message before it in its group, each group with messages
+/// holding one consumed slot as its list head; see `max_messages`), then
 /// fails with `SHMFIFO_SIZE_CLASS_FULL`. Every other error returns at once. A timeout of 0 is
 /// [`shmfifo_send`]. `out` may be NULL.
 ///
@@ -485,7 +489,10 @@ pub unsafe extern "C" fn shmfifo_queue_advance_clock(
 pub unsafe extern "C" fn shmfifo_queue_prefault(q: *const shmfifo_queue) -> shmfifo_result {
     guard(|| {
         // SAFETY: per the contract.
-        unsafe { queue(q) }?.prefault()?;
+        let q = unsafe { queue(q) }?;
+        q.prefault()?;
+        // A file cut (by anyone who may write it): its pages are gone, not faulted in.
+        q.check_file()?;
         Ok(())
     })
 }
@@ -518,6 +525,8 @@ pub unsafe extern "C" fn shmfifo_queue_get_attributes(
         // SAFETY: per the contract.
         let out = unsafe { out_ptr(out, "out") }?;
         let a = q.attributes();
+        // A file cut (by anyone who may write it): its figures read as zeros, not the queue's.
+        q.check_file()?;
         *out = shmfifo_queue_attributes {
             approximate_number_of_messages: a.approximate_number_of_messages,
             approximate_number_of_messages_not_visible: a
@@ -585,6 +594,8 @@ pub unsafe extern "C" fn shmfifo_queue_get_counters(
         // SAFETY: per the contract.
         let out = unsafe { out_ptr(out, "out") }?;
         let c = q.counters();
+        // As in `shmfifo_queue_get_attributes`.
+        q.check_file()?;
         *out = shmfifo_counters {
             sent: c.sent,
             duplicates: c.duplicates,

@@ -85,7 +85,9 @@ pub unsafe extern "C" fn shmfifo_loan_len(l: *const shmfifo_loan) -> usize {
         .map_or(0, Loan::len)
 }
 
-/// Shortens the loan's body to `len` bytes (at least 1; a longer `len` changes nothing).
+/// Shortens the loan's body to `len` bytes (a longer `len` changes nothing). A `len` of 0 is
+/// `SHMFIFO_INVALID_PARAMETER_VALUE`, the loan unchanged: a body is never empty (release the
+/// loan to send nothing; it kept one byte, and sent it).
 ///
 /// # Safety
 /// `l` NULL or a live loan, not used by another thread meanwhile.
@@ -94,7 +96,16 @@ pub unsafe extern "C" fn shmfifo_loan_truncate(l: *mut shmfifo_loan, len: usize)
     guard(|| {
         // SAFETY: per the contract.
         let l = unsafe { l.as_mut() }.ok_or_else(|| null("loan"))?;
-        l.loan.as_mut().ok_or_else(|| null("loan"))?.truncate(len);
+        let loan = l.loan.as_mut().ok_or_else(|| null("loan"))?;
+        if len == 0 {
+            return Err(shmfifo_core::Error::InvalidParameterValue {
+                parameter: "len",
+                reason: "a message body is at least 1 byte: release the loan to send nothing"
+                    .into(),
+            }
+            .into());
+        }
+        loan.truncate(len);
         Ok(())
     })
 }

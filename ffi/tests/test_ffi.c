@@ -254,6 +254,21 @@ static void test_errors(const char *dir) {
     CHECK(other == NULL);
     unlink(link);
     EXPECT(shmfifo_queue_create("bad name", NULL, &other), SHMFIFO_INVALID_QUEUE_NAME);
+    {
+        /* The caller's bytes quoted in a message are escaped: a NUL in a group id cut the
+           message short (its length counted past it), an escape sequence reached the
+           terminal the message is printed to. */
+        shmfifo_send_message m = msg("g", "x", "d");
+        m.group_id.data = "a\0b\x1b[31m";
+        m.group_id.len = 8;
+        EXPECT(shmfifo_send(q, &m, NULL), SHMFIFO_INVALID_PARAMETER_VALUE);
+        char text[512];
+        size_t n = shmfifo_last_error_message(text, sizeof text);
+        CHECK(n < sizeof text);
+        CHECK(strlen(text) == n);
+        CHECK(strstr(text, "a\\u{0}b\\u{1b}[31m") != NULL);
+        CHECK(strchr(text, 0x1b) == NULL);
+    }
     shmfifo_config bad = shmfifo_config_default();
     bad.max_groups = 0;
     EXPECT(shmfifo_queue_create(qname("badcfg"), &bad, &other), SHMFIFO_INVALID_CONFIG);
@@ -286,8 +301,30 @@ static void test_errors(const char *dir) {
     EXPECT(shmfifo_queue_create(qname("huge"), &bad, &other), SHMFIFO_NO_SPACE);
     EXPECT(shmfifo_queue_create("/etc/hostname/not-a-directory", NULL, &other), SHMFIFO_IO);
 
-    /* Files that are not (good) arenas. */
+    /* A queue whose file is cut under it: every call that reads it says so, the figures'
+       too (they read as zeros, not the queue's). */
     char path[512];
+    {
+        snprintf(path, sizeof path, "%s/cut", dir);
+        unlink(path);
+        shmfifo_config cc = shmfifo_config_default();
+        cc.max_messages = 16;
+        shmfifo_queue *cq = NULL;
+        EXPECT(shmfifo_queue_create(path, &cc, &cq), SHMFIFO_OK);
+        if (cq) {
+            shmfifo_queue_attributes qa;
+            shmfifo_counters qc;
+            EXPECT(shmfifo_queue_get_attributes(cq, &qa), SHMFIFO_OK);
+            CHECK(truncate(path, 4096) == 0);
+            EXPECT(shmfifo_queue_get_attributes(cq, &qa), SHMFIFO_TRUNCATED);
+            EXPECT(shmfifo_queue_get_counters(cq, &qc), SHMFIFO_TRUNCATED);
+            EXPECT(shmfifo_queue_prefault(cq), SHMFIFO_TRUNCATED);
+            shmfifo_queue_close(cq);
+        }
+        unlink(path);
+    }
+
+    /* Files that are not (good) arenas. */
     snprintf(path, sizeof path, "%s/text", dir);
     write_file(path, "hello world, not an arena", 25, 0);
     EXPECT(shmfifo_queue_open(path, &other), SHMFIFO_NOT_AN_ARENA);
@@ -1043,6 +1080,9 @@ static void test_zero_copy(void) {
     EXPECT(shmfifo_loan_new(q, s("g"), 16, &l), SHMFIFO_OK);
     CHECK(l != NULL && shmfifo_loan_len(l) == 16);
     memcpy(shmfifo_loan_data(l), "in place", 8);
+    /* A body is never empty: 0 is refused, the loan unchanged (it kept a byte, and sent it). */
+    EXPECT(shmfifo_loan_truncate(l, 0), SHMFIFO_INVALID_PARAMETER_VALUE);
+    CHECK(shmfifo_loan_len(l) == 16);
     EXPECT(shmfifo_loan_truncate(l, 8), SHMFIFO_OK);
     CHECK(shmfifo_loan_len(l) == 8);
     /* No dedup id on a deduplicating queue: refused, the loan kept. */
