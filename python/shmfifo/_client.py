@@ -238,6 +238,14 @@ class Client:
     def _path(self, op: str, url: str) -> str:
         if not isinstance(url, str) or not url:
             self._raise(op, "InvalidAddress", "The address is not valid for this endpoint.")
+        if url.startswith(("https://", "http://")):
+            # A queue URL of SQS's form (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, or a
+            # local endpoint's, as `shmfifo serve` answers): the queue NAME of this client's
+            # directory, as an ARN names it by its last field. It was taken as a relative path.
+            name = url.rstrip("/").rsplit("/", 1)[-1]
+            if not name or "?" in name or "#" in name:
+                self._raise(op, "InvalidAddress", "The address is not valid for this endpoint.")
+            return os.path.join(self._dir, name)
         p = url[4:] if url.startswith("shm:") else url
         if "/" not in p:
             p = os.path.join(self._dir, p)
@@ -295,6 +303,16 @@ class Client:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             self._raise(op, "InvalidParameterValue", f"Value {v!r} for parameter {name} is invalid. Reason: must be a whole number of at least 0.")
         return v
+
+    def _names(self, op: str, name: str, v: Any) -> List[str]:
+        """A list-of-names parameter (``AttributeNames`` …): a list or tuple of strings. A
+        plain string was read one character at a time (``AttributeNames="All"`` asked for
+        attributes "A", "l", "l")."""
+        if v is None:
+            return []
+        if not isinstance(v, (list, tuple)) or not all(isinstance(n, str) for n in v):
+            self._raise(op, "InvalidParameterValue", f"Invalid type for parameter {name}, value: {v!r}, type: {type(v)}, valid types: <class 'list'>, <class 'tuple'> of <class 'str'>")
+        return list(v)
 
     def _attribute_values(self, op: str, attrs: Optional[Dict[str, Any]]) -> Dict[str, str]:
         """Queue attributes as the library takes them: strings (a whole number is taken as its
@@ -461,8 +479,11 @@ class Client:
         return {"QueueUrl": self._url(path), "ResponseMetadata": _meta()}
 
     def get_queue_url(self, *, QueueName: str, QueueOwnerAWSAccountId: Optional[str] = None) -> dict:
+        op = "GetQueueUrl"
+        self._text(op, "QueueName", QueueName)
+        self._text(op, "QueueOwnerAWSAccountId", QueueOwnerAWSAccountId, required=False)
         path = os.path.join(self._dir, QueueName)
-        self._queue("GetQueueUrl", path)
+        self._queue(op, path)
         return {"QueueUrl": self._url(path), "ResponseMetadata": _meta()}
 
     def list_queues(self, *, QueueNamePrefix: str = "", MaxResults: Optional[int] = None, NextToken: Optional[str] = None) -> dict:
@@ -507,6 +528,7 @@ class Client:
 
     def get_queue_attributes(self, *, QueueUrl: str, AttributeNames: Optional[List[str]] = None) -> dict:
         op = "GetQueueAttributes"
+        AttributeNames = self._names(op, "AttributeNames", AttributeNames)
         q = self._queue(op, QueueUrl)
         have = dict(self._call(op, q.attributes))
         have["QueueArn"] = self._arn(self._path(op, QueueUrl))
@@ -610,6 +632,10 @@ class Client:
         ReceiveRequestAttemptId: Optional[str] = None,
     ) -> dict:
         op = "ReceiveMessage"
+        AttributeNames = self._names(op, "AttributeNames", AttributeNames)
+        MessageSystemAttributeNames = self._names(op, "MessageSystemAttributeNames", MessageSystemAttributeNames)
+        MessageAttributeNames = self._names(op, "MessageAttributeNames", MessageAttributeNames)
+        self._text(op, "ReceiveRequestAttemptId", ReceiveRequestAttemptId, required=False)
         q = self._queue(op, QueueUrl)
         self._text_queue(op, q)
         for name, v in (("MaxNumberOfMessages", MaxNumberOfMessages), ("VisibilityTimeout", VisibilityTimeout), ("WaitTimeSeconds", WaitTimeSeconds)):
@@ -656,6 +682,7 @@ class Client:
 
     def delete_message(self, *, QueueUrl: str, ReceiptHandle: str) -> dict:
         op = "DeleteMessage"
+        self._text(op, "ReceiptHandle", ReceiptHandle)
         self._call(op, self._queue(op, QueueUrl).delete, ReceiptHandle)
         return {"ResponseMetadata": _meta()}
 
@@ -669,6 +696,7 @@ class Client:
 
     def change_message_visibility(self, *, QueueUrl: str, ReceiptHandle: str, VisibilityTimeout: int) -> dict:
         op = "ChangeMessageVisibility"
+        self._text(op, "ReceiptHandle", ReceiptHandle)
         timeout = self._int(op, "VisibilityTimeout", VisibilityTimeout)
         self._call(op, self._queue(op, QueueUrl).change_visibility, ReceiptHandle, timeout * 1000)
         return {"ResponseMetadata": _meta()}
@@ -695,6 +723,13 @@ class Client:
             else:
                 failed.append(_entry_failed(eid, *fail))
         return {"Successful": ok, "Failed": failed, "ResponseMetadata": _meta()}
+
+    def __reduce__(self):
+        # Handed to a spawned child it failed naming a native class or a lock.
+        raise TypeError(
+            "a shmfifo client holds this process's queue handles and cannot be pickled: make "
+            "one in the other process (shmfifo.client(\"sqs\", directory=...))"
+        )
 
     def close(self) -> None:
         """Releases every queue handle this client opened."""

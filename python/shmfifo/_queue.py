@@ -150,8 +150,17 @@ class Message:
 
     def _received(self) -> "Queue":
         if self._queue is None:
+            if self.receipt_handle:
+                raise ValueError("this message was copied from another process (pickled) and has no queue here: delete it or change its visibility by its receipt handle with a Queue opened here (queue.delete(m.receipt_handle))")
             raise ValueError("a message from peek() has no receipt handle: receive it to delete it or change its visibility")
         return self._queue
+
+    def __getstate__(self) -> dict:
+        # Pickled (handed to a process pool) as its data: the queue handle is this process's
+        # (pickling it failed, naming a Queue); its receipt handle goes along.
+        state = dict(self.__dict__)
+        state["_queue"] = None
+        return state
 
     def delete(self) -> None:
         """Deletes the message (this receive's handle)."""
@@ -267,7 +276,7 @@ class Queue:
 
     def close(self) -> None:
         """Releases this handle (its participant); later calls raise ``ValueError``. Another
-        thread's waiting ``receive`` returns no message within 200 ms, and its ``messages()``
+        thread's waiting ``receive`` returns no message within 100 ms, and its ``messages()``
         ends."""
         self._raw.close()
 

@@ -453,6 +453,39 @@ def test_a_wrong_argument_is_refused_before_anything_is_sent(local):
     assert sqs.exceptions.from_code("NoSuchCode") is sqs.exceptions.ClientError
 
 
+def test_arguments_of_the_wrong_type_are_refused_by_name(local):
+    # Each was a TypeError or AttributeError of Python's, or (a string where a list of names
+    # goes) read one character at a time.
+    sqs = local
+    url = sqs.create_queue(QueueName="q.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"})["QueueUrl"]
+    calls = [
+        lambda: sqs.get_queue_url(QueueName=None),
+        lambda: sqs.delete_message(QueueUrl=url, ReceiptHandle=None),
+        lambda: sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=None, VisibilityTimeout=0),
+        lambda: sqs.receive_message(QueueUrl=url, ReceiveRequestAttemptId=5),
+        lambda: sqs.receive_message(QueueUrl=url, AttributeNames="All"),
+        lambda: sqs.receive_message(QueueUrl=url, MessageAttributeNames="All"),
+        lambda: sqs.get_queue_attributes(QueueUrl=url, AttributeNames="All"),
+    ]
+    for call in calls:
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            call()
+        assert code(e) == "InvalidParameterValue"
+    # A queue URL of SQS's form names the queue of the client's directory by its last part,
+    # as an ARN does by its last field (it was taken as a relative path).
+    aws = "https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo"
+    sqs.send_message(QueueUrl=aws, MessageBody="by an AWS URL", MessageGroupId="g")
+    got = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"]
+    assert [m["Body"] for m in got] == ["by an AWS URL"]
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):
+        sqs.get_queue_attributes(QueueUrl="http://127.0.0.1:9324/000000000000/other.fifo")
+    # Handed to a spawned child: refused, saying what to do.
+    import pickle
+
+    with pytest.raises(TypeError, match="make one in the other process"):
+        pickle.dumps(sqs)
+
+
 def test_a_binary_queue_is_refused_before_a_receive_takes_anything(local, qdir):
     q = shmfifo.Queue.create(f"{qdir}/raw.fifo", body_mode="binary", deduplication="off")
     q.send("g", b"\xff\x00")

@@ -196,6 +196,22 @@ def test_a_queue_is_not_pickled_and_says_how_to_share_it(q):
         pickle.dumps(q)
 
 
+def test_a_received_message_pickles_as_its_data(q):
+    # Handed to a process pool, a message failed naming a Queue (its handle went along):
+    # it pickles as its data and receipt handle, deleted by a Queue open where it lands.
+    import pickle
+
+    q.send("g", "work", dedup_id="1")
+    [m] = q.receive()
+    copy = pickle.loads(pickle.dumps(m))
+    assert (copy.body, copy.receipt_handle, copy.group_id) == (m.body, m.receipt_handle, m.group_id)
+    with pytest.raises(ValueError, match="queue.delete"):
+        copy.delete()
+    q.delete(copy.receipt_handle)
+    assert q.attributes()["ApproximateNumberOfMessagesNotVisible"] == "0"
+    assert q.receive(wait=0) == []
+
+
 def test_closed_handle(qdir):
     q = shmfifo.Queue.create(os.path.join(qdir, "c.fifo"))
     q.close()
