@@ -620,7 +620,9 @@ impl fmt::Display for Error {
             ),
             Error::ParticipantLimitReached { max_participants } => write!(
                 f,
-                "{max_participants} handles already have this queue open (its max_participants: a handle is a participant; open one a process and share it between its threads)"
+                "{max_participants} {} already {} this queue open (its max_participants: a handle is a participant; open one a process and share it between its threads)",
+                if *max_participants == 1 { "handle" } else { "handles" },
+                if *max_participants == 1 { "has" } else { "have" },
             ),
             Error::DedupTableFull { entries, interval_ms } => write!(
                 f,

@@ -333,7 +333,8 @@ typedef struct {
    instead of the buffer (no copy), readable while the queue is open and the message in
    flight for this receive; after reading, `shmfifo_verify` with its receipt handle says
    whether the bytes were still that message's. 0 (default): bodies are copied into the
-   buffer. With `attempt_id`, a replay hands out the same bodies in place.
+   buffer. With `attempt_id`, a replay hands out the same bodies in place. Any other
+   value is `SHMFIFO_INVALID_PARAMETER_VALUE`.
    */
   uint32_t borrow;
 } shmfifo_receive_options;

@@ -223,23 +223,25 @@ pub(crate) unsafe fn handle_batch(
     // SAFETY: `n` entries, per the contract.
     let list = unsafe { std::slice::from_raw_parts(entries, n) };
     let mut ids = Vec::with_capacity(n);
-    let mut handles = Vec::with_capacity(n);
+    let mut handles: Vec<(std::borrow::Cow<'_, str>, u64)> = Vec::with_capacity(n);
     for e in list {
         // SAFETY: per the contract.
         ids.push(unsafe { entry_id(e.id) }?);
         // SAFETY: per the contract.
-        handles.push((
-            unsafe { e.receipt.required("receipt", MAX_CSTR) }?,
-            e.timeout_ms,
-        ));
+        let receipt =
+            unsafe { e.receipt.get_bytes("receipt", MAX_CSTR) }?.ok_or_else(|| null("receipt"))?;
+        // A receipt that is not UTF-8 is that entry's failure (no handle is such bytes:
+        // `SHMFIFO_RECEIPT_HANDLE_IS_INVALID`, its bytes quoted lossily), as any other bad
+        // receipt is; it failed the whole batch.
+        handles.push((String::from_utf8_lossy(receipt), e.timeout_ms));
     }
     let rs = if visibility {
         let b: Vec<_> = ids
             .iter()
             .zip(&handles)
-            .map(|(id, &(h, t))| BatchEntry {
+            .map(|(id, (h, t))| BatchEntry {
                 id,
-                entry: (h, Duration::from_millis(t)),
+                entry: (h.as_ref(), Duration::from_millis(*t)),
             })
             .collect();
         q.change_visibility_batch(&b)?
@@ -247,7 +249,10 @@ pub(crate) unsafe fn handle_batch(
         let b: Vec<_> = ids
             .iter()
             .zip(&handles)
-            .map(|(id, &(h, _))| BatchEntry { id, entry: h })
+            .map(|(id, (h, _))| BatchEntry {
+                id,
+                entry: h.as_ref(),
+            })
             .collect();
         q.delete_batch(&b)?
     };

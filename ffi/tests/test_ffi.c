@@ -440,6 +440,9 @@ static void test_errors(const char *dir) {
     /* The request's error before the array's size, as SQS would answer it (R1). */
     EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
     o.max_messages = 1;
+    o.borrow = 2; /* a flag is 0 or 1 (2 was read as "on") */
+    EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
+    o.borrow = 0;
     o.attempt_id = s("not valid");
     EXPECT(shmfifo_receive(q, &o, buf, out, 10, &n), SHMFIFO_INVALID_PARAMETER_VALUE);
     EXPECT(shmfifo_receive(q, NULL, NULL, out, 10, &n), SHMFIFO_NULL_ARGUMENT);
@@ -859,6 +862,24 @@ static void test_lengths_checked_before_reading(void) {
     he->receipt.data = edge;
     he->receipt.len = huge;
     EXPECT(shmfifo_delete_batch(q, he, 1, codes), SHMFIFO_INVALID_PARAMETER_VALUE);
+    {
+        /* A receipt that is not UTF-8 fails its own entry, as any other bad receipt (it
+           failed the whole batch). */
+        shmfifo_handle_entry two[2];
+        shmfifo_result c2[2];
+        two[0].id = s("bytes");
+        two[0].receipt.data = "sf2\xff\xfe";
+        two[0].receipt.len = 5;
+        two[0].timeout_ms = 0;
+        two[1].id = s("text");
+        two[1].receipt = s("sf2-not-a-handle");
+        two[1].timeout_ms = 0;
+        EXPECT(shmfifo_delete_batch(q, two, 2, c2), SHMFIFO_OK);
+        EXPECT(c2[0], SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+        EXPECT(c2[1], SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+        EXPECT(shmfifo_change_visibility_batch(q, two, 2, c2), SHMFIFO_OK);
+        EXPECT(c2[0], SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+    }
 
     /* S13: an entry too large for the queue (a body, or an attribute value, past its
        4,096-byte maximum, or 11 attributes) fails alone, its memory unread; the others are
