@@ -562,7 +562,13 @@ fn shown_path(queue: &str) -> String {
 }
 
 fn io_hint(q: &str, e: &io::Error) -> Option<String> {
-    match e.raw_os_error() {
+    // By the OS's code, or by the kind where the library named the path around it.
+    let code = e.raw_os_error().or(match e.kind() {
+        io::ErrorKind::PermissionDenied => Some(13),
+        io::ErrorKind::StorageFull => Some(28),
+        _ => None,
+    });
+    match code {
         Some(c) if c == 13 || c == 1 => Some(format!(
             "permission denied: queues are created owner-only (mode 0600) unless created with --mode; check `ls -l {}`; another user's queue also needs SHMFIFO_TRUSTED_UIDS=OWNER_UID in the opener's environment",
             shown_path(q)

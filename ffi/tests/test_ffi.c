@@ -300,6 +300,15 @@ static void test_errors(const char *dir) {
     bad.max_messages = 1u << 30; /* a 256 GiB arena: more than /dev/shm holds */
     EXPECT(shmfifo_queue_create(qname("huge"), &bad, &other), SHMFIFO_NO_SPACE);
     EXPECT(shmfifo_queue_create("/etc/hostname/not-a-directory", NULL, &other), SHMFIFO_IO);
+    {
+        /* A directory that takes no new file is no missing directory ("no directory /proc/"
+           was said), and the OS's refusal names the path. */
+        char why[512];
+        EXPECT(shmfifo_queue_create("/proc/shmfifo-test-no-file-here", NULL, &other), SHMFIFO_IO);
+        shmfifo_last_error_message(why, sizeof why);
+        CHECK(strstr(why, "/proc/shmfifo-test-no-file-here") != NULL);
+        CHECK(strstr(why, "no directory") == NULL);
+    }
 
     /* A queue whose file is cut under it: every call that reads it says so, the figures'
        too (they read as zeros, not the queue's). */

@@ -157,8 +157,13 @@ impl Queue {
             Some(libc::ENOSPC) | Some(libc::EFBIG) => Error::NoSpace { needed: total },
             // The directory is not there: named as one (a trailing `/`, which the error's
             // text says as "no directory").
-            Some(libc::ENOENT) => Error::QueueDoesNotExist { path: dir.join("") },
-            _ => Error::Io(e),
+            Some(libc::ENOENT) if !dir.is_dir() => Error::QueueDoesNotExist { path: dir.join("") },
+            // Anything else (a directory that takes no new file, as /proc; no permission)
+            // names the path: the bare OS text did not say which.
+            _ => Error::Io(io::Error::new(
+                e.kind(),
+                format!("cannot create a queue file at {}: {e}", path.display()),
+            )),
         };
         // The arena is made complete in an unnamed file (or, where the file system has none, a
         // hidden temporary name) and only then named `path`: a creator that dies half-way
