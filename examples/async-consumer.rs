@@ -124,7 +124,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!("stream: {}", bodies.join(", "));
 
-    // A receive future dropped before it completes takes nothing: the message stays visible.
+    // A receive future dropped before it completes takes nothing: here one cancelled by a
+    // timeout while the queue is empty leaves nothing behind, and the message sent after it is
+    // the next receive's, received once (tests/async_receive.rs races a send against the
+    // cancel: `a_dropped_receive_takes_nothing`).
     let long = ReceiveOptions::max(1).wait(Duration::from_secs(20));
     let cancelled = tokio::time::timeout(Duration::from_millis(20), q.receive(&long)).await;
     assert!(

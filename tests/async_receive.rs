@@ -110,6 +110,38 @@ fn a_dropped_receive_takes_nothing() {
     });
 }
 
+/// A consumer loop on a queue that always has a message returns to the runtime now and then
+/// (tokio's cooperative budget): every receive completed at its first poll, so such a loop on
+/// a current-thread runtime never let another task run (a shutdown signal's included).
+#[test]
+fn a_busy_consumer_loop_lets_other_tasks_run() {
+    let tq = queue("async-busy", &small());
+    let q = AsyncQueue::new(tq.q.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = ran.clone();
+        tokio::spawn(async move { flag.store(true, Ordering::SeqCst) });
+        q.queue().send(&SendMessage::new("g", "m")).unwrap();
+        let opts = ReceiveOptions::max(1).wait(Duration::from_secs(1));
+        for round in 0..10_000 {
+            if ran.load(Ordering::SeqCst) {
+                assert!(round > 0);
+                return;
+            }
+            // One message in, one out: the queue never empties, so no receive waits.
+            for m in q.receive(&opts).await.unwrap() {
+                q.queue().send(&SendMessage::new("g", "m")).unwrap();
+                q.queue().delete(&m.receipt_handle).unwrap();
+            }
+        }
+        panic!("10,000 receives and the other task never ran");
+    });
+}
+
 /// Receives cancelled en masse (aborted tasks, timeouts) while messages arrive: every message
 /// is either returned by a receive that completed or still visible, never lost in between.
 #[test]

@@ -53,12 +53,15 @@ use crate::error::{Error, Result};
 use crate::protocol::doorbell;
 use crate::sys;
 
-/// A [`Queue`] whose receives wait as futures on a tokio runtime, never blocking a worker
-/// thread while they wait. `send`, `delete` and the other operations never wait for messages:
-/// call them on [`AsyncQueue::queue`] (they return in microseconds; a claim held by a stopped
-/// process can hold one up to a bounded wait, as in the blocking API).
+/// A [`Queue`] whose receives wait as futures on a tokio runtime (the cargo feature `tokio`),
+/// never blocking a worker thread while they wait. `send`, `delete` and the other operations
+/// never wait for messages: call them on [`AsyncQueue::queue`] (they return in microseconds; a
+/// claim held by a stopped process can hold one up to a bounded wait, as in the blocking API,
+/// and so can a receive's move to a dead-letter queue: docs/async.md).
 ///
-/// Cheap to clone; clones share one watcher thread, which ends when the last clone is dropped.
+/// Cheap to clone, `Send` and `Sync`; clones share one watcher thread, started at the first
+/// wait, which ends when the last clone is dropped: make one `AsyncQueue` a queue a process
+/// and clone it into tasks (each `AsyncQueue::new` has a watcher of its own).
 ///
 /// # Examples
 ///
@@ -262,6 +265,12 @@ impl AsyncQueue {
     ) -> Result<usize> {
         let q = &self.shared.queue;
         buf.len = 0;
+        // A unit of the task's cooperative budget (tokio's coop), before anything is taken:
+        // a receive that finds messages completes at its first poll, so a consumer loop on a
+        // busy queue never returned to the runtime, and on a current-thread runtime starved
+        // every other task (a shutdown signal's included). Once the budget is spent this
+        // yields, having taken nothing (a receive dropped here takes nothing).
+        tokio::task::consume_budget().await;
         // A cut the watcher found ends every later receive too, before it touches the arena
         // (the live settings included).
         if let Some(e) = self.shared.watcher.get().and_then(|w| w.state.cut(q)) {
