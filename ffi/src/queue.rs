@@ -403,6 +403,22 @@ unsafe fn receive(
     })
 }
 
+/// A receipt handle argument: bytes that are not UTF-8 are no handle
+/// (`SHMFIFO_RECEIPT_HANDLE_IS_INVALID`, as a batch entry's are), not `SHMFIFO_INVALID_UTF8`.
+///
+/// # Safety
+/// `receipt` NULL or a NUL-terminated string.
+unsafe fn receipt_text<'a>(receipt: *const c_char) -> R<&'a str> {
+    // SAFETY: forwarded.
+    unsafe { cstr(receipt, "receipt") }.map_err(|f| match f.0 {
+        SHMFIFO_INVALID_UTF8 => Fail(
+            SHMFIFO_RECEIPT_HANDLE_IS_INVALID,
+            "the receipt handle is invalid: its bytes are not UTF-8, as no handle's are".into(),
+        ),
+        _ => f,
+    })
+}
+
 /// Deletes a received message by its receipt handle (NUL-terminated text).
 ///
 /// # Safety
@@ -416,7 +432,7 @@ pub unsafe extern "C" fn shmfifo_delete(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let h = unsafe { cstr(receipt, "receipt") }?;
+        let h = unsafe { receipt_text(receipt) }?;
         q.delete_str(h)?;
         Ok(())
     })
@@ -436,7 +452,7 @@ pub unsafe extern "C" fn shmfifo_change_visibility(
         // SAFETY: per the contract.
         let q = unsafe { queue(q) }?;
         // SAFETY: per the contract.
-        let h = unsafe { cstr(receipt, "receipt") }?;
+        let h = unsafe { receipt_text(receipt) }?;
         q.change_visibility_str(h, Duration::from_millis(timeout_ms))?;
         Ok(())
     })

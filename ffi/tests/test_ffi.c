@@ -888,6 +888,9 @@ static void test_lengths_checked_before_reading(void) {
         EXPECT(c2[1], SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
         EXPECT(shmfifo_change_visibility_batch(q, two, 2, c2), SHMFIFO_OK);
         EXPECT(c2[0], SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+        /* The same bytes to the single calls: the same code. */
+        EXPECT(shmfifo_delete(q, "sf2\xff\xfe"), SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
+        EXPECT(shmfifo_change_visibility(q, "sf2\xff\xfe", 0), SHMFIFO_RECEIPT_HANDLE_IS_INVALID);
     }
 
     /* S13: an entry too large for the queue (a body, or an attribute value, past its

@@ -14,6 +14,7 @@ import os
 import re
 import struct
 import threading
+import urllib.parse
 import uuid
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
@@ -242,10 +243,10 @@ class Client:
             # A queue URL of SQS's form (https://sqs.REGION.amazonaws.com/ACCOUNT/NAME, or a
             # local endpoint's, as `shmfifo serve` answers): the queue NAME of this client's
             # directory, as an ARN names it by its last field. It was taken as a relative path.
-            name = url.rstrip("/").rsplit("/", 1)[-1]
-            if not name or "?" in name or "#" in name:
-                self._raise(op, "InvalidAddress", "The address is not valid for this endpoint.")
-            return os.path.join(self._dir, name)
+            parts = urllib.parse.urlsplit(url).path.strip("/").split("/")
+            if len(parts) != 2 or not _NAME.match(parts[1]):
+                self._raise(op, "AWS.SimpleQueueService.NonExistentQueue", f"The specified queue does not exist: {url} (a queue URL is .../ACCOUNT/NAME.fifo)")
+            return os.path.join(self._dir, parts[1])
         p = url[4:] if url.startswith("shm:") else url
         if "/" not in p:
             p = os.path.join(self._dir, p)
@@ -404,12 +405,16 @@ class Client:
         ``MD5OfMessageAttributes``; checked as boto3 checks them before it sends (the types
         of its model: a ``StringValue`` a ``str``, a ``BinaryValue`` bytes or a ``str``, sent
         as UTF-8), so that nothing is sent that the answer cannot describe."""
-        if not attrs:
+        if attrs is None:
             return None, None
         if not isinstance(attrs, dict):
             raise _param_error(f"Invalid type for parameter {where}, value: {attrs!r}, type: {type(attrs)}, valid types: <class 'dict'>")
+        if not attrs:
+            return None, None
         out, norm = [], []
         for name, a in attrs.items():
+            if not isinstance(name, str):
+                raise _param_error(f"Invalid type for parameter {where} key, value: {name!r}, type: {type(name)}, valid types: <class 'str'>")
             if not isinstance(a, dict):
                 raise _param_error(f"Invalid type for parameter {where}.{name}, value: {a!r}, type: {type(a)}, valid types: <class 'dict'>")
             t = a.get("DataType")
@@ -419,6 +424,12 @@ class Client:
                 self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute type.")
             if not t:
                 self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute type.")
+            # The field a type's value goes in, as SQS (and serve) has it: the checksum's
+            # transport byte follows the type.
+            binary_type = t.split(".")[0] == "Binary"
+            if ("StringValue" in a and "BinaryValue" not in a) if binary_type else ("BinaryValue" in a and "StringValue" not in a):
+                field = "Binary" if binary_type else "String"
+                self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' with type '{t}' must use field '{field}'.")
             if "BinaryValue" in a:
                 v = a["BinaryValue"]
                 if isinstance(v, str):
@@ -426,7 +437,7 @@ class Client:
                 elif isinstance(v, (bytes, bytearray)):
                     v = bytes(v)
                 else:
-                    raise _param_error(f"Invalid type for parameter {where}.{name}.BinaryValue, value: {v!r}, type: {type(v)}, valid types: <class 'bytes'>, <class 'bytearray'>, file-like object")
+                    raise _param_error(f"Invalid type for parameter {where}.{name}.BinaryValue, value: {v!r}, type: {type(v)}, valid types: <class 'bytes'>, <class 'bytearray'>, <class 'str'>")
                 binary = True
             elif "StringValue" in a:
                 v = a["StringValue"]
@@ -637,10 +648,15 @@ class Client:
         MessageAttributeNames = self._names(op, "MessageAttributeNames", MessageAttributeNames)
         self._text(op, "ReceiveRequestAttemptId", ReceiveRequestAttemptId, required=False)
         q = self._queue(op, QueueUrl)
-        self._text_queue(op, q)
         for name, v in (("MaxNumberOfMessages", MaxNumberOfMessages), ("VisibilityTimeout", VisibilityTimeout), ("WaitTimeSeconds", WaitTimeSeconds)):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
                 self._raise(op, "InvalidParameterValue", f"Value {v} for parameter {name} is invalid.")
+        for name, v, most in (("MaxNumberOfMessages", MaxNumberOfMessages, 10), ("VisibilityTimeout", VisibilityTimeout, 43200), ("WaitTimeSeconds", WaitTimeSeconds, 20)):
+            if v is not None and (v > most or (name == "MaxNumberOfMessages" and v < 1)):
+                bounds = "1 and 10, if provided" if name == "MaxNumberOfMessages" else f"0 and {most} seconds"
+                self._raise(op, "InvalidParameterValue", f"Value {v} for parameter {name} is invalid. Reason: Must be between {bounds}.")
+        # After the request's own errors (R1), before anything is taken.
+        self._text_queue(op, q)
         vt = None if VisibilityTimeout is None else VisibilityTimeout * 1000
         wait = None if WaitTimeSeconds is None else WaitTimeSeconds * 1000
         got = self._call(op, q.receive, MaxNumberOfMessages, vt, wait, ReceiveRequestAttemptId)

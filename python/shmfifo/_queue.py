@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -154,6 +156,13 @@ class Message:
                 raise ValueError("this message was copied from another process (pickled) and has no queue here: delete it or change its visibility by its receipt handle with a Queue opened here (queue.delete(m.receipt_handle))")
             raise ValueError("a message from peek() has no receipt handle: receive it to delete it or change its visibility")
         return self._queue
+
+    def __copy__(self) -> "Message":
+        # A copy within the process acts on the same receive (pickling drops the queue).
+        return dataclasses.replace(self)
+
+    def __deepcopy__(self, memo: dict) -> "Message":
+        return dataclasses.replace(self, attributes=copy.deepcopy(self.attributes, memo))
 
     def __getstate__(self) -> dict:
         # Pickled (handed to a process pool) as its data: the queue handle is this process's

@@ -523,7 +523,11 @@ impl RawQueue {
 
     /// `GetQueueAttributes` names and string values (SQS's formats).
     fn attributes(&self) -> PyResult<Vec<(&'static str, String)>> {
-        Ok(self.get()?.attributes().sqs_attributes())
+        let q = self.get()?;
+        let a = q.attributes().sqs_attributes();
+        // A file cut (by anyone who may write it): its figures read as zeros, not the queue's.
+        q.check_file().map_err(err)?;
+        Ok(a)
     }
 
     /// Sets one attribute by its SQS name, live for every process.
@@ -541,13 +545,16 @@ impl RawQueue {
 
     /// The lifetime counters, by name.
     fn counters(&self) -> PyResult<Vec<(&'static str, u64)>> {
-        Ok(self
-            .get()?
+        let q = self.get()?;
+        let c: Vec<_> = q
             .counters()
             .named()
             .iter()
             .map(|(n, v, _)| (*n, *v))
-            .collect())
+            .collect();
+        // As in `attributes`.
+        q.check_file().map_err(err)?;
+        Ok(c)
     }
 
     /// What a receive would return now, changing nothing; each a dict (no receipt handle).

@@ -331,6 +331,12 @@ def test_message_attributes_are_checked_as_boto3_checks_them_before_a_send(sqs, 
             sqs.send_message_batch(QueueUrl=url, Entries=[dict(Id="1", MessageBody="x", MessageGroupId="g", MessageDeduplicationId="2", MessageAttributes=attrs)])
     attrs = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
     assert attrs["ApproximateNumberOfMessages"] == "0"
+    # A value in the other field than its type's (the checksum's transport byte follows the
+    # type): refused, as SQS refuses it.
+    for attrs in ({"b": {"DataType": "Binary", "StringValue": "x"}}, {"s": {"DataType": "String", "BinaryValue": b"x"}}):
+        with pytest.raises(sqs.exceptions.ClientError) as e:
+            sqs.send_message(QueueUrl=url, MessageBody="x", MessageGroupId="g", MessageDeduplicationId="m", MessageAttributes=attrs)
+        assert code(e) == "InvalidParameterValue" and "must use field" in str(e.value)
     # A BinaryValue given as a str is sent as its UTF-8 bytes, as boto3 sends it; the
     # answer's checksum is the one of what was sent.
     given = {"b": {"DataType": "Binary", "BinaryValue": "abc"}, "s": {"DataType": "String", "StringValue": "v"}}

@@ -173,6 +173,25 @@ fn attributes_in(p: &Map<String, Value>) -> Result<Vec<(String, String, Vec<u8>)
                     &format!("The message attribute '{name}' must contain a non-empty message attribute type."),
                 )
             })?;
+        // The field a type's value goes in, as SQS has it: a Binary type's in BinaryValue, a
+        // String or Number type's in StringValue (the checksum's transport byte follows the
+        // type, so a value in the other field read back with another checksum than it was sent
+        // with).
+        let binary_type = t.split('.').next() == Some("Binary");
+        let field_ok = if binary_type {
+            a.get("BinaryValue").is_some() || a.get("StringValue").is_none()
+        } else {
+            a.get("StringValue").is_some() || a.get("BinaryValue").is_none()
+        };
+        if !field_ok {
+            let field = if binary_type { "Binary" } else { "String" };
+            return Err(ApiError::invalid(
+                "MessageAttributes",
+                &format!(
+                    "The message attribute '{name}' with type '{t}' must use field '{field}'."
+                ),
+            ));
+        }
         let v = if let Some(b) = a.get("BinaryValue").and_then(Value::as_str) {
             base64::engine::general_purpose::STANDARD
                 .decode(b)
@@ -708,7 +727,6 @@ impl Queues {
     async fn receive_message(&self, p: &Map<String, Value>, who: &Identity) -> Res {
         // The open of a queue not open yet may wait (a stopped participant mid-repair).
         let (name, q) = blocking(|| self.queue(p, who))?;
-        refuse_binary(q.queue())?;
         let max = int_param(p, "MaxNumberOfMessages")?.unwrap_or(1);
         if !(1..=10).contains(&max) {
             return Err(ApiError::sender(
@@ -725,9 +743,15 @@ impl Queues {
         }
         opts.check()?;
         let attempt = str_param(p, "ReceiveRequestAttemptId")?;
-        let got = self
-            .receive_watching_name(p, who, &name, q, opts, attempt)
-            .await?;
+        // After the request's own errors (R1: they come before anything else).
+        refuse_binary(q.queue())?;
+        let got = match attempt {
+            // A receive with an attempt id does not follow the name: a replay of a recorded
+            // receive runs as blocking work that completes even when its future is dropped
+            // (it restarts its messages' visibility), so it is not raced against the look.
+            Some(id) => q.receive_with_attempt_id(&opts, id).await?,
+            None => self.receive_watching_name(p, who, &name, q, opts).await?,
+        };
         let mut system = names(p, "AttributeNames");
         system.extend(names(p, "MessageSystemAttributeNames"));
         let wanted_attrs = names(p, "MessageAttributeNames");
@@ -751,12 +775,11 @@ impl Queues {
     /// of its wait, with every check of a new request (the new file's owner and mode may
     /// differ); when it names none, the request answers as one made now would
     /// (QueueDoesNotExist). The receive is dropped only between two of its tries, having taken
-    /// nothing (the library's receive takes and returns in one poll).
+    /// nothing (the library's receive takes and returns in one poll; a receive with an attempt
+    /// id, whose replay may not be dropped midway, does not come here).
     ///
-    /// Both receives wait as futures (a client that goes away drops its receive, which then
-    /// has taken nothing); neither holds a thread while it waits. A replay of a recorded
-    /// receive, which may wait behind a stopped claim holder, runs as blocking work (the
-    /// library's `AsyncQueue` does so on a multi-threaded runtime).
+    /// The receive waits as a future (a client that goes away drops it, which then has taken
+    /// nothing); it holds no thread while it waits.
     async fn receive_watching_name(
         &self,
         p: &Map<String, Value>,
@@ -764,19 +787,13 @@ impl Queues {
         name: &str,
         mut q: AsyncQueue,
         mut opts: ReceiveOptions,
-        attempt: Option<&str>,
     ) -> Result<Vec<shmfifo::Message>, ApiError> {
         let started = tokio::time::Instant::now();
         let path = self.path(name);
         // At most one move a name look: a name that changes faster than that is followed by
         // later looks, each bounded by the wait's deadline.
         loop {
-            let receive = async {
-                match attempt {
-                    Some(id) => q.receive_with_attempt_id(&opts, id).await,
-                    None => q.receive(&opts).await,
-                }
-            };
+            let receive = q.receive(&opts);
             if opts.wait_time == Some(Duration::ZERO) {
                 return Ok(receive.await?); // no wait: nothing to follow
             }
@@ -814,7 +831,10 @@ impl Queues {
             // the new file is not the caller's to open.
             let (_, next) = blocking(|| self.queue(p, who))?;
             refuse_binary(next.queue())?;
-            q = next;
+            // The old handle let go off the worker: its last clone's drop joins the library's
+            // watcher thread, up to a second on a queue made with release_on_death off.
+            let old = std::mem::replace(&mut q, next);
+            drop(tokio::task::spawn_blocking(move || drop(old)));
             opts = opts.wait(left);
         }
     }

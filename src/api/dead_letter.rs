@@ -292,6 +292,14 @@ impl Queue {
                 reason: "its deduplication is off".into(),
             });
         }
+        // The policy's name may have come to name this queue's own file since the policy was
+        // set (which refuses it then): moving into itself would drop every message moved.
+        if self.is_same_file(&q) {
+            return Err(Error::DeadLetterQueue {
+                path,
+                reason: "it is this queue itself".into(),
+            });
+        }
         *cache = Some((p.version, path.clone(), q.clone()));
         Ok((path, q))
     }
@@ -669,11 +677,11 @@ impl Queue {
     }
 }
 
-/// Whether `path` names the file `q` has open (the same device and inode, the path followed
-/// as an open follows it).
+/// Whether `path` names the file `q` has open (the same device and inode), looked at as an
+/// open looks at it: a symlink at the name is not followed (`Queue::open_at` refuses one).
 fn names_file(path: &Path, q: &Queue) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(path), q.inner.file.metadata()) {
+    match (std::fs::symlink_metadata(path), q.inner.file.metadata()) {
         (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
         _ => false,
     }
