@@ -30,6 +30,28 @@ fn poll(srv: &Server, url: &str, wait: u32) -> std::thread::JoinHandle<(u16, Str
     })
 }
 
+/// Waits for `waiting`'s answer: `status`, with `text` in it, long before its 20 s wait (within
+/// the name's look, 1 s, and the scheduling around it).
+fn answered(waiting: std::thread::JoinHandle<(u16, String, Duration)>, status: u16, text: &str) {
+    let (got, out, took) = waiting.join().unwrap();
+    assert_eq!(got, status, "{out}");
+    assert!(out.contains(text), "{out}");
+    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+}
+
+/// A 20 s poll of `url` begun, then the queue deleted through serve while it waits.
+fn poll_then_delete(srv: &Server, url: &str) -> std::thread::JoinHandle<(u16, String, Duration)> {
+    let waiting = poll(srv, url, 20);
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, out) = post_json(
+        srv.addr,
+        "DeleteQueue",
+        &format!(r#"{{"QueueUrl":"{url}"}}"#),
+    );
+    assert_eq!(status, 200, "{out}");
+    waiting
+}
+
 fn send(srv: &Server, url: &str, body: &str) {
     let (status, out) = post_json(
         srv.addr,
@@ -48,52 +70,32 @@ fn a_long_poll_follows_a_queue_deleted_and_created_again() {
     assert_eq!(status, 200, "{out}");
 
     // Through serve: DeleteQueue, CreateQueue, SendMessage while a 20 s poll waits.
-    let waiting = poll(&srv, &url, 20);
-    std::thread::sleep(Duration::from_millis(300));
-    let (status, out) = post_json(
-        srv.addr,
-        "DeleteQueue",
-        &format!(r#"{{"QueueUrl":"{url}"}}"#),
-    );
-    assert_eq!(status, 200, "{out}");
+    let waiting = poll_then_delete(&srv, &url);
     let (status, out) = post_json(srv.addr, "CreateQueue", CREATE);
     assert_eq!(status, 200, "{out}");
     send(&srv, &url, "to the new queue");
-    let (status, out, took) = waiting.join().unwrap();
-    assert_eq!(status, 200, "{out}");
-    assert!(out.contains("to the new queue"), "{out}");
-    // Within the name's look (1 s) and the scheduling around it, far from the 20 s.
-    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    answered(waiting, 200, "to the new queue");
 
     // Outside serve: the file removed and a queue created under the name by the library.
     let waiting = poll(&srv, &url, 20);
     std::thread::sleep(Duration::from_millis(300));
     std::fs::remove_file(dir.0.join("lp.fifo")).unwrap();
+    // A small queue: made well within the 700 ms before the poll's first look.
     let q = Queue::create_at(
         dir.0.join("lp.fifo"),
-        &QueueConfig::new().content_based_deduplication(true),
+        &QueueConfig::new()
+            .max_messages(64)
+            .size_limit(0)
+            .content_based_deduplication(true),
     )
     .unwrap();
     q.send(&SendMessage::new("g", "made by the library"))
         .unwrap();
-    let (status, out, took) = waiting.join().unwrap();
-    assert_eq!(status, 200, "{out}");
-    assert!(out.contains("made by the library"), "{out}");
-    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    answered(waiting, 200, "made by the library");
 
     // Deleted and not created again: answered as a request made now is.
-    let waiting = poll(&srv, &url, 20);
-    std::thread::sleep(Duration::from_millis(300));
-    let (status, out) = post_json(
-        srv.addr,
-        "DeleteQueue",
-        &format!(r#"{{"QueueUrl":"{url}"}}"#),
-    );
-    assert_eq!(status, 200, "{out}");
-    let (status, out, took) = waiting.join().unwrap();
-    assert_eq!(status, 400, "{out}");
-    assert!(out.contains("QueueDoesNotExist"), "{out}");
-    assert!(took < Duration::from_secs(10), "answered after {took:?}");
+    let waiting = poll_then_delete(&srv, &url);
+    answered(waiting, 400, "QueueDoesNotExist");
 
     // A poll whose queue stays is the poll it was: the whole wait, nothing taken.
     let (status, out) = post_json(srv.addr, "CreateQueue", CREATE);
