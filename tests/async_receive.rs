@@ -237,9 +237,12 @@ fn an_empty_wait_ends_at_its_wait_time() {
     let q = AsyncQueue::new(tq.q.clone());
     runtime().block_on(async {
         let start = Instant::now();
+        let waits = q.queue().counters().waits;
         let opts = ReceiveOptions::max(10).wait(Duration::from_millis(150));
         assert!(q.receive(&opts).await.unwrap().is_empty());
         assert!(start.elapsed() >= Duration::from_millis(150));
+        // Counted as a blocking receiver's sleep is (it counted none).
+        assert!(q.queue().counters().waits > waits);
         // And a bad parameter is the blocking API's error.
         let bad = ReceiveOptions::max(11);
         assert_eq!(

@@ -16,7 +16,7 @@ client a ``ClientError`` as boto3 raises it; ``shmfifo.Queue`` raises ``TypeErro
 
 from ._client import Client, ClientError, client, md5_of_message_attributes
 from ._errors import Error
-from ._queue import AttributeValue, Message, Queue, SendResult
+from ._queue import AttributeValue, Message, Queue, Redriven, SendResult
 from ._shmfifo import LOCAL_ARN_PREFIX
 
 try:
@@ -34,6 +34,7 @@ __all__ = [
     "LOCAL_ARN_PREFIX",
     "Message",
     "Queue",
+    "Redriven",
     "SendResult",
     "client",
     "md5_of_message_attributes",

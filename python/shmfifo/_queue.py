@@ -180,6 +180,24 @@ class Message:
         self._received().change_visibility(self, seconds)
 
 
+class Redriven(int):
+    """What :meth:`Queue.redrive` did: the messages moved (its value, as an ``int``), the
+    messages it left in the dead-letter queue (``skipped``: their source queue gone or
+    refusing them), and whether it was cancelled before the end."""
+
+    skipped: int
+    cancelled: bool
+
+    def __new__(cls, moved: int, skipped: int = 0, cancelled: bool = False) -> "Redriven":
+        r = super().__new__(cls, moved)
+        r.skipped = skipped
+        r.cancelled = cancelled
+        return r
+
+    def __repr__(self) -> str:
+        return f"Redriven(moved={int(self)}, skipped={self.skipped}, cancelled={self.cancelled})"
+
+
 class Queue:
     """A shmfifo queue: SQS FIFO semantics between the processes of one host.
 
@@ -218,10 +236,13 @@ class Queue:
         test_clock: bool = False,
         body_mode: Optional[str] = None,
         size_limit: Optional[int] = None,
+        fifo_throughput_limit: Optional[str] = None,
     ) -> "Queue":
         """Creates a queue (an error if it exists). Durations in seconds (whole seconds, as
         SQS's attributes); ``deduplication_scope`` ``"queue"`` or ``"messageGroup"``;
-        ``redrive_policy`` ``(dead_letter_queue_name_or_path, max_receive_count)``; the
+        ``redrive_policy`` ``(dead_letter_queue_name_or_path, max_receive_count)`` (or SQS's
+        dict); ``fifo_throughput_limit`` ``"perQueue"`` or ``"perMessageGroupId"`` (SQS's
+        high-throughput mode, with ``deduplication_scope="messageGroup"``; fixed at creation); the
         sizes (``max_messages``, ``max_groups``, ``max_participants``, ``dedup_entries``)
         and ``deduplication="off"`` (no dedup ids at all) are shmfifo's own, as is
         ``test_clock=True``: the queue's time stands still until ``advance_clock`` moves it,
@@ -232,23 +253,26 @@ class Queue:
         quarter of the file system's space left free beside it; 0: never grow)."""
         attrs: List[Tuple[str, str]] = []
 
-        def secs(name: str, v: Optional[float]) -> None:
+        def secs(name: str, keyword: str, v: Optional[float]) -> None:
+            # The keyword named, as the caller wrote it (the SQS attribute beside it).
             if v is not None:
-                _ms(v, name)
+                _ms(v, keyword)
                 if v != int(v):
-                    raise ValueError(f"{name}: whole seconds, as SQS takes them")
+                    raise ValueError(f"{keyword}: whole seconds, as SQS takes them ({name})")
                 attrs.append((name, str(int(v))))
 
-        secs("VisibilityTimeout", visibility_timeout)
-        secs("DelaySeconds", delay)
-        secs("MessageRetentionPeriod", message_retention_period)
-        secs("ReceiveMessageWaitTimeSeconds", receive_message_wait_time)
+        secs("VisibilityTimeout", "visibility_timeout", visibility_timeout)
+        secs("DelaySeconds", "delay", delay)
+        secs("MessageRetentionPeriod", "message_retention_period", message_retention_period)
+        secs("ReceiveMessageWaitTimeSeconds", "receive_message_wait_time", receive_message_wait_time)
         if maximum_message_size is not None:
             attrs.append(("MaximumMessageSize", str(_count(maximum_message_size, "maximum_message_size"))))
         if content_based_deduplication is not None:
             attrs.append(("ContentBasedDeduplication", "true" if content_based_deduplication else "false"))
         if deduplication_scope is not None:
             attrs.append(("DeduplicationScope", deduplication_scope))
+        if fifo_throughput_limit is not None:
+            attrs.append(("FifoThroughputLimit", fifo_throughput_limit))
         if redrive_policy is not None:
             if isinstance(redrive_policy, Mapping):
                 target, count = redrive_policy.get("deadLetterTargetArn"), redrive_policy.get("maxReceiveCount")
@@ -445,11 +469,13 @@ class Queue:
         """What a receive would return now, changing nothing (no receipt handles)."""
         return [Message._of(dict(d, receipt_handle=""), None) for d in self._raw.peek(_count(max_messages, "max_messages"))]
 
-    def redrive(self, destination: Optional[str] = None, *, max_per_second: Optional[int] = None, limit: Optional[int] = None) -> int:
+    def redrive(self, destination: Optional[str] = None, *, max_per_second: Optional[int] = None, limit: Optional[int] = None) -> "Redriven":
         """On a dead-letter queue: moves its messages back to their source queues (or to
-        ``destination``); returns how many moved."""
-        moved, _skipped, _cancelled = self._raw.redrive(destination, max_per_second, limit)
-        return moved
+        ``destination``); returns how many moved, an ``int`` whose ``skipped`` says how many
+        it left here (a source queue gone or refusing: they stay, visible again) and whose
+        ``cancelled`` whether it was stopped before the end."""
+        moved, skipped, cancelled = self._raw.redrive(destination, max_per_second, limit)
+        return Redriven(moved, skipped, cancelled)
 
     def __reduce__(self):
         # Pickled to hand it to another process (multiprocessing's spawn), it failed naming

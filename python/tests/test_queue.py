@@ -355,6 +355,31 @@ def test_a_wrong_argument_names_itself(q, qdir):
     assert '"maxReceiveCount":3' in p.attributes()["RedrivePolicy"].replace(" ", "")
 
 
+def test_redrive_says_what_it_moved_and_what_it_left(qdir):
+    # X5: a message whose source queue is gone stays in the dead-letter queue; the count of
+    # those was dropped (redrive returned 0, saying nothing).
+    dlq = shmfifo.Queue.create(os.path.join(qdir, "dlq.fifo"))
+    sources = [shmfifo.Queue.create(os.path.join(qdir, f"{n}.fifo"), redrive_policy=(dlq.path, 1)) for n in ("a", "b")]
+    for src in sources:
+        src.send("g", "poison", dedup_id="1")
+        assert len(src.receive(visibility_timeout=0)) == 1
+        assert src.receive(visibility_timeout=0) == []  # moved by its second receive
+    assert dlq.attributes()["ApproximateNumberOfMessages"] == "2"
+    gone = sources[1].path
+    sources[1].close()
+    shmfifo.Queue.unlink(gone)
+    r = dlq.redrive()
+    assert (r, r.skipped, r.cancelled) == (1, 1, False)
+    assert r + 0 == 1 and isinstance(r, int) and "skipped=1" in repr(r)
+    assert [m.body for m in sources[0].receive(10)] == ["poison"]
+    # And Queue.create names its own keyword (it named the SQS attribute), and takes SQS's
+    # high-throughput mode.
+    with pytest.raises(ValueError, match="visibility_timeout"):
+        shmfifo.Queue.create(os.path.join(qdir, "half.fifo"), visibility_timeout=1.5)
+    ht = shmfifo.Queue.create(os.path.join(qdir, "ht.fifo"), deduplication_scope="messageGroup", fifo_throughput_limit="perMessageGroupId")
+    assert ht.attributes()["FifoThroughputLimit"] == "perMessageGroupId"
+
+
 def test_set_attributes_is_all_or_nothing(q):
     # Q5 (our choice for a request of several): one bad value changes nothing.
     with pytest.raises(shmfifo.Error) as e:

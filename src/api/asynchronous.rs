@@ -50,6 +50,7 @@ use tokio::sync::Notify;
 use super::queue::Queue;
 use super::types::{Message, ReceiveBuffer, ReceiveOptions};
 use crate::error::{Error, Result};
+use crate::protocol::accounting::{self, counter};
 use crate::protocol::doorbell;
 use crate::sys;
 
@@ -298,6 +299,9 @@ impl AsyncQueue {
                 announced.withdraw();
                 return n;
             }
+            // Counted as a blocking receiver's sleep is (`counters().waits`: it counted none of
+            // these).
+            accounting::count(q.arena(), q.inner.me, counter::WAITS, 1);
             let slept = sys::monotonic_ns();
             let timed_out = tokio::time::timeout_at(deadline, notified).await.is_err();
             // Before the withdrawal writes our participant record and the next try reads the
