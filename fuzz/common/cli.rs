@@ -116,8 +116,12 @@ pub fn cli_input(data: &[u8]) {
             for m in &msgs {
                 assert!(m.line > last, "{text:?}: numbered {} after {last}", m.line);
                 last = m.line;
+                // A line of JSON lines, an entry of a list, a value of a stream of values over
+                // several lines each (as `jq` prints them without `-c`).
                 assert!(
-                    m.at == format!("line {}", m.line) || m.at == format!("entry {}", m.line),
+                    ["line", "entry", "value"]
+                        .iter()
+                        .any(|k| m.at == format!("{k} {}", m.line)),
                     "{text:?}: placed at {:?}",
                     m.at
                 );
