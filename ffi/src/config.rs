@@ -221,15 +221,18 @@ pub(crate) fn c_setting(e: shmfifo_core::Error) -> Fail {
     e.into()
 }
 
-/// A 0-or-1 field: anything else is refused, not read as "on".
+/// A 0-or-1 field of the config: anything else is refused, not read as "on".
 fn flag(v: u32, field: &str) -> R<bool> {
+    flag_or(v, SHMFIFO_INVALID_CONFIG, &format!("setting {field}"))
+}
+
+/// A 0-or-1 field (`what`: how the error names it); anything else is `code`, not read as
+/// "on". The config's flags, and the receive options' `borrow`.
+pub(crate) fn flag_or(v: u32, code: shmfifo_result, what: &str) -> R<bool> {
     match v {
         0 => Ok(false),
         1 => Ok(true),
-        n => Err(Fail(
-            SHMFIFO_INVALID_CONFIG,
-            format!("invalid setting {field}: {n} (0 or 1)"),
-        )),
+        n => Err(Fail(code, format!("invalid {what}: {n} (0 or 1)"))),
     }
 }
 

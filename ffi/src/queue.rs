@@ -303,16 +303,11 @@ unsafe fn receive(
             ));
         }
         // 0 or 1, as every flag of the C ABI: another value was read as "on".
-        let borrow = match o.borrow {
-            0 => false,
-            1 => true,
-            n => {
-                return Err(Fail(
-                    SHMFIFO_INVALID_PARAMETER_VALUE,
-                    format!("invalid receive option borrow: {n} (0 or 1)"),
-                ))
-            }
-        };
+        let borrow = crate::config::flag_or(
+            o.borrow,
+            SHMFIFO_INVALID_PARAMETER_VALUE,
+            "receive option borrow",
+        )?;
         // A borrowing receive goes into the buffer itself (`receive_borrowed_into`: nothing
         // allocated once the buffer has grown); each body's place in the mapping is kept in
         // the buffer's `views` (written by a borrowing receive only: a copying one touches

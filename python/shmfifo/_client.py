@@ -426,10 +426,10 @@ class Client:
                 self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' must contain a non-empty message attribute type.")
             # The field a type's value goes in, as SQS (and serve) has it: the checksum's
             # transport byte follows the type.
-            binary_type = t.split(".")[0] == "Binary"
-            if ("StringValue" in a and "BinaryValue" not in a) if binary_type else ("BinaryValue" in a and "StringValue" not in a):
-                field = "Binary" if binary_type else "String"
-                self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' with type '{t}' must use field '{field}'.")
+            # (The field the type wants, and the other: a value only in the other is refused.)
+            want, other = ("Binary", "String") if t.split(".")[0] == "Binary" else ("String", "Binary")
+            if f"{other}Value" in a and f"{want}Value" not in a:
+                self._raise(op, "InvalidParameterValue", f"The message attribute '{name}' with type '{t}' must use field '{want}'.")
             if "BinaryValue" in a:
                 v = a["BinaryValue"]
                 if isinstance(v, str):
