@@ -36,7 +36,9 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// Magic number at offset 0: `"SHMFIFO"` followed by a DOS end-of-file byte (as PNG's magic, it
 /// catches text-mode mangling and `cat`).
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
-/// Bumped on any change to the layout or to a protocol (26: the header's `dedup_mode` may be 3,
+/// Bumped on any change to the layout or to a protocol (27: a receive may serve the ready
+/// ring's only hint in place, leaving it queued as a placeholder that the group's claim word
+/// marks `STALE` (its bit 61, where the claim's incarnation had 24 bits, now 23); 26: the header's `dedup_mode` may be 3,
 /// message-group scope with `FifoThroughputLimit=perMessageGroupId`, which layout 25 builds
 /// would take for a corrupted header; 25: a delete holding its group's claim
 /// marks a message deleted by a store, one without it by a CAS to `DELETED_UNCOUNTED`, counted
@@ -57,7 +59,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMFIFO\x1a");
 /// `GroupEntry::sentinel_pos`, in `home_claim`'s old place (moved to the key's line);
 /// no kept tombstones. 18: a cleanup's `pending_free` names a run
 /// of nodes freed last first, not one dummy).
-pub const LAYOUT_VERSION: u64 = 26;
+pub const LAYOUT_VERSION: u64 = 27;
 /// The most size classes an arena may have.
 pub const MAX_CLASSES: usize = 8;
 /// Bytes of message header in front of each payload (in its own array).

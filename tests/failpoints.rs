@@ -44,6 +44,7 @@ fn group_of_x(op: &str) -> &'static str {
         "send-new-group" => "h",
         "send-new-group-grow" => "k",
         "send-kept" => "r",
+        "send-placeholder" => "r",
         "send-new-group-reclaim" => "k",
         _ => "g",
     }
@@ -83,6 +84,7 @@ fn child(spec: &str) {
         | "send-grow"
         | "send-dedup-grow"
         | "send-kept"
+        | "send-placeholder"
         | "send-new-group-reclaim" => {
             let g = group_of_x(op);
             failpoint::arm(k);
@@ -526,6 +528,45 @@ fn resend_x(q: &Queue, g: &str, o: &Outcome, op: &str, k: u64) {
         assert!(again.duplicate, "{op} k={k}: acknowledged, so a duplicate");
         assert_eq!(&again.message_id.to_string(), id);
     }
+}
+
+/// Group `r` served in place and emptied (layout 27: its one message received, as the ready
+/// ring's only hint, and deleted, with no receive after), so that its hint is left queued as
+/// a placeholder; then `g` sent, hinted behind it. The `send-placeholder` cases: the child's
+/// send to `r` finds the placeholder with a hint behind it, takes it out of the ring and
+/// pushes a fresh one.
+fn fresh_r_placeholder(tag: &str, cfg: &QueueConfig) -> (String, Queue) {
+    let (name, q) = fresh(tag, cfg);
+    send(&q, "r", "r0");
+    let got = q
+        .receive(&ReceiveOptions::max(1).wait(Duration::ZERO))
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    q.delete(&got[0].receipt_handle).unwrap();
+    send(&q, "g", "a");
+    (name, q)
+}
+
+/// A send to a group whose hint is a placeholder with another group hinted behind it, killed
+/// at each step (its link, its publish, the placeholder taken out of the ring, its `STALE`
+/// bit cleared, the fresh hint pushed): the survivor's send is the same message once, and
+/// both messages are delivered, `a` (hinted first) before `x` where the child's send did not
+/// die before its ready-check (R6), and the queue ends clean.
+fn case_send_placeholder(op: &str, k: u64, full: usize) -> bool {
+    let (name, q) = fresh_r_placeholder("fpplace", &config());
+    let o = run_child(op, &name, k, "");
+    q.recover().unwrap();
+    resend_x(&q, "r", &o, op, k);
+    let got = drain(&q);
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a", "x"], "{op} k={k}: exactly one x: {got:?}");
+    if !o.killed {
+        assert_eq!(got, ["a", "x"], "{op} k={k}: R6");
+    }
+    assert_clean(&q, full, &format!("{op} k={k}"));
+    let _ = Queue::unlink(&name);
+    o.killed
 }
 
 /// Group `r` emptied (its one message received and deleted), so that it is kept, idle, with
@@ -1305,6 +1346,13 @@ fn stop_case(op: &str, k: u64) -> bool {
     let (name, q) = if op == "send-kept" {
         // The stopped child sends to r, kept.
         fresh_r_kept("fpstop", &cfg, first)
+    } else if op == "send-placeholder" {
+        // The stopped child sends to r, whose hint is a placeholder with g's behind it.
+        let (name, q) = fresh_r_placeholder("fpstop", &cfg);
+        for (g, b) in &first[1..] {
+            send(&q, g, b);
+        }
+        (name, q)
     } else if op == "receive-delete-pack" {
         let (name, q) = fresh("fpstop", &cfg);
         send_pack_then_c(&q);
@@ -1591,7 +1639,7 @@ fn main() {
     drop(q);
     let _ = Queue::unlink(&name);
     type Case = fn(&str, u64, usize) -> bool;
-    let cases: [(&str, Case); 30] = [
+    let cases: [(&str, Case); 31] = [
         ("send", case_send),
         ("send-grow", case_send_grow),
         ("send-large", case_send_large),
@@ -1602,6 +1650,7 @@ fn main() {
         ("send-new-group", case_send),
         ("send-new-group-grow", case_send_new_group_grow),
         ("send-kept", case_send_kept),
+        ("send-placeholder", case_send_placeholder),
         ("send-new-group-reclaim", case_send_new_group_reclaim),
         ("send-batch", case_send_batch),
         ("send-pack", case_send_batch),
@@ -1653,6 +1702,7 @@ fn main() {
         "send-new-group",
         "send-new-group-grow",
         "send-kept",
+        "send-placeholder",
         "send-batch",
         "send-pack",
         "send-loan-batch",

@@ -57,6 +57,29 @@ pub fn try_claim_taking_hint(
     try_claim_as(a, env, e, me, ginc, true)
 }
 
+/// [`try_claim`] by a receive serving the ready ring's only hint in place (layout 27): one
+/// CAS from the free word with a fresh hint queued (`HINT` alone) to our claim with `HINT |
+/// STALE`, so that the hint stays queued as a placeholder: the place it stood for is ours
+/// (consumed, as a pop consumes it), and the group's next ready-check makes it fresh or
+/// replaces it (`ready::hint`). Anything else found (held, a placeholder already, no hint
+/// bit) is `Busy` with the word found, and the caller pops instead. SYNC POINT(ready-check)
+/// as [`try_claim_taking_hint`]'s: a producer's RMW before our CAS is read by it; one after
+/// it finds `STALE` and makes the hint fresh.
+#[inline]
+pub fn try_claim_in_place(e: &GroupEntry, me: Owner, ginc: u32) -> TryClaim {
+    let cw = owner::claim(ginc, me);
+    // SYNC POINT(claim) and SYNC POINT(ready-check): as in `try_claim_as`.
+    match e.claim.compare_exchange(
+        owner::HINT,
+        cw | owner::HINT_BITS,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        Ok(_) => claimed(e, ginc, cw, false),
+        Err(cur) => TryClaim::Busy(cur),
+    }
+}
+
 /// [`try_claim`], clearing the `HINT` bit if `take_hint`: the free word it most likely finds
 /// tried inline (a receiver popped a hint, so its bit is most likely set; anyone else most
 /// likely finds it clear), anything else out of line.
@@ -70,14 +93,24 @@ fn try_claim_as(
     take_hint: bool,
 ) -> TryClaim {
     let cw = owner::claim(ginc, me);
-    let likely = if take_hint { owner::HINT } else { 0 };
+    // The free word most likely found: with `HINT` where a receiver popped a hint; anyone
+    // else's, with the hint bits the word has now (layout 27: a group served in place keeps
+    // its queued placeholder's `HINT | STALE`, which a delete's claim then finds; a first try
+    // without them failed and went out of line). Relaxed: a guess, the CAS decides (the
+    // callers have just loaded `state`, on the same line).
+    let likely = if take_hint {
+        owner::HINT
+    } else {
+        e.claim.load(Ordering::Relaxed) & owner::HINT_BITS
+    };
+    let keep = if take_hint { 0 } else { likely };
     // SYNC POINT(claim): AcqRel/Acquire pairs with the releasing CAS of the previous holder;
     // Release also publishes our registration (owner code) to whoever reads this word.
-    // Acquire also pairs with a producer's RMW that set `HINT` (which we clear, or which was
-    // not set: the word we replace keeps no bit we must keep).
+    // Acquire also pairs with a producer's RMW that set `HINT` (which we clear, or which we
+    // keep: the bits of `likely`, unless we take them).
     match e
         .claim
-        .compare_exchange(likely, cw, Ordering::AcqRel, Ordering::Acquire)
+        .compare_exchange(likely, cw | keep, Ordering::AcqRel, Ordering::Acquire)
     {
         Ok(_) => claimed(e, ginc, cw, false),
         Err(cur) => try_claim_from(a, env, e, me, ginc, take_hint, cur),
@@ -105,7 +138,7 @@ fn try_claim_from(
     // claim held left its message uncounted; dropped with the holder's word, the count stayed
     // high until a cleanup reached the message).
     let keep = |w: u64| {
-        let hint = if take_hint { 0 } else { w & owner::HINT };
+        let hint = if take_hint { 0 } else { w & owner::HINT_BITS };
         let dirty = if owner::clean(w) != 0 {
             w & owner::DIRTY
         } else {
@@ -167,7 +200,12 @@ pub fn give_up_claim(word: &AtomicU64, cw: u64) {
         }
         // SYNC POINT(claim): Release hands our writes to the next holder.
         if word
-            .compare_exchange(cur, cur & owner::HINT, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(
+                cur,
+                cur & owner::HINT_BITS,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
             .is_ok()
         {
             return;

@@ -419,7 +419,8 @@ mod tests {
 
     /// `receive::idle` (an empty poll's first look) says a receive would take nothing only
     /// when it would, and never while a chore is due: true on a quiet queue; false with a
-    /// hint queued; true while the only message is in flight (R3) and its deadline ahead;
+    /// hint queued, or a placeholder (layout 27) until a receive drops it; true while the
+    /// only message is in flight (R3) and its deadline ahead;
     /// false once its deadline passed (the sweep that redelivers it is due, V1) and once the
     /// periodic sweep is a period old; true again after the receive that ran them.
     #[test]
@@ -435,6 +436,10 @@ mod tests {
         assert!(!receive::idle(&a, &env), "a hint queued");
         let got = recv(&a, &env, 10, 100);
         assert_eq!(got.len(), 1);
+        // Layout 27: the receive served the ring's only hint in place, and left it queued as
+        // a placeholder, which the next receive drops, taking nothing.
+        assert!(!receive::idle(&a, &env), "a placeholder queued");
+        assert!(recv(&a, &env, 10, 100).is_empty());
         assert!(receive::idle(&a, &env), "in flight, its deadline ahead");
         env.advance(99);
         assert!(receive::idle(&a, &env), "a millisecond before its deadline");

@@ -153,14 +153,165 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
         maybe_sweep(a, env, me)?;
     }
     let e = a.group(g)?;
+    // A placeholder queued (layout 27: the group served in place)? Read for writing: the RMW
+    // below writes the line next. Relaxed: a guess; the RMW decides.
+    let w = crate::sync::load_for_write_u64(&e.claim, Ordering::Relaxed);
+    if w & owner::STALE != 0 {
+        return refresh_placeholder(a, g, e, w);
+    }
     // SYNC POINT(ready-check): an RMW that always writes the bit (layout 24: the claim word's
     // `HINT`; a flag word of its own before): the receiver's CAS that takes the claim and
     // clears it then either reads our bit (and so sees what we published before) or comes
     // first (and we read it clear and push).
-    if e.claim.fetch_or(owner::HINT, Ordering::AcqRel) & owner::HINT != 0 {
+    let was = e.claim.fetch_or(owner::HINT, Ordering::AcqRel);
+    if was & owner::STALE != 0 {
+        // Served in place since our look (our RMW changed nothing).
+        return refresh_placeholder(a, g, e, was);
+    }
+    if was & owner::HINT != 0 {
         return Ok(false);
     }
     push_hint(a, env, g, e)
+}
+
+/// Group `g` (entry `e`, its claim word last read as `w`, with `STALE`) became ready while
+/// its queued hint is a placeholder (layout 27): a receive served the ring's only hint in
+/// place and so consumed the place it stood for. R6 wants the group behind every group hinted
+/// since: where the placeholder is still the ring's only hint, nothing is, and the hint is
+/// made fresh where it stands (one CAS of the claim word, the ring's lines left read-shared:
+/// a group that stays the only one ready, served again and again, moves no ring line); where
+/// others are queued behind it, it is taken out of the ring (`Ring::pop_at`) and a fresh hint
+/// pushed behind them; where a pop took it already (whose popper clears both bits, or has
+/// stopped), the hint is taken over and pushed. Returns whether a fresh hint is queued that
+/// the caller rings for (SYNC POINT(doorbell): our RMW, SeqCst on x86 as every locked
+/// instruction, then the caller's load of `waiters`).
+#[inline(never)]
+pub(crate) fn refresh_placeholder(
+    a: &Arena<'_>,
+    g: u32,
+    e: &GroupEntry,
+    mut w: u64,
+) -> PResult<bool> {
+    let r = ring_for(a, g)?;
+    for _ in 0..MAX_STEPS {
+        if w & owner::HINT == 0 {
+            // A popper dropped the placeholder: hint as every producer does. AcqRel: SYNC
+            // POINT(ready-check), as in `hint`.
+            w = e.claim.fetch_or(owner::HINT, Ordering::AcqRel);
+            if w & owner::HINT == 0 {
+                return push_placeholderless(g, e, r);
+            }
+            continue;
+        }
+        if w & owner::STALE == 0 {
+            return Ok(false); // made fresh (or replaced) by another ready-check
+        }
+        match r.first() {
+            Some((_, v, true)) if v == g => {
+                // The ring's only hint: fresh where it stands. SYNC POINT(ready-check): our
+                // CAS is the RMW a receiver's claim then reads, as a producer's `fetch_or`.
+                match e.claim.compare_exchange(
+                    w,
+                    w & !owner::STALE,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        // Made fresh, not yet rung for.
+                        crash_point!();
+                        return Ok(true);
+                    }
+                    Err(now) => w = now,
+                }
+            }
+            Some((p, v, false)) if v == g => {
+                // Others queued behind it: take it out, then queue a fresh one behind them.
+                if r.pop_at(p, g) {
+                    crash_point!();
+                    // The bits are ours now (the placeholder gone, nobody pops it): the hint
+                    // we push. AcqRel: SYNC POINT(ready-check), as above.
+                    e.claim.fetch_and(!owner::STALE, Ordering::AcqRel);
+                    crash_point!();
+                    return push_placeholderless(g, e, r);
+                }
+                // Popped meanwhile. Relaxed: the RMWs above decide.
+                w = e.claim.load(Ordering::Relaxed);
+            }
+            _ => {
+                // Popped already (its popper clears both bits, unless it has stopped): take
+                // the hint over and push it. AcqRel: SYNC POINT(ready-check), as above.
+                match e.claim.compare_exchange(
+                    w,
+                    w & !owner::STALE,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        crash_point!();
+                        return push_placeholderless(g, e, r);
+                    }
+                    Err(now) => w = now,
+                }
+            }
+        }
+    }
+    Err(Fault::Corrupted(
+        "a group's hint placeholder did not settle",
+    ))
+}
+
+/// Pushes group `g`'s fresh hint (entry `e`, ring `r`), its `HINT` bit ours: [`push_hint`]
+/// for [`refresh_placeholder`] (no ring full but under corruption; then the bit is cleared,
+/// and the next sweep re-derives the hint).
+fn push_placeholderless(g: u32, e: &GroupEntry, r: Ring<'_>) -> PResult<bool> {
+    if r.push(g) {
+        return Ok(true);
+    }
+    clear_hint(e, Ordering::Release);
+    Ok(false)
+}
+
+/// A receive popped group `g`'s hint and found its claim word `w` with `STALE` (layout 27):
+/// the hint is a placeholder, whose place a receive served in place consumed. Drops it: both
+/// bits cleared (a ready-check after our CAS finds `HINT` clear and pushes; one before it
+/// made the hint fresh, which our CAS then finds, and we serve it). Returns whether it was
+/// dropped.
+#[inline(never)]
+pub(crate) fn drop_placeholder(e: &GroupEntry, mut w: u64) -> bool {
+    for _ in 0..MAX_STEPS {
+        if w & owner::STALE == 0 {
+            return false;
+        }
+        // AcqRel: SYNC POINT(ready-check), the popper's side (as the claim's CAS that clears
+        // `HINT`).
+        match e.claim.compare_exchange(
+            w,
+            w & !owner::HINT_BITS,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return true,
+            Err(now) => w = now,
+        }
+    }
+    false
+}
+
+/// The group whose hint is the base ring's only one, and its position, where the group
+/// table never grew (one ring: a grown table's rings are served in turn, and another may
+/// hold hints): what a receive serves *in place* (layout 27), its hint left queued as a
+/// placeholder ([`group::try_claim_in_place`]). Plain loads ([`Ring::first`]).
+#[inline]
+pub fn only(a: &Arena<'_>) -> Option<(u64, u32)> {
+    if a.known_segments(GROUP_KIND) != 0
+        || (a.growth(GROUP_KIND) > 0 && a.published(GROUP_KIND) > 0)
+    {
+        return None;
+    }
+    match ring(a).first() {
+        Some((p, g, true)) => Some((p, g)),
+        _ => None,
+    }
 }
 
 /// Whether a hint now runs a due sweep first ([`hint`]): some deadline is pending and has
@@ -200,8 +351,8 @@ pub(crate) fn push_hint(a: &Arena<'_>, env: &dyn Env, g: u32, e: &GroupEntry) ->
 /// group that is gone), an RMW only where it is set; `order`: the caller says why.
 pub(crate) fn clear_hint(e: &GroupEntry, order: Ordering) {
     // Relaxed: only a test; the RMW below carries the ordering.
-    if e.claim.load(Ordering::Relaxed) & owner::HINT != 0 {
-        e.claim.fetch_and(!owner::HINT, order);
+    if e.claim.load(Ordering::Relaxed) & owner::HINT_BITS != 0 {
+        e.claim.fetch_and(!owner::HINT_BITS, order);
     }
 }
 
@@ -316,7 +467,7 @@ pub(crate) fn poke_taking_hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) 
 #[inline(always)]
 fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> PResult<()> {
     let e = a.group(g)?;
-    let taken = if take_hint { owner::HINT } else { 0 };
+    let taken = if take_hint { owner::HINT_BITS } else { 0 };
     for _ in 0..MAX_STEPS {
         // Acquire: SYNC POINT(group-publish).
         let st = e.state.load(Ordering::Acquire);
@@ -330,7 +481,7 @@ fn poke_as(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32, take_hint: bool) -> 
         // Acquire: SYNC POINT(claim).
         let cur = e.claim.load(Ordering::Acquire);
         let live_holder = owner::clean(cur) != 0
-            && owner::claim_ginc(cur) == (ginc & super::words::GINC_MASK)
+            && owner::claims_ginc(cur, ginc)
             && (Owner::of_word(cur) == me || !a.owner_dead(env, Owner::of_word(cur)));
         if live_holder {
             if cur & owner::DIRTY != 0 && cur & taken == 0 {

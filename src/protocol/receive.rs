@@ -18,7 +18,7 @@ use super::timers;
 use super::times::{Standing, Times};
 use super::words::{self, unpack_group_epoch0};
 use super::Owner;
-use super::{gstate, node, vis, Arena, Env, Fault, PResult, MAX_STEPS};
+use super::{gstate, node, owner, vis, Arena, Env, Fault, PResult, MAX_STEPS};
 use crate::layout::{counter, GroupEntry, MsgHeader, MsgWords};
 use crate::sync::Ordering;
 
@@ -170,8 +170,33 @@ pub fn receive(
     let mut move_failures = 0;
     let mut damaged = None;
     let mut damaged_groups = 0;
+    // Layout 27: the ring's only hint is served in place, left queued as a placeholder
+    // (`group::try_claim_in_place`), until a try of it takes nothing or cannot claim; then
+    // hints are popped, as before, for the rest of the call (a popped placeholder is dropped).
+    // Where this process's last receive left a placeholder that is still `STALE` (nothing
+    // made its group ready since: a new group was sent to, or none), the ring is popped from
+    // the start, which takes the placeholder out with the line read once, for writing (a look
+    // at the ring, then the pop, fetched it twice). The claim word read for writing: the CAS
+    // that serves the group in place writes it next.
+    let mut in_place_ok = match a.segs.placeholder() {
+        Some(x) => a.group(x).is_ok_and(|e| {
+            crate::sync::load_for_write_u64(&e.claim, Ordering::Relaxed) & owner::STALE == 0
+        }),
+        None => true,
+    };
+    let mut placeholder = None;
     while rep.taken < max && limited_pops < 16 && move_failures < 4 {
-        let popped = super::ready::pop(a);
+        let only = if in_place_ok {
+            super::ready::only(a)
+        } else {
+            None
+        };
+        let (popped, in_place) = match only {
+            // Served already in this call: the only hint is ours, nothing else is hinted.
+            Some((_, g)) if seen[..nseen].contains(&g) => (None, false),
+            Some((_, g)) => (Some(g), true),
+            None => (super::ready::pop(a), false),
+        };
         crash_point!();
         let Some(g) = popped else {
             if swept {
@@ -185,7 +210,24 @@ pub fn receive(
             swept = true;
             continue;
         };
-        let Ok(e) = a.group(g) else { continue };
+        let Ok(e) = a.group(g) else {
+            in_place_ok &= !in_place;
+            continue;
+        };
+        // Acquire: SYNC POINT(group-publish). Read for writing (`load_for_write_u64`): the
+        // CAS that takes the claim writes this line next, which then comes once, exclusively
+        // (a load then the CAS fetched it twice from the producer: the line count's group
+        // rows; the hint flag's swap came first before layout 24).
+        let st = crate::sync::load_for_write_u64(&e.state, Ordering::Acquire);
+        if !in_place {
+            // A placeholder popped (layout 27: its place consumed by a receive that served it
+            // in place): dropped, not served. Relaxed: a test on the line just read; the CAS
+            // that drops it decides.
+            let w = e.claim.load(Ordering::Relaxed);
+            if w & owner::STALE != 0 && super::ready::drop_placeholder(e, w) {
+                continue;
+            }
+        }
         if seen[..nseen].contains(&g) {
             // Served already in this call (ready again after a zero visibility timeout): leave
             // it for the next receive, re-hinted after the loop (its `HINT` bit stays set
@@ -199,22 +241,36 @@ pub fn receive(
             }
             continue;
         }
-        // Acquire: SYNC POINT(group-publish). Read for writing (`load_for_write_u64`): the
-        // CAS that takes the claim writes this line next, which then comes once, exclusively
-        // (a load then the CAS fetched it twice from the producer: the line count's group
-        // rows; the hint flag's swap came first before layout 24).
-        let st = crate::sync::load_for_write_u64(&e.state, Ordering::Acquire);
         if gstate::kind(st) != gstate::ACTIVE {
-            // The hint we popped: the group is gone (its entry's next insert clears it too).
-            super::ready::clear_hint(e, Ordering::Relaxed);
+            if in_place {
+                // Its hint stays queued: the pop that takes it clears the bit.
+                in_place_ok = false;
+            } else {
+                // The hint we popped: the group is gone (its entry's next insert clears it too).
+                super::ready::clear_hint(e, Ordering::Relaxed);
+            }
             continue;
         }
         // SYNC POINT(ready-check) with `hint`: the CAS that takes the claim clears the word's
         // `HINT` bit (layout 24); if a producer's RMW found it set, our CAS reads its bit
         // (Acquire) and our scan below sees its message.
-        let cw = match group::try_claim_taking_hint(a, env, e, me, gstate::ginc(st)) {
+        // In place, the CAS marks the hint a placeholder (`STALE`) and keeps it queued.
+        let claimed = if in_place {
+            group::try_claim_in_place(e, me, gstate::ginc(st))
+        } else {
+            group::try_claim_taking_hint(a, env, e, me, gstate::ginc(st))
+        };
+        let cw = match claimed {
             TryClaim::Acquired { cw, .. } => cw,
-            TryClaim::Gone => continue,
+            TryClaim::Gone => {
+                in_place_ok &= !in_place;
+                continue;
+            }
+            TryClaim::Busy(_) if in_place => {
+                // Held, a placeholder already, or not the group's hint: pop it instead.
+                in_place_ok = false;
+                continue;
+            }
             TryClaim::Busy(_) => {
                 count(a, me, counter::CONTENTION_RETRIES, 1);
                 // Ask the holder to re-check before it releases (DIRTY), clearing the hint's
@@ -255,6 +311,8 @@ pub fn receive(
                     return Err(f); // stopped forever, still holding the claim
                 }
                 release_claim_word(e, cw);
+                // Its placeholder, if left queued, is popped from now on (and dropped).
+                in_place_ok = false;
                 // One damaged group (a corrupted word) must not stop the others: remember the
                 // fault, leave the group (its hint is consumed; a sweep offers it again), and
                 // go on. The fault is reported only if nothing else could be taken.
@@ -269,6 +327,15 @@ pub fn receive(
         if (got > 0 || failed_here) && nseen < seen.len() {
             seen[nseen] = g;
             nseen += 1;
+        }
+        if in_place && got > 0 {
+            placeholder = Some(g);
+        }
+        if in_place && got == 0 {
+            // Nothing to take in place: from now on pop, so that the placeholder is taken out
+            // of the ring (a receiver that then sleeps has an empty ring, and the next
+            // ready-check pushes and rings).
+            in_place_ok = false;
         }
         if failed_here {
             move_failures += 1;
@@ -304,6 +371,7 @@ pub fn receive(
         notify(a, env, me);
     }
     a.segs.note_polled(rep.taken == 0);
+    a.segs.note_placeholder(placeholder);
     match damaged {
         Some(f) if rep.taken == 0 => Err(f),
         _ => Ok(rep),

@@ -765,10 +765,19 @@ fn release_then(
         // our CAS either makes the CAS fail (a DIRTY request: we clean up and look again) or
         // hints the group itself (a producer that links behind an empty list finds its
         // predecessor at `head`; a visibility change to 0 hints after its CAS).
-        let hinting = hinting(a, env, g, e, locked, dirty)?;
+        let mut hinting = hinting(a, env, g, e, locked, dirty)?;
+        if matches!(hinting, Hinting::Now) && cur & owner::STALE != 0 {
+            // The queued hint is a placeholder (layout 27: served in place). Still the ring's
+            // only hint: our release makes it fresh where it stands. Else it is replaced
+            // after the release (`ready::hint`), behind the groups hinted since.
+            hinting = match super::ready::only(a) {
+                Some((_, v)) if v == g => Hinting::Fresh,
+                _ => Hinting::Replace,
+            };
+        }
         let released = match hinting {
-            Hinting::Now => owner::HINT,
-            Hinting::No | Hinting::After => cur & owner::HINT,
+            Hinting::Now | Hinting::Fresh => owner::HINT,
+            Hinting::No | Hinting::After | Hinting::Replace => cur & owner::HINT_BITS,
         };
         // SYNC POINT(claim): SeqCst release; also orders it before a readiness check after
         // it. A queued hint's bit (`HINT`, set by a producer while we held the claim) is kept:
@@ -784,6 +793,8 @@ fn release_then(
                     notify(a, env, me);
                 }
                 Hinting::After => hint_if_ready(a, env, me, g, e)?,
+                Hinting::Fresh => notify(a, env, me),
+                Hinting::Replace if ready::hint(a, env, me, g)? => notify(a, env, me),
                 _ => {}
             }
             return Ok(());
@@ -804,6 +815,12 @@ enum Hinting {
     /// A sweep is due first ([`ready::hint`] runs it, R6): look again after the release, as
     /// before stop 54, not while we hold the claim (the sweep takes groups' claims).
     After,
+    /// Ready, its queued hint a placeholder that is still the ring's only hint (layout 27):
+    /// the release's CAS makes it fresh (clears `STALE`), and we ring.
+    Fresh,
+    /// Ready, its queued hint a placeholder with others queued behind it (layout 27): it is
+    /// replaced after the release ([`ready::hint`]: out of the ring, a fresh hint behind).
+    Replace,
 }
 
 /// Whether [`release_then`]'s release of group `g` (entry `e`) hints it, looked at while the

@@ -375,6 +375,71 @@ impl Ring<'_> {
         None
     }
 
+    /// The first value queued: `(position, value, only)`, where `only` says that nothing is
+    /// queued behind it (the next entry is empty for its position: pushes fill positions in
+    /// order). Walks from where a pop would start past popped entries, as a pop does, but with
+    /// plain loads and writing nothing: a ring nobody pushes to or pops from stays read-shared
+    /// (layout 27: a receive serving the ring's only hint in place, a ready-check making such a
+    /// hint fresh). `None` where nothing is queued, or where it cannot say at once (an entry in
+    /// no state a position expects: a start that lags a lap, or corruption).
+    #[inline]
+    pub fn first(&self) -> Option<(u64, u32, bool)> {
+        let r = self.entries.len() as u64;
+        if r < 2 {
+            return None;
+        }
+        // Acquire: as in `pop`.
+        let mut p = self.pop_start(Ordering::Acquire);
+        for _ in 0..r {
+            let (e, lap) = self.at(p);
+            // Acquire: pairs with the SeqCst CAS of the push that filled it (a hint: whoever
+            // acts on the value takes the group's claim, which carries the ordering that
+            // counts).
+            let w = e.load(Ordering::Acquire);
+            let s = seq(w);
+            if s == lap.wrapping_mul(2).wrapping_add(1) & SEQ_MASK {
+                let next = p.wrapping_add(1);
+                let (n, nlap) = self.at(next);
+                // Acquire: as above.
+                let only = seq(n.load(Ordering::Acquire)) == nlap.wrapping_mul(2) & SEQ_MASK;
+                return Some((p, value(w), only));
+            }
+            if !done(s, lap) {
+                return None; // empty for position p (nothing after it is filled), or odd
+            }
+            p = p.wrapping_add(1);
+        }
+        None
+    }
+
+    /// Pops position `p` if it still holds `value` (layout 27: a ready-check taking a hint
+    /// placeholder out of the ring, found by [`Ring::first`]). Returns whether it did: `false`
+    /// where another pop took it first. The pop's own CAS and bookkeeping.
+    pub fn pop_at(&self, p: u64, value: u32) -> bool {
+        if self.entries.is_empty() {
+            return false;
+        }
+        let (e, lap) = self.at(p);
+        // AcqRel: as in `pop`.
+        if e.compare_exchange(
+            pack(lap.wrapping_mul(2).wrapping_add(1), value),
+            pack(lap.wrapping_mul(2).wrapping_add(2), 0),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_err()
+        {
+            return false;
+        }
+        crash_point!(true);
+        let next = p.wrapping_add(1);
+        self.note(next);
+        if next & (self.stride() - 1) == 0 {
+            self.advance_head(next);
+        }
+        true
+    }
+
     /// Whether a pop now would return `None` at its first look: the entry where it would
     /// start is empty for that position (a pop's own test, and its own reads: `head`, this
     /// process's cursor, the entry's line for writing). A push that filled its entry and

@@ -150,6 +150,11 @@ pub struct Segments {
     /// Whether this process's last receive took nothing (1) or something (0): its next one
     /// looks first (`receive::idle_after_empty`).
     polled_empty: crate::sync::local::AtomicU64,
+    /// The group (+ 1; 0: none) whose hint this process's last receive served in place and
+    /// left queued as a placeholder (layout 27): its next receive reads that group's claim
+    /// word first, and pops (rather than serving in place) where the placeholder is still
+    /// `STALE` (`receive::receive`).
+    placeholder: crate::sync::local::AtomicU64,
     /// Bit `c`: kind `c` is at its growth limit (a grower found so, [`grow`]). Both limits
     /// (the kind's segment count, the arena's size limit) are fixed at creation and the file
     /// only grows, so the bit is set once and stays true; it spares a producer at the limit
@@ -196,6 +201,7 @@ impl Segments {
             cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             push_cursors: core::array::from_fn(|_| crate::sync::local::AtomicU64::new(0)),
             polled_empty: crate::sync::local::AtomicU64::new(0),
+            placeholder: crate::sync::local::AtomicU64::new(0),
             at_limit: crate::sync::local::AtomicU64::new(0),
             file,
         }
@@ -246,6 +252,24 @@ impl Segments {
             // Relaxed: as above.
             self.polled_empty
                 .store(u64::from(empty), StdOrdering::Relaxed);
+        }
+    }
+
+    /// The group whose hint this process's last receive left queued as a placeholder
+    /// ([`Segments::note_placeholder`]).
+    pub fn placeholder(&self) -> Option<u32> {
+        // Relaxed: a process-local hint, whichever thread set it.
+        let v = self.placeholder.load(StdOrdering::Relaxed);
+        v.checked_sub(1).map(|g| g as u32)
+    }
+
+    /// Notes the group whose hint a receive left queued as a placeholder, or none; written
+    /// only when it changes (threads of one process share the word's line).
+    pub fn note_placeholder(&self, g: Option<u32>) {
+        let v = g.map_or(0, |g| u64::from(g) + 1);
+        // Relaxed: as above.
+        if self.placeholder.load(StdOrdering::Relaxed) != v {
+            self.placeholder.store(v, StdOrdering::Relaxed);
         }
     }
 

@@ -253,6 +253,15 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             Ordering::AcqRel
         };
         let was = e.claim.fetch_or(owner::HINT, order);
+        if was & owner::STALE != 0 {
+            // Its queued hint is a placeholder (layout 27: served in place): fresh where it
+            // is the ring's only hint, else replaced behind the others (our RMW changed
+            // nothing).
+            if super::ready::refresh_placeholder(a, g, e, was)? {
+                out.pushed += 1;
+            }
+            continue;
+        }
         // Forced where `full`: a bit left set by a participant that died before pushing is
         // taken as not queued.
         if !full && was & owner::HINT != 0 {
@@ -325,9 +334,7 @@ fn sweep_group(
     // Acquire: SYNC POINT(claim).
     // Its holder's claim, without the DIRTY and HINT bits (0: free).
     let c = owner::clean(e.claim.load(Ordering::Acquire));
-    let held = c != 0
-        && owner::claim_ginc(c) == (ginc & super::words::GINC_MASK)
-        && !a.owner_dead(env, Owner::of_word(c));
+    let held = c != 0 && owner::claims_ginc(c, ginc) && !a.owner_dead(env, Owner::of_word(c));
     let status = status(a, env, e)?;
     if held {
         // A live holder re-checks readiness when it releases, unless its take left the group

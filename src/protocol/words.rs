@@ -46,6 +46,19 @@ pub mod owner {
     /// takes the claim (one locked instruction a receive less). Set or clear whoever holds
     /// the claim, and kept by every other change of the word.
     pub const HINT: u64 = 1 << 62;
+    /// Bit of a group's claim word set, with `HINT`, while the group's queued hint is a
+    /// *placeholder* (layout 27): a receive served the ring's only hint in place, leaving it
+    /// queued, and so consumed the place it stood for. The next ready-check of the group
+    /// makes it fresh where it is still the ring's only hint, or else takes it out and pushes
+    /// a fresh one behind the others; a pop that meets it drops it (`protocol::ready`).
+    pub const STALE: u64 = 1 << 61;
+    /// The bits of a claim word that say what hint is queued, kept by every change of the
+    /// word but a hint's own.
+    pub const HINT_BITS: u64 = HINT | STALE;
+    /// Mask of the incarnation bits a claim word holds (layout 27: 23, bits 38 to 60; the
+    /// word's bit 61 is `STALE`). A claim of an incarnation 2^23 back reads as current: it is
+    /// taken over only from a dead owner, as a current one is.
+    pub const CLAIM_GINC_MASK: u32 = (1 << 23) - 1;
 
     /// Who holds something in the arena: a participant's registry slot and the low bits of its
     /// registration generation, as claim words, group and dedup states and `vis` store it.
@@ -83,17 +96,22 @@ pub mod owner {
     pub fn code(index: u32, gen: u32) -> Owner {
         Owner::new(index, gen)
     }
-    /// A group claim word: the group incarnation (bits 38..62) and the owner code.
+    /// A group claim word: the low 23 bits of the group incarnation (bits 38..61) and the
+    /// owner code.
     pub fn claim(ginc: u32, me: Owner) -> u64 {
-        (u64::from(ginc & super::GINC_MASK) << 38) | me.bits()
+        (u64::from(ginc & CLAIM_GINC_MASK) << 38) | me.bits()
     }
-    /// The incarnation of a group claim word.
+    /// The incarnation bits of a group claim word.
     pub fn claim_ginc(w: u64) -> u32 {
-        ((w >> 38) as u32) & super::GINC_MASK
+        ((w >> 38) as u32) & CLAIM_GINC_MASK
     }
-    /// A claim word without its DIRTY and HINT bits: the holder's claim (0: free).
+    /// Whether claim word `w` is a claim of incarnation `ginc` (its low 23 bits).
+    pub fn claims_ginc(w: u64, ginc: u32) -> bool {
+        claim_ginc(w) == ginc & CLAIM_GINC_MASK
+    }
+    /// A claim word without its DIRTY, HINT and STALE bits: the holder's claim (0: free).
     pub fn clean(w: u64) -> u64 {
-        w & !(DIRTY | HINT)
+        w & !(DIRTY | HINT_BITS)
     }
 
     /// `(participant index, generation bits)` of a code.
