@@ -1680,6 +1680,7 @@ fn main() {
             .is_none_or(|o| o.split(',').any(|x| x == op))
     };
     let mut total = 0;
+    let mut steps: Vec<(&str, u64)> = Vec::new();
     for (op, case) in cases {
         if !chosen(op) {
             continue;
@@ -1688,6 +1689,17 @@ fn main() {
         assert!(n > 0, "{op}: no kill point reached (is the feature on?)");
         println!("{op}: killed at each of its {n} steps, recovered every time");
         total += n;
+        steps.push((op, n));
+    }
+    // A send that finds a placeholder with a hint behind it (layout 27) takes it out of the
+    // ring and pushes a fresh hint: more steps than a plain send, or the case set up no
+    // placeholder and tested a plain send again.
+    let of = |op: &str| steps.iter().find(|(o, _)| *o == op).map(|(_, n)| *n);
+    if let (Some(plain), Some(placeholder)) = (of("send"), of("send-placeholder")) {
+        assert!(
+            placeholder > plain,
+            "send-placeholder: {placeholder} steps, no more than a plain send's {plain}"
+        );
     }
     println!("failpoints: {total} kills, all recovered");
     // Each operation's stop points on a queue of its own, two operations at a time: a case

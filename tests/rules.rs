@@ -898,6 +898,38 @@ fn r6_groups_served_in_the_order_they_became_ready() {
     }
 }
 
+/// R6 across a group entry's reuse (layout 27): `a` is served in place and emptied, so its
+/// hint stays queued as a placeholder, the ring's first entry; `c` is hinted behind it; then a
+/// new group `b` takes `a`'s entry (the table at its two groups, `a` kept: the insert reclaims
+/// it). `c` became ready before `b` and is served first: the placeholder, naming the entry `b`
+/// now holds, is dropped by the pop that meets it, not taken for `b`'s hint.
+#[test]
+fn r6_a_new_group_in_a_reclaimed_entry_queues_behind_ready_groups() {
+    // Where a new group lands in the table follows the arena's random hash keys: several new
+    // ids, a fresh queue each, so that some take `a`'s entry (each checks R6 either way).
+    for k in 0..24 {
+        let q = queue("r6reuse", &small().max_groups(2).size_limit(0));
+        // `c` kept (its message received and deleted), then `a` served in place and emptied
+        // (its first message popped behind `c`'s placeholder, its second the ring's only
+        // hint).
+        for (g, b) in [("c", "c0"), ("a", "a0"), ("a", "a1")] {
+            send(&q, g, b);
+            let m = recv_vt(&q, 1, LONG);
+            assert_eq!(bodies(&m), [b]);
+            q.delete(&m[0].receipt_handle).unwrap();
+        }
+        send(&q, "c", "c1");
+        let b = format!("b{k}");
+        send(&q, &b, &b);
+        assert_eq!(
+            bodies(&recv_vt(&q, 1, LONG)),
+            ["c1"],
+            "{b}: c was ready first"
+        );
+        assert_eq!(bodies(&recv_vt(&q, 1, LONG)), [b.as_str()]);
+    }
+}
+
 #[test]
 fn r6_group_unlocked_by_delete_queues_behind_ready_groups() {
     let q = queue("r6del", &small());

@@ -633,8 +633,15 @@ fn publish_entry(a: &Arena<'_>, e: &GroupEntry, g: u32, ginc: u32, key: Option<(
     e.tail.store(sentinel, Ordering::Release);
     // No hint queued for the new incarnation: a `HINT` bit left by the entry's last group (a
     // receiver that popped its hint found it gone, or died) is cleared, by an RMW only where
-    // set (the word is the consumer's). Relaxed: as the stores above.
-    super::ready::clear_hint(e, Ordering::Relaxed);
+    // set (the word is the consumer's). But a placeholder (layout 27: `HINT | STALE`, the
+    // last group served in place) is still queued, the ring's first entry, naming this
+    // entry: its bits stay, so that a pop drops it and the new group's first ready-check
+    // settles it (fresh where it is the ring's only hint, else taken out and pushed behind
+    // the others); cleared, its pop would serve the new group from the old group's place.
+    // Relaxed: as the stores above.
+    if e.claim.load(Ordering::Relaxed) & words::owner::STALE == 0 {
+        super::ready::clear_hint(e, Ordering::Relaxed);
+    }
     // A tombstone may be a quarantined group's, which a dead claim holder can leave with a
     // dummy named, or a reopened one's (a sentinel past position 0). Relaxed: as the stores
     // above. Written only where not 0 (the line is the consumer's: an unchanged word is not

@@ -157,7 +157,7 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     // below writes the line next. Relaxed: a guess; the RMW decides.
     let w = crate::sync::load_for_write_u64(&e.claim, Ordering::Relaxed);
     if w & owner::STALE != 0 {
-        return refresh_placeholder(a, g, e, w);
+        return refresh_placeholder(a, env, g, e, w);
     }
     // SYNC POINT(ready-check): an RMW that always writes the bit (layout 24: the claim word's
     // `HINT`; a flag word of its own before): the receiver's CAS that takes the claim and
@@ -166,7 +166,7 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
     let was = e.claim.fetch_or(owner::HINT, Ordering::AcqRel);
     if was & owner::STALE != 0 {
         // Served in place since our look (our RMW changed nothing).
-        return refresh_placeholder(a, g, e, was);
+        return refresh_placeholder(a, env, g, e, was);
     }
     if was & owner::HINT != 0 {
         return Ok(false);
@@ -181,42 +181,44 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
 /// made fresh where it stands (one CAS of the claim word, the ring's lines left read-shared:
 /// a group that stays the only one ready, served again and again, moves no ring line); where
 /// others are queued behind it, it is taken out of the ring (`Ring::pop_at`) and a fresh hint
-/// pushed behind them; where a pop took it already (whose popper clears both bits, or has
-/// stopped), the hint is taken over and pushed. Returns whether a fresh hint is queued that
-/// the caller rings for (SYNC POINT(doorbell): our RMW, SeqCst on x86 as every locked
-/// instruction, then the caller's load of `waiters`).
+/// pushed behind them. Where a pop took it already, its popper drops it (clears both bits,
+/// `drop_placeholder`), and we wait for that, then hint as every producer does: a popper
+/// whose look at the word came after a take-over of ours would read a fresh hint and serve
+/// the group from the placeholder's place, ahead of the groups hinted since. Only a popper
+/// that has not dropped it after [`TAKEOVER_ROUNDS`] looks (stopped, or dead) has its
+/// placeholder taken over. Every way out ends with an RMW of the word that was the last to
+/// change it (SYNC POINT(ready-check), as `hint`'s `fetch_or`). Returns whether a fresh hint
+/// is queued that the caller rings for (SYNC POINT(doorbell): our RMW, SeqCst on x86 as every
+/// locked instruction, then the caller's load of `waiters`).
 #[inline(never)]
 pub(crate) fn refresh_placeholder(
     a: &Arena<'_>,
+    env: &dyn Env,
     g: u32,
     e: &GroupEntry,
     mut w: u64,
 ) -> PResult<bool> {
     let r = ring_for(a, g)?;
+    let mut popped_rounds = 0;
     for _ in 0..MAX_STEPS {
-        if w & owner::HINT == 0 {
-            // A popper dropped the placeholder: hint as every producer does. AcqRel: SYNC
-            // POINT(ready-check), as in `hint`.
-            w = e.claim.fetch_or(owner::HINT, Ordering::AcqRel);
-            if w & owner::HINT == 0 {
-                return push_placeholderless(g, e, r);
-            }
-            continue;
-        }
         if w & owner::STALE == 0 {
-            return Ok(false); // made fresh (or replaced) by another ready-check
+            // Dropped by a popper, or made fresh or replaced by another ready-check: hint as
+            // every producer does, an RMW that always writes (AcqRel: SYNC
+            // POINT(ready-check), as in `hint`).
+            w = e.claim.fetch_or(owner::HINT, Ordering::AcqRel);
+            if w & owner::STALE != 0 {
+                continue; // a placeholder again (served in place since)
+            }
+            if w & owner::HINT != 0 {
+                return Ok(false);
+            }
+            return push_hint(a, env, g, e);
         }
         match r.first() {
             Some((_, v, true)) if v == g => {
-                // The ring's only hint: fresh where it stands. SYNC POINT(ready-check): our
-                // CAS is the RMW a receiver's claim then reads, as a producer's `fetch_or`.
-                match e.claim.compare_exchange(
-                    w,
-                    w & !owner::STALE,
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
+                // The ring's only hint: fresh where it stands.
+                match clear_stale(e, w) {
+                    Ok(()) => {
                         // Made fresh, not yet rung for.
                         crash_point!();
                         return Ok(true);
@@ -229,26 +231,33 @@ pub(crate) fn refresh_placeholder(
                 if r.pop_at(p, g) {
                     crash_point!();
                     // The bits are ours now (the placeholder gone, nobody pops it): the hint
-                    // we push. AcqRel: SYNC POINT(ready-check), as above.
-                    e.claim.fetch_and(!owner::STALE, Ordering::AcqRel);
+                    // we push, unless a take-over pushed one meanwhile (we were slow past
+                    // `TAKEOVER_ROUNDS`). AcqRel: SYNC POINT(ready-check), as in
+                    // `clear_stale`.
+                    let was = e.claim.fetch_and(!owner::STALE, Ordering::AcqRel);
                     crash_point!();
-                    return push_placeholderless(g, e, r);
+                    if was & owner::STALE == 0 {
+                        return Ok(false);
+                    }
+                    return push_hint(a, env, g, e);
                 }
                 // Popped meanwhile. Relaxed: the RMWs above decide.
                 w = e.claim.load(Ordering::Relaxed);
             }
             _ => {
-                // Popped already (its popper clears both bits, unless it has stopped): take
-                // the hint over and push it. AcqRel: SYNC POINT(ready-check), as above.
-                match e.claim.compare_exchange(
-                    w,
-                    w & !owner::STALE,
-                    Ordering::AcqRel,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => {
+                // Popped already: its popper drops it (clears both bits). Wait for that a
+                // while; a popper that never does (stopped, or dead) has it taken over.
+                popped_rounds += 1;
+                if popped_rounds < TAKEOVER_ROUNDS {
+                    crate::sync::spin_hint();
+                    // Relaxed: the RMWs above decide.
+                    w = e.claim.load(Ordering::Relaxed);
+                    continue;
+                }
+                match clear_stale(e, w) {
+                    Ok(()) => {
                         crash_point!();
-                        return push_placeholderless(g, e, r);
+                        return push_hint(a, env, g, e);
                     }
                     Err(now) => w = now,
                 }
@@ -260,15 +269,19 @@ pub(crate) fn refresh_placeholder(
     ))
 }
 
-/// Pushes group `g`'s fresh hint (entry `e`, ring `r`), its `HINT` bit ours: [`push_hint`]
-/// for [`refresh_placeholder`] (no ring full but under corruption; then the bit is cleared,
-/// and the next sweep re-derives the hint).
-fn push_placeholderless(g: u32, e: &GroupEntry, r: Ring<'_>) -> PResult<bool> {
-    if r.push(g) {
-        return Ok(true);
-    }
-    clear_hint(e, Ordering::Release);
-    Ok(false)
+/// Looks a ready-check takes at a placeholder another participant popped before it takes the
+/// hint over ([`refresh_placeholder`]): the popper's drop is a few instructions after its
+/// pop, unless it has stopped or died.
+const TAKEOVER_ROUNDS: u32 = 64;
+
+/// Clears `STALE` from group entry `e`'s claim word, found as `w`; else the word found.
+/// SYNC POINT(ready-check): AcqRel, our CAS is the RMW a receiver's claim then reads, as a
+/// producer's `fetch_or` (it reads what we published before; a claim before it is read by it).
+#[inline]
+fn clear_stale(e: &GroupEntry, w: u64) -> Result<(), u64> {
+    e.claim
+        .compare_exchange(w, w & !owner::STALE, Ordering::AcqRel, Ordering::Relaxed)
+        .map(|_| ())
 }
 
 /// A receive popped group `g`'s hint and found its claim word `w` with `STALE` (layout 27):
@@ -295,6 +308,34 @@ pub(crate) fn drop_placeholder(e: &GroupEntry, mut w: u64) -> bool {
         }
     }
     false
+}
+
+/// Whether position `p` of the base ring still holds group `g`'s hint ([`Ring::holds`]): a
+/// receive that served it in place checks it after its claim.
+#[inline]
+pub fn still_queued(a: &Arena<'_>, p: u64, g: u32) -> bool {
+    ring(a).holds(p, g)
+}
+
+/// Takes back the `STALE` a receive set by claiming group entry `e` in place (claim `cw`,
+/// still ours), where the hint turned out not to be where it looked ([`still_queued`]).
+/// Bounded: DIRTY requests and producers' RMWs may change the word under us; a word no longer
+/// ours is left alone.
+pub(crate) fn unmark_in_place(e: &GroupEntry, cw: u64) {
+    for _ in 0..MAX_STEPS {
+        // Relaxed: the CAS decides.
+        let w = e.claim.load(Ordering::Relaxed);
+        if owner::clean(w) != cw || w & owner::STALE == 0 {
+            return;
+        }
+        // AcqRel: SYNC POINT(ready-check), as `clear_stale`: the hint is fresh again.
+        if e.claim
+            .compare_exchange(w, w & !owner::STALE, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
 }
 
 /// The group whose hint is the base ring's only one, and its position, where the group

@@ -194,12 +194,13 @@ pub fn receive(
         } else {
             None
         };
-        let (popped, in_place) = match only {
+        let (popped, at) = match only {
             // Served already in this call: the only hint is ours, nothing else is hinted.
-            Some((_, g)) if seen[..nseen].contains(&g) => (None, false),
-            Some((_, g)) => (Some(g), true),
-            None => (super::ready::pop(a), false),
+            Some((_, g)) if seen[..nseen].contains(&g) => (None, None),
+            Some((p, g)) => (Some(g), Some(p)),
+            None => (super::ready::pop(a), None),
         };
+        let in_place = at.is_some();
         crash_point!();
         let Some(g) = popped else {
             if swept {
@@ -264,6 +265,20 @@ pub fn receive(
             group::try_claim_taking_hint(a, env, e, me, gstate::ginc(st))
         };
         let cw = match claimed {
+            TryClaim::Acquired { cw, .. }
+                if at.is_some_and(|p| !super::ready::still_queued(a, p, g)) =>
+            {
+                // The hint we looked at was popped, and the group hinted again, since our look
+                // (the claim's word had `HINT` alone again): its hint is no longer the ring's
+                // first entry, where a placeholder must be. Not ours to serve in place: the
+                // `STALE` we set taken back, the claim released, and the rest popped.
+                super::ready::unmark_in_place(e, cw);
+                in_place_ok = false;
+                if or_release(e, cw, release(a, env, me, cw, g)).is_err() {
+                    break;
+                }
+                continue;
+            }
             TryClaim::Acquired { cw, .. } => cw,
             TryClaim::Gone => {
                 in_place_ok &= !in_place;

@@ -412,6 +412,19 @@ impl Ring<'_> {
         None
     }
 
+    /// Whether position `p` still holds `value` (filled for it, not popped): a plain load
+    /// (layout 27: a receive that served a hint in place checks, after its claim, that the
+    /// hint it found is still the one queued there).
+    #[inline]
+    pub fn holds(&self, p: u64, value: u32) -> bool {
+        if self.entries.is_empty() {
+            return false;
+        }
+        let (e, lap) = self.at(p);
+        // Acquire: as in `first`.
+        e.load(Ordering::Acquire) == pack(lap.wrapping_mul(2).wrapping_add(1), value)
+    }
+
     /// Pops position `p` if it still holds `value` (layout 27: a ready-check taking a hint
     /// placeholder out of the ring, found by [`Ring::first`]). Returns whether it did: `false`
     /// where another pop took it first. The pop's own CAS and bookkeeping.

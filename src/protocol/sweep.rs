@@ -257,7 +257,7 @@ fn sweep_with(a: &Arena<'_>, env: &dyn Env, me: Owner, scope: Scope) -> PResult<
             // Its queued hint is a placeholder (layout 27: served in place): fresh where it
             // is the ring's only hint, else replaced behind the others (our RMW changed
             // nothing).
-            if super::ready::refresh_placeholder(a, g, e, was)? {
+            if super::ready::refresh_placeholder(a, env, g, e, was)? {
                 out.pushed += 1;
             }
             continue;
