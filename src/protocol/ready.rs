@@ -231,14 +231,14 @@ pub(crate) fn refresh_placeholder(
                 if r.pop_at(p, g) {
                     crash_point!();
                     // The bits are ours now (the placeholder gone, nobody pops it): the hint
-                    // we push, unless a take-over pushed one meanwhile (we were slow past
-                    // `TAKEOVER_ROUNDS`). AcqRel: SYNC POINT(ready-check), as in
-                    // `clear_stale`.
-                    let was = e.claim.fetch_and(!owner::STALE, Ordering::AcqRel);
+                    // we push, whatever cleared `STALE` meanwhile. A ready-check that found
+                    // the placeholder the ring's only hint just before our pop clears it by
+                    // its CAS and believes the hint fresh where it stood, which we took out:
+                    // ours is then the group's one hint. (A take-over of a popper past
+                    // `TAKEOVER_ROUNDS`, where we were that slow, leaves a duplicate, which
+                    // pops re-validate.) AcqRel: SYNC POINT(ready-check), as in `clear_stale`.
+                    e.claim.fetch_and(!owner::STALE, Ordering::AcqRel);
                     crash_point!();
-                    if was & owner::STALE == 0 {
-                        return Ok(false);
-                    }
                     return push_hint(a, env, g, e);
                 }
                 // Popped meanwhile. Relaxed: the RMWs above decide.
