@@ -28,6 +28,14 @@ fn served_in_place(a: &Arena<'_>, env: &MockEnv, id: &str, body: &[u8]) {
     );
 }
 
+/// Receives (up to `max` messages each time, visibility 1 s) and deletes, `times` times, as
+/// participant `who`: every body in delivery order.
+fn receives(a: &Arena<'_>, env: &MockEnv, who: u32, max: usize, times: usize) -> Vec<Vec<u8>> {
+    (0..times)
+        .flat_map(|_| recv_and_delete(a, env, who, max, 1_000))
+        .collect()
+}
+
 /// A receive serves "g"'s only hint in place and deletes what it took while a producer sends
 /// to "g" again: the second message is found by the next receive, without a sweep (the clock
 /// does not move: no sweep is due), and the queue ends clean.
@@ -46,8 +54,7 @@ fn a_hint_served_in_place_races_a_send_and_strands_nothing() {
             },
         );
         let mut got = first;
-        got.extend(recv_and_delete(&a, &env, 0, 10, 1_000));
-        got.extend(recv_and_delete(&a, &env, 0, 10, 1_000));
+        got.extend(receives(&a, &env, 0, 10, 2));
         assert_eq!(
             got,
             [b"1".to_vec(), b"2".to_vec()],
@@ -83,9 +90,7 @@ fn a_placeholder_and_another_group_made_ready_at_once() {
             (r, t.join().unwrap())
         };
         let mut all = got.clone();
-        all.extend(recv_and_delete(&a, &env, 0, 1, 1_000));
-        all.extend(recv_and_delete(&a, &env, 0, 1, 1_000));
-        all.extend(recv_and_delete(&a, &env, 0, 1, 1_000));
+        all.extend(receives(&a, &env, 0, 1, 3));
         let mut sorted = all.clone();
         sorted.sort();
         assert_eq!(
@@ -119,9 +124,7 @@ fn a_placeholder_is_not_served_ahead_of_a_group_hinted_before() {
             },
             move || recv_and_delete(&h2.arena(), &e2, 2, 1, 1_000),
         );
-        let mut rest = recv_and_delete(&a, &env, 0, 1, 1_000);
-        rest.extend(recv_and_delete(&a, &env, 0, 1, 1_000));
-        rest.extend(recv_and_delete(&a, &env, 0, 1, 1_000));
+        let rest = receives(&a, &env, 0, 1, 3);
         let mut all = got.clone();
         all.extend(rest.iter().cloned());
         assert_eq!(
@@ -245,8 +248,7 @@ fn a_sender_refreshing_a_placeholder_stopped_forever_blocks_no_other_group() {
             assert!(!matches!(sent, Err(Fault::Corrupted(_))), "k={k}: {sent:?}");
             assert!(got.contains(&b"x".to_vec()), "k={k}: {got:?}");
             send(&a, &env, 2, "h", b"z").expect("another group is served");
-            let mut rest = recv_and_delete(&a, &env, 2, 10, 1_000);
-            rest.extend(recv_and_delete(&a, &env, 2, 10, 1_000));
+            let rest = receives(&a, &env, 2, 10, 2);
             assert!(rest.contains(&b"z".to_vec()), "k={k}: {got:?} {rest:?}");
         });
     });
