@@ -186,8 +186,9 @@ pub fn hint(a: &Arena<'_>, env: &dyn Env, me: Owner, g: u32) -> PResult<bool> {
 /// whose look at the word came after a take-over of ours would read a fresh hint and serve
 /// the group from the placeholder's place, ahead of the groups hinted since. Only a popper
 /// that has not dropped it after [`TAKEOVER_ROUNDS`] looks (stopped, or dead) has its
-/// placeholder taken over. Every way out ends with an RMW of the word that was the last to
-/// change it (SYNC POINT(ready-check), as `hint`'s `fetch_or`). Returns whether a fresh hint
+/// placeholder taken over. Every way out comes after an RMW of ours on the word (SYNC
+/// POINT(ready-check), as `hint`'s `fetch_or`: a receiver's claim after it reads what we
+/// published before it). Returns whether a fresh hint
 /// is queued that the caller rings for (SYNC POINT(doorbell): our RMW, SeqCst on x86 as every
 /// locked instruction, then the caller's load of `waiters`).
 #[inline(never)]
